@@ -1,0 +1,39 @@
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { methodNotAllowed } from "hono/method-not-allowed";
+import { requestId } from "hono/request-id";
+import type { AppEnv } from "./app-env.ts";
+import { readConfig } from "./env.ts";
+import { ApiError, methodNotAllowedResponse, notFound, onError } from "./errors.ts";
+import { accountRoutes, adminAccountRoutes } from "./routes/account.ts";
+import { apiKeyRoutes } from "./routes/api-keys.ts";
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export function buildApp() {
+  const app = new Hono<AppEnv>();
+  app.use(requestId());
+  app.use(async (c, next) => {
+    const config = readConfig(c.env);
+    if (typeof config === "string") throw new ApiError(500, config);
+    c.set("config", config);
+    await next();
+  });
+  app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
+  app.use(
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new ApiError(413, "The request body is over 1 MiB; send less at a time.");
+      },
+    }),
+  );
+
+  app.route("/account", accountRoutes);
+  app.route("/api-keys", apiKeyRoutes);
+  app.route("/admin/accounts", adminAccountRoutes);
+
+  app.notFound(notFound);
+  app.onError(onError);
+  return app;
+}

@@ -1,0 +1,59 @@
+import { crc32 } from "node:zlib";
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const RANDOM_LENGTH = 40; // 40 base62 characters ≈ 238 bits
+const CHECKSUM_LENGTH = 6; // 62^6 > 2^32, so any CRC32 fits
+const MAX_IDENTIFIER_LENGTH = 128;
+const LISTED_IDENTIFIER_CHARS = 8;
+
+function randomBase62(length: number): string {
+  let out = "";
+  while (out.length < length) {
+    for (const byte of crypto.getRandomValues(new Uint8Array(length * 2))) {
+      // 248 = 4 × 62: rejecting the rest keeps every character equally likely.
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+function checksum(body: string): string {
+  let n = crc32(body);
+  let out = "";
+  for (let i = 0; i < CHECKSUM_LENGTH; i++) {
+    out = BASE62[n % 62] + out;
+    n = Math.floor(n / 62);
+  }
+  return out;
+}
+
+const head = (servicePrefix: string) => `${servicePrefix}_live_`;
+
+export function generateApiKey(servicePrefix: string): { key: string; prefix: string } {
+  const body = head(servicePrefix) + randomBase62(RANDOM_LENGTH);
+  const key = body + checksum(body);
+  return { key, prefix: key.slice(0, head(servicePrefix).length + LISTED_IDENTIFIER_CHARS) };
+}
+
+/** True when the string is shaped like one of our keys, whether or not it is well formed. */
+export function looksLikeApiKey(token: string, servicePrefix: string): boolean {
+  return token.startsWith(`${servicePrefix}_`);
+}
+
+/**
+ * Format and checksum, checked with no I/O: a typo or a made-up key never reaches storage.
+ * Anything over the maximum length is refused before it is scanned.
+ */
+export function isWellFormedApiKey(token: string, servicePrefix: string): boolean {
+  const start = head(servicePrefix);
+  const identifierLength = token.length - start.length;
+  if (identifierLength < 32 + CHECKSUM_LENGTH || identifierLength > MAX_IDENTIFIER_LENGTH) return false;
+  if (!token.startsWith(start) || !/^[0-9A-Za-z]+$/.test(token.slice(start.length))) return false;
+  const body = token.slice(0, -CHECKSUM_LENGTH);
+  return checksum(body) === token.slice(-CHECKSUM_LENGTH);
+}
+
+export async function hashApiKey(key: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,0 +1,51 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { exportJWK, generateKeyPair } from "jose";
+import { defineConfig } from "vitest/config";
+
+/**
+ * A stand-in identity provider for the tests: a fresh RS256 key pair whose public half is served
+ * as a JWKS over real HTTP, so the worker fetches and caches it exactly as it would an IdP's.
+ * The private half reaches the tests as a binding, and test/helpers/tokens.ts signs with it.
+ */
+async function serveTestJwks() {
+  const { publicKey, privateKey } = await generateKeyPair("RS256", { extractable: true });
+  const kid = "test-key-1";
+  const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: "RS256", use: "sig" };
+  const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: "RS256" };
+  const body = JSON.stringify({ keys: [publicJwk] });
+  const server = createServer((req, res) => {
+    if (req.url === "/jwks.json") res.writeHead(200, { "Content-Type": "application/json" }).end(body);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  server.unref();
+  const { port } = server.address() as AddressInfo;
+  return { jwksUrl: `http://127.0.0.1:${port}/jwks.json`, publicJwk, privateJwk };
+}
+
+export default defineConfig(async () => {
+  const idp = await serveTestJwks();
+  return {
+    plugins: [
+      cloudflareTest({
+        wrangler: { configPath: "./wrangler.toml" },
+        miniflare: {
+          bindings: {
+            IDP_ISSUER: "https://idp.test/",
+            IDP_AUDIENCE: "price-data-api",
+            IDP_JWKS_URL: idp.jwksUrl,
+            TEST_SIGNING_JWK: JSON.stringify(idp.privateJwk),
+            TEST_PUBLIC_JWK: JSON.stringify(idp.publicJwk),
+            TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+          },
+        },
+      }),
+    ],
+    test: {
+      include: ["test/**/*.test.ts"],
+      setupFiles: ["./test/helpers/setup.ts"],
+    },
+  };
+});
