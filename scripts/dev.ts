@@ -1,0 +1,40 @@
+/**
+ * `npm run dev`: everything a newcomer needs, in one command.
+ *   1. .dev.vars from .dev.vars.example when missing (the local IdP's settings);
+ *   2. the local D1 migrated (wrangler d1 migrations apply DB --local) and seeded;
+ *   3. the local IdP on http://127.0.0.1:4000;
+ *   4. the worker on http://127.0.0.1:8787 (extra arguments go to `wrangler dev`, e.g. --var NAME:VALUE).
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { copyFileSync, existsSync } from "node:fs";
+
+const root = new URL("..", import.meta.url).pathname;
+process.chdir(root);
+
+if (!existsSync(".dev.vars")) {
+  copyFileSync(".dev.vars.example", ".dev.vars");
+  console.log("Created .dev.vars from .dev.vars.example.");
+}
+
+function run(command: string, args: string[]) {
+  const result = spawnSync(command, args, { stdio: "inherit", env: { ...process.env, CI: "true" } });
+  if (result.status !== 0) {
+    console.error(`\`${command} ${args.join(" ")}\` failed; see above.`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+run("wrangler", ["d1", "migrations", "apply", "DB", "--local"]);
+
+const children: ChildProcess[] = [
+  spawn("node", ["scripts/idp.ts"], { stdio: "inherit" }),
+  spawn("wrangler", ["dev", "--ip", "127.0.0.1", "--port", "8787", ...process.argv.slice(2)], { stdio: "inherit" }),
+];
+
+function stop(code = 0) {
+  for (const child of children) child.kill("SIGTERM");
+  process.exit(code);
+}
+process.on("SIGINT", () => stop());
+process.on("SIGTERM", () => stop());
+for (const child of children) child.on("exit", (code) => stop(code ?? 0));

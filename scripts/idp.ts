@@ -1,0 +1,84 @@
+/**
+ * A real OpenID Provider for local development (panva's oidc-provider), on http://127.0.0.1:4000.
+ * - `price-data-dashboard`: public client, authorization code + PKCE, for the dashboard.
+ * - `price-data-machine`: confidential client, client credentials, holding both admin scopes.
+ * Access tokens are RS256 JWTs for the API (aud "price-data-api"), signed with the committed
+ * development key, so tokens and jose's cached JWKS stay valid across restarts.
+ * Logins use the provider's development pages: any login name and password are accepted.
+ */
+import { readFileSync } from "node:fs";
+import Provider from "oidc-provider";
+import {
+  ADMIN_SCOPES,
+  API_RESOURCE,
+  DASHBOARD_CLIENT_ID,
+  DEV_AUDIENCE,
+  DEV_IDP_PORT,
+  DEV_ISSUER,
+  DEV_WORKER_ORIGIN,
+  MACHINE_CLIENT_ID,
+  MACHINE_CLIENT_SECRET,
+} from "./dev-idp/config.ts";
+
+const signingKey = JSON.parse(readFileSync(new URL("./dev-idp/signing-key.json", import.meta.url), "utf8"));
+
+const provider = new Provider(DEV_ISSUER, {
+  clients: [
+    {
+      client_id: DASHBOARD_CLIENT_ID,
+      token_endpoint_auth_method: "none",
+      grant_types: ["authorization_code"],
+      response_types: ["code"],
+      redirect_uris: [`${DEV_WORKER_ORIGIN}/dashboard/callback`, "http://localhost:8787/dashboard/callback"],
+      post_logout_redirect_uris: [`${DEV_WORKER_ORIGIN}/dashboard/`, "http://localhost:8787/dashboard/"],
+    },
+    {
+      client_id: MACHINE_CLIENT_ID,
+      client_secret: MACHINE_CLIENT_SECRET,
+      grant_types: ["client_credentials"],
+      response_types: [],
+      redirect_uris: [],
+      scope: ADMIN_SCOPES,
+    },
+  ],
+  jwks: { keys: [signingKey] },
+  scopes: ["openid", "profile", ...ADMIN_SCOPES.split(" ")],
+  claims: { openid: ["sub"], profile: ["name"] },
+  findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ sub: id, name: id }) }),
+  ttl: { ClientCredentials: 3600, AccessToken: 3600, Session: 8 * 3600, Grant: 8 * 3600, Interaction: 3600, AuthorizationCode: 60, IdToken: 3600 },
+  cookies: { keys: ["local-development-only"] },
+  clientBasedCORS: (_ctx, origin) => origin === DEV_WORKER_ORIGIN || origin === "http://localhost:8787",
+  features: {
+    devInteractions: { enabled: true },
+    clientCredentials: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => API_RESOURCE,
+      useGrantedResource: () => true,
+      getResourceServerInfo: (_ctx, resource) => {
+        if (resource !== API_RESOURCE) throw new Error(`unknown resource ${resource}`);
+        return {
+          audience: DEV_AUDIENCE,
+          scope: ADMIN_SCOPES,
+          accessTokenFormat: "jwt",
+          accessTokenTTL: 3600,
+          jwt: { sign: { alg: "RS256" } },
+        };
+      },
+    },
+  },
+  // The dashboard asks for no admin scope; the machine client gets what it asks of ADMIN_SCOPES.
+  loadExistingGrant: async (ctx) => {
+    const grantId = ctx.oidc.result?.consent?.grantId ?? ctx.oidc.session?.grantIdFor(ctx.oidc.client!.clientId);
+    if (grantId) return ctx.oidc.provider.Grant.find(grantId);
+    const grant = new ctx.oidc.provider.Grant({ clientId: ctx.oidc.client!.clientId, accountId: ctx.oidc.session!.accountId! });
+    grant.addOIDCScope("openid profile");
+    grant.addResourceScope(API_RESOURCE, "");
+    await grant.save();
+    return grant;
+  },
+});
+
+provider.listen(DEV_IDP_PORT, "127.0.0.1", () => {
+  console.log(`Local IdP: ${DEV_ISSUER} (discovery at ${DEV_ISSUER}/.well-known/openid-configuration)`);
+});
