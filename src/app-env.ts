@@ -10,5 +10,6 @@ export interface AppEnv {
     config: Config;
     identity: Identity;
     account: Account;
+    apiKey: { id: string; accountId: string };
   };
 }

@@ -3,7 +3,8 @@ import type { AppEnv } from "../app-env.ts";
 import { database } from "../db/client.ts";
 import { ApiError } from "../errors.ts";
 import { ensureAccount } from "../services/accounts.ts";
-import { looksLikeApiKey } from "./api-key.ts";
+import { findApiKeyByHash } from "../services/api-keys.ts";
+import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from "./api-key.ts";
 import { unauthorized, verifyIdpToken } from "./idp.ts";
 
 /** The token of `Authorization: Bearer <token>`, or undefined when there is none. */
@@ -41,3 +42,19 @@ export const requireScope =
     if (!identity.scopes.has(scope)) throw new ApiError(403, `This route needs the "${scope}" scope, which your token does not hold.`);
     await next();
   };
+
+/**
+ * Data routes: an active API key. Interim version that asks D1; the rate-limit issue moves this
+ * into the per-key Durable Object. Sets `apiKey` (its id and account) on the context.
+ */
+export const requireApiKey: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const token = bearerToken(c);
+  if (token === undefined) throw unauthorized("Send your API key as Authorization: Bearer <API_KEY>.", false);
+  const prefix = c.var.config.KEY_PREFIX;
+  if (!looksLikeApiKey(token, prefix)) throw unauthorized("This route needs an API key, not an account login.", true);
+  if (!isWellFormedApiKey(token, prefix)) throw unauthorized("The API key is malformed; check that it was copied whole.", true);
+  const key = await findApiKeyByHash(database(c.env.DB), await hashApiKey(token));
+  if (!key || key.status !== "active") throw unauthorized("The API key is unknown or revoked.", true);
+  c.set("apiKey", { id: key.id, accountId: key.accountId });
+  await next();
+};

@@ -70,3 +70,7 @@ export async function revokeApiKey(db: Database, accountId: string, id: string):
   if (!existing) throw notFound(id);
   return existing;
 }
+
+export function findApiKeyByHash(db: Database, keyHash: string): Promise<ApiKeyRow | undefined> {
+  return db.select().from(apiKeys).where(eq(apiKeys.keyHash, keyHash)).get();
+}
