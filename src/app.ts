@@ -7,12 +7,14 @@ import { readConfig } from "./env.ts";
 import { ApiError, methodNotAllowedResponse, notFound, onError } from "./errors.ts";
 import { accountRoutes, adminAccountRoutes } from "./routes/account.ts";
 import { apiKeyRoutes } from "./routes/api-keys.ts";
+import { admission } from "./rate-limit/middleware.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 export function buildApp() {
   const app = new Hono<AppEnv>();
   app.use(requestId());
+  app.use(admission);
   app.use(async (c, next) => {
     const config = readConfig(c.env);
     if (typeof config === "string") throw new ApiError(500, config);

@@ -3,6 +3,9 @@ import { z } from "zod";
 /** Bindings and vars as wrangler.toml (and the tests' config) declare them. */
 export interface Env {
   DB: D1Database;
+  RATE_LIMITER: DurableObjectNamespace<import("./rate-limit/rate-limiter.ts").RateLimiter>;
+  /** "true" adds X-Work-Counts (D1 queries and Durable Object calls) to every response: tests and the benchmark. */
+  EXPOSE_WORK_COUNTS?: string;
   KEY_PREFIX?: string;
   IDP_ISSUER?: string;
   IDP_AUDIENCE?: string;

@@ -1,6 +1,8 @@
 import { buildApp } from "./app.ts";
 import type { Env } from "./env.ts";
 
+export { RateLimiter } from "./rate-limit/rate-limiter.ts";
+
 const app = buildApp();
 
 export default {

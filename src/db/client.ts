@@ -5,8 +5,12 @@ export type Database = DrizzleD1Database<typeof schema>;
 
 const clients = new WeakMap<D1Database, Database>();
 
-/** One drizzle client per D1 binding for the isolate's life. */
-export function database(d1: D1Database): Database {
+/**
+ * A drizzle client for a D1 binding. Given a request's work tally, the client counts the queries it
+ * sends into it (reported by X-Work-Counts); without one, one shared client per binding.
+ */
+export function database(d1: D1Database, work?: { d1: number }): Database {
+  if (work) return drizzle(d1, { schema, logger: { logQuery: () => void work.d1++ } });
   let db = clients.get(d1);
   if (!db) {
     db = drizzle(d1, { schema });

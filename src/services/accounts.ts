@@ -2,6 +2,8 @@ import { eq } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { accounts, type PlanName } from "../db/schema.ts";
 import { PLAN_LIMITS } from "../plans.ts";
+import type { RateLimitControl } from "../rate-limit/client.ts";
+import { activeKeyHashes } from "./api-keys.ts";
 
 export type Account = typeof accounts.$inferSelect;
 
@@ -13,12 +15,14 @@ export async function ensureAccount(db: Database, id: string): Promise<Account> 
   return (await db.select().from(accounts).where(eq(accounts.id, id)).get())!;
 }
 
-export async function setPlan(db: Database, id: string, plan: PlanName): Promise<Account> {
+/** Changes the plan, then tells every active key's object before answering. */
+export async function setPlan(db: Database, limiter: RateLimitControl, id: string, plan: PlanName): Promise<Account> {
   const [account] = await db
     .insert(accounts)
     .values({ id, plan })
     .onConflictDoUpdate({ target: accounts.id, set: { plan } })
     .returning();
+  await limiter.setLimits(await activeKeyHashes(db, id), PLAN_LIMITS[plan]);
   return account!;
 }
 

@@ -1,8 +1,9 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import { generateApiKey, hashApiKey } from "../auth/api-key.ts";
 import type { Database } from "../db/client.ts";
-import { apiKeys } from "../db/schema.ts";
+import { accounts, apiKeys } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import type { RateLimitControl } from "../rate-limit/client.ts";
 
 export const MAX_ACTIVE_KEYS = 100;
 
@@ -57,20 +58,39 @@ export async function renameApiKey(db: Database, accountId: string, id: string, 
   return row;
 }
 
-/** Irreversible; revoking a revoked key answers with the same record. */
-export async function revokeApiKey(db: Database, accountId: string, id: string): Promise<ApiKeyRow> {
+/**
+ * Irreversible; revoking a revoked key answers with the same record. The key's rate-limit object
+ * hears of it first: should D1 then fail, the key is already refused and a retried DELETE completes it.
+ */
+export async function revokeApiKey(db: Database, limiter: RateLimitControl, accountId: string, id: string): Promise<ApiKeyRow> {
   const ownKey = and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId));
+  const existing = await db.select().from(apiKeys).where(ownKey).get();
+  if (!existing) throw notFound(id);
+  await limiter.revoke(existing);
+  if (existing.status === "revoked") return existing;
   const [revoked] = await db
     .update(apiKeys)
     .set({ status: "revoked", revokedAt: new Date().toISOString() })
     .where(and(ownKey, eq(apiKeys.status, "active")))
     .returning();
-  if (revoked) return revoked;
-  const existing = await db.select().from(apiKeys).where(ownKey).get();
-  if (!existing) throw notFound(id);
-  return existing;
+  return revoked ?? (await db.select().from(apiKeys).where(ownKey).get())!;
 }
 
-export function findApiKeyByHash(db: Database, keyHash: string): Promise<ApiKeyRow | undefined> {
-  return db.select().from(apiKeys).where(eq(apiKeys.keyHash, keyHash)).get();
+export async function activeKeyHashes(db: Database, accountId: string): Promise<string[]> {
+  const rows = await db.select({ keyHash: apiKeys.keyHash }).from(apiKeys).where(and(eq(apiKeys.accountId, accountId), eq(apiKeys.status, "active")));
+  return rows.map((r) => r.keyHash);
+}
+
+/** The one D1 read of a key's rate-limit object, on its first wake. */
+export function findKeyForAdmission(db: Database, keyHash: string) {
+  return db
+    .select({ id: apiKeys.id, accountId: apiKeys.accountId, status: apiKeys.status, plan: accounts.plan })
+    .from(apiKeys)
+    .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
+    .where(eq(apiKeys.keyHash, keyHash))
+    .get();
+}
+
+export async function recordKeyUse(db: Database, id: string, at: string): Promise<void> {
+  await db.update(apiKeys).set({ lastUsedAt: at }).where(eq(apiKeys.id, id));
 }

@@ -1,0 +1,84 @@
+import type { Env } from "../env.ts";
+import type { Limits } from "../plans.ts";
+import type { KeyAdmission } from "./rate-limiter.ts";
+import type { Decision } from "./window.ts";
+
+export interface Work {
+  d1: number;
+  durableObjectCalls: number;
+}
+
+const MAX_REMEMBERED_REFUSALS = 10_000;
+
+/**
+ * Refusals remembered by this isolate until their Retry-After, so a client hammering after a 429
+ * does not keep its object busy. Only refusals are remembered: this never admits anything the
+ * object would refuse. A revoke or plan change made through this isolate forgets the bucket's entry.
+ */
+const refusals = new Map<string, { until: number; decision: Decision }>();
+
+function rememberedRefusal(name: string): Decision | undefined {
+  const entry = refusals.get(name);
+  if (!entry) return undefined;
+  const left = entry.until - Date.now();
+  if (left <= 0) {
+    refusals.delete(name);
+    return undefined;
+  }
+  return { ...entry.decision, resetSeconds: Math.ceil(left / 1000) };
+}
+
+function remember(name: string, decision: Decision) {
+  if (decision.allowed) return;
+  if (refusals.size >= MAX_REMEMBERED_REFUSALS) refusals.delete(refusals.keys().next().value!);
+  refusals.set(name, { until: Date.now() + decision.resetSeconds * 1000, decision });
+}
+
+function forgetRefusals(names: readonly string[]) {
+  for (const name of names) refusals.delete(name);
+}
+
+const limiter = (env: Env, name: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(name));
+
+export type KeyOutcome =
+  | { status: "active"; decision: Decision; key?: { id: string; accountId: string } }
+  | { status: "revoked" | "unknown" };
+
+/** Admission for an API key, named by its hash. */
+export async function admitKey(env: Env, keyHash: string, work: Work): Promise<KeyOutcome> {
+  const refused = rememberedRefusal(keyHash);
+  if (refused) return { status: "active", decision: refused };
+  work.durableObjectCalls++;
+  const result: KeyAdmission = await limiter(env, keyHash).admitKey(keyHash);
+  work.d1 += result.d1Queries;
+  if (result.status !== "active") return { status: result.status };
+  remember(keyHash, result.decision);
+  return { status: "active", decision: result.decision, key: { id: result.keyId, accountId: result.accountId } };
+}
+
+/** Admission for a bucket whose limits are fixed (account, admin subject, client IP). */
+export async function admitBucket(env: Env, name: string, limits: Limits, work: Work): Promise<Decision> {
+  const refused = rememberedRefusal(name);
+  if (refused) return refused;
+  work.durableObjectCalls++;
+  const decision = await limiter(env, name).admit(limits);
+  remember(name, decision);
+  return decision;
+}
+
+/** Revocations and plan changes reach each key's object before the caller answers: the very next request sees them. */
+export interface RateLimitControl {
+  revoke(key: { keyHash: string; id: string; accountId: string }): Promise<void>;
+  setLimits(keyHashes: readonly string[], limits: Limits): Promise<void>;
+}
+
+export const rateLimitControl = (env: Env): RateLimitControl => ({
+  async revoke(key) {
+    forgetRefusals([key.keyHash]);
+    await limiter(env, key.keyHash).revoke(key.id, key.accountId);
+  },
+  async setLimits(keyHashes, limits) {
+    forgetRefusals(keyHashes);
+    await Promise.all(keyHashes.map((hash) => limiter(env, hash).setLimits(limits)));
+  },
+});
