@@ -36,6 +36,7 @@ export default defineConfig(async () => {
             IDP_ISSUER: "https://idp.test/",
             IDP_AUDIENCE: "price-data-api",
             IDP_JWKS_URL: idp.jwksUrl,
+            EXPOSE_WORK_COUNTS: "true",
             TEST_SIGNING_JWK: JSON.stringify(idp.privateJwk),
             TEST_PUBLIC_JWK: JSON.stringify(idp.publicJwk),
             TEST_MIGRATIONS: await readD1Migrations("./migrations"),

@@ -3,9 +3,13 @@ import type { Limits } from "../plans.ts";
 import type { KeyAdmission } from "./rate-limiter.ts";
 import type { Decision } from "./window.ts";
 
+/** What a request cost, reported by X-Work-Counts when EXPOSE_WORK_COUNTS is on. */
 export interface Work {
   d1: number;
-  durableObjectCalls: number;
+  /** Calls to an API key's own object. */
+  keyObjectCalls: number;
+  /** Calls to the objects of the other buckets (account, admin subject, client IP). */
+  otherObjectCalls: number;
 }
 
 const MAX_REMEMBERED_REFUSALS = 10_000;
@@ -25,13 +29,13 @@ function rememberedRefusal(name: string): Decision | undefined {
     refusals.delete(name);
     return undefined;
   }
-  return { ...entry.decision, resetSeconds: Math.ceil(left / 1000) };
+  return { ...entry.decision, resetSeconds: Math.ceil(left / 1000), resetMs: left };
 }
 
 function remember(name: string, decision: Decision) {
   if (decision.allowed) return;
   if (refusals.size >= MAX_REMEMBERED_REFUSALS) refusals.delete(refusals.keys().next().value!);
-  refusals.set(name, { until: Date.now() + decision.resetSeconds * 1000, decision });
+  refusals.set(name, { until: Date.now() + decision.resetMs, decision });
 }
 
 function forgetRefusals(names: readonly string[]) {
@@ -48,7 +52,7 @@ export type KeyOutcome =
 export async function admitKey(env: Env, keyHash: string, work: Work): Promise<KeyOutcome> {
   const refused = rememberedRefusal(keyHash);
   if (refused) return { status: "active", decision: refused };
-  work.durableObjectCalls++;
+  work.keyObjectCalls++;
   const result: KeyAdmission = await limiter(env, keyHash).admitKey(keyHash);
   work.d1 += result.d1Queries;
   if (result.status !== "active") return { status: result.status };
@@ -60,7 +64,7 @@ export async function admitKey(env: Env, keyHash: string, work: Work): Promise<K
 export async function admitBucket(env: Env, name: string, limits: Limits, work: Work): Promise<Decision> {
   const refused = rememberedRefusal(name);
   if (refused) return refused;
-  work.durableObjectCalls++;
+  work.otherObjectCalls++;
   const decision = await limiter(env, name).admit(limits);
   remember(name, decision);
   return decision;

@@ -29,7 +29,7 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
  * and whatever response follows (success or error) carries that bucket's headers.
  */
 export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const work: Work = { d1: 0, durableObjectCalls: 0 };
+  const work: Work = { d1: 0, keyObjectCalls: 0, otherObjectCalls: 0 };
   c.set("work", work);
   const config = readConfig(c.env);
   const [credential, decision] = await admitCredential(
@@ -46,6 +46,6 @@ export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
     res = errorResponse(c, new ApiError(429, rateLimitDetail(decision)));
   }
   for (const [name, value] of Object.entries(rateLimitHeaders(decision))) res.headers.set(name, value);
-  if (c.env.EXPOSE_WORK_COUNTS === "true") res.headers.set("X-Work-Counts", `d1=${work.d1}; do=${work.durableObjectCalls}`);
+  if (c.env.EXPOSE_WORK_COUNTS === "true") res.headers.set("X-Work-Counts", `d1=${work.d1}; key-do=${work.keyObjectCalls}; other-do=${work.otherObjectCalls}`);
   return res;
 };

@@ -13,6 +13,8 @@ export interface Decision {
   remaining: number;
   /** Whole seconds until `remaining` next goes up (on a refusal: until a request can go). */
   resetSeconds: number;
+  /** The same, exact, for the isolate's memory of refusals. */
+  resetMs: number;
   /** On a refusal, the quota that refused. */
   exceeded?: Period;
 }
@@ -52,8 +54,9 @@ export class Usage {
     const before = this.windows(now, limits);
     const refusing = before.filter((w) => w.remaining === 0);
     if (refusing.length > 0) {
-      const binding = refusing.reduce((a, b) => (b.resetMs > a.resetMs ? b : a));
-      return { allowed: false, limits, remaining: 0, resetSeconds: seconds(binding.resetMs), exceeded: binding.period };
+      // The quota that makes the caller wait longest; on a tie, the longer period, which says more.
+      const binding = refusing.reduce((a, b) => (b.resetMs >= a.resetMs ? b : a));
+      return { allowed: false, limits, remaining: 0, resetSeconds: seconds(binding.resetMs), resetMs: binding.resetMs, exceeded: binding.period };
     }
     this.minuteLog.push(now);
     this.hour.count++;
@@ -62,7 +65,7 @@ export class Usage {
     const remaining = Math.min(...after.map((w) => w.remaining));
     const exhausted = after.filter((w) => w.remaining === 0);
     const resetMs = exhausted.length > 0 ? Math.max(...exhausted.map((w) => w.resetMs)) : after[0]!.resetMs;
-    return { allowed: true, limits, remaining, resetSeconds: seconds(resetMs) };
+    return { allowed: true, limits, remaining, resetSeconds: seconds(resetMs), resetMs };
   }
 
   private windows(now: number, limits: Limits) {

@@ -1,0 +1,138 @@
+import { evictDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { hashApiKey } from "../../src/auth/api-key.ts";
+import { PLAN_LIMITS } from "../../src/plans.ts";
+import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
+import { accountWithKey, addKey } from "../helpers/keys.ts";
+import { adminToken } from "../helpers/tokens.ts";
+
+// Time is controlled with a fake Date, which the worker and its Durable Objects share in these tests.
+const T0 = Date.parse("2030-01-01T00:00:00Z");
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  vi.setSystemTime(T0);
+});
+afterEach(() => vi.useRealTimers());
+
+const at = (ms: number) => vi.setSystemTime(T0 + ms);
+// Any data route will do: admission happens before routing.
+const get = (key: string) => call("GET", "/competitors", { token: key });
+
+describe.each(["free", "standard", "premium"] as const)("the %s plan", (plan) => {
+  const { per_minute: limit, per_hour, per_day } = PLAN_LIMITS[plan];
+
+  it(`admits ${limit} a minute, counting down, then refuses with every header right`, async () => {
+    const { key } = await accountWithKey(plan);
+    for (let i = 1; i <= limit; i++) {
+      at(i); // one a millisecond
+      const res = await get(key);
+      expect(res.status, await res.clone().text()).not.toBe(429);
+      expect(rateLimitOf(res)).toMatchObject({ limit, remaining: limit - i, reset: 60 });
+    }
+    at(30_000);
+    const refused = await get(key);
+    const body = await expectJson(refused, 429);
+    expect(body).toEqual({ detail: `Rate limit exceeded: ${limit} requests per minute.` });
+    const headers = rateLimitOf(refused);
+    // The oldest request (at +1 ms) leaves the window at 60.001 s: 30.001 s from now, rounded up.
+    expect(headers).toMatchObject({ limit, remaining: 0, reset: 31, retryAfter: 31 });
+    expect(headers.policy).toBe(`"minute";q=${limit};w=60, "hour";q=${per_hour};w=3600, "day";q=${per_day};w=86400`);
+    expect(headers.rateLimit).toBe(`"minute";r=0;t=31`);
+    expect(refused.headers.get("Content-Type")).toContain("application/json");
+
+    // Once the oldest request has left the window, exactly one more is admitted.
+    at(60_001);
+    const again = await get(key);
+    expect(again.status).not.toBe(429);
+    expect(rateLimitOf(again)).toMatchObject({ remaining: 0 });
+    expect((await get(key)).status).toBe(429);
+  });
+});
+
+describe("counters", () => {
+  it("are separate for two keys of one account", async () => {
+    const { token, key } = await accountWithKey("free");
+    const second = await addKey(token);
+    for (let i = 0; i < 10; i++) expect((await get(key)).status).not.toBe(429);
+    expect((await get(key)).status).toBe(429);
+    const other = await get(second.key);
+    expect(other.status).not.toBe(429);
+    expect(rateLimitOf(other).remaining).toBe(9);
+  });
+
+  it.each(["free", "standard"] as const)("admit exactly the limit of 3 × limit concurrent requests (%s)", async (plan) => {
+    const { key } = await accountWithKey(plan);
+    const limit = PLAN_LIMITS[plan].per_minute;
+    const statuses = (await Promise.all(Array.from({ length: 3 * limit }, () => get(key)))).map((r) => r.status);
+    expect(statuses.filter((s) => s !== 429)).toHaveLength(limit);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(2 * limit);
+  });
+
+  it("survive the eviction of the key's object", async () => {
+    const { key } = await accountWithKey("free");
+    for (let i = 0; i < 6; i++) await get(key);
+    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
+    await evictDurableObject(stub);
+    const res = await get(key);
+    expect(rateLimitOf(res).remaining).toBe(3);
+    // Woken from its own storage: no D1 query.
+    expect(workCounts(res)).toMatchObject({ d1: 0, keyDo: 1 });
+    for (let i = 0; i < 3; i++) await get(key);
+    expect((await get(key)).status).toBe(429);
+  });
+
+  it("count only admitted requests: a refusal costs nothing", async () => {
+    const { key } = await accountWithKey("free");
+    for (let i = 0; i < 10; i++) await get(key);
+    at(1_000);
+    for (let i = 0; i < 20; i++) expect((await get(key)).status).toBe(429);
+    at(60_001);
+    // Had the refusals counted, the window would still be full.
+    const res = await get(key);
+    expect(res.status).not.toBe(429);
+  });
+});
+
+describe("changes pushed to the key's object", () => {
+  it("a revoked key is refused with 401 on the very next request", async () => {
+    const { token, key, keyId } = await accountWithKey("free");
+    expect((await get(key)).status).not.toBe(401);
+    await expectJson(await call("DELETE", `/api-keys/${keyId}`, { token }), 200);
+    const res = await get(key);
+    const body = await expectJson(res, 401);
+    expect(body.detail).toContain("revoked");
+    expect(res.headers.get("WWW-Authenticate")).toContain('error="invalid_token"');
+    // Counted in the client IP's bucket, not the key's.
+    expect(rateLimitOf(res).limit).toBe(30);
+  });
+
+  it("a plan upgrade and downgrade apply to the next request", async () => {
+    const { sub, key } = await accountWithKey("free");
+    for (let i = 0; i < 10; i++) await get(key);
+    expect((await get(key)).status).toBe(429);
+    const admin = await adminToken();
+    await expectJson(await call("PUT", `/admin/accounts/${sub}/plan`, { token: admin, body: { plan: "premium" } }), 200);
+    const upgraded = await get(key);
+    expect(upgraded.status).not.toBe(429);
+    expect(rateLimitOf(upgraded)).toMatchObject({ limit: 300, remaining: 300 - 11 });
+
+    await expectJson(await call("PUT", `/admin/accounts/${sub}/plan`, { token: admin, body: { plan: "standard" } }), 200);
+    const downgraded = await get(key);
+    expect(rateLimitOf(downgraded)).toMatchObject({ limit: 60, remaining: 60 - 12 });
+  });
+
+  it("a downgrade below the current usage refuses until enough requests leave the window", async () => {
+    const { sub, key } = await accountWithKey("premium");
+    for (let i = 0; i < 30; i++) {
+      at(i * 1000);
+      await get(key);
+    }
+    await expectJson(await call("PUT", `/admin/accounts/${sub}/plan`, { token: await adminToken(), body: { plan: "free" } }), 200);
+    at(30_000);
+    const res = await get(key);
+    expect(res.status).toBe(429);
+    // 30 in the window, limit 10: the 21st oldest (at 20 s) must leave, at 80 s: 50 s from now.
+    expect(rateLimitOf(res)).toMatchObject({ limit: 10, remaining: 0, retryAfter: 50, reset: 50 });
+  });
+});
