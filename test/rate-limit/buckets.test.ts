@@ -1,0 +1,152 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { buildApp } from "../../src/app.ts";
+import { generateApiKey } from "../../src/auth/api-key.ts";
+import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
+import { accountWithKey } from "../helpers/keys.ts";
+import { accountToken, adminToken } from "../helpers/tokens.ts";
+
+const KEY_HEADERS = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy", "X-Request-Id"];
+
+function expectBucketHeaders(res: Response, limit: number) {
+  for (const name of KEY_HEADERS) expect(res.headers.has(name), `${res.status} lacks ${name}`).toBe(true);
+  expect(rateLimitOf(res).limit, `${res.status}`).toBe(limit);
+}
+
+describe("malformed API keys", () => {
+  const wellFormed = generateApiKey("pda").key;
+  const cases: Record<string, string> = {
+    "wrong prefix": wellFormed.replace("pda_", "pdx_"),
+    "wrong environment": wellFormed.replace("_live_", "_test_"),
+    "bad checksum": wellFormed.slice(0, -1) + (wellFormed.endsWith("A") ? "B" : "A"),
+    "too short": wellFormed.slice(0, 20),
+    "10 kB": `pda_live_${"a".repeat(10_240)}`,
+    "non-ASCII": wellFormed.slice(0, -3) + "é🚀",
+  };
+
+  it.each(Object.entries(cases))("%s: 401 without touching D1 or a key's object", async (_name, key) => {
+    const res = await call("GET", "/products", { token: key });
+    await expectJson(res, 401);
+    expect(res.headers.get("WWW-Authenticate")).toContain('error="invalid_token"');
+    // Only the client IP's bucket is asked: no D1 query and no key object.
+    expect(workCounts(res)).toEqual({ d1: 0, keyDo: 0, otherDo: 1 });
+    expectBucketHeaders(res, 30);
+  });
+
+  it("an empty bearer token: 401, same", async () => {
+    const res = await call("GET", "/products", { headers: { Authorization: "Bearer " } });
+    await expectJson(res, 401);
+    expect(workCounts(res)).toEqual({ d1: 0, keyDo: 0, otherDo: 1 });
+  });
+
+  it("a well-formed key nobody issued: 401 after one look in D1", async () => {
+    const res = await call("GET", "/products", { token: generateApiKey("pda").key });
+    const body = await expectJson(res, 401);
+    expect(body.detail).toContain("not recognised");
+    expectBucketHeaders(res, 30);
+  });
+});
+
+describe("work per request", () => {
+  it("a seen key costs no D1 query and one call to its object", async () => {
+    const { key } = await accountWithKey("standard");
+    const first = await call("GET", "/competitors", { token: key });
+    expect(workCounts(first)).toEqual({ d1: 1, keyDo: 1, otherDo: 0 });
+    for (let i = 0; i < 3; i++) {
+      const res = await call("GET", "/competitors", { token: key });
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(workCounts(res)).toEqual({ d1: 0, keyDo: 1, otherDo: 0 });
+    }
+  });
+
+  it("a key known to be over its limit is refused by the isolate without calling its object", async () => {
+    const { key } = await accountWithKey("free");
+    for (let i = 0; i < 10; i++) await call("GET", "/competitors", { token: key });
+    const first429 = await call("GET", "/competitors", { token: key });
+    expect(first429.status).toBe(429);
+    expect(workCounts(first429).keyDo).toBe(1);
+    const next = await call("GET", "/competitors", { token: key });
+    await expectJson(next, 429);
+    expect(workCounts(next)).toEqual({ d1: 0, keyDo: 0, otherDo: 0 });
+    expect(rateLimitOf(next)).toMatchObject({ limit: 10, remaining: 0 });
+    expect(rateLimitOf(next).retryAfter).toBe(rateLimitOf(next).reset);
+  });
+});
+
+describe("each request is counted in its bucket", () => {
+  it("a JWT on a data route: 401 in the account's bucket", async () => {
+    const res = await call("GET", "/products", { token: await accountToken("jwt-on-data") });
+    const body = await expectJson(res, 401);
+    expect(body.detail).toContain("API key");
+    expectBucketHeaders(res, 60);
+  });
+
+  it("an API key on /api-keys: 403 in the key's bucket", async () => {
+    const { key } = await accountWithKey("standard");
+    const res = await call("GET", "/api-keys", { token: key });
+    await expectJson(res, 403);
+    expectBucketHeaders(res, 60);
+    expect(rateLimitOf(res).remaining).toBe(59);
+  });
+
+  it("an admin JWT on an admin route: the admin subject's bucket", async () => {
+    const res = await call("PUT", "/admin/accounts/bucket-admin/plan", { token: await adminToken("admin-b"), body: { plan: "free" } });
+    await expectJson(res, 200);
+    expectBucketHeaders(res, 600);
+  });
+
+  it("an unknown route without a credential: 404 in the client IP's bucket", async () => {
+    const res = await call("GET", "/no/such/route");
+    await expectJson(res, 404);
+    expectBucketHeaders(res, 30);
+  });
+
+  it("the client IP's bucket refuses after 30 bad requests", async () => {
+    const ip = "192.0.2.77";
+    for (let i = 0; i < 30; i++) await expectJson(await call("GET", "/products", { headers: { "CF-Connecting-IP": ip } }), 401);
+    const res = await call("GET", "/products", { headers: { "CF-Connecting-IP": ip } });
+    const body = await expectJson(res, 429);
+    expect(body.detail).toBe("Rate limit exceeded: 30 requests per minute.");
+  });
+});
+
+describe("every status carries the headers", () => {
+  it("200, 304, 400, 401, 403, 404, 405, 413", async () => {
+    const { key, token } = await accountWithKey("premium");
+    const ok = await call("GET", "/products", { token: key });
+    expect(ok.status).toBe(200);
+    const notModified = await call("GET", "/products", { token: key, headers: { "If-None-Match": ok.headers.get("ETag")! } });
+    expect(notModified.status).toBe(304);
+    const responses = [
+      ok,
+      notModified,
+      await call("POST", "/api-keys", { token, body: { name: "" } }),
+      await call("GET", "/api-keys"),
+      await call("GET", "/api-keys", { token: key }),
+      await call("GET", "/products/prd_missing", { token: key }),
+      await call("PUT", "/api-keys", { token }),
+      await call("POST", "/api-keys", { token, body: "x".repeat(2 * 1024 * 1024) }),
+    ];
+    expect(responses.map((r) => r.status)).toEqual([200, 304, 400, 401, 403, 404, 405, 413]);
+    for (const res of responses) {
+      for (const name of KEY_HEADERS) expect(res.headers.has(name), `${res.status} lacks ${name}`).toBe(true);
+    }
+  });
+
+  it("500: an unexpected failure, and a missing IdP variable named in the detail", async () => {
+    const app = buildApp();
+    app.get("/explode", () => {
+      throw new Error("a bug");
+    });
+    const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+    const boom = await app.fetch(new Request("https://api.test/explode"), env, ctx);
+    const body = await expectJson(boom, 500);
+    expect(body.detail).not.toContain("a bug");
+    expectBucketHeaders(boom, 30);
+
+    const misconfigured = await app.fetch(new Request("https://api.test/account"), { ...env, IDP_JWKS_URL: undefined }, ctx);
+    const detail = (await expectJson(misconfigured, 500)).detail;
+    expect(detail).toContain("IDP_JWKS_URL");
+    expectBucketHeaders(misconfigured, 30);
+  });
+});
