@@ -57,9 +57,11 @@ export async function verifyIdpToken(token: string, config: Config): Promise<Ide
       clockTolerance: 60,
       requiredClaims: ["iss", "aud", "exp", "sub"],
     });
-    if (payload.sub!.length > MAX_SUBJECT_LENGTH) throw unauthorized(`The token's "sub" claim is over ${MAX_SUBJECT_LENGTH} characters.`, true);
+    const sub = payload.sub as unknown;
+    if (typeof sub !== "string" || sub === "") throw unauthorized('The token\'s "sub" claim must be a non-empty string naming the account.', true);
+    if (sub.length > MAX_SUBJECT_LENGTH) throw unauthorized(`The token's "sub" claim is over ${MAX_SUBJECT_LENGTH} characters.`, true);
     const scope = typeof payload.scope === "string" ? payload.scope : "";
-    return { sub: payload.sub as string, scopes: new Set(scope.split(" ").filter(Boolean)) };
+    return { sub, scopes: new Set(scope.split(" ").filter(Boolean)) };
   } catch (error) {
     throw error instanceof ApiError ? error : explain(error);
   }

@@ -199,7 +199,7 @@ describe("IdP JWTs that must be refused", () => {
   // KNOWN BUG (src/auth/idp.ts verifyIdpToken): jose's `requiredClaims` only checks that `sub` is present,
   // not that it is a non-empty string. `sub: ""` is accepted and creates an account whose id is "".
   // Remove `.fails` once an empty sub is refused with 401.
-  it.fails('an empty sub ("") is refused', async () => {
+  it('an empty sub ("") is refused', async () => {
     const res = await call("GET", "/account", { token: await signClaims(validClaims("")) });
     expect(res.status).toBe(401);
   });
@@ -207,12 +207,12 @@ describe("IdP JWTs that must be refused", () => {
   // KNOWN BUG (same place): a non-string sub reaches D1 as a bound value. A number or boolean becomes an
   // account ("12345.0", "1.0"); an object or array makes the query throw and the client gets a 500.
   // Remove `.fails` once a non-string sub is refused with 401.
-  it.fails("a numeric sub is refused", async () => {
+  it("a numeric sub is refused", async () => {
     const res = await call("GET", "/account", { token: await signClaims({ ...validClaims("x"), sub: 12345 as unknown as string }) });
     expect(res.status).toBe(401);
   });
 
-  it.fails("an object sub is refused with 401 (not a 500)", async () => {
+  it("an object sub is refused with 401 (not a 500)", async () => {
     const res = await call("GET", "/account", { token: await signClaims({ ...validClaims("x"), sub: { id: "a" } as unknown as string }) });
     expect(res.status).toBe(401);
   });
