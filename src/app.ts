@@ -7,6 +7,7 @@ import { readConfig } from "./env.ts";
 import { ApiError, methodNotAllowedResponse, notFound, onError } from "./errors.ts";
 import { accountRoutes, adminAccountRoutes } from "./routes/account.ts";
 import { apiKeyRoutes } from "./routes/api-keys.ts";
+import { catalogueRoutes } from "./routes/catalogue.ts";
 import { admission } from "./rate-limit/middleware.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -34,6 +35,7 @@ export function buildApp() {
   app.route("/account", accountRoutes);
   app.route("/api-keys", apiKeyRoutes);
   app.route("/admin/accounts", adminAccountRoutes);
+  app.route("/", catalogueRoutes);
 
   app.notFound(notFound);
   app.onError(onError);

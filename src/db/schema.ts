@@ -38,7 +38,7 @@ export const apiKeys = sqliteTable(
 // Timestamps are UTC ISO-8601 as Date#toISOString writes them ("2026-01-31T12:00:00.000Z"), so that
 // comparing them as text (history's from/to) orders them in time.
 
-/** Named by the ingesting client: a slug such as "amazon-us". */
+/** Named by the ingesting client, e.g. "cmp_amazon" (the seed's style) or any slug. */
 export const competitors = sqliteTable("competitors", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),

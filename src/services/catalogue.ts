@@ -1,0 +1,428 @@
+import { and, asc, eq, gte, lt, sql } from "drizzle-orm";
+import type { Database } from "../db/client.ts";
+import { catalogueState, competitors, offers, priceHistory, products } from "../db/schema.ts";
+import { ApiError } from "../errors.ts";
+import { formatMoney } from "../money.ts";
+
+/**
+ * The catalogue read side. The catalogue changes only through ingestion, which moves
+ * `catalogue_state.version`; each isolate keeps one serialised copy built for a version and asks D1
+ * for the version at most once per VERSION_CHECK_INTERVAL_MS. So a request costs no D1 query at all
+ * most of the time, one tiny query once a second, and a full read only after a change.
+ * Trade-off: another isolate may serve the previous version for up to that interval after a change;
+ * the isolate that ingested calls invalidateCatalogue() and sees its change at once.
+ */
+export const VERSION_CHECK_INTERVAL_MS = 1000;
+
+/** History is read from D1 per request; at most this many rows per response (oldest first). */
+export const HISTORY_LIMIT = 1000;
+
+// ---- The contract's shapes ---------------------------------------------------------------------
+
+export interface OfferView {
+  competitor_id: string;
+  competitor_name: string;
+  url: string | null;
+  price: string;
+  regular_price: string | null;
+  currency: string;
+  shipping_cost: string | null;
+  in_stock: boolean;
+  previous_price: string | null;
+  price_changed_at: string | null;
+  checked_at: string;
+}
+
+/**
+ * min/max/lowest are taken over the offers in the product's most common currency (ties go to the
+ * alphabetically first code), named by `currency`: prices in different currencies are never compared.
+ * Stock does not matter for min/max (in_stock_count says how many can be bought); shipping is excluded.
+ */
+export interface SummaryView {
+  min_price: string | null;
+  max_price: string | null;
+  currency: string | null;
+  offer_count: number;
+  in_stock_count: number;
+  lowest_competitor_id: string | null;
+}
+
+export interface ProductView {
+  id: string;
+  sku: string;
+  gtin: string | null;
+  mpn: string | null;
+  name: string;
+  brand: string | null;
+  category: string | null;
+  url: string | null;
+  image_url: string | null;
+  offers: OfferView[];
+  summary: SummaryView;
+  created_at: string;
+  updated_at: string;
+  last_changed_at: string | null;
+}
+
+export interface CompetitorView {
+  id: string;
+  name: string;
+  domain: string | null;
+  offer_count: number;
+}
+
+export interface HistoryView {
+  product_id: string;
+  history: { competitor_id: string; price: string; currency: string; in_stock: boolean; observed_at: string }[];
+}
+
+// ---- The in-memory copy -------------------------------------------------------------------------
+
+/**
+ * What filtering needs of a product, and where its JSON sits in the catalogue's body. The product
+ * objects are not kept: one encoded copy of the JSON is the least memory a rebuild (old and new copy
+ * side by side) needs, which matters at 10,000 products in a 128 MB isolate.
+ */
+interface ProductEntry {
+  id: string;
+  sku: string;
+  brandKey: string | null;
+  categoryKey: string | null;
+  competitorIds: ReadonlySet<string>;
+  updatedAtMs: number;
+  /** Its JSON is `body.subarray(start, end)`. */
+  start: number;
+  end: number;
+}
+
+export interface Catalogue {
+  version: number;
+  /** Strong ETag of the unfiltered list. */
+  etag: string;
+  /** `{"products":[…]}`, serialised and UTF-8 encoded once per version. */
+  body: Bytes;
+  products: readonly ProductEntry[];
+  byId: ReadonlyMap<string, ProductEntry>;
+  bySku: ReadonlyMap<string, ProductEntry>;
+  competitors: Bytes;
+}
+
+// workers-types widens TextEncoder's buffer type; Response bodies want a plain ArrayBuffer.
+type Bytes = Uint8Array<ArrayBuffer>;
+const encoder = new TextEncoder();
+const encode = (text: string) => encoder.encode(text) as Bytes;
+
+type ProductRow = typeof products.$inferSelect;
+type OfferRow = typeof offers.$inferSelect;
+type CompetitorRow = typeof competitors.$inferSelect;
+
+const money = (minor: number | null, currency: string) => (minor === null ? null : formatMoney(minor, currency));
+const key = (text: string | null) => (text === null ? null : text.toLowerCase());
+
+function offerView(row: OfferRow, competitorName: string): OfferView {
+  return {
+    competitor_id: row.competitorId,
+    competitor_name: competitorName,
+    url: row.url,
+    price: formatMoney(row.priceMinor, row.currency),
+    regular_price: money(row.regularPriceMinor, row.currency),
+    currency: row.currency,
+    shipping_cost: money(row.shippingMinor, row.currency),
+    in_stock: row.inStock,
+    previous_price: money(row.previousPriceMinor, row.currency),
+    price_changed_at: row.priceChangedAt,
+    checked_at: row.checkedAt,
+  };
+}
+
+function productView(row: ProductRow, offerRows: readonly OfferRow[], competitorById: ReadonlyMap<string, CompetitorRow>): ProductView {
+  return {
+    id: row.id,
+    sku: row.sku,
+    gtin: row.gtin,
+    mpn: row.mpn,
+    name: row.name,
+    brand: row.brand,
+    category: row.category,
+    url: row.url,
+    image_url: row.imageUrl,
+    offers: offerRows.map((offer) => offerView(offer, competitorById.get(offer.competitorId)?.name ?? offer.competitorId)),
+    summary: summarise(offerRows),
+    created_at: row.createdAt,
+    updated_at: row.updatedAt,
+    last_changed_at: row.lastChangedAt,
+  };
+}
+
+/** The most common currency; ties go to the alphabetically first code, so the choice is stable. */
+function mainCurrency(rows: readonly OfferRow[]): string | null {
+  const counts = new Map<string, number>();
+  for (const row of rows) counts.set(row.currency, (counts.get(row.currency) ?? 0) + 1);
+  let best: string | null = null;
+  for (const [currency, count] of counts) {
+    const bestCount = best === null ? 0 : counts.get(best)!;
+    if (count > bestCount || (count === bestCount && currency < best!)) best = currency;
+  }
+  return best;
+}
+
+export function summarise(rows: readonly OfferRow[]): SummaryView {
+  const currency = mainCurrency(rows);
+  let lowest: OfferRow | undefined;
+  let highest: OfferRow | undefined;
+  for (const row of rows) {
+    if (row.currency !== currency) continue;
+    // Equal prices: an offer in stock beats one that is not; then the rows' competitor-id order.
+    if (!lowest || row.priceMinor < lowest.priceMinor || (row.priceMinor === lowest.priceMinor && row.inStock && !lowest.inStock)) lowest = row;
+    if (!highest || row.priceMinor > highest.priceMinor) highest = row;
+  }
+  return {
+    min_price: lowest && currency ? formatMoney(lowest.priceMinor, currency) : null,
+    max_price: highest && currency ? formatMoney(highest.priceMinor, currency) : null,
+    currency,
+    offer_count: rows.length,
+    in_stock_count: rows.filter((row) => row.inStock).length,
+    lowest_competitor_id: lowest?.competitorId ?? null,
+  };
+}
+
+const versionQuery = (db: Database) => db.select({ version: catalogueState.version }).from(catalogueState).where(eq(catalogueState.id, 1));
+
+/** The version that `catalogue_state` holds; 0 before anything was ever ingested or seeded. */
+async function readVersion(db: Database): Promise<number> {
+  const [row] = await versionQuery(db);
+  return row?.version ?? 0;
+}
+
+/** Moves the version, in the same D1 batch as the change (ingestion and the tests use this). */
+export const bumpCatalogueVersion = (db: Database) =>
+  db
+    .insert(catalogueState)
+    .values({ id: 1, version: 1, updatedAt: new Date().toISOString() })
+    .onConflictDoUpdate({ target: catalogueState.id, set: { version: sql`${catalogueState.version} + 1`, updatedAt: sql`excluded.updated_at` } });
+
+/** Reads everything in one batch (one implicit transaction), so the rows match the version read. */
+export async function buildCatalogue(db: Database): Promise<Catalogue> {
+  const [versionRows, competitorRows, productRows, offerRows] = await db.batch([
+    versionQuery(db),
+    db.select().from(competitors).orderBy(asc(competitors.id)),
+    db.select().from(products).orderBy(asc(products.id)),
+    db.select().from(offers).orderBy(asc(offers.productId), asc(offers.competitorId)),
+  ]);
+  const version = versionRows[0]?.version ?? 0;
+
+  const competitorById = new Map<string, CompetitorRow>(competitorRows.map((row) => [row.id, row]));
+  const offerCounts = new Map<string, number>();
+  const offersByProduct = new Map<string, OfferRow[]>();
+  for (const row of offerRows) {
+    offerCounts.set(row.competitorId, (offerCounts.get(row.competitorId) ?? 0) + 1);
+    let list = offersByProduct.get(row.productId);
+    if (!list) offersByProduct.set(row.productId, (list = []));
+    list.push(row);
+  }
+
+  // Each product is serialised as soon as it is built, so its objects can go before the next one's.
+  const parts: Bytes[] = [];
+  const keys = productRows.map((row) => {
+    const rows = offersByProduct.get(row.id) ?? [];
+    parts.push(encode(JSON.stringify(productView(row, rows, competitorById))));
+    return {
+      id: row.id,
+      sku: row.sku,
+      brandKey: key(row.brand),
+      categoryKey: key(row.category),
+      competitorIds: new Set(rows.map((offer) => offer.competitorId)),
+      updatedAtMs: Date.parse(row.updatedAt),
+    };
+  });
+  const { body, starts } = joinProducts(parts);
+  const entries: ProductEntry[] = keys.map((entry, i) => ({ ...entry, start: starts[i]!, end: starts[i]! + parts[i]!.length }));
+
+  const competitorViews: CompetitorView[] = competitorRows.map((row) => ({
+    id: row.id,
+    name: row.name,
+    domain: row.domain,
+    offer_count: offerCounts.get(row.id) ?? 0,
+  }));
+
+  return {
+    version,
+    etag: `"cat-v${version}"`,
+    body,
+    products: entries,
+    byId: new Map(entries.map((entry) => [entry.id, entry])),
+    bySku: new Map(entries.map((entry) => [entry.sku, entry])),
+    competitors: encode(JSON.stringify({ competitors: competitorViews })),
+  };
+}
+
+const OPEN = encode('{"products":[');
+const CLOSE = encode("]}");
+const COMMA = encode(",");
+
+/** `{"products":[a,b,…]}` from encoded products, and where each one starts in it. */
+function joinProducts(parts: readonly Uint8Array[]): { body: Bytes; starts: number[] } {
+  const size = OPEN.length + CLOSE.length + parts.reduce((sum, part) => sum + part.length, 0) + Math.max(0, parts.length - 1);
+  const body = new Uint8Array(size);
+  const starts: number[] = [];
+  let at = 0;
+  const put = (bytes: Uint8Array) => {
+    body.set(bytes, at);
+    at += bytes.length;
+  };
+  put(OPEN);
+  parts.forEach((part, i) => {
+    if (i > 0) put(COMMA);
+    starts.push(at);
+    put(part);
+  });
+  put(CLOSE);
+  return { body, starts };
+}
+
+const productBytes = (catalogue: Catalogue, entry: ProductEntry) => catalogue.body.subarray(entry.start, entry.end);
+
+// ---- Per-isolate cache ---------------------------------------------------------------------------
+
+let cached: Catalogue | undefined;
+let checkedAt = Number.NEGATIVE_INFINITY;
+/** Bumped by invalidateCatalogue(), so a check that started before it cannot count as fresh. */
+let generation = 0;
+/** One refresh at a time per isolate: concurrent requests share it instead of each reading D1. */
+let refreshing: { generation: number; promise: Promise<Catalogue> } | undefined;
+
+/** Call after changing the catalogue: this isolate's next read checks the version at once. */
+export function invalidateCatalogue(): void {
+  generation++;
+  checkedAt = Number.NEGATIVE_INFINITY;
+}
+
+/** The current catalogue: the cached copy, rebuilt only when the version in D1 has moved. */
+export function loadCatalogue(db: Database): Promise<Catalogue> {
+  if (cached && Date.now() - checkedAt < VERSION_CHECK_INTERVAL_MS) return Promise.resolve(cached);
+  if (refreshing?.generation !== generation) {
+    const started = generation;
+    const promise: Promise<Catalogue> = refresh(db, started).finally(() => {
+      if (refreshing?.promise === promise) refreshing = undefined;
+    });
+    refreshing = { generation: started, promise };
+  }
+  return refreshing.promise;
+}
+
+async function refresh(db: Database, started: number): Promise<Catalogue> {
+  let catalogue = cached;
+  if (!catalogue || catalogue.version !== (await readVersion(db))) {
+    catalogue = await buildCatalogue(db);
+    // A build that finished late must not replace a newer one.
+    if (!cached || catalogue.version >= cached.version) cached = catalogue;
+  }
+  if (generation === started) checkedAt = Date.now();
+  return catalogue;
+}
+
+// ---- Reads ----------------------------------------------------------------------------------------
+
+/** Filters of GET /products, already validated; `updated_since` is a canonical ISO timestamp. */
+export interface ProductFilters {
+  sku?: string | undefined;
+  competitor?: string | undefined;
+  brand?: string | undefined;
+  category?: string | undefined;
+  updated_since?: string | undefined;
+}
+
+const FILTER_NAMES = ["sku", "competitor", "brand", "category", "updated_since"] as const;
+
+/** Filter values as they are compared: brand and category ignore case, so "Sony" and "sony" are one filter. */
+function normalise(filters: ProductFilters): [string, string][] {
+  const normalised: [string, string][] = [];
+  for (const name of FILTER_NAMES) {
+    const value = filters[name];
+    if (value === undefined) continue;
+    normalised.push([name, name === "brand" || name === "category" ? value.toLowerCase() : value]);
+  }
+  return normalised;
+}
+
+/** The strong ETag of a (possibly filtered) list: the version, plus a hash of the normalised filters. */
+export async function productsEtag(catalogue: Catalogue, filters: ProductFilters): Promise<string> {
+  const normalised = normalise(filters);
+  if (normalised.length === 0) return catalogue.etag;
+  const digest = await crypto.subtle.digest("SHA-256", encode(JSON.stringify(normalised)));
+  const hash = [...new Uint8Array(digest, 0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `"cat-v${catalogue.version}-${hash}"`;
+}
+
+/** `{"products":[…]}` for the filters: the pre-encoded copy when there are none, else the matching subset. */
+export function productsBody(catalogue: Catalogue, filters: ProductFilters): Bytes {
+  const normalised = new Map(normalise(filters));
+  if (normalised.size === 0) return catalogue.body;
+  const sku = normalised.get("sku");
+  const candidates = sku === undefined ? catalogue.products : [catalogue.bySku.get(sku)].filter((entry) => entry !== undefined);
+  const competitor = normalised.get("competitor");
+  const brand = normalised.get("brand");
+  const category = normalised.get("category");
+  const since = normalised.has("updated_since") ? Date.parse(normalised.get("updated_since")!) : undefined;
+  const matching = candidates.filter(
+    (entry) =>
+      (competitor === undefined || entry.competitorIds.has(competitor)) &&
+      (brand === undefined || entry.brandKey === brand) &&
+      (category === undefined || entry.categoryKey === category) &&
+      (since === undefined || entry.updatedAtMs >= since),
+  );
+  return joinProducts(matching.map((entry) => productBytes(catalogue, entry))).body;
+}
+
+const unknownProduct = (id: string) => new ApiError(404, `There is no product ${JSON.stringify(id)}; GET /products lists the ids.`);
+
+/** One product's JSON, from the same copy as the list. */
+export function productJson(catalogue: Catalogue, id: string): Bytes {
+  const entry = catalogue.byId.get(id);
+  if (!entry) throw unknownProduct(id);
+  return productBytes(catalogue, entry).slice(); // a copy: the response must not hold the whole body
+}
+
+export const competitorsJson = (catalogue: Catalogue): Bytes => catalogue.competitors;
+
+export interface HistoryQuery {
+  competitor?: string | undefined;
+  /** Inclusive, canonical ISO timestamp. */
+  from?: string | undefined;
+  /** Exclusive, canonical ISO timestamp. */
+  to?: string | undefined;
+}
+
+export interface HistoryPage extends HistoryView {
+  /** True when more than HISTORY_LIMIT rows matched and only the oldest HISTORY_LIMIT are here. */
+  truncated: boolean;
+}
+
+/** A product's price history from D1, oldest first, at most HISTORY_LIMIT rows. */
+export async function productHistory(db: Database, productId: string, query: HistoryQuery): Promise<HistoryPage> {
+  const conditions = [eq(priceHistory.productId, productId)];
+  if (query.competitor !== undefined) conditions.push(eq(priceHistory.competitorId, query.competitor));
+  if (query.from !== undefined) conditions.push(gte(priceHistory.observedAt, query.from));
+  if (query.to !== undefined) conditions.push(lt(priceHistory.observedAt, query.to));
+  const [product, rows] = await db.batch([
+    db.select({ id: products.id }).from(products).where(eq(products.id, productId)),
+    db
+      .select()
+      .from(priceHistory)
+      .where(and(...conditions))
+      .orderBy(asc(priceHistory.observedAt), asc(priceHistory.id))
+      .limit(HISTORY_LIMIT + 1),
+  ]);
+  if (product.length === 0) throw unknownProduct(productId);
+  return {
+    product_id: productId,
+    history: rows.slice(0, HISTORY_LIMIT).map((row) => ({
+      competitor_id: row.competitorId,
+      price: formatMoney(row.priceMinor, row.currency),
+      currency: row.currency,
+      in_stock: row.inStock,
+      observed_at: row.observedAt,
+    })),
+    truncated: rows.length > HISTORY_LIMIT,
+  };
+}

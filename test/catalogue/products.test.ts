@@ -1,0 +1,260 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import type { ProductView } from "../../src/routes/catalogue.ts";
+import { createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { call, expectJson } from "../helpers/http.ts";
+import { accountToken } from "../helpers/tokens.ts";
+
+let key: string;
+const get = (path: string, headers: Record<string, string> = {}) => call("GET", path, { token: key, headers });
+const skus = (body: { products: ProductView[] }) => body.products.map((p) => p.sku).sort();
+
+beforeAll(async () => {
+  key = await newApiKey();
+  await createCompetitor({ id: "cmp_amazon", name: "Amazon", domain: "amazon.com" });
+  await createCompetitor({ id: "cmp_walmart", name: "Walmart", domain: "walmart.com" });
+  await createCompetitor({ id: "cmp_rakuten", name: "Rakuten", domain: "rakuten.co.jp" });
+  await createCompetitor({ id: "cmp_gulf", name: "Gulf Shop", domain: null });
+  await createProduct({
+    id: "prd_headphones",
+    sku: "SONY-XM5",
+    name: "Sony WH-1000XM5",
+    gtin: "4548736132610",
+    mpn: "WH1000XM5/B",
+    brand: "Sony",
+    category: "Headphones",
+    url: "https://www.sony.com/wh1000xm5",
+    imageUrl: "https://images.example/xm5.jpg",
+    createdAt: "2026-01-01T00:00:00.000Z",
+    updatedAt: "2026-03-01T00:00:00.000Z",
+    lastChangedAt: "2026-02-15T00:00:00.000Z",
+    offers: [
+      { competitor: "cmp_walmart", price: "15.49", inStock: false, checkedAt: "2026-03-01T00:00:00.000Z" },
+      {
+        competitor: "cmp_amazon",
+        price: "14.99",
+        regularPrice: "19.99",
+        shipping: "0.00",
+        previousPrice: "16.50",
+        url: "https://www.amazon.com/dp/B09XS7JWHH",
+        priceChangedAt: "2026-02-15T00:00:00.000Z",
+        checkedAt: "2026-03-01T00:00:00.000Z",
+      },
+      { competitor: "cmp_rakuten", price: "1500", currency: "JPY", shipping: "300", checkedAt: "2026-03-01T00:00:00.000Z" },
+    ],
+  });
+  await createProduct({
+    sku: "APPLE-IPHONE",
+    brand: "Apple",
+    category: "Phones",
+    updatedAt: "2026-02-01T00:00:00.000Z",
+    offers: [{ competitor: "cmp_gulf", price: "1.250", currency: "BHD" }],
+  });
+  await createProduct({ sku: "SONY-TV", brand: "sony", category: "TVs", updatedAt: "2026-01-15T00:00:00.000Z", offers: [{ competitor: "cmp_walmart", price: "499" }] });
+  await createProduct({ sku: "NO-OFFERS", brand: "Acme" });
+  // Multi-byte UTF-8 in the middle of the list: the byte ranges of each product must still line up.
+  await createProduct({ id: "prd_cafe", sku: "CAFÉ-1", name: "Café Crème ☕ 🚀", brand: "Nestlé", category: "Kitchen", offers: [{ competitor: "cmp_walmart", price: "3.20" }] });
+  await publishCatalogue();
+});
+
+describe("GET /products", () => {
+  it("returns every product with its offers, summary and exact money strings", async () => {
+    const body = await expectJson<{ products: ProductView[] }>(await get("/products"), 200);
+    expect(skus(body)).toEqual(["APPLE-IPHONE", "CAFÉ-1", "NO-OFFERS", "SONY-TV", "SONY-XM5"]);
+    const headphones = body.products.find((p) => p.sku === "SONY-XM5");
+    expect(headphones).toEqual({
+      id: "prd_headphones",
+      sku: "SONY-XM5",
+      gtin: "4548736132610",
+      mpn: "WH1000XM5/B",
+      name: "Sony WH-1000XM5",
+      brand: "Sony",
+      category: "Headphones",
+      url: "https://www.sony.com/wh1000xm5",
+      image_url: "https://images.example/xm5.jpg",
+      offers: [
+        {
+          competitor_id: "cmp_amazon",
+          competitor_name: "Amazon",
+          url: "https://www.amazon.com/dp/B09XS7JWHH",
+          price: "14.99",
+          regular_price: "19.99",
+          currency: "USD",
+          shipping_cost: "0.00",
+          in_stock: true,
+          previous_price: "16.50",
+          price_changed_at: "2026-02-15T00:00:00.000Z",
+          checked_at: "2026-03-01T00:00:00.000Z",
+        },
+        {
+          competitor_id: "cmp_rakuten",
+          competitor_name: "Rakuten",
+          url: null,
+          price: "1500",
+          regular_price: null,
+          currency: "JPY",
+          shipping_cost: "300",
+          in_stock: true,
+          previous_price: null,
+          price_changed_at: null,
+          checked_at: "2026-03-01T00:00:00.000Z",
+        },
+        {
+          competitor_id: "cmp_walmart",
+          competitor_name: "Walmart",
+          url: null,
+          price: "15.49",
+          regular_price: null,
+          currency: "USD",
+          shipping_cost: null,
+          in_stock: false,
+          previous_price: null,
+          price_changed_at: null,
+          checked_at: "2026-03-01T00:00:00.000Z",
+        },
+      ],
+      // Two USD offers against one JPY offer: the range is over the USD offers only.
+      summary: { min_price: "14.99", max_price: "15.49", currency: "USD", offer_count: 3, in_stock_count: 2, lowest_competitor_id: "cmp_amazon" },
+      created_at: "2026-01-01T00:00:00.000Z",
+      updated_at: "2026-03-01T00:00:00.000Z",
+      last_changed_at: "2026-02-15T00:00:00.000Z",
+    });
+    const phone = body.products.find((p) => p.sku === "APPLE-IPHONE")!;
+    expect(phone.offers[0]).toMatchObject({ price: "1.250", currency: "BHD" });
+    expect(phone.summary).toEqual({ min_price: "1.250", max_price: "1.250", currency: "BHD", offer_count: 1, in_stock_count: 1, lowest_competitor_id: "cmp_gulf" });
+    const tv = body.products.find((p) => p.sku === "SONY-TV")!;
+    expect(tv.offers[0]!.price).toBe("499.00");
+    const none = body.products.find((p) => p.sku === "NO-OFFERS")!;
+    expect(none.offers).toEqual([]);
+    expect(none.summary).toEqual({ min_price: null, max_price: null, currency: null, offer_count: 0, in_stock_count: 0, lowest_competitor_id: null });
+  });
+
+  it.each([
+    ["sku=SONY-XM5", ["SONY-XM5"]],
+    ["sku=UNKNOWN", []],
+    ["competitor=cmp_walmart", ["CAFÉ-1", "SONY-TV", "SONY-XM5"]],
+    ["brand=NESTLÉ", ["CAFÉ-1"]],
+    ["sku=CAF%C3%89-1", ["CAFÉ-1"]],
+    ["competitor=cmp_gulf", ["APPLE-IPHONE"]],
+    ["brand=sony", ["SONY-TV", "SONY-XM5"]],
+    ["brand=SONY", ["SONY-TV", "SONY-XM5"]],
+    ["category=phones", ["APPLE-IPHONE"]],
+    ["updated_since=2026-02-01T00:00:00Z", ["APPLE-IPHONE", "SONY-XM5"]],
+    ["updated_since=2026-02-01", ["APPLE-IPHONE", "SONY-XM5"]],
+    ["updated_since=2026-02-01T01:00:00%2B01:00", ["APPLE-IPHONE", "SONY-XM5"]],
+    ["updated_since=2026-02-01T00:00:00.001Z", ["SONY-XM5"]],
+    ["brand=Sony&competitor=cmp_walmart&updated_since=2026-02-01", ["SONY-XM5"]],
+    ["brand=Sony&category=TVs", ["SONY-TV"]],
+  ])("filters by %s", async (query, expected) => {
+    const body = await expectJson(await get(`/products?${query}`), 200);
+    expect(skus(body)).toEqual(expected);
+  });
+
+  it.each([
+    ["updated_since=yesterday", /updated_since/],
+    ["updated_since=2026-13-01", /updated_since/],
+    ["updated_since=", /updated_since/],
+    ["brand=", /brand/],
+    [`sku=${"x".repeat(201)}`, /sku/],
+    ["colour=red", /colour/],
+    ["competitor_id=walmart", /competitor_id/],
+  ])("refuses %s with a 400 naming the parameter", async (query, field) => {
+    const body = await expectJson(await get(`/products?${query}`), 400);
+    expect(body.detail).toMatch(field);
+  });
+
+  it("sends a strong ETag and answers If-None-Match with 304 and no body", async () => {
+    const res = await get("/products");
+    await expectJson(res, 200);
+    const etag = res.headers.get("ETag")!;
+    expect(etag).toMatch(/^"[^"]+"$/);
+    expect(res.headers.get("Cache-Control")).toBe("private, no-cache");
+    expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
+
+    for (const ifNoneMatch of [etag, `"other", ${etag}`, `W/${etag}`, "*"]) {
+      const cached = await get("/products", { "If-None-Match": ifNoneMatch });
+      expect(cached.status, ifNoneMatch).toBe(304);
+      expect(await cached.text()).toBe("");
+      expect(cached.headers.get("ETag")).toBe(etag);
+    }
+    expect((await get("/products", { "If-None-Match": '"cat-v0-stale"' })).status).toBe(200);
+  });
+
+  it("gives each filter set its own ETag, the same for the same filters however written", async () => {
+    const etagOf = async (query: string) => {
+      const res = await get(`/products${query}`);
+      await expectJson(res, 200);
+      return res.headers.get("ETag")!;
+    };
+    const all = await etagOf("");
+    const sony = await etagOf("?brand=Sony");
+    const sonyWalmart = await etagOf("?brand=Sony&competitor=cmp_walmart");
+    expect(new Set([all, sony, sonyWalmart, await etagOf("?category=Sony")]).size).toBe(4);
+    expect(await etagOf("?competitor=cmp_walmart&brand=sony")).toBe(sonyWalmart);
+    expect((await get("/products?brand=SONY", { "If-None-Match": sony })).status).toBe(304);
+    expect((await get("/products", { "If-None-Match": sony })).status).toBe(200);
+  });
+
+  it("moves the ETag when the catalogue version moves", async () => {
+    const before = await get("/products");
+    await expectJson(before, 200);
+    const etag = before.headers.get("ETag")!;
+
+    await createProduct({ sku: "NEW-ONE", brand: "Sony" });
+    await publishCatalogue();
+
+    const after = await get("/products", { "If-None-Match": etag });
+    const body = await expectJson(after, 200);
+    expect(after.headers.get("ETag")).not.toBe(etag);
+    expect(skus(body)).toContain("NEW-ONE");
+    expect((await get("/products", { "If-None-Match": after.headers.get("ETag")! })).status).toBe(304);
+  });
+
+  it("serves the same bytes to repeated requests", async () => {
+    const first = await (await get("/products")).text();
+    const second = await (await get("/products")).text();
+    expect(second.length).toBeGreaterThan(0);
+    expect(second).toBe(first);
+  });
+});
+
+describe("GET /products/:id", () => {
+  it("returns one product in the same shape as the list", async () => {
+    const list = await expectJson<{ products: ProductView[] }>(await get("/products"), 200);
+    const product = await expectJson(await get("/products/prd_headphones"), 200);
+    expect(product).toEqual(list.products.find((p) => p.id === "prd_headphones"));
+  });
+
+  it("cuts multi-byte UTF-8 products out whole", async () => {
+    const product = await expectJson(await get("/products/prd_cafe"), 200);
+    expect(product).toMatchObject({ name: "Café Crème ☕ 🚀", brand: "Nestlé", summary: { min_price: "3.20", currency: "USD" } });
+    const neighbour = await expectJson(await get("/products/prd_headphones"), 200);
+    expect(neighbour.sku).toBe("SONY-XM5");
+  });
+
+  it("answers 404 with a detail for an unknown id", async () => {
+    const body = await expectJson(await get("/products/prd_nope"), 404);
+    expect(body).toEqual({ detail: expect.stringContaining("prd_nope") });
+  });
+});
+
+describe("catalogue routes and credentials", () => {
+  const paths = ["/products", "/products/prd_headphones", "/products/prd_headphones/history", "/competitors"];
+
+  it.each(paths)("%s needs an API key", async (path) => {
+    const res = await call("GET", path);
+    expect((await expectJson(res, 401)).detail).toMatch(/API key/);
+    expect(res.headers.get("WWW-Authenticate")).toContain("Bearer");
+  });
+
+  it.each(paths)("%s refuses an account login", async (path) => {
+    await expectJson(await call("GET", path, { token: await accountToken("someone") }), 401);
+  });
+
+  it.each(paths)("%s sends no CORS headers", async (path) => {
+    const res = await get(path, { Origin: "https://evil.example" });
+    await expectJson(res, 200);
+    expect(res.headers.get("Access-Control-Allow-Origin")).toBeNull();
+    const preflight = await call("OPTIONS", path, { headers: { Origin: "https://evil.example", "Access-Control-Request-Method": "GET" } });
+    expect(preflight.headers.get("Access-Control-Allow-Origin")).toBeNull();
+  });
+});

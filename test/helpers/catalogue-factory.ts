@@ -1,0 +1,130 @@
+import { env } from "cloudflare:workers";
+import { database } from "../../src/db/client.ts";
+import { competitors, offers, priceHistory, products } from "../../src/db/schema.ts";
+import { parseMoney } from "../../src/money.ts";
+import { bumpCatalogueVersion, invalidateCatalogue } from "../../src/services/catalogue.ts";
+import { accountWithKey } from "./keys.ts";
+
+/** Catalogue rows written straight into D1, as ingestion would leave them. Money goes in as strings. */
+
+let sequence = 0;
+const next = () => ++sequence;
+const db = () => database(env.DB);
+
+export interface CompetitorInput {
+  id?: string;
+  name?: string;
+  domain?: string | null;
+}
+
+export async function createCompetitor(input: CompetitorInput = {}) {
+  const n = next();
+  const row = { id: input.id ?? `shop-${n}`, name: input.name ?? `Shop ${n}`, domain: input.domain === undefined ? `shop-${n}.example` : input.domain };
+  await db().insert(competitors).values(row);
+  return row;
+}
+
+export interface OfferInput {
+  competitor: string;
+  price: string;
+  currency?: string;
+  regularPrice?: string;
+  shipping?: string;
+  previousPrice?: string;
+  inStock?: boolean;
+  url?: string;
+  priceChangedAt?: string;
+  checkedAt?: string;
+}
+
+export interface ProductInput {
+  id?: string;
+  sku?: string;
+  name?: string;
+  gtin?: string;
+  mpn?: string;
+  brand?: string;
+  category?: string;
+  url?: string;
+  imageUrl?: string;
+  createdAt?: string;
+  updatedAt?: string;
+  lastChangedAt?: string;
+  offers?: OfferInput[];
+}
+
+const minor = (amount: string | undefined, currency: string) => (amount === undefined ? null : parseMoney(amount, currency));
+
+export async function createProduct(input: ProductInput = {}) {
+  const n = next();
+  const product = {
+    id: input.id ?? `prd_test${n}`,
+    sku: input.sku ?? `SKU-${n}`,
+    name: input.name ?? `Product ${n}`,
+    gtin: input.gtin ?? null,
+    mpn: input.mpn ?? null,
+    brand: input.brand ?? null,
+    category: input.category ?? null,
+    url: input.url ?? null,
+    imageUrl: input.imageUrl ?? null,
+    createdAt: input.createdAt ?? "2026-01-01T00:00:00.000Z",
+    updatedAt: input.updatedAt ?? "2026-01-01T00:00:00.000Z",
+    lastChangedAt: input.lastChangedAt ?? null,
+  };
+  await db().insert(products).values(product);
+  for (const offer of input.offers ?? []) {
+    const currency = offer.currency ?? "USD";
+    await db()
+      .insert(offers)
+      .values({
+        productId: product.id,
+        competitorId: offer.competitor,
+        url: offer.url ?? null,
+        priceMinor: parseMoney(offer.price, currency),
+        regularPriceMinor: minor(offer.regularPrice, currency),
+        currency,
+        shippingMinor: minor(offer.shipping, currency),
+        inStock: offer.inStock ?? true,
+        previousPriceMinor: minor(offer.previousPrice, currency),
+        priceChangedAt: offer.priceChangedAt ?? null,
+        checkedAt: offer.checkedAt ?? "2026-01-02T00:00:00.000Z",
+      });
+  }
+  return product;
+}
+
+export interface HistoryInput {
+  competitor: string;
+  price: string;
+  currency?: string;
+  inStock?: boolean;
+  observedAt: string;
+}
+
+/** Written in one D1 batch (D1 caps bound parameters per statement, so one row per statement). */
+export async function addHistory(productId: string, rows: HistoryInput[]) {
+  const statements = rows.map((row) => {
+    const currency = row.currency ?? "USD";
+    return db().insert(priceHistory).values({
+      productId,
+      competitorId: row.competitor,
+      priceMinor: parseMoney(row.price, currency),
+      currency,
+      inStock: row.inStock ?? true,
+      observedAt: row.observedAt,
+    });
+  });
+  const [first, ...rest] = statements;
+  if (first) await db().batch([first, ...rest]);
+}
+
+/** What ingestion does after a change: move the version, and tell this isolate at once. */
+export async function publishCatalogue() {
+  await bumpCatalogueVersion(db());
+  invalidateCatalogue();
+}
+
+/** A fresh API key of a Premium account (300 requests a minute, so a test file never hits the limit). */
+export async function newApiKey(): Promise<string> {
+  return (await accountWithKey("premium")).key;
+}
