@@ -4,13 +4,40 @@ import * as schema from "./schema.ts";
 export type Database = DrizzleD1Database<typeof schema>;
 
 const clients = new WeakMap<D1Database, Database>();
+const EXECUTING = new Set(["run", "all", "first", "raw"]);
+
+/** A statement that counts its executions; `bind` hands back a counting statement too. */
+function countingStatement(statement: D1PreparedStatement, work: { d1: number }): D1PreparedStatement {
+  return new Proxy(statement, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      if (property === "bind") return (...args: unknown[]) => countingStatement(value.apply(target, args), work);
+      if (EXECUTING.has(property as string)) work.d1++;
+      return value.bind(target);
+    },
+  });
+}
+
+/** Counts round trips to D1: each executed statement, and each batch once. */
+function countingD1(d1: D1Database, work: { d1: number }): D1Database {
+  return new Proxy(d1, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      if (property === "prepare") return (query: string) => countingStatement(value.call(target, query), work);
+      if (property === "batch" || property === "exec") work.d1++;
+      return value.bind(target);
+    },
+  });
+}
 
 /**
- * A drizzle client for a D1 binding. Given a request's work tally, the client counts the queries it
- * sends into it (reported by X-Work-Counts); without one, one shared client per binding.
+ * A drizzle client for a D1 binding. Given a request's work tally, it counts the round trips it
+ * makes to D1 into it (reported by X-Work-Counts); without one, one shared client per binding.
  */
 export function database(d1: D1Database, work?: { d1: number }): Database {
-  if (work) return drizzle(d1, { schema, logger: { logQuery: () => void work.d1++ } });
+  if (work) return drizzle(countingD1(d1, work), { schema });
   let db = clients.get(d1);
   if (!db) {
     db = drizzle(d1, { schema });
