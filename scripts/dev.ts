@@ -1,7 +1,7 @@
 /**
  * `npm run dev`: everything a newcomer needs, in one command.
  *   1. .dev.vars from .dev.vars.example when missing (the local IdP's settings);
- *   2. the local D1 migrated (wrangler d1 migrations apply DB --local) and seeded;
+ *   2. the local D1 migrated (wrangler d1 migrations apply DB --local) and, the first time, seeded;
  *   3. the local IdP on http://127.0.0.1:4000;
  *   4. the worker on http://127.0.0.1:8787 (extra arguments go to `wrangler dev`, e.g. --var NAME:VALUE).
  */
@@ -25,6 +25,8 @@ function run(command: string, args: string[]) {
 }
 
 run("wrangler", ["d1", "migrations", "apply", "DB", "--local"]);
+// The first run seeds the sample catalogue; later runs keep what is there (`npm run seed` re-seeds).
+if (!existsSync(".wrangler/seed.sql")) run("node", ["scripts/seed.ts"]);
 
 const children: ChildProcess[] = [
   spawn("node", ["scripts/idp.ts"], { stdio: "inherit" }),
