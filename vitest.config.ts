@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
@@ -37,6 +38,9 @@ export default defineConfig(async () => {
             IDP_AUDIENCE: "price-data-api",
             IDP_JWKS_URL: idp.jwksUrl,
             EXPOSE_WORK_COUNTS: "true",
+            // A fresh key per run; "false" explicitly, whatever a local .dev.vars says.
+            WEBHOOK_SECRET_KEY: randomBytes(32).toString("base64"),
+            WEBHOOK_ALLOW_INSECURE_URLS: "false",
             TEST_SIGNING_JWK: JSON.stringify(idp.privateJwk),
             TEST_PUBLIC_JWK: JSON.stringify(idp.publicJwk),
             TEST_MIGRATIONS: await readD1Migrations("./migrations"),

@@ -8,6 +8,8 @@ import { ApiError, methodNotAllowedResponse, notFound, onError } from "./errors.
 import { accountRoutes, adminAccountRoutes } from "./routes/account.ts";
 import { apiKeyRoutes } from "./routes/api-keys.ts";
 import { catalogueRoutes } from "./routes/catalogue.ts";
+import { observationRoutes } from "./routes/observations.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
 import { admission } from "./rate-limit/middleware.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -35,6 +37,8 @@ export function buildApp() {
   app.route("/account", accountRoutes);
   app.route("/api-keys", apiKeyRoutes);
   app.route("/admin/accounts", adminAccountRoutes);
+  app.route("/admin/observations", observationRoutes);
+  app.route("/webhooks", webhookRoutes);
   app.route("/", catalogueRoutes);
 
   app.notFound(notFound);

@@ -10,6 +10,12 @@ export interface Env {
   IDP_ISSUER?: string;
   IDP_AUDIENCE?: string;
   IDP_JWKS_URL?: string;
+  /** Events and deliveries for the webhook consumer (src/webhooks/consumer.ts); same worker. */
+  WEBHOOK_QUEUE: Queue<import("./webhooks/messages.ts").WebhookMessage>;
+  /** A Worker secret: base64 of 32 random bytes, the AES-256-GCM key of the webhooks' signing secrets. */
+  WEBHOOK_SECRET_KEY?: string;
+  /** "true" (development only) lets webhooks target http:// and private addresses such as 127.0.0.1. */
+  WEBHOOK_ALLOW_INSECURE_URLS?: string;
 }
 
 const requiredVar = (name: string) =>
@@ -27,7 +33,22 @@ const configSchema = z.object({
     .string()
     .regex(/^[a-z][a-z0-9]{1,15}$/, { error: "Server misconfigured: KEY_PREFIX must be 2-16 lowercase letters or digits." })
     .default("pda"),
+  WEBHOOK_SECRET_KEY: requiredVar("WEBHOOK_SECRET_KEY").refine((value) => decodesToAesKey(value), {
+    error: "Server misconfigured: WEBHOOK_SECRET_KEY must be 32 random bytes in base64 (openssl rand -base64 32).",
+  }),
+  WEBHOOK_ALLOW_INSECURE_URLS: z
+    .enum(["true", "false"], { error: 'Server misconfigured: WEBHOOK_ALLOW_INSECURE_URLS must be "true" or "false".' })
+    .default("false")
+    .transform((value) => value === "true"),
 });
+
+function decodesToAesKey(base64: string): boolean {
+  try {
+    return atob(base64).length === 32;
+  } catch {
+    return false;
+  }
+}
 
 export type Config = z.infer<typeof configSchema>;
 

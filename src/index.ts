@@ -1,5 +1,6 @@
 import { buildApp } from "./app.ts";
 import type { Env } from "./env.ts";
+import { handleWebhookQueue } from "./webhooks/consumer.ts";
 
 export { RateLimiter } from "./rate-limit/rate-limiter.ts";
 
@@ -7,4 +8,6 @@ const app = buildApp();
 
 export default {
   fetch: app.fetch,
+  /** WEBHOOK_QUEUE's consumer: fan-out and signed deliveries (never through the app or its rate limits). */
+  queue: handleWebhookQueue,
 } satisfies ExportedHandler<Env>;

@@ -126,3 +126,55 @@ export const catalogueState = sqliteTable(
   },
   (t) => [check("catalogue_state_single_row", sql`${t.id} = 1`)],
 );
+
+// ---- Webhooks -----------------------------------------------------------------------------------
+
+export const WEBHOOK_EVENT_TYPES = ["price.changed", "stock.changed"] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** An account's endpoint. The signing secret is stored only encrypted (src/webhooks/secrets.ts). */
+export const webhooks = sqliteTable(
+  "webhooks",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    url: text("url").notNull(),
+    description: text("description"),
+    /** The event types it receives, a JSON array. */
+    events: text("events", { mode: "json" }).notNull().$type<WebhookEventType[]>(),
+    /** min_change_pct × 100 (basis points), so the threshold compares exactly with integer prices. */
+    minChangeBp: integer("min_change_bp").notNull().default(0),
+    status: text("status", { enum: ["enabled", "disabled"] }).notNull().default("enabled"),
+    /** `v1.<base64 iv>.<base64 AES-GCM ciphertext>` of the `whsec_…` secret, under WEBHOOK_SECRET_KEY. */
+    secretCiphertext: text("secret_ciphertext").notNull(),
+    createdAt: text("created_at").notNull().default(now),
+    disabledAt: text("disabled_at"),
+    disabledReason: text("disabled_reason"),
+  },
+  (t) => [index("webhooks_account_created").on(t.accountId, t.createdAt), index("webhooks_status").on(t.status)],
+);
+
+/** One row per delivery attempt; the webhook's rows go with it when it is deleted. */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    id: integer("id").primaryKey(),
+    eventId: text("event_id").notNull(),
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    type: text("type").notNull(),
+    attempt: integer("attempt").notNull(),
+    /** null when no response came (timeout, connection error). */
+    statusCode: integer("status_code"),
+    error: text("error"),
+    durationMs: integer("duration_ms").notNull(),
+    /** "delivered"; "retrying" (another attempt is scheduled); "failed" (the last attempt, dead-lettered); "disabled" (410). */
+    outcome: text("outcome", { enum: ["delivered", "retrying", "failed", "disabled"] }).notNull(),
+    /** When the attempt was made (its webhook-timestamp). */
+    deliveredAt: text("delivered_at").notNull(),
+  },
+  (t) => [index("webhook_deliveries_webhook").on(t.webhookId, t.id)],
+);

@@ -2,9 +2,9 @@ import { z } from "zod";
 import { PLAN_NAMES } from "../db/schema.ts";
 import { MAX_SUBJECT_LENGTH } from "../auth/idp.ts";
 
-const required = (type: string) => (issue: { input?: unknown }) => (issue.input === undefined ? "is required" : `must be a ${type}`);
+export const required = (type: string) => (issue: { input?: unknown }) => (issue.input === undefined ? "is required" : `must be a ${type}`);
 /** An object schema's own message for a non-object; other issues (an unknown field) keep zod's, which names the field. */
-const jsonObject = { error: (issue: { code?: string }) => (issue.code === "invalid_type" ? "must be a JSON object" : undefined) };
+export const jsonObject = { error: (issue: { code?: string }) => (issue.code === "invalid_type" ? "must be a JSON object" : undefined) };
 
 /** 1–100 characters (code points, so an emoji counts once), no control characters, trimmed. */
 export const keyName = z

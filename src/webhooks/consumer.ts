@@ -1,0 +1,129 @@
+import { database, type Database } from "../db/client.ts";
+import { readConfig, type Env } from "../env.ts";
+import { fanOut, findWebhook, recordAttempt, type DeliveryRow } from "../services/webhooks.ts";
+import { deliveryBody, sendAll, webhookMessage, type DeliveryMessage, type EventMessage, type WebhookMessage } from "./messages.ts";
+import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
+import { decryptSecret } from "./secrets.ts";
+import { signedHeaders } from "./signing.ts";
+
+/**
+ * The WEBHOOK_QUEUE consumer. It is the Worker's `queue` handler, not a route: deliveries never pass
+ * the Hono app, so they never touch a rate-limit bucket. A batch's messages run concurrently:
+ * events are fanned out together (one D1 query, one delivery message per matching webhook, sent in
+ * chunks), and deliveries go out in parallel, at most MAX_CONCURRENT_DELIVERIES at a time.
+ */
+
+/** A 2xx within this time is success; the clock starts when the request is sent. */
+export const DELIVERY_TIMEOUT_MS = 15_000;
+
+/**
+ * A Worker invocation has at most 6 connections open at once; more fetches would wait for one while
+ * their timeout runs. So at most 6 deliveries are in flight, each timed from its own start.
+ */
+export const MAX_CONCURRENT_DELIVERIES = 6;
+
+export const USER_AGENT = "price-data-api-webhooks/1";
+
+type Parsed<T> = { message: Message<unknown>; body: T };
+
+const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ level: "error", source: "webhook-queue", ...fields }));
+
+export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const config = readConfig(env);
+  if (typeof config === "string") throw new Error(config); // the queue retries the whole batch
+  const db = database(env.DB);
+  const events: Parsed<EventMessage>[] = [];
+  const deliveries: Parsed<DeliveryMessage>[] = [];
+  for (const message of batch.messages) {
+    const parsed = webhookMessage.safeParse(message.body);
+    if (!parsed.success) {
+      log({ message_id: message.id, error: `invalid message dropped: ${parsed.error.message}` });
+      message.ack(); // retrying cannot make it valid
+    } else if (parsed.data.kind === "event") {
+      events.push({ message, body: parsed.data });
+    } else {
+      deliveries.push({ message, body: parsed.data });
+    }
+  }
+  await Promise.all([
+    events.length > 0 && fanOutEvents(db, env.WEBHOOK_QUEUE, events),
+    runConcurrently(deliveries, MAX_CONCURRENT_DELIVERIES, (delivery) => deliver(db, config.WEBHOOK_SECRET_KEY, delivery)),
+  ]);
+}
+
+/** Retry on the schedule; after the last attempt `retry()` lets the queue dead-letter the message. */
+function retryLater(message: Message<unknown>): void {
+  const delaySeconds = retryDelaySeconds(message.attempts);
+  message.retry(delaySeconds === undefined ? {} : { delaySeconds });
+}
+
+async function fanOutEvents(db: Database, queue: Queue<WebhookMessage>, events: readonly Parsed<EventMessage>[]): Promise<void> {
+  try {
+    await sendAll(queue, await fanOut(db, events.map((event) => event.body)));
+    for (const { message } of events) message.ack();
+  } catch (error) {
+    log({ error: `fan-out failed: ${String(error)}`, events: events.map((event) => event.body.event.id) });
+    for (const { message } of events) retryLater(message);
+  }
+}
+
+async function runConcurrently<T>(items: readonly T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await run(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+}
+
+type Outcome = DeliveryRow["outcome"];
+
+function outcomeOf(statusCode: number | null, attempt: number): Outcome {
+  if (statusCode !== null && statusCode >= 200 && statusCode < 300) return "delivered";
+  if (statusCode === 410) return "disabled";
+  return attempt < MAX_ATTEMPTS ? "retrying" : "failed";
+}
+
+/** One attempt: sign, POST, record, then ack (delivered, 410, webhook gone) or retry. Never throws. */
+async function deliver(db: Database, secretKey: string, { message, body }: Parsed<DeliveryMessage>): Promise<void> {
+  try {
+    const webhook = await findWebhook(db, body.webhook_id);
+    if (!webhook || webhook.status !== "enabled") {
+      message.ack(); // deleted or disabled since the event: nothing to deliver
+      return;
+    }
+    const secret = await decryptSecret(secretKey, webhook.id, webhook.secretCiphertext);
+    const payload = deliveryBody(body.event);
+    const started = Date.now();
+    const timestamp = Math.floor(started / 1000);
+    const headers = { ...(await signedHeaders(secret, body.event.id, timestamp, payload)), "content-type": "application/json", "user-agent": USER_AGENT };
+    const { statusCode, error } = await post(webhook.url, headers, payload);
+    const outcome = outcomeOf(statusCode, message.attempts);
+    await recordAttempt(db, {
+      eventId: body.event.id,
+      webhookId: webhook.id,
+      type: body.event.type,
+      attempt: message.attempts,
+      statusCode,
+      error,
+      durationMs: Date.now() - started,
+      outcome,
+      deliveredAt: new Date(started).toISOString(),
+    });
+    if (outcome === "delivered" || outcome === "disabled") message.ack();
+    else retryLater(message);
+  } catch (error) {
+    log({ message_id: message.id, webhook_id: body.webhook_id, event_id: body.event.id, error: String(error) });
+    retryLater(message);
+  }
+}
+
+async function post(url: string, headers: Record<string, string>, body: string): Promise<{ statusCode: number | null; error: string | null }> {
+  try {
+    const res = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) });
+    await res.body?.cancel(); // the answer's body is not needed
+    return { statusCode: res.status, error: res.ok ? null : `The endpoint answered ${res.status}.` };
+  } catch (error) {
+    if (error instanceof Error && error.name === "TimeoutError") return { statusCode: null, error: `No response within ${DELIVERY_TIMEOUT_MS / 1000} s.` };
+    return { statusCode: null, error: `The request failed: ${error instanceof Error ? error.message : String(error)}` };
+  }
+}

@@ -1,0 +1,71 @@
+import { z } from "zod";
+
+/**
+ * What travels through WEBHOOK_QUEUE, validated by the consumer like any other input:
+ * - "event": one catalogue change, fanned out by the consumer to every matching webhook;
+ * - "delivery": one event for one webhook, sent (and retried) on its own.
+ */
+
+export const WEBHOOK_TEST_EVENT = "webhook.test";
+
+/** The event as receivers get it (`{type, timestamp, data}`), plus its id (`webhook-id`, also `data.event_id`). */
+export const webhookEvent = z.object({
+  id: z.string().regex(/^evt_[0-9a-f]{32}$/),
+  type: z.string().min(1),
+  timestamp: z.string(),
+  data: z.record(z.string(), z.unknown()),
+});
+export type WebhookEvent = z.infer<typeof webhookEvent>;
+
+const minorUnits = z.number().int().nonnegative();
+
+export const eventMessage = z.object({
+  kind: z.literal("event"),
+  event: webhookEvent,
+  /**
+   * For `min_change_pct`: a price change in the offer's minor units. Absent for stock events; null
+   * when the change cannot be measured (the currency changed), which every threshold lets through.
+   */
+  price_change: z.object({ old_minor: minorUnits, new_minor: minorUnits }).nullable().optional(),
+});
+export type EventMessage = z.infer<typeof eventMessage>;
+
+export const deliveryMessage = z.object({
+  kind: z.literal("delivery"),
+  webhook_id: z.string().min(1),
+  event: webhookEvent,
+});
+export type DeliveryMessage = z.infer<typeof deliveryMessage>;
+
+export const webhookMessage = z.discriminatedUnion("kind", [eventMessage, deliveryMessage]);
+export type WebhookMessage = z.infer<typeof webhookMessage>;
+
+/** The request body: the same bytes on every attempt. */
+export const deliveryBody = (event: WebhookEvent) => JSON.stringify({ type: event.type, timestamp: event.timestamp, data: event.data });
+
+/** Cloudflare Queues takes at most 100 messages and 256 KB per sendBatch; stay under both. */
+export const SEND_BATCH_LIMIT = 100;
+const SEND_BATCH_BYTES = 192 * 1024;
+
+/** Chunks of at most SEND_BATCH_LIMIT messages and about SEND_BATCH_BYTES, each sent with one sendBatch. */
+export function chunkMessages(messages: readonly WebhookMessage[]): WebhookMessage[][] {
+  const chunks: WebhookMessage[][] = [];
+  let chunk: WebhookMessage[] = [];
+  let bytes = 0;
+  for (const message of messages) {
+    const size = JSON.stringify(message).length + 100;
+    if (chunk.length === SEND_BATCH_LIMIT || (chunk.length > 0 && bytes + size > SEND_BATCH_BYTES)) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(message);
+    bytes += size;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
+}
+
+export async function sendAll(queue: Queue<WebhookMessage>, messages: readonly WebhookMessage[]): Promise<void> {
+  await Promise.all(chunkMessages(messages).map((chunk) => queue.sendBatch(chunk.map((body) => ({ body, contentType: "json" as const })))));
+}

@@ -1,0 +1,101 @@
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { expect } from "vitest";
+import worker from "../../src/index.ts";
+import { newId } from "../../src/ids.ts";
+import type { IngestionResult } from "../../src/routes/observations.ts";
+import type { DeliveryMessage, WebhookEvent, WebhookMessage } from "../../src/webhooks/messages.ts";
+import { call, expectJson } from "./http.ts";
+import { accountToken, adminToken } from "./tokens.ts";
+
+export const QUEUE_NAME = "price-data-webhooks";
+
+export interface CreatedWebhook {
+  id: string;
+  url: string;
+  secret: string;
+  status: string;
+  events: string[];
+  min_change_pct: number;
+  description: string | null;
+  created_at: string;
+}
+
+let accounts = 0;
+/** A fresh account's login token. */
+export const newAccountToken = () => accountToken(`hooks-${Date.now()}-${++accounts}`);
+
+export async function createWebhook(token: string, body: Record<string, unknown>): Promise<CreatedWebhook> {
+  return expectJson<CreatedWebhook>(await call("POST", "/webhooks", { token, body }), 201);
+}
+
+export function testEvent(type = "price.changed", data: Record<string, unknown> = {}): WebhookEvent {
+  const id = newId("evt");
+  return { id, type, timestamp: new Date().toISOString(), data: { event_id: id, ...data } };
+}
+
+export const deliveryTo = (webhookId: string, event: WebhookEvent = testEvent()): DeliveryMessage => ({ kind: "delivery", webhook_id: webhookId, event });
+
+let messages = 0;
+
+/**
+ * Runs the worker's queue handler on a batch, as the queue would deliver it; returns what it acked
+ * and retried. getQueueResult() does not report a retry's delay, so `retryMessages` comes from
+ * watching each message's retry() (what the queue would be asked).
+ */
+export async function runQueue(bodies: readonly (WebhookMessage | unknown)[], attempts = 1) {
+  const batch = createMessageBatch(
+    QUEUE_NAME,
+    bodies.map((body) => ({ id: `msg-${++messages}`, timestamp: new Date(), attempts, body })),
+  );
+  const retryMessages: { msgId: string; delaySeconds: number | undefined }[] = [];
+  for (const message of batch.messages) {
+    const retry = message.retry.bind(message);
+    message.retry = (options?: QueueRetryOptions) => {
+      retryMessages.push({ msgId: message.id, delaySeconds: options?.delaySeconds });
+      retry(options);
+    };
+  }
+  const ctx = createExecutionContext();
+  const queue: ExportedHandlerQueueHandler<typeof env> = worker.queue;
+  await queue(batch, env, ctx);
+  const result = await getQueueResult(batch, ctx);
+  expect(result.retryMessages.map((r) => r.msgId)).toEqual(retryMessages.map((r) => r.msgId));
+  return { ...result, retryMessages, ids: batch.messages.map((m) => m.id) };
+}
+
+// ---- Observations -----------------------------------------------------------------------------------
+
+export interface ObservationInput {
+  sku: string;
+  name?: string;
+  brand?: string | null;
+  category?: string | null;
+  gtin?: string | null;
+  mpn?: string | null;
+  competitor?: { id: string; name: string; domain?: string | null };
+  url?: string | null;
+  price?: string;
+  regular_price?: string | null;
+  currency?: string;
+  shipping_cost?: string | null;
+  in_stock?: boolean;
+  observed_at?: string;
+}
+
+export const observation = (input: ObservationInput) => ({
+  name: `Product ${input.sku}`,
+  competitor: { id: "cmp_amazon", name: "Amazon", domain: "amazon.com" },
+  price: "10.00",
+  currency: "USD",
+  in_stock: true,
+  ...input,
+});
+
+export async function postObservations(observations: unknown[], token?: string) {
+  return call("POST", "/admin/observations", { token: token ?? (await adminToken()), body: { observations } });
+}
+
+export async function ingest(observations: ObservationInput[]): Promise<IngestionResult> {
+  return expectJson<IngestionResult>(await postObservations(observations.map(observation)), 200);
+}

@@ -1,0 +1,265 @@
+import { listDurableObjectIds } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { desc, eq } from "drizzle-orm";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { database } from "../../src/db/client.ts";
+import { webhookDeliveries, webhooks } from "../../src/db/schema.ts";
+import { DELIVERY_TIMEOUT_MS, MAX_CONCURRENT_DELIVERIES, USER_AGENT } from "../../src/webhooks/consumer.ts";
+import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, JITTER } from "../../src/webhooks/schedule.ts";
+import { newApiKey } from "../helpers/catalogue-factory.ts";
+import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
+import { hang, hookUrl, installReceiver, verifyWithLibrary, type Receiver } from "../helpers/webhook-receiver.ts";
+import { createWebhook, deliveryTo, newAccountToken, runQueue, testEvent, type CreatedWebhook } from "../helpers/webhooks.ts";
+
+/**
+ * The consumer, called as the queue calls it (createMessageBatch / getQueueResult): what it sends,
+ * what it records, and what it acks or retries with which delay. Receivers are mocked in the isolate
+ * (helpers/webhook-receiver.ts): real ones are out of this machine's reach.
+ */
+
+const db = () => database(env.DB);
+let receiver: Receiver;
+let token: string;
+
+beforeAll(() => {
+  receiver = installReceiver();
+});
+beforeEach(async () => {
+  token = await newAccountToken(); // an account per test: at most 20 webhooks each
+});
+afterEach(() => receiver.assertNoStrayRequests());
+afterAll(() => vi.restoreAllMocks());
+
+const newWebhook = (body: Record<string, unknown> = {}) => createWebhook(token, { url: hookUrl(), ...body });
+const attemptsOf = (webhookId: string) => db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhookId)).orderBy(webhookDeliveries.id).all();
+const statusOf = async (webhook: CreatedWebhook) => expectJson(await call("GET", `/webhooks/${webhook.id}`, { token }), 200);
+
+describe("a delivery", () => {
+  it("is a POST signed as Standard Webhooks says: the standardwebhooks library verifies it", async () => {
+    const webhook = await newWebhook();
+    const event = testEvent("price.changed", { sku: "SIGNED-1", new_price: "9.99", note: "ünïcødé ✓" });
+    const before = Math.floor(Date.now() / 1000);
+    const result = await runQueue([deliveryTo(webhook.id, event)]);
+    expect(result.explicitAcks).toEqual(result.ids);
+    expect(result.retryMessages).toEqual([]);
+
+    const [request, ...more] = receiver.to(webhook.url);
+    expect(more).toEqual([]);
+    expect(request!.method).toBe("POST");
+    expect(request!.headers).toMatchObject({
+      "webhook-id": event.id,
+      "webhook-signature": expect.stringMatching(/^v1,[A-Za-z0-9+/]{43}=$/),
+      "content-type": "application/json",
+      "user-agent": USER_AGENT,
+    });
+    expect(Number(request!.headers["webhook-timestamp"])).toBeGreaterThanOrEqual(before);
+    expect(verifyWithLibrary(webhook.secret, request!)).toEqual({ type: event.type, timestamp: event.timestamp, data: event.data });
+
+    // The same library refuses a changed body, another secret, and another id.
+    expect(() => verifyWithLibrary(webhook.secret, { ...request!, body: request!.body.replace("9.99", "0.01") })).toThrow();
+    const otherSecret = (await newWebhook()).secret;
+    expect(() => verifyWithLibrary(otherSecret, request!)).toThrow();
+    expect(() => verifyWithLibrary(webhook.secret, { ...request!, headers: { ...request!.headers, "webhook-id": "evt_other" } })).toThrow();
+
+    expect(await attemptsOf(webhook.id)).toEqual([
+      expect.objectContaining({ eventId: event.id, type: "price.changed", attempt: 1, statusCode: 200, error: null, outcome: "delivered" }),
+    ]);
+  });
+
+  it("any 2xx is success", async () => {
+    const webhook = await newWebhook();
+    receiver.respond(webhook.url, () => new Response(null, { status: 204 }));
+    const result = await runQueue([deliveryTo(webhook.id)]);
+    expect(result.explicitAcks).toEqual(result.ids);
+    expect((await attemptsOf(webhook.id))[0]).toMatchObject({ statusCode: 204, outcome: "delivered" });
+  });
+});
+
+describe("failures are retried on the schedule, with the same webhook-id", () => {
+  /** Runs attempts 1…MAX_ATTEMPTS of one message as the queue would redeliver it; returns each result. */
+  async function everyAttempt(webhookId: string) {
+    const message = deliveryTo(webhookId);
+    const results = [];
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) results.push(await runQueue([message], attempt));
+    return { message, results };
+  }
+
+  const inJitterRange = (delay: number | undefined, base: number) => {
+    expect(delay).toBeGreaterThanOrEqual(Math.round(base * (1 - JITTER)));
+    expect(delay).toBeLessThanOrEqual(Math.min(43_200, Math.round(base * (1 + JITTER))));
+  };
+
+  it("a 500: growing delays, each ≤ 12 h; then recorded as failed and left to the dead-letter queue", async () => {
+    const webhook = await newWebhook();
+    receiver.respond(webhook.url, () => new Response("boom", { status: 500 }));
+    const { message, results } = await everyAttempt(webhook.id);
+
+    const delays = results.slice(0, -1).map((r) => {
+      expect(r.explicitAcks).toEqual([]);
+      expect(r.retryMessages).toHaveLength(1);
+      return r.retryMessages[0]!.delaySeconds;
+    });
+    delays.forEach((delay, i) => inJitterRange(delay, RETRY_DELAYS_SECONDS[i]!));
+    for (let i = 1; i < 6; i++) expect(delays[i]).toBeGreaterThan(delays[i - 1]!); // the jitter ranges do not overlap up to 10 h
+
+    // The last attempt: retried without a delay, which the queue (max_retries = 7) turns into dead-lettering.
+    const last = results.at(-1)!;
+    expect(last.explicitAcks).toEqual([]);
+    expect(last.retryMessages).toEqual([{ msgId: last.ids[0], delaySeconds: undefined }]);
+
+    const requests = receiver.to(webhook.url);
+    expect(requests).toHaveLength(MAX_ATTEMPTS);
+    expect(new Set(requests.map((r) => r.headers["webhook-id"]))).toEqual(new Set([message.event.id]));
+    requests.forEach((request) => expect(verifyWithLibrary(webhook.secret, request)).toMatchObject({ type: "price.changed" }));
+
+    const attempts = await attemptsOf(webhook.id);
+    expect(attempts.map((a) => [a.attempt, a.statusCode, a.error, a.outcome])).toEqual(
+      Array.from({ length: MAX_ATTEMPTS }, (_, i) => [i + 1, 500, "The endpoint answered 500.", i + 1 < MAX_ATTEMPTS ? "retrying" : "failed"]),
+    );
+    const { deliveries } = await expectJson(await call("GET", `/webhooks/${webhook.id}/deliveries`, { token }), 200);
+    expect(deliveries[0]).toMatchObject({ event_id: message.event.id, attempt: MAX_ATTEMPTS, status_code: 500, outcome: "failed" });
+    expect(await statusOf(webhook)).toMatchObject({ status: "enabled" }); // failing is not 410: the webhook stays
+  });
+
+  it(`a timeout (no answer within ${DELIVERY_TIMEOUT_MS / 1000} s): retried the same way, recorded without a status`, async () => {
+    const webhook = await newWebhook();
+    receiver.respond(webhook.url, hang);
+    // The delivery's signal is AbortSignal.timeout(15 000); here it fires at once instead of after 15 s.
+    const realTimeout = AbortSignal.timeout.bind(AbortSignal);
+    const timeouts = vi.spyOn(AbortSignal, "timeout").mockImplementation((ms) => {
+      if (ms !== DELIVERY_TIMEOUT_MS) return realTimeout(ms);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new DOMException("The operation timed out.", "TimeoutError")), 1);
+      return controller.signal;
+    });
+    try {
+      const message = deliveryTo(webhook.id);
+      const first = await runQueue([message], 1);
+      const second = await runQueue([message], 2);
+      expect(timeouts).toHaveBeenCalledWith(DELIVERY_TIMEOUT_MS);
+      inJitterRange(first.retryMessages[0]?.delaySeconds, RETRY_DELAYS_SECONDS[0]);
+      inJitterRange(second.retryMessages[0]?.delaySeconds, RETRY_DELAYS_SECONDS[1]);
+      expect(receiver.to(webhook.url).map((r) => r.headers["webhook-id"])).toEqual([message.event.id, message.event.id]);
+      expect((await attemptsOf(webhook.id)).map((a) => [a.attempt, a.statusCode, a.error, a.outcome])).toEqual([
+        [1, null, "No response within 15 s.", "retrying"],
+        [2, null, "No response within 15 s.", "retrying"],
+      ]);
+    } finally {
+      timeouts.mockRestore();
+    }
+  });
+
+  it("a network error, and a redirect (not followed), are failures too", async () => {
+    const broken = await newWebhook();
+    receiver.respond(broken.url, () => {
+      throw new TypeError("Network connection lost.");
+    });
+    const moved = await newWebhook();
+    receiver.respond(moved.url, () => new Response(null, { status: 301, headers: { Location: "http://127.0.0.1/" } }));
+    const result = await runQueue([deliveryTo(broken.id), deliveryTo(moved.id)]);
+    expect(result.retryMessages.map((r) => r.msgId).sort()).toEqual([...result.ids].sort());
+    expect((await attemptsOf(broken.id))[0]).toMatchObject({ statusCode: null, error: "The request failed: Network connection lost.", outcome: "retrying" });
+    expect((await attemptsOf(moved.id))[0]).toMatchObject({ statusCode: 301, outcome: "retrying" });
+    expect(receiver.to(moved.url)).toHaveLength(1); // the Location was not fetched (it would be a stray request)
+  });
+});
+
+describe("a 410 Gone", () => {
+  it("disables the webhook: recorded, acked, no retry, and later deliveries are dropped unsent", async () => {
+    const webhook = await newWebhook();
+    receiver.respond(webhook.url, () => new Response("gone", { status: 410 }));
+    const result = await runQueue([deliveryTo(webhook.id)]);
+    expect(result.explicitAcks).toEqual(result.ids);
+    expect(result.retryMessages).toEqual([]);
+    expect(await statusOf(webhook)).toMatchObject({ status: "disabled", disabled_at: expect.any(String), disabled_reason: "The endpoint answered 410 Gone." });
+    expect((await attemptsOf(webhook.id)).map((a) => [a.statusCode, a.outcome])).toEqual([[410, "disabled"]]);
+
+    const later = await runQueue([deliveryTo(webhook.id)]);
+    expect(later.explicitAcks).toEqual(later.ids);
+    expect(receiver.to(webhook.url)).toHaveLength(1);
+    expect((await db().select().from(webhooks).where(eq(webhooks.id, webhook.id)).get())!.status).toBe("disabled");
+  });
+});
+
+describe("a batch", () => {
+  it(`delivers its messages concurrently, at most ${MAX_CONCURRENT_DELIVERIES} at a time (a Worker's connection limit)`, async () => {
+    const hooks = await Promise.all(Array.from({ length: 9 }, () => newWebhook()));
+    let inFlight = 0;
+    let most = 0;
+    for (const hook of hooks) {
+      receiver.respond(hook.url, async () => {
+        most = Math.max(most, ++inFlight);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        inFlight--;
+        return new Response("ok");
+      });
+    }
+    const started = Date.now();
+    const result = await runQueue(hooks.map((hook) => deliveryTo(hook.id)));
+    expect(result.explicitAcks.sort()).toEqual([...result.ids].sort());
+    expect(most).toBe(MAX_CONCURRENT_DELIVERIES);
+    expect(Date.now() - started).toBeLessThan(9 * 30); // not one after another
+  });
+
+  it("one slow receiver does not hold up the others' answers", async () => {
+    const [slow, fast] = await Promise.all([newWebhook(), newWebhook()]);
+    let fastAnsweredWhileSlowWaited = false;
+    let release: () => void = () => {};
+    const slowDone = new Promise<void>((resolve) => (release = resolve));
+    receiver.respond(slow.url, async () => {
+      await Promise.race([slowDone, new Promise((resolve) => setTimeout(resolve, 2000))]);
+      return new Response("ok");
+    });
+    receiver.respond(fast.url, () => {
+      fastAnsweredWhileSlowWaited = true;
+      release();
+      return new Response("ok");
+    });
+    await runQueue([deliveryTo(slow.id), deliveryTo(fast.id)]);
+    expect(fastAnsweredWhileSlowWaited).toBe(true);
+  });
+
+  it("acks and logs a message that is not valid (retrying cannot fix it)", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const result = await runQueue([{ kind: "delivery", webhook_id: "whk_x" }, { kind: "other" }, "text"]);
+      expect(result.explicitAcks.sort()).toEqual([...result.ids].sort());
+      expect(errors).toHaveBeenCalledTimes(3);
+    } finally {
+      errors.mockRestore();
+    }
+  });
+});
+
+describe("deliveries and the rate limiter", () => {
+  it("never touch it: no rate-limit object is called or created, and a key's remaining count is unchanged", async () => {
+    const key = await newApiKey();
+    const hooks = await Promise.all([newWebhook(), newWebhook()]);
+    const before = rateLimitOf(await call("GET", "/competitors", { token: key }));
+    const objects = (await listDurableObjectIds(env.RATE_LIMITER)).length;
+
+    const result = await runQueue(hooks.flatMap((hook) => [deliveryTo(hook.id), deliveryTo(hook.id, testEvent("stock.changed"))]));
+    expect(result.explicitAcks).toHaveLength(4);
+    expect(receiver.received.filter((r) => hooks.some((hook) => hook.url === r.url))).toHaveLength(4);
+    expect((await listDurableObjectIds(env.RATE_LIMITER)).length).toBe(objects);
+
+    const after = rateLimitOf(await call("GET", "/competitors", { token: key }));
+    expect(after.remaining).toBe(before.remaining! - 1); // only the second GET counted
+  });
+});
+
+describe("the deliveries listing", () => {
+  it("shows the latest attempts first, with the contract's fields", async () => {
+    const webhook = await newWebhook();
+    receiver.respond(webhook.url, () => new Response("no", { status: 503 }));
+    const message = deliveryTo(webhook.id);
+    await runQueue([message], 1);
+    await runQueue([message], 2);
+    const { webhook_id, deliveries } = await expectJson(await call("GET", `/webhooks/${webhook.id}/deliveries`, { token }), 200);
+    expect(webhook_id).toBe(webhook.id);
+    expect(deliveries.map((d: { attempt: number }) => d.attempt)).toEqual([2, 1]);
+    expect(Object.keys(deliveries[0]).sort()).toEqual(["attempt", "delivered_at", "duration_ms", "error", "event_id", "outcome", "status_code", "type"]);
+    const newest = await db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhook.id)).orderBy(desc(webhookDeliveries.id)).get();
+    expect(deliveries[0].delivered_at).toBe(newest!.deliveredAt);
+  });
+});
