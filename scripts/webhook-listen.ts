@@ -1,0 +1,60 @@
+/**
+ * `npm run webhook:listen -- --secret whsec_… [--port 9000] [--status 204]`
+ *
+ * A webhook receiver for local development: an HTTP server on 127.0.0.1 that checks each request's
+ * signature with the `standardwebhooks` library (as a real receiver would) and prints the event.
+ * It answers `--status` (204 by default) to verified requests, so 500 or 410 show the worker's
+ * retries and disabling; a request whose signature does not verify gets 401 and is printed as such.
+ * The secret is the `whsec_…` that POST /webhooks returned (also read from WEBHOOK_SECRET).
+ * Point a webhook at it with WEBHOOK_ALLOW_INSECURE_URLS=true (the .dev.vars default), see README.
+ */
+import { createServer } from "node:http";
+import { parseArgs } from "node:util";
+import { Webhook } from "standardwebhooks";
+
+const { values: args } = parseArgs({
+  options: {
+    secret: { type: "string", default: process.env.WEBHOOK_SECRET },
+    port: { type: "string", default: "9000" },
+    status: { type: "string", default: "204" },
+  },
+});
+
+function fail(message: string): never {
+  console.error(message);
+  process.exit(2);
+}
+
+if (!args.secret?.startsWith("whsec_")) {
+  fail("Pass the webhook's secret: npm run webhook:listen -- --secret whsec_… (POST /webhooks returned it once).");
+}
+const port = Number(args.port);
+const status = Number(args.status);
+if (!Number.isInteger(port) || port < 1 || port > 65535) fail("--port must be a port number, e.g. --port 9000.");
+if (!Number.isInteger(status) || status < 200 || status > 599) fail("--status must be an HTTP status, e.g. --status 500.");
+
+const webhook = new Webhook(args.secret);
+const time = () => new Date().toISOString().slice(11, 19);
+
+const server = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on("data", (chunk: Buffer) => chunks.push(chunk));
+  req.on("end", () => {
+    const body = Buffer.concat(chunks).toString("utf8");
+    const headers = Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, String(value)]));
+    try {
+      const event = webhook.verify(body, headers) as { type: string; data: unknown };
+      console.log(`${time()} ✓ ${event.type}  webhook-id ${headers["webhook-id"]}  (signature verified; answering ${status})`);
+      console.log(JSON.stringify(event.data, null, 2));
+      res.writeHead(status).end();
+    } catch (error) {
+      console.log(`${time()} ✗ ${req.method} ${req.url}: ${error instanceof Error ? error.message : String(error)} (answering 401)`);
+      res.writeHead(401).end();
+    }
+  });
+});
+
+server.listen(port, "127.0.0.1", () => {
+  console.log(`Listening on http://127.0.0.1:${port}/ for signed webhook deliveries (Ctrl-C stops).`);
+});
+server.on("error", (error) => fail(`Cannot listen on 127.0.0.1:${port}: ${error.message}`));
