@@ -194,11 +194,9 @@ describe("a batch", () => {
         return new Response("ok");
       });
     }
-    const started = Date.now();
     const result = await runQueue(hooks.map((hook) => deliveryTo(hook.id)));
     expect(result.explicitAcks.sort()).toEqual([...result.ids].sort());
-    expect(most).toBe(MAX_CONCURRENT_DELIVERIES);
-    expect(Date.now() - started).toBeLessThan(9 * 30); // not one after another
+    expect(most).toBe(MAX_CONCURRENT_DELIVERIES); // 6 waiting receivers at once: not one after another
   });
 
   it("one slow receiver does not hold up the others' answers", async () => {
