@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { exportJWK, generateKeyPair } from "jose";
 import { defineConfig } from "vitest/config";
+import { buildDashboard } from "./scripts/build-dashboard.ts";
 
 /**
  * A stand-in identity provider for the tests: a fresh RS256 key pair whose public half is served
@@ -27,8 +28,9 @@ async function serveTestJwks() {
 }
 
 export default defineConfig(async () => {
+  await buildDashboard(); // src/dashboard/assets.gen.js, which the worker imports
   const idp = await serveTestJwks();
-  return {
+  const workers = {
     plugins: [
       cloudflareTest({
         wrangler: { configPath: "./wrangler.toml" },
@@ -49,8 +51,23 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
+      name: "workers",
       include: ["test/**/*.test.ts"],
+      exclude: ["test/e2e/**"],
       setupFiles: ["./test/helpers/setup.ts"],
     },
   };
+  // The dashboard in a real browser (test/e2e/): plain Node. A group of its own, so it never runs
+  // alongside the workers tests (the machine has two cores).
+  const e2e = {
+    test: {
+      name: "e2e",
+      include: ["test/e2e/**/*.test.ts"],
+      environment: "node",
+      testTimeout: 180_000,
+      hookTimeout: 120_000,
+      sequence: { groupOrder: 1 },
+    },
+  };
+  return { test: { projects: [workers, e2e] } };
 });

@@ -10,6 +10,7 @@ import { apiKeyRoutes } from "./routes/api-keys.ts";
 import { catalogueRoutes } from "./routes/catalogue.ts";
 import { observationRoutes } from "./routes/observations.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
+import { dashboardRoutes } from "./routes/dashboard.ts";
 import { admission } from "./rate-limit/middleware.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -39,6 +40,7 @@ export function buildApp() {
   app.route("/admin/accounts", adminAccountRoutes);
   app.route("/admin/observations", observationRoutes);
   app.route("/webhooks", webhookRoutes);
+  app.route("/", dashboardRoutes);
   app.route("/", catalogueRoutes);
 
   app.notFound(notFound);

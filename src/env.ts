@@ -10,6 +10,8 @@ export interface Env {
   IDP_ISSUER?: string;
   IDP_AUDIENCE?: string;
   IDP_JWKS_URL?: string;
+  /** The IdP's public client for the dashboard (authorization code + PKCE); only /dashboard needs it. */
+  DASHBOARD_CLIENT_ID?: string;
   /** Events and deliveries for the webhook consumer (src/webhooks/consumer.ts); same worker. */
   WEBHOOK_QUEUE: Queue<import("./webhooks/messages.ts").WebhookMessage>;
   /** A Worker secret: base64 of 32 random bytes, the AES-256-GCM key of the webhooks' signing secrets. */
