@@ -6,7 +6,7 @@
  *   4. the worker on http://127.0.0.1:8787 (extra arguments go to `wrangler dev`, e.g. --var NAME:VALUE).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { copyFileSync, existsSync } from "node:fs";
+import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 
 const root = new URL("..", import.meta.url).pathname;
 process.chdir(root);
@@ -14,6 +14,14 @@ process.chdir(root);
 if (!existsSync(".dev.vars")) {
   copyFileSync(".dev.vars.example", ".dev.vars");
   console.log("Created .dev.vars from .dev.vars.example.");
+} else {
+  // A .dev.vars made before a variable was added gets that variable; values already set stay.
+  const have = new Set(readFileSync(".dev.vars", "utf8").match(/^[A-Z_]+(?==)/gm));
+  const missing = readFileSync(".dev.vars.example", "utf8").split("\n").filter((line) => /^[A-Z_]+=/.test(line) && !have.has(line.split("=")[0]!));
+  if (missing.length > 0) {
+    appendFileSync(".dev.vars", `\n${missing.join("\n")}\n`);
+    console.log(`Added to .dev.vars from .dev.vars.example: ${missing.map((line) => line.split("=")[0]).join(", ")}.`);
+  }
 }
 
 function run(command: string, args: string[]) {
