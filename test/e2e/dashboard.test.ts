@@ -322,6 +322,7 @@ describe("dashboard in Chromium", () => {
       await card.getByRole("button", { name: /^Delete/ }).click();
       await page.locator("#confirm-dialog").getByRole("button", { name: "Delete webhook" }).click();
       await expect.poll(() => page.locator("#webhooks").textContent()).toContain("No webhooks yet");
+      expect(await page.getByLabel("Signing secret").count()).toBe(0); // its secret goes with it
       await screenshot(page, "webhook-deleted");
 
       expect(problems).toEqual([]);

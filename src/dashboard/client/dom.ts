@@ -107,7 +107,7 @@ export async function askName(title: string, current: string): Promise<string | 
  * A secret shown once (a new API key, a webhook's signing secret): the value in a read-only field,
  * a Copy button, and a plain warning. The panel takes the focus so the warning is read first.
  */
-export function showOnce(slot: HTMLElement, options: { title: string; label: string; value: string; warning: string }): void {
+export function showOnce(slot: HTMLElement, options: { owner: string; title: string; label: string; value: string; warning: string }): void {
   const id = `${slot.id}-value`;
   const field = el("input", { id, class: "secret", readonly: true, value: options.value, spellcheck: "false", autocomplete: "off" });
   const copy = el("button", { type: "button" }, "Copy");
@@ -129,7 +129,7 @@ export function showOnce(slot: HTMLElement, options: { title: string; label: str
   slot.replaceChildren(
     el(
       "div",
-      { class: "once" },
+      { class: "once", "data-owner": options.owner },
       heading,
       el("p", { class: "warning" }, el("strong", {}, "Copy it now: it will not be shown again. "), options.warning),
       el("label", { for: id }, options.label),
@@ -158,4 +158,9 @@ export function onSubmit(form: HTMLFormElement, action: () => Promise<unknown>):
     event.preventDefault();
     void attempt(action, form.querySelector<HTMLButtonElement>('button[type="submit"]'));
   });
+}
+
+/** Takes away a shown-once secret whose owner (a key, a webhook) has just been revoked or deleted. */
+export function dropShownOnce(slot: HTMLElement, owner: string): void {
+  slot.querySelector(`[data-owner="${CSS.escape(owner)}"]`)?.remove();
 }

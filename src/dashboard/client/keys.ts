@@ -1,6 +1,6 @@
 /** The API Keys area: list, create (the full key shown once), rename, revoke. */
 import { api } from "./api.ts";
-import { actionButton, announce, askName, attempt, byId, confirmAction, el, facts, onSubmit, showError, showOnce, when } from "./dom.ts";
+import { actionButton, announce, askName, attempt, byId, confirmAction, dropShownOnce, el, facts, onSubmit, showError, showOnce, when } from "./dom.ts";
 
 interface ApiKey {
   id: string;
@@ -56,6 +56,7 @@ async function create(): Promise<void> {
   const created = await api<ApiKey & { key: string }>("POST", "/api-keys", { name });
   input.value = "";
   showOnce(byId("new-key"), {
+    owner: created.id,
     title: `Key “${created.name}” created`,
     label: "Your new API key",
     value: created.key,
@@ -81,6 +82,7 @@ async function revoke(key: ApiKey): Promise<void> {
   );
   if (!confirmed) return;
   await api("DELETE", keyPath(key));
+  dropShownOnce(byId("new-key"), key.id);
   announce(`“${key.name}” is revoked; requests with it are refused.`);
   await loadKeys(key.id);
 }

@@ -1,6 +1,6 @@
 /** Webhooks: list, add (the signing secret shown once), delete, send a test, recent deliveries. */
 import { api, ApiFailure } from "./api.ts";
-import { actionButton, announce, attempt, byId, confirmAction, el, facts, onSubmit, openDialog, showOnce, when } from "./dom.ts";
+import { actionButton, announce, attempt, byId, confirmAction, dropShownOnce, el, facts, onSubmit, openDialog, showOnce, when } from "./dom.ts";
 
 interface Webhook {
   id: string;
@@ -85,6 +85,7 @@ async function create(form: HTMLFormElement): Promise<void> {
   const created = await api<Webhook & { secret: string }>("POST", "/webhooks", body);
   form.reset();
   showOnce(byId("new-webhook"), {
+    owner: created.id,
     title: `Webhook for ${created.url} added`,
     label: "Signing secret",
     value: created.secret,
@@ -130,6 +131,7 @@ async function remove(hook: Webhook): Promise<void> {
   );
   if (!confirmed) return;
   await api("DELETE", webhookPath(hook));
+  dropShownOnce(byId("new-webhook"), hook.id);
   announce(`The webhook for ${hook.url} is deleted.`);
   await loadWebhooks();
   byId("webhooks-title").focus();
