@@ -5,6 +5,7 @@ import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { exportJWK, generateKeyPair } from "jose";
 import { defineConfig } from "vitest/config";
 import { buildDashboard } from "./scripts/build-dashboard.ts";
+import { buildDocs } from "./scripts/build-docs.ts";
 
 /**
  * A stand-in identity provider for the tests: a fresh RS256 key pair whose public half is served
@@ -29,6 +30,7 @@ async function serveTestJwks() {
 
 export default defineConfig(async () => {
   await buildDashboard(); // src/dashboard/assets.gen.js, which the worker imports
+  buildDocs(); // src/docs/assets.gen.js, likewise
   const idp = await serveTestJwks();
   const workers = {
     plugins: [

@@ -33,12 +33,16 @@ export async function buildDashboard(): Promise<void> {
     `export const assetVersion = ${JSON.stringify(version)};\n` +
     `export const clientScript = ${JSON.stringify(script)};\n` +
     `export const clientStyles = ${JSON.stringify(styles)};\n`;
+  writeGenerated(OUTPUT, source);
+}
+
+/** Writes a generated module; unchanged output is not rewritten, so file watchers (wrangler dev, vitest) do not loop. */
+export function writeGenerated(path: string, source: string): void {
   let current = "";
   try {
-    current = readFileSync(OUTPUT, "utf8");
+    current = readFileSync(path, "utf8");
   } catch {}
-  // Unchanged output is not rewritten, so file watchers (wrangler dev, vitest) do not loop.
-  if (current !== source) writeFileSync(OUTPUT, source);
+  if (current !== source) writeFileSync(path, source);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await buildDashboard();

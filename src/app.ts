@@ -1,4 +1,3 @@
-import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
@@ -11,12 +10,14 @@ import { catalogueRoutes } from "./routes/catalogue.ts";
 import { observationRoutes } from "./routes/observations.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 import { dashboardRoutes } from "./routes/dashboard.ts";
+import { docsRoutes } from "./routes/docs.ts";
+import { openApiApp, openApiDocument } from "./routes/openapi.ts";
 import { admission } from "./rate-limit/middleware.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 export function buildApp() {
-  const app = new Hono<AppEnv>();
+  const app = openApiApp();
   app.use(requestId());
   app.use(admission);
   app.use(async (c, next) => {
@@ -42,6 +43,14 @@ export function buildApp() {
   app.route("/webhooks", webhookRoutes);
   app.route("/", dashboardRoutes);
   app.route("/", catalogueRoutes);
+
+  // The description of the routes above (generated from their declarations once, on first request) and its reference page.
+  let document: string | undefined;
+  app.get("/openapi.json", (c) => {
+    document ??= JSON.stringify(openApiDocument(app));
+    return c.body(document, 200, { "Content-Type": "application/json", "Cache-Control": "public, max-age=300" });
+  });
+  app.route("/", docsRoutes);
 
   app.notFound(notFound);
   app.onError(onError);

@@ -1,12 +1,13 @@
-import { Hono } from "hono";
+import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import type { AppEnv } from "../app-env.ts";
 import { requireScope } from "../auth/credentials.ts";
 import { database } from "../db/client.ts";
 import { currencySchema, moneyFieldsFit, moneyStringSchema } from "../money.ts";
 import { ingestObservations, MAX_OBSERVATIONS, type IngestionResult } from "../services/ingestion.ts";
 import { parseJsonBody } from "../validation.ts";
 import { isoTimestamp } from "./catalogue-queries.ts";
+import { jsonBody, jsonResponse, openApiApp, operation, serve } from "./openapi.ts";
+import { IngestionSummary } from "./responses.ts";
 import { jsonObject, required } from "./schemas.ts";
 
 export type { IngestionResult };
@@ -66,9 +67,28 @@ export const observationsBody = z.strictObject(
   jsonObject,
 );
 
+const ingest = createRoute(
+  operation({
+    method: "post",
+    path: "/",
+    operationId: "ingestObservations",
+    tags: ["Admin"],
+    summary: "Ingest price observations",
+    description:
+      "At most 1,000 a call, all or nothing. Upserts products by `sku` and offers by (product, competitor), appends history when price or " +
+      "stock changes and emits one event per change to the webhooks. Replaying an observation changes nothing.",
+    credential: "admin",
+    scope: "prices:write",
+    middleware: [requireScope("prices:write")],
+    request: { body: jsonBody(observationsBody, "The observations") },
+    responses: { 200: jsonResponse("What the observations changed", IngestionSummary) },
+  }),
+);
+
 /** POST /admin/observations (scope prices:write): all or nothing, see src/services/ingestion.ts. */
-export const observationRoutes = new Hono<AppEnv>().use(requireScope("prices:write")).post("/", async (c) => {
+export const observationRoutes = openApiApp();
+serve(observationRoutes, ingest, async (c) => {
   const { observations } = await parseJsonBody(c, observationsBody);
   const result: IngestionResult = await ingestObservations(database(c.env.DB, c.var.work), c.env.WEBHOOK_QUEUE, observations);
-  return c.json(result);
+  return c.json(result, 200);
 });

@@ -1,0 +1,328 @@
+import { env } from "cloudflare:workers";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { buildApp } from "../../src/app.ts";
+import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { call, randomTestIp, type CallOptions } from "../helpers/http.ts";
+import { accountWithKey } from "../helpers/keys.ts";
+import { DocumentChecker, fetchDocument, METHODS } from "../helpers/openapi.ts";
+import { accountToken, adminToken } from "../helpers/tokens.ts";
+import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
+
+/**
+ * The description cannot drift from the code: every operation in GET /openapi.json is called for
+ * real, through the worker, for its success and each of its error statuses, and each response is
+ * checked against the document (status listed, required headers present and valid, body valid
+ * against the response's schema). The last tests check that every documented status was seen
+ * (bar 500 and 503, which need a broken server) and that the document and the router list the same routes.
+ */
+
+const doc = await fetchDocument();
+const checker = new DocumentChecker(doc);
+const BIG = JSON.stringify({ name: "x".repeat(1024 * 1024 + 10) });
+
+/** Calls the worker and checks the response against operation `method template`. */
+async function expectCall(status: number, method: string, template: string, path: string, options: CallOptions = {}) {
+  const res = await call(method, path, options);
+  expect(res.status, `${method} ${path}: ${await res.clone().text()}`).toBe(status);
+  return checker.check(res, method, template);
+}
+
+let receiver: Receiver;
+let admin: string;
+let key: string;
+let keyId: string;
+let token: string;
+let productId: string;
+let etag: string;
+
+beforeAll(async () => {
+  receiver = installReceiver();
+  admin = await adminToken();
+  ({ key, keyId, token } = await accountWithKey("premium", `openapi-${Date.now()}`));
+  const shop = await createCompetitor({ id: "cmp_openapi", name: "OpenAPI Shop" });
+  const product = await createProduct({
+    brand: "Acme",
+    category: "Kettles",
+    gtin: "01234567890128",
+    offers: [
+      { competitor: shop.id, price: "24.99", regularPrice: "29.99", shipping: "4.95", previousPrice: "29.99", priceChangedAt: "2026-01-02T00:00:00.000Z", url: "https://shop.example/k" },
+    ],
+  });
+  productId = product.id;
+  await addHistory(productId, [
+    { competitor: shop.id, price: "29.99", observedAt: "2026-01-01T00:00:00.000Z" },
+    { competitor: shop.id, price: "24.99", inStock: false, observedAt: "2026-01-02T00:00:00.000Z" },
+  ]);
+  await publishCatalogue();
+});
+
+afterAll(() => {
+  receiver.assertNoStrayRequests();
+  vi.restoreAllMocks();
+});
+
+describe("catalogue (API key)", () => {
+  it("GET /products: 200 with an ETag, 304 for it, 400 for an unknown parameter, 401 without a key", async () => {
+    const res = await call("GET", "/products", { token: key });
+    const body = await checker.check(res, "get", "/products");
+    expect(body.products.length).toBeGreaterThan(0);
+    etag = res.headers.get("ETag")!;
+    await expectCall(304, "get", "/products", "/products", { token: key, headers: { "If-None-Match": etag } });
+    await expectCall(200, "get", "/products", "/products?brand=acme&updated_since=2025-01-01", { token: key });
+    await expectCall(400, "get", "/products", "/products?colour=red", { token: key });
+    await expectCall(401, "get", "/products", "/products");
+  });
+
+  it("GET /products/{id}: 200, 304, 400, 404, 401", async () => {
+    const path = "/products/{id}";
+    await expectCall(200, "get", path, `/products/${productId}`, { token: key });
+    await expectCall(304, "get", path, `/products/${productId}`, { token: key, headers: { "If-None-Match": etag } });
+    await expectCall(400, "get", path, `/products/${productId}?page=2`, { token: key });
+    await expectCall(404, "get", path, "/products/prd_nope", { token: key });
+    await expectCall(401, "get", path, `/products/${productId}`, { token: await accountToken("jwt-on-data") });
+  });
+
+  it("GET /products/{id}/history: 200, 400, 404, 401", async () => {
+    const path = "/products/{id}/history";
+    const body = await expectCall(200, "get", path, `/products/${productId}/history?from=2026-01-01`, { token: key });
+    expect(body.history).toHaveLength(2);
+    await expectCall(400, "get", path, `/products/${productId}/history?from=2026-02-01&to=2026-01-01`, { token: key });
+    await expectCall(404, "get", path, "/products/prd_nope/history", { token: key });
+    await expectCall(401, "get", path, `/products/${productId}/history`, { token: "pda_live_malformed" });
+  });
+
+  it("GET /competitors: 200, 304, 400, 401", async () => {
+    await expectCall(200, "get", "/competitors", "/competitors", { token: key });
+    await expectCall(304, "get", "/competitors", "/competitors", { token: key, headers: { "If-None-Match": etag } });
+    await expectCall(400, "get", "/competitors", "/competitors?page=2", { token: key });
+    await expectCall(401, "get", "/competitors", "/competitors");
+  });
+});
+
+describe("account and keys (account login)", () => {
+  it("GET /account: 200, 401, 403", async () => {
+    await expectCall(200, "get", "/account", "/account", { token });
+    await expectCall(401, "get", "/account", "/account");
+    await expectCall(403, "get", "/account", "/account", { token: key });
+  });
+
+  it("POST /api-keys: 201, 400, 409, 413, 401, 403", async () => {
+    const created = await expectCall(201, "post", "/api-keys", "/api-keys", { token, body: { name: "Production server" } });
+    expect(created.key).toMatch(/^pda_live_/);
+    await expectCall(400, "post", "/api-keys", "/api-keys", { token, body: { name: "" } });
+    await expectCall(413, "post", "/api-keys", "/api-keys", { token, body: BIG });
+    await expectCall(401, "post", "/api-keys", "/api-keys", { body: { name: "x" } });
+    await expectCall(403, "post", "/api-keys", "/api-keys", { token: key, body: { name: "x" } });
+
+    // 100 active keys, written straight to D1 (the route itself would be rate limited first).
+    const full = `openapi-full-${Date.now()}`;
+    const fullToken = await accountToken(full);
+    await expectCall(200, "get", "/account", "/account", { token: fullToken });
+    const insert = env.DB.prepare("INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at) VALUES (?, ?, 'seeded', 'pda_live_seeded0', ?, 'active', ?)");
+    await env.DB.batch(Array.from({ length: 100 }, (_, i) => insert.bind(`key_full${i}_${full}`, full, `hash-${i}-${full}`, new Date().toISOString())));
+    await expectCall(409, "post", "/api-keys", "/api-keys", { token: fullToken, body: { name: "one too many" } });
+  });
+
+  it("GET /api-keys: 200, 401, 403", async () => {
+    const body = await expectCall(200, "get", "/api-keys", "/api-keys", { token });
+    expect(body.api_keys.length).toBeGreaterThan(0);
+    await expectCall(401, "get", "/api-keys", "/api-keys", { token: "not a jwt" });
+    await expectCall(403, "get", "/api-keys", "/api-keys", { token: key });
+  });
+
+  it("PATCH /api-keys/{id}: 200, 400, 404, 413, 401, 403", async () => {
+    const path = "/api-keys/{id}";
+    await expectCall(200, "patch", path, `/api-keys/${keyId}`, { token, body: { name: "Renamed" } });
+    await expectCall(400, "patch", path, `/api-keys/${keyId}`, { token, body: { nmae: "typo" } });
+    await expectCall(400, "patch", path, `/api-keys/${keyId}`, { token, body: "not json" });
+    await expectCall(404, "patch", path, "/api-keys/key_nope", { token, body: { name: "x" } });
+    await expectCall(413, "patch", path, `/api-keys/${keyId}`, { token, body: BIG });
+    await expectCall(401, "patch", path, `/api-keys/${keyId}`, { body: { name: "x" } });
+    await expectCall(403, "patch", path, `/api-keys/${keyId}`, { token: key, body: { name: "x" } });
+  });
+
+  it("DELETE /api-keys/{id}: 200, 404, 401, 403", async () => {
+    const path = "/api-keys/{id}";
+    const other = await expectCall(201, "post", "/api-keys", "/api-keys", { token, body: { name: "to revoke" } });
+    await expectCall(403, "delete", path, `/api-keys/${other.id}`, { token: key });
+    const revoked = await expectCall(200, "delete", path, `/api-keys/${other.id}`, { token });
+    expect(revoked.status).toBe("revoked");
+    await expectCall(200, "delete", path, `/api-keys/${other.id}`, { token });
+    await expectCall(404, "delete", path, "/api-keys/key_nope", { token });
+    await expectCall(401, "delete", path, `/api-keys/${other.id}`);
+  });
+});
+
+describe("admin (scoped JWT)", () => {
+  it("PUT /admin/accounts/{id}/plan: 200, 400, 413, 401, 403", async () => {
+    const path = "/admin/accounts/{id}/plan";
+    const body = await expectCall(200, "put", path, "/admin/accounts/openapi-plan/plan", { token: admin, body: { plan: "standard" } });
+    expect(body.limits.per_minute).toBe(60);
+    await expectCall(400, "put", path, "/admin/accounts/openapi-plan/plan", { token: admin, body: { plan: "gold" } });
+    await expectCall(400, "put", path, `/admin/accounts/${"a".repeat(256)}/plan`, { token: admin, body: { plan: "free" } });
+    await expectCall(413, "put", path, "/admin/accounts/openapi-plan/plan", { token: admin, body: BIG });
+    await expectCall(401, "put", path, "/admin/accounts/openapi-plan/plan", { body: { plan: "free" } });
+    await expectCall(403, "put", path, "/admin/accounts/openapi-plan/plan", { token: await adminToken("ingester", "prices:write"), body: { plan: "free" } });
+  });
+
+  it("POST /admin/observations: 200, 400, 413, 401, 403", async () => {
+    const path = "/admin/observations";
+    const observation = { sku: "OPENAPI-1", name: "Doc kettle", competitor: { id: "cmp_openapi", name: "OpenAPI Shop" }, price: "19.99", currency: "USD", in_stock: true };
+    const body = await expectCall(200, "post", path, path, { token: admin, body: { observations: [observation] } });
+    expect(body.received).toBe(1);
+    await expectCall(400, "post", path, path, { token: admin, body: { observations: [{ ...observation, price: 19.99 }] } });
+    await expectCall(413, "post", path, path, { token: admin, body: BIG });
+    await expectCall(401, "post", path, path, { body: { observations: [observation] } });
+    await expectCall(403, "post", path, path, { token: await adminToken("planner", "accounts:write"), body: { observations: [observation] } });
+  });
+});
+
+describe("webhooks (account login)", () => {
+  let hooks: string;
+  let webhookId: string;
+  beforeAll(async () => {
+    hooks = await accountToken(`openapi-hooks-${Date.now()}`);
+  });
+
+  it("POST /webhooks: 201, 400, 409, 413, 401, 403", async () => {
+    const created = await expectCall(201, "post", "/webhooks", "/webhooks", { token: hooks, body: { url: hookUrl("openapi"), description: "docs" } });
+    expect(created.secret).toMatch(/^whsec_/);
+    webhookId = created.id;
+    await expectCall(400, "post", "/webhooks", "/webhooks", { token: hooks, body: { url: "http://127.0.0.1/" } });
+    await expectCall(413, "post", "/webhooks", "/webhooks", { token: hooks, body: BIG });
+    await expectCall(401, "post", "/webhooks", "/webhooks", { body: { url: hookUrl() } });
+    await expectCall(403, "post", "/webhooks", "/webhooks", { token: key, body: { url: hookUrl() } });
+    const full = await accountToken(`openapi-hooks-full-${Date.now()}`);
+    for (let i = 0; i < 20; i++) expect((await call("POST", "/webhooks", { token: full, body: { url: hookUrl() } })).status).toBe(201);
+    await expectCall(409, "post", "/webhooks", "/webhooks", { token: full, body: { url: hookUrl() } });
+  });
+
+  it("GET /webhooks and /webhooks/{id}: 200, 400, 404, 401, 403", async () => {
+    const list = await expectCall(200, "get", "/webhooks", "/webhooks", { token: hooks });
+    expect(list.webhooks).toHaveLength(1);
+    await expectCall(400, "get", "/webhooks", "/webhooks?status=enabled", { token: hooks });
+    await expectCall(401, "get", "/webhooks", "/webhooks");
+    await expectCall(403, "get", "/webhooks", "/webhooks", { token: key });
+    const path = "/webhooks/{id}";
+    await expectCall(200, "get", path, `/webhooks/${webhookId}`, { token: hooks });
+    await expectCall(400, "get", path, `/webhooks/${webhookId}?x=1`, { token: hooks });
+    await expectCall(404, "get", path, "/webhooks/whk_nope", { token: hooks });
+    await expectCall(401, "get", path, `/webhooks/${webhookId}`);
+    await expectCall(403, "get", path, `/webhooks/${webhookId}`, { token: key });
+  });
+
+  it("POST /webhooks/{id}/test and GET …/deliveries: 202 and a recorded delivery, 400, 404, 409, 401, 403", async () => {
+    const path = "/webhooks/{id}/test";
+    await expectCall(202, "post", path, `/webhooks/${webhookId}/test`, { token: hooks });
+    await expectCall(404, "post", path, "/webhooks/whk_nope/test", { token: hooks });
+    await expectCall(401, "post", path, `/webhooks/${webhookId}/test`);
+    await expectCall(403, "post", path, `/webhooks/${webhookId}/test`, { token: key });
+
+    // The real queue delivers it; then the attempt is listed (checked against the Delivery schema).
+    await vi.waitFor(
+      async () => expect((await env.DB.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?").bind(webhookId).first<{ n: number }>())!.n).toBe(1),
+      { timeout: 10_000, interval: 100 },
+    );
+    const deliveries = "/webhooks/{id}/deliveries";
+    const body = await expectCall(200, "get", deliveries, `/webhooks/${webhookId}/deliveries`, { token: hooks });
+    expect(body.deliveries).toHaveLength(1);
+    await expectCall(400, "get", deliveries, `/webhooks/${webhookId}/deliveries?limit=5`, { token: hooks });
+    await expectCall(404, "get", deliveries, "/webhooks/whk_nope/deliveries", { token: hooks });
+    await expectCall(401, "get", deliveries, `/webhooks/${webhookId}/deliveries`);
+    await expectCall(403, "get", deliveries, `/webhooks/${webhookId}/deliveries`, { token: key });
+
+    await env.DB.prepare("UPDATE webhooks SET status = 'disabled', disabled_at = ?, disabled_reason = 'The endpoint answered 410 Gone.' WHERE id = ?")
+      .bind(new Date().toISOString(), webhookId)
+      .run();
+    const disabled = await expectCall(200, "get", "/webhooks/{id}", `/webhooks/${webhookId}`, { token: hooks });
+    expect(disabled.status).toBe("disabled");
+    await expectCall(409, "post", path, `/webhooks/${webhookId}/test`, { token: hooks });
+  });
+
+  it("DELETE /webhooks/{id}: 204, 404, 401, 403", async () => {
+    const path = "/webhooks/{id}";
+    await expectCall(403, "delete", path, `/webhooks/${webhookId}`, { token: key });
+    await expectCall(401, "delete", path, `/webhooks/${webhookId}`);
+    await expectCall(204, "delete", path, `/webhooks/${webhookId}`, { token: hooks });
+    await expectCall(404, "delete", path, `/webhooks/${webhookId}`, { token: hooks });
+  });
+});
+
+describe("every operation", () => {
+  it("answers 429 with Retry-After once its bucket is spent (here the client IP's: 30 a minute)", async () => {
+    const ip = randomTestIp();
+    for (let i = 0; i < 30; i++) expect((await call("GET", "/openapi.json", { headers: { "CF-Connecting-IP": ip } })).status).toBe(200);
+    for (const [path, item] of Object.entries<Record<string, unknown>>(doc.paths)) {
+      for (const method of METHODS.filter((m) => item[m])) {
+        const concrete = path.replaceAll(/\{[^}]+\}/g, "x_1");
+        const body = method === "get" || method === "delete" ? undefined : {};
+        await expectCall(429, method, path, concrete, { headers: { "CF-Connecting-IP": ip }, body });
+      }
+    }
+  });
+
+  it("a data route's 429 for an API key carries the key's own limit (free: 10 a minute)", async () => {
+    const free = await accountWithKey("free");
+    for (let i = 0; i < 10; i++) expect((await call("GET", "/competitors", { token: free.key })).status).toBe(200);
+    const res = await call("GET", "/competitors", { token: free.key });
+    expect(await checker.check(res, "get", "/competitors")).toEqual({ detail: "Rate limit exceeded: 10 requests per minute." });
+    expect(res.headers.get("X-RateLimit-Limit")).toBe("10");
+  });
+
+  it("answers 405 with Allow naming exactly the document's methods for that path, and 404 for a path it does not have", async () => {
+    for (const [path, item] of Object.entries<Record<string, unknown>>(doc.paths)) {
+      const documented = METHODS.filter((m) => item[m]).map((m) => m.toUpperCase());
+      const unused = ["GET", "PUT", "POST", "DELETE", "PATCH"].find((m) => !documented.includes(m))!;
+      const res = await call(unused, path.replaceAll(/\{[^}]+\}/g, "x_1"), { token: key });
+      expect(res.status, `${unused} ${path}`).toBe(405);
+      await checker.check(res, unused, path, "MethodNotAllowed");
+      expect(new Set(res.headers.get("Allow")!.split(", ").filter((m) => m !== "HEAD")), path).toEqual(new Set(documented));
+    }
+    const res = await call("GET", "/nothing-here", { token: key });
+    expect(res.status).toBe(404);
+    await checker.check(res, "get", "/nothing-here", "NotFound");
+  });
+
+  it("every documented status was seen (except 500 and 503, which need a broken server or identity provider)", () => {
+    const missing = checker.documented().filter((entry) => !/ 50[03]$/.test(entry) && !checker.seen.has(entry));
+    expect(missing).toEqual([]);
+  });
+});
+
+describe("the document and the router", () => {
+  it("list the same operations (the dashboard, /docs and /openapi.json are not API operations)", () => {
+    const routed = new Set(
+      buildApp()
+        .routes.filter((route) => route.method !== "ALL" && !/^\/(dashboard|docs|openapi\.json)(\/|$)/.test(route.path))
+        .map((route) => `${route.method} ${route.path.replaceAll(/:(\w+)/g, "{$1}")}`),
+    );
+    const documented = new Set(
+      Object.entries<Record<string, unknown>>(doc.paths).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${path}`)),
+    );
+    expect([...routed].sort()).toEqual([...documented].sort());
+  });
+
+  it("every operation has an operationId, a summary, a tag and a security requirement of a declared scheme", () => {
+    const schemes = Object.keys(doc.components.securitySchemes);
+    for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const method of METHODS.filter((m) => item[m])) {
+        const op = item[method];
+        expect(op.operationId && op.summary && op.tags?.length, `${method} ${path}`).toBeTruthy();
+        expect(op.security.flatMap((s: object) => Object.keys(s)).every((name: string) => schemes.includes(name)), `${method} ${path}`).toBe(true);
+      }
+    }
+  });
+});
+
+describe("the checker itself", () => {
+  it("refuses a body, a header or a status the document does not allow", async () => {
+    const json = { "Content-Type": "application/json" };
+    expect(checker.validate({ products: [{ id: "prd_1" }] }, "#/components/schemas/ProductList")).not.toEqual([]);
+    expect(checker.validate({ id: "a", plan: "free", limits: { per_minute: 1, per_hour: 1, per_day: 1 }, created_at: "yesterday" }, "#/components/schemas/Account")).not.toEqual([]);
+    expect(checker.validate({ detail: "" }, "#/components/schemas/Error")).not.toEqual([]);
+    await expect(checker.check(new Response("{}", { status: 418, headers: json }), "get", "/products")).rejects.toThrow(/not a documented response/);
+    await expect(checker.check(new Response('{"detail":"x"}', { status: 401, headers: json }), "get", "/products")).rejects.toThrow(/required header/);
+    const headers = { ...json, "X-Request-Id": "r", "X-RateLimit-Limit": "ten", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1", RateLimit: "x", "RateLimit-Policy": "x", "WWW-Authenticate": "Bearer" };
+    await expect(checker.check(new Response('{"detail":"x"}', { status: 401, headers }), "get", "/products")).rejects.toThrow(/X-RateLimit-Limit/);
+  });
+});
