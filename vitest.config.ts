@@ -55,7 +55,7 @@ export default defineConfig(async () => {
     test: {
       name: "workers",
       include: ["test/**/*.test.ts"],
-      exclude: ["test/e2e/**"],
+      exclude: ["test/e2e/**", "test/node/**"],
       setupFiles: ["./test/helpers/setup.ts"],
     },
   };
@@ -71,5 +71,14 @@ export default defineConfig(async () => {
       sequence: { groupOrder: 1 },
     },
   };
-  return { test: { projects: [workers, e2e] } };
+  // Node tools' checks (test/node/): the typed client's generated files against the routes.
+  const node = {
+    test: {
+      name: "node",
+      include: ["test/node/**/*.test.ts"],
+      environment: "node",
+      sequence: { groupOrder: 1 },
+    },
+  };
+  return { test: { projects: [workers, e2e, node] } };
 });

@@ -2,6 +2,7 @@ import { OpenAPIHono, type RouteConfig, type RouteHandler } from "@hono/zod-open
 import type { z } from "zod";
 import type { AppEnv } from "../app-env.ts";
 import { validationHook } from "../validation.ts";
+import { registerWebhookEvents } from "./events.ts";
 import { ErrorBody } from "./responses.ts";
 
 /**
@@ -199,6 +200,7 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>) {
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) registry.registerComponent("securitySchemes", name, scheme);
   for (const [name, header] of Object.entries(HEADER_COMPONENTS)) registry.registerComponent("headers", name, header);
   for (const [name, response] of Object.entries(RESPONSE_COMPONENTS)) registry.registerComponent("responses", name, response);
+  registerWebhookEvents(registry);
   return app.getOpenAPI31Document({
     openapi: "3.1.0",
     info: { title: "Price Data API", version: "0.1.0", description: DESCRIPTION },

@@ -1,0 +1,28 @@
+/**
+ * Verifying a delivery: the API signs per Standard Webhooks, so this wraps the `standardwebhooks`
+ * library (signature over "id.timestamp.body" with the webhook's `whsec_…` secret, and a timestamp
+ * no more than 5 minutes off). Pass the raw body text exactly as received, before any JSON parsing.
+ *
+ *   const event = await verifyWebhookRequest(process.env.PRICE_DATA_WEBHOOK_SECRET!, request);
+ *   if (event.type === "price.changed") console.log(event.data.sku, event.data.old_price, "→", event.data.new_price);
+ */
+import { Webhook, WebhookVerificationError } from "standardwebhooks";
+import type { components } from "./schema.d.ts";
+
+export { WebhookVerificationError };
+
+/** An event as the document's `webhooks` describe it; `type` tells which. */
+export type WebhookEvent = components["schemas"]["PriceChangedEvent"] | components["schemas"]["StockChangedEvent"] | components["schemas"]["TestEvent"];
+
+const HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"] as const;
+
+/** The event, once its signature and timestamp check out; throws WebhookVerificationError otherwise. */
+export function verifyWebhook(secret: string, body: string, headers: Headers | Record<string, string | undefined>): WebhookEvent {
+  const get = (name: string) => (headers instanceof Headers ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()])) ?? "";
+  return new Webhook(secret).verify(body, Object.fromEntries(HEADERS.map((name) => [name, get(name)]))) as WebhookEvent;
+}
+
+/** verifyWebhook for a fetch-style Request (Workers, Deno, Bun, Node ≥ 18 frameworks); reads its body. */
+export async function verifyWebhookRequest(secret: string, request: Request): Promise<WebhookEvent> {
+  return verifyWebhook(secret, await request.text(), request.headers);
+}
