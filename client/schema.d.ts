@@ -950,6 +950,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /**
+                     * @description 1 to 100 characters (trimmed; an emoji counts once), no control characters
+                     * @example Production server
+                     */
                     name: string;
                 };
             };
@@ -1030,6 +1034,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /**
+                     * @description 1 to 100 characters (trimmed; an emoji counts once), no control characters
+                     * @example Production server
+                     */
                     name: string;
                 };
             };
@@ -1129,9 +1137,25 @@ export interface operations {
                         };
                         /** Format: uri */
                         url?: string | null;
+                        /**
+                         * @description A decimal string with at most the currency's minor-unit digits, never a JSON number
+                         * @example 14.99
+                         */
                         price: string;
+                        /**
+                         * @description A decimal string with at most the currency's minor-unit digits, never a JSON number
+                         * @example 14.99
+                         */
                         regular_price?: string | null;
+                        /**
+                         * @description ISO-4217 code, upper case
+                         * @example USD
+                         */
                         currency: string;
+                        /**
+                         * @description A decimal string with at most the currency's minor-unit digits, never a JSON number
+                         * @example 14.99
+                         */
                         shipping_cost?: string | null;
                         in_stock: boolean;
                         observed_at?: string;
@@ -1207,17 +1231,29 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /**
+                     * @description https:// URL of a public host (no localhost, private or link-local addresses)
+                     * @example https://example.com/hooks/prices
+                     */
                     url: string;
                     /**
+                     * @description The event types to receive; all by default
                      * @default [
                      *       "price.changed",
                      *       "stock.changed"
                      *     ]
                      */
                     events?: ("price.changed" | "stock.changed")[];
-                    /** @default 0 */
+                    /**
+                     * @description Only price changes of at least this many percent (0 to 1000, 2 decimals)
+                     * @default 0
+                     * @example 5
+                     */
                     min_change_pct?: number;
-                    /** @default null */
+                    /**
+                     * @description A note for you, up to 500 characters
+                     * @default null
+                     */
                     description?: string | null;
                 };
             };
@@ -1393,10 +1429,15 @@ export interface operations {
     listProducts: {
         parameters: {
             query?: {
+                /** @description Exactly this SKU */
                 sku?: string;
+                /** @description Products with an offer from this competitor id (exact) */
                 competitor?: string;
+                /** @description Brand, case-insensitive */
                 brand?: string;
+                /** @description Category, case-insensitive */
                 category?: string;
+                /** @description Products whose updated_at is at or after this; an ISO-8601 date or date-time */
                 updated_since?: string;
             };
             header?: {
@@ -1503,8 +1544,11 @@ export interface operations {
     getProductHistory: {
         parameters: {
             query?: {
+                /** @description Only this competitor's rows */
                 competitor?: string;
+                /** @description From this instant, inclusive; an ISO-8601 date or date-time */
                 from?: string;
+                /** @description Up to this instant, exclusive; an ISO-8601 date or date-time */
                 to?: string;
             };
             header?: never;

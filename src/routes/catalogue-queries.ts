@@ -26,18 +26,20 @@ function strictQuery<Shape extends z.ZodRawShape>(shape: Shape) {
   });
 }
 
+const when = (description: string) => isoTimestamp.optional().meta({ description: `${description}; an ISO-8601 date or date-time`, example: "2026-01-31T12:00:00Z" });
+
 export const productsQuery = strictQuery({
-  sku: filterValue.optional(),
-  competitor: filterValue.optional(),
-  brand: filterValue.optional(),
-  category: filterValue.optional(),
-  updated_since: isoTimestamp.optional(),
+  sku: filterValue.optional().meta({ description: "Exactly this SKU", example: "KET-1000" }),
+  competitor: filterValue.optional().meta({ description: "Products with an offer from this competitor id (exact)", example: "cmp_amazon" }),
+  brand: filterValue.optional().meta({ description: "Brand, case-insensitive", example: "Acme" }),
+  category: filterValue.optional().meta({ description: "Category, case-insensitive", example: "Kettles" }),
+  updated_since: when("Products whose updated_at is at or after this"),
 });
 
 export const historyQuery = strictQuery({
-  competitor: filterValue.optional(),
-  from: isoTimestamp.optional(),
-  to: isoTimestamp.optional(),
+  competitor: filterValue.optional().meta({ description: "Only this competitor's rows", example: "cmp_amazon" }),
+  from: when("From this instant, inclusive"),
+  to: when("Up to this instant, exclusive"),
 }).refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { path: ["to"], error: "must be later than from" });
 
 export const noQuery = strictQuery({});

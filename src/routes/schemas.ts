@@ -11,7 +11,8 @@ export const keyName = z
   .string({ error: required("string") })
   .trim()
   .refine((s) => [...s].length >= 1 && [...s].length <= 100, { error: "must be 1 to 100 characters" })
-  .refine((s) => !/\p{Cc}/u.test(s), { error: "must not contain control characters" });
+  .refine((s) => !/\p{Cc}/u.test(s), { error: "must not contain control characters" })
+  .meta({ description: "1 to 100 characters (trimmed; an emoji counts once), no control characters", example: "Production server" });
 
 export const apiKeyBody = z.strictObject({ name: keyName }, jsonObject);
 

@@ -30,19 +30,22 @@ function webhookBody(allowInsecure: boolean) {
           const problem = webhookUrlProblem(url, allowInsecure);
           if (problem) ctx.addIssue({ code: "custom", message: problem, input: url });
         })
-        .transform((url) => new URL(url).href),
+        .transform((url) => new URL(url).href)
+        .meta({ description: "https:// URL of a public host (no localhost, private or link-local addresses)", example: "https://example.com/hooks/prices" }),
       events: z
         .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(", ")}` }), { error: required("array") })
         .min(1, { error: "must name at least one event type" })
         .transform((events) => WEBHOOK_EVENT_TYPES.filter((type) => events.includes(type)))
-        .default([...WEBHOOK_EVENT_TYPES]),
-      min_change_pct: minChangePct.default(0),
+        .default([...WEBHOOK_EVENT_TYPES])
+        .meta({ description: "The event types to receive; all by default" }),
+      min_change_pct: minChangePct.default(0).meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)", example: 5 }),
       description: z
         .string({ error: required("string") })
         .trim()
         .max(500, { error: "must be at most 500 characters" })
         .nullable()
-        .default(null),
+        .default(null)
+        .meta({ description: "A note for you, up to 500 characters" }),
     },
     jsonObject,
   );
