@@ -1,5 +1,8 @@
 import { z } from "zod";
 
+/** A parameter given twice arrives as an array (the router keeps every value): say so rather than pick one. */
+const single = { error: (issue: { input?: unknown }) => (Array.isArray(issue.input) ? "must be given once" : undefined) };
+
 /**
  * A UTC instant in, a canonical `toISOString()` string out, so it compares as text with the stored
  * timestamps. A date alone means midnight UTC.
@@ -11,7 +14,7 @@ export const isoTimestamp = z
   })
   .transform((s) => new Date(s).toISOString());
 
-const filterValue = z.string().min(1, { error: "must not be empty" }).max(200, { error: "must be at most 200 characters" });
+const filterValue = z.string(single).min(1, { error: "must not be empty" }).max(200, { error: "must be at most 200 characters" });
 
 /**
  * Unknown parameters are refused (400 naming them) rather than ignored: a misspelt filter would
@@ -26,7 +29,7 @@ function strictQuery<Shape extends z.ZodRawShape>(shape: Shape) {
   });
 }
 
-const when = (description: string) => isoTimestamp.optional().meta({ description: `${description}; an ISO-8601 date or date-time`, example: "2026-01-31T12:00:00Z" });
+const when = (description: string) => z.string(single).pipe(isoTimestamp).optional().meta({ description: `${description}; an ISO-8601 date or date-time`, example: "2026-01-31T12:00:00Z" });
 
 export const productsQuery = strictQuery({
   sku: filterValue.optional().meta({ description: "Exactly this SKU", example: "KET-1000" }),

@@ -326,3 +326,13 @@ describe("the checker itself", () => {
     await expect(checker.check(new Response('{"detail":"x"}', { status: 401, headers }), "get", "/products")).rejects.toThrow(/X-RateLimit-Limit/);
   });
 });
+
+describe("query parameters", () => {
+  it("a parameter given twice is a 400 that says so (the router keeps both values)", async () => {
+    const { key } = await accountWithKey("premium");
+    for (const query of ["brand=a&brand=b", "updated_since=2026-01-01&updated_since=2026-02-01"]) {
+      const res = await call("GET", `/products?${query}`, { token: key });
+      expect((await checker.check(res, "get", "/products")).detail).toMatch(/^Invalid query: \w+: must be given once$/);
+    }
+  });
+});
