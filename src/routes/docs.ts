@@ -33,6 +33,7 @@ const PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Price Data API reference</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="${asset("swagger-ui")}.css">
 <link rel="stylesheet" href="${asset("docs")}.css">
 </head>
