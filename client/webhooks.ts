@@ -16,9 +16,15 @@ export type WebhookEvent = components["schemas"]["PriceChangedEvent"] | componen
 
 const HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"] as const;
 
-/** The event, once its signature and timestamp check out; throws WebhookVerificationError otherwise. */
-export function verifyWebhook(secret: string, body: string, headers: Headers | Record<string, string | undefined>): WebhookEvent {
-  const get = (name: string) => (headers instanceof Headers ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()])) ?? "";
+/**
+ * The event, once its signature and timestamp check out; throws WebhookVerificationError otherwise.
+ * `headers`: a Headers object, or a plain object such as Node's `req.headers` (names in any case).
+ */
+export function verifyWebhook(secret: string, body: string, headers: Headers | Record<string, string | string[] | undefined>): WebhookEvent {
+  const get = (name: string) => {
+    const value = headers instanceof Headers ? headers.get(name) : (headers[name] ?? Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1]);
+    return (Array.isArray(value) ? value[0] : value) ?? "";
+  };
   return new Webhook(secret).verify(body, Object.fromEntries(HEADERS.map((name) => [name, get(name)]))) as WebhookEvent;
 }
 

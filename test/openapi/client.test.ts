@@ -211,6 +211,9 @@ describe("webhook verification", () => {
     }
 
     const [first] = receiver.to(url);
+    // A Headers object, or a plain object in any case (Node's req.headers), work alike.
+    const capitalised = Object.fromEntries(Object.entries(first!.headers).map(([name, value]) => [name.replace(/(^|-)\w/g, (c) => c.toUpperCase()), [value]]));
+    expect(verifyWebhook(secret, first!.body, new Headers(first!.headers))).toEqual(verifyWebhook(secret, first!.body, capitalised));
     expect(() => verifyWebhook(secret, first!.body.replace("}", ',"x":1}'), first!.headers)).toThrow(WebhookVerificationError);
     expect(() => verifyWebhook(`whsec_${btoa("another secret, 24 bytes")}`, first!.body, first!.headers)).toThrow(WebhookVerificationError);
   });
