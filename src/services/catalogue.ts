@@ -9,8 +9,9 @@ import { formatMoney } from "../money.ts";
  * `catalogue_state.version`; each isolate keeps one serialised copy built for a version and asks D1
  * for the version at most once per VERSION_CHECK_INTERVAL_MS. So a request costs no D1 query at all
  * most of the time, one tiny query once a second, and a full read only after a change.
- * Trade-off: another isolate may serve the previous version for up to that interval after a change;
- * the isolate that ingested calls invalidateCatalogue() and sees its change at once.
+ * Trade-off: another isolate may serve the previous version for up to that interval (plus the one
+ * D1 read that checks) after a change; the isolate that ingested calls invalidateCatalogue() and
+ * sees its change at once.
  */
 export const VERSION_CHECK_INTERVAL_MS = 1000;
 
@@ -285,11 +286,22 @@ const productBytes = (catalogue: Catalogue, entry: ProductEntry) => catalogue.bo
 // ---- Per-isolate cache ---------------------------------------------------------------------------
 
 let cached: Catalogue | undefined;
+/** When `cached` was last confirmed current; -Infinity again after invalidateCatalogue(). */
 let checkedAt = Number.NEGATIVE_INFINITY;
 /** Bumped by invalidateCatalogue(), so a check that started before it cannot count as fresh. */
 let generation = 0;
-/** One refresh at a time per isolate: concurrent requests share it instead of each reading D1. */
-let refreshing: { generation: number; promise: Promise<Catalogue> } | undefined;
+/**
+ * The refresh that one request is running, so that the others do not all read D1 at once. They
+ * never await that request's promise: in workerd, code resumed by a promise that another request's
+ * I/O settles runs in that request's context, where the Response it then builds fails ("Cannot
+ * perform I/O on behalf of a different request", seen as 500s under load by `npm run bench`), and
+ * a promise whose request was cancelled never settles at all. So they serve the copy last confirmed
+ * meanwhile or, when there is none (a new isolate, or just invalidated), poll for the result.
+ */
+let refreshing: { generation: number; since: number } | undefined;
+/** A refresh running longer than this is presumed dead (its request was cancelled): no longer waited for. */
+const REFRESH_TIMEOUT_MS = 10_000;
+const POLL_MS = 10;
 
 /** Call after changing the catalogue: this isolate's next read checks the version at once. */
 export function invalidateCatalogue(): void {
@@ -298,27 +310,33 @@ export function invalidateCatalogue(): void {
 }
 
 /** The current catalogue: the cached copy, rebuilt only when the version in D1 has moved. */
-export function loadCatalogue(db: Database): Promise<Catalogue> {
-  if (cached && Date.now() - checkedAt < VERSION_CHECK_INTERVAL_MS) return Promise.resolve(cached);
-  if (refreshing?.generation !== generation) {
-    const started = generation;
-    const promise: Promise<Catalogue> = refresh(db, started).finally(() => {
-      if (refreshing?.promise === promise) refreshing = undefined;
-    });
-    refreshing = { generation: started, promise };
+export async function loadCatalogue(db: Database): Promise<Catalogue> {
+  for (;;) {
+    const now = Date.now();
+    if (cached && now - checkedAt < VERSION_CHECK_INTERVAL_MS) return cached;
+    const busy = refreshing !== undefined && refreshing.generation === generation && now - refreshing.since < REFRESH_TIMEOUT_MS;
+    if (!busy) return refresh(db);
+    if (cached && checkedAt !== Number.NEGATIVE_INFINITY) return cached;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
-  return refreshing.promise;
 }
 
-async function refresh(db: Database, started: number): Promise<Catalogue> {
-  let catalogue = cached;
-  if (!catalogue || catalogue.version !== (await readVersion(db))) {
-    catalogue = await buildCatalogue(db);
-    // A build that finished late must not replace a newer one.
-    if (!cached || catalogue.version >= cached.version) cached = catalogue;
+async function refresh(db: Database): Promise<Catalogue> {
+  const started = generation;
+  const mine = { generation: started, since: Date.now() };
+  refreshing = mine;
+  try {
+    let catalogue = cached;
+    if (!catalogue || catalogue.version !== (await readVersion(db))) {
+      catalogue = await buildCatalogue(db);
+      // A build that finished late must not replace a newer one.
+      if (!cached || catalogue.version >= cached.version) cached = catalogue;
+    }
+    if (generation === started) checkedAt = Date.now();
+    return catalogue;
+  } finally {
+    if (refreshing === mine) refreshing = undefined;
   }
-  if (generation === started) checkedAt = Date.now();
-  return catalogue;
 }
 
 // ---- Reads ----------------------------------------------------------------------------------------

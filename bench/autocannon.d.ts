@@ -1,0 +1,40 @@
+/** The part of autocannon's API (v9, which ships no types) that bench/load.ts uses. */
+declare module "autocannon" {
+  interface Request {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    setupRequest?: (request: Request, context: object) => Request | null;
+  }
+  interface Options {
+    url: string;
+    connections?: number;
+    duration?: number;
+    amount?: number;
+    timeout?: number;
+    headers?: Record<string, string>;
+    requests?: Request[];
+  }
+  interface Histogram {
+    average: number;
+    p50: number;
+    p90: number;
+    p99: number;
+    total: number;
+  }
+  interface Result {
+    duration: number;
+    requests: Histogram;
+    latency: Histogram;
+    throughput: Histogram;
+    errors: number;
+    timeouts: number;
+    non2xx: number;
+    "2xx": number;
+    statusCodeStats?: Record<string, { count: number }>;
+  }
+  interface Instance {
+    on(event: "done", listener: (result: Result) => void): void;
+  }
+  export default function autocannon(options: Options): Instance;
+}

@@ -1,0 +1,11 @@
+/** The floor: the product's GET /products handler with no authentication and no rate limiting. */
+import type { Env } from "../../../src/env.ts";
+import { peerApp, type PeerEnv } from "../shared.ts";
+
+const app = peerApp<PeerEnv<object>>(async (c, next) => {
+  // The data routes ask for an API key credential; the floor hands them one without checking anything.
+  c.set("credential", { kind: "api-key", keyHash: "", key: { id: "bare", accountId: "bare" } });
+  await next();
+});
+
+export default { fetch: app.fetch } satisfies ExportedHandler<Env>;

@@ -1,0 +1,26 @@
+/**
+ * What a team would build from popular packages: a D1 lookup of the key's hash on every request,
+ * then `hono-rate-limiter` with `@hono-rate-limiter/cloudflare`'s Durable Object store (one object
+ * per key, fixed 60 s window, the plan's per-minute limit), as the packages' READMEs show it.
+ */
+import { DurableObjectStore, type DurableObjectRateLimiter } from "@hono-rate-limiter/cloudflare";
+import { rateLimiter } from "hono-rate-limiter";
+import type { Env } from "../../../src/env.ts";
+import { PLAN_LIMITS } from "../../../src/plans.ts";
+import { lookUpKeyInD1, peerApp, type PeerEnv } from "../shared.ts";
+
+export { DurableObjectRateLimiter } from "@hono-rate-limiter/cloudflare";
+
+type HrlEnv = PeerEnv<{ HRL_CACHE: DurableObjectNamespace<DurableObjectRateLimiter> }>;
+
+const app = peerApp<HrlEnv>(lookUpKeyInD1(), (c, next) =>
+  rateLimiter<HrlEnv>({
+    windowMs: 60_000,
+    limit: (c) => PLAN_LIMITS[c.var.plan].per_minute,
+    standardHeaders: "draft-6",
+    keyGenerator: (c) => (c.var.credential.kind === "api-key" ? c.var.credential.keyHash : ""),
+    store: new DurableObjectStore({ namespace: c.env.HRL_CACHE }),
+  })(c, next),
+);
+
+export default { fetch: app.fetch } satisfies ExportedHandler<Env>;

@@ -1,0 +1,345 @@
+/**
+ * `npm run bench [-- --quick] [--connections N] [--seconds S] [--keep-state]`
+ *
+ * One run, under the same local workerd and the same seed, of GET /products on:
+ *   bare               the product's handler with no authentication and no limiting (bench/peers/bare)
+ *   ours               the real worker (wrangler.toml, src/)
+ *   hono-rate-limiter  D1 key lookup + hono-rate-limiter's Durable Object store (bench/peers/hono-rate-limiter)
+ *   native             D1 key lookup + the Workers Rate Limiting binding (bench/peers/native)
+ * each under `wrangler dev` on 127.0.0.1 with its own copy of one seeded local D1, loaded by
+ * autocannon in a separate process; then exactness, revocation lag, work per request, the
+ * 10,000-product catalogue and memory. Prints one report and writes it to bench/results/latest.md.
+ * Everything it starts is stopped at the end, on error, on a signal, and by a watchdog.
+ */
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { exportJWK, generateKeyPair } from "jose";
+import { mintToken } from "../scripts/mint-token.ts";
+import { PLAN_LIMITS } from "../src/plans.ts";
+import { makeKeys, REVOKE_ACCOUNT, type BenchKeys } from "./keys.ts";
+import type { LoadJob, LoadResult } from "./load.ts";
+import { exactness, fetchBytes, revocationLag, SMALL_PATH, workPerRequest, type Exactness, type Revocation, type WorkReport } from "./probes.ts";
+import {
+  findDirectUrl,
+  freeze,
+  isolateHeap,
+  ROOT,
+  run,
+  runLoad,
+  settle,
+  startWorker,
+  stopAll,
+  stopAllNow,
+  waitReady,
+  workerCpu,
+  workerMemory,
+  wrangler,
+  type Memory,
+  type Worker,
+} from "./processes.ts";
+import { report, type Results } from "./report.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    connections: { type: "string" },
+    seconds: { type: "string" },
+    "keep-state": { type: "boolean", default: false },
+  },
+});
+
+const MODES = {
+  full: { loadKeys: 1000, connections: 16, warmupSeconds: 3, loadSeconds: 5, rounds: 3, revocationTrials: 3, seenSamples: 200, catalogueSeconds: 5, watchdogSeconds: 480 },
+  quick: { loadKeys: 200, connections: 16, warmupSeconds: 1, loadSeconds: 2, rounds: 1, revocationTrials: 1, seenSamples: 40, catalogueSeconds: 1.5, watchdogSeconds: 240 },
+};
+for (const name of ["connections", "seconds"] as const) {
+  const value = args[name];
+  if (value !== undefined && !(Number(value) > 0 && Number(value) <= 600 && (name === "seconds" || Number.isInteger(Number(value))))) {
+    console.error(`--${name} must be a positive ${name === "seconds" ? "number" : "whole number"} (at most 600), e.g. --${name} 16.`);
+    process.exit(2);
+  }
+}
+const mode = args.quick ? "quick" : "full";
+const settings = {
+  ...MODES[mode],
+  ...(args.connections ? { connections: Number(args.connections) } : {}),
+  ...(args.seconds ? { loadSeconds: Number(args.seconds) } : {}),
+  products: 1000,
+  catalogueProducts: 10_000,
+  exactKeys: 20,
+};
+const FREE_LIMIT = PLAN_LIMITS.free.per_minute;
+
+export type WorkerName = "bare" | "ours" | "hono-rate-limiter" | "native";
+const LOADED: WorkerName[] = ["bare", "ours", "hono-rate-limiter", "native"];
+const CONFIGS: Record<WorkerName, string> = {
+  bare: "bench/peers/bare/wrangler.toml",
+  ours: "wrangler.toml",
+  "hono-rate-limiter": "bench/peers/hono-rate-limiter/wrangler.toml",
+  native: "bench/peers/native/wrangler.toml",
+};
+
+const startedAt = Date.now();
+const elapsed = () => `${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
+const step = (message: string) => console.error(`[bench ${elapsed()}] ${message}`);
+
+// ---- Stopping by itself ----------------------------------------------------------------------------
+
+let state: string | undefined;
+let jwks: Server | undefined;
+let cleaning: Promise<void> | undefined;
+/** Why the run is being stopped from outside (a signal, the watchdog), if it is. */
+let stopping: string | undefined;
+
+/** Stops every process, closes the JWKS server and removes the state; once, whoever asks first. */
+function cleanUp(): Promise<void> {
+  cleaning ??= (async () => {
+    await stopAll();
+    jwks?.close();
+    if (state && !args["keep-state"]) rmSync(state, { recursive: true, force: true });
+    else if (state) console.error(`State kept in ${state}`);
+  })();
+  return cleaning;
+}
+
+function stopFromOutside(reason: string, code: number) {
+  if (stopping) return;
+  stopping = reason;
+  console.error(`\n${reason}: stopping everything.`);
+  void cleanUp().finally(() => process.exit(code));
+}
+
+process.on("exit", stopAllNow);
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => stopFromOutside(signal, 130));
+const watchdog = setTimeout(() => stopFromOutside(`The bench ran past its ${settings.watchdogSeconds} s limit`, 1), settings.watchdogSeconds * 1000);
+watchdog.unref();
+
+// ---- Setup ----------------------------------------------------------------------------------------
+
+/** A local JWKS for the real worker's account logins (DELETE /api-keys/:id): a fresh key pair per run. */
+async function startJwks() {
+  const { publicKey, privateKey } = await generateKeyPair("RS256", { extractable: true });
+  const kid = "bench-key";
+  const body = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid, alg: "RS256", use: "sig" }] });
+  const server = createServer((req, res) => {
+    if (req.url === "/jwks") res.writeHead(200, { "Content-Type": "application/json" }).end(body);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  if (!address || typeof address !== "object") throw new Error("The JWKS server has no address.");
+  const issuer = `http://127.0.0.1:${address.port}`;
+  const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: "RS256" };
+  return { server, issuer, jwksUrl: `${issuer}/jwks`, privateJwk };
+}
+
+/** Migrations, the catalogue (scripts/seed.ts) and the bench's keys, into one local D1 state. */
+async function seedState(dir: string, products: number, keysSql: string) {
+  const catalogueSql = join(state!, `catalogue-${products}.sql`);
+  await run(process.execPath, [join(ROOT, "scripts/seed.ts"), "--products", String(products), "--out", catalogueSql, "--no-apply"], { timeoutMs: 60_000 });
+  const all = join(state!, `seed-${products}.sql`);
+  writeFileSync(all, `${readFileSync(catalogueSql, "utf8")}\n${keysSql}`);
+  await wrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir]);
+  await wrangler(["d1", "execute", "DB", "--local", "--yes", "--persist-to", dir, "--file", all]);
+}
+
+const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
+
+export interface Measured extends LoadResult {
+  /** CPU of the workerd that runs the worker, per request (ms): the worker's own cost, whatever the load generator costs. */
+  workerCpuMs: number;
+  /** The same for wrangler's proxy workerd (≈ 0 when the load goes to the runtime directly). */
+  proxyCpuMs: number;
+  /** The load generator's CPU per request (ms). */
+  loadCpuMs: number;
+}
+
+async function load(worker: Worker, job: Omit<LoadJob, "url">, name: string): Promise<Measured> {
+  const file = join(state!, `load-${name}.json`);
+  writeFileSync(file, JSON.stringify({ ...job, url: worker.directUrl }));
+  const seconds = job.amount ? 60 : job.duration;
+  const before = workerCpu(worker);
+  const result = await runLoad<LoadResult>(file, (seconds + 30) * 1000);
+  const after = workerCpu(worker);
+  if (result.errors > 0 || result.timeouts > 0) step(`  ${name}: ${result.errors} errors, ${result.timeouts} timeouts`);
+  const perRequest = (ms: number) => (result.requests ? ms / result.requests : NaN);
+  return {
+    ...result,
+    workerCpuMs: perRequest((after.runtime - before.runtime) * 1000),
+    proxyCpuMs: perRequest((after.proxy - before.proxy) * 1000),
+    loadCpuMs: perRequest(result.cpuMs),
+  };
+}
+
+// ---- The run --------------------------------------------------------------------------------------
+
+async function main(): Promise<Results> {
+  step(`${mode} run: ${settings.loadKeys} Premium keys, ${settings.connections} connections, ${settings.loadSeconds} s per load × ${settings.rounds} round(s)`);
+  state = mkdtempSync(join(tmpdir(), "price-data-bench-"));
+  const idp = await startJwks();
+  jwks = idp.server;
+
+  step("bundling the 4 workers once; seeding 1,000 products + keys (worker state) and 10,000 products + keys (catalogue state)");
+  const keys: BenchKeys = await makeKeys({ load: settings.loadKeys, exact: settings.exactKeys, revoke: settings.revocationTrials });
+  const mainState = join(state, "d1");
+  const catalogueState = join(state, "catalogue");
+  const frozen = {} as Record<WorkerName, string>;
+  await Promise.all([
+    seedState(mainState, settings.products, keys.sql),
+    seedState(catalogueState, settings.catalogueProducts, keys.sql),
+    (async () => {
+      for (const name of LOADED) frozen[name] = await freeze(CONFIGS[name], join(state!, "build", name));
+    })(),
+  ]);
+
+  // Each worker gets its own copy of the one seeded state: identical data, no two processes on one SQLite file.
+  const persist: Record<WorkerName, string> = { bare: "", ours: mainState, "hono-rate-limiter": "", native: "" };
+  for (const name of ["bare", "hono-rate-limiter", "native"] as const) {
+    persist[name] = join(state, `d1-${name}`);
+    cpSync(mainState, persist[name], { recursive: true });
+  }
+
+  step("starting 5 workers with wrangler dev (4 loaded, plus the real worker on the 10,000-product catalogue)");
+  mkdirSync(join(state, "logs"));
+  // The loaded worker runs as deployed (no X-Work-Counts); the second instance counts work.
+  const oursVars = {
+    IDP_ISSUER: idp.issuer,
+    IDP_AUDIENCE: "price-data-api",
+    IDP_JWKS_URL: idp.jwksUrl,
+    // Harmless where unused; required by the configuration once webhooks are in.
+    WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
+  };
+  const workers = {} as Record<WorkerName | "catalogue", Worker>;
+  for (const name of LOADED) {
+    workers[name] = await startWorker({
+      name,
+      config: frozen[name],
+      persistTo: persist[name],
+      vars: name === "ours" ? oursVars : {},
+      log: join(state, "logs", `${name}.log`),
+    });
+  }
+  workers.catalogue = await startWorker({
+    name: "ours (10,000 products)",
+    config: frozen.ours,
+    persistTo: catalogueState,
+    vars: { ...oursVars, EXPOSE_WORK_COUNTS: "true" },
+    log: join(state, "logs", "catalogue.log"),
+  });
+  const probe = (url: string) => fetch(`${url}${SMALL_PATH}`, { headers: bearer(keys.probe.key), signal: AbortSignal.timeout(20_000) });
+  await Promise.all(Object.values(workers).map((w) => waitReady(w, probe, 120_000)));
+  // The runtime's own socket answers the probe with the data route's ETag; its inspector and debug ports do not.
+  const answersLikeTheWorker = async (url: string) => {
+    const res = await fetch(`${url}${SMALL_PATH}`, { headers: bearer(keys.probe.key), signal: AbortSignal.timeout(5_000) });
+    await res.arrayBuffer();
+    return res.status === 200 && (res.headers.get("ETag") ?? "").startsWith('"cat-v');
+  };
+  const viaProxy: string[] = [];
+  for (const worker of Object.values(workers)) if (!(await findDirectUrl(worker, answersLikeTheWorker))) viaProxy.push(worker.name);
+  if (viaProxy.length > 0) step(`could not find the runtime's own socket of ${viaProxy.join(", ")}: loading through wrangler's proxy`);
+  step(`all ready: ${Object.values(workers).map((w) => `${w.name} ${w.directUrl}`).join(", ")}`);
+
+  // On the instance with X-Work-Counts (its catalogue is bigger, which the counts do not depend on).
+  step("work per request (ours, X-Work-Counts)");
+  const work: WorkReport = await workPerRequest(workers.catalogue.directUrl, { seen: keys.seen.key, overLimit: keys.overLimit.key, overLimitPerMinute: FREE_LIMIT }, settings.seenSamples);
+
+  // workerd evicts a Durable Object after about 10 s without requests, and a key's first request
+  // after that rebuilds its object. So right before its loads each worker sees every key once:
+  // the loads then measure warm keys (as a steady stream of traffic would keep them), not whichever
+  // objects the previous worker's turn let go cold.
+  const loadKeys = keys.load.map((k) => k.key);
+  const loads: Results["loads"] = { full: {}, small: {} } as Results["loads"];
+  for (let round = 1; round <= settings.rounds; round++) {
+    // Every other round in reverse, so that no worker always comes first (or right after another).
+    for (const name of round % 2 === 1 ? LOADED : [...LOADED].reverse()) {
+      step(`round ${round}/${settings.rounds}: ${name}: every key once, then GET /products and GET ${SMALL_PATH}, ${settings.loadSeconds} s each`);
+      await load(workers[name], { path: SMALL_PATH, connections: settings.connections, duration: 0, amount: loadKeys.length, keys: loadKeys }, `warm-keys-${name}-${round}`);
+      if (round === 1) await load(workers[name], { path: "/products", connections: settings.connections, duration: settings.warmupSeconds, keys: loadKeys }, `warm-${name}`);
+      await settle(workers[name]);
+      for (const [kind, path] of [["full", "/products"], ["small", SMALL_PATH]] as const) {
+        const result = await load(workers[name], { path, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys }, `${kind}-${name}-${round}`);
+        (loads[kind][name] ??= []).push(result);
+      }
+    }
+  }
+
+  step(`exactness: ${3 * FREE_LIMIT} concurrent requests at each of ${keys.exact.length} fresh Free keys, per worker`);
+  const exact = {} as Record<WorkerName, Exactness>;
+  for (const name of LOADED) {
+    if (name === "bare") continue;
+    exact[name] = await exactness(
+      workers[name].directUrl,
+      keys.exact.map((k) => k.key),
+      3 * FREE_LIMIT,
+      FREE_LIMIT,
+    );
+  }
+
+  step(`revocation lag: ${settings.revocationTrials} trial(s) on ours`);
+  const jwt = await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: REVOKE_ACCOUNT });
+  const revocations: Revocation[] = [];
+  for (const key of keys.revoke) revocations.push(await revocationLag(workers.ours.directUrl, key, jwt, { beforeMs: 400, afterMs: 600 }));
+
+  step(`catalogue: GET /products on ${settings.catalogueProducts.toLocaleString("en")} products`);
+  const catalogueUrl = `${workers.catalogue.directUrl}/products`;
+  const first = await fetchBytes(catalogueUrl, bearer(keys.load[0]!.key));
+  if (first.status !== 200 || !first.etag) throw new Error(`GET /products on the catalogue worker answered ${first.status}.`);
+  const notModified = await fetchBytes(catalogueUrl, { ...bearer(keys.load[1]!.key), "If-None-Match": first.etag });
+  // 100 keys, each used once first: the measurement is of the catalogue, not of waking key objects.
+  const catalogueKeys = loadKeys.slice(0, 100);
+  await load(workers.catalogue, { path: SMALL_PATH, connections: 4, duration: 0, amount: catalogueKeys.length, keys: catalogueKeys }, "catalogue-warm");
+  const catalogueFull = await load(workers.catalogue, { path: "/products", connections: 1, duration: settings.catalogueSeconds, keys: catalogueKeys }, "catalogue-full");
+  const catalogue304 = await load(
+    workers.catalogue,
+    { path: "/products", connections: 1, duration: settings.catalogueSeconds, keys: catalogueKeys, headers: { "If-None-Match": first.etag } },
+    "catalogue-304",
+  );
+
+  const memory = {} as Record<WorkerName | "catalogue", Memory | undefined>;
+  for (const [name, worker] of Object.entries(workers)) {
+    const heap = await isolateHeap(worker);
+    const rss = workerMemory(worker);
+    memory[name as WorkerName | "catalogue"] = rss && { ...rss, heapUsedMb: heap?.usedMb, heapTotalMb: heap?.totalMb, buffersMb: heap?.buffersMb };
+  }
+
+  return {
+    mode,
+    settings,
+    viaProxy,
+    machine: machine(),
+    loads,
+    exact,
+    revocations,
+    work,
+    catalogue: { products: settings.catalogueProducts, bytes: first.bytes, status304: notModified.status, bytes304: notModified.bytes, full: catalogueFull, notModified: catalogue304 },
+    memory,
+    seconds: (Date.now() - startedAt) / 1000,
+  };
+}
+
+function machine() {
+  const model = cpus()[0]?.model ?? "unknown CPU";
+  return { cores: availableParallelism(), model, memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version };
+}
+
+try {
+  const results = await main();
+  const text = report(results);
+  console.log(`\n${text}`);
+  mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+  writeFileSync(join(ROOT, "bench/results/latest.md"), `${text}\n`);
+  writeFileSync(join(ROOT, "bench/results/latest.json"), `${JSON.stringify(results, null, 2)}\n`);
+  step("written to bench/results/latest.md and latest.json");
+  await cleanUp();
+  process.exit(0);
+} catch (error) {
+  // Stopped from outside: stopFromOutside() reports, cleans up and exits.
+  if (!stopping) {
+    console.error(`\nThe bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    await cleanUp();
+    process.exit(1);
+  }
+}
