@@ -1,7 +1,7 @@
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
-import * as schema from "./schema.ts";
-
-export type Database = DrizzleD1Database<typeof schema>;
+// No relational `db.query` API is used, so no schema is passed: drizzle() then does no per-call
+// extraction of table relations, which matters because a counting client is built per request.
+export type Database = DrizzleD1Database;
 
 const clients = new WeakMap<D1Database, Database>();
 const EXECUTING = new Set(["run", "all", "first", "raw"]);
@@ -37,10 +37,10 @@ function countingD1(d1: D1Database, work: { d1: number }): D1Database {
  * makes to D1 into it (reported by X-Work-Counts); without one, one shared client per binding.
  */
 export function database(d1: D1Database, work?: { d1: number }): Database {
-  if (work) return drizzle(countingD1(d1, work), { schema });
+  if (work) return drizzle(countingD1(d1, work));
   let db = clients.get(d1);
   if (!db) {
-    db = drizzle(d1, { schema });
+    db = drizzle(d1);
     clients.set(d1, db);
   }
   return db;
