@@ -1,16 +1,9 @@
 /** The API Keys area: list, create (the full key shown once), rename, revoke. */
+import type { components } from "../../../client/schema.d.ts";
 import { api } from "./api.ts";
 import { actionButton, announce, askName, attempt, byId, confirmAction, dropShownOnce, el, facts, onSubmit, showError, showOnce, when } from "./dom.ts";
 
-interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  status: "active" | "revoked";
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
+type ApiKey = components["schemas"]["ApiKey"];
 
 const keyPath = (key: ApiKey) => `/api-keys/${encodeURIComponent(key.id)}`;
 

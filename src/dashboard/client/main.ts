@@ -1,16 +1,12 @@
 /** The dashboard: signs in through the IdP, then shows the plan, the API keys and the webhooks. */
+import type { components } from "../../../client/schema.d.ts";
 import { api, useAccessToken } from "./api.ts";
 import { finishLogin, forgetSession, isCallback, LoginRequired, logout, startLogin, wasSignedIn, type DashboardSettings, type Session } from "./auth.ts";
 import { announce, attempt, byId, clearMessages, el, facts, setUpDialogs, showError } from "./dom.ts";
 import { loadKeys, setUpKeys } from "./keys.ts";
 import { loadWebhooks, setUpWebhooks } from "./webhooks.ts";
 
-interface Account {
-  id: string;
-  plan: string;
-  limits: { per_minute: number; per_hour: number; per_day: number };
-  created_at: string;
-}
+type Account = components["schemas"]["Account"];
 
 const data = document.body.dataset;
 const settings: DashboardSettings = { issuer: data.issuer ?? "", clientId: data.clientId ?? "", audience: data.audience ?? "" };

@@ -1,28 +1,10 @@
 /** Webhooks: list, add (the signing secret shown once), delete, send a test, recent deliveries. */
+import type { components } from "../../../client/schema.d.ts";
 import { api, ApiFailure } from "./api.ts";
 import { actionButton, announce, attempt, byId, confirmAction, dropShownOnce, el, facts, onSubmit, openDialog, showOnce, when } from "./dom.ts";
 
-interface Webhook {
-  id: string;
-  url: string;
-  events?: string[];
-  min_change_pct?: number;
-  description?: string | null;
-  status?: string;
-  created_at?: string;
-  disabled_reason?: string | null;
-}
-
-interface Delivery {
-  event_id: string;
-  type: string;
-  attempt: number;
-  status_code: number | null;
-  error: string | null;
-  duration_ms: number | null;
-  delivered_at: string;
-  outcome?: string;
-}
+type Webhook = components["schemas"]["Webhook"];
+type Delivery = components["schemas"]["Delivery"];
 
 const EVENT_NAMES: Record<string, string> = { "price.changed": "Price changed", "stock.changed": "Stock changed" };
 
