@@ -5,7 +5,7 @@
  * POST /api-keys stores them, so every worker checks them the way it checks a real key.
  */
 import { generateApiKey, hashApiKey } from "../src/auth/api-key.ts";
-import type { PlanName } from "../src/db/schema.ts";
+import type { PlanName } from "../src/platform/tables.ts";
 
 export interface BenchKey {
   id: string;

@@ -128,7 +128,7 @@ export function report(r: Results): string {
 
   // ---- Aims ----
   const seen = r.work.seen;
-  // The catalogue's freshness check (one tiny D1 read per isolate per second, src/services/catalogue.ts)
+  // The catalogue's freshness check (one tiny D1 read per isolate per second, src/catalogue/service.ts)
   // is counted too; anything more would be the key path.
   const versionChecks = Math.ceil(seen.seconds) + 1;
   const revocationLag = r.revocations.reduce((sum, t) => sum + t.admittedAfter, 0);

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { exportJWK, generateKeyPair } from "jose";
 import { mintToken } from "../scripts/mint-token.ts";
-import { PLAN_LIMITS } from "../src/plans.ts";
+import { PLAN_LIMITS } from "../src/accounts/plans.ts";
 import { makeKeys, REVOKE_ACCOUNT, type BenchKeys } from "./keys.ts";
 import type { LoadJob, LoadResult } from "./load.ts";
 import { exactness, fetchBytes, revocationLag, SMALL_PATH, workPerRequest, type Exactness, type Revocation, type WorkReport } from "./probes.ts";

@@ -1,6 +1,6 @@
 /**
  * `npm run client:generate`: the typed client's inputs, from the code. Builds the OpenAPI document
- * exactly as GET /openapi.json does (src/app.ts + src/routes/openapi.ts, bundled for Node by esbuild),
+ * exactly as GET /openapi.json does (src/app.ts + src/docs/document.ts, bundled for Node by esbuild),
  * writes it to client/openapi.json, and generates client/schema.d.ts from it with openapi-typescript.
  * Both are committed. `--check` writes nothing and fails when either differs from what the code gives
  * (test/node/client-types.test.ts runs it; test/openapi/client.test.ts checks the worker serves the same document).
@@ -27,7 +27,7 @@ export async function buildDocument(): Promise<object> {
     const outfile = join(dir, "document.mjs");
     await build({
       stdin: {
-        contents: 'export { buildApp } from "./src/app.ts"; export { openApiDocument } from "./src/routes/openapi.ts";',
+        contents: 'export { buildApp } from "./src/app.ts"; export { openApiDocument } from "./src/docs/document.ts";',
         resolveDir: root,
         loader: "ts",
       },

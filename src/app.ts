@@ -1,32 +1,33 @@
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
-import type { AppEnv } from "./app-env.ts";
-import { readConfig } from "./env.ts";
-import { ApiError, methodNotAllowedResponse, notFound, onError } from "./errors.ts";
-import { accountRoutes, adminAccountRoutes } from "./routes/account.ts";
-import { apiKeyRoutes } from "./routes/api-keys.ts";
-import { catalogueRoutes } from "./routes/catalogue.ts";
-import { observationRoutes } from "./routes/observations.ts";
-import { webhookRoutes } from "./routes/webhooks.ts";
-import { dashboardRoutes } from "./routes/dashboard.ts";
-import { docsRoutes } from "./routes/docs.ts";
-import { openApiApp, openApiDocument } from "./routes/openapi.ts";
-import { admission } from "./rate-limit/middleware.ts";
+import { accountRoutes, adminAccountRoutes } from "./accounts/routes.ts";
+import { apiKeyRoutes } from "./api-keys/routes.ts";
+import { competitorRoutes, productRoutes } from "./catalogue/routes.ts";
+import { dashboardRoutes, serveDashboard } from "./dashboard/routes.ts";
+import { docsRoutes, openApiRoute } from "./docs/routes.ts";
+import { requestContext } from "./http/context.ts";
+import { ApiError, methodNotAllowedResponse, notFound, onError } from "./http/errors.ts";
+import { home } from "./http/home.ts";
+import { openApiApp } from "./http/openapi.ts";
+import { namedQueryParameters } from "./http/query.ts";
+import { observationRoutes } from "./prices/routes.ts";
+import { admission } from "./rate-limit/admission.ts";
+import { webhookRoutes } from "./webhooks/routes.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/**
+ * The app: the middleware every request passes, in order, then one table of every route under its
+ * real prefix. Each resource's routes, schemas and service live in src/<resource>/.
+ */
 export function buildApp() {
   const app = openApiApp();
   app.use(requestId());
-  app.use(admission);
-  app.use(async (c, next) => {
-    const config = readConfig(c.env);
-    if (typeof config === "string") throw new ApiError(500, config);
-    c.set("config", config);
-    await next();
-  });
+  app.use(requestContext); // config, D1 client, limiter control, queue: built once
+  app.use(admission); // the credential picks the rate-limit bucket; every response carries its headers
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
+  app.use(namedQueryParameters);
   app.use(
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
@@ -36,21 +37,18 @@ export function buildApp() {
     }),
   );
 
-  app.route("/account", accountRoutes);
-  app.route("/api-keys", apiKeyRoutes);
-  app.route("/admin/accounts", adminAccountRoutes);
-  app.route("/admin/observations", observationRoutes);
-  app.route("/webhooks", webhookRoutes);
-  app.route("/", dashboardRoutes);
-  app.route("/", catalogueRoutes);
-
-  // The description of the routes above (generated from their declarations once, on first request) and its reference page.
-  let document: string | undefined;
-  app.get("/openapi.json", (c) => {
-    document ??= JSON.stringify(openApiDocument(app));
-    return c.body(document, 200, { "Content-Type": "application/json", "Cache-Control": "public, max-age=300" });
-  });
-  app.route("/", docsRoutes);
+  app.get("/", home);
+  app.route("/products", productRoutes); // API key
+  app.route("/competitors", competitorRoutes); // API key
+  app.route("/account", accountRoutes); // account login
+  app.route("/api-keys", apiKeyRoutes); // account login
+  app.route("/webhooks", webhookRoutes); // account login
+  app.route("/admin/accounts", adminAccountRoutes); // admin, accounts:write
+  app.route("/admin/observations", observationRoutes); // admin, prices:write
+  app.route("/dashboard", dashboardRoutes);
+  app.get("/dashboard/", serveDashboard);
+  app.route("/docs", docsRoutes);
+  app.get("/openapi.json", openApiRoute(app));
 
   app.notFound(notFound);
   app.onError(onError);

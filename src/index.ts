@@ -1,5 +1,4 @@
 import { buildApp } from "./app.ts";
-import type { Env } from "./env.ts";
 import { handleWebhookQueue } from "./webhooks/consumer.ts";
 
 export { RateLimiter } from "./rate-limit/rate-limiter.ts";

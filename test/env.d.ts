@@ -1,15 +1,12 @@
 import type { D1Migration } from "cloudflare:test";
-import type { Env as WorkerEnv } from "../src/env.ts";
 
+// The worker's own bindings come from src/platform/worker-env.d.ts (`npm run types`); these are the tests' extras.
 declare global {
   namespace Cloudflare {
-    interface Env extends WorkerEnv {
+    interface Env {
       TEST_SIGNING_JWK: string;
       TEST_PUBLIC_JWK: string;
       TEST_MIGRATIONS: D1Migration[];
-    }
-    interface GlobalProps {
-      mainModule: typeof import("../src/index.ts");
     }
   }
 }

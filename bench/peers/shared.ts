@@ -1,32 +1,30 @@
 /**
  * What the peer workers share. They are measuring sticks for `npm run bench`, not product code:
- * each mounts the product's own data routes (src/routes/catalogue.ts, which read the in-memory
- * catalogue of src/services/catalogue.ts), so the handler is byte for byte the one the real worker
- * runs; only what comes before it differs.
+ * each mounts the product's own data routes (src/catalogue/routes.ts) behind the product's own
+ * request context (src/http/context.ts), so the handler is byte for byte the one the real worker
+ * runs; only what comes between them (authentication, rate limiting) differs.
  */
 import { Hono, type MiddlewareHandler } from "hono";
-import type { AppEnv } from "../../src/app-env.ts";
 import { hashApiKey } from "../../src/auth/api-key.ts";
-import { database } from "../../src/db/client.ts";
-import type { PlanName } from "../../src/db/schema.ts";
-import { ApiError, notFound, onError } from "../../src/errors.ts";
-import { catalogueRoutes } from "../../src/routes/catalogue.ts";
-import { findKeyForAdmission } from "../../src/services/api-keys.ts";
+import { competitorRoutes, productRoutes } from "../../src/catalogue/routes.ts";
+import type { AppEnv } from "../../src/http/app-env.ts";
+import { requestContext } from "../../src/http/context.ts";
+import { ApiError, notFound, onError } from "../../src/http/errors.ts";
+import { loadKeyState } from "../../src/rate-limit/key-store.ts";
+import type { Limits } from "../../src/rate-limit/types.ts";
 
 export interface PeerEnv<Bindings> {
   Bindings: Bindings & AppEnv["Bindings"];
-  Variables: AppEnv["Variables"] & { plan: PlanName };
+  Variables: AppEnv["Variables"] & { limits: Limits };
 }
 
 /** A Hono app whose middleware runs before the product's data routes and error handling. */
 export function peerApp<E extends PeerEnv<object>>(...middleware: MiddlewareHandler<E>[]) {
   const app = new Hono<E>();
-  app.use(async (c, next) => {
-    c.set("work", { d1: 0, keyObjectCalls: 0, otherObjectCalls: 0 });
-    await next();
-  });
+  app.use(requestContext as unknown as MiddlewareHandler<E>); // E extends AppEnv, which Hono cannot see through
   for (const handler of middleware) app.use(handler);
-  app.route("/", catalogueRoutes);
+  app.route("/products", productRoutes);
+  app.route("/competitors", competitorRoutes);
   app.notFound(notFound);
   app.onError(onError);
   return app;
@@ -44,9 +42,9 @@ export const lookUpKeyInD1 =
     const match = /^Bearer[ \t]+(\S+)$/i.exec(c.req.header("Authorization") ?? "");
     if (!match) throw unauthorized("Send your API key as Authorization: Bearer <key>.");
     const keyHash = await hashApiKey(match[1]!);
-    const found = await findKeyForAdmission(database(c.env.DB, c.var.work), keyHash);
-    if (!found || found.status !== "active") throw unauthorized("This API key is not valid.");
-    c.set("credential", { kind: "api-key", keyHash, key: { id: found.id, accountId: found.accountId } });
-    c.set("plan", found.plan);
+    const found = await loadKeyState(c.var.ctx.db, keyHash);
+    if (found?.status !== "active") throw unauthorized("This API key is not valid.");
+    c.set("credential", { kind: "api-key", keyHash, key: { id: found.keyId, accountId: found.accountId } });
+    c.set("limits", found.limits);
     await next();
   };

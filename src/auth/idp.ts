@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from "jose";
-import type { Config } from "../env.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError } from "../http/errors.ts";
+import type { Config } from "../platform/config.ts";
 
 /** What a verified account-login or admin JWT tells us. */
 export interface Identity {

@@ -1,4 +1,4 @@
-import type { Limits } from "../plans.ts";
+import type { Limits } from "./types.ts";
 
 /** Hour and day quotas of the fixed buckets follow from the minute, as the plans' do. */
 const perMinute = (n: number): Limits => ({ per_minute: n, per_hour: n * 60, per_day: n * 1440 });

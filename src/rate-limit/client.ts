@@ -1,16 +1,4 @@
-import type { Env } from "../env.ts";
-import type { Limits } from "../plans.ts";
-import type { KeyAdmission } from "./rate-limiter.ts";
-import type { Decision } from "./window.ts";
-
-/** What a request cost, reported by X-Work-Counts when EXPOSE_WORK_COUNTS is on. */
-export interface Work {
-  d1: number;
-  /** Calls to an API key's own object. */
-  keyObjectCalls: number;
-  /** Calls to the objects of the other buckets (account, admin subject, client IP). */
-  otherObjectCalls: number;
-}
+import type { Decision, KeyAdmission, Limits, RateLimitControl, Work } from "./types.ts";
 
 const MAX_REMEMBERED_REFUSALS = 10_000;
 
@@ -68,12 +56,6 @@ export async function admitBucket(env: Env, name: string, limits: Limits, work: 
   const decision = await limiter(env, name).admit(limits);
   remember(name, decision);
   return decision;
-}
-
-/** Revocations and plan changes reach each key's object before the caller answers: the very next request sees them. */
-export interface RateLimitControl {
-  revoke(key: { keyHash: string; id: string; accountId: string }): Promise<void>;
-  setLimits(keyHashes: readonly string[], limits: Limits): Promise<void>;
 }
 
 export const rateLimitControl = (env: Env): RateLimitControl => ({

@@ -1,4 +1,4 @@
-import type { Decision } from "./window.ts";
+import type { Decision } from "./types.ts";
 
 /** The contract's headers for a decision: X-RateLimit-*, the IETF RateLimit fields and, on a refusal, Retry-After. */
 export function rateLimitHeaders(decision: Decision): Record<string, string> {

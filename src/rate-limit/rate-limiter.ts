@@ -1,18 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
-import { database } from "../db/client.ts";
-import type { Env } from "../env.ts";
-import { PLAN_LIMITS, type Limits } from "../plans.ts";
-import { findKeyForAdmission, recordKeyUse } from "../services/api-keys.ts";
-import { MINUTE_MS, Usage, type Decision } from "./window.ts";
-
-/** What a key's object knows of its key; kept in its storage, so a seen key never asks D1 again. */
-export type KeyState =
-  | { status: "active"; keyId: string; accountId: string; limits: Limits }
-  | { status: "revoked"; keyId: string; accountId: string };
-
-export type KeyAdmission =
-  | { status: "active"; keyId: string; accountId: string; decision: Decision; d1Queries: number }
-  | { status: "revoked" | "unknown"; d1Queries: number };
+import { database } from "../platform/db.ts";
+import { loadKeyState, recordKeyUse } from "./key-store.ts";
+import type { Decision, KeyAdmission, KeyState, Limits } from "./types.ts";
+import { MINUTE_MS, Usage } from "./window.ts";
 
 /**
  * One object per bucket: an API key (named by its hash), an account, an admin subject or a client IP.
@@ -47,15 +37,11 @@ export class RateLimiter extends DurableObject<Env> {
     let d1Queries = 0;
     if (!this.key) {
       d1Queries = 1;
-      const found = await findKeyForAdmission(database(this.env.DB), keyHash);
+      const found = await loadKeyState(database(this.env.DB), keyHash);
       // A revoke or plan push may have landed while D1 answered; what it stored wins.
       if (!this.key) {
         if (!found) return { status: "unknown", d1Queries };
-        this.storeKey(
-          found.status === "active"
-            ? { status: "active", keyId: found.id, accountId: found.accountId, limits: PLAN_LIMITS[found.plan] }
-            : { status: "revoked", keyId: found.id, accountId: found.accountId },
-        );
+        this.storeKey(found);
       }
     }
     const key = this.key!;

@@ -1,23 +1,8 @@
-import type { Limits } from "../plans.ts";
+import type { Decision, Limits } from "./types.ts";
 
 export const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
-
-export type Period = "minute" | "hour" | "day";
-
-/** What the limiter tells the worker; everything the headers need. */
-export interface Decision {
-  allowed: boolean;
-  limits: Limits;
-  remaining: number;
-  /** Whole seconds until `remaining` next goes up (on a refusal: until a request can go). */
-  resetSeconds: number;
-  /** The same, exact, for the isolate's memory of refusals. */
-  resetMs: number;
-  /** On a refusal, the quota that refused. */
-  exceeded?: Period;
-}
 
 /** A fixed-window counter, used for the hour and day quotas. */
 export interface Counter {

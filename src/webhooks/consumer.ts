@@ -1,6 +1,7 @@
-import { database, type Database } from "../db/client.ts";
-import { readConfig, type Env } from "../env.ts";
-import { fanOut, findWebhook, recordAttempt, type DeliveryRow } from "../services/webhooks.ts";
+import { readConfig } from "../platform/config.ts";
+import { database, type Database } from "../platform/db.ts";
+import { fanOut, findWebhook, recordAttempt } from "./deliveries.ts";
+import type { DeliveryRow } from "./service.ts";
 import { deliveryBody, sendAll, webhookMessage, type DeliveryMessage, type EventMessage, type WebhookMessage } from "./messages.ts";
 import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
 import { decryptSecret } from "./secrets.ts";

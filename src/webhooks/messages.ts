@@ -6,9 +6,10 @@ import { z } from "zod";
  * - "delivery": one event for one webhook, sent (and retried) on its own.
  */
 
-export const WEBHOOK_TEST_EVENT = "webhook.test";
-
-/** The event as receivers get it (`{type, timestamp, data}`), plus its id (`webhook-id`, also `data.event_id`). */
+/**
+ * The event as receivers get it (`{type, timestamp, data}`), plus its id (`webhook-id`, also
+ * `data.event_id`). The queue carries `data` as it was built; its shapes are src/events/schema.ts.
+ */
 export const webhookEvent = z.object({
   id: z.string().regex(/^evt_[0-9a-f]{32}$/),
   type: z.string().min(1),

@@ -1,3 +1,5 @@
+import { invalidField } from "../http/validation.ts";
+
 /**
  * Where a webhook may point (SSRF): `https://` to a public host. Refused: `localhost` and
  * `*.localhost`, single-label names, and IPv4/IPv6 literals in loopback, private, link-local, CGNAT,
@@ -90,6 +92,13 @@ function hostProblem(hostname: string): string | undefined {
  * Why `raw` may not be a webhook URL (a phrase to follow "url: "), or undefined when it may.
  * Given a URL that passes, `new URL(raw).href` is what is stored and called.
  */
+/** The URL as stored (WHATWG-normalised), or the 400 that names the field and says why not. */
+export function acceptedWebhookUrl(raw: string, allowInsecure: boolean): string {
+  const problem = webhookUrlProblem(raw, allowInsecure);
+  if (problem) throw invalidField("body", "url", problem);
+  return new URL(raw).href;
+}
+
 export function webhookUrlProblem(raw: string, allowInsecure: boolean): string | undefined {
   if (raw.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
   let url: URL;

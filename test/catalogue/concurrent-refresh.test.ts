@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { database } from "../../src/db/client.ts";
-import { loadCatalogue, VERSION_CHECK_INTERVAL_MS } from "../../src/services/catalogue.ts";
+import { database } from "../../src/platform/db.ts";
+import { loadCatalogue, VERSION_CHECK_INTERVAL_MS } from "../../src/catalogue/service.ts";
 import { createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call } from "../helpers/http.ts";
 

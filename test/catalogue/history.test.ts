@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { HISTORY_LIMIT } from "../../src/services/catalogue.ts";
+import { HISTORY_LIMIT } from "../../src/catalogue/history.ts";
 import { addHistory, createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ProductView } from "../../src/routes/catalogue.ts";
+import type { ProductView } from "../../src/catalogue/schema.ts";
 import { createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { accountToken } from "../helpers/tokens.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { summarise } from "../../src/services/catalogue.ts";
+import { summarise } from "../../src/catalogue/views.ts";
 
 type Row = Parameters<typeof summarise>[0][number];
 const offer = (competitorId: string, priceMinor: number, currency = "USD", inStock = true): Row => ({

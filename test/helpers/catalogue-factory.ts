@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
-import { database } from "../../src/db/client.ts";
-import { competitors, offers, priceHistory, products } from "../../src/db/schema.ts";
-import { parseMoney } from "../../src/money.ts";
-import { bumpCatalogueVersion, invalidateCatalogue } from "../../src/services/catalogue.ts";
+import { database } from "../../src/platform/db.ts";
+import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
+import { parseMoney } from "../../src/platform/money.ts";
+import { bumpCatalogueVersion, invalidateCatalogue } from "../../src/catalogue/service.ts";
 import { accountWithKey } from "./keys.ts";
 
 /** Catalogue rows written straight into D1, as ingestion would leave them. Money goes in as strings. */

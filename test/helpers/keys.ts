@@ -1,4 +1,4 @@
-import type { PlanName } from "../../src/db/schema.ts";
+import type { PlanName } from "../../src/platform/tables.ts";
 import { call, expectJson } from "./http.ts";
 import { accountToken, adminToken } from "./tokens.ts";
 

@@ -2,8 +2,8 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import worker from "../../src/index.ts";
-import { newId } from "../../src/ids.ts";
-import type { IngestionResult } from "../../src/routes/observations.ts";
+import { newId } from "../../src/platform/ids.ts";
+import type { IngestionResult } from "../../src/prices/schema.ts";
 import type { DeliveryMessage, WebhookEvent, WebhookMessage } from "../../src/webhooks/messages.ts";
 import { call, expectJson } from "./http.ts";
 import { accountToken, adminToken } from "./tokens.ts";

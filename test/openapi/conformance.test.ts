@@ -100,8 +100,9 @@ describe("catalogue (API key)", () => {
 });
 
 describe("account and keys (account login)", () => {
-  it("GET /account: 200, 401, 403", async () => {
+  it("GET /account: 200, 400, 401, 403", async () => {
     await expectCall(200, "get", "/account", "/account", { token });
+    await expectCall(400, "get", "/account", "/account?verbose=1", { token });
     await expectCall(401, "get", "/account", "/account");
     await expectCall(403, "get", "/account", "/account", { token: key });
   });
@@ -123,8 +124,9 @@ describe("account and keys (account login)", () => {
     await expectCall(409, "post", "/api-keys", "/api-keys", { token: fullToken, body: { name: "one too many" } });
   });
 
-  it("GET /api-keys: 200, 401, 403", async () => {
+  it("GET /api-keys: 200, 400, 401, 403", async () => {
     const body = await expectCall(200, "get", "/api-keys", "/api-keys", { token });
+    await expectCall(400, "get", "/api-keys", "/api-keys?status=active", { token });
     expect(body.api_keys.length).toBeGreaterThan(0);
     await expectCall(401, "get", "/api-keys", "/api-keys", { token: "not a jwt" });
     await expectCall(403, "get", "/api-keys", "/api-keys", { token: key });
@@ -141,9 +143,10 @@ describe("account and keys (account login)", () => {
     await expectCall(403, "patch", path, `/api-keys/${keyId}`, { token: key, body: { name: "x" } });
   });
 
-  it("DELETE /api-keys/{id}: 200, 404, 401, 403", async () => {
+  it("DELETE /api-keys/{id}: 200, 400, 404, 401, 403", async () => {
     const path = "/api-keys/{id}";
     const other = await expectCall(201, "post", "/api-keys", "/api-keys", { token, body: { name: "to revoke" } });
+    await expectCall(400, "delete", path, `/api-keys/${other.id}?force=true`, { token });
     await expectCall(403, "delete", path, `/api-keys/${other.id}`, { token: key });
     const revoked = await expectCall(200, "delete", path, `/api-keys/${other.id}`, { token });
     expect(revoked.status).toBe("revoked");
@@ -214,6 +217,7 @@ describe("webhooks (account login)", () => {
   it("POST /webhooks/{id}/test and GET …/deliveries: 202 and a recorded delivery, 400, 404, 409, 401, 403", async () => {
     const path = "/webhooks/{id}/test";
     await expectCall(202, "post", path, `/webhooks/${webhookId}/test`, { token: hooks });
+    await expectCall(400, "post", path, `/webhooks/${webhookId}/test?type=price.changed`, { token: hooks });
     await expectCall(404, "post", path, "/webhooks/whk_nope/test", { token: hooks });
     await expectCall(401, "post", path, `/webhooks/${webhookId}/test`);
     await expectCall(403, "post", path, `/webhooks/${webhookId}/test`, { token: key });
@@ -239,8 +243,9 @@ describe("webhooks (account login)", () => {
     await expectCall(409, "post", path, `/webhooks/${webhookId}/test`, { token: hooks });
   });
 
-  it("DELETE /webhooks/{id}: 204, 404, 401, 403", async () => {
+  it("DELETE /webhooks/{id}: 204, 400, 404, 401, 403", async () => {
     const path = "/webhooks/{id}";
+    await expectCall(400, "delete", path, `/webhooks/${webhookId}?force=true`, { token: hooks });
     await expectCall(403, "delete", path, `/webhooks/${webhookId}`, { token: key });
     await expectCall(401, "delete", path, `/webhooks/${webhookId}`);
     await expectCall(204, "delete", path, `/webhooks/${webhookId}`, { token: hooks });
@@ -290,10 +295,10 @@ describe("every operation", () => {
 });
 
 describe("the document and the router", () => {
-  it("list the same operations (the dashboard, /docs and /openapi.json are not API operations)", () => {
+  it("list the same operations (the index at /, the dashboard, /docs and /openapi.json are not API operations)", () => {
     const routed = new Set(
       buildApp()
-        .routes.filter((route) => route.method !== "ALL" && !/^\/(dashboard|docs|openapi\.json)(\/|$)/.test(route.path))
+        .routes.filter((route) => route.method !== "ALL" && !/^\/((dashboard|docs|openapi\.json)(\/|$)|$)/.test(route.path))
         .map((route) => `${route.method} ${route.path.replaceAll(/:(\w+)/g, "{$1}")}`),
     );
     const documented = new Set(

@@ -2,7 +2,7 @@ import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
-import { PLAN_LIMITS } from "../../src/plans.ts";
+import { PLAN_LIMITS } from "../../src/accounts/plans.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { accountWithKey, addKey } from "../helpers/keys.ts";
 import { adminToken } from "../helpers/tokens.ts";

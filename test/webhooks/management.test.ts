@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { count, eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { database } from "../../src/db/client.ts";
-import { webhookDeliveries, webhooks } from "../../src/db/schema.ts";
-import { MAX_WEBHOOKS_PER_ACCOUNT } from "../../src/services/webhooks.ts";
+import { database } from "../../src/platform/db.ts";
+import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
+import { MAX_WEBHOOKS_PER_ACCOUNT } from "../../src/webhooks/service.ts";
 import { decryptSecret } from "../../src/webhooks/secrets.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";

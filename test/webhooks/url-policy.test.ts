@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { count } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { database } from "../../src/db/client.ts";
-import { webhooks } from "../../src/db/schema.ts";
+import { database } from "../../src/platform/db.ts";
+import { webhooks } from "../../src/platform/tables.ts";
 import { webhookUrlProblem } from "../../src/webhooks/url-policy.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { newAccountToken } from "../helpers/webhooks.ts";

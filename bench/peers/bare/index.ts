@@ -1,5 +1,4 @@
 /** The floor: the product's GET /products handler with no authentication and no rate limiting. */
-import type { Env } from "../../../src/env.ts";
 import { peerApp, type PeerEnv } from "../shared.ts";
 
 const app = peerApp<PeerEnv<object>>(async (c, next) => {

@@ -5,8 +5,6 @@
  */
 import { DurableObjectStore, type DurableObjectRateLimiter } from "@hono-rate-limiter/cloudflare";
 import { rateLimiter } from "hono-rate-limiter";
-import type { Env } from "../../../src/env.ts";
-import { PLAN_LIMITS } from "../../../src/plans.ts";
 import { lookUpKeyInD1, peerApp, type PeerEnv } from "../shared.ts";
 
 export { DurableObjectRateLimiter } from "@hono-rate-limiter/cloudflare";
@@ -16,7 +14,7 @@ type HrlEnv = PeerEnv<{ HRL_CACHE: DurableObjectNamespace<DurableObjectRateLimit
 const app = peerApp<HrlEnv>(lookUpKeyInD1(), (c, next) =>
   rateLimiter<HrlEnv>({
     windowMs: 60_000,
-    limit: (c) => PLAN_LIMITS[c.var.plan].per_minute,
+    limit: (c) => c.var.limits.per_minute,
     standardHeaders: "draft-6",
     keyGenerator: (c) => (c.var.credential.kind === "api-key" ? c.var.credential.keyHash : ""),
     store: new DurableObjectStore({ namespace: c.env.HRL_CACHE }),

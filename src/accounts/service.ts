@@ -1,0 +1,32 @@
+import { eq } from "drizzle-orm";
+import { activeKeyHashes } from "../api-keys/service.ts";
+import type { Database } from "../platform/db.ts";
+import { accounts, type PlanName } from "../platform/tables.ts";
+import type { RateLimitControl } from "../rate-limit/types.ts";
+import { PLAN_LIMITS } from "./plans.ts";
+import type { AccountView } from "./schema.ts";
+
+export type Account = typeof accounts.$inferSelect;
+
+/** The account for an IdP subject, created on the Free plan the first time the subject is seen. */
+export async function ensureAccount(db: Database, id: string): Promise<Account> {
+  const existing = await db.select().from(accounts).where(eq(accounts.id, id)).get();
+  if (existing) return existing;
+  await db.insert(accounts).values({ id }).onConflictDoNothing();
+  return (await db.select().from(accounts).where(eq(accounts.id, id)).get())!;
+}
+
+/** Changes the plan, then tells every active key's object before answering. */
+export async function setPlan(db: Database, limiter: RateLimitControl, id: string, plan: PlanName): Promise<Account> {
+  const [account] = await db
+    .insert(accounts)
+    .values({ id, plan })
+    .onConflictDoUpdate({ target: accounts.id, set: { plan } })
+    .returning();
+  await limiter.setLimits(await activeKeyHashes(db, id), PLAN_LIMITS[plan]);
+  return account!;
+}
+
+export function accountView(account: Account): AccountView {
+  return { id: account.id, plan: account.plan, limits: PLAN_LIMITS[account.plan], created_at: account.createdAt };
+}

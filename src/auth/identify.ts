@@ -1,0 +1,40 @@
+import { ApiError } from "../http/errors.ts";
+import type { Config } from "../platform/config.ts";
+import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from "./api-key.ts";
+import { unauthorized, verifyIdpToken, type Identity } from "./idp.ts";
+
+/**
+ * What the request's `Authorization` header turned out to be. Worked out once, before admission,
+ * because the credential picks the rate-limit bucket; routes then say which kind they need
+ * (src/auth/guards.ts). No Hono here: this is plain input in, credential out.
+ */
+export type Credential =
+  | { kind: "none" }
+  | { kind: "api-key"; keyHash: string; key?: { id: string; accountId: string } }
+  | { kind: "login"; identity: Identity }
+  | { kind: "rejected"; error: ApiError; wasApiKey: boolean };
+
+function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+  if (!match) throw unauthorized('The Authorization header must be "Bearer <token>".', true);
+  return match[1];
+}
+
+/** Checks what can be checked without the rate limiter: a key's format and checksum, a JWT's signature and claims. */
+export async function identify(header: string | undefined, config: Config): Promise<Credential> {
+  let wasApiKey = false;
+  try {
+    const token = bearerToken(header);
+    if (token === undefined) return { kind: "none" };
+    wasApiKey = looksLikeApiKey(token, config.KEY_PREFIX);
+    if (wasApiKey) {
+      if (!isWellFormedApiKey(token, config.KEY_PREFIX)) throw unauthorized("The API key is malformed; check that it was copied whole.", true);
+      return { kind: "api-key", keyHash: await hashApiKey(token) };
+    }
+    return { kind: "login", identity: await verifyIdpToken(token, config) };
+  } catch (error) {
+    if (error instanceof ApiError) return { kind: "rejected", error, wasApiKey };
+    throw error;
+  }
+}

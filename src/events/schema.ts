@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { money, signedMoney, timestamp } from "../http/wire.ts";
+
+/**
+ * What a webhook receives, declared once: src/prices/events.ts and the test event build values of
+ * these types, and the OpenAPI document lists them as its `webhooks` (src/docs/document.ts), so the
+ * typed client's event types come from the same declarations.
+ */
+
+export const WEBHOOK_TEST_EVENT = "webhook.test";
+
+const eventId = z.string().regex(/^evt_/);
+
+const offerFields = {
+  event_id: eventId.meta({ description: "Also the webhook-id header: the same on every retry; use it to drop duplicates" }),
+  product_id: z.string(),
+  sku: z.string(),
+  name: z.string(),
+  competitor_id: z.string(),
+  competitor_name: z.string(),
+  url: z.string().nullable(),
+  currency: z.string(),
+  observed_at: timestamp,
+};
+
+export const PriceChangedEvent = z
+  .object({
+    type: z.literal("price.changed"),
+    timestamp,
+    data: z.object({
+      ...offerFields,
+      old_price: money.nullable().meta({ description: "null when the currency changed (prices cannot be compared)" }),
+      new_price: money,
+      change_abs: signedMoney.nullable().meta({ description: "new − old, signed" }),
+      change_pct: z.number().nullable().meta({ description: "change_abs as a percentage of the old price, 2 decimals; null from a price of 0" }),
+      direction: z.enum(["up", "down"]).nullable(),
+    }),
+  })
+  .meta({ id: "PriceChangedEvent" });
+export type PriceChangedData = z.infer<typeof PriceChangedEvent>["data"];
+
+export const StockChangedEvent = z
+  .object({
+    type: z.literal("stock.changed"),
+    timestamp,
+    data: z.object({ ...offerFields, price: money, in_stock_before: z.boolean(), in_stock: z.boolean() }),
+  })
+  .meta({ id: "StockChangedEvent" });
+export type StockChangedData = z.infer<typeof StockChangedEvent>["data"];
+
+export const TestEvent = z
+  .object({
+    type: z.literal(WEBHOOK_TEST_EVENT),
+    timestamp,
+    data: z.object({ event_id: eventId, webhook_id: z.string(), message: z.string() }),
+  })
+  .meta({ id: "TestEvent" });
+export type TestEventData = z.infer<typeof TestEvent>["data"];

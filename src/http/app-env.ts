@@ -1,0 +1,31 @@
+import type { RequestIdVariables } from "hono/request-id";
+import type { Account } from "../accounts/service.ts";
+import type { Credential } from "../auth/identify.ts";
+import type { Config } from "../platform/config.ts";
+import type { Database } from "../platform/db.ts";
+import type { RateLimitControl, Work } from "../rate-limit/types.ts";
+import type { WebhookMessage } from "../webhooks/messages.ts";
+
+/**
+ * What a request's handlers and services need, built once per request by src/http/context.ts.
+ * Services receive the parts they use as plain arguments, never Hono's context.
+ */
+export interface RequestContext {
+  config: Config;
+  /** Counts its round trips into `work`. */
+  db: Database;
+  limiter: RateLimitControl;
+  queue: Queue<WebhookMessage>;
+  work: Work;
+}
+
+/** Hono's type parameter: the bindings and what middleware leaves on the context. */
+export interface AppEnv {
+  Bindings: Env;
+  Variables: RequestIdVariables & {
+    ctx: RequestContext;
+    credential: Credential;
+    account: Account;
+    apiKey: { id: string; accountId: string };
+  };
+}

@@ -1,0 +1,45 @@
+import type { MiddlewareHandler } from "hono";
+import { z } from "zod";
+import { ApiError } from "./errors.ts";
+
+/** A parameter given twice arrives as an array (the router keeps every value): say so rather than pick one. */
+const single = { error: (issue: { input?: unknown }) => (Array.isArray(issue.input) ? "must be given once" : undefined) };
+
+/**
+ * A UTC instant in, a canonical `toISOString()` string out, so it compares as text with the stored
+ * timestamps. A date alone means midnight UTC.
+ */
+export const isoTimestamp = z
+  .string()
+  .refine((s) => (z.iso.datetime({ offset: true }).safeParse(s).success || z.iso.date().safeParse(s).success) && !Number.isNaN(Date.parse(s)), {
+    error: "must be an ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z",
+  })
+  .transform((s) => new Date(s).toISOString());
+
+export const filterValue = z.string(single).min(1, { error: "must not be empty" }).max(200, { error: "must be at most 200 characters" });
+
+/**
+ * Unknown parameters are refused (400 naming them) rather than ignored: a misspelt filter would
+ * otherwise silently return the whole catalogue.
+ */
+export function strictQuery<Shape extends z.ZodRawShape>(shape: Shape) {
+  const allowed = Object.keys(shape);
+  const accepted = allowed.length ? `this route accepts ${allowed.join(", ")}` : "this route takes no query parameters";
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === "unrecognized_keys" ? `unknown query parameter ${issue.keys.map((k) => JSON.stringify(k)).join(", ")}; ${accepted}` : undefined,
+  });
+}
+
+export const when = (description: string) => z.string(single).pipe(isoTimestamp).optional().meta({ description: `${description}; an ISO-8601 date or date-time`, example: "2026-01-31T12:00:00Z" });
+
+export const noQuery = strictQuery({});
+
+/**
+ * `?=x` names no parameter, so no route's schema would see it (the router drops it): refused for
+ * every route here, as any other parameter a route does not take.
+ */
+export const namedQueryParameters: MiddlewareHandler = async (c, next) => {
+  if (new URL(c.req.url).searchParams.has("")) throw new ApiError(400, 'Invalid query: a parameter has no name ("?=…"); remove it or name it.');
+  await next();
+};

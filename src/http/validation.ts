@@ -1,0 +1,27 @@
+import { z } from "zod";
+import { ApiError } from "./errors.ts";
+
+/** The one validation path: a zod failure becomes a 400 whose detail names the field. */
+
+/** The 400 for one field of `what` ("body", "query", …), for rules a schema cannot hold (they depend on configuration). */
+export const invalidField = (what: string, field: string, message: string) => new ApiError(400, `Invalid ${what}: ${field ? `${field}: ` : ""}${message}`);
+
+/** The 400 for a failed parse of `what`: its detail names the first field that failed. */
+export function invalid(what: string, error: z.ZodError): ApiError {
+  const issue = error.issues[0];
+  return issue ? invalidField(what, issue.path.join("."), issue.message) : new ApiError(400, `Invalid ${what}: the request is invalid.`);
+}
+
+/** What each @hono/zod-openapi validation target is called in a 400's detail. */
+const TARGET_NAMES: Record<string, string> = { query: "query", param: "path parameter", json: "body", header: "header", cookie: "cookie", form: "body" };
+
+/** Every route app's `defaultHook` (src/http/openapi.ts): what the declared schemas refuse becomes the 400 above. */
+export function validationHook(result: { target: string; success: boolean; error?: z.ZodError }): void {
+  if (!result.success && result.error) throw invalid(TARGET_NAMES[result.target] ?? result.target, result.error);
+}
+
+/** A field's message for a missing value or one of the wrong type. */
+export const required = (type: string) => (issue: { input?: unknown }) => (issue.input === undefined ? "is required" : `must be a ${type}`);
+
+/** An object schema's own message for a non-object; other issues (an unknown field) keep zod's, which names the field. */
+export const jsonObject = { error: (issue: { code?: string }) => (issue.code === "invalid_type" ? "must be a JSON object" : undefined) };

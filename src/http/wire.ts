@@ -1,0 +1,18 @@
+import { z } from "zod";
+
+/**
+ * The primitives every response shape is built from, declared once. Request-side validation of the
+ * same things (which says more, and why) is in src/platform/money.ts and src/http/query.ts.
+ */
+
+export const timestamp = z.iso.datetime().meta({ description: "UTC, ISO-8601", example: "2026-01-31T12:00:00.000Z" });
+
+const MONEY_DESCRIPTION = "A decimal string with the currency's own minor-unit digits, never a float";
+export const money = z.string().regex(/^\d+(\.\d+)?$/).meta({ description: MONEY_DESCRIPTION, example: "14.99" });
+/** A difference of two amounts, so it may be negative. */
+export const signedMoney = z.string().regex(/^-?\d+(\.\d+)?$/).meta({ description: `${MONEY_DESCRIPTION}; negative for a fall`, example: "-1.50" });
+
+export const currency = z.string().regex(/^[A-Z]{3}$/).meta({ description: "ISO-4217", example: "USD" });
+
+/** An id with its type prefix (`key_`, `prd_`, `whk_`, `evt_`). */
+export const prefixedId = (prefix: string, example: string) => z.string().regex(new RegExp(`^${prefix}_`)).meta({ example: `${prefix}_${example}` });

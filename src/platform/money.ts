@@ -1,0 +1,119 @@
+import { z } from "zod";
+
+/**
+ * Exact money. Amounts are integers of the currency's minor unit (cents, yen, fils); on the wire they
+ * are decimal strings ("14.99"). Only integer and string arithmetic here: a float never holds money.
+ */
+
+const ZERO_DECIMALS = "BIF CLP DJF GNF ISK JPY KMF KRW PYG RWF UGX UYI VND VUV XAF XOF XPF";
+const THREE_DECIMALS = "BHD IQD JOD KWD LYD OMR TND";
+const FOUR_DECIMALS = "CLF UYW";
+const TWO_DECIMALS =
+  "AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BMD BND BOB BOV BRL BSD BTN BWP BYN BZD " +
+  "CAD CDF CHE CHF CHW CNY COP COU CRC CUP CVE CZK DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP " +
+  "GMD GTQ GYD HKD HNL HTG HUF IDR ILS INR IRR JMD KES KGS KHR KPW KYD KZT LAK LBP LKR LRD LSL MAD MDL " +
+  "MGA MKD MMK MNT MOP MRU MUR MVR MWK MXN MXV MYR MZN NAD NGN NIO NOK NPR NZD PAB PEN PGK PHP PKR PLN " +
+  "QAR RON RSD RUB SAR SBD SCR SDG SEK SGD SHP SLE SOS SRD SSP STN SVC SYP SZL THB TJS TMT TOP TRY TTD " +
+  "TWD TZS UAH USD USN UYU UZS VED VES WST XCD XCG YER ZAR ZMW ZWG";
+
+/** ISO-4217 trading currencies and their minor-unit exponents (digits after the decimal point). */
+export const CURRENCY_EXPONENTS: ReadonlyMap<string, number> = new Map(
+  (
+    [
+      [ZERO_DECIMALS, 0],
+      [TWO_DECIMALS, 2],
+      [THREE_DECIMALS, 3],
+      [FOUR_DECIMALS, 4],
+    ] as const
+  ).flatMap(([codes, exponent]) => codes.split(" ").map((code) => [code, exponent] as const)),
+);
+
+export function isCurrency(code: string): boolean {
+  return CURRENCY_EXPONENTS.has(code);
+}
+
+export function currencyExponent(currency: string): number {
+  const exponent = CURRENCY_EXPONENTS.get(currency);
+  if (exponent === undefined) throw new MoneyError(`${JSON.stringify(currency)} is not a supported ISO-4217 currency code`);
+  return exponent;
+}
+
+/** Why an amount was refused, as a phrase to follow a field name ("price: must not be negative"). */
+export class MoneyError extends Error {}
+
+const DECIMAL = /^(\d+)(?:\.(\d+))?$/;
+
+/** The shape check that needs no currency; undefined when the string is a plain non-negative decimal. */
+function shapeProblem(value: string): string | undefined {
+  if (DECIMAL.test(value)) return undefined;
+  if (/^\s|\s$/.test(value)) return "must not have spaces around it";
+  if (value.startsWith("-")) return "must not be negative";
+  if (/^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$/.test(value)) return 'must be written without an exponent (e.g. "1500", not "1.5e3")';
+  return 'must be a decimal string of digits with an optional decimal point, such as "14.99"';
+}
+
+/** "14.99" in USD → 1499. Throws MoneyError saying why for anything that is not an exact amount. */
+export function parseMoney(value: string, currency: string): number {
+  const problem = shapeProblem(value);
+  if (problem) throw new MoneyError(problem);
+  const exponent = currencyExponent(currency);
+  const [, whole = "", fraction = ""] = DECIMAL.exec(value)!;
+  if (fraction.length > exponent) {
+    throw new MoneyError(
+      exponent === 0
+        ? `must be a whole number: ${currency} has no minor unit`
+        : `has ${fraction.length} decimal places; ${currency} allows at most ${exponent}`,
+    );
+  }
+  const minor = BigInt(whole + fraction.padEnd(exponent, "0"));
+  if (minor > BigInt(Number.MAX_SAFE_INTEGER)) throw new MoneyError("is too large");
+  return Number(minor);
+}
+
+/** 1499 in USD → "14.99"; -50 → "-0.50" (differences can be negative). */
+export function formatMoney(minor: number | bigint, currency: string): string {
+  if (typeof minor === "number" && !Number.isSafeInteger(minor)) throw new MoneyError(`${minor} is not a whole number of minor units`);
+  const exponent = currencyExponent(currency);
+  const amount = BigInt(minor);
+  const digits = (amount < 0n ? -amount : amount).toString().padStart(exponent + 1, "0");
+  const sign = amount < 0n ? "-" : "";
+  if (exponent === 0) return sign + digits;
+  return `${sign}${digits.slice(0, -exponent)}.${digits.slice(-exponent)}`;
+}
+
+// zod, for request bodies and queries
+
+/** An ISO-4217 code we know the minor unit of; upper case on the wire. */
+export const currencySchema = z
+  .string({ error: 'must be an ISO-4217 currency code such as "USD"' })
+  .refine(isCurrency, { error: (issue) => `${JSON.stringify(issue.input)} is not a supported ISO-4217 currency code (use upper case, e.g. "USD")` })
+  .meta({ description: "ISO-4217 code, upper case", example: "USD" });
+
+/**
+ * A non-negative decimal string. Whether its decimals fit the currency needs the sibling `currency`
+ * field: check that with `moneyFieldsFit` on the enclosing object.
+ */
+export const moneyStringSchema = z.string({ error: 'must be a decimal string such as "14.99" (a JSON number could lose precision)' }).superRefine((value, ctx) => {
+  const problem = shapeProblem(value);
+  if (problem) ctx.addIssue({ code: "custom", message: problem, input: value });
+}).meta({ description: "A decimal string with at most the currency's minor-unit digits, never a JSON number", example: "14.99" });
+
+/**
+ * A superRefine for an object holding `currency` and money strings: reports each field whose amount
+ * does not fit the currency (too many decimals, too large), under that field's name.
+ */
+export function moneyFieldsFit<K extends string>(fields: readonly K[]) {
+  return (value: { currency: string } & Partial<Record<K, string | null | undefined>>, ctx: z.RefinementCtx) => {
+    if (!isCurrency(value.currency)) return; // currencySchema has said so already
+    for (const field of fields) {
+      const amount = value[field];
+      if (typeof amount !== "string") continue;
+      try {
+        parseMoney(amount, value.currency);
+      } catch (error) {
+        if (!(error instanceof MoneyError)) throw error;
+        ctx.addIssue({ code: "custom", path: [field], message: error.message, input: amount });
+      }
+    }
+  };
+}

@@ -1,0 +1,180 @@
+import { sql } from "drizzle-orm";
+import { check, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/** The plans of spec section 8; the numbers live in src/accounts/plans.ts. */
+export const PLAN_NAMES = ["free", "standard", "premium"] as const;
+export type PlanName = (typeof PLAN_NAMES)[number];
+
+const now = sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
+
+/** One row per IdP subject; the account id is the JWT's `sub`. */
+export const accounts = sqliteTable("accounts", {
+  id: text("id").primaryKey(),
+  plan: text("plan", { enum: PLAN_NAMES }).notNull().default("free"),
+  createdAt: text("created_at").notNull().default(now),
+});
+
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    name: text("name").notNull(),
+    prefix: text("prefix").notNull(),
+    /** SHA-256 (hex) of the full key; the key itself is never stored. */
+    keyHash: text("key_hash").notNull().unique(),
+    status: text("status", { enum: ["active", "revoked"] }).notNull().default("active"),
+    createdAt: text("created_at").notNull().default(now),
+    lastUsedAt: text("last_used_at"),
+    revokedAt: text("revoked_at"),
+  },
+  (t) => [index("api_keys_account_created").on(t.accountId, t.createdAt)],
+);
+
+// Catalogue
+// Money is INTEGER minor units (cents, yen, fils) beside an ISO-4217 currency; src/platform/money.ts converts.
+// Timestamps are UTC ISO-8601 as Date#toISOString writes them ("2026-01-31T12:00:00.000Z"), so that
+// comparing them as text (history's from/to) orders them in time.
+
+/** Named by the ingesting client, e.g. "cmp_amazon" (the seed's style) or any slug. */
+export const competitors = sqliteTable("competitors", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  domain: text("domain"),
+});
+
+export const products = sqliteTable(
+  "products",
+  {
+    id: text("id").primaryKey(),
+    sku: text("sku").notNull().unique(),
+    gtin: text("gtin"),
+    mpn: text("mpn"),
+    name: text("name").notNull(),
+    brand: text("brand"),
+    category: text("category"),
+    url: text("url"),
+    imageUrl: text("image_url"),
+    createdAt: text("created_at").notNull().default(now),
+    /** Moves whenever the product or any of its offers changes; `updated_since` filters on it. */
+    updatedAt: text("updated_at").notNull().default(now),
+    /** The latest price or stock change of any offer; null until the product has one. */
+    lastChangedAt: text("last_changed_at"),
+  },
+  (t) => [index("products_updated_at").on(t.updatedAt)],
+);
+
+/** A competitor's current offer for a product: one per (product, competitor). */
+export const offers = sqliteTable(
+  "offers",
+  {
+    productId: text("product_id")
+      .notNull()
+      .references(() => products.id),
+    competitorId: text("competitor_id")
+      .notNull()
+      .references(() => competitors.id),
+    url: text("url"),
+    priceMinor: integer("price_minor").notNull(),
+    regularPriceMinor: integer("regular_price_minor"),
+    currency: text("currency").notNull(),
+    shippingMinor: integer("shipping_minor"),
+    inStock: integer("in_stock", { mode: "boolean" }).notNull(),
+    /** The price before the latest change, in the offer's current currency. */
+    previousPriceMinor: integer("previous_price_minor"),
+    priceChangedAt: text("price_changed_at"),
+    checkedAt: text("checked_at").notNull().default(now),
+  },
+  (t) => [
+    primaryKey({ columns: [t.productId, t.competitorId] }),
+    index("offers_competitor").on(t.competitorId),
+    check("offers_money_not_negative", sql`${t.priceMinor} >= 0 AND coalesce(${t.regularPriceMinor}, 0) >= 0 AND coalesce(${t.shippingMinor}, 0) >= 0 AND coalesce(${t.previousPriceMinor}, 0) >= 0`),
+  ],
+);
+
+/** Appended when an offer's price or stock changes; read by GET /products/:id/history. */
+export const priceHistory = sqliteTable(
+  "price_history",
+  {
+    id: integer("id").primaryKey(),
+    productId: text("product_id")
+      .notNull()
+      .references(() => products.id),
+    competitorId: text("competitor_id")
+      .notNull()
+      .references(() => competitors.id),
+    priceMinor: integer("price_minor").notNull(),
+    currency: text("currency").notNull(),
+    inStock: integer("in_stock", { mode: "boolean" }).notNull(),
+    observedAt: text("observed_at").notNull(),
+  },
+  (t) => [index("price_history_product_observed").on(t.productId, t.observedAt), check("price_history_price_not_negative", sql`${t.priceMinor} >= 0`)],
+);
+
+/**
+ * One row (id 1). `version` moves on every catalogue change, so an isolate can tell whether its
+ * serialised copy of the catalogue is current with one tiny read (see src/services/catalogue.ts).
+ */
+export const catalogueState = sqliteTable(
+  "catalogue_state",
+  {
+    id: integer("id").primaryKey(),
+    version: integer("version").notNull(),
+    updatedAt: text("updated_at").notNull().default(now),
+  },
+  (t) => [check("catalogue_state_single_row", sql`${t.id} = 1`)],
+);
+
+// Webhooks
+
+export const WEBHOOK_EVENT_TYPES = ["price.changed", "stock.changed"] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** An account's endpoint. The signing secret is stored only encrypted (src/webhooks/secrets.ts). */
+export const webhooks = sqliteTable(
+  "webhooks",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    url: text("url").notNull(),
+    description: text("description"),
+    /** The event types it receives, a JSON array. */
+    events: text("events", { mode: "json" }).notNull().$type<WebhookEventType[]>(),
+    /** min_change_pct × 100 (basis points), so the threshold compares exactly with integer prices. */
+    minChangeBp: integer("min_change_bp").notNull().default(0),
+    status: text("status", { enum: ["enabled", "disabled"] }).notNull().default("enabled"),
+    /** `v1.<base64 iv>.<base64 AES-GCM ciphertext>` of the `whsec_…` secret, under WEBHOOK_SECRET_KEY. */
+    secretCiphertext: text("secret_ciphertext").notNull(),
+    createdAt: text("created_at").notNull().default(now),
+    disabledAt: text("disabled_at"),
+    disabledReason: text("disabled_reason"),
+  },
+  (t) => [index("webhooks_account_created").on(t.accountId, t.createdAt), index("webhooks_status").on(t.status)],
+);
+
+/** One row per delivery attempt; the webhook's rows go with it when it is deleted. */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    id: integer("id").primaryKey(),
+    eventId: text("event_id").notNull(),
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    type: text("type").notNull(),
+    attempt: integer("attempt").notNull(),
+    /** null when no response came (timeout, connection error). */
+    statusCode: integer("status_code"),
+    error: text("error"),
+    durationMs: integer("duration_ms").notNull(),
+    /** "delivered"; "retrying" (another attempt is scheduled); "failed" (the last attempt, dead-lettered); "disabled" (410). */
+    outcome: text("outcome", { enum: ["delivered", "retrying", "failed", "disabled"] }).notNull(),
+    /** When the attempt was made (its webhook-timestamp). */
+    deliveredAt: text("delivered_at").notNull(),
+  },
+  (t) => [index("webhook_deliveries_webhook").on(t.webhookId, t.id)],
+);

@@ -1,0 +1,29 @@
+import { createRoute } from "@hono/zod-openapi";
+import { requireScope } from "../auth/guards.ts";
+import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { IngestionSummary, observationsBody } from "./schema.ts";
+import { ingestObservations } from "./service.ts";
+
+const ingest = createRoute(
+  operation({
+    method: "post",
+    path: "/",
+    operationId: "ingestObservations",
+    tags: ["Admin"],
+    summary: "Ingest price observations",
+    description:
+      "At most 1,000 a call, all or nothing. Upserts products by `sku` and offers by (product, competitor), appends history when price or " +
+      "stock changes and emits one event per change to the webhooks. Replaying an observation changes nothing.",
+    credential: "admin",
+    scope: "prices:write",
+    middleware: [requireScope("prices:write")],
+    request: { body: jsonBody(observationsBody, "The observations") },
+    responses: { 200: jsonResponse("What the observations changed", IngestionSummary) },
+  }),
+);
+
+/** POST /admin/observations (scope prices:write): all or nothing, see src/prices/service.ts. */
+export const observationRoutes = openApiApp().openapi(ingest, async (c) => {
+  const { db, queue } = c.var.ctx;
+  return c.json(await ingestObservations(db, queue, c.req.valid("json").observations), 200);
+});

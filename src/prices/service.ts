@@ -1,0 +1,72 @@
+import { eq, sql, type AnyColumn, type SQL } from "drizzle-orm";
+import { invalidateCatalogue } from "../catalogue/service.ts";
+import { ApiError } from "../http/errors.ts";
+import type { Database } from "../platform/db.ts";
+import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
+import { sendAll, type WebhookMessage } from "../webhooks/messages.ts";
+import { planChanges, type Snapshot } from "./plan.ts";
+import type { IngestionResult, Observation } from "./schema.ts";
+import { isVersionConflict, writeBatch } from "./write.ts";
+
+/**
+ * Price observations in, catalogue changes and events out.
+ *
+ * 1. Read what the observations touch (products by sku, their offers, the competitors) and the
+ *    catalogue version, in one D1 batch.
+ * 2. Apply the observations in memory, oldest `observed_at` first, and work out the rows to write
+ *    and the events to emit.
+ * 3. Write everything in ONE D1 batch (a transaction): a guard that fails unless the catalogue
+ *    version is still the one read, the upserts, the history rows, and the version bump. Two
+ *    concurrent ingestions therefore never both compute their events against the same old offer: the
+ *    later batch fails on its guard, and is read, recomputed and written again (up to 8 times).
+ * 4. After the commit, send the events to WEBHOOK_QUEUE (sendBatch, ≤ 100 per call).
+ *
+ * Ordering: an observation changes an offer only if its `observed_at` is later than the offer's
+ * `checked_at`. An older one is stale and a repeated one is a replay: both change nothing and emit
+ * nothing. `observed_at` defaults to the time of the request.
+ */
+
+/** Conflicting ingestions retry after a short random pause, so those that collided do not collide again. */
+const MAX_WRITE_ATTEMPTS = 8;
+const pause = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+
+export async function ingestObservations(db: Database, queue: Queue<WebhookMessage>, observations: readonly Observation[]): Promise<IngestionResult> {
+  const now = new Date().toISOString();
+  const ordered = observations
+    .map((observation) => ({ ...observation, observed_at: observation.observed_at ?? now }))
+    .sort((a, b) => (a.observed_at < b.observed_at ? -1 : a.observed_at > b.observed_at ? 1 : 0)); // stable: ties keep their order
+  for (let attempt = 1; ; attempt++) {
+    const snapshot = await readSnapshot(db, ordered);
+    const plan = planChanges(snapshot, ordered, now);
+    if (plan.offers.length === 0 && plan.products.length === 0 && plan.competitors.length === 0) return plan.result;
+    try {
+      await writeBatch(db, snapshot.version, plan);
+    } catch (error) {
+      if (!isVersionConflict(error)) throw error;
+      if (attempt < MAX_WRITE_ATTEMPTS) {
+        await pause(attempt);
+        continue;
+      }
+      throw new ApiError(503, "The catalogue kept changing during this ingestion; send the same observations again.", { "Retry-After": "1" });
+    }
+    invalidateCatalogue();
+    await sendAll(queue, plan.events);
+    return plan.result;
+  }
+}
+
+/** `column IN (the values)`, the values bound as one JSON array (D1 allows 100 parameters a statement). */
+const inJson = (column: AnyColumn | SQL, values: readonly string[]) =>
+  sql`${column} IN (SELECT value FROM json_each(${JSON.stringify([...new Set(values)])}))`;
+
+async function readSnapshot(db: Database, observations: readonly Observation[]): Promise<Snapshot> {
+  const skus = observations.map((o) => o.sku);
+  const [version, productRows, offerRows, competitorRows] = await db.batch([
+    db.select({ version: catalogueState.version }).from(catalogueState).where(eq(catalogueState.id, 1)),
+    db.select().from(products).where(inJson(products.sku, skus)),
+    db.select().from(offers).where(sql`${offers.productId} IN (SELECT id FROM products WHERE ${inJson(sql`sku`, skus)})`),
+    db.select().from(competitors).where(inJson(competitors.id, observations.map((o) => o.competitor.id))),
+  ]);
+  return { version: version[0]?.version ?? 0, products: productRows, offers: offerRows, competitors: competitorRows };
+}
+

@@ -1,0 +1,60 @@
+import type { Context, MiddlewareHandler } from "hono";
+import { identify, type Credential } from "../auth/identify.ts";
+import { unauthorized } from "../auth/idp.ts";
+import type { AppEnv } from "../http/app-env.ts";
+import { ApiError, errorResponse } from "../http/errors.ts";
+import { bucketName, FIXED_BUCKETS } from "./buckets.ts";
+import { admitBucket, admitKey } from "./client.ts";
+import { rateLimitDetail, rateLimitHeaders } from "./headers.ts";
+import type { Decision, Work } from "./types.ts";
+
+const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
+
+const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, bucketName("ip", clientIp(c)), FIXED_BUCKETS.ip, work);
+
+async function admitCredential(c: Context<AppEnv>, credential: Credential, work: Work): Promise<[Credential, Decision]> {
+  if (credential.kind === "api-key") {
+    const outcome = await admitKey(c.env, credential.keyHash, work);
+    if (outcome.status === "active") return [{ ...credential, key: outcome.key }, outcome.decision];
+    const detail = outcome.status === "revoked" ? "This API key has been revoked; create a new one." : "This API key is not recognised.";
+    credential = { kind: "rejected", error: unauthorized(detail, true), wasApiKey: true };
+  } else if (credential.kind === "login") {
+    const kind = c.req.path.startsWith("/admin/") ? "admin" : "account";
+    return [credential, await admitBucket(c.env, bucketName(kind, credential.identity.sub), FIXED_BUCKETS[kind], work)];
+  }
+  return [credential, await admitIp(c, work)];
+}
+
+/** Whatever the response, it carries the bucket's headers (and, when asked for, what the request cost). */
+function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: Work): Response {
+  for (const [name, value] of Object.entries(rateLimitHeaders(decision))) res.headers.set(name, value);
+  if (c.env.EXPOSE_WORK_COUNTS === "true") res.headers.set("X-Work-Counts", `d1=${work.d1}; key-do=${work.keyObjectCalls}; other-do=${work.otherObjectCalls}`);
+  return res;
+}
+
+const tooMany = (c: Context<AppEnv>, decision: Decision) => errorResponse(c, new ApiError(429, rateLimitDetail(decision)));
+
+/**
+ * Every request passes here after its context is built: its credential picks the bucket, the
+ * bucket's object decides, and whatever response follows (success or error) carries that bucket's headers.
+ */
+export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const { config, work } = c.var.ctx;
+  const [credential, decision] = await admitCredential(c, await identify(c.req.header("Authorization"), config), work);
+  c.set("credential", credential);
+  let res: Response;
+  if (decision.allowed) {
+    await next();
+    res = c.res;
+  } else {
+    res = tooMany(c, decision);
+  }
+  return withBucketHeaders(c, res, decision, work);
+};
+
+/** A misconfigured worker's 500, counted in the client IP's bucket like any request that cannot be identified. */
+export async function refuseMisconfigured(c: Context<AppEnv>, work: Work, problem: string): Promise<Response> {
+  const decision = await admitIp(c, work);
+  const res = decision.allowed ? errorResponse(c, new ApiError(500, problem)) : tooMany(c, decision);
+  return withBucketHeaders(c, res, decision, work);
+}

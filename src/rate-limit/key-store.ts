@@ -1,0 +1,29 @@
+import { eq } from "drizzle-orm";
+import { PLAN_LIMITS } from "../accounts/plans.ts";
+import type { Database } from "../platform/db.ts";
+import { accounts, apiKeys } from "../platform/tables.ts";
+import type { KeyState } from "./types.ts";
+
+/**
+ * The key object's own reads and writes of D1, beside the object rather than in the API-keys
+ * service: the object depends on the tables, never on the service that pushes revocations to it.
+ */
+
+/** The one D1 read of a key's object, on its first wake: what the key is and its plan's limits, or undefined for no such key. */
+export async function loadKeyState(db: Database, keyHash: string): Promise<KeyState | undefined> {
+  const found = await db
+    .select({ id: apiKeys.id, accountId: apiKeys.accountId, status: apiKeys.status, plan: accounts.plan })
+    .from(apiKeys)
+    .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
+    .where(eq(apiKeys.keyHash, keyHash))
+    .get();
+  if (!found) return undefined;
+  return found.status === "active"
+    ? { status: "active", keyId: found.id, accountId: found.accountId, limits: PLAN_LIMITS[found.plan] }
+    : { status: "revoked", keyId: found.id, accountId: found.accountId };
+}
+
+/** `last_used_at`, written from the object's alarm. */
+export async function recordKeyUse(db: Database, id: string, at: string): Promise<void> {
+  await db.update(apiKeys).set({ lastUsedAt: at }).where(eq(apiKeys.id, id));
+}

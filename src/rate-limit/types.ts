@@ -1,0 +1,54 @@
+/**
+ * The shapes the rate limiter shares with the rest of the worker. A leaf: it imports nothing, so the
+ * Durable Object, its client, the admission middleware and the services that push revocations and
+ * plan changes can all depend on it without depending on each other.
+ */
+
+/** A bucket's quotas. The plans' numbers are in src/accounts/plans.ts. */
+export interface Limits {
+  per_minute: number;
+  per_hour: number;
+  per_day: number;
+}
+
+export type Period = "minute" | "hour" | "day";
+
+/** What the limiter tells the worker; everything the headers need. */
+export interface Decision {
+  allowed: boolean;
+  limits: Limits;
+  remaining: number;
+  /** Whole seconds until `remaining` next goes up (on a refusal: until a request can go). */
+  resetSeconds: number;
+  /** The same, exact, for the isolate's memory of refusals. */
+  resetMs: number;
+  /** On a refusal, the quota that refused. */
+  exceeded?: Period;
+}
+
+/** What a key's object knows of its key; kept in its storage, so a seen key never asks D1 again. */
+export type KeyState =
+  | { status: "active"; keyId: string; accountId: string; limits: Limits }
+  | { status: "revoked"; keyId: string; accountId: string };
+
+/** The object's answer to one admission of an API key. */
+export type KeyAdmission =
+  | { status: "active"; keyId: string; accountId: string; decision: Decision; d1Queries: number }
+  | { status: "revoked" | "unknown"; d1Queries: number };
+
+/** What a request cost, reported by X-Work-Counts when EXPOSE_WORK_COUNTS is on. */
+export interface Work {
+  d1: number;
+  /** Calls to an API key's own object. */
+  keyObjectCalls: number;
+  /** Calls to the objects of the other buckets (account, admin subject, client IP). */
+  otherObjectCalls: number;
+}
+
+export const noWork = (): Work => ({ d1: 0, keyObjectCalls: 0, otherObjectCalls: 0 });
+
+/** Revocations and plan changes reach each key's object before the caller answers: the very next request sees them. */
+export interface RateLimitControl {
+  revoke(key: { keyHash: string; id: string; accountId: string }): Promise<void>;
+  setLimits(keyHashes: readonly string[], limits: Limits): Promise<void>;
+}

@@ -1,0 +1,111 @@
+import { createRoute } from "@hono/zod-openapi";
+import { requireAccount } from "../auth/guards.ts";
+import { emptyResponse, jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { noQuery } from "../http/query.ts";
+import { CreatedWebhook, DeliveryList, TestEventQueued, Webhook, webhookBody, webhookIdParam, WebhookList } from "./schema.ts";
+import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, sendTestEvent, webhookView } from "./service.ts";
+
+const common = { tags: ["Webhooks"], credential: "account" as const, middleware: [requireAccount] };
+
+const create = createRoute(
+  operation({
+    ...common,
+    method: "post",
+    path: "/",
+    operationId: "createWebhook",
+    summary: "Register a webhook",
+    description:
+      "The URL must be https:// and name a public host. The signing secret is in this response only. At most 20 webhooks per account (then 409). " +
+      "Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) and are retried for about a day; a 410 disables the webhook.",
+    request: { query: noQuery, body: jsonBody(webhookBody, "The endpoint, and optionally which events, a minimum price change and a description") },
+    errors: { conflict: true },
+    responses: { 201: jsonResponse("The webhook, with its signing secret", CreatedWebhook, ["Cache-Control"]) },
+  }),
+);
+
+const list = createRoute(
+  operation({
+    ...common,
+    method: "get",
+    path: "/",
+    operationId: "listWebhooks",
+    summary: "List the account's webhooks",
+    request: { query: noQuery },
+    responses: { 200: jsonResponse("The webhooks, newest first", WebhookList) },
+  }),
+);
+
+const get = createRoute(
+  operation({
+    ...common,
+    method: "get",
+    path: "/{id}",
+    operationId: "getWebhook",
+    summary: "One webhook",
+    request: { params: webhookIdParam, query: noQuery },
+    errors: { notFound: true },
+    responses: { 200: jsonResponse("The webhook (never its secret)", Webhook) },
+  }),
+);
+
+const remove = createRoute(
+  operation({
+    ...common,
+    method: "delete",
+    path: "/{id}",
+    operationId: "deleteWebhook",
+    summary: "Delete a webhook and its delivery records",
+    request: { params: webhookIdParam, query: noQuery },
+    errors: { notFound: true },
+    responses: { 204: emptyResponse("Deleted") },
+  }),
+);
+
+const test = createRoute(
+  operation({
+    ...common,
+    method: "post",
+    path: "/{id}/test",
+    operationId: "testWebhook",
+    summary: "Send a webhook.test event to this webhook",
+    description: "Queued at once; the delivery shows in its deliveries. 409 when the webhook is disabled.",
+    request: { params: webhookIdParam, query: noQuery },
+    errors: { notFound: true, conflict: true },
+    responses: { 202: jsonResponse("The test event is queued", TestEventQueued) },
+  }),
+);
+
+const deliveries = createRoute(
+  operation({
+    ...common,
+    method: "get",
+    path: "/{id}/deliveries",
+    operationId: "listWebhookDeliveries",
+    summary: "The webhook's latest 100 delivery attempts",
+    request: { params: webhookIdParam, query: noQuery },
+    errors: { notFound: true },
+    responses: { 200: jsonResponse("The attempts, newest first", DeliveryList) },
+  }),
+);
+
+/** /webhooks (account login). Webhook ids of another account are 404, as if they did not exist. */
+export const webhookRoutes = openApiApp()
+  .openapi(create, async (c) => {
+    const { db, config } = c.var.ctx;
+    const created = await createWebhook(db, config, c.var.account.id, c.req.valid("json"));
+    return c.json(created, 201, { "Cache-Control": "no-store" });
+  })
+  .openapi(list, async (c) => {
+    const rows = await listWebhooks(c.var.ctx.db, c.var.account.id);
+    return c.json({ webhooks: rows.map(webhookView) }, 200);
+  })
+  .openapi(get, async (c) => c.json(webhookView(await getWebhook(c.var.ctx.db, c.var.account.id, c.req.valid("param").id)), 200))
+  .openapi(remove, async (c) => {
+    await deleteWebhook(c.var.ctx.db, c.var.account.id, c.req.valid("param").id);
+    return c.body(null, 204);
+  })
+  .openapi(test, async (c) => {
+    const { db, queue } = c.var.ctx;
+    return c.json(await sendTestEvent(db, queue, c.var.account.id, c.req.valid("param").id), 202);
+  })
+  .openapi(deliveries, async (c) => c.json(await listDeliveries(c.var.ctx.db, c.var.account.id, c.req.valid("param").id), 200));

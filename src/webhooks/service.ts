@@ -1,0 +1,122 @@
+import { and, desc, eq, sql } from "drizzle-orm";
+import { WEBHOOK_TEST_EVENT, type TestEventData } from "../events/schema.ts";
+import { ApiError } from "../http/errors.ts";
+import type { Config } from "../platform/config.ts";
+import type { Database } from "../platform/db.ts";
+import { newId } from "../platform/ids.ts";
+import { webhookDeliveries, webhooks } from "../platform/tables.ts";
+import { sendAll, type DeliveryMessage, type WebhookMessage } from "./messages.ts";
+import type { DeliveryView, WebhookBody, WebhookView } from "./schema.ts";
+import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
+import { acceptedWebhookUrl } from "./url-policy.ts";
+
+/** Per account, enabled or disabled: enough for an endpoint per environment and per system, small enough to fan out. */
+export const MAX_WEBHOOKS_PER_ACCOUNT = 20;
+
+/** GET /webhooks/:id/deliveries returns this many attempts, newest first. */
+export const DELIVERIES_LISTED = 100;
+
+export type WebhookRow = typeof webhooks.$inferSelect;
+export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
+
+export function webhookView(row: WebhookRow): WebhookView {
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    events: row.events,
+    min_change_pct: row.minChangeBp / 100,
+    status: row.status,
+    created_at: row.createdAt,
+    disabled_at: row.disabledAt,
+    disabled_reason: row.disabledReason,
+  };
+}
+
+export function deliveryView(row: DeliveryRow): DeliveryView {
+  return {
+    event_id: row.eventId,
+    type: row.type,
+    attempt: row.attempt,
+    status_code: row.statusCode,
+    error: row.error,
+    duration_ms: row.durationMs,
+    outcome: row.outcome,
+    delivered_at: row.deliveredAt,
+  };
+}
+
+const notFound = (id: string) => new ApiError(404, `No webhook ${id} in this account.`);
+
+/** Creates the webhook; the secret is in this answer only. */
+export async function createWebhook(db: Database, config: Config, accountId: string, input: WebhookBody) {
+  const url = acceptedWebhookUrl(input.url, config.WEBHOOK_ALLOW_INSECURE_URLS);
+  const id = newId("whk");
+  const secret = generateWebhookSecret();
+  const row: WebhookRow = {
+    id,
+    accountId,
+    url,
+    description: input.description || null,
+    events: input.events,
+    minChangeBp: input.min_change_pct, // already basis points (the schema's transform)
+    status: "enabled",
+    secretCiphertext: await encryptSecret(config.WEBHOOK_SECRET_KEY, id, secret),
+    createdAt: new Date().toISOString(),
+    disabledAt: null,
+    disabledReason: null,
+  };
+  // One statement, so two concurrent creates cannot both slip under the cap.
+  const result = await db.run(sql`
+    INSERT INTO ${webhooks} (id, account_id, url, description, events, min_change_bp, status, secret_ciphertext, created_at)
+    SELECT ${row.id}, ${accountId}, ${row.url}, ${row.description}, ${JSON.stringify(row.events)}, ${row.minChangeBp}, 'enabled', ${row.secretCiphertext}, ${row.createdAt}
+    WHERE (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId}) < ${MAX_WEBHOOKS_PER_ACCOUNT}`);
+  if (result.meta.changes !== 1) {
+    throw new ApiError(409, `This account already has ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one before creating another.`);
+  }
+  return { ...webhookView(row), secret };
+}
+
+export function listWebhooks(db: Database, accountId: string): Promise<WebhookRow[]> {
+  return db.select().from(webhooks).where(eq(webhooks.accountId, accountId)).orderBy(desc(webhooks.createdAt), desc(webhooks.id)).all();
+}
+
+export async function getWebhook(db: Database, accountId: string, id: string): Promise<WebhookRow> {
+  const row = await db
+    .select()
+    .from(webhooks)
+    .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId)))
+    .get();
+  if (!row) throw notFound(id);
+  return row;
+}
+
+/** Deletes the webhook and its delivery records; deliveries still queued for it are dropped. */
+export async function deleteWebhook(db: Database, accountId: string, id: string): Promise<void> {
+  const deleted = await db
+    .delete(webhooks)
+    .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId)))
+    .returning({ id: webhooks.id });
+  if (deleted.length === 0) throw notFound(id);
+}
+
+/** Queues a `webhook.test` event for this webhook alone, whatever its `events` filter. */
+export async function sendTestEvent(db: Database, queue: Queue<WebhookMessage>, accountId: string, id: string) {
+  const webhook = await getWebhook(db, accountId, id);
+  if (webhook.status !== "enabled") throw new ApiError(409, `Webhook ${id} is disabled (${webhook.disabledReason ?? "no reason recorded"}); create a new one.`);
+  const eventId = newId("evt");
+  const timestamp = new Date().toISOString();
+  const message: DeliveryMessage = {
+    kind: "delivery",
+    webhook_id: id,
+    event: { id: eventId, type: WEBHOOK_TEST_EVENT, timestamp, data: { event_id: eventId, webhook_id: id, message: "A test event from the Price Data API." } satisfies TestEventData },
+  };
+  await sendAll(queue, [message]);
+  return { event_id: eventId, type: WEBHOOK_TEST_EVENT, status: "queued" as const };
+}
+
+export async function listDeliveries(db: Database, accountId: string, id: string) {
+  await getWebhook(db, accountId, id);
+  const rows = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, id)).orderBy(desc(webhookDeliveries.id)).limit(DELIVERIES_LISTED);
+  return { webhook_id: id, deliveries: rows.map(deliveryView) };
+}
