@@ -11,6 +11,11 @@ import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs"
 const root = new URL("..", import.meta.url).pathname;
 process.chdir(root);
 
+// Nothing here needs the network: no usage metrics, and the placeholder `request.cf` (the app reads none of it)
+// instead of fetching the real one, which offline prints an ENOTFOUND stack trace on every start.
+process.env.WRANGLER_SEND_METRICS ??= "false";
+process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
+
 if (!existsSync(".dev.vars")) {
   copyFileSync(".dev.vars.example", ".dev.vars");
   console.log("Created .dev.vars from .dev.vars.example.");
