@@ -6,6 +6,8 @@
  *   ours               the real worker (wrangler.toml, src/)
  *   hono-rate-limiter  D1 key lookup + hono-rate-limiter's Durable Object store (bench/peers/hono-rate-limiter)
  *   native             D1 key lookup + the Workers Rate Limiting binding (bench/peers/native)
+ *   floor-rpc          bare + one call per request to a no-op method of the key's SQLite-backed object (bench/peers/floor-rpc)
+ *   floor-write        the same, the call writing one row: the design's physical floor (bench/peers/floor-write)
  * each under `wrangler dev` on 127.0.0.1 with its own copy of one seeded local D1, loaded by
  * autocannon in a separate process; then exactness, revocation lag, work per request, the
  * 10,000-product catalogue and memory. Prints one report and writes it to bench/results/latest.md.
@@ -41,6 +43,7 @@ import {
   type Worker,
 } from "./processes.ts";
 import { report, type Results } from "./report.ts";
+import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -73,14 +76,6 @@ const settings = {
 };
 const FREE_LIMIT = PLAN_LIMITS.free.per_minute;
 
-export type WorkerName = "bare" | "ours" | "hono-rate-limiter" | "native";
-const LOADED: WorkerName[] = ["bare", "ours", "hono-rate-limiter", "native"];
-const CONFIGS: Record<WorkerName, string> = {
-  bare: "bench/peers/bare/wrangler.toml",
-  ours: "wrangler.toml",
-  "hono-rate-limiter": "bench/peers/hono-rate-limiter/wrangler.toml",
-  native: "bench/peers/native/wrangler.toml",
-};
 
 const startedAt = Date.now();
 const elapsed = () => `${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
@@ -182,7 +177,7 @@ async function main(): Promise<Results> {
   const idp = await startJwks();
   jwks = idp.server;
 
-  step("bundling the 4 workers once; seeding 1,000 products + keys (worker state) and 10,000 products + keys (catalogue state)");
+  step(`bundling the ${LOADED.length} workers once; seeding 1,000 products + keys (worker state) and 10,000 products + keys (catalogue state)`);
   const keys: BenchKeys = await makeKeys({ load: settings.loadKeys, exact: settings.exactKeys, revoke: settings.revocationTrials });
   const mainState = join(state, "d1");
   const catalogueState = join(state, "catalogue");
@@ -196,13 +191,13 @@ async function main(): Promise<Results> {
   ]);
 
   // Each worker gets its own copy of the one seeded state: identical data, no two processes on one SQLite file.
-  const persist: Record<WorkerName, string> = { bare: "", ours: mainState, "hono-rate-limiter": "", native: "" };
-  for (const name of ["bare", "hono-rate-limiter", "native"] as const) {
+  const persist = { ours: mainState } as Record<WorkerName, string>;
+  for (const name of LOADED.filter((n) => n !== "ours")) {
     persist[name] = join(state, `d1-${name}`);
     cpSync(mainState, persist[name], { recursive: true });
   }
 
-  step("starting 5 workers with wrangler dev (4 loaded, plus the real worker on the 10,000-product catalogue)");
+  step(`starting ${LOADED.length + 1} workers with wrangler dev (${LOADED.length} loaded, plus the real worker on the 10,000-product catalogue)`);
   mkdirSync(join(state, "logs"));
   // The loaded worker runs as deployed (no X-Work-Counts); the second instance counts work.
   const oursVars = {
@@ -269,7 +264,7 @@ async function main(): Promise<Results> {
   step(`exactness: ${3 * FREE_LIMIT} concurrent requests at each of ${keys.exact.length} fresh Free keys, per worker`);
   const exact = {} as Record<WorkerName, Exactness>;
   for (const name of LOADED) {
-    if (name === "bare") continue;
+    if (UNLIMITED.includes(name)) continue;
     exact[name] = await exactness(
       workers[name].directUrl,
       keys.exact.map((k) => k.key),
