@@ -4,7 +4,8 @@ declare module "autocannon" {
     method?: string;
     path?: string;
     headers?: Record<string, string>;
-    setupRequest?: (request: Request, context: object) => Request | null;
+    setupRequest?: (request: Request, context: Record<string, number | undefined>) => Request | null;
+    onResponse?: (status: number, body: string, context: Record<string, number | undefined>, headers: Record<string, string>) => void;
   }
   interface Options {
     url: string;

@@ -183,9 +183,9 @@ function readFileSafe(path: string): string {
   }
 }
 
-/** Runs the load generator (bench/load.ts) as a separate process and returns its JSON result. */
-export async function runLoad<T>(jobFile: string, timeoutMs: number): Promise<T> {
-  const output = await run(process.execPath, [join(ROOT, "bench/load.ts"), jobFile], { timeoutMs });
+/** Runs a load generator (bench/load.ts unless told) as a separate process and returns its JSON result. */
+export async function runLoad<T>(jobFile: string, timeoutMs: number, script = "bench/load.ts"): Promise<T> {
+  const output = await run(process.execPath, [join(ROOT, script), jobFile], { timeoutMs });
   const line = output.trim().split("\n").filter((l) => l.startsWith("{")).at(-1);
   if (!line) throw new Error(`The load generator printed no result:\n${output.slice(-2000)}`);
   return JSON.parse(line) as T;

@@ -1,11 +1,14 @@
 /**
  * `npm run bench [-- --quick] [--connections N] [--seconds S] [--keep-state]`
+ * `npm run bench -- --soak [--seconds S]`: the soak instead (bench/soak.ts; 600 s unless told).
  *
  * One run, under the same local workerd and the same seed, of GET /products on:
  *   bare               the product's handler with no authentication and no limiting (bench/peers/bare)
  *   ours               the real worker (wrangler.toml, src/)
  *   hono-rate-limiter  D1 key lookup + hono-rate-limiter's Durable Object store (bench/peers/hono-rate-limiter)
  *   native             D1 key lookup + the Workers Rate Limiting binding (bench/peers/native)
+ *   floor-rpc          bare + one call per request to a no-op method of the key's SQLite-backed object (bench/peers/floor-rpc)
+ *   floor-write        the same, the call writing one row: the design's physical floor (bench/peers/floor-write)
  * each under `wrangler dev` on 127.0.0.1 with its own copy of one seeded local D1, loaded by
  * autocannon in a separate process; then exactness, revocation lag, work per request, the
  * 10,000-product catalogue and memory. Prints one report and writes it to bench/results/latest.md.
@@ -41,10 +44,13 @@ import {
   type Worker,
 } from "./processes.ts";
 import { report, type Results } from "./report.ts";
+import { soak, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
+import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
 
 const { values: args } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
+    soak: { type: "boolean", default: false },
     connections: { type: "string" },
     seconds: { type: "string" },
     "keep-state": { type: "boolean", default: false },
@@ -57,12 +63,15 @@ const MODES = {
 };
 for (const name of ["connections", "seconds"] as const) {
   const value = args[name];
-  if (value !== undefined && !(Number(value) > 0 && Number(value) <= 600 && (name === "seconds" || Number.isInteger(Number(value))))) {
-    console.error(`--${name} must be a positive ${name === "seconds" ? "number" : "whole number"} (at most 600), e.g. --${name} 16.`);
+  const most = args.soak && name === "seconds" ? 3600 : 600;
+  if (value !== undefined && !(Number(value) > 0 && Number(value) <= most && (name === "seconds" || Number.isInteger(Number(value))))) {
+    console.error(`--${name} must be a positive ${name === "seconds" ? "number" : "whole number"} (at most ${most}), e.g. --${name} 16.`);
     process.exit(2);
   }
 }
 const mode = args.quick ? "quick" : "full";
+const SOAK_DEFAULT_SECONDS = 600;
+const soakSeconds = Number(args.seconds ?? SOAK_DEFAULT_SECONDS);
 const settings = {
   ...MODES[mode],
   ...(args.connections ? { connections: Number(args.connections) } : {}),
@@ -73,14 +82,6 @@ const settings = {
 };
 const FREE_LIMIT = PLAN_LIMITS.free.per_minute;
 
-export type WorkerName = "bare" | "ours" | "hono-rate-limiter" | "native";
-const LOADED: WorkerName[] = ["bare", "ours", "hono-rate-limiter", "native"];
-const CONFIGS: Record<WorkerName, string> = {
-  bare: "bench/peers/bare/wrangler.toml",
-  ours: "wrangler.toml",
-  "hono-rate-limiter": "bench/peers/hono-rate-limiter/wrangler.toml",
-  native: "bench/peers/native/wrangler.toml",
-};
 
 const startedAt = Date.now();
 const elapsed = () => `${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
@@ -114,7 +115,8 @@ function stopFromOutside(reason: string, code: number) {
 
 process.on("exit", stopAllNow);
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => stopFromOutside(signal, 130));
-const watchdog = setTimeout(() => stopFromOutside(`The bench ran past its ${settings.watchdogSeconds} s limit`, 1), settings.watchdogSeconds * 1000);
+const watchdogSeconds = args.soak ? soakSeconds + 300 : settings.watchdogSeconds;
+const watchdog = setTimeout(() => stopFromOutside(`The bench ran past its ${watchdogSeconds} s limit`, 1), watchdogSeconds * 1000);
 watchdog.unref();
 
 // ---- Setup ----------------------------------------------------------------------------------------
@@ -182,7 +184,7 @@ async function main(): Promise<Results> {
   const idp = await startJwks();
   jwks = idp.server;
 
-  step("bundling the 4 workers once; seeding 1,000 products + keys (worker state) and 10,000 products + keys (catalogue state)");
+  step(`bundling the ${LOADED.length} workers once; seeding 1,000 products + keys (worker state) and 10,000 products + keys (catalogue state)`);
   const keys: BenchKeys = await makeKeys({ load: settings.loadKeys, exact: settings.exactKeys, revoke: settings.revocationTrials });
   const mainState = join(state, "d1");
   const catalogueState = join(state, "catalogue");
@@ -196,13 +198,13 @@ async function main(): Promise<Results> {
   ]);
 
   // Each worker gets its own copy of the one seeded state: identical data, no two processes on one SQLite file.
-  const persist: Record<WorkerName, string> = { bare: "", ours: mainState, "hono-rate-limiter": "", native: "" };
-  for (const name of ["bare", "hono-rate-limiter", "native"] as const) {
+  const persist = { ours: mainState } as Record<WorkerName, string>;
+  for (const name of LOADED.filter((n) => n !== "ours")) {
     persist[name] = join(state, `d1-${name}`);
     cpSync(mainState, persist[name], { recursive: true });
   }
 
-  step("starting 5 workers with wrangler dev (4 loaded, plus the real worker on the 10,000-product catalogue)");
+  step(`starting ${LOADED.length + 1} workers with wrangler dev (${LOADED.length} loaded, plus the real worker on the 10,000-product catalogue)`);
   mkdirSync(join(state, "logs"));
   // The loaded worker runs as deployed (no X-Work-Counts); the second instance counts work.
   const oursVars = {
@@ -269,7 +271,7 @@ async function main(): Promise<Results> {
   step(`exactness: ${3 * FREE_LIMIT} concurrent requests at each of ${keys.exact.length} fresh Free keys, per worker`);
   const exact = {} as Record<WorkerName, Exactness>;
   for (const name of LOADED) {
-    if (name === "bare") continue;
+    if (UNLIMITED.includes(name)) continue;
     exact[name] = await exactness(
       workers[name].directUrl,
       keys.exact.map((k) => k.key),
@@ -320,12 +322,65 @@ async function main(): Promise<Results> {
   };
 }
 
+/** The soak: only the real worker, on 10,000 keys (bench/soak.ts). */
+async function soakMain(): Promise<{ text: string; failed: boolean }> {
+  step(`soak: ${soakSeconds} s, ${(SOAK_KEYS.underLimit + SOAK_KEYS.overLimit).toLocaleString("en")} keys, ${settings.connections} connections`);
+  state = mkdtempSync(join(tmpdir(), "price-data-soak-"));
+  const idp = await startJwks();
+  jwks = idp.server;
+  const keys = await makeKeys({ load: SOAK_KEYS.underLimit, exact: SOAK_KEYS.overLimit, revoke: 0 });
+  const dir = join(state, "d1");
+  const [, config] = await Promise.all([seedState(dir, settings.products, keys.sql), freeze(CONFIGS.ours, join(state, "build", "ours"))]);
+  mkdirSync(join(state, "logs"));
+  const worker = await startWorker({
+    name: "ours",
+    config,
+    persistTo: dir,
+    vars: { IDP_ISSUER: idp.issuer, IDP_AUDIENCE: "price-data-api", IDP_JWKS_URL: idp.jwksUrl, WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64") },
+    log: join(state, "logs", "ours.log"),
+  });
+  await waitReady(worker, (url) => fetch(`${url}${SMALL_PATH}`, { headers: bearer(keys.probe.key), signal: AbortSignal.timeout(20_000) }), 120_000);
+  const direct = await findDirectUrl(worker, async (url) => {
+    const res = await fetch(`${url}${SMALL_PATH}`, { headers: bearer(keys.probe.key), signal: AbortSignal.timeout(5_000) });
+    await res.arrayBuffer();
+    return res.status === 200;
+  });
+  step(`ready at ${worker.directUrl}${direct ? "" : " (through wrangler's proxy)"}; loading for ${soakSeconds} s`);
+  const results = await soak({
+    worker,
+    underLimit: keys.load,
+    overLimit: keys.exact,
+    limits: { underLimit: PLAN_LIMITS.premium.per_minute, overLimit: FREE_LIMIT },
+    seconds: soakSeconds,
+    connections: settings.connections,
+    path: SMALL_PATH,
+    stateDir: state,
+    accountToken: (accountId) => mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: accountId }),
+    step,
+  });
+  const out = join(ROOT, "bench/results");
+  mkdirSync(out, { recursive: true });
+  const charted = await soakChart(results, join(out, "soak.png"));
+  const text = soakReport(results, charted ? "soak.png" : undefined);
+  writeFileSync(join(out, "soak.md"), `${text}\n`);
+  writeFileSync(join(out, "soak.json"), `${JSON.stringify(results, null, 2)}\n`);
+  step("written to bench/results/soak.md, soak.json and soak.png");
+  return { text, failed: results.errors > 0 || results.load.overAdmitted.length > 0 || results.usage.mismatches.length > 0 || results.usage.status === "failed" };
+}
+
 function machine() {
   const model = cpus()[0]?.model ?? "unknown CPU";
   return { cores: availableParallelism(), model, memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version };
 }
 
 try {
+  if (args.soak) {
+    // Correctness decides the exit code; memory flatness and throughput are measurements to read.
+    const { text, failed } = await soakMain();
+    console.log(`\n${text}`);
+    await cleanUp();
+    process.exit(failed ? 1 : 0);
+  }
   const results = await main();
   const text = report(results);
   console.log(`\n${text}`);

@@ -1,0 +1,145 @@
+/**
+ * The load generator of `npm run bench -- --soak`, a process of its own like bench/load.ts:
+ * `node bench/soak-load.ts <job.json>`, one JSON result on stdout.
+ *
+ * autocannon for `seconds` at a fixed number of connections over many API keys: every
+ * `overLimitEvery`-th request goes to the next over-limit key in turn, the others to the next
+ * key under its limit. Each response is recorded with the key it carried and the time it was sent.
+ */
+import { readFileSync } from "node:fs";
+import autocannon from "autocannon";
+import { mostInOneWindow, percentile, type Admission } from "./soak-checks.ts";
+
+export interface SoakKey {
+  key: string;
+  id: string;
+  accountId: string;
+  perMinute: number;
+}
+
+export interface SoakJob {
+  url: string;
+  path: string;
+  connections: number;
+  seconds: number;
+  underLimit: SoakKey[];
+  overLimit: SoakKey[];
+  overLimitEvery: number;
+}
+
+export interface SoakSecond {
+  /** Start of the second, ms since the epoch. */
+  atMs: number;
+  ok: number;
+  refused: number;
+  other: number;
+  p99: number;
+}
+
+export interface KeyCounts {
+  admitted: number;
+  refused: number;
+  other: number;
+}
+
+export interface SoakLoadResult {
+  seconds: number;
+  requests: number;
+  errors: number;
+  timeouts: number;
+  statusCodes: Record<string, number>;
+  series: SoakSecond[];
+  /** Per key, in the job's order: under-limit keys, then over-limit keys. */
+  counts: KeyCounts[];
+  /** How many responses were non-2xx other than 429, or 429 on a key never pushed past its limit. */
+  unexpectedTotal: number;
+  /** The first 100 of them. */
+  unexpected: { status: number; overLimitKey: boolean }[];
+  /** Keys whose 200s within one 60 s window exceeded their per-minute limit, with the most seen. */
+  overAdmitted: { id: string; perMinute: number; most: number }[];
+}
+
+const job = JSON.parse(readFileSync(process.argv[2]!, "utf8")) as SoakJob;
+const keys = [...job.underLimit, ...job.overLimit];
+const overLimitFrom = job.underLimit.length;
+const counts: KeyCounts[] = keys.map(() => ({ admitted: 0, refused: 0, other: 0 }));
+const admissions: Admission[][] = keys.map(() => []);
+const seconds = new Map<number, { ok: number; refused: number; other: number; latencies: number[] }>();
+const unexpected: SoakLoadResult["unexpected"] = [];
+let sent = 0;
+let nextUnder = 0;
+let nextOver = 0;
+
+interface Context {
+  keyIndex?: number;
+  sentMs?: number;
+}
+
+const instance = autocannon({
+  url: job.url,
+  connections: job.connections,
+  duration: job.seconds,
+  timeout: 30,
+  requests: [
+    {
+      method: "GET",
+      path: job.path,
+      setupRequest: (request, context: Context) => {
+        const over = job.overLimit.length > 0 && sent++ % job.overLimitEvery === 0;
+        const keyIndex = over ? overLimitFrom + (nextOver++ % job.overLimit.length) : nextUnder++ % job.underLimit.length;
+        context.keyIndex = keyIndex;
+        context.sentMs = Date.now();
+        return { ...request, headers: { ...request.headers, authorization: `Bearer ${keys[keyIndex]!.key}` } };
+      },
+      onResponse: (status, _body, context: Context) => {
+        const now = Date.now();
+        if (context.keyIndex === undefined || context.sentMs === undefined) return;
+        const second = Math.floor(now / 1000) * 1000;
+        let bucket = seconds.get(second);
+        if (!bucket) seconds.set(second, (bucket = { ok: 0, refused: 0, other: 0, latencies: [] }));
+        bucket.latencies.push(now - context.sentMs);
+        const counted = counts[context.keyIndex]!;
+        const overLimitKey = context.keyIndex >= overLimitFrom;
+        if (status >= 200 && status < 300) {
+          bucket.ok++;
+          counted.admitted++;
+          admissions[context.keyIndex]!.push({ sentMs: context.sentMs, receivedMs: now });
+        } else if (status === 429) {
+          bucket.refused++;
+          counted.refused++;
+          if (!overLimitKey) unexpected.push({ status, overLimitKey });
+        } else {
+          bucket.other++;
+          counted.other++;
+          unexpected.push({ status, overLimitKey });
+        }
+      },
+    },
+  ],
+});
+
+instance.on("done", (result) => {
+  const statusCodes: Record<string, number> = {};
+  for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = count;
+  const overAdmitted: SoakLoadResult["overAdmitted"] = [];
+  keys.forEach((key, i) => {
+    const most = mostInOneWindow(admissions[i]!);
+    if (most > key.perMinute) overAdmitted.push({ id: key.id, perMinute: key.perMinute, most });
+  });
+  const series = [...seconds.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([atMs, b]): SoakSecond => ({ atMs, ok: b.ok, refused: b.refused, other: b.other, p99: percentile(b.latencies, 99) }));
+  const out: SoakLoadResult = {
+    seconds: result.duration,
+    requests: result.requests.total,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    statusCodes,
+    series,
+    counts,
+    unexpectedTotal: unexpected.length,
+    unexpected: unexpected.slice(0, 100),
+    overAdmitted,
+  };
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+});

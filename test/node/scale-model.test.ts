@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { mostInOneWindow } from "../../bench/soak-checks.ts";
+import { INPUTS, overage, simulate, type Inputs } from "../../scripts/simulate.ts";
+
+/** The arithmetic behind docs/scale.md (npm run simulate) and the soak's over-limit check. */
+describe("the scale model", () => {
+  it("charges only what exceeds the included amount", () => {
+    expect(overage(5e6, 10e6, 0.3)).toBe(0);
+    expect(overage(12e6, 10e6, 0.3)).toBeCloseTo(0.6, 10);
+  });
+
+  it("follows its inputs: twice the traffic writes twice the rows and costs the same per million requests beyond the included amounts", () => {
+    const base = simulate(INPUTS);
+    const doubled: Inputs = { ...INPUTS, workload: { ...INPUTS.workload, requestsPerSecond: 2 * INPUTS.workload.requestsPerSecond } };
+    const twice = simulate(doubled);
+    expect(base.objectWritesPerSecond).toBe(10_000 * 0.95 * 4);
+    expect(twice.objectWritesPerSecond).toBe(2 * base.objectWritesPerSecond);
+    expect(twice.cost.objectRowsWritten).toBeGreaterThan(2 * base.cost.objectRowsWritten - 1);
+    expect(twice.perMillionRequests).toBeGreaterThan(0.9 * base.perMillionRequests);
+    expect(twice.perMillionRequests).toBeLessThan(1.1 * base.perMillionRequests);
+  });
+
+  it("counts keys alive from the idle window: every key when each is used far more often than the window", () => {
+    const busy: Inputs = { ...INPUTS, workload: { ...INPUTS.workload, keys: 1000 } };
+    expect(simulate(busy).objectsAlive).toBeCloseTo(1000, 0);
+    expect(simulate(INPUTS).objectsAlive).toBeCloseTo(1e6 * (1 - Math.exp(-0.01 * 70)), 0);
+  });
+
+  it("ranks the limits by pressure, highest first", () => {
+    const loads = simulate(INPUTS).pressures.map((p) => p.load);
+    expect([...loads].sort((a, b) => b - a)).toEqual(loads);
+  });
+});
+
+describe("the soak's over-limit check", () => {
+  it("counts only admissions that certainly shared a 60 s window", () => {
+    const at = (sent: number, latency = 10) => ({ sentMs: sent, receivedMs: sent + latency });
+    expect(mostInOneWindow([at(0), at(1000), at(59_000)])).toBe(3);
+    // The third answer arrived 60 s after the first was sent: the server may have admitted them a window apart.
+    expect(mostInOneWindow([at(0), at(1000), at(59_995)])).toBe(2);
+    expect(mostInOneWindow([at(0), at(61_000), at(62_000)])).toBe(2);
+    expect(mostInOneWindow([])).toBe(0);
+  });
+});
