@@ -1,10 +1,20 @@
 /** The report of `npm run bench`: one Markdown text for the console, bench/results/latest.md and the README. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Measured } from "./run.ts";
+import type { LoadResult } from "./load.ts";
 import type { Exactness, Revocation, WorkCount, WorkReport } from "./probes.ts";
 import { ROOT, type Memory } from "./processes.ts";
 import { LOADED, type WorkerName } from "./workers.ts";
+
+/** One load's result with the CPU each process spent on it. */
+export interface Measured extends LoadResult {
+  /** CPU of the workerd that runs the worker, per request (ms): the worker's own cost, whatever the load generator costs. */
+  workerCpuMs: number;
+  /** The same for wrangler's proxy workerd (≈ 0 when the load goes to the runtime directly). */
+  proxyCpuMs: number;
+  /** The load generator's CPU per request (ms). */
+  loadCpuMs: number;
+}
 
 export interface Results {
   mode: "quick" | "full";

@@ -43,7 +43,7 @@ import {
   type Memory,
   type Worker,
 } from "./processes.ts";
-import { report, type Results } from "./report.ts";
+import { report, type Measured, type Results } from "./report.ts";
 import { soak, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
 
@@ -149,15 +149,6 @@ async function seedState(dir: string, products: number, keysSql: string) {
 }
 
 const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
-
-export interface Measured extends LoadResult {
-  /** CPU of the workerd that runs the worker, per request (ms): the worker's own cost, whatever the load generator costs. */
-  workerCpuMs: number;
-  /** The same for wrangler's proxy workerd (≈ 0 when the load goes to the runtime directly). */
-  proxyCpuMs: number;
-  /** The load generator's CPU per request (ms). */
-  loadCpuMs: number;
-}
 
 async function load(worker: Worker, job: Omit<LoadJob, "url">, name: string): Promise<Measured> {
   const file = join(state!, `load-${name}.json`);

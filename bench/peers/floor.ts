@@ -5,7 +5,6 @@
  * nothing; `floor-write` calls one that writes one row, so each answer waits for one storage commit.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Env } from "../../src/env.ts";
 import { peerApp, type PeerEnv } from "./shared.ts";
 
 export class FloorObject extends DurableObject<Env> {
