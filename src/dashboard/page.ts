@@ -70,7 +70,7 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
     <a href="#usage" data-view="usage">Usage</a>
   </nav>
   <div id="who" class="who" hidden>
-    <span class="who-name">Signed in as <strong id="who-name"></strong></span>
+    <span><span class="who-prefix">Signed in as </span><strong id="who-name"></strong></span>
     <button id="sign-out" type="button">Sign out</button>
   </div>
 </header>
@@ -109,9 +109,9 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
         </div>
         <fieldset class="field segmented">
           <legend>Period</legend>
-          <label><input type="radio" name="range" value="minute" checked> Last 24 hours</label>
-          <label><input type="radio" name="range" value="hour"> Last 30 days</label>
-          <label><input type="radio" name="range" value="day"> Last year</label>
+          <label><input type="radio" name="range" value="minute" checked> 24 hours</label>
+          <label><input type="radio" name="range" value="hour"> 30 days</label>
+          <label><input type="radio" name="range" value="day"> 12 months</label>
         </fieldset>
         <button id="usage-refresh" type="submit">Refresh</button>
       </form>

@@ -316,7 +316,7 @@ describe("dashboard in Chromium", () => {
     expect(refused.status, await refused.clone().text()).toBe(401);
 
     // The views are reached by their tabs, and the hash keeps the view across a reload.
-    await page.getByRole("link", { name: "Webhooks" }).click();
+    await page.getByRole("link", { name: "Webhooks", exact: true }).click();
     await expect.poll(() => page.locator("#webhooks").textContent()).toContain("No webhooks yet");
     expect(await page.locator("#view-keys").isHidden()).toBe(true);
     await page.reload();
@@ -341,7 +341,7 @@ describe("dashboard in Chromium", () => {
   it("shows an error next to the form that caused it, and the next action clears it", async () => {
     const { context, page, problems } = await openPage();
     await signIn(page);
-    await page.getByRole("link", { name: "Webhooks" }).click();
+    await page.getByRole("link", { name: "Webhooks", exact: true }).click();
     await page.getByRole("button", { name: "Add webhook", exact: true }).click();
     const dialog = page.locator("#webhook-dialog");
     await dialog.waitFor();
@@ -350,13 +350,12 @@ describe("dashboard in Chromium", () => {
     await dialog.getByRole("button", { name: "Add webhook" }).click();
     const feedback = dialog.locator(".feedback");
     await expect.poll(() => feedback.getAttribute("class")).toContain("error");
-    expect((await feedback.textContent())?.length).toBeGreaterThan(10);
+    expect(await feedback.textContent()).toContain("http");
     expect(await dialog.isVisible()).toBe(true);
     await screenshotBoth(page, "webhook-form-error");
     await dialog.getByRole("button", { name: "Cancel" }).click();
     await page.getByRole("button", { name: "Add webhook", exact: true }).click();
     expect(await feedback.textContent()).toBe("");
-    expect(await feedback.textContent()).toContain("http");
     // The 400 itself is expected here (the browser also logs it); nothing else may go wrong.
     expect(problems.filter((problem) => !/\b400\b/.test(problem))).toEqual([]);
     await context.close();
@@ -367,7 +366,7 @@ describe("dashboard in Chromium", () => {
     try {
       const { context, page, problems } = await openPage();
       await signIn(page);
-      await page.getByRole("link", { name: "Webhooks" }).click();
+      await page.getByRole("link", { name: "Webhooks", exact: true }).click();
       await expect.poll(() => page.locator("#webhooks").textContent()).toContain("No webhooks yet");
       await screenshotBoth(page, "webhooks-empty");
 
@@ -493,7 +492,7 @@ describe("dashboard in Chromium", () => {
     const statuses = [];
     for (let i = 0; i < 12; i += 1) statuses.push((await getProducts(key)).status);
     expect(statuses.filter((s) => s === 429)).toHaveLength(2);
-    await page.getByRole("link", { name: "Usage" }).click();
+    await page.getByRole("link", { name: "Usage", exact: true }).click();
     await page.getByLabel("Key").selectOption({ label: `Charted (${key.slice(0, 17)}…)` });
     const chart = page.locator("#usage figure");
     await expect.poll(() => chart.locator("h2").textContent()).toContain("Charted");
@@ -512,7 +511,7 @@ describe("dashboard in Chromium", () => {
     await page.getByLabel("Key").selectOption({ label: "All keys (account total)" });
     await expect.poll(() => chart.locator("h2").textContent()).toContain("All keys");
     expect(await chart.locator(".chart-totals").textContent()).toContain("10 admitted");
-    await page.getByText("Last 30 days").click();
+    await page.getByText("30 days", { exact: true }).click();
     await expect.poll(() => chart.locator("h2").textContent()).toContain("last 30 days");
     expect(await chart.locator(".chart-totals").textContent()).toContain("2 refused");
     await screenshotBoth(page, "usage-account-30d");
@@ -528,7 +527,7 @@ describe("dashboard in Chromium", () => {
     try {
       const { context, page, problems } = await openPage();
       await signIn(page);
-      await page.getByRole("link", { name: "Webhooks" }).click();
+      await page.getByRole("link", { name: "Webhooks", exact: true }).click();
       await page.getByRole("button", { name: "Add your first webhook" }).click();
       const dialog = page.locator("#webhook-dialog");
       await dialog.getByLabel("Endpoint URL").fill(receiver.url);
@@ -596,19 +595,19 @@ describe("dashboard in Chromium", () => {
       });
     }
     await signIn(page);
-    await page.getByRole("link", { name: "Usage" }).click();
+    await page.getByRole("link", { name: "Usage", exact: true }).click();
     await expect.poll(() => page.locator("#usage").textContent()).toContain("No keys");
     await screenshotBoth(page, "usage-no-keys");
-    await page.getByRole("link", { name: "Keys" }).click();
+    await page.getByRole("link", { name: "Keys", exact: true }).click();
     await createKey(page, "Usage demo");
     await closeDialog(page, "create-key-dialog");
-    await page.getByRole("link", { name: "Usage" }).click();
+    await page.getByRole("link", { name: "Usage", exact: true }).click();
     const chart = page.locator("#usage figure");
     await chart.waitFor();
     await chart.locator("svg").hover({ position: { x: 300, y: 100 } });
     expect(await chart.locator(".chart-tip").isVisible()).toBe(true);
     await screenshotBoth(page, "usage-24h");
-    await page.getByText("Last 30 days").click();
+    await page.getByText("30 days", { exact: true }).click();
     await expect.poll(() => chart.locator("h2").textContent()).toContain("last 30 days");
     await chart.getByText("Show the numbers as a table").click();
     await screenshotBoth(page, "usage-30d-table");

@@ -173,6 +173,7 @@ export function showOnce(slot: HTMLElement, options: { title: string; label: str
  */
 export async function attempt(action: () => Promise<unknown>, slot: HTMLElement, button?: HTMLButtonElement | null): Promise<void> {
   clearFeedback();
+  const hadFocus = button && document.activeElement === button;
   if (button) button.disabled = true;
   try {
     await action();
@@ -181,6 +182,10 @@ export async function attempt(action: () => Promise<unknown>, slot: HTMLElement,
     if (!(error instanceof ApiFailure && error.status === 401)) say(slot, error instanceof Error ? error.message : String(error), "error");
   } finally {
     if (button) button.disabled = false;
+    // A disabled button cannot keep (or get back) the focus, e.g. from a dialog it opened: return it,
+    // unless the action moved the focus somewhere on purpose.
+    const lost = !document.activeElement || document.activeElement === document.body || document.activeElement.closest("dialog:not([open])");
+    if (hadFocus && button.isConnected && lost && !document.querySelector("dialog[open]")) button.focus();
   }
 }
 

@@ -191,18 +191,16 @@ function usageTable(buckets: UsageBucket[], period: Period, format: Intl.DateTim
   const rows = buckets
     .filter((b) => b.admitted + b.refused > 0)
     .map((b) => el("tr", {}, el("th", { scope: "row" }, format.format(new Date(b.start))), el("td", {}, count(b.admitted)), el("td", {}, count(b.refused))));
-  return el(
-    "details",
-    { class: "chart-table" },
-    el("summary", {}, "Show the numbers as a table"),
-    rows.length
-      ? el(
-          "table",
-          {},
-          el("caption", {}, `Requests per ${period.per}, your local time. ${period.emptyRows}`),
-          el("thead", {}, el("tr", {}, el("th", { scope: "col" }, `${period.per.charAt(0).toUpperCase()}${period.per.slice(1)} starting`), el("th", { scope: "col" }, "Admitted"), el("th", { scope: "col" }, "Refused"))),
-          el("tbody", {}, ...rows),
-        )
-      : el("p", {}, "No requests in this period."),
+  const summary = el("summary", {}, "Show the numbers as a table");
+  if (!rows.length) return el("details", { class: "chart-table" }, summary, el("p", {}, "No requests in this period."));
+  const heading = `${period.per.charAt(0).toUpperCase()}${period.per.slice(1)} starting`;
+  const table = el(
+    "table",
+    {},
+    el("caption", {}, `Requests per ${period.per}, your local time. ${period.emptyRows}`),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, heading), el("th", { scope: "col" }, "Admitted"), el("th", { scope: "col" }, "Refused"))),
+    el("tbody", {}, ...rows),
   );
+  // It scrolls on its own (up to 1,440 rows), so opening it does not make the page endless.
+  return el("details", { class: "chart-table" }, summary, el("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": "Usage table" }, table));
 }

@@ -47,12 +47,13 @@ function draw(): void {
 /** Fetches and draws what the controls say. */
 export async function loadUsage(): Promise<void> {
   const area = byId("usage");
+  const form = byId<HTMLFormElement>("usage-controls");
+  form.hidden = !keys.length;
   if (!keys.length) {
     shown = undefined;
     area.replaceChildren(emptyState());
     return;
   }
-  const form = byId<HTMLFormElement>("usage-controls");
   const data = new FormData(form);
   const keyId = String(data.get("key") ?? "");
   const granularity = String(data.get("range") ?? "minute") as Granularity;
