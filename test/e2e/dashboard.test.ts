@@ -175,10 +175,16 @@ describe("dashboard in Chromium", () => {
     });
   });
 
+  let contextCount = 0;
+
   /** A fresh browser context and page; errors on our pages are collected, a failure is photographed. */
   async function openPage() {
     const context = await browser!.newContext({ viewport: DESKTOP });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: WORKER });
+    // Each context is a client of its own (CF-Connecting-IP, as Cloudflare would set it), so the limit on
+    // requests without a key (30 a minute per client) counts each test's page loads on their own.
+    const clientIp = `198.51.100.${(contextCount += 1)}`;
+    await context.route(`${WORKER}/**`, (route) => route.continue({ headers: { ...route.request().headers(), "cf-connecting-ip": clientIp } }));
     const page = await context.newPage();
     onTestFailed(async () => {
       await screenshot(page, "failure");
@@ -284,6 +290,16 @@ describe("dashboard in Chromium", () => {
     expect(await page.content()).not.toContain(key);
     expect(await page.getByLabel("Your new API key").count()).toBe(0);
     await screenshotBoth(page, "keys-with-a-key");
+
+    // The Rotate dialog offers the grace period, 1 day by default; cancelling changes nothing.
+    await card.getByRole("button", { name: "Rotate key “E2E server”" }).click();
+    const rotateDialog = page.locator("#rotate-dialog");
+    await rotateDialog.waitFor();
+    expect(await rotateDialog.getByLabel(/1 day/).isChecked()).toBe(true);
+    expect(await page.evaluate("document.activeElement.value")).toBe("86400");
+    await screenshotBoth(page, "rotate-key-dialog");
+    await rotateDialog.getByRole("button", { name: "Cancel" }).click();
+    await rotateDialog.waitFor({ state: "hidden" });
 
     // Rename, in a dialog whose field has the focus; the confirmation shows in the card.
     await card.getByRole("button", { name: "Rename key “E2E server”" }).click();
@@ -417,6 +433,23 @@ describe("dashboard in Chromium", () => {
       await screenshotBoth(page, "webhook-deliveries");
       await deliveries.getByRole("button", { name: "Close" }).click();
 
+      // The edit form opens filled in; the replay form starts a day back.
+      await card.getByRole("button", { name: /^Edit/ }).click();
+      expect(await dialog.getByLabel("Endpoint URL").inputValue()).toBe(receiver.url);
+      expect(await dialog.getByLabel("Stock changed").isChecked()).toBe(false);
+      expect(await dialog.getByRole("button", { name: "Save changes" }).isVisible()).toBe(true);
+      await screenshotBoth(page, "edit-webhook-dialog");
+      await dialog.getByRole("button", { name: "Cancel" }).click();
+      await card.getByText("More").click();
+      await screenshotBoth(page, "webhook-more-menu");
+      await card.getByRole("button", { name: /^Replay events/ }).click();
+      const replay = page.locator("#replay-dialog");
+      await replay.waitFor();
+      const since = new Date(await replay.getByLabel("From").inputValue()).getTime();
+      expect(Math.abs(since - (Date.now() - 86_400_000))).toBeLessThan(120_000);
+      await screenshotBoth(page, "replay-dialog");
+      await replay.getByRole("button", { name: "Close" }).click();
+
       await card.getByText("More").click();
       await card.getByRole("button", { name: /^Delete/ }).click();
       await page.locator("#confirm-dialog").getByRole("button", { name: "Delete webhook" }).click();
@@ -507,6 +540,7 @@ describe("dashboard in Chromium", () => {
     await chart.locator("svg").focus();
     expect(await chart.locator(".chart-tip").textContent()).toContain("10 admitted");
     await screenshotBoth(page, "usage-key-24h");
+    expect(await chart.locator(".axis-title").textContent()).toBe("requests a minute");
     // The account's total is the same (one key), and the 30-day chart counts the same requests.
     await page.getByLabel("Key").selectOption({ label: "All keys (account total)" });
     await expect.poll(() => chart.locator("h2").textContent()).toContain("All keys");
@@ -574,6 +608,38 @@ describe("dashboard in Chromium", () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it("shows why a webhook is disabled and a delivery's response body (laid out with made-up records)", async () => {
+    const { context, page, problems } = await openPage();
+    // Fixtures for the layout only: the real records are covered above and by the workers tests.
+    const hook = {
+      id: "wh_fixture", url: "https://receiver.example/hooks/prices", description: "Made-up webhook", events: ["price.changed"],
+      min_change_pct: 0, status: "disabled", created_at: "2026-11-01T09:00:00.000Z", disabled_at: "2026-11-20T09:00:00.000Z",
+      disabled_reason: "Every delivery failed for 5 days (last answer: HTTP 500).",
+    };
+    const failed = {
+      event_id: "evt_fixture", type: "price.changed", attempt: 8, status_code: 500, error: "HTTP 500 from the receiver", duration_ms: 412,
+      outcome: "failed", delivered_at: "2026-11-20T08:59:00.000Z",
+      response_excerpt: '{"error":"database unavailable","trace":"at handler (/srv/app/hooks.js:42:13)\\n  at process"}',
+    };
+    await page.route("**/webhooks", (route) => (route.request().method() === "GET" ? route.fulfill({ json: { webhooks: [hook] } }) : route.fallback()));
+    await page.route("**/webhooks/wh_fixture/deliveries", (route) => route.fulfill({ json: { webhook_id: hook.id, deliveries: [failed] } }));
+    await signIn(page);
+    await page.getByRole("link", { name: "Webhooks", exact: true }).click();
+    const card = page.locator("#webhooks li").first();
+    await card.waitFor();
+    expect(await card.locator(".badge").textContent()).toBe("Disabled");
+    expect(await card.textContent()).toContain("Every delivery failed for 5 days");
+    expect(await card.getByRole("button", { name: /^Enable/ }).isVisible()).toBe(true);
+    await screenshotBoth(page, "webhook-disabled-with-reason");
+    await card.getByRole("button", { name: /^Deliveries/ }).click();
+    const deliveries = page.locator("#deliveries-dialog");
+    await deliveries.getByText("Response body").click();
+    expect(await deliveries.locator("pre").textContent()).toContain("database unavailable");
+    await screenshotBoth(page, "delivery-response-excerpt");
+    expect(problems).toEqual([]);
+    await context.close();
   });
 
   it("draws the usage view (with made-up numbers until the worker serves usage)", async () => {

@@ -18,8 +18,10 @@ const DAY = 24 * HOUR;
 
 interface Period {
   bucketMs: number;
-  /** "a minute", for the axis and the limit. */
+  /** "minute", for the table and the busiest bucket. */
   per: string;
+  /** "a minute", for the axis and the limit. */
+  rate: string;
   /** How far the keyboard jumps with Page Up/Down. */
   page: number;
   tickStep: (width: number) => number;
@@ -30,21 +32,21 @@ interface Period {
 
 const PERIODS: Record<Granularity, Period> = {
   minute: {
-    bucketMs: 60_000, per: "minute", page: 60,
+    bucketMs: 60_000, per: "minute", rate: "a minute", page: 60,
     tickStep: (w) => (w >= 640 ? 3 : 6) * HOUR,
     tickLabel: { hour: "2-digit", minute: "2-digit" },
     bucketLabel: { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" },
     emptyRows: "Minutes with no requests are left out.",
   },
   hour: {
-    bucketMs: HOUR, per: "hour", page: 24,
+    bucketMs: HOUR, per: "hour", rate: "an hour", page: 24,
     tickStep: (w) => (w >= 640 ? 5 : 10) * DAY,
     tickLabel: { month: "short", day: "numeric" },
     bucketLabel: { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" },
     emptyRows: "Hours with no requests are left out.",
   },
   day: {
-    bucketMs: DAY, per: "day", page: 30,
+    bucketMs: DAY, per: "day", rate: "a day", page: 30,
     tickStep: (w) => (w >= 640 ? 60 : 120) * DAY,
     tickLabel: { month: "short", day: "numeric" },
     bucketLabel: { year: "numeric", month: "short", day: "numeric" },
@@ -64,6 +66,8 @@ const count = (n: number) => n.toLocaleString();
 const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
 
 export interface ChartInput {
+  /** Whether the table starts open (kept across a redraw). */
+  tableOpen?: boolean;
   title: string;
   granularity: Granularity;
   buckets: UsageBucket[];
@@ -72,7 +76,7 @@ export interface ChartInput {
   width: number;
 }
 
-export function usageChart({ title, granularity, buckets, limit, width }: ChartInput): HTMLElement {
+export function usageChart({ title, granularity, buckets, limit, width, tableOpen = false }: ChartInput): HTMLElement {
   const period = PERIODS[granularity];
   const sum = totals(buckets);
   const figure = el("figure", { class: "chart" });
@@ -101,7 +105,7 @@ export function usageChart({ title, granularity, buckets, limit, width }: ChartI
   const axis = valueAxis(sum.peak, limit);
   const x = linearScale(first, end, margin.left, width - margin.right);
   const y = linearScale(0, axis.max, height - margin.bottom, margin.top);
-  const unit = `requests a ${period.per}`;
+  const unit = `requests ${period.rate}`;
 
   const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, class: "chart-svg", tabindex: 0, role: "img" });
   chart.setAttribute("aria-label", `${title}: ${count(sum.admitted)} admitted, ${count(sum.refused)} refused. Use the arrow keys to read each ${period.per}, or open the table below.`);
@@ -129,7 +133,7 @@ export function usageChart({ title, granularity, buckets, limit, width }: ChartI
   if (admittedPath) chart.append(svg("path", { d: admittedPath, class: "area admitted" }));
   if (refusedPath) chart.append(svg("path", { d: refusedPath, class: "area refused" }));
   chart.append(svg("line", { x1: margin.left, x2: width - margin.right, y1: y(0), y2: y(0), class: "axis" }));
-  const limitText = `limit ${count(limit)} a ${period.per}`;
+  const limitText = `limit ${count(limit)} ${period.rate}`;
   if (axis.limitShown) {
     chart.append(
       svg("line", { x1: margin.left, x2: width - margin.right, y1: y(limit), y2: y(limit), class: "limit" }),
@@ -182,17 +186,17 @@ export function usageChart({ title, granularity, buckets, limit, width }: ChartI
     event.preventDefault();
     show(Math.min(buckets.length - 1, Math.max(0, (current < 0 ? buckets.length - 1 : current) + move)));
   });
-  figure.append(el("div", { class: "chart-plot" }, chart, tip), usageTable(buckets, period, bucketFormat));
+  figure.append(el("div", { class: "chart-plot" }, chart, tip), usageTable(buckets, period, bucketFormat, tableOpen));
   return figure;
 }
 
 /** The exact numbers, for reading rather than looking: the buckets that saw any request. */
-function usageTable(buckets: UsageBucket[], period: Period, format: Intl.DateTimeFormat): HTMLDetailsElement {
+function usageTable(buckets: UsageBucket[], period: Period, format: Intl.DateTimeFormat, open: boolean): HTMLDetailsElement {
   const rows = buckets
     .filter((b) => b.admitted + b.refused > 0)
     .map((b) => el("tr", {}, el("th", { scope: "row" }, format.format(new Date(b.start))), el("td", {}, count(b.admitted)), el("td", {}, count(b.refused))));
   const summary = el("summary", {}, "Show the numbers as a table");
-  if (!rows.length) return el("details", { class: "chart-table" }, summary, el("p", {}, "No requests in this period."));
+  if (!rows.length) return el("details", { class: "chart-table", open }, summary, el("p", {}, "No requests in this period."));
   const heading = `${period.per.charAt(0).toUpperCase()}${period.per.slice(1)} starting`;
   const table = el(
     "table",
@@ -202,5 +206,5 @@ function usageTable(buckets: UsageBucket[], period: Period, format: Intl.DateTim
     el("tbody", {}, ...rows),
   );
   // It scrolls on its own (up to 1,440 rows), so opening it does not make the page endless.
-  return el("details", { class: "chart-table" }, summary, el("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": "Usage table" }, table));
+  return el("details", { class: "chart-table", open }, summary, el("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": "Usage table" }, table));
 }

@@ -39,9 +39,9 @@ function draw(): void {
   const area = byId("usage");
   if (!shown || !limits) return;
   const width = Math.max(280, area.clientWidth || 640);
-  area.replaceChildren(
-    usageChart({ title: shown.title, granularity: shown.granularity, buckets: shown.usage.buckets, limit: limits[LIMIT_FOR[shown.granularity]], width }),
-  );
+  const tableOpen = area.querySelector("details")?.open ?? false;
+  const { title, granularity, usage } = shown;
+  area.replaceChildren(usageChart({ title, granularity, buckets: usage.buckets, limit: limits[LIMIT_FOR[granularity]], width, tableOpen }));
 }
 
 /** Fetches and draws what the controls say. */

@@ -70,6 +70,16 @@ function webhookCard(hook: Webhook): HTMLLIElement {
       actionButton("Delete", target, run(() => remove(hook)), "danger"),
     ),
   );
+  // Choosing an item closes the menu first, and the focus goes to "More", where a dialog it opens returns it.
+  more.addEventListener(
+    "click",
+    (event) => {
+      if (!(event.target instanceof Element) || !event.target.closest(".menu button")) return;
+      more.open = false;
+      more.querySelector("summary")?.focus();
+    },
+    { capture: true },
+  );
   return el(
     "li",
     { class: `card webhook ${hook.status}`, "data-id": hook.id },
