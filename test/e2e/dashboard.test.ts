@@ -205,7 +205,9 @@ describe("dashboard in Chromium", () => {
 
   /** From the signed-out page through the IdP's own login page (any login and password) and back. */
   async function signIn(page: Page, photograph = false): Promise<string> {
-    await page.goto(`${WORKER}/dashboard`);
+    const landing = await page.goto(`${WORKER}/dashboard`);
+    // This context's first request to the worker: a bucket of its own (see openPage), whatever ran before.
+    expect(landing?.headers()["x-ratelimit-remaining"]).toBe("29");
     const signInButton = page.getByRole("button", { name: "Sign in" });
     await expect.poll(() => signInButton.isVisible()).toBe(true);
     if (photograph) {
@@ -526,23 +528,23 @@ describe("dashboard in Chromium", () => {
     for (let i = 0; i < 12; i += 1) statuses.push((await getProducts(key)).status);
     expect(statuses.filter((s) => s === 429)).toHaveLength(2);
     await page.getByRole("link", { name: "Usage", exact: true }).click();
-    await page.getByLabel("Key").selectOption({ label: `Charted (${key.slice(0, 17)}…)` });
+    await page.getByLabel("Key", { exact: true }).selectOption({ label: `Charted (${key.slice(0, 17)}…)` });
     const chart = page.locator("#usage figure");
     await expect.poll(() => chart.locator("h2").textContent()).toContain("Charted");
     expect(await chart.locator(".chart-totals").textContent()).toContain("10 admitted");
     expect(await chart.locator(".chart-totals").textContent()).toContain("2 refused");
     await chart.getByText("Show the numbers as a table").click();
-    const rows = chart.locator("tbody tr");
-    expect(await rows.count()).toBe(1);
-    expect(await rows.locator("td").allTextContents()).toEqual(["10", "2"]);
+    // One row per minute with requests (two if the 12 straddled a minute): together 10 and 2.
+    const cells = await chart.locator("tbody tr").evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll("td")].map((td) => Number(td.textContent))));
+    expect([0, 1].map((column) => cells.reduce((sum, row) => sum + (row[column] ?? 0), 0))).toEqual([10, 2]);
     expect(await chart.locator(".limit-label").textContent()).toBe("limit 10 a minute");
     // The tooltip by keyboard: focusing the chart shows the busiest minute.
     await chart.locator("svg").focus();
-    expect(await chart.locator(".chart-tip").textContent()).toContain("10 admitted");
+    expect(await chart.locator(".chart-tip").textContent()).toMatch(/\d+ admitted\d+ refused/);
     await screenshotBoth(page, "usage-key-24h");
     expect(await chart.locator(".axis-title").textContent()).toBe("requests a minute");
     // The account's total is the same (one key), and the 30-day chart counts the same requests.
-    await page.getByLabel("Key").selectOption({ label: "All keys (account total)" });
+    await page.getByLabel("Key", { exact: true }).selectOption({ label: "All keys (account total)" });
     await expect.poll(() => chart.locator("h2").textContent()).toContain("All keys");
     expect(await chart.locator(".chart-totals").textContent()).toContain("10 admitted");
     await page.getByText("30 days", { exact: true }).click();

@@ -19,8 +19,8 @@ export async function loadKeys(focusId?: string, message?: string): Promise<void
   const { api_keys: keys } = await api<{ api_keys: ApiKey[] }>("GET", "/api-keys");
   keysChanged(keys);
   const list = byId("keys");
-  const names = new Map(keys.map((key) => [key.id, key.name]));
-  list.replaceChildren(...(keys.length ? keys.map((key) => keyCard(key, names)) : [emptyState()]));
+  const prefixes = new Map(keys.map((key) => [key.id, key.prefix]));
+  list.replaceChildren(...(keys.length ? keys.map((key) => keyCard(key, prefixes)) : [emptyState()]));
   const card = focusId ? list.querySelector<HTMLElement>(`[data-id="${CSS.escape(focusId)}"]`) : null;
   if (card && message) say(slotIn(card), message);
   card?.querySelector<HTMLElement>("h3")?.focus();
@@ -39,9 +39,13 @@ function emptyState(): HTMLLIElement {
 
 const STATUS_LABEL: Record<ApiKey["status"], string> = { active: "Active", expired: "Expired", revoked: "Revoked" };
 
-function keyCard(key: ApiKey, names: Map<string, string>): HTMLLIElement {
+/** `prefixes` names the keys a rotation links (a successor keeps the name, so the prefix tells them apart). */
+function keyCard(key: ApiKey, prefixes: Map<string, string>): HTMLLIElement {
   const active = key.status === "active";
-  const linked = (id: string) => names.get(id) ?? id;
+  const linked = (id: string) => {
+    const prefix = prefixes.get(id);
+    return prefix ? el("code", {}, `${prefix}…`) : id;
+  };
   const details: Array<[string, Node | string]> = [
     ["Prefix", el("code", {}, `${key.prefix}…`)],
     ["Created", when(key.created_at)],
@@ -135,7 +139,7 @@ function rotate(key: ApiKey): Promise<string> {
   byId("rotate-done").hidden = true;
   byId("rotate-title").textContent = `Rotate “${key.name}”`;
   byId("rotate-text").textContent =
-    `A new key replaces ${key.prefix}…. Both work during the grace period, so you can deploy the new one; then the old one is refused.`;
+    `A new key replaces the one starting ${key.prefix}. Both work during the grace period, so you can deploy the new one; then the old one is refused.`;
   byId("rotate-ok").textContent = "Rotate key";
   return openDialog(byId<HTMLDialogElement>("rotate-dialog"), form.querySelector<HTMLInputElement>('input[name="grace"]:checked'));
 }

@@ -3,7 +3,7 @@
  * as a line, a tooltip on hover or keyboard focus, and the exact numbers in a table underneath.
  *
  * Hand-drawn SVG rather than a chart library: what is needed here is two areas, a line and two axes,
- * which takes about 250 lines, while the small chart libraries add 40 KB or more to a page that is
+ * which takes about 300 lines with the geometry, while the small chart libraries add 40 KB or more to a page that is
  * otherwise ~30 KB; and it is bundled with the page, never fetched from a CDN (the page's CSP allows
  * no other origin for scripts anyway). Colours come from styles.css classes; positions are SVG
  * attributes, so no inline style is needed.
