@@ -211,7 +211,8 @@ async function main(): Promise<Results> {
       name,
       config: frozen[name],
       persistTo: persist[name],
-      vars: name === "ours" ? oursVars : {},
+      // The peers mount the product's routes behind its request context, which validates the same configuration.
+      vars: oursVars,
       log: join(state, "logs", `${name}.log`),
     });
   }
