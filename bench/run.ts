@@ -43,7 +43,7 @@ import {
   type Memory,
   type Worker,
 } from "./processes.ts";
-import { report, type Measured, type Results } from "./report.ts";
+import { report, withResults, type Measured, type Results } from "./report.ts";
 import { soak, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
 
@@ -379,6 +379,12 @@ try {
   writeFileSync(join(ROOT, "bench/results/latest.md"), `${text}\n`);
   writeFileSync(join(ROOT, "bench/results/latest.json"), `${JSON.stringify(results, null, 2)}\n`);
   step("written to bench/results/latest.md and latest.json");
+  // Only a full run's figures are worth publishing; a quick run is a smoke test.
+  if (mode === "full") {
+    const docPath = join(ROOT, "docs/benchmark.md");
+    writeFileSync(docPath, withResults(readFileSync(docPath, "utf8"), text));
+    step("results written to docs/benchmark.md");
+  }
   await cleanUp();
   process.exit(0);
 } catch (error) {
