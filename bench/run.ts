@@ -197,7 +197,8 @@ async function main(): Promise<Results> {
 
   step(`starting ${LOADED.length + 1} workers with wrangler dev (${LOADED.length} loaded, plus the real worker on the 10,000-product catalogue)`);
   mkdirSync(join(state, "logs"));
-  // The loaded worker runs as deployed (no X-Work-Counts); the second instance counts work.
+  // Every loaded worker runs as deployed (no X-Work-Counts); the second instance of ours counts work.
+  // The peers need the same variables: they mount the product's request context, which checks them.
   const oursVars = {
     IDP_ISSUER: idp.issuer,
     IDP_AUDIENCE: "price-data-api",
@@ -211,7 +212,7 @@ async function main(): Promise<Results> {
       name,
       config: frozen[name],
       persistTo: persist[name],
-      vars: name === "ours" ? oursVars : {},
+      vars: oursVars,
       log: join(state, "logs", `${name}.log`),
     });
   }

@@ -1630,7 +1630,10 @@ export interface operations {
                             /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
                             domain?: string | null;
                         };
-                        /** Format: uri */
+                        /**
+                         * Format: uri
+                         * @description The offer's page: an http(s) URL
+                         */
                         url?: string | null;
                         /**
                          * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units

@@ -62,7 +62,7 @@ const IDP = "http://127.0.0.1:4000";
 async function answers(url: string, seconds: number): Promise<boolean> {
   for (const deadline = Date.now() + seconds * 1000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
     try {
-      await fetch(url, { signal: AbortSignal.timeout(2000) });
+      await fetch(url, { signal: AbortSignal.timeout(10_000) });
       return true;
     } catch {
       // not listening yet

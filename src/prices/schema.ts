@@ -42,7 +42,12 @@ export const observation = z
         },
         jsonObject,
       ),
-      url: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).max(2048, { error: "must be at most 2048 characters" }).nullable().optional(),
+      url: z
+        .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
+        .max(2048, { error: "must be at most 2048 characters" })
+        .meta({ pattern: "^https?://", description: "The offer's page: an http(s) URL" })
+        .nullable()
+        .optional(),
       price: moneyStringSchema,
       regular_price: optionalMoney,
       currency: currencySchema,
