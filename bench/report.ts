@@ -1,4 +1,4 @@
-/** The report of `npm run bench`: one Markdown text for the console, bench/results/latest.md and docs/benchmark.md. */
+/** The report of `npm run bench`: one Markdown text for the console, bench/results/latest.md and (a full run) docs/benchmark.md. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LoadResult } from "./load.ts";
@@ -240,15 +240,4 @@ export function report(r: Results): string {
   }
   push("", `The whole run took ${r.seconds.toFixed(0)} s.`);
   return lines.join("\n");
-}
-
-export const RESULTS_START = "<!-- bench:results:start (written by `npm run bench`; edits between these markers are replaced) -->";
-export const RESULTS_END = "<!-- bench:results:end -->";
-
-/** `doc` (docs/benchmark.md) with the text between its result markers replaced by `results`. */
-export function withResults(doc: string, results: string): string {
-  const start = doc.indexOf(RESULTS_START);
-  const end = doc.indexOf(RESULTS_END);
-  if (start < 0 || end < start) throw new Error(`docs/benchmark.md has lost its markers; put back ${RESULTS_START} and ${RESULTS_END}`);
-  return `${doc.slice(0, start + RESULTS_START.length)}\n\n${results.trim()}\n\n${doc.slice(end)}`;
 }

@@ -43,7 +43,8 @@ import {
   type Memory,
   type Worker,
 } from "./processes.ts";
-import { report, withResults, type Measured, type Results } from "./report.ts";
+import { report, type Measured, type Results } from "./report.ts";
+import { withResults } from "./results-doc.ts";
 import { soak, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
 
