@@ -1,4 +1,4 @@
-/** The report of `npm run bench`: one Markdown text for the console, bench/results/latest.md and the README. */
+/** The report of `npm run bench`: one Markdown text for the console, bench/results/latest.md and (a full run) docs/benchmark.md. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LoadResult } from "./load.ts";

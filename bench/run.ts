@@ -45,6 +45,7 @@ import {
 } from "./processes.ts";
 import { cpuProfile } from "./profile.ts";
 import { report, type Measured, type Results } from "./report.ts";
+import { withResults } from "./results-doc.ts";
 import { soak, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
 
@@ -198,7 +199,8 @@ async function main(): Promise<Results> {
 
   step(`starting ${LOADED.length + 1} workers with wrangler dev (${LOADED.length} loaded, plus the real worker on the 10,000-product catalogue)`);
   mkdirSync(join(state, "logs"));
-  // The loaded worker runs as deployed (no X-Work-Counts); the second instance counts work.
+  // Every loaded worker runs as deployed (no X-Work-Counts); the second instance of ours counts work.
+  // The peers need the same variables: they mount the product's request context, which checks them.
   const oursVars = {
     IDP_ISSUER: idp.issuer,
     IDP_AUDIENCE: "price-data-api",
@@ -387,6 +389,12 @@ try {
   writeFileSync(join(ROOT, "bench/results/latest.md"), `${text}\n`);
   writeFileSync(join(ROOT, "bench/results/latest.json"), `${JSON.stringify(results, null, 2)}\n`);
   step("written to bench/results/latest.md and latest.json");
+  // Only a full run's figures are worth publishing; a quick run is a smoke test.
+  if (mode === "full") {
+    const docPath = join(ROOT, "docs/benchmark.md");
+    writeFileSync(docPath, withResults(readFileSync(docPath, "utf8"), text));
+    step("results written to docs/benchmark.md");
+  }
   await cleanUp();
   process.exit(0);
 } catch (error) {

@@ -1036,7 +1036,7 @@ export interface operations {
                 competitor?: string;
                 /** @description From this instant, inclusive; an ISO-8601 date or date-time */
                 from?: string;
-                /** @description Up to this instant, exclusive; an ISO-8601 date or date-time */
+                /** @description Up to this instant, exclusive; later than from; an ISO-8601 date or date-time */
                 to?: string;
             };
             header?: never;
@@ -1197,7 +1197,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description 1 to 100 characters (trimmed; an emoji counts once), no control characters
+                     * @description 1 to 100 characters after trimming surrounding spaces (an emoji counts once), not blank, no control characters
                      * @example Production server
                      */
                     name: string;
@@ -1282,7 +1282,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description 1 to 100 characters (trimmed; an emoji counts once), no control characters
+                     * @description 1 to 100 characters after trimming surrounding spaces (an emoji counts once), not blank, no control characters
                      * @example Production server
                      */
                     name: string;
@@ -1379,7 +1379,7 @@ export interface operations {
                      */
                     min_change_pct?: number;
                     /**
-                     * @description A note for you, up to 500 characters
+                     * @description A note for you, up to 500 characters after trimming (UTF-16 code units: an emoji counts twice)
                      * @default null
                      */
                     description?: string | null;
@@ -1612,40 +1612,52 @@ export interface operations {
             content: {
                 "application/json": {
                     observations: {
+                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
                         sku: string;
+                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
                         name: string;
+                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
                         brand?: string | null;
+                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
                         category?: string | null;
                         gtin?: string | null;
+                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
                         mpn?: string | null;
                         competitor: {
                             id: string;
+                            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
                             name: string;
+                            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
                             domain?: string | null;
                         };
-                        /** Format: uri */
+                        /**
+                         * Format: uri
+                         * @description The offer's page: an http(s) URL
+                         */
                         url?: string | null;
                         /**
-                         * @description A decimal string with at most the currency's minor-unit digits, never a JSON number
+                         * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
                          * @example 14.99
                          */
                         price: string;
                         /**
-                         * @description A decimal string with at most the currency's minor-unit digits, never a JSON number
+                         * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
                          * @example 14.99
                          */
                         regular_price?: string | null;
                         /**
                          * @description ISO-4217 code, upper case
                          * @example USD
+                         * @enum {string}
                          */
-                        currency: string;
+                        currency: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
                         /**
-                         * @description A decimal string with at most the currency's minor-unit digits, never a JSON number
+                         * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
                          * @example 14.99
                          */
                         shipping_cost?: string | null;
                         in_stock: boolean;
+                        /** @description When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default */
                         observed_at?: string;
                     }[];
                 };

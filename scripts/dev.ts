@@ -3,7 +3,8 @@
  *   1. .dev.vars from .dev.vars.example when missing (the local IdP's settings);
  *   2. the local D1 migrated (wrangler d1 migrations apply DB --local) and, the first time, seeded;
  *   3. the local IdP on http://127.0.0.1:4000;
- *   4. the worker on http://127.0.0.1:8787 (extra arguments go to `wrangler dev`, e.g. --var NAME:VALUE).
+ *   4. the worker on http://127.0.0.1:8787 (extra arguments go to `wrangler dev`, e.g. --var NAME:VALUE);
+ *   5. once both answer, the addresses to open and the commands to try.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
@@ -53,3 +54,34 @@ function stop(code = 0) {
 process.on("SIGINT", () => stop());
 process.on("SIGTERM", () => stop());
 for (const child of children) child.on("exit", (code) => stop(code ?? 0));
+
+const API = "http://127.0.0.1:8787";
+const IDP = "http://127.0.0.1:4000";
+
+/** Polls `url` until it answers at all (any status); false after `seconds`. */
+async function answers(url: string, seconds: number): Promise<boolean> {
+  for (const deadline = Date.now() + seconds * 1000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
+    try {
+      await fetch(url, { signal: AbortSignal.timeout(10_000) });
+      return true;
+    } catch {
+      // not listening yet
+    }
+  }
+  return false;
+}
+
+// Wrangler's own output scrolls by; once the worker and the IdP answer, say where everything is.
+if ((await answers(`${API}/`, 120)) && (await answers(`${IDP}/.well-known/openid-configuration`, 30))) {
+  console.log(`
+  Price Data API is running.
+    API          ${API}/            (a JSON index of the routes)
+    Dashboard    ${API}/dashboard   (sign in with any name and password)
+    Reference    ${API}/docs        (OpenAPI document: ${API}/openapi.json)
+    Local IdP    ${IDP}             (issuer of the account and admin tokens)
+  In another terminal:
+    TOKEN=$(npm run -s token -- alice)     an account login for "alice"
+    ADMIN=$(npm run -s token -- --admin)   an admin token (accounts:write prices:write)
+  The README's "Call it" section continues from there. Ctrl-C stops everything.
+`);
+}

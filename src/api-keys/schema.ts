@@ -2,17 +2,27 @@ import { z } from "zod";
 import { jsonObject, required } from "../http/validation.ts";
 import { prefixedId, timestamp } from "../http/wire.ts";
 
+/** No control character (\p{Cc} is U+0000–U+001F and U+007F–U+009F) and a non-space one somewhere. */
+const NO_CONTROL = "[^\\u0000-\\u001F\\u007F-\\u009F]";
+const NAME_PATTERN = `^${NO_CONTROL}*[^\\s\\u0000-\\u001F\\u007F-\\u009F]${NO_CONTROL}*$`;
+
 /** 1–100 characters (code points, so an emoji counts once), no control characters, trimmed. */
 export const keyName = z
   .string({ error: required("string") })
   .trim()
   .refine((s) => [...s].length >= 1 && [...s].length <= 100, { error: "must be 1 to 100 characters" })
   .refine((s) => !/\p{Cc}/u.test(s), { error: "must not contain control characters" })
-  .meta({ description: "1 to 100 characters (trimmed; an emoji counts once), no control characters", example: "Production server" });
+  .meta({
+    minLength: 1,
+    maxLength: 100,
+    pattern: NAME_PATTERN,
+    description: "1 to 100 characters after trimming surrounding spaces (an emoji counts once), not blank, no control characters",
+    example: "Production server",
+  });
 
 export const apiKeyBody = z.strictObject({ name: keyName }, jsonObject);
 
-export const keyIdParam = z.object({ id: z.string().meta({ description: "The key's id (`key_…`)", example: "key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) });
+export const keyIdParam = z.object({ id: z.string().min(1).meta({ description: "The key's id (`key_…`)", example: "key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) });
 
 const keyFields = {
   id: prefixedId("key", "3f2a…"),

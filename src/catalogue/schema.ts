@@ -4,7 +4,7 @@ import { currency, money, prefixedId, timestamp } from "../http/wire.ts";
 
 /** The catalogue's wire shapes, declared once; the service builds values of the inferred types. */
 
-export const productIdParam = z.object({ id: z.string().meta({ description: "The product's id (`prd_…`)", example: "prd_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) });
+export const productIdParam = z.object({ id: z.string().min(1).meta({ description: "The product's id (`prd_…`)", example: "prd_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) });
 
 export const ifNoneMatch = z.object({
   "If-None-Match": z.string().optional().meta({ description: "The ETag of a response you hold: 304 while the catalogue is unchanged" }),
@@ -15,13 +15,13 @@ export const productsQuery = strictQuery({
   competitor: filterValue.optional().meta({ description: "Products with an offer from this competitor id (exact)", example: "cmp_amazon" }),
   brand: filterValue.optional().meta({ description: "Brand, case-insensitive", example: "Acme" }),
   category: filterValue.optional().meta({ description: "Category, case-insensitive", example: "Kettles" }),
-  updated_since: when("Products whose updated_at is at or after this"),
+  updated_since: when("Products whose updated_at is at or after this", "2026-01-31T12:00:00Z"),
 });
 
 export const historyQuery = strictQuery({
   competitor: filterValue.optional().meta({ description: "Only this competitor's rows", example: "cmp_amazon" }),
-  from: when("From this instant, inclusive"),
-  to: when("Up to this instant, exclusive"),
+  from: when("From this instant, inclusive", "2026-01-01"),
+  to: when("Up to this instant, exclusive; later than from", "2026-02-01"),
 }).refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { path: ["to"], error: "must be later than from" });
 
 export type ProductFilters = z.output<typeof productsQuery>;

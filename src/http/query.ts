@@ -16,6 +16,9 @@ export const isoTimestamp = z
   })
   .transform((s) => new Date(s).toISOString());
 
+/** What isoTimestamp accepts, as the API document says it. */
+export const DATE_OR_DATE_TIME = { anyOf: [{ type: "string", format: "date" }, { type: "string", format: "date-time" }] };
+
 export const filterValue = z.string(single).min(1, { error: "must not be empty" }).max(200, { error: "must be at most 200 characters" });
 
 /**
@@ -31,7 +34,8 @@ export function strictQuery<Shape extends z.ZodRawShape>(shape: Shape) {
   });
 }
 
-export const when = (description: string) => z.string(single).pipe(isoTimestamp).optional().meta({ description: `${description}; an ISO-8601 date or date-time`, example: "2026-01-31T12:00:00Z" });
+export const when = (description: string, example: string) =>
+  z.string(single).pipe(isoTimestamp).optional().meta({ ...DATE_OR_DATE_TIME, description: `${description}; an ISO-8601 date or date-time`, example });
 
 export const noQuery = strictQuery({});
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MONEY_PATTERN } from "../platform/money.ts";
 
 /**
  * The primitives every response shape is built from, declared once. Request-side validation of the
@@ -8,7 +9,7 @@ import { z } from "zod";
 export const timestamp = z.iso.datetime().meta({ description: "UTC, ISO-8601", example: "2026-01-31T12:00:00.000Z" });
 
 const MONEY_DESCRIPTION = "A decimal string with the currency's own minor-unit digits, never a float";
-export const money = z.string().regex(/^\d+(\.\d+)?$/).meta({ description: MONEY_DESCRIPTION, example: "14.99" });
+export const money = z.string().regex(MONEY_PATTERN).meta({ description: MONEY_DESCRIPTION, example: "14.99" });
 /** A difference of two amounts, so it may be negative. */
 export const signedMoney = z.string().regex(/^-?\d+(\.\d+)?$/).meta({ description: `${MONEY_DESCRIPTION}; negative for a fall`, example: "-1.50" });
 

@@ -1,6 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { requireScope } from "../auth/guards.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { noQuery } from "../http/query.ts";
 import { IngestionSummary, observationsBody } from "./schema.ts";
 import { ingestObservations } from "./service.ts";
 
@@ -17,7 +18,7 @@ const ingest = createRoute(
     credential: "admin",
     scope: "prices:write",
     middleware: [requireScope("prices:write")],
-    request: { body: jsonBody(observationsBody, "The observations") },
+    request: { query: noQuery, body: jsonBody(observationsBody, "The observations") },
     responses: { 200: jsonResponse("What the observations changed", IngestionSummary) },
   }),
 );

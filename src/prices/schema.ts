@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isoTimestamp } from "../http/query.ts";
+import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { currencySchema, moneyFieldsFit, moneyStringSchema } from "../platform/money.ts";
 
@@ -10,12 +10,16 @@ export const MAX_OBSERVATIONS = 1000;
 /** How far ahead of the server's clock an observed_at may be (clock skew), so a wrong date cannot freeze an offer. */
 const MAX_CLOCK_SKEW_MS = 5 * 60 * 1000;
 
+/** A non-space character somewhere: what is left after trimming is not empty. */
+const NOT_BLANK = "\\S";
+
 const text = (max: number) =>
   z
     .string({ error: required("string") })
     .trim()
     .min(1, { error: "must not be empty" })
-    .max(max, { error: `must be at most ${max} characters` });
+    .max(max, { error: `must be at most ${max} characters` })
+    .meta({ pattern: NOT_BLANK, description: "Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice)" });
 const optionalText = (max: number) => text(max).nullable().optional();
 const optionalMoney = moneyStringSchema.nullable().optional();
 
@@ -38,7 +42,12 @@ export const observation = z
         },
         jsonObject,
       ),
-      url: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).max(2048, { error: "must be at most 2048 characters" }).nullable().optional(),
+      url: z
+        .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
+        .max(2048, { error: "must be at most 2048 characters" })
+        .meta({ pattern: "^https?://", description: "The offer's page: an http(s) URL" })
+        .nullable()
+        .optional(),
       price: moneyStringSchema,
       regular_price: optionalMoney,
       currency: currencySchema,
@@ -46,7 +55,8 @@ export const observation = z
       in_stock: z.boolean({ error: (issue) => (issue.input === undefined ? "is required" : "must be true or false") }),
       observed_at: isoTimestamp
         .refine((at) => Date.parse(at) <= Date.now() + MAX_CLOCK_SKEW_MS, { error: "must not be in the future" })
-        .optional(),
+        .optional()
+        .meta({ ...DATE_OR_DATE_TIME, description: "When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default" }),
     },
     jsonObject,
   )

@@ -13,7 +13,8 @@ const minChangePct = z
   .min(0, { error: "must be between 0 and 1000" })
   .max(1000, { error: "must be between 0 and 1000" })
   .refine((pct) => Math.abs(pct * 100 - Math.round(pct * 100)) < 1e-6, { error: "must have at most 2 decimals" })
-  .transform((pct) => Math.round(pct * 100)); // basis points from here on
+  .transform((pct) => Math.round(pct * 100)) // basis points from here on
+  .meta({ multipleOf: 0.01 });
 
 /**
  * Where the URL may point (https://, a public host) depends on WEBHOOK_ALLOW_INSECURE_URLS, which no
@@ -45,13 +46,13 @@ export const webhookBody = z.strictObject(
       .max(500, { error: "must be at most 500 characters" })
       .nullable()
       .default(null)
-      .meta({ description: "A note for you, up to 500 characters" }),
+      .meta({ description: "A note for you, up to 500 characters after trimming (UTF-16 code units: an emoji counts twice)" }),
   },
   jsonObject,
 );
 export type WebhookBody = z.output<typeof webhookBody>;
 
-export const webhookIdParam = z.object({ id: z.string().meta({ description: "The webhook's id (`whk_…`)", example: "whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) });
+export const webhookIdParam = z.object({ id: z.string().min(1).meta({ description: "The webhook's id (`whk_…`)", example: "whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) });
 
 export const Webhook = z
   .object({

@@ -193,7 +193,7 @@ describe("webhook verification", () => {
     expect((await api.POST("/webhooks/{id}/test", { params: { path: { id } } })).response.status).toBe(202);
 
     const admin = client(await adminToken()).api;
-    const observation = { sku: "CLIENT-HOOK", name: "Hook kettle", competitor: { id: "cmp_hook", name: "Hook Shop" }, currency: "USD", in_stock: true };
+    const observation = { sku: "CLIENT-HOOK", name: "Hook kettle", competitor: { id: "cmp_hook", name: "Hook Shop" }, currency: "USD" as const, in_stock: true };
     for (const price of ["30.00", "27.00"]) {
       expect((await admin.POST("/admin/observations", { body: { observations: [{ ...observation, price }] } })).response.status).toBe(200);
     }

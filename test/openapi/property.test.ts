@@ -1,0 +1,171 @@
+import { Validator, type Schema as ValidatorSchema } from "@cfworker/json-schema";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { MoneyError, parseMoney } from "../../src/platform/money.ts";
+import { call } from "../helpers/http.ts";
+import { arbitrary, mutations, type Mutation, type Schema } from "../helpers/json-schema-arbitrary.ts";
+import { accountWithKey } from "../helpers/keys.ts";
+import { DocumentChecker, fetchDocument, METHODS, type Json } from "../helpers/openapi.ts";
+import { accountToken, adminToken } from "../helpers/tokens.ts";
+import { installReceiver } from "../helpers/webhook-receiver.ts";
+
+/**
+ * The document says what the validators say. For every operation in GET /openapi.json, requests are
+ * generated from the document's own JSON Schemas (path, query, body) and sent through the worker
+ * with real credentials: a request the document calls valid is never refused with 400, and one
+ * change that makes it invalid per the document (wrong type, out of range, broken pattern, unknown
+ * or missing field) is refused with 400 whose detail names the field. Validity is decided by
+ * @cfworker/json-schema against the document, not by the code under test.
+ */
+
+const RUNS = 12;
+/** Each run sends one request per kind of change, so fewer runs. */
+const INVALID_RUNS = 6;
+
+const doc = await fetchDocument();
+const checker = new DocumentChecker(doc);
+const resolve = (schema: Schema) => checker.resolve(schema, "").value;
+
+interface Request {
+  path: Record<string, string>;
+  query: Record<string, string>;
+  body?: unknown;
+}
+
+interface Operation {
+  method: string;
+  template: string;
+  credential: "ApiKey" | "AccountLogin" | "AdminJWT";
+  /** The request as one JSON Schema: { path, query, body }. */
+  schema: Schema;
+  validator: Validator;
+}
+
+const paramsSchema = (params: Json[]): Schema => ({
+  type: "object",
+  properties: Object.fromEntries(params.map((p) => [p.name, p.schema])),
+  required: params.filter((p) => p.required).map((p) => p.name),
+  additionalProperties: false,
+});
+
+const operations: Operation[] = Object.entries<Json>(doc.paths).flatMap(([template, item]) =>
+  METHODS.filter((method) => item[method]).map((method) => {
+    const op = item[method];
+    const params: Json[] = (op.parameters ?? []).map((p: Json) => resolve(p));
+    const body = op.requestBody?.content?.["application/json"]?.schema;
+    const schema: Schema = {
+      type: "object",
+      properties: { path: paramsSchema(params.filter((p) => p.in === "path")), query: paramsSchema(params.filter((p) => p.in === "query")), ...(body ? { body } : {}) },
+      required: ["path", "query", ...(body ? ["body"] : [])],
+      additionalProperties: false,
+    };
+    // The document as the root, so the body's "#/components/…" references resolve.
+    const validator = new Validator({ ...doc, ...schema } as ValidatorSchema, "2020-12", false);
+    return { method, template, credential: Object.keys(op.security[0])[0] as Operation["credential"], schema, validator };
+  }),
+);
+
+let apiKey: string;
+let counter = 0;
+
+/** Real credentials for the operation: a fresh account or admin subject per call, so no bucket runs dry. */
+async function credential(operation: Operation): Promise<string> {
+  if (operation.credential === "ApiKey") return apiKey;
+  if (operation.credential === "AccountLogin") return accountToken(`property-${Date.now()}-${++counter}`);
+  return adminToken(`property-admin-${++counter}`);
+}
+
+async function send(operation: Operation, request: Request): Promise<Response> {
+  const path = operation.template.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(request.path[name]!));
+  const query = new URLSearchParams(Object.entries(request.query).map(([k, v]) => [k, String(v)])).toString();
+  return call(operation.method.toUpperCase(), query ? `${path}?${query}` : path, { token: await credential(operation), body: request.body });
+}
+
+/**
+ * The rules the document states in words because JSON Schema cannot say them (they relate two
+ * fields): the 400 detail a request breaking one must get, or undefined.
+ */
+function describedRuleBroken(operation: Operation, request: Request): string | undefined {
+  const { from, to } = request.query;
+  if (operation.template === "/products/{id}/history" && from && to && Date.parse(from) >= Date.parse(to)) return "to: must be later than from";
+  if (operation.template === "/admin/observations") {
+    const observations = (request.body as { observations: Record<string, any>[] }).observations;
+    for (const [i, observation] of observations.entries()) {
+      for (const field of ["price", "regular_price", "shipping_cost"]) {
+        if (typeof observation[field] !== "string") continue;
+        try {
+          parseMoney(observation[field], observation.currency);
+        } catch (error) {
+          if (error instanceof MoneyError) return `observations.${i}.${field}: ${error.message}`;
+          throw error;
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+/** One-change variants of a valid request that the document refuses (path values only where they still reach the route). */
+function invalidVariants(operation: Operation, request: Request): Mutation[] {
+  const part = (name: "path" | "query" | "body", strings: boolean) =>
+    mutations(operation.schema.properties[name], request[name], resolve, { strings }).map((m) => ({ ...m, value: { ...request, [name]: m.value } }));
+  const variants = [
+    ...part("path", true).filter((m) => m.path.length === 1 && m.what === "too long"),
+    ...part("query", true),
+    ...("body" in request ? part("body", false).filter((m) => m.path.length > 0 || m.what === "unknown field") : []),
+  ];
+  return variants.filter((m) => !operation.validator.validate(m.value).valid);
+}
+
+const detailOf = async (res: Response) => ((await res.clone().json()) as { detail: string }).detail;
+
+beforeAll(async () => {
+  installReceiver(); // any webhook delivery the generated requests cause is answered here, never sent out
+  ({ key: apiKey } = await accountWithKey("premium", `property-${Date.now()}`));
+});
+
+afterAll(() => vi.restoreAllMocks());
+
+describe.each(operations.map((operation) => [`${operation.method.toUpperCase()} ${operation.template}`, operation] as const))("%s", (_, operation) => {
+  const requests = arbitrary(operation.schema, resolve) as fc.Arbitrary<Request>;
+
+  it("accepts what the document calls valid (no 400 but for a rule it states in words)", async () => {
+    await fc.assert(
+      fc.asyncProperty(requests, async (request) => {
+        expect(operation.validator.validate(request).errors).toEqual([]); // the generator keeps to the document
+        const res = await send(operation, request);
+        const label = `${JSON.stringify(request).slice(0, 300)} → ${res.status} ${await res.clone().text()}`;
+        expect(res.status, label).toBeLessThan(500);
+        const described = describedRuleBroken(operation, request);
+        if (described) {
+          expect(res.status, label).toBe(400);
+          expect(await detailOf(res), label).toContain(described);
+        } else {
+          expect(res.status, label).not.toBe(400);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("refuses with 400 naming the field what one change makes invalid per the document (each kind of change, every run)", async () => {
+    await fc.assert(
+      fc.asyncProperty(requests, fc.nat(), async (request, pick) => {
+        fc.pre(describedRuleBroken(operation, request) === undefined);
+        const variants = invalidVariants(operation, request);
+        fc.pre(variants.length > 0);
+        // One variant of each kind (wrong type, too long, unknown field, …), so no kind is left to chance.
+        const kinds = new Map<string, Mutation[]>();
+        for (const variant of variants) kinds.set(variant.what, [...(kinds.get(variant.what) ?? []), variant]);
+        for (const ofKind of kinds.values()) {
+          const variant = ofKind[pick % ofKind.length]!;
+          const res = await send(operation, variant.value as Request);
+          const label = `${variant.what} at ${variant.named}: ${JSON.stringify(variant.value).slice(0, 300)} → ${res.status} ${await res.clone().text()}`;
+          expect(res.status, label).toBe(400);
+          expect(await detailOf(res), label).toContain(variant.named);
+        }
+      }),
+      { numRuns: INVALID_RUNS, maxSkipsPerRun: 50 },
+    );
+  });
+});
