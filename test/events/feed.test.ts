@@ -33,7 +33,7 @@ beforeAll(async () => {
 });
 afterAll(() => vi.restoreAllMocks());
 
-const feed = async (query: string, status = 200) => expectJson<Feed>(await call("GET", `/events${query}`, { token: key }), status);
+const feed = async (query: string, status = 200) => expectJson<Feed & { detail: string }>(await call("GET", `/events${query}`, { token: key }), status);
 
 describe("GET /events", () => {
   it("lists the events oldest first, as webhooks carry them plus id", async () => {

@@ -1,4 +1,4 @@
-import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -43,7 +43,8 @@ function captureSends() {
 /** Runs the Worker's scheduled handler, as the cron trigger does. */
 async function runSweep() {
   const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env, ctx);
+  await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env);
+  await waitOnExecutionContext(ctx);
 }
 
 const rowsOf = (ids: string[]) => db().select().from(events).where(inArray(events.id, ids)).all();
@@ -146,7 +147,8 @@ describe("the dead-letter queue's consumer", () => {
   async function runDeadLetters(bodies: WebhookMessage[]) {
     const batch = createMessageBatch(DEAD_LETTER_QUEUE, bodies.map((body, i) => ({ id: `dlq-${Date.now()}-${i}`, timestamp: new Date(), attempts: 1, body })));
     const ctx = createExecutionContext();
-    await worker.queue(batch, env, ctx);
+    const queue: ExportedHandlerQueueHandler<typeof env> = worker.queue;
+    await queue(batch, env, ctx);
     return getQueueResult(batch, ctx);
   }
 

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { desc, eq, gte } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi, type MockInstance } from "vitest";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries } from "../../src/platform/tables.ts";
-import type { DeliveryMessage } from "../../src/webhooks/messages.ts";
+import type { DeliveryMessage, WebhookMessage } from "../../src/webhooks/messages.ts";
 import { MAX_ATTEMPTS } from "../../src/webhooks/schedule.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
@@ -13,7 +13,7 @@ import { createWebhook, deliveryTo, ingest, newAccountToken, runQueue } from "..
 
 const db = () => database(env.DB);
 let receiver: Receiver;
-let sent: ReturnType<typeof vi.spyOn<Queue<unknown>, "sendBatch">>;
+let sent: MockInstance<Queue<WebhookMessage>["sendBatch"]>;
 
 beforeAll(() => {
   receiver = installReceiver();
