@@ -77,7 +77,7 @@ async function runBatch(queue: string, items: { body: WebhookMessage; attempts: 
   const ctx = createExecutionContext();
   const handler: ExportedHandlerQueueHandler<typeof env> = worker.queue;
   let threw = false;
-  await handler(batch, env, ctx).catch(() => (threw = true));
+  await Promise.resolve(handler(batch, env, ctx)).catch(() => (threw = true));
   const result = await getQueueResult(batch, ctx);
   const retried = new Set(result.retryMessages.map((r) => r.msgId));
   return items.filter((_, i) => threw || retried.has(batch.messages[i]!.id));
