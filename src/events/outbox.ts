@@ -1,4 +1,4 @@
-import { and, asc, isNull, lt, sql } from "drizzle-orm";
+import { and, asc, isNull, lt, or, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
 import { events } from "../platform/tables.ts";
 import { sendAll, type EventMessage, type WebhookMessage } from "../webhooks/messages.ts";
@@ -6,14 +6,19 @@ import { sendAll, type EventMessage, type WebhookMessage } from "../webhooks/mes
 /**
  * The outbox: the event rows an ingestion writes in its own D1 batch (src/prices/write.ts), the relay
  * that puts them on WEBHOOK_QUEUE right after the commit, and the sweep (the cron trigger) that
- * re-sends what the relay could not. The consumer claims each event once before fanning it out
- * (`claimForFanOut`), so a relay and a sweep sending the same event cannot fan it out twice.
+ * re-sends what the relay could not, and what was relayed but never fanned out. The consumer claims
+ * each event before fanning it out (`claimForFanOut`), so a relay and a sweep sending the same event
+ * cannot fan it out twice; the claim is a lease, so a consumer that dies holding it loses nothing.
  */
 
 export type EventRow = typeof events.$inferSelect;
 
 /** An unsent event older than this is the sweep's: the relay had its chance. */
 export const SWEEP_AFTER_MS = 30_000;
+/** A consumer's claim on an event lasts this long: if it died before queuing the deliveries, another may take it. */
+export const CLAIM_LEASE_MS = 5 * 60_000;
+/** A relayed event not fanned out this long after is sent again by the sweep (its claimer died, or its message was lost). */
+export const STUCK_AFTER_MS = 15 * 60_000;
 /** Events (the feed, replay) are kept this long. */
 export const RETENTION_MS = 30 * 24 * 3600 * 1000;
 /** Rows a sweep sends, and rows it deletes, per run (once a minute). */
@@ -68,13 +73,24 @@ export async function relayEvents(db: Database, queue: Queue<WebhookMessage>, me
  * first, SWEEP_BATCH a run), then delete events past the retention (DELETE_BATCH a run).
  */
 export async function sweepOutbox(db: Database, queue: Queue<WebhookMessage>, now = Date.now()): Promise<{ relayed: number; deleted: number }> {
-  const unsent = await db
-    .select()
-    .from(events)
-    .where(and(isNull(events.relayedAt), lt(events.createdAt, new Date(now - SWEEP_AFTER_MS).toISOString())))
-    .orderBy(asc(events.createdAt))
-    .limit(SWEEP_BATCH);
-  const relayed = (await relayEvents(db, queue, unsent.map(eventMessageOf))) ? unsent.length : 0;
+  const [unsent, stuck] = await db.batch([
+    db
+      .select()
+      .from(events)
+      .where(and(isNull(events.relayedAt), lt(events.createdAt, new Date(now - SWEEP_AFTER_MS).toISOString())))
+      .orderBy(asc(events.createdAt))
+      .limit(SWEEP_BATCH),
+    db
+      .select()
+      .from(events)
+      .where(and(isNull(events.fannedOutAt), lt(events.relayedAt, new Date(now - STUCK_AFTER_MS).toISOString())))
+      .orderBy(asc(events.relayedAt))
+      .limit(SWEEP_BATCH),
+  ]);
+  const again = [...unsent, ...stuck];
+  const relayed = (await relayEvents(db, queue, again.map(eventMessageOf))) ? again.length : 0;
+  // Stuck events were relayed before: relayEvents left their relayed_at alone; restart their clock.
+  if (stuck.length > 0) await db.update(events).set({ relayedAt: new Date(now).toISOString() }).where(idsIn(stuck.map((row) => row.id)));
   const cutoff = new Date(now - RETENTION_MS).toISOString();
   const deleted = await db.run(sql`DELETE FROM ${events} WHERE seq IN (SELECT seq FROM ${events} WHERE timestamp < ${cutoff} ORDER BY seq LIMIT ${DELETE_BATCH})`);
   return { relayed, deleted: deleted.meta.changes };
@@ -82,23 +98,36 @@ export async function sweepOutbox(db: Database, queue: Queue<WebhookMessage>, no
 
 /**
  * Claims events for fan-out: one conditional UPDATE, so of two consumers given the same event (a relay
- * and a sweep raced), only one gets it back. Returns the ids claimed now.
+ * and a sweep raced), only one gets it back: not fanned out, and not claimed by another within
+ * CLAIM_LEASE_MS. Returns the ids claimed now.
  */
 export async function claimForFanOut(db: Database, ids: readonly string[]): Promise<Set<string>> {
+  const now = Date.now();
   const claimed = await db
     .update(events)
-    .set({ fannedOutAt: new Date().toISOString() })
-    .where(and(idsIn([...new Set(ids)]), isNull(events.fannedOutAt)))
+    .set({ claimedAt: new Date(now).toISOString() })
+    .where(
+      and(
+        idsIn([...new Set(ids)]),
+        isNull(events.fannedOutAt),
+        or(isNull(events.claimedAt), lt(events.claimedAt, new Date(now - CLAIM_LEASE_MS).toISOString())),
+      ),
+    )
     .returning({ id: events.id });
   return new Set(claimed.map((row) => row.id));
 }
 
+/** The claimed events' deliveries are queued: done, for good. */
+export async function markFannedOut(db: Database, ids: readonly string[]): Promise<void> {
+  if (ids.length > 0) await db.update(events).set({ fannedOutAt: new Date().toISOString() }).where(idsIn(ids));
+}
+
 /** Gives claimed events back (their fan-out could not be sent), so the queue's retry, or the sweep, fans them out. */
 export async function releaseFanOut(db: Database, ids: readonly string[]): Promise<void> {
-  await db.update(events).set({ fannedOutAt: null }).where(idsIn(ids));
+  await db.update(events).set({ claimedAt: null }).where(idsIn(ids));
 }
 
 /** For an event message the dead-letter queue received: unsent again, so the sweep starts it over. */
 export async function requeueEvents(db: Database, ids: readonly string[]): Promise<void> {
-  await db.update(events).set({ relayedAt: null, fannedOutAt: null }).where(idsIn(ids));
+  await db.update(events).set({ relayedAt: null, claimedAt: null }).where(and(idsIn(ids), isNull(events.fannedOutAt)));
 }

@@ -190,7 +190,7 @@ export const webhookDeliveries = sqliteTable(
  * The outbox and the events feed: every catalogue event, written in the same D1 batch as the change
  * that causes it (src/prices/write.ts), kept 30 days. `seq` orders the feed in commit order (AUTOINCREMENT:
  * never reused after the retention deletes); `relayed_at` is set once the event is on WEBHOOK_QUEUE,
- * `fanned_out_at` once the consumer has claimed it for fan-out (at most once per event).
+ * `claimed_at` while a consumer fans it out (a lease), `fanned_out_at` once its deliveries are queued.
  */
 export const events = sqliteTable(
   "events",
@@ -206,7 +206,12 @@ export const events = sqliteTable(
     newMinor: integer("new_minor"),
     createdAt: text("created_at").notNull().default(now),
     relayedAt: text("relayed_at"),
+    claimedAt: text("claimed_at"),
     fannedOutAt: text("fanned_out_at"),
   },
-  (t) => [index("events_timestamp").on(t.timestamp), index("events_unrelayed").on(t.createdAt).where(sql`relayed_at IS NULL`)],
+  (t) => [
+    index("events_timestamp").on(t.timestamp),
+    index("events_unrelayed").on(t.createdAt).where(sql`relayed_at IS NULL`),
+    index("events_not_fanned_out").on(t.relayedAt).where(sql`fanned_out_at IS NULL`),
+  ],
 );

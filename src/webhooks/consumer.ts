@@ -1,4 +1,4 @@
-import { claimForFanOut, releaseFanOut } from "../events/outbox.ts";
+import { claimForFanOut, markFannedOut, releaseFanOut } from "../events/outbox.ts";
 import { readConfig } from "../platform/config.ts";
 import { database, type Database } from "../platform/db.ts";
 import { fanOut, findWebhook, recordAttempt } from "./deliveries.ts";
@@ -73,6 +73,7 @@ async function fanOutEvents(db: Database, queue: Queue<WebhookMessage>, events: 
     claimed = await claimForFanOut(db, events.map((event) => event.body.event.id));
     const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
     await sendAll(queue, await fanOut(db, fresh));
+    await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();
   } catch (error) {
     log({ error: `fan-out failed: ${String(error)}`, events: events.map((event) => event.body.event.id) });

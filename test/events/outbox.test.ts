@@ -2,7 +2,7 @@ import { createExecutionContext, createMessageBatch, createScheduledController, 
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { RETENTION_MS, SWEEP_AFTER_MS } from "../../src/events/outbox.ts";
+import { claimForFanOut, RETENTION_MS, STUCK_AFTER_MS, SWEEP_AFTER_MS } from "../../src/events/outbox.ts";
 import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
@@ -123,12 +123,37 @@ describe("an event sent twice (a relay and a sweep that raced)", () => {
     failing.mockRestore();
     errors.mockRestore();
     expect(failed.retryMessages).toHaveLength(1);
-    expect((await rowsOf([event.event.id]))[0]!.fannedOutAt).toBeNull();
+    expect((await rowsOf([event.event.id]))[0]).toMatchObject({ claimedAt: null, fannedOutAt: null });
 
     const sends = captureSends();
     await runQueue([event], 2);
     expect((sends.messages() as DeliveryMessage[]).filter((m) => m.webhook_id === hook.id)).toHaveLength(1);
     sends.restore();
+  });
+});
+
+describe("a consumer that dies holding a claim", () => {
+  it("loses nothing: the sweep sends the event again once it is stuck, and the claim's lease has run out by then", async () => {
+    const token = await newAccountToken();
+    const hook = await createWebhook(token, { url: hookUrl() });
+    const event = { kind: "event", event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} } } satisfies EventMessage;
+    await storeEvents([event]);
+    // Relayed and claimed, then nothing: the consumer died before queuing the deliveries.
+    await db().update(events).set({ relayedAt: new Date().toISOString() }).where(eq(events.id, event.event.id));
+    expect(await claimForFanOut(db(), [event.event.id])).toEqual(new Set([event.event.id]));
+    const sends = captureSends();
+    await runQueue([event]); // the same event again within the lease: not fanned out a second time
+    await runSweep(); // not stuck yet
+    expect(sends.messages()).toEqual([]);
+
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + STUCK_AFTER_MS + 1000 });
+    await runSweep();
+    const resent = sends.messages().filter((m): m is EventMessage => m.kind === "event" && m.event.id === event.event.id);
+    expect(resent).toHaveLength(1);
+    await runQueue(resent);
+    expect((sends.messages() as DeliveryMessage[]).filter((m) => m.kind === "delivery" && m.webhook_id === hook.id)).toHaveLength(1);
+    sends.restore();
+    expect((await rowsOf([event.event.id]))[0]!.fannedOutAt).not.toBeNull();
   });
 });
 
@@ -165,8 +190,8 @@ describe("the dead-letter queue's consumer", () => {
   it("hands an event whose fan-out kept failing back to the sweep", async () => {
     const event = { kind: "event", event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} } } satisfies EventMessage;
     await storeEvents([event]);
-    await db().update(events).set({ relayedAt: new Date().toISOString(), fannedOutAt: new Date().toISOString() }).where(eq(events.id, event.event.id));
+    await db().update(events).set({ relayedAt: new Date().toISOString(), claimedAt: new Date().toISOString() }).where(eq(events.id, event.event.id));
     await runDeadLetters([event]);
-    expect((await rowsOf([event.event.id]))[0]).toMatchObject({ relayedAt: null, fannedOutAt: null });
+    expect((await rowsOf([event.event.id]))[0]).toMatchObject({ relayedAt: null, claimedAt: null, fannedOutAt: null });
   });
 });
