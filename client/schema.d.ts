@@ -257,7 +257,7 @@ export interface paths {
         put?: never;
         /**
          * Send stored events to this webhook again
-         * @description The events of [since, until) within the last 30 days that this webhook takes (its events and min_change_pct), to this webhook only, with their original ids (webhook-id). only_failed: just those it has not received. At most 10,000 a call (more is a 400: replay a shorter span). 409 when the webhook is disabled.
+         * @description The events of [since, until) within the last 30 days that this webhook takes (its events and min_change_pct), to this webhook only, with their original ids (webhook-id). only_failed: just those it has not received. At most 10,000 a call (more is a 400: replay a shorter span). 409 when the webhook is disabled; 503 when the queue did not take them all (send the request again).
          */
         post: operations["replayWebhookEvents"];
         delete?: never;

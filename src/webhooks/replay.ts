@@ -37,6 +37,11 @@ export async function replayEvents(db: Database, queue: Queue<WebhookMessage>, a
     throw new ApiError(400, `Invalid body: until: more than ${MAX_REPLAY_EVENTS.toLocaleString("en")} events match; replay a shorter span (an earlier until), then the next.`);
   }
   const messages = rows.map((row): DeliveryMessage => ({ kind: "delivery", webhook_id: id, event: eventMessageOf(row).event }));
-  await sendAll(queue, messages);
+  try {
+    await sendAll(queue, messages);
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", source: "replay", webhook_id: id, error: String(error) }));
+    throw new ApiError(503, "The queue did not take every event; send the same request again (receivers drop repeats by webhook-id).", { "Retry-After": "1" });
+  }
   return { queued: messages.length };
 }

@@ -142,7 +142,7 @@ const replay = createRoute(
     description:
       `The events of [since, until) within the last 30 days that this webhook takes (its events and min_change_pct), to this webhook only, ` +
       `with their original ids (webhook-id). only_failed: just those it has not received. At most ${MAX_REPLAY_EVENTS.toLocaleString("en")} a call ` +
-      "(more is a 400: replay a shorter span). 409 when the webhook is disabled.",
+      "(more is a 400: replay a shorter span). 409 when the webhook is disabled; 503 when the queue did not take them all (send the request again).",
     request: { params: webhookIdParam, query: noQuery, body: jsonBody(replayBody, "Which events to send again") },
     errors: { notFound: true, conflict: true },
     responses: { 202: jsonResponse("The events are queued", ReplayQueued) },
