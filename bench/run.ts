@@ -45,6 +45,7 @@ import {
 } from "./processes.ts";
 import { report, type Measured, type Results } from "./report.ts";
 import { soak, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
+import { webhookLatency } from "./webhook-latency.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
 
 const { values: args } = parseArgs({
@@ -58,8 +59,8 @@ const { values: args } = parseArgs({
 });
 
 const MODES = {
-  full: { loadKeys: 1000, connections: 16, warmupSeconds: 3, loadSeconds: 5, rounds: 3, revocationTrials: 3, seenSamples: 200, catalogueSeconds: 5, watchdogSeconds: 480 },
-  quick: { loadKeys: 200, connections: 16, warmupSeconds: 1, loadSeconds: 2, rounds: 1, revocationTrials: 1, seenSamples: 40, catalogueSeconds: 1.5, watchdogSeconds: 240 },
+  full: { webhookSamples: 30, loadKeys: 1000, connections: 16, warmupSeconds: 3, loadSeconds: 5, rounds: 3, revocationTrials: 3, seenSamples: 200, catalogueSeconds: 5, watchdogSeconds: 480 },
+  quick: { webhookSamples: 8, loadKeys: 200, connections: 16, warmupSeconds: 1, loadSeconds: 2, rounds: 1, revocationTrials: 1, seenSamples: 40, catalogueSeconds: 1.5, watchdogSeconds: 240 },
 };
 for (const name of ["connections", "seconds"] as const) {
   const value = args[name];
@@ -204,6 +205,8 @@ async function main(): Promise<Results> {
     IDP_JWKS_URL: idp.jwksUrl,
     // Harmless where unused; required by the configuration once webhooks are in.
     WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
+    // The webhook latency's receiver is http://127.0.0.1 (bench/webhook-latency.ts).
+    WEBHOOK_ALLOW_INSECURE_URLS: "true",
   };
   const workers = {} as Record<WorkerName | "catalogue", Worker>;
   for (const name of LOADED) {
@@ -276,6 +279,13 @@ async function main(): Promise<Results> {
   const revocations: Revocation[] = [];
   for (const key of keys.revoke) revocations.push(await revocationLag(workers.ours.directUrl, key, jwt, { beforeMs: 400, afterMs: 600 }));
 
+  step(`webhook latency: ${settings.webhookSamples} price changes, one at a time, from the ingestion's answer to the receiver's 2xx (ours)`);
+  const hookTokens = {
+    admin: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-admin", scope: "prices:write" }),
+    account: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-webhooks" }),
+  };
+  const hooks = await webhookLatency(workers.ours.directUrl, hookTokens, settings.webhookSamples);
+
   step(`catalogue: GET /products on ${settings.catalogueProducts.toLocaleString("en")} products`);
   const catalogueUrl = `${workers.catalogue.directUrl}/products`;
   const first = await fetchBytes(catalogueUrl, bearer(keys.load[0]!.key));
@@ -309,6 +319,7 @@ async function main(): Promise<Results> {
     work,
     catalogue: { products: settings.catalogueProducts, bytes: first.bytes, status304: notModified.status, bytes304: notModified.bytes, full: catalogueFull, notModified: catalogue304 },
     memory,
+    webhooks: hooks,
     seconds: (Date.now() - startedAt) / 1000,
   };
 }
