@@ -1,7 +1,7 @@
 /** The report of `npm run bench`: one Markdown text for the console, bench/results/latest.md and the README. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { WebhookLatency } from "./webhook-latency.ts";
+import { webhookLatencyReport, type WebhookLatency } from "./webhook-latency.ts";
 import type { LoadResult } from "./load.ts";
 import type { Exactness, Revocation, WorkCount, WorkReport } from "./probes.ts";
 import { ROOT, type Memory } from "./processes.ts";
@@ -224,16 +224,7 @@ export function report(r: Results): string {
     `| GET /products, If-None-Match → ${c.status304} | ${ms(c.notModified.p50)} | ${ms(c.notModified.p99)} | ${int(c.notModified.rps + (c.notModified.statusCodes["304"] ?? 0) / c.notModified.seconds)} | ${c.bytes304} bytes |`,
   );
 
-  const h = r.webhooks;
-  push(
-    "",
-    `**Webhook latency** (ours): ${h.samples} price changes, one at a time, from the ingestion's answer to the receiver's 2xx (127.0.0.1), ` +
-      "through wrangler dev's local queue (a batch waits up to max_batch_timeout = 1 s, once for the event and once for its delivery):",
-    "",
-    "| delivered | p50 ms | p99 ms | max ms |",
-    "|---:|---:|---:|---:|",
-    `| ${h.delivered}/${h.samples} | ${ms(h.p50)} | ${ms(h.p99)} | ${ms(h.max)} |`,
-  );
+  push("", ...webhookLatencyReport(r.webhooks));
 
   // ---- Memory ----
   push(

@@ -1,6 +1,7 @@
 /**
  * `npm run bench [-- --quick] [--connections N] [--seconds S] [--keep-state]`
  * `npm run bench -- --soak [--seconds S]`: the soak instead (bench/soak.ts; 600 s unless told).
+ * `npm run bench -- --webhooks`: only the webhook latency (bench/webhook-latency.ts), on the real worker alone.
  *
  * One run, under the same local workerd and the same seed, of GET /products on:
  *   bare               the product's handler with no authentication and no limiting (bench/peers/bare)
@@ -45,13 +46,14 @@ import {
 } from "./processes.ts";
 import { report, type Measured, type Results } from "./report.ts";
 import { soak, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
-import { webhookLatency } from "./webhook-latency.ts";
+import { webhookLatency, webhookLatencyReport } from "./webhook-latency.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
 
 const { values: args } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     soak: { type: "boolean", default: false },
+    webhooks: { type: "boolean", default: false },
     connections: { type: "string" },
     seconds: { type: "string" },
     "keep-state": { type: "boolean", default: false },
@@ -370,6 +372,30 @@ async function soakMain(): Promise<{ text: string; failed: boolean }> {
   return { text, failed: results.errors > 0 || results.load.overAdmitted.length > 0 || results.usage.mismatches.length > 0 || results.usage.status === "failed" };
 }
 
+/** `--webhooks`: the real worker alone, on an empty catalogue, and the webhook latency. */
+async function webhooksMain(): Promise<string> {
+  state = mkdtempSync(join(tmpdir(), "price-data-hooks-"));
+  const idp = await startJwks();
+  jwks = idp.server;
+  const config = await freeze(CONFIGS.ours, join(state, "build", "ours"));
+  await wrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", join(state, "d1")]);
+  mkdirSync(join(state, "logs"));
+  const worker = await startWorker({
+    name: "ours",
+    config,
+    persistTo: join(state, "d1"),
+    vars: { IDP_ISSUER: idp.issuer, IDP_AUDIENCE: "price-data-api", IDP_JWKS_URL: idp.jwksUrl, WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"), WEBHOOK_ALLOW_INSECURE_URLS: "true" },
+    log: join(state, "logs", "ours.log"),
+  });
+  await waitReady(worker, (url) => fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(20_000) }), 120_000);
+  step(`webhook latency: ${settings.webhookSamples} price changes, one at a time`);
+  const tokens = {
+    admin: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-admin", scope: "prices:write" }),
+    account: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-webhooks" }),
+  };
+  return webhookLatencyReport(await webhookLatency(worker.url, tokens, settings.webhookSamples)).join("\n");
+}
+
 function machine() {
   const model = cpus()[0]?.model ?? "unknown CPU";
   return { cores: availableParallelism(), model, memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version };
@@ -382,6 +408,11 @@ try {
     console.log(`\n${text}`);
     await cleanUp();
     process.exit(failed ? 1 : 0);
+  }
+  if (args.webhooks) {
+    console.log(`\n${await webhooksMain()}`);
+    await cleanUp();
+    process.exit(0);
   }
   const results = await main();
   const text = report(results);

@@ -59,3 +59,17 @@ export async function webhookLatency(baseUrl: string, tokens: { admin: string; a
     server.close();
   }
 }
+
+const ms = (n: number) => (Number.isNaN(n) ? "–" : n.toFixed(0));
+
+/** The report's section (bench/report.ts, and `npm run bench -- --webhooks`). */
+export function webhookLatencyReport(h: WebhookLatency): string[] {
+  return [
+    `**Webhook latency** (ours): ${h.samples} price changes, one at a time, from the ingestion's answer to the receiver's 2xx (127.0.0.1), ` +
+      "through wrangler dev's local queue (a batch waits up to max_batch_timeout = 1 s, once for the event and once for its delivery):",
+    "",
+    "| delivered | p50 ms | p99 ms | max ms |",
+    "|---:|---:|---:|---:|",
+    `| ${h.delivered}/${h.samples} | ${ms(h.p50)} | ${ms(h.p99)} | ${ms(h.max)} |`,
+  ];
+}
