@@ -32,31 +32,45 @@ export default defineConfig(async () => {
   await buildDashboard(); // src/dashboard/assets.gen.js, which the worker imports
   buildDocs(); // src/docs/assets.gen.js, likewise
   const idp = await serveTestJwks();
-  const workers = {
-    plugins: [
-      cloudflareTest({
-        wrangler: { configPath: "./wrangler.toml" },
-        miniflare: {
-          bindings: {
-            IDP_ISSUER: "https://idp.test/",
-            IDP_AUDIENCE: "price-data-api",
-            IDP_JWKS_URL: idp.jwksUrl,
-            EXPOSE_WORK_COUNTS: "true",
-            // A fresh key per run; "false" explicitly, whatever a local .dev.vars says.
-            WEBHOOK_SECRET_KEY: randomBytes(32).toString("base64"),
-            WEBHOOK_ALLOW_INSECURE_URLS: "false",
-            TEST_SIGNING_JWK: JSON.stringify(idp.privateJwk),
-            TEST_PUBLIC_JWK: JSON.stringify(idp.publicJwk),
-            TEST_MIGRATIONS: await readD1Migrations("./migrations"),
-          },
+  const migrations = await readD1Migrations("./migrations");
+  /** The worker under test, with the tests' bindings (and `extra` ones). */
+  const workerPlugin = (extra: Record<string, string> = {}) =>
+    cloudflareTest({
+      wrangler: { configPath: "./wrangler.toml" },
+      miniflare: {
+        bindings: {
+          IDP_ISSUER: "https://idp.test/",
+          IDP_AUDIENCE: "price-data-api",
+          IDP_JWKS_URL: idp.jwksUrl,
+          EXPOSE_WORK_COUNTS: "true",
+          // A fresh key per run; "false" explicitly, whatever a local .dev.vars says.
+          WEBHOOK_SECRET_KEY: randomBytes(32).toString("base64"),
+          WEBHOOK_ALLOW_INSECURE_URLS: "false",
+          TEST_SIGNING_JWK: JSON.stringify(idp.privateJwk),
+          TEST_PUBLIC_JWK: JSON.stringify(idp.publicJwk),
+          TEST_MIGRATIONS: migrations,
+          ...extra,
         },
-      }),
-    ],
+      },
+    });
+  const workers = {
+    plugins: [workerPlugin()],
     test: {
       name: "workers",
       include: ["test/**/*.test.ts"],
-      exclude: ["test/e2e/**", "test/node/**"],
+      exclude: ["test/e2e/**", "test/node/**", "test/chaos/**"],
       setupFiles: ["./test/helpers/setup.ts"],
+    },
+  };
+  // `npm run chaos` (CHAOS=1): fault injection on the outbox and the deliveries (test/chaos/). Not part of `npm test`;
+  // CHAOS_CHANGES sets how many price changes it ingests (default 400, about half a minute).
+  const chaos = {
+    plugins: [workerPlugin({ CHAOS_CHANGES: process.env.CHAOS_CHANGES ?? "400" })],
+    test: {
+      name: "chaos",
+      include: ["test/chaos/**/*.test.ts"],
+      setupFiles: ["./test/helpers/setup.ts"],
+      testTimeout: 3_600_000,
     },
   };
   // The dashboard in a real browser (test/e2e/): plain Node. A group of its own, so it never runs
@@ -82,5 +96,5 @@ export default defineConfig(async () => {
       sequence: { groupOrder: 1 },
     },
   };
-  return { test: { projects: [workers, e2e, node] } };
+  return { test: { projects: process.env.CHAOS ? [chaos] : [workers, e2e, node] } };
 });

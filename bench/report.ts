@@ -1,6 +1,7 @@
 /** The report of `npm run bench`: one Markdown text for the console, bench/results/latest.md and (a full run) docs/benchmark.md. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { webhookLatencyReport, type WebhookLatency } from "./webhook-latency.ts";
 import type { LoadResult } from "./load.ts";
 import type { Exactness, Revocation, WorkCount, WorkReport } from "./probes.ts";
 import { ROOT, type Memory } from "./processes.ts";
@@ -31,6 +32,7 @@ export interface Results {
   memory: Record<WorkerName | "catalogue", Memory | undefined>;
   /** Where the isolate's CPU went during a small-response load, for ours and the floor that writes. */
   profiles: Record<"ours" | "floor-write", HotFunction[]>;
+  webhooks: WebhookLatency;
   seconds: number;
 }
 
@@ -224,6 +226,8 @@ export function report(r: Results): string {
     `| GET /products | ${ms(c.full.p50)} | ${ms(c.full.p99)} | ${int(c.full.rps)} | ${kb(c.bytes)} |`,
     `| GET /products, If-None-Match → ${c.status304} | ${ms(c.notModified.p50)} | ${ms(c.notModified.p99)} | ${int(c.notModified.rps + (c.notModified.statusCodes["304"] ?? 0) / c.notModified.seconds)} | ${c.bytes304} bytes |`,
   );
+
+  push("", ...webhookLatencyReport(r.webhooks));
 
   // ---- Memory ----
   push(

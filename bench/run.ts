@@ -1,6 +1,7 @@
 /**
  * `npm run bench [-- --quick] [--connections N] [--seconds S] [--keep-state]`
  * `npm run bench -- --soak [--seconds S]`: the soak instead (bench/soak.ts; 600 s unless told).
+ * `npm run bench -- --webhooks`: only the webhook latency (bench/webhook-latency.ts), on the real worker alone.
  *
  * One run, under the same local workerd and the same seed, of GET /products on:
  *   bare               the product's handler with no authentication and no limiting (bench/peers/bare)
@@ -47,12 +48,14 @@ import { cpuProfile } from "./profile.ts";
 import { report, type Measured, type Results } from "./report.ts";
 import { withResults } from "./results-doc.ts";
 import { soak, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
+import { webhookLatency, webhookLatencyReport } from "./webhook-latency.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
 
 const { values: args } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     soak: { type: "boolean", default: false },
+    webhooks: { type: "boolean", default: false },
     connections: { type: "string" },
     seconds: { type: "string" },
     "keep-state": { type: "boolean", default: false },
@@ -60,8 +63,8 @@ const { values: args } = parseArgs({
 });
 
 const MODES = {
-  full: { loadKeys: 1000, connections: 16, warmupSeconds: 3, loadSeconds: 5, rounds: 3, revocationTrials: 3, seenSamples: 200, catalogueSeconds: 5, watchdogSeconds: 480 },
-  quick: { loadKeys: 200, connections: 16, warmupSeconds: 1, loadSeconds: 2, rounds: 1, revocationTrials: 1, seenSamples: 40, catalogueSeconds: 1.5, watchdogSeconds: 240 },
+  full: { webhookSamples: 30, loadKeys: 1000, connections: 16, warmupSeconds: 3, loadSeconds: 5, rounds: 3, revocationTrials: 3, seenSamples: 200, catalogueSeconds: 5, watchdogSeconds: 480 },
+  quick: { webhookSamples: 8, loadKeys: 200, connections: 16, warmupSeconds: 1, loadSeconds: 2, rounds: 1, revocationTrials: 1, seenSamples: 40, catalogueSeconds: 1.5, watchdogSeconds: 240 },
 };
 for (const name of ["connections", "seconds"] as const) {
   const value = args[name];
@@ -207,6 +210,8 @@ async function main(): Promise<Results> {
     IDP_JWKS_URL: idp.jwksUrl,
     // Harmless where unused; required by the configuration once webhooks are in.
     WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
+    // The webhook latency's receiver is http://127.0.0.1 (bench/webhook-latency.ts).
+    WEBHOOK_ALLOW_INSECURE_URLS: "true",
   };
   const workers = {} as Record<WorkerName | "catalogue", Worker>;
   for (const name of LOADED) {
@@ -285,6 +290,13 @@ async function main(): Promise<Results> {
   const revocations: Revocation[] = [];
   for (const key of keys.revoke) revocations.push(await revocationLag(workers.ours.directUrl, key, jwt, { beforeMs: 400, afterMs: 600 }));
 
+  step(`webhook latency: ${settings.webhookSamples} price changes, one at a time, from the ingestion's answer to the receiver's 2xx (ours)`);
+  const hookTokens = {
+    admin: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-admin", scope: "prices:write" }),
+    account: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-webhooks" }),
+  };
+  const hooks = await webhookLatency(workers.ours.directUrl, hookTokens, settings.webhookSamples);
+
   step(`catalogue: GET /products on ${settings.catalogueProducts.toLocaleString("en")} products`);
   const catalogueUrl = `${workers.catalogue.directUrl}/products`;
   const first = await fetchBytes(catalogueUrl, bearer(keys.load[0]!.key));
@@ -319,6 +331,7 @@ async function main(): Promise<Results> {
     catalogue: { products: settings.catalogueProducts, bytes: first.bytes, status304: notModified.status, bytes304: notModified.bytes, full: catalogueFull, notModified: catalogue304 },
     memory,
     profiles,
+    webhooks: hooks,
     seconds: (Date.now() - startedAt) / 1000,
   };
 }
@@ -369,6 +382,30 @@ async function soakMain(): Promise<{ text: string; failed: boolean }> {
   return { text, failed: results.errors > 0 || results.load.overAdmitted.length > 0 || results.usage.mismatches.length > 0 || results.usage.status === "failed" };
 }
 
+/** `--webhooks`: the real worker alone, on an empty catalogue, and the webhook latency. */
+async function webhooksMain(): Promise<string> {
+  state = mkdtempSync(join(tmpdir(), "price-data-hooks-"));
+  const idp = await startJwks();
+  jwks = idp.server;
+  const config = await freeze(CONFIGS.ours, join(state, "build", "ours"));
+  await wrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", join(state, "d1")]);
+  mkdirSync(join(state, "logs"));
+  const worker = await startWorker({
+    name: "ours",
+    config,
+    persistTo: join(state, "d1"),
+    vars: { IDP_ISSUER: idp.issuer, IDP_AUDIENCE: "price-data-api", IDP_JWKS_URL: idp.jwksUrl, WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"), WEBHOOK_ALLOW_INSECURE_URLS: "true" },
+    log: join(state, "logs", "ours.log"),
+  });
+  await waitReady(worker, (url) => fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(20_000) }), 120_000);
+  step(`webhook latency: ${settings.webhookSamples} price changes, one at a time`);
+  const tokens = {
+    admin: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-admin", scope: "prices:write" }),
+    account: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-webhooks" }),
+  };
+  return webhookLatencyReport(await webhookLatency(worker.url, tokens, settings.webhookSamples)).join("\n");
+}
+
 function machine() {
   const model = cpus()[0]?.model ?? "unknown CPU";
   return { cores: availableParallelism(), model, memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version };
@@ -381,6 +418,11 @@ try {
     console.log(`\n${text}`);
     await cleanUp();
     process.exit(failed ? 1 : 0);
+  }
+  if (args.webhooks) {
+    console.log(`\n${await webhooksMain()}`);
+    await cleanUp();
+    process.exit(0);
   }
   const results = await main();
   const text = report(results);

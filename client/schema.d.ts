@@ -75,6 +75,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The catalogue's events of the last 30 days
+         * @description Every price.changed and stock.changed event, oldest first, as webhooks carry them plus `id`: the way to catch up after a webhook was down. Page with `after` (the previous page's next_cursor); `since`, `type` (repeatable) and `limit` (1–1000, default 100) filter. Every API key sees every catalogue event. `after` naming an event older than 30 days is 410: start again with `since`.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/account": {
         parameters: {
             query?: never;
@@ -179,7 +199,11 @@ export interface paths {
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Edit a webhook, or disable or enable it
+         * @description Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not change.
+         */
+        patch: operations["updateWebhook"];
         trace?: never;
     };
     "/webhooks/{id}/test": {
@@ -196,6 +220,46 @@ export interface paths {
          * @description Queued at once; the delivery shows in its deliveries. 409 when the webhook is disabled.
          */
         post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace the signing secret
+         * @description The new secret is in this response only. During the grace (grace_seconds, default 86400, at most 604800) each delivery carries two signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send stored events to this webhook again
+         * @description The events of [since, until) within the last 30 days that this webhook takes (its events and min_change_pct), to this webhook only, with their original ids (webhook-id). only_failed: just those it has not received. At most 10,000 a call (more is a 400: replay a shorter span). 409 when the webhook is disabled; 503 when the queue did not take them all (send the request again).
+         */
+        post: operations["replayWebhookEvents"];
         delete?: never;
         options?: never;
         head?: never;
@@ -556,6 +620,101 @@ export interface components {
             domain: string | null;
             offer_count: number;
         };
+        EventFeed: {
+            /** @description Oldest first */
+            events: components["schemas"]["FeedEvent"][];
+            /** @description Pass as `after` for the next page; null when there is none yet (poll later with `after` = the last id you saw) */
+            next_cursor: string | null;
+        };
+        FeedEvent: {
+            /** @enum {string} */
+            type: "price.changed";
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            timestamp: string;
+            data: {
+                /** @description Also the webhook-id header: the same on every retry; use it to drop duplicates */
+                event_id: string;
+                product_id: string;
+                sku: string;
+                name: string;
+                competitor_id: string;
+                competitor_name: string;
+                url: string | null;
+                currency: string;
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO-8601
+                 * @example 2026-01-31T12:00:00.000Z
+                 */
+                observed_at: string;
+                /**
+                 * @description null when the currency changed (prices cannot be compared)
+                 * @example 14.99
+                 */
+                old_price: string | null;
+                /**
+                 * @description A decimal string with the currency's own minor-unit digits, never a float
+                 * @example 14.99
+                 */
+                new_price: string;
+                /**
+                 * @description new − old, signed
+                 * @example -1.50
+                 */
+                change_abs: string | null;
+                /** @description change_abs as a percentage of the old price, 2 decimals; null from a price of 0 */
+                change_pct: number | null;
+                /** @enum {string|null} */
+                direction: "up" | "down" | null;
+            };
+            /**
+             * @description The event's id: webhook-id of its deliveries, and the `after` cursor
+             * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
+            id: string;
+        } | {
+            /** @enum {string} */
+            type: "stock.changed";
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            timestamp: string;
+            data: {
+                /** @description Also the webhook-id header: the same on every retry; use it to drop duplicates */
+                event_id: string;
+                product_id: string;
+                sku: string;
+                name: string;
+                competitor_id: string;
+                competitor_name: string;
+                url: string | null;
+                currency: string;
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO-8601
+                 * @example 2026-01-31T12:00:00.000Z
+                 */
+                observed_at: string;
+                /**
+                 * @description A decimal string with the currency's own minor-unit digits, never a float
+                 * @example 14.99
+                 */
+                price: string;
+                in_stock_before: boolean;
+                in_stock: boolean;
+            };
+            /**
+             * @description The event's id: webhook-id of its deliveries, and the `after` cursor
+             * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
+            id: string;
+        };
         Account: {
             /** @description The account login's `sub` */
             id: string;
@@ -695,6 +854,10 @@ export interface components {
             /** @enum {string} */
             status: "queued";
         };
+        ReplayQueued: {
+            /** @description How many events are queued for this webhook (at most 10,000 a call) */
+            queued: number;
+        };
         DeliveryList: {
             webhook_id: string;
             /** @description The latest 100 attempts, newest first */
@@ -717,6 +880,8 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             delivered_at: string;
+            /** @description The first 1 KiB of the receiver's answer (UTF-8); null without one */
+            response_excerpt: string | null;
         };
         IngestionResult: {
             received: number;
@@ -1121,6 +1286,60 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Events after this one (a previous page's next_cursor, or the last id you saw) */
+                after?: string;
+                /** @description Events at or after this instant; an ISO-8601 date or date-time */
+                since?: string;
+                /** @description Only these types; repeat the parameter for several */
+                type?: ("price.changed" | "stock.changed") | ("price.changed" | "stock.changed")[];
+                /** @description Events a page, 1 to 1000 (default 100) */
+                limit?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventFeed"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The cursor's event is no longer kept */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     getAccount: {
         parameters: {
             query?: never;
@@ -1483,6 +1702,66 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook's id (`whk_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The fields to change */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description https:// URL of a public host (no localhost, private or link-local addresses)
+                     * @example https://example.com/hooks/prices
+                     */
+                    url?: string;
+                    /** @description The event types to receive */
+                    events?: ("price.changed" | "stock.changed")[];
+                    /** @description Only price changes of at least this many percent (0 to 1000, 2 decimals) */
+                    min_change_pct?: number;
+                    /** @description A note for you, up to 500 characters; null clears it */
+                    description?: string | null;
+                    /**
+                     * @description disabled stops deliveries; enabled resumes them and clears disabled_reason
+                     * @enum {string}
+                     */
+                    status?: "enabled" | "disabled";
+                };
+            };
+        };
+        responses: {
+            /** @description The webhook as it now is */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     testWebhook: {
         parameters: {
             query?: never;
@@ -1515,6 +1794,111 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook's id (`whk_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The grace during which the previous secret still signs */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How long deliveries still carry a signature with the previous secret (default a day, at most 7 days; 0: not at all)
+                     * @default 86400
+                     */
+                    grace_seconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The webhook, with its new signing secret */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    replayWebhookEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook's id (`whk_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Which events to send again */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Events at or after this instant (at most 30 days ago)
+                     * @example 2026-01-31T12:00:00Z
+                     */
+                    since: string;
+                    /** @description Events before this instant; now by default */
+                    until?: string;
+                    /**
+                     * @description Only events this webhook has not received: its last delivery failed for good, or none was made
+                     * @default false
+                     */
+                    only_failed?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The events are queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayQueued"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -6,6 +6,7 @@ import { apiKeyRoutes } from "./api-keys/routes.ts";
 import { competitorRoutes, productRoutes } from "./catalogue/routes.ts";
 import { dashboardRoutes, serveDashboard } from "./dashboard/routes.ts";
 import { docsRoutes, openApiRoute } from "./docs/routes.ts";
+import { eventRoutes } from "./events/routes.ts";
 import { requestContext } from "./http/context.ts";
 import { ApiError, methodNotAllowedResponse, notFound, onError } from "./http/errors.ts";
 import { home } from "./http/home.ts";
@@ -40,6 +41,7 @@ export function buildApp() {
   app.get("/", home);
   app.route("/products", productRoutes); // API key
   app.route("/competitors", competitorRoutes); // API key
+  app.route("/events", eventRoutes); // API key
   app.route("/account", accountRoutes); // account login
   app.route("/api-keys", apiKeyRoutes); // account login
   app.route("/webhooks", webhookRoutes); // account login

@@ -7,6 +7,8 @@ declare global {
       TEST_SIGNING_JWK: string;
       TEST_PUBLIC_JWK: string;
       TEST_MIGRATIONS: D1Migration[];
+      /** `npm run chaos` only: how many price changes to ingest. */
+      CHAOS_CHANGES?: string;
     }
   }
 }

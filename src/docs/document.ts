@@ -53,6 +53,7 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>) {
     info: { title: "Price Data API", version: "0.1.0", description: DESCRIPTION },
     tags: [
       { name: "Catalogue", description: "Products, their offers and history, and competitors (API key)" },
+      { name: "Events", description: "The catalogue's price and stock events of the last 30 days, to catch up after a webhook was down (API key)" },
       { name: "Account", description: "The account and its plan (account login)" },
       { name: "API keys", description: "Create, list, rename and revoke keys (account login)" },
       { name: "Webhooks", description: "Price and stock change notifications, signed per Standard Webhooks (account login)" },

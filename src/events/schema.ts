@@ -56,3 +56,16 @@ export const TestEvent = z
   })
   .meta({ id: "TestEvent" });
 export type TestEventData = z.infer<typeof TestEvent>["data"];
+
+/** GET /events: the catalogue's events, as webhooks carry them, with their id. */
+const withId = { id: eventId.meta({ description: "The event's id: webhook-id of its deliveries, and the `after` cursor", example: "evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) };
+export const FeedEvent = z.union([PriceChangedEvent.extend(withId), StockChangedEvent.extend(withId)]).meta({ id: "FeedEvent" });
+export type FeedEvent = z.infer<typeof FeedEvent>;
+
+export const EventFeed = z
+  .object({
+    events: z.array(FeedEvent).meta({ description: "Oldest first" }),
+    next_cursor: eventId.nullable().meta({ description: "Pass as `after` for the next page; null when there is none yet (poll later with `after` = the last id you saw)" }),
+  })
+  .meta({ id: "EventFeed" });
+export type EventFeed = z.infer<typeof EventFeed>;

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { ApiError } from "./errors.ts";
 
 /** A parameter given twice arrives as an array (the router keeps every value): say so rather than pick one. */
-const single = { error: (issue: { input?: unknown }) => (Array.isArray(issue.input) ? "must be given once" : undefined) };
+export const single = { error: (issue: { input?: unknown }) => (Array.isArray(issue.input) ? "must be given once" : undefined) };
 
 /**
  * A UTC instant in, a canonical `toISOString()` string out, so it compares as text with the stored

@@ -152,6 +152,11 @@ export const webhooks = sqliteTable(
     createdAt: text("created_at").notNull().default(now),
     disabledAt: text("disabled_at"),
     disabledReason: text("disabled_reason"),
+    /** The first failed attempt since the last success (null while deliveries succeed): the 5-day rule. */
+    failingSince: text("failing_since"),
+    /** After a rotation: the previous secret (encrypted the same way) and until when deliveries still carry its signature. */
+    previousSecretCiphertext: text("previous_secret_ciphertext"),
+    previousSecretExpiresAt: text("previous_secret_expires_at"),
   },
   (t) => [index("webhooks_account_created").on(t.accountId, t.createdAt), index("webhooks_status").on(t.status)],
 );
@@ -175,6 +180,38 @@ export const webhookDeliveries = sqliteTable(
     outcome: text("outcome", { enum: ["delivered", "retrying", "failed", "disabled"] }).notNull(),
     /** When the attempt was made (its webhook-timestamp). */
     deliveredAt: text("delivered_at").notNull(),
+    /** The first 1 KiB of the receiver's answer (cut on a UTF-8 character boundary); null without one. */
+    responseExcerpt: text("response_excerpt"),
   },
-  (t) => [index("webhook_deliveries_webhook").on(t.webhookId, t.id)],
+  (t) => [index("webhook_deliveries_webhook").on(t.webhookId, t.id), index("webhook_deliveries_event").on(t.webhookId, t.eventId)],
+);
+
+/**
+ * The outbox and the events feed: every catalogue event, written in the same D1 batch as the change
+ * that causes it (src/prices/write.ts), kept 30 days. `seq` orders the feed in commit order (AUTOINCREMENT:
+ * never reused after the retention deletes); `relayed_at` is set once the event is on WEBHOOK_QUEUE,
+ * `claimed_at` while a consumer fans it out (a lease), `fanned_out_at` once its deliveries are queued.
+ */
+export const events = sqliteTable(
+  "events",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    id: text("id").notNull().unique(),
+    type: text("type").notNull(),
+    timestamp: text("timestamp").notNull(),
+    /** `{type, timestamp, data}`, exactly as webhooks carry it. */
+    payload: text("payload").notNull(),
+    /** A price change in minor units, for min_change_pct (null: not a price change, or not comparable). */
+    oldMinor: integer("old_minor"),
+    newMinor: integer("new_minor"),
+    createdAt: text("created_at").notNull().default(now),
+    relayedAt: text("relayed_at"),
+    claimedAt: text("claimed_at"),
+    fannedOutAt: text("fanned_out_at"),
+  },
+  (t) => [
+    index("events_timestamp").on(t.timestamp),
+    index("events_unrelayed").on(t.createdAt).where(sql`relayed_at IS NULL`),
+    index("events_not_fanned_out").on(t.relayedAt).where(sql`fanned_out_at IS NULL`),
+  ],
 );

@@ -3,7 +3,8 @@ import { invalidateCatalogue } from "../catalogue/service.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
-import { sendAll, type WebhookMessage } from "../webhooks/messages.ts";
+import { relayEvents } from "../events/outbox.ts";
+import type { WebhookMessage } from "../webhooks/messages.ts";
 import { planChanges, type Snapshot } from "./plan.ts";
 import type { IngestionResult, Observation } from "./schema.ts";
 import { isVersionConflict, writeBatch } from "./write.ts";
@@ -19,7 +20,9 @@ import { isVersionConflict, writeBatch } from "./write.ts";
  *    version is still the one read, the upserts, the history rows, and the version bump. Two
  *    concurrent ingestions therefore never both compute their events against the same old offer: the
  *    later batch fails on its guard, and is read, recomputed and written again (up to 8 times).
- * 4. After the commit, send the events to WEBHOOK_QUEUE (sendBatch, ≤ 100 per call).
+ *    The events go in the same batch, as outbox rows (src/events/outbox.ts).
+ * 4. After the commit, relay the events to WEBHOOK_QUEUE (sendBatch, ≤ 100 per call). If that fails
+ *    the answer is still 200: the events are stored, and the cron's sweep sends them.
  *
  * Ordering: an observation changes an offer only if its `observed_at` is later than the offer's
  * `checked_at`. An older one is stale and a repeated one is a replay: both change nothing and emit
@@ -50,7 +53,7 @@ export async function ingestObservations(db: Database, queue: Queue<WebhookMessa
       throw new ApiError(503, "The catalogue kept changing during this ingestion; send the same observations again.", { "Retry-After": "1" });
     }
     invalidateCatalogue();
-    await sendAll(queue, plan.events);
+    await relayEvents(db, queue, plan.events);
     return plan.result;
   }
 }

@@ -2,7 +2,8 @@ import { getTableColumns, getTableName } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { bumpCatalogueVersion } from "../catalogue/service.ts";
 import type { Database } from "../platform/db.ts";
-import { competitors, offers, priceHistory, products } from "../platform/tables.ts";
+import { outboxRows } from "../events/outbox.ts";
+import { competitors, events, offers, priceHistory, products } from "../platform/tables.ts";
 import type { Plan } from "./plan.ts";
 
 /**
@@ -51,6 +52,8 @@ export async function writeBatch(db: Database, version: number, plan: Plan): Pro
   if (plan.products.length > 0) statements.push(insertRows(d1, products, plan.products, ["id"]));
   if (plan.offers.length > 0) statements.push(insertRows(d1, offers, plan.offers, ["product_id", "competitor_id"]));
   if (plan.history.length > 0) statements.push(insertRows(d1, priceHistory, plan.history));
+  // The outbox: the events commit with the change or not at all (src/events/outbox.ts relays them).
+  if (plan.events.length > 0) statements.push(insertRows(d1, events, outboxRows(plan.events, new Date().toISOString())));
   statements.push(d1.prepare(bump.sql).bind(...bump.params));
   await d1.batch(statements);
 }

@@ -1,8 +1,11 @@
+import { claimForFanOut, markFannedOut, releaseFanOut } from "../events/outbox.ts";
 import { readConfig } from "../platform/config.ts";
 import { database, type Database } from "../platform/db.ts";
 import { fanOut, findWebhook, recordAttempt } from "./deliveries.ts";
-import type { DeliveryRow } from "./service.ts";
-import { deliveryBody, sendAll, webhookMessage, type DeliveryMessage, type EventMessage, type WebhookMessage } from "./messages.ts";
+import { responseExcerpt } from "./excerpt.ts";
+import type { DeliveryRow, WebhookRow } from "./service.ts";
+import { handleDeadLetters } from "./dead-letters.ts";
+import { DEAD_LETTER_QUEUE, deliveryBody, sendAll, webhookMessage, type DeliveryMessage, type EventMessage, type WebhookMessage } from "./messages.ts";
 import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
 import { decryptSecret } from "./secrets.ts";
 import { signedHeaders } from "./signing.ts";
@@ -33,6 +36,7 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
   const config = readConfig(env);
   if (typeof config === "string") throw new Error(config); // the queue retries the whole batch
   const db = database(env.DB);
+  if (batch.queue === DEAD_LETTER_QUEUE) return handleDeadLetters(db, batch);
   const events: Parsed<EventMessage>[] = [];
   const deliveries: Parsed<DeliveryMessage>[] = [];
   for (const message of batch.messages) {
@@ -58,12 +62,22 @@ function retryLater(message: Message<unknown>): void {
   message.retry(delaySeconds === undefined ? {} : { delaySeconds });
 }
 
+/**
+ * Fans out the events this consumer claims (src/events/outbox.ts); an event already claimed (sent
+ * twice: relay and sweep) is acked unsent. If sending the deliveries fails, the claims are given back
+ * and the messages retried.
+ */
 async function fanOutEvents(db: Database, queue: Queue<WebhookMessage>, events: readonly Parsed<EventMessage>[]): Promise<void> {
+  let claimed = new Set<string>();
   try {
-    await sendAll(queue, await fanOut(db, events.map((event) => event.body)));
+    claimed = await claimForFanOut(db, events.map((event) => event.body.event.id));
+    const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
+    await sendAll(queue, await fanOut(db, fresh));
+    await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();
   } catch (error) {
     log({ error: `fan-out failed: ${String(error)}`, events: events.map((event) => event.body.event.id) });
+    if (claimed.size > 0) await releaseFanOut(db, [...claimed]).catch((release) => log({ error: `releasing claims failed: ${String(release)}` }));
     for (const { message } of events) retryLater(message);
   }
 }
@@ -92,12 +106,12 @@ async function deliver(db: Database, secretKey: string, { message, body }: Parse
       message.ack(); // deleted or disabled since the event: nothing to deliver
       return;
     }
-    const secret = await decryptSecret(secretKey, webhook.id, webhook.secretCiphertext);
     const payload = deliveryBody(body.event);
     const started = Date.now();
+    const secrets = await signingSecrets(secretKey, webhook, started);
     const timestamp = Math.floor(started / 1000);
-    const headers = { ...(await signedHeaders(secret, body.event.id, timestamp, payload)), "content-type": "application/json", "user-agent": USER_AGENT };
-    const { statusCode, error } = await post(webhook.url, headers, payload);
+    const headers = { ...(await signedHeaders(secrets, body.event.id, timestamp, payload)), "content-type": "application/json", "user-agent": USER_AGENT };
+    const { statusCode, error, excerpt } = await post(webhook.url, headers, payload);
     const outcome = outcomeOf(statusCode, message.attempts);
     await recordAttempt(db, {
       eventId: body.event.id,
@@ -109,6 +123,7 @@ async function deliver(db: Database, secretKey: string, { message, body }: Parse
       durationMs: Date.now() - started,
       outcome,
       deliveredAt: new Date(started).toISOString(),
+      responseExcerpt: excerpt,
     });
     if (outcome === "delivered" || outcome === "disabled") message.ack();
     else retryLater(message);
@@ -118,13 +133,28 @@ async function deliver(db: Database, secretKey: string, { message, body }: Parse
   }
 }
 
-async function post(url: string, headers: Record<string, string>, body: string): Promise<{ statusCode: number | null; error: string | null }> {
+/** The current secret, then the previous one while a rotation's grace lasts (src/webhooks/service.ts rotateSecret). */
+async function signingSecrets(secretKey: string, webhook: WebhookRow, now: number): Promise<string[]> {
+  const secrets = [await decryptSecret(secretKey, webhook.id, webhook.secretCiphertext)];
+  if (webhook.previousSecretCiphertext && webhook.previousSecretExpiresAt && Date.parse(webhook.previousSecretExpiresAt) > now) {
+    secrets.push(await decryptSecret(secretKey, webhook.id, webhook.previousSecretCiphertext));
+  }
+  return secrets;
+}
+
+interface PostResult {
+  statusCode: number | null;
+  error: string | null;
+  excerpt: string | null;
+}
+
+async function post(url: string, headers: Record<string, string>, body: string): Promise<PostResult> {
   try {
     const res = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) });
-    await res.body?.cancel(); // the answer's body is not needed
-    return { statusCode: res.status, error: res.ok ? null : `The endpoint answered ${res.status}.` };
+    const excerpt = await responseExcerpt(res).catch(() => null); // a body cut short does not change the status
+    return { statusCode: res.status, error: res.ok ? null : `The endpoint answered ${res.status}.`, excerpt };
   } catch (error) {
-    if (error instanceof Error && error.name === "TimeoutError") return { statusCode: null, error: `No response within ${DELIVERY_TIMEOUT_MS / 1000} s.` };
-    return { statusCode: null, error: `The request failed: ${error instanceof Error ? error.message : String(error)}` };
+    if (error instanceof Error && error.name === "TimeoutError") return { statusCode: null, error: `No response within ${DELIVERY_TIMEOUT_MS / 1000} s.`, excerpt: null };
+    return { statusCode: null, error: `The request failed: ${error instanceof Error ? error.message : String(error)}`, excerpt: null };
   }
 }

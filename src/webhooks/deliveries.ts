@@ -1,4 +1,4 @@
-import { eq } from "drizzle-orm";
+import { and, eq, lte, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
 import { webhookDeliveries, webhooks } from "../platform/tables.ts";
 import type { DeliveryMessage, EventMessage } from "./messages.ts";
@@ -34,18 +34,34 @@ export function findWebhook(db: Database, id: string): Promise<WebhookRow | unde
   return db.select().from(webhooks).where(eq(webhooks.id, id)).get();
 }
 
-/** One attempt's record; a 410 also disables the webhook, in the same batch. */
+/** A webhook whose every delivery has failed for this long is disabled (Svix's rule). */
+export const FAILING_DAYS_TO_DISABLE = 5;
+
+/**
+ * One attempt's record and, in the same batch, what it means for the webhook: a success clears its
+ * `failing_since`; a failure sets it if unset, and disables the webhook once it is FAILING_DAYS_TO_DISABLE
+ * old; a 410 disables it at once.
+ */
 export async function recordAttempt(db: Database, attempt: Omit<DeliveryRow, "id">): Promise<void> {
   const insert = db.insert(webhookDeliveries).values(attempt);
-  if (attempt.outcome !== "disabled") {
-    await insert;
-    return;
+  const thisWebhook = eq(webhooks.id, attempt.webhookId);
+  if (attempt.outcome === "delivered") {
+    await db.batch([insert, db.update(webhooks).set({ failingSince: null }).where(thisWebhook)]);
+  } else if (attempt.outcome === "disabled") {
+    await db.batch([insert, db.update(webhooks).set({ status: "disabled", disabledAt: attempt.deliveredAt, disabledReason: "The endpoint answered 410 Gone." }).where(thisWebhook)]);
+  } else {
+    const limit = new Date(Date.parse(attempt.deliveredAt) - FAILING_DAYS_TO_DISABLE * 86_400_000).toISOString();
+    await db.batch([
+      insert,
+      db.update(webhooks).set({ failingSince: sql`coalesce(${webhooks.failingSince}, ${attempt.deliveredAt})` }).where(thisWebhook),
+      db
+        .update(webhooks)
+        .set({
+          status: "disabled",
+          disabledAt: attempt.deliveredAt,
+          disabledReason: sql`'Every delivery has failed for ${sql.raw(String(FAILING_DAYS_TO_DISABLE))} days (since ' || ${webhooks.failingSince} || ').'`,
+        })
+        .where(and(thisWebhook, eq(webhooks.status, "enabled"), lte(webhooks.failingSince, limit))),
+    ]);
   }
-  await db.batch([
-    insert,
-    db
-      .update(webhooks)
-      .set({ status: "disabled", disabledAt: attempt.deliveredAt, disabledReason: "The endpoint answered 410 Gone." })
-      .where(eq(webhooks.id, attempt.webhookId)),
-  ]);
 }

@@ -38,6 +38,9 @@ export const deliveryMessage = z.object({
 });
 export type DeliveryMessage = z.infer<typeof deliveryMessage>;
 
+/** Where a message goes after its last attempt (wrangler.toml); src/webhooks/dead-letters.ts consumes it. */
+export const DEAD_LETTER_QUEUE = "price-data-webhooks-dlq";
+
 export const webhookMessage = z.discriminatedUnion("kind", [eventMessage, deliveryMessage]);
 export type WebhookMessage = z.infer<typeof webhookMessage>;
 

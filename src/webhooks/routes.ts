@@ -2,8 +2,22 @@ import { createRoute } from "@hono/zod-openapi";
 import { requireAccount } from "../auth/guards.ts";
 import { emptyResponse, jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { CreatedWebhook, DeliveryList, TestEventQueued, Webhook, webhookBody, webhookIdParam, WebhookList } from "./schema.ts";
-import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, sendTestEvent, webhookView } from "./service.ts";
+import { replayEvents } from "./replay.ts";
+import {
+  CreatedWebhook,
+  DeliveryList,
+  MAX_REPLAY_EVENTS,
+  replayBody,
+  ReplayQueued,
+  rotateSecretBody,
+  TestEventQueued,
+  Webhook,
+  webhookBody,
+  webhookIdParam,
+  WebhookList,
+  webhookPatchBody,
+} from "./schema.ts";
+import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret, sendTestEvent, updateWebhook, webhookView } from "./service.ts";
 
 const common = { tags: ["Webhooks"], credential: "account" as const, middleware: [requireAccount] };
 
@@ -88,6 +102,53 @@ const deliveries = createRoute(
   }),
 );
 
+const update = createRoute(
+  operation({
+    ...common,
+    method: "patch",
+    path: "/{id}",
+    operationId: "updateWebhook",
+    summary: "Edit a webhook, or disable or enable it",
+    description: "Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not change.",
+    request: { params: webhookIdParam, query: noQuery, body: jsonBody(webhookPatchBody, "The fields to change") },
+    errors: { notFound: true },
+    responses: { 200: jsonResponse("The webhook as it now is", Webhook) },
+  }),
+);
+
+const rotate = createRoute(
+  operation({
+    ...common,
+    method: "post",
+    path: "/{id}/rotate-secret",
+    operationId: "rotateWebhookSecret",
+    summary: "Replace the signing secret",
+    description:
+      "The new secret is in this response only. During the grace (grace_seconds, default 86400, at most 604800) each delivery carries two " +
+      "signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one.",
+    request: { params: webhookIdParam, query: noQuery, body: jsonBody(rotateSecretBody, "The grace during which the previous secret still signs") },
+    errors: { notFound: true },
+    responses: { 200: jsonResponse("The webhook, with its new signing secret", CreatedWebhook, ["Cache-Control"]) },
+  }),
+);
+
+const replay = createRoute(
+  operation({
+    ...common,
+    method: "post",
+    path: "/{id}/replay",
+    operationId: "replayWebhookEvents",
+    summary: "Send stored events to this webhook again",
+    description:
+      `The events of [since, until) within the last 30 days that this webhook takes (its events and min_change_pct), to this webhook only, ` +
+      `with their original ids (webhook-id). only_failed: just those it has not received. At most ${MAX_REPLAY_EVENTS.toLocaleString("en")} a call ` +
+      "(more is a 400: replay a shorter span). 409 when the webhook is disabled; 503 when the queue did not take them all (send the request again).",
+    request: { params: webhookIdParam, query: noQuery, body: jsonBody(replayBody, "Which events to send again") },
+    errors: { notFound: true, conflict: true },
+    responses: { 202: jsonResponse("The events are queued", ReplayQueued) },
+  }),
+);
+
 /** /webhooks (account login). Webhook ids of another account are 404, as if they did not exist. */
 export const webhookRoutes = openApiApp()
   .openapi(create, async (c) => {
@@ -107,5 +168,18 @@ export const webhookRoutes = openApiApp()
   .openapi(test, async (c) => {
     const { db, queue } = c.var.ctx;
     return c.json(await sendTestEvent(db, queue, c.var.account.id, c.req.valid("param").id), 202);
+  })
+  .openapi(update, async (c) => {
+    const { db, config } = c.var.ctx;
+    return c.json(await updateWebhook(db, config, c.var.account.id, c.req.valid("param").id, c.req.valid("json")), 200);
+  })
+  .openapi(rotate, async (c) => {
+    const { db, config } = c.var.ctx;
+    const rotated = await rotateSecret(db, config, c.var.account.id, c.req.valid("param").id, c.req.valid("json").grace_seconds);
+    return c.json(rotated, 200, { "Cache-Control": "no-store" });
+  })
+  .openapi(replay, async (c) => {
+    const { db, queue } = c.var.ctx;
+    return c.json(await replayEvents(db, queue, c.var.account.id, c.req.valid("param").id, c.req.valid("json")), 202);
   })
   .openapi(deliveries, async (c) => c.json(await listDeliveries(c.var.ctx.db, c.var.account.id, c.req.valid("param").id), 200));

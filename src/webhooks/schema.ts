@@ -30,21 +30,23 @@ const webhookUrl = z
     example: "https://example.com/hooks/prices",
   });
 
+const webhookEvents = z
+  .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(", ")}` }), { error: required("array") })
+  .min(1, { error: "must name at least one event type" })
+  .transform((events) => WEBHOOK_EVENT_TYPES.filter((type) => events.includes(type)));
+
+const webhookDescription = z
+  .string({ error: required("string") })
+  .trim()
+  .max(500, { error: "must be at most 500 characters" })
+  .nullable();
+
 export const webhookBody = z.strictObject(
   {
     url: webhookUrl,
-    events: z
-      .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(", ")}` }), { error: required("array") })
-      .min(1, { error: "must name at least one event type" })
-      .transform((events) => WEBHOOK_EVENT_TYPES.filter((type) => events.includes(type)))
-      .default([...WEBHOOK_EVENT_TYPES])
-      .meta({ description: "The event types to receive; all by default" }),
+    events: webhookEvents.default([...WEBHOOK_EVENT_TYPES]).meta({ description: "The event types to receive; all by default" }),
     min_change_pct: minChangePct.default(0).meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)", example: 5 }),
-    description: z
-      .string({ error: required("string") })
-      .trim()
-      .max(500, { error: "must be at most 500 characters" })
-      .nullable()
+    description: webhookDescription
       .default(null)
       .meta({ description: "A note for you, up to 500 characters after trimming (UTF-16 code units: an emoji counts twice)" }),
   },
@@ -53,6 +55,66 @@ export const webhookBody = z.strictObject(
 export type WebhookBody = z.output<typeof webhookBody>;
 
 export const webhookIdParam = z.object({ id: z.string().min(1).meta({ description: "The webhook's id (`whk_…`)", example: "whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) });
+/** PATCH /webhooks/:id: any of the creation fields, and the status; at least one. */
+export const webhookPatchBody = z
+  .strictObject(
+    {
+      url: webhookUrl.optional(),
+      events: webhookEvents.optional().meta({ description: "The event types to receive" }),
+      min_change_pct: minChangePct.optional().meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)" }),
+      description: webhookDescription.optional().meta({ description: "A note for you, up to 500 characters; null clears it" }),
+      status: z
+        .enum(["enabled", "disabled"], { error: "must be enabled or disabled" })
+        .optional()
+        .meta({ description: "disabled stops deliveries; enabled resumes them and clears disabled_reason" }),
+    },
+    jsonObject,
+  )
+  .refine((body) => Object.values(body).some((value) => value !== undefined), { error: "name at least one of url, events, min_change_pct, description, status" });
+export type WebhookPatch = z.output<typeof webhookPatchBody>;
+
+/** A rotation's grace: at most 7 days. */
+export const MAX_GRACE_SECONDS = 7 * 86_400;
+
+export const rotateSecretBody = z.strictObject(
+  {
+    grace_seconds: z
+      .int({ error: "must be a whole number of seconds" })
+      .min(0, { error: `must be between 0 and ${MAX_GRACE_SECONDS}` })
+      .max(MAX_GRACE_SECONDS, { error: `must be between 0 and ${MAX_GRACE_SECONDS}` })
+      .default(86_400)
+      .meta({ description: "How long deliveries still carry a signature with the previous secret (default a day, at most 7 days; 0: not at all)" }),
+  },
+  jsonObject,
+);
+
+/** Replay sends at most this many events a call (then 400: narrow since/until). */
+export const MAX_REPLAY_EVENTS = 10_000;
+
+const instant = z
+  .string({ error: required("string") })
+  .refine((s) => z.iso.datetime({ offset: true }).safeParse(s).success, { error: "must be an ISO-8601 date-time, e.g. 2026-01-31T12:00:00Z" })
+  .transform((s) => new Date(s).toISOString());
+
+export const replayBody = z
+  .strictObject(
+    {
+      since: instant.meta({ description: "Events at or after this instant (at most 30 days ago)", example: "2026-01-31T12:00:00Z" }),
+      until: instant.optional().meta({ description: "Events before this instant; now by default" }),
+      only_failed: z
+        .boolean({ error: required("boolean") })
+        .default(false)
+        .meta({ description: "Only events this webhook has not received: its last delivery failed for good, or none was made" }),
+    },
+    jsonObject,
+  )
+  .refine((body) => body.until === undefined || body.since < body.until, { path: ["until"], error: "must be later than since" });
+export type ReplayRequest = z.output<typeof replayBody>;
+
+export const ReplayQueued = z
+  .object({ queued: z.int().meta({ description: `How many events are queued for this webhook (at most ${MAX_REPLAY_EVENTS.toLocaleString("en")} a call)` }) })
+  .meta({ id: "ReplayQueued" });
+
 
 export const Webhook = z
   .object({
@@ -89,6 +151,7 @@ export const Delivery = z
     duration_ms: z.int(),
     outcome: z.enum(["delivered", "retrying", "failed", "disabled"]),
     delivered_at: timestamp,
+    response_excerpt: z.string().nullable().meta({ description: "The first 1 KiB of the receiver's answer (UTF-8); null without one" }),
   })
   .meta({ id: "Delivery", description: "One delivery attempt" });
 export type DeliveryView = z.infer<typeof Delivery>;

@@ -6,7 +6,7 @@ import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { webhookDeliveries, webhooks } from "../platform/tables.ts";
 import { sendAll, type DeliveryMessage, type WebhookMessage } from "./messages.ts";
-import type { DeliveryView, WebhookBody, WebhookView } from "./schema.ts";
+import type { DeliveryView, WebhookBody, WebhookPatch, WebhookView } from "./schema.ts";
 import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
 import { acceptedWebhookUrl } from "./url-policy.ts";
 
@@ -43,10 +43,11 @@ export function deliveryView(row: DeliveryRow): DeliveryView {
     duration_ms: row.durationMs,
     outcome: row.outcome,
     delivered_at: row.deliveredAt,
+    response_excerpt: row.responseExcerpt,
   };
 }
 
-const notFound = (id: string) => new ApiError(404, `No webhook ${id} in this account.`);
+export const notFound = (id: string) => new ApiError(404, `No webhook ${id} in this account.`);
 
 /** Creates the webhook; the secret is in this answer only. */
 export async function createWebhook(db: Database, config: Config, accountId: string, input: WebhookBody) {
@@ -65,6 +66,9 @@ export async function createWebhook(db: Database, config: Config, accountId: str
     createdAt: new Date().toISOString(),
     disabledAt: null,
     disabledReason: null,
+    failingSince: null,
+    previousSecretCiphertext: null,
+    previousSecretExpiresAt: null,
   };
   // One statement, so two concurrent creates cannot both slip under the cap.
   const result = await db.run(sql`
@@ -100,10 +104,51 @@ export async function deleteWebhook(db: Database, accountId: string, id: string)
   if (deleted.length === 0) throw notFound(id);
 }
 
+export const DISABLED_BY_ACCOUNT = "Disabled by the account.";
+
+/**
+ * Edits a webhook. The URL passes the same policy as at creation; enabling clears the reason (and the
+ * 5-day failure clock), disabling records that the account did it. A status it already has changes nothing.
+ */
+export async function updateWebhook(db: Database, config: Config, accountId: string, id: string, patch: WebhookPatch): Promise<WebhookView> {
+  const url = patch.url === undefined ? undefined : acceptedWebhookUrl(patch.url, config.WEBHOOK_ALLOW_INSECURE_URLS);
+  const current = await getWebhook(db, accountId, id);
+  const changes: Partial<WebhookRow> = { url, events: patch.events, minChangeBp: patch.min_change_pct, description: patch.description === undefined ? undefined : patch.description || null };
+  if (patch.status === "enabled" && current.status !== "enabled") Object.assign(changes, { status: "enabled", disabledAt: null, disabledReason: null, failingSince: null });
+  if (patch.status === "disabled" && current.status !== "disabled") Object.assign(changes, { status: "disabled", disabledAt: new Date().toISOString(), disabledReason: DISABLED_BY_ACCOUNT });
+  const [row] = await db
+    .update(webhooks)
+    .set(changes)
+    .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId)))
+    .returning();
+  if (!row) throw notFound(id);
+  return webhookView(row);
+}
+
+/**
+ * A new secret, shown in this answer only. The previous one is kept (encrypted like the current one)
+ * until the grace ends; until then deliveries carry both signatures (src/webhooks/consumer.ts).
+ */
+export async function rotateSecret(db: Database, config: Config, accountId: string, id: string, graceSeconds: number) {
+  const current = await getWebhook(db, accountId, id);
+  const secret = generateWebhookSecret();
+  const [row] = await db
+    .update(webhooks)
+    .set({
+      secretCiphertext: await encryptSecret(config.WEBHOOK_SECRET_KEY, id, secret),
+      previousSecretCiphertext: graceSeconds > 0 ? current.secretCiphertext : null,
+      previousSecretExpiresAt: graceSeconds > 0 ? new Date(Date.now() + graceSeconds * 1000).toISOString() : null,
+    })
+    .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId)))
+    .returning();
+  if (!row) throw notFound(id);
+  return { ...webhookView(row), secret };
+}
+
 /** Queues a `webhook.test` event for this webhook alone, whatever its `events` filter. */
 export async function sendTestEvent(db: Database, queue: Queue<WebhookMessage>, accountId: string, id: string) {
   const webhook = await getWebhook(db, accountId, id);
-  if (webhook.status !== "enabled") throw new ApiError(409, `Webhook ${id} is disabled (${webhook.disabledReason ?? "no reason recorded"}); create a new one.`);
+  if (webhook.status !== "enabled") throw new ApiError(409, `Webhook ${id} is disabled (${webhook.disabledReason ?? "no reason recorded"}); enable it with PATCH /webhooks/${id} first.`);
   const eventId = newId("evt");
   const timestamp = new Date().toISOString();
   const message: DeliveryMessage = {

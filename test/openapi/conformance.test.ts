@@ -180,6 +180,16 @@ describe("admin (scoped JWT)", () => {
   });
 });
 
+describe("GET /events (API key)", () => {
+  it("200, 400, 410, 401", async () => {
+    const page = await expectCall(200, "get", "/events", "/events?type=price.changed&type=stock.changed&limit=5", { token: key });
+    expect(page.events).toEqual(expect.any(Array));
+    await expectCall(400, "get", "/events", "/events?limit=0", { token: key });
+    await expectCall(410, "get", "/events", `/events?after=evt_${"0".repeat(32)}`, { token: key });
+    await expectCall(401, "get", "/events", "/events");
+  });
+});
+
 describe("webhooks (account login)", () => {
   let hooks: string;
   let webhookId: string;
@@ -241,6 +251,30 @@ describe("webhooks (account login)", () => {
     const disabled = await expectCall(200, "get", "/webhooks/{id}", `/webhooks/${webhookId}`, { token: hooks });
     expect(disabled.status).toBe("disabled");
     await expectCall(409, "post", path, `/webhooks/${webhookId}/test`, { token: hooks });
+  });
+
+  it("PATCH /webhooks/{id}, rotate-secret and replay: 200/202, 400, 404, 409, 413, 401, 403", async () => {
+    const path = "/webhooks/{id}";
+    const at = `/webhooks/${webhookId}`;
+    await expectCall(409, "post", `${path}/replay`, `${at}/replay`, { token: hooks, body: { since: "2026-01-01T00:00:00Z" } }); // still disabled
+    await expectCall(200, "patch", path, at, { token: hooks, body: { status: "enabled", description: "edited" } });
+    await expectCall(400, "patch", path, at, { token: hooks, body: {} });
+    await expectCall(404, "patch", path, "/webhooks/whk_nope", { token: hooks, body: { status: "enabled" } });
+    await expectCall(413, "patch", path, at, { token: hooks, body: BIG });
+    await expectCall(401, "patch", path, at, { body: { status: "enabled" } });
+    await expectCall(403, "patch", path, at, { token: key, body: { status: "enabled" } });
+    for (const [route, ok, body] of [
+      ["rotate-secret", 200, { grace_seconds: 60 }],
+      ["replay", 202, { since: "2026-01-01T00:00:00Z" }],
+    ] as const) {
+      const template = `${path}/${route}`;
+      await expectCall(ok, "post", template, `${at}/${route}`, { token: hooks, body });
+      await expectCall(400, "post", template, `${at}/${route}`, { token: hooks, body: { unknown: 1 } });
+      await expectCall(404, "post", template, `/webhooks/whk_nope/${route}`, { token: hooks, body });
+      await expectCall(413, "post", template, `${at}/${route}`, { token: hooks, body: BIG });
+      await expectCall(401, "post", template, `${at}/${route}`, { body });
+      await expectCall(403, "post", template, `${at}/${route}`, { token: key, body });
+    }
   });
 
   it("DELETE /webhooks/{id}: 204, 400, 404, 401, 403", async () => {

@@ -256,7 +256,7 @@ describe("the deliveries listing", () => {
     const { webhook_id, deliveries } = await expectJson(await call("GET", `/webhooks/${webhook.id}/deliveries`, { token }), 200);
     expect(webhook_id).toBe(webhook.id);
     expect(deliveries.map((d: { attempt: number }) => d.attempt)).toEqual([2, 1]);
-    expect(Object.keys(deliveries[0]).sort()).toEqual(["attempt", "delivered_at", "duration_ms", "error", "event_id", "outcome", "status_code", "type"]);
+    expect(Object.keys(deliveries[0]).sort()).toEqual(["attempt", "delivered_at", "duration_ms", "error", "event_id", "outcome", "response_excerpt", "status_code", "type"]);
     const newest = await db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhook.id)).orderBy(desc(webhookDeliveries.id)).get();
     expect(deliveries[0].delivered_at).toBe(newest!.deliveredAt);
   });

@@ -10,7 +10,7 @@ import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/we
 import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, rateLimitOf } from "../helpers/http.ts";
 import { HOOKS_ORIGIN, hookUrl, installReceiver, verifyWithLibrary, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, newAccountToken, runQueue, testEvent, type CreatedWebhook } from "../helpers/webhooks.ts";
+import { createWebhook, ingest, newAccountToken, runQueue, storeEvents, testEvent, type CreatedWebhook } from "../helpers/webhooks.ts";
 
 /**
  * Fan-out: an "event" message becomes one "delivery" message per matching webhook, of any account.
@@ -69,6 +69,7 @@ describe("an event message", () => {
     try {
       const price = priceEvent(1000, 900);
       const stock = stockEvent();
+      await storeEvents([price, stock]);
       const result = await runQueue([price, stock]);
       expect(result.explicitAcks.sort()).toEqual([...result.ids].sort());
       const deliveries = sends.deliveries();
@@ -101,6 +102,7 @@ describe("an event message", () => {
       ];
       for (const [event, expected] of cases) {
         sends.spy.mockClear();
+        await storeEvents([event]);
         await runQueue([event]);
         expect(receivers(sends.deliveries(), hooks), JSON.stringify(event.price_change)).toEqual(expected);
       }
@@ -114,12 +116,13 @@ describe("an event message", () => {
     const template = await createWebhook(token, { url: hookUrl("many") });
     const row = (await db().select().from(webhooks).where(eq(webhooks.id, template.id)).get())!;
     // 250 more, written straight to D1 past the per-account cap (fan-out does not care whose they are).
-    // 8 rows a statement: D1 allows 100 bound parameters.
+    // 7 rows a statement: D1 allows 100 bound parameters (14 columns).
     const extra = Array.from({ length: 250 }, () => ({ ...row, id: newId("whk"), url: hookUrl("many") }));
-    for (let i = 0; i < extra.length; i += 8) await db().insert(webhooks).values(extra.slice(i, i + 8));
+    for (let i = 0; i < extra.length; i += 7) await db().insert(webhooks).values(extra.slice(i, i + 7));
     const sends = captureSends();
     try {
       const event = priceEvent(1000, 500);
+      await storeEvents([event]);
       const result = await runQueue([event]);
       expect(result.explicitAcks).toEqual(result.ids);
       const ids = new Set([template.id, ...extra.map((w) => w.id)]);
@@ -140,7 +143,9 @@ describe("an event message", () => {
     const failing = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockRejectedValue(new Error("Queue unavailable"));
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
-      const result = await runQueue([priceEvent(100, 200)], 2);
+      const event = priceEvent(100, 200);
+      await storeEvents([event]);
+      const result = await runQueue([event], 2);
       expect(result.explicitAcks).toEqual([]);
       expect(result.retryMessages).toEqual([{ msgId: result.ids[0], delaySeconds: expect.any(Number) }]);
       expect(result.retryMessages[0]!.delaySeconds).toBeGreaterThanOrEqual(240); // attempt 2 → about 5 minutes

@@ -163,6 +163,7 @@ describe("POST /webhooks/:id/test", () => {
           duration_ms: expect.any(Number),
           outcome: "delivered",
           delivered_at: expect.any(String),
+          response_excerpt: "ok", // the test receiver's answer
         },
       ]);
     });

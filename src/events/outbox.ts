@@ -1,0 +1,133 @@
+import { and, asc, isNull, lt, or, sql } from "drizzle-orm";
+import type { Database } from "../platform/db.ts";
+import { events } from "../platform/tables.ts";
+import { sendAll, type EventMessage, type WebhookMessage } from "../webhooks/messages.ts";
+
+/**
+ * The outbox: the event rows an ingestion writes in its own D1 batch (src/prices/write.ts), the relay
+ * that puts them on WEBHOOK_QUEUE right after the commit, and the sweep (the cron trigger) that
+ * re-sends what the relay could not, and what was relayed but never fanned out. The consumer claims
+ * each event before fanning it out (`claimForFanOut`), so a relay and a sweep sending the same event
+ * cannot fan it out twice; the claim is a lease, so a consumer that dies holding it loses nothing.
+ */
+
+export type EventRow = typeof events.$inferSelect;
+
+/** An unsent event older than this is the sweep's: the relay had its chance. */
+export const SWEEP_AFTER_MS = 30_000;
+/** A consumer's claim on an event lasts this long: if it died before queuing the deliveries, another may take it. */
+export const CLAIM_LEASE_MS = 5 * 60_000;
+/** A relayed event not fanned out this long after is sent again by the sweep (its claimer died, or its message was lost). */
+export const STUCK_AFTER_MS = 15 * 60_000;
+/** Events (the feed, replay) are kept this long. */
+export const RETENTION_MS = 30 * 24 * 3600 * 1000;
+/** Rows a sweep sends, and rows it deletes, per run (once a minute). */
+export const SWEEP_BATCH = 500;
+export const DELETE_BATCH = 1000;
+
+const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ level: "error", source: "outbox", ...fields }));
+
+/** The rows to insert for the events an ingestion emits (`now`: its commit's time). */
+export function outboxRows(messages: readonly EventMessage[], now: string) {
+  return messages.map((message) => ({
+    id: message.event.id,
+    type: message.event.type,
+    timestamp: message.event.timestamp,
+    payload: JSON.stringify({ type: message.event.type, timestamp: message.event.timestamp, data: message.event.data }),
+    oldMinor: message.price_change?.old_minor ?? null,
+    newMinor: message.price_change?.new_minor ?? null,
+    createdAt: now,
+  }));
+}
+
+/** The queue message of a stored event, as the ingestion built it. */
+export function eventMessageOf(row: EventRow): EventMessage {
+  const { data } = JSON.parse(row.payload) as { data: Record<string, unknown> };
+  const message: EventMessage = { kind: "event", event: { id: row.id, type: row.type, timestamp: row.timestamp, data } };
+  if (row.type === "price.changed") {
+    message.price_change = row.oldMinor === null || row.newMinor === null ? null : { old_minor: row.oldMinor, new_minor: row.newMinor };
+  }
+  return message;
+}
+
+const idsIn = (ids: readonly string[]) => sql`${events.id} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`;
+
+/**
+ * Sends the events and marks them relayed. A failure is logged, not thrown: the events are committed
+ * and the sweep sends them; the caller's answer does not depend on the queue.
+ */
+export async function relayEvents(db: Database, queue: Queue<WebhookMessage>, messages: readonly EventMessage[]): Promise<boolean> {
+  if (messages.length === 0) return true;
+  try {
+    await sendAll(queue, messages);
+  } catch (error) {
+    log({ error: `relay failed, the sweep will send these: ${String(error)}`, events: messages.map((m) => m.event.id) });
+    return false;
+  }
+  await db.update(events).set({ relayedAt: new Date().toISOString() }).where(and(idsIn(messages.map((m) => m.event.id)), isNull(events.relayedAt)));
+  return true;
+}
+
+/**
+ * The cron's outbox work: re-send events still unsent SWEEP_AFTER_MS after their commit (oldest
+ * first, SWEEP_BATCH a run), then delete events past the retention (DELETE_BATCH a run).
+ */
+export async function sweepOutbox(db: Database, queue: Queue<WebhookMessage>, now = Date.now()): Promise<{ relayed: number; deleted: number }> {
+  const [unsent, stuck] = await db.batch([
+    db
+      .select()
+      .from(events)
+      .where(and(isNull(events.relayedAt), lt(events.createdAt, new Date(now - SWEEP_AFTER_MS).toISOString())))
+      .orderBy(asc(events.createdAt))
+      .limit(SWEEP_BATCH),
+    db
+      .select()
+      .from(events)
+      .where(and(isNull(events.fannedOutAt), lt(events.relayedAt, new Date(now - STUCK_AFTER_MS).toISOString())))
+      .orderBy(asc(events.relayedAt))
+      .limit(SWEEP_BATCH),
+  ]);
+  const again = [...unsent, ...stuck];
+  const relayed = (await relayEvents(db, queue, again.map(eventMessageOf))) ? again.length : 0;
+  // Stuck events were relayed before: relayEvents left their relayed_at alone; restart their clock.
+  if (stuck.length > 0) await db.update(events).set({ relayedAt: new Date(now).toISOString() }).where(idsIn(stuck.map((row) => row.id)));
+  const cutoff = new Date(now - RETENTION_MS).toISOString();
+  const deleted = await db.run(sql`DELETE FROM ${events} WHERE seq IN (SELECT seq FROM ${events} WHERE timestamp < ${cutoff} ORDER BY seq LIMIT ${DELETE_BATCH})`);
+  return { relayed, deleted: deleted.meta.changes };
+}
+
+/**
+ * Claims events for fan-out: one conditional UPDATE, so of two consumers given the same event (a relay
+ * and a sweep raced), only one gets it back: not fanned out, and not claimed by another within
+ * CLAIM_LEASE_MS. Returns the ids claimed now.
+ */
+export async function claimForFanOut(db: Database, ids: readonly string[]): Promise<Set<string>> {
+  const now = Date.now();
+  const claimed = await db
+    .update(events)
+    .set({ claimedAt: new Date(now).toISOString() })
+    .where(
+      and(
+        idsIn([...new Set(ids)]),
+        isNull(events.fannedOutAt),
+        or(isNull(events.claimedAt), lt(events.claimedAt, new Date(now - CLAIM_LEASE_MS).toISOString())),
+      ),
+    )
+    .returning({ id: events.id });
+  return new Set(claimed.map((row) => row.id));
+}
+
+/** The claimed events' deliveries are queued: done, for good. */
+export async function markFannedOut(db: Database, ids: readonly string[]): Promise<void> {
+  if (ids.length > 0) await db.update(events).set({ fannedOutAt: new Date().toISOString() }).where(idsIn(ids));
+}
+
+/** Gives claimed events back (their fan-out could not be sent), so the queue's retry, or the sweep, fans them out. */
+export async function releaseFanOut(db: Database, ids: readonly string[]): Promise<void> {
+  await db.update(events).set({ claimedAt: null }).where(idsIn(ids));
+}
+
+/** For an event message the dead-letter queue received: unsent again, so the sweep starts it over. */
+export async function requeueEvents(db: Database, ids: readonly string[]): Promise<void> {
+  await db.update(events).set({ relayedAt: null, claimedAt: null }).where(and(idsIn(ids), isNull(events.fannedOutAt)));
+}

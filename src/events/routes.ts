@@ -1,0 +1,28 @@
+import { createRoute } from "@hono/zod-openapi";
+import { requireApiKey } from "../auth/guards.ts";
+import { jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { ErrorBody } from "../http/openapi-components.ts";
+import { eventsQuery } from "./query.ts";
+import { EventFeed } from "./schema.ts";
+import { listEvents } from "./service.ts";
+
+const list = createRoute(
+  operation({
+    tags: ["Events"],
+    credential: "api-key",
+    middleware: [requireApiKey],
+    method: "get",
+    path: "/",
+    operationId: "listEvents",
+    summary: "The catalogue's events of the last 30 days",
+    description:
+      "Every price.changed and stock.changed event, oldest first, as webhooks carry them plus `id`: the way to catch up after a webhook was down. " +
+      "Page with `after` (the previous page's next_cursor); `since`, `type` (repeatable) and `limit` (1–1000, default 100) filter. " +
+      "Every API key sees every catalogue event. `after` naming an event older than 30 days is 410: start again with `since`.",
+    request: { query: eventsQuery },
+    responses: { 200: jsonResponse("A page of events", EventFeed), 410: jsonResponse("The cursor's event is no longer kept", ErrorBody) },
+  }),
+);
+
+/** GET /events (API key). */
+export const eventRoutes = openApiApp().openapi(list, async (c) => c.json(await listEvents(c.var.ctx.db, c.req.valid("query")), 200));

@@ -1,0 +1,57 @@
+import { and, desc, eq } from "drizzle-orm";
+import { requeueEvents } from "../events/outbox.ts";
+import type { Database } from "../platform/db.ts";
+import { webhookDeliveries } from "../platform/tables.ts";
+import { findWebhook } from "./deliveries.ts";
+import { webhookMessage, type DeliveryMessage } from "./messages.ts";
+
+/**
+ * The dead-letter queue's consumer: what WEBHOOK_QUEUE gave up on.
+ * - A delivery: its final failure is recorded (unless the last attempt already recorded it), so
+ *   `POST /webhooks/:id/replay` with only_failed finds it.
+ * - An event whose fan-out kept failing: made unsent again, so the outbox sweep starts it over.
+ */
+
+export const DEAD_LETTERED = "Given up: the delivery went to the dead-letter queue.";
+
+const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ level: "error", source: "webhook-dlq", ...fields }));
+
+export async function handleDeadLetters(db: Database, batch: MessageBatch<unknown>): Promise<void> {
+  const eventIds: string[] = [];
+  for (const message of batch.messages) {
+    const parsed = webhookMessage.safeParse(message.body);
+    try {
+      if (!parsed.success) log({ message_id: message.id, error: "invalid dead letter dropped" });
+      else if (parsed.data.kind === "event") eventIds.push(parsed.data.event.id);
+      else await recordFinalFailure(db, parsed.data, message.attempts);
+      message.ack();
+    } catch (error) {
+      log({ message_id: message.id, error: String(error) });
+      message.retry();
+    }
+  }
+  if (eventIds.length > 0) await requeueEvents(db, eventIds); // a failure throws: the whole batch is retried
+}
+
+async function recordFinalFailure(db: Database, message: DeliveryMessage, attempts: number): Promise<void> {
+  if (!(await findWebhook(db, message.webhook_id))) return; // deleted since
+  const last = await db
+    .select({ outcome: webhookDeliveries.outcome, attempt: webhookDeliveries.attempt })
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.webhookId, message.webhook_id), eq(webhookDeliveries.eventId, message.event.id)))
+    .orderBy(desc(webhookDeliveries.id))
+    .get();
+  if (last?.outcome === "failed" || last?.outcome === "delivered") return;
+  await db.insert(webhookDeliveries).values({
+    eventId: message.event.id,
+    webhookId: message.webhook_id,
+    type: message.event.type,
+    attempt: Math.max(attempts, (last?.attempt ?? 0) + 1),
+    statusCode: null,
+    error: DEAD_LETTERED,
+    durationMs: 0,
+    outcome: "failed",
+    deliveredAt: new Date().toISOString(),
+    responseExcerpt: null,
+  });
+}

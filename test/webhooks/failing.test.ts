@@ -1,0 +1,112 @@
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { database } from "../../src/platform/db.ts";
+import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
+import { FAILING_DAYS_TO_DISABLE } from "../../src/webhooks/deliveries.ts";
+import { EXCERPT_BYTES, utf8Excerpt } from "../../src/webhooks/excerpt.ts";
+import { call, expectJson } from "../helpers/http.ts";
+import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
+import { createWebhook, deliveryTo, newAccountToken, runQueue } from "../helpers/webhooks.ts";
+
+/** The 5-day rule (with a fake clock) and the response excerpts of delivery records. */
+
+const DAY = 86_400_000;
+let receiver: Receiver;
+
+beforeAll(() => {
+  receiver = installReceiver();
+});
+afterEach(() => {
+  vi.useRealTimers();
+  receiver.assertNoStrayRequests();
+});
+afterAll(() => vi.restoreAllMocks());
+
+const at = (ms: number) => vi.setSystemTime(ms);
+/** Read from D1: under the fake clock, days later, the test's login token has expired. */
+const statusOf = async (_token: string, id: string) => {
+  const row = (await database(env.DB).select().from(webhooks).where(eq(webhooks.id, id)).get())!;
+  return { status: row.status, disabled_reason: row.disabledReason };
+};
+
+describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} days`, () => {
+  it("is disabled, with a reason that says so; up to then it stays enabled", async () => {
+    const token = await newAccountToken();
+    const hook = await createWebhook(token, { url: hookUrl() });
+    receiver.respond(hook.url, () => new Response("down", { status: 500 }));
+    const start = Date.now();
+    vi.useFakeTimers({ toFake: ["Date"], now: start });
+    await runQueue([deliveryTo(hook.id)]);
+    at(start + 4 * DAY);
+    await runQueue([deliveryTo(hook.id)], 3);
+    at(start + FAILING_DAYS_TO_DISABLE * DAY - 60_000);
+    await runQueue([deliveryTo(hook.id)], 5);
+    expect(await statusOf(token, hook.id)).toMatchObject({ status: "enabled", disabled_reason: null });
+
+    at(start + FAILING_DAYS_TO_DISABLE * DAY + 1000);
+    await runQueue([deliveryTo(hook.id)], 6);
+    const disabled = await statusOf(token, hook.id);
+    expect(disabled).toMatchObject({ status: "disabled", disabled_reason: `Every delivery has failed for ${FAILING_DAYS_TO_DISABLE} days (since ${new Date(start).toISOString()}).` });
+
+    // Enabling starts the clock again: the next failure does not disable it.
+    vi.useRealTimers();
+    await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "enabled" } }), 200);
+    await runQueue([deliveryTo(hook.id)]);
+    expect(await statusOf(token, hook.id)).toMatchObject({ status: "enabled" });
+  });
+
+  it("a success in between starts the count again", async () => {
+    const token = await newAccountToken();
+    const hook = await createWebhook(token, { url: hookUrl() });
+    let fail = true;
+    receiver.respond(hook.url, () => new Response(fail ? "down" : "ok", { status: fail ? 500 : 200 }));
+    const start = Date.now();
+    vi.useFakeTimers({ toFake: ["Date"], now: start });
+    await runQueue([deliveryTo(hook.id)]);
+    at(start + 3 * DAY);
+    fail = false;
+    await runQueue([deliveryTo(hook.id)]);
+    fail = true;
+    at(start + 4 * DAY);
+    await runQueue([deliveryTo(hook.id)]);
+    at(start + 6 * DAY);
+    await runQueue([deliveryTo(hook.id)], 2);
+    expect(await statusOf(token, hook.id)).toMatchObject({ status: "enabled" }); // failing since day 4: 2 days
+    at(start + 9 * DAY + 1000);
+    await runQueue([deliveryTo(hook.id)], 3);
+    expect(await statusOf(token, hook.id)).toMatchObject({ status: "disabled" });
+  });
+});
+
+describe("a delivery record's response_excerpt", () => {
+  it(`keeps the first ${EXCERPT_BYTES} bytes of the answer, cut before a character that does not fit whole`, async () => {
+    const token = await newAccountToken();
+    const hook = await createWebhook(token, { url: hookUrl() });
+    const body = `${"a".repeat(EXCERPT_BYTES - 1)}é and more after it`; // é takes bytes 1024 and 1025
+    receiver.respond(hook.url, () => new Response(body, { status: 500 }));
+    await runQueue([deliveryTo(hook.id)]);
+    const { deliveries } = await expectJson(await call("GET", `/webhooks/${hook.id}/deliveries`, { token }), 200);
+    expect(deliveries[0].response_excerpt).toBe("a".repeat(EXCERPT_BYTES - 1));
+    const [row] = await database(env.DB).select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, hook.id)).all();
+    expect(row!.responseExcerpt).toBe("a".repeat(EXCERPT_BYTES - 1));
+  });
+
+  it("is the whole answer when shorter, and null when there is none", async () => {
+    const token = await newAccountToken();
+    const [short, empty] = await Promise.all([createWebhook(token, { url: hookUrl() }), createWebhook(token, { url: hookUrl() })]);
+    receiver.respond(short.url, () => new Response('{"error":"bad sku ✓"}', { status: 422 }));
+    receiver.respond(empty.url, () => new Response(null, { status: 204 }));
+    await runQueue([deliveryTo(short.id), deliveryTo(empty.id)]);
+    const excerpt = async (id: string) => (await expectJson(await call("GET", `/webhooks/${id}/deliveries`, { token }), 200)).deliveries[0].response_excerpt;
+    expect(await excerpt(short.id)).toBe('{"error":"bad sku ✓"}');
+    expect(await excerpt(empty.id)).toBeNull();
+  });
+
+  it("utf8Excerpt never splits a character: 3- and 4-byte ones at the boundary", () => {
+    const bytes = new TextEncoder().encode(`${"x".repeat(1022)}€🙂`); // € at 1022–1024, 🙂 after
+    expect(utf8Excerpt(bytes)).toBe("x".repeat(1022));
+    const exact = new TextEncoder().encode(`${"x".repeat(1021)}€🙂`); // € ends at byte 1023
+    expect(utf8Excerpt(exact)).toBe(`${"x".repeat(1021)}€`);
+  });
+});
