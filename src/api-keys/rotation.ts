@@ -1,8 +1,7 @@
-import { and, eq, sql } from "drizzle-orm";
 import { generateApiKey, hashApiKey } from "../auth/api-key.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
-import { apiKeys } from "../platform/tables.ts";
+import type { apiKeys } from "../platform/tables.ts";
 import type { RateLimitControl } from "../rate-limit/types.ts";
 import type { CreatedApiKeyView } from "./schema.ts";
 import { apiKeyView, findApiKey, newKeyId } from "./service.ts";
@@ -46,17 +45,21 @@ export async function rotateApiKey(
 
   const { key, prefix } = generateApiKey(servicePrefix);
   const successorId = newKeyId();
-  const [updated] = await db.batch([
-    db
-      .update(apiKeys)
-      .set({ rotatedTo: successorId, expiresAt: oldExpiresAt })
-      .where(and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId), eq(apiKeys.status, "active"), sql`rotated_to IS NULL`, sql`(expires_at IS NULL OR expires_at > ${nowIso})`))
-      .returning({ id: apiKeys.id }),
-    db.run(sql`
-      INSERT INTO ${apiKeys} (id, account_id, name, prefix, key_hash, status, created_at, rotated_from)
-      SELECT ${successorId}, ${accountId}, ${old.name}, ${prefix}, ${await hashApiKey(key)}, 'active', ${nowIso}, ${id}
-      WHERE EXISTS (SELECT 1 FROM ${apiKeys} WHERE id = ${id} AND rotated_to = ${successorId})`),
+  const d1 = db.$client;
+  const [updated] = await d1.batch([
+    d1
+      .prepare(
+        `UPDATE api_keys SET rotated_to = ?, expires_at = ? WHERE id = ? AND account_id = ? AND status = 'active'
+         AND rotated_to IS NULL AND (expires_at IS NULL OR expires_at > ?)`,
+      )
+      .bind(successorId, oldExpiresAt, id, accountId, nowIso),
+    d1
+      .prepare(
+        `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, rotated_from)
+         SELECT ?, ?, ?, ?, ?, 'active', ?, ? WHERE EXISTS (SELECT 1 FROM api_keys WHERE id = ? AND rotated_to = ?)`,
+      )
+      .bind(successorId, accountId, old.name, prefix, await hashApiKey(key), nowIso, id, id, successorId),
   ]);
-  if (updated.length !== 1) throw new ApiError(409, notRotatable(await findApiKey(db, accountId, id), nowIso) ?? `API key ${id} cannot be rotated now; try again.`);
+  if (updated!.meta.changes !== 1) throw new ApiError(409, notRotatable(await findApiKey(db, accountId, id), nowIso) ?? `API key ${id} cannot be rotated now; try again.`);
   return { id: successorId, name: old.name, prefix, key, status: "active", created_at: nowIso, expires_at: null, rotated_from: id, rotated_to: null };
 }
