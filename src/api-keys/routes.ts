@@ -114,6 +114,7 @@ export const apiKeyRoutes = openApiApp()
   })
   .openapi(rotateKey, async (c) => {
     const { db, limiter, config } = c.var.ctx;
+    // An absent body is optional and so not validated: parsing {} gives the default grace.
     const { grace_seconds } = rotateKeyBody.parse(c.req.valid("json") ?? {});
     const created = await rotateApiKey(db, limiter, c.var.account.id, c.req.valid("param").id, grace_seconds, config.KEY_PREFIX);
     return c.json(created, 201, { "Cache-Control": "no-store" });
