@@ -68,6 +68,8 @@ export default defineConfig(async () => {
       environment: "node",
       testTimeout: 180_000,
       hookTimeout: 120_000,
+      // A page load after a silent sign-in can take seconds on a loaded machine; poll for longer than the default 1 s.
+      expect: { poll: { timeout: 15_000 } },
       sequence: { groupOrder: 1 },
     },
   };

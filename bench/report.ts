@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { LoadResult } from "./load.ts";
 import type { Exactness, Revocation, WorkCount, WorkReport } from "./probes.ts";
 import { ROOT, type Memory } from "./processes.ts";
+import type { HotFunction } from "./profile.ts";
 import { LOADED, type WorkerName } from "./workers.ts";
 
 /** One load's result with the CPU each process spent on it. */
@@ -28,6 +29,8 @@ export interface Results {
   work: WorkReport;
   catalogue: { products: number; bytes: number; status304: number; bytes304: number; full: Measured; notModified: Measured };
   memory: Record<WorkerName | "catalogue", Memory | undefined>;
+  /** Where the isolate's CPU went during a small-response load, for ours and the floor that writes. */
+  profiles: Record<"ours" | "floor-write", HotFunction[]>;
   seconds: number;
 }
 
@@ -237,6 +240,15 @@ export function report(r: Results): string {
   for (const [name, m] of Object.entries(r.memory)) {
     const label = name === "catalogue" ? `ours, ${int(c.products)} products` : name;
     push(`| ${label} | ${mib(m?.heapUsedMb)} | ${mib(m?.heapTotalMb)} | ${mib(m?.buffersMb)} | ${m ? m.rssMb.toFixed(0) : "not found"} | ${m ? m.peakMb.toFixed(0) : "–"} |`);
+  }
+  push(
+    "",
+    "**Where the CPU goes** (V8's sampling profiler in the worker's isolate during a small-response load; the Durable Objects run in the same " +
+      "isolate locally, so the key's object is in it too; self time, % of the time the isolate was busy):",
+  );
+  for (const [name, hot] of Object.entries(r.profiles)) {
+    push("", `| ${name}: function | where | self % |`, "|---|---|---:|");
+    for (const f of hot) push(`| ${f.name} | ${f.where} | ${f.selfPercent.toFixed(1)} |`);
   }
   push("", `The whole run took ${r.seconds.toFixed(0)} s.`);
   return lines.join("\n");

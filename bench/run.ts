@@ -43,6 +43,7 @@ import {
   type Memory,
   type Worker,
 } from "./processes.ts";
+import { cpuProfile } from "./profile.ts";
 import { report, type Measured, type Results } from "./report.ts";
 import { soak, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
@@ -211,7 +212,8 @@ async function main(): Promise<Results> {
       name,
       config: frozen[name],
       persistTo: persist[name],
-      vars: name === "ours" ? oursVars : {},
+      // The peers mount the product's routes behind its request context, which validates the same configuration.
+      vars: oursVars,
       log: join(state, "logs", `${name}.log`),
     });
   }
@@ -258,6 +260,11 @@ async function main(): Promise<Results> {
       }
     }
   }
+
+  step("CPU profile of the isolate: ours and floor-write, small response");
+  const profileLoad = (name: "ours" | "floor-write") => () =>
+    load(workers[name], { path: SMALL_PATH, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys }, `profile-${name}`);
+  const profiles = { ours: await cpuProfile(workers.ours, profileLoad("ours")), "floor-write": await cpuProfile(workers["floor-write"], profileLoad("floor-write")) };
 
   step(`exactness: ${3 * FREE_LIMIT} concurrent requests at each of ${keys.exact.length} fresh Free keys, per worker`);
   const exact = {} as Record<WorkerName, Exactness>;
@@ -309,6 +316,7 @@ async function main(): Promise<Results> {
     work,
     catalogue: { products: settings.catalogueProducts, bytes: first.bytes, status304: notModified.status, bytes304: notModified.bytes, full: catalogueFull, notModified: catalogue304 },
     memory,
+    profiles,
     seconds: (Date.now() - startedAt) / 1000,
   };
 }

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { readConfig } from "../platform/config.ts";
-import { database } from "../platform/db.ts";
+import { database, type Database } from "../platform/db.ts";
 import { refuseMisconfigured } from "../rate-limit/admission.ts";
 import { rateLimitControl } from "../rate-limit/client.ts";
 import { noWork } from "../rate-limit/types.ts";
@@ -15,6 +15,16 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   const work = noWork();
   const config = readConfig(c.env);
   if (typeof config === "string") return refuseMisconfigured(c, work, config);
-  c.set("ctx", { config, db: database(c.env.DB, work), limiter: rateLimitControl(c.env), queue: c.env.WEBHOOK_QUEUE, work });
+  let db: Database | undefined;
+  c.set("ctx", {
+    config,
+    // Built on first use: a data request served from the catalogue snapshot never touches D1.
+    get db() {
+      return (db ??= database(c.env.DB, work));
+    },
+    limiter: rateLimitControl(c.env),
+    queue: c.env.WEBHOOK_QUEUE,
+    work,
+  });
   await next();
 };

@@ -14,17 +14,20 @@ export const readBodyAsJson = (required: boolean): MiddlewareHandler => async (c
   const bytes = await c.req.arrayBuffer();
   const text = new TextDecoder().decode(bytes);
   const headers = new Headers(c.req.raw.headers);
-  if (text.trim() === "") {
+  const empty = text.trim() === "";
+  let parsed: unknown;
+  if (empty) {
     if (required) throw new ApiError(400, "The request body is empty; send a JSON object.");
     headers.delete("Content-Type");
   } else {
     try {
-      JSON.parse(text);
+      parsed = JSON.parse(text);
     } catch {
       throw new ApiError(400, "The request body is not valid JSON.");
     }
     headers.set("Content-Type", "application/json");
   }
-  c.req.raw = new Request(c.req.raw, { headers, body: text.trim() === "" ? null : bytes });
+  c.req.raw = new Request(c.req.raw, { headers, body: empty ? null : bytes });
+  if (!empty) c.req.bodyCache.json = Promise.resolve(parsed); // the validator reads this, not the bytes again
   await next();
 };

@@ -40,6 +40,7 @@ export const noQuery = strictQuery({});
  * every route here, as any other parameter a route does not take.
  */
 export const namedQueryParameters: MiddlewareHandler = async (c, next) => {
-  if (new URL(c.req.url).searchParams.has("")) throw new ApiError(400, 'Invalid query: a parameter has no name ("?=…"); remove it or name it.');
+  const url = c.req.url;
+  if ((url.includes("?=") || url.includes("&=")) && new URL(url).searchParams.has("")) throw new ApiError(400, 'Invalid query: a parameter has no name ("?=…"); remove it or name it.');
   await next();
 };

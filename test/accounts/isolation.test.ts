@@ -239,6 +239,17 @@ describe("request ids, unknown routes and methods", () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  it("a query parameter without a name (?=x) is refused on every route, and an unknown one where the route takes none", async () => {
+    const token = await accountToken("nameless-query");
+    for (const path of ["/account?=x", "/api-keys?a=1&=2", "/webhooks?=", "/products?=x"]) {
+      const body = await expectJson(await call("GET", path, { token }), 400);
+      expect(body.detail).toMatch(/no name/);
+    }
+    for (const path of ["/account?verbose=1", "/api-keys?status=active"]) {
+      expect((await expectJson(await call("GET", path, { token }), 400)).detail).toMatch(/unknown query parameter/);
+    }
+  });
+
   it("GET / is a JSON index of where to go", async () => {
     const res = await call("GET", "/");
     const body = await expectJson(res, 200);

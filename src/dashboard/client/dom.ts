@@ -1,4 +1,12 @@
-/** Small DOM helpers: elements built with textContent only (no HTML strings), messages, dialogs. */
+import { ApiFailure } from "./api.ts";
+
+/**
+ * Small DOM helpers: elements built with textContent only (no HTML strings), inline feedback, dialogs.
+ *
+ * Feedback goes next to what was done: every form, dialog, card and section has its own `.feedback`
+ * slot (role="status", so screen readers hear it). Starting any action clears every slot, so a
+ * message never outlives the next action.
+ */
 
 export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   const element = document.getElementById(id);
@@ -23,33 +31,55 @@ export function el<K extends keyof HTMLElementTagNameMap>(
 }
 
 /** A button whose visible text is short and whose accessible name says what it acts on. */
-export function actionButton(label: string, target: string, onClick: () => void, className = ""): HTMLButtonElement {
+export function actionButton(label: string, target: string, onClick: (button: HTMLButtonElement) => void, className = ""): HTMLButtonElement {
   const button = el("button", { type: "button", class: className }, label, el("span", { class: "visually-hidden" }, ` ${target}`));
-  button.addEventListener("click", onClick);
+  button.addEventListener("click", () => onClick(button));
   return button;
 }
 
-/** A polite announcement (status line). */
-export function announce(text: string): void {
-  byId("error").textContent = "";
-  byId("status").textContent = text;
+/** An empty feedback slot, to put next to a control. */
+export const feedbackSlot = (id?: string) => el("p", { class: "feedback", role: "status", ...(id ? { id } : {}) });
+
+export function clearFeedback(): void {
+  for (const slot of document.querySelectorAll<HTMLElement>(".feedback")) {
+    slot.textContent = "";
+    slot.classList.remove("ok", "error");
+  }
 }
 
-/** An error, announced at once (role="alert"). */
-export function showError(text: string): void {
-  byId("status").textContent = "";
-  byId("error").textContent = text;
+/** Puts a message in one slot (and clears every other one). */
+export function say(slot: HTMLElement, text: string, kind: "ok" | "error" = "ok"): void {
+  clearFeedback();
+  slot.classList.add(kind);
+  slot.textContent = text;
 }
 
-export function clearMessages(): void {
-  byId("status").textContent = "";
-  byId("error").textContent = "";
+/** The feedback slot inside `container` (a card, a dialog, a section). */
+export function slotIn(container: Element): HTMLElement {
+  const slot = container.querySelector<HTMLElement>(".feedback");
+  if (!slot) throw new Error("No feedback slot here.");
+  return slot;
 }
 
 /** A date as people read it, in a <time> that keeps the exact value. */
 export function when(iso: string | null | undefined, missing = "Never"): Node | string {
   if (!iso) return missing;
   return el("time", { datetime: iso, title: iso }, new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }));
+}
+
+/** "in 3 days", "2 hours ago": the distance from now, in the largest unit that fits. */
+export function relative(iso: string, now = Date.now()): string {
+  const seconds = (new Date(iso).getTime() - now) / 1000;
+  const units: Array<[Intl.RelativeTimeFormatUnit, number]> = [["year", 31_536_000], ["month", 2_592_000], ["day", 86_400], ["hour", 3_600], ["minute", 60]];
+  const format = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+  for (const [unit, size] of units) if (Math.abs(seconds) >= size) return format.format(Math.round(seconds / size), unit);
+  return format.format(Math.round(seconds), "second");
+}
+
+/** A relative date ("expires in 3 days") whose tooltip and datetime keep the absolute one. */
+export function whenRelative(iso: string, prefix: string): HTMLTimeElement {
+  const absolute = new Date(iso).toLocaleString(undefined, { dateStyle: "full", timeStyle: "long" });
+  return el("time", { datetime: iso, title: absolute }, `${prefix} ${relative(iso)}`);
 }
 
 /** Label/value pairs as a description list. */
@@ -66,9 +96,10 @@ export function setUpDialogs(): void {
   }
 }
 
-/** Opens a modal <dialog> whose form has method="dialog"; resolves with the button's value, focus goes back. */
-export function openDialog(dialog: HTMLDialogElement, focus?: HTMLElement): Promise<string> {
+/** Opens a modal <dialog>; resolves with its return value when it closes, and focus goes back to the opener. */
+export function openDialog(dialog: HTMLDialogElement, focus?: HTMLElement | null): Promise<string> {
   const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+  clearFeedback();
   return new Promise((resolve) => {
     dialog.returnValue = "";
     dialog.addEventListener(
@@ -90,7 +121,7 @@ export async function confirmAction(title: string, text: string, confirmLabel: s
   byId("confirm-title").textContent = title;
   byId("confirm-text").textContent = text;
   byId("confirm-ok").textContent = confirmLabel;
-  return (await openDialog(dialog, dialog.querySelector<HTMLElement>("[data-cancel]") ?? undefined)) === "ok";
+  return (await openDialog(dialog, dialog.querySelector<HTMLElement>("[data-cancel]"))) === "ok";
 }
 
 /** Asks for a new name; undefined when cancelled. */
@@ -105,62 +136,68 @@ export async function askName(title: string, current: string): Promise<string | 
 
 /**
  * A secret shown once (a new API key, a webhook's signing secret): the value in a read-only field,
- * a Copy button, and a plain warning. The panel takes the focus so the warning is read first.
+ * a Copy button with its own feedback, and a plain warning. The panel takes the focus so the warning is read first.
  */
-export function showOnce(slot: HTMLElement, options: { owner: string; title: string; label: string; value: string; warning: string }): void {
+export function showOnce(slot: HTMLElement, options: { title: string; label: string; value: string; warning: string }): void {
   const id = `${slot.id}-value`;
   const field = el("input", { id, class: "secret", readonly: true, value: options.value, spellcheck: "false", autocomplete: "off" });
+  const copied = feedbackSlot();
   const copy = el("button", { type: "button" }, "Copy");
   copy.addEventListener("click", async () => {
     try {
       await navigator.clipboard.writeText(options.value);
-      announce("Copied to the clipboard.");
+      say(copied, "Copied to the clipboard.");
     } catch {
       field.select();
-      announce("Could not copy automatically; the text is selected, press Ctrl+C (or ⌘C) to copy it.");
+      say(copied, "Could not copy automatically; the text is selected, press Ctrl+C (or ⌘C) to copy it.");
     }
-  });
-  const done = el("button", { type: "button" }, "I have stored it, hide it");
-  done.addEventListener("click", () => {
-    slot.replaceChildren();
-    announce("Hidden. It cannot be shown again.");
   });
   const heading = el("h3", { tabindex: "-1" }, options.title);
   slot.replaceChildren(
     el(
       "div",
-      { class: "once", "data-owner": options.owner },
+      { class: "once" },
       heading,
       el("p", { class: "warning" }, el("strong", {}, "Copy it now: it will not be shown again. "), options.warning),
       el("label", { for: id }, options.label),
       el("div", { class: "copy-row" }, field, copy),
-      done,
+      copied,
     ),
   );
   heading.focus();
 }
 
-/** Runs a user action; a failure becomes the message on the page. A button is disabled meanwhile. */
-export async function attempt(action: () => Promise<unknown>, button?: HTMLButtonElement | null): Promise<void> {
+/**
+ * Runs a user action: every earlier message goes, `button` is disabled meanwhile, and a failure is
+ * shown in `slot`, next to the control that started it.
+ */
+export async function attempt(action: () => Promise<unknown>, slot: HTMLElement, button?: HTMLButtonElement | null): Promise<void> {
+  clearFeedback();
+  const hadFocus = button && document.activeElement === button;
   if (button) button.disabled = true;
   try {
     await action();
   } catch (error) {
-    showError(error instanceof Error ? error.message : String(error));
+    // A 401 has ended the session: the signed-out page shows why, in its own slot.
+    if (!(error instanceof ApiFailure && error.status === 401)) say(slot, error instanceof Error ? error.message : String(error), "error");
   } finally {
     if (button) button.disabled = false;
+    // A disabled button cannot keep (or get back) the focus, e.g. from a dialog it opened: return it,
+    // unless the action moved the focus somewhere on purpose.
+    const lost = !document.activeElement || document.activeElement === document.body || document.activeElement.closest("dialog:not([open])");
+    if (hadFocus && button.isConnected && lost && !document.querySelector("dialog[open]")) button.focus();
   }
 }
 
 /** A form's submit, without the page navigating; its submit button is disabled while it runs. */
-export function onSubmit(form: HTMLFormElement, action: () => Promise<unknown>): void {
+export function onSubmit(form: HTMLFormElement, action: () => Promise<unknown>, slot = slotIn(form)): void {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    void attempt(action, form.querySelector<HTMLButtonElement>('button[type="submit"]'));
+    void attempt(action, slot, form.querySelector<HTMLButtonElement>('button[type="submit"]'));
   });
 }
 
-/** Takes away a shown-once secret whose owner (a key, a webhook) has just been revoked or deleted. */
-export function dropShownOnce(slot: HTMLElement, owner: string): void {
-  slot.querySelector(`[data-owner="${CSS.escape(owner)}"]`)?.remove();
+/** Grace-period choice of the rotate dialog, in seconds. */
+export function chosenGrace(form: HTMLFormElement): number {
+  return Number(new FormData(form).get("grace") ?? 86_400);
 }

@@ -1,10 +1,14 @@
-/** The dashboard: signs in through the IdP, then shows the plan, the API keys and the webhooks. */
+/**
+ * The dashboard: signs in through the IdP, then shows three views, chosen by the URL's hash:
+ * Keys (#keys, the default), Webhooks (#webhooks) and Usage (#usage).
+ */
 import type { components } from "../../../client/schema.d.ts";
 import { api, useAccessToken } from "./api.ts";
 import { finishLogin, forgetSession, isCallback, LoginRequired, logout, startLogin, wasSignedIn, type DashboardSettings, type Session } from "./auth.ts";
-import { announce, attempt, byId, clearMessages, el, facts, setUpDialogs, showError } from "./dom.ts";
-import { loadKeys, setUpKeys } from "./keys.ts";
-import { loadWebhooks, setUpWebhooks } from "./webhooks.ts";
+import { attempt, byId, clearFeedback, onSubmit, say, setUpDialogs } from "./dom.ts";
+import { finishKeyRotation, loadKeys, onKeysChanged, setUpKeys } from "./keys.ts";
+import { loadUsage, offerKeys, setUpUsage, useLimits } from "./usage.ts";
+import { finishSecretRotation, loadWebhooks, setUpWebhooks } from "./webhooks.ts";
 
 type Account = components["schemas"]["Account"];
 
@@ -12,29 +16,49 @@ const data = document.body.dataset;
 const settings: DashboardSettings = { issuer: data.issuer ?? "", clientId: data.clientId ?? "", audience: data.audience ?? "" };
 let session: Session | undefined;
 
-function showSignedOut(error?: string): void {
+const VIEWS = ["keys", "webhooks", "usage"] as const;
+type View = (typeof VIEWS)[number];
+/** Across the silent sign-in of a reload, which loses the hash on its way through the IdP. */
+const VIEW_KEY = "price-data-dashboard:view";
+
+const viewInHash = (): View | undefined => VIEWS.find((view) => location.hash === `#${view}`);
+
+/** Shows the view the hash names (anything else, e.g. #main from the skip link, keeps the current one). */
+function route(focus = true): void {
+  if (!session) return;
+  const view = viewInHash() ?? (document.querySelector<HTMLElement>(".view:not([hidden])")?.id.replace("view-", "") as View | undefined) ?? "keys";
+  for (const name of VIEWS) byId(`view-${name}`).hidden = name !== view;
+  for (const link of byId("tabs").querySelectorAll<HTMLAnchorElement>("a")) {
+    if (link.dataset.view === view) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  sessionStorage.setItem(VIEW_KEY, view);
+  document.title = `${byId(`${view}-title`).textContent} · Price Data API`;
+  clearFeedback();
+  if (focus) byId(`${view}-title`).focus();
+  if (view === "usage") void attempt(loadUsage, byId("usage-feedback"));
+}
+
+function showSignedOut(message?: string): void {
   session = undefined;
   useAccessToken(undefined);
   byId("app").hidden = true;
   byId("who").hidden = true;
+  byId("tabs").hidden = true;
   byId("signed-out").hidden = false;
-  if (error) showError(error);
+  clearFeedback();
+  if (message) say(byId("signed-out-feedback"), message, "error");
   byId("signed-out-title").focus();
 }
 
 async function loadAccount(): Promise<void> {
   const account = await api<Account>("GET", "/account");
   const count = (n: number) => n.toLocaleString();
+  const plan = account.plan.charAt(0).toUpperCase() + account.plan.slice(1);
   byId("who-name").textContent = account.id;
-  byId("plan").replaceChildren(
-    facts([
-      ["Plan", account.plan.charAt(0).toUpperCase() + account.plan.slice(1)],
-      ["Requests per minute", count(account.limits.per_minute)],
-      ["Requests per hour", count(account.limits.per_hour)],
-      ["Requests per day", count(account.limits.per_day)],
-    ]),
-    el("p", { class: "hint" }, "Each key counts on its own, so every key gets these limits."),
-  );
+  useLimits(account.limits);
+  byId("plan").textContent =
+    `${plan} plan · each key: ${count(account.limits.per_minute)} requests a minute, ${count(account.limits.per_hour)} an hour, ${count(account.limits.per_day)} a day`;
 }
 
 async function showApp(signedIn: Session): Promise<void> {
@@ -46,41 +70,49 @@ async function showApp(signedIn: Session): Promise<void> {
   byId("signed-out").hidden = true;
   byId("who-name").textContent = signedIn.subject ?? "";
   byId("who").hidden = false;
+  byId("tabs").hidden = false;
   byId("app").hidden = false;
-  announce("Signed in.");
-  byId("app-title").focus();
-  await Promise.all([attempt(loadAccount), attempt(() => loadKeys()), attempt(loadWebhooks)]);
+  byId("announcer").textContent = "Signed in.";
+  const saved = sessionStorage.getItem(VIEW_KEY);
+  if (!viewInHash() && saved && VIEWS.includes(saved as View)) history.replaceState(null, "", `#${saved}`);
+  // The account's limits and the key list come first: the Usage view draws with both.
+  await Promise.all([attempt(loadAccount, byId("keys-feedback")), attempt(() => loadKeys(), byId("keys-feedback")), attempt(() => loadWebhooks(), byId("webhooks-feedback"))]);
+  route();
 }
 
 async function signOut(): Promise<void> {
   const ending = session;
+  sessionStorage.removeItem(VIEW_KEY);
   showSignedOut();
-  clearMessages();
-  if (!(await logout(settings, ending))) announce("Signed out of the dashboard. Your session at the identity provider is still open.");
+  if (!(await logout(settings, ending))) say(byId("signed-out-feedback"), "Signed out of the dashboard. Your session at the identity provider is still open.");
 }
 
 async function start(): Promise<void> {
   setUpDialogs();
   setUpKeys();
   setUpWebhooks();
-  byId("sign-in").addEventListener("click", (event) => void attempt(() => startLogin(settings), event.currentTarget as HTMLButtonElement));
-  byId("sign-out").addEventListener("click", () => void attempt(signOut));
+  setUpUsage();
+  onKeysChanged(offerKeys);
+  const rotateForm = byId<HTMLFormElement>("rotate-form");
+  onSubmit(rotateForm, () => (rotateForm.dataset.kind === "key" ? finishKeyRotation(rotateForm) : finishSecretRotation(rotateForm)));
+  byId("rotate-dialog").addEventListener("close", () => byId("rotated").replaceChildren()); // the new secret leaves with the dialog
+  window.addEventListener("hashchange", () => route());
+  const signedOutSlot = byId("signed-out-feedback");
+  byId("sign-in").addEventListener("click", (event) => void attempt(() => startLogin(settings), signedOutSlot, event.currentTarget as HTMLButtonElement));
+  byId("sign-out").addEventListener("click", () => void attempt(signOut, signedOutSlot));
   if (isCallback()) {
-    announce("Signing you in…");
+    byId("announcer").textContent = "Signing you in…";
     try {
       await showApp(await finishLogin(settings));
     } catch (error) {
       forgetSession();
-      if (error instanceof LoginRequired) {
-        clearMessages();
-        showSignedOut();
-      } else {
-        showSignedOut(error instanceof Error ? error.message : String(error));
-      }
+      showSignedOut(error instanceof LoginRequired ? undefined : error instanceof Error ? error.message : String(error));
     }
   } else if (wasSignedIn()) {
     // A reload: the token was in memory only, so sign in again through the IdP's session (no page shown).
-    announce("Signing you in again…");
+    byId("announcer").textContent = "Signing you in again…";
+    const view = viewInHash();
+    if (view) sessionStorage.setItem(VIEW_KEY, view);
     try {
       await startLogin(settings, true);
     } catch (error) {

@@ -1,125 +1,296 @@
-/** Webhooks: list, add (the signing secret shown once), delete, send a test, recent deliveries. */
+/**
+ * The Webhooks view: list, add and edit (in one dialog; the signing secret shown once on adding),
+ * disable/enable, rotate the secret, replay events since a time, send a test, deliveries, delete.
+ */
 import type { components } from "../../../client/schema.d.ts";
 import { api, ApiFailure } from "./api.ts";
-import { actionButton, announce, attempt, byId, confirmAction, dropShownOnce, el, facts, onSubmit, openDialog, showOnce, when } from "./dom.ts";
+import type { Delivery, ReplayQueued, RotatedWebhookSecret, WebhookPatch } from "./api-types.ts";
+import {
+  actionButton, attempt, byId, chosenGrace, confirmAction, el, facts, feedbackSlot, onSubmit, openDialog, say, showOnce, slotIn, when,
+} from "./dom.ts";
 
 type Webhook = components["schemas"]["Webhook"];
-type Delivery = components["schemas"]["Delivery"];
+type CreatedWebhook = components["schemas"]["CreatedWebhook"];
 
 const EVENT_NAMES: Record<string, string> = { "price.changed": "Price changed", "stock.changed": "Stock changed" };
+const REPLAY_WINDOW_MS = 30 * 86_400_000; // events are kept 30 days
 
 const webhookPath = (hook: Webhook, rest = "") => `/webhooks/${encodeURIComponent(hook.id)}${rest}`;
 
-/** `{"webhooks": [...]}` (or a bare array). */
-function listIn<T>(body: unknown, field: string): T[] {
-  if (Array.isArray(body)) return body as T[];
-  const value = (body as Record<string, unknown> | undefined)?.[field];
-  return Array.isArray(value) ? (value as T[]) : [];
-}
-
-export async function loadWebhooks(): Promise<void> {
+/** Lists the webhooks; `message` goes into the card of webhook `focusId`, which gets the focus. */
+export async function loadWebhooks(focusId?: string, message?: string): Promise<void> {
   const list = byId("webhooks");
   let hooks: Webhook[];
   try {
-    hooks = listIn<Webhook>(await api("GET", "/webhooks"), "webhooks");
+    ({ webhooks: hooks } = await api<{ webhooks: Webhook[] }>("GET", "/webhooks"));
   } catch (error) {
     if (!(error instanceof ApiFailure) || error.status === 401) throw error;
-    list.replaceChildren(el("li", { class: "empty" }, `Webhooks could not be loaded: ${error.message}`));
+    list.replaceChildren();
+    say(byId("webhooks-feedback"), `Webhooks could not be loaded: ${error.message}`, "error");
     return;
   }
-  list.replaceChildren(...(hooks.length ? hooks.map(webhookCard) : [el("li", { class: "empty" }, "No webhooks yet.")]));
+  list.replaceChildren(...(hooks.length ? hooks.map(webhookCard) : [emptyState()]));
+  const card = focusId ? list.querySelector<HTMLElement>(`[data-id="${CSS.escape(focusId)}"]`) : null;
+  if (card && message) say(slotIn(card), message);
+  card?.querySelector<HTMLElement>("h3")?.focus();
+}
+
+function emptyState(): HTMLLIElement {
+  const button = el("button", { type: "button", class: "primary" }, "Add your first webhook");
+  button.addEventListener("click", () => void openEditor());
+  return el(
+    "li",
+    { class: "empty-state" },
+    el("p", {}, el("strong", {}, "No webhooks yet."), " Add your endpoint's URL and we POST each price or stock change to it, signed, within seconds. Until then you can poll the events feed."),
+    button,
+  );
 }
 
 function webhookCard(hook: Webhook): HTMLLIElement {
+  const enabled = hook.status !== "disabled";
   const details: Array<[string, Node | string]> = [
-    ["Events", (hook.events ?? []).map((type) => EVENT_NAMES[type] ?? type).join(", ") || "All"],
-    ["Status", el("span", { class: `badge ${hook.status ?? ""}` }, hook.status === "disabled" ? "Disabled" : "Enabled")],
-    ["Smallest change", `${hook.min_change_pct ?? 0} %`],
+    ["Events", hook.events.map((type) => EVENT_NAMES[type] ?? type).join(", ") || "All"],
+    ["Smallest change", `${hook.min_change_pct} %`],
     ["Created", when(hook.created_at, "—")],
   ];
   if (hook.description) details.unshift(["Description", hook.description]);
-  if (hook.disabled_reason) details.push(["Disabled because", hook.disabled_reason]);
+  if (hook.disabled_at) details.push(["Disabled", when(hook.disabled_at)]);
   const target = `webhook ${hook.url}`;
+  const slot = feedbackSlot();
+  const run = (action: () => Promise<unknown>) => (button: HTMLButtonElement) => void attempt(action, slot, button);
+  const more = el(
+    "details",
+    { class: "more" },
+    el("summary", {}, "More", el("span", { class: "visually-hidden" }, ` actions for ${target}`)),
+    el(
+      "div",
+      { class: "menu" },
+      actionButton("Rotate secret", target, run(() => rotateSecret(hook))),
+      actionButton("Replay events", target, run(() => openReplay(hook))),
+      actionButton("Delete", target, run(() => remove(hook)), "danger"),
+    ),
+  );
+  // Choosing an item closes the menu first, and the focus goes to "More", where a dialog it opens returns it.
+  more.addEventListener(
+    "click",
+    (event) => {
+      if (!(event.target instanceof Element) || !event.target.closest(".menu button")) return;
+      more.open = false;
+      more.querySelector("summary")?.focus();
+    },
+    { capture: true },
+  );
   return el(
     "li",
-    { class: "card", "data-id": hook.id },
-    el("h3", { tabindex: "-1", class: "url" }, hook.url),
+    { class: `card webhook ${hook.status}`, "data-id": hook.id },
+    el("div", { class: "card-head" }, el("h3", { tabindex: "-1", class: "url" }, hook.url), el("span", { class: `badge ${hook.status}` }, enabled ? "Enabled" : "Disabled")),
+    hook.disabled_reason ? el("p", { class: "reason" }, el("strong", {}, "Disabled because: "), hook.disabled_reason) : null,
     facts(details),
     el(
       "div",
       { class: "actions" },
-      actionButton("Send test", target, () => void attempt(() => sendTest(hook))),
-      actionButton("Deliveries", target, () => void attempt(() => showDeliveries(hook))),
-      actionButton("Delete", target, () => void attempt(() => remove(hook)), "danger"),
+      actionButton("Send test", target, run(() => sendTest(hook))),
+      actionButton("Deliveries", target, run(() => showDeliveries(hook))),
+      actionButton("Edit", target, run(() => openEditor(hook))),
+      actionButton(enabled ? "Disable" : "Enable", target, run(() => setStatus(hook, enabled ? "disabled" : "enabled"))),
+      more,
     ),
+    slot,
   );
 }
 
-async function create(form: HTMLFormElement): Promise<void> {
-  const data = new FormData(form);
-  const description = String(data.get("description") ?? "").trim();
-  const body = {
-    url: String(data.get("url") ?? "").trim(),
-    events: data.getAll("events").map(String),
-    min_change_pct: Number(data.get("min_change_pct") || 0),
-    ...(description ? { description } : {}),
-  };
-  const created = await api<Webhook & { secret: string }>("POST", "/webhooks", body);
+/** The webhook being edited; undefined while adding one. */
+let editing: Webhook | undefined;
+
+function openEditor(hook?: Webhook): Promise<string> {
+  editing = hook;
+  const form = byId<HTMLFormElement>("webhook-form");
   form.reset();
+  form.hidden = false;
+  byId("webhook-done").hidden = true;
+  byId("webhook-dialog-title").textContent = hook ? "Edit webhook" : "Add a webhook";
+  byId("webhook-submit").textContent = hook ? "Save changes" : "Add webhook";
+  if (hook) {
+    byId<HTMLInputElement>("webhook-url").value = hook.url;
+    for (const box of form.querySelectorAll<HTMLInputElement>('input[name="events"]')) box.checked = hook.events.includes(box.value as Webhook["events"][number]);
+    byId<HTMLInputElement>("webhook-min-change").value = String(hook.min_change_pct);
+    byId<HTMLInputElement>("webhook-description").value = hook.description ?? "";
+  }
+  return openDialog(byId<HTMLDialogElement>("webhook-dialog"), byId("webhook-url"));
+}
+
+function formFields(form: HTMLFormElement) {
+  const data = new FormData(form);
+  const events = data.getAll("events").map(String) as Webhook["events"];
+  if (!events.length) throw new Error("Choose at least one event to send.");
+  return {
+    url: String(data.get("url") ?? "").trim(),
+    events,
+    min_change_pct: Number(data.get("min_change_pct") || 0),
+    description: String(data.get("description") ?? "").trim(),
+  };
+}
+
+async function save(form: HTMLFormElement): Promise<void> {
+  const fields = formFields(form);
+  if (editing) {
+    const hook = editing;
+    const patch: WebhookPatch = fields;
+    await api<Webhook>("PATCH", webhookPath(hook), patch);
+    byId<HTMLDialogElement>("webhook-dialog").close("saved");
+    await loadWebhooks(hook.id, "Changes saved.");
+    return;
+  }
+  const { description, ...rest } = fields;
+  const created = await api<CreatedWebhook>("POST", "/webhooks", { ...rest, ...(description ? { description } : {}) });
+  form.hidden = true;
+  byId("webhook-done").hidden = false;
   showOnce(byId("new-webhook"), {
-    owner: created.id,
     title: `Webhook for ${created.url} added`,
     label: "Signing secret",
     value: created.secret,
-    warning: "Your receiver needs it to check each delivery's webhook-signature header. If you lose it, delete the webhook and add it again.",
+    warning: "Your receiver needs it to check each delivery's webhook-signature header. If you lose it, rotate the secret.",
   });
   await loadWebhooks();
 }
 
+async function setStatus(hook: Webhook, status: "enabled" | "disabled"): Promise<void> {
+  const patch: WebhookPatch = { status };
+  await api<Webhook>("PATCH", webhookPath(hook), patch);
+  await loadWebhooks(
+    hook.id,
+    status === "enabled" ? "Enabled: new events are sent again. Replay the ones it missed if needed." : "Disabled: no events are sent until you enable it again.",
+  );
+}
+
+let rotatingHook: Webhook | undefined;
+
+function rotateSecret(hook: Webhook): Promise<string> {
+  rotatingHook = hook;
+  const form = byId<HTMLFormElement>("rotate-form");
+  form.dataset.kind = "webhook";
+  form.reset();
+  form.hidden = false;
+  byId("rotate-done").hidden = true;
+  byId("rotate-title").textContent = "Rotate the signing secret";
+  byId("rotate-text").textContent =
+    `A new secret signs deliveries to ${hook.url}. During the grace period each delivery carries both signatures, so your receiver can switch without missing one.`;
+  byId("rotate-ok").textContent = "Rotate secret";
+  return openDialog(byId<HTMLDialogElement>("rotate-dialog"), form.querySelector<HTMLInputElement>('input[name="grace"]:checked'));
+}
+
+/** Submitted from the rotate dialog, for a webhook's secret. */
+export async function finishSecretRotation(form: HTMLFormElement): Promise<void> {
+  const hook = rotatingHook;
+  if (!hook) return;
+  const grace = chosenGrace(form);
+  const rotated = await api<RotatedWebhookSecret>("POST", webhookPath(hook, "/rotate-secret"), { grace_seconds: grace });
+  form.hidden = true;
+  byId("rotate-done").hidden = false;
+  showOnce(byId("rotated"), {
+    title: "New signing secret",
+    label: "Signing secret",
+    value: rotated.secret,
+    warning: grace
+      ? `Deliveries carry the old signature too until ${new Date(Date.now() + grace * 1000).toLocaleString()}; give your receiver the new secret before then.`
+      : "Deliveries are signed with this secret only, from now on.",
+  });
+}
+
+let replaying: Webhook | undefined;
+
+/** A datetime-local value (local time, minutes) for an instant. */
+const localInput = (ms: number) => {
+  const date = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
+  return date.toISOString().slice(0, 16);
+};
+
+function openReplay(hook: Webhook): Promise<string> {
+  replaying = hook;
+  const form = byId<HTMLFormElement>("replay-form");
+  form.reset();
+  const now = Date.now();
+  const since = byId<HTMLInputElement>("replay-since");
+  since.value = localInput(now - 86_400_000);
+  since.min = localInput(now - REPLAY_WINDOW_MS + 60_000);
+  since.max = localInput(now);
+  byId<HTMLInputElement>("replay-until").max = localInput(now);
+  byId("replay-text").textContent = `Sends the events of the last 30 days again to ${hook.url}, with their original ids, so a receiver that deduplicates sees none twice.`;
+  return openDialog(byId<HTMLDialogElement>("replay-dialog"), since);
+}
+
+async function replay(form: HTMLFormElement): Promise<void> {
+  const hook = replaying;
+  if (!hook) return;
+  const data = new FormData(form);
+  const iso = (field: string) => {
+    const value = String(data.get(field) ?? "");
+    return value ? new Date(value).toISOString() : undefined;
+  };
+  const until = iso("until");
+  const body = { since: iso("since"), ...(until ? { until } : {}), ...(data.get("only_failed") ? { only_failed: true } : {}) };
+  const { queued } = await api<ReplayQueued>("POST", webhookPath(hook, "/replay"), body);
+  say(slotIn(form), queued ? `Queued ${queued.toLocaleString()} event${queued === 1 ? "" : "s"} for ${hook.url}. They show under Deliveries as they go out.` : "Queued 0 events: none matched that period.");
+}
+
 async function sendTest(hook: Webhook): Promise<void> {
   await api("POST", webhookPath(hook, "/test"));
-  announce(`A webhook.test event is on its way to ${hook.url}; its delivery shows under Deliveries in a few seconds.`);
+  const card = byId("webhooks").querySelector(`[data-id="${CSS.escape(hook.id)}"]`);
+  if (card) say(slotIn(card), "A webhook.test event is on its way; its delivery shows under Deliveries in a few seconds.");
+}
+
+function deliveryItem(d: Delivery): HTMLLIElement {
+  const ok = d.outcome === "delivered";
+  const result = d.status_code === null ? "No response" : `HTTP ${d.status_code}`;
+  return el(
+    "li",
+    { class: "delivery" },
+    el(
+      "div",
+      { class: "delivery-line" },
+      el("span", { class: `badge ${ok ? "enabled" : "disabled"}` }, result),
+      el("code", {}, d.type),
+      el("span", { class: "hint" }, `attempt ${d.attempt} · ${d.duration_ms} ms · ${d.outcome}`),
+      el("span", { class: "hint" }, when(d.delivered_at)),
+    ),
+    el("p", { class: "hint event-id" }, `Event ${d.event_id}`),
+    d.error ? el("p", { class: "reason" }, d.error) : null,
+    d.response_excerpt
+      ? el("details", { class: "excerpt" }, el("summary", {}, "Response body"), el("pre", {}, d.response_excerpt))
+      : null,
+  );
 }
 
 async function showDeliveries(hook: Webhook): Promise<void> {
-  const deliveries = listIn<Delivery>(await api("GET", webhookPath(hook, "/deliveries")), "deliveries");
-  const items = deliveries.map((d) =>
-    el(
-      "li",
-      { class: "card" },
-      facts([
-        ["Event", `${d.type} (${d.event_id})`],
-        ["Attempt", String(d.attempt)],
-        ["Result", d.status_code === null ? "No response" : `HTTP ${d.status_code}`],
-        ...(d.outcome ? ([["Outcome", d.outcome]] as Array<[string, string]>) : []),
-        ...(d.error ? ([["Error", d.error]] as Array<[string, string]>) : []),
-        ["Took", d.duration_ms === null ? "—" : `${d.duration_ms} ms`],
-        ["At", when(d.delivered_at)],
-      ]),
-    ),
-  );
+  const { deliveries } = await api<{ deliveries: Delivery[] }>("GET", webhookPath(hook, "/deliveries"));
   byId("deliveries-title").textContent = `Recent deliveries to ${hook.url}`;
   byId("deliveries").replaceChildren(
-    items.length ? el("ul", { class: "cards" }, ...items) : el("p", {}, "No deliveries yet. Send a test to see one here."),
+    deliveries.length
+      ? el("ul", { class: "deliveries" }, ...deliveries.map(deliveryItem))
+      : el("p", { class: "empty-state" }, "No deliveries yet. Use “Send test” on the webhook to see one here."),
   );
-  await openDialog(byId<HTMLDialogElement>("deliveries-dialog"), byId("deliveries-dialog").querySelector("button") ?? undefined);
+  await openDialog(byId<HTMLDialogElement>("deliveries-dialog"), byId("deliveries-dialog").querySelector("button"));
 }
 
 async function remove(hook: Webhook): Promise<void> {
   const confirmed = await confirmAction(
     "Delete this webhook?",
-    `${hook.url} will receive no more events, and its delivery history goes with it. This cannot be undone.`,
+    `${hook.url} will receive no more events, and its delivery history goes with it. This cannot be undone; to pause it, disable it instead.`,
     "Delete webhook",
   );
   if (!confirmed) return;
   await api("DELETE", webhookPath(hook));
-  dropShownOnce(byId("new-webhook"), hook.id);
-  announce(`The webhook for ${hook.url} is deleted.`);
   await loadWebhooks();
+  say(byId("webhooks-feedback"), `The webhook for ${hook.url} is deleted.`);
   byId("webhooks-title").focus();
 }
 
 export function setUpWebhooks(): void {
-  const form = byId<HTMLFormElement>("create-webhook");
-  onSubmit(form, () => create(form));
+  byId("open-add-webhook").addEventListener("click", () => void openEditor());
+  const form = byId<HTMLFormElement>("webhook-form");
+  onSubmit(form, () => save(form));
+  const replayForm = byId<HTMLFormElement>("replay-form");
+  onSubmit(replayForm, () => replay(replayForm));
+  // The secret leaves the page with the dialog.
+  byId("webhook-dialog").addEventListener("close", () => byId("new-webhook").replaceChildren());
 }

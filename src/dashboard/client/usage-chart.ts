@@ -1,0 +1,210 @@
+/**
+ * One usage chart: admitted and refused requests per bucket as stacked step areas, the plan's limit
+ * as a line, a tooltip on hover or keyboard focus, and the exact numbers in a table underneath.
+ *
+ * Hand-drawn SVG rather than a chart library: what is needed here is two areas, a line and two axes,
+ * which takes about 300 lines with the geometry, while the small chart libraries add 40 KB or more to a page that is
+ * otherwise ~30 KB; and it is bundled with the page, never fetched from a CDN (the page's CSP allows
+ * no other origin for scripts anyway). Colours come from styles.css classes; positions are SVG
+ * attributes, so no inline style is needed.
+ */
+import type { Granularity, UsageBucket } from "./api-types.ts";
+import { bucketIndexAt, linearScale, stepBandPath, timeTicks, totals, valueAxis } from "./chart-geometry.ts";
+import { el } from "./dom.ts";
+
+const SVG = "http://www.w3.org/2000/svg";
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+interface Period {
+  bucketMs: number;
+  /** "minute", for the table and the busiest bucket. */
+  per: string;
+  /** "a minute", for the axis and the limit. */
+  rate: string;
+  /** How far the keyboard jumps with Page Up/Down. */
+  page: number;
+  tickStep: (width: number) => number;
+  tickLabel: Intl.DateTimeFormatOptions;
+  bucketLabel: Intl.DateTimeFormatOptions;
+  emptyRows: string;
+}
+
+const PERIODS: Record<Granularity, Period> = {
+  minute: {
+    bucketMs: 60_000, per: "minute", rate: "a minute", page: 60,
+    tickStep: (w) => (w >= 640 ? 3 : 6) * HOUR,
+    tickLabel: { hour: "2-digit", minute: "2-digit" },
+    bucketLabel: { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" },
+    emptyRows: "Minutes with no requests are left out.",
+  },
+  hour: {
+    bucketMs: HOUR, per: "hour", rate: "an hour", page: 24,
+    tickStep: (w) => (w >= 640 ? 5 : 10) * DAY,
+    tickLabel: { month: "short", day: "numeric" },
+    bucketLabel: { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" },
+    emptyRows: "Hours with no requests are left out.",
+  },
+  day: {
+    bucketMs: DAY, per: "day", rate: "a day", page: 30,
+    tickStep: (w) => (w >= 640 ? 60 : 120) * DAY,
+    tickLabel: { month: "short", day: "numeric" },
+    bucketLabel: { year: "numeric", month: "short", day: "numeric" },
+    emptyRows: "Days with no requests are left out.",
+  },
+};
+
+function svg<K extends keyof SVGElementTagNameMap>(tag: K, attributes: Record<string, string | number>, text?: string): SVGElementTagNameMap[K] {
+  const element = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, String(value));
+  if (text !== undefined) element.textContent = text;
+  return element;
+}
+
+const count = (n: number) => n.toLocaleString();
+/** Axis labels stay short: 1,500 → 1.5k. */
+const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
+
+export interface ChartInput {
+  /** Whether the table starts open (kept across a redraw). */
+  tableOpen?: boolean;
+  title: string;
+  granularity: Granularity;
+  buckets: UsageBucket[];
+  /** The plan's limit per bucket (per minute, hour or day). */
+  limit: number;
+  width: number;
+}
+
+export function usageChart({ title, granularity, buckets, limit, width, tableOpen = false }: ChartInput): HTMLElement {
+  const period = PERIODS[granularity];
+  const sum = totals(buckets);
+  const figure = el("figure", { class: "chart" });
+  const caption = el(
+    "figcaption",
+    {},
+    el("h2", {}, title),
+    el(
+      "p",
+      { class: "chart-totals" },
+      el("span", { class: "swatch admitted" }), `${count(sum.admitted)} admitted`,
+      el("span", { class: "swatch refused" }), `${count(sum.refused)} refused`,
+      el("span", { class: "hint" }, `busiest ${period.per}: ${count(sum.peak)}`),
+    ),
+  );
+  figure.append(caption);
+  if (!buckets.length) {
+    figure.append(el("p", { class: "empty-state" }, "No usage recorded for this period."));
+    return figure;
+  }
+
+  const height = width >= 640 ? 240 : 190;
+  const margin = { top: 22, right: 12, bottom: 26, left: 44 };
+  const first = new Date(buckets[0]!.start).getTime();
+  const end = new Date(buckets.at(-1)!.start).getTime() + period.bucketMs;
+  const axis = valueAxis(sum.peak, limit);
+  const x = linearScale(first, end, margin.left, width - margin.right);
+  const y = linearScale(0, axis.max, height - margin.bottom, margin.top);
+  const unit = `requests ${period.rate}`;
+
+  const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, class: "chart-svg", tabindex: 0, role: "img" });
+  chart.setAttribute("aria-label", `${title}: ${count(sum.admitted)} admitted, ${count(sum.refused)} refused. Use the arrow keys to read each ${period.per}, or open the table below.`);
+  chart.append(svg("text", { x: 4, y: 12, class: "axis-title" }, unit));
+  for (const tick of axis.ticks) {
+    chart.append(
+      svg("line", { x1: margin.left, x2: width - margin.right, y1: y(tick), y2: y(tick), class: "grid" }),
+      svg("text", { x: margin.left - 6, y: y(tick) + 4, class: "tick", "text-anchor": "end" }, compact.format(tick)),
+    );
+  }
+  const offset = -new Date().getTimezoneOffset() * 60_000;
+  const tickFormat = new Intl.DateTimeFormat(undefined, period.tickLabel);
+  for (const t of timeTicks(first, end, period.tickStep(width), offset)) {
+    chart.append(
+      svg("line", { x1: x(t), x2: x(t), y1: height - margin.bottom, y2: height - margin.bottom + 4, class: "axis" }),
+      svg("text", { x: x(t), y: height - 8, class: "tick", "text-anchor": "middle" }, tickFormat.format(t)),
+    );
+  }
+  const starts = buckets.map((b) => new Date(b.start).getTime());
+  const admitted = buckets.map((b) => b.admitted);
+  const upper = buckets.map((b) => b.admitted + b.refused);
+  const zeros = buckets.map(() => 0);
+  const admittedPath = stepBandPath({ starts, width: period.bucketMs, lower: zeros, upper: admitted }, x, y);
+  const refusedPath = stepBandPath({ starts, width: period.bucketMs, lower: admitted, upper }, x, y);
+  if (admittedPath) chart.append(svg("path", { d: admittedPath, class: "area admitted" }));
+  if (refusedPath) chart.append(svg("path", { d: refusedPath, class: "area refused" }));
+  chart.append(svg("line", { x1: margin.left, x2: width - margin.right, y1: y(0), y2: y(0), class: "axis" }));
+  const limitText = `limit ${count(limit)} ${period.rate}`;
+  if (axis.limitShown) {
+    chart.append(
+      svg("line", { x1: margin.left, x2: width - margin.right, y1: y(limit), y2: y(limit), class: "limit" }),
+      svg("text", { x: width - margin.right, y: y(limit) - 4, class: "limit-label", "text-anchor": "end" }, limitText),
+    );
+  } else {
+    caption.append(el("p", { class: "hint" }, `Your plan's ${limitText} is far above this scale.`));
+  }
+
+  // The tooltip: a marker over the bucket under the pointer (or chosen with the keyboard) and its numbers.
+  const marker = svg("rect", { x: 0, y: margin.top, width: 1, height: height - margin.top - margin.bottom, class: "marker", visibility: "hidden" });
+  chart.append(marker);
+  const tip = el("div", { class: "chart-tip", role: "status", hidden: true });
+  const bucketFormat = new Intl.DateTimeFormat(undefined, period.bucketLabel);
+  let current = -1;
+  const show = (index: number) => {
+    current = index;
+    const bucket = buckets[index]!;
+    const left = x(starts[index]!);
+    const right = x(starts[index]! + period.bucketMs);
+    marker.setAttribute("x", String(left));
+    marker.setAttribute("width", String(Math.max(1, right - left)));
+    marker.setAttribute("visibility", "visible");
+    tip.replaceChildren(
+      el("strong", {}, bucketFormat.format(starts[index]!)),
+      el("span", {}, el("span", { class: "swatch admitted" }), `${count(bucket.admitted)} admitted`),
+      el("span", {}, el("span", { class: "swatch refused" }), `${count(bucket.refused)} refused`),
+    );
+    tip.hidden = false;
+    // Positioned through the CSSOM, which the page's CSP allows (a style attribute it would not).
+    tip.style.left = `${Math.min(Math.max(left, 70), width - 70)}px`;
+  };
+  const hide = () => {
+    marker.setAttribute("visibility", "hidden");
+    tip.hidden = true;
+  };
+  const indexAt = (event: PointerEvent) =>
+    bucketIndexAt(x.invert(event.clientX - chart.getBoundingClientRect().left), first, period.bucketMs, buckets.length);
+  chart.addEventListener("pointermove", (event) => show(indexAt(event)));
+  chart.addEventListener("pointerleave", () => (document.activeElement === chart ? show(current) : hide()));
+  chart.addEventListener("focus", () => {
+    const busiest = upper.lastIndexOf(Math.max(...upper));
+    show(current >= 0 ? current : busiest);
+  });
+  chart.addEventListener("blur", hide);
+  chart.addEventListener("keydown", (event) => {
+    const moves: Record<string, number> = { ArrowLeft: -1, ArrowRight: 1, PageUp: -period.page, PageDown: period.page, Home: -Infinity, End: Infinity };
+    const move = moves[event.key];
+    if (move === undefined) return;
+    event.preventDefault();
+    show(Math.min(buckets.length - 1, Math.max(0, (current < 0 ? buckets.length - 1 : current) + move)));
+  });
+  figure.append(el("div", { class: "chart-plot" }, chart, tip), usageTable(buckets, period, bucketFormat, tableOpen));
+  return figure;
+}
+
+/** The exact numbers, for reading rather than looking: the buckets that saw any request. */
+function usageTable(buckets: UsageBucket[], period: Period, format: Intl.DateTimeFormat, open: boolean): HTMLDetailsElement {
+  const rows = buckets
+    .filter((b) => b.admitted + b.refused > 0)
+    .map((b) => el("tr", {}, el("th", { scope: "row" }, format.format(new Date(b.start))), el("td", {}, count(b.admitted)), el("td", {}, count(b.refused))));
+  const summary = el("summary", {}, "Show the numbers as a table");
+  if (!rows.length) return el("details", { class: "chart-table", open }, summary, el("p", {}, "No requests in this period."));
+  const heading = `${period.per.charAt(0).toUpperCase()}${period.per.slice(1)} starting`;
+  const table = el(
+    "table",
+    {},
+    el("caption", {}, `Requests per ${period.per}, your local time. ${period.emptyRows}`),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, heading), el("th", { scope: "col" }, "Admitted"), el("th", { scope: "col" }, "Refused"))),
+    el("tbody", {}, ...rows),
+  );
+  // It scrolls on its own (up to 1,440 rows), so opening it does not make the page endless.
+  return el("details", { class: "chart-table", open }, summary, el("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": "Usage table" }, table));
+}

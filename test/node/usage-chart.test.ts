@@ -1,0 +1,65 @@
+// The usage chart's geometry (src/dashboard/client/chart-geometry.ts): pure functions, no DOM.
+import { describe, expect, it } from "vitest";
+import { bucketIndexAt, linearScale, niceStep, stepBandPath, timeTicks, totals, valueAxis } from "../../src/dashboard/client/chart-geometry.ts";
+
+describe("usage chart geometry", () => {
+  it("scales linearly both ways, including an inverted pixel range", () => {
+    const y = linearScale(0, 100, 200, 0);
+    expect(y(0)).toBe(200);
+    expect(y(25)).toBe(150);
+    expect(y.invert(150)).toBe(25);
+    expect(linearScale(5, 5, 0, 10)(5)).toBe(0); // an empty domain does not divide by zero
+  });
+
+  it("picks 1, 2 or 5 times a power of ten, and never a fraction of a request", () => {
+    expect([0.3, 1, 1.5, 2.6, 4, 7, 12, 180, 4_100].map(niceStep)).toEqual([1, 1, 2, 5, 5, 10, 20, 200, 5_000]);
+  });
+
+  it("puts the limit on the value axis when the data reaches a quarter of it, with headroom above", () => {
+    const reached = valueAxis(12, 10);
+    expect(reached).toEqual({ max: 15, ticks: [0, 5, 10, 15], limitShown: true });
+    const low = valueAxis(3, 10);
+    expect(low.limitShown).toBe(true);
+    expect(low.max).toBeGreaterThan(10);
+    // 3 requests against 600 an hour: fit the data, say the limit is off the scale.
+    const far = valueAxis(3, 600);
+    expect(far.limitShown).toBe(false);
+    expect(far.max).toBe(4);
+    expect(far.ticks).toEqual([0, 1, 2, 3, 4]);
+    expect(valueAxis(0, undefined)).toEqual({ max: 2, ticks: [0, 1, 2], limitShown: false });
+  });
+
+  it("places time ticks on local boundaries", () => {
+    const hour = 3_600_000;
+    const start = Date.UTC(2026, 10, 22, 10, 17);
+    const end = start + 24 * hour;
+    const utc = timeTicks(start, end, 6 * hour, 0).map((t) => new Date(t).toISOString().slice(11, 16));
+    expect(utc).toEqual(["12:00", "18:00", "00:00", "06:00"]);
+    // At UTC+2 the ticks fall on 12:00, 18:00… local, which is 10:00, 16:00… UTC.
+    const plusTwo = timeTicks(start, end, 6 * hour, 2 * hour).map((t) => new Date(t).toISOString().slice(11, 16));
+    expect(plusTwo).toEqual(["16:00", "22:00", "04:00", "10:00"]);
+  });
+
+  it("draws stacked steps, merging equal neighbours, and nothing for an empty band", () => {
+    const x = linearScale(0, 4, 0, 40);
+    const y = linearScale(0, 10, 100, 0);
+    const band = { starts: [0, 1, 2, 3], width: 1, lower: [0, 0, 0, 0], upper: [2, 2, 5, 0] };
+    // Buckets 0 and 1 (both 2) form one run; 2 is 5; 3 has no height but still closes the outline.
+    expect(stepBandPath(band, x, y)).toBe("M0,80L20,80L20,50L30,50L30,100L40,100L40,100L30,100L30,100L20,100L20,100L0,100Z");
+    expect(stepBandPath({ ...band, upper: [0, 0, 0, 0] }, x, y)).toBe("");
+    // The refused band sits on top of the admitted one.
+    const refused = stepBandPath({ starts: [0], width: 1, lower: [10], upper: [12] }, linearScale(0, 1, 0, 10), linearScale(0, 12, 120, 0));
+    expect(refused).toBe("M0,0L10,0L10,20L0,20Z");
+  });
+
+  it("finds the bucket under the pointer, clamped to the chart", () => {
+    expect(bucketIndexAt(1_500, 1_000, 60, 1_440)).toBe(8);
+    expect(bucketIndexAt(0, 1_000, 60, 1_440)).toBe(0);
+    expect(bucketIndexAt(10_000_000, 1_000, 60, 1_440)).toBe(1_439);
+  });
+
+  it("adds up admitted and refused separately, and finds the busiest bucket", () => {
+    expect(totals([{ admitted: 10, refused: 2 }, { admitted: 3, refused: 0 }, { admitted: 0, refused: 0 }])).toEqual({ admitted: 13, refused: 2, peak: 12 });
+    expect(totals([])).toEqual({ admitted: 0, refused: 0, peak: 0 });
+  });
+});
