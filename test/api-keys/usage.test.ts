@@ -87,12 +87,12 @@ describe("a key's usage", () => {
       token = await accountToken(sub); // a login minted at the new time
     };
 
-    await later(25 * HOUR);
+    await later(26 * HOUR); // the first minutes are now an hour past the 24 h window: folded
     const minutes = await usage(token, path, "?granularity=minute");
-    expect(nonZero(minutes.buckets)).toEqual([{ start: iso(T0 + 25 * HOUR - 30_000), admitted: 1, refused: 0 }]);
+    expect(nonZero(minutes.buckets)).toEqual([{ start: iso(T0 + 26 * HOUR - 30_000), admitted: 1, refused: 0 }]);
     expect(nonZero((await usage(token, path, "?granularity=hour")).buckets)).toEqual([
       { start: "2030-03-10T12:00:00.000Z", admitted: 7, refused: 0 },
-      { start: "2030-03-11T13:00:00.000Z", admitted: 1, refused: 0 },
+      { start: "2030-03-11T14:00:00.000Z", admitted: 1, refused: 0 },
     ]);
 
     await later(32 * DAY);

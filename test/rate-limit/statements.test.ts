@@ -17,7 +17,7 @@ afterEach(() => vi.useRealTimers());
  * own SqlStorage. Before usage was counted, an admission ran 3 (the minute log insert and an upsert
  * for each of the hour and day counters) and a refusal none.
  */
-it("an admission runs 3 SQL statements, a refusal 1, and the once-a-minute fold 5 more", async () => {
+it("an admission runs 3 SQL statements and a refusal 1; folding old usage adds none until it is due", async () => {
   const { key } = await accountWithKey("free");
   const keyHash = await hashApiKey(key);
   const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(keyHash));
@@ -34,16 +34,21 @@ it("an admission runs 3 SQL statements, a refusal 1, and the once-a-minute fold 
       const result = await object.admitKey(keyHash);
       return [result.status === "active" && result.decision.allowed, count] as const;
     };
-    const first = await run(); // loads the key (stores its state) and folds for this minute
+    const first = await run(); // loads the key and stores its state
     const admitted = await run();
     for (let i = 0; i < 8; i++) await run();
     const refused = await run();
     vi.setSystemTime(T0 + 60_000);
-    const nextMinute = await run(); // the log slides (one delete) and the minute's fold runs
-    return { first, admitted, refused, nextMinute };
+    const nextMinute = await run(); // the minute log slides: one delete
+    vi.setSystemTime(T0 + 26 * 3_600_000);
+    const dayLater = await run(); // the first minutes are an hour past the 24 h window: a fold (5 statements and a read)
+    const next = await run();
+    return { first, admitted, refused, nextMinute, dayLater, next };
   });
   expect(statements.admitted).toEqual([true, 3]);
   expect(statements.refused).toEqual([false, 1]);
-  expect(statements.nextMinute).toEqual([true, 1 + 5 + 3]);
-  expect(statements.first).toEqual([true, 1 + 5 + 3]);
+  expect(statements.nextMinute).toEqual([true, 1 + 3]);
+  expect(statements.first).toEqual([true, 1 + 3]);
+  expect(statements.dayLater).toEqual([true, 1 + 6 + 3]);
+  expect(statements.next).toEqual([true, 3]);
 });
