@@ -115,6 +115,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/account/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's admitted and refused requests over time
+         * @description The sum of the account's keys, bucket by bucket, with the same granularities and windows as a key's usage. Keys revoked or expired before the range and not used since are left out.
+         */
+        get: operations["getAccountUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api-keys": {
         parameters: {
             query?: never;
@@ -130,9 +150,49 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The full key is in this response only: store it now. At most 100 active keys per account (then 409).
+         * @description The full key is in this response only: store it now. At most 100 active keys per account (then 409). With `expires_at`, the key is refused (401) from that instant on.
          */
         post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-keys/{id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a key: a new key now, the old one until the grace ends
+         * @description Creates a key with the same name (its full value is in this response only; `rotated_from` names the old key). The old key gets `expires_at` = now + `grace_seconds` (or keeps an earlier expiry) and `rotated_to`; it works until then and is refused (401) from that instant on. A revoked, expired or already rotated key is 409. The new key takes the old one's place under the 100-key cap.
+         */
+        post: operations["rotateApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-keys/{id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A key's admitted and refused requests over time
+         * @description Counted by the key's own rate-limit object on every decision: per minute for the last 24 h, per hour for the last 30 days, per day for the last year. Every bucket of the range is listed, oldest first, zeros included.
+         */
+        get: operations["getApiKeyUsage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -734,6 +794,25 @@ export interface components {
             per_hour: number;
             per_day: number;
         };
+        /** @description The sum of the account's keys, revoked and expired ones included */
+        AccountUsage: {
+            account_id: string;
+            /** @enum {string} */
+            granularity: "minute" | "hour" | "day";
+            /** @description Oldest first, every bucket of the range, zeros included */
+            buckets: components["schemas"]["UsageBucket"][];
+        };
+        UsageBucket: {
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            start: string;
+            admitted: number;
+            /** @description Refused: over a rate limit (429), or the key had expired or was revoked (401) */
+            refused: number;
+        };
         CreatedApiKey: {
             /** @example key_3f2a… */
             id: string;
@@ -756,6 +835,22 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             created_at: string;
+            /**
+             * Format: date-time
+             * @description Refused from this instant on (set at creation, or by a rotation: now + grace)
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            expires_at: string | null;
+            /**
+             * @description The key this one replaced
+             * @example key_3f2a…
+             */
+            rotated_from: string | null;
+            /**
+             * @description The key that replaced this one
+             * @example key_3f2a…
+             */
+            rotated_to: string | null;
         };
         ApiKeyList: {
             /** @description Newest first, revoked keys included */
@@ -771,8 +866,11 @@ export interface components {
              * @example pda_live_Ab12Cd34
              */
             prefix: string;
-            /** @enum {string} */
-            status: "active" | "revoked";
+            /**
+             * @description `expired` once `expires_at` has passed
+             * @enum {string}
+             */
+            status: "active" | "expired" | "revoked";
             /**
              * Format: date-time
              * @description UTC, ISO-8601
@@ -791,6 +889,30 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             revoked_at: string | null;
+            /**
+             * Format: date-time
+             * @description Refused from this instant on (set at creation, or by a rotation: now + grace)
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            expires_at: string | null;
+            /**
+             * @description The key this one replaced
+             * @example key_3f2a…
+             */
+            rotated_from: string | null;
+            /**
+             * @description The key that replaced this one
+             * @example key_3f2a…
+             */
+            rotated_to: string | null;
+        };
+        KeyUsage: {
+            /** @example key_3f2a… */
+            key_id: string;
+            /** @enum {string} */
+            granularity: "minute" | "hour" | "day";
+            /** @description Oldest first, every bucket of the range, zeros included */
+            buckets: components["schemas"]["UsageBucket"][];
         };
         CreatedWebhook: {
             /** @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
@@ -1372,6 +1494,45 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getAccountUsage: {
+        parameters: {
+            query?: {
+                /** @description minute (the last 24 h), hour (the last 30 days) or day (the last year); minute by default */
+                granularity?: "minute" | "hour" | "day";
+                /** @description The first bucket: the one holding this instant (clipped to the granularity's window); an ISO-8601 date or date-time */
+                from?: string;
+                /** @description Buckets starting before this instant (clipped to the granularity's window); an ISO-8601 date or date-time */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account's usage */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listApiKeys: {
         parameters: {
             query?: never;
@@ -1411,7 +1572,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description A descriptive name, 1–100 characters */
+        /** @description A descriptive name, 1–100 characters, and an optional expiry */
         requestBody: {
             content: {
                 "application/json": {
@@ -1420,6 +1581,11 @@ export interface operations {
                      * @example Production server
                      */
                     name: string;
+                    /**
+                     * @description When the key stops working (ISO-8601, in the future, at most 1 year ahead); none by default
+                     * @example 2027-01-31T12:00:00Z
+                     */
+                    expires_at?: string;
                 };
             };
         };
@@ -1445,6 +1611,100 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key's id (`key_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The grace period; optional */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How long the old key keeps working, in seconds (0 to 7 days; 1 day by default)
+                     * @default 86400
+                     * @example 3600
+                     */
+                    grace_seconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The new key, with its full value */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getApiKeyUsage: {
+        parameters: {
+            query?: {
+                /** @description minute (the last 24 h), hour (the last 30 days) or day (the last year); minute by default */
+                granularity?: "minute" | "hour" | "day";
+                /** @description The first bucket: the one holding this instant (clipped to the granularity's window); an ISO-8601 date or date-time */
+                from?: string;
+                /** @description Buckets starting before this instant (clipped to the granularity's window); an ISO-8601 date or date-time */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The key's id (`key_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key's usage */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -1814,8 +2074,9 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description How long deliveries still carry a signature with the previous secret (default a day, at most 7 days; 0: not at all)
+                     * @description How long deliveries still carry a signature with the previous secret, in seconds; 0: not at all (0 to 7 days; 1 day by default)
                      * @default 86400
+                     * @example 3600
                      */
                     grace_seconds?: number;
                 };

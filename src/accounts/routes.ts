@@ -1,4 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
+import { AccountUsage, usageQuery } from "../api-keys/schema.ts";
+import { accountUsage } from "../api-keys/usage.ts";
 import { requireAccount, requireScope } from "../auth/guards.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
@@ -20,8 +22,30 @@ const getAccount = createRoute(
   }),
 );
 
-/** GET /account (account login). */
-export const accountRoutes = openApiApp().openapi(getAccount, (c) => c.json(accountView(c.var.account), 200));
+const getAccountUsage = createRoute(
+  operation({
+    method: "get",
+    path: "/usage",
+    operationId: "getAccountUsage",
+    tags: ["Account"],
+    summary: "The account's admitted and refused requests over time",
+    description:
+      "The sum of the account's keys, bucket by bucket, with the same granularities and windows as a key's usage. " +
+      "Keys revoked or expired before the range and not used since are left out.",
+    credential: "account",
+    middleware: [requireAccount],
+    request: { query: usageQuery },
+    responses: { 200: jsonResponse("The account's usage", AccountUsage) },
+  }),
+);
+
+/** GET /account, GET /account/usage (account login). */
+export const accountRoutes = openApiApp()
+  .openapi(getAccount, (c) => c.json(accountView(c.var.account), 200))
+  .openapi(getAccountUsage, async (c) => {
+    const { db, limiter } = c.var.ctx;
+    return c.json(await accountUsage(db, limiter, c.var.account.id, c.req.valid("query")), 200);
+  });
 
 const setAccountPlan = createRoute(
   operation({

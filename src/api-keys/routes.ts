@@ -2,8 +2,10 @@ import { createRoute } from "@hono/zod-openapi";
 import { requireAccount } from "../auth/guards.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { ApiKey, apiKeyBody, ApiKeyList, CreatedApiKey, keyIdParam } from "./schema.ts";
+import { rotateApiKey } from "./rotation.ts";
+import { ApiKey, apiKeyBody, ApiKeyList, CreatedApiKey, createKeyBody, keyIdParam, KeyUsage, rotateKeyBody, usageQuery } from "./schema.ts";
 import { apiKeyView, createApiKey, listApiKeys, renameApiKey, revokeApiKey } from "./service.ts";
+import { keyUsage } from "./usage.ts";
 
 const common = { tags: ["API keys"], credential: "account" as const, middleware: [requireAccount] };
 
@@ -14,8 +16,10 @@ const createKey = createRoute(
     path: "/",
     operationId: "createApiKey",
     summary: "Create an API key",
-    description: "The full key is in this response only: store it now. At most 100 active keys per account (then 409).",
-    request: { query: noQuery, body: jsonBody(apiKeyBody, "A descriptive name, 1–100 characters") },
+    description:
+      "The full key is in this response only: store it now. At most 100 active keys per account (then 409). " +
+      "With `expires_at`, the key is refused (401) from that instant on.",
+    request: { query: noQuery, body: jsonBody(createKeyBody, "A descriptive name, 1–100 characters, and an optional expiry") },
     errors: { conflict: true },
     responses: { 201: jsonResponse("The new key, with its full value", CreatedApiKey, ["Cache-Control"]) },
   }),
@@ -62,16 +66,62 @@ const revokeKey = createRoute(
   }),
 );
 
+const rotateKey = createRoute(
+  operation({
+    ...common,
+    method: "post",
+    path: "/{id}/rotate",
+    operationId: "rotateApiKey",
+    summary: "Rotate a key: a new key now, the old one until the grace ends",
+    description:
+      "Creates a key with the same name (its full value is in this response only; `rotated_from` names the old key). " +
+      "The old key gets `expires_at` = now + `grace_seconds` (or keeps an earlier expiry) and `rotated_to`; it works until then " +
+      "and is refused (401) from that instant on. A revoked, expired or already rotated key is 409. The new key takes the old " +
+      "one's place under the 100-key cap.",
+    request: { params: keyIdParam, query: noQuery, body: { ...jsonBody(rotateKeyBody, "The grace period; optional"), required: false } },
+    errors: { notFound: true, conflict: true },
+    responses: { 201: jsonResponse("The new key, with its full value", CreatedApiKey, ["Cache-Control"]) },
+  }),
+);
+
+const getKeyUsage = createRoute(
+  operation({
+    ...common,
+    method: "get",
+    path: "/{id}/usage",
+    operationId: "getApiKeyUsage",
+    summary: "A key's admitted and refused requests over time",
+    description:
+      "Counted by the key's own rate-limit object on every decision: per minute for the last 24 h, per hour for the last 30 days, " +
+      "per day for the last year. Every bucket of the range is listed, oldest first, zeros included.",
+    request: { params: keyIdParam, query: usageQuery },
+    errors: { notFound: true },
+    responses: { 200: jsonResponse("The key's usage", KeyUsage) },
+  }),
+);
+
 /** /api-keys (account login). Another account's key ids are 404, as if they did not exist. */
 export const apiKeyRoutes = openApiApp()
   .openapi(createKey, async (c) => {
     const { db, config } = c.var.ctx;
-    const created = await createApiKey(db, c.var.account.id, c.req.valid("json").name, config.KEY_PREFIX);
+    const created = await createApiKey(db, c.var.account.id, c.req.valid("json"), config.KEY_PREFIX);
     return c.json(created, 201, { "Cache-Control": "no-store" });
   })
   .openapi(listKeys, async (c) => {
     const rows = await listApiKeys(c.var.ctx.db, c.var.account.id);
-    return c.json({ api_keys: rows.map(apiKeyView) }, 200);
+    const now = new Date().toISOString();
+    return c.json({ api_keys: rows.map((row) => apiKeyView(row, now)) }, 200);
+  })
+  .openapi(rotateKey, async (c) => {
+    const { db, limiter, config } = c.var.ctx;
+    // An absent body is optional and so not validated: parsing {} gives the default grace.
+    const { grace_seconds } = rotateKeyBody.parse(c.req.valid("json") ?? {});
+    const created = await rotateApiKey(db, limiter, c.var.account.id, c.req.valid("param").id, grace_seconds, config.KEY_PREFIX);
+    return c.json(created, 201, { "Cache-Control": "no-store" });
+  })
+  .openapi(getKeyUsage, async (c) => {
+    const { db, limiter } = c.var.ctx;
+    return c.json(await keyUsage(db, limiter, c.var.account.id, c.req.valid("param").id, c.req.valid("query")), 200);
   })
   .openapi(renameKey, async (c) => {
     const row = await renameApiKey(c.var.ctx.db, c.var.account.id, c.req.valid("param").id, c.req.valid("json").name);

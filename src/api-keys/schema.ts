@@ -1,6 +1,7 @@
 import { z } from "zod";
+import { isoTimestamp, strictQuery, when } from "../http/query.ts";
 import { jsonObject, required } from "../http/validation.ts";
-import { prefixedId, timestamp } from "../http/wire.ts";
+import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
 
 /** No control character (\p{Cc} is U+0000–U+001F and U+007F–U+009F) and a non-space one somewhere. */
 const NO_CONTROL = "[^\\u0000-\\u001F\\u007F-\\u009F]";
@@ -22,6 +23,20 @@ export const keyName = z
 
 export const apiKeyBody = z.strictObject({ name: keyName }, jsonObject);
 
+const YEAR_MS = 365 * 86_400_000;
+
+/** A future instant at most a year ahead, judged when the request is read. */
+const expiresAt = z
+  .string({ error: required("string") })
+  .pipe(isoTimestamp)
+  .refine((at) => Date.parse(at) > Date.now(), { error: "must be in the future" })
+  .refine((at) => Date.parse(at) <= Date.now() + YEAR_MS, { error: "must be at most 1 year ahead" })
+  .meta({ description: "When the key stops working (ISO-8601, in the future, at most 1 year ahead); none by default", example: "2027-01-31T12:00:00Z" });
+
+export const createKeyBody = z.strictObject({ name: keyName, expires_at: expiresAt.optional() }, jsonObject);
+
+export const rotateKeyBody = z.strictObject({ grace_seconds: graceSeconds("How long the old key keeps working, in seconds") }, jsonObject);
+
 export const keyIdParam = z.object({ id: z.string().min(1).meta({ description: "The key's id (`key_…`)", example: "key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) });
 
 const keyFields = {
@@ -30,13 +45,22 @@ const keyFields = {
   prefix: z.string().meta({ description: "The only part of the key ever listed", example: "pda_live_Ab12Cd34" }),
 };
 
+const lifecycleFields = {
+  expires_at: timestamp.nullable().meta({ description: "Refused from this instant on (set at creation, or by a rotation: now + grace)" }),
+  rotated_from: prefixedId("key", "3f2a…").nullable().meta({ description: "The key this one replaced" }),
+  rotated_to: prefixedId("key", "3f2a…").nullable().meta({ description: "The key that replaced this one" }),
+};
+
+export const KEY_STATUSES = ["active", "expired", "revoked"] as const;
+
 export const ApiKey = z
   .object({
     ...keyFields,
-    status: z.enum(["active", "revoked"]),
+    status: z.enum(KEY_STATUSES).meta({ description: "`expired` once `expires_at` has passed" }),
     created_at: timestamp,
     last_used_at: timestamp.nullable().meta({ description: "Updated at most once a minute" }),
     revoked_at: timestamp.nullable(),
+    ...lifecycleFields,
   })
   .meta({ id: "ApiKey", description: "A key as listed: never the full key." });
 export type ApiKeyView = z.infer<typeof ApiKey>;
@@ -47,8 +71,35 @@ export const CreatedApiKey = z
     key: z.string().meta({ description: "The full key: in this response only; store it now", example: "pda_live_…" }),
     status: z.literal("active"),
     created_at: timestamp,
+    ...lifecycleFields,
   })
   .meta({ id: "CreatedApiKey" });
 export type CreatedApiKeyView = z.infer<typeof CreatedApiKey>;
 
 export const ApiKeyList = z.object({ api_keys: z.array(ApiKey).meta({ description: "Newest first, revoked keys included" }) }).meta({ id: "ApiKeyList" });
+
+export const GRANULARITIES = ["minute", "hour", "day"] as const;
+
+export const usageQuery = strictQuery({
+  granularity: z
+    .enum(GRANULARITIES, { error: `must be one of ${GRANULARITIES.join(", ")}` })
+    .default("minute")
+    .meta({ description: "minute (the last 24 h), hour (the last 30 days) or day (the last year); minute by default" }),
+  from: when("The first bucket: the one holding this instant (clipped to the granularity's window)", "2026-01-31T00:00:00Z"),
+  to: when("Buckets starting before this instant (clipped to the granularity's window)", "2026-01-31T12:00:00Z"),
+}).refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { error: "must be before to", path: ["from"] });
+export type UsageQuery = z.infer<typeof usageQuery>;
+
+const UsageBucket = z
+  .object({ start: timestamp, admitted: z.int(), refused: z.int().meta({ description: "Refused: over a rate limit (429), or the key had expired or was revoked (401)" }) })
+  .meta({ id: "UsageBucket" });
+
+const usageFields = { granularity: z.enum(GRANULARITIES), buckets: z.array(UsageBucket).meta({ description: "Oldest first, every bucket of the range, zeros included" }) };
+
+export const KeyUsage = z.object({ key_id: prefixedId("key", "3f2a…"), ...usageFields }).meta({ id: "KeyUsage" });
+export type KeyUsageView = z.infer<typeof KeyUsage>;
+
+export const AccountUsage = z
+  .object({ account_id: z.string(), ...usageFields })
+  .meta({ id: "AccountUsage", description: "The sum of the account's keys, revoked and expired ones included" });
+export type AccountUsageView = z.infer<typeof AccountUsage>;

@@ -10,43 +10,63 @@ export const MAX_ACTIVE_KEYS = 100;
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
-export function apiKeyView(row: ApiKeyRow): ApiKeyView {
+/** `expired` is not stored: a key is expired from its `expires_at` on, as its object decides. */
+export function apiKeyView(row: ApiKeyRow, now = new Date().toISOString()): ApiKeyView {
+  const expired = row.expiresAt !== null && row.expiresAt <= now;
   return {
     id: row.id,
     name: row.name,
     prefix: row.prefix,
-    status: row.status,
+    status: row.status === "revoked" ? "revoked" : expired ? "expired" : "active",
     created_at: row.createdAt,
     last_used_at: row.lastUsedAt,
     revoked_at: row.revokedAt,
+    expires_at: row.expiresAt,
+    rotated_from: row.rotatedFrom,
+    rotated_to: row.rotatedTo,
   };
 }
 
+/**
+ * The keys that count against the cap: active, not expired and not being replaced. A key in its
+ * rotation grace hands its place to its successor, so rotating never needs a free place.
+ */
+const countsAgainstCap = (accountId: string, now: string) =>
+  sql`(SELECT count(*) FROM ${apiKeys} WHERE account_id = ${accountId} AND status = 'active' AND rotated_to IS NULL AND (expires_at IS NULL OR expires_at > ${now}))`;
+
+export const newKeyId = () => `key_${crypto.randomUUID().replaceAll("-", "")}`;
+
 const notFound = (id: string) => new ApiError(404, `No API key ${id} in this account.`);
 
-export async function createApiKey(db: Database, accountId: string, name: string, servicePrefix: string): Promise<CreatedApiKeyView> {
+export async function createApiKey(
+  db: Database,
+  accountId: string,
+  fields: { name: string; expires_at?: string | undefined },
+  servicePrefix: string,
+): Promise<CreatedApiKeyView> {
   const { key, prefix } = generateApiKey(servicePrefix);
-  const row = {
-    id: `key_${crypto.randomUUID().replaceAll("-", "")}`,
-    accountId,
-    name,
-    prefix,
-    keyHash: await hashApiKey(key),
-    createdAt: new Date().toISOString(),
-  };
+  const id = newKeyId();
+  const createdAt = new Date().toISOString();
+  const expiresAt = fields.expires_at ?? null;
   // One statement, so two concurrent creates cannot both slip under the cap.
   const result = await db.run(sql`
-    INSERT INTO ${apiKeys} (id, account_id, name, prefix, key_hash, status, created_at)
-    SELECT ${row.id}, ${accountId}, ${name}, ${prefix}, ${row.keyHash}, 'active', ${row.createdAt}
-    WHERE (SELECT count(*) FROM ${apiKeys} WHERE account_id = ${accountId} AND status = 'active') < ${MAX_ACTIVE_KEYS}`);
+    INSERT INTO ${apiKeys} (id, account_id, name, prefix, key_hash, status, created_at, expires_at)
+    SELECT ${id}, ${accountId}, ${fields.name}, ${prefix}, ${await hashApiKey(key)}, 'active', ${createdAt}, ${expiresAt}
+    WHERE ${countsAgainstCap(accountId, createdAt)} < ${MAX_ACTIVE_KEYS}`);
   if (result.meta.changes !== 1) {
     throw new ApiError(409, `This account already has ${MAX_ACTIVE_KEYS} active keys; revoke one before creating another.`);
   }
-  return { id: row.id, name, prefix, key, status: "active" as const, created_at: row.createdAt };
+  return { id, name: fields.name, prefix, key, status: "active", created_at: createdAt, expires_at: expiresAt, rotated_from: null, rotated_to: null };
 }
 
 export function listApiKeys(db: Database, accountId: string): Promise<ApiKeyRow[]> {
   return db.select().from(apiKeys).where(eq(apiKeys.accountId, accountId)).orderBy(desc(apiKeys.createdAt), desc(apiKeys.id)).all();
+}
+
+export async function findApiKey(db: Database, accountId: string, id: string): Promise<ApiKeyRow> {
+  const row = await db.select().from(apiKeys).where(and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId))).get();
+  if (!row) throw notFound(id);
+  return row;
 }
 
 export async function renameApiKey(db: Database, accountId: string, id: string, name: string): Promise<ApiKeyRow> {

@@ -17,3 +17,14 @@ export const currency = z.string().regex(/^[A-Z]{3}$/).meta({ description: "ISO-
 
 /** An id with its type prefix (`key_`, `prd_`, `whk_`, `evt_`). */
 export const prefixedId = (prefix: string, example: string) => z.string().regex(new RegExp(`^${prefix}_`)).meta({ example: `${prefix}_${example}` });
+
+const MAX_GRACE_SECONDS = 7 * 86_400;
+
+/** How long an old key or signing secret keeps working after a rotation: 0 to 7 days, a day unless told. */
+export const graceSeconds = (description: string) =>
+  z
+    .int({ error: "must be a whole number of seconds" })
+    .min(0, { error: `must be 0 to ${MAX_GRACE_SECONDS} (7 days)` })
+    .max(MAX_GRACE_SECONDS, { error: `must be 0 to ${MAX_GRACE_SECONDS} (7 days)` })
+    .default(86_400)
+    .meta({ description: `${description} (0 to 7 days; 1 day by default)`, example: 3600 });

@@ -1,7 +1,8 @@
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 // No relational `db.query` API is used, so no schema is passed: drizzle() then does no per-call
 // extraction of table relations, which matters because a counting client is built per request.
-export type Database = DrizzleD1Database;
+/** `$client` is the (counting) D1 binding, for a batch of plain statements. */
+export type Database = DrizzleD1Database & { $client: D1Database };
 
 const clients = new WeakMap<D1Database, Database>();
 const EXECUTING = new Set(["run", "all", "first", "raw"]);

@@ -29,6 +29,11 @@ export const apiKeys = sqliteTable(
     createdAt: text("created_at").notNull().default(now),
     lastUsedAt: text("last_used_at"),
     revokedAt: text("revoked_at"),
+    /** Refused from this instant on; "expired" in listings. Set at creation or by a rotation. */
+    expiresAt: text("expires_at"),
+    /** The key this one replaced, and the key that replaced it (a rotation). */
+    rotatedFrom: text("rotated_from"),
+    rotatedTo: text("rotated_to"),
   },
   (t) => [index("api_keys_account_created").on(t.accountId, t.createdAt)],
 );

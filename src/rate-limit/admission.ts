@@ -16,7 +16,12 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
   if (credential.kind === "api-key") {
     const outcome = await admitKey(c.env, credential.keyHash, work);
     if (outcome.status === "active") return [{ ...credential, key: outcome.key }, outcome.decision];
-    const detail = outcome.status === "revoked" ? "This API key has been revoked; create a new one." : "This API key is not recognised.";
+    const detail =
+      outcome.status === "expired"
+        ? `This API key expired at ${new Date(outcome.expiresAt).toISOString()}; use the key that replaced it, or create a new one.`
+        : outcome.status === "revoked"
+          ? "This API key has been revoked; create a new one."
+          : "This API key is not recognised.";
     credential = { kind: "rejected", error: unauthorized(detail, true), wasApiKey: true };
   } else if (credential.kind === "login") {
     const kind = c.req.path.startsWith("/admin/") ? "admin" : "account";

@@ -1,7 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../platform/db.ts";
 import { loadKeyState, recordKeyUse } from "./key-store.ts";
-import type { Decision, KeyAdmission, KeyState, Limits } from "./types.ts";
+import type { Decision, Granularity, KeyAdmission, KeyState, Limits, ShortCircuited, UsageCount } from "./types.ts";
+import { UsageLog } from "./usage-log.ts";
 import { MINUTE_MS, Usage } from "./window.ts";
 
 /**
@@ -11,6 +12,7 @@ import { MINUTE_MS, Usage } from "./window.ts";
  */
 export class RateLimiter extends DurableObject<Env> {
   private readonly usage: Usage;
+  private readonly usageLog: UsageLog;
   private key: KeyState | undefined;
   private lastUseRecorded = 0;
 
@@ -23,32 +25,34 @@ export class RateLimiter extends DurableObject<Env> {
     const log = sql.exec<{ at: number }>("SELECT at FROM minute_log ORDER BY at").toArray().map((r) => r.at);
     const counters = new Map(sql.exec<{ period: string; start: number; count: number }>("SELECT * FROM counters").toArray().map((r) => [r.period, r]));
     this.usage = new Usage(log, counters.get("hour"), counters.get("day"));
+    this.usageLog = new UsageLog(sql);
     const stored = sql.exec<{ state: string }>("SELECT state FROM key_state").toArray()[0];
-    this.key = stored ? (JSON.parse(stored.state) as KeyState) : undefined;
+    // States stored before keys could expire have no `expiresAt`: they never expire.
+    this.key = stored ? ({ expiresAt: null, ...JSON.parse(stored.state) } as KeyState) : undefined;
   }
 
   /** Admission for a bucket whose limits the caller knows (account, admin subject, client IP). */
   admit(limits: Limits): Decision {
-    return this.count(limits);
+    return this.count(Date.now(), limits);
   }
 
-  /** Admission for an API key: its status and limits come from D1 the first time, then from storage. */
-  async admitKey(keyHash: string): Promise<KeyAdmission> {
-    let d1Queries = 0;
-    if (!this.key) {
-      d1Queries = 1;
-      const found = await loadKeyState(database(this.env.DB), keyHash);
-      // A revoke or plan push may have landed while D1 answered; what it stored wins.
-      if (!this.key) {
-        if (!found) return { status: "unknown", d1Queries };
-        this.storeKey(found);
-      }
+  /**
+   * Admission for an API key: its status, expiry and limits come from D1 the first time, then from storage.
+   * Every decision is counted in the key's usage, with the refusals the caller's isolate answered for it since.
+   */
+  async admitKey(keyHash: string, shortCircuited: ShortCircuited = []): Promise<KeyAdmission> {
+    const d1Queries = this.key ? 0 : 1;
+    const key = await this.knownKey(keyHash);
+    if (!key) return { status: "unknown", d1Queries };
+    const now = Date.now();
+    if (key.status !== "active" || (key.expiresAt !== null && now >= key.expiresAt)) {
+      this.usageLog.record(now, false, shortCircuited);
+      return key.status === "active" ? { status: "expired", expiresAt: key.expiresAt!, d1Queries } : { status: key.status, d1Queries };
     }
-    const key = this.key!;
-    if (key.status !== "active") return { status: key.status, d1Queries };
-    const decision = this.count(key.limits);
-    if (decision.allowed) this.scheduleLastUsed();
-    return { status: "active", keyId: key.keyId, accountId: key.accountId, decision, d1Queries };
+    const decision = this.count(now, key.limits);
+    this.usageLog.record(now, decision.allowed, shortCircuited);
+    if (decision.allowed) this.scheduleLastUsed(now);
+    return { status: "active", keyId: key.keyId, accountId: key.accountId, expiresAt: key.expiresAt, decision, d1Queries };
   }
 
   /** Pushed by DELETE /api-keys/:id before it answers: the next request is refused. */
@@ -56,9 +60,30 @@ export class RateLimiter extends DurableObject<Env> {
     this.storeKey({ status: "revoked", keyId, accountId });
   }
 
+  /** Pushed by a rotation before it answers. Never extends: an earlier expiry the key already has stays. */
+  async expire(keyHash: string, expiresAt: number): Promise<void> {
+    const key = await this.knownKey(keyHash);
+    if (key?.status !== "active") return;
+    this.storeKey({ ...key, expiresAt: key.expiresAt === null ? expiresAt : Math.min(key.expiresAt, expiresAt) });
+  }
+
+  /** The key's usage, `from` ≤ bucket start < `to`; refusals an isolate still held for it are counted first. */
+  usageBuckets(granularity: Granularity, from: number, to: number, shortCircuited: ShortCircuited = []): UsageCount[] {
+    for (const [minute, refused] of shortCircuited) this.usageLog.recordRefusals(minute, refused);
+    return this.usageLog.read(granularity, from, to);
+  }
+
   /** Pushed by a plan change before it answers: the next request gets the new limits. */
   setLimits(limits: Limits): void {
     if (this.key?.status === "active") this.storeKey({ ...this.key, limits });
+  }
+
+  private async knownKey(keyHash: string): Promise<KeyState | undefined> {
+    if (this.key) return this.key;
+    const found = await loadKeyState(database(this.env.DB), keyHash);
+    // A revoke, expiry or plan push may have landed while D1 answered; what it stored wins.
+    if (!this.key && found) this.storeKey(found);
+    return this.key;
   }
 
   /** `last_used_at` is written to D1 at most once a minute, off the request path. */
@@ -66,8 +91,7 @@ export class RateLimiter extends DurableObject<Env> {
     if (this.key) await recordKeyUse(database(this.env.DB), this.key.keyId, new Date(this.lastUseRecorded).toISOString());
   }
 
-  private scheduleLastUsed() {
-    const now = Date.now();
+  private scheduleLastUsed(now: number) {
     if (now - this.lastUseRecorded < MINUTE_MS) return;
     this.lastUseRecorded = now;
     void this.ctx.storage.setAlarm(now);
@@ -78,16 +102,15 @@ export class RateLimiter extends DurableObject<Env> {
     this.ctx.storage.sql.exec("INSERT OR REPLACE INTO key_state (id, state) VALUES (1, ?)", JSON.stringify(state));
   }
 
-  private count(limits: Limits): Decision {
-    const now = Date.now();
+  private count(now: number, limits: Limits): Decision {
     const sql = this.ctx.storage.sql;
     if (this.usage.slide(now) > 0) sql.exec("DELETE FROM minute_log WHERE at <= ?", now - MINUTE_MS);
     const decision = this.usage.decide(now, limits);
     if (decision.allowed) {
       sql.exec("INSERT INTO minute_log (at) VALUES (?)", now);
-      for (const [period, counter] of [["hour", this.usage.hour], ["day", this.usage.day]] as const) {
-        sql.exec("INSERT OR REPLACE INTO counters (period, start, count) VALUES (?, ?, ?)", period, counter.start, counter.count);
-      }
+      const { hour, day } = this.usage;
+      // One statement for both counters, so counting usage too keeps an admission at three statements.
+      sql.exec("INSERT OR REPLACE INTO counters (period, start, count) VALUES ('hour', ?, ?), ('day', ?, ?)", hour.start, hour.count, day.start, day.count);
     }
     return decision;
   }

@@ -26,15 +26,31 @@ export interface Decision {
   exceeded?: Period;
 }
 
-/** What a key's object knows of its key; kept in its storage, so a seen key never asks D1 again. */
+/**
+ * What a key's object knows of its key; kept in its storage, so a seen key never asks D1 again.
+ * `expiresAt` (epoch ms, or null) is the instant from which the object refuses the key.
+ */
 export type KeyState =
-  | { status: "active"; keyId: string; accountId: string; limits: Limits }
+  | { status: "active"; keyId: string; accountId: string; limits: Limits; expiresAt: number | null }
   | { status: "revoked"; keyId: string; accountId: string };
 
 /** The object's answer to one admission of an API key. */
 export type KeyAdmission =
-  | { status: "active"; keyId: string; accountId: string; decision: Decision; d1Queries: number }
+  | { status: "active"; keyId: string; accountId: string; expiresAt: number | null; decision: Decision; d1Queries: number }
+  | { status: "expired"; expiresAt: number; d1Queries: number }
   | { status: "revoked" | "unknown"; d1Queries: number };
+
+export type Granularity = "minute" | "hour" | "day";
+
+/** One bucket of a key's usage: `start` is epoch ms. */
+export interface UsageCount {
+  start: number;
+  admitted: number;
+  refused: number;
+}
+
+/** Refusals the isolate answered from its memory, per minute start, handed to the key's object later. */
+export type ShortCircuited = [minuteStart: number, refused: number][];
 
 /** What a request cost, reported by X-Work-Counts when EXPOSE_WORK_COUNTS is on. */
 export interface Work {
@@ -47,8 +63,12 @@ export interface Work {
 
 export const noWork = (): Work => ({ d1: 0, keyObjectCalls: 0, otherObjectCalls: 0 });
 
-/** Revocations and plan changes reach each key's object before the caller answers: the very next request sees them. */
+/** Revocations, expiries and plan changes reach each key's object before the caller answers: the very next request sees them. */
 export interface RateLimitControl {
   revoke(key: { keyHash: string; id: string; accountId: string }): Promise<void>;
+  /** The key is refused from `expiresAt` (epoch ms) on; an earlier expiry the object already has stays. */
+  expire(keyHash: string, expiresAt: number): Promise<void>;
   setLimits(keyHashes: readonly string[], limits: Limits): Promise<void>;
+  /** A key's usage from its own object, `from` ≤ bucket start < `to` (aligned to the granularity). */
+  usage(keyHash: string, granularity: Granularity, from: number, to: number): Promise<UsageCount[]>;
 }

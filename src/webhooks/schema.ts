@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { WEBHOOK_TEST_EVENT } from "../events/schema.ts";
 import { jsonObject, required } from "../http/validation.ts";
-import { prefixedId, timestamp } from "../http/wire.ts";
+import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
 import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 import { MAX_URL_LENGTH } from "./url-policy.ts";
 
@@ -73,18 +73,8 @@ export const webhookPatchBody = z
   .refine((body) => Object.values(body).some((value) => value !== undefined), { error: "name at least one of url, events, min_change_pct, description, status" });
 export type WebhookPatch = z.output<typeof webhookPatchBody>;
 
-/** A rotation's grace: at most 7 days. */
-export const MAX_GRACE_SECONDS = 7 * 86_400;
-
 export const rotateSecretBody = z.strictObject(
-  {
-    grace_seconds: z
-      .int({ error: "must be a whole number of seconds" })
-      .min(0, { error: `must be between 0 and ${MAX_GRACE_SECONDS}` })
-      .max(MAX_GRACE_SECONDS, { error: `must be between 0 and ${MAX_GRACE_SECONDS}` })
-      .default(86_400)
-      .meta({ description: "How long deliveries still carry a signature with the previous secret (default a day, at most 7 days; 0: not at all)" }),
-  },
+  { grace_seconds: graceSeconds("How long deliveries still carry a signature with the previous secret, in seconds; 0: not at all") },
   jsonObject,
 );
 

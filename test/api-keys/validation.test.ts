@@ -223,6 +223,9 @@ describe("PATCH /api-keys/:id body validation", () => {
       created_at: created.created_at,
       last_used_at: null,
       revoked_at: null,
+      expires_at: null,
+      rotated_from: null,
+      rotated_to: null,
     });
   });
 

@@ -105,6 +105,11 @@ describe("account and keys (account login)", () => {
     await expectCall(400, "get", "/account", "/account?verbose=1", { token });
     await expectCall(401, "get", "/account", "/account");
     await expectCall(403, "get", "/account", "/account", { token: key });
+    const usage = await expectCall(200, "get", "/account/usage", "/account/usage?granularity=day", { token });
+    expect(usage.buckets).toHaveLength(365);
+    await expectCall(400, "get", "/account/usage", "/account/usage?from=2030-01-02&to=2030-01-01", { token });
+    await expectCall(401, "get", "/account/usage", "/account/usage");
+    await expectCall(403, "get", "/account/usage", "/account/usage", { token: key });
   });
 
   it("POST /api-keys: 201, 400, 409, 413, 401, 403", async () => {
@@ -153,6 +158,29 @@ describe("account and keys (account login)", () => {
     await expectCall(200, "delete", path, `/api-keys/${other.id}`, { token });
     await expectCall(404, "delete", path, "/api-keys/key_nope", { token });
     await expectCall(401, "delete", path, `/api-keys/${other.id}`);
+  });
+
+  it("POST /api-keys/{id}/rotate: 201, 400, 404, 409, 413, 401, 403", async () => {
+    const path = "/api-keys/{id}/rotate";
+    const old = await expectCall(201, "post", "/api-keys", "/api-keys", { token, body: { name: "to rotate", expires_at: new Date(Date.now() + 86_400_000).toISOString() } });
+    await expectCall(400, "post", path, `/api-keys/${old.id}/rotate`, { token, body: { grace_seconds: 604_801 } });
+    await expectCall(413, "post", path, `/api-keys/${old.id}/rotate`, { token, body: BIG });
+    await expectCall(401, "post", path, `/api-keys/${old.id}/rotate`);
+    await expectCall(403, "post", path, `/api-keys/${old.id}/rotate`, { token: key });
+    await expectCall(404, "post", path, "/api-keys/key_nope/rotate", { token });
+    const successor = await expectCall(201, "post", path, `/api-keys/${old.id}/rotate`, { token, body: { grace_seconds: 60 } });
+    expect(successor.rotated_from).toBe(old.id);
+    await expectCall(409, "post", path, `/api-keys/${old.id}/rotate`, { token });
+  });
+
+  it("GET /api-keys/{id}/usage: 200, 400, 404, 401, 403", async () => {
+    const path = "/api-keys/{id}/usage";
+    const body = await expectCall(200, "get", path, `/api-keys/${keyId}/usage?granularity=hour`, { token });
+    expect(body.buckets).toHaveLength(720);
+    await expectCall(400, "get", path, `/api-keys/${keyId}/usage?granularity=week`, { token });
+    await expectCall(404, "get", path, "/api-keys/key_nope/usage", { token });
+    await expectCall(401, "get", path, `/api-keys/${keyId}/usage`);
+    await expectCall(403, "get", path, `/api-keys/${keyId}/usage`, { token: key });
   });
 });
 

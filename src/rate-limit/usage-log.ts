@@ -1,0 +1,91 @@
+import type { Granularity, ShortCircuited, UsageCount } from "./types.ts";
+import { BUCKET_MS, bucketStart, keptWindow } from "./usage-range.ts";
+
+const LEVEL: Record<Granularity, number> = { minute: 0, hour: 1, day: 2 };
+const LEVELS = ["minute", "hour", "day"] as const;
+
+/** How long a row may outstay its window before a fold is due: folds come in batches, not on every decision. */
+const FOLD_SLACK_MS: Record<Granularity, number> = { minute: BUCKET_MS.hour, hour: BUCKET_MS.day, day: BUCKET_MS.day };
+
+/**
+ * A key's admitted and refused requests, in its object's SQLite, so an eviction loses none.
+ * Each decision is one upsert into its minute's row. Rows that have left their window are folded into the
+ * next coarser level (minutes older than 24 h into hours, hours older than 30 days into days) and days older
+ * than a year are dropped, lazily: once the oldest row of a level is more than its slack past the window
+ * (an hour for minutes, a day for hours and days). Each level holds only what the finer ones no longer do,
+ * so a read adds the levels up and is exact whenever the folding last ran.
+ */
+export class UsageLog {
+  /** The oldest row's start per level (Infinity for none), so a decision knows without a query whether a fold is due. */
+  private oldest: number[] = [];
+
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`CREATE TABLE IF NOT EXISTS usage (level INTEGER NOT NULL, start INTEGER NOT NULL,
+      admitted INTEGER NOT NULL, refused INTEGER NOT NULL, PRIMARY KEY (level, start)) WITHOUT ROWID`);
+    this.readOldest();
+  }
+
+  /** One decision at `now`, and refusals the isolate answered from its memory in earlier minutes. */
+  record(now: number, allowed: boolean, shortCircuited: ShortCircuited = []): void {
+    this.fold(now);
+    this.add(bucketStart(now, "minute"), allowed ? 1 : 0, allowed ? 0 : 1);
+    for (const [minute, refused] of shortCircuited) this.recordRefusals(minute, refused);
+  }
+
+  /** Refusals the isolate answered from its memory in `minute`, handed over on a usage read. */
+  recordRefusals(minute: number, refused: number): void {
+    this.add(minute, 0, refused);
+  }
+
+  /** Buckets with something counted, `from` ≤ start < `to` (both aligned to `granularity`), oldest first. */
+  read(granularity: Granularity, from: number, to: number): UsageCount[] {
+    const width = BUCKET_MS[granularity];
+    return this.sql
+      .exec<{ start: number; admitted: number; refused: number }>(
+        `SELECT start - start % ? AS start, sum(admitted) AS admitted, sum(refused) AS refused FROM usage
+         WHERE level <= ? AND start >= ? AND start < ? GROUP BY 1 ORDER BY 1`,
+        width,
+        LEVEL[granularity],
+        from,
+        to,
+      )
+      .toArray();
+  }
+
+  private add(minute: number, admitted: number, refused: number) {
+    this.oldest[0] = Math.min(this.oldest[0]!, minute);
+    this.sql.exec(
+      `INSERT INTO usage (level, start, admitted, refused) VALUES (0, ?, ?, ?)
+       ON CONFLICT (level, start) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused`,
+      minute,
+      admitted,
+      refused,
+    );
+  }
+
+  private readOldest() {
+    const rows = this.sql.exec<{ level: number; start: number }>("SELECT level, min(start) AS start FROM usage GROUP BY level").toArray();
+    this.oldest = LEVELS.map((_, level) => rows.find((r) => r.level === level)?.start ?? Infinity);
+  }
+
+  /** Folds and drops what is due; touches only rows that have left their window. */
+  private fold(now: number) {
+    const due = LEVELS.some((level, i) => this.oldest[i]! < keptWindow(level, now).from - FOLD_SLACK_MS[level]);
+    if (!due) return;
+    for (const [finer, coarser] of [["minute", "hour"], ["hour", "day"]] as const) {
+      const before = keptWindow(finer, now).from;
+      this.sql.exec(
+        `INSERT INTO usage (level, start, admitted, refused)
+         SELECT ?, start - start % ?, sum(admitted), sum(refused) FROM usage WHERE level = ? AND start < ? GROUP BY 2
+         ON CONFLICT (level, start) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused`,
+        LEVEL[coarser],
+        BUCKET_MS[coarser],
+        LEVEL[finer],
+        before,
+      );
+      this.sql.exec("DELETE FROM usage WHERE level = ? AND start < ?", LEVEL[finer], before);
+    }
+    this.sql.exec("DELETE FROM usage WHERE level = ? AND start < ?", LEVEL.day, keptWindow("day", now).from);
+    this.readOldest();
+  }
+}

@@ -1,0 +1,170 @@
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { hashApiKey } from "../../src/auth/api-key.ts";
+import { call, expectJson, workCounts } from "../helpers/http.ts";
+import { accountWithKey, addKey } from "../helpers/keys.ts";
+import { accountToken } from "../helpers/tokens.ts";
+
+// A fake Date, shared by the worker and its Durable Objects in these tests. T0 is 30 s into a minute.
+const T0 = Date.parse("2030-03-10T12:00:30Z");
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  vi.setSystemTime(T0);
+});
+afterEach(() => vi.useRealTimers());
+
+const at = (ms: number) => vi.setSystemTime(T0 + ms);
+const get = (key: string) => call("GET", "/competitors", { token: key });
+
+interface Bucket {
+  start: string;
+  admitted: number;
+  refused: number;
+}
+async function usage(token: string, path: string, query = "") {
+  return expectJson<{ key_id?: string; account_id?: string; granularity: string; buckets: Bucket[] }>(await call("GET", `${path}${query}`, { token }), 200);
+}
+const nonZero = (buckets: Bucket[]) => buckets.filter((b) => b.admitted + b.refused > 0);
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Sends `n` requests and returns how many were admitted and refused (429). */
+async function send(key: string, n: number) {
+  let admitted = 0;
+  let refused = 0;
+  for (let i = 0; i < n; i++) {
+    const status = (await get(key)).status;
+    if (status === 429) refused++;
+    else admitted++;
+  }
+  return { admitted, refused };
+}
+
+describe("a key's usage", () => {
+  it("counts admitted and refused per minute, the isolate's short-circuited refusals included, and survives eviction", async () => {
+    const { token, key, keyId } = await accountWithKey("free");
+    // 10 admitted; the 11th refused by the object, the rest by the isolate's memory without calling it.
+    expect(await send(key, 15)).toEqual({ admitted: 10, refused: 5 });
+    const path = `/api-keys/${keyId}/usage`;
+    const minutes = await usage(token, path, "?granularity=minute");
+    expect(minutes.key_id).toBe(keyId);
+    expect(minutes.buckets).toHaveLength(1440);
+    expect(minutes.buckets.at(-1)).toEqual({ start: iso(T0 - 30_000), admitted: 10, refused: 5 });
+    expect(nonZero(minutes.buckets)).toHaveLength(1);
+    expect(minutes.buckets[0]!.start).toBe(iso(T0 - 30_000 - 1439 * MINUTE));
+
+    // The next minute: 10 more admitted, 3 refused.
+    at(MINUTE);
+    expect(await send(key, 13)).toEqual({ admitted: 10, refused: 3 });
+
+    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
+    await evictDurableObject(stub);
+
+    const after = await usage(token, path, "?granularity=minute");
+    expect(nonZero(after.buckets)).toEqual([
+      { start: iso(T0 - 30_000), admitted: 10, refused: 5 },
+      { start: iso(T0 + 30_000), admitted: 10, refused: 3 },
+    ]);
+    const hours = await usage(token, path, "?granularity=hour");
+    expect(hours.buckets).toHaveLength(720);
+    expect(hours.buckets.at(-1)).toEqual({ start: iso(Date.parse("2030-03-10T12:00:00Z")), admitted: 20, refused: 8 });
+    const days = await usage(token, path, "?granularity=day");
+    expect(days.buckets).toHaveLength(365);
+    expect(days.buckets.at(-1)).toEqual({ start: "2030-03-10T00:00:00.000Z", admitted: 20, refused: 8 });
+  });
+
+  it("folds minutes into hours after 24 h and hours into days after 30 days, losing no count", async () => {
+    const { sub, key, keyId } = await accountWithKey("standard");
+    expect(await send(key, 7)).toEqual({ admitted: 7, refused: 0 });
+    const path = `/api-keys/${keyId}/usage`;
+    let token = "";
+    const later = async (ms: number) => {
+      at(ms); // the next decision folds what has left its window
+      await send(key, 1);
+      token = await accountToken(sub); // a login minted at the new time
+    };
+
+    await later(26 * HOUR); // the first minutes are now an hour past the 24 h window: folded
+    const minutes = await usage(token, path, "?granularity=minute");
+    expect(nonZero(minutes.buckets)).toEqual([{ start: iso(T0 + 26 * HOUR - 30_000), admitted: 1, refused: 0 }]);
+    expect(nonZero((await usage(token, path, "?granularity=hour")).buckets)).toEqual([
+      { start: "2030-03-10T12:00:00.000Z", admitted: 7, refused: 0 },
+      { start: "2030-03-11T14:00:00.000Z", admitted: 1, refused: 0 },
+    ]);
+
+    await later(32 * DAY);
+    expect(nonZero((await usage(token, path, "?granularity=hour")).buckets)).toEqual([{ start: "2030-04-11T12:00:00.000Z", admitted: 1, refused: 0 }]);
+    expect(nonZero((await usage(token, path, "?granularity=day")).buckets)).toEqual([
+      { start: "2030-03-10T00:00:00.000Z", admitted: 7, refused: 0 },
+      { start: "2030-03-11T00:00:00.000Z", admitted: 1, refused: 0 },
+      { start: "2030-04-11T00:00:00.000Z", admitted: 1, refused: 0 },
+    ]);
+
+    await later(400 * DAY); // after a year, the oldest days are dropped from storage
+    expect(nonZero((await usage(token, path, "?granularity=day")).buckets)).toEqual([{ start: "2031-04-14T00:00:00.000Z", admitted: 1, refused: 0 }]);
+    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
+    const levels = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("SELECT level, count(*) AS n FROM usage GROUP BY level").toArray());
+    // Only the latest minute is stored: the older counts were folded into hours, then days, then dropped.
+    expect(levels).toEqual([{ level: 0, n: 1 }]);
+  });
+
+  it("from and to pick whole buckets, clipped to the window", async () => {
+    const { token, key, keyId } = await accountWithKey("free");
+    await send(key, 2);
+    const path = `/api-keys/${keyId}/usage`;
+    const ranged = await usage(token, path, `?granularity=minute&from=${iso(T0 - 5 * MINUTE)}&to=${iso(T0 + 1)}`);
+    expect(ranged.buckets.map((b) => b.start)).toEqual([5, 4, 3, 2, 1, 0].map((n) => iso(T0 - 30_000 - n * MINUTE)));
+    expect(ranged.buckets.at(-1)).toMatchObject({ admitted: 2, refused: 0 });
+    const clipped = await usage(token, path, "?granularity=hour&from=2000-01-01&to=2100-01-01");
+    expect(clipped.buckets).toHaveLength(720);
+    const outside = await usage(token, path, "?granularity=day&from=2000-01-01&to=2000-02-01");
+    expect(outside.buckets).toEqual([]);
+  });
+
+  it("adds no D1 query and no second object call to a request", async () => {
+    const { key } = await accountWithKey("free");
+    await get(key);
+    const res = await get(key);
+    expect(workCounts(res)).toEqual({ d1: 0, keyDo: 1, otherDo: 0 });
+  });
+});
+
+describe("the account's usage", () => {
+  it("sums its keys, revoked ones included, and is the account's own", async () => {
+    const { token, key, keyId } = await accountWithKey("free");
+    const second = await addKey(token);
+    await send(key, 12);
+    await send(second.key, 3);
+    await expectJson(await call("DELETE", `/api-keys/${second.id}`, { token }), 200);
+    await send(second.key, 2); // refused: revoked
+    const total = await usage(token, "/account/usage", "?granularity=minute");
+    expect(total.buckets).toHaveLength(1440);
+    expect(nonZero(total.buckets)).toEqual([{ start: iso(T0 - 30_000), admitted: 13, refused: 4 }]);
+    expect(nonZero((await usage(token, `/api-keys/${second.id}/usage`)).buckets)).toEqual([{ start: iso(T0 - 30_000), admitted: 3, refused: 2 }]);
+
+    const stranger = await accountToken("usage-stranger");
+    expect(nonZero((await usage(stranger, "/account/usage")).buckets)).toEqual([]);
+    const res = await call("GET", `/api-keys/${keyId}/usage`, { token: stranger });
+    expect((await expectJson(res, 404)).detail).toContain(keyId);
+  });
+});
+
+describe("bad usage queries: 400 naming the field", () => {
+  it.each([
+    ["?granularity=week", "granularity"],
+    ["?granularity=minute&granularity=hour", "granularity"],
+    [`?from=2030-03-10T12:00:00Z&to=2030-03-10T11:00:00Z`, "from"],
+    [`?from=2030-03-10T12:00:00Z&to=2030-03-10T12:00:00Z`, "from"],
+    ["?from=yesterday", "from"],
+    ["?bucket=minute", "bucket"],
+  ])("%s", async (query, field) => {
+    const { token, keyId } = await accountWithKey("free");
+    for (const path of [`/api-keys/${keyId}/usage`, "/account/usage"]) {
+      const body = await expectJson(await call("GET", `${path}${query}`, { token }), 400);
+      expect(body.detail).toContain(field);
+    }
+  });
+});
