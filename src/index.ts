@@ -1,6 +1,7 @@
 import { buildApp } from "./app.ts";
 import { handleWebhookQueue } from "./webhooks/consumer.ts";
 
+export { CatalogueBuilder } from "./catalogue/builder.ts";
 export { RateLimiter } from "./rate-limit/rate-limiter.ts";
 
 const app = buildApp();

@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from "hono";
+import { catalogueStore } from "../catalogue/builder.ts";
 import { readConfig } from "../platform/config.ts";
 import { database } from "../platform/db.ts";
 import { refuseMisconfigured } from "../rate-limit/admission.ts";
@@ -15,6 +16,6 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   const work = noWork();
   const config = readConfig(c.env);
   if (typeof config === "string") return refuseMisconfigured(c, work, config);
-  c.set("ctx", { config, db: database(c.env.DB, work), limiter: rateLimitControl(c.env), queue: c.env.WEBHOOK_QUEUE, work });
+  c.set("ctx", { config, db: database(c.env.DB, work), limiter: rateLimitControl(c.env), queue: c.env.WEBHOOK_QUEUE, catalogue: catalogueStore(c.env, work), work });
   await next();
 };

@@ -43,6 +43,15 @@ function insertRows(d1: D1Database, table: SQLiteTable, rows: readonly Record<st
   return d1.prepare(text).bind(json);
 }
 
+/**
+ * Marks the products whose view the plan changes with the new version, in the batch, so the snapshot
+ * builder finds them even if its poke is lost: the written products and offers, and every product
+ * with an offer from a written competitor (its name is in their offers).
+ */
+const MARK_CHANGED = `UPDATE products SET changed_version = ?1
+  WHERE id IN (SELECT value FROM json_each(?2))
+     OR id IN (SELECT product_id FROM offers WHERE competitor_id IN (SELECT value FROM json_each(?3)))`;
+
 export async function writeBatch(db: Database, version: number, plan: Plan): Promise<void> {
   const d1 = (db as Database & { $client: D1Database }).$client; // the (counting) binding drizzle wraps
   const bump = bumpCatalogueVersion(db).toSQL();
@@ -51,6 +60,8 @@ export async function writeBatch(db: Database, version: number, plan: Plan): Pro
   if (plan.products.length > 0) statements.push(insertRows(d1, products, plan.products, ["id"]));
   if (plan.offers.length > 0) statements.push(insertRows(d1, offers, plan.offers, ["product_id", "competitor_id"]));
   if (plan.history.length > 0) statements.push(insertRows(d1, priceHistory, plan.history));
+  const productIds = [...new Set([...plan.products.map((p) => p.id), ...plan.offers.map((o) => o.productId)])];
+  statements.push(d1.prepare(MARK_CHANGED).bind(version + 1, JSON.stringify(productIds), JSON.stringify(plan.competitors.map((c) => c.id))));
   statements.push(d1.prepare(bump.sql).bind(...bump.params));
   await d1.batch(statements);
 }
