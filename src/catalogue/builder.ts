@@ -1,7 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
-import { buildSnapshot, readManifest, type BuildOptions, type BuildReport } from "./build.ts";
+import { database } from "../platform/db.ts";
+import { products } from "../platform/tables.ts";
+import { buildSnapshot, readManifest, readPointer, type BuildOptions, type BuildReport } from "./build.ts";
 import { manifestKey } from "./manifest.ts";
-import type { CatalogueStore } from "./service.ts";
 
 /**
  * The one object that builds the catalogue snapshot (one instance, "catalogue"). Ingestion pokes it
@@ -27,6 +28,22 @@ export class CatalogueBuilder extends DurableObject<Env> {
 
   override async alarm(): Promise<void> {
     await this.build();
+  }
+
+  /**
+   * For a request that found no snapshot at all: builds the first one at once when the catalogue is
+   * empty (one D1 read, nothing to write but the manifest); otherwise pokes and returns false, as a
+   * request never waits for a build of products.
+   */
+  async ensureSnapshot(): Promise<boolean> {
+    if (await readPointer(this.env.CATALOGUE)) return true;
+    const [anyProduct] = await database(this.env.DB).select({ id: products.id }).from(products).limit(1);
+    if (anyProduct) {
+      await this.poke();
+      return false;
+    }
+    await this.build();
+    return true;
   }
 
   /** Builds now (tests, the seed), after any build already running. */
@@ -64,26 +81,4 @@ export class CatalogueBuilder extends DurableObject<Env> {
     }
     return kept;
   }
-}
-
-export const catalogueBuilder = (env: Pick<Env, "CATALOGUE_BUILDER">) => env.CATALOGUE_BUILDER.get(env.CATALOGUE_BUILDER.idFromName("catalogue"));
-
-/**
- * For the once-a-minute cron (`scheduled` in src/index.ts): pokes the builder, so changes whose poke
- * was lost (an ingestion that died after its commit, a seed written straight into D1) are served
- * within a minute. Costs one alarm and one D1 read when nothing changed.
- */
-export async function sweepCatalogue(env: Pick<Env, "CATALOGUE_BUILDER">): Promise<void> {
-  await catalogueBuilder(env).poke();
-}
-
-/** A request's way to the snapshot; its pokes count as Durable Object calls in its work tally. */
-export function catalogueStore(env: Pick<Env, "CATALOGUE" | "CATALOGUE_BUILDER">, work: { otherObjectCalls: number }): CatalogueStore {
-  return {
-    bucket: env.CATALOGUE,
-    poke: async () => {
-      work.otherObjectCalls++;
-      await catalogueBuilder(env).poke();
-    },
-  };
 }

@@ -9,6 +9,7 @@ import { CompetitorList, History, historyQuery, ifNoneMatch, Product, productIdP
 import {
   candidateSegments,
   competitorsJson,
+  contentEtag,
   filteredProducts,
   isFiltered,
   productJson,
@@ -90,8 +91,8 @@ function acceptsGzip(header: string | undefined): boolean {
 function streamed(c: Context, etag: string, contentType: string, gzip: boolean, body: () => ReadableStream<Uint8Array>): Response {
   const headers = { ETag: etag, "Cache-Control": CACHE_CONTROL, Vary: "Accept, Accept-Encoding" };
   if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return c.body(null, 304, headers);
-  const typed = { ...headers, "Content-Type": contentType, ...(gzip ? { "Content-Encoding": "gzip" } : {}) };
-  return new Response(body(), { status: 200, headers: typed, encodeBody: gzip ? "manual" : "automatic" });
+  const res = c.body(body(), 200, { ...headers, "Content-Type": contentType, ...(gzip ? { "Content-Encoding": "gzip" } : {}) });
+  return gzip ? new Response(res.body, { status: 200, headers: res.headers, encodeBody: "manual" }) : res;
 }
 
 /** GET /products… (API key). No CORS headers, on purpose (contract). */
@@ -99,7 +100,7 @@ export const productRoutes = openApiApp()
   .openapi(listProducts, async (c) => {
     const filters = c.req.valid("query");
     const { catalogue, db } = c.var.ctx;
-    const manifest = await servingManifest(catalogue, db);
+    const manifest = await servingManifest(catalogue);
     const form = (c.req.header("Accept") ?? "").includes("application/x-ndjson") ? "ndjson" : "json";
     const gzip = acceptsGzip(c.req.header("Accept-Encoding"));
     const etag = await productsEtag(manifest, filters, form, gzip);
@@ -113,12 +114,8 @@ export const productRoutes = openApiApp()
     });
   })
   .openapi(getProduct, async (c) => {
-    const { catalogue, db } = c.var.ctx;
-    const manifest = await servingManifest(catalogue, db);
-    const etag = snapshotEtag(manifest);
-    if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return c.body(null, 304, { ETag: etag, "Cache-Control": CACHE_CONTROL });
-    const json = new TextEncoder().encode(await productJson(catalogue.bucket, manifest, c.req.valid("param").id)) as Uint8Array<ArrayBuffer>;
-    return conditionalJson(c, etag, () => json);
+    const json = new TextEncoder().encode(await productJson(c.var.ctx.db, c.req.valid("param").id)) as Uint8Array<ArrayBuffer>;
+    return conditionalJson(c, await contentEtag(json), () => json);
   })
   .openapi(getHistory, async (c) => {
     const { truncated, ...page } = await productHistory(c.var.ctx.db, c.req.valid("param").id, c.req.valid("query"));
@@ -128,6 +125,6 @@ export const productRoutes = openApiApp()
 
 /** GET /competitors (API key): from the snapshot's manifest, no offer is read. */
 export const competitorRoutes = openApiApp().openapi(listCompetitors, async (c) => {
-  const manifest = await servingManifest(c.var.ctx.catalogue, c.var.ctx.db);
+  const manifest = await servingManifest(c.var.ctx.catalogue);
   return conditionalJson(c, snapshotEtag(manifest), () => competitorsJson(manifest));
 });

@@ -1,11 +1,12 @@
-import { eq, sql } from "drizzle-orm";
+import { asc, eq, inArray, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
-import { catalogueState, competitors, products } from "../platform/tables.ts";
+import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
 import { unknownProduct } from "./history.ts";
-import { gzipParts, segmentIndexOf, type Manifest, type Segment } from "./manifest.ts";
+import { segmentIndexOf, type Manifest, type Segment } from "./manifest.ts";
 import type { ProductFilters, ProductView } from "./schema.ts";
-import { currentManifest, productLines } from "./snapshot.ts";
+import { currentManifest, forgetManifest, productLines } from "./snapshot.ts";
+import { productView } from "./views.ts";
 
 /**
  * The catalogue read side, served from the snapshot in R2 that the CatalogueBuilder object builds
@@ -18,6 +19,8 @@ export interface CatalogueStore {
   bucket: R2Bucket;
   /** Asks the builder to bring the snapshot up to date soon; never waits for the build. */
   poke(): Promise<void>;
+  /** When there is no snapshot at all: true once there is one (an empty catalogue's is built at once). */
+  ensureSnapshot(): Promise<boolean>;
 }
 
 /** Moves the version, in the same D1 batch as the change (ingestion and the tests use this). */
@@ -27,19 +30,27 @@ export const bumpCatalogueVersion = (db: Database) =>
     .values({ id: 1, version: 1, updatedAt: new Date().toISOString() })
     .onConflictDoUpdate({ target: catalogueState.id, set: { version: sql`${catalogueState.version} + 1`, updatedAt: sql`excluded.updated_at` } });
 
+let pokedFromThisIsolate = false;
+
 /**
- * The snapshot to serve. Before the first one exists the builder is poked, and an empty catalogue
- * is served as a snapshot of its own; a catalogue with products but no snapshot yet (a fresh seed)
- * is a 503 with Retry-After until the build is done: a request never waits for a build.
+ * The snapshot to serve. With none at all (a new deployment) the builder makes the first one at once
+ * when the catalogue is empty; a catalogue with products but no snapshot yet (a fresh seed) is a 503
+ * with Retry-After until the build is done: a request never waits for a build of products.
  */
-export async function servingManifest(store: CatalogueStore, db: Database): Promise<Manifest> {
+export async function servingManifest(store: CatalogueStore): Promise<Manifest> {
+  if (!pokedFromThisIsolate) {
+    // Heals a change written straight into D1 (the seed) before any cron sweep: once per isolate.
+    pokedFromThisIsolate = true;
+    await store.poke().catch((error: unknown) => console.error("catalogue builder poke failed", error));
+  }
   const manifest = await currentManifest(store.bucket);
   if (manifest) return manifest;
-  await store.poke();
-  const [anyProduct, competitorRows] = await db.batch([db.select({ id: products.id }).from(products).limit(1), db.select().from(competitors).orderBy(competitors.id)]);
-  if (anyProduct.length > 0) throw new ApiError(503, "The catalogue snapshot is being built; retry in a few seconds.", { "Retry-After": "2" });
-  const competitorViews = competitorRows.map((row) => ({ id: row.id, name: row.name, domain: row.domain, offer_count: 0 }));
-  return { id: "empty", version: 0, builtAt: new Date(0).toISOString(), products: 0, segments: [], competitors: competitorViews, gzipParts: await gzipParts() };
+  if (await store.ensureSnapshot()) {
+    forgetManifest();
+    const built = await currentManifest(store.bucket);
+    if (built) return built;
+  }
+  throw new ApiError(503, "The catalogue snapshot is being built; retry in a few seconds.", { "Retry-After": "2" });
 }
 
 const FILTER_NAMES = ["sku", "competitor", "brand", "category", "updated_since"] as const;
@@ -70,7 +81,7 @@ export async function productsEtag(manifest: Manifest, filters: ProductFilters, 
   return `"${tag}"`;
 }
 
-/** The snapshot's own ETag (one product, competitors). */
+/** The snapshot's own ETag (GET /competitors). */
 export const snapshotEtag = (manifest: Manifest) => `"cat-${manifest.id}"`;
 
 /** Which segments may hold a match: skipped by their summaries; `sku` by looking the id up in D1. */
@@ -126,16 +137,21 @@ export async function* filteredProducts(bucket: R2Bucket, segments: readonly Seg
   if (form === "json") yield encoder.encode("]}");
 }
 
-/** One product's JSON as the snapshot holds it: its segment decoded until its line. */
-export async function productJson(bucket: R2Bucket, manifest: Manifest, id: string): Promise<string> {
-  if (manifest.segments.length > 0) {
-    const prefix = `{"id":${JSON.stringify(id)},`;
-    for await (const lines of productLines(bucket, [manifest.segments[segmentIndexOf(manifest.segments, id)]!])) {
-      const line = lines.find((text) => text.startsWith(prefix));
-      if (line !== undefined) return line;
-    }
-  }
-  throw unknownProduct(id);
+/** One product, read from D1 (its row, offers and their competitors' names in one batch): always current. */
+export async function productJson(db: Database, id: string): Promise<string> {
+  const [rows, offerRows, competitorRows] = await db.batch([
+    db.select().from(products).where(eq(products.id, id)),
+    db.select().from(offers).where(eq(offers.productId, id)).orderBy(asc(offers.competitorId)),
+    db.select().from(competitors).where(inArray(competitors.id, db.select({ id: offers.competitorId }).from(offers).where(eq(offers.productId, id)))),
+  ]);
+  if (!rows[0]) throw unknownProduct(id);
+  return JSON.stringify(productView(rows[0], offerRows, new Map(competitorRows.map((row) => [row.id, row]))));
+}
+
+/** A strong ETag from a body's bytes. */
+export async function contentEtag(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", bytes);
+  return `"prd-${[...new Uint8Array(digest, 0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("")}"`;
 }
 
 export const competitorsJson = (manifest: Manifest) => encoder.encode(JSON.stringify({ competitors: manifest.competitors })) as Uint8Array<ArrayBuffer>;

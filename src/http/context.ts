@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { catalogueStore } from "../catalogue/builder.ts";
+import { catalogueStore } from "../catalogue/client.ts";
 import { readConfig } from "../platform/config.ts";
 import { database } from "../platform/db.ts";
 import { refuseMisconfigured } from "../rate-limit/admission.ts";

@@ -3,7 +3,7 @@ import { database } from "../../src/platform/db.ts";
 import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { parseMoney } from "../../src/platform/money.ts";
 import { sql } from "drizzle-orm";
-import { catalogueBuilder } from "../../src/catalogue/builder.ts";
+import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import type { BuildOptions, BuildReport } from "../../src/catalogue/build.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { forgetManifest } from "../../src/catalogue/snapshot.ts";
