@@ -57,6 +57,7 @@ export class CatalogueBuilder extends DurableObject<Env> {
     const before = (await this.ctx.storage.get<string>("current")) ?? null;
     const report = await buildSnapshot(this.env, options);
     if (!report.built) return report;
+    console.log(JSON.stringify({ level: "info", event: "catalogue_build", ...report }));
     const retired = (await this.ctx.storage.get<Retired[]>("retired")) ?? [];
     if (before !== null) retired.push({ manifest: before, at: Date.now() });
     await this.ctx.storage.put("current", report.manifest);
