@@ -95,6 +95,7 @@ async function measure(size: number, work: string, idp: Awaited<ReturnType<typeo
       WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
     },
     log,
+    logLevel: "info",
   });
   await waitReady(worker, (url) => fetch(url), 120_000);
   await findDirectUrl(worker, async (url) => (await fetch(url, { signal: AbortSignal.timeout(2000) })).ok);
@@ -149,6 +150,7 @@ async function measure(size: number, work: string, idp: Awaited<ReturnType<typeo
     changes.push(performance.now() - answered);
     await sleep(1500);
   }
+  await sleep(500); // the last build's log line
   const reports = buildReports(log);
   const full = reports.find((r) => r.full);
   const incremental = reports.filter((r) => !r.full);
@@ -160,7 +162,7 @@ async function measure(size: number, work: string, idp: Awaited<ReturnType<typeo
     fullBuildMs: full?.ms,
     fullBuildServedMs: fullBuildServedMs,
     segments: full?.segmentsWritten,
-    identity: { ttfbMs: identity.ttfbMs, totalMs: identity.totalMs, bytes: identity.bytes, work: header(identity, "x-work-counts") },
+    identity: { ttfbMs: identity.ttfbMs, totalMs: identity.totalMs, bytes: identity.bytes, encoding: header(identity, "content-encoding") || "identity", work: header(identity, "x-work-counts") },
     gzip: { ttfbMs: gzip.ttfbMs, totalMs: gzip.totalMs, bytes: gzip.bytes, encoding: header(gzip, "content-encoding"), work: header(gzip, "x-work-counts") },
     ndjsonGzip: { totalMs: ndjson.totalMs, bytes: ndjson.bytes },
     concurrentIdentityTotalMs: Math.max(...concurrent.map((t) => t.totalMs)),
@@ -176,12 +178,12 @@ async function measure(size: number, work: string, idp: Awaited<ReturnType<typeo
 }
 
 const ms = (n: number | undefined) => (n === undefined ? "–" : `${Math.round(n)} ms`);
-const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+const mib = (n: number) => `${(n / 2 ** 20).toFixed(2)} MiB`;
 
 function table(results: Awaited<ReturnType<typeof measure>>[]): string {
   const rows: [string, (r: (typeof results)[number]) => string][] = [
     ["full build (builder's log) / until served", (r) => `${ms(r.fullBuildMs)} / ${ms(r.fullBuildServedMs)} (${r.segments} segments)`],
-    ["GET /products identity: TTFB / total / bytes", (r) => `${ms(r.identity.ttfbMs)} / ${ms(r.identity.totalMs)} / ${mib(r.identity.bytes)}`],
+    ["GET /products identity: TTFB / total / bytes", (r) => `${ms(r.identity.ttfbMs)} / ${ms(r.identity.totalMs)} / ${mib(r.identity.bytes)} (${r.identity.encoding})`],
     ["GET /products gzip: TTFB / total / bytes", (r) => `${ms(r.gzip.ttfbMs)} / ${ms(r.gzip.totalMs)} / ${mib(r.gzip.bytes)} (${r.gzip.encoding})`],
     ["NDJSON gzip: total / bytes", (r) => `${ms(r.ndjsonGzip.totalMs)} / ${mib(r.ndjsonGzip.bytes)}`],
     ["4 concurrent identity: slowest total", (r) => ms(r.concurrentIdentityTotalMs)],
