@@ -53,27 +53,59 @@ const encoder = new TextEncoder();
 /** A piece of a response: bytes as they are, or an R2 object's bytes (gzip-decoded on the way when `decode`). */
 type Part = Uint8Array | { key: string };
 
-async function* partChunks(bucket: R2Bucket, parts: readonly Part[], decode: boolean): AsyncGenerator<Uint8Array> {
+/** R2 reads of the parts' objects, started up to PREFETCH ahead of the one asked for. */
+function prefetching(bucket: R2Bucket, parts: readonly Part[]): (i: number) => Promise<R2ObjectBody | null> {
   const reads: (Promise<R2ObjectBody | null> | null)[] = [];
-  const read = (i: number) => {
+  const start = (i: number) => {
     const part = parts[i]!;
     if (part instanceof Uint8Array) return null;
     const pending = bucket.get(part.key);
-    pending.catch(() => undefined); // awaited in turn below; a read after a cancel is not an unhandled rejection
+    pending.catch(() => undefined); // awaited in turn; one left behind by a cancelled response is no unhandled rejection
     return pending;
   };
-  for (let i = 0; i < parts.length; i++) {
-    while (reads.length < Math.min(parts.length, i + PREFETCH)) reads.push(read(reads.length));
-    const part = parts[i]!;
+  return async (i) => {
+    while (reads.length < Math.min(parts.length, i + PREFETCH)) reads.push(start(reads.length));
+    const part = parts[i] as { key: string };
+    const object = await reads[i]!;
+    if (!object) throw new Error(`The snapshot object ${part.key} is missing from R2`);
+    return object;
+  };
+}
+
+const bodyOf = (object: R2ObjectBody, decode: boolean) => (decode ? object.body.pipeThrough(new DecompressionStream("gzip")) : object.body);
+
+/** The parts' bytes as chunks in JavaScript (for filtering). */
+async function* partChunks(bucket: R2Bucket, parts: readonly Part[], decode: boolean): AsyncGenerator<Uint8Array> {
+  const read = prefetching(bucket, parts);
+  for (const [i, part] of parts.entries()) {
     if (part instanceof Uint8Array) {
       yield part;
       continue;
     }
-    const object = await reads[i]!;
-    if (!object) throw new Error(`The snapshot object ${part.key} is missing from R2`);
-    const body = decode ? object.body.pipeThrough(new DecompressionStream("gzip")) : object.body;
-    const reader = body.getReader();
+    const reader = bodyOf((await read(i))!, decode).getReader();
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) yield chunk.value;
+  }
+}
+
+/**
+ * The parts piped one after another into `writable`, natively: the R2 bytes (and the decompressed
+ * ones) never pass through JavaScript, so serving the whole catalogue costs the isolate no heap.
+ */
+async function pipeParts(bucket: R2Bucket, parts: readonly Part[], decode: boolean, writable: WritableStream<Uint8Array>): Promise<void> {
+  const read = prefetching(bucket, parts);
+  try {
+    for (const [i, part] of parts.entries()) {
+      if (part instanceof Uint8Array) {
+        const writer = writable.getWriter();
+        await writer.write(part);
+        writer.releaseLock();
+      } else {
+        await bodyOf((await read(i))!, decode).pipeTo(writable, { preventClose: true });
+      }
+    }
+    await writable.close();
+  } catch (error) {
+    await writable.abort(error).catch(() => undefined); // the client went away, or an object was missing
   }
 }
 
@@ -101,7 +133,9 @@ export function wholeCatalogue(bucket: R2Bucket, manifest: Manifest, form: "json
     const glue = gzip ? gz : plain;
     parts = [glue.open, ...segments.flatMap((segment, i) => (i === 0 ? [segment] : [glue.comma, segment])), glue.close];
   }
-  return streamOf(partChunks(bucket, parts, !gzip));
+  const { readable, writable } = new IdentityTransformStream();
+  void pipeParts(bucket, parts, !gzip, writable);
+  return readable;
 }
 
 /** The products (one JSON text each, in id order) of the given segments, decoded one segment at a time. */

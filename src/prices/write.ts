@@ -48,9 +48,10 @@ function insertRows(d1: D1Database, table: SQLiteTable, rows: readonly Record<st
  * builder finds them even if its poke is lost: the written products and offers, and every product
  * with an offer from a written competitor (its name is in their offers).
  */
-const MARK_CHANGED = `UPDATE products SET changed_version = ?1
-  WHERE id IN (SELECT value FROM json_each(?2))
-     OR id IN (SELECT product_id FROM offers WHERE competitor_id IN (SELECT value FROM json_each(?3)))`;
+const MARK_CHANGED = "UPDATE products SET changed_version = ? WHERE id IN (SELECT value FROM json_each(?))";
+// Two statements, not one with OR: an OR of two IN-subqueries makes SQLite scan every product.
+const MARK_COMPETITORS_PRODUCTS = `UPDATE products SET changed_version = ?
+  WHERE id IN (SELECT product_id FROM offers WHERE competitor_id IN (SELECT value FROM json_each(?)))`;
 
 export async function writeBatch(db: Database, version: number, plan: Plan): Promise<void> {
   const d1 = (db as Database & { $client: D1Database }).$client; // the (counting) binding drizzle wraps
@@ -61,7 +62,8 @@ export async function writeBatch(db: Database, version: number, plan: Plan): Pro
   if (plan.offers.length > 0) statements.push(insertRows(d1, offers, plan.offers, ["product_id", "competitor_id"]));
   if (plan.history.length > 0) statements.push(insertRows(d1, priceHistory, plan.history));
   const productIds = [...new Set([...plan.products.map((p) => p.id), ...plan.offers.map((o) => o.productId)])];
-  statements.push(d1.prepare(MARK_CHANGED).bind(version + 1, JSON.stringify(productIds), JSON.stringify(plan.competitors.map((c) => c.id))));
+  statements.push(d1.prepare(MARK_CHANGED).bind(version + 1, JSON.stringify(productIds)));
+  if (plan.competitors.length > 0) statements.push(d1.prepare(MARK_COMPETITORS_PRODUCTS).bind(version + 1, JSON.stringify(plan.competitors.map((c) => c.id))));
   statements.push(d1.prepare(bump.sql).bind(...bump.params));
   await d1.batch(statements);
 }
