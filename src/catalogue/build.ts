@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, gte, inArray, lt, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, lt, sql, type SQL } from "drizzle-orm";
 import { database, type Database } from "../platform/db.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
 import { gzip, gzipParts, manifestKey, MAX_SUMMARY_VALUES, POINTER_KEY, segmentIndexOf, segmentKeys, type Manifest, type Pointer, type Segment } from "./manifest.ts";
@@ -142,16 +142,17 @@ async function fullBuild(db: Database, names: ReadonlyMap<string, CompetitorRow>
 /** Indexes of the segments holding a product changed after `version`; read a page of ids at a time. */
 async function changedSegments(db: Database, segments: readonly Segment[], version: number): Promise<Set<number>> {
   const changed = new Set<number>();
-  for (let after = ""; ; ) {
-    const ids = await db
-      .select({ id: products.id })
+  // Keyset pages in (changed_version, id) order: the index on those two columns, never a scan of products.
+  for (let after = { changedVersion: version, id: "\uffff" }; ; ) {
+    const rows = await db
+      .select({ id: products.id, changedVersion: products.changedVersion })
       .from(products)
-      .where(and(gt(products.changedVersion, version), gt(products.id, after)))
-      .orderBy(asc(products.id))
+      .where(and(gt(products.changedVersion, version), sql`(${products.changedVersion}, ${products.id}) > (${after.changedVersion}, ${after.id})`))
+      .orderBy(asc(products.changedVersion), asc(products.id))
       .limit(SEGMENT_TARGET);
-    for (const { id } of ids) changed.add(segmentIndexOf(segments, id));
-    if (ids.length < SEGMENT_TARGET) return changed;
-    after = ids[ids.length - 1]!.id;
+    for (const { id } of rows) changed.add(segmentIndexOf(segments, id));
+    if (rows.length < SEGMENT_TARGET) return changed;
+    after = rows[rows.length - 1]!;
   }
 }
 

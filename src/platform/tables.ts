@@ -69,7 +69,7 @@ export const products = sqliteTable(
      */
     changedVersion: integer("changed_version").notNull().default(0),
   },
-  (t) => [index("products_updated_at").on(t.updatedAt), index("products_changed_version").on(t.changedVersion)],
+  (t) => [index("products_updated_at").on(t.updatedAt), index("products_changed_version").on(t.changedVersion, t.id)],
 );
 
 /** A competitor's current offer for a product: one per (product, competitor). */
