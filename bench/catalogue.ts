@@ -95,7 +95,7 @@ async function measure(size: number, work: string, idp: Awaited<ReturnType<typeo
       WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
     },
     log,
-    logLevel: "info",
+    logLevel: "log",
   });
   await waitReady(worker, (url) => fetch(url), 120_000);
   await findDirectUrl(worker, async (url) => (await fetch(url, { signal: AbortSignal.timeout(2000) })).ok);

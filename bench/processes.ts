@@ -115,7 +115,7 @@ export async function startWorker(options: {
   persistTo: string;
   vars: Record<string, string>;
   log: string;
-  /** wrangler's --log-level: "warn" unless the worker's own console.log lines are wanted ("info"). */
+  /** wrangler's --log-level: "warn" unless the worker's own console.log lines are wanted ("log"). */
   logLevel?: string;
 }): Promise<Worker> {
   const port = await freePort();
