@@ -109,7 +109,15 @@ const workers: Worker[] = [];
  * `wrangler dev` for one worker, on 127.0.0.1 only, with its own persisted state. The guard shell
  * leads the process group: when the bench process (BENCH_PID) or wrangler is gone, it ends the group.
  */
-export async function startWorker(options: { name: string; config: string; persistTo: string; vars: Record<string, string>; log: string }): Promise<Worker> {
+export async function startWorker(options: {
+  name: string;
+  config: string;
+  persistTo: string;
+  vars: Record<string, string>;
+  log: string;
+  /** wrangler's --log-level: "warn" unless the worker's own console.log lines are wanted ("log"). */
+  logLevel?: string;
+}): Promise<Worker> {
   const port = await freePort();
   const inspectorPort = await freePort();
   const args = [
@@ -128,7 +136,7 @@ export async function startWorker(options: { name: string; config: string; persi
     "--persist-to",
     options.persistTo,
     "--log-level",
-    "warn",
+    options.logLevel ?? "warn",
     "--show-interactive-dev-session=false",
     ...Object.entries(options.vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
   ];

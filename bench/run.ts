@@ -16,11 +16,10 @@
  * Everything it starts is stopped at the end, on error, on a signal, and by a watchdog.
  */
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { exportJWK, generateKeyPair } from "jose";
 import { mintToken } from "../scripts/mint-token.ts";
 import { PLAN_LIMITS } from "../src/accounts/plans.ts";
 import { makeKeys, REVOKE_ACCOUNT, type BenchKeys } from "./keys.ts";
@@ -31,7 +30,6 @@ import {
   freeze,
   isolateHeap,
   ROOT,
-  run,
   runLoad,
   settle,
   startWorker,
@@ -47,6 +45,7 @@ import {
 import { cpuProfile } from "./profile.ts";
 import { report, type Measured, type Results } from "./report.ts";
 import { withResults } from "./results-doc.ts";
+import { seedState, startJwks } from "./setup.ts";
 import { soak, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
 import { webhookLatency, webhookLatencyReport } from "./webhook-latency.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
@@ -126,33 +125,6 @@ watchdog.unref();
 
 // ---- Setup ----------------------------------------------------------------------------------------
 
-/** A local JWKS for the real worker's account logins (DELETE /api-keys/:id): a fresh key pair per run. */
-async function startJwks() {
-  const { publicKey, privateKey } = await generateKeyPair("RS256", { extractable: true });
-  const kid = "bench-key";
-  const body = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid, alg: "RS256", use: "sig" }] });
-  const server = createServer((req, res) => {
-    if (req.url === "/jwks") res.writeHead(200, { "Content-Type": "application/json" }).end(body);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  if (!address || typeof address !== "object") throw new Error("The JWKS server has no address.");
-  const issuer = `http://127.0.0.1:${address.port}`;
-  const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: "RS256" };
-  return { server, issuer, jwksUrl: `${issuer}/jwks`, privateJwk };
-}
-
-/** Migrations, the catalogue (scripts/seed.ts) and the bench's keys, into one local D1 state. */
-async function seedState(dir: string, products: number, keysSql: string) {
-  const catalogueSql = join(state!, `catalogue-${products}.sql`);
-  await run(process.execPath, [join(ROOT, "scripts/seed.ts"), "--products", String(products), "--out", catalogueSql, "--no-apply"], { timeoutMs: 60_000 });
-  const all = join(state!, `seed-${products}.sql`);
-  writeFileSync(all, `${readFileSync(catalogueSql, "utf8")}\n${keysSql}`);
-  await wrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir]);
-  await wrangler(["d1", "execute", "DB", "--local", "--yes", "--persist-to", dir, "--file", all]);
-}
-
 const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
 
 async function load(worker: Worker, job: Omit<LoadJob, "url">, name: string): Promise<Measured> {
@@ -186,8 +158,8 @@ async function main(): Promise<Results> {
   const catalogueState = join(state, "catalogue");
   const frozen = {} as Record<WorkerName, string>;
   await Promise.all([
-    seedState(mainState, settings.products, keys.sql),
-    seedState(catalogueState, settings.catalogueProducts, keys.sql),
+    seedState(state, mainState, settings.products, keys.sql),
+    seedState(state, catalogueState, settings.catalogueProducts, keys.sql),
     (async () => {
       for (const name of LOADED) frozen[name] = await freeze(CONFIGS[name], join(state!, "build", name));
     })(),
@@ -299,7 +271,12 @@ async function main(): Promise<Results> {
 
   step(`catalogue: GET /products on ${settings.catalogueProducts.toLocaleString("en")} products`);
   const catalogueUrl = `${workers.catalogue.directUrl}/products`;
-  const first = await fetchBytes(catalogueUrl, bearer(keys.load[0]!.key));
+  // The worker's first request pokes the snapshot builder; until the first snapshot is built, 503.
+  let first = await fetchBytes(catalogueUrl, bearer(keys.load[0]!.key));
+  for (const until = Date.now() + 120_000; first.status === 503 && Date.now() < until; ) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    first = await fetchBytes(catalogueUrl, bearer(keys.load[0]!.key));
+  }
   if (first.status !== 200 || !first.etag) throw new Error(`GET /products on the catalogue worker answered ${first.status}.`);
   const notModified = await fetchBytes(catalogueUrl, { ...bearer(keys.load[1]!.key), "If-None-Match": first.etag });
   // 100 keys, each used once first: the measurement is of the catalogue, not of waking key objects.
@@ -344,7 +321,7 @@ async function soakMain(): Promise<{ text: string; failed: boolean }> {
   jwks = idp.server;
   const keys = await makeKeys({ load: SOAK_KEYS.underLimit, exact: SOAK_KEYS.overLimit, revoke: 0 });
   const dir = join(state, "d1");
-  const [, config] = await Promise.all([seedState(dir, settings.products, keys.sql), freeze(CONFIGS.ours, join(state, "build", "ours"))]);
+  const [, config] = await Promise.all([seedState(state!, dir, settings.products, keys.sql), freeze(CONFIGS.ours, join(state, "build", "ours"))]);
   mkdirSync(join(state, "logs"));
   const worker = await startWorker({
     name: "ours",

@@ -10,7 +10,7 @@ export interface paths {
         };
         /**
          * All products, in one call
-         * @description Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. An unknown parameter is a 400. Served from a per-isolate copy: up to 1 s behind an ingestion elsewhere.
+         * @description Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: `Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. `updated_since` with the time of your last sync gives only what changed since.
          */
         get: operations["listProducts"];
         put?: never;

@@ -6,8 +6,9 @@
  * history rows per offer. Deterministic: the same --seed and --now give the same rows, byte for
  * byte, with no network. The SQL goes to a file (default .wrangler/seed.sql), which
  * `wrangler d1 execute DB --local --file` applies after the migrations. Re-running replaces the
- * catalogue (its rows are deleted first) and moves the catalogue version, so a running worker
- * serves the new data within a second.
+ * catalogue (its rows are deleted first), moves the catalogue version and asks for a full snapshot
+ * build (reset_version): a worker started afterwards builds it on its first request (each isolate
+ * pokes the builder once), a running one at the next cron sweep (docs/catalogue.md).
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -227,10 +228,10 @@ for (const table of ["competitors", "products", "offers", "price_history"] as co
     lines.push(`INSERT INTO ${table} (${COLUMNS[table]}) VALUES\n${values.join(",\n")};`);
   }
 }
-// A new version, never a reset one: an isolate holding an older copy must see that it changed.
+// A new version, never a reset one, and a full snapshot build for it: products were deleted.
 lines.push(
-  `INSERT INTO catalogue_state (id, version, updated_at) VALUES (1, 1, ${literal(iso(now))}) ` +
-    "ON CONFLICT (id) DO UPDATE SET version = version + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now');",
+  `INSERT INTO catalogue_state (id, version, reset_version, updated_at) VALUES (1, 1, 1, ${literal(iso(now))}) ` +
+    "ON CONFLICT (id) DO UPDATE SET version = version + 1, reset_version = version + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now');",
 );
 
 mkdirSync(dirname(args.out), { recursive: true });

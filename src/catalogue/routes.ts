@@ -1,11 +1,24 @@
 import { createRoute } from "@hono/zod-openapi";
 import { requireApiKey } from "../auth/guards.ts";
-import { conditionalJson } from "../http/conditional.ts";
+import type { Context } from "hono";
+import { CACHE_CONTROL, conditionalJson, ifNoneMatchHits } from "../http/conditional.ts";
 import { emptyResponse, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { productHistory } from "./history.ts";
 import { CompetitorList, History, historyQuery, ifNoneMatch, Product, productIdParam, ProductList, productsQuery } from "./schema.ts";
-import { competitorsJson, loadCatalogue, productJson, productsBody, productsEtag } from "./service.ts";
+import {
+  candidateSegments,
+  competitorsJson,
+  contentEtag,
+  filteredProducts,
+  isFiltered,
+  productJson,
+  productMatcher,
+  productsEtag,
+  servingManifest,
+  snapshotEtag,
+} from "./service.ts";
+import { streamOf, wholeCatalogue } from "./snapshot.ts";
 
 const notModified = emptyResponse("Not modified: the catalogue is unchanged since the ETag sent", ["ETag", "Cache-Control"]);
 const common = { tags: ["Catalogue"], credential: "api-key" as const, middleware: [requireApiKey] };
@@ -19,7 +32,9 @@ const listProducts = createRoute(
     summary: "All products, in one call",
     description:
       "Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. " +
-      "An unknown parameter is a 400. Served from a per-isolate copy: up to 1 s behind an ingestion elsewhere.",
+      "An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: " +
+      "`Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. " +
+      "`updated_since` with the time of your last sync gives only what changed since.",
     request: { query: productsQuery, headers: ifNoneMatch },
     responses: { 200: jsonResponse("The products", ProductList, ["ETag", "Cache-Control"]), 304: notModified },
   }),
@@ -64,17 +79,43 @@ const listCompetitors = createRoute(
   }),
 );
 
+/** The client takes gzip: a coding "gzip" (or "*") not refused with q=0 (RFC 9110 §12.5.3). */
+function acceptsGzip(header: string | undefined): boolean {
+  return (header ?? "").split(",").some((item) => {
+    const [coding, ...params] = item.split(";").map((part) => part.trim().toLowerCase());
+    return (coding === "gzip" || coding === "*") && !params.some((param) => /^q=0(\.0*)?$/.test(param));
+  });
+}
+
+/** A streamed 200 with its ETag, or 304. Stored gzip bytes pass through as they are ("manual"), never re-encoded. */
+function streamed(c: Context, etag: string, contentType: string, gzip: boolean, body: () => ReadableStream<Uint8Array>): Response {
+  const headers = { ETag: etag, "Cache-Control": CACHE_CONTROL, Vary: "Accept, Accept-Encoding" };
+  if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return c.body(null, 304, headers);
+  const res = c.body(body(), 200, { ...headers, "Content-Type": contentType, ...(gzip ? { "Content-Encoding": "gzip" } : {}) });
+  return gzip ? new Response(res.body, { status: 200, headers: res.headers, encodeBody: "manual" }) : res;
+}
+
 /** GET /products… (API key). No CORS headers, on purpose (contract). */
 export const productRoutes = openApiApp()
   .openapi(listProducts, async (c) => {
     const filters = c.req.valid("query");
-    const catalogue = await loadCatalogue(c.var.ctx.db);
-    return conditionalJson(c, await productsEtag(catalogue, filters), () => productsBody(catalogue, filters));
+    const { catalogue, db } = c.var.ctx;
+    const manifest = await servingManifest(catalogue);
+    const form = (c.req.header("Accept") ?? "").includes("application/x-ndjson") ? "ndjson" : "json";
+    const gzip = acceptsGzip(c.req.header("Accept-Encoding"));
+    const etag = await productsEtag(manifest, filters, form, gzip);
+    const contentType = form === "ndjson" ? "application/x-ndjson" : "application/json";
+    if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));
+    if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return streamed(c, etag, contentType, gzip, () => new ReadableStream());
+    const segments = await candidateSegments(manifest, filters, db);
+    return streamed(c, etag, contentType, gzip, () => {
+      const body = streamOf(filteredProducts(catalogue.bucket, segments, productMatcher(filters), form));
+      return gzip ? body.pipeThrough(new CompressionStream("gzip")) : body;
+    });
   })
   .openapi(getProduct, async (c) => {
-    const catalogue = await loadCatalogue(c.var.ctx.db);
-    const json = productJson(catalogue, c.req.valid("param").id);
-    return conditionalJson(c, catalogue.etag, () => json);
+    const json = new TextEncoder().encode(await productJson(c.var.ctx.db, c.req.valid("param").id)) as Uint8Array<ArrayBuffer>;
+    return conditionalJson(c, await contentEtag(json), () => json);
   })
   .openapi(getHistory, async (c) => {
     const { truncated, ...page } = await productHistory(c.var.ctx.db, c.req.valid("param").id, c.req.valid("query"));
@@ -82,8 +123,8 @@ export const productRoutes = openApiApp()
     return c.json(page, 200);
   });
 
-/** GET /competitors (API key). */
+/** GET /competitors (API key): from the snapshot's manifest, no offer is read. */
 export const competitorRoutes = openApiApp().openapi(listCompetitors, async (c) => {
-  const catalogue = await loadCatalogue(c.var.ctx.db);
-  return conditionalJson(c, catalogue.etag, () => competitorsJson(catalogue));
+  const manifest = await servingManifest(c.var.ctx.catalogue);
+  return conditionalJson(c, snapshotEtag(manifest), () => competitorsJson(manifest));
 });

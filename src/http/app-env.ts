@@ -1,6 +1,7 @@
 import type { RequestIdVariables } from "hono/request-id";
 import type { Account } from "../accounts/service.ts";
 import type { Credential } from "../auth/identify.ts";
+import type { CatalogueStore } from "../catalogue/service.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import type { RateLimitControl, Work } from "../rate-limit/types.ts";
@@ -16,6 +17,8 @@ export interface RequestContext {
   db: Database;
   limiter: RateLimitControl;
   queue: Queue<WebhookMessage>;
+  /** The catalogue snapshot in R2, and the builder's poke. */
+  catalogue: CatalogueStore;
   work: Work;
 }
 

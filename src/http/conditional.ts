@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 
 /** Every client re-validates (no-cache) and no shared cache keeps a key holder's data (private). */
-const CACHE_CONTROL = "private, no-cache";
+export const CACHE_CONTROL = "private, no-cache";
 
 /** RFC 9110 §13.1.2: If-None-Match compares weakly and may list several tags, or be "*". */
 export function ifNoneMatchHits(header: string | undefined, etag: string): boolean {

@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from "hono";
+import { catalogueStore } from "../catalogue/client.ts";
 import { readConfig } from "../platform/config.ts";
 import { database, type Database } from "../platform/db.ts";
 import { refuseMisconfigured } from "../rate-limit/admission.ts";
@@ -24,6 +25,7 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
     },
     limiter: rateLimitControl(c.env),
     queue: c.env.WEBHOOK_QUEUE,
+    catalogue: catalogueStore(c.env, work),
     work,
   });
   await next();

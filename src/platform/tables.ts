@@ -67,8 +67,14 @@ export const products = sqliteTable(
     updatedAt: text("updated_at").notNull().default(now),
     /** The latest price or stock change of any offer; null until the product has one. */
     lastChangedAt: text("last_changed_at"),
+    /**
+     * The catalogue version whose write last changed this product's view (its row, an offer, a
+     * competitor's name), set in the same batch as the change: the snapshot builder rebuilds the
+     * segments of the products changed since the version it last built (src/catalogue/build.ts).
+     */
+    changedVersion: integer("changed_version").notNull().default(0),
   },
-  (t) => [index("products_updated_at").on(t.updatedAt)],
+  (t) => [index("products_updated_at").on(t.updatedAt), index("products_changed_version").on(t.changedVersion, t.id)],
 );
 
 /** A competitor's current offer for a product: one per (product, competitor). */
@@ -119,14 +125,16 @@ export const priceHistory = sqliteTable(
 );
 
 /**
- * One row (id 1). `version` moves on every catalogue change, so an isolate can tell whether its
- * serialised copy of the catalogue is current with one tiny read (see src/services/catalogue.ts).
+ * One row (id 1). `version` moves on every catalogue change (ingestion guards its write with it);
+ * the snapshot builder compares it with the version it last built (src/catalogue/build.ts).
  */
 export const catalogueState = sqliteTable(
   "catalogue_state",
   {
     id: integer("id").primaryKey(),
     version: integer("version").notNull(),
+    /** Set to the new version by a write that replaces or deletes products (the seed): the next snapshot is a full build. */
+    resetVersion: integer("reset_version").notNull().default(0),
     updatedAt: text("updated_at").notNull().default(now),
   },
   (t) => [check("catalogue_state_single_row", sql`${t.id} = 1`)],

@@ -61,6 +61,7 @@ export function planChanges(snapshot: Snapshot, observations: readonly (Observat
         createdAt: now,
         updatedAt: now,
         lastChangedAt: null,
+        changedVersion: snapshot.version + 1,
       };
       productsBySku.set(product.sku, product);
       changed.products.add(product);

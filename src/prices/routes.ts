@@ -25,6 +25,6 @@ const ingest = createRoute(
 
 /** POST /admin/observations (scope prices:write): all or nothing, see src/prices/service.ts. */
 export const observationRoutes = openApiApp().openapi(ingest, async (c) => {
-  const { db, queue } = c.var.ctx;
-  return c.json(await ingestObservations(db, queue, c.req.valid("json").observations), 200);
+  const { db, queue, catalogue } = c.var.ctx;
+  return c.json(await ingestObservations(db, queue, catalogue, c.req.valid("json").observations), 200);
 });

@@ -1,5 +1,5 @@
 import { eq, sql, type AnyColumn, type SQL } from "drizzle-orm";
-import { invalidateCatalogue } from "../catalogue/service.ts";
+import type { CatalogueStore } from "../catalogue/service.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
@@ -20,9 +20,11 @@ import { isVersionConflict, writeBatch } from "./write.ts";
  *    version is still the one read, the upserts, the history rows, and the version bump. Two
  *    concurrent ingestions therefore never both compute their events against the same old offer: the
  *    later batch fails on its guard, and is read, recomputed and written again (up to 8 times).
- *    The events go in the same batch, as outbox rows (src/events/outbox.ts).
- * 4. After the commit, relay the events to WEBHOOK_QUEUE (sendBatch, ≤ 100 per call). If that fails
- *    the answer is still 200: the events are stored, and the cron's sweep sends them.
+ *    The events go in the same batch, as outbox rows (src/events/outbox.ts), and so do the marks on
+ *    the changed products that the catalogue snapshot is rebuilt from.
+ * 4. After the commit, poke the catalogue builder (a lost poke only delays the snapshot until the cron
+ *    sweep) and relay the events to WEBHOOK_QUEUE (sendBatch, ≤ 100 per call). If the relay fails the
+ *    answer is still 200: the events are stored, and the cron's sweep sends them.
  *
  * Ordering: an observation changes an offer only if its `observed_at` is later than the offer's
  * `checked_at`. An older one is stale and a repeated one is a replay: both change nothing and emit
@@ -33,7 +35,12 @@ import { isVersionConflict, writeBatch } from "./write.ts";
 const MAX_WRITE_ATTEMPTS = 8;
 const pause = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
 
-export async function ingestObservations(db: Database, queue: Queue<WebhookMessage>, observations: readonly Observation[]): Promise<IngestionResult> {
+export async function ingestObservations(
+  db: Database,
+  queue: Queue<WebhookMessage>,
+  catalogue: CatalogueStore,
+  observations: readonly Observation[],
+): Promise<IngestionResult> {
   const now = new Date().toISOString();
   const ordered = observations
     .map((observation) => ({ ...observation, observed_at: observation.observed_at ?? now }))
@@ -52,7 +59,7 @@ export async function ingestObservations(db: Database, queue: Queue<WebhookMessa
       }
       throw new ApiError(503, "The catalogue kept changing during this ingestion; send the same observations again.", { "Retry-After": "1" });
     }
-    invalidateCatalogue();
+    await catalogue.poke().catch((error: unknown) => console.error("catalogue builder poke failed; the sweep will catch up", error));
     await relayEvents(db, queue, plan.events);
     return plan.result;
   }

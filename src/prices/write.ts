@@ -44,6 +44,16 @@ function insertRows(d1: D1Database, table: SQLiteTable, rows: readonly Record<st
   return d1.prepare(text).bind(json);
 }
 
+/**
+ * Marks the products whose view the plan changes with the new version, in the batch, so the snapshot
+ * builder finds them even if its poke is lost: the written products and offers, and every product
+ * with an offer from a written competitor (its name is in their offers).
+ */
+const MARK_CHANGED = "UPDATE products SET changed_version = ? WHERE id IN (SELECT value FROM json_each(?))";
+// Two statements, not one with OR: an OR of two IN-subqueries makes SQLite scan every product.
+const MARK_COMPETITORS_PRODUCTS = `UPDATE products SET changed_version = ?
+  WHERE id IN (SELECT product_id FROM offers WHERE competitor_id IN (SELECT value FROM json_each(?)))`;
+
 export async function writeBatch(db: Database, version: number, plan: Plan): Promise<void> {
   const d1 = (db as Database & { $client: D1Database }).$client; // the (counting) binding drizzle wraps
   const bump = bumpCatalogueVersion(db).toSQL();
@@ -54,6 +64,10 @@ export async function writeBatch(db: Database, version: number, plan: Plan): Pro
   if (plan.history.length > 0) statements.push(insertRows(d1, priceHistory, plan.history));
   // The outbox: the events commit with the change or not at all (src/events/outbox.ts relays them).
   if (plan.events.length > 0) statements.push(insertRows(d1, events, outboxRows(plan.events, new Date().toISOString())));
+  // The products the catalogue snapshot must re-serialise (src/catalogue/builder.ts reads these marks).
+  const productIds = [...new Set([...plan.products.map((p) => p.id), ...plan.offers.map((o) => o.productId)])];
+  statements.push(d1.prepare(MARK_CHANGED).bind(version + 1, JSON.stringify(productIds)));
+  if (plan.competitors.length > 0) statements.push(d1.prepare(MARK_COMPETITORS_PRODUCTS).bind(version + 1, JSON.stringify(plan.competitors.map((c) => c.id))));
   statements.push(d1.prepare(bump.sql).bind(...bump.params));
   await d1.batch(statements);
 }

@@ -2,7 +2,11 @@ import { env } from "cloudflare:workers";
 import { database } from "../../src/platform/db.ts";
 import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { parseMoney } from "../../src/platform/money.ts";
-import { bumpCatalogueVersion, invalidateCatalogue } from "../../src/catalogue/service.ts";
+import { sql } from "drizzle-orm";
+import { catalogueBuilder } from "../../src/catalogue/client.ts";
+import type { BuildOptions, BuildReport } from "../../src/catalogue/build.ts";
+import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
+import { forgetManifest } from "../../src/catalogue/snapshot.ts";
 import { accountWithKey } from "./keys.ts";
 
 /** Catalogue rows written straight into D1, as ingestion would leave them. Money goes in as strings. */
@@ -118,10 +122,23 @@ export async function addHistory(productId: string, rows: HistoryInput[]) {
   if (first) await db().batch([first, ...rest]);
 }
 
-/** What ingestion does after a change: move the version, and tell this isolate at once. */
-export async function publishCatalogue() {
-  await bumpCatalogueVersion(db());
-  invalidateCatalogue();
+/**
+ * What ingestion does after a change (move the version, mark the changed products: here all of them),
+ * then what the builder's alarm would do a moment later: build the snapshot. This isolate then
+ * serves it at once.
+ */
+export async function publishCatalogue(): Promise<BuildReport> {
+  await db().batch([bumpCatalogueVersion(db()), db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state WHERE id = 1)` })]);
+  return buildCatalogue();
+}
+
+/** Runs the builder now (as its alarm would after an ingestion's poke) and makes this isolate see the result at once. */
+export async function buildCatalogue(options: BuildOptions = {}): Promise<BuildReport> {
+  try {
+    return await catalogueBuilder(env).build(options);
+  } finally {
+    forgetManifest();
+  }
 }
 
 /** A fresh API key of a Premium account (300 requests a minute, so a test file never hits the limit). */

@@ -75,8 +75,9 @@ describe("catalogue (API key)", () => {
 
   it("GET /products/{id}: 200, 304, 400, 404, 401", async () => {
     const path = "/products/{id}";
+    const productEtag = (await call("GET", `/products/${productId}`, { token: key })).headers.get("ETag")!;
     await expectCall(200, "get", path, `/products/${productId}`, { token: key });
-    await expectCall(304, "get", path, `/products/${productId}`, { token: key, headers: { "If-None-Match": etag } });
+    await expectCall(304, "get", path, `/products/${productId}`, { token: key, headers: { "If-None-Match": productEtag } });
     await expectCall(400, "get", path, `/products/${productId}?page=2`, { token: key });
     await expectCall(404, "get", path, "/products/prd_nope", { token: key });
     await expectCall(401, "get", path, `/products/${productId}`, { token: await accountToken("jwt-on-data") });

@@ -5,7 +5,7 @@ import { database } from "../../src/platform/db.ts";
 import { catalogueState, competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import type { ProductView } from "../../src/catalogue/schema.ts";
 import type { EventMessage, WebhookMessage } from "../../src/webhooks/messages.ts";
-import { newApiKey } from "../helpers/catalogue-factory.ts";
+import { buildCatalogue, newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { ingest, observation, postObservations } from "../helpers/webhooks.ts";
 
@@ -83,10 +83,12 @@ describe("POST /admin/observations: new observations", () => {
     expect(bhd).toMatchObject({ priceMinor: 1250, shippingMinor: 500 });
   });
 
-  it("moves the catalogue version in the same write, so GET /products answers a new ETag at once", async () => {
+  it("moves the catalogue version and marks the product in the same write, so the next snapshot has a new ETag", async () => {
     const first = await call("GET", "/products", { token: key });
     const etag = first.headers.get("ETag")!;
     await ingest([{ sku: "ETAG-1", observed_at: T1 }]);
+    expect(await db().select({ changed: products.changedVersion }).from(products).where(eq(products.sku, "ETAG-1")).get()).toEqual({ changed: await version() });
+    await buildCatalogue(); // what the builder's alarm does after the ingestion's poke
     const second = await call("GET", "/products", { token: key, headers: { "If-None-Match": etag } });
     expect(second.status).toBe(200);
     expect(second.headers.get("ETag")).not.toBe(etag);

@@ -1,0 +1,226 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import worker from "../../src/index.ts";
+import { asc, eq, inArray, sql } from "drizzle-orm";
+import { gunzipSync } from "node:zlib";
+import { beforeAll, describe, expect, it } from "vitest";
+import { SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/build.ts";
+import { readManifest, readPointer } from "../../src/catalogue/build.ts";
+import type { ProductView } from "../../src/catalogue/schema.ts";
+import { productView } from "../../src/catalogue/views.ts";
+import { database } from "../../src/platform/db.ts";
+import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
+import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
+import { buildCatalogue, createCompetitor, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { call, expectJson, randomTestIp, workCounts } from "../helpers/http.ts";
+import { ingest } from "../helpers/webhooks.ts";
+
+// A catalogue of several segments (SEGMENT_TARGET products each), written straight into D1.
+const PRODUCTS = Math.round(SEGMENT_TARGET * 2.5);
+const BRANDS = ["Sony", "acme", "Nestlé"];
+const db = () => database(env.DB);
+let key: string;
+const shopA = { id: "cmp_a", name: "Shop A" };
+const shopB = { id: "cmp_b", name: "Shop B" };
+const idle = { id: "cmp_idle", name: "Idle" };
+
+/** Rows as JSON parameters (D1 allows 100 bound parameters a statement). */
+async function insertProducts(from: number, count: number, changedVersion = 0) {
+  const rows = Array.from({ length: count }, (_, k) => {
+    const i = from + k;
+    const id = `prd_${i.toString(16).padStart(8, "0")}`;
+    return {
+      id,
+      sku: `SNAP-${i}`,
+      name: `Snapshot product ${i} ☕`,
+      brand: BRANDS[i % 3],
+      category: i % 5 === 0 ? "Kettles" : "Toasters",
+      updated_at: `2026-0${1 + (i % 3)}-01T00:00:00.000Z`,
+      changed_version: changedVersion,
+      offers: i % 4 === 0 ? [] : [{ competitor_id: i % 2 ? "cmp_a" : "cmp_b", price_minor: 100 + i }],
+    };
+  });
+  const json = JSON.stringify(rows);
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO products (id, sku, name, brand, category, created_at, updated_at, changed_version)
+       SELECT value->>'id', value->>'sku', value->>'name', value->>'brand', value->>'category', '2026-01-01T00:00:00.000Z', value->>'updated_at', value->>'changed_version' FROM json_each(?)`,
+    ).bind(json),
+    env.DB.prepare(
+      `INSERT INTO offers (product_id, competitor_id, price_minor, currency, in_stock, checked_at)
+       SELECT p.value->>'id', o.value->>'competitor_id', o.value->>'price_minor', 'USD', 1, '2026-01-02T00:00:00.000Z'
+       FROM json_each(?) p, json_each(p.value->'offers') o`,
+    ).bind(json),
+  ]);
+}
+
+/** The product views straight from D1, in id order: what every response must equal, byte for byte. */
+async function expectedProducts(): Promise<string[]> {
+  const [productRows, offerRows, competitorRows] = await db().batch([
+    db().select().from(products).orderBy(asc(products.id)),
+    db().select().from(offers).orderBy(asc(offers.productId), asc(offers.competitorId)),
+    db().select().from(competitors),
+  ]);
+  const names = new Map(competitorRows.map((row) => [row.id, row]));
+  return productRows.map((row) => JSON.stringify(productView(row, offerRows.filter((offer) => offer.productId === row.id), names)));
+}
+
+/** A price change written as ingestion writes it (version moved, product marked, one batch) but without its poke, so no alarm races the test's builds. */
+async function changePrices(skus: readonly string[]) {
+  const ids = db().select({ id: products.id }).from(products).where(inArray(products.sku, [...skus]));
+  await db().batch([
+    db().update(offers).set({ priceMinor: sql`price_minor + 1` }).where(inArray(offers.productId, ids)),
+    bumpCatalogueVersion(db()),
+    db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state)` }).where(inArray(products.sku, [...skus])),
+  ]);
+}
+
+const listBody = (lines: readonly string[]) => `{"products":[${lines.join(",")}]}`;
+const get = (path: string, headers: Record<string, string> = {}) => call("GET", path, { token: key, headers });
+/**
+ * The worker's Response itself, not through fetch (which would decode the gzip body on the way): the
+ * bytes exactly as the worker hands them to the network.
+ */
+async function rawGet(path: string, headers: Record<string, string>): Promise<Response> {
+  const request = new Request(`https://api.test${path}`, { headers: { Authorization: `Bearer ${key}`, "CF-Connecting-IP": randomTestIp(), ...headers } });
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(request, env, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
+}
+const utf8 = async (res: Response) => new TextDecoder().decode(await res.arrayBuffer());
+const gunzip = async (res: Response) => gunzipSync(new Uint8Array(await res.arrayBuffer())).toString("utf8");
+
+beforeAll(async () => {
+  key = await newApiKey();
+  await createCompetitor({ id: "cmp_a", name: "Shop A" });
+  await createCompetitor({ id: "cmp_b", name: "Shop B" });
+  await createCompetitor({ id: "cmp_idle", name: "Idle" });
+  await insertProducts(0, PRODUCTS);
+  await publishCatalogue();
+});
+
+const FILTERS: [string, (p: ProductView) => boolean][] = [
+  ["", () => true],
+  ["?sku=SNAP-1234", (p) => p.sku === "SNAP-1234"],
+  ["?sku=NOPE", () => false],
+  ["?competitor=cmp_a", (p) => p.offers.some((o) => o.competitor_id === "cmp_a")],
+  ["?competitor=cmp_idle", () => false],
+  ["?brand=SONY", (p) => p.brand === "Sony"],
+  ["?brand=nestl%C3%A9", (p) => p.brand === "Nestlé"],
+  ["?category=kettles", (p) => p.category === "Kettles"],
+  ["?updated_since=2026-03-01", (p) => p.updated_at >= "2026-03-01T00:00:00.000Z"],
+  ["?updated_since=2027-01-01", () => false],
+  ["?brand=acme&competitor=cmp_b&updated_since=2026-02-01", (p) => p.brand === "acme" && p.offers.some((o) => o.competitor_id === "cmp_b") && p.updated_at >= "2026-02-01"],
+];
+
+describe("GET /products from the snapshot", () => {
+  it("is built in segments of at most SEGMENT_TARGET products, with every product once", async () => {
+    const manifest = await readManifest(env.CATALOGUE, (await readPointer(env.CATALOGUE))!.manifest);
+    expect(manifest.segments.map((s) => s.count)).toEqual([SEGMENT_TARGET, SEGMENT_TARGET, PRODUCTS - 2 * SEGMENT_TARGET]);
+    expect(manifest.products).toBe(PRODUCTS);
+  });
+
+  it.each(FILTERS)("%s: the same bytes as the product views from D1, identity, gzip and NDJSON", async (query, keep) => {
+    const expected = (await expectedProducts()).filter((json) => keep(JSON.parse(json) as ProductView));
+    const identity = await get(`/products${query}`);
+    expect(identity.status).toBe(200);
+    expect(identity.headers.get("Content-Encoding")).toBeNull();
+    expect(await identity.text()).toBe(listBody(expected));
+
+    const gzip = await rawGet(`/products${query}`, { "Accept-Encoding": "gzip, br" });
+    expect(gzip.headers.get("Content-Encoding")).toBe("gzip");
+    expect(await gunzip(gzip)).toBe(listBody(expected));
+
+    const ndjson = await get(`/products${query}`, { Accept: "application/x-ndjson" });
+    expect(ndjson.headers.get("Content-Type")).toBe("application/x-ndjson");
+    expect(await utf8(ndjson)).toBe(expected.map((line) => `${line}\n`).join(""));
+    const ndjsonGzip = await rawGet(`/products${query}`, { Accept: "application/x-ndjson", "Accept-Encoding": "gzip" });
+    expect(await gunzip(ndjsonGzip)).toBe(expected.map((line) => `${line}\n`).join(""));
+
+    const etags = [identity, gzip, ndjson, ndjsonGzip].map((res) => res.headers.get("ETag"));
+    expect(new Set(etags).size).toBe(4);
+  });
+
+  it("an unfiltered request reads nothing from D1; 304 for each form's own ETag", async () => {
+    const forms: Record<string, string>[] = [{}, { "Accept-Encoding": "gzip" }, { Accept: "application/x-ndjson" }];
+    for (const headers of forms) {
+      const res = await get("/products", headers);
+      await res.arrayBuffer();
+      expect(workCounts(res).d1).toBe(0);
+      const cached = await get("/products", { ...headers, "If-None-Match": res.headers.get("ETag")! });
+      expect(cached.status).toBe(304);
+      expect(await cached.text()).toBe("");
+      expect(workCounts(cached).d1).toBe(0);
+    }
+  });
+
+  it("GET /competitors counts offers from the snapshot's summaries", async () => {
+    const [a, b] = await Promise.all(["cmp_a", "cmp_b"].map((id) => db().$count(offers, eq(offers.competitorId, id))));
+    const body = await expectJson(await get("/competitors"), 200);
+    expect(body.competitors.map((c: { id: string; offer_count: number }) => [c.id, c.offer_count])).toEqual([
+      ["cmp_a", a],
+      ["cmp_b", b],
+      ["cmp_idle", 0],
+    ]);
+  });
+});
+
+describe("rebuilds", () => {
+  it("a one-product change rewrites one segment, and a response begun before it streams the old snapshot whole", async () => {
+    const before = listBody(await expectedProducts());
+    const pending = await get("/products"); // headers sent, body not yet read
+    await changePrices(["SNAP-1501"]);
+    const report = await buildCatalogue();
+    expect(report).toMatchObject({ built: true, full: false, segmentsWritten: 1 });
+    expect(await pending.text()).toBe(before);
+    expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
+  });
+
+  it("a build that throws half-way leaves the previous snapshot serving; the next build completes", async () => {
+    const served = await get("/products");
+    const etag = served.headers.get("ETag")!;
+    const body = await served.text();
+    await changePrices(["SNAP-11", "SNAP-2401"]);
+    await expect(buildCatalogue({ failAfterSegments: 1 })).rejects.toThrow(/Injected failure/);
+    const after = await get("/products", { "If-None-Match": etag });
+    expect(after.status).toBe(304);
+    expect(await (await get("/products")).text()).toBe(body);
+
+    expect(await buildCatalogue()).toMatchObject({ built: true });
+    expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
+  });
+
+  it("concurrent ingestions end in a snapshot equal to D1", async () => {
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) => ingest([{ sku: `SNAP-${i * 400}`, competitor: idle, price: `${i + 3}.00` }, { sku: `SNAP-NEW-${i}`, competitor: shopA, price: "1.00" }])),
+    );
+    await buildCatalogue();
+    expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
+    const competitorsBody = await expectJson(await get("/competitors"), 200);
+    expect(competitorsBody.competitors.find((c: { id: string }) => c.id === "cmp_idle").offer_count).toBe(6);
+  });
+
+  it("a segment grown past SEGMENT_MAX splits", async () => {
+    // New ids all inside the last segment's range.
+    await insertProducts(0x10000000, SEGMENT_MAX, 1_000_000);
+    await db().batch([bumpCatalogueVersion(db()), db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state)` }).where(sql`changed_version = 1000000`)]);
+    const report = await buildCatalogue();
+    expect(report.full).toBe(false);
+    const manifest = await readManifest(env.CATALOGUE, report.manifest!);
+    expect(Math.max(...manifest.segments.map((s) => s.count))).toBeLessThanOrEqual(SEGMENT_MAX);
+    expect(manifest.segments.length).toBeGreaterThan(3);
+    expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
+  });
+
+  it("a reset (what `npm run seed` writes: rows replaced, reset_version moved) is a full build without the removed products", async () => {
+    await db().delete(priceHistory).where(sql`product_id < 'prd_00000100'`);
+    await db().delete(offers).where(sql`product_id < 'prd_00000100'`);
+    await db().delete(products).where(sql`id < 'prd_00000100'`);
+    await env.DB.prepare("UPDATE catalogue_state SET version = version + 1, reset_version = version + 1").run();
+    const report = await buildCatalogue();
+    expect(report).toMatchObject({ built: true, full: true });
+    expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
+    expect(await buildCatalogue()).toMatchObject({ built: false });
+  });
+});
