@@ -23,13 +23,13 @@ export interface Inputs {
     webhookMatchShare: number;
     /** Share of API requests that are the unfiltered full catalogue (GET /products). */
     fullCatalogueShare: number;
-    /** Isolates serving worldwide at this rate (each checks the catalogue version once a second). */
+    /** Isolates serving worldwide at this rate (each reads the catalogue snapshot's pointer in R2 once a second). */
     isolates: number;
     /** Worker CPU per request (ms); measured locally by `npm run bench`, production is usually lower. */
     cpuMsPerRequest: number;
   };
   design: {
-    /** Rows written in the key's object per admission: minute-log insert, hour and day counters, the expired log entry deleted. */
+    /** Rows written in the key's object per admission: its one state row (minute log, counters, this minute's usage); plus one usage row per active minute, amortised. */
     objectRowsWrittenPerAdmission: number;
     /** A key's object stays in memory this long after its last request before it is evicted. */
     objectIdleSeconds: number;
@@ -113,7 +113,7 @@ export const INPUTS: Inputs = {
     cpuMsPerRequest: 1.4,
   },
   design: {
-    objectRowsWrittenPerAdmission: 4,
+    objectRowsWrittenPerAdmission: 1.1,
     objectIdleSeconds: 70,
     objectActiveMsPerCall: 10,
     objectMemoryGb: 0.128,
@@ -201,15 +201,16 @@ export function simulate(i: Inputs = INPUTS) {
   // The busiest object serves one key, which its own plan caps: Premium's 300 a minute.
   const busiestKeyWritesPerSecond = 300 / 60;
 
-  // D1: last_used_at once per key per interval while its object lives; the catalogue version check;
-  // events (the change, its history row, the outbox row, the relay's mark).
+  // D1: last_used_at once per key per interval while its object lives; events (the change, its history
+  // row, the outbox row, the relay's mark). The catalogue's freshness check (each isolate once a second)
+  // reads the snapshot's pointer in R2, not D1.
   const eventsPerSecond = (w.products * w.offersPerProduct * w.changesPerOfferPerDay) / DAY;
   const lastUsedWritesPerSecond = w.keys * perKeyRate * Math.exp(-perKeyRate * Math.min(d.lastUsedIntervalSeconds, d.objectIdleSeconds));
   const versionChecksPerSecond = w.isolates;
   const d1WritesPerSecond = lastUsedWritesPerSecond + eventsPerSecond * d.d1RowsWrittenPerEvent;
   // Per event: the ingestion batch's share of one statement, and the relay's read and mark.
-  const d1QueriesPerSecond = lastUsedWritesPerSecond + versionChecksPerSecond + eventsPerSecond * 2;
-  const d1RowsReadPerDay = (versionChecksPerSecond + eventsPerSecond) * DAY;
+  const d1QueriesPerSecond = lastUsedWritesPerSecond + eventsPerSecond * 2;
+  const d1RowsReadPerDay = eventsPerSecond * DAY;
   const d1Gb =
     (w.products * d.d1BytesPerProduct +
       w.products * w.offersPerProduct * d.d1BytesPerOffer +
@@ -222,7 +223,7 @@ export function simulate(i: Inputs = INPUTS) {
   // R2: a full list reads the manifest and every segment; a batch rewrites the segments it touches and the manifest.
   const segments = Math.ceil(w.products / d.productsPerSegment);
   const fullListsPerSecond = w.requestsPerSecond * w.fullCatalogueShare;
-  const r2ReadsPerSecond = fullListsPerSecond * (segments + 1);
+  const r2ReadsPerSecond = fullListsPerSecond * (segments + 1) + versionChecksPerSecond;
   const batchesPerSecond = eventsPerSecond / w.changesPerIngestBatch;
   const segmentsTouchedPerBatch = segments * (1 - Math.exp(-w.changesPerIngestBatch / segments));
   const r2WritesPerSecond = batchesPerSecond * (segmentsTouchedPerBatch + 1);
@@ -253,7 +254,7 @@ export function simulate(i: Inputs = INPUTS) {
       demand: d1QueriesPerSecond,
       limit: i.limits.d1QueriesPerSecond,
       load: d1QueriesPerSecond / i.limits.d1QueriesPerSecond,
-      change: "take last_used_at off D1's write path (the key's object keeps it; D1 gets it in one batched write per minute for all keys, or only when it moves by an hour) and serve the catalogue version from the R2 manifest or a cached read, not one D1 query per isolate per second",
+      change: "take last_used_at off D1's write path (the key's object keeps it; D1 gets it in one batched write per minute for all keys, or only when it moves by an hour) (the catalogue's freshness check already reads R2, not D1)",
     },
     {
       what: "D1 size (GB, 10 GB per database)",
@@ -326,13 +327,13 @@ function print(i: Inputs, r: ReturnType<typeof simulate>) {
     "D1",
     `  events/s                                     ${n(r.eventsPerSecond, 1)}`,
     `  last_used_at writes/s                        ${n(r.lastUsedWritesPerSecond)}`,
-    `  catalogue version checks/s                   ${n(r.versionChecksPerSecond)}`,
+    `  catalogue pointer reads/s (R2, per isolate)  ${n(r.versionChecksPerSecond)}`,
     `  queries/s in all                             ${n(r.d1QueriesPerSecond)}`,
     `  rows read per day                            ${n(r.d1RowsReadPerDay)}`,
     `  size after ${i.design.historyDays} days of history           ${n(r.d1Gb, 1)} GB (full after ${n(Math.max(0, r.d1DaysToFull))} days)`,
     "R2",
     `  segments                                     ${n(r.segments)}`,
-    `  reads/s (full lists × (segments + manifest)) ${n(r.r2ReadsPerSecond, 1)}`,
+    `  reads/s (full lists × segments, pointers)    ${n(r.r2ReadsPerSecond, 1)}`,
     `  writes/s (segments + manifest per batch)     ${n(r.r2WritesPerSecond, 2)}; manifest ${n(r.manifestWritesPerSecond, 2)}/s`,
     "Queues",
     `  messages/s (events + deliveries)             ${n(r.queueMessagesPerSecond, 1)} (${n(r.deliveriesPerSecond, 1)} deliveries)`,

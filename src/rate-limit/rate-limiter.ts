@@ -5,10 +5,24 @@ import type { Decision, Granularity, KeyAdmission, KeyState, Limits, ShortCircui
 import { UsageLog } from "./usage-log.ts";
 import { MINUTE_MS, Usage } from "./window.ts";
 
+/** The one row that holds a bucket's counters: written once per decision, read once per wake. */
+interface StateRow extends Record<string, SqlStorageValue> {
+  log: string;
+  hour_start: number;
+  hour_count: number;
+  day_start: number;
+  day_count: number;
+  usage_minute: number;
+  usage_admitted: number;
+  usage_refused: number;
+}
+
 /**
  * One object per bucket: an API key (named by its hash), an account, an admin subject or a client IP.
  * It decides admission and counts in one round trip. Calls run one at a time and the counters are in
  * its SQLite storage, written before the answer leaves, so neither concurrency nor eviction admits extra.
+ * All of a decision's counting (the minute log, the hour and day counters, this minute's usage) is one
+ * row, written with one statement: a storage write is what an admission costs most, here and deployed.
  */
 export class RateLimiter extends DurableObject<Env> {
   private readonly usage: Usage;
@@ -19,13 +33,15 @@ export class RateLimiter extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const sql = ctx.storage.sql;
-    sql.exec(`CREATE TABLE IF NOT EXISTS minute_log (at INTEGER NOT NULL);
-      CREATE TABLE IF NOT EXISTS counters (period TEXT PRIMARY KEY, start INTEGER NOT NULL, count INTEGER NOT NULL);
+    sql.exec(`CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
+        hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL,
+        usage_minute INTEGER NOT NULL, usage_admitted INTEGER NOT NULL, usage_refused INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS key_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);`);
-    const log = sql.exec<{ at: number }>("SELECT at FROM minute_log ORDER BY at").toArray().map((r) => r.at);
-    const counters = new Map(sql.exec<{ period: string; start: number; count: number }>("SELECT * FROM counters").toArray().map((r) => [r.period, r]));
-    this.usage = new Usage(log, counters.get("hour"), counters.get("day"));
-    this.usageLog = new UsageLog(sql);
+    const row = sql.exec<StateRow>("SELECT * FROM state").toArray()[0] ?? fromPerRowTables(sql);
+    this.usage = row
+      ? new Usage(JSON.parse(row.log) as number[], { start: row.hour_start, count: row.hour_count }, { start: row.day_start, count: row.day_count })
+      : new Usage();
+    this.usageLog = new UsageLog(sql, row ? { minute: row.usage_minute, admitted: row.usage_admitted, refused: row.usage_refused } : undefined);
     const stored = sql.exec<{ state: string }>("SELECT state FROM key_state").toArray()[0];
     // States stored before keys could expire have no `expiresAt`: they never expire.
     this.key = stored ? ({ expiresAt: null, ...JSON.parse(stored.state) } as KeyState) : undefined;
@@ -33,7 +49,11 @@ export class RateLimiter extends DurableObject<Env> {
 
   /** Admission for a bucket whose limits the caller knows (account, admin subject, client IP). */
   admit(limits: Limits): Decision {
-    return this.count(Date.now(), limits);
+    const now = Date.now();
+    const slid = this.usage.slide(now);
+    const decision = this.usage.decide(now, limits);
+    if (decision.allowed || slid > 0) this.persist(); // a refusal changes nothing to keep
+    return decision;
   }
 
   /**
@@ -47,10 +67,13 @@ export class RateLimiter extends DurableObject<Env> {
     const now = Date.now();
     if (key.status !== "active" || (key.expiresAt !== null && now >= key.expiresAt)) {
       this.usageLog.record(now, false, shortCircuited);
+      this.persist();
       return key.status === "active" ? { status: "expired", expiresAt: key.expiresAt!, d1Queries } : { status: key.status, d1Queries };
     }
-    const decision = this.count(now, key.limits);
+    this.usage.slide(now);
+    const decision = this.usage.decide(now, key.limits);
     this.usageLog.record(now, decision.allowed, shortCircuited);
+    this.persist();
     if (decision.allowed) this.scheduleLastUsed(now);
     return { status: "active", keyId: key.keyId, accountId: key.accountId, expiresAt: key.expiresAt, decision, d1Queries };
   }
@@ -70,6 +93,7 @@ export class RateLimiter extends DurableObject<Env> {
   /** The key's usage, `from` ≤ bucket start < `to`; refusals an isolate still held for it are counted first. */
   usageBuckets(granularity: Granularity, from: number, to: number, shortCircuited: ShortCircuited = []): UsageCount[] {
     for (const [minute, refused] of shortCircuited) this.usageLog.recordRefusals(minute, refused);
+    if (shortCircuited.length > 0) this.persist();
     return this.usageLog.read(granularity, from, to);
   }
 
@@ -102,16 +126,43 @@ export class RateLimiter extends DurableObject<Env> {
     this.ctx.storage.sql.exec("INSERT OR REPLACE INTO key_state (id, state) VALUES (1, ?)", JSON.stringify(state));
   }
 
-  private count(now: number, limits: Limits): Decision {
-    const sql = this.ctx.storage.sql;
-    if (this.usage.slide(now) > 0) sql.exec("DELETE FROM minute_log WHERE at <= ?", now - MINUTE_MS);
-    const decision = this.usage.decide(now, limits);
-    if (decision.allowed) {
-      sql.exec("INSERT INTO minute_log (at) VALUES (?)", now);
-      const { hour, day } = this.usage;
-      // One statement for both counters, so counting usage too keeps an admission at three statements.
-      sql.exec("INSERT OR REPLACE INTO counters (period, start, count) VALUES ('hour', ?, ?), ('day', ?, ?)", hour.start, hour.count, day.start, day.count);
-    }
-    return decision;
+  private persist() {
+    const { minuteLog, hour, day } = this.usage;
+    const { minute, admitted, refused } = this.usageLog.pending;
+    this.ctx.storage.sql.exec(
+      "INSERT OR REPLACE INTO state VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
+      JSON.stringify(minuteLog),
+      hour.start,
+      hour.count,
+      day.start,
+      day.count,
+      minute,
+      admitted,
+      refused,
+    );
   }
+}
+
+/**
+ * Storage written before the one-row state (a row per admitted request in minute_log, a row per
+ * period in counters): read once into the new row and dropped, so a deploy hands out nothing twice.
+ */
+function fromPerRowTables(sql: SqlStorage): StateRow | undefined {
+  const old = sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('minute_log', 'counters')").toArray();
+  if (old.length < 2) return undefined;
+  const log = sql.exec<{ at: number }>("SELECT at FROM minute_log ORDER BY at").toArray().map((r) => r.at);
+  const counters = new Map(sql.exec<{ period: string; start: number; count: number }>("SELECT * FROM counters").toArray().map((r) => [r.period, r]));
+  const row: StateRow = {
+    log: JSON.stringify(log),
+    hour_start: counters.get("hour")?.start ?? 0,
+    hour_count: counters.get("hour")?.count ?? 0,
+    day_start: counters.get("day")?.start ?? 0,
+    day_count: counters.get("day")?.count ?? 0,
+    usage_minute: 0,
+    usage_admitted: 0,
+    usage_refused: 0,
+  };
+  sql.exec("INSERT INTO state VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)", ...Object.values(row));
+  sql.exec("DROP TABLE minute_log; DROP TABLE counters;");
+  return row;
 }

@@ -7,9 +7,17 @@ const LEVELS = ["minute", "hour", "day"] as const;
 /** How long a row may outstay its window before a fold is due: folds come in batches, not on every decision. */
 const FOLD_SLACK_MS: Record<Granularity, number> = { minute: BUCKET_MS.hour, hour: BUCKET_MS.day, day: BUCKET_MS.day };
 
+/** The current minute's counts: kept in the object's state row (one write per decision), moved to the table when the minute ends. */
+export interface PendingMinute {
+  minute: number;
+  admitted: number;
+  refused: number;
+}
+
 /**
  * A key's admitted and refused requests, in its object's SQLite, so an eviction loses none.
- * Each decision is one upsert into its minute's row. Rows that have left their window are folded into the
+ * The current minute's counts travel in the object's one state row (src/rate-limit/rate-limiter.ts
+ * writes it once per decision); when a decision falls in a new minute, the finished one becomes a row here. Rows that have left their window are folded into the
  * next coarser level (minutes older than 24 h into hours, hours older than 30 days into days) and days older
  * than a year are dropped, lazily: once the oldest row of a level is more than its slack past the window
  * (an hour for minutes, a day for hours and days). Each level holds only what the finer ones no longer do,
@@ -19,7 +27,11 @@ export class UsageLog {
   /** The oldest row's start per level (Infinity for none), so a decision knows without a query whether a fold is due. */
   private oldest: number[] = [];
 
-  constructor(private readonly sql: SqlStorage) {
+  constructor(
+    private readonly sql: SqlStorage,
+    /** Counted but not yet in the table; the caller persists it with its state. */
+    public pending: PendingMinute = { minute: 0, admitted: 0, refused: 0 },
+  ) {
     sql.exec(`CREATE TABLE IF NOT EXISTS usage (level INTEGER NOT NULL, start INTEGER NOT NULL,
       admitted INTEGER NOT NULL, refused INTEGER NOT NULL, PRIMARY KEY (level, start)) WITHOUT ROWID`);
     this.readOldest();
@@ -27,20 +39,27 @@ export class UsageLog {
 
   /** One decision at `now`, and refusals the isolate answered from its memory in earlier minutes. */
   record(now: number, allowed: boolean, shortCircuited: ShortCircuited = []): void {
-    this.fold(now);
-    this.add(bucketStart(now, "minute"), allowed ? 1 : 0, allowed ? 0 : 1);
-    for (const [minute, refused] of shortCircuited) this.recordRefusals(minute, refused);
+    const minute = bucketStart(now, "minute");
+    if (minute !== this.pending.minute) {
+      if (this.pending.admitted + this.pending.refused > 0) this.add(this.pending.minute, this.pending.admitted, this.pending.refused);
+      this.pending = { minute, admitted: 0, refused: 0 };
+    }
+    this.fold(now); // after the finished minute is in the table, so a fold takes it too if it is old
+    if (allowed) this.pending.admitted++;
+    else this.pending.refused++;
+    for (const [refusedIn, refused] of shortCircuited) this.recordRefusals(refusedIn, refused);
   }
 
-  /** Refusals the isolate answered from its memory in `minute`, handed over on a usage read. */
+  /** Refusals the isolate answered from its memory in `minute`, handed over on its next call. */
   recordRefusals(minute: number, refused: number): void {
-    this.add(minute, 0, refused);
+    if (minute === this.pending.minute) this.pending.refused += refused;
+    else this.add(minute, 0, refused);
   }
 
   /** Buckets with something counted, `from` ≤ start < `to` (both aligned to `granularity`), oldest first. */
   read(granularity: Granularity, from: number, to: number): UsageCount[] {
     const width = BUCKET_MS[granularity];
-    return this.sql
+    const stored = this.sql
       .exec<{ start: number; admitted: number; refused: number }>(
         `SELECT start - start % ? AS start, sum(admitted) AS admitted, sum(refused) AS refused FROM usage
          WHERE level <= ? AND start >= ? AND start < ? GROUP BY 1 ORDER BY 1`,
@@ -50,6 +69,16 @@ export class UsageLog {
         to,
       )
       .toArray();
+    const { minute, admitted, refused } = this.pending;
+    if (admitted + refused === 0 || minute < from || minute >= to) return stored;
+    const start = minute - (minute % width);
+    const bucket = stored.find((row) => row.start === start);
+    if (bucket) {
+      bucket.admitted += admitted;
+      bucket.refused += refused;
+      return stored;
+    }
+    return [...stored, { start, admitted, refused }].sort((a, b) => a.start - b.start);
   }
 
   private add(minute: number, admitted: number, refused: number) {

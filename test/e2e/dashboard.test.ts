@@ -507,10 +507,14 @@ describe("dashboard in Chromium", () => {
     expect((await getProducts(newKey)).status).toBe(200);
     const cards = page.locator("#keys li", { hasText: "Rotating" });
     await expect.poll(() => cards.count()).toBe(2);
-    const old = cards.filter({ hasText: oldKey.slice(0, 17) });
-    expect(await old.textContent()).toContain("Replaced by");
+    // Each card also names the other's prefix (the rotation links), so they are told apart by the link's wording.
+    const old = cards.filter({ hasText: "Replaced by" });
+    const successor = cards.filter({ hasText: "Replaces" });
+    expect(await old.count()).toBe(1);
+    expect(await successor.count()).toBe(1);
+    expect(await old.locator("code").first().textContent()).toBe(`${oldKey.slice(0, 17)}…`);
+    expect(await successor.locator("code").first().textContent()).toBe(`${newKey.slice(0, 17)}…`);
     expect(await old.locator("time", { hasText: /^expires in/ }).textContent()).toMatch(/^expires in (1 hour|60 minutes)$/);
-    expect(await cards.filter({ hasText: newKey.slice(0, 17) }).textContent()).toContain("Replaces");
     expect(await old.getByRole("button", { name: /^Rotate/ }).count()).toBe(0); // a rotated key cannot be rotated again
     await screenshotBoth(page, "keys-after-rotation");
     expect(problems).toEqual([]);

@@ -1,55 +1,21 @@
 /**
- * Wire shapes of the second-wave routes (key expiry and rotation, usage, webhook management), written
- * from /work/shared/contract.md "Second wave" because the routes are being built alongside this page.
- * Once they land, these are replaced by the generated client's types (client/schema.d.ts, via
- * `npm run client:generate`) and this module goes away. Everything else comes from the generated client.
+ * The wire shapes the page uses, by the names it uses them under: every one is the generated
+ * client's type (client/schema.d.ts, from the routes' own zod schemas via `npm run client:generate`),
+ * so the page cannot drift from the API.
  */
-import type { components } from "../../../client/schema.d.ts";
+import type { components, operations } from "../../../client/schema.d.ts";
 
 type Schemas = components["schemas"];
 
-/** A key record: `status` gains "expired"; expiry and rotation links are null when none. */
-export type ApiKey = Omit<Schemas["ApiKey"], "status"> & {
-  status: "active" | "expired" | "revoked";
-  expires_at: string | null;
-  rotated_from: string | null;
-  rotated_to: string | null;
-};
-
+export type ApiKey = Schemas["ApiKey"];
 /** POST /api-keys and POST /api-keys/:id/rotate: the record plus the full key, shown once. */
-export type CreatedApiKey = ApiKey & { key: string };
-
-export type Granularity = "minute" | "hour" | "day";
-
-export interface UsageBucket {
-  start: string;
-  admitted: number;
-  refused: number;
-}
-
-/** GET /api-keys/:id/usage (with key_id) and GET /account/usage. */
-export interface Usage {
-  key_id?: string;
-  granularity: Granularity;
-  buckets: UsageBucket[];
-}
-
-/** PATCH /webhooks/:id; every field optional. */
-export interface WebhookPatch {
-  url?: string;
-  events?: Schemas["Webhook"]["events"];
-  min_change_pct?: number;
-  description?: string;
-  status?: "enabled" | "disabled";
-}
-
+export type CreatedApiKey = Schemas["CreatedApiKey"];
+export type UsageBucket = Schemas["UsageBucket"];
+/** GET /api-keys/:id/usage (with key_id) or GET /account/usage. */
+export type Usage = Schemas["KeyUsage"] | Schemas["AccountUsage"];
+export type Granularity = Usage["granularity"];
+export type WebhookPatch = operations["updateWebhook"]["requestBody"]["content"]["application/json"];
 /** POST /webhooks/:id/rotate-secret: the webhook with its new secret, shown once. */
-export type RotatedWebhookSecret = Schemas["Webhook"] & { secret: string };
-
-/** POST /webhooks/:id/replay → 202. */
-export interface ReplayQueued {
-  queued: number;
-}
-
-/** A delivery record keeps the first 1 KiB of the receiver's answer. */
-export type Delivery = Schemas["Delivery"] & { response_excerpt: string | null };
+export type RotatedWebhookSecret = Schemas["CreatedWebhook"];
+export type ReplayQueued = Schemas["ReplayQueued"];
+export type Delivery = Schemas["Delivery"];
