@@ -1411,7 +1411,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description Events after this one (a previous page's next_cursor, or the last id you saw) */
+                /** @description Events after this one (a previous page's next_cursor, or the last id you saw); an event older than 30 days or unknown is 410 */
                 after?: string;
                 /** @description Events at or after this instant; an ISO-8601 date or date-time */
                 since?: string;
@@ -1499,7 +1499,7 @@ export interface operations {
             query?: {
                 /** @description minute (the last 24 h), hour (the last 30 days) or day (the last year); minute by default */
                 granularity?: "minute" | "hour" | "day";
-                /** @description The first bucket: the one holding this instant (clipped to the granularity's window); an ISO-8601 date or date-time */
+                /** @description The first bucket: the one holding this instant (clipped to the granularity's window); before to; an ISO-8601 date or date-time */
                 from?: string;
                 /** @description Buckets starting before this instant (clipped to the granularity's window); an ISO-8601 date or date-time */
                 to?: string;
@@ -1582,7 +1582,7 @@ export interface operations {
                      */
                     name: string;
                     /**
-                     * @description When the key stops working (ISO-8601, in the future, at most 1 year ahead); none by default
+                     * @description When the key stops working (ISO-8601 date or date-time, in the future, at most 1 year ahead); none by default
                      * @example 2027-01-31T12:00:00Z
                      */
                     expires_at?: string;
@@ -1672,7 +1672,7 @@ export interface operations {
             query?: {
                 /** @description minute (the last 24 h), hour (the last 30 days) or day (the last year); minute by default */
                 granularity?: "minute" | "hour" | "day";
-                /** @description The first bucket: the one holding this instant (clipped to the granularity's window); an ISO-8601 date or date-time */
+                /** @description The first bucket: the one holding this instant (clipped to the granularity's window); before to; an ISO-8601 date or date-time */
                 from?: string;
                 /** @description Buckets starting before this instant (clipped to the granularity's window); an ISO-8601 date or date-time */
                 to?: string;
@@ -2124,11 +2124,15 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description Events at or after this instant (at most 30 days ago)
+                     * Format: date-time
+                     * @description Events at or after this instant; events are kept 30 days, so an earlier one means 30 days ago
                      * @example 2026-01-31T12:00:00Z
                      */
                     since: string;
-                    /** @description Events before this instant; now by default */
+                    /**
+                     * Format: date-time
+                     * @description Events before this instant, later than since; now by default
+                     */
                     until?: string;
                     /**
                      * @description Only events this webhook has not received: its last delivery failed for good, or none was made

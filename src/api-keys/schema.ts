@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isoTimestamp, strictQuery, when } from "../http/query.ts";
+import { DATE_OR_DATE_TIME, isoTimestamp, strictQuery, when } from "../http/query.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
 
@@ -31,7 +31,11 @@ const expiresAt = z
   .pipe(isoTimestamp)
   .refine((at) => Date.parse(at) > Date.now(), { error: "must be in the future" })
   .refine((at) => Date.parse(at) <= Date.now() + YEAR_MS, { error: "must be at most 1 year ahead" })
-  .meta({ description: "When the key stops working (ISO-8601, in the future, at most 1 year ahead); none by default", example: "2027-01-31T12:00:00Z" });
+  .meta({
+    ...DATE_OR_DATE_TIME,
+    description: "When the key stops working (ISO-8601 date or date-time, in the future, at most 1 year ahead); none by default",
+    example: "2027-01-31T12:00:00Z",
+  });
 
 export const createKeyBody = z.strictObject({ name: keyName, expires_at: expiresAt.optional() }, jsonObject);
 
@@ -85,7 +89,7 @@ export const usageQuery = strictQuery({
     .enum(GRANULARITIES, { error: `must be one of ${GRANULARITIES.join(", ")}` })
     .default("minute")
     .meta({ description: "minute (the last 24 h), hour (the last 30 days) or day (the last year); minute by default" }),
-  from: when("The first bucket: the one holding this instant (clipped to the granularity's window)", "2026-01-31T00:00:00Z"),
+  from: when("The first bucket: the one holding this instant (clipped to the granularity's window); before to", "2026-01-31T00:00:00Z"),
   to: when("Buckets starting before this instant (clipped to the granularity's window)", "2026-01-31T12:00:00Z"),
 }).refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { error: "must be before to", path: ["from"] });
 export type UsageQuery = z.infer<typeof usageQuery>;

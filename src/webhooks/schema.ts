@@ -84,13 +84,14 @@ export const MAX_REPLAY_EVENTS = 10_000;
 const instant = z
   .string({ error: required("string") })
   .refine((s) => z.iso.datetime({ offset: true }).safeParse(s).success, { error: "must be an ISO-8601 date-time, e.g. 2026-01-31T12:00:00Z" })
-  .transform((s) => new Date(s).toISOString());
+  .transform((s) => new Date(s).toISOString())
+  .meta({ format: "date-time" });
 
 export const replayBody = z
   .strictObject(
     {
-      since: instant.meta({ description: "Events at or after this instant (at most 30 days ago)", example: "2026-01-31T12:00:00Z" }),
-      until: instant.optional().meta({ description: "Events before this instant; now by default" }),
+      since: instant.meta({ description: "Events at or after this instant; events are kept 30 days, so an earlier one means 30 days ago", example: "2026-01-31T12:00:00Z" }),
+      until: instant.optional().meta({ description: "Events before this instant, later than since; now by default" }),
       only_failed: z
         .boolean({ error: required("boolean") })
         .default(false)

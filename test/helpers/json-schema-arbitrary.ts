@@ -8,7 +8,9 @@ import fc from "fast-check";
  * value that the same schema refuses, each with the field it breaks.
  *
  * Where a description narrows what JSON Schema says, the generator follows the description:
- * date-times are in the past ("at most 5 minutes ahead") and URIs are https:// on a public name.
+ * date-times are in the past ("at most 5 minutes ahead") unless the field is "in the future", then
+ * they span a day ago to two years ahead (so both sides of "at most 1 year ahead" come up), and
+ * URIs are https:// on a public name.
  */
 
 export type Schema = Record<string, any>;
@@ -20,15 +22,21 @@ const EARLIEST = new Date("2000-01-01T00:00:00Z");
 /** Any Unicode code point (astral ones too: JSON Schema lengths count code points). */
 const text = (constraints: { minLength?: number; maxLength?: number } = {}) => fc.string({ unit: "binary", ...constraints });
 
-const dateTime = () => fc.date({ min: EARLIEST, max: new Date(), noInvalidDate: true }).map((d) => d.toISOString());
+const DAY_MS = 86_400_000;
+const dateTime = (future: boolean) => {
+  const now = Date.now();
+  const [min, max] = future ? [now - DAY_MS, now + 2 * 365 * DAY_MS] : [EARLIEST.getTime(), now];
+  return fc.date({ min: new Date(min), max: new Date(max), noInvalidDate: true }).map((d) => d.toISOString());
+};
 const httpsUrl = () => fc.webUrl({ validSchemes: ["https"], withQueryParameters: true }).filter((url) => url.length <= 200);
 
 function stringArbitrary(schema: Schema): fc.Arbitrary<string> {
   const minLength = schema.minLength ?? 0;
   const maxLength = schema.maxLength ?? minLength + 40;
   const fits = (s: string) => [...s].length >= minLength && [...s].length <= maxLength;
-  if (schema.format === "date-time") return dateTime();
-  if (schema.format === "date") return dateTime().map((s) => s.slice(0, 10));
+  const future = /in the future/.test(schema.description ?? "");
+  if (schema.format === "date-time") return dateTime(future);
+  if (schema.format === "date") return dateTime(future).map((s) => s.slice(0, 10));
   if (schema.format === "uri") return httpsUrl().filter(fits);
   if (schema.pattern) {
     // An unanchored pattern only has to occur somewhere: pad it with free text.

@@ -77,17 +77,31 @@ async function credential(operation: Operation): Promise<string> {
 
 async function send(operation: Operation, request: Request): Promise<Response> {
   const path = operation.template.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(request.path[name]!));
-  const query = new URLSearchParams(Object.entries(request.query).map(([k, v]) => [k, String(v)])).toString();
+  // An array is the parameter repeated (`?type=a&type=b`); an empty one is the parameter left out.
+  const query = new URLSearchParams(Object.entries(request.query).flatMap(([k, v]) => [v].flat().map((item) => [k, String(item)]))).toString();
   return call(operation.method.toUpperCase(), query ? `${path}?${query}` : path, { token: await credential(operation), body: request.body });
 }
 
+const YEAR_MS = 365 * 86_400_000;
+const notBefore = (earlier: unknown, later: unknown) => typeof earlier === "string" && typeof later === "string" && Date.parse(earlier) >= Date.parse(later);
+
 /**
  * The rules the document states in words because JSON Schema cannot say them (they relate two
- * fields): the 400 detail a request breaking one must get, or undefined.
+ * fields, or a field and the clock): the 400 detail a request breaking one must get, or undefined.
  */
 function describedRuleBroken(operation: Operation, request: Request): string | undefined {
   const { from, to } = request.query;
-  if (operation.template === "/products/{id}/history" && from && to && Date.parse(from) >= Date.parse(to)) return "to: must be later than from";
+  if (operation.template === "/products/{id}/history" && notBefore(from, to)) return "to: must be later than from";
+  if ((operation.template === "/account/usage" || operation.template === "/api-keys/{id}/usage") && notBefore(from, to)) return "from: must be before to";
+  if (operation.template === "/webhooks/{id}/replay") {
+    const { since, until } = request.body as { since: string; until?: string };
+    if (notBefore(since, until)) return "until: must be later than since";
+  }
+  if (operation.template === "/api-keys" && operation.method === "post") {
+    const expiresAt = (request.body as { expires_at?: string }).expires_at;
+    if (expiresAt !== undefined && Date.parse(expiresAt) <= Date.now()) return "expires_at: must be in the future";
+    if (expiresAt !== undefined && Date.parse(expiresAt) > Date.now() + YEAR_MS) return "expires_at: must be at most 1 year ahead";
+  }
   if (operation.template === "/admin/observations") {
     const observations = (request.body as { observations: Record<string, any>[] }).observations;
     for (const [i, observation] of observations.entries()) {
