@@ -1,16 +1,13 @@
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { call, expectJson } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
 import { accountToken } from "../helpers/tokens.ts";
+import { fakeDateAt } from "../helpers/clock.ts";
 
 // A fake Date, shared by the worker and its Durable Objects in these tests.
 const T0 = Date.parse("2030-06-01T10:00:00Z");
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  vi.setSystemTime(T0);
-});
-afterEach(() => vi.useRealTimers());
+fakeDateAt(T0);
 
 const get = (key: string) => call("GET", "/competitors", { token: key });
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -1,21 +1,18 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { accountWithKey, addKey } from "../helpers/keys.ts";
 import { accountToken } from "../helpers/tokens.ts";
+import { fakeDateAt } from "../helpers/clock.ts";
 
 // A fake Date, shared by the worker and its Durable Objects in these tests. T0 is 30 s into a minute.
 const T0 = Date.parse("2030-03-10T12:00:30Z");
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  vi.setSystemTime(T0);
-});
-afterEach(() => vi.useRealTimers());
+fakeDateAt(T0);
 
 const at = (ms: number) => vi.setSystemTime(T0 + ms);
 const get = (key: string) => call("GET", "/competitors", { token: key });

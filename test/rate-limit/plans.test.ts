@@ -1,19 +1,16 @@
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
 import { PLAN_LIMITS } from "../../src/accounts/plans.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { accountWithKey, addKey } from "../helpers/keys.ts";
 import { adminToken } from "../helpers/tokens.ts";
+import { fakeDateAt } from "../helpers/clock.ts";
 
 // Time is controlled with a fake Date, which the worker and its Durable Objects share in these tests.
 const T0 = Date.parse("2030-01-01T00:00:00Z");
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  vi.setSystemTime(T0);
-});
-afterEach(() => vi.useRealTimers());
+fakeDateAt(T0);
 
 const at = (ms: number) => vi.setSystemTime(T0 + ms);
 // Any data route will do: admission happens before routing.

@@ -1,16 +1,13 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, expect, it, vi } from "vitest";
+import { expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
 import { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
 import { accountWithKey } from "../helpers/keys.ts";
+import { fakeDateAt } from "../helpers/clock.ts";
 
 const T0 = Date.parse("2030-07-01T09:00:10Z");
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  vi.setSystemTime(T0);
-});
-afterEach(() => vi.useRealTimers());
+fakeDateAt(T0);
 
 /**
  * What a decision costs the key's object: SQL statements, counted at the object's own SqlStorage.
