@@ -13,6 +13,9 @@ import { ApiError, notFound, onError } from "../../src/http/errors.ts";
 import { loadKeyState } from "../../src/rate-limit/key-store.ts";
 import type { Limits } from "../../src/rate-limit/types.ts";
 
+/** Each peer exports it: the product's catalogue routes poke the snapshot's builder. */
+export { CatalogueBuilder } from "../../src/catalogue/builder.ts";
+
 export interface PeerEnv<Bindings> {
   Bindings: Bindings & AppEnv["Bindings"];
   Variables: AppEnv["Variables"] & { limits: Limits };

@@ -2,4 +2,5 @@
 import { floorWorker } from "../floor.ts";
 
 export { FloorObject } from "../floor.ts";
+export { CatalogueBuilder } from "../shared.ts";
 export default floorWorker("noop");

@@ -8,6 +8,7 @@ import { rateLimiter } from "hono-rate-limiter";
 import { lookUpKeyInD1, peerApp, type PeerEnv } from "../shared.ts";
 
 export { DurableObjectRateLimiter } from "@hono-rate-limiter/cloudflare";
+export { CatalogueBuilder } from "../shared.ts";
 
 type HrlEnv = PeerEnv<{ HRL_CACHE: DurableObjectNamespace<DurableObjectRateLimiter> }>;
 

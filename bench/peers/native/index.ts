@@ -5,6 +5,7 @@
 import { PLAN_LIMITS } from "../../../src/accounts/plans.ts";
 import { ApiError } from "../../../src/http/errors.ts";
 import { lookUpKeyInD1, peerApp, type PeerEnv } from "../shared.ts";
+export { CatalogueBuilder } from "../shared.ts";
 
 type NativeEnv = PeerEnv<{ FREE_LIMITER: RateLimit; STANDARD_LIMITER: RateLimit; PREMIUM_LIMITER: RateLimit }>;
 
