@@ -16,8 +16,12 @@ async function get(url: string, headers: Record<string, string> = {}): Promise<{
 
 const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
 
-/** A query that matches nothing: the whole admission path, the handler, and a tiny body. */
-export const SMALL_PATH = "/products?sku=bench-none";
+/**
+ * A query that matches nothing: the whole admission path, the handler, and a tiny body. A brand no
+ * product has is answered from the snapshot's manifest alone (no segment read, no D1; a sku filter
+ * looks the sku up in D1).
+ */
+export const SMALL_PATH = "/products?brand=bench-none";
 
 // ---- Exactness ------------------------------------------------------------------------------------
 

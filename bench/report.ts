@@ -122,7 +122,7 @@ export function report(r: Results): string {
     }
   };
   rows(`GET /products (${int(s.products)} products, ${kb(full.bare.bytes)})`, full);
-  rows(`GET /products?sku=… (no match, ${int(small.bare.bytes)} B)`, small);
+  rows(`GET /products?brand=… (no match, ${int(small.bare.bytes)} B)`, small);
   const failures = LOADED.filter((n) => full[n].non2xx + full[n].errors + small[n].non2xx + small[n].errors > 0);
   push(
     "",
@@ -143,9 +143,8 @@ export function report(r: Results): string {
 
   // ---- Aims ----
   const seen = r.work.seen;
-  // The catalogue's freshness check (one tiny D1 read per isolate per second, src/catalogue/service.ts)
-  // is counted too; anything more would be the key path.
-  const versionChecks = Math.ceil(seen.seconds) + 1;
+  // The key object's one D1 read when it first wakes; the catalogue's freshness check reads R2, not D1.
+  const firstWake = 1;
   const revocationLag = r.revocations.reduce((sum, t) => sum + t.admittedAfter, 0);
   // The issue's aims, each judged on both requests (small response and the full list) of this run.
   const both = (measure: (t: Record<WorkerName, Summary>) => number, show: (n: number) => string, ok: (n: number) => boolean): [string, boolean] => {
@@ -168,8 +167,8 @@ export function report(r: Results): string {
     ["zero revocation lag (ours)", `${revocationLag} admitted after DELETE answered (${r.revocations.length} trial(s))`, revocationLag === 0],
     [
       "zero D1 queries per request for a seen key (ours)",
-      `${seen.withD1} of ${seen.samples} requests made one (in ${seen.seconds.toFixed(1)} s; the catalogue's once-a-second version check allows ${versionChecks})`,
-      seen.withD1 <= versionChecks,
+      `${seen.withD1} of ${seen.samples} requests made one (in ${seen.seconds.toFixed(1)} s; a key's first request reads it once)`,
+      seen.withD1 <= firstWake,
     ],
   ];
   // A quick run's 2 s loads, one round, are a smoke test: its throughput verdicts are rough.
