@@ -62,7 +62,7 @@ const { values: args } = parseArgs({
 });
 
 const MODES = {
-  full: { webhookSamples: 30, loadKeys: 1000, connections: 16, warmupSeconds: 3, loadSeconds: 5, rounds: 3, revocationTrials: 3, seenSamples: 200, catalogueSeconds: 5, watchdogSeconds: 480 },
+  full: { webhookSamples: 30, loadKeys: 1000, connections: 16, warmupSeconds: 3, loadSeconds: 5, rounds: 3, revocationTrials: 3, seenSamples: 200, catalogueSeconds: 5, watchdogSeconds: 900 },
   quick: { webhookSamples: 8, loadKeys: 200, connections: 16, warmupSeconds: 1, loadSeconds: 2, rounds: 1, revocationTrials: 1, seenSamples: 40, catalogueSeconds: 1.5, watchdogSeconds: 240 },
 };
 for (const name of ["connections", "seconds"] as const) {
