@@ -70,7 +70,8 @@ export const webhookPatchBody = z
     },
     jsonObject,
   )
-  .refine((body) => Object.values(body).some((value) => value !== undefined), { error: "name at least one of url, events, min_change_pct, description, status" });
+  .refine((body) => Object.values(body).some((value) => value !== undefined), { error: "name at least one of url, events, min_change_pct, description, status" })
+  .meta({ minProperties: 1 });
 export type WebhookPatch = z.output<typeof webhookPatchBody>;
 
 export const rotateSecretBody = z.strictObject(

@@ -3,7 +3,7 @@ import fc from "fast-check";
 /**
  * fast-check arbitraries from JSON Schema, for the keywords GET /openapi.json uses in its request
  * schemas: $ref, const, enum, anyOf/oneOf, type (and type lists with "null"), pattern,
- * format date/date-time/uri, min/maxLength, minimum/maximum/multipleOf, properties/required/
+ * format date/date-time/uri, min/maxLength, minimum/maximum/multipleOf, properties/required/minProperties/
  * additionalProperties, items/minItems/maxItems. And `mutations`: one-change variants of a valid
  * value that the same schema refuses, each with the field it breaks.
  *
@@ -61,7 +61,9 @@ function numberArbitrary(schema: Schema, integer: boolean): fc.Arbitrary<number>
 function objectArbitrary(schema: Schema, resolve: Resolve): fc.Arbitrary<Record<string, unknown>> {
   const properties: Record<string, Schema> = schema.properties ?? {};
   const record = Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, arbitrary(property, resolve)]));
-  return fc.record(record, { requiredKeys: (schema.required ?? []) as string[] }) as fc.Arbitrary<Record<string, unknown>>;
+  const objects = fc.record(record, { requiredKeys: (schema.required ?? []) as string[] }) as fc.Arbitrary<Record<string, unknown>>;
+  const least: number = schema.minProperties ?? 0;
+  return least > 0 ? objects.filter((value) => Object.keys(value).length >= least) : objects;
 }
 
 /** Values the schema accepts. */
