@@ -40,6 +40,8 @@ export interface KeyCounts {
   admitted: number;
   refused: number;
   other: number;
+  /** Requests handed to a connection: more than the answers by those still in flight when the load stopped (the server may have counted them). */
+  sent: number;
 }
 
 export interface SoakLoadResult {
@@ -62,7 +64,7 @@ export interface SoakLoadResult {
 const job = JSON.parse(readFileSync(process.argv[2]!, "utf8")) as SoakJob;
 const keys = [...job.underLimit, ...job.overLimit];
 const overLimitFrom = job.underLimit.length;
-const counts: KeyCounts[] = keys.map(() => ({ admitted: 0, refused: 0, other: 0 }));
+const counts: KeyCounts[] = keys.map(() => ({ admitted: 0, refused: 0, other: 0, sent: 0 }));
 const admissions: Admission[][] = keys.map(() => []);
 const seconds = new Map<number, { ok: number; refused: number; other: number; latencies: number[] }>();
 const unexpected: SoakLoadResult["unexpected"] = [];
@@ -89,6 +91,7 @@ const instance = autocannon({
         const keyIndex = over ? overLimitFrom + (nextOver++ % job.overLimit.length) : nextUnder++ % job.underLimit.length;
         context.keyIndex = keyIndex;
         context.sentMs = Date.now();
+        counts[keyIndex]!.sent++;
         return { ...request, headers: { ...request.headers, authorization: `Bearer ${keys[keyIndex]!.key}` } };
       },
       onResponse: (status, _body, context: Context) => {
