@@ -209,7 +209,7 @@ async function main(): Promise<Results> {
   const answersLikeTheWorker = async (url: string) => {
     const res = await fetch(`${url}${SMALL_PATH}`, { headers: bearer(keys.probe.key), signal: AbortSignal.timeout(5_000) });
     await res.arrayBuffer();
-    return res.status === 200 && (res.headers.get("ETag") ?? "").startsWith('"cat-v');
+    return res.status === 200 && (res.headers.get("ETag") ?? "").startsWith('"cat-');
   };
   const viaProxy: string[] = [];
   for (const worker of Object.values(workers)) if (!(await findDirectUrl(worker, answersLikeTheWorker))) viaProxy.push(worker.name);
