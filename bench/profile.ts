@@ -4,6 +4,7 @@
  * Objects run in the same isolate as the worker, so one profile shows both the request path and
  * the key's object. Self time per function, grouped by name and source position.
  */
+import { writeFileSync } from "node:fs";
 import type { Worker } from "./processes.ts";
 
 interface ProfileNode {
@@ -43,8 +44,11 @@ async function inspector(worker: Worker) {
   return { send, close: () => socket.close() };
 }
 
-/** Samples the isolate every 100 µs while `during` runs; the `top` functions by self time. */
-export async function cpuProfile(worker: Worker, during: () => Promise<unknown>, top = 15): Promise<HotFunction[]> {
+/**
+ * Samples the isolate every 100 µs while `during` runs; the `top` functions by self time. The whole
+ * profile is written to `saveTo` (a .cpuprofile that Chrome DevTools opens, with inclusive times).
+ */
+export async function cpuProfile(worker: Worker, during: () => Promise<unknown>, saveTo: string, top = 15): Promise<HotFunction[]> {
   const session = await inspector(worker);
   try {
     await session.send("Profiler.enable");
@@ -52,6 +56,7 @@ export async function cpuProfile(worker: Worker, during: () => Promise<unknown>,
     await session.send("Profiler.start");
     await during();
     const { profile } = await session.send<{ profile: { nodes: ProfileNode[] } }>("Profiler.stop");
+    writeFileSync(saveTo, JSON.stringify(profile));
     return hottest(profile.nodes, top);
   } finally {
     session.close();

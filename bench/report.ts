@@ -102,7 +102,7 @@ export function report(r: Results): string {
     "",
     `Load: autocannon in a process of its own, ${s.connections} connections, ${s.loadSeconds} s per worker and request, ${s.rounds} round(s) ` +
       `(${LOADED.join(", ")} in turn, every other round in reverse, each doing both requests), API keys round robin over ${int(s.loadKeys)} Premium keys (each stays well under 300/min). ` +
-      `Right before its loads in each round, every key was used once on the worker (workerd evicts a Durable Object after ~10 s idle; the loads measure warm keys) ` +
+      `Right before each load, every key was used once on the worker (workerd evicts a Durable Object after ~10 s idle; the loads measure warm keys) ` +
       "and the bench waited (at most 5 s) until the worker was idle, so what that set off in the background (the real worker's once-a-minute " +
       "`last_used_at` write per key) is not charged to the loads; " +
       `in the first round each worker also had ${s.warmupSeconds} s of GET /products. ` +

@@ -225,25 +225,35 @@ async function main(): Promise<Results> {
   // the loads then measure warm keys (as a steady stream of traffic would keep them), not whichever
   // objects the previous worker's turn let go cold.
   const loadKeys = keys.load.map((k) => k.key);
+  // Every key once, then quiet: right before each load, as a key idle for ~10 s is evicted and a load
+  // that spreads 1,000 keys thin would otherwise wake half of them from storage.
+  const warmKeys = async (name: WorkerName, label: string) => {
+    await load(workers[name], { path: SMALL_PATH, connections: settings.connections, duration: 0, amount: loadKeys.length, keys: loadKeys }, `warm-keys-${label}`);
+    await settle(workers[name]);
+  };
   const loads: Results["loads"] = { full: {}, small: {} } as Results["loads"];
   for (let round = 1; round <= settings.rounds; round++) {
     // Every other round in reverse, so that no worker always comes first (or right after another).
     for (const name of round % 2 === 1 ? LOADED : [...LOADED].reverse()) {
-      step(`round ${round}/${settings.rounds}: ${name}: every key once, then GET /products and GET ${SMALL_PATH}, ${settings.loadSeconds} s each`);
-      await load(workers[name], { path: SMALL_PATH, connections: settings.connections, duration: 0, amount: loadKeys.length, keys: loadKeys }, `warm-keys-${name}-${round}`);
+      step(`round ${round}/${settings.rounds}: ${name}: GET /products and GET ${SMALL_PATH}, ${settings.loadSeconds} s each, every key once before each`);
       if (round === 1) await load(workers[name], { path: "/products", connections: settings.connections, duration: settings.warmupSeconds, keys: loadKeys }, `warm-${name}`);
-      await settle(workers[name]);
       for (const [kind, path] of [["full", "/products"], ["small", SMALL_PATH]] as const) {
+        await warmKeys(name, `${kind}-${name}-${round}`);
         const result = await load(workers[name], { path, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys }, `${kind}-${name}-${round}`);
         (loads[kind][name] ??= []).push(result);
       }
     }
   }
 
-  step("CPU profile of the isolate: ours and floor-write, small response");
+  step("CPU profile of the isolate: ours and floor-write, small response (every key once before each)");
   const profileLoad = (name: "ours" | "floor-write") => () =>
     load(workers[name], { path: SMALL_PATH, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys }, `profile-${name}`);
-  const profiles = { ours: await cpuProfile(workers.ours, profileLoad("ours")), "floor-write": await cpuProfile(workers["floor-write"], profileLoad("floor-write")) };
+  const profileFile = (name: string) => join(ROOT, "bench/results", `profile-${name}.cpuprofile`);
+  mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+  await warmKeys("ours", "profile-ours");
+  const oursProfile = await cpuProfile(workers.ours, profileLoad("ours"), profileFile("ours"));
+  await warmKeys("floor-write", "profile-floor-write");
+  const profiles = { ours: oursProfile, "floor-write": await cpuProfile(workers["floor-write"], profileLoad("floor-write"), profileFile("floor-write")) };
 
   step(`exactness: ${3 * FREE_LIMIT} concurrent requests at each of ${keys.exact.length} fresh Free keys, per worker`);
   const exact = {} as Record<WorkerName, Exactness>;
