@@ -1,4 +1,4 @@
-/** The part of autocannon's API (v9, which ships no types) that bench/load.ts uses. */
+/** The part of autocannon's API (v9, which ships no types) that bench/load.ts and bench/soak-load.ts use. */
 declare module "autocannon" {
   interface Request {
     method?: string;
@@ -34,7 +34,8 @@ declare module "autocannon" {
     "2xx": number;
     statusCodeStats?: Record<string, { count: number }>;
   }
-  interface Instance {
+  /** Also a promise of the result when no callback is given. */
+  interface Instance extends PromiseLike<Result> {
     on(event: "done", listener: (result: Result) => void): void;
   }
   export default function autocannon(options: Options): Instance;

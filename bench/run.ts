@@ -46,7 +46,7 @@ import { cpuProfile } from "./profile.ts";
 import { report, type Measured, type Results } from "./report.ts";
 import { withResults } from "./results-doc.ts";
 import { seedState, startJwks } from "./setup.ts";
-import { soak, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
+import { soak, soakBudgetSeconds, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
 import { webhookLatency, webhookLatencyReport } from "./webhook-latency.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
 
@@ -119,7 +119,7 @@ function stopFromOutside(reason: string, code: number) {
 
 process.on("exit", stopAllNow);
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => stopFromOutside(signal, 130));
-const watchdogSeconds = args.soak ? soakSeconds + 300 : settings.watchdogSeconds;
+const watchdogSeconds = args.soak ? soakBudgetSeconds(soakSeconds) : settings.watchdogSeconds;
 const watchdog = setTimeout(() => stopFromOutside(`The bench ran past its ${watchdogSeconds} s limit`, 1), watchdogSeconds * 1000);
 watchdog.unref();
 

@@ -25,6 +25,8 @@ export interface SoakJob {
   underLimit: SoakKey[];
   overLimit: SoakKey[];
   overLimitEvery: number;
+  /** Every key once before the timed phase. */
+  warmup: boolean;
 }
 
 export interface SoakSecond {
@@ -45,6 +47,9 @@ export interface KeyCounts {
 }
 
 export interface SoakLoadResult {
+  /** When the warm-up (every key once) ended and the timed phase began. */
+  warmupEndedMs: number;
+  warmupSeconds: number;
   seconds: number;
   requests: number;
   errors: number;
@@ -77,53 +82,78 @@ interface Context {
   sentMs?: number;
 }
 
-const instance = autocannon({
-  url: job.url,
-  connections: job.connections,
-  duration: job.seconds,
-  timeout: 30,
-  requests: [
-    {
-      method: "GET",
-      path: job.path,
-      setupRequest: (request, context: Context) => {
-        const over = job.overLimit.length > 0 && sent++ % job.overLimitEvery === 0;
-        const keyIndex = over ? overLimitFrom + (nextOver++ % job.overLimit.length) : nextUnder++ % job.underLimit.length;
-        context.keyIndex = keyIndex;
-        context.sentMs = Date.now();
-        counts[keyIndex]!.sent++;
-        return { ...request, headers: { ...request.headers, authorization: `Bearer ${keys[keyIndex]!.key}` } };
+/**
+ * One autocannon run over the keys: `pick` chooses each request's key. Every answer is counted for
+ * its key (the usage and limit checks cover the warm-up too); only the timed phase fills the series.
+ */
+function run(options: { pick: () => number; timed: boolean } & ({ seconds: number } | { amount: number })) {
+  return autocannon({
+    url: job.url,
+    connections: job.connections,
+    ...("seconds" in options ? { duration: options.seconds } : { amount: options.amount }),
+    timeout: 30,
+    requests: [
+      {
+        method: "GET",
+        path: job.path,
+        setupRequest: (request, context: Context) => {
+          const keyIndex = options.pick();
+          context.keyIndex = keyIndex;
+          context.sentMs = Date.now();
+          counts[keyIndex]!.sent++;
+          return { ...request, headers: { ...request.headers, authorization: `Bearer ${keys[keyIndex]!.key}` } };
+        },
+        onResponse: (status, _body, context: Context) => {
+          const now = Date.now();
+          if (context.keyIndex === undefined || context.sentMs === undefined) return;
+          let bucket = { ok: 0, refused: 0, other: 0, latencies: [] as number[] };
+          if (options.timed) {
+            const second = Math.floor(now / 1000) * 1000;
+            bucket = seconds.get(second) ?? bucket;
+            seconds.set(second, bucket);
+            bucket.latencies.push(now - context.sentMs);
+          }
+          const counted = counts[context.keyIndex]!;
+          const overLimitKey = context.keyIndex >= overLimitFrom;
+          if (status >= 200 && status < 300) {
+            bucket.ok++;
+            counted.admitted++;
+            admissions[context.keyIndex]!.push({ sentMs: context.sentMs, receivedMs: now });
+          } else if (status === 429) {
+            bucket.refused++;
+            counted.refused++;
+            if (!overLimitKey) unexpected.push({ status, overLimitKey });
+          } else {
+            bucket.other++;
+            counted.other++;
+            unexpected.push({ status, overLimitKey });
+          }
+        },
       },
-      onResponse: (status, _body, context: Context) => {
-        const now = Date.now();
-        if (context.keyIndex === undefined || context.sentMs === undefined) return;
-        const second = Math.floor(now / 1000) * 1000;
-        let bucket = seconds.get(second);
-        if (!bucket) seconds.set(second, (bucket = { ok: 0, refused: 0, other: 0, latencies: [] }));
-        bucket.latencies.push(now - context.sentMs);
-        const counted = counts[context.keyIndex]!;
-        const overLimitKey = context.keyIndex >= overLimitFrom;
-        if (status >= 200 && status < 300) {
-          bucket.ok++;
-          counted.admitted++;
-          admissions[context.keyIndex]!.push({ sentMs: context.sentMs, receivedMs: now });
-        } else if (status === 429) {
-          bucket.refused++;
-          counted.refused++;
-          if (!overLimitKey) unexpected.push({ status, overLimitKey });
-        } else {
-          bucket.other++;
-          counted.other++;
-          unexpected.push({ status, overLimitKey });
-        }
-      },
-    },
-  ],
+    ],
+  });
+}
+
+// The warm-up: every key once, so each key's object exists before the timed phase (locally each is a
+// SQLite file created on its first request; the memory that takes is not what the soak watches for).
+let warmed = 0;
+const warmupStartedMs = Date.now();
+const warmup = job.warmup ? await run({ pick: () => warmed++ % keys.length, timed: false, amount: keys.length }) : undefined;
+const warmupEndedMs = Date.now();
+const instance = run({
+  pick: () => {
+    const over = job.overLimit.length > 0 && sent++ % job.overLimitEvery === 0;
+    return over ? overLimitFrom + (nextOver++ % job.overLimit.length) : nextUnder++ % job.underLimit.length;
+  },
+  timed: true,
+  seconds: job.seconds,
 });
 
 instance.on("done", (result) => {
   const statusCodes: Record<string, number> = {};
-  for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = count;
+  for (const stats of [warmup?.statusCodeStats, result.statusCodeStats]) {
+    for (const [code, { count }] of Object.entries(stats ?? {})) statusCodes[code] = (statusCodes[code] ?? 0) + count;
+  }
   const overAdmitted: SoakLoadResult["overAdmitted"] = [];
   keys.forEach((key, i) => {
     const most = mostInOneWindow(admissions[i]!);
@@ -134,9 +164,11 @@ instance.on("done", (result) => {
     .map(([atMs, b]): SoakSecond => ({ atMs, ok: b.ok, refused: b.refused, other: b.other, p99: percentile(b.latencies, 99) }));
   const out: SoakLoadResult = {
     seconds: result.duration,
-    requests: result.requests.total,
-    errors: result.errors,
-    timeouts: result.timeouts,
+    warmupEndedMs,
+    warmupSeconds: (warmupEndedMs - warmupStartedMs) / 1000,
+    requests: (warmup?.requests.total ?? 0) + result.requests.total,
+    errors: (warmup?.errors ?? 0) + result.errors,
+    timeouts: (warmup?.timeouts ?? 0) + result.timeouts,
     statusCodes,
     series,
     counts,

@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { database } from "../platform/db.ts";
 import { loadKeyState, recordKeyUse } from "./key-store.ts";
 import type { Decision, Granularity, KeyAdmission, KeyState, Limits, ShortCircuited, UsageCount } from "./types.ts";
-import { UsageLog } from "./usage-log.ts";
+import { OLDEST_COLUMNS, USAGE_SCHEMA, UsageLog, type OldestColumns } from "./usage-log.ts";
 import { MINUTE_MS, Usage } from "./window.ts";
 
 /** The one row that holds a bucket's counters: written once per decision, read once per wake. */
@@ -16,6 +16,9 @@ interface StateRow extends Record<string, SqlStorageValue> {
   usage_admitted: number;
   usage_refused: number;
 }
+
+/** What a wake reads in one statement: the state row (all null before the first decision), the key's state and the usage log's oldest rows. */
+type WokenRow = { [K in keyof StateRow]: StateRow[K] | null } & OldestColumns & { key_state: string | null };
 
 /**
  * One object per bucket: an API key (named by its hash), an account, an admin subject or a client IP.
@@ -33,18 +36,25 @@ export class RateLimiter extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const sql = ctx.storage.sql;
+    // A wake costs two statements: the schema, and one read of everything the object keeps in memory.
     sql.exec(`CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
         hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL,
         usage_minute INTEGER NOT NULL, usage_admitted INTEGER NOT NULL, usage_refused INTEGER NOT NULL);
-      CREATE TABLE IF NOT EXISTS key_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);`);
-    const row = sql.exec<StateRow>("SELECT * FROM state").toArray()[0] ?? fromPerRowTables(sql);
+      CREATE TABLE IF NOT EXISTS key_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);
+      ${USAGE_SCHEMA}`);
+    const woken = sql
+      .exec<WokenRow>(
+        `SELECT state.*, (SELECT state FROM key_state) AS key_state, ${OLDEST_COLUMNS} FROM (SELECT 1) LEFT JOIN state ON state.id = 1`,
+      )
+      .one();
+    const row = woken.log === null ? fromPerRowTables(sql) : (woken as StateRow);
     this.usage = row
       ? new Usage(JSON.parse(row.log) as number[], { start: row.hour_start, count: row.hour_count }, { start: row.day_start, count: row.day_count })
       : new Usage();
-    this.usageLog = new UsageLog(sql, row ? { minute: row.usage_minute, admitted: row.usage_admitted, refused: row.usage_refused } : undefined);
-    const stored = sql.exec<{ state: string }>("SELECT state FROM key_state").toArray()[0];
+    const pending = row ? { minute: row.usage_minute, admitted: row.usage_admitted, refused: row.usage_refused } : { minute: 0, admitted: 0, refused: 0 };
+    this.usageLog = new UsageLog(sql, pending, woken);
     // States stored before keys could expire have no `expiresAt`: they never expire.
-    this.key = stored ? ({ expiresAt: null, ...JSON.parse(stored.state) } as KeyState) : undefined;
+    this.key = woken.key_state !== null ? ({ expiresAt: null, ...JSON.parse(woken.key_state) } as KeyState) : undefined;
   }
 
   /** Admission for a bucket whose limits the caller knows (account, admin subject, client IP). */

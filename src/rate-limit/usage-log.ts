@@ -14,6 +14,15 @@ export interface PendingMinute {
   refused: number;
 }
 
+/** The usage table: created by the object's wake-up script (src/rate-limit/rate-limiter.ts) with its other tables. */
+export const USAGE_SCHEMA = `CREATE TABLE IF NOT EXISTS usage (level INTEGER NOT NULL, start INTEGER NOT NULL,
+  admitted INTEGER NOT NULL, refused INTEGER NOT NULL, PRIMARY KEY (level, start)) WITHOUT ROWID;`;
+
+/** The oldest row's start per level (null for none), as columns of the object's one wake-up read. */
+export const OLDEST_COLUMNS = LEVELS.map((_, level) => `(SELECT min(start) FROM usage WHERE level = ${level}) AS oldest_${level}`).join(", ");
+export type OldestColumns = Record<`oldest_${0 | 1 | 2}`, number | null>;
+const oldestPerLevel = (row: OldestColumns) => LEVELS.map((_, level) => row[`oldest_${level as 0 | 1 | 2}`] ?? Infinity);
+
 /**
  * A key's admitted and refused requests, in its object's SQLite, so an eviction loses none.
  * The current minute's counts travel in the object's one state row (src/rate-limit/rate-limiter.ts
@@ -25,16 +34,15 @@ export interface PendingMinute {
  */
 export class UsageLog {
   /** The oldest row's start per level (Infinity for none), so a decision knows without a query whether a fold is due. */
-  private oldest: number[] = [];
+  private oldest: number[];
 
   constructor(
     private readonly sql: SqlStorage,
     /** Counted but not yet in the table; the caller persists it with its state. */
-    public pending: PendingMinute = { minute: 0, admitted: 0, refused: 0 },
+    public pending: PendingMinute,
+    oldest: OldestColumns,
   ) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS usage (level INTEGER NOT NULL, start INTEGER NOT NULL,
-      admitted INTEGER NOT NULL, refused INTEGER NOT NULL, PRIMARY KEY (level, start)) WITHOUT ROWID`);
-    this.readOldest();
+    this.oldest = oldestPerLevel(oldest);
   }
 
   /** One decision at `now`, and refusals the isolate answered from its memory in earlier minutes. */
@@ -93,8 +101,7 @@ export class UsageLog {
   }
 
   private readOldest() {
-    const rows = this.sql.exec<{ level: number; start: number }>("SELECT level, min(start) AS start FROM usage GROUP BY level").toArray();
-    this.oldest = LEVELS.map((_, level) => rows.find((r) => r.level === level)?.start ?? Infinity);
+    this.oldest = oldestPerLevel(this.sql.exec<OldestColumns>(`SELECT ${OLDEST_COLUMNS}`).one());
   }
 
   /** Folds and drops what is due; touches only rows that have left their window. */
