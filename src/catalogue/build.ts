@@ -1,7 +1,8 @@
 import { and, asc, eq, gt, gte, inArray, lt, sql, type SQL } from "drizzle-orm";
 import { database, type Database } from "../platform/db.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
-import { gzip, gzipParts, manifestKey, MAX_SUMMARY_VALUES, POINTER_KEY, segmentIndexOf, segmentKeys, type Manifest, type Pointer, type Segment } from "./manifest.ts";
+import { concatenated, deflatePart } from "./gzip-member.ts";
+import { bodyParts, manifestKey, MAX_SUMMARY_VALUES, POINTER_KEY, segmentIndexOf, segmentKeys, type Manifest, type Pointer, type Segment } from "./manifest.ts";
 import type { CompetitorView } from "./schema.ts";
 import { productView, type CompetitorRow, type OfferRow } from "./views.ts";
 
@@ -112,18 +113,17 @@ class SegmentWriter {
       throw new Error(`Injected failure after ${this.written} segments`);
     }
     const keys = segmentKeys(this.buildId, this.written);
-    const json = items.map((item) => item.json).join(",");
-    const [jsonGz, ndjsonGz] = await Promise.all([gzip(json), gzip(items.map((item) => `${item.json}\n`).join(""))]);
-    await Promise.all([this.bucket.put(keys.json, jsonGz), this.bucket.put(keys.ndjson, ndjsonGz)]);
+    const json = deflatePart(items.map((item) => item.json).join(","));
+    const ndjson = deflatePart(items.map((item) => `${item.json}\n`).join(""));
+    await Promise.all([this.bucket.put(keys.json, json.bytes), this.bucket.put(keys.ndjson, ndjson.bytes)]);
     this.written++;
     const offerCounts: Record<string, number> = {};
     for (const item of items) for (const id of item.competitorIds) offerCounts[id] = (offerCounts[id] ?? 0) + 1;
     return {
       first,
       count: items.length,
-      json: { key: keys.json, bytes: jsonGz.length },
-      ndjson: { key: keys.ndjson, bytes: ndjsonGz.length },
-      rawBytes: new TextEncoder().encode(json).length,
+      json: { key: keys.json, bytes: json.bytes.length, crc: json.crc, length: json.length },
+      ndjson: { key: keys.ndjson, bytes: ndjson.bytes.length, crc: ndjson.crc, length: ndjson.length },
       maxUpdatedAt: items.reduce((max, item) => (item.updatedAt > max ? item.updatedAt : max), ""),
       brands: valueSet(items.map((item) => item.brand)),
       categories: valueSet(items.map((item) => item.category)),
@@ -226,7 +226,7 @@ export async function buildSnapshot(env: Env, options: BuildOptions = {}): Promi
     products: segments.reduce((sum, segment) => sum + segment.count, 0),
     segments,
     competitors: competitorViews(competitorRows, segments),
-    gzipParts: await gzipParts(),
+    body: { json: concatenated(bodyParts(segments, "json")), ndjson: concatenated(bodyParts(segments, "ndjson")) },
   };
   await env.CATALOGUE.put(manifestKey(id), JSON.stringify(manifest));
   await env.CATALOGUE.put(POINTER_KEY, JSON.stringify({ manifest: id, version } satisfies Pointer));

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { storedPart, type Checked } from "./gzip-member.ts";
 import { Competitor } from "./schema.ts";
 
 /**
@@ -6,11 +7,16 @@ import { Competitor } from "./schema.ts";
  * immutable segment objects and manifests, and one small mutable pointer naming the current manifest.
  */
 
-export const POINTER_KEY = "catalogue/current.json";
+/**
+ * Version 2: segments as raw deflate parts of one gzip member. The first layout's pointer
+ * (catalogue/current.json) named snapshots of concatenated gzip members, which this code does not
+ * serve: after a deploy, the builder makes a new snapshot before the first catalogue answer.
+ */
+export const POINTER_KEY = "catalogue/current.v2.json";
 export const manifestKey = (id: string) => `catalogue/manifests/${id}.json`;
 export const segmentKeys = (buildId: string, n: number) => ({
-  json: `catalogue/segments/${buildId}/${n}.json.gz`,
-  ndjson: `catalogue/segments/${buildId}/${n}.ndjson.gz`,
+  json: `catalogue/segments/${buildId}/${n}.json.deflate`,
+  ndjson: `catalogue/segments/${buildId}/${n}.ndjson.deflate`,
 });
 
 /** A summary's set of values beyond this many is stored as null: "may hold any value". */
@@ -18,16 +24,24 @@ export const MAX_SUMMARY_VALUES = 64;
 
 /**
  * Products whose ids are at or above `first` and below the next segment's `first` (the first
- * segment's `first` is "", so it also takes any new id below the rest). Each form is one gzip member:
- * `json` the products joined by "," (a piece of the `{"products":[…]}` body), `ndjson` one per line.
+ * segment's `first` is "", so it also takes any new id below the rest). Each form is a raw deflate part
+ * (src/catalogue/gzip-member.ts): `json` the products joined by "," (a piece of the `{"products":[…]}`
+ * body), `ndjson` one per line.
  */
+const SegmentForm = z.object({
+  key: z.string(),
+  /** The stored (compressed) size. */
+  bytes: z.int(),
+  /** CRC-32 and length of the uncompressed data: what the gzip trailer is combined from. */
+  crc: z.int(),
+  length: z.int(),
+});
+
 export const Segment = z.object({
   first: z.string(),
   count: z.int(),
-  json: z.object({ key: z.string(), bytes: z.int() }),
-  ndjson: z.object({ key: z.string(), bytes: z.int() }),
-  /** Uncompressed size of the JSON form. */
-  rawBytes: z.int(),
+  json: SegmentForm,
+  ndjson: SegmentForm,
   /** What filters need to skip the segment: null sets hold too many values to list. */
   maxUpdatedAt: z.string(),
   brands: z.array(z.string()).nullable(),
@@ -46,8 +60,8 @@ export const Manifest = z.object({
   products: z.int(),
   segments: z.array(Segment),
   competitors: z.array(Competitor),
-  /** Base64 gzip members of `{"products":[`, `,` and `]}`, so a gzip response needs no compression work. */
-  gzipParts: z.object({ open: z.string(), comma: z.string(), close: z.string() }),
+  /** CRC-32 and length of each form's whole uncompressed body (bodyParts): the gzip trailer, so serving only streams. */
+  body: z.object({ json: z.object({ crc: z.int(), length: z.int() }), ndjson: z.object({ crc: z.int(), length: z.int() }) }),
 });
 export type Manifest = z.infer<typeof Manifest>;
 
@@ -67,12 +81,20 @@ export function segmentIndexOf(segments: readonly Pick<Segment, "first">[], id: 
   return low;
 }
 
-/** One gzip member holding `text`. */
-export const gzip = async (text: string) => new Uint8Array(await new Response(new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer());
-const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
+/** A piece of a body: a segment's object in R2, or bytes at hand. */
+export type BodyPart = Checked & ({ key: string } | { bytes: Uint8Array });
 
-/** The manifest's `gzipParts`. */
-export async function gzipParts(): Promise<Manifest["gzipParts"]> {
-  const [open, comma, close] = await Promise.all(['{"products":[', ",", "]}"].map(gzip));
-  return { open: base64(open!), comma: base64(comma!), close: base64(close!) };
+const LIST_OPEN = storedPart('{"products":[');
+const LIST_COMMA = storedPart(",");
+const LIST_CLOSE = storedPart("]}");
+
+/**
+ * A form's whole body, in order, as deflate parts: the segments' stored objects and, for JSON, the
+ * stored blocks of `{"products":[`, the commas between segments and `]}`. The build combines the
+ * body's CRC-32 from these, and a response streams them: one layout for both.
+ */
+export function bodyParts(segments: readonly Segment[], form: "json" | "ndjson"): BodyPart[] {
+  const stored = segments.map((segment) => segment[form]);
+  if (form === "ndjson") return stored;
+  return [LIST_OPEN, ...stored.flatMap((part, i) => (i === 0 ? [part] : [LIST_COMMA, part])), LIST_CLOSE];
 }

@@ -1,4 +1,5 @@
-import { manifestKey, Manifest, Pointer, POINTER_KEY, type Segment } from "./manifest.ts";
+import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./gzip-member.ts";
+import { bodyParts, manifestKey, Manifest, Pointer, POINTER_KEY, type BodyPart, type Segment } from "./manifest.ts";
 
 /**
  * The read side of the snapshot: which manifest is current, and its segments as byte streams.
@@ -47,14 +48,13 @@ async function fetchManifest(bucket: R2Bucket, id: string): Promise<Manifest> {
   return Manifest.parse(await object.json());
 }
 
-const fromBase64 = (text: string) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-const encoder = new TextEncoder();
-
-/** A piece of a response: bytes as they are, or an R2 object's bytes (gzip-decoded on the way when `decode`). */
+/** A piece of a response: bytes at hand, or an R2 object's bytes. */
 type Part = Uint8Array | { key: string };
 
+const partOf = (part: BodyPart): Part => ("key" in part ? { key: part.key } : part.bytes);
+
 /** R2 reads of the parts' objects, started up to PREFETCH ahead of the one asked for. */
-function prefetching(bucket: R2Bucket, parts: readonly Part[]): (i: number) => Promise<R2ObjectBody | null> {
+function prefetching(bucket: R2Bucket, parts: readonly Part[]): (i: number) => Promise<R2ObjectBody> {
   const reads: (Promise<R2ObjectBody | null> | null)[] = [];
   const start = (i: number) => {
     const part = parts[i]!;
@@ -72,41 +72,30 @@ function prefetching(bucket: R2Bucket, parts: readonly Part[]): (i: number) => P
   };
 }
 
-const bodyOf = (object: R2ObjectBody, decode: boolean) => (decode ? object.body.pipeThrough(new DecompressionStream("gzip")) : object.body);
-
-/** The parts' bytes as chunks in JavaScript (for filtering). */
-async function* partChunks(bucket: R2Bucket, parts: readonly Part[], decode: boolean): AsyncGenerator<Uint8Array> {
-  const read = prefetching(bucket, parts);
-  for (const [i, part] of parts.entries()) {
-    if (part instanceof Uint8Array) {
-      yield part;
-      continue;
-    }
-    const reader = bodyOf((await read(i))!, decode).getReader();
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) yield chunk.value;
-  }
-}
-
 /**
- * The parts piped one after another into `writable`, natively: the R2 bytes (and the decompressed
- * ones) never pass through JavaScript, so serving the whole catalogue costs the isolate no heap.
+ * The parts one after another, piped natively: the R2 bytes never pass through JavaScript, so
+ * serving the whole catalogue costs the isolate no heap, and a slow client holds back the reads.
  */
-async function pipeParts(bucket: R2Bucket, parts: readonly Part[], decode: boolean, writable: WritableStream<Uint8Array>): Promise<void> {
+function concatenation(bucket: R2Bucket, parts: readonly Part[]): ReadableStream<Uint8Array> {
+  const { readable, writable } = new IdentityTransformStream();
   const read = prefetching(bucket, parts);
-  try {
-    for (const [i, part] of parts.entries()) {
-      if (part instanceof Uint8Array) {
-        const writer = writable.getWriter();
-        await writer.write(part);
-        writer.releaseLock();
-      } else {
-        await bodyOf((await read(i))!, decode).pipeTo(writable, { preventClose: true });
+  void (async () => {
+    try {
+      for (const [i, part] of parts.entries()) {
+        if (part instanceof Uint8Array) {
+          const writer = writable.getWriter();
+          await writer.write(part.slice()); // a copy: the constant parts are shared by every response
+          writer.releaseLock();
+        } else {
+          await (await read(i)).body.pipeTo(writable, { preventClose: true });
+        }
       }
+      await writable.close();
+    } catch (error) {
+      await writable.abort(error).catch(() => undefined); // the client went away, or an object was missing
     }
-    await writable.close();
-  } catch (error) {
-    await writable.abort(error).catch(() => undefined); // the client went away, or an object was missing
-  }
+  })();
+  return readable;
 }
 
 /** A byte stream pulled from an async generator, so nothing is read before the client takes it. */
@@ -123,28 +112,29 @@ export function streamOf(chunks: AsyncGenerator<Uint8Array>): ReadableStream<Uin
   });
 }
 
-/** The whole catalogue: `{"products":[…]}` (gzip as stored, or decoded) or NDJSON, segment after segment. */
+/**
+ * The whole catalogue, `{"products":[…]}` or NDJSON: one gzip member made of the stored parts and
+ * the trailer the build computed (src/catalogue/gzip-member.ts), or that member decompressed.
+ */
 export function wholeCatalogue(bucket: R2Bucket, manifest: Manifest, form: "json" | "ndjson", gzip: boolean): ReadableStream<Uint8Array> {
-  const segments = manifest.segments.map((segment) => ({ key: segment[form].key }));
-  let parts: Part[] = segments;
-  if (form === "json") {
-    const plain = { open: encoder.encode('{"products":['), comma: encoder.encode(","), close: encoder.encode("]}") };
-    const gz = { open: fromBase64(manifest.gzipParts.open), comma: fromBase64(manifest.gzipParts.comma), close: fromBase64(manifest.gzipParts.close) };
-    const glue = gzip ? gz : plain;
-    parts = [glue.open, ...segments.flatMap((segment, i) => (i === 0 ? [segment] : [glue.comma, segment])), glue.close];
-  }
-  const { readable, writable } = new IdentityTransformStream();
-  void pipeParts(bucket, parts, !gzip, writable);
-  return readable;
+  const parts = [GZIP_HEADER, ...bodyParts(manifest.segments, form).map(partOf), FINAL_BLOCK, gzipTrailer(manifest.body[form])];
+  const member = concatenation(bucket, parts);
+  return gzip ? member : member.pipeThrough(new DecompressionStream("gzip"));
 }
 
-/** The products (one JSON text each, in id order) of the given segments, decoded one segment at a time. */
+/** The products (one JSON text each, in id order) of the given segments: their NDJSON parts as one deflate stream. */
 export async function* productLines(bucket: R2Bucket, segments: readonly Segment[]): AsyncGenerator<string[]> {
+  const parts = [...segments.map((segment) => ({ key: segment.ndjson.key })), FINAL_BLOCK];
+  const reader = concatenation(bucket, parts).pipeThrough(new DecompressionStream("deflate-raw")).getReader();
   const decoder = new TextDecoder();
   let pending = "";
-  for await (const chunk of partChunks(bucket, segments.map((segment) => ({ key: segment.ndjson.key })), true)) {
-    const lines = (pending + decoder.decode(chunk, { stream: true })).split("\n");
-    pending = lines.pop()!;
-    if (lines.length > 0) yield lines;
+  try {
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      const lines = (pending + decoder.decode(chunk.value, { stream: true })).split("\n");
+      pending = lines.pop()!;
+      if (lines.length > 0) yield lines;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined); // a consumer that stopped early stops the reads
   }
 }

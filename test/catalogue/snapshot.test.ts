@@ -1,6 +1,4 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import worker from "../../src/index.ts";
 import { asc, eq, inArray, sql } from "drizzle-orm";
 import { gunzipSync } from "node:zlib";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +10,8 @@ import { database } from "../../src/platform/db.ts";
 import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { buildCatalogue, createCompetitor, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
-import { call, expectJson, randomTestIp, workCounts } from "../helpers/http.ts";
+import { call, expectJson, workCounts } from "../helpers/http.ts";
+import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
 // A catalogue of several segments (SEGMENT_TARGET products each), written straight into D1.
@@ -77,19 +76,17 @@ async function changePrices(skus: readonly string[]) {
 
 const listBody = (lines: readonly string[]) => `{"products":[${lines.join(",")}]}`;
 const get = (path: string, headers: Record<string, string> = {}) => call("GET", path, { token: key, headers });
-/**
- * The worker's Response itself, not through fetch (which would decode the gzip body on the way): the
- * bytes exactly as the worker hands them to the network.
- */
-async function rawGet(path: string, headers: Record<string, string>): Promise<Response> {
-  const request = new Request(`https://api.test${path}`, { headers: { Authorization: `Bearer ${key}`, "CF-Connecting-IP": randomTestIp(), ...headers } });
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(request, env, ctx);
-  await waitOnExecutionContext(ctx);
-  return res;
-}
 const utf8 = async (res: Response) => new TextDecoder().decode(await res.arrayBuffer());
 const gunzip = async (res: Response) => gunzipSync(new Uint8Array(await res.arrayBuffer())).toString("utf8");
+
+/** The unfiltered gzip bodies, JSON and NDJSON, are each ONE gzip member holding exactly the product views. */
+async function expectOneMemberBodies() {
+  const expected = await expectedProducts();
+  const json = await rawGet("/products", key, { "Accept-Encoding": "gzip" });
+  expect(oneGzipMember(new Uint8Array(await json.arrayBuffer()))).toBe(listBody(expected));
+  const ndjson = await rawGet("/products", key, { "Accept-Encoding": "gzip", Accept: "application/x-ndjson" });
+  expect(oneGzipMember(new Uint8Array(await ndjson.arrayBuffer()))).toBe(expected.map((line) => `${line}\n`).join(""));
+}
 
 beforeAll(async () => {
   key = await newApiKey();
@@ -128,19 +125,21 @@ describe("GET /products from the snapshot", () => {
     expect(identity.headers.get("Content-Encoding")).toBeNull();
     expect(await identity.text()).toBe(listBody(expected));
 
-    const gzip = await rawGet(`/products${query}`, { "Accept-Encoding": "gzip, br" });
+    const gzip = await rawGet(`/products${query}`, key, { "Accept-Encoding": "gzip, br" });
     expect(gzip.headers.get("Content-Encoding")).toBe("gzip");
     expect(await gunzip(gzip)).toBe(listBody(expected));
 
     const ndjson = await get(`/products${query}`, { Accept: "application/x-ndjson" });
     expect(ndjson.headers.get("Content-Type")).toBe("application/x-ndjson");
     expect(await utf8(ndjson)).toBe(expected.map((line) => `${line}\n`).join(""));
-    const ndjsonGzip = await rawGet(`/products${query}`, { Accept: "application/x-ndjson", "Accept-Encoding": "gzip" });
+    const ndjsonGzip = await rawGet(`/products${query}`, key, { Accept: "application/x-ndjson", "Accept-Encoding": "gzip" });
     expect(await gunzip(ndjsonGzip)).toBe(expected.map((line) => `${line}\n`).join(""));
 
     const etags = [identity, gzip, ndjson, ndjsonGzip].map((res) => res.headers.get("ETag"));
     expect(new Set(etags).size).toBe(4);
   });
+
+  it("the unfiltered gzip body is one gzip member (curl --compressed reads it whole), JSON and NDJSON", expectOneMemberBodies);
 
   it("an unfiltered request reads nothing from D1; 304 for each form's own ETag", async () => {
     const forms: Record<string, string>[] = [{}, { "Accept-Encoding": "gzip" }, { Accept: "application/x-ndjson" }];
@@ -175,6 +174,16 @@ describe("rebuilds", () => {
     expect(report).toMatchObject({ built: true, full: false, segmentsWritten: 1 });
     expect(await pending.text()).toBe(before);
     expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
+  });
+
+  it("after a one-product rebuild (old segments and a new one mixed), the gzip bodies are still one member each", async () => {
+    await changePrices(["SNAP-1999"]);
+    const report = await buildCatalogue();
+    expect(report).toMatchObject({ built: true, full: false, segmentsWritten: 1 });
+    const manifest = await readManifest(env.CATALOGUE, report.manifest!);
+    const builds = new Set(manifest.segments.map((segment) => segment.json.key.split("/")[2]));
+    expect(builds.size).toBe(2);
+    await expectOneMemberBodies();
   });
 
   it("a build that throws half-way leaves the previous snapshot serving; the next build completes", async () => {
