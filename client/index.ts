@@ -132,12 +132,13 @@ export interface PriceDataClientOptions extends Omit<ClientOptions, "fetch" | "b
 
 /**
  * The client: `api.GET("/products/{id}", { params: { path: { id } } })` and so on, typed from the
- * document. Pass `signal` in a call's options to cancel it, waits included. Errors are returned, not
- * thrown: `{ error: { detail }, response }` (a 429 too, once the tries are spent).
+ * document's JSON bodies (openapi-fetch parses JSON: for GET /products as NDJSON, use fetch and read
+ * it line by line). Pass `signal` in a call's options to cancel it, waits included. Errors are
+ * returned, not thrown: `{ error: { detail }, response }` (a 429 too, once the tries are spent).
  */
-export function createPriceDataClient({ baseUrl, token, fetch: fetchImpl, retry = {}, headers, ...rest }: PriceDataClientOptions): Client<paths> {
+export function createPriceDataClient({ baseUrl, token, fetch: fetchImpl, retry = {}, headers, ...rest }: PriceDataClientOptions): Client<paths, "application/json"> {
   const send: Fetch = fetchImpl ?? ((request) => globalThis.fetch(request));
-  return createClient<paths>({
+  return createClient<paths, "application/json">({
     ...rest,
     baseUrl,
     headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...headers },

@@ -1168,6 +1168,22 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The catalogue's first snapshot is being built (a new deployment, or a freshly seeded catalogue): retry after Retry-After seconds. */
+        CatalogueBuilding: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -1224,7 +1240,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The products */
+            /** @description The products: `{"products":[…]}` as JSON, or one product per line as NDJSON */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1239,6 +1255,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ProductList"];
+                    "application/x-ndjson": components["schemas"]["Product"] & unknown;
                 };
             };
             /** @description Not modified: the catalogue is unchanged since the ETag sent */
@@ -1260,6 +1277,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["CatalogueBuilding"];
         };
     };
     getProduct: {
@@ -1406,6 +1424,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["CatalogueBuilding"];
         };
     };
     listEvents: {

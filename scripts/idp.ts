@@ -6,7 +6,6 @@
  * development key, so tokens and jose's cached JWKS stay valid across restarts.
  * Logins use the provider's development pages: any login name and password are accepted.
  */
-import { readFileSync } from "node:fs";
 import Provider from "oidc-provider";
 import {
   ADMIN_SCOPES,
@@ -18,9 +17,10 @@ import {
   DEV_WORKER_ORIGIN,
   MACHINE_CLIENT_ID,
   MACHINE_CLIENT_SECRET,
+  devSigningKey,
 } from "./dev-idp/config.ts";
 
-const signingKey = JSON.parse(readFileSync(new URL("./dev-idp/signing-key.json", import.meta.url), "utf8"));
+const signingKey = devSigningKey();
 
 const provider = new Provider(DEV_ISSUER, {
   clients: [

@@ -6,9 +6,8 @@
  * The account token is signed here with the IdP's own development key, so the worker verifies it
  * against the IdP's JWKS exactly like a token from the login page, without a browser round trip.
  */
-import { readFileSync } from "node:fs";
 import { mintToken } from "./mint-token.ts";
-import { ADMIN_SCOPES, API_RESOURCE, DEV_AUDIENCE, DEV_ISSUER, MACHINE_CLIENT_ID, MACHINE_CLIENT_SECRET } from "./dev-idp/config.ts";
+import { ADMIN_SCOPES, API_RESOURCE, DEV_AUDIENCE, DEV_ISSUER, devSigningKey, MACHINE_CLIENT_ID, MACHINE_CLIENT_SECRET } from "./dev-idp/config.ts";
 
 const arg = process.argv[2];
 if (!arg || arg === "--help") {
@@ -32,6 +31,5 @@ if (arg === "--admin") {
   }
   console.log(body.access_token);
 } else {
-  const key = JSON.parse(readFileSync(new URL("./dev-idp/signing-key.json", import.meta.url), "utf8"));
-  console.log(await mintToken(key, { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, sub: arg }));
+  console.log(await mintToken(devSigningKey(), { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, sub: arg }));
 }

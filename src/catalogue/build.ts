@@ -46,8 +46,8 @@ interface Encoded {
 }
 
 
-export async function readPointer(bucket: R2Bucket): Promise<Pointer | null> {
-  const object = await bucket.get(POINTER_KEY);
+export async function readPointer(bucket: R2Bucket, key = POINTER_KEY): Promise<Pointer | null> {
+  const object = await bucket.get(key);
   return object ? ((await object.json()) as Pointer) : null;
 }
 

@@ -13,6 +13,8 @@ import { Competitor } from "./schema.ts";
  * serve: after a deploy, the builder makes a new snapshot before the first catalogue answer.
  */
 export const POINTER_KEY = "catalogue/current.v2.json";
+/** The first layout's pointer (concatenated gzip members): read once, so the first build after the upgrade retires that snapshot. */
+export const LEGACY_POINTER_KEY = "catalogue/current.json";
 export const manifestKey = (id: string) => `catalogue/manifests/${id}.json`;
 export const segmentKeys = (buildId: string, n: number) => ({
   json: `catalogue/segments/${buildId}/${n}.json.deflate`,

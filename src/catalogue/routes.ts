@@ -1,8 +1,10 @@
 import { createRoute } from "@hono/zod-openapi";
-import { requireApiKey } from "../auth/guards.ts";
 import type { Context } from "hono";
+import { accepts } from "hono/accepts";
+import { requireApiKey } from "../auth/guards.ts";
 import { CACHE_CONTROL, conditionalJson, ifNoneMatchHits } from "../http/conditional.ts";
 import { emptyResponse, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
 import { productHistory } from "./history.ts";
 import { CompetitorList, History, historyQuery, ifNoneMatch, Product, productIdParam, ProductList, productsQuery } from "./schema.ts";
@@ -21,6 +23,11 @@ import {
 import { streamOf, wholeCatalogue } from "./snapshot.ts";
 
 const notModified = emptyResponse("Not modified: the catalogue is unchanged since the ETag sent", ["ETag", "Cache-Control"]);
+const JSON_TYPE = "application/json";
+const NDJSON = "application/x-ndjson";
+const productsOk = jsonResponse("The products: `{\"products\":[…]}` as JSON, or one product per line as NDJSON", ProductList, ["ETag", "Cache-Control"]);
+/** The NDJSON form's schema is that of one line: a reference to Product, with its own description. */
+const ProductLine = Product.openapi({ description: "One line of the NDJSON body: one product (JSON, then a newline), in id order" });
 const common = { tags: ["Catalogue"], credential: "api-key" as const, middleware: [requireApiKey] };
 
 const listProducts = createRoute(
@@ -36,7 +43,11 @@ const listProducts = createRoute(
       "`Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. " +
       "`updated_since` with the time of your last sync gives only what changed since.",
     request: { query: productsQuery, headers: ifNoneMatch },
-    responses: { 200: jsonResponse("The products", ProductList, ["ETag", "Cache-Control"]), 304: notModified },
+    responses: {
+      200: { ...productsOk, content: { ...productsOk.content, [NDJSON]: { schema: ProductLine } } },
+      304: notModified,
+      503: ref("CatalogueBuilding"),
+    },
   }),
 );
 
@@ -75,7 +86,7 @@ const listCompetitors = createRoute(
     operationId: "listCompetitors",
     summary: "Competitors, with their offer counts",
     request: { query: noQuery, headers: ifNoneMatch },
-    responses: { 200: jsonResponse("The competitors", CompetitorList, ["ETag", "Cache-Control"]), 304: notModified },
+    responses: { 200: jsonResponse("The competitors", CompetitorList, ["ETag", "Cache-Control"]), 304: notModified, 503: ref("CatalogueBuilding") },
   }),
 );
 
@@ -95,16 +106,23 @@ function streamed(c: Context, etag: string, contentType: string, gzip: boolean, 
   return gzip ? new Response(res.body, { status: 200, headers: res.headers, encodeBody: "manual" }) : res;
 }
 
+/**
+ * Which form the client asked for, by RFC 9110 content negotiation (q-values, wildcards): JSON unless
+ * NDJSON is preferred. The OpenAPI document states the choice as the 200's two media types, as OpenAPI
+ * has it (an `Accept` header parameter "SHALL be ignored" by its tools).
+ */
+const requestedForm = (c: Context) => (accepts(c, { header: "Accept", supports: [JSON_TYPE, NDJSON], default: JSON_TYPE }) === NDJSON ? "ndjson" : "json");
+
 /** GET /products… (API key). No CORS headers, on purpose (contract). */
 export const productRoutes = openApiApp()
   .openapi(listProducts, async (c) => {
     const filters = c.req.valid("query");
     const { catalogue, db } = c.var.ctx;
     const manifest = await servingManifest(catalogue);
-    const form = (c.req.header("Accept") ?? "").includes("application/x-ndjson") ? "ndjson" : "json";
+    const form = requestedForm(c);
     const gzip = acceptsGzip(c.req.header("Accept-Encoding"));
     const etag = await productsEtag(manifest, filters, form, gzip);
-    const contentType = form === "ndjson" ? "application/x-ndjson" : "application/json";
+    const contentType = form === "ndjson" ? NDJSON : JSON_TYPE;
     if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));
     if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return streamed(c, etag, contentType, gzip, () => new ReadableStream());
     const segments = await candidateSegments(manifest, filters, db);

@@ -88,6 +88,7 @@ export const RESPONSE_COMPONENTS = {
   ),
   InternalError: errorResponse("A generic detail (the cause is logged), or the server is misconfigured (the detail names the variable)."),
   Unavailable: errorResponse("The identity provider's keys could not be fetched; try again.", ["Retry-After"]),
+  CatalogueBuilding: errorResponse("The catalogue's first snapshot is being built (a new deployment, or a freshly seeded catalogue): retry after Retry-After seconds.", ["Retry-After"]),
 } as const;
 
 export const ref = (name: keyof typeof RESPONSE_COMPONENTS) => ({ $ref: `#/components/responses/${name}` });

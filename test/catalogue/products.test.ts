@@ -209,6 +209,22 @@ describe("GET /products", () => {
     expect((await get("/products", { "If-None-Match": after.headers.get("ETag")! })).status).toBe(304);
   });
 
+  it.each([
+    ["application/x-ndjson", "application/x-ndjson"],
+    ["Application/X-NDJSON", "application/x-ndjson"],
+    ["application/json;q=0.5, application/x-ndjson", "application/x-ndjson"],
+    ["application/x-ndjson;q=0.5, application/json", "application/json"],
+    ["application/x-ndjson;q=0, */*", "application/json"],
+    ["*/*", "application/json"],
+    ["text/html", "application/json"],
+  ])("Accept: %s gets %s (RFC 9110 negotiation, JSON unless NDJSON is preferred)", async (accept, type) => {
+    const res = await get("/products", { Accept: accept });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toBe(type);
+    const text = new TextDecoder().decode(await res.arrayBuffer());
+    expect(text.startsWith('{"products":[')).toBe(type === "application/json");
+  });
+
   it("serves the same bytes to repeated requests", async () => {
     const first = await (await get("/products")).text();
     const second = await (await get("/products")).text();

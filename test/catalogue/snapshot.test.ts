@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { asc, eq, inArray, sql } from "drizzle-orm";
+import { asc, eq, sql } from "drizzle-orm";
 import { gunzipSync } from "node:zlib";
 import { beforeAll, describe, expect, it } from "vitest";
 import { SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/build.ts";
@@ -9,49 +9,18 @@ import { productView } from "../../src/catalogue/views.ts";
 import { database } from "../../src/platform/db.ts";
 import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import { buildCatalogue, createCompetitor, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { buildCatalogue, changePrices, createCompetitor, insertProducts, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
 // A catalogue of several segments (SEGMENT_TARGET products each), written straight into D1.
 const PRODUCTS = Math.round(SEGMENT_TARGET * 2.5);
-const BRANDS = ["Sony", "acme", "Nestlé"];
 const db = () => database(env.DB);
 let key: string;
 const shopA = { id: "cmp_a", name: "Shop A" };
 const shopB = { id: "cmp_b", name: "Shop B" };
 const idle = { id: "cmp_idle", name: "Idle" };
-
-/** Rows as JSON parameters (D1 allows 100 bound parameters a statement). */
-async function insertProducts(from: number, count: number, changedVersion = 0) {
-  const rows = Array.from({ length: count }, (_, k) => {
-    const i = from + k;
-    const id = `prd_${i.toString(16).padStart(8, "0")}`;
-    return {
-      id,
-      sku: `SNAP-${i}`,
-      name: `Snapshot product ${i} ☕`,
-      brand: BRANDS[i % 3],
-      category: i % 5 === 0 ? "Kettles" : "Toasters",
-      updated_at: `2026-0${1 + (i % 3)}-01T00:00:00.000Z`,
-      changed_version: changedVersion,
-      offers: i % 4 === 0 ? [] : [{ competitor_id: i % 2 ? "cmp_a" : "cmp_b", price_minor: 100 + i }],
-    };
-  });
-  const json = JSON.stringify(rows);
-  await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO products (id, sku, name, brand, category, created_at, updated_at, changed_version)
-       SELECT value->>'id', value->>'sku', value->>'name', value->>'brand', value->>'category', '2026-01-01T00:00:00.000Z', value->>'updated_at', value->>'changed_version' FROM json_each(?)`,
-    ).bind(json),
-    env.DB.prepare(
-      `INSERT INTO offers (product_id, competitor_id, price_minor, currency, in_stock, checked_at)
-       SELECT p.value->>'id', o.value->>'competitor_id', o.value->>'price_minor', 'USD', 1, '2026-01-02T00:00:00.000Z'
-       FROM json_each(?) p, json_each(p.value->'offers') o`,
-    ).bind(json),
-  ]);
-}
 
 /** The product views straight from D1, in id order: what every response must equal, byte for byte. */
 async function expectedProducts(): Promise<string[]> {
@@ -62,16 +31,6 @@ async function expectedProducts(): Promise<string[]> {
   ]);
   const names = new Map(competitorRows.map((row) => [row.id, row]));
   return productRows.map((row) => JSON.stringify(productView(row, offerRows.filter((offer) => offer.productId === row.id), names)));
-}
-
-/** A price change written as ingestion writes it (version moved, product marked, one batch) but without its poke, so no alarm races the test's builds. */
-async function changePrices(skus: readonly string[]) {
-  const ids = db().select({ id: products.id }).from(products).where(inArray(products.sku, [...skus]));
-  await db().batch([
-    db().update(offers).set({ priceMinor: sql`price_minor + 1` }).where(inArray(offers.productId, ids)),
-    bumpCatalogueVersion(db()),
-    db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state)` }).where(inArray(products.sku, [...skus])),
-  ]);
 }
 
 const listBody = (lines: readonly string[]) => `{"products":[${lines.join(",")}]}`;

@@ -10,7 +10,7 @@ import { call } from "../helpers/http.ts";
 /**
  * A deploy over a snapshot of the first layout (concatenated gzip members, named by the pointer
  * catalogue/current.json): it is never served, the builder makes a new one, and the old one's
- * objects are collected like any replaced snapshot's.
+ * objects are collected like any replaced snapshot's (the builder learns of it from the old pointer).
  */
 const OLD = {
   pointer: "catalogue/current.json",
@@ -24,12 +24,11 @@ beforeAll(async () => {
   key = await newApiKey();
   await createCompetitor({ id: "cmp_a" });
   await createProduct({ id: "prd_1", sku: "UPGRADE-1", offers: [{ competitor: "cmp_a", price: "9.99" }] });
-  // What the previous code left in R2 (the fields the builder's collection reads), and the builder's record of it.
+  // What the previous code left in R2 (the fields the builder's collection reads).
   await env.CATALOGUE.put(OLD.pointer, JSON.stringify({ manifest: OLD.manifest, version: 1 }));
   await env.CATALOGUE.put(manifestKey(OLD.manifest), JSON.stringify({ id: OLD.manifest, version: 1, segments: [{ first: "", json: { key: OLD.segments.json }, ndjson: { key: OLD.segments.ndjson } }] }));
   await env.CATALOGUE.put(OLD.segments.json, "old gzip member");
   await env.CATALOGUE.put(OLD.segments.ndjson, "old gzip member");
-  await runInDurableObject(catalogueBuilder(env), (_object, state) => state.storage.put("current", OLD.manifest));
 });
 
 describe("a deploy over the first snapshot layout", () => {
@@ -39,6 +38,7 @@ describe("a deploy over the first snapshot layout", () => {
     expect(waiting.headers.get("Retry-After")).toBe("2");
     await buildCatalogue(); // what the poke's alarm does (whichever of the two runs first builds; the other finds nothing to do)
     expect(POINTER_KEY).not.toBe(OLD.pointer);
+    expect(await env.CATALOGUE.head(OLD.pointer)).toBeNull(); // read once, its snapshot retired
     const served = await get();
     expect(served.status).toBe(200);
     expect(((await served.json()) as { products: { sku: string }[] }).products.map((p) => p.sku)).toEqual(["UPGRADE-1"]);

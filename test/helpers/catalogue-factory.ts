@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { database } from "../../src/platform/db.ts";
 import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { parseMoney } from "../../src/platform/money.ts";
-import { sql } from "drizzle-orm";
+import { inArray, sql } from "drizzle-orm";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import type { BuildOptions, BuildReport } from "../../src/catalogue/build.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
@@ -120,6 +120,53 @@ export async function addHistory(productId: string, rows: HistoryInput[]) {
   });
   const [first, ...rest] = statements;
   if (first) await db().batch([first, ...rest]);
+}
+
+const BULK_BRANDS = ["Sony", "acme", "Nestlé"];
+
+/**
+ * `count` products numbered from `from` (ids `prd_<8 hex digits>` in number order, SKUs `SNAP-<n>`),
+ * three in four with an offer from competitor `cmp_a` or `cmp_b` (both must exist), in one D1 batch:
+ * enough for catalogues of several snapshot segments. Rows go in as JSON parameters (D1 allows 100
+ * bound parameters a statement).
+ */
+export async function insertProducts(from: number, count: number, changedVersion = 0) {
+  const rows = Array.from({ length: count }, (_, k) => {
+    const i = from + k;
+    const id = `prd_${i.toString(16).padStart(8, "0")}`;
+    return {
+      id,
+      sku: `SNAP-${i}`,
+      name: `Snapshot product ${i} ☕`,
+      brand: BULK_BRANDS[i % 3],
+      category: i % 5 === 0 ? "Kettles" : "Toasters",
+      updated_at: `2026-0${1 + (i % 3)}-01T00:00:00.000Z`,
+      changed_version: changedVersion,
+      offers: i % 4 === 0 ? [] : [{ competitor_id: i % 2 ? "cmp_a" : "cmp_b", price_minor: 100 + i }],
+    };
+  });
+  const json = JSON.stringify(rows);
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO products (id, sku, name, brand, category, created_at, updated_at, changed_version)
+       SELECT value->>'id', value->>'sku', value->>'name', value->>'brand', value->>'category', '2026-01-01T00:00:00.000Z', value->>'updated_at', value->>'changed_version' FROM json_each(?)`,
+    ).bind(json),
+    env.DB.prepare(
+      `INSERT INTO offers (product_id, competitor_id, price_minor, currency, in_stock, checked_at)
+       SELECT p.value->>'id', o.value->>'competitor_id', o.value->>'price_minor', 'USD', 1, '2026-01-02T00:00:00.000Z'
+       FROM json_each(?) p, json_each(p.value->'offers') o`,
+    ).bind(json),
+  ]);
+}
+
+/** A price change written as ingestion writes it (version moved, product marked, one batch) but without its poke, so no alarm races the test's builds. */
+export async function changePrices(skus: readonly string[]) {
+  const ids = db().select({ id: products.id }).from(products).where(inArray(products.sku, [...skus]));
+  await db().batch([
+    db().update(offers).set({ priceMinor: sql`price_minor + 1` }).where(inArray(offers.productId, ids)),
+    bumpCatalogueVersion(db()),
+    db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state)` }).where(inArray(products.sku, [...skus])),
+  ]);
 }
 
 /**

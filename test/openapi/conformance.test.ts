@@ -4,7 +4,7 @@ import { buildApp } from "../../src/app.ts";
 import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, randomTestIp, type CallOptions } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
-import { DocumentChecker, fetchDocument, METHODS } from "../helpers/openapi.ts";
+import { bodyText, DocumentChecker, fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 
@@ -12,8 +12,10 @@ import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-rece
  * The description cannot drift from the code: every operation in GET /openapi.json is called for
  * real, through the worker, for its success and each of its error statuses, and each response is
  * checked against the document (status listed, required headers present and valid, body valid
- * against the response's schema). The last tests check that every documented status was seen
- * (bar 500 and 503, which need a broken server) and that the document and the router list the same routes.
+ * against the schema of the media type it names: each line of an NDJSON body against the schema of
+ * one line). The last tests check that every documented status (and each media type of a response
+ * with several) was seen (bar 500 and 503, which need a broken server) and that the document and the
+ * router list the same routes.
  */
 
 const doc = await fetchDocument();
@@ -23,7 +25,7 @@ const BIG = JSON.stringify({ name: "x".repeat(1024 * 1024 + 10) });
 /** Calls the worker and checks the response against operation `method template`. */
 async function expectCall(status: number, method: string, template: string, path: string, options: CallOptions = {}) {
   const res = await call(method, path, options);
-  expect(res.status, `${method} ${path}: ${await res.clone().text()}`).toBe(status);
+  expect(res.status, `${method} ${path}: ${await bodyText(res)}`).toBe(status);
   return checker.check(res, method, template);
 }
 
@@ -71,6 +73,18 @@ describe("catalogue (API key)", () => {
     await expectCall(200, "get", "/products", "/products?brand=acme&updated_since=2025-01-01", { token: key });
     await expectCall(400, "get", "/products", "/products?colour=red", { token: key });
     await expectCall(401, "get", "/products", "/products");
+  });
+
+  it("GET /products as NDJSON: each line valid against the document's schema of one line, 304 for its own ETag", async () => {
+    const ndjson = { Accept: "application/x-ndjson" };
+    const res = await call("GET", "/products", { token: key, headers: ndjson });
+    const lines = await checker.check(res, "get", "/products");
+    const list = await expectCall(200, "get", "/products", "/products", { token: key });
+    expect(lines).toEqual(list.products);
+    await expectCall(304, "get", "/products", "/products", { token: key, headers: { ...ndjson, "If-None-Match": res.headers.get("ETag")! } });
+    const filtered = await expectCall(200, "get", "/products", "/products?brand=acme", { token: key, headers: ndjson });
+    expect(filtered).toHaveLength(1);
+    expect(await expectCall(200, "get", "/products", "/products?sku=NOPE", { token: key, headers: ndjson })).toEqual([]);
   });
 
   it("GET /products/{id}: 200, 304, 400, 404, 401", async () => {
@@ -392,6 +406,17 @@ describe("the checker itself", () => {
     await expect(checker.check(new Response('{"detail":"x"}', { status: 401, headers: json }), "get", "/products")).rejects.toThrow(/required header/);
     const headers = { ...json, "X-Request-Id": "r", "X-RateLimit-Limit": "ten", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1", RateLimit: "x", "RateLimit-Policy": "x", "WWW-Authenticate": "Bearer" };
     await expect(checker.check(new Response('{"detail":"x"}', { status: 401, headers }), "get", "/products")).rejects.toThrow(/X-RateLimit-Limit/);
+  });
+
+  it("checks the body against the media type the response names, and an NDJSON body line by line", async () => {
+    const ok = { "X-Request-Id": "r", "X-RateLimit-Limit": "1", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1", RateLimit: "x", "RateLimit-Policy": "x", ETag: '"e"', "Cache-Control": "private, no-cache" };
+    const [product] = (await checker.check(await call("GET", "/products", { token: key }), "get", "/products")).products;
+    const line = JSON.stringify(product);
+    const ndjson = (body: string) => new Response(body, { status: 200, headers: { ...ok, "Content-Type": "application/x-ndjson" } });
+    expect(await checker.check(ndjson(`${line}\n${line}\n`), "get", "/products")).toEqual([product, product]);
+    await expect(checker.check(ndjson(`${line}\n{"id":"prd_1"}\n`), "get", "/products")).rejects.toThrow(/line 2/);
+    await expect(checker.check(ndjson(line), "get", "/products")).rejects.toThrow(/end with a newline/);
+    await expect(checker.check(new Response(line, { status: 200, headers: { ...ok, "Content-Type": "text/plain" } }), "get", "/products")).rejects.toThrow(/not one the document lists/);
   });
 });
 
