@@ -1,28 +1,40 @@
 /**
- * `npm run bench:catalogue [-- --quick] [--products-max]`
- *
- * The catalogue snapshot (docs/catalogue.md) under `wrangler dev`, at 10,000 and 100,000 products
- * (`--quick`: 2,000; `--products-max` adds 1,000,000): the full build after a seed, GET /products
- * (time to first byte, total time, bytes with and without gzip, D1 round trips), 304, the worker
- * isolate's heap (inspector) at its peak while building and while serving, and a one-product change:
- * its rebuild time (the builder's log) and the time until GET /products serves it.
- * Writes bench/results/catalogue.md and catalogue.json.
+ * The catalogue snapshot (docs/catalogue.md) at one size, under `wrangler dev`: a part of
+ * `npm run bench` (bench/run.ts runs it at 10,000 and 100,000 products, `--products-max` adds
+ * 1,000,000, `--quick` 2,000). Each size gets a freshly seeded D1 and a worker of its own: the full
+ * build its first request sets off, GET /products (time to first byte, total time, bytes with and
+ * without gzip, D1 round trips), 304, filters, the isolate's heap while building and while serving
+ * (in use, and live after a forced collection), one-product changes: their rebuild time (the
+ * builder's log) and the time until GET /products serves them.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { mintToken } from "../scripts/mint-token.ts";
+import { heapUsage, liveHeapUsage, openInspector, type InspectorSession } from "./inspector.ts";
 import { makeKeys } from "./keys.ts";
-import { findDirectUrl, freeze, isolateHeap, ROOT, startWorker, stopAll, waitReady, type Worker } from "./processes.ts";
-import { seedState, startJwks } from "./setup.ts";
-import { CONFIGS } from "./workers.ts";
+import { findDirectUrl, startWorker, stopWorker, waitReady, type Worker } from "./processes.ts";
+import { seedState, type Jwks } from "./setup.ts";
 
-const { values: args } = parseArgs({ options: { quick: { type: "boolean", default: false }, "products-max": { type: "boolean", default: false } } });
-const sizes = args.quick ? [2_000] : [10_000, 100_000, ...(args["products-max"] ? [1_000_000] : [])];
-const step = (text: string) => console.log(`[catalogue bench] ${text}`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** How often the heap is read while building and serving: in use (cheap), and live (a full collection each time). */
+const USED_EVERY_MS = 200;
+const LIVE_EVERY_MS = 500;
+
+/** Seeding takes about 1 s per 1,000 products locally; its timeout leaves room. */
+export const seedTimeoutMs = (products: number) => 120_000 + products * 3;
+
+export interface CatalogueContext {
+  /** Where the state, SQL and logs go. */
+  work: string;
+  idp: Jwks;
+  /** The real worker's frozen configuration (bench/processes.ts freeze()). */
+  config: string;
+  /** How many one-product changes to time. */
+  changes: number;
+  step: (text: string) => void;
+}
 
 interface Timed {
   status: number;
@@ -36,34 +48,78 @@ interface Timed {
 function timedGet(url: string, headers: Record<string, string>): Promise<Timed> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const req = request(url, { headers, timeout: 600_000 }, (res) => {
+    const req = request(url, { headers, timeout: 900_000 }, (res) => {
       const ttfbMs = performance.now() - started;
       let bytes = 0;
       res.on("data", (chunk: Buffer) => (bytes += chunk.length));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, ttfbMs, totalMs: performance.now() - started, bytes, headers: res.headers }));
       res.on("error", reject);
     });
+    req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));
     req.on("error", reject);
     req.end();
   });
 }
 
-/** The isolate's heap, sampled every 200 ms until stopped: the peak in MiB. */
-function heapSampler(worker: Worker) {
-  let peak = 0;
+/** The first line of a streamed body; the rest is not read. */
+async function firstLine(url: string, headers: Record<string, string>): Promise<string> {
+  const res = await fetch(url, { headers });
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  await reader.cancel();
+  return text.slice(0, text.indexOf("\n"));
+}
+
+export interface HeapPeaks {
+  /** V8's heap in use, garbage not yet collected included. */
+  usedMb: number;
+  /** The heap after a forced full collection: what is still referenced. */
+  liveMb: number;
+  /** ArrayBuffer backing stores (R2 bodies in flight, compression buffers). */
+  buffersMb: number;
+}
+
+/**
+ * Reads the isolate's heap until stopped, on one inspector session (wrangler's proxy keeps only
+ * one): in use every USED_EVERY_MS; with `live`, every LIVE_EVERY_MS the live heap instead, after
+ * a forced full collection (which also keeps the heap in use low). Returns the peaks.
+ */
+function heapSampler(worker: Worker, live: boolean) {
+  const peaks: HeapPeaks = { usedMb: 0, liveMb: 0, buffersMb: 0 };
   let running = true;
   const loop = (async () => {
+    let session: InspectorSession | undefined;
+    let lastLive = 0;
     while (running) {
-      const heap = await isolateHeap(worker);
-      if (heap) peak = Math.max(peak, heap.usedMb);
-      await sleep(200);
+      const started = Date.now();
+      try {
+        session ??= await openInspector(worker);
+        if (live && started - lastLive >= LIVE_EVERY_MS) {
+          lastLive = started;
+          peaks.liveMb = Math.max(peaks.liveMb, (await liveHeapUsage(session, worker)).usedMb);
+        } else {
+          const heap = await heapUsage(session);
+          peaks.usedMb = Math.max(peaks.usedMb, heap.usedMb);
+          peaks.buffersMb = Math.max(peaks.buffersMb, heap.buffersMb);
+        }
+      } catch {
+        session?.close(); // a reading that failed: the next one opens a new session
+        session = undefined;
+      }
+      await sleep(Math.max(0, started + USED_EVERY_MS - Date.now()));
     }
+    session?.close();
   })();
   return {
     stop: async () => {
       running = false;
       await loop;
-      return peak;
+      return peaks;
     },
   };
 }
@@ -76,16 +132,13 @@ function buildReports(log: string): { ms: number; full: boolean; segmentsWritten
     .map((line) => JSON.parse(line.slice(line.indexOf("{"))));
 }
 
-async function measure(size: number, work: string, idp: Awaited<ReturnType<typeof startJwks>>, config: string) {
-  const keys = await makeKeys({ load: 1, exact: 0, revoke: 0 });
-  const key = keys.load[0]!.key;
-  const dir = join(work, `state-${size}`);
-  step(`${size.toLocaleString("en")} products: seeding`);
-  await seedState(work, dir, size, keys.sql, 1_800_000);
-  const log = join(work, `worker-${size}.log`);
+/** The real worker under `wrangler dev` on the state `dir`, its log at level "log" (the builder's reports); stopped after `use`. */
+async function onWorker<T>(name: string, dir: string, context: CatalogueContext, use: (worker: Worker, log: string) => Promise<T>): Promise<T> {
+  const { idp } = context;
+  const log = `${dir}.log`;
   const worker = await startWorker({
-    name: `catalogue-${size}`,
-    config,
+    name,
+    config: context.config,
     persistTo: dir,
     vars: {
       IDP_ISSUER: idp.issuer,
@@ -97,43 +150,74 @@ async function measure(size: number, work: string, idp: Awaited<ReturnType<typeo
     log,
     logLevel: "log",
   });
-  await waitReady(worker, (url) => fetch(url), 120_000);
-  await findDirectUrl(worker, async (url) => (await fetch(url, { signal: AbortSignal.timeout(2000) })).ok);
+  try {
+    await waitReady(worker, (url) => fetch(url), 120_000);
+    await findDirectUrl(worker, async (url) => (await fetch(url, { signal: AbortSignal.timeout(2000) })).ok);
+    return await use(worker, log);
+  } finally {
+    await stopWorker(worker);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The first full build (the first request pokes the builder; 503 until it is done), then every kind of GET /products, each with the heap's peaks. */
+async function buildAndServe(worker: Worker, key: string, live: boolean) {
   const url = `${worker.directUrl}/products`;
   const auth = { Authorization: `Bearer ${key}` };
-
-  step(`${size.toLocaleString("en")} products: full build (the first request pokes the builder; 503 until it is done)`);
-  const building = heapSampler(worker);
+  const gzip = { ...auth, "Accept-Encoding": "gzip" };
+  const building = heapSampler(worker, live);
   const buildStarted = performance.now();
   let first = await timedGet(url, auth);
   while (first.status === 503) {
-    await sleep(100);
+    await sleep(250);
     first = await timedGet(url, auth);
   }
   const fullBuildServedMs = performance.now() - buildStarted;
-  const heapBuildingMb = await building.stop();
+  const heapBuilding = await building.stop();
   if (first.status !== 200) throw new Error(`GET /products answered ${first.status}`);
 
-  step(`${size.toLocaleString("en")} products: serving`);
-  const serving = heapSampler(worker);
-  const identity = await timedGet(url, auth);
-  const gzip = await timedGet(url, { ...auth, "Accept-Encoding": "gzip" });
-  const ndjson = await timedGet(url, { ...auth, "Accept-Encoding": "gzip", Accept: "application/x-ndjson" });
-  const concurrent = await Promise.all(Array.from({ length: 4 }, () => timedGet(url, auth)));
-  const etag = String(gzip.headers.etag);
-  const notModified = await timedGet(url, { ...auth, "Accept-Encoding": "gzip", "If-None-Match": etag });
+  const serving = heapSampler(worker, live);
+  const identity = await timedGet(url, { ...auth, "Accept-Encoding": "identity" });
+  const zipped = await timedGet(url, gzip);
+  const ndjson = await timedGet(url, { ...gzip, Accept: "application/x-ndjson" });
+  const concurrent = await Promise.all(Array.from({ length: 4 }, () => timedGet(url, { ...auth, "Accept-Encoding": "identity" })));
+  const notModified = await timedGet(url, { ...gzip, "If-None-Match": String(zipped.headers.etag) });
   const small = await timedGet(`${url}?sku=bench-none`, auth);
-  const filtered = await timedGet(`${url}?updated_since=2100-01-01`, auth);
-  const heapServingMb = await serving.stop();
+  const skipped = await timedGet(`${url}?updated_since=2100-01-01`, auth);
+  const category = await timedGet(`${url}?category=headphones`, gzip);
+  const heapServing = await serving.stop();
+  const header = (t: Timed, name: string) => String(t.headers[name] ?? "");
+  const transfer = (t: Timed) => ({ ttfbMs: t.ttfbMs, totalMs: t.totalMs, bytes: t.bytes, encoding: header(t, "content-encoding") || "identity", work: header(t, "x-work-counts") });
+  return {
+    fullBuildServedMs,
+    identity: transfer(identity),
+    gzip: transfer(zipped),
+    ndjsonGzip: transfer(ndjson),
+    concurrentIdentityTotalMs: Math.max(...concurrent.map((t) => t.totalMs)),
+    notModified: { ...transfer(notModified), status: notModified.status },
+    smallFiltered: transfer(small),
+    updatedSinceNone: transfer(skipped),
+    categoryGzip: transfer(category),
+    heapBuilding,
+    heapServing,
+  };
+}
 
-  step(`${size.toLocaleString("en")} products: one-product changes`);
+/** One-product changes, one at a time: from the ingestion's answer until GET /products serves a new ETag. */
+async function oneProductChanges(worker: Worker, key: string, context: CatalogueContext): Promise<number[]> {
+  const { idp } = context;
+  const url = `${worker.directUrl}/products`;
+  const gzip = { Authorization: `Bearer ${key}`, "Accept-Encoding": "gzip" };
   const admin = await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-admin", scope: "prices:write" });
-  const firstLine = await (await fetch(url, { headers: { ...auth, Accept: "application/x-ndjson" } })).text();
-  const product = JSON.parse(firstLine.slice(0, firstLine.indexOf("\n"))) as { sku: string; name: string; offers: { competitor_id: string; competitor_name: string; currency: string }[] };
+  const product = JSON.parse(await firstLine(url, { Authorization: `Bearer ${key}`, Accept: "application/x-ndjson" })) as {
+    sku: string;
+    name: string;
+    offers: { competitor_id: string; competitor_name: string; currency: string }[];
+  };
   const offer = product.offers[0]!;
   const changes: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const before = String((await timedGet(url, { ...auth, "Accept-Encoding": "gzip" })).headers.etag);
+  for (let i = 0; i < context.changes; i++) {
+    const before = String((await timedGet(url, gzip)).headers.etag);
     const observation = { sku: product.sku, name: product.name, competitor: { id: offer.competitor_id, name: offer.competitor_name }, price: `${100 + i}.00`, currency: offer.currency, in_stock: true };
     const res = await fetch(`${worker.directUrl}/admin/observations`, {
       method: "POST",
@@ -142,56 +226,78 @@ async function measure(size: number, work: string, idp: Awaited<ReturnType<typeo
     });
     if (!res.ok) throw new Error(`POST /admin/observations answered ${res.status}: ${await res.text()}`);
     const answered = performance.now();
-    for (;;) {
-      const now = await timedGet(url, { ...auth, "Accept-Encoding": "gzip", "If-None-Match": before });
-      if (now.status === 200) break;
-      await sleep(50);
-    }
+    while ((await timedGet(url, { ...gzip, "If-None-Match": before })).status !== 200) await sleep(50);
     changes.push(performance.now() - answered);
-    await sleep(1500);
+    await sleep(1000);
   }
   await sleep(500); // the last build's log line
-  const reports = buildReports(log);
+  return changes;
+}
+
+/**
+ * One size, in two passes on two copies of one seeded state, each on a worker of its own. The
+ * first gives the timings and the heap in use as V8 lets it grow; the second, the live heap: its
+ * forced collections would disturb the first's timings and keep its heap in use low.
+ */
+export async function measureCatalogue(size: number, context: CatalogueContext) {
+  const label = `catalogue, ${size.toLocaleString("en")} products`;
+  const keys = await makeKeys({ load: 1, exact: 0, revoke: 0 });
+  const key = keys.load[0]!.key;
+  const dir = join(context.work, `catalogue-${size}`);
+  context.step(`${label}: seeding`);
+  const seedStarted = performance.now();
+  await seedState(dir, size, keys.sql, seedTimeoutMs(size));
+  const seedMs = performance.now() - seedStarted;
+  cpSync(dir, `${dir}-live`, { recursive: true });
+
+  context.step(`${label}: full build, GET /products, ${context.changes} one-product change(s)`);
+  const timed = await onWorker(label, dir, context, async (worker, log) => {
+    const measured = await buildAndServe(worker, key, false);
+    const changeServedMs = await oneProductChanges(worker, key, context);
+    return { ...measured, changeServedMs, reports: buildReports(log) };
+  });
+  context.step(`${label}: the same build and requests again, reading the live heap`);
+  const live = await onWorker(`${label} (live heap)`, `${dir}-live`, context, (worker) => buildAndServe(worker, key, true));
+
+  const { reports, heapBuilding, heapServing, ...rest } = timed;
   const full = reports.find((r) => r.full);
   const incremental = reports.filter((r) => !r.full);
-  await stopAll();
-  rmSync(dir, { recursive: true, force: true });
-  const header = (t: Timed, name: string) => String(t.headers[name] ?? "");
   return {
     products: size,
+    seedMs,
     fullBuildMs: full?.ms,
-    fullBuildServedMs: fullBuildServedMs,
     segments: full?.segmentsWritten,
-    identity: { ttfbMs: identity.ttfbMs, totalMs: identity.totalMs, bytes: identity.bytes, encoding: header(identity, "content-encoding") || "identity", work: header(identity, "x-work-counts") },
-    gzip: { ttfbMs: gzip.ttfbMs, totalMs: gzip.totalMs, bytes: gzip.bytes, encoding: header(gzip, "content-encoding"), work: header(gzip, "x-work-counts") },
-    ndjsonGzip: { totalMs: ndjson.totalMs, bytes: ndjson.bytes },
-    concurrentIdentityTotalMs: Math.max(...concurrent.map((t) => t.totalMs)),
-    notModified: { status: notModified.status, totalMs: notModified.totalMs, work: header(notModified, "x-work-counts") },
-    smallFiltered: { totalMs: small.totalMs, bytes: small.bytes, work: header(small, "x-work-counts") },
-    updatedSinceNone: { totalMs: filtered.totalMs, bytes: filtered.bytes, work: header(filtered, "x-work-counts") },
-    heapBuildingMb,
-    heapServingMb,
+    ...rest,
+    heapBuilding: { ...heapBuilding, liveMb: live.heapBuilding.liveMb },
+    heapServing: { ...heapServing, liveMb: live.heapServing.liveMb },
     oneProductRebuildMs: incremental.map((r) => r.ms),
     oneProductSegmentsWritten: incremental.map((r) => r.segmentsWritten),
-    changeServedMs: changes,
   };
 }
 
-const ms = (n: number | undefined) => (n === undefined ? "–" : `${Math.round(n)} ms`);
-const mib = (n: number) => `${(n / 2 ** 20).toFixed(2)} MiB`;
+export type CatalogueResult = Awaited<ReturnType<typeof measureCatalogue>>;
 
-function table(results: Awaited<ReturnType<typeof measure>>[]): string {
-  const rows: [string, (r: (typeof results)[number]) => string][] = [
+const ms = (n: number | undefined) => (n === undefined ? "–" : n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`);
+const mib = (n: number) => (n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(2)} MiB` : `${(n / 1024).toFixed(1)} KiB`);
+const heap = (building: number, serving: number) => `${building.toFixed(1)} / ${serving.toFixed(1)} MiB`;
+
+/** The measurements as a markdown table, one column per size. */
+export function catalogueReport(results: readonly CatalogueResult[]): string {
+  const rows: [string, (r: CatalogueResult) => string][] = [
+    ["seed (scripts/seed.ts, then the keys)", (r) => ms(r.seedMs)],
     ["full build (builder's log) / until served", (r) => `${ms(r.fullBuildMs)} / ${ms(r.fullBuildServedMs)} (${r.segments} segments)`],
-    ["GET /products identity: TTFB / total / bytes", (r) => `${ms(r.identity.ttfbMs)} / ${ms(r.identity.totalMs)} / ${mib(r.identity.bytes)} (${r.identity.encoding})`],
     ["GET /products gzip: TTFB / total / bytes", (r) => `${ms(r.gzip.ttfbMs)} / ${ms(r.gzip.totalMs)} / ${mib(r.gzip.bytes)} (${r.gzip.encoding})`],
+    ["GET /products identity: TTFB / total / bytes", (r) => `${ms(r.identity.ttfbMs)} / ${ms(r.identity.totalMs)} / ${mib(r.identity.bytes)} (${r.identity.encoding})`],
     ["NDJSON gzip: total / bytes", (r) => `${ms(r.ndjsonGzip.totalMs)} / ${mib(r.ndjsonGzip.bytes)}`],
     ["4 concurrent identity: slowest total", (r) => ms(r.concurrentIdentityTotalMs)],
     ["X-Work-Counts, unfiltered", (r) => r.gzip.work],
     ["304: status / total / work", (r) => `${r.notModified.status} / ${ms(r.notModified.totalMs)} / ${r.notModified.work}`],
     ["?sku=none (small response): total / work", (r) => `${ms(r.smallFiltered.totalMs)} / ${r.smallFiltered.work}`],
     ["?updated_since=future (all segments skipped): total", (r) => ms(r.updatedSinceNone.totalMs)],
-    ["isolate heap peak: building / serving", (r) => `${r.heapBuildingMb.toFixed(1)} MiB / ${r.heapServingMb.toFixed(1)} MiB`],
+    ["?category=headphones gzip (filtered line by line): total / bytes", (r) => `${ms(r.categoryGzip.totalMs)} / ${mib(r.categoryGzip.bytes)}`],
+    ["isolate heap in use, peak (garbage included): building / serving", (r) => heap(r.heapBuilding.usedMb, r.heapServing.usedMb)],
+    ["isolate heap live, peak (after a forced full GC): building / serving", (r) => heap(r.heapBuilding.liveMb, r.heapServing.liveMb)],
+    ["ArrayBuffers, peak: building / serving", (r) => heap(r.heapBuilding.buffersMb, r.heapServing.buffersMb)],
     ["one-product rebuild (builder's log)", (r) => `${r.oneProductRebuildMs.map(ms).join(", ")} (segments written: ${r.oneProductSegmentsWritten.join(", ")})`],
     ["ingestion answered → change served", (r) => r.changeServedMs.map(ms).join(", ")],
   ];
@@ -199,23 +305,9 @@ function table(results: Awaited<ReturnType<typeof measure>>[]): string {
   return [head, ...rows.map(([name, cell]) => `| ${name} | ${results.map(cell).join(" | ")} |`)].join("\n");
 }
 
-async function main() {
-  const work = mkdtempSync(join(tmpdir(), "price-data-catalogue-bench-"));
-  const idp = await startJwks();
-  try {
-    const config = await freeze(CONFIGS.ours, join(work, "build"));
-    const results = [];
-    for (const size of sizes) results.push(await measure(size, work, idp, config));
-    const text = `# Catalogue snapshot bench (${new Date().toISOString()})\n\n${table(results)}\n`;
-    console.log(`\n${text}`);
-    mkdirSync(join(ROOT, "bench/results"), { recursive: true });
-    writeFileSync(join(ROOT, "bench/results/catalogue.md"), text);
-    writeFileSync(join(ROOT, "bench/results/catalogue.json"), `${JSON.stringify(results, null, 2)}\n`);
-  } finally {
-    idp.server.close();
-    await stopAll();
-    rmSync(work, { recursive: true, force: true });
-  }
-}
-
-await main();
+/** What the table's heap rows mean, for the report. */
+export const CATALOGUE_NOTES =
+  `Each size on a freshly seeded local D1, measured twice on two copies of it, each on a worker of its own (\`wrangler dev\`; the CatalogueBuilder object runs in the worker's isolate there, so the building peaks include it). ` +
+  `The first run gives the timings and the heap in use (read through the inspector every ${USED_EVERY_MS} ms: what V8 reports, garbage it has not collected yet included); ` +
+  `the second repeats the build and the requests and reads the live heap every ${LIVE_EVERY_MS} ms, after a forced full collection (what is still referenced). ` +
+  "\"identity\" sends `Accept-Encoding: identity`: the worker decompresses the stored gzip on the way.";

@@ -262,40 +262,6 @@ export function workerMemory(worker: Worker): Memory | undefined {
   };
 }
 
-/**
- * The worker's isolate (V8 `Runtime.getHeapUsage`, through wrangler's inspector proxy): the JS heap
- * in use (live objects and garbage not yet collected; workerd does not answer a forced collection)
- * and the ArrayBuffer backing stores, where the serialised catalogue lives. The Durable Objects
- * share the isolate with the worker, so their in-memory state is included.
- */
-export async function isolateHeap(worker: Worker): Promise<{ usedMb: number; totalMb: number; buffersMb: number } | undefined> {
-  const origin = `http://127.0.0.1:${worker.inspectorPort}`;
-  // undici's WebSocket takes headers; the inspector proxy insists on an Origin.
-  const init = { headers: { Origin: origin } } as unknown as string[];
-  const socket = new WebSocket(`ws://127.0.0.1:${worker.inspectorPort}/ws`, init);
-  type HeapUsage = { usedSize?: number; totalSize?: number; backingStorageSize?: number };
-  const answer = new Promise<HeapUsage>((resolve, reject) => {
-    socket.addEventListener("open", () => socket.send(JSON.stringify({ id: 1, method: "Runtime.getHeapUsage" })));
-    socket.addEventListener("message", (event) => {
-      const message = JSON.parse(String(event.data)) as { id?: number; result?: HeapUsage };
-      if (message.id === 1) resolve(message.result ?? {});
-    });
-    socket.addEventListener("error", () => reject(new Error("inspector connection failed")));
-  });
-  let timer: number | undefined;
-  const timeout = new Promise<undefined>((resolve) => (timer = Number(setTimeout(resolve, 10_000))));
-  try {
-    const heap = await Promise.race([answer, timeout]);
-    if (heap?.usedSize === undefined || heap.totalSize === undefined) return undefined;
-    return { usedMb: heap.usedSize / 2 ** 20, totalMb: heap.totalSize / 2 ** 20, buffersMb: (heap.backingStorageSize ?? NaN) / 2 ** 20 };
-  } catch {
-    return undefined;
-  } finally {
-    clearTimeout(timer);
-    socket.close();
-  }
-}
-
 // ---- The runtime's own socket, and CPU time ---------------------------------------------------------
 
 function runtimeAndProxy(worker: Worker): { runtime?: ProcInfo; proxy?: ProcInfo } {
@@ -391,29 +357,35 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-/** Ends every worker's process group (TERM, then KILL after a grace period) and every short-lived child. */
-export async function stopAll(graceMs = 4000): Promise<void> {
-  for (const child of running) killGroup(child);
-  for (const worker of workers) {
+function signalGroups(list: readonly Worker[], signal: NodeJS.Signals): void {
+  for (const worker of list) {
     try {
-      process.kill(-worker.pgid, "SIGTERM");
+      process.kill(-worker.pgid, signal);
     } catch {
       // already gone
     }
   }
+}
+
+/** Ends the workers' process groups: TERM, then KILL after a grace period. */
+async function stopWorkers(list: readonly Worker[], graceMs: number): Promise<void> {
+  signalGroups(list, "SIGTERM");
   const deadline = Date.now() + graceMs;
-  while (workers.some((w) => groupAlive(w.pgid)) && Date.now() < deadline) await sleep(100);
-  stopAllNow();
+  while (list.some((w) => groupAlive(w.pgid)) && Date.now() < deadline) await sleep(100);
+  signalGroups(list, "SIGKILL");
+}
+
+/** Ends one worker (the others keep running). */
+export const stopWorker = (worker: Worker, graceMs = 4000) => stopWorkers([worker], graceMs);
+
+/** Ends every worker's process group and every short-lived child. */
+export async function stopAll(graceMs = 4000): Promise<void> {
+  for (const child of running) killGroup(child);
+  await stopWorkers(workers, graceMs);
 }
 
 /** The synchronous last resort, for process exit. */
 export function stopAllNow(): void {
   for (const child of running) killGroup(child);
-  for (const worker of workers) {
-    try {
-      process.kill(-worker.pgid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
+  signalGroups(workers, "SIGKILL");
 }

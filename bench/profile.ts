@@ -1,10 +1,11 @@
 /**
- * Where a worker's CPU goes: V8's sampling profiler in the worker's isolate (through wrangler's
- * inspector proxy, like the heap reading in processes.ts) while a load runs. Locally the Durable
- * Objects run in the same isolate as the worker, so one profile shows both the request path and
- * the key's object. Self time per function, grouped by name and source position.
+ * Where a worker's CPU goes: V8's sampling profiler in the worker's isolate (bench/inspector.ts)
+ * while a load runs. Locally the Durable Objects run in the same isolate as the worker, so one
+ * profile shows both the request path and the key's object. Self time per function, grouped by
+ * name and source position.
  */
 import { writeFileSync } from "node:fs";
+import { openInspector } from "./inspector.ts";
 import type { Worker } from "./processes.ts";
 
 interface ProfileNode {
@@ -20,42 +21,18 @@ export interface HotFunction {
   selfPercent: number;
 }
 
-/** Inspector calls over one socket, answered in order of their ids. */
-async function inspector(worker: Worker) {
-  const origin = `http://127.0.0.1:${worker.inspectorPort}`;
-  // undici's WebSocket takes headers; the inspector proxy insists on an Origin.
-  const socket = new WebSocket(`ws://127.0.0.1:${worker.inspectorPort}/ws`, { headers: { Origin: origin } } as unknown as string[]);
-  await new Promise<void>((resolve, reject) => {
-    socket.addEventListener("open", () => resolve());
-    socket.addEventListener("error", () => reject(new Error(`inspector of ${worker.name} unreachable`)));
-  });
-  const pending = new Map<number, (result: unknown) => void>();
-  socket.addEventListener("message", (event) => {
-    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
-    if (message.id !== undefined) pending.get(message.id)?.(message.result);
-  });
-  let nextId = 1;
-  const send = <T>(method: string, params: object = {}) =>
-    new Promise<T>((resolve) => {
-      const id = nextId++;
-      pending.set(id, resolve as (result: unknown) => void);
-      socket.send(JSON.stringify({ id, method, params }));
-    });
-  return { send, close: () => socket.close() };
-}
-
 /**
  * Samples the isolate every 100 µs while `during` runs; the `top` functions by self time. The whole
  * profile is written to `saveTo` (a .cpuprofile that Chrome DevTools opens, with inclusive times).
  */
 export async function cpuProfile(worker: Worker, during: () => Promise<unknown>, saveTo: string, top = 15): Promise<HotFunction[]> {
-  const session = await inspector(worker);
+  const session = await openInspector(worker);
   try {
     await session.send("Profiler.enable");
     await session.send("Profiler.setSamplingInterval", { interval: 100 });
     await session.send("Profiler.start");
     await during();
-    const { profile } = await session.send<{ profile: { nodes: ProfileNode[] } }>("Profiler.stop");
+    const { profile } = await session.send<{ profile: { nodes: ProfileNode[] } }>("Profiler.stop", {}, 60_000);
     writeFileSync(saveTo, JSON.stringify(profile));
     return hottest(profile.nodes, top);
   } finally {

@@ -1,6 +1,7 @@
 /** The report of `npm run bench`: one Markdown text for the console, bench/results/latest.md and (a full run) docs/benchmark.md. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { catalogueReport, CATALOGUE_NOTES, type CatalogueResult } from "./catalogue.ts";
 import { webhookLatencyReport, type WebhookLatency } from "./webhook-latency.ts";
 import type { LoadResult } from "./load.ts";
 import type { Exactness, Revocation, WorkCount, WorkReport } from "./probes.ts";
@@ -33,6 +34,8 @@ export interface Results {
   /** Where the isolate's CPU went during a small-response load, for ours and the floor that writes. */
   profiles: Record<"ours" | "floor-write", HotFunction[]>;
   webhooks: WebhookLatency;
+  /** The catalogue snapshot at each size, on workers of their own (bench/catalogue.ts). */
+  catalogueSizes: CatalogueResult[];
   seconds: number;
 }
 
@@ -224,6 +227,15 @@ export function report(r: Results): string {
     "|---|---:|---:|---:|---:|",
     `| GET /products | ${ms(c.full.p50)} | ${ms(c.full.p99)} | ${int(c.full.rps)} | ${kb(c.bytes)} |`,
     `| GET /products, If-None-Match → ${c.status304} | ${ms(c.notModified.p50)} | ${ms(c.notModified.p99)} | ${int(c.notModified.rps + (c.notModified.statusCodes["304"] ?? 0) / c.notModified.seconds)} | ${c.bytes304} bytes |`,
+  );
+
+  push(
+    "",
+    `**The catalogue snapshot by size** (${r.catalogueSizes.map((c) => int(c.products)).join(", ")} products; docs/catalogue.md explains the design):`,
+    "",
+    catalogueReport(r.catalogueSizes),
+    "",
+    CATALOGUE_NOTES,
   );
 
   push("", ...webhookLatencyReport(r.webhooks));

@@ -1,7 +1,9 @@
 /**
- * `npm run bench [-- --quick] [--connections N] [--seconds S] [--keep-state]`
+ * `npm run bench [-- --quick] [--products-max] [--connections N] [--seconds S] [--keep-state]`
  * `npm run bench -- --soak [--seconds S]`: the soak instead (bench/soak.ts; 600 s unless told).
  * `npm run bench -- --webhooks`: only the webhook latency (bench/webhook-latency.ts), on the real worker alone.
+ * `npm run bench -- --catalogue [--quick] [--products-max]` (`npm run bench:catalogue`): only the
+ *   catalogue snapshot at its sizes (bench/catalogue.ts), written to bench/results/catalogue.md.
  *
  * One run, under the same local workerd and the same seed, of GET /products on:
  *   bare               the product's handler with no authentication and no limiting (bench/peers/bare)
@@ -12,7 +14,9 @@
  *   floor-write        the same, the call writing one row: the design's physical floor (bench/peers/floor-write)
  * each under `wrangler dev` on 127.0.0.1 with its own copy of one seeded local D1, loaded by
  * autocannon in a separate process; then exactness, revocation lag, work per request, the
- * 10,000-product catalogue and memory. Prints one report and writes it to bench/results/latest.md.
+ * 10,000-product catalogue and memory; then the catalogue snapshot at 10,000 and 100,000 products
+ * (`--products-max` adds 1,000,000; `--quick`: 2,000), each on a worker of its own (bench/catalogue.ts).
+ * Prints one report and writes it to bench/results/latest.md (a full run also to docs/benchmark.md).
  * Everything it starts is stopped at the end, on error, on a signal, and by a watchdog.
  */
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -28,7 +32,6 @@ import { exactness, fetchBytes, revocationLag, SMALL_PATH, workPerRequest, type 
 import {
   findDirectUrl,
   freeze,
-  isolateHeap,
   ROOT,
   runLoad,
   settle,
@@ -42,10 +45,12 @@ import {
   type Memory,
   type Worker,
 } from "./processes.ts";
+import { catalogueReport, CATALOGUE_NOTES, measureCatalogue, seedTimeoutMs, type CatalogueResult } from "./catalogue.ts";
+import { isolateHeap } from "./inspector.ts";
 import { cpuProfile } from "./profile.ts";
 import { report, type Measured, type Results } from "./report.ts";
 import { withResults } from "./results-doc.ts";
-import { seedState, startJwks } from "./setup.ts";
+import { seedState, startJwks, type Jwks } from "./setup.ts";
 import { soak, soakBudgetSeconds, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
 import { webhookLatency, webhookLatencyReport } from "./webhook-latency.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
@@ -55,6 +60,8 @@ const { values: args } = parseArgs({
     quick: { type: "boolean", default: false },
     soak: { type: "boolean", default: false },
     webhooks: { type: "boolean", default: false },
+    catalogue: { type: "boolean", default: false },
+    "products-max": { type: "boolean", default: false },
     connections: { type: "string" },
     seconds: { type: "string" },
     "keep-state": { type: "boolean", default: false },
@@ -62,8 +69,8 @@ const { values: args } = parseArgs({
 });
 
 const MODES = {
-  full: { webhookSamples: 30, loadKeys: 1000, connections: 16, warmupSeconds: 3, loadSeconds: 5, rounds: 3, revocationTrials: 3, seenSamples: 200, catalogueSeconds: 5, watchdogSeconds: 900 },
-  quick: { webhookSamples: 8, loadKeys: 200, connections: 16, warmupSeconds: 1, loadSeconds: 2, rounds: 1, revocationTrials: 1, seenSamples: 40, catalogueSeconds: 1.5, watchdogSeconds: 240 },
+  full: { webhookSamples: 30, loadKeys: 1000, connections: 16, warmupSeconds: 3, loadSeconds: 5, rounds: 3, revocationTrials: 3, seenSamples: 200, catalogueSeconds: 5, catalogueSizes: [10_000, 100_000], catalogueChanges: 3, watchdogSeconds: 900 },
+  quick: { webhookSamples: 8, loadKeys: 200, connections: 16, warmupSeconds: 1, loadSeconds: 2, rounds: 1, revocationTrials: 1, seenSamples: 40, catalogueSeconds: 1.5, catalogueSizes: [2_000], catalogueChanges: 1, watchdogSeconds: 240 },
 };
 for (const name of ["connections", "seconds"] as const) {
   const value = args[name];
@@ -80,6 +87,7 @@ const settings = {
   ...MODES[mode],
   ...(args.connections ? { connections: Number(args.connections) } : {}),
   ...(args.seconds ? { loadSeconds: Number(args.seconds) } : {}),
+  ...(args["products-max"] ? { catalogueSizes: [...MODES[mode].catalogueSizes, 1_000_000] } : {}),
   products: 1000,
   catalogueProducts: 10_000,
   exactKeys: 20,
@@ -119,7 +127,9 @@ function stopFromOutside(reason: string, code: number) {
 
 process.on("exit", stopAllNow);
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => stopFromOutside(signal, 130));
-const watchdogSeconds = args.soak ? soakBudgetSeconds(soakSeconds) : settings.watchdogSeconds;
+// Each catalogue size: its seed, plus as long again for its build, requests and changes.
+const catalogueSeconds = settings.catalogueSizes.reduce((sum, size) => sum + (2 * seedTimeoutMs(size)) / 1000, 0);
+const watchdogSeconds = args.soak ? soakBudgetSeconds(soakSeconds) : args.catalogue ? catalogueSeconds : settings.watchdogSeconds + catalogueSeconds;
 const watchdog = setTimeout(() => stopFromOutside(`The bench ran past its ${watchdogSeconds} s limit`, 1), watchdogSeconds * 1000);
 watchdog.unref();
 
@@ -158,8 +168,8 @@ async function main(): Promise<Results> {
   const catalogueState = join(state, "catalogue");
   const frozen = {} as Record<WorkerName, string>;
   await Promise.all([
-    seedState(state, mainState, settings.products, keys.sql),
-    seedState(state, catalogueState, settings.catalogueProducts, keys.sql),
+    seedState(mainState, settings.products, keys.sql),
+    seedState(catalogueState, settings.catalogueProducts, keys.sql),
     (async () => {
       for (const name of LOADED) frozen[name] = await freeze(CONFIGS[name], join(state!, "build", name));
     })(),
@@ -306,6 +316,10 @@ async function main(): Promise<Results> {
     memory[name as WorkerName | "catalogue"] = rss && { ...rss, heapUsedMb: heap?.usedMb, heapTotalMb: heap?.totalMb, buffersMb: heap?.buffersMb };
   }
 
+  // The loaded workers are done: the catalogue sizes run alone, each on a worker of its own.
+  await stopAll();
+  const catalogueSizes = await catalogueBySize(idp, frozen.ours);
+
   return {
     mode,
     settings,
@@ -319,8 +333,34 @@ async function main(): Promise<Results> {
     memory,
     profiles,
     webhooks: hooks,
+    catalogueSizes,
     seconds: (Date.now() - startedAt) / 1000,
   };
+}
+
+/** The catalogue snapshot at each of the run's sizes (bench/catalogue.ts), one after another. */
+async function catalogueBySize(idp: Jwks, config: string): Promise<CatalogueResult[]> {
+  const results: CatalogueResult[] = [];
+  for (const size of settings.catalogueSizes) {
+    results.push(await measureCatalogue(size, { work: state!, idp, config, changes: settings.catalogueChanges, step }));
+  }
+  return results;
+}
+
+/** `--catalogue`: only the catalogue snapshot at the run's sizes. */
+async function catalogueMain(): Promise<string> {
+  state = mkdtempSync(join(tmpdir(), "price-data-catalogue-"));
+  const idp = await startJwks();
+  jwks = idp.server;
+  const config = await freeze(CONFIGS.ours, join(state, "build", "ours"));
+  const results = await catalogueBySize(idp, config);
+  const text = `### Catalogue snapshot (\`npm run bench -- --catalogue${args.quick ? " --quick" : ""}${args["products-max"] ? " --products-max" : ""}\`), ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC\n\n${catalogueReport(results)}\n\n${CATALOGUE_NOTES}`;
+  const out = join(ROOT, "bench/results");
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, "catalogue.md"), `${text}\n`);
+  writeFileSync(join(out, "catalogue.json"), `${JSON.stringify({ machine: machine(), results }, null, 2)}\n`);
+  step("written to bench/results/catalogue.md and catalogue.json");
+  return text;
 }
 
 /** The soak: only the real worker, on 10,000 keys (bench/soak.ts). */
@@ -331,7 +371,7 @@ async function soakMain(): Promise<{ text: string; failed: boolean }> {
   jwks = idp.server;
   const keys = await makeKeys({ load: SOAK_KEYS.underLimit, exact: SOAK_KEYS.overLimit, revoke: 0 });
   const dir = join(state, "d1");
-  const [, config] = await Promise.all([seedState(state!, dir, settings.products, keys.sql), freeze(CONFIGS.ours, join(state, "build", "ours"))]);
+  const [, config] = await Promise.all([seedState(dir, settings.products, keys.sql), freeze(CONFIGS.ours, join(state, "build", "ours"))]);
   mkdirSync(join(state, "logs"));
   const worker = await startWorker({
     name: "ours",
@@ -408,6 +448,11 @@ try {
   }
   if (args.webhooks) {
     console.log(`\n${await webhooksMain()}`);
+    await cleanUp();
+    process.exit(0);
+  }
+  if (args.catalogue) {
+    console.log(`\n${await catalogueMain()}`);
     await cleanUp();
     process.exit(0);
   }

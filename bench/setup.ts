@@ -1,10 +1,10 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair } from "jose";
 import { ROOT, run, wrangler } from "./processes.ts";
 
-/** What bench/run.ts and bench/catalogue.ts both set up: an identity provider and a seeded local D1. */
+/** What every part of the bench sets up: an identity provider and a seeded local D1. */
 
 /** A local JWKS for the real worker's logins (accounts, admin): a fresh key pair per run. */
 export async function startJwks() {
@@ -23,12 +23,14 @@ export async function startJwks() {
   return { server, issuer, jwksUrl: `${issuer}/jwks`, privateJwk };
 }
 
-/** Migrations, the catalogue (scripts/seed.ts) and the bench's keys, into the local D1 state `dir`; SQL files go in `work`. */
-export async function seedState(work: string, dir: string, products: number, keysSql: string, timeoutMs = 60_000) {
-  const catalogueSql = join(work, `catalogue-${products}.sql`);
-  await run(process.execPath, [join(ROOT, "scripts/seed.ts"), "--products", String(products), "--out", catalogueSql, "--no-apply"], { timeoutMs });
-  const all = join(work, `seed-${products}.sql`);
-  writeFileSync(all, `${readFileSync(catalogueSql, "utf8")}\n${keysSql}`);
-  await wrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir]);
-  await wrangler(["d1", "execute", "DB", "--local", "--yes", "--persist-to", dir, "--file", all], timeoutMs);
+/**
+ * Migrations and the catalogue (scripts/seed.ts, which applies them in parts), then the bench's keys,
+ * into the local D1 state `dir`; the SQL files go beside it.
+ */
+export async function seedState(dir: string, products: number, keysSql: string, timeoutMs = 60_000) {
+  await run(process.execPath, [join(ROOT, "scripts/seed.ts"), "--products", String(products), "--out", `${dir}-catalogue.sql`, "--persist-to", dir], { timeoutMs });
+  writeFileSync(`${dir}-keys.sql`, keysSql);
+  await wrangler(["d1", "execute", "DB", "--local", "--yes", "--persist-to", dir, "--file", `${dir}-keys.sql`]);
 }
+
+export type Jwks = Awaited<ReturnType<typeof startJwks>>;
