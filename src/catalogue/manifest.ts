@@ -30,13 +30,13 @@ export const MAX_SUMMARY_VALUES = 64;
  * (src/catalogue/gzip-member.ts): `json` the products joined by "," (a piece of the `{"products":[…]}`
  * body), `ndjson` one per line.
  */
-const SegmentForm = z.object({
+/** CRC-32 and length of uncompressed data: what the gzip trailer is combined from (gzip-member.ts `Checked`). */
+const Checksum = z.object({ crc: z.int(), length: z.int() }) satisfies z.ZodType<Checked>;
+
+const SegmentForm = Checksum.extend({
   key: z.string(),
   /** The stored (compressed) size. */
   bytes: z.int(),
-  /** CRC-32 and length of the uncompressed data: what the gzip trailer is combined from. */
-  crc: z.int(),
-  length: z.int(),
 });
 
 export const Segment = z.object({
@@ -63,7 +63,7 @@ export const Manifest = z.object({
   segments: z.array(Segment),
   competitors: z.array(Competitor),
   /** CRC-32 and length of each form's whole uncompressed body (bodyParts): the gzip trailer, so serving only streams. */
-  body: z.object({ json: z.object({ crc: z.int(), length: z.int() }), ndjson: z.object({ crc: z.int(), length: z.int() }) }),
+  body: z.object({ json: Checksum, ndjson: Checksum }),
 });
 export type Manifest = z.infer<typeof Manifest>;
 
