@@ -37,7 +37,7 @@ export interface Inputs {
     objectActiveMsPerCall: number;
     objectMemoryGb: number;
     objectStorageBytesPerKey: number;
-    /** `last_used_at` goes to D1 at most once a minute per key while its object stays in memory. */
+    /** `last_used_at` goes to D1 at most once a minute per key (the object keeps when it last did, across evictions). */
     lastUsedIntervalSeconds: number;
     productsPerSegment: number;
     gzipBytesPerProduct: number;
@@ -201,11 +201,11 @@ export function simulate(i: Inputs = INPUTS) {
   // The busiest object serves one key, which its own plan caps: Premium's 300 a minute.
   const busiestKeyWritesPerSecond = 300 / 60;
 
-  // D1: last_used_at once per key per interval while its object lives; events (the change, its history
+  // D1: last_used_at on a key's first request after a gap of more than the interval; events (the change, its history
   // row, the outbox row, the relay's mark). The catalogue's freshness check (each isolate once a second)
   // reads the snapshot's pointer in R2, not D1.
   const eventsPerSecond = (w.products * w.offersPerProduct * w.changesPerOfferPerDay) / DAY;
-  const lastUsedWritesPerSecond = w.keys * perKeyRate * Math.exp(-perKeyRate * Math.min(d.lastUsedIntervalSeconds, d.objectIdleSeconds));
+  const lastUsedWritesPerSecond = w.keys * perKeyRate * Math.exp(-perKeyRate * d.lastUsedIntervalSeconds);
   const versionChecksPerSecond = w.isolates;
   const d1WritesPerSecond = lastUsedWritesPerSecond + eventsPerSecond * d.d1RowsWrittenPerEvent;
   // Per event: the ingestion batch's share of one statement, and the relay's read and mark.

@@ -15,7 +15,12 @@ interface StateRow extends Record<string, SqlStorageValue> {
   usage_minute: number;
   usage_admitted: number;
   usage_refused: number;
+  /** When `last_used_at` was last scheduled for D1: kept, so a woken object does not write it again within the minute. */
+  last_used: number;
 }
+
+/** Writes the whole state row: one statement per decision, and once when older storage is read in. */
+const WRITE_STATE = "INSERT OR REPLACE INTO state VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 /** What a wake reads in one statement: the state row (all null before the first decision), the key's state and the usage log's oldest rows. */
 type WokenRow = { [K in keyof StateRow]: StateRow[K] | null } & OldestColumns & { key_state: string | null };
@@ -31,7 +36,7 @@ export class RateLimiter extends DurableObject<Env> {
   private readonly usage: Usage;
   private readonly usageLog: UsageLog;
   private key: KeyState | undefined;
-  private lastUseRecorded = 0;
+  private lastUseRecorded: number;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -39,7 +44,7 @@ export class RateLimiter extends DurableObject<Env> {
     // A wake costs two statements: the schema, and one read of everything the object keeps in memory.
     sql.exec(`CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
         hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL,
-        usage_minute INTEGER NOT NULL, usage_admitted INTEGER NOT NULL, usage_refused INTEGER NOT NULL);
+        usage_minute INTEGER NOT NULL, usage_admitted INTEGER NOT NULL, usage_refused INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0);
       CREATE TABLE IF NOT EXISTS key_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);
       ${USAGE_SCHEMA}`);
     const woken = sql
@@ -47,12 +52,15 @@ export class RateLimiter extends DurableObject<Env> {
         `SELECT state.*, (SELECT state FROM key_state) AS key_state, ${OLDEST_COLUMNS} FROM (SELECT 1) LEFT JOIN state ON state.id = 1`,
       )
       .one();
+    // A state table from before `last_used` (a column of the query even without a row) gets it, once.
+    if (!("last_used" in woken)) sql.exec("ALTER TABLE state ADD COLUMN last_used INTEGER NOT NULL DEFAULT 0");
     const row = woken.log === null ? fromPerRowTables(sql) : (woken as StateRow);
     this.usage = row
       ? new Usage(JSON.parse(row.log) as number[], { start: row.hour_start, count: row.hour_count }, { start: row.day_start, count: row.day_count })
       : new Usage();
     const pending = row ? { minute: row.usage_minute, admitted: row.usage_admitted, refused: row.usage_refused } : { minute: 0, admitted: 0, refused: 0 };
     this.usageLog = new UsageLog(sql, pending, woken);
+    this.lastUseRecorded = row?.last_used ?? 0;
     // States stored before keys could expire have no `expiresAt`: they never expire.
     this.key = woken.key_state !== null ? ({ expiresAt: null, ...JSON.parse(woken.key_state) } as KeyState) : undefined;
   }
@@ -83,8 +91,8 @@ export class RateLimiter extends DurableObject<Env> {
     this.usage.slide(now);
     const decision = this.usage.decide(now, key.limits);
     this.usageLog.record(now, decision.allowed, shortCircuited);
-    this.persist();
     if (decision.allowed) this.scheduleLastUsed(now);
+    this.persist();
     return { status: "active", keyId: key.keyId, accountId: key.accountId, expiresAt: key.expiresAt, decision, d1Queries };
   }
 
@@ -120,7 +128,7 @@ export class RateLimiter extends DurableObject<Env> {
     return this.key;
   }
 
-  /** `last_used_at` is written to D1 at most once a minute, off the request path. */
+  /** `last_used_at` is written to D1 at most once a minute (across evictions too), off the request path. */
   override async alarm(): Promise<void> {
     if (this.key) await recordKeyUse(database(this.env.DB), this.key.keyId, new Date(this.lastUseRecorded).toISOString());
   }
@@ -140,7 +148,7 @@ export class RateLimiter extends DurableObject<Env> {
     const { minuteLog, hour, day } = this.usage;
     const { minute, admitted, refused } = this.usageLog.pending;
     this.ctx.storage.sql.exec(
-      "INSERT OR REPLACE INTO state VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
+      WRITE_STATE,
       JSON.stringify(minuteLog),
       hour.start,
       hour.count,
@@ -149,6 +157,7 @@ export class RateLimiter extends DurableObject<Env> {
       minute,
       admitted,
       refused,
+      this.lastUseRecorded,
     );
   }
 }
@@ -171,8 +180,9 @@ function fromPerRowTables(sql: SqlStorage): StateRow | undefined {
     usage_minute: 0,
     usage_admitted: 0,
     usage_refused: 0,
+    last_used: 0,
   };
-  sql.exec("INSERT INTO state VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)", ...Object.values(row));
+  sql.exec(WRITE_STATE, ...Object.values(row));
   sql.exec("DROP TABLE minute_log; DROP TABLE counters;");
   return row;
 }

@@ -68,3 +68,21 @@ it("reads counters stored in the earlier per-row format once, then drops it: a d
   expect(after.oldTables).toEqual([]);
   expect(after.log).toHaveLength(10);
 });
+
+it("adds last_used to a state table stored before it, keeping the counts", async () => {
+  const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName("ip:state-without-last-used"));
+  const after = await runInDurableObject(stub, (_object: RateLimiter, state) => {
+    const sql = state.storage.sql;
+    sql.exec(`DROP TABLE state; CREATE TABLE state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
+      hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL,
+      usage_minute INTEGER NOT NULL, usage_admitted INTEGER NOT NULL, usage_refused INTEGER NOT NULL)`);
+    const log = Array.from({ length: 9 }, (_, i) => T0 - 1_000 * i);
+    sql.exec("INSERT INTO state VALUES (1, ?, ?, 9, ?, 9, 0, 0, 0)", JSON.stringify(log), T0 - (T0 % 3_600_000), T0 - (T0 % 86_400_000));
+    const revived = new RateLimiter(state, env); // as after a deploy: the object wakes on the old storage
+    const limits = { per_minute: 10, per_hour: 600, per_day: 14_400 };
+    const decisions = [revived.admit(limits).allowed, revived.admit(limits).allowed];
+    return { decisions, row: sql.exec("SELECT hour_count, last_used FROM state").one() };
+  });
+  expect(after.decisions).toEqual([true, false]); // 9 stored + 1 admitted = the limit of 10
+  expect(after.row).toEqual({ hour_count: 10, last_used: 0 });
+});
