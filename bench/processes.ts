@@ -56,17 +56,42 @@ function killGroup(child: ChildProcess) {
   }
 }
 
-/** A port nothing listens on now, on 127.0.0.1. */
-export function freePort(): Promise<number> {
+/** Listens on `port` of 127.0.0.1 (0: any) and closes again; the port it got. */
+function bindOnce(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
     server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
+    server.listen(port, "127.0.0.1", () => {
       const address = server.address();
       server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
     });
   });
+}
+
+const LOWEST_PORT = 10_000;
+const handedOut = new Set<number>();
+const kernelEphemeralStart = Number(readFileSafe("/proc/sys/net/ipv4/ip_local_port_range").trim().split(/\s+/)[0]);
+/** Where the kernel's ephemeral ports start, when it says and leaves room below; else undefined (then any port). */
+const EPHEMERAL_START = kernelEphemeralStart > LOWEST_PORT + 1000 ? kernelEphemeralStart : undefined;
+
+/**
+ * A port nothing listens on now, on 127.0.0.1, and not handed out before. Chosen below the kernel's
+ * ephemeral range: wrangler binds it only seconds later, and meanwhile every workerd started binds
+ * sockets of its own on port 0, which the kernel takes from that range (one of them once took a port
+ * picked here, and wrangler failed with "Address already in use").
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const candidate = EPHEMERAL_START === undefined ? 0 : LOWEST_PORT + Math.floor(Math.random() * (EPHEMERAL_START - LOWEST_PORT));
+    if (handedOut.has(candidate)) continue;
+    const port = await bindOnce(candidate).catch(() => undefined);
+    if (port !== undefined && !handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error("no free port on 127.0.0.1");
 }
 
 /**
