@@ -240,9 +240,19 @@ describe("dashboard in Chromium", () => {
     return keyField.inputValue();
   }
 
+  /**
+   * Closes a dialog with its Done button and waits for its `close` event, which the browser fires
+   * a task after the dialog hides: the page clears a shown secret in that event's handler.
+   */
   async function closeDialog(page: Page, id: string): Promise<void> {
-    await page.locator(`#${id}`).getByRole("button", { name: "Done" }).click();
-    await page.locator(`#${id}`).waitFor({ state: "hidden" });
+    const dialog = page.locator(`#${id}`);
+    await dialog.evaluate((element) => {
+      const closed = new Promise((resolve) => element.addEventListener("close", resolve, { once: true }));
+      Object.assign(element, { closed });
+    });
+    await dialog.getByRole("button", { name: "Done" }).click();
+    await dialog.evaluate((element) => Reflect.get(element, "closed"));
+    await dialog.waitFor({ state: "hidden" });
   }
 
   it("signs in at the IdP, creates a key shown once, reloads, revokes it, signs out", async () => {
