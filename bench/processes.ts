@@ -356,9 +356,9 @@ export function workerCpu(worker: Worker): { runtime: number; proxy: number } {
 /**
  * Waits (at most `maxMs`) until the worker's runtime is nearly idle: work a warm-up set off in the
  * background (such as the real worker's once-a-minute `last_used_at` write per key, an alarm each)
- * then finishes before a measurement starts instead of landing in it.
+ * then finishes before a measurement starts instead of landing in it. False when it was still busy at `maxMs`.
  */
-export async function settle(worker: Worker, maxMs = 5000): Promise<number> {
+export async function settle(worker: Worker, maxMs = 5000): Promise<boolean> {
   const started = Date.now();
   let quiet = 0;
   let last = workerCpu(worker).runtime;
@@ -368,7 +368,7 @@ export async function settle(worker: Worker, maxMs = 5000): Promise<number> {
     quiet = now - last <= 0.025 ? quiet + 1 : 0; // at most 10% of a core over 250 ms
     last = now;
   }
-  return Date.now() - started;
+  return quiet >= 2;
 }
 
 // ---- Stopping ----------------------------------------------------------------------------------

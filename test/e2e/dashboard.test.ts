@@ -247,12 +247,11 @@ describe("dashboard in Chromium", () => {
   async function closeDialog(page: Page, id: string): Promise<void> {
     const dialog = page.locator(`#${id}`);
     await dialog.evaluate((element) => {
-      const closed = new Promise((resolve) => element.addEventListener("close", resolve, { once: true }));
+      const closed = new Promise<void>((resolve) => element.addEventListener("close", () => resolve(), { once: true }));
       Object.assign(element, { closed });
     });
     await dialog.getByRole("button", { name: "Done" }).click();
-    await dialog.evaluate((element) => Reflect.get(element, "closed"));
-    await dialog.waitFor({ state: "hidden" });
+    await dialog.evaluate((element) => Reflect.get(element, "closed")); // closed, so hidden too
   }
 
   it("signs in at the IdP, creates a key shown once, reloads, revokes it, signs out", async () => {
