@@ -125,9 +125,10 @@ const rotate = createRoute(
     summary: "Replace the signing secret",
     description:
       "The new secret is in this response only. During the grace (grace_seconds, default 86400, at most 604800) each delivery carries two " +
-      "signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one.",
+      "signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one. " +
+      "Concurrent calls take effect one after another: a call that lost the race answers 409 and changes nothing.",
     request: { params: webhookIdParam, query: noQuery, body: jsonBody(rotateSecretBody, "The grace during which the previous secret still signs") },
-    errors: { notFound: true },
+    errors: { notFound: true, conflict: true },
     responses: { 200: jsonResponse("The webhook, with its new signing secret", CreatedWebhook, ["Cache-Control"]) },
   }),
 );

@@ -116,9 +116,12 @@ export async function updateWebhook(db: Database, config: Config, accountId: str
   const changes: Partial<WebhookRow> = { url, events: patch.events, minChangeBp: patch.min_change_pct, description: patch.description === undefined ? undefined : patch.description || null };
   if (patch.status === "enabled" && current.status !== "enabled") Object.assign(changes, { status: "enabled", disabledAt: null, disabledReason: null, failingSince: null });
   if (patch.status === "disabled" && current.status !== "disabled") Object.assign(changes, { status: "disabled", disabledAt: new Date().toISOString(), disabledReason: DISABLED_BY_ACCOUNT });
+  const setting = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
+  // Values it already has (a stale "Disable" on a webhook the 5-day rule disabled) change nothing: the record as it is.
+  if (Object.keys(setting).length === 0) return webhookView(current);
   const [row] = await db
     .update(webhooks)
-    .set(changes)
+    .set(setting)
     .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId)))
     .returning();
   if (!row) throw notFound(id);
@@ -128,6 +131,8 @@ export async function updateWebhook(db: Database, config: Config, accountId: str
 /**
  * A new secret, shown in this answer only. The previous one is kept (encrypted like the current one)
  * until the grace ends; until then deliveries carry both signatures (src/webhooks/consumer.ts).
+ * The write holds only if the secret is still the one read: of two concurrent calls one wins and the
+ * other answers 409, so the previous secret kept is always the one shown just before (never one no call replaced).
  */
 export async function rotateSecret(db: Database, config: Config, accountId: string, id: string, graceSeconds: number) {
   const current = await getWebhook(db, accountId, id);
@@ -139,9 +144,12 @@ export async function rotateSecret(db: Database, config: Config, accountId: stri
       previousSecretCiphertext: graceSeconds > 0 ? current.secretCiphertext : null,
       previousSecretExpiresAt: graceSeconds > 0 ? new Date(Date.now() + graceSeconds * 1000).toISOString() : null,
     })
-    .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId)))
+    .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId), eq(webhooks.secretCiphertext, current.secretCiphertext)))
     .returning();
-  if (!row) throw notFound(id);
+  if (!row) {
+    await getWebhook(db, accountId, id); // deleted meanwhile: 404
+    throw new ApiError(409, `Another rotation of webhook ${id}'s secret took effect while this one ran; the secret that call showed is the one in use. Rotate again if you need a new one.`);
+  }
   return { ...webhookView(row), secret };
 }
 

@@ -52,6 +52,17 @@ describe("PATCH /webhooks/:id", () => {
     expect(receiver.to(hook.url)).toHaveLength(1);
   });
 
+  it("a status it already has (a stale card's \"Disable\") answers 200 with the record, unchanged", async () => {
+    const token = await newAccountToken();
+    const hook = await createWebhook(token, { url: hookUrl() });
+    const enabled = await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "enabled" } }), 200);
+    expect(enabled).toMatchObject({ id: hook.id, status: "enabled", disabled_at: null });
+    const disabled = await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "disabled" } }), 200);
+    const before = await rowOf(hook.id);
+    expect(await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "disabled" } }), 200)).toEqual(disabled);
+    expect(await rowOf(hook.id)).toEqual(before);
+  });
+
   it.each([
     [{}, "name at least one"],
     [{ url: "http://example.com/hook" }, "url"],
@@ -122,6 +133,36 @@ describe("POST /webhooks/:id/rotate-secret", () => {
     const expires = Date.parse((await rowOf(hook.id))!.previousSecretExpiresAt!);
     expect(expires - started).toBeGreaterThanOrEqual(86_400_000 - 1000);
     expect(expires - started).toBeLessThanOrEqual(86_400_000 + 5000);
+  });
+
+  it("concurrent calls take effect one after another: the losers answer 409, and deliveries carry the last shown secret and the one shown before it", async () => {
+    const token = await newAccountToken();
+    const hook = await createWebhook(token, { url: hookUrl() });
+    const responses = await Promise.all(Array.from({ length: 4 }, () => call("POST", `/webhooks/${hook.id}/rotate-secret`, { token, body: { grace_seconds: 3600 } })));
+    const shown: string[] = [];
+    for (const res of responses) {
+      if (res.status === 409) expect((await expectJson(res, 409)).detail).toContain("Another rotation");
+      else shown.push((await expectJson(res, 200)).secret);
+    }
+    expect(shown.length).toBeGreaterThanOrEqual(1);
+
+    await runQueue([deliveryTo(hook.id)]);
+    const [request] = receiver.to(hook.url);
+    const [newest, previous] = request!.headers["webhook-signature"]!.split(" ");
+    const signedBy = (signature: string) => [hook.secret, ...shown].filter((secret) => {
+      try {
+        return Boolean(verifyWithLibrary(secret, { ...request!, headers: { ...request!.headers, "webhook-signature": signature } }));
+      } catch {
+        return false;
+      }
+    });
+    const [current] = signedBy(newest!);
+    expect(shown).toContain(current);
+    // The one shown just before it: the original when one call took effect, else another call's (never the original, which a call replaced).
+    const [before, ...others] = signedBy(previous!);
+    expect(others).toEqual([]);
+    if (shown.length === 1) expect(before).toBe(hook.secret);
+    else expect(shown.filter((secret) => secret !== current)).toContain(before);
   });
 
   it.each([
