@@ -17,20 +17,29 @@ export const DEAD_LETTERED = "Given up: the delivery went to the dead-letter que
 const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ level: "error", source: "webhook-dlq", ...fields }));
 
 export async function handleDeadLetters(db: Database, batch: MessageBatch<unknown>): Promise<void> {
-  const eventIds: string[] = [];
+  const events: { message: Message<unknown>; id: string }[] = [];
   for (const message of batch.messages) {
     const parsed = webhookMessage.safeParse(message.body);
     try {
       if (!parsed.success) log({ message_id: message.id, error: "invalid dead letter dropped" });
-      else if (parsed.data.kind === "event") eventIds.push(parsed.data.event.id);
-      else await recordFinalFailure(db, parsed.data, message.attempts);
+      else if (parsed.data.kind === "event") {
+        events.push({ message, id: parsed.data.event.id });
+        continue; // acked only once it is unsent again, below
+      } else await recordFinalFailure(db, parsed.data, message.attempts);
       message.ack();
     } catch (error) {
       log({ message_id: message.id, error: String(error) });
       message.retry();
     }
   }
-  if (eventIds.length > 0) await requeueEvents(db, eventIds); // a failure throws: the whole batch is retried
+  if (events.length === 0) return;
+  try {
+    await requeueEvents(db, events.map((event) => event.id));
+    for (const { message } of events) message.ack();
+  } catch (error) {
+    log({ message_ids: events.map((event) => event.message.id), error: String(error) });
+    for (const { message } of events) message.retry();
+  }
 }
 
 async function recordFinalFailure(db: Database, message: DeliveryMessage, attempts: number): Promise<void> {

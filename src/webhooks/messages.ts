@@ -47,9 +47,13 @@ export type WebhookMessage = z.infer<typeof webhookMessage>;
 /** The request body: the same bytes on every attempt. */
 export const deliveryBody = (event: WebhookEvent) => JSON.stringify({ type: event.type, timestamp: event.timestamp, data: event.data });
 
-/** Cloudflare Queues takes at most 100 messages and 256 KB per sendBatch; stay under both. */
+/** Cloudflare Queues takes at most 100 messages and 256 KB (bytes, not characters) per sendBatch; stay under both. */
 export const SEND_BATCH_LIMIT = 100;
 const SEND_BATCH_BYTES = 192 * 1024;
+
+const encoder = new TextEncoder();
+/** A message's size as the queue counts it: UTF-8 bytes of its JSON (a CJK character is 3 bytes, 1 UTF-16 unit), plus room for its envelope. */
+const messageBytes = (message: WebhookMessage) => encoder.encode(JSON.stringify(message)).byteLength + 100;
 
 /** Chunks of at most SEND_BATCH_LIMIT messages and about SEND_BATCH_BYTES, each sent with one sendBatch. */
 export function chunkMessages(messages: readonly WebhookMessage[]): WebhookMessage[][] {
@@ -57,7 +61,7 @@ export function chunkMessages(messages: readonly WebhookMessage[]): WebhookMessa
   let chunk: WebhookMessage[] = [];
   let bytes = 0;
   for (const message of messages) {
-    const size = JSON.stringify(message).length + 100;
+    const size = messageBytes(message);
     if (chunk.length === SEND_BATCH_LIMIT || (chunk.length > 0 && bytes + size > SEND_BATCH_BYTES)) {
       chunks.push(chunk);
       chunk = [];

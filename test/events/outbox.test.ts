@@ -169,13 +169,27 @@ describe("the sweep", () => {
 });
 
 describe("the dead-letter queue's consumer", () => {
-  async function runDeadLetters(bodies: WebhookMessage[]) {
+  async function runDeadLetters(bodies: WebhookMessage[], withEnv: typeof env = env) {
     const batch = createMessageBatch(DEAD_LETTER_QUEUE, bodies.map((body, i) => ({ id: `dlq-${Date.now()}-${i}`, timestamp: new Date(), attempts: 1, body })));
     const ctx = createExecutionContext();
     const queue: ExportedHandlerQueueHandler<typeof env> = worker.queue;
-    await queue(batch, env, ctx);
+    await queue(batch, withEnv, ctx);
     return getQueueResult(batch, ctx);
   }
+
+  /** D1 refusing every write to the events table (an injected fault; the other statements reach the real D1). */
+  const failingEventWrites = new Proxy(env.DB, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (property === "prepare") {
+        return (query: string) => {
+          if (/^update "events"/i.test(query)) throw new Error("injected: D1 is unavailable");
+          return value.call(target, query);
+        };
+      }
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 
   it("records a delivery's final failure (once), so that replay's only_failed finds it", async () => {
     const token = await newAccountToken();
@@ -193,5 +207,21 @@ describe("the dead-letter queue's consumer", () => {
     await db().update(events).set({ relayedAt: new Date().toISOString(), claimedAt: new Date().toISOString() }).where(eq(events.id, event.event.id));
     await runDeadLetters([event]);
     expect((await rowsOf([event.event.id]))[0]).toMatchObject({ relayedAt: null, claimedAt: null, fannedOutAt: null });
+  });
+
+  it("when handing an event back fails, its message is retried, not acked (nothing lost); the batch's deliveries are still recorded", async () => {
+    const token = await newAccountToken();
+    const hook = await createWebhook(token, { url: hookUrl() });
+    const event = { kind: "event", event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} } } satisfies EventMessage;
+    await storeEvents([event]);
+    const relayedAt = new Date().toISOString();
+    await db().update(events).set({ relayedAt, claimedAt: relayedAt }).where(eq(events.id, event.event.id));
+    const delivery = deliveryTo(hook.id);
+
+    const result = await runDeadLetters([event, delivery], { ...env, DB: failingEventWrites });
+    expect(result.explicitAcks).toEqual([expect.stringMatching(/-1$/)]);
+    expect(result.retryMessages).toEqual([{ msgId: expect.stringMatching(/-0$/) }]);
+    expect((await rowsOf([event.event.id]))[0]).toMatchObject({ relayedAt, claimedAt: relayedAt });
+    expect(await db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, hook.id)).all()).toHaveLength(1);
   });
 });
