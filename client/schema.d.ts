@@ -297,7 +297,7 @@ export interface paths {
         put?: never;
         /**
          * Replace the signing secret
-         * @description The new secret is in this response only. During the grace (grace_seconds, default 86400, at most 604800) each delivery carries two signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one.
+         * @description The new secret is in this response only. During the grace (grace_seconds, default 86400, at most 604800) each delivery carries two signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one. Concurrent calls take effect one after another: a call that lost the race answers 409 and changes nothing.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -2122,6 +2122,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -318,6 +318,11 @@ describe("webhooks (account login)", () => {
       await expectCall(401, "post", template, `${at}/${route}`, { body });
       await expectCall(403, "post", template, `${at}/${route}`, { token: key, body });
     }
+    // Concurrent rotations: those that lost the race answer 409.
+    const raced = await Promise.all(Array.from({ length: 4 }, () => call("POST", `${at}/rotate-secret`, { token: hooks, body: { grace_seconds: 60 } })));
+    const lost = raced.find((res) => res.status === 409);
+    expect(lost, "no rotation lost the race").toBeDefined();
+    await checker.check(lost!, "post", `${path}/rotate-secret`);
   });
 
   it("DELETE /webhooks/{id}: 204, 400, 404, 401, 403", async () => {
