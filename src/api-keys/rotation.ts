@@ -4,7 +4,7 @@ import type { Database } from "../platform/db.ts";
 import type { apiKeys } from "../platform/tables.ts";
 import type { RateLimitControl } from "../rate-limit/types.ts";
 import type { CreatedApiKeyView } from "./schema.ts";
-import { apiKeyView, findApiKey, newKeyId } from "./service.ts";
+import { apiKeyView, findApiKey, KEYS_THAT_CAN_AUTHENTICATE, MAX_ACTIVE_KEYS, newKeyId } from "./service.ts";
 
 /** Why a key cannot be rotated, or undefined when it can. */
 function notRotatable(row: typeof apiKeys.$inferSelect, now: string): string | undefined {
@@ -17,13 +17,14 @@ function notRotatable(row: typeof apiKeys.$inferSelect, now: string): string | u
 
 /**
  * Creates the successor (same account and name, no expiry) and gives the old key `expires_at` = now + grace,
- * or its own earlier expiry if it has one (a rotation never lengthens a key's life). The old key's object
- * hears of the expiry first, as with a revocation: should D1 then fail, nothing was created, the old key
- * merely ends on time, and a retried rotation completes. D1 then takes both rows in one batch (a transaction):
- * the successor is inserted only if the update that names it as `rotated_to` took effect, so no successor
- * exists without its predecessor pointing to it, and two concurrent rotations cannot both succeed.
- * The successor takes the old key's place under the 100-key cap (the old key stops counting), so an account
- * at the cap can rotate.
+ * or its own earlier expiry if it has one (a rotation never lengthens a key's life). D1 takes both rows in one
+ * batch (a transaction): the update that sets the old key's `rotated_to`, and the insert of the successor,
+ * which happens only if that update took effect. So no successor exists without its predecessor pointing to it,
+ * two concurrent rotations cannot both succeed, and the cap is checked in the same transaction: with a grace,
+ * the old key keeps working beside its successor, so both count; `grace_seconds: 0` ends the old key at once
+ * and is allowed at the cap. Only once D1 has committed is the old key's object told its new expiry, so a
+ * batch that fails or loses a race never shortens a key that stays active. Should that push fail, a retried
+ * rotation answers 409 ("already rotated") and pushes the stored expiry again.
  */
 export async function rotateApiKey(
   db: Database,
@@ -37,12 +38,15 @@ export async function rotateApiKey(
   const now = new Date();
   const nowIso = now.toISOString();
   const refusal = notRotatable(old, nowIso);
-  if (refusal) throw new ApiError(409, refusal);
+  if (refusal) {
+    if (old.rotatedTo && old.expiresAt) await limiter.expire(old.keyHash, Date.parse(old.expiresAt));
+    throw new ApiError(409, refusal);
+  }
 
   const graceEnd = new Date(now.getTime() + graceSeconds * 1000).toISOString();
   const oldExpiresAt = old.expiresAt !== null && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
-  await limiter.expire(old.keyHash, Date.parse(oldExpiresAt));
-
+  // The old key ends now (grace 0, or an expiry already due) or keeps working beside its successor: then both count.
+  const keepsWorking = oldExpiresAt > nowIso;
   const { key, prefix } = generateApiKey(servicePrefix);
   const successorId = newKeyId();
   const d1 = db.$client;
@@ -50,9 +54,9 @@ export async function rotateApiKey(
     d1
       .prepare(
         `UPDATE api_keys SET rotated_to = ?, expires_at = ? WHERE id = ? AND account_id = ? AND status = 'active'
-         AND rotated_to IS NULL AND (expires_at IS NULL OR expires_at > ?)`,
+         AND rotated_to IS NULL AND (expires_at IS NULL OR expires_at > ?) AND (? = 0 OR ${KEYS_THAT_CAN_AUTHENTICATE} < ?)`,
       )
-      .bind(successorId, oldExpiresAt, id, accountId, nowIso),
+      .bind(successorId, oldExpiresAt, id, accountId, nowIso, keepsWorking ? 1 : 0, accountId, nowIso, MAX_ACTIVE_KEYS),
     d1
       .prepare(
         `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, rotated_from)
@@ -60,6 +64,14 @@ export async function rotateApiKey(
       )
       .bind(successorId, accountId, old.name, prefix, await hashApiKey(key), nowIso, id, id, successorId),
   ]);
-  if (updated!.meta.changes !== 1) throw new ApiError(409, notRotatable(await findApiKey(db, accountId, id), nowIso) ?? `API key ${id} cannot be rotated now; try again.`);
+  if (updated!.meta.changes !== 1) {
+    const current = await findApiKey(db, accountId, id);
+    throw new ApiError(409, notRotatable(current, nowIso) ?? (keepsWorking ? atTheCap : `API key ${id} cannot be rotated now; try again.`));
+  }
+  await limiter.expire(old.keyHash, Date.parse(oldExpiresAt));
   return { id: successorId, name: old.name, prefix, key, status: "active", created_at: nowIso, expires_at: null, rotated_from: id, rotated_to: null };
 }
+
+const atTheCap =
+  `This account already has ${MAX_ACTIVE_KEYS} keys that work, counting rotated keys still in their grace, and a rotation with a grace ` +
+  "would add one: revoke a key first, or rotate with grace_seconds: 0, which replaces the key at once.";

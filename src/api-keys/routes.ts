@@ -17,7 +17,7 @@ const createKey = createRoute(
     operationId: "createApiKey",
     summary: "Create an API key",
     description:
-      "The full key is in this response only: store it now. At most 100 active keys per account (then 409). " +
+      "The full key is in this response only: store it now. At most 100 keys per account that can authenticate (active ones, and rotated ones still in their grace; then 409). " +
       "With `expires_at`, the key is refused (401) from that instant on.",
     request: { query: noQuery, body: jsonBody(createKeyBody, "A descriptive name, 1–100 characters, and an optional expiry") },
     errors: { conflict: true },
@@ -76,8 +76,9 @@ const rotateKey = createRoute(
     description:
       "Creates a key with the same name (its full value is in this response only; `rotated_from` names the old key). " +
       "The old key gets `expires_at` = now + `grace_seconds` (or keeps an earlier expiry) and `rotated_to`; it works until then " +
-      "and is refused (401) from that instant on. A revoked, expired or already rotated key is 409. The new key takes the old " +
-      "one's place under the 100-key cap.",
+      "and is refused (401) from that instant on. A revoked, expired or already rotated key is 409. At most 100 keys per account " +
+      "can authenticate at once, rotated keys in their grace included: at the cap, a rotation with a grace is 409 (revoke a key, " +
+      "or rotate with `grace_seconds: 0`, which replaces the key at once and is allowed).",
     request: { params: keyIdParam, query: noQuery, body: { ...jsonBody(rotateKeyBody, "The grace period; optional"), required: false } },
     errors: { notFound: true, conflict: true },
     responses: { 201: jsonResponse("The new key, with its full value", CreatedApiKey, ["Cache-Control"]) },

@@ -1,4 +1,4 @@
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq } from "drizzle-orm";
 import { generateApiKey, hashApiKey } from "../auth/api-key.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
@@ -28,11 +28,12 @@ export function apiKeyView(row: ApiKeyRow, now = new Date().toISOString()): ApiK
 }
 
 /**
- * The keys that count against the cap: active, not expired and not being replaced. A key in its
- * rotation grace hands its place to its successor, so rotating never needs a free place.
+ * How many keys of an account can authenticate (binds: account id, now): the cap counts every one of them,
+ * active and not expired, rotated keys still in their grace included (else a chain of rotations would give
+ * an account a working key per link). Raw SQL, so a statement inside a D1 batch can use it too.
  */
-const countsAgainstCap = (accountId: string, now: string) =>
-  sql`(SELECT count(*) FROM ${apiKeys} WHERE account_id = ${accountId} AND status = 'active' AND rotated_to IS NULL AND (expires_at IS NULL OR expires_at > ${now}))`;
+export const KEYS_THAT_CAN_AUTHENTICATE =
+  "(SELECT count(*) FROM api_keys WHERE account_id = ? AND status = 'active' AND (expires_at IS NULL OR expires_at > ?))";
 
 export const newKeyId = () => `key_${crypto.randomUUID().replaceAll("-", "")}`;
 
@@ -49,12 +50,15 @@ export async function createApiKey(
   const createdAt = new Date().toISOString();
   const expiresAt = fields.expires_at ?? null;
   // One statement, so two concurrent creates cannot both slip under the cap.
-  const result = await db.run(sql`
-    INSERT INTO ${apiKeys} (id, account_id, name, prefix, key_hash, status, created_at, expires_at)
-    SELECT ${id}, ${accountId}, ${fields.name}, ${prefix}, ${await hashApiKey(key)}, 'active', ${createdAt}, ${expiresAt}
-    WHERE ${countsAgainstCap(accountId, createdAt)} < ${MAX_ACTIVE_KEYS}`);
+  const result = await db.$client
+    .prepare(
+      `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, expires_at)
+       SELECT ?, ?, ?, ?, ?, 'active', ?, ? WHERE ${KEYS_THAT_CAN_AUTHENTICATE} < ?`,
+    )
+    .bind(id, accountId, fields.name, prefix, await hashApiKey(key), createdAt, expiresAt, accountId, createdAt, MAX_ACTIVE_KEYS)
+    .run();
   if (result.meta.changes !== 1) {
-    throw new ApiError(409, `This account already has ${MAX_ACTIVE_KEYS} active keys; revoke one before creating another.`);
+    throw new ApiError(409, `This account already has ${MAX_ACTIVE_KEYS} active keys (rotated keys still in their grace count too); revoke one before creating another.`);
   }
   return { id, name: fields.name, prefix, key, status: "active", created_at: createdAt, expires_at: expiresAt, rotated_from: null, rotated_to: null };
 }

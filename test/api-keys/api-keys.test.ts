@@ -29,4 +29,15 @@ describe("API key lifecycle", () => {
     const rows = await env.DB.prepare("SELECT * FROM api_keys").all();
     expect(JSON.stringify(rows.results)).not.toContain(created.key);
   });
+
+  it("PATCH with the values the record already has: 200 with the record, unchanged", async () => {
+    const token = await accountToken("user-same-values");
+    const created = await expectJson(await call("POST", "/api-keys", { token, body: { name: "Same" } }), 201);
+    const before = (await expectJson(await call("GET", "/api-keys", { token }), 200)).api_keys[0];
+    const patched = await expectJson(await call("PATCH", `/api-keys/${created.id}`, { token, body: { name: "Same" } }), 200);
+    expect(patched).toEqual(before);
+    await expectJson(await call("DELETE", `/api-keys/${created.id}`, { token }), 200);
+    const revoked = await expectJson(await call("PATCH", `/api-keys/${created.id}`, { token, body: { name: "Same" } }), 200);
+    expect(revoked).toMatchObject({ id: created.id, name: "Same", status: "revoked" });
+  });
 });

@@ -61,13 +61,74 @@ describe("rotation", () => {
     expect((await listed(token)).find((k) => k.id === created.id)).toMatchObject({ expires_at: iso(soon), rotated_to: successor.id });
   });
 
-  it("an account at the 100-key cap can rotate: the successor takes the old key's place", async () => {
-    const { sub, token, keyId } = await accountWithKey("free");
+  /** Fills the account with filler keys that can authenticate, up to `count` keys in all. */
+  async function fillTo(sub: string, count: number, existing = 1) {
     const insert = env.DB.prepare("INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at) VALUES (?, ?, 'filler', 'pda_live_x', ?, 'active', ?)");
-    await env.DB.batch(Array.from({ length: 99 }, (_, i) => insert.bind(`key_filler${i}_${sub}`, sub, `hash-${i}-${sub}`, iso(T0 - 1000))));
+    await env.DB.batch(Array.from({ length: count - existing }, (_, i) => insert.bind(`key_filler${i}_${sub}`, sub, `hash-${i}-${sub}`, iso(T0 - 1000))));
+  }
+
+  it("at the 100-key cap: a rotation with a grace is 409 saying what to do; grace 0 replaces the key at once", async () => {
+    const { sub, token, key, keyId } = await accountWithKey("free");
+    await fillTo(sub, 100);
     expect((await expectJson(await call("POST", "/api-keys", { token, body: { name: "101st" } }), 409)).detail).toContain("100 active keys");
-    await expectJson(await rotate(token, keyId), 201);
+    const refused = await expectJson(await rotate(token, keyId, { grace_seconds: 60 }), 409);
+    expect(refused.detail).toContain("revoke a key");
+    expect(refused.detail).toContain("grace_seconds: 0");
+    // Nothing changed: the key still works and is not rotated.
+    expect((await listed(token)).find((k) => k.id === keyId)).toMatchObject({ status: "active", rotated_to: null, expires_at: null });
+    expect((await get(key)).status).toBe(200);
+
+    const successor = await expectJson(await rotate(token, keyId, { grace_seconds: 0 }), 201);
+    expect((await get(key)).status).toBe(401);
+    expect((await get(successor.key)).status).toBe(200);
     await expectJson(await call("POST", "/api-keys", { token, body: { name: "101st" } }), 409);
+  });
+
+  it("a chain of rotations with a grace cannot pass the cap: every key that can authenticate counts", async () => {
+    const { sub, token, keyId } = await accountWithKey("free");
+    await fillTo(sub, 97);
+    let newest = keyId;
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await rotate(token, newest, { grace_seconds: 604_800 });
+      statuses.push(res.status);
+      if (res.status === 201) newest = (await res.json<{ id: string }>()).id;
+    }
+    expect(statuses).toEqual([201, 201, 201, 409, 409, 409]);
+    const working = (await listed(token)).filter((k) => k.status === "active");
+    expect(working).toHaveLength(100);
+  });
+
+  it("concurrent rotations and creations at the cap's edge never pass it", async () => {
+    const { sub, token, keyId } = await accountWithKey("free");
+    await fillTo(sub, 98);
+    const second = await expectJson(await call("POST", "/api-keys", { token, body: { name: "99th" } }), 201);
+    const results = await Promise.all([
+      rotate(token, keyId, { grace_seconds: 600 }),
+      rotate(token, second.id, { grace_seconds: 600 }),
+      call("POST", "/api-keys", { token, body: { name: "a" } }),
+      call("POST", "/api-keys", { token, body: { name: "b" } }),
+    ]);
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    expect((await listed(token)).filter((k) => k.status === "active")).toHaveLength(100);
+  });
+
+  it("a rotation D1 refuses, or one that loses a race, leaves the key's life as D1 lists it", async () => {
+    const { sub, token, key, keyId } = await accountWithKey("free");
+    expect((await get(key)).status).toBe(200); // the object holds the key's state before the rotations
+    await fillTo(sub, 100);
+    await expectJson(await rotate(token, keyId, { grace_seconds: 60 }), 409); // at the cap
+    vi.setSystemTime(T0 + 61_000);
+    expect((await listed(token)).find((k) => k.id === keyId)).toMatchObject({ status: "active", expires_at: null });
+    expect((await get(key)).status).toBe(200);
+
+    const other = await accountWithKey("free");
+    expect((await get(other.key)).status).toBe(200);
+    const statuses = (await Promise.all([rotate(other.token, other.keyId, { grace_seconds: 60 }), rotate(other.token, other.keyId, { grace_seconds: 3600 })])).map((r) => r.status);
+    expect(statuses.sort()).toEqual([201, 409]);
+    vi.setSystemTime(T0 + 61_000 + 61_000);
+    const row = (await listed(other.token)).find((k) => k.id === other.keyId)!;
+    expect((await get(other.key)).status).toBe(row.status === "active" ? 200 : 401);
   });
 
   it("409 for a key already rotated, revoked or expired; 404 for another account's key", async () => {
