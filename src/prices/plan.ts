@@ -10,9 +10,8 @@ import type { IngestionResult, Observation } from "./schema.ts";
 
 export type HistoryRow = Omit<typeof priceHistory.$inferSelect, "id">;
 
-/** What the observations touch, as read in one batch with the catalogue version. */
+/** What the observations touch, as read in one batch. */
 export interface Snapshot {
-  version: number;
   products: ProductRow[];
   offers: OfferRow[];
   competitors: CompetitorRow[];
@@ -21,7 +20,10 @@ export interface Snapshot {
 /** The rows to write and the events to emit. */
 export interface Plan {
   result: IngestionResult;
+  /** The competitors to create. */
   competitors: CompetitorRow[];
+  /** Every competitor the observations name, as the plan used it (the write guards that it is still so). */
+  competitorsUsed: CompetitorRow[];
   products: ProductRow[];
   offers: OfferRow[];
   history: HistoryRow[];
@@ -44,7 +46,7 @@ export function planChanges(snapshot: Snapshot, observations: readonly (Observat
   const events: EventMessage[] = [];
 
   for (const observation of observations) {
-    const competitor = upsertCompetitor(competitorsById, observation.competitor, changed.competitors);
+    const competitor = competitorOf(competitorsById, observation.competitor, changed.competitors);
 
     let product = productsBySku.get(observation.sku);
     if (!product) {
@@ -61,7 +63,7 @@ export function planChanges(snapshot: Snapshot, observations: readonly (Observat
         createdAt: now,
         updatedAt: now,
         lastChangedAt: null,
-        changedVersion: snapshot.version + 1,
+        changedVersion: 0, // marked with its batch's version in the write
       };
       productsBySku.set(product.sku, product);
       changed.products.add(product);
@@ -127,19 +129,19 @@ export function planChanges(snapshot: Snapshot, observations: readonly (Observat
       changed.products.add(product);
     }
   }
-  return { result, competitors: [...changed.competitors], products: [...changed.products], offers: [...changed.offers], history, events };
+  return { result, competitors: [...changed.competitors], competitorsUsed: [...competitorsById.values()], products: [...changed.products], offers: [...changed.offers], history, events };
 }
 
-function upsertCompetitor(byId: Map<string, CompetitorRow>, input: Observation["competitor"], changed: Set<CompetitorRow>): CompetitorRow {
+/**
+ * A new competitor takes the observation's name and domain; a stored one keeps its own whatever the
+ * observation says (scrapers spell shops differently): only PATCH /admin/competitors/:id renames.
+ */
+function competitorOf(byId: Map<string, CompetitorRow>, input: Observation["competitor"], created: Set<CompetitorRow>): CompetitorRow {
   let row = byId.get(input.id);
   if (!row) {
     row = { id: input.id, name: input.name, domain: input.domain ?? null };
     byId.set(row.id, row);
-    changed.add(row);
-  } else if (row.name !== input.name || (input.domain !== undefined && row.domain !== input.domain)) {
-    row.name = input.name;
-    if (input.domain !== undefined) row.domain = input.domain;
-    changed.add(row);
+    created.add(row);
   }
   return row;
 }

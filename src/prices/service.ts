@@ -1,27 +1,27 @@
-import { eq, sql, type AnyColumn, type SQL } from "drizzle-orm";
+import { sql, type AnyColumn, type SQL } from "drizzle-orm";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
-import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
+import { competitors, offers, products } from "../platform/tables.ts";
 import { relayEvents } from "../events/outbox.ts";
 import type { WebhookMessage } from "../webhooks/messages.ts";
 import { planChanges, type Snapshot } from "./plan.ts";
 import type { IngestionResult, Observation } from "./schema.ts";
-import { isVersionConflict, writeBatch } from "./write.ts";
+import { isWriteConflict, writeBatch } from "./write.ts";
 
 /**
  * Price observations in, catalogue changes and events out.
  *
- * 1. Read what the observations touch (products by sku, their offers, the competitors) and the
- *    catalogue version, in one D1 batch.
+ * 1. Read what the observations touch (products by sku, their offers, the competitors) in one D1 batch.
  * 2. Apply the observations in memory, oldest `observed_at` first, and work out the rows to write
  *    and the events to emit.
- * 3. Write everything in ONE D1 batch (a transaction): a guard that fails unless the catalogue
- *    version is still the one read, the upserts, the history rows, and the version bump. Two
- *    concurrent ingestions therefore never both compute their events against the same old offer: the
- *    later batch fails on its guard, and is read, recomputed and written again (up to 8 times).
- *    The events go in the same batch, as outbox rows (src/events/outbox.ts), and so do the marks on
- *    the changed products that the catalogue snapshot is rebuilt from.
+ * 3. Write everything in ONE D1 batch (a transaction): a guard that fails unless the products and
+ *    competitors read are unchanged (and the products to create still absent), the version bump, the
+ *    upserts, the history rows (src/prices/write.ts). Two concurrent ingestions of one product
+ *    therefore never both compute their events against the same old offer: the later batch fails on
+ *    its guard, and is read, recomputed and written again (up to 8 times); ingestions of disjoint
+ *    products never fail it. The events go in the same batch, as outbox rows (src/events/outbox.ts),
+ *    and so do the marks on the changed products that the catalogue snapshot is rebuilt from.
  * 4. After the commit, poke the catalogue builder (a lost poke only delays the snapshot until the cron
  *    sweep) and relay the events to WEBHOOK_QUEUE (sendBatch, ≤ 100 per call). If the relay fails the
  *    answer is still 200: the events are stored, and the cron's sweep sends them.
@@ -50,14 +50,14 @@ export async function ingestObservations(
     const plan = planChanges(snapshot, ordered, now);
     if (plan.offers.length === 0 && plan.products.length === 0 && plan.competitors.length === 0) return plan.result;
     try {
-      await writeBatch(db, snapshot.version, plan);
+      await writeBatch(db, snapshot, plan);
     } catch (error) {
-      if (!isVersionConflict(error)) throw error;
+      if (!isWriteConflict(error)) throw error;
       if (attempt < MAX_WRITE_ATTEMPTS) {
         await pause(attempt);
         continue;
       }
-      throw new ApiError(503, "The catalogue kept changing during this ingestion; send the same observations again.", { "Retry-After": "1" });
+      throw new ApiError(503, "Other ingestions kept changing these products during this one; send the same observations again.", { "Retry-After": "1" });
     }
     await catalogue.poke().catch((error: unknown) => console.error("catalogue builder poke failed; the sweep will catch up", error));
     await relayEvents(db, queue, plan.events);
@@ -71,12 +71,11 @@ const inJson = (column: AnyColumn | SQL, values: readonly string[]) =>
 
 async function readSnapshot(db: Database, observations: readonly Observation[]): Promise<Snapshot> {
   const skus = observations.map((o) => o.sku);
-  const [version, productRows, offerRows, competitorRows] = await db.batch([
-    db.select({ version: catalogueState.version }).from(catalogueState).where(eq(catalogueState.id, 1)),
+  const [productRows, offerRows, competitorRows] = await db.batch([
     db.select().from(products).where(inJson(products.sku, skus)),
     db.select().from(offers).where(sql`${offers.productId} IN (SELECT id FROM products WHERE ${inJson(sql`sku`, skus)})`),
     db.select().from(competitors).where(inJson(competitors.id, observations.map((o) => o.competitor.id))),
   ]);
-  return { version: version[0]?.version ?? 0, products: productRows, offers: offerRows, competitors: competitorRows };
+  return { products: productRows, offers: offerRows, competitors: competitorRows };
 }
 

@@ -4,21 +4,31 @@ import { bumpCatalogueVersion } from "../catalogue/service.ts";
 import type { Database } from "../platform/db.ts";
 import { outboxRows } from "../events/outbox.ts";
 import { competitors, events, offers, priceHistory, products } from "../platform/tables.ts";
-import type { Plan } from "./plan.ts";
+import type { Plan, Snapshot } from "./plan.ts";
 
 /**
- * Step 3 of an ingestion: everything in ONE D1 batch (a transaction), guarded by the catalogue version.
+ * Step 3 of an ingestion: everything in ONE D1 batch (a transaction), guarded by what it read.
  * Written with D1's own prepared statements: drizzle cannot put a raw `sql` statement in a batch.
  */
 
 /**
- * Fails (a CHECK violation: catalogue_state allows only id 1) unless the version is still `version`,
- * which rolls the whole batch back. SQLite has no RAISE outside triggers; this has the same effect.
+ * Fails (a CHECK violation: catalogue_state allows only id 1), rolling the whole batch back, when
+ * anything the plan was computed from changed since it was read:
+ * - a product read has another `changed_version` (every write of a product or its offers sets it to
+ *   the new catalogue version, a number never used before, so an unchanged mark means an unchanged product);
+ * - a product the plan creates now exists (another call created the same sku);
+ * - a competitor the plan names has another name or domain than the plan used (renamed, or created by
+ *   another call with other values).
+ * Only what this call touches is compared, so ingestions of disjoint products never fail it.
+ * SQLite has no RAISE outside triggers; the failing INSERT has the same effect.
  */
-const VERSION_GUARD = `INSERT INTO catalogue_state (id, version, updated_at)
-  SELECT 0, 0, '' WHERE coalesce((SELECT version FROM catalogue_state WHERE id = 1), 0) <> ?`;
+const GUARD = `INSERT INTO catalogue_state (id, version, updated_at) SELECT 0, 0, '' WHERE
+  (SELECT count(*) FROM json_each(?) AS seen JOIN products ON products.id = seen.value ->> 0 AND products.changed_version = seen.value ->> 1) <> ?
+  OR EXISTS (SELECT 1 FROM products WHERE sku IN (SELECT value FROM json_each(?)))
+  OR EXISTS (SELECT 1 FROM json_each(?) AS used JOIN competitors ON competitors.id = used.value ->> 0
+    WHERE competitors.name IS NOT used.value ->> 1 OR competitors.domain IS NOT used.value ->> 2)`;
 
-export function isVersionConflict(error: unknown): boolean {
+export function isWriteConflict(error: unknown): boolean {
   for (let e = error; e; e = e instanceof Error ? e.cause : undefined) {
     if (String(e).includes("catalogue_state_single_row")) return true;
   }
@@ -26,48 +36,84 @@ export function isVersionConflict(error: unknown): boolean {
 }
 
 /**
- * One statement for any number of rows: the rows travel as one JSON parameter (D1 allows 100 bound
- * parameters a statement) and `json_each` turns them back into rows. Column names come from the schema.
+ * D1 refuses a bound value over 2,000,000 bytes. The rows of a table travel as JSON parameters of at
+ * most this many UTF-8 bytes each, several statements when needed (half the limit: a margin, and still
+ * at most a few statements for the largest ingestion).
  */
-function insertRows(d1: D1Database, table: SQLiteTable, rows: readonly Record<string, unknown>[], conflictTarget?: readonly string[]): D1PreparedStatement {
-  const columns = Object.entries(getTableColumns(table))
-    .filter(([key]) => key in rows[0]!)
-    .map(([key, column]) => ({ key, name: column.name }));
-  const json = JSON.stringify(rows.map((row) => Object.fromEntries(columns.map(({ key, name }) => [name, row[key] ?? null]))));
-  const names = columns.map((c) => `"${c.name}"`).join(", ");
-  const values = columns.map((c) => `value ->> '${c.name}'`).join(", ");
-  let text = `INSERT INTO "${getTableName(table)}" (${names}) SELECT ${values} FROM json_each(?) WHERE true`;
-  if (conflictTarget) {
-    const updates = columns.filter((c) => !conflictTarget.includes(c.name)).map((c) => `"${c.name}" = excluded."${c.name}"`);
-    text += ` ON CONFLICT (${conflictTarget.map((c) => `"${c}"`).join(", ")}) DO UPDATE SET ${updates.join(", ")}`;
+export const MAX_JSON_PARAMETER_BYTES = 1_000_000;
+
+const utf8 = new TextEncoder();
+
+/** The items as JSON arrays of at most MAX_JSON_PARAMETER_BYTES UTF-8 bytes each, in order. */
+export function jsonChunks(items: readonly unknown[], maxBytes = MAX_JSON_PARAMETER_BYTES): string[] {
+  const chunks: string[] = [];
+  let parts: string[] = [];
+  let bytes = 2; // the brackets
+  for (const item of items) {
+    const json = JSON.stringify(item);
+    const size = utf8.encode(json).byteLength + 1; // and its comma
+    if (parts.length > 0 && bytes + size > maxBytes) {
+      chunks.push(`[${parts.join(",")}]`);
+      parts = [];
+      bytes = 2;
+    }
+    parts.push(json);
+    bytes += size;
   }
-  return d1.prepare(text).bind(json);
+  if (parts.length > 0) chunks.push(`[${parts.join(",")}]`);
+  return chunks;
 }
 
 /**
- * Marks the products whose view the plan changes with the new version, in the batch, so the snapshot
- * builder finds them even if its poke is lost: the written products and offers, and every product
- * with an offer from a written competitor (its name is in their offers).
+ * Statements inserting any number of rows: the rows travel as JSON parameters (one per statement, so
+ * far under D1's 100 bound parameters) that `json_each` turns back into rows, split by size (above).
+ * Column names come from the schema.
  */
-const MARK_CHANGED = "UPDATE products SET changed_version = ? WHERE id IN (SELECT value FROM json_each(?))";
-// Two statements, not one with OR: an OR of two IN-subqueries makes SQLite scan every product.
-const MARK_COMPETITORS_PRODUCTS = `UPDATE products SET changed_version = ?
-  WHERE id IN (SELECT product_id FROM offers WHERE competitor_id IN (SELECT value FROM json_each(?)))`;
+function insertRows(d1: D1Database, table: SQLiteTable, rows: readonly Record<string, unknown>[], conflict?: { target: readonly string[]; update: boolean }): D1PreparedStatement[] {
+  const columns = Object.entries(getTableColumns(table))
+    .filter(([key]) => key in rows[0]!)
+    .map(([key, column]) => ({ key, name: column.name }));
+  const names = columns.map((c) => `"${c.name}"`).join(", ");
+  const values = columns.map((c) => `value ->> '${c.name}'`).join(", ");
+  let text = `INSERT INTO "${getTableName(table)}" (${names}) SELECT ${values} FROM json_each(?) WHERE true`;
+  if (conflict) {
+    const updates = columns.filter((c) => !conflict.target.includes(c.name)).map((c) => `"${c.name}" = excluded."${c.name}"`);
+    text += ` ON CONFLICT (${conflict.target.map((c) => `"${c}"`).join(", ")}) DO ${conflict.update ? `UPDATE SET ${updates.join(", ")}` : "NOTHING"}`;
+  }
+  const statement = d1.prepare(text);
+  const objects = rows.map((row) => Object.fromEntries(columns.map(({ key, name }) => [name, row[key] ?? null])));
+  return jsonChunks(objects).map((json) => statement.bind(json));
+}
 
-export async function writeBatch(db: Database, version: number, plan: Plan): Promise<void> {
-  const d1 = (db as Database & { $client: D1Database }).$client; // the (counting) binding drizzle wraps
+/**
+ * Marks the products whose view the plan changes with the version this batch moved the catalogue to
+ * (read after the bump, in the batch), so the snapshot builder finds them even if its poke is lost.
+ * D1 runs one batch at a time, so marks follow commit order: a build that covered version N never
+ * misses a product a later batch marks (its mark is above N).
+ */
+const MARK_CHANGED = "UPDATE products SET changed_version = (SELECT version FROM catalogue_state WHERE id = 1) WHERE id IN (SELECT value FROM json_each(?))";
+
+export async function writeBatch(db: Database, snapshot: Snapshot, plan: Plan): Promise<void> {
+  const d1 = db.$client; // the (counting) binding drizzle wraps
   const bump = bumpCatalogueVersion(db).toSQL();
-  const statements = [d1.prepare(VERSION_GUARD).bind(version)];
-  if (plan.competitors.length > 0) statements.push(insertRows(d1, competitors, plan.competitors, ["id"]));
-  if (plan.products.length > 0) statements.push(insertRows(d1, products, plan.products, ["id"]));
-  if (plan.offers.length > 0) statements.push(insertRows(d1, offers, plan.offers, ["product_id", "competitor_id"]));
-  if (plan.history.length > 0) statements.push(insertRows(d1, priceHistory, plan.history));
+  // Bounded by the request: at most 1,000 skus of 100 UTF-16 units (≤ 300 bytes each) and 1,000 ids, far under MAX_JSON_PARAMETER_BYTES.
+  const read = snapshot.products.map((p) => [p.id, p.changedVersion]);
+  const created = new Set(snapshot.products.map((p) => p.id));
+  const createdSkus = plan.products.filter((p) => !created.has(p.id)).map((p) => p.sku);
+  const used = plan.competitorsUsed.map((c) => [c.id, c.name, c.domain]);
+  const statements = [
+    d1.prepare(GUARD).bind(JSON.stringify(read), read.length, JSON.stringify(createdSkus), JSON.stringify(used)),
+    d1.prepare(bump.sql).bind(...bump.params),
+  ];
+  // A competitor is created by its first observation and never renamed by one (PATCH /admin/competitors/:id does that).
+  if (plan.competitors.length > 0) statements.push(...insertRows(d1, competitors, plan.competitors, { target: ["id"], update: false }));
+  if (plan.products.length > 0) statements.push(...insertRows(d1, products, plan.products, { target: ["id"], update: true }));
+  if (plan.offers.length > 0) statements.push(...insertRows(d1, offers, plan.offers, { target: ["product_id", "competitor_id"], update: true }));
+  if (plan.history.length > 0) statements.push(...insertRows(d1, priceHistory, plan.history));
   // The outbox: the events commit with the change or not at all (src/events/outbox.ts relays them).
-  if (plan.events.length > 0) statements.push(insertRows(d1, events, outboxRows(plan.events, new Date().toISOString())));
-  // The products the catalogue snapshot must re-serialise (src/catalogue/builder.ts reads these marks).
+  if (plan.events.length > 0) statements.push(...insertRows(d1, events, outboxRows(plan.events, new Date().toISOString())));
+  // The products the catalogue snapshot must re-serialise (src/catalogue/build.ts reads these marks).
   const productIds = [...new Set([...plan.products.map((p) => p.id), ...plan.offers.map((o) => o.productId)])];
-  statements.push(d1.prepare(MARK_CHANGED).bind(version + 1, JSON.stringify(productIds)));
-  if (plan.competitors.length > 0) statements.push(d1.prepare(MARK_COMPETITORS_PRODUCTS).bind(version + 1, JSON.stringify(plan.competitors.map((c) => c.id))));
-  statements.push(d1.prepare(bump.sql).bind(...bump.params));
+  statements.push(d1.prepare(MARK_CHANGED).bind(JSON.stringify(productIds)));
   await d1.batch(statements);
 }
