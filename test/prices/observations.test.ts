@@ -248,14 +248,31 @@ describe("products and competitors", () => {
     expect(await product("DETAILS")).toMatchObject({ name: "First name", brand: "Acme", category: "Tools", gtin: "0012345678905" });
   });
 
-  it("competitors are upserted by id: a new name replaces the old", async () => {
-    await ingest([{ sku: "COMP", competitor: { id: "cmp_renamed", name: "Old Name" }, observed_at: T1 }]);
-    await ingest([{ sku: "COMP", competitor: { id: "cmp_renamed", name: "New Name", domain: "new.example" }, observed_at: T2 }]);
-    expect(await db().select().from(competitors).where(eq(competitors.id, "cmp_renamed")).get()).toEqual({
-      id: "cmp_renamed",
-      name: "New Name",
-      domain: "new.example",
-    });
+  it("a stored competitor is never renamed by an observation: nothing about it changes and no other product is marked", async () => {
+    const id = `cmp_${crypto.randomUUID().slice(0, 8)}`;
+    const [mine, other] = [`CMP-${crypto.randomUUID()}`, `CMP-${crypto.randomUUID()}`];
+    const stored = { id, name: "Old Name", domain: "old.example" };
+    await ingest([
+      { sku: mine, competitor: stored, observed_at: T1, price: "10.00" },
+      { sku: other, competitor: stored, observed_at: T1 },
+    ]);
+    const mark = async (sku: string) => (await db().select({ v: products.changedVersion }).from(products).where(eq(products.sku, sku)).get())!.v;
+    const [versionBefore, otherMark] = [await version(), await mark(other)];
+    sent.mockClear();
+
+    // Another spelling in a replay: nothing at all is written.
+    const renamed = { id, name: "New Name", domain: "new.example" };
+    expect(await ingest([{ sku: mine, competitor: renamed, observed_at: T1, price: "10.00" }])).toMatchObject({ price_changes: 0 });
+    expect(await version()).toBe(versionBefore);
+
+    // In a change: the change is written, under the stored name; the other product is not marked.
+    await ingest([{ sku: mine, competitor: renamed, observed_at: T2, price: "9.00" }]);
+    expect(await db().select().from(competitors).where(eq(competitors.id, id)).get()).toEqual(stored);
+    expect(await version()).toBe(versionBefore + 1);
+    expect(await mark(other)).toBe(otherMark);
+    expect(await mark(mine)).toBe(versionBefore + 1);
+    expect(sentEvents().map((m) => m.event.data.competitor_name)).toEqual(["Old Name"]);
+    expect((await product(mine)).offers[0]!.competitor_name).toBe("Old Name");
   });
 });
 
