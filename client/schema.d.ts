@@ -383,6 +383,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/competitors/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Rename a competitor, or change its domain
+         * @description Observations never rename a stored competitor; this does. Any of name and domain; at least one. Values the competitor already has change nothing. A change shows in every offer's `competitor_name` once the catalogue snapshot is rebuilt (one full build). `offer_count` is the competitor's count in the snapshot being served, as GET /competitors gives it.
+         */
+        patch: operations["updateCompetitor"];
+        trace?: never;
+    };
 }
 export interface webhooks {
     "price.changed": {
@@ -2351,6 +2371,53 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateCompetitor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The competitor's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The fields to change */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The name every offer of this competitor shows (`competitor_name`), up to 200 characters */
+                    name?: string;
+                    /** @description The shop's domain, up to 253 characters; null clears it */
+                    domain?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The competitor as it now is */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Competitor"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

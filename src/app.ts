@@ -4,6 +4,7 @@ import { requestId } from "hono/request-id";
 import { accountRoutes, adminAccountRoutes } from "./accounts/routes.ts";
 import { apiKeyRoutes } from "./api-keys/routes.ts";
 import { competitorRoutes, productRoutes } from "./catalogue/routes.ts";
+import { adminCompetitorRoutes } from "./competitors/routes.ts";
 import { dashboardRoutes, serveDashboard } from "./dashboard/routes.ts";
 import { docsRoutes, openApiRoute } from "./docs/routes.ts";
 import { eventRoutes } from "./events/routes.ts";
@@ -47,6 +48,7 @@ export function buildApp() {
   app.route("/webhooks", webhookRoutes); // account login
   app.route("/admin/accounts", adminAccountRoutes); // admin, accounts:write
   app.route("/admin/observations", observationRoutes); // admin, prices:write
+  app.route("/admin/competitors", adminCompetitorRoutes); // admin, prices:write
   app.route("/dashboard", dashboardRoutes);
   app.get("/dashboard/", serveDashboard);
   app.route("/docs", docsRoutes);

@@ -25,3 +25,15 @@ export const required = (type: string) => (issue: { input?: unknown }) => (issue
 
 /** An object schema's own message for a non-object; other issues (an unknown field) keep zod's, which names the field. */
 export const jsonObject = { error: (issue: { code?: string }) => (issue.code === "invalid_type" ? "must be a JSON object" : undefined) };
+
+/**
+ * Free text of at most `max` UTF-16 code units, trimmed, not blank. The OpenAPI `pattern` says "not
+ * blank" the only way a document can (a non-space character somewhere).
+ */
+export const trimmedText = (max: number) =>
+  z
+    .string({ error: required("string") })
+    .trim()
+    .min(1, { error: "must not be empty" })
+    .max(max, { error: `must be at most ${max} characters` })
+    .meta({ pattern: "\\S", description: "Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice)" });

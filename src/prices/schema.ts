@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
-import { jsonObject, required } from "../http/validation.ts";
+import { jsonObject, required, trimmedText } from "../http/validation.ts";
+import { competitorDomain, competitorId, competitorName } from "../competitors/schema.ts";
 import { currencySchema, moneyFieldsFit, moneyStringSchema } from "../platform/money.ts";
 
 /** POST /admin/observations: what it takes and what it answers, declared once. */
@@ -10,38 +11,19 @@ export const MAX_OBSERVATIONS = 1000;
 /** How far ahead of the server's clock an observed_at may be (clock skew), so a wrong date cannot freeze an offer. */
 const MAX_CLOCK_SKEW_MS = 5 * 60 * 1000;
 
-/** A non-space character somewhere: what is left after trimming is not empty. */
-const NOT_BLANK = "\\S";
-
-const text = (max: number) =>
-  z
-    .string({ error: required("string") })
-    .trim()
-    .min(1, { error: "must not be empty" })
-    .max(max, { error: `must be at most ${max} characters` })
-    .meta({ pattern: NOT_BLANK, description: "Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice)" });
-const optionalText = (max: number) => text(max).nullable().optional();
+const optionalText = (max: number) => trimmedText(max).nullable().optional();
 const optionalMoney = moneyStringSchema.nullable().optional();
 
 export const observation = z
   .strictObject(
     {
-      sku: text(100),
-      name: text(500),
+      sku: trimmedText(100),
+      name: trimmedText(500),
       brand: optionalText(200),
       category: optionalText(200),
       gtin: z.string({ error: required("string") }).regex(/^\d{8,14}$/, { error: "must be 8 to 14 digits" }).nullable().optional(),
       mpn: optionalText(100),
-      competitor: z.strictObject(
-        {
-          id: z
-            .string({ error: required("string") })
-            .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, { error: 'must be 1-64 letters, digits, "_", "." or "-", such as "cmp_amazon"' }),
-          name: text(200),
-          domain: optionalText(253),
-        },
-        jsonObject,
-      ),
+      competitor: z.strictObject({ id: competitorId, name: competitorName, domain: competitorDomain.optional() }, jsonObject),
       url: z
         .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
         .max(2048, { error: "must be at most 2048 characters" })

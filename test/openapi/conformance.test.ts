@@ -221,6 +221,22 @@ describe("admin (scoped JWT)", () => {
     await expectCall(401, "post", path, path, { body: { observations: [observation] } });
     await expectCall(403, "post", path, path, { token: await adminToken("planner", "accounts:write"), body: { observations: [observation] } });
   });
+
+  it("PATCH /admin/competitors/{id}: 200, 400, 404, 413, 401, 403", async () => {
+    const path = "/admin/competitors/{id}";
+    await expectCall(200, "post", "/admin/observations", "/admin/observations", {
+      token: admin,
+      body: { observations: [{ sku: "OPENAPI-2", name: "Doc mug", competitor: { id: "cmp_openapi_patch", name: "Patch Shop" }, price: "9.99", currency: "USD", in_stock: true }] },
+    });
+    const url = "/admin/competitors/cmp_openapi_patch";
+    const body = await expectCall(200, "patch", path, url, { token: admin, body: { name: "Patched Shop" } });
+    expect(body.name).toBe("Patched Shop");
+    await expectCall(400, "patch", path, url, { token: admin, body: {} });
+    await expectCall(404, "patch", path, "/admin/competitors/cmp_nobody", { token: admin, body: { name: "X" } });
+    await expectCall(413, "patch", path, url, { token: admin, body: BIG });
+    await expectCall(401, "patch", path, url, { body: { name: "X" } });
+    await expectCall(403, "patch", path, url, { token: await adminToken("planner", "accounts:write"), body: { name: "X" } });
+  });
 });
 
 describe("GET /events (API key)", () => {

@@ -1,0 +1,33 @@
+import { createRoute } from "@hono/zod-openapi";
+import { requireScope } from "../auth/guards.ts";
+import { Competitor } from "../catalogue/schema.ts";
+import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { noQuery } from "../http/query.ts";
+import { competitorIdParam, competitorPatchBody } from "./schema.ts";
+import { updateCompetitor } from "./service.ts";
+
+const update = createRoute(
+  operation({
+    method: "patch",
+    path: "/{id}",
+    operationId: "updateCompetitor",
+    tags: ["Admin"],
+    summary: "Rename a competitor, or change its domain",
+    description:
+      "Observations never rename a stored competitor; this does. Any of name and domain; at least one. Values the competitor already has " +
+      "change nothing. A change shows in every offer's `competitor_name` once the catalogue snapshot is rebuilt (one full build). " +
+      "`offer_count` is the competitor's count in the snapshot being served, as GET /competitors gives it.",
+    credential: "admin",
+    scope: "prices:write",
+    middleware: [requireScope("prices:write")],
+    request: { params: competitorIdParam, query: noQuery, body: jsonBody(competitorPatchBody, "The fields to change") },
+    errors: { notFound: true },
+    responses: { 200: jsonResponse("The competitor as it now is", Competitor) },
+  }),
+);
+
+/** PATCH /admin/competitors/:id (admin, scope prices:write). */
+export const adminCompetitorRoutes = openApiApp().openapi(update, async (c) => {
+  const { db, catalogue } = c.var.ctx;
+  return c.json(await updateCompetitor(db, catalogue, c.req.valid("param").id, c.req.valid("json")), 200);
+});
