@@ -68,9 +68,10 @@ export const products = sqliteTable(
     /** The latest price or stock change of any offer; null until the product has one. */
     lastChangedAt: text("last_changed_at"),
     /**
-     * The catalogue version whose write last changed this product's view (its row, an offer, a
-     * competitor's name), set in the same batch as the change: the snapshot builder rebuilds the
-     * segments of the products changed since the version it last built (src/catalogue/build.ts).
+     * The catalogue version whose write last changed this product's view (its row, an offer), set
+     * in the same batch as the change (a competitor's rename moves reset_version instead): the
+     * snapshot builder rebuilds the segments of the products changed since the version it last built
+     * (src/catalogue/build.ts), and ingestion guards its write with it (src/prices/write.ts).
      */
     changedVersion: integer("changed_version").notNull().default(0),
   },
@@ -125,7 +126,7 @@ export const priceHistory = sqliteTable(
 );
 
 /**
- * One row (id 1). `version` moves on every catalogue change (ingestion guards its write with it);
+ * One row (id 1). `version` moves on every catalogue change (a write marks its products with the version it moved to);
  * the snapshot builder compares it with the version it last built (src/catalogue/build.ts).
  */
 export const catalogueState = sqliteTable(
