@@ -3,17 +3,19 @@ import { identify, type Credential } from "../auth/identify.ts";
 import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
-import { bucketName, FIXED_BUCKETS } from "./buckets.ts";
-import { admitBucket, admitKey } from "./client.ts";
+import { bucketName, FIXED_BUCKETS, ipBucketName } from "./buckets.ts";
+import { admitBucket, admitKey, isSeenKey } from "./client.ts";
 import { rateLimitDetail, rateLimitHeaders } from "./headers.ts";
 import type { Decision, Work } from "./types.ts";
 
-const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
-
-const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, bucketName("ip", clientIp(c)), FIXED_BUCKETS.ip, work);
+const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucketName(c.req.header("CF-Connecting-IP") ?? "unknown"), FIXED_BUCKETS.ip, work);
 
 async function admitCredential(c: Context<AppEnv>, credential: Credential, work: Work): Promise<[Credential, Decision]> {
   if (credential.kind === "api-key") {
+    // A hash this isolate has not seen as a key is counted in the client IP's bucket first; once that is
+    // empty, its 429 is the answer and nothing is looked up (made-up keys pass the public checksum).
+    const ipFirst = isSeenKey(credential.keyHash) ? undefined : await admitIp(c, work);
+    if (ipFirst && !ipFirst.allowed) return [credential, ipFirst];
     const outcome = await admitKey(c.env, credential.keyHash, work);
     if (outcome.status === "active") return [{ ...credential, key: outcome.key }, outcome.decision];
     const detail =
@@ -22,7 +24,8 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
         : outcome.status === "revoked"
           ? "This API key has been revoked; create a new one."
           : "This API key is not recognised.";
-    credential = { kind: "rejected", error: unauthorized(detail, true), wasApiKey: true };
+    const rejected: Credential = { kind: "rejected", error: unauthorized(detail, true), wasApiKey: true };
+    return [rejected, ipFirst ?? (await admitIp(c, work))];
   } else if (credential.kind === "login") {
     const kind = c.req.path.startsWith("/admin/") ? "admin" : "account";
     return [credential, await admitBucket(c.env, bucketName(kind, credential.identity.sub), FIXED_BUCKETS[kind], work)];

@@ -1,13 +1,21 @@
-import type { Decision, KeyAdmission, Limits, RateLimitControl, ShortCircuited, Work } from "./types.ts";
-import { bucketStart } from "./usage-range.ts";
+import { UNKNOWN_KEY_MS, type Decision, type KeyAdmission, type Limits, type RateLimitControl, type Work } from "./types.ts";
 
-const MAX_REMEMBERED_REFUSALS = 10_000;
+const MAX_REMEMBERED = 10_000;
+
+/** A map that forgets its oldest entry once full: the isolate's memories stay bounded whatever clients send. */
+function remember<V>(map: Map<string, V>, name: string, value: V) {
+  map.delete(name);
+  if (map.size >= MAX_REMEMBERED) map.delete(map.keys().next().value!);
+  map.set(name, value);
+}
 
 /**
- * Refusals remembered by this isolate until their Retry-After, so a client hammering after a 429
- * does not keep its object busy. Only refusals are remembered: this never admits anything the
- * object would refuse, and a key's refusal is forgotten at its expiry, so the object answers the 401.
- * A revoke, rotation or plan change made through this isolate forgets the bucket's entry.
+ * Refusals of the fixed buckets (account, admin subject, client IP), remembered by this isolate until their
+ * Retry-After, so a client hammering after a 429 does not keep that object busy. Only refusals, and only of
+ * buckets whose limits never change: this never admits anything the object would refuse, and nothing another
+ * isolate does can make a remembered answer wrong. A key's refusals are not remembered: a plan change or a
+ * revocation made through another isolate must show on the key's next request (the key's object makes
+ * repeated refusals cheap instead).
  */
 const refusals = new Map<string, { until: number; decision: Decision }>();
 
@@ -22,35 +30,16 @@ function rememberedRefusal(name: string): Decision | undefined {
   return { ...entry.decision, resetSeconds: Math.ceil(left / 1000), resetMs: left };
 }
 
-function remember(name: string, decision: Decision, expiresAt: number | null = null) {
-  if (decision.allowed) return;
-  if (refusals.size >= MAX_REMEMBERED_REFUSALS) refusals.delete(refusals.keys().next().value!);
-  const until = Date.now() + decision.resetMs;
-  refusals.set(name, { until: expiresAt === null ? until : Math.min(until, expiresAt), decision });
-}
-
 /**
- * The refusals this isolate answered for each key from memory, per minute: the key's object never saw
- * them, so they ride along on the isolate's next call to it (an admission or a usage read) and are counted there.
+ * Key hashes this isolate has seen answered: as an active key (true), or as matching no key, until a minute
+ * after its object said so (a number). A hash not seen yet is counted in the client IP's bucket before any
+ * lookup, so made-up keys cost a client its IP's quota, not D1 reads.
  */
-const shortCircuited = new Map<string, Map<number, number>>();
+const seenKeys = new Map<string, true | number>();
 
-function countShortCircuited(keyHash: string) {
-  if (!shortCircuited.has(keyHash) && shortCircuited.size >= MAX_REMEMBERED_REFUSALS) shortCircuited.delete(shortCircuited.keys().next().value!);
-  const perMinute = shortCircuited.get(keyHash) ?? new Map<number, number>();
-  const minute = bucketStart(Date.now(), "minute");
-  perMinute.set(minute, (perMinute.get(minute) ?? 0) + 1);
-  shortCircuited.set(keyHash, perMinute);
-}
-
-function takeShortCircuited(keyHash: string): ShortCircuited {
-  const perMinute = shortCircuited.get(keyHash);
-  shortCircuited.delete(keyHash);
-  return perMinute ? [...perMinute] : [];
-}
-
-function forgetRefusals(names: readonly string[]) {
-  for (const name of names) refusals.delete(name);
+/** True when the hash was seen as a key; false when it is new (or remembered as matching no key). */
+export function isSeenKey(keyHash: string): boolean {
+  return seenKeys.get(keyHash) === true;
 }
 
 const limiter = (env: Env, name: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(name));
@@ -60,19 +49,21 @@ export type KeyOutcome =
   | { status: "expired"; expiresAt: number }
   | { status: "revoked" | "unknown" };
 
-/** Admission for an API key, named by its hash. */
+/** Admission for an API key, named by its hash; a hash remembered as matching no key is answered without a call. */
 export async function admitKey(env: Env, keyHash: string, work: Work): Promise<KeyOutcome> {
-  const refused = rememberedRefusal(keyHash);
-  if (refused) {
-    countShortCircuited(keyHash);
-    return { status: "active", decision: refused };
+  const unknownUntil = seenKeys.get(keyHash);
+  if (typeof unknownUntil === "number") {
+    if (Date.now() < unknownUntil) return { status: "unknown" };
+    seenKeys.delete(keyHash);
   }
   work.keyObjectCalls++;
-  const result: KeyAdmission = await limiter(env, keyHash).admitKey(keyHash, takeShortCircuited(keyHash));
+  const result: KeyAdmission = await limiter(env, keyHash).admitKey(keyHash);
   work.d1 += result.d1Queries;
+  if (result.status === "unknown") remember(seenKeys, keyHash, Date.now() + UNKNOWN_KEY_MS);
+  else if (result.status === "active") remember(seenKeys, keyHash, true);
+  else seenKeys.delete(keyHash);
   if (result.status === "expired") return { status: "expired", expiresAt: result.expiresAt };
   if (result.status !== "active") return { status: result.status };
-  remember(keyHash, result.decision, result.expiresAt);
   return { status: "active", decision: result.decision, key: { id: result.keyId, accountId: result.accountId } };
 }
 
@@ -82,24 +73,21 @@ export async function admitBucket(env: Env, name: string, limits: Limits, work: 
   if (refused) return refused;
   work.otherObjectCalls++;
   const decision = await limiter(env, name).admit(limits);
-  remember(name, decision);
+  if (!decision.allowed) remember(refusals, name, { until: Date.now() + decision.resetMs, decision });
   return decision;
 }
 
 export const rateLimitControl = (env: Env): RateLimitControl => ({
   async revoke(key) {
-    forgetRefusals([key.keyHash]);
     await limiter(env, key.keyHash).revoke(key.id, key.accountId);
   },
   async expire(keyHash, expiresAt) {
-    forgetRefusals([keyHash]);
     await limiter(env, keyHash).expire(keyHash, expiresAt);
   },
   usage(keyHash, granularity, from, to) {
-    return limiter(env, keyHash).usageBuckets(granularity, from, to, takeShortCircuited(keyHash));
+    return limiter(env, keyHash).usageBuckets(granularity, from, to);
   },
   async setLimits(keyHashes, limits) {
-    forgetRefusals(keyHashes);
     await Promise.all(keyHashes.map((hash) => limiter(env, hash).setLimits(limits)));
   },
 });

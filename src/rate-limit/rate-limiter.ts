@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../platform/db.ts";
 import { loadKeyState, recordKeyUse } from "./key-store.ts";
-import type { Decision, Granularity, KeyAdmission, KeyState, Limits, ShortCircuited, UsageCount } from "./types.ts";
+import { UNKNOWN_KEY_MS, type Decision, type Granularity, type KeyAdmission, type KeyState, type Limits, type UsageCount } from "./types.ts";
 import { OLDEST_COLUMNS, USAGE_SCHEMA, UsageLog, type OldestColumns } from "./usage-log.ts";
 import { MINUTE_MS, Usage } from "./window.ts";
 
@@ -19,11 +19,21 @@ interface StateRow extends Record<string, SqlStorageValue> {
   last_used: number;
 }
 
-/** Writes the whole state row: one statement per decision, and once when older storage is read in. */
+/** Writes the whole state row: one statement per decision that must be kept. */
 const WRITE_STATE = "INSERT OR REPLACE INTO state VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+/** The object's tables, created by its first write: an object that only ever answers "unknown key" stores nothing. */
+const SCHEMA = `CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
+    hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL,
+    usage_minute INTEGER NOT NULL, usage_admitted INTEGER NOT NULL, usage_refused INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0);
+  CREATE TABLE IF NOT EXISTS key_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);
+  ${USAGE_SCHEMA}`;
 
 /** What a wake reads in one statement: the state row (all null before the first decision), the key's state and the usage log's oldest rows. */
 type WokenRow = { [K in keyof StateRow]: StateRow[K] | null } & OldestColumns & { key_state: string | null };
+
+/** Refusals change nothing but usage counts: written at most this often, so hammering a refused key cannot flood its object with writes. */
+const REFUSALS_WRITTEN_EVERY_MS = 1_000;
 
 /**
  * One object per bucket: an API key (named by its hash), an account, an admin subject or a client IP.
@@ -37,32 +47,32 @@ export class RateLimiter extends DurableObject<Env> {
   private readonly usageLog: UsageLog;
   private key: KeyState | undefined;
   private lastUseRecorded: number;
+  private hasSchema: boolean;
+  /** The key's one D1 read while it is under way: pushes that land meanwhile wait for it, then apply on top. */
+  private loading: Promise<void> | undefined;
+  /** Until when this key hash is known to match no key (memory only: nothing is stored for a made-up key). */
+  private unknownUntil = 0;
+  /** When the state row was last written: refusals since then are written once it is a second old. */
+  private writtenAt = 0;
+  private refusalsUnwritten = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const sql = ctx.storage.sql;
-    // A wake costs two statements: the schema, and one read of everything the object keeps in memory.
-    sql.exec(`CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
-        hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL,
-        usage_minute INTEGER NOT NULL, usage_admitted INTEGER NOT NULL, usage_refused INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0);
-      CREATE TABLE IF NOT EXISTS key_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);
-      ${USAGE_SCHEMA}`);
-    const woken = sql
-      .exec<WokenRow>(
-        `SELECT state.*, (SELECT state FROM key_state) AS key_state, ${OLDEST_COLUMNS} FROM (SELECT 1) LEFT JOIN state ON state.id = 1`,
-      )
-      .one();
-    // A state table from before `last_used` (a column of the query even without a row) gets it, once.
-    if (!("last_used" in woken)) sql.exec("ALTER TABLE state ADD COLUMN last_used INTEGER NOT NULL DEFAULT 0");
-    const row = woken.log === null ? fromPerRowTables(sql) : (woken as StateRow);
+    // A wake asks whether the tables exist, then reads everything the object keeps in memory in one statement.
+    this.hasSchema = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state'").toArray().length > 0;
+    const woken: Partial<WokenRow> = this.hasSchema
+      ? sql.exec<WokenRow>(`SELECT state.*, (SELECT state FROM key_state) AS key_state, ${OLDEST_COLUMNS} FROM (SELECT 1) LEFT JOIN state ON state.id = 1`).one()
+      : {};
+    const row = woken.log == null ? undefined : (woken as StateRow);
     this.usage = row
       ? new Usage(JSON.parse(row.log) as number[], { start: row.hour_start, count: row.hour_count }, { start: row.day_start, count: row.day_count })
       : new Usage();
     const pending = row ? { minute: row.usage_minute, admitted: row.usage_admitted, refused: row.usage_refused } : { minute: 0, admitted: 0, refused: 0 };
-    this.usageLog = new UsageLog(sql, pending, woken);
+    this.usageLog = new UsageLog(sql, pending, { oldest_0: woken.oldest_0 ?? null, oldest_1: woken.oldest_1 ?? null, oldest_2: woken.oldest_2 ?? null });
     this.lastUseRecorded = row?.last_used ?? 0;
     // States stored before keys could expire have no `expiresAt`: they never expire.
-    this.key = woken.key_state !== null ? ({ expiresAt: null, ...JSON.parse(woken.key_state) } as KeyState) : undefined;
+    this.key = woken.key_state != null ? ({ expiresAt: null, ...JSON.parse(woken.key_state) } as KeyState) : undefined;
   }
 
   /** Admission for a bucket whose limits the caller knows (account, admin subject, client IP). */
@@ -70,29 +80,27 @@ export class RateLimiter extends DurableObject<Env> {
     const now = Date.now();
     const slid = this.usage.slide(now);
     const decision = this.usage.decide(now, limits);
-    if (decision.allowed || slid > 0) this.persist(); // a refusal changes nothing to keep
+    if (decision.allowed || slid > 0) this.persist(now); // a refusal changes nothing to keep
     return decision;
   }
 
   /**
    * Admission for an API key: its status, expiry and limits come from D1 the first time, then from storage.
-   * Every decision is counted in the key's usage, with the refusals the caller's isolate answered for it since.
+   * Every decision is counted in the key's usage. A hash that matches no key is remembered for a minute,
+   * in memory only: no D1 read meanwhile, and no storage for a made-up key.
    */
-  async admitKey(keyHash: string, shortCircuited: ShortCircuited = []): Promise<KeyAdmission> {
-    const d1Queries = this.key ? 0 : 1;
-    const key = await this.knownKey(keyHash);
+  async admitKey(keyHash: string): Promise<KeyAdmission> {
+    const { key, d1Queries } = await this.knownKey(keyHash);
     if (!key) return { status: "unknown", d1Queries };
     const now = Date.now();
     if (key.status !== "active" || (key.expiresAt !== null && now >= key.expiresAt)) {
-      this.usageLog.record(now, false, shortCircuited);
-      this.persist();
+      this.count(now, false);
       return key.status === "active" ? { status: "expired", expiresAt: key.expiresAt!, d1Queries } : { status: key.status, d1Queries };
     }
     this.usage.slide(now);
     const decision = this.usage.decide(now, key.limits);
-    this.usageLog.record(now, decision.allowed, shortCircuited);
     if (decision.allowed) this.scheduleLastUsed(now);
-    this.persist();
+    this.count(now, decision.allowed);
     return { status: "active", keyId: key.keyId, accountId: key.accountId, expiresAt: key.expiresAt, decision, d1Queries };
   }
 
@@ -101,35 +109,47 @@ export class RateLimiter extends DurableObject<Env> {
     this.storeKey({ status: "revoked", keyId, accountId });
   }
 
-  /** Pushed by a rotation before it answers. Never extends: an earlier expiry the key already has stays. */
+  /** Pushed by a rotation once D1 has committed it. Never extends: an earlier expiry the key already has stays. */
   async expire(keyHash: string, expiresAt: number): Promise<void> {
-    const key = await this.knownKey(keyHash);
+    const { key } = await this.knownKey(keyHash);
     if (key?.status !== "active") return;
     this.storeKey({ ...key, expiresAt: key.expiresAt === null ? expiresAt : Math.min(key.expiresAt, expiresAt) });
   }
 
-  /** The key's usage, `from` ≤ bucket start < `to`; refusals an isolate still held for it are counted first. */
-  usageBuckets(granularity: Granularity, from: number, to: number, shortCircuited: ShortCircuited = []): UsageCount[] {
-    for (const [minute, refused] of shortCircuited) this.usageLog.recordRefusals(minute, refused);
-    if (shortCircuited.length > 0) this.persist();
-    return this.usageLog.read(granularity, from, to);
-  }
-
-  /** Pushed by a plan change before it answers: the next request gets the new limits. */
-  setLimits(limits: Limits): void {
+  /**
+   * Pushed by a plan change once D1 has it: the next request gets the new limits. A push that lands while the
+   * object's first D1 read is under way (which may have read the old plan) waits for that read and applies on top.
+   */
+  async setLimits(limits: Limits): Promise<void> {
+    if (!this.key && this.loading) await this.loading;
     if (this.key?.status === "active") this.storeKey({ ...this.key, limits });
   }
 
-  private async knownKey(keyHash: string): Promise<KeyState | undefined> {
-    if (this.key) return this.key;
+  /** The key's usage, `from` ≤ bucket start < `to`. */
+  usageBuckets(granularity: Granularity, from: number, to: number): UsageCount[] {
+    return this.hasSchema ? this.usageLog.read(granularity, from, to) : [];
+  }
+
+  /** The key's state. The first call reads D1 (and, for a hash that matched no key, one call a minute), once for all concurrent callers. */
+  private async knownKey(keyHash: string): Promise<{ key: KeyState | undefined; d1Queries: number }> {
+    if (this.key || Date.now() < this.unknownUntil) return { key: this.key, d1Queries: 0 };
+    const reads = this.loading ? 0 : 1;
+    this.loading ??= this.load(keyHash).finally(() => (this.loading = undefined));
+    await this.loading;
+    return { key: this.key, d1Queries: reads };
+  }
+
+  private async load(keyHash: string) {
     const found = await loadKeyState(database(this.env.DB), keyHash);
-    // A revoke, expiry or plan push may have landed while D1 answered; what it stored wins.
-    if (!this.key && found) this.storeKey(found);
-    return this.key;
+    // A revoke or expiry pushed while D1 answered has stored the key already; what it stored wins.
+    if (this.key) return;
+    if (found) this.storeKey(found);
+    else this.unknownUntil = Date.now() + UNKNOWN_KEY_MS;
   }
 
   /** `last_used_at` is written to D1 at most once a minute (across evictions too), off the request path. */
   override async alarm(): Promise<void> {
+    if (this.refusalsUnwritten) this.persist(Date.now());
     if (this.key) await recordKeyUse(database(this.env.DB), this.key.keyId, new Date(this.lastUseRecorded).toISOString());
   }
 
@@ -141,10 +161,34 @@ export class RateLimiter extends DurableObject<Env> {
 
   private storeKey(state: KeyState) {
     this.key = state;
+    this.ensureSchema();
     this.ctx.storage.sql.exec("INSERT OR REPLACE INTO key_state (id, state) VALUES (1, ?)", JSON.stringify(state));
   }
 
-  private persist() {
+  /**
+   * Counts a key's decision. An admission is written before the answer leaves; a refusal within a second of the
+   * last write is written by an alarm at that second's end (or by an earlier write), so none is lost to eviction.
+   */
+  private count(now: number, allowed: boolean) {
+    this.ensureSchema();
+    this.usageLog.record(now, allowed);
+    if (allowed || now - this.writtenAt >= REFUSALS_WRITTEN_EVERY_MS) this.persist(now);
+    else if (!this.refusalsUnwritten) {
+      this.refusalsUnwritten = true;
+      void this.ctx.storage.setAlarm(this.writtenAt + REFUSALS_WRITTEN_EVERY_MS);
+    }
+  }
+
+  private ensureSchema() {
+    if (this.hasSchema) return;
+    this.ctx.storage.sql.exec(SCHEMA);
+    this.hasSchema = true;
+  }
+
+  private persist(now: number) {
+    this.ensureSchema();
+    this.writtenAt = now;
+    this.refusalsUnwritten = false;
     const { minuteLog, hour, day } = this.usage;
     const { minute, admitted, refused } = this.usageLog.pending;
     this.ctx.storage.sql.exec(
@@ -160,29 +204,4 @@ export class RateLimiter extends DurableObject<Env> {
       this.lastUseRecorded,
     );
   }
-}
-
-/**
- * Storage written before the one-row state (a row per admitted request in minute_log, a row per
- * period in counters): read once into the new row and dropped, so a deploy hands out nothing twice.
- */
-function fromPerRowTables(sql: SqlStorage): StateRow | undefined {
-  const old = sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('minute_log', 'counters')").toArray();
-  if (old.length < 2) return undefined;
-  const log = sql.exec<{ at: number }>("SELECT at FROM minute_log ORDER BY at").toArray().map((r) => r.at);
-  const counters = new Map(sql.exec<{ period: string; start: number; count: number }>("SELECT * FROM counters").toArray().map((r) => [r.period, r]));
-  const row: StateRow = {
-    log: JSON.stringify(log),
-    hour_start: counters.get("hour")?.start ?? 0,
-    hour_count: counters.get("hour")?.count ?? 0,
-    day_start: counters.get("day")?.start ?? 0,
-    day_count: counters.get("day")?.count ?? 0,
-    usage_minute: 0,
-    usage_admitted: 0,
-    usage_refused: 0,
-    last_used: 0,
-  };
-  sql.exec(WRITE_STATE, ...Object.values(row));
-  sql.exec("DROP TABLE minute_log; DROP TABLE counters;");
-  return row;
 }

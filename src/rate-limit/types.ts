@@ -42,15 +42,15 @@ export type KeyAdmission =
 
 export type Granularity = "minute" | "hour" | "day";
 
+/** How long a key hash that matched no key is answered "unknown" (by its object and by each isolate) without asking D1 again. */
+export const UNKNOWN_KEY_MS = 60_000;
+
 /** One bucket of a key's usage: `start` is epoch ms. */
 export interface UsageCount {
   start: number;
   admitted: number;
   refused: number;
 }
-
-/** Refusals the isolate answered from its memory, per minute start, handed to the key's object later. */
-export type ShortCircuited = [minuteStart: number, refused: number][];
 
 /** What a request cost, reported by X-Work-Counts when EXPOSE_WORK_COUNTS is on. */
 export interface Work {

@@ -1,4 +1,4 @@
-import type { Granularity, ShortCircuited, UsageCount } from "./types.ts";
+import type { Granularity, UsageCount } from "./types.ts";
 import { BUCKET_MS, bucketStart, keptWindow } from "./usage-range.ts";
 
 const LEVEL: Record<Granularity, number> = { minute: 0, hour: 1, day: 2 };
@@ -45,8 +45,8 @@ export class UsageLog {
     this.oldest = oldestPerLevel(oldest);
   }
 
-  /** One decision at `now`, and refusals the isolate answered from its memory in earlier minutes. */
-  record(now: number, allowed: boolean, shortCircuited: ShortCircuited = []): void {
+  /** One decision at `now`. */
+  record(now: number, allowed: boolean): void {
     const minute = bucketStart(now, "minute");
     if (minute !== this.pending.minute) {
       if (this.pending.admitted + this.pending.refused > 0) this.add(this.pending.minute, this.pending.admitted, this.pending.refused);
@@ -55,13 +55,6 @@ export class UsageLog {
     this.fold(now); // after the finished minute is in the table, so a fold takes it too if it is old
     if (allowed) this.pending.admitted++;
     else this.pending.refused++;
-    for (const [refusedIn, refused] of shortCircuited) this.recordRefusals(refusedIn, refused);
-  }
-
-  /** Refusals the isolate answered from its memory in `minute`, handed over on its next call. */
-  recordRefusals(minute: number, refused: number): void {
-    if (minute === this.pending.minute) this.pending.refused += refused;
-    else this.add(minute, 0, refused);
   }
 
   /** Buckets with something counted, `from` ≤ start < `to` (both aligned to `granularity`), oldest first. */

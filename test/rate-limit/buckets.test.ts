@@ -1,7 +1,8 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.ts";
-import { generateApiKey } from "../../src/auth/api-key.ts";
+import { generateApiKey, hashApiKey } from "../../src/auth/api-key.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
@@ -47,6 +48,65 @@ describe("malformed API keys", () => {
   });
 });
 
+describe("well-formed keys that match no key", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("cost one D1 read per key hash a minute: the isolate and the key's object remember it as unknown", async () => {
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() });
+    const madeUp = generateApiKey("pda").key;
+    const first = await call("GET", "/products", { token: madeUp });
+    await expectJson(first, 401);
+    expect(workCounts(first)).toEqual({ d1: 1, keyDo: 1, otherDo: 1 }); // the IP's bucket first, then one lookup
+    for (let i = 0; i < 3; i++) {
+      const again = await call("GET", "/products", { token: madeUp });
+      expect((await expectJson(again, 401)).detail).toContain("not recognised");
+      expect(workCounts(again)).toEqual({ d1: 0, keyDo: 0, otherDo: 1 });
+    }
+    // Another isolate would call the object: it too answers from memory within the minute.
+    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(madeUp)));
+    expect(await stub.admitKey(await hashApiKey(madeUp))).toEqual({ status: "unknown", d1Queries: 0 });
+    vi.setSystemTime(Date.now() + 60_000);
+    expect(workCounts(await call("GET", "/products", { token: madeUp }))).toEqual({ d1: 1, keyDo: 1, otherDo: 1 });
+  });
+
+  it("a made-up key's object stores nothing", async () => {
+    const madeUp = generateApiKey("pda").key;
+    await expectJson(await call("GET", "/products", { token: madeUp }), 401);
+    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(madeUp)));
+    const tables = await runInDurableObject(stub, (_object, state) => state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'").toArray());
+    expect(tables).toEqual([]);
+  });
+
+  it("once the client IP's bucket is empty, a key hash not seen yet gets its 429 with no lookup", async () => {
+    const ip = "192.0.2.91";
+    for (let i = 0; i < 30; i++) await expectJson(await call("GET", "/products", { token: generateApiKey("pda").key, headers: { "CF-Connecting-IP": ip } }), 401);
+    const res = await call("GET", "/products", { token: generateApiKey("pda").key, headers: { "CF-Connecting-IP": ip } });
+    expect((await expectJson(res, 429)).detail).toBe("Rate limit exceeded: 30 requests per minute.");
+    expect(workCounts(res)).toEqual({ d1: 0, keyDo: 0, otherDo: 1 }); // the IP's bucket only: no key object, no D1
+    expectBucketHeaders(res, 30);
+    // A key this isolate has seen goes straight to its own bucket.
+    const { key } = await accountWithKey("free");
+    expect((await call("GET", "/competitors", { token: key })).status).toBe(200);
+    const seen = await call("GET", "/competitors", { token: key, headers: { "CF-Connecting-IP": ip } });
+    expect(seen.status).toBe(200);
+    expect(workCounts(seen)).toEqual({ d1: 0, keyDo: 1, otherDo: 0 });
+  });
+});
+
+describe("the client IP's bucket", () => {
+  const noCredential = (ip: string) => call("GET", "/products", { headers: { "CF-Connecting-IP": ip } });
+
+  it("is one per IPv6 /64, whatever the address's spelling; IPv4-mapped addresses count as their IPv4", async () => {
+    for (let i = 0; i < 15; i++) await expectJson(await noCredential(`2001:db8:aa:1::${(i + 1).toString(16)}`), 401);
+    for (let i = 0; i < 15; i++) await expectJson(await noCredential(`2001:0db8:00aa:0001:${i.toString(16)}:ffff:1:2`), 401);
+    expect((await noCredential("2001:db8:aa:1:ffff:ffff:ffff:ffff")).status).toBe(429);
+    expect(rateLimitOf(await noCredential("2001:db8:aa:2::1")).remaining).toBe(29); // the next /64
+
+    for (let i = 0; i < 30; i++) await expectJson(await noCredential("192.0.2.201"), 401);
+    expect((await noCredential("::ffff:192.0.2.201")).status).toBe(429);
+  });
+});
+
 describe("work per request", () => {
   afterEach(() => vi.useRealTimers());
 
@@ -56,7 +116,8 @@ describe("work per request", () => {
     await call("GET", "/competitors", { token: (await accountWithKey("standard")).key });
     vi.useFakeTimers({ toFake: ["Date"], now: Date.now() });
     const first = await call("GET", "/competitors", { token: key });
-    expect(workCounts(first)).toEqual({ d1: 1, keyDo: 1, otherDo: 0 });
+    // Not seen by this isolate yet: the client IP's bucket first, then the key's object, which reads D1 once.
+    expect(workCounts(first)).toEqual({ d1: 1, keyDo: 1, otherDo: 1 });
     for (let i = 0; i < 3; i++) {
       const res = await call("GET", "/competitors", { token: key });
       expect(res.status, await res.clone().text()).toBe(200);
@@ -64,17 +125,16 @@ describe("work per request", () => {
     }
   });
 
-  it("a key known to be over its limit is refused by the isolate without calling its object", async () => {
+  it("a key over its limit is refused by its object every time (no isolate remembers a key's refusal)", async () => {
     const { key } = await accountWithKey("free");
     for (let i = 0; i < 10; i++) await call("GET", "/competitors", { token: key });
-    const first429 = await call("GET", "/competitors", { token: key });
-    expect(first429.status).toBe(429);
-    expect(workCounts(first429).keyDo).toBe(1);
-    const next = await call("GET", "/competitors", { token: key });
-    await expectJson(next, 429);
-    expect(workCounts(next)).toEqual({ d1: 0, keyDo: 0, otherDo: 0 });
-    expect(rateLimitOf(next)).toMatchObject({ limit: 10, remaining: 0 });
-    expect(rateLimitOf(next).retryAfter).toBe(rateLimitOf(next).reset);
+    for (let i = 0; i < 3; i++) {
+      const refused = await call("GET", "/competitors", { token: key });
+      await expectJson(refused, 429);
+      expect(workCounts(refused)).toEqual({ d1: 0, keyDo: 1, otherDo: 0 });
+      expect(rateLimitOf(refused)).toMatchObject({ limit: 10, remaining: 0 });
+      expect(rateLimitOf(refused).retryAfter).toBe(rateLimitOf(refused).reset);
+    }
   });
 });
 

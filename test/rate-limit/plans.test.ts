@@ -1,8 +1,9 @@
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
 import { PLAN_LIMITS } from "../../src/accounts/plans.ts";
+import type { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { accountWithKey, addKey } from "../helpers/keys.ts";
 import { adminToken } from "../helpers/tokens.ts";
@@ -61,9 +62,10 @@ describe("counters", () => {
   it.each(["free", "standard"] as const)("admit exactly the limit of 3 × limit concurrent requests (%s)", async (plan) => {
     const { key } = await accountWithKey(plan);
     const limit = PLAN_LIMITS[plan].per_minute;
+    expect((await get(key)).status).toBe(200); // seen: later requests go straight to the key's object
     const statuses = (await Promise.all(Array.from({ length: 3 * limit }, () => get(key)))).map((r) => r.status);
-    expect(statuses.filter((s) => s !== 429)).toHaveLength(limit);
-    expect(statuses.filter((s) => s === 429)).toHaveLength(2 * limit);
+    expect(statuses.filter((s) => s !== 429)).toHaveLength(limit - 1);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(2 * limit + 1);
   });
 
   it("survive the eviction of the key's object", async () => {
@@ -131,5 +133,50 @@ describe("changes pushed to the key's object", () => {
     expect(res.status).toBe(429);
     // 30 in the window, limit 10: the 21st oldest (at 20 s) must leave, at 80 s: 50 s from now.
     expect(rateLimitOf(res)).toMatchObject({ limit: 10, remaining: 0, retryAfter: 50, reset: 50 });
+  });
+});
+
+/**
+ * The worker, its objects and these tests share one isolate, so a change made through the worker is also
+ * made "in" the isolate that remembers things. Here the change is made as another isolate would make it:
+ * D1 written, then the key's object called directly, with nothing of this isolate's memory touched.
+ */
+describe("changes made through another isolate", () => {
+  const objectOf = async (key: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
+
+  it("a plan upgrade: the key refused at the old limit is admitted on its next request here", async () => {
+    const { sub, key } = await accountWithKey("free");
+    for (let i = 0; i < 10; i++) await get(key);
+    expect((await get(key)).status).toBe(429); // refused here: this isolate has seen the refusal
+    await env.DB.prepare("UPDATE accounts SET plan = 'premium' WHERE id = ?").bind(sub).run();
+    await (await objectOf(key)).setLimits(PLAN_LIMITS.premium);
+    const next = await get(key);
+    expect(next.status).toBe(200);
+    expect(rateLimitOf(next)).toMatchObject({ limit: 300, remaining: 300 - 11 });
+  });
+
+  it("a revocation: the key refused at its limit answers 401 on its next request here, not 429", async () => {
+    const { sub, key, keyId } = await accountWithKey("free");
+    for (let i = 0; i < 10; i++) await get(key);
+    expect((await get(key)).status).toBe(429);
+    await env.DB.prepare("UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE id = ?").bind(new Date().toISOString(), keyId).run();
+    await (await objectOf(key)).revoke(keyId, sub);
+    expect((await expectJson(await get(key), 401)).detail).toContain("revoked");
+  });
+
+  it("a plan push that lands while the key's object reads D1 for the first time is not lost", async () => {
+    const { key } = await accountWithKey("free"); // never used: its object has read nothing yet
+    const keyHash = await hashApiKey(key);
+    const limits = await runInDurableObject(await objectOf(key), async (object: RateLimiter) => {
+      const admission = object.admitKey(keyHash); // reads D1 (the free plan, as it stood when the read began)
+      const push = object.setLimits(PLAN_LIMITS.premium); // the upgrade's push, landing during that read
+      const first = await admission;
+      await push;
+      const second = await object.admitKey(keyHash);
+      return [first, second].map((a) => (a.status === "active" ? a.decision.limits.per_minute : a.status));
+    });
+    // The first decision may predate the push; from the push on, the new plan holds.
+    expect(limits[1]).toBe(300);
+    expect((await get(key)).headers.get("X-RateLimit-Limit")).toBe("300");
   });
 });
