@@ -942,6 +942,7 @@ export interface components {
             events: ("price.changed" | "stock.changed")[];
             /** @description A price change smaller than this (in %) is not sent */
             min_change_pct: number;
+            filters: components["schemas"]["AlertFilters"];
             /** @enum {string} */
             status: "enabled" | "disabled";
             /**
@@ -960,6 +961,84 @@ export interface components {
             /** @description The signing secret (Standard Webhooks): in this response only */
             secret: string;
         };
+        /**
+         * @description Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`. On stock.changed only competitors, brands, categories and skus apply.
+         * @example {
+         *       "direction": "down",
+         *       "currency": "USD",
+         *       "price_below": "20.00",
+         *       "competitors": [
+         *         "cmp_amazon"
+         *       ]
+         *     }
+         */
+        AlertFilters: {
+            /**
+             * @description Only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 (nor a change of currency)
+             * @example down
+             * @enum {string}
+             */
+            direction?: "up" | "down";
+            /**
+             * @description The currency of min_change_abs, price_below and price_above (required with any of them); events in another currency do not match
+             * @example USD
+             * @enum {string}
+             */
+            currency?: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
+            /**
+             * @description Only price changes of at least this amount either way: 1.00 sends 10.00 → 8.99 and 10.00 → 11.00, not 10.00 → 10.99
+             * @example 1.00
+             */
+            min_change_abs?: string;
+            /**
+             * @description A crossing downwards: old_price ≥ this and new_price < it. 20.00 sends 20.00 → 19.99 and 25.00 → 18.00, not 19.99 → 19.50 (already below) nor 25.00 → 20.00; a price hovering around the target fires once per crossing
+             * @example 20.00
+             */
+            price_below?: string;
+            /**
+             * @description A crossing upwards: old_price ≤ this and new_price > it. 30.00 sends 30.00 → 30.01 and 25.00 → 31.00, not 31.00 → 32.00 (already above) nor 25.00 → 30.00
+             * @example 30.00
+             */
+            price_above?: string;
+            /**
+             * @description A new N-day low: new_price is below every price this offer had in the N days before the change (the price it held when the window opened included). 30 sends 12.00 → 9.00 when the offer was never 9.00 or less in 30 days
+             * @example 30
+             */
+            new_low_days?: number;
+            /**
+             * @description A new N-day high: new_price is above every price this offer had in the N days before the change
+             * @example 30
+             */
+            new_high_days?: number;
+            /**
+             * @description Only events of these competitors (competitor_id) (exact match, at most 1,000); applies to stock.changed too
+             * @example [
+             *       "cmp_amazon"
+             *     ]
+             */
+            competitors?: string[];
+            /**
+             * @description Only events of these brands (the product's brand now) (exact match, at most 1,000); applies to stock.changed too
+             * @example [
+             *       "Acme"
+             *     ]
+             */
+            brands?: string[];
+            /**
+             * @description Only events of these categories (the product's category now) (exact match, at most 1,000); applies to stock.changed too
+             * @example [
+             *       "Headphones"
+             *     ]
+             */
+            categories?: string[];
+            /**
+             * @description Only events of these SKUs (exact match, at most 1,000); applies to stock.changed too
+             * @example [
+             *       "SKU-12345"
+             *     ]
+             */
+            skus?: string[];
+        } | null;
         WebhookList: {
             /** @description Newest first */
             webhooks: components["schemas"]["Webhook"][];
@@ -973,6 +1052,7 @@ export interface components {
             events: ("price.changed" | "stock.changed")[];
             /** @description A price change smaller than this (in %) is not sent */
             min_change_pct: number;
+            filters: components["schemas"]["AlertFilters"];
             /** @enum {string} */
             status: "enabled" | "disabled";
             /**
@@ -1896,6 +1976,7 @@ export interface operations {
                      * @example 5
                      */
                     min_change_pct?: number;
+                    filters?: components["schemas"]["AlertFilters"];
                     /**
                      * @description A note for you, up to 500 characters after trimming (UTF-16 code units: an emoji counts twice)
                      * @default null
@@ -2025,6 +2106,7 @@ export interface operations {
                     events?: ("price.changed" | "stock.changed")[];
                     /** @description Only price changes of at least this many percent (0 to 1000, 2 decimals) */
                     min_change_pct?: number;
+                    filters?: components["schemas"]["AlertFilters"];
                     /** @description A note for you, up to 500 characters; null clears it */
                     description?: string | null;
                     /**

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { check, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import type { AlertFilters } from "../alerts/schema.ts";
 
 /** The plans of spec section 8; the numbers live in src/accounts/plans.ts. */
 export const PLAN_NAMES = ["free", "standard", "premium"] as const;
@@ -160,6 +161,8 @@ export const webhooks = sqliteTable(
     events: text("events", { mode: "json" }).notNull().$type<WebhookEventType[]>(),
     /** min_change_pct × 100 (basis points), so the threshold compares exactly with integer prices. */
     minChangeBp: integer("min_change_bp").notNull().default(0),
+    /** The alert rules (src/alerts/schema.ts), a JSON object as the account gave them; null: none. */
+    filters: text("filters", { mode: "json" }).$type<AlertFilters>(),
     status: text("status", { enum: ["enabled", "disabled"] }).notNull().default("enabled"),
     /** `v1.<base64 iv>.<base64 AES-GCM ciphertext>` of the `whsec_…` secret, under WEBHOOK_SECRET_KEY. */
     secretCiphertext: text("secret_ciphertext").notNull(),

@@ -1,33 +1,28 @@
 import { and, eq, lte, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
 import { webhookDeliveries, webhooks } from "../platform/tables.ts";
+import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import type { DeliveryMessage, EventMessage } from "./messages.ts";
 import type { DeliveryRow, WebhookRow } from "./service.ts";
 
 /** The queue consumer's reads and writes of D1 (src/webhooks/consumer.ts). */
 
-/** Whether a webhook with this threshold wants this price change: |new − old| / old ≥ min_change_pct, exactly. */
-export function meetsThreshold(minChangeBp: number, change: EventMessage["price_change"]): boolean {
-  if (minChangeBp === 0 || change == null || change.old_minor === 0) return true;
-  const delta = BigInt(Math.abs(change.new_minor - change.old_minor));
-  return delta * 10_000n >= BigInt(minChangeBp) * BigInt(change.old_minor);
-}
-
 /**
- * Every account's enabled webhooks whose `events` hold the event's type and, for a price change,
- * whose `min_change_pct` it reaches: one delivery message each. One D1 query for the whole batch.
+ * Every account's enabled webhooks that want the event (its types, min_change_pct and alert rules,
+ * decided by src/alerts/rules.ts): one delivery message each. One D1 query for the webhooks, and at
+ * most two for the rules' facts, for the whole batch.
  */
 export async function fanOut(db: Database, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
   const enabled = await db
-    .select({ id: webhooks.id, events: webhooks.events, minChangeBp: webhooks.minChangeBp })
+    .select({ id: webhooks.id, types: webhooks.events, minChangeBp: webhooks.minChangeBp, filters: webhooks.filters })
     .from(webhooks)
     .where(eq(webhooks.status, "enabled"));
-  return events.flatMap((message) =>
-    enabled
-      .filter((webhook) => (webhook.events as string[]).includes(message.event.type))
-      .filter((webhook) => message.event.type !== "price.changed" || meetsThreshold(webhook.minChangeBp, message.price_change))
-      .map((webhook): DeliveryMessage => ({ kind: "delivery", webhook_id: webhook.id, event: message.event })),
+  const wanted = await matchAlerts(
+    db,
+    events.map((message) => ({ ...alertEventOf(message), message })),
+    enabled,
   );
+  return wanted.map(({ event, rule }): DeliveryMessage => ({ kind: "delivery", webhook_id: rule.id, event: event.message.event }));
 }
 
 export function findWebhook(db: Database, id: string): Promise<WebhookRow | undefined> {

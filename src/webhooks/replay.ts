@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { eventMessageOf, RETENTION_MS, type EventRow } from "../events/outbox.ts";
+import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
@@ -7,10 +8,16 @@ import { sendAll, type DeliveryMessage, type WebhookMessage } from "./messages.t
 import { MAX_REPLAY_EVENTS, type ReplayRequest } from "./schema.ts";
 import { getWebhook } from "./service.ts";
 
+/** Stored events read a page at a time; at most REPLAY_SCAN_PAGES pages a call (then 400: narrow since/until). */
+const REPLAY_PAGE = 1000;
+const REPLAY_SCAN_PAGES = 200;
+
 /**
  * POST /webhooks/:id/replay: the stored events of [since, until) that this webhook takes (its event
- * types and min_change_pct, as the fan-out decides), sent again to it alone with their original ids.
- * only_failed keeps the events it has not received: never delivered, and not still being retried.
+ * types, min_change_pct and alert rules, decided as the fan-out decides: src/alerts/match.ts), sent
+ * again to it alone with their original ids. only_failed keeps the events it has not received: never
+ * delivered, and not still being retried. SQL narrows by time, type and only_failed; the rules are
+ * decided page by page in JavaScript, by the one implementation (at most 3 D1 queries a page).
  */
 export async function replayEvents(db: Database, queue: Queue<WebhookMessage>, accountId: string, id: string, request: ReplayRequest) {
   const webhook = await getWebhook(db, accountId, id);
@@ -18,25 +25,29 @@ export async function replayEvents(db: Database, queue: Queue<WebhookMessage>, a
   const oldest = new Date(Date.now() - RETENTION_MS).toISOString();
   const since = request.since > oldest ? request.since : oldest;
   const until = request.until ?? new Date().toISOString();
-  // The SQL twin of meetsThreshold (src/webhooks/deliveries.ts): |new − old| × 10,000 ≥ bp × old, in integers.
-  const meetsThreshold = sql`(${events.type} <> 'price.changed' OR ${webhook.minChangeBp} = 0 OR ${events.oldMinor} IS NULL OR ${events.oldMinor} = 0
-    OR abs(${events.newMinor} - ${events.oldMinor}) * 10000 >= ${webhook.minChangeBp} * ${events.oldMinor})`;
   const notReceived = sql`NOT EXISTS (SELECT 1 FROM ${webhookDeliveries} d WHERE d.webhook_id = ${id} AND d.event_id = ${events.id}
     AND (d.outcome = 'delivered' OR d.id = (SELECT max(id) FROM ${webhookDeliveries} l WHERE l.webhook_id = ${id} AND l.event_id = ${events.id}) AND d.outcome = 'retrying'))`;
-  const rows: EventRow[] = await db
-    .select()
-    .from(events)
-    .where(
-      sql`${events.timestamp} >= ${since} AND ${events.timestamp} < ${until}
-        AND ${events.type} IN (SELECT value FROM json_each(${JSON.stringify(webhook.events)})) AND ${meetsThreshold}
-        ${request.only_failed ? sql`AND ${notReceived}` : sql``}`,
-    )
-    .orderBy(events.seq)
-    .limit(MAX_REPLAY_EVENTS + 1);
-  if (rows.length > MAX_REPLAY_EVENTS) {
-    throw new ApiError(400, `Invalid body: until: more than ${MAX_REPLAY_EVENTS.toLocaleString("en")} events match; replay a shorter span (an earlier until), then the next.`);
+  const rule = { types: webhook.events, minChangeBp: webhook.minChangeBp, filters: webhook.filters };
+  const messages: DeliveryMessage[] = [];
+  let afterSeq = 0;
+  for (let page = 0; ; page++) {
+    if (page === REPLAY_SCAN_PAGES) throw tooMany(`more than ${(REPLAY_PAGE * REPLAY_SCAN_PAGES).toLocaleString("en")} stored events are in the span`);
+    const rows: EventRow[] = await db
+      .select()
+      .from(events)
+      .where(
+        sql`${events.seq} > ${afterSeq} AND ${events.timestamp} >= ${since} AND ${events.timestamp} < ${until}
+          AND ${events.type} IN (SELECT value FROM json_each(${JSON.stringify(webhook.events)}))
+          ${request.only_failed ? sql`AND ${notReceived}` : sql``}`,
+      )
+      .orderBy(events.seq)
+      .limit(REPLAY_PAGE);
+    const wanted = await matchAlerts(db, rows.map((row) => alertEventOf(eventMessageOf(row))), [rule]);
+    messages.push(...wanted.map(({ event }): DeliveryMessage => ({ kind: "delivery", webhook_id: id, event: { id: event.id, type: event.type, timestamp: event.timestamp, data: event.data } })));
+    if (messages.length > MAX_REPLAY_EVENTS) throw tooMany(`more than ${MAX_REPLAY_EVENTS.toLocaleString("en")} events match`);
+    if (rows.length < REPLAY_PAGE) break;
+    afterSeq = rows.at(-1)!.seq;
   }
-  const messages = rows.map((row): DeliveryMessage => ({ kind: "delivery", webhook_id: id, event: eventMessageOf(row).event }));
   try {
     await sendAll(queue, messages);
   } catch (error) {
@@ -45,3 +56,5 @@ export async function replayEvents(db: Database, queue: Queue<WebhookMessage>, a
   }
   return { queued: messages.length };
 }
+
+const tooMany = (what: string) => new ApiError(400, `Invalid body: until: ${what}; replay a shorter span (an earlier until), then the next.`);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { alertFilters } from "../alerts/schema.ts";
 import { WEBHOOK_TEST_EVENT } from "../events/schema.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
@@ -46,6 +47,7 @@ export const webhookBody = z.strictObject(
     url: webhookUrl,
     events: webhookEvents.default([...WEBHOOK_EVENT_TYPES]).meta({ description: "The event types to receive; all by default" }),
     min_change_pct: minChangePct.default(0).meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)", example: 5 }),
+    filters: alertFilters.default(null),
     description: webhookDescription
       .default(null)
       .meta({ description: "A note for you, up to 500 characters after trimming (UTF-16 code units: an emoji counts twice)" }),
@@ -62,6 +64,7 @@ export const webhookPatchBody = z
       url: webhookUrl.optional(),
       events: webhookEvents.optional().meta({ description: "The event types to receive" }),
       min_change_pct: minChangePct.optional().meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)" }),
+      filters: alertFilters.optional(),
       description: webhookDescription.optional().meta({ description: "A note for you, up to 500 characters; null clears it" }),
       status: z
         .enum(["enabled", "disabled"], { error: "must be enabled or disabled" })
@@ -70,7 +73,7 @@ export const webhookPatchBody = z
     },
     jsonObject,
   )
-  .refine((body) => Object.values(body).some((value) => value !== undefined), { error: "name at least one of url, events, min_change_pct, description, status" })
+  .refine((body) => Object.values(body).some((value) => value !== undefined), { error: "name at least one of url, events, min_change_pct, filters, description, status" })
   .meta({ minProperties: 1 });
 export type WebhookPatch = z.output<typeof webhookPatchBody>;
 
@@ -115,6 +118,7 @@ export const Webhook = z
     description: z.string().nullable(),
     events: z.array(z.enum(WEBHOOK_EVENT_TYPES)),
     min_change_pct: z.number().meta({ description: "A price change smaller than this (in %) is not sent" }),
+    filters: alertFilters,
     status: z.enum(["enabled", "disabled"]),
     created_at: timestamp,
     disabled_at: timestamp.nullable(),

@@ -26,6 +26,7 @@ export function webhookView(row: WebhookRow): WebhookView {
     description: row.description,
     events: row.events,
     min_change_pct: row.minChangeBp / 100,
+    filters: row.filters,
     status: row.status,
     created_at: row.createdAt,
     disabled_at: row.disabledAt,
@@ -61,6 +62,7 @@ export async function createWebhook(db: Database, config: Config, accountId: str
     description: input.description || null,
     events: input.events,
     minChangeBp: input.min_change_pct, // already basis points (the schema's transform)
+    filters: input.filters,
     status: "enabled",
     secretCiphertext: await encryptSecret(config.WEBHOOK_SECRET_KEY, id, secret),
     createdAt: new Date().toISOString(),
@@ -72,8 +74,8 @@ export async function createWebhook(db: Database, config: Config, accountId: str
   };
   // One statement, so two concurrent creates cannot both slip under the cap.
   const result = await db.run(sql`
-    INSERT INTO ${webhooks} (id, account_id, url, description, events, min_change_bp, status, secret_ciphertext, created_at)
-    SELECT ${row.id}, ${accountId}, ${row.url}, ${row.description}, ${JSON.stringify(row.events)}, ${row.minChangeBp}, 'enabled', ${row.secretCiphertext}, ${row.createdAt}
+    INSERT INTO ${webhooks} (id, account_id, url, description, events, min_change_bp, filters, status, secret_ciphertext, created_at)
+    SELECT ${row.id}, ${accountId}, ${row.url}, ${row.description}, ${JSON.stringify(row.events)}, ${row.minChangeBp}, ${row.filters === null ? null : JSON.stringify(row.filters)}, 'enabled', ${row.secretCiphertext}, ${row.createdAt}
     WHERE (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId}) < ${MAX_WEBHOOKS_PER_ACCOUNT}`);
   if (result.meta.changes !== 1) {
     throw new ApiError(409, `This account already has ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one before creating another.`);
@@ -113,7 +115,7 @@ export const DISABLED_BY_ACCOUNT = "Disabled by the account.";
 export async function updateWebhook(db: Database, config: Config, accountId: string, id: string, patch: WebhookPatch): Promise<WebhookView> {
   const url = patch.url === undefined ? undefined : acceptedWebhookUrl(patch.url, config.WEBHOOK_ALLOW_INSECURE_URLS);
   const current = await getWebhook(db, accountId, id);
-  const changes: Partial<WebhookRow> = { url, events: patch.events, minChangeBp: patch.min_change_pct, description: patch.description === undefined ? undefined : patch.description || null };
+  const changes: Partial<WebhookRow> = { url, events: patch.events, minChangeBp: patch.min_change_pct, filters: patch.filters, description: patch.description === undefined ? undefined : patch.description || null };
   if (patch.status === "enabled" && current.status !== "enabled") Object.assign(changes, { status: "enabled", disabledAt: null, disabledReason: null, failingSince: null });
   if (patch.status === "disabled" && current.status !== "disabled") Object.assign(changes, { status: "disabled", disabledAt: new Date().toISOString(), disabledReason: DISABLED_BY_ACCOUNT });
   const setting = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));

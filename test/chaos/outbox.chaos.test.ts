@@ -8,7 +8,7 @@ import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhooks } from "../../src/platform/tables.ts";
 import { DELIVERY_TIMEOUT_MS } from "../../src/webhooks/consumer.ts";
-import { meetsThreshold } from "../../src/webhooks/deliveries.ts";
+import { meetsThreshold } from "../../src/alerts/rules.ts";
 import { DEAD_LETTER_QUEUE, type WebhookMessage } from "../../src/webhooks/messages.ts";
 import { MAX_ATTEMPTS } from "../../src/webhooks/schedule.ts";
 import { accountWithKey } from "../helpers/keys.ts";
@@ -187,8 +187,7 @@ it(`loses nothing: ${CHANGES} price and stock changes under injected queue and r
     for (const row of rows) {
       for (const hook of stored.filter((w) => hooks.some((h) => h.id === w.id))) {
         if (!(hook.events as string[]).includes(row.type)) continue;
-        const change = row.type !== "price.changed" ? undefined : row.oldMinor === null ? null : { old_minor: row.oldMinor, new_minor: row.newMinor! };
-        if (row.type === "price.changed" && !meetsThreshold(hook.minChangeBp, change)) continue;
+        if (row.type === "price.changed" && !meetsThreshold(hook.minChangeBp, row.oldMinor, row.newMinor)) continue;
         pairs.add(`${row.id} ${hook.id}`);
       }
     }

@@ -20,6 +20,7 @@ export interface CreatedWebhook {
   status: string;
   events: string[];
   min_change_pct: number;
+  filters: Record<string, unknown> | null;
   description: string | null;
   created_at: string;
 }

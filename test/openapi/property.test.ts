@@ -102,6 +102,19 @@ function describedRuleBroken(operation: Operation, request: Request): string | u
     if (expiresAt !== undefined && Date.parse(expiresAt) <= Date.now()) return "expires_at: must be in the future";
     if (expiresAt !== undefined && Date.parse(expiresAt) > Date.now() + YEAR_MS) return "expires_at: must be at most 1 year ahead";
   }
+  const filters = (operation.template === "/webhooks" || operation.template === "/webhooks/{id}") && (request.body as { filters?: Record<string, any> } | undefined)?.filters;
+  if (filters) {
+    const amounts = ["min_change_abs", "price_below", "price_above"].filter((field) => typeof filters[field] === "string");
+    if (amounts.length > 0 && filters.currency === undefined) return "filters.currency: is required with";
+    for (const field of amounts) {
+      try {
+        parseMoney(filters[field], filters.currency);
+      } catch (error) {
+        if (error instanceof MoneyError) return `filters.${field}: ${error.message}`;
+        throw error;
+      }
+    }
+  }
   if (operation.template === "/admin/observations") {
     const observations = (request.body as { observations: Record<string, any>[] }).observations;
     for (const [i, observation] of observations.entries()) {

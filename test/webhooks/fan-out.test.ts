@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { database } from "../../src/platform/db.ts";
 import { webhooks } from "../../src/platform/tables.ts";
 import { newId } from "../../src/platform/ids.ts";
-import { meetsThreshold } from "../../src/webhooks/deliveries.ts";
+import { meetsThreshold } from "../../src/alerts/rules.ts";
 import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/webhooks/messages.ts";
 import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, rateLimitOf } from "../helpers/http.ts";
@@ -116,9 +116,9 @@ describe("an event message", () => {
     const template = await createWebhook(token, { url: hookUrl("many") });
     const row = (await db().select().from(webhooks).where(eq(webhooks.id, template.id)).get())!;
     // 250 more, written straight to D1 past the per-account cap (fan-out does not care whose they are).
-    // 7 rows a statement: D1 allows 100 bound parameters (14 columns).
+    // 6 rows a statement: D1 allows 100 bound parameters (15 columns).
     const extra = Array.from({ length: 250 }, () => ({ ...row, id: newId("whk"), url: hookUrl("many") }));
-    for (let i = 0; i < extra.length; i += 7) await db().insert(webhooks).values(extra.slice(i, i + 7));
+    for (let i = 0; i < extra.length; i += 6) await db().insert(webhooks).values(extra.slice(i, i + 6));
     const sends = captureSends();
     try {
       const event = priceEvent(1000, 500);
@@ -159,10 +159,10 @@ describe("an event message", () => {
 
 describe("min_change_pct is compared exactly, in integers", () => {
   it("at the boundary", () => {
-    expect(meetsThreshold(1000, { old_minor: 3, new_minor: 4 })).toBe(true); // 33.33…% ≥ 10 %
-    expect(meetsThreshold(3334, { old_minor: 3, new_minor: 4 })).toBe(false); // 33.33…% < 33.34 %
-    expect(meetsThreshold(3333, { old_minor: 3, new_minor: 4 })).toBe(true);
-    expect(meetsThreshold(1, { old_minor: 9_000_000_000_000, new_minor: 9_000_900_000_000 })).toBe(true); // 0.01 % of a huge price
+    expect(meetsThreshold(1000, 3, 4)).toBe(true); // 33.33…% ≥ 10 %
+    expect(meetsThreshold(3334, 3, 4)).toBe(false); // 33.33…% < 33.34 %
+    expect(meetsThreshold(3333, 3, 4)).toBe(true);
+    expect(meetsThreshold(1, 9_000_000_000_000, 9_000_900_000_000)).toBe(true); // 0.01 % of a huge price
   });
 });
 

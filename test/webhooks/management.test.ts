@@ -34,6 +34,7 @@ describe("POST /webhooks", () => {
       description: null,
       events: ["price.changed", "stock.changed"],
       min_change_pct: 0,
+      filters: null,
       status: "enabled",
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
       created_at: expect.any(String),

@@ -1,0 +1,81 @@
+import { z } from "zod";
+import { required } from "../http/validation.ts";
+import { currencySchema, moneyFieldsFit, moneyStringSchema } from "../platform/money.ts";
+
+/**
+ * Alert rules (`filters`): what a webhook (POST/PATCH /webhooks) or a stream (GET /events/stream)
+ * takes beyond the event types. Declared once; src/alerts/rules.ts decides them. Every rule given must
+ * hold. On stock.changed only the four lists apply.
+ */
+
+export const MAX_LIST_ENTRIES = 1000;
+export const MAX_WINDOW_DAYS = 365;
+
+/** The fields whose amounts are in `currency`. */
+export const MONEY_RULES = ["min_change_abs", "price_below", "price_above"] as const;
+
+const scopeList = (what: string, example: string) =>
+  z
+    .array(z.string({ error: required("string") }).min(1, { error: "must not be empty" }).max(200, { error: "must be at most 200 characters" }), { error: required("array") })
+    .min(1, { error: "must hold at least one value (leave the field out to match any)" })
+    .max(MAX_LIST_ENTRIES, { error: `must hold at most ${MAX_LIST_ENTRIES.toLocaleString("en")} values` })
+    .meta({ description: `Only events of these ${what} (exact match, at most ${MAX_LIST_ENTRIES.toLocaleString("en")}); applies to stock.changed too`, example: [example] });
+
+const windowDays = (description: string) =>
+  z
+    .int({ error: `must be a whole number of days from 1 to ${MAX_WINDOW_DAYS}` })
+    .min(1, { error: `must be from 1 to ${MAX_WINDOW_DAYS}` })
+    .max(MAX_WINDOW_DAYS, { error: `must be from 1 to ${MAX_WINDOW_DAYS}` })
+    .meta({ description, example: 30 });
+
+const amount = (description: string, example: string) => moneyStringSchema.optional().meta({ description, example });
+
+export const alertFilterFields = {
+  direction: z
+    .enum(["up", "down"], { error: "must be up or down" })
+    .optional()
+    .meta({ description: 'Only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 (nor a change of currency)', example: "down" }),
+  currency: currencySchema
+    .optional()
+    .meta({ description: "The currency of min_change_abs, price_below and price_above (required with any of them); events in another currency do not match", example: "USD" }),
+  min_change_abs: amount("Only price changes of at least this amount either way: 1.00 sends 10.00 → 8.99 and 10.00 → 11.00, not 10.00 → 10.99", "1.00"),
+  price_below: amount(
+    "A crossing downwards: old_price ≥ this and new_price < it. 20.00 sends 20.00 → 19.99 and 25.00 → 18.00, not 19.99 → 19.50 (already below) nor 25.00 → 20.00; a price hovering around the target fires once per crossing",
+    "20.00",
+  ),
+  price_above: amount(
+    "A crossing upwards: old_price ≤ this and new_price > it. 30.00 sends 30.00 → 30.01 and 25.00 → 31.00, not 31.00 → 32.00 (already above) nor 25.00 → 30.00",
+    "30.00",
+  ),
+  new_low_days: windowDays(
+    "A new N-day low: new_price is below every price this offer had in the N days before the change (the price it held when the window opened included). 30 sends 12.00 → 9.00 when the offer was never 9.00 or less in 30 days",
+  ).optional(),
+  new_high_days: windowDays("A new N-day high: new_price is above every price this offer had in the N days before the change").optional(),
+  competitors: scopeList("competitors (competitor_id)", "cmp_amazon").optional(),
+  brands: scopeList("brands (the product's brand now)", "Acme").optional(),
+  categories: scopeList("categories (the product's category now)", "Headphones").optional(),
+  skus: scopeList("SKUs", "SKU-12345").optional(),
+};
+
+/** The object form both bodies and the stream's query are checked against; `currency` is required with any amount. */
+const requireCurrency = (value: { currency?: string | undefined } & Partial<Record<(typeof MONEY_RULES)[number], string | undefined>>, ctx: z.RefinementCtx) => {
+  const given = MONEY_RULES.filter((field) => value[field] !== undefined);
+  if (given.length === 0) return;
+  if (value.currency === undefined) {
+    ctx.addIssue({ code: "custom", path: ["currency"], message: `is required with ${given.join(", ")} (the currency the amounts are in)`, input: undefined });
+    return;
+  }
+  moneyFieldsFit(MONEY_RULES)({ ...value, currency: value.currency }, ctx);
+};
+
+export const alertFiltersObject = z.strictObject(alertFilterFields, { error: (issue) => (issue.code === "invalid_type" ? "must be a JSON object or null" : undefined) }).superRefine(requireCurrency);
+
+export const alertFilters = alertFiltersObject
+  .nullable()
+  .meta({
+    id: "AlertFilters",
+    description:
+      "Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`. On stock.changed only competitors, brands, categories and skus apply.",
+    example: { direction: "down", currency: "USD", price_below: "20.00", competitors: ["cmp_amazon"] },
+  });
+export type AlertFilters = z.output<typeof alertFiltersObject>;
