@@ -9,13 +9,11 @@ import { noQuery } from "../http/query.ts";
 import { productHistory } from "./history.ts";
 import { CompetitorList, History, historyQuery, ifNoneMatch, Product, productIdParam, ProductList, productsQuery } from "./schema.ts";
 import {
-  candidateSegments,
   competitorsJson,
   contentEtag,
   filteredProducts,
   isFiltered,
   productJson,
-  productMatcher,
   productsEtag,
   servingManifest,
   snapshotEtag,
@@ -125,9 +123,8 @@ export const productRoutes = openApiApp()
     const contentType = form === "ndjson" ? NDJSON : JSON_TYPE;
     if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));
     if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return streamed(c, etag, contentType, gzip, () => new ReadableStream());
-    const segments = await candidateSegments(manifest, filters, db);
     return streamed(c, etag, contentType, gzip, () => {
-      const body = streamOf(filteredProducts(catalogue.bucket, segments, productMatcher(filters), form));
+      const body = streamOf(filteredProducts(db, catalogue.bucket, manifest, filters, form));
       return gzip ? body.pipeThrough(new CompressionStream("gzip")) : body;
     });
   })

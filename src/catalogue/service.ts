@@ -3,9 +3,10 @@ import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
 import { unknownProduct } from "./history.ts";
-import { segmentIndexOf, type Manifest, type Segment } from "./manifest.ts";
-import type { ProductFilters, ProductView } from "./schema.ts";
-import { currentManifest, forgetManifest, productLines } from "./snapshot.ts";
+import { filterSet, matchingProducts, type FilteredReadOptions } from "./filtered.ts";
+import type { Manifest } from "./manifest.ts";
+import type { ProductFilters } from "./schema.ts";
+import { currentManifest, forgetManifest } from "./snapshot.ts";
 import { productView } from "./views.ts";
 
 /**
@@ -84,53 +85,13 @@ export async function productsEtag(manifest: Manifest, filters: ProductFilters, 
 /** The snapshot's own ETag (GET /competitors). */
 export const snapshotEtag = (manifest: Manifest) => `"cat-${manifest.id}"`;
 
-/** Which segments may hold a match: skipped by their summaries; `sku` by looking the id up in D1. */
-export async function candidateSegments(manifest: Manifest, filters: ProductFilters, db: Database): Promise<Segment[]> {
-  const f = new Map(normalise(filters));
-  let segments = manifest.segments;
-  const sku = f.get("sku");
-  if (sku !== undefined) {
-    const [row] = await db.select({ id: products.id }).from(products).where(eq(products.sku, sku)).limit(1);
-    segments = row && segments.length > 0 ? [segments[segmentIndexOf(segments, row.id)]!] : [];
-  }
-  const competitor = f.get("competitor");
-  const brand = f.get("brand");
-  const category = f.get("category");
-  const since = f.has("updated_since") ? Date.parse(f.get("updated_since")!) : undefined;
-  return segments.filter(
-    (segment) =>
-      (competitor === undefined || competitor in segment.offers) &&
-      (brand === undefined || segment.brands === null || segment.brands.includes(brand)) &&
-      (category === undefined || segment.categories === null || segment.categories.includes(category)) &&
-      (since === undefined || Date.parse(segment.maxUpdatedAt) >= since),
-  );
-}
-
-/** Whether a product (its JSON text from the snapshot) passes the filters. */
-export function productMatcher(filters: ProductFilters): (json: string) => boolean {
-  const f = new Map(normalise(filters));
-  const since = f.has("updated_since") ? Date.parse(f.get("updated_since")!) : undefined;
-  return (json) => {
-    const product = JSON.parse(json) as ProductView;
-    return (
-      (!f.has("sku") || product.sku === f.get("sku")) &&
-      (!f.has("competitor") || product.offers.some((offer) => offer.competitor_id === f.get("competitor"))) &&
-      (!f.has("brand") || product.brand?.toLowerCase() === f.get("brand")) &&
-      (!f.has("category") || product.category?.toLowerCase() === f.get("category")) &&
-      (since === undefined || Date.parse(product.updated_at) >= since)
-    );
-  };
-}
-
 const encoder = new TextEncoder();
 
-/** The matching products, as `{"products":[…]}` or NDJSON, one candidate segment at a time. */
-export async function* filteredProducts(bucket: R2Bucket, segments: readonly Segment[], matches: (json: string) => boolean, form: "json" | "ndjson"): AsyncGenerator<Uint8Array> {
+/** The matching products, as `{"products":[…]}` or NDJSON, a page or a segment at a time (src/catalogue/filtered.ts). */
+export async function* filteredProducts(db: Database, bucket: R2Bucket, manifest: Manifest, filters: ProductFilters, form: "json" | "ndjson", options?: FilteredReadOptions): AsyncGenerator<Uint8Array> {
   let first = true;
   if (form === "json") yield encoder.encode('{"products":[');
-  for await (const lines of productLines(bucket, segments)) {
-    const hits = lines.filter(matches);
-    if (hits.length === 0) continue;
+  for await (const hits of matchingProducts(db, bucket, manifest, filterSet(filters), options)) {
     yield encoder.encode(form === "json" ? (first ? "" : ",") + hits.join(",") : hits.map((line) => `${line}\n`).join(""));
     first = false;
   }

@@ -26,7 +26,8 @@ export function offerView(row: OfferRow, competitorName: string): OfferView {
   };
 }
 
-export function productView(row: ProductRow, offerRows: readonly OfferRow[], competitorById: ReadonlyMap<string, CompetitorRow>): ProductView {
+/** Offers name their competitor: the builder passes D1's rows, a filtered read the snapshot's list (src/catalogue/filtered.ts). */
+export function productView(row: ProductRow, offerRows: readonly OfferRow[], competitorById: ReadonlyMap<string, Pick<CompetitorRow, "name">>): ProductView {
   return {
     id: row.id,
     sku: row.sku,

@@ -76,7 +76,13 @@ export const products = sqliteTable(
      */
     changedVersion: integer("changed_version").notNull().default(0),
   },
-  (t) => [index("products_updated_at").on(t.updatedAt), index("products_changed_version").on(t.changedVersion, t.id)],
+  (t) => [
+    index("products_updated_at").on(t.updatedAt),
+    index("products_changed_version").on(t.changedVersion, t.id),
+    // The brand and category filters (src/catalogue/filtered.ts): SQLite's lower() folds ASCII only, as the filter's query expects.
+    index("products_brand").on(sql`lower(${t.brand})`, t.id),
+    index("products_category").on(sql`lower(${t.category})`, t.id),
+  ],
 );
 
 /** A competitor's current offer for a product: one per (product, competitor). */
@@ -102,7 +108,8 @@ export const offers = sqliteTable(
   },
   (t) => [
     primaryKey({ columns: [t.productId, t.competitorId] }),
-    index("offers_competitor").on(t.competitorId),
+    // The competitor filter reads a competitor's products in id order from it (src/catalogue/filtered.ts).
+    index("offers_competitor").on(t.competitorId, t.productId),
     check("offers_money_not_negative", sql`${t.priceMinor} >= 0 AND coalesce(${t.regularPriceMinor}, 0) >= 0 AND coalesce(${t.shippingMinor}, 0) >= 0 AND coalesce(${t.previousPriceMinor}, 0) >= 0`),
   ],
 );
