@@ -11,6 +11,7 @@ import { cpSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { mintToken } from "../scripts/mint-token.ts";
+import { filteredReadRows, measureFilteredReads } from "./catalogue-filters.ts";
 import { heapUsage, liveHeapUsage, openInspector, type InspectorSession } from "./inspector.ts";
 import { makeKeys } from "./keys.ts";
 import { findDirectUrl, startWorker, stopWorker, waitReady, type Worker } from "./processes.ts";
@@ -253,8 +254,10 @@ export async function measureCatalogue(size: number, context: CatalogueContext) 
   context.step(`${label}: full build, GET /products, ${context.changes} one-product change(s)`);
   const timed = await onWorker(label, dir, context, async (worker, log) => {
     const measured = await buildAndServe(worker, key, false);
+    context.step(`${label}: filtered reads`);
+    const filteredReads = await measureFilteredReads(worker, key);
     const changeServedMs = await oneProductChanges(worker, key, context);
-    return { ...measured, changeServedMs, reports: buildReports(log) };
+    return { ...measured, filteredReads, changeServedMs, reports: buildReports(log) };
   });
   context.step(`${label}: the same build and requests again, reading the live heap`);
   const live = await onWorker(`${label} (live heap)`, `${dir}-live`, context, (worker) => buildAndServe(worker, key, true));
@@ -295,6 +298,7 @@ export function catalogueReport(results: readonly CatalogueResult[]): string {
     ["?sku=none (small response): total / work", (r) => `${ms(r.smallFiltered.totalMs)} / ${r.smallFiltered.work}`],
     ["?updated_since=future (all segments skipped): total", (r) => ms(r.updatedSinceNone.totalMs)],
     ["?category=headphones gzip (filtered line by line): total / bytes", (r) => `${ms(r.categoryGzip.totalMs)} / ${mib(r.categoryGzip.bytes)}`],
+    ...filteredReadRows<CatalogueResult>(),
     ["isolate heap in use, peak (garbage included): building / serving", (r) => heap(r.heapBuilding.usedMb, r.heapServing.usedMb)],
     ["isolate heap live, peak (after a forced full GC): building / serving", (r) => heap(r.heapBuilding.liveMb, r.heapServing.liveMb)],
     ["ArrayBuffers, peak: building / serving", (r) => heap(r.heapBuilding.buffersMb, r.heapServing.buffersMb)],

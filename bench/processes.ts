@@ -295,6 +295,19 @@ function runtimeAndProxy(worker: Worker): { runtime?: ProcInfo; proxy?: ProcInfo
   return { runtime: workerds.find((p) => p !== proxy), proxy };
 }
 
+/**
+ * CPU time (user + system, ms) the runtime workerd process has used so far: the worker's isolate and
+ * the local D1 and R2 it simulates. /proc/<pid>/stat counts it in clock ticks (100 a second on Linux).
+ */
+export function runtimeCpuMs(worker: Worker): number {
+  const { runtime } = runtimeAndProxy(worker);
+  if (!runtime) throw new Error(`The runtime workerd of ${worker.name} is not running`);
+  const stat = readFileSync(`/proc/${runtime.pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // After "pid (comm) ": state is field 0, utime field 11, stime field 12.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 /** TCP ports a process listens on: its socket inodes matched against /proc/<pid>/net/tcp. */
 function listeningPorts(pid: number): number[] {
   const inodes = new Set<string>();

@@ -122,6 +122,14 @@ function shopPrice(usdCents: number, currency: Competitor["currency"]): number {
   return whole * 100 + pick([99, 99, 99, 49, 0, 95]);
 }
 
+/**
+ * Categories of a known share, for the filtered-read bench (bench/catalogue-filters.ts asks for them by name): 1 % of the
+ * products are "Drones" and 10 % "Accessories", by their place in the sequence (ids are random, so
+ * they fall in every segment); the rest keep the category they were drawn with.
+ */
+const SHARED_CATEGORIES = { "1%": "Drones", "10%": "Accessories" } as const;
+const benchmarkCategory = (i: number) => (i % 100 === 7 ? SHARED_CATEGORIES["1%"] : i % 10 === 3 ? SHARED_CATEGORIES["10%"] : undefined);
+
 // ---- Rows ------------------------------------------------------------------------------------------
 
 type Value = string | number | boolean | null;
@@ -185,7 +193,7 @@ function addProduct(i: number, tables: Rows) {
     mpn,
     name,
     brand,
-    category.name,
+    benchmarkCategory(i) ?? category.name,
     `https://www.${slug(brand)}.com/products/${mpn.toLowerCase()}`,
     `https://images.pricedata.example/${id}.jpg`,
     iso(createdAt),

@@ -1,0 +1,82 @@
+/**
+ * Filtered reads of GET /products (docs/catalogue.md, "Filtered reads"), a part of the catalogue
+ * bench (bench/catalogue.ts runs it on its worker once the snapshot serves): filters matching 0 %,
+ * 1 % and 10 % of the products (the seed's categories of known share, scripts/seed.ts) and one
+ * competitor, each read whole with gzip, as Cloudflare's edge asks: the CPU time of the runtime workerd
+ * process over the request (read from /proc: the isolate plus the local D1 and R2 it simulates, so
+ * an upper bound of the worker's own) and the time.
+ */
+import { request } from "node:http";
+import { runtimeCpuMs, type Worker } from "./processes.ts";
+
+export const FILTERED_READS = [
+  { name: "0 %", query: "category=none-such" },
+  { name: "1 %", query: "category=drones" },
+  { name: "10 %", query: "category=accessories" },
+  { name: "a competitor", query: "competitor=cmp_amazon" },
+] as const;
+
+/** Each filter is read this many times; the median of each figure is kept. */
+const RUNS = 3;
+
+export interface FilteredRead {
+  name: string;
+  query: string;
+  cpuMs: number;
+  totalMs: number;
+  bytes: number;
+  products: number;
+  work: string;
+}
+
+/** One GET read to its end: time, bytes, and products (the NDJSON body's lines). */
+function timedRead(url: string, headers: Record<string, string>): Promise<{ totalMs: number; bytes: number; lines: number; work: string }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const req = request(url, { headers }, (res) => {
+      if (res.statusCode !== 200) reject(new Error(`GET ${url} answered ${res.statusCode}`));
+      let bytes = 0;
+      let lines = 0;
+      res.on("data", (chunk: Buffer) => {
+        bytes += chunk.length;
+        for (let at = chunk.indexOf(10); at >= 0; at = chunk.indexOf(10, at + 1)) lines++;
+      });
+      res.on("end", () => resolve({ totalMs: performance.now() - started, bytes, lines, work: String(res.headers["x-work-counts"] ?? "") }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+export async function measureFilteredReads(worker: Worker, key: string): Promise<FilteredRead[]> {
+  const url = `${worker.directUrl}/products`;
+  const auth = { Authorization: `Bearer ${key}` };
+  const results: FilteredRead[] = [];
+  for (const { name, query } of FILTERED_READS) {
+    // The product count from the NDJSON form, once; the timed reads are the gzip JSON form.
+    const { lines } = await timedRead(`${url}?${query}`, { ...auth, Accept: "application/x-ndjson" });
+    const runs: { cpuMs: number; totalMs: number; bytes: number; work: string }[] = [];
+    for (let run = 0; run < RUNS; run++) {
+      const cpuBefore = runtimeCpuMs(worker);
+      const read = await timedRead(`${url}?${query}`, { ...auth, "Accept-Encoding": "gzip" });
+      runs.push({ ...read, cpuMs: runtimeCpuMs(worker) - cpuBefore });
+    }
+    results.push({ name, query, cpuMs: median(runs.map((r) => r.cpuMs)), totalMs: median(runs.map((r) => r.totalMs)), bytes: runs[0]!.bytes, products: lines, work: runs[0]!.work });
+  }
+  return results;
+}
+
+const seconds = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`);
+
+/** The report's rows: one per filter, CPU / time / products. */
+export const filteredReadRows = <R extends { filteredReads: FilteredRead[] }>(): [string, (r: R) => string][] =>
+  FILTERED_READS.map(({ name, query }, i) => [
+    `?${query} (${name}), gzip: CPU / total / products`,
+    (r: R) => {
+      const read = r.filteredReads[i]!;
+      return `${seconds(read.cpuMs)} / ${seconds(read.totalMs)} / ${read.products.toLocaleString("en")}`;
+    },
+  ]);
