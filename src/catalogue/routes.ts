@@ -12,6 +12,7 @@ import {
   competitorsJson,
   contentEtag,
   filteredProducts,
+  gzipMember,
   isFiltered,
   productJson,
   productsEtag,
@@ -124,8 +125,8 @@ export const productRoutes = openApiApp()
     if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));
     if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return streamed(c, etag, contentType, gzip, () => new ReadableStream());
     return streamed(c, etag, contentType, gzip, () => {
-      const body = streamOf(filteredProducts(db, catalogue.bucket, manifest, filters, form));
-      return gzip ? body.pipeThrough(new CompressionStream("gzip")) : body;
+      const body = filteredProducts(db, catalogue.bucket, manifest, filters, form);
+      return streamOf(gzip ? gzipMember(body) : body);
     });
   })
   .openapi(getProduct, async (c) => {

@@ -1,8 +1,10 @@
 import { asc, eq, inArray, sql } from "drizzle-orm";
+import { constants, crc32, deflateRawSync } from "node:zlib";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
 import { unknownProduct } from "./history.ts";
+import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./gzip-member.ts";
 import { filterSet, matchingProducts, type FilteredReadOptions } from "./filtered.ts";
 import type { Manifest } from "./manifest.ts";
 import type { ProductFilters } from "./schema.ts";
@@ -96,6 +98,23 @@ export async function* filteredProducts(db: Database, bucket: R2Bucket, manifest
     first = false;
   }
   if (form === "json") yield encoder.encode("]}");
+}
+
+/**
+ * The body as ONE gzip member (every client reads it whole), compressed a chunk (a page or a segment's
+ * matches) at a time at level 1: about three times less CPU than CompressionStream's level 6 for a
+ * body some 20 % larger (docs/catalogue.md). Each chunk ends in a sync flush, so the chunks are one
+ * deflate stream (src/catalogue/gzip-member.ts); the trailer's CRC-32 runs on over them.
+ */
+export async function* gzipMember(chunks: AsyncGenerator<Uint8Array>): AsyncGenerator<Uint8Array> {
+  yield GZIP_HEADER.slice();
+  let body = { crc: 0, length: 0 };
+  for await (const chunk of chunks) {
+    body = { crc: crc32(chunk, body.crc), length: body.length + chunk.length };
+    yield deflateRawSync(chunk, { level: 1, finishFlush: constants.Z_SYNC_FLUSH });
+  }
+  yield FINAL_BLOCK.slice();
+  yield gzipTrailer(body);
 }
 
 /** One product, read from D1 (its row, offers and their competitors' names in one batch): always current. */

@@ -131,25 +131,42 @@ const BULK_BRANDS = ["Sony", "acme", "Nestlé"];
  * bound parameters a statement).
  */
 export async function insertProducts(from: number, count: number, changedVersion = 0) {
-  const rows = Array.from({ length: count }, (_, k) => {
+  const rows: BulkProduct[] = Array.from({ length: count }, (_, k) => {
     const i = from + k;
     const id = `prd_${i.toString(16).padStart(8, "0")}`;
     return {
       id,
       sku: `SNAP-${i}`,
       name: `Snapshot product ${i} ☕`,
-      brand: BULK_BRANDS[i % 3],
+      brand: BULK_BRANDS[i % 3]!,
       category: i % 5 === 0 ? "Kettles" : "Toasters",
       updated_at: `2026-0${1 + (i % 3)}-01T00:00:00.000Z`,
       changed_version: changedVersion,
       offers: i % 4 === 0 ? [] : [{ competitor_id: i % 2 ? "cmp_a" : "cmp_b", price_minor: 100 + i }],
     };
   });
+  await insertProductRows(rows);
+}
+
+/** A product row and its offers, as insertProductRows writes them. */
+export interface BulkProduct {
+  id: string;
+  sku: string;
+  name: string;
+  brand: string | null;
+  category: string | null;
+  updated_at: string;
+  changed_version?: number;
+  offers: { competitor_id: string; price_minor: number }[];
+}
+
+/** Products and their offers in one D1 batch, the rows as one JSON parameter each (D1 allows 100 bound parameters a statement). */
+export async function insertProductRows(rows: readonly BulkProduct[]) {
   const json = JSON.stringify(rows);
   await env.DB.batch([
     env.DB.prepare(
       `INSERT INTO products (id, sku, name, brand, category, created_at, updated_at, changed_version)
-       SELECT value->>'id', value->>'sku', value->>'name', value->>'brand', value->>'category', '2026-01-01T00:00:00.000Z', value->>'updated_at', value->>'changed_version' FROM json_each(?)`,
+       SELECT value->>'id', value->>'sku', value->>'name', value->>'brand', value->>'category', '2026-01-01T00:00:00.000Z', value->>'updated_at', coalesce(value->>'changed_version', 0) FROM json_each(?)`,
     ).bind(json),
     env.DB.prepare(
       `INSERT INTO offers (product_id, competitor_id, price_minor, currency, in_stock, checked_at)
