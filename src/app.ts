@@ -15,9 +15,11 @@ import { openApiApp } from "./http/openapi.ts";
 import { namedQueryParameters } from "./http/query.ts";
 import { observationRoutes } from "./prices/routes.ts";
 import { admission } from "./rate-limit/admission.ts";
+import { secretScanningRoutes } from "./secret-scanning/routes.ts";
 import { webhookRoutes } from "./webhooks/routes.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+const SECRET_SCANNING_PATH = "/secret-scanning/github";
 
 /**
  * The app: the middleware every request passes, in order, then one table of every route under its
@@ -30,14 +32,14 @@ export function buildApp() {
   app.use(admission); // the credential picks the rate-limit bucket; every response carries its headers
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
   app.use(namedQueryParameters);
-  app.use(
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: () => {
-        throw new ApiError(413, "The request body is over 1 MiB; send less at a time.");
-      },
-    }),
-  );
+  const oneMiB = bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: () => {
+      throw new ApiError(413, "The request body is over 1 MiB; send less at a time.");
+    },
+  });
+  // A secret-scanning report can hold 10,000 tokens and more: its route sets its own limit.
+  app.use((c, next) => (c.req.path === SECRET_SCANNING_PATH ? next() : oneMiB(c, next)));
 
   app.get("/", home);
   app.route("/products", productRoutes); // API key
@@ -49,6 +51,7 @@ export function buildApp() {
   app.route("/admin/accounts", adminAccountRoutes); // admin, accounts:write
   app.route("/admin/observations", observationRoutes); // admin, prices:write
   app.route("/admin/competitors", adminCompetitorRoutes); // admin, prices:write
+  app.route("/secret-scanning", secretScanningRoutes); // signed by GitHub
   app.route("/dashboard", dashboardRoutes);
   app.get("/dashboard/", serveDashboard);
   app.route("/docs", docsRoutes);

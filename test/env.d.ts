@@ -7,6 +7,8 @@ declare global {
       TEST_SIGNING_JWK: string;
       TEST_PUBLIC_JWK: string;
       TEST_MIGRATIONS: D1Migration[];
+      /** The stand-in for GitHub's secret-scanning key list (vitest.config.ts): its origin, the served key's identifier and private JWK. */
+      TEST_SECRET_SCANNING: string;
       /** `npm run chaos` only: how many price changes to ingest. */
       CHAOS_CHANGES?: string;
     }

@@ -64,6 +64,9 @@ export const ApiKey = z
     created_at: timestamp,
     last_used_at: timestamp.nullable().meta({ description: "Updated at most once a minute" }),
     revoked_at: timestamp.nullable(),
+    revoked_reason: z.enum(["deleted", "leaked"]).nullable().meta({ description: "deleted: by DELETE /api-keys/{id}; leaked: a secret scanner found it in public (docs/key-format.md)" }),
+    leaked_at: timestamp.nullable().meta({ description: "When a secret scanner reported the key" }),
+    leak_url: z.string().nullable().meta({ description: "Where the scanner found it, as reported" }),
     ...lifecycleFields,
   })
   .meta({ id: "ApiKey", description: "A key as listed: never the full key." });

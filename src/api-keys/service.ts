@@ -21,6 +21,9 @@ export function apiKeyView(row: ApiKeyRow, now = new Date().toISOString()): ApiK
     created_at: row.createdAt,
     last_used_at: row.lastUsedAt,
     revoked_at: row.revokedAt,
+    revoked_reason: row.status === "revoked" ? (row.revokedReason ?? "deleted") : null,
+    leaked_at: row.leakedAt,
+    leak_url: row.leakUrl,
     expires_at: row.expiresAt,
     rotated_from: row.rotatedFrom,
     rotated_to: row.rotatedTo,
@@ -95,7 +98,7 @@ export async function revokeApiKey(db: Database, limiter: RateLimitControl, acco
   if (existing.status === "revoked") return existing;
   const [revoked] = await db
     .update(apiKeys)
-    .set({ status: "revoked", revokedAt: new Date().toISOString() })
+    .set({ status: "revoked", revokedAt: new Date().toISOString(), revokedReason: "deleted" })
     .where(and(ownKey, eq(apiKeys.status, "active")))
     .returning();
   return revoked ?? (await db.select().from(apiKeys).where(ownKey).get())!;

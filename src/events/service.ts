@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, gte, inArray } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, isNull } from "drizzle-orm";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { events } from "../platform/tables.ts";
@@ -26,7 +26,8 @@ export async function listEvents(db: Database, query: EventsQuery): Promise<Even
   const rows = await db
     .select({ id: events.id, payload: events.payload })
     .from(events)
-    .where(and(gt(events.seq, afterSeq), gte(events.timestamp, since), query.type ? inArray(events.type, query.type) : undefined))
+    // Account events (src/account-events/) are their account's alone.
+    .where(and(isNull(events.accountId), gt(events.seq, afterSeq), gte(events.timestamp, since), query.type ? inArray(events.type, query.type) : undefined))
     .orderBy(asc(events.seq))
     .limit(limit + 1);
   const page = rows.slice(0, limit).map((row) => ({ id: row.id, ...(JSON.parse(row.payload) as Omit<FeedEvent, "id">) }) as FeedEvent);

@@ -34,6 +34,14 @@ export const SECURITY_SCHEMES = {
       "An identity-provider JWT whose space-separated `scope` claim holds the scope an operation names " +
       "(`accounts:write` for plan changes, `prices:write` for price observations); without it, 403.",
   },
+  GitHubSignature: {
+    type: "apiKey",
+    in: "header",
+    name: "Github-Public-Key-Signature",
+    description:
+      "GitHub's secret-scanning signature: base64 DER ECDSA P-256 / SHA-256 of the raw body, by the key Github-Public-Key-Identifier names " +
+      "in GitHub's published list. No Authorization header.",
+  },
 } as const;
 
 
@@ -76,6 +84,7 @@ const errorResponse = (description: string, extra: readonly HeaderName[] = []) =
 export const RESPONSE_COMPONENTS = {
   BadRequest: errorResponse("The body, query or a path parameter failed validation; the detail names the field."),
   Unauthorized: errorResponse("No credential, a malformed, unknown, revoked or expired one, or the wrong kind (a JWT on a data route).", ["WWW-Authenticate"]),
+  BadSignature: errorResponse("The report's GitHub signature is missing or does not verify, or names a key not in GitHub's list; nothing was changed."),
   Forbidden: errorResponse("An API key on an account or admin route, or a JWT without the operation's scope."),
   NotFound: errorResponse("No such id in this account (another account's ids are 404 too), or no such route."),
   MethodNotAllowed: errorResponse("The path exists but not with this method (any path in this document).", ["Allow"]),

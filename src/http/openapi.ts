@@ -15,10 +15,10 @@ import { validationHook } from "./validation.ts";
 /** Every route module's app: validation failures become our ApiError 400 (src/http/validation.ts). */
 export const openApiApp = () => new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
-export type Credential = "api-key" | "account" | "admin";
+export type Credential = "api-key" | "account" | "admin" | "github";
 
-const security = (credential: Credential, scope?: string) =>
-  credential === "api-key" ? [{ ApiKey: [] }] : credential === "account" ? [{ AccountLogin: [] }] : [{ AdminJWT: scope ? [scope] : [] }];
+const SCHEMES = { "api-key": "ApiKey", account: "AccountLogin", admin: "AdminJWT", github: "GitHubSignature" } as const;
+const security = (credential: Credential, scope?: string) => [{ [SCHEMES[credential]]: credential === "admin" && scope ? [scope] : [] }];
 
 
 /** A JSON response whose body is `schema`, with the headers every response carries plus `extra`. */
@@ -46,8 +46,8 @@ export interface ErrorCases {
 function errorResponses(credential: Credential, cases: ErrorCases) {
   return {
     ...(cases.validates || cases.body ? { 400: ref("BadRequest") } : {}),
-    401: ref("Unauthorized"),
-    ...(credential === "api-key" ? {} : { 403: ref("Forbidden") }),
+    401: ref(credential === "github" ? "BadSignature" : "Unauthorized"),
+    ...(credential === "api-key" || credential === "github" ? {} : { 403: ref("Forbidden") }),
     ...(cases.notFound ? { 404: ref("NotFound") } : {}),
     ...(cases.conflict ? { 409: ref("Conflict") } : {}),
     ...(cases.body ? { 413: ref("PayloadTooLarge") } : {}),

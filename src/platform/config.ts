@@ -18,6 +18,9 @@ const configSchema = z.object({
   WEBHOOK_SECRET_KEY: requiredVar("WEBHOOK_SECRET_KEY").refine((value) => decodesToAesKey(value), {
     error: "Server misconfigured: WEBHOOK_SECRET_KEY must be 32 random bytes in base64 (openssl rand -base64 32).",
   }),
+  SECRET_SCANNING_KEYS_URL: z
+    .url({ error: "Server misconfigured: SECRET_SCANNING_KEYS_URL is not a URL." })
+    .default("https://api.github.com/meta/public_keys/secret_scanning"),
   WEBHOOK_ALLOW_INSECURE_URLS: z
     .enum(["true", "false"], { error: 'Server misconfigured: WEBHOOK_ALLOW_INSECURE_URLS must be "true" or "false".' })
     .default("false")

@@ -35,6 +35,15 @@ export const apiKeys = sqliteTable(
     /** The key this one replaced, and the key that replaced it (a rotation). */
     rotatedFrom: text("rotated_from"),
     rotatedTo: text("rotated_to"),
+    /** Why a revoked key was revoked: "leaked" when a secret scanner reported it; null (shown as "deleted") for a DELETE. */
+    revokedReason: text("revoked_reason", { enum: ["deleted", "leaked"] }),
+    /** When and where a secret scanner found the key (src/secret-scanning/). */
+    leakedAt: text("leaked_at"),
+    leakUrl: text("leak_url"),
+    /** The CIDRs the key may be used from, a JSON array; null: anywhere. */
+    allowedIps: text("allowed_ips", { mode: "json" }).$type<string[]>(),
+    /** The scopes the key holds, a JSON array; null: all of them. */
+    scopes: text("scopes", { mode: "json" }).$type<string[]>(),
   },
   (t) => [index("api_keys_account_created").on(t.accountId, t.createdAt)],
 );
@@ -232,10 +241,13 @@ export const events = sqliteTable(
     relayedAt: text("relayed_at"),
     claimedAt: text("claimed_at"),
     fannedOutAt: text("fanned_out_at"),
+    /** Set for an account event (src/account-events/): delivered to that account's webhooks only, never in GET /events. */
+    accountId: text("account_id"),
   },
   (t) => [
     index("events_timestamp").on(t.timestamp),
     index("events_unrelayed").on(t.createdAt).where(sql`relayed_at IS NULL`),
     index("events_not_fanned_out").on(t.relayedAt).where(sql`fanned_out_at IS NULL`),
+    index("events_account").on(t.accountId, t.seq).where(sql`account_id IS NOT NULL`),
   ],
 );

@@ -11,6 +11,9 @@ import type { Decision, Work } from "./types.ts";
 const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucketName(c.req.header("CF-Connecting-IP") ?? "unknown"), FIXED_BUCKETS.ip, work);
 
 async function admitCredential(c: Context<AppEnv>, credential: Credential, work: Work): Promise<[Credential, Decision]> {
+  if (c.req.path.startsWith("/secret-scanning/")) {
+    return [credential, await admitBucket(c.env, bucketName("secret-scanning", "github"), FIXED_BUCKETS["secret-scanning"], work)];
+  }
   if (credential.kind === "api-key") {
     // A hash this isolate has not seen as a key is counted in the client IP's bucket first; once that is
     // empty, its 429 is the answer and nothing is looked up (made-up keys pass the public checksum).

@@ -9,6 +9,8 @@ export const FIXED_BUCKETS = {
   account: perMinute(60),
   admin: perMinute(600),
   ip: perMinute(30),
+  /** GitHub's secret-scanning reports (src/secret-scanning/), signed or not: one bucket, whatever the caller. */
+  "secret-scanning": perMinute(600),
 } as const;
 
 export type FixedBucket = keyof typeof FIXED_BUCKETS;

@@ -6,7 +6,7 @@ import { expect, vi } from "vitest";
  * The webhook receivers of the tests. External receivers are out of this machine's reach, so the
  * worker's outbound fetch is replaced inside the isolate (the worker and the tests share it): a
  * request to https://hooks.test/… is answered by the test's responder and recorded; the test IdP's
- * JWKS still goes out for real; anything else is recorded as unexpected and fails (see `assertNoStrayRequests`).
+ * JWKS and the stand-in for GitHub's secret-scanning key list still go out for real; anything else is recorded as unexpected and fails (see `assertNoStrayRequests`).
  */
 
 export const HOOKS_ORIGIN = "https://hooks.test";
@@ -48,7 +48,7 @@ export function installReceiver(): Receiver {
   };
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const request = new Request(input, init);
-    if (request.url === env.IDP_JWKS_URL) return realFetch(input, init);
+    if (request.url === env.IDP_JWKS_URL || request.url === env.SECRET_SCANNING_KEYS_URL) return realFetch(input, init);
     if (!request.url.startsWith(`${HOOKS_ORIGIN}/`)) {
       receiver.unexpected.push(`${request.method} ${request.url}`);
       throw new Error(`Unexpected outbound request in a test: ${request.method} ${request.url}`);

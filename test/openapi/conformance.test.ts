@@ -4,6 +4,7 @@ import { buildApp } from "../../src/app.ts";
 import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, randomTestIp, type CallOptions } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
+import { found, report } from "../helpers/secret-scanning.ts";
 import { bodyText, DocumentChecker, fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
@@ -351,11 +352,30 @@ describe("webhooks (account login)", () => {
   });
 });
 
+describe("secret scanning (signed by GitHub)", () => {
+  const path = "/secret-scanning/github";
+  const check = async (status: number, res: Response | Promise<Response>) => {
+    const response = await res;
+    expect(response.status, await bodyText(response)).toBe(status);
+    return checker.check(response, "post", path);
+  };
+
+  it("POST /secret-scanning/github: 200, 400, 401, 413", async () => {
+    const leaked = await accountWithKey();
+    expect(await check(200, report([found(leaked.key), found("nope")]))).toMatchObject([{ label: "true_positive" }, { label: "false_positive" }]);
+    await check(400, report({ not: "an array" }));
+    await check(400, report([], { query: "page=2" }));
+    await check(401, call("POST", path, { body: [] }));
+    await check(413, report(`[${" ".repeat(16 * 1024 * 1024)}]`));
+  });
+});
+
 describe("every operation", () => {
   it("answers 429 with Retry-After once its bucket is spent (here the client IP's: 30 a minute)", async () => {
     const ip = randomTestIp();
     for (let i = 0; i < 30; i++) expect((await call("GET", "/openapi.json", { headers: { "CF-Connecting-IP": ip } })).status).toBe(200);
-    for (const [path, item] of Object.entries<Record<string, unknown>>(doc.paths)) {
+    // Secret-scanning reports have a bucket of their own, whoever sends them (tested above).
+    for (const [path, item] of Object.entries<Record<string, unknown>>(doc.paths).filter(([path]) => !path.startsWith("/secret-scanning/"))) {
       for (const method of METHODS.filter((m) => item[m])) {
         const concrete = path.replaceAll(/\{[^}]+\}/g, "x_1");
         const body = method === "get" || method === "delete" ? undefined : {};
@@ -384,6 +404,18 @@ describe("every operation", () => {
     const res = await call("GET", "/nothing-here", { token: key });
     expect(res.status).toBe(404);
     await checker.check(res, "get", "/nothing-here", "NotFound");
+  });
+
+});
+
+describe("after every other call", () => {
+  it("POST /secret-scanning/github: 429 once its own bucket (600 a minute) is spent, whoever calls", async () => {
+    // Spent in its object directly (600 calls through the worker would be slow); last, as it stays spent for a minute.
+    const bucket = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName("secret-scanning:github"));
+    for (let i = 0; i < 600; i++) await bucket.admit({ per_minute: 600, per_hour: 36_000, per_day: 864_000 });
+    const res = await call("POST", "/secret-scanning/github", { body: [] });
+    expect(res.status, await bodyText(res)).toBe(429);
+    await checker.check(res, "post", "/secret-scanning/github");
   });
 
   it("every documented status was seen (except 500 and 503, which need a broken server or identity provider)", () => {

@@ -33,12 +33,12 @@ describe("GET /docs", () => {
 });
 
 describe("GET /openapi.json", () => {
-  it("is public, carries the rate-limit headers, and describes OpenAPI 3.1 with the three credentials", async () => {
+  it("is public, carries the rate-limit headers, and describes OpenAPI 3.1 with the three credentials and GitHub's signature", async () => {
     const res = await call("GET", "/openapi.json");
     expect(res.status).toBe(200);
     expect(rateLimitOf(res)).toMatchObject({ limit: 30, remaining: 29 });
     const doc = (await res.json()) as { openapi: string; components: { securitySchemes: Record<string, unknown> } };
     expect(doc.openapi).toBe("3.1.0");
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["AccountLogin", "AdminJWT", "ApiKey"]);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["AccountLogin", "AdminJWT", "ApiKey", "GitHubSignature"]);
   });
 });

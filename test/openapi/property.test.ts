@@ -5,6 +5,7 @@ import { MoneyError, parseMoney } from "../../src/platform/money.ts";
 import { call } from "../helpers/http.ts";
 import { arbitrary, mutations, type Mutation, type Schema } from "../helpers/json-schema-arbitrary.ts";
 import { accountWithKey } from "../helpers/keys.ts";
+import { report } from "../helpers/secret-scanning.ts";
 import { DocumentChecker, fetchDocument, METHODS, type Json } from "../helpers/openapi.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
@@ -35,7 +36,7 @@ interface Request {
 interface Operation {
   method: string;
   template: string;
-  credential: "ApiKey" | "AccountLogin" | "AdminJWT";
+  credential: "ApiKey" | "AccountLogin" | "AdminJWT" | "GitHubSignature";
   /** The request as one JSON Schema: { path, query, body }. */
   schema: Schema;
   validator: Validator;
@@ -79,6 +80,7 @@ async function send(operation: Operation, request: Request): Promise<Response> {
   const path = operation.template.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(request.path[name]!));
   // An array is the parameter repeated (`?type=a&type=b`); an empty one is the parameter left out.
   const query = new URLSearchParams(Object.entries(request.query).flatMap(([k, v]) => [v].flat().map((item) => [k, String(item)]))).toString();
+  if (operation.credential === "GitHubSignature") return report(request.body, { query });
   return call(operation.method.toUpperCase(), query ? `${path}?${query}` : path, { token: await credential(operation), body: request.body });
 }
 

@@ -1,0 +1,72 @@
+import { createRoute } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { AppEnv } from "../http/app-env.ts";
+import { ApiError } from "../http/errors.ts";
+import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { noQuery } from "../http/query.ts";
+import { KeyListUnavailable, publicKey } from "./public-keys.ts";
+import { IDENTIFIER_HEADER, MAX_REPORT_BYTES, SecretScanningFeedback, secretScanningReport, SIGNATURE_HEADER, signatureHeaders } from "./schema.ts";
+import { handleReport } from "./service.ts";
+import { verifyReportSignature } from "./signature.ts";
+
+const unsigned = (detail: string) => new ApiError(401, detail);
+
+/**
+ * Nothing of the report is read before its signature verifies over the raw bytes, so an unsigned caller
+ * learns nothing about any token, and a changed byte is a 401. The bytes stay cached for the body's parse.
+ */
+const verifiedByGitHub: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const identifier = c.req.header(IDENTIFIER_HEADER);
+  const signature = c.req.header(SIGNATURE_HEADER);
+  if (!identifier || !signature) throw unsigned(`Send the report signed: the ${IDENTIFIER_HEADER} and ${SIGNATURE_HEADER} headers are required.`);
+  let key: CryptoKey | undefined;
+  try {
+    key = await publicKey(c.var.ctx.config.SECRET_SCANNING_KEYS_URL, identifier);
+  } catch (error) {
+    if (error instanceof KeyListUnavailable) throw new ApiError(503, "GitHub's secret-scanning public keys could not be fetched; send the report again later.", { "Retry-After": "60" });
+    throw error;
+  }
+  if (!key) throw unsigned(`${IDENTIFIER_HEADER} names no key in GitHub's secret-scanning key list.`);
+  if (!(await verifyReportSignature(key, signature, await c.req.arrayBuffer()))) {
+    throw unsigned(`${SIGNATURE_HEADER} is not a valid signature of this body by the key ${IDENTIFIER_HEADER} names.`);
+  }
+  await next();
+};
+
+const reportLimit = bodyLimit({
+  maxSize: MAX_REPORT_BYTES,
+  onError: () => {
+    throw new ApiError(413, `The report is over ${MAX_REPORT_BYTES / 1024 / 1024} MiB; send it in parts.`);
+  },
+});
+
+const report = createRoute(
+  operation({
+    tags: ["Secret scanning"],
+    credential: "github",
+    middleware: [reportLimit, verifiedByGitHub],
+    method: "post",
+    path: "/github",
+    operationId: "reportLeakedTokens",
+    summary: "GitHub's secret-scanning partner endpoint: leaked keys are revoked",
+    description:
+      "GitHub posts the strings it found in public that match our key format (docs/key-format.md), signed with ECDSA P-256 / SHA-256 over the raw body " +
+      "by a key from SECRET_SCANNING_KEYS_URL. A missing or bad signature, or an unknown key identifier, is 401 and changes nothing. " +
+      "Every live key reported is revoked before the answer (refused on its next request), recorded as leaked with where it was found, and its " +
+      "account gets an `api_key.leaked` event. The answer labels each token: true_positive when it is or was one of our keys. " +
+      "Reporting a token again changes nothing. Counted in its own rate-limit bucket, 600 a minute.",
+    request: {
+      headers: signatureHeaders,
+      query: noQuery,
+      body: jsonBody(secretScanningReport, `The tokens found (at least 10,000 a report are taken; the body may be up to ${MAX_REPORT_BYTES / 1024 / 1024} MiB)`),
+    },
+    responses: { 200: jsonResponse("One label per reported token, in the report's order", SecretScanningFeedback) },
+  }),
+);
+
+/** POST /secret-scanning/github (signed by GitHub; no Authorization). */
+export const secretScanningRoutes = openApiApp().openapi(report, async (c) => {
+  const { db, limiter, queue, config } = c.var.ctx;
+  return c.json(await handleReport({ db, limiter, queue, keyPrefix: config.KEY_PREFIX }, c.req.valid("json")), 200);
+});
