@@ -75,7 +75,7 @@ describe("POST /secret-scanning/github", () => {
     const body = JSON.stringify([found(key)]);
     const signature = base64(p1363ToDer(await rawSignature(body)));
     const tampered = body.replace("content", "contenT");
-    const foreign = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"]);
+    const foreign = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"])) as CryptoKeyPair;
     const cases: [string, Promise<Response>, RegExp][] = [
       ["tampered", report(tampered, { signature }), /not a valid signature/],
       ["a byte more", report(`${body} `, { signature }), /not a valid signature/],
@@ -98,7 +98,7 @@ describe("POST /secret-scanning/github", () => {
     // Search bodies until WebCrypto signs one whose r, and one whose s, is short: a zero byte, then no top bit (1 in 512 each).
     for (const half of [0, 32]) {
       let body = "";
-      let raw = new Uint8Array(64).fill(1);
+      let raw: Uint8Array = new Uint8Array(64).fill(1);
       for (let i = 0; raw[half] !== 0 || raw[half + 1]! >= 0x80; i++) {
         body = JSON.stringify([found(key, `https://github.com/a/b/blob/${i}/x`)]);
         raw = await rawSignature(body);
