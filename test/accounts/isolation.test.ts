@@ -119,6 +119,9 @@ describe("one account cannot see or touch another's keys", () => {
         created_at: created.created_at,
         last_used_at: null,
         revoked_at: null,
+        revoked_reason: null,
+        leaked_at: null,
+        leak_url: null,
         expires_at: null,
         rotated_from: null,
         rotated_to: null,
@@ -157,7 +160,7 @@ describe("one account cannot see or touch another's keys", () => {
     const revoked = keys.find((k) => k.id === ids[1])!;
     expect(revoked.status).toBe("revoked");
     expect(revoked.revoked_at).toMatch(ISO_UTC);
-    for (const key of keys) expect(Object.keys(key).sort()).toEqual(["created_at", "expires_at", "id", "last_used_at", "name", "prefix", "revoked_at", "rotated_from", "rotated_to", "status"]);
+    for (const key of keys) expect(Object.keys(key).sort()).toEqual(["created_at", "expires_at", "id", "last_used_at", "leak_url", "leaked_at", "name", "prefix", "revoked_at", "revoked_reason", "rotated_from", "rotated_to", "status"]);
   });
 });
 
