@@ -403,6 +403,26 @@ export interface paths {
         patch: operations["updateCompetitor"];
         trace?: never;
     };
+    "/secret-scanning/github": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * GitHub's secret-scanning partner endpoint: leaked keys are revoked
+         * @description GitHub posts the strings it found in public that match our key format (docs/key-format.md), signed with ECDSA P-256 / SHA-256 over the raw body by a key from SECRET_SCANNING_KEYS_URL. A missing or bad signature, or an unknown key identifier, is 401 and changes nothing. Every live key reported is revoked before the answer (refused on its next request), recorded as leaked with where it was found, and its account gets an `api_key.leaked` event. The answer labels each token: true_positive when it is or was one of our keys. Reporting a token again changes nothing. Counted in its own rate-limit bucket, 600 a minute.
+         */
+        post: operations["reportLeakedTokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "price.changed": {
@@ -910,6 +930,19 @@ export interface components {
              */
             revoked_at: string | null;
             /**
+             * @description deleted: by DELETE /api-keys/{id}; leaked: a secret scanner found it in public (docs/key-format.md)
+             * @enum {string|null}
+             */
+            revoked_reason: "deleted" | "leaked" | null;
+            /**
+             * Format: date-time
+             * @description When a secret scanner reported the key
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            leaked_at: string | null;
+            /** @description Where the scanner found it, as reported */
+            leak_url: string | null;
+            /**
              * Format: date-time
              * @description Refused from this instant on (set at creation, or by a rotation: now + grace)
              * @example 2026-01-31T12:00:00.000Z
@@ -1112,6 +1145,17 @@ export interface components {
             price_changes: number;
             stock_changes: number;
         };
+        SecretScanningFeedback: {
+            /** @description Hex SHA-256 of the reported token */
+            token_hash: string;
+            /** @description The reported `type` */
+            token_type: string;
+            /**
+             * @description true_positive: the token is or was one of our API keys
+             * @enum {string}
+             */
+            label: "true_positive" | "false_positive";
+        };
     };
     responses: {
         /** @description The body, query or a path parameter failed validation; the detail names the field. */
@@ -1139,6 +1183,21 @@ export interface components {
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The report's GitHub signature is missing or does not verify, or names a key not in GitHub's list; nothing was changed. */
+        BadSignature: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 [name: string]: unknown;
             };
             content: {
@@ -2500,6 +2559,66 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    reportLeakedTokens: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Names the key (in SECRET_SCANNING_KEYS_URL's list) that signed the body */
+                "github-public-key-identifier": string;
+                /** @description Base64 of the DER ECDSA P-256 SHA-256 signature of the raw body */
+                "github-public-key-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The tokens found (at least 10,000 a report are taken; the body may be up to 16 MiB) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The string GitHub found */
+                    token: string;
+                    /**
+                     * @description The token type GitHub matched
+                     * @example price_data_api_key
+                     */
+                    type: string;
+                    /**
+                     * @description Where it was found
+                     * @example https://github.com/octocat/Hello-World/blob/12345600b9cbe38a219f39a9941c9319b600c002/foo/bar.txt
+                     */
+                    url?: string | null;
+                    /**
+                     * @description What GitHub scanned: content, commit, pull_request, gist, npm, …
+                     * @example content
+                     */
+                    source?: string | null;
+                }[];
+            };
+        };
+        responses: {
+            /** @description One label per reported token, in the report's order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecretScanningFeedback"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["BadSignature"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
