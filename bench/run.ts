@@ -25,7 +25,7 @@ import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { mintToken } from "../scripts/mint-token.ts";
-import { PLAN_LIMITS } from "../src/accounts/plans.ts";
+import { PLAN_LIMITS } from "../src/rate-limit/plans.ts";
 import { makeKeys, REVOKE_ACCOUNT, type BenchKeys } from "./keys.ts";
 import type { LoadJob, LoadResult } from "./load.ts";
 import { exactness, fetchBytes, revocationLag, SMALL_PATH, workPerRequest, type Exactness, type Revocation, type WorkReport } from "./probes.ts";

@@ -3,18 +3,19 @@ import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
 import { accountRoutes, adminAccountRoutes } from "./accounts/routes.ts";
 import { apiKeyRoutes } from "./api-keys/routes.ts";
+import { catalogueStore } from "./catalogue/client.ts";
 import { competitorRoutes, productRoutes } from "./catalogue/routes.ts";
 import { adminCompetitorRoutes } from "./competitors/routes.ts";
 import { dashboardRoutes, serveDashboard } from "./dashboard/routes.ts";
 import { docsRoutes, openApiRoute } from "./docs/routes.ts";
 import { eventRoutes } from "./events/routes.ts";
-import { requestContext } from "./http/context.ts";
+import { requestContext } from "./middleware/context.ts";
 import { ApiError, methodNotAllowedResponse, notFound, onError } from "./http/errors.ts";
 import { home } from "./http/home.ts";
 import { openApiApp } from "./http/openapi.ts";
 import { namedQueryParameters } from "./http/query.ts";
 import { observationRoutes } from "./prices/routes.ts";
-import { admission } from "./rate-limit/admission.ts";
+import { admission } from "./middleware/admission.ts";
 import { secretScanningRoutes } from "./secret-scanning/routes.ts";
 import { webhookRoutes } from "./webhooks/routes.ts";
 
@@ -28,7 +29,7 @@ const SECRET_SCANNING_PATH = "/secret-scanning/github";
 export function buildApp() {
   const app = openApiApp();
   app.use(requestId());
-  app.use(requestContext); // config, D1 client, limiter control, queue: built once
+  app.use(requestContext(catalogueStore)); // config, D1 client, limiter control, queue: built once
   app.use(admission); // the credential picks the rate-limit bucket; every response carries its headers
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
   app.use(namedQueryParameters);

@@ -1,14 +1,15 @@
 /**
  * What the peer workers share. They are measuring sticks for `npm run bench`, not product code:
  * each mounts the product's own data routes (src/catalogue/routes.ts) behind the product's own
- * request context (src/http/context.ts), so the handler is byte for byte the one the real worker
+ * request context (src/middleware/context.ts), so the handler is byte for byte the one the real worker
  * runs; only what comes between them (authentication, rate limiting) differs.
  */
 import { Hono, type MiddlewareHandler } from "hono";
 import { hashApiKey } from "../../src/auth/api-key.ts";
+import { catalogueStore } from "../../src/catalogue/client.ts";
 import { competitorRoutes, productRoutes } from "../../src/catalogue/routes.ts";
 import type { AppEnv } from "../../src/http/app-env.ts";
-import { requestContext } from "../../src/http/context.ts";
+import { requestContext } from "../../src/middleware/context.ts";
 import { ApiError, notFound, onError } from "../../src/http/errors.ts";
 import { loadKeyState } from "../../src/rate-limit/key-store.ts";
 import type { Limits } from "../../src/rate-limit/types.ts";
@@ -24,7 +25,7 @@ export interface PeerEnv<Bindings> {
 /** A Hono app whose middleware runs before the product's data routes and error handling. */
 export function peerApp<E extends PeerEnv<object>>(...middleware: MiddlewareHandler<E>[]) {
   const app = new Hono<E>();
-  app.use(requestContext as unknown as MiddlewareHandler<E>); // E extends AppEnv, which Hono cannot see through
+  app.use(requestContext(catalogueStore) as unknown as MiddlewareHandler<E>); // E extends AppEnv, which Hono cannot see through
   for (const handler of middleware) app.use(handler);
   app.route("/products", productRoutes);
   app.route("/competitors", competitorRoutes);

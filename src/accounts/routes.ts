@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { AccountUsage, usageQuery } from "../api-keys/schema.ts";
 import { accountUsage } from "../api-keys/usage.ts";
-import { requireAccount, requireScope } from "../auth/guards.ts";
+import { requireAccount, requireScope } from "../middleware/guards.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { Account, accountIdParam, planBody } from "./schema.ts";

@@ -3,18 +3,10 @@ import { activeKeyHashes } from "../api-keys/service.ts";
 import type { Database } from "../platform/db.ts";
 import { accounts, type PlanName } from "../platform/tables.ts";
 import type { RateLimitControl } from "../rate-limit/types.ts";
-import { PLAN_LIMITS } from "./plans.ts";
+import { PLAN_LIMITS } from "../rate-limit/plans.ts";
 import type { AccountView } from "./schema.ts";
 
 export type Account = typeof accounts.$inferSelect;
-
-/** The account for an IdP subject, created on the Free plan the first time the subject is seen. */
-export async function ensureAccount(db: Database, id: string): Promise<Account> {
-  const existing = await db.select().from(accounts).where(eq(accounts.id, id)).get();
-  if (existing) return existing;
-  await db.insert(accounts).values({ id }).onConflictDoNothing();
-  return (await db.select().from(accounts).where(eq(accounts.id, id)).get())!;
-}
 
 /** Changes the plan, then tells every active key's object before answering. */
 export async function setPlan(db: Database, limiter: RateLimitControl, id: string, plan: PlanName): Promise<Account> {

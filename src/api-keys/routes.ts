@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { requireAccount } from "../auth/guards.ts";
+import { requireAccount } from "../middleware/guards.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { rotateApiKey } from "./rotation.ts";

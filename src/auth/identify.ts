@@ -6,7 +6,7 @@ import { unauthorized, verifyIdpToken, type Identity } from "./idp.ts";
 /**
  * What the request's `Authorization` header turned out to be. Worked out once, before admission,
  * because the credential picks the rate-limit bucket; routes then say which kind they need
- * (src/auth/guards.ts). No Hono here: this is plain input in, credential out.
+ * (src/middleware/guards.ts). No Hono here: this is plain input in, credential out.
  */
 export type Credential =
   | { kind: "none" }

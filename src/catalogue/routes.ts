@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { accepts } from "hono/accepts";
-import { requireApiKey } from "../auth/guards.ts";
+import { requireApiKey } from "../middleware/guards.ts";
 import { CACHE_CONTROL, conditionalJson, ifNoneMatchHits } from "../http/conditional.ts";
 import { emptyResponse, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { ref } from "../http/openapi-components.ts";

@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { requireApiKey } from "../auth/guards.ts";
+import { requireApiKey } from "../middleware/guards.ts";
 import { jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { ErrorBody } from "../http/openapi-components.ts";
 import { eventsQuery } from "./query.ts";

@@ -8,7 +8,7 @@ import type { RateLimitControl, Work } from "../rate-limit/types.ts";
 import type { WebhookMessage } from "../webhooks/messages.ts";
 
 /**
- * What a request's handlers and services need, built once per request by src/http/context.ts.
+ * What a request's handlers and services need, built once per request by src/middleware/context.ts.
  * Services receive the parts they use as plain arguments, never Hono's context.
  */
 export interface RequestContext {

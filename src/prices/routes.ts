@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { requireScope } from "../auth/guards.ts";
+import { requireScope } from "../middleware/guards.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { IngestionSummary, observationsBody } from "./schema.ts";

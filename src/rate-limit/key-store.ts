@@ -1,5 +1,5 @@
 import { eq } from "drizzle-orm";
-import { PLAN_LIMITS } from "../accounts/plans.ts";
+import { PLAN_LIMITS } from "./plans.ts";
 import type { Database } from "../platform/db.ts";
 import { accounts, apiKeys } from "../platform/tables.ts";
 import type { KeyState } from "./types.ts";

@@ -4,7 +4,7 @@
  * plan changes can all depend on it without depending on each other.
  */
 
-/** A bucket's quotas. The plans' numbers are in src/accounts/plans.ts. */
+/** A bucket's quotas. The plans' numbers are in src/rate-limit/plans.ts. */
 export interface Limits {
   per_minute: number;
   per_hour: number;

@@ -2,7 +2,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
-import { PLAN_LIMITS } from "../../src/accounts/plans.ts";
+import { PLAN_LIMITS } from "../../src/rate-limit/plans.ts";
 import type { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { accountWithKey, addKey } from "../helpers/keys.ts";

@@ -2,7 +2,7 @@
  * Cloudflare's Workers Rate Limiting binding (emulated locally by miniflare), one binding per plan
  * because a binding's limit is fixed in its configuration, after the same D1 lookup as the other peer.
  */
-import { PLAN_LIMITS } from "../../../src/accounts/plans.ts";
+import { PLAN_LIMITS } from "../../../src/rate-limit/plans.ts";
 import { ApiError } from "../../../src/http/errors.ts";
 import { lookUpKeyInD1, peerApp, type PeerEnv } from "../shared.ts";
 export { CatalogueBuilder } from "../shared.ts";

@@ -3,10 +3,10 @@ import { identify, type Credential } from "../auth/identify.ts";
 import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
-import { bucketName, FIXED_BUCKETS, ipBucketName } from "./buckets.ts";
-import { admitBucket, admitKey, isSeenKey } from "./client.ts";
-import { rateLimitDetail, rateLimitHeaders } from "./headers.ts";
-import type { Decision, Work } from "./types.ts";
+import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
+import { admitBucket, admitKey, isSeenKey } from "../rate-limit/client.ts";
+import { rateLimitDetail, rateLimitHeaders } from "../rate-limit/headers.ts";
+import type { Decision, Work } from "../rate-limit/types.ts";
 
 const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucketName(c.req.header("CF-Connecting-IP") ?? "unknown"), FIXED_BUCKETS.ip, work);
 

@@ -1,5 +1,5 @@
 import type { PlanName } from "../platform/tables.ts";
-import type { Limits } from "../rate-limit/types.ts";
+import type { Limits } from "./types.ts";
 
 /** Spec section 8. */
 export const PLAN_LIMITS: Record<PlanName, Limits> = {

@@ -1,8 +1,10 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { ensureAccount } from "../accounts/service.ts";
+import { eq } from "drizzle-orm";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
-import { unauthorized, type Identity } from "./idp.ts";
+import type { Database } from "../platform/db.ts";
+import { accounts } from "../platform/tables.ts";
+import { unauthorized, type Identity } from "../auth/idp.ts";
 
 /** The route middlewares that say which credential a route needs, from what src/auth/identify.ts found. */
 
@@ -16,6 +18,14 @@ function requireLogin(c: Context<AppEnv>): Identity {
   if (credential.kind === "rejected") throw credential.error;
   if (credential.kind === "none") throw noCredential("your account login (a JWT from the identity provider)");
   return credential.identity;
+}
+
+/** The account for an IdP subject, created on the Free plan the first time the subject is seen. */
+async function ensureAccount(db: Database, id: string): Promise<typeof accounts.$inferSelect> {
+  const existing = await db.select().from(accounts).where(eq(accounts.id, id)).get();
+  if (existing) return existing;
+  await db.insert(accounts).values({ id }).onConflictDoNothing();
+  return (await db.select().from(accounts).where(eq(accounts.id, id)).get())!;
 }
 
 /** Account login: a valid IdP JWT; its `sub` names the account, created on first sight. */

@@ -1,0 +1,37 @@
+import type { MiddlewareHandler } from "hono";
+import type { CatalogueStore } from "../catalogue/service.ts";
+import { readConfig } from "../platform/config.ts";
+import { database, type Database } from "../platform/db.ts";
+import { refuseMisconfigured } from "./admission.ts";
+import { rateLimitControl } from "../rate-limit/client.ts";
+import { noWork, type Work } from "../rate-limit/types.ts";
+import type { AppEnv } from "../http/app-env.ts";
+
+/** The catalogue's store comes from its folder, handed in by the app (src/app.ts), so this layer imports no resource. */
+type CatalogueStoreOf = (env: Env, work: Work) => CatalogueStore;
+
+/**
+ * Builds the request's context, once, before anything else runs: the validated configuration
+ * (cached per isolate), a D1 client that counts its round trips, the rate limiter's control and
+ * the queue. A misconfigured worker answers 500 naming the variable, counted like any anonymous call.
+ */
+export const requestContext =
+  (catalogueStore: CatalogueStoreOf): MiddlewareHandler<AppEnv> =>
+  async (c, next) => {
+    const work = noWork();
+    const config = readConfig(c.env);
+    if (typeof config === "string") return refuseMisconfigured(c, work, config);
+    let db: Database | undefined;
+    c.set("ctx", {
+      config,
+      // Built on first use: a data request served from the catalogue snapshot never touches D1.
+      get db() {
+        return (db ??= database(c.env.DB, work));
+      },
+      limiter: rateLimitControl(c.env),
+      queue: c.env.WEBHOOK_QUEUE,
+      catalogue: catalogueStore(c.env, work),
+      work,
+    });
+    await next();
+  };
