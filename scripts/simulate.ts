@@ -1,9 +1,25 @@
 /**
- * `npm run simulate`: the price-data API at a million keys, on paper. A model, not a measurement:
- * its inputs are Cloudflare's published limits and list prices (docs/scale.md names the pages) and
- * the design's own costs (src/: one rate-limit object per key, a catalogue snapshot in R2 segments,
- * events through a D1 outbox to a queue). Change INPUTS and run it again.
+ * `npm run simulate`: the price-data API at a million keys for a year, on paper. A model, not a
+ * measurement: its inputs are Cloudflare's published limits and list prices (docs/scale.md names the
+ * pages), the workload, and the design's own costs. Where the code has the number (how long events and
+ * history stay in D1, how much the cron moves per run, what a feed page may read), it is imported from
+ * src/events/retention.ts, not typed here again. Change INPUTS and run it again;
+ * `npm run simulate -- --json` prints `{"limits":[{name,used,limit,ratio}],"cost_per_million_requests"}`.
  */
+import {
+  D1_QUERIES_PER_FEED_PAGE,
+  D1_QUERIES_PER_HISTORY_READ,
+  EVENT_ARCHIVE_OBJECTS_PER_RUN,
+  EVENT_ARCHIVE_READS_PER_PAGE,
+  EVENTS_IN_D1_MS,
+  EVENTS_PER_ARCHIVE_OBJECT,
+  HISTORY_ARCHIVE_AFTER_MS,
+  HISTORY_ARCHIVE_PRODUCTS_PER_RUN,
+  HISTORY_IN_D1_MS,
+  RETENTION_MS,
+} from "../src/events/retention.ts";
+
+const DAY_MS = 86_400_000;
 
 export interface Inputs {
   workload: {
@@ -27,6 +43,14 @@ export interface Inputs {
     isolates: number;
     /** Worker CPU per request (ms); measured locally by `npm run bench`, production is usually lower. */
     cpuMsPerRequest: number;
+    /** Share of API requests that are GET /events pages, and of those the share reaching back past D1's day (read from R2). */
+    feedShare: number;
+    feedFromArchiveShare: number;
+    /** Share of API requests that are GET /products/:id/history, and the calendar years (archive objects) one reads. */
+    historyShare: number;
+    historyYearsRead: number;
+    /** Webhook deliveries per queue batch that the consumer records in one D1 batch (today: one batch per attempt). */
+    deliveriesRecordedPerD1Batch: number;
   };
   design: {
     /** Rows written in the key's object per admission: its one state row (minute log, counters, this minute's usage); plus one usage row per active minute, amortised. */
@@ -47,11 +71,18 @@ export interface Inputs {
     d1BytesPerHistoryRow: number;
     d1BytesPerEvent: number;
     d1BytesPerKey: number;
-    /** History rows and events are kept this many days (events: 30 by the contract; history: forever today). */
-    historyDays: number;
-    eventDays: number;
+    d1BytesPerDelivery: number;
+    /** Days of delivery records D1 keeps (nothing deletes them today: the whole modelled year). */
+    deliveryDays: number;
+    /** Gzip NDJSON bytes in R2 per archived event and history row. */
+    r2BytesPerArchivedEvent: number;
+    r2BytesPerArchivedHistoryRow: number;
     /** D1 rows written per event: the change row, its history row, the outbox row, the relay's sent mark. */
     d1RowsWrittenPerEvent: number;
+    /** D1 queries per event on the consumer's side (claim, fan-out read, mark), amortised over a queue batch of 10. */
+    d1QueriesPerEventFanOut: number;
+    /** D1 queries of one cron run outside the archive (outbox sweep, catalogue sweep). */
+    d1QueriesPerCronRunBesidesArchive: number;
   };
   limits: {
     /** Writing requests a second one object serves (production, replicated storage): low and high. */
@@ -61,6 +92,10 @@ export interface Inputs {
     d1QueriesPerSecond: number;
     queueMessagesPerSecond: number;
     r2WritesPerSecondPerKey: number;
+    /** Per invocation (request, cron run): D1 queries, subrequests (R2 operations count), CPU ms. */
+    d1QueriesPerInvocation: number;
+    subrequestsPerInvocation: number;
+    cronsPerDay: number;
   };
   prices: {
     workersMonthly: number;
@@ -111,6 +146,11 @@ export const INPUTS: Inputs = {
     fullCatalogueShare: 0.0001,
     isolates: 2_000,
     cpuMsPerRequest: 1.4,
+    feedShare: 0.005,
+    feedFromArchiveShare: 0.1,
+    historyShare: 0.005,
+    historyYearsRead: 2,
+    deliveriesRecordedPerD1Batch: 1,
   },
   design: {
     objectRowsWrittenPerAdmission: 1.1,
@@ -126,9 +166,13 @@ export const INPUTS: Inputs = {
     d1BytesPerHistoryRow: 120,
     d1BytesPerEvent: 400,
     d1BytesPerKey: 300,
-    historyDays: 365,
-    eventDays: 30,
+    d1BytesPerDelivery: 150,
+    deliveryDays: 365,
+    r2BytesPerArchivedEvent: 120,
+    r2BytesPerArchivedHistoryRow: 40,
     d1RowsWrittenPerEvent: 4,
+    d1QueriesPerEventFanOut: 0.3,
+    d1QueriesPerCronRunBesidesArchive: 10,
   },
   limits: {
     objectWritesPerSecond: [200, 500],
@@ -136,6 +180,9 @@ export const INPUTS: Inputs = {
     d1QueriesPerSecond: 1_000,
     queueMessagesPerSecond: 5_000,
     r2WritesPerSecondPerKey: 1,
+    d1QueriesPerInvocation: 1_000,
+    subrequestsPerInvocation: 1_000,
+    cronsPerDay: 1_440,
   },
   prices: {
     workersMonthly: 5,
@@ -178,12 +225,13 @@ const GB = 1e9;
 /** Monthly cost of `used` units with `included` free and `perMillion` dollars per million beyond. */
 export const overage = (used: number, included: number, perMillion: number) => (Math.max(0, used - included) / 1e6) * perMillion;
 
-export interface Pressure {
-  what: string;
-  demand: number;
+export interface Limit {
+  name: string;
+  used: number;
   limit: number;
-  /** demand ÷ limit: above 1 the design breaks there. */
-  load: number;
+  /** used ÷ limit: above 1 the design breaks there; the aim is under 0.5 for the whole year. */
+  ratio: number;
+  /** What would change at that point (or what already did). */
   change: string;
 }
 
@@ -191,6 +239,7 @@ export function simulate(i: Inputs = INPUTS) {
   const w = i.workload;
   const d = i.design;
   const p = i.prices;
+  const L = i.limits;
   const perKeyRate = w.requestsPerSecond / w.keys;
   const admittedPerSecond = w.requestsPerSecond * (1 - w.refusedShare);
 
@@ -199,40 +248,63 @@ export function simulate(i: Inputs = INPUTS) {
   const objectsAlive = w.keys * inMemory(d.objectIdleSeconds);
   const objectWritesPerSecond = admittedPerSecond * d.objectRowsWrittenPerAdmission;
   // The busiest object serves one key, which its own plan caps: Premium's 300 a minute.
-  const busiestKeyWritesPerSecond = 300 / 60;
+  const busiestKeyWritesPerSecond = (300 / 60) * d.objectRowsWrittenPerAdmission;
 
-  // D1: last_used_at on a key's first request after a gap of more than the interval; events (the change, its history
-  // row, the outbox row, the relay's mark). The catalogue's freshness check (each isolate once a second)
-  // reads the snapshot's pointer in R2, not D1.
-  const eventsPerSecond = (w.products * w.offersPerProduct * w.changesPerOfferPerDay) / DAY;
+  // Events and deliveries.
+  const eventsPerDay = w.products * w.offersPerProduct * w.changesPerOfferPerDay;
+  const eventsPerSecond = eventsPerDay / DAY;
+  const deliveriesPerSecond = eventsPerSecond * w.webhooks * w.webhookMatchShare;
+  const queueMessagesPerSecond = eventsPerSecond + deliveriesPerSecond;
+
+  // D1 queries/s: last_used_at on a key's first request after a gap of more than the interval; ingestion
+  // (its batch's share of one statement) and the relay's mark; the consumer's claims and records; reads.
   const lastUsedWritesPerSecond = w.keys * perKeyRate * Math.exp(-perKeyRate * d.lastUsedIntervalSeconds);
-  const versionChecksPerSecond = w.isolates;
-  const d1WritesPerSecond = lastUsedWritesPerSecond + eventsPerSecond * d.d1RowsWrittenPerEvent;
-  // Per event: the ingestion batch's share of one statement, and the relay's read and mark.
-  const d1QueriesPerSecond = lastUsedWritesPerSecond + eventsPerSecond * 2;
-  const d1RowsReadPerDay = eventsPerSecond * DAY;
-  const d1Gb =
-    (w.products * d.d1BytesPerProduct +
-      w.products * w.offersPerProduct * d.d1BytesPerOffer +
-      eventsPerSecond * DAY * d.historyDays * d.d1BytesPerHistoryRow +
-      eventsPerSecond * DAY * d.eventDays * d.d1BytesPerEvent +
-      w.keys * d.d1BytesPerKey) /
-    GB;
-  const d1DaysToFull = (i.limits.d1MaxDatabaseGb * GB - (w.products * (d.d1BytesPerProduct + w.offersPerProduct * d.d1BytesPerOffer) + w.keys * d.d1BytesPerKey)) / (eventsPerSecond * DAY * (d.d1BytesPerHistoryRow + d.d1BytesPerEvent));
+  const feedPerSecond = w.requestsPerSecond * w.feedShare;
+  const historyPerSecond = w.requestsPerSecond * w.historyShare;
+  const d1ReadQueriesPerSecond = feedPerSecond * D1_QUERIES_PER_FEED_PAGE + historyPerSecond * D1_QUERIES_PER_HISTORY_READ;
+  const deliveryRecordsPerSecond = deliveriesPerSecond / w.deliveriesRecordedPerD1Batch;
+  // The cron: besides its sweeps, each archive object costs a read and a batch, the history step three queries.
+  const cronQueriesPerRun = d.d1QueriesPerCronRunBesidesArchive + 2 * EVENT_ARCHIVE_OBJECTS_PER_RUN + 2 + 3;
+  const d1QueriesPerSecond =
+    lastUsedWritesPerSecond + eventsPerSecond * (2 + d.d1QueriesPerEventFanOut) + deliveryRecordsPerSecond + d1ReadQueriesPerSecond + (cronQueriesPerRun * L.cronsPerDay) / DAY;
+  const d1WritesPerSecond = lastUsedWritesPerSecond + eventsPerSecond * d.d1RowsWrittenPerEvent + deliveriesPerSecond;
+
+  // D1 size after a year: the catalogue and keys; events of the last day (plus the archive's index);
+  // history of at most HISTORY_ARCHIVE_AFTER_MS (a product's oldest row that old sends it to R2).
+  const historyRowsPerDay = eventsPerDay; // one history row per price or stock change
+  const d1CatalogueGb = (w.products * d.d1BytesPerProduct + w.products * w.offersPerProduct * d.d1BytesPerOffer + w.keys * d.d1BytesPerKey) / GB;
+  const d1EventsGb = ((eventsPerDay * EVENTS_IN_D1_MS) / DAY_MS) * d.d1BytesPerEvent / GB + ((eventsPerDay * RETENTION_MS) / DAY_MS / EVENTS_PER_ARCHIVE_OBJECT) * 100 / GB;
+  const d1HistoryGb = ((historyRowsPerDay * HISTORY_ARCHIVE_AFTER_MS) / DAY_MS) * d.d1BytesPerHistoryRow / GB;
+  const d1Gb = d1CatalogueGb + d1EventsGb + d1HistoryGb;
+  const d1DeliveriesGb = deliveriesPerSecond * DAY * d.deliveryDays * d.d1BytesPerDelivery / GB;
+
+  // The cron's archive: can it keep up, inside one invocation's limits?
+  const eventArchiveCapacityPerDay = EVENT_ARCHIVE_OBJECTS_PER_RUN * EVENTS_PER_ARCHIVE_OBJECT * L.cronsPerDay;
+  // A product is archived when its oldest D1 row is `after` old and keeps `keep`: about once per (after − keep).
+  const archiveCycleDays = (HISTORY_ARCHIVE_AFTER_MS - HISTORY_IN_D1_MS) / DAY_MS;
+  const changesPerProductPerDay = w.offersPerProduct * w.changesPerOfferPerDay;
+  const productsArchivedPerDay = (w.products * (1 - Math.exp(-changesPerProductPerDay * archiveCycleDays))) / archiveCycleDays;
+  const historyArchiveCapacityPerDay = HISTORY_ARCHIVE_PRODUCTS_PER_RUN * L.cronsPerDay;
+  // One R2 read and one write per product-year (a run rarely spans a new year), events' writes, expiry's delete, the catalogue sweep's few.
+  const cronSubrequestsPerRun = 2 * HISTORY_ARCHIVE_PRODUCTS_PER_RUN * 1.05 + EVENT_ARCHIVE_OBJECTS_PER_RUN + 1 + 10;
 
   // R2: a full list reads the manifest and every segment; a batch rewrites the segments it touches and the manifest.
   const segments = Math.ceil(w.products / d.productsPerSegment);
   const fullListsPerSecond = w.requestsPerSecond * w.fullCatalogueShare;
-  const r2ReadsPerSecond = fullListsPerSecond * (segments + 1) + versionChecksPerSecond;
+  const versionChecksPerSecond = w.isolates;
+  const archiveReadsPerSecond = feedPerSecond * w.feedFromArchiveShare * 1.5 + historyPerSecond * w.historyYearsRead;
+  const r2ReadsPerSecond = fullListsPerSecond * (segments + 1) + versionChecksPerSecond + archiveReadsPerSecond + (productsArchivedPerDay * 1.05) / DAY;
   const batchesPerSecond = eventsPerSecond / w.changesPerIngestBatch;
   const segmentsTouchedPerBatch = segments * (1 - Math.exp(-w.changesPerIngestBatch / segments));
-  const r2WritesPerSecond = batchesPerSecond * (segmentsTouchedPerBatch + 1);
+  const archiveWritesPerSecond = (eventsPerDay / EVENTS_PER_ARCHIVE_OBJECT + productsArchivedPerDay * 1.05) / DAY;
+  const r2WritesPerSecond = batchesPerSecond * (segmentsTouchedPerBatch + 1) + archiveWritesPerSecond;
   const manifestWritesPerSecond = batchesPerSecond;
-  const r2Gb = (w.products * d.gzipBytesPerProduct * 2) / GB; // the serving snapshot and the one being built
+  // Archive keys are each written at most once a cron run (a product-year once per run; an event object once).
+  const archiveKeyWritesPerSecond = 1 / (DAY / L.cronsPerDay);
+  const r2Gb = (w.products * d.gzipBytesPerProduct * 2 + ((eventsPerDay * RETENTION_MS) / DAY_MS) * d.r2BytesPerArchivedEvent + historyRowsPerDay * 365 * d.r2BytesPerArchivedHistoryRow) / GB;
 
-  // Queues: one message per event, then one delivery message per matching webhook.
-  const deliveriesPerSecond = eventsPerSecond * w.webhooks * w.webhookMatchShare;
-  const queueMessagesPerSecond = eventsPerSecond + deliveriesPerSecond;
+  // A feed page: its D1 queries, and its R2 reads (a cursor's object, then up to the page's budget).
+  const feedSubrequests = D1_QUERIES_PER_FEED_PAGE + 2 * EVENT_ARCHIVE_READS_PER_PAGE;
 
   // Cost per month at list prices.
   const requests = w.requestsPerSecond * MONTH;
@@ -242,49 +314,61 @@ export function simulate(i: Inputs = INPUTS) {
     objectDuration: overage(requests * (d.objectActiveMsPerCall / 1000) * d.objectMemoryGb, p.objectIncludedGbSeconds, p.objectPerMillionGbSeconds),
     objectRowsWritten: overage(objectWritesPerSecond * MONTH, p.objectIncludedRowsWritten, p.objectPerMillionRowsWritten),
     objectStorage: Math.max(0, (w.keys * d.objectStorageBytesPerKey) / GB - p.objectIncludedStorageGb) * p.objectPerGbMonth,
-    d1: overage(d1RowsReadPerDay * 30, p.d1IncludedRowsRead, p.d1PerMillionRowsRead) + overage(d1WritesPerSecond * MONTH, p.d1IncludedRowsWritten, p.d1PerMillionRowsWritten) + Math.max(0, d1Gb - p.d1IncludedStorageGb) * p.d1PerGbMonth,
+    d1:
+      overage(eventsPerDay * 30, p.d1IncludedRowsRead, p.d1PerMillionRowsRead) +
+      overage(d1WritesPerSecond * MONTH, p.d1IncludedRowsWritten, p.d1PerMillionRowsWritten) +
+      Math.max(0, d1Gb + d1DeliveriesGb - p.d1IncludedStorageGb) * p.d1PerGbMonth,
     r2: overage(r2WritesPerSecond * MONTH, p.r2IncludedClassA, p.r2PerMillionClassA) + overage(r2ReadsPerSecond * MONTH, p.r2IncludedClassB, p.r2PerMillionClassB) + Math.max(0, r2Gb - p.r2IncludedStorageGb) * p.r2PerGbMonth,
     queues: overage(queueMessagesPerSecond * MONTH * p.queuesOperationsPerMessage, p.queuesIncludedOperations, p.queuesPerMillionOperations),
   };
   const monthly = Object.values(cost).reduce((a, b) => a + b, 0);
 
-  const pressures: Pressure[] = [
-    {
-      what: "D1 queries/s (one database runs one query at a time)",
-      demand: d1QueriesPerSecond,
-      limit: i.limits.d1QueriesPerSecond,
-      load: d1QueriesPerSecond / i.limits.d1QueriesPerSecond,
-      change: "take last_used_at off D1's write path (the key's object keeps it; D1 gets it in one batched write per minute for all keys, or only when it moves by an hour) (the catalogue's freshness check already reads R2, not D1)",
-    },
-    {
-      what: "D1 size (GB, 10 GB per database)",
-      demand: d1Gb,
-      limit: i.limits.d1MaxDatabaseGb,
-      load: d1Gb / i.limits.d1MaxDatabaseGb,
-      change: `move price history and events older than a few days to R2 (daily NDJSON segments) or shard D1 by product; at these rates D1 is full in ${Math.max(0, d1DaysToFull).toFixed(0)} days`,
-    },
-    {
-      what: "R2 writes/s to the manifest key (1 per second per key)",
-      demand: manifestWritesPerSecond,
-      limit: i.limits.r2WritesPerSecondPerKey,
-      load: manifestWritesPerSecond / i.limits.r2WritesPerSecondPerKey,
-      change: "publish at most one manifest a second: coalesce ingestion batches before the snapshot step",
-    },
-    {
-      what: "writes/s of the busiest key's object (Premium caps a key at 5 req/s)",
-      demand: busiestKeyWritesPerSecond,
-      limit: i.limits.objectWritesPerSecond[0],
-      load: busiestKeyWritesPerSecond / i.limits.objectWritesPerSecond[0],
-      change: "none needed: one object per key spreads the writes; an enterprise plan above ~200 req/s per key would need permits leased to isolates",
-    },
-    {
-      what: "queue messages/s (5,000 per queue)",
-      demand: queueMessagesPerSecond,
-      limit: i.limits.queueMessagesPerSecond,
-      load: queueMessagesPerSecond / i.limits.queueMessagesPerSecond,
-      change: "a second delivery queue sharded by webhook id, or one delivery message per webhook per batch of events",
-    },
-  ].sort((a, b) => b.load - a.load);
+  const limit = (name: string, used: number, max: number, change: string): Limit => ({ name, used, limit: max, ratio: used / max, change });
+  const limits: Limit[] = [
+    limit(
+      "D1 queries/s (one database runs one query at a time)",
+      d1QueriesPerSecond,
+      L.d1QueriesPerSecond,
+      `last_used_at ${Math.round(lastUsedWritesPerSecond)}/s, delivery records ${Math.round(deliveryRecordsPerSecond)}/s, feed and history ${Math.round(d1ReadQueriesPerSecond)}/s, events ${Math.round(eventsPerSecond * (2 + d.d1QueriesPerEventFanOut))}/s. ` +
+        "Change: last_used_at batched per isolate or kept in the key's object (keys-limiter); delivery attempts recorded one D1 batch per queue batch (10), or in Analytics Engine rather than D1",
+    ),
+    limit(
+      "D1 size after a year: catalogue, keys, the last day of events, the last days of history (GB)",
+      d1Gb,
+      L.d1MaxDatabaseGb,
+      `catalogue and keys ${d1CatalogueGb.toFixed(1)} GB, events ${d1EventsGb.toFixed(2)} GB, history ${d1HistoryGb.toFixed(2)} GB: bounded by the catalogue, not by time (events after ${EVENTS_IN_D1_MS / DAY_MS} day and history after ${HISTORY_ARCHIVE_AFTER_MS / DAY_MS} days move to R2). At twice the catalogue: shard D1 by product`,
+    ),
+    limit(
+      `D1 size: the webhook delivery log after ${d.deliveryDays} days (GB, nothing deletes it today)`,
+      d1DeliveriesGb,
+      L.d1MaxDatabaseGb,
+      "one row per attempt (≈ 100 million a day at this load) fills a database in hours: keep only each (webhook, event)'s last outcome for the replay window, or write attempts to R2/Analytics Engine",
+    ),
+    limit(
+      "writes/s of the busiest key's object (Premium caps a key at 5 req/s)",
+      busiestKeyWritesPerSecond,
+      L.objectWritesPerSecond[0],
+      "none needed: one object per key spreads the writes; an enterprise plan above ~100 req/s per key would need permits leased to isolates",
+    ),
+    limit("queue messages/s (5,000 per queue)", queueMessagesPerSecond, L.queueMessagesPerSecond, "a second delivery queue sharded by webhook id, or one delivery message per webhook per batch of events"),
+    limit("R2 writes/s to the manifest key (1 per second per key)", manifestWritesPerSecond, L.r2WritesPerSecondPerKey, "publish at most one manifest a second: coalesce ingestion batches before the snapshot step"),
+    limit("R2 writes/s to one archive key (an event object or a product-year: at most once a cron run)", archiveKeyWritesPerSecond, L.r2WritesPerSecondPerKey, "none needed"),
+    limit(
+      "events archived per day: what the cron must move ÷ what it can",
+      eventsPerDay,
+      eventArchiveCapacityPerDay,
+      "more objects per run (each costs 2 D1 queries and 1 R2 write)",
+    ),
+    limit(
+      "products whose history is archived per day: what the cron must move ÷ what it can",
+      productsArchivedPerDay,
+      historyArchiveCapacityPerDay,
+      "more products per run costs subrequests (below); past that, a Durable Object alarm that archives more often than once a minute",
+    ),
+    limit("D1 queries per cron run (1,000 per invocation)", cronQueriesPerRun, L.d1QueriesPerInvocation, "none needed"),
+    limit("subrequests per cron run (1,000 per invocation; R2 operations count)", cronSubrequestsPerRun, L.subrequestsPerInvocation, "fewer products per run, and a Durable Object alarm to run more often"),
+    limit("subrequests per GET /events page (1,000 per invocation)", feedSubrequests, L.subrequestsPerInvocation, "none needed"),
+  ].sort((a, b) => b.ratio - a.ratio);
 
   return {
     perKeyRate,
@@ -293,12 +377,13 @@ export function simulate(i: Inputs = INPUTS) {
     busiestKeyWritesPerSecond,
     eventsPerSecond,
     lastUsedWritesPerSecond,
+    deliveryRecordsPerSecond,
+    d1ReadQueriesPerSecond,
     versionChecksPerSecond,
     d1WritesPerSecond,
     d1QueriesPerSecond,
-    d1RowsReadPerDay,
     d1Gb,
-    d1DaysToFull,
+    d1DeliveriesGb,
     segments,
     r2ReadsPerSecond,
     r2WritesPerSecond,
@@ -306,10 +391,11 @@ export function simulate(i: Inputs = INPUTS) {
     r2Gb,
     deliveriesPerSecond,
     queueMessagesPerSecond,
+    productsArchivedPerDay,
     cost,
     monthly,
     perMillionRequests: monthly / (requests / 1e6),
-    pressures,
+    limits,
   };
 }
 
@@ -318,23 +404,23 @@ function print(i: Inputs, r: ReturnType<typeof simulate>) {
   const usd = (x: number) => `$${n(x, 2)}`;
   const w = i.workload;
   const lines = [
-    `Model: ${n(w.keys)} keys, ${n(w.requestsPerSecond)} requests/s worldwide, ${n(w.products)} products, ${n(w.webhooks)} webhooks (edit INPUTS in scripts/simulate.ts).`,
+    `Model: ${n(w.keys)} keys, ${n(w.requestsPerSecond)} requests/s worldwide, ${n(w.products)} products, ${n(w.webhooks)} webhooks, for a year (edit INPUTS in scripts/simulate.ts).`,
     "",
     "Durable Objects (one per key)",
     `  objects alive (a request within the last ${i.design.objectIdleSeconds} s)  ${n(r.objectsAlive)}`,
     `  rows written/s (${i.design.objectRowsWrittenPerAdmission} per admission)         ${n(r.objectWritesPerSecond)}`,
-    `  busiest object: ${n(r.busiestKeyWritesPerSecond, 1)} admissions/s against ${i.limits.objectWritesPerSecond.join("–")} writing requests/s one object serves`,
     "D1",
     `  events/s                                     ${n(r.eventsPerSecond, 1)}`,
     `  last_used_at writes/s                        ${n(r.lastUsedWritesPerSecond)}`,
-    `  catalogue pointer reads/s (R2, per isolate)  ${n(r.versionChecksPerSecond)}`,
+    `  delivery records/s                           ${n(r.deliveryRecordsPerSecond)}`,
+    `  feed and history queries/s                   ${n(r.d1ReadQueriesPerSecond)}`,
     `  queries/s in all                             ${n(r.d1QueriesPerSecond)}`,
-    `  rows read per day                            ${n(r.d1RowsReadPerDay)}`,
-    `  size after ${i.design.historyDays} days of history           ${n(r.d1Gb, 1)} GB (full after ${n(Math.max(0, r.d1DaysToFull))} days)`,
+    `  size (catalogue, keys, recent events/history) ${n(r.d1Gb, 1)} GB; delivery log ${n(r.d1DeliveriesGb, 0)} GB`,
     "R2",
     `  segments                                     ${n(r.segments)}`,
-    `  reads/s (full lists × segments, pointers)    ${n(r.r2ReadsPerSecond, 1)}`,
-    `  writes/s (segments + manifest per batch)     ${n(r.r2WritesPerSecond, 2)}; manifest ${n(r.manifestWritesPerSecond, 2)}/s`,
+    `  reads/s                                      ${n(r.r2ReadsPerSecond, 1)}`,
+    `  writes/s (segments, manifests, archive)      ${n(r.r2WritesPerSecond, 2)}; manifest ${n(r.manifestWritesPerSecond, 2)}/s`,
+    `  stored after a year                          ${n(r.r2Gb, 1)} GB`,
     "Queues",
     `  messages/s (events + deliveries)             ${n(r.queueMessagesPerSecond, 1)} (${n(r.deliveriesPerSecond, 1)} deliveries)`,
     "",
@@ -343,10 +429,19 @@ function print(i: Inputs, r: ReturnType<typeof simulate>) {
     `  ${"total".padEnd(44)} ${usd(r.monthly)}`,
     `  per million API requests                     ${usd(r.perMillionRequests)}`,
     "",
-    "Where it breaks first (demand ÷ limit, highest first)",
-    ...r.pressures.map((x) => `  ${n(x.load, 2).padStart(7)}×  ${x.what}: ${n(x.demand, 2)} of ${n(x.limit)}\n            change: ${x.change}`),
+    "Every limit, used ÷ limit, highest first (aim: under 0.5 for the whole year)",
+    ...r.limits.map((x) => `  ${n(x.ratio, 2).padStart(9)}×  ${x.name}: ${n(x.used, 2)} of ${n(x.limit)}\n              ${x.change}`),
   ];
   console.log(lines.join("\n"));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) print(INPUTS, simulate(INPUTS));
+/** The machine-readable form: every limit, and the cost per million requests. */
+export function asJson(r: ReturnType<typeof simulate>) {
+  return { limits: r.limits.map(({ name, used, limit, ratio }) => ({ name, used, limit, ratio })), cost_per_million_requests: r.perMillionRequests };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const result = simulate(INPUTS);
+  if (process.argv.includes("--json")) console.log(JSON.stringify(asJson(result)));
+  else print(INPUTS, result);
+}

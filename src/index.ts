@@ -1,5 +1,7 @@
 import { buildApp } from "./app.ts";
 import { sweepCatalogue } from "./catalogue/client.ts";
+import { archiveHistory } from "./catalogue/history-archive.ts";
+import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { database } from "./platform/db.ts";
 import { handleWebhookQueue } from "./webhooks/consumer.ts";
@@ -15,8 +17,15 @@ export default {
   queue: handleWebhookQueue,
   /** The cron trigger (wrangler.toml, once a minute): one named sweep a line. */
   async scheduled(_controller, env) {
-    // Independent: one failing must not hold back the other; a failure still fails the invocation (and is logged).
-    const sweeps = await Promise.allSettled([sweepOutbox(database(env.DB), env.WEBHOOK_QUEUE), sweepCatalogue(env)]);
+    const db = database(env.DB);
+    // Independent: one failing must not hold back another; a failure still fails the invocation (and is logged).
+    // The archive's two steps share D1 and R2 but not rows (events; price history); each is bounded per run (docs/scale.md).
+    const sweeps = await Promise.allSettled([
+      sweepOutbox(db, env.WEBHOOK_QUEUE),
+      sweepCatalogue(env),
+      archiveEvents(db, env.ARCHIVE).then(() => expireArchive(db, env.ARCHIVE)),
+      archiveHistory(db, env.ARCHIVE),
+    ]);
     for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
   },
 } satisfies ExportedHandler<Env>;

@@ -134,7 +134,7 @@ export const productRoutes = openApiApp()
     return conditionalJson(c, await contentEtag(json), () => json);
   })
   .openapi(getHistory, async (c) => {
-    const { truncated, ...page } = await productHistory(c.var.ctx.db, c.req.valid("param").id, c.req.valid("query"));
+    const { truncated, ...page } = await productHistory(c.var.ctx.db, c.var.ctx.archive, c.req.valid("param").id, c.req.valid("query"));
     if (truncated) c.header("X-Result-Truncated", "true");
     return c.json(page, 200);
   });

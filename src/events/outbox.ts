@@ -2,6 +2,7 @@ import { and, asc, isNull, lt, or, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
 import { events } from "../platform/tables.ts";
 import { sendAll, type EventMessage, type WebhookMessage } from "../webhooks/messages.ts";
+import { RETENTION_MS } from "./retention.ts";
 
 /**
  * The outbox: the event rows an ingestion writes in its own D1 batch (src/prices/write.ts), the relay
@@ -19,8 +20,6 @@ export const SWEEP_AFTER_MS = 30_000;
 export const CLAIM_LEASE_MS = 5 * 60_000;
 /** A relayed event not fanned out this long after is sent again by the sweep (its claimer died, or its message was lost). */
 export const STUCK_AFTER_MS = 15 * 60_000;
-/** Events (the feed, replay) are kept this long. */
-export const RETENTION_MS = 30 * 24 * 3600 * 1000;
 /** Rows a sweep sends, and rows it deletes, per run (once a minute). */
 export const SWEEP_BATCH = 500;
 export const DELETE_BATCH = 1000;
@@ -41,7 +40,7 @@ export function outboxRows(messages: readonly EventMessage[], now: string) {
 }
 
 /** The queue message of a stored event, as the ingestion built it. */
-export function eventMessageOf(row: EventRow): EventMessage {
+export function eventMessageOf(row: Pick<EventRow, "id" | "type" | "timestamp" | "payload" | "oldMinor" | "newMinor">): EventMessage {
   const { data } = JSON.parse(row.payload) as { data: Record<string, unknown> };
   const message: EventMessage = { kind: "event", event: { id: row.id, type: row.type, timestamp: row.timestamp, data } };
   if (row.type === "price.changed") {
@@ -70,7 +69,8 @@ export async function relayEvents(db: Database, queue: Queue<WebhookMessage>, me
 
 /**
  * The cron's outbox work: re-send events still unsent SWEEP_AFTER_MS after their commit (oldest
- * first, SWEEP_BATCH a run), then delete events past the retention (DELETE_BATCH a run).
+ * first, SWEEP_BATCH a run), then delete events past the retention (DELETE_BATCH a run): those the
+ * archive left in D1 because they were never fanned out (src/events/archive.ts).
  */
 export async function sweepOutbox(db: Database, queue: Queue<WebhookMessage>, now = Date.now()): Promise<{ relayed: number; deleted: number }> {
   const [unsent, stuck] = await db.batch([

@@ -1,35 +1,31 @@
-import { and, asc, eq, gt, gte, inArray, isNull } from "drizzle-orm";
-import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
-import { events } from "../platform/tables.ts";
-import { RETENTION_MS } from "./outbox.ts";
+import { cursorOf, scanEvents } from "./archive.ts";
 import { DEFAULT_FEED_LIMIT, type EventsQuery } from "./query.ts";
+import { EVENT_ARCHIVE_READS_PER_PAGE, RETENTION_MS } from "./retention.ts";
 import type { EventFeed, FeedEvent } from "./schema.ts";
 
 /**
  * The events feed. Every API key sees every catalogue event (the catalogue is shared by all accounts);
  * `webhook.test` events belong to one webhook and are not in it. Ordered by commit (`seq`), so a
  * client that pages with `after` never misses an event committed later with an earlier timestamp.
+ * The last day is in D1, the rest of the 30 days in R2 (src/events/archive.ts); a page reads both alike.
  */
-export async function listEvents(db: Database, query: EventsQuery): Promise<EventFeed> {
+export async function listEvents(db: Database, bucket: R2Bucket, query: EventsQuery): Promise<EventFeed> {
   const oldest = new Date(Date.now() - RETENTION_MS).toISOString();
-  let afterSeq = 0;
-  if (query.after !== undefined) {
-    const cursor = await db.select({ seq: events.seq, timestamp: events.timestamp }).from(events).where(eq(events.id, query.after)).get();
-    if (!cursor || cursor.timestamp < oldest) {
-      throw new ApiError(410, `Event ${query.after} is older than 30 days or unknown: events are kept 30 days. Start again with since (an ISO-8601 time) instead of after.`);
-    }
-    afterSeq = cursor.seq;
-  }
+  const cursor = query.after === undefined ? undefined : await cursorOf(db, bucket, query.after, oldest, EVENT_ARCHIVE_READS_PER_PAGE);
   const since = query.since !== undefined && query.since > oldest ? query.since : oldest;
   const limit = query.limit ?? DEFAULT_FEED_LIMIT;
-  const rows = await db
-    .select({ id: events.id, payload: events.payload })
-    .from(events)
-    // Account events (src/account-events/) are their account's alone.
-    .where(and(isNull(events.accountId), gt(events.seq, afterSeq), gte(events.timestamp, since), query.type ? inArray(events.type, query.type) : undefined))
-    .orderBy(asc(events.seq))
-    .limit(limit + 1);
-  const page = rows.slice(0, limit).map((row) => ({ id: row.id, ...(JSON.parse(row.payload) as Omit<FeedEvent, "id">) }) as FeedEvent);
-  return { events: page, next_cursor: rows.length > limit ? page.at(-1)!.id : null };
+  const { events, stoppedAt } = await scanEvents(db, bucket, {
+    afterSeq: cursor?.seq ?? 0,
+    since,
+    // A client's since is sought through the index; the retention's floor, or since beside a cursor, only filters.
+    seek: query.since !== undefined && cursor === undefined,
+    types: query.type,
+    want: limit + 1,
+    archiveReads: EVENT_ARCHIVE_READS_PER_PAGE,
+    cached: cursor?.cached,
+  });
+  const page = events.slice(0, limit).map((row) => ({ id: row.id, ...(JSON.parse(row.payload) as Omit<FeedEvent, "id">) }) as FeedEvent);
+  // A page cut short by its archive budget still has a cursor: the last event it looked at.
+  return { events: page, next_cursor: events.length > limit ? page.at(-1)!.id : (stoppedAt?.id ?? null) };
 }

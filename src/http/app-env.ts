@@ -19,6 +19,8 @@ export interface RequestContext {
   queue: Queue<WebhookMessage>;
   /** The catalogue snapshot in R2, and the builder's poke. */
   catalogue: CatalogueStore;
+  /** Events and price history that left D1 (src/events/archive.ts, src/catalogue/history-archive.ts). */
+  archive: R2Bucket;
   work: Work;
 }
 

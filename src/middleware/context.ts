@@ -31,6 +31,7 @@ export const requestContext =
       limiter: rateLimitControl(c.env),
       queue: c.env.WEBHOOK_QUEUE,
       catalogue: catalogueStore(c.env, work),
+      archive: c.env.ARCHIVE,
       work,
     });
     await next();

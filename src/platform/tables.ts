@@ -246,8 +246,27 @@ export const events = sqliteTable(
   },
   (t) => [
     index("events_timestamp").on(t.timestamp),
+    // GET /events?type=…: one type's events in commit order, without reading the other's.
+    index("events_type_seq").on(t.type, t.seq),
     index("events_unrelayed").on(t.createdAt).where(sql`relayed_at IS NULL`),
     index("events_not_fanned_out").on(t.relayedAt).where(sql`fanned_out_at IS NULL`),
     index("events_account").on(t.accountId, t.seq).where(sql`account_id IS NOT NULL`),
   ],
+);
+
+/**
+ * The events archive's index: one row per R2 object (src/events/archive.ts), each holding the events of
+ * seq first_seq..last_seq that left D1. Its highest last_seq is the archive's high-water mark: D1 serves
+ * the feed above it, R2 at and below it. Rows leave with their object after the 30-day retention.
+ */
+export const eventArchive = sqliteTable(
+  "event_archive",
+  {
+    firstSeq: integer("first_seq").primaryKey(),
+    lastSeq: integer("last_seq").notNull(),
+    minTimestamp: text("min_timestamp").notNull(),
+    maxTimestamp: text("max_timestamp").notNull(),
+    count: integer("count").notNull(),
+  },
+  (t) => [index("event_archive_max_timestamp").on(t.maxTimestamp)],
 );

@@ -1,6 +1,6 @@
 import type { OfferRow, CompetitorRow, ProductRow } from "../catalogue/views.ts";
 import type { PriceChangedData, StockChangedData } from "../events/schema.ts";
-import { newId } from "../platform/ids.ts";
+import { newEventId } from "../platform/ids.ts";
 import { formatMoney } from "../platform/money.ts";
 import type { EventMessage } from "../webhooks/messages.ts";
 
@@ -20,7 +20,7 @@ function eventMessage<D extends PriceChangedData | StockChangedData>(
   { product, competitor, offer, now }: EventContext,
   data: Omit<D, OfferFields>,
 ): EventMessage {
-  const id = newId("evt");
+  const id = newEventId(now);
   const payload = {
     event_id: id,
     product_id: product.id,

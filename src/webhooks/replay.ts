@@ -1,6 +1,8 @@
-import { sql } from "drizzle-orm";
-import { eventMessageOf, RETENTION_MS, type EventRow } from "../events/outbox.ts";
+import { and, asc, eq, sql } from "drizzle-orm";
 import { alertEventOf, matchAlerts } from "../alerts/match.ts";
+import { archivedBetween, archivedThrough, firstSeqSince, type ArchivedEvent } from "../events/archive.ts";
+import { eventMessageOf } from "../events/outbox.ts";
+import { RETENTION_MS } from "../events/retention.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
@@ -19,7 +21,7 @@ const REPLAY_SCAN_PAGES = 200;
  * delivered, and not still being retried. SQL narrows by time, type and only_failed; the rules are
  * decided page by page in JavaScript, by the one implementation (at most 3 D1 queries a page).
  */
-export async function replayEvents(db: Database, queue: Queue<WebhookMessage>, accountId: string, id: string, request: ReplayRequest) {
+export async function replayEvents(db: Database, archive: R2Bucket, queue: Queue<WebhookMessage>, accountId: string, id: string, request: ReplayRequest) {
   const webhook = await getWebhook(db, accountId, id);
   if (webhook.status !== "enabled") throw new ApiError(409, `Webhook ${id} is disabled (${webhook.disabledReason ?? "no reason recorded"}); enable it with PATCH /webhooks/${id} first.`);
   const oldest = new Date(Date.now() - RETENTION_MS).toISOString();
@@ -28,11 +30,18 @@ export async function replayEvents(db: Database, queue: Queue<WebhookMessage>, a
   const notReceived = sql`NOT EXISTS (SELECT 1 FROM ${webhookDeliveries} d WHERE d.webhook_id = ${id} AND d.event_id = ${events.id}
     AND (d.outcome = 'delivered' OR d.id = (SELECT max(id) FROM ${webhookDeliveries} l WHERE l.webhook_id = ${id} AND l.event_id = ${events.id}) AND d.outcome = 'retrying'))`;
   const rule = { types: webhook.events, minChangeBp: webhook.minChangeBp, filters: webhook.filters };
-  const messages: DeliveryMessage[] = [];
-  let afterSeq = 0;
+  const taken = new Map<number, DeliveryMessage>(); // by seq: commit order, and an event read twice counts once
+  const take = async (rows: readonly ArchivedEvent[]) => {
+    const seqOf = new Map(rows.map((row) => [row.id, row.seq]));
+    const wanted = await matchAlerts(db, rows.map((row) => alertEventOf(eventMessageOf(row))), [rule]);
+    for (const { event } of wanted) taken.set(seqOf.get(event.id)!, { kind: "delivery", webhook_id: id, event: { id: event.id, type: event.type, timestamp: event.timestamp, data: event.data } });
+    if (taken.size > MAX_REPLAY_EVENTS) throw tooMany(`more than ${MAX_REPLAY_EVENTS.toLocaleString("en")} events match`);
+  };
+  // The last day from D1, above the archive's high-water mark, from the first seq that may be at since ...
+  let afterSeq = (await db.select({ seq: sql<number>`max(${archivedThrough}, ${firstSeqSince(since)} - 1)` }).from(sql`(SELECT 1)`))[0]!.seq;
   for (let page = 0; ; page++) {
     if (page === REPLAY_SCAN_PAGES) throw tooMany(`more than ${(REPLAY_PAGE * REPLAY_SCAN_PAGES).toLocaleString("en")} stored events are in the span`);
-    const rows: EventRow[] = await db
+    const rows = await db
       .select()
       .from(events)
       .where(
@@ -42,12 +51,15 @@ export async function replayEvents(db: Database, queue: Queue<WebhookMessage>, a
       )
       .orderBy(events.seq)
       .limit(REPLAY_PAGE);
-    const wanted = await matchAlerts(db, rows.map((row) => alertEventOf(eventMessageOf(row))), [rule]);
-    messages.push(...wanted.map(({ event }): DeliveryMessage => ({ kind: "delivery", webhook_id: id, event: { id: event.id, type: event.type, timestamp: event.timestamp, data: event.data } })));
-    if (messages.length > MAX_REPLAY_EVENTS) throw tooMany(`more than ${MAX_REPLAY_EVENTS.toLocaleString("en")} events match`);
+    await take(rows);
     if (rows.length < REPLAY_PAGE) break;
     afterSeq = rows.at(-1)!.seq;
   }
+  // ... then the archive up to the mark as it is now: what the archiver moved meanwhile is there, not lost.
+  const through = (await db.select({ seq: sql<number>`${archivedThrough}` }).from(sql`(SELECT 1)`))[0]!.seq;
+  const archived = (await archivedBetween(db, archive, since, until, through)).filter((event) => webhook.events.includes(event.type as never));
+  await take(request.only_failed ? await notYetReceived(db, id, archived) : archived);
+  const messages = [...taken.entries()].sort(([a], [b]) => a - b).map(([, message]) => message);
   try {
     await sendAll(queue, messages);
   } catch (error) {
@@ -58,3 +70,20 @@ export async function replayEvents(db: Database, queue: Queue<WebhookMessage>, a
 }
 
 const tooMany = (what: string) => new ApiError(400, `Invalid body: until: ${what}; replay a shorter span (an earlier until), then the next.`);
+
+/** Archived events this webhook has not received (never delivered, and not still being retried): the notReceived rule above, for rows not in D1. */
+async function notYetReceived(db: Database, id: string, archived: ArchivedEvent[]): Promise<ArchivedEvent[]> {
+  if (archived.length === 0) return archived;
+  const attempts = await db
+    .select({ eventId: webhookDeliveries.eventId, outcome: webhookDeliveries.outcome })
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.webhookId, id), sql`${webhookDeliveries.eventId} IN (SELECT value FROM json_each(${JSON.stringify(archived.map((event) => event.id))}))`))
+    .orderBy(asc(webhookDeliveries.id));
+  const last = new Map<string, string>();
+  const delivered = new Set<string>();
+  for (const attempt of attempts) {
+    last.set(attempt.eventId, attempt.outcome);
+    if (attempt.outcome === "delivered") delivered.add(attempt.eventId);
+  }
+  return archived.filter((event) => !delivered.has(event.id) && last.get(event.id) !== "retrying");
+}

@@ -180,7 +180,7 @@ export const webhookRoutes = openApiApp()
     return c.json(rotated, 200, { "Cache-Control": "no-store" });
   })
   .openapi(replay, async (c) => {
-    const { db, queue } = c.var.ctx;
-    return c.json(await replayEvents(db, queue, c.var.account.id, c.req.valid("param").id, c.req.valid("json")), 202);
+    const { db, archive, queue } = c.var.ctx;
+    return c.json(await replayEvents(db, archive, queue, c.var.account.id, c.req.valid("param").id, c.req.valid("json")), 202);
   })
   .openapi(deliveries, async (c) => c.json(await listDeliveries(c.var.ctx.db, c.var.account.id, c.req.valid("param").id), 200));

@@ -2,7 +2,8 @@ import { createExecutionContext, createMessageBatch, createScheduledController, 
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { claimForFanOut, RETENTION_MS, STUCK_AFTER_MS, SWEEP_AFTER_MS } from "../../src/events/outbox.ts";
+import { claimForFanOut, STUCK_AFTER_MS, SWEEP_AFTER_MS } from "../../src/events/outbox.ts";
+import { RETENTION_MS } from "../../src/events/retention.ts";
 import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";

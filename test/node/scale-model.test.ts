@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { mostInOneWindow } from "../../bench/soak-checks.ts";
-import { INPUTS, overage, simulate, type Inputs } from "../../scripts/simulate.ts";
+import { execFileSync } from "node:child_process";
+import { EVENTS_IN_D1_MS, HISTORY_ARCHIVE_AFTER_MS } from "../../src/events/retention.ts";
+import { asJson, INPUTS, overage, simulate, type Inputs } from "../../scripts/simulate.ts";
 
 /** The arithmetic behind docs/scale.md (npm run simulate) and the soak's over-limit check. */
 describe("the scale model", () => {
@@ -28,8 +30,30 @@ describe("the scale model", () => {
   });
 
   it("ranks the limits by pressure, highest first", () => {
-    const loads = simulate(INPUTS).pressures.map((p) => p.load);
-    expect([...loads].sort((a, b) => b - a)).toEqual(loads);
+    const ratios = simulate(INPUTS).limits.map((limit) => limit.ratio);
+    expect([...ratios].sort((a, b) => b - a)).toEqual(ratios);
+  });
+
+  it("follows the code's archive settings: D1 holds a day of events and the history of HISTORY_ARCHIVE_AFTER_MS, whatever the time", () => {
+    const { d1Gb } = simulate(INPUTS);
+    const bytes = INPUTS.design;
+    const eventsPerDay = INPUTS.workload.products * INPUTS.workload.offersPerProduct * INPUTS.workload.changesPerOfferPerDay;
+    const recent = (eventsPerDay * ((EVENTS_IN_D1_MS / 86_400_000) * bytes.d1BytesPerEvent + (HISTORY_ARCHIVE_AFTER_MS / 86_400_000) * bytes.d1BytesPerHistoryRow)) / 1e9;
+    expect(d1Gb).toBeGreaterThan(recent);
+    expect(d1Gb).toBeLessThan(recent + 2.5); // + the catalogue and keys (and the archive's small index)
+    const size = simulate(INPUTS).limits.find((limit) => limit.name.startsWith("D1 size after a year"))!;
+    expect(size.ratio).toBeLessThan(0.5);
+  });
+
+  it("prints every limit as JSON with --json", () => {
+    const printed = JSON.parse(execFileSync(process.execPath, ["scripts/simulate.ts", "--json"], { encoding: "utf8" })) as ReturnType<typeof asJson>;
+    expect(printed).toEqual(JSON.parse(JSON.stringify(asJson(simulate(INPUTS)))));
+    expect(printed.limits.length).toBeGreaterThan(8);
+    for (const limit of printed.limits) {
+      expect(Object.keys(limit).sort()).toEqual(["limit", "name", "ratio", "used"]);
+      expect(limit.ratio).toBeCloseTo(limit.used / limit.limit, 10);
+    }
+    expect(printed.cost_per_million_requests).toBeGreaterThan(0);
   });
 });
 

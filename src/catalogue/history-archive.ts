@@ -1,0 +1,90 @@
+import { and, asc, eq, getTableColumns, lt, sql } from "drizzle-orm";
+import pLimit from "p-limit";
+import { gunzipSync, gzipSync } from "node:zlib";
+import { HISTORY_ARCHIVE_AFTER_MS, HISTORY_ARCHIVE_PRODUCTS_PER_RUN, HISTORY_IN_D1_MS } from "../events/retention.ts";
+import type { Database } from "../platform/db.ts";
+import { priceHistory, products } from "../platform/tables.ts";
+
+/**
+ * Price history older than a few days leaves D1 for R2 (docs/scale.md): one gzip NDJSON object per
+ * product and calendar year (of observed_at; see firstArchiveYear), so a product's year is one or two reads and never
+ * another product's rows. The cron picks the products whose oldest row in D1 is HISTORY_ARCHIVE_AFTER_MS
+ * old and moves every row of theirs older than HISTORY_IN_D1_MS: each product's objects are rewritten
+ * about once per (after − keep), not once per change. A step writes R2 first, merging by row id (so
+ * writing the same rows again changes nothing), then deletes those rows from D1: a crash between the
+ * two leaves rows in both places, which readers merge by id, and the next run moves them again.
+ */
+
+export type ArchivedHistoryRow = Omit<typeof priceHistory.$inferSelect, "productId">;
+
+export const historyKey = (productId: string, year: string) => `history/${encodeURIComponent(productId)}/${year}.ndjson.gz`;
+
+/**
+ * The first year a product's archive has an object for: the year before its creation. A row observed
+ * earlier still (a back-filled history) is kept in that first object, so a read knows every year to ask for.
+ */
+export const firstArchiveYear = (createdAt: string) => Number(createdAt.slice(0, 4)) - 1;
+const archiveYear = (observedAt: string, createdAt: string) => String(Math.max(Number(observedAt.slice(0, 4)), firstArchiveYear(createdAt)));
+
+/** The archived rows of one product-year, oldest first (observed_at, then id); none when there is no object. */
+export async function readHistoryYear(bucket: R2Bucket, productId: string, year: string): Promise<ArchivedHistoryRow[]> {
+  const object = await bucket.get(historyKey(productId, year));
+  if (!object) return [];
+  const text = new TextDecoder().decode(gunzipSync(new Uint8Array(await object.arrayBuffer())));
+  return text.split("\n").map((line) => JSON.parse(line) as ArchivedHistoryRow);
+}
+
+const byTime = (a: ArchivedHistoryRow, b: ArchivedHistoryRow) => (a.observedAt < b.observedAt ? -1 : a.observedAt > b.observedAt ? 1 : a.id - b.id);
+
+/** Rows in both places (a crash between write and delete, or a read racing a move) count once. */
+export function mergeHistory(...parts: readonly ArchivedHistoryRow[][]): ArchivedHistoryRow[] {
+  const byId = new Map<number, ArchivedHistoryRow>();
+  for (const part of parts) for (const row of part) byId.set(row.id, row);
+  return [...byId.values()].sort(byTime);
+}
+
+/** Moves the due products' old history to R2; returns the rows that left D1. */
+export async function archiveHistory(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
+  const due = new Date(now - HISTORY_ARCHIVE_AFTER_MS).toISOString();
+  const keep = new Date(now - HISTORY_IN_D1_MS).toISOString();
+  // The oldest rows first (the primary key's order); several rows of one product count once.
+  const oldest = await db
+    .select({ productId: priceHistory.productId })
+    .from(priceHistory)
+    .where(lt(priceHistory.observedAt, due))
+    .orderBy(asc(priceHistory.id))
+    .limit(4 * HISTORY_ARCHIVE_PRODUCTS_PER_RUN);
+  const productIds = [...new Set(oldest.map((row) => row.productId))].slice(0, HISTORY_ARCHIVE_PRODUCTS_PER_RUN);
+  if (productIds.length === 0) return 0;
+  const rows = await db
+    .select({ ...getTableColumns(priceHistory), createdAt: products.createdAt })
+    .from(priceHistory)
+    .innerJoin(products, eq(products.id, priceHistory.productId))
+    .where(and(sql`${priceHistory.productId} IN (SELECT value FROM json_each(${JSON.stringify(productIds)}))`, lt(priceHistory.observedAt, keep)));
+  const groups = new Map<string, { productId: string; year: string; rows: ArchivedHistoryRow[] }>();
+  for (const { productId, createdAt, ...row } of rows) {
+    const year = archiveYear(row.observedAt, createdAt);
+    const key = historyKey(productId, year);
+    if (!groups.has(key)) groups.set(key, { productId, year, rows: [] });
+    groups.get(key)!.rows.push(row);
+  }
+  // Six at a time: a Worker's simultaneous outgoing connections.
+  const limit = pLimit(6);
+  const written = await Promise.allSettled(
+    [...groups.values()].map((group) =>
+      limit(async () => {
+        const merged = mergeHistory(await readHistoryYear(bucket, group.productId, group.year), group.rows);
+        await bucket.put(historyKey(group.productId, group.year), gzipSync(merged.map((row) => JSON.stringify(row)).join("\n")), {
+          httpMetadata: { contentType: "application/x-ndjson", contentEncoding: "gzip" },
+        });
+        return group.rows.map((row) => row.id);
+      }),
+    ),
+  );
+  // Only rows now safely in R2 leave D1; a failed group's rows stay for the next run.
+  const moved = written.flatMap((result) => (result.status === "fulfilled" ? result.value : []));
+  if (moved.length > 0) await db.delete(priceHistory).where(sql`${priceHistory.id} IN (SELECT value FROM json_each(${JSON.stringify(moved)}))`);
+  const failed = written.find((result): result is PromiseRejectedResult => result.status === "rejected");
+  if (failed) throw failed.reason;
+  return moved.length;
+}

@@ -1,0 +1,35 @@
+/**
+ * How long events and price history stay in D1 and how the cron moves them to R2 (src/events/archive.ts,
+ * src/catalogue/history-archive.ts). A leaf module: `npm run simulate` reads these same numbers.
+ */
+
+/** Events (the feed, replay) are kept this long. */
+export const RETENTION_MS = 30 * 24 * 3600 * 1000;
+/** Events stay in D1 this long after their commit, then move to R2: a client catching up within a day reads D1 only. */
+export const EVENTS_IN_D1_MS = 24 * 3600 * 1000;
+/** Events in one archive object: a page of the feed (≤ 1,000) reads one or two. */
+export const EVENTS_PER_ARCHIVE_OBJECT = 1000;
+/** Archive objects the cron writes per run (each: one D1 read, one R2 write, one D1 batch). */
+export const EVENT_ARCHIVE_OBJECTS_PER_RUN = 10;
+/** Expired archive objects the cron deletes per run. */
+export const EVENT_ARCHIVE_DELETES_PER_RUN = 50;
+/** Archive objects one feed page or cursor lookup reads at most; a page that needs more ends early with a cursor. */
+export const EVENT_ARCHIVE_READS_PER_PAGE = 3;
+/**
+ * How far an event's timestamp (taken when its ingestion started) may trail an event committed after it:
+ * the time an ingestion takes to commit. `since` becomes a seq bound by reading this much of the timestamp index.
+ */
+export const COMMIT_SKEW_MS = 60_000;
+
+/** A product's oldest history row in D1 this old sends its history to R2 ... */
+export const HISTORY_ARCHIVE_AFTER_MS = 10 * 24 * 3600 * 1000;
+/** ... every row of it older than this, so each product is archived about once per (after − keep). */
+export const HISTORY_IN_D1_MS = 2 * 24 * 3600 * 1000;
+/** Products whose history the cron archives per run: each one R2 read and one write per year it spans. */
+export const HISTORY_ARCHIVE_PRODUCTS_PER_RUN = 200;
+/** Archive objects one replay reads at most (about this many thousand events); a longer span is 400: replay it in parts. */
+export const REPLAY_ARCHIVE_READS = 20;
+
+/** D1 round trips of one GET /events page (the cursor's lookup, then the page's one batch) and of one history read (one batch); tests hold the code to them. */
+export const D1_QUERIES_PER_FEED_PAGE = 2;
+export const D1_QUERIES_PER_HISTORY_READ = 1;

@@ -1,0 +1,56 @@
+import { env } from "cloudflare:workers";
+import { vi } from "vitest";
+
+export interface Statement {
+  sql: string;
+  params: unknown[];
+}
+
+/**
+ * The D1 statements `run` makes (the worker runs in the test's isolate and uses this same binding),
+ * with their parameters, so a test can EXPLAIN and re-run each one.
+ */
+export async function statementsOf(run: () => Promise<unknown>): Promise<Statement[]> {
+  const seen: Statement[] = [];
+  const prepare = env.DB.prepare.bind(env.DB);
+  const spy = vi.spyOn(env.DB, "prepare").mockImplementation((sql: string) => {
+    const statement: Statement = { sql, params: [] };
+    seen.push(statement);
+    const prepared = prepare(sql);
+    return new Proxy(prepared, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target);
+        if (property !== "bind" || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
+        return (...params: unknown[]) => {
+          statement.params = params;
+          return value.apply(target, params);
+        };
+      },
+    });
+  });
+  try {
+    await run();
+  } finally {
+    spy.mockRestore();
+  }
+  return seen;
+}
+
+export interface Cost {
+  sql: string;
+  plan: string[];
+  rowsRead: number;
+  rowsReturned: number;
+}
+
+/** Each read statement's query plan, and the rows D1 reads (`meta.rows_read`) against the rows it returns. */
+export async function costOf(statements: readonly Statement[]): Promise<Cost[]> {
+  const reads = statements.filter((s) => /^\s*select/i.test(s.sql));
+  return Promise.all(
+    reads.map(async ({ sql, params }) => {
+      const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+      const result = await env.DB.prepare(sql).bind(...params).all();
+      return { sql, plan: plan.results.map((row) => row.detail), rowsRead: result.meta.rows_read, rowsReturned: result.results.length };
+    }),
+  );
+}
