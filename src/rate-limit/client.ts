@@ -32,14 +32,15 @@ function rememberedRefusal(name: string): Decision | undefined {
 
 /**
  * Key hashes this isolate has seen answered: as an active key (true), or as matching no key, until a minute
- * after its object said so (a number). A hash not seen yet is counted in the client IP's bucket before any
- * lookup, so made-up keys cost a client its IP's quota, not D1 reads.
+ * after its object said so (a number). A hash not seen yet is looked up only while the client IP's bucket has
+ * room (src/middleware/admission.ts), so made-up keys cost a client its IP's quota, not D1 reads.
  */
 const seenKeys = new Map<string, true | number>();
 
-/** True when the hash was seen as a key; false when it is new (or remembered as matching no key). */
+/** True when this isolate has seen the hash answered, as a key or as matching none (within the minute it remembers that). */
 export function isSeenKey(keyHash: string): boolean {
-  return seenKeys.get(keyHash) === true;
+  const seen = seenKeys.get(keyHash);
+  return seen === true || (seen !== undefined && Date.now() < seen);
 }
 
 const limiter = (env: Env, name: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(name));
@@ -67,12 +68,16 @@ export async function admitKey(env: Env, keyHash: string, work: Work): Promise<K
   return { status: "active", decision: result.decision, key: { id: result.keyId, accountId: result.accountId } };
 }
 
-/** Admission for a bucket whose limits are fixed (account, admin subject, client IP). */
-export async function admitBucket(env: Env, name: string, limits: Limits, work: Work): Promise<Decision> {
+/**
+ * Admission for a bucket whose limits are fixed (account, admin subject, client IP); with `count: false`, only
+ * whether it would admit a request now (a look at the client IP's bucket before a key hash not seen yet is looked up).
+ */
+export async function admitBucket(env: Env, name: string, limits: Limits, work: Work, { count = true } = {}): Promise<Decision> {
   const refused = rememberedRefusal(name);
   if (refused) return refused;
   work.otherObjectCalls++;
-  const decision = await limiter(env, name).admit(limits);
+  const bucket = limiter(env, name);
+  const decision = await (count ? bucket.admit(limits) : bucket.peek(limits));
   if (!decision.allowed) remember(refusals, name, { until: Date.now() + decision.resetMs, decision });
   return decision;
 }
