@@ -2305,15 +2305,11 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * Format: date-time
-                     * @description Events at or after this instant; events are kept 30 days, so an earlier one means 30 days ago
+                     * @description Events at or after this instant (an ISO-8601 date or date-time); events are kept 30 days, so an earlier one means 30 days ago
                      * @example 2026-01-31T12:00:00Z
                      */
                     since: string;
-                    /**
-                     * Format: date-time
-                     * @description Events before this instant, later than since; now by default
-                     */
+                    /** @description Events before this instant (an ISO-8601 date or date-time), later than since; now by default */
                     until?: string;
                     /**
                      * @description Only events this webhook has not received: its last delivery failed for good, or none was made
