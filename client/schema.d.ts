@@ -2017,7 +2017,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uri
-                     * @description https:// URL of a public host (no localhost, private or link-local addresses)
+                     * @description https:// URL of a public host (no localhost, private or link-local addresses); an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
                      * @example https://example.com/hooks/prices
                      */
                     url: string;
@@ -2157,7 +2157,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uri
-                     * @description https:// URL of a public host (no localhost, private or link-local addresses)
+                     * @description https:// URL of a public host (no localhost, private or link-local addresses); an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
                      * @example https://example.com/hooks/prices
                      */
                     url?: string;
@@ -2458,7 +2458,7 @@ export interface operations {
                         };
                         /**
                          * Format: uri
-                         * @description The offer's page: an http(s) URL
+                         * @description The offer's page: an http(s) URL; an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
                          */
                         url?: string | null;
                         /**

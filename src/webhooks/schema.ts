@@ -2,10 +2,10 @@ import { z } from "zod";
 import { alertFilters } from "../alerts/schema.ts";
 import { WEBHOOK_TEST_EVENT } from "../events/schema.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
+import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
 import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
-import { MAX_URL_LENGTH } from "./url-policy.ts";
 
 /** The webhooks' wire shapes, declared once. */
 
@@ -22,15 +22,7 @@ const minChangePct = z
  * Where the URL may point (https://, a public host) depends on WEBHOOK_ALLOW_INSECURE_URLS, which no
  * static schema can know: src/webhooks/url-policy.ts checks that in the service, with the same 400.
  */
-const webhookUrl = z
-  .string({ error: required("string") })
-  .trim()
-  .meta({
-    format: "uri",
-    maxLength: MAX_URL_LENGTH,
-    description: "https:// URL of a public host (no localhost, private or link-local addresses)",
-    example: "https://example.com/hooks/prices",
-  });
+const webhookUrl = uriSchema("https:// URL of a public host (no localhost, private or link-local addresses)").meta({ example: "https://example.com/hooks/prices" });
 
 const webhookEvents = z
   .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(", ")}` }), { error: required("array") })
