@@ -2017,7 +2017,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uri
-                     * @description https:// URL of a public host (no localhost, private or link-local addresses)
+                     * @description https:// URL of a public host (no localhost, private or link-local addresses); an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
                      * @example https://example.com/hooks/prices
                      */
                     url: string;
@@ -2157,7 +2157,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uri
-                     * @description https:// URL of a public host (no localhost, private or link-local addresses)
+                     * @description https:// URL of a public host (no localhost, private or link-local addresses); an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
                      * @example https://example.com/hooks/prices
                      */
                     url?: string;
@@ -2305,15 +2305,11 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * Format: date-time
-                     * @description Events at or after this instant; events are kept 30 days, so an earlier one means 30 days ago
+                     * @description Events at or after this instant (an ISO-8601 date or date-time); events are kept 30 days, so an earlier one means 30 days ago
                      * @example 2026-01-31T12:00:00Z
                      */
                     since: string;
-                    /**
-                     * Format: date-time
-                     * @description Events before this instant, later than since; now by default
-                     */
+                    /** @description Events before this instant (an ISO-8601 date or date-time), later than since; now by default */
                     until?: string;
                     /**
                      * @description Only events this webhook has not received: its last delivery failed for good, or none was made
@@ -2462,7 +2458,7 @@ export interface operations {
                         };
                         /**
                          * Format: uri
-                         * @description The offer's page: an http(s) URL
+                         * @description The offer's page: an http(s) URL; an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
                          */
                         url?: string | null;
                         /**

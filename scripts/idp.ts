@@ -5,7 +5,12 @@
  * Access tokens are RS256 JWTs for the API (aud "price-data-api"), signed with the committed
  * development key, so tokens and jose's cached JWKS stay valid across restarts.
  * Logins use the provider's development pages: any login name and password are accepted.
+ * IDP_TOKEN_ON_SECOND_ORIGIN=true (the browser test): the same provider also listens on a second,
+ * free port, and the discovery document names the token endpoint there, so the token request goes to
+ * another origin than the issuer's, as with Cognito or Google.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import Provider from "oidc-provider";
 import {
   ADMIN_SCOPES,
@@ -78,6 +83,18 @@ const provider = new Provider(DEV_ISSUER, {
     return grant;
   },
 });
+
+if (process.env.IDP_TOKEN_ON_SECOND_ORIGIN === "true") {
+  const second = createServer(provider.callback());
+  await new Promise<void>((resolve) => second.listen(0, "127.0.0.1", resolve));
+  const tokenEndpoint = `http://127.0.0.1:${(second.address() as AddressInfo).port}/token`;
+  // After the provider writes its discovery document, point its token endpoint at the second origin.
+  provider.use(async (ctx, next) => {
+    await next();
+    if (ctx.path === "/.well-known/openid-configuration" && ctx.body && typeof ctx.body === "object") Object.assign(ctx.body, { token_endpoint: tokenEndpoint });
+  });
+  console.log(`Token endpoint on a second origin: ${tokenEndpoint}`);
+}
 
 provider.listen(DEV_IDP_PORT, "127.0.0.1", () => {
   console.log(`Local IdP: ${DEV_ISSUER} (discovery at ${DEV_ISSUER}/.well-known/openid-configuration)`);

@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from "jose";
+import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
 import { ApiError } from "../http/errors.ts";
 import type { Config } from "../platform/config.ts";
 
@@ -8,15 +8,83 @@ export interface Identity {
   scopes: ReadonlySet<string>;
 }
 
-// One key set per URL for the isolate's life: jose caches the keys and refetches only on an unknown `kid`.
-const keySets = new Map<string, JWTVerifyGetKey>();
+/** A fetched key set is used this long before it is fetched again. */
+const KEYS_FRESH_MS = 10 * 60_000;
+/** When fetching fails, the last good key set is still used until it is this old (contract: 24 hours). */
+const LAST_GOOD_KEYS_MS = 24 * 3_600_000;
+/** After a fetch (failed, or for an unknown kid), none other for this long: an outage costs one wait per 30 s, not one per request. */
+const REFETCH_COOLDOWN_MS = 30_000;
+const FETCH_TIMEOUT_MS = 5_000;
+
+const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ source: "idp-keys", ...fields }));
+
+/**
+ * The IdP's signing keys (its JWKS), for the isolate's life. One fetch at a time, shared by every request
+ * that waits for it; when a refresh fails, the last good set goes on verifying tokens for up to 24 hours.
+ */
+class IdpKeySet {
+  #good: { getKey: JWTVerifyGetKey; fetchedAt: number } | undefined;
+  #loading: Promise<JWTVerifyGetKey> | undefined;
+  #lastFetchAt = -Infinity;
+
+  constructor(readonly url: string) {}
+
+  readonly getKey: JWTVerifyGetKey = async (header, token) => {
+    const getKey = await this.#current();
+    try {
+      return await getKey(header, token);
+    } catch (error) {
+      // A kid we do not know: the IdP may have rotated its keys since; look once (at most every 30 s).
+      if (!(error instanceof errors.JWKSNoMatchingKey) || Date.now() - this.#lastFetchAt < REFETCH_COOLDOWN_MS) throw error;
+      return (await this.#load())(header, token);
+    }
+  };
+
+  async #current(): Promise<JWTVerifyGetKey> {
+    const good = this.#good;
+    const now = Date.now();
+    if (good && now - good.fetchedAt < KEYS_FRESH_MS) return good.getKey;
+    let failure: unknown = "fetched less than 30 s ago";
+    if (this.#loading || now - this.#lastFetchAt >= REFETCH_COOLDOWN_MS) {
+      try {
+        return await this.#load();
+      } catch (error) {
+        failure = error;
+      }
+    }
+    if (good && now - good.fetchedAt < LAST_GOOD_KEYS_MS) return good.getKey;
+    throw new Error(`The identity provider's key set at ${this.url} could not be fetched: ${String(failure)}`);
+  }
+
+  #load(): Promise<JWTVerifyGetKey> {
+    this.#loading ??= this.#fetch().finally(() => (this.#loading = undefined));
+    return this.#loading;
+  }
+
+  async #fetch(): Promise<JWTVerifyGetKey> {
+    this.#lastFetchAt = Date.now();
+    try {
+      const res = await fetch(this.url, { headers: { Accept: "application/json" }, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+      if (!res.ok) throw new Error(`it answered ${res.status}`);
+      const getKey = createLocalJWKSet((await res.json()) as JSONWebKeySet);
+      this.#good = { getKey, fetchedAt: Date.now() };
+      return getKey;
+    } catch (error) {
+      const age = this.#good ? Math.round((Date.now() - this.#good.fetchedAt) / 1000) : null;
+      log({ level: age === null ? "error" : "warn", message: "JWKS refresh failed", url: this.url, last_good_age_s: age, error: String(error) });
+      throw error;
+    }
+  }
+}
+
+const keySets = new Map<string, IdpKeySet>();
 function keySetFor(url: string): JWTVerifyGetKey {
   let keySet = keySets.get(url);
   if (!keySet) {
-    keySet = createRemoteJWKSet(new URL(url));
+    keySet = new IdpKeySet(url);
     keySets.set(url, keySet);
   }
-  return keySet;
+  return keySet.getKey;
 }
 
 export const MAX_SUBJECT_LENGTH = 255;

@@ -16,8 +16,13 @@ export const isoTimestamp = z
   })
   .transform((s) => new Date(s).toISOString());
 
-/** What isoTimestamp accepts, as the API document says it. */
-export const DATE_OR_DATE_TIME = { anyOf: [{ type: "string", format: "date" }, { type: "string", format: "date-time" }] };
+/** What isoTimestamp accepts, as the API document says it (the API's one ISO-8601 rule, for every field and parameter). */
+export const DATE_OR_DATE_TIME = {
+  anyOf: [
+    { type: "string", format: "date", description: "A date alone (YYYY-MM-DD): midnight UTC" },
+    { type: "string", format: "date-time", description: "An RFC 3339 date-time with Z or an offset (e.g. 2026-01-31T12:00:00Z)" },
+  ],
+};
 
 export const filterValue = z.string(single).min(1, { error: "must not be empty" }).max(200, { error: "must be at most 200 characters" });
 

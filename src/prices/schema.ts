@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
+import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required, trimmedText } from "../http/validation.ts";
 import { competitorDomain, competitorId, competitorName } from "../competitors/schema.ts";
 import { currencySchema, moneyFieldsFit, moneyStringSchema } from "../platform/money.ts";
@@ -24,12 +25,7 @@ export const observation = z
       gtin: z.string({ error: required("string") }).regex(/^\d{8,14}$/, { error: "must be 8 to 14 digits" }).nullable().optional(),
       mpn: optionalText(100),
       competitor: z.strictObject({ id: competitorId, name: competitorName, domain: competitorDomain.optional() }, jsonObject),
-      url: z
-        .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
-        .max(2048, { error: "must be at most 2048 characters" })
-        .meta({ pattern: "^https?://", description: "The offer's page: an http(s) URL" })
-        .nullable()
-        .optional(),
+      url: uriSchema("The offer's page: an http(s) URL", ["http", "https"]).nullable().optional(),
       price: moneyStringSchema,
       regular_price: optionalMoney,
       currency: currencySchema,

@@ -8,7 +8,7 @@ import type { Database } from "../platform/db.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
 import { sendAll, type DeliveryMessage, type WebhookMessage } from "./messages.ts";
 import { MAX_REPLAY_EVENTS, type ReplayRequest } from "./schema.ts";
-import { getWebhook } from "./service.ts";
+import { getEnabledWebhook } from "./service.ts";
 
 /** Stored events read a page at a time; at most REPLAY_SCAN_PAGES pages a call (then 400: narrow since/until). */
 const REPLAY_PAGE = 1000;
@@ -22,8 +22,7 @@ const REPLAY_SCAN_PAGES = 200;
  * decided page by page in JavaScript, by the one implementation (at most 3 D1 queries a page).
  */
 export async function replayEvents(db: Database, archive: R2Bucket, queue: Queue<WebhookMessage>, accountId: string, id: string, request: ReplayRequest) {
-  const webhook = await getWebhook(db, accountId, id);
-  if (webhook.status !== "enabled") throw new ApiError(409, `Webhook ${id} is disabled (${webhook.disabledReason ?? "no reason recorded"}); enable it with PATCH /webhooks/${id} first.`);
+  const webhook = await getEnabledWebhook(db, accountId, id);
   const oldest = new Date(Date.now() - RETENTION_MS).toISOString();
   const since = request.since > oldest ? request.since : oldest;
   const until = request.until ?? new Date().toISOString();

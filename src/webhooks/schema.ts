@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { alertFilters } from "../alerts/schema.ts";
 import { WEBHOOK_TEST_EVENT } from "../events/schema.ts";
+import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
+import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
 import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
-import { MAX_URL_LENGTH } from "./url-policy.ts";
 
 /** The webhooks' wire shapes, declared once. */
 
@@ -21,15 +22,7 @@ const minChangePct = z
  * Where the URL may point (https://, a public host) depends on WEBHOOK_ALLOW_INSECURE_URLS, which no
  * static schema can know: src/webhooks/url-policy.ts checks that in the service, with the same 400.
  */
-const webhookUrl = z
-  .string({ error: required("string") })
-  .trim()
-  .meta({
-    format: "uri",
-    maxLength: MAX_URL_LENGTH,
-    description: "https:// URL of a public host (no localhost, private or link-local addresses)",
-    example: "https://example.com/hooks/prices",
-  });
+const webhookUrl = uriSchema("https:// URL of a public host (no localhost, private or link-local addresses)").meta({ example: "https://example.com/hooks/prices" });
 
 const webhookEvents = z
   .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(", ")}` }), { error: required("array") })
@@ -85,17 +78,14 @@ export const rotateSecretBody = z.strictObject(
 /** Replay sends at most this many events a call (then 400: narrow since/until). */
 export const MAX_REPLAY_EVENTS = 10_000;
 
-const instant = z
-  .string({ error: required("string") })
-  .refine((s) => z.iso.datetime({ offset: true }).safeParse(s).success, { error: "must be an ISO-8601 date-time, e.g. 2026-01-31T12:00:00Z" })
-  .transform((s) => new Date(s).toISOString())
-  .meta({ format: "date-time" });
+/** The API's one ISO-8601 rule (src/http/query.ts): a date-time with Z or an offset, or a date alone (midnight UTC). */
+const instant = z.string({ error: required("string") }).pipe(isoTimestamp);
 
 export const replayBody = z
   .strictObject(
     {
-      since: instant.meta({ description: "Events at or after this instant; events are kept 30 days, so an earlier one means 30 days ago", example: "2026-01-31T12:00:00Z" }),
-      until: instant.optional().meta({ description: "Events before this instant, later than since; now by default" }),
+      since: instant.meta({ ...DATE_OR_DATE_TIME, description: "Events at or after this instant (an ISO-8601 date or date-time); events are kept 30 days, so an earlier one means 30 days ago", example: "2026-01-31T12:00:00Z" }),
+      until: instant.optional().meta({ ...DATE_OR_DATE_TIME, description: "Events before this instant (an ISO-8601 date or date-time), later than since; now by default" }),
       only_failed: z
         .boolean({ error: required("boolean") })
         .default(false)

@@ -27,7 +27,7 @@ export function secretKeyBytes(secret: string): Uint8Array {
 
 const aesKeys = new Map<string, Promise<CryptoKey>>();
 
-/** The imported key, once per isolate (WEBHOOK_SECRET_KEY is validated by src/env.ts). */
+/** The imported key, once per isolate (WEBHOOK_SECRET_KEY is validated by src/platform/config.ts). */
 function aesKey(keyBase64: string): Promise<CryptoKey> {
   let key = aesKeys.get(keyBase64);
   if (!key) {

@@ -97,6 +97,13 @@ export async function getWebhook(db: Database, accountId: string, id: string): P
   return row;
 }
 
+/** The webhook, for an action that sends to it (test, replay): 409 when it is disabled. */
+export async function getEnabledWebhook(db: Database, accountId: string, id: string): Promise<WebhookRow> {
+  const webhook = await getWebhook(db, accountId, id);
+  if (webhook.status !== "enabled") throw new ApiError(409, `Webhook ${id} is disabled (${webhook.disabledReason ?? "no reason recorded"}); enable it with PATCH /webhooks/${id} first.`);
+  return webhook;
+}
+
 /** Deletes the webhook and its delivery records; deliveries still queued for it are dropped. */
 export async function deleteWebhook(db: Database, accountId: string, id: string): Promise<void> {
   const deleted = await db
@@ -157,8 +164,7 @@ export async function rotateSecret(db: Database, config: Config, accountId: stri
 
 /** Queues a `webhook.test` event for this webhook alone, whatever its `events` filter. */
 export async function sendTestEvent(db: Database, queue: Queue<WebhookMessage>, accountId: string, id: string) {
-  const webhook = await getWebhook(db, accountId, id);
-  if (webhook.status !== "enabled") throw new ApiError(409, `Webhook ${id} is disabled (${webhook.disabledReason ?? "no reason recorded"}); enable it with PATCH /webhooks/${id} first.`);
+  const webhook = await getEnabledWebhook(db, accountId, id);
   const eventId = newId("evt");
   const timestamp = new Date().toISOString();
   const message: DeliveryMessage = {

@@ -1,3 +1,4 @@
+import { uriProblem } from "../http/uri.ts";
 import { invalidField } from "../http/validation.ts";
 
 /**
@@ -9,8 +10,6 @@ import { invalidField } from "../http/validation.ts";
  * are checked here. Names are not resolved (Workers have no DNS API; their fetch cannot reach
  * private networks anyway). WEBHOOK_ALLOW_INSECURE_URLS=true (development) allows http and any host.
  */
-
-export const MAX_URL_LENGTH = 2048;
 
 const PUBLIC_HOST = "; webhooks must reach a public host";
 
@@ -88,10 +87,6 @@ function hostProblem(hostname: string): string | undefined {
   return undefined;
 }
 
-/**
- * Why `raw` may not be a webhook URL (a phrase to follow "url: "), or undefined when it may.
- * Given a URL that passes, `new URL(raw).href` is what is stored and called.
- */
 /** The URL as stored (WHATWG-normalised), or the 400 that names the field and says why not. */
 export function acceptedWebhookUrl(raw: string, allowInsecure: boolean): string {
   const problem = webhookUrlProblem(raw, allowInsecure);
@@ -99,14 +94,14 @@ export function acceptedWebhookUrl(raw: string, allowInsecure: boolean): string 
   return new URL(raw).href;
 }
 
+/**
+ * Why `raw` may not be a webhook URL (a phrase to follow "url: "), or undefined when it may: first the
+ * API's one URL rule (src/http/uri.ts), then where a webhook may point.
+ */
 export function webhookUrlProblem(raw: string, allowInsecure: boolean): string | undefined {
-  if (raw.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return "must be an absolute URL such as https://example.com/webhooks";
-  }
+  const notUri = uriProblem(raw);
+  if (notUri) return notUri;
+  const url = new URL(raw);
   if (url.protocol !== "https:" && !(allowInsecure && url.protocol === "http:")) {
     return allowInsecure ? "must be an http:// or https:// URL" : "must be an https:// URL (http:// is allowed only in development)";
   }

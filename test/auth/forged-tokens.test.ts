@@ -196,17 +196,13 @@ describe("IdP JWTs that must be refused", () => {
     await expectRejected(await accountToken(sub), sub);
   });
 
-  // KNOWN BUG (src/auth/idp.ts verifyIdpToken): jose's `requiredClaims` only checks that `sub` is present,
-  // not that it is a non-empty string. `sub: ""` is accepted and creates an account whose id is "".
-  // Remove `.fails` once an empty sub is refused with 401.
+  // jose's `requiredClaims` checks only that `sub` is present; verifyIdpToken refuses an empty one (it would be the account "").
   it('an empty sub ("") is refused', async () => {
     const res = await call("GET", "/account", { token: await signClaims(validClaims("")) });
     expect(res.status).toBe(401);
   });
 
-  // KNOWN BUG (same place): a non-string sub reaches D1 as a bound value. A number or boolean becomes an
-  // account ("12345.0", "1.0"); an object or array makes the query throw and the client gets a 500.
-  // Remove `.fails` once a non-string sub is refused with 401.
+  // A non-string sub must not reach D1 as a bound value (a number would become the account "12345.0", an object a 500).
   it("a numeric sub is refused", async () => {
     const res = await call("GET", "/account", { token: await signClaims({ ...validClaims("x"), sub: 12345 as unknown as string }) });
     expect(res.status).toBe(401);
@@ -333,8 +329,7 @@ describe("PUT /admin/accounts/:id/plan", () => {
     for (const body of [{ plan: "gold" }, { plan: "PREMIUM" }, { plan: null }, {}, { plan: "premium", extra: 1 }]) {
       const res = await call("PUT", "/admin/accounts/acct-bad-plan/plan", { token: admin, body });
       const json = await expectJson(res, 400);
-      // (the unknown-field case is a separate, known bug: see api-keys-validation.test.ts)
-      if (!("extra" in body)) expect(json.detail, JSON.stringify(body)).toContain("plan");
+      expect(json.detail, JSON.stringify(body)).toContain("extra" in body ? "extra" : "plan");
     }
     const seen = await expectJson(await call("GET", "/account", { token: await accountToken("acct-bad-plan") }), 200);
     expect(seen.plan).toBe("standard");

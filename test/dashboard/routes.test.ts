@@ -1,6 +1,6 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { randomTestIp, rateLimitOf } from "../helpers/http.ts";
 
@@ -14,6 +14,26 @@ async function dashboardCall(method: string, path: string, vars: Partial<Env> = 
   return res;
 }
 
+/**
+ * The IdPs' discovery documents (outside this machine, so answered here): the tests' issuer keeps its
+ * token endpoint on another origin, as Cognito and Google do; "down.idp.test" cannot be read.
+ */
+const TOKEN_ORIGIN = "https://tokens.idp-elsewhere.test";
+const discoveryReads: string[] = [];
+beforeAll(() => {
+  const realFetch = globalThis.fetch;
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const url = new Request(input, init).url;
+    if (url === `${new URL(env.IDP_ISSUER!).origin}/.well-known/openid-configuration`) {
+      discoveryReads.push(url);
+      return Response.json({ issuer: env.IDP_ISSUER, authorization_endpoint: `${env.IDP_ISSUER}authorize`, token_endpoint: `${TOKEN_ORIGIN}/oauth2/token` });
+    }
+    if (url.startsWith("https://down.idp.test/")) return new Response("unavailable", { status: 503 });
+    return realFetch(input, init);
+  });
+});
+afterAll(() => vi.restoreAllMocks());
+
 describe("dashboard routes", () => {
   it("serves the page at /dashboard, /dashboard/ and /dashboard/callback, with a strict CSP and the rate-limit headers", async () => {
     for (const path of ["/dashboard", "/dashboard/", "/dashboard/callback?code=abc&state=def"]) {
@@ -25,13 +45,25 @@ describe("dashboard routes", () => {
       expect(html).toContain(`data-issuer="${env.IDP_ISSUER}"`);
       const csp = res.headers.get("Content-Security-Policy") ?? "";
       expect(csp).toContain("script-src 'self'");
-      expect(csp).toContain(`connect-src 'self' ${new URL(env.IDP_ISSUER!).origin}`);
+      // The page calls the IdP's discovery (the issuer's origin) and its token endpoint (another origin here).
+      expect(csp).toContain(`connect-src 'self' ${new URL(env.IDP_ISSUER!).origin} ${TOKEN_ORIGIN};`);
       expect(csp).toContain("frame-ancestors 'none'");
       expect(res.headers.get("Cache-Control")).toBe("no-store");
       expect(res.headers.get("Referrer-Policy")).toBe("no-referrer");
       // Counted like any request without a credential: in the client IP's bucket.
       expect(rateLimitOf(res)).toMatchObject({ limit: 30, remaining: 29 });
     }
+  });
+
+  it("reads the discovery document once for many page loads; one it cannot read leaves the issuer's origin alone, and the page still serves", async () => {
+    const before = discoveryReads.length;
+    await Promise.all(Array.from({ length: 5 }, () => dashboardCall("GET", "/dashboard")));
+    expect(discoveryReads.length - before).toBeLessThanOrEqual(1);
+
+    const res = await dashboardCall("GET", "/dashboard", { DASHBOARD_CLIENT_ID: "dashboard-client", IDP_ISSUER: "https://down.idp.test/" });
+    expect(res.status).toBe(200);
+    const connect = /connect-src ([^;]*)/.exec(res.headers.get("Content-Security-Policy") ?? "")?.[1];
+    expect(connect).toBe("'self' https://down.idp.test");
   });
 
   it("escapes the configuration it writes into the page", async () => {

@@ -29,10 +29,12 @@ interface Started {
 const started: Started[] = [];
 let persistDir: string | undefined;
 let browser: Browser | undefined;
+/** The origin of the IdP's token endpoint: not the issuer's (see beforeAll). */
+let tokenOrigin: string;
 
 /** Each child leads its own process group, so stopping it also stops what it spawned (workerd). */
-function start(name: string, command: string, args: string[]): Started {
-  const child = spawn(command, args, { cwd: ROOT, detached: true, env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" } });
+function start(name: string, command: string, args: string[], env: Record<string, string> = {}): Started {
+  const child = spawn(command, args, { cwd: ROOT, detached: true, env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...env } });
   const entry: Started = { name, child, output: [] };
   const keep = (chunk: Buffer) => entry.output.push(chunk.toString());
   child.stdout?.on("data", keep);
@@ -148,7 +150,9 @@ describe("dashboard in Chromium", () => {
     });
     if (migrate.status !== 0) throw new Error(`Migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
 
-    const idp = start("local IdP", "node", ["scripts/idp.ts"]);
+    // The IdP's token endpoint on a second origin (the same provider on a second, free port, which its
+    // discovery document names), as Cognito's and Google's are: the page must be allowed to call it.
+    const idp = start("local IdP", "node", ["scripts/idp.ts"], { IDP_TOKEN_ON_SECOND_ORIGIN: "true" });
     const vars = {
       IDP_ISSUER: IDP,
       IDP_AUDIENCE: "price-data-api",
@@ -167,6 +171,9 @@ describe("dashboard in Chromium", () => {
     ]);
     await waitForHttp(`${IDP}/.well-known/openid-configuration`, idp);
     await waitForHttp(`${WORKER}/dashboard/assets/none`, worker, 90_000);
+    const discovery = (await (await fetch(`${IDP}/.well-known/openid-configuration`)).json()) as { token_endpoint: string };
+    tokenOrigin = new URL(discovery.token_endpoint).origin;
+    expect(tokenOrigin).not.toBe(IDP);
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -208,6 +215,12 @@ describe("dashboard in Chromium", () => {
     const landing = await page.goto(`${WORKER}/dashboard`);
     // This context's first request to the worker: a bucket of its own (see openPage), whatever ran before.
     expect(landing?.headers()["x-ratelimit-remaining"]).toBe("29");
+    // The CSP lets the page call the token endpoint's origin, read from the IdP's discovery document.
+    expect(landing?.headers()["content-security-policy"]).toContain(`connect-src 'self' ${IDP} ${tokenOrigin};`);
+    const tokenRequests: string[] = [];
+    page.on("requestfinished", (request) => {
+      if (request.url().startsWith(`${tokenOrigin}/`)) tokenRequests.push(`${request.method()} ${request.url()}`);
+    });
     const signInButton = page.getByRole("button", { name: "Sign in" });
     await expect.poll(() => signInButton.isVisible()).toBe(true);
     if (photograph) {
@@ -224,6 +237,7 @@ describe("dashboard in Chromium", () => {
     await page.locator('button[type="submit"]').click();
     await page.waitForURL(`${WORKER}/dashboard/`);
     await expect.poll(() => page.locator("#who-name").textContent()).toBe(account);
+    expect(tokenRequests).toContain(`POST ${tokenOrigin}/token`); // the code was redeemed on the second origin
     return account;
   }
 

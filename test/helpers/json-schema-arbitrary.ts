@@ -124,6 +124,8 @@ function stringBreaks(schema: Schema): [string, unknown][] {
   if (schema.maxLength !== undefined) breaks.push(["too long", "x".repeat(schema.maxLength + 1)]);
   if (schema.minLength) breaks.push(["too short", ""]);
   if (schema.pattern || schema.format || schema.anyOf || schema.enum) breaks.push(["pattern/format/enum break", "!?"], ["blank", " "], ["control character", "a\u0001b"]);
+  // RFC 3986 is ASCII only: an internationalised host must arrive punycoded (the fuzzer's https://Ï).
+  if (schema.format === "uri") breaks.push(["non-ASCII (RFC 3986)", "https://\u00cf.example/"], ["non-ASCII (RFC 3986)", "https://example.com/caf\u00e9"]);
   return breaks;
 }
 

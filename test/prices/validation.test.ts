@@ -75,6 +75,11 @@ describe("POST /admin/observations refuses a bad observation with 400 naming it,
     ["an observed_at in the future", withBad({ observed_at: "2099-01-01T00:00:00Z" }), /observations\.3\.observed_at: must not be in the future/],
     ["an unknown field", withBad({ colour: "red" }), /observations\.3.*colour/],
     ["a url that is not http(s)", withBad({ url: "javascript:alert(1)" }), /observations\.3\.url/],
+    // RFC 3986 is ASCII only (the document's format: uri): an internationalised host arrives punycoded.
+    ["a url with a non-ASCII host (the fuzzer's)", withBad({ url: "https://\u00cf" }), /observations\.3\.url: must be an absolute RFC 3986 URI/],
+    ["a url with a non-ASCII path", withBad({ url: "https://shop.example/caf\u00e9" }), /observations\.3\.url: must be an absolute RFC 3986 URI/],
+    ["a url with a space", withBad({ url: "https://shop.example/a b" }), /observations\.3\.url: must be an absolute RFC 3986 URI/],
+    ["a url with a bad percent escape", withBad({ url: "https://shop.example/100%" }), /observations\.3\.url: must be an absolute RFC 3986 URI/],
     ["a gtin that is not digits", withBad({ gtin: "ABC" }), /observations\.3\.gtin: must be 8 to 14 digits/],
   ];
 

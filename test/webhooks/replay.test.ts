@@ -1,10 +1,12 @@
 import { env } from "cloudflare:workers";
 import { desc, eq, gte } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi, type MockInstance } from "vitest";
+import { isoTimestamp } from "../../src/http/query.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries } from "../../src/platform/tables.ts";
 import type { DeliveryMessage, WebhookMessage } from "../../src/webhooks/messages.ts";
 import { MAX_ATTEMPTS } from "../../src/webhooks/schedule.ts";
+import { replayBody } from "../../src/webhooks/schema.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, ingest, newAccountToken, runQueue } from "../helpers/webhooks.ts";
@@ -93,6 +95,20 @@ describe("POST /webhooks/:id/replay", () => {
     const { detail } = await expectJson(await replay(token, hook.id, body), 400);
     expect(detail).toContain(field);
     expect(sent).not.toHaveBeenCalled();
+  });
+
+  it("since and until follow the API's one ISO-8601 rule (isoTimestamp's): a date alone is midnight UTC", async () => {
+    const token = await newAccountToken();
+    const hook = await createWebhook(token, { url: hookUrl() });
+    captureSends();
+    const today = new Date().toISOString().slice(0, 10);
+    expect(await expectJson(await replay(token, hook.id, { since: "2026-01-01", until: today }), 202)).toEqual({ queued: expect.any(Number) });
+    for (const input of ["2026-01-31", "2026-01-31T12:00:00Z", "2026-01-31T12:00:00.5+02:00", "2026-01-31T12:00:00", "2026-02-30", "2026-01-31T25:00:00Z", "31/01/2026", ""]) {
+      const asTimestamp = isoTimestamp.safeParse(input);
+      const asReplay = replayBody.safeParse({ since: input });
+      expect(asReplay.success, input).toBe(asTimestamp.success);
+      if (asReplay.success) expect(asReplay.data.since).toBe(asTimestamp.data);
+    }
   });
 
   it("404 for another account's webhook; 409 for a disabled one", async () => {

@@ -21,6 +21,12 @@ const REFUSED: [string, RegExp][] = [
   ["ftp://hooks.example.com/", /must be an https:\/\/ URL/],
   ["https://user:pass@hooks.example.com/", /must not contain a user name or password/],
   ["//hooks.example.com/", /must be an absolute URL/],
+  // RFC 3986 (format: uri): ASCII only, so an internationalised host arrives punycoded
+  ["https://b\u00fccher.example/hook", /must be an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded/],
+  ["https://hooks.example.com/caf\u00e9", /RFC 3986/],
+  ["https://hooks.example.com/a b", /RFC 3986/],
+  [" https://hooks.example.com/", /RFC 3986/],
+  ["https://hooks.example.com/%zz", /RFC 3986/],
   // names of this machine, and names that are not fully qualified
   ["https://localhost/", /localhost names this machine/],
   ["https://LOCALHOST:8443/", /localhost names this machine/],
@@ -92,6 +98,8 @@ describe("POST /webhooks refuses URLs that do not reach a public host over https
 describe("public https URLs are accepted", () => {
   for (const url of [
     "https://hooks.example.com/price-data",
+    "https://xn--bcher-kva.example/hook", // bücher.example, punycoded
+    "https://hooks.example.com/caf%C3%A9",
     "https://hooks.example.com:8443/a?b=c",
     "https://8.8.8.8/hook",
     "https://[2606:4700:4700::1111]/hook",

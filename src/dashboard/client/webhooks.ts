@@ -123,8 +123,10 @@ function formFields(form: HTMLFormElement) {
   const data = new FormData(form);
   const events = data.getAll("events").map(String) as Webhook["events"];
   if (!events.length) throw new Error("Choose at least one event to send.");
+  const typed = String(data.get("url") ?? "").trim();
   return {
-    url: String(data.get("url") ?? "").trim(),
+    // The API takes RFC 3986 URLs only: the browser's parser punycodes an internationalised host and percent-encodes the rest.
+    url: URL.canParse(typed) ? new URL(typed).href : typed,
     events,
     min_change_pct: Number(data.get("min_change_pct") || 0),
     description: String(data.get("description") ?? "").trim(),
