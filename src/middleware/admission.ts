@@ -2,13 +2,16 @@ import type { Context, MiddlewareHandler } from "hono";
 import { identify, type Credential } from "../auth/identify.ts";
 import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
+import { scopeForPath } from "../key-restrictions/scopes.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
 import { admitBucket, admitKey, isSeenKey } from "../rate-limit/client.ts";
 import { rateLimitDetail, rateLimitHeaders } from "../rate-limit/headers.ts";
 import type { Decision, Work } from "../rate-limit/types.ts";
 
-const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucketName(c.req.header("CF-Connecting-IP") ?? "unknown"), FIXED_BUCKETS.ip, work);
+const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
+
+const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucketName(clientIp(c)), FIXED_BUCKETS.ip, work);
 
 async function admitCredential(c: Context<AppEnv>, credential: Credential, work: Work): Promise<[Credential, Decision]> {
   if (c.req.path.startsWith("/secret-scanning/")) {
@@ -19,8 +22,9 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
     // empty, its 429 is the answer and nothing is looked up (made-up keys pass the public checksum).
     const ipFirst = isSeenKey(credential.keyHash) ? undefined : await admitIp(c, work);
     if (ipFirst && !ipFirst.allowed) return [credential, ipFirst];
-    const outcome = await admitKey(c.env, credential.keyHash, work);
+    const outcome = await admitKey(c.env, credential.keyHash, work, { ip: clientIp(c), scope: scopeForPath(c.req.path) });
     if (outcome.status === "active") return [{ ...credential, key: outcome.key }, outcome.decision];
+    if (outcome.status === "forbidden") return [{ kind: "rejected", error: new ApiError(403, outcome.detail), wasApiKey: true }, outcome.decision];
     const detail =
       outcome.status === "expired"
         ? `This API key expired at ${new Date(outcome.expiresAt).toISOString()}; use the key that replaced it, or create a new one.`
