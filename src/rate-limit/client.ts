@@ -61,7 +61,7 @@ export async function admitKey(env: Env, keyHash: string, work: Work, request: K
   const result: KeyAdmission = await limiter(env, keyHash).admitKey(keyHash, request);
   work.d1 += result.d1Queries;
   if (result.status === "unknown") remember(seenKeys, keyHash, Date.now() + UNKNOWN_KEY_MS);
-  else if (result.status === "active") remember(seenKeys, keyHash, true);
+  else if (result.status === "active" || result.status === "forbidden") remember(seenKeys, keyHash, true);
   else seenKeys.delete(keyHash);
   if (result.status === "forbidden") return { status: "forbidden", detail: result.detail, decision: result.decision };
   if (result.status === "expired") return { status: "expired", expiresAt: result.expiresAt };
