@@ -150,7 +150,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The full key is in this response only: store it now. At most 100 keys per account that can authenticate (active ones, and rotated ones still in their grace; then 409). With `expires_at`, the key is refused (401) from that instant on.
+         * @description The full key is in this response only: store it now. At most 100 keys per account that can authenticate (active ones, and rotated ones still in their grace; then 409). With `expires_at`, the key is refused (401) from that instant on. With `allowed_ips`, a request from elsewhere is 403; with `scopes`, a route outside them is 403 (neither is counted against the key).
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -217,8 +217,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Rename a key
-         * @description Only the name changes; a revoked key can be renamed and stays revoked.
+         * Rename a key, or change where it may be used from and what it may read
+         * @description Any of name, allowed_ips and scopes; at least one. New restrictions apply from the key's next request. A revoked key can be renamed and stays revoked. Values the key already has: 200 with the record.
          */
         patch: operations["renameApiKey"];
         trace?: never;
@@ -875,6 +875,10 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             created_at: string;
+            /** @description Where the key may be used from (canonical CIDRs); null: anywhere */
+            allowed_ips: string[] | null;
+            /** @description What the key may read */
+            scopes: ("products:read" | "history:read" | "events:read")[];
             /**
              * Format: date-time
              * @description Refused from this instant on (set at creation, or by a rotation: now + grace)
@@ -942,6 +946,10 @@ export interface components {
             leaked_at: string | null;
             /** @description Where the scanner found it, as reported */
             leak_url: string | null;
+            /** @description Where the key may be used from (canonical CIDRs); null: anywhere */
+            allowed_ips: string[] | null;
+            /** @description What the key may read */
+            scopes: ("products:read" | "history:read" | "events:read")[];
             /**
              * Format: date-time
              * @description Refused from this instant on (set at creation, or by a rotation: now + grace)
@@ -1204,6 +1212,21 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The key may not be used from this address (its allowed_ips), or lacks the scope this route needs (its scopes); the detail names which. Not counted against the key. */
+        KeyRestricted: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description An API key on an account or admin route, or a JWT without the operation's scope. */
         Forbidden: {
             headers: {
@@ -1434,6 +1457,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["KeyRestricted"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["CatalogueBuilding"];
@@ -1488,6 +1512,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["KeyRestricted"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1530,6 +1555,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["KeyRestricted"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1581,6 +1607,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["KeyRestricted"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["CatalogueBuilding"];
@@ -1621,6 +1648,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["KeyRestricted"];
             /** @description The cursor's event is no longer kept */
             410: {
                 headers: {
@@ -1750,7 +1778,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description A descriptive name, 1–100 characters, and an optional expiry */
+        /** @description A descriptive name, 1–100 characters; optional expiry, allowed_ips and scopes */
         requestBody: {
             content: {
                 "application/json": {
@@ -1764,6 +1792,27 @@ export interface operations {
                      * @example 2027-01-31T12:00:00Z
                      */
                     expires_at?: string;
+                    /**
+                     * @description Where the key may be used from: at most 50 IPv4/IPv6 addresses or CIDRs (an IPv4-mapped IPv6 form counts as IPv4); null: anywhere. A request from elsewhere is 403 and not counted.
+                     * @default null
+                     * @example [
+                     *       "203.0.113.0/24",
+                     *       "2001:db8::/32"
+                     *     ]
+                     */
+                    allowed_ips?: string[] | null;
+                    /**
+                     * @description What the key may read: products:read (/products, /competitors), history:read (/products/{id}/history), events:read (/events); all by default
+                     * @default [
+                     *       "products:read",
+                     *       "history:read",
+                     *       "events:read"
+                     *     ]
+                     * @example [
+                     *       "products:read"
+                     *     ]
+                     */
+                    scopes?: ("products:read" | "history:read" | "events:read")[];
                 };
             };
         };
@@ -1934,7 +1983,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description The new name, 1–100 characters */
+        /** @description The new name (1–100 characters), allowed_ips, scopes */
         requestBody: {
             content: {
                 "application/json": {
@@ -1942,7 +1991,22 @@ export interface operations {
                      * @description 1 to 100 characters after trimming surrounding spaces (an emoji counts once), not blank, no control characters
                      * @example Production server
                      */
-                    name: string;
+                    name?: string;
+                    /**
+                     * @description Where the key may be used from: at most 50 IPv4/IPv6 addresses or CIDRs (an IPv4-mapped IPv6 form counts as IPv4); null: anywhere. A request from elsewhere is 403 and not counted.
+                     * @example [
+                     *       "203.0.113.0/24",
+                     *       "2001:db8::/32"
+                     *     ]
+                     */
+                    allowed_ips?: string[] | null;
+                    /**
+                     * @description What the key may read: products:read (/products, /competitors), history:read (/products/{id}/history), events:read (/events); all by default
+                     * @example [
+                     *       "products:read"
+                     *     ]
+                     */
+                    scopes?: ("products:read" | "history:read" | "events:read")[];
                 };
             };
         };

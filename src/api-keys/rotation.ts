@@ -59,8 +59,8 @@ export async function rotateApiKey(
       .bind(successorId, oldExpiresAt, id, accountId, nowIso, keepsWorking ? 1 : 0, accountId, nowIso, MAX_ACTIVE_KEYS),
     d1
       .prepare(
-        `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, rotated_from)
-         SELECT ?, ?, ?, ?, ?, 'active', ?, ? WHERE EXISTS (SELECT 1 FROM api_keys WHERE id = ? AND rotated_to = ?)`,
+        `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, rotated_from, allowed_ips, scopes)
+         SELECT ?, ?, ?, ?, ?, 'active', ?, ?, allowed_ips, scopes FROM api_keys WHERE id = ? AND rotated_to = ?`,
       )
       .bind(successorId, accountId, old.name, prefix, await hashApiKey(key), nowIso, id, id, successorId),
   ]);
@@ -69,7 +69,8 @@ export async function rotateApiKey(
     throw new ApiError(409, notRotatable(current, nowIso) ?? (keepsWorking ? atTheCap : `API key ${id} cannot be rotated now; try again.`));
   }
   await limiter.expire(old.keyHash, Date.parse(oldExpiresAt));
-  return { id: successorId, name: old.name, prefix, key, status: "active", created_at: nowIso, expires_at: null, rotated_from: id, rotated_to: null };
+  const { allowed_ips, scopes } = apiKeyView(old); // the successor has the old key's restrictions
+  return { id: successorId, name: old.name, prefix, key, status: "active", created_at: nowIso, expires_at: null, rotated_from: id, rotated_to: null, allowed_ips, scopes };
 }
 
 const atTheCap =

@@ -4,7 +4,7 @@ import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.t
 import { noQuery } from "../http/query.ts";
 import { rotateApiKey } from "./rotation.ts";
 import { ApiKey, apiKeyBody, ApiKeyList, CreatedApiKey, createKeyBody, keyIdParam, KeyUsage, rotateKeyBody, usageQuery } from "./schema.ts";
-import { apiKeyView, createApiKey, listApiKeys, renameApiKey, revokeApiKey } from "./service.ts";
+import { apiKeyView, createApiKey, listApiKeys, revokeApiKey, updateApiKey } from "./service.ts";
 import { keyUsage } from "./usage.ts";
 
 const common = { tags: ["API keys"], credential: "account" as const, middleware: [requireAccount] };
@@ -18,8 +18,9 @@ const createKey = createRoute(
     summary: "Create an API key",
     description:
       "The full key is in this response only: store it now. At most 100 keys per account that can authenticate (active ones, and rotated ones still in their grace; then 409). " +
-      "With `expires_at`, the key is refused (401) from that instant on.",
-    request: { query: noQuery, body: jsonBody(createKeyBody, "A descriptive name, 1–100 characters, and an optional expiry") },
+      "With `expires_at`, the key is refused (401) from that instant on. With `allowed_ips`, a request from elsewhere is 403; " +
+      "with `scopes`, a route outside them is 403 (neither is counted against the key).",
+    request: { query: noQuery, body: jsonBody(createKeyBody, "A descriptive name, 1–100 characters; optional expiry, allowed_ips and scopes") },
     errors: { conflict: true },
     responses: { 201: jsonResponse("The new key, with its full value", CreatedApiKey, ["Cache-Control"]) },
   }),
@@ -44,9 +45,11 @@ const renameKey = createRoute(
     method: "patch",
     path: "/{id}",
     operationId: "renameApiKey",
-    summary: "Rename a key",
-    description: "Only the name changes; a revoked key can be renamed and stays revoked.",
-    request: { params: keyIdParam, query: noQuery, body: jsonBody(apiKeyBody, "The new name, 1–100 characters") },
+    summary: "Rename a key, or change where it may be used from and what it may read",
+    description:
+      "Any of name, allowed_ips and scopes; at least one. New restrictions apply from the key's next request. " +
+      "A revoked key can be renamed and stays revoked. Values the key already has: 200 with the record.",
+    request: { params: keyIdParam, query: noQuery, body: jsonBody(apiKeyBody, "The new name (1–100 characters), allowed_ips, scopes") },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The key record", ApiKey) },
   }),
@@ -125,7 +128,8 @@ export const apiKeyRoutes = openApiApp()
     return c.json(await keyUsage(db, limiter, c.var.account.id, c.req.valid("param").id, c.req.valid("query")), 200);
   })
   .openapi(renameKey, async (c) => {
-    const row = await renameApiKey(c.var.ctx.db, c.var.account.id, c.req.valid("param").id, c.req.valid("json").name);
+    const { db, limiter } = c.var.ctx;
+    const row = await updateApiKey(db, limiter, c.var.account.id, c.req.valid("param").id, c.req.valid("json"));
     return c.json(apiKeyView(row), 200);
   })
   .openapi(revokeKey, async (c) => {

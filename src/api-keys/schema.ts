@@ -2,6 +2,8 @@ import { z } from "zod";
 import { DATE_OR_DATE_TIME, isoTimestamp, strictQuery, when } from "../http/query.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
+import { allowedIpsInput, restrictionFields, scopesInput } from "../key-restrictions/schema.ts";
+import { KEY_SCOPES } from "../rate-limit/key-scopes.ts";
 
 /** No control character (\p{Cc} is U+0000–U+001F and U+007F–U+009F) and a non-space one somewhere. */
 const NO_CONTROL = "[^\\u0000-\\u001F\\u007F-\\u009F]";
@@ -21,7 +23,12 @@ export const keyName = z
     example: "Production server",
   });
 
-export const apiKeyBody = z.strictObject({ name: keyName }, jsonObject);
+/** PATCH: any of the name and the restrictions; at least one. */
+export const apiKeyBody = z
+  .strictObject({ name: keyName.optional(), allowed_ips: allowedIpsInput.optional(), scopes: scopesInput.optional() }, jsonObject)
+  .refine((body) => Object.values(body).some((value) => value !== undefined), { error: "name at least one of name, allowed_ips, scopes" })
+  .meta({ minProperties: 1 });
+export type ApiKeyPatch = z.output<typeof apiKeyBody>;
 
 const YEAR_MS = 365 * 86_400_000;
 
@@ -37,7 +44,11 @@ const expiresAt = z
     example: "2027-01-31T12:00:00Z",
   });
 
-export const createKeyBody = z.strictObject({ name: keyName, expires_at: expiresAt.optional() }, jsonObject);
+export const createKeyBody = z.strictObject(
+  { name: keyName, expires_at: expiresAt.optional(), allowed_ips: allowedIpsInput.default(null), scopes: scopesInput.default([...KEY_SCOPES]) },
+  jsonObject,
+);
+export type CreateKeyBody = z.output<typeof createKeyBody>;
 
 export const rotateKeyBody = z.strictObject({ grace_seconds: graceSeconds("How long the old key keeps working, in seconds") }, jsonObject);
 
@@ -50,6 +61,7 @@ const keyFields = {
 };
 
 const lifecycleFields = {
+  ...restrictionFields,
   expires_at: timestamp.nullable().meta({ description: "Refused from this instant on (set at creation, or by a rotation: now + grace)" }),
   rotated_from: prefixedId("key", "3f2a…").nullable().meta({ description: "The key this one replaced" }),
   rotated_to: prefixedId("key", "3f2a…").nullable().meta({ description: "The key that replaced this one" }),

@@ -4,7 +4,8 @@ import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { apiKeys } from "../platform/tables.ts";
 import type { RateLimitControl } from "../rate-limit/types.ts";
-import type { ApiKeyView, CreatedApiKeyView } from "./schema.ts";
+import { KEY_SCOPES } from "../rate-limit/key-scopes.ts";
+import type { ApiKeyPatch, ApiKeyView, CreateKeyBody, CreatedApiKeyView } from "./schema.ts";
 
 export const MAX_ACTIVE_KEYS = 100;
 
@@ -27,6 +28,8 @@ export function apiKeyView(row: ApiKeyRow, now = new Date().toISOString()): ApiK
     expires_at: row.expiresAt,
     rotated_from: row.rotatedFrom,
     rotated_to: row.rotatedTo,
+    allowed_ips: row.allowedIps,
+    scopes: row.scopes ?? [...KEY_SCOPES],
   };
 }
 
@@ -45,7 +48,7 @@ const notFound = (id: string) => new ApiError(404, `No API key ${id} in this acc
 export async function createApiKey(
   db: Database,
   accountId: string,
-  fields: { name: string; expires_at?: string | undefined },
+  fields: CreateKeyBody,
   servicePrefix: string,
 ): Promise<CreatedApiKeyView> {
   const { key, prefix } = generateApiKey(servicePrefix);
@@ -55,15 +58,40 @@ export async function createApiKey(
   // One statement, so two concurrent creates cannot both slip under the cap.
   const result = await db.$client
     .prepare(
-      `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, expires_at)
-       SELECT ?, ?, ?, ?, ?, 'active', ?, ? WHERE ${KEYS_THAT_CAN_AUTHENTICATE} < ?`,
+      `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, expires_at, allowed_ips, scopes)
+       SELECT ?, ?, ?, ?, ?, 'active', ?, ?, ?, ? WHERE ${KEYS_THAT_CAN_AUTHENTICATE} < ?`,
     )
-    .bind(id, accountId, fields.name, prefix, await hashApiKey(key), createdAt, expiresAt, accountId, createdAt, MAX_ACTIVE_KEYS)
+    .bind(
+      id,
+      accountId,
+      fields.name,
+      prefix,
+      await hashApiKey(key),
+      createdAt,
+      expiresAt,
+      fields.allowed_ips === null ? null : JSON.stringify(fields.allowed_ips),
+      JSON.stringify(fields.scopes),
+      accountId,
+      createdAt,
+      MAX_ACTIVE_KEYS,
+    )
     .run();
   if (result.meta.changes !== 1) {
     throw new ApiError(409, `This account already has ${MAX_ACTIVE_KEYS} active keys (rotated keys still in their grace count too); revoke one before creating another.`);
   }
-  return { id, name: fields.name, prefix, key, status: "active", created_at: createdAt, expires_at: expiresAt, rotated_from: null, rotated_to: null };
+  return {
+    id,
+    name: fields.name,
+    prefix,
+    key,
+    status: "active",
+    created_at: createdAt,
+    expires_at: expiresAt,
+    rotated_from: null,
+    rotated_to: null,
+    allowed_ips: fields.allowed_ips,
+    scopes: fields.scopes,
+  };
 }
 
 export function listApiKeys(db: Database, accountId: string): Promise<ApiKeyRow[]> {
@@ -76,13 +104,26 @@ export async function findApiKey(db: Database, accountId: string, id: string): P
   return row;
 }
 
-export async function renameApiKey(db: Database, accountId: string, id: string, name: string): Promise<ApiKeyRow> {
+/**
+ * Renames the key and changes its restrictions. D1 first, then the key's object (restrictions only reach
+ * requests through it): the next request is decided by the new ones. Pushed on every call that names a
+ * restriction, so a call retried after a failed push completes it.
+ */
+export async function updateApiKey(db: Database, limiter: RateLimitControl, accountId: string, id: string, patch: ApiKeyPatch): Promise<ApiKeyRow> {
+  const changes = {
+    ...(patch.name !== undefined && { name: patch.name }),
+    ...(patch.allowed_ips !== undefined && { allowedIps: patch.allowed_ips }),
+    ...(patch.scopes !== undefined && { scopes: patch.scopes }),
+  };
   const [row] = await db
     .update(apiKeys)
-    .set({ name })
+    .set(changes)
     .where(and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId)))
     .returning();
   if (!row) throw notFound(id);
+  if ((patch.allowed_ips !== undefined || patch.scopes !== undefined) && row.status === "active") {
+    await limiter.restrict(row.keyHash, { allowedIps: row.allowedIps, scopes: row.scopes });
+  }
   return row;
 }
 

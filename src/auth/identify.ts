@@ -10,7 +10,7 @@ import { unauthorized, verifyIdpToken, type Identity } from "./idp.ts";
  */
 export type Credential =
   | { kind: "none" }
-  | { kind: "api-key"; keyHash: string; key?: { id: string; accountId: string } }
+  | { kind: "api-key"; keyHash: string; key?: { id: string; accountId: string; /** What the key may read (null: everything); for routes that check per call, like /mcp. */ scopes?: string[] | null } }
   | { kind: "login"; identity: Identity }
   | { kind: "rejected"; error: ApiError; wasApiKey: boolean };
 

@@ -85,6 +85,9 @@ export const RESPONSE_COMPONENTS = {
   BadRequest: errorResponse("The body, query or a path parameter failed validation; the detail names the field."),
   Unauthorized: errorResponse("No credential, a malformed, unknown, revoked or expired one, or the wrong kind (a JWT on a data route).", ["WWW-Authenticate"]),
   BadSignature: errorResponse("The report's GitHub signature is missing or does not verify, or names a key not in GitHub's list; nothing was changed."),
+  KeyRestricted: errorResponse(
+    "The key may not be used from this address (its allowed_ips), or lacks the scope this route needs (its scopes); the detail names which. Not counted against the key.",
+  ),
   Forbidden: errorResponse("An API key on an account or admin route, or a JWT without the operation's scope."),
   NotFound: errorResponse("No such id in this account (another account's ids are 404 too), or no such route."),
   MethodNotAllowed: errorResponse("The path exists but not with this method (any path in this document).", ["Allow"]),

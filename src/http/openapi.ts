@@ -47,7 +47,7 @@ function errorResponses(credential: Credential, cases: ErrorCases) {
   return {
     ...(cases.validates || cases.body ? { 400: ref("BadRequest") } : {}),
     401: ref(credential === "github" ? "BadSignature" : "Unauthorized"),
-    ...(credential === "api-key" || credential === "github" ? {} : { 403: ref("Forbidden") }),
+    ...(credential === "github" ? {} : { 403: ref(credential === "api-key" ? "KeyRestricted" : "Forbidden") }),
     ...(cases.notFound ? { 404: ref("NotFound") } : {}),
     ...(cases.conflict ? { 409: ref("Conflict") } : {}),
     ...(cases.body ? { 413: ref("PayloadTooLarge") } : {}),

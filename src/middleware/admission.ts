@@ -2,13 +2,15 @@ import type { Context, MiddlewareHandler } from "hono";
 import { identify, type Credential } from "../auth/identify.ts";
 import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
+import { scopeForPath } from "../rate-limit/key-scopes.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
 import { admitBucket, admitKey, isSeenKey } from "../rate-limit/client.ts";
 import { rateLimitDetail, rateLimitHeaders } from "../rate-limit/headers.ts";
 import type { Decision, Work } from "../rate-limit/types.ts";
 
-const ipBucket = (c: Context) => ipBucketName(c.req.header("CF-Connecting-IP") ?? "unknown");
+const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
+const ipBucket = (c: Context) => ipBucketName(clientIp(c));
 const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
 async function admitCredential(c: Context<AppEnv>, credential: Credential, work: Work): Promise<[Credential, Decision]> {
@@ -23,8 +25,9 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
       const ip = await admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work, { count: false });
       if (!ip.allowed) return [credential, ip];
     }
-    const outcome = await admitKey(c.env, credential.keyHash, work);
+    const outcome = await admitKey(c.env, credential.keyHash, work, { ip: clientIp(c), scope: scopeForPath(c.req.path) });
     if (outcome.status === "active") return [{ ...credential, key: outcome.key }, outcome.decision];
+    if (outcome.status === "forbidden") return [{ kind: "rejected", error: new ApiError(403, outcome.detail), wasApiKey: true }, outcome.decision];
     const detail =
       outcome.status === "expired"
         ? `This API key expired at ${new Date(outcome.expiresAt).toISOString()}; use the key that replaced it, or create a new one.`

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { check, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import type { AlertFilters } from "../alerts/schema.ts";
+import type { KeyScope } from "../rate-limit/key-scopes.ts";
 
 /** The plans of spec section 8; the numbers live in src/rate-limit/plans.ts. */
 export const PLAN_NAMES = ["free", "standard", "premium"] as const;
@@ -43,7 +44,7 @@ export const apiKeys = sqliteTable(
     /** The CIDRs the key may be used from, a JSON array; null: anywhere. */
     allowedIps: text("allowed_ips", { mode: "json" }).$type<string[]>(),
     /** The scopes the key holds, a JSON array; null: all of them. */
-    scopes: text("scopes", { mode: "json" }).$type<string[]>(),
+    scopes: text("scopes", { mode: "json" }).$type<KeyScope[]>(),
   },
   (t) => [index("api_keys_account_created").on(t.accountId, t.createdAt)],
 );

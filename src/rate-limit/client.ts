@@ -1,4 +1,4 @@
-import { UNKNOWN_KEY_MS, type Decision, type KeyAdmission, type Limits, type RateLimitControl, type Work } from "./types.ts";
+import { UNKNOWN_KEY_MS, type Decision, type KeyAdmission, type KeyRequest, type Limits, type RateLimitControl, type Work } from "./types.ts";
 
 const MAX_REMEMBERED = 10_000;
 
@@ -46,26 +46,28 @@ export function isSeenKey(keyHash: string): boolean {
 const limiter = (env: Env, name: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(name));
 
 export type KeyOutcome =
-  | { status: "active"; decision: Decision; key?: { id: string; accountId: string } }
+  | { status: "active"; decision: Decision; key?: { id: string; accountId: string; scopes: string[] | null } }
+  | { status: "forbidden"; detail: string; decision: Decision }
   | { status: "expired"; expiresAt: number }
   | { status: "revoked" | "unknown" };
 
 /** Admission for an API key, named by its hash; a hash remembered as matching no key is answered without a call. */
-export async function admitKey(env: Env, keyHash: string, work: Work): Promise<KeyOutcome> {
+export async function admitKey(env: Env, keyHash: string, work: Work, request: KeyRequest): Promise<KeyOutcome> {
   const unknownUntil = seenKeys.get(keyHash);
   if (typeof unknownUntil === "number") {
     if (Date.now() < unknownUntil) return { status: "unknown" };
     seenKeys.delete(keyHash);
   }
   work.keyObjectCalls++;
-  const result: KeyAdmission = await limiter(env, keyHash).admitKey(keyHash);
+  const result: KeyAdmission = await limiter(env, keyHash).admitKey(keyHash, request);
   work.d1 += result.d1Queries;
   if (result.status === "unknown") remember(seenKeys, keyHash, Date.now() + UNKNOWN_KEY_MS);
-  else if (result.status === "active") remember(seenKeys, keyHash, true);
+  else if (result.status === "active" || result.status === "forbidden") remember(seenKeys, keyHash, true);
   else seenKeys.delete(keyHash);
+  if (result.status === "forbidden") return { status: "forbidden", detail: result.detail, decision: result.decision };
   if (result.status === "expired") return { status: "expired", expiresAt: result.expiresAt };
   if (result.status !== "active") return { status: result.status };
-  return { status: "active", decision: result.decision, key: { id: result.keyId, accountId: result.accountId } };
+  return { status: "active", decision: result.decision, key: { id: result.keyId, accountId: result.accountId, scopes: result.scopes } };
 }
 
 /**
@@ -91,6 +93,9 @@ export const rateLimitControl = (env: Env): RateLimitControl => ({
   },
   usage(keyHash, granularity, from, to) {
     return limiter(env, keyHash).usageBuckets(granularity, from, to);
+  },
+  async restrict(keyHash, restrictions) {
+    await limiter(env, keyHash).restrict(keyHash, restrictions);
   },
   async setLimits(keyHashes, limits) {
     await Promise.all(keyHashes.map((hash) => limiter(env, hash).setLimits(limits)));

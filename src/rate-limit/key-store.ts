@@ -12,13 +12,29 @@ import type { KeyState } from "./types.ts";
 /** The one D1 read of a key's object, on its first wake: what the key is, its expiry and its plan's limits, or undefined for no such key. */
 export async function loadKeyState(db: Database, keyHash: string): Promise<KeyState | undefined> {
   const found = await db
-    .select({ id: apiKeys.id, accountId: apiKeys.accountId, status: apiKeys.status, expiresAt: apiKeys.expiresAt, plan: accounts.plan })
+    .select({
+      id: apiKeys.id,
+      accountId: apiKeys.accountId,
+      status: apiKeys.status,
+      expiresAt: apiKeys.expiresAt,
+      allowedIps: apiKeys.allowedIps,
+      scopes: apiKeys.scopes,
+      plan: accounts.plan,
+    })
     .from(apiKeys)
     .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
     .where(eq(apiKeys.keyHash, keyHash))
     .get();
   if (!found) return undefined;
   return found.status === "active"
-    ? { status: "active", keyId: found.id, accountId: found.accountId, limits: PLAN_LIMITS[found.plan], expiresAt: found.expiresAt === null ? null : Date.parse(found.expiresAt) }
+    ? {
+        status: "active",
+        keyId: found.id,
+        accountId: found.accountId,
+        limits: PLAN_LIMITS[found.plan],
+        expiresAt: found.expiresAt === null ? null : Date.parse(found.expiresAt),
+        allowedIps: found.allowedIps,
+        scopes: found.scopes,
+      }
     : { status: "revoked", keyId: found.id, accountId: found.accountId };
 }

@@ -1,8 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../platform/db.ts";
+import { isAllowed } from "./allowed-ips.ts";
 import { loadKeyState } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
-import { UNKNOWN_KEY_MS, type Decision, type Granularity, type KeyAdmission, type KeyState, type Limits, type UsageCount } from "./types.ts";
+import { UNKNOWN_KEY_MS, type Decision, type Granularity, type KeyAdmission, type KeyRequest, type KeyRestrictions, type KeyState, type Limits, type UsageCount } from "./types.ts";
 import { OLDEST_COLUMNS, USAGE_SCHEMA, UsageLog, type OldestColumns } from "./usage-log.ts";
 import { Usage } from "./window.ts";
 
@@ -98,7 +99,7 @@ export class RateLimiter extends DurableObject<Env> {
    * Every decision is counted in the key's usage. A hash that matches no key is remembered for a minute,
    * in memory only: no D1 read meanwhile, and no storage for a made-up key.
    */
-  async admitKey(keyHash: string): Promise<KeyAdmission> {
+  async admitKey(keyHash: string, request?: KeyRequest): Promise<KeyAdmission> {
     const { key, d1Queries } = await this.knownKey(keyHash);
     if (!key) return { status: "unknown", d1Queries };
     const now = Date.now();
@@ -107,10 +108,16 @@ export class RateLimiter extends DurableObject<Env> {
       return key.status === "active" ? { status: "expired", expiresAt: key.expiresAt!, d1Queries } : { status: key.status, d1Queries };
     }
     this.usage.slide(now);
+    const forbidden = request && outsideRestrictions(key, request);
+    if (forbidden) {
+      // Refused, but not counted against the key's limits: its window is reported as it stands.
+      this.count(now, false);
+      return { status: "forbidden", detail: forbidden, decision: this.usage.peek(now, key.limits), d1Queries };
+    }
     const decision = this.usage.decide(now, key.limits);
     if (decision.allowed) this.markUse(key.keyId, now);
     this.count(now, decision.allowed);
-    return { status: "active", keyId: key.keyId, accountId: key.accountId, expiresAt: key.expiresAt, decision, d1Queries };
+    return { status: "active", keyId: key.keyId, accountId: key.accountId, expiresAt: key.expiresAt, decision, scopes: key.scopes ?? null, d1Queries };
   }
 
   /** Pushed by DELETE /api-keys/:id before it answers: the next request is refused. */
@@ -132,6 +139,12 @@ export class RateLimiter extends DurableObject<Env> {
   async setLimits(limits: Limits): Promise<void> {
     if (!this.key && this.loading) await this.loading;
     if (this.key?.status === "active") this.storeKey({ ...this.key, limits });
+  }
+
+  /** Pushed by PATCH /api-keys/:id once D1 has the key's new restrictions: the next request is decided by them. */
+  async restrict(keyHash: string, restrictions: KeyRestrictions): Promise<void> {
+    const { key } = await this.knownKey(keyHash);
+    if (key?.status === "active") this.storeKey({ ...key, ...restrictions });
   }
 
   /** The key's usage, `from` ≤ bucket start < `to`. */
@@ -216,4 +229,15 @@ export class RateLimiter extends DurableObject<Env> {
       this.lastUseRecorded,
     );
   }
+}
+
+/** Why the key may not make this request (its address or its route's scope), or undefined when it may. */
+function outsideRestrictions(key: Partial<KeyRestrictions>, request: KeyRequest): string | undefined {
+  if (key.allowedIps && !isAllowed(request.ip, key.allowedIps)) {
+    return `This API key may not be used from ${request.ip}; add the address to the key's allowed_ips (PATCH /api-keys/{id}) or call from an allowed one.`;
+  }
+  if (key.scopes && request.scope !== undefined && !key.scopes.includes(request.scope)) {
+    return `This API key lacks the ${request.scope} scope this route needs; add it to the key's scopes (PATCH /api-keys/{id}) or use another key.`;
+  }
+  return undefined;
 }

@@ -31,12 +31,29 @@ export interface Decision {
  * `expiresAt` (epoch ms, or null) is the instant from which the object refuses the key.
  */
 export type KeyState =
-  | { status: "active"; keyId: string; accountId: string; limits: Limits; expiresAt: number | null }
+  | ({ status: "active"; keyId: string; accountId: string; limits: Limits; expiresAt: number | null } & Partial<KeyRestrictions>)
   | { status: "revoked"; keyId: string; accountId: string };
+
+/**
+ * Where a key may be used from (canonical CIDRs; null: anywhere) and what it may read (null: everything).
+ * States stored before keys had restrictions lack them: no restriction.
+ */
+export interface KeyRestrictions {
+  allowedIps: string[] | null;
+  scopes: string[] | null;
+}
+
+/** What the object needs of a request to decide it beyond counting: the client's address and the scope its route needs. */
+export interface KeyRequest {
+  ip: string;
+  scope: string | undefined;
+}
 
 /** The object's answer to one admission of an API key. */
 export type KeyAdmission =
-  | { status: "active"; keyId: string; accountId: string; expiresAt: number | null; decision: Decision; d1Queries: number }
+  | { status: "active"; keyId: string; accountId: string; expiresAt: number | null; decision: Decision; scopes: string[] | null; d1Queries: number }
+  /** Outside the key's allowed addresses or scopes: 403 with `detail`, not counted; `decision` is the key's window as it stands. */
+  | { status: "forbidden"; detail: string; decision: Decision; d1Queries: number }
   | { status: "expired"; expiresAt: number; d1Queries: number }
   | { status: "revoked" | "unknown"; d1Queries: number };
 
@@ -69,6 +86,8 @@ export interface RateLimitControl {
   /** The key is refused from `expiresAt` (epoch ms) on; an earlier expiry the object already has stays. */
   expire(keyHash: string, expiresAt: number): Promise<void>;
   setLimits(keyHashes: readonly string[], limits: Limits): Promise<void>;
+  /** The key's new allowed addresses and scopes (after D1 has them): the next request is decided by them. */
+  restrict(keyHash: string, restrictions: KeyRestrictions): Promise<void>;
   /** A key's usage from its own object, `from` ≤ bucket start < `to` (aligned to the granularity). */
   usage(keyHash: string, granularity: Granularity, from: number, to: number): Promise<UsageCount[]>;
 }

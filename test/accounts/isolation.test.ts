@@ -125,6 +125,8 @@ describe("one account cannot see or touch another's keys", () => {
         expires_at: null,
         rotated_from: null,
         rotated_to: null,
+        allowed_ips: null,
+        scopes: ["products:read", "history:read", "events:read"],
       },
     ]);
     const row = await env.DB.prepare("SELECT account_id, name, status, revoked_at FROM api_keys WHERE id = ?").bind(created.id).first();
@@ -160,7 +162,7 @@ describe("one account cannot see or touch another's keys", () => {
     const revoked = keys.find((k) => k.id === ids[1])!;
     expect(revoked.status).toBe("revoked");
     expect(revoked.revoked_at).toMatch(ISO_UTC);
-    for (const key of keys) expect(Object.keys(key).sort()).toEqual(["created_at", "expires_at", "id", "last_used_at", "leak_url", "leaked_at", "name", "prefix", "revoked_at", "revoked_reason", "rotated_from", "rotated_to", "status"]);
+    for (const key of keys) expect(Object.keys(key).sort()).toEqual(["allowed_ips", "created_at", "expires_at", "id", "last_used_at", "leak_url", "leaked_at", "name", "prefix", "revoked_at", "revoked_reason", "rotated_from", "rotated_to", "scopes", "status"]);
   });
 });
 

@@ -168,7 +168,7 @@ describe("POST /api-keys accepted names", () => {
 
 describe("PATCH /api-keys/:id body validation", () => {
   const badBodies: [string, unknown][] = [
-    ["missing name", {}],
+    ["no field at all", {}],
     ['name ""', { name: "" }],
     ["name of only spaces", { name: "   " }],
     ["101-character name", { name: "b".repeat(101) }],
@@ -227,6 +227,8 @@ describe("PATCH /api-keys/:id body validation", () => {
       expires_at: null,
       rotated_from: null,
       rotated_to: null,
+      allowed_ips: null,
+      scopes: ["products:read", "history:read", "events:read"],
     });
   });
 

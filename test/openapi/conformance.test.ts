@@ -352,6 +352,23 @@ describe("webhooks (account login)", () => {
   });
 });
 
+describe("key restrictions (API key)", () => {
+  it("every data route: 403 outside the key's scopes or allowed addresses", async () => {
+    const scoped = async (body: object) => (await expectCall(201, "post", "/api-keys", "/api-keys", { token, body: { name: "restricted", ...body } })).key as string;
+    const eventsOnly = await scoped({ scopes: ["events:read"] });
+    for (const [template, path] of [
+      ["/products", "/products"],
+      ["/products/{id}", `/products/${productId}`],
+      ["/products/{id}/history", `/products/${productId}/history`],
+      ["/competitors", "/competitors"],
+    ]) {
+      await expectCall(403, "get", template!, path!, { token: eventsOnly });
+    }
+    await expectCall(403, "get", "/events", "/events", { token: await scoped({ scopes: ["products:read"] }) });
+    await expectCall(403, "get", "/products", "/products", { token: await scoped({ allowed_ips: ["192.0.2.0/24"] }), headers: { "CF-Connecting-IP": "203.0.113.9" } });
+  });
+});
+
 describe("secret scanning (signed by GitHub)", () => {
   const path = "/secret-scanning/github";
   const check = async (status: number, res: Response | Promise<Response>) => {

@@ -1,0 +1,14 @@
+/**
+ * What an API key may read. Each data route needs one scope; a key holds a non-empty subset (all by default).
+ * The key's rate-limit object compares them on each admission (src/rate-limit/rate-limiter.ts).
+ */
+export const KEY_SCOPES = ["products:read", "history:read", "events:read"] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
+/** The scope a data route needs, from its path; undefined for a path that is not a data route. */
+export function scopeForPath(path: string): KeyScope | undefined {
+  if (/^\/products\/[^/]+\/history\/?$/.test(path)) return "history:read";
+  if (/^\/(products|competitors)(\/[^/]+)?\/?$/.test(path)) return "products:read";
+  if (/^\/events(\/stream)?\/?$/.test(path)) return "events:read";
+  return undefined;
+}
