@@ -17,6 +17,7 @@ import { namedQueryParameters } from "./http/query.ts";
 import { observationRoutes } from "./prices/routes.ts";
 import { admission } from "./middleware/admission.ts";
 import { secretScanningRoutes } from "./secret-scanning/routes.ts";
+import { streamRoutes } from "./stream/routes.ts";
 import { webhookRoutes } from "./webhooks/routes.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -45,6 +46,7 @@ export function buildApp() {
   app.get("/", home);
   app.route("/products", productRoutes); // API key
   app.route("/competitors", competitorRoutes); // API key
+  app.route("/events/stream", streamRoutes); // API key, server-sent events
   app.route("/events", eventRoutes); // API key
   app.route("/account", accountRoutes); // account login
   app.route("/api-keys", apiKeyRoutes); // account login
