@@ -14,6 +14,7 @@ import { ApiError, methodNotAllowedResponse, notFound, onError } from "./http/er
 import { home } from "./http/home.ts";
 import { openApiApp } from "./http/openapi.ts";
 import { namedQueryParameters } from "./http/query.ts";
+import { mcpRoutes } from "./mcp/routes.ts";
 import { observationRoutes } from "./prices/routes.ts";
 import { admission } from "./middleware/admission.ts";
 import { secretScanningRoutes } from "./secret-scanning/routes.ts";
@@ -48,6 +49,7 @@ export function buildApp() {
   app.route("/competitors", competitorRoutes); // API key
   app.route("/events/stream", streamRoutes); // API key, server-sent events
   app.route("/events", eventRoutes); // API key
+  app.route("/mcp", mcpRoutes); // API key, Model Context Protocol (JSON-RPC over Streamable HTTP)
   app.route("/account", accountRoutes); // account login
   app.route("/api-keys", apiKeyRoutes); // account login
   app.route("/webhooks", webhookRoutes); // account login
