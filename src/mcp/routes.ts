@@ -1,6 +1,6 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { Hono } from "hono";
-import { requireApiKey } from "../auth/guards.ts";
+import { requireApiKey } from "../middleware/guards.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { mcpServer } from "./server.ts";
 
