@@ -1,7 +1,8 @@
 /**
  * `npm run bench [-- --quick] [--products-max] [--connections N] [--seconds S] [--keep-state]`
  * `npm run bench -- --soak [--seconds S]`: the soak instead (bench/soak.ts; 600 s unless told).
- * `npm run bench -- --webhooks`: only the webhook latency (bench/webhook-latency.ts), on the real worker alone.
+ * `npm run bench -- --webhooks`: only the webhook latency (bench/webhook-latency.ts), the stream's latency and MCP's cost
+ *   beside REST (bench/stream-mcp.ts), on the real worker alone.
  * `npm run bench -- --catalogue [--quick] [--products-max]` (`npm run bench:catalogue`): only the
  *   catalogue snapshot at its sizes (bench/catalogue.ts), written to bench/results/catalogue.md.
  *
@@ -52,6 +53,7 @@ import { report, type Measured, type Results } from "./report.ts";
 import { withResults } from "./results-doc.ts";
 import { seedState, startJwks, type Jwks } from "./setup.ts";
 import { soak, soakBudgetSeconds, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
+import { streamAndMcp, streamAndMcpReport } from "./stream-mcp.ts";
 import { webhookLatency, webhookLatencyReport } from "./webhook-latency.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
 
@@ -436,10 +438,14 @@ async function webhooksMain(): Promise<string> {
   await waitReady(worker, (url) => fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(20_000) }), 120_000);
   step(`webhook latency: ${settings.webhookSamples} price changes, one at a time`);
   const tokens = {
-    admin: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-admin", scope: "prices:write" }),
+    admin: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-admin", scope: "prices:write accounts:write" }),
     account: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-webhooks" }),
   };
-  return webhookLatencyReport(await webhookLatency(worker.url, tokens, settings.webhookSamples)).join("\n");
+  const hooks = webhookLatencyReport(await webhookLatency(worker.url, tokens, settings.webhookSamples));
+  step(`the stream: ${settings.webhookSamples} price changes, one at a time; MCP tool calls beside REST`);
+  // Premium (300 a minute): the MCP comparison alone makes 120 calls with the account's key.
+  await fetch(`${worker.url}/admin/accounts/bench-webhooks/plan`, { method: "PUT", headers: { Authorization: `Bearer ${tokens.admin}` }, body: JSON.stringify({ plan: "premium" }) });
+  return [...hooks, "", ...streamAndMcpReport(await streamAndMcp(worker.url, tokens, settings.webhookSamples))].join("\n");
 }
 
 /**

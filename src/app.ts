@@ -14,9 +14,11 @@ import { ApiError, methodNotAllowedResponse, notFound, onError } from "./http/er
 import { home } from "./http/home.ts";
 import { openApiApp } from "./http/openapi.ts";
 import { namedQueryParameters } from "./http/query.ts";
+import { mcpRoutes } from "./mcp/routes.ts";
 import { observationRoutes } from "./prices/routes.ts";
 import { admission } from "./middleware/admission.ts";
 import { secretScanningRoutes } from "./secret-scanning/routes.ts";
+import { streamRoutes } from "./stream/routes.ts";
 import { webhookRoutes } from "./webhooks/routes.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -45,7 +47,9 @@ export function buildApp() {
   app.get("/", home);
   app.route("/products", productRoutes); // API key
   app.route("/competitors", competitorRoutes); // API key
+  app.route("/events/stream", streamRoutes); // API key, server-sent events
   app.route("/events", eventRoutes); // API key
+  app.route("/mcp", mcpRoutes); // API key, Model Context Protocol (JSON-RPC over Streamable HTTP)
   app.route("/account", accountRoutes); // account login
   app.route("/api-keys", apiKeyRoutes); // account login
   app.route("/webhooks", webhookRoutes); // account login

@@ -14,14 +14,16 @@ export const MAX_WINDOW_DAYS = 365;
 /** The fields whose amounts are in `currency`. */
 export const MONEY_RULES = ["min_change_abs", "price_below", "price_above"] as const;
 
+export const scopeValue = z.string({ error: required("string") }).min(1, { error: "must not be empty" }).max(200, { error: "must be at most 200 characters" });
+
 const scopeList = (what: string, example: string) =>
   z
-    .array(z.string({ error: required("string") }).min(1, { error: "must not be empty" }).max(200, { error: "must be at most 200 characters" }), { error: required("array") })
+    .array(scopeValue, { error: required("array") })
     .min(1, { error: "must hold at least one value (leave the field out to match any)" })
     .max(MAX_LIST_ENTRIES, { error: `must hold at most ${MAX_LIST_ENTRIES.toLocaleString("en")} values` })
     .meta({ description: `Only events of these ${what} (exact match, at most ${MAX_LIST_ENTRIES.toLocaleString("en")}); applies to stock.changed too`, example: [example] });
 
-const windowDays = (description: string) =>
+export const windowDays = (description: string) =>
   z
     .int({ error: `must be a whole number of days from 1 to ${MAX_WINDOW_DAYS}` })
     .min(1, { error: `must be from 1 to ${MAX_WINDOW_DAYS}` })
@@ -57,8 +59,8 @@ export const alertFilterFields = {
   skus: scopeList("SKUs", "SKU-12345").optional(),
 };
 
-/** The object form both bodies and the stream's query are checked against; `currency` is required with any amount. */
-const requireCurrency = (value: { currency?: string | undefined } & Partial<Record<(typeof MONEY_RULES)[number], string | undefined>>, ctx: z.RefinementCtx) => {
+/** `currency` is required with any amount, and each amount must fit it: for webhook bodies and the stream's query alike. */
+export const requireCurrency = (value: { currency?: string | undefined } & Partial<Record<(typeof MONEY_RULES)[number], string | undefined>>, ctx: z.RefinementCtx) => {
   const given = MONEY_RULES.filter((field) => value[field] !== undefined);
   if (given.length === 0) return;
   if (value.currency === undefined) {

@@ -271,3 +271,17 @@ export const eventArchive = sqliteTable(
   },
   (t) => [index("event_archive_max_timestamp").on(t.maxTimestamp)],
 );
+
+/**
+ * The open GET /events/stream responses, one row each, so a key holds at most a few (src/stream/service.ts).
+ * A row goes when its stream ends; one whose invocation died goes once `expires_at` (its lifetime bound) passes.
+ */
+export const eventStreams = sqliteTable(
+  "event_streams",
+  {
+    id: text("id").primaryKey(),
+    keyId: text("key_id").notNull(),
+    expiresAt: text("expires_at").notNull(),
+  },
+  (t) => [index("event_streams_key").on(t.keyId, t.expiresAt)],
+);

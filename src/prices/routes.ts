@@ -2,6 +2,8 @@ import { createRoute } from "@hono/zod-openapi";
 import { requireScope } from "../middleware/guards.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
+import { deliverAfterCommit } from "../webhooks/immediate.ts";
+import type { EventMessage } from "../webhooks/messages.ts";
 import { IngestionSummary, observationsBody } from "./schema.ts";
 import { ingestObservations } from "./service.ts";
 
@@ -25,6 +27,7 @@ const ingest = createRoute(
 
 /** POST /admin/observations (scope prices:write): all or nothing, see src/prices/service.ts. */
 export const observationRoutes = openApiApp().openapi(ingest, async (c) => {
-  const { db, queue, catalogue } = c.var.ctx;
-  return c.json(await ingestObservations(db, queue, catalogue, c.req.valid("json").observations), 200);
+  const { db, queue, catalogue, config } = c.var.ctx;
+  const deliverNow = (events: readonly EventMessage[]) => c.executionCtx.waitUntil(deliverAfterCommit({ db, queue, secretKey: config.WEBHOOK_SECRET_KEY }, events));
+  return c.json(await ingestObservations(db, queue, catalogue, c.req.valid("json").observations, deliverNow), 200);
 });

@@ -4,7 +4,7 @@ import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { competitors, offers, products } from "../platform/tables.ts";
 import { relayEvents } from "../events/outbox.ts";
-import type { WebhookMessage } from "../webhooks/messages.ts";
+import type { EventMessage, WebhookMessage } from "../webhooks/messages.ts";
 import { planChanges, type Snapshot } from "./plan.ts";
 import type { IngestionResult, Observation } from "./schema.ts";
 import { isWriteConflict, writeBatch } from "./write.ts";
@@ -24,7 +24,8 @@ import { isWriteConflict, writeBatch } from "./write.ts";
  *    and so do the marks on the changed products that the catalogue snapshot is rebuilt from.
  * 4. After the commit, poke the catalogue builder (a lost poke only delays the snapshot until the cron
  *    sweep) and relay the events to WEBHOOK_QUEUE (sendBatch, ≤ 100 per call). If the relay fails the
- *    answer is still 200: the events are stored, and the cron's sweep sends them.
+ *    answer is still 200: the events are stored, and the cron's sweep sends them. `afterCommit` then
+ *    gets the events (the route attempts their first deliveries after answering: src/webhooks/immediate.ts).
  *
  * Ordering: an observation changes an offer only if its `observed_at` is later than the offer's
  * `checked_at`. An older one is stale and a repeated one is a replay: both change nothing and emit
@@ -40,6 +41,7 @@ export async function ingestObservations(
   queue: Queue<WebhookMessage>,
   catalogue: CatalogueStore,
   observations: readonly Observation[],
+  afterCommit: (events: readonly EventMessage[]) => void = () => {},
 ): Promise<IngestionResult> {
   const now = new Date().toISOString();
   const ordered = observations
@@ -61,6 +63,7 @@ export async function ingestObservations(
     }
     await catalogue.poke().catch((error: unknown) => console.error("catalogue builder poke failed; the sweep will catch up", error));
     await relayEvents(db, queue, plan.events);
+    afterCommit(plan.events);
     return plan.result;
   }
 }

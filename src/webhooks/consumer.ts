@@ -5,7 +5,7 @@ import { fanOut, findWebhook, recordAttempt } from "./deliveries.ts";
 import { responseExcerpt } from "./excerpt.ts";
 import type { DeliveryRow, WebhookRow } from "./service.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
-import { DEAD_LETTER_QUEUE, deliveryBody, sendAll, webhookMessage, type DeliveryMessage, type EventMessage, type WebhookMessage } from "./messages.ts";
+import { DEAD_LETTER_QUEUE, deliveryBody, sendAll, webhookMessage, type DeliveryMessage, type EventMessage, type WebhookEvent, type WebhookMessage } from "./messages.ts";
 import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
 import { decryptSecret } from "./secrets.ts";
 import { signedHeaders } from "./signing.ts";
@@ -56,9 +56,9 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
   ]);
 }
 
-/** Retry on the schedule; after the last attempt `retry()` lets the queue dead-letter the message. */
-function retryLater(message: Message<unknown>): void {
-  const delaySeconds = retryDelaySeconds(message.attempts);
+/** Retry on the schedule after `attempt` (1-based, counted across the paths); after the last, `retry()` lets the queue dead-letter the message. */
+function retryLater(message: Message<unknown>, attempt: number): void {
+  const delaySeconds = retryDelaySeconds(attempt);
   message.retry(delaySeconds === undefined ? {} : { delaySeconds });
 }
 
@@ -78,11 +78,11 @@ async function fanOutEvents(db: Database, queue: Queue<WebhookMessage>, events: 
   } catch (error) {
     log({ error: `fan-out failed: ${String(error)}`, events: events.map((event) => event.body.event.id) });
     if (claimed.size > 0) await releaseFanOut(db, [...claimed]).catch((release) => log({ error: `releasing claims failed: ${String(release)}` }));
-    for (const { message } of events) retryLater(message);
+    for (const { message } of events) retryLater(message, message.attempts);
   }
 }
 
-async function runConcurrently<T>(items: readonly T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {
+export async function runConcurrently<T>(items: readonly T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const lane = async () => {
     while (next < items.length) await run(items[next++]!);
@@ -98,38 +98,49 @@ function outcomeOf(statusCode: number | null, attempt: number): Outcome {
   return attempt < MAX_ATTEMPTS ? "retrying" : "failed";
 }
 
-/** One attempt: sign, POST, record, then ack (delivered, 410, webhook gone) or retry. Never throws. */
+/**
+ * One attempt: sign, POST, record. "gone" when the webhook was deleted or disabled since the event
+ * (nothing sent). Throws only when D1 or the secret fails (the caller retries).
+ */
+export async function attemptDelivery(db: Database, secretKey: string, webhookId: string, event: WebhookEvent, attempt: number): Promise<Outcome | "gone"> {
+  const webhook = await findWebhook(db, webhookId);
+  if (!webhook || webhook.status !== "enabled") return "gone";
+  const payload = deliveryBody(event);
+  const started = Date.now();
+  const secrets = await signingSecrets(secretKey, webhook, started);
+  const timestamp = Math.floor(started / 1000);
+  const headers = { ...(await signedHeaders(secrets, event.id, timestamp, payload)), "content-type": "application/json", "user-agent": USER_AGENT };
+  const { statusCode, error, excerpt } = await post(webhook.url, headers, payload);
+  const outcome = outcomeOf(statusCode, attempt);
+  await recordAttempt(db, {
+    eventId: event.id,
+    webhookId: webhook.id,
+    type: event.type,
+    attempt,
+    statusCode,
+    error,
+    durationMs: Date.now() - started,
+    outcome,
+    deliveredAt: new Date(started).toISOString(),
+    responseExcerpt: excerpt,
+  });
+  return outcome;
+}
+
+/**
+ * A queued delivery: one attempt, then ack (delivered, 410, webhook gone) or retry. A message whose
+ * first attempt was made before it was queued counts that attempt too, and is acked once its last
+ * attempt is recorded as failed (the queue's own count would allow more). Never throws.
+ */
 async function deliver(db: Database, secretKey: string, { message, body }: Parsed<DeliveryMessage>): Promise<void> {
+  const attempt = message.attempts + (body.attempts_before ?? 0);
   try {
-    const webhook = await findWebhook(db, body.webhook_id);
-    if (!webhook || webhook.status !== "enabled") {
-      message.ack(); // deleted or disabled since the event: nothing to deliver
-      return;
-    }
-    const payload = deliveryBody(body.event);
-    const started = Date.now();
-    const secrets = await signingSecrets(secretKey, webhook, started);
-    const timestamp = Math.floor(started / 1000);
-    const headers = { ...(await signedHeaders(secrets, body.event.id, timestamp, payload)), "content-type": "application/json", "user-agent": USER_AGENT };
-    const { statusCode, error, excerpt } = await post(webhook.url, headers, payload);
-    const outcome = outcomeOf(statusCode, message.attempts);
-    await recordAttempt(db, {
-      eventId: body.event.id,
-      webhookId: webhook.id,
-      type: body.event.type,
-      attempt: message.attempts,
-      statusCode,
-      error,
-      durationMs: Date.now() - started,
-      outcome,
-      deliveredAt: new Date(started).toISOString(),
-      responseExcerpt: excerpt,
-    });
-    if (outcome === "delivered" || outcome === "disabled") message.ack();
-    else retryLater(message);
+    const outcome = await attemptDelivery(db, secretKey, body.webhook_id, body.event, attempt);
+    if (outcome === "retrying" || (outcome === "failed" && body.attempts_before === undefined)) retryLater(message, attempt);
+    else message.ack();
   } catch (error) {
     log({ message_id: message.id, webhook_id: body.webhook_id, event_id: body.event.id, error: String(error) });
-    retryLater(message);
+    retryLater(message, attempt);
   }
 }
 

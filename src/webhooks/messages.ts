@@ -35,6 +35,8 @@ export const deliveryMessage = z.object({
   kind: z.literal("delivery"),
   webhook_id: z.string().min(1),
   event: webhookEvent,
+  /** Attempts made before the queue got it (the first one, right after the commit: src/webhooks/immediate.ts); absent: none. */
+  attempts_before: z.int().min(0).optional(),
 });
 export type DeliveryMessage = z.infer<typeof deliveryMessage>;
 

@@ -1,19 +1,18 @@
 import { env } from "cloudflare:workers";
-import { asc, like } from "drizzle-orm";
+import { asc, eq, inArray, like } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { matchesAlert, type AlertSubject } from "../../src/alerts/rules.ts";
-import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
-import { events } from "../../src/platform/tables.ts";
-import type { DeliveryMessage, EventMessage } from "../../src/webhooks/messages.ts";
+import { events, webhooks } from "../../src/platform/tables.ts";
+import type { DeliveryMessage } from "../../src/webhooks/messages.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, newAccountToken, runQueue, type ObservationInput } from "../helpers/webhooks.ts";
+import { createWebhook, ingest, newAccountToken, type ObservationInput } from "../helpers/webhooks.ts";
 
 /**
  * Alert rules (webhook `filters`), each on both sides of its boundary, decided the same way by the
- * fan-out (the queue consumer on the events an ingestion stored) and by replay (POST /webhooks/:id/replay
- * over the stored events). The queue's sendBatch is captured, so each case sees exactly what it caused.
+ * fan-out (right after each ingestion's commit: what reached the receiver, or was queued for it) and by
+ * replay (POST /webhooks/:id/replay over the stored events). The queue's sendBatch is captured.
  */
 
 const db = () => database(env.DB);
@@ -51,20 +50,25 @@ async function decide(filters: unknown, steps: Step[], body: Record<string, unkn
       await ingest([{ sku, brand: "Acme", category: "Headphones", ...step, observed_at: observedAt }]);
     }
     const rows = await db().select().from(events).where(like(events.payload, `%${JSON.stringify(sku).slice(1, -1)}%`)).orderBy(asc(events.seq)).all();
-    const messages: EventMessage[] = rows.map(eventMessageOf);
-    const sentTo = () =>
+    const ids = rows.map((row) => row.id);
+    const queued = () =>
       sends.mock.calls
         .flatMap(([batch]) => [...batch].map((m) => m.body as DeliveryMessage))
-        .filter((m) => m.kind === "delivery" && m.webhook_id === hook.id && rows.some((row) => row.id === m.event.id))
+        .filter((m) => m.kind === "delivery" && m.webhook_id === hook.id && ids.includes(m.event.id))
         .map((m) => m.event.id); // replay also sends the other cases' events this webhook takes
 
-    sends.mockClear();
-    await runQueue(messages);
-    const fannedOut = sentTo();
+    // The fan-out: right after each commit (src/webhooks/immediate.ts), which POSTs up to 6 deliveries and queues the rest.
+    await vi.waitFor(async () => expect((await db().select().from(events).where(inArray(events.id, ids)).all()).every((row) => row.fannedOutAt !== null)).toBe(true), {
+      timeout: 5_000,
+      interval: 20,
+    });
+    const posted = receiver.to(hook.url).map((request) => request.headers["webhook-id"]!);
+    const fannedOut = ids.filter((id) => posted.includes(id) || queued().includes(id));
     sends.mockClear();
     expect(await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since } }), 202)).toEqual({ queued: expect.any(Number) });
-    const replayed = sentTo();
+    const replayed = queued();
     expect(replayed, "replay decides as the fan-out does").toEqual(fannedOut);
+    await db().update(webhooks).set({ status: "disabled" }).where(eq(webhooks.id, hook.id)); // later cases' events are not its
     return rows.map((row) => fannedOut.includes(row.id));
   } finally {
     sends.mockRestore();
@@ -73,7 +77,8 @@ async function decide(filters: unknown, steps: Step[], body: Record<string, unkn
 
 const prices = (...values: string[]): Step[] => values.map((price) => ({ price }));
 
-describe("each rule on both sides of its boundary, in fan-out and in replay", () => {
+// Each case ingests its steps one at a time and waits for their fan-out: seconds on a loaded machine.
+describe("each rule on both sides of its boundary, in fan-out and in replay", { timeout: 30_000 }, () => {
   it("direction", async () => {
     expect(await decide({ direction: "down" }, prices("10.00", "10.50", "10.00"))).toEqual([false, true]);
     expect(await decide({ direction: "up" }, prices("10.00", "10.50", "10.00"))).toEqual([true, false]);

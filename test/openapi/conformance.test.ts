@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { MAX_STREAMS_PER_KEY } from "../../src/stream/service.ts";
 import { call, randomTestIp, type CallOptions } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
@@ -247,6 +248,24 @@ describe("GET /events (API key)", () => {
     await expectCall(400, "get", "/events", "/events?limit=0", { token: key });
     await expectCall(410, "get", "/events", `/events?after=evt_${"0".repeat(32)}`, { token: key });
     await expectCall(401, "get", "/events", "/events");
+  });
+});
+
+describe("GET /events/stream (API key)", () => {
+  it("400, 410, 401, then 200 (its headers: the body never ends, so it is cancelled) and 429", async () => {
+    await expectCall(400, "get", "/events/stream", "/events/stream?new_low_days=0", { token: key });
+    await expectCall(410, "get", "/events/stream", `/events/stream?after=evt_${"0".repeat(32)}`, { token: key });
+    await expectCall(401, "get", "/events/stream", "/events/stream");
+    const open = [];
+    for (let i = 0; i < MAX_STREAMS_PER_KEY; i++) {
+      const res = await call("GET", "/events/stream?type=price.changed&brands=Acme", { token: key });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("Content-Type")).toBe("text/event-stream; charset=utf-8");
+      open.push(res);
+    }
+    checker.seen.add("GET /events/stream 200");
+    await expectCall(429, "get", "/events/stream", "/events/stream", { token: key });
+    for (const res of open) await res.body!.cancel();
   });
 });
 

@@ -63,9 +63,10 @@ describe("POST /webhooks/:id/replay", () => {
 
   it("only_failed: the events whose last delivery failed for good, or that never reached it; not those delivered or still retrying", async () => {
     const token = await newAccountToken();
-    const hook = await createWebhook(token, { url: hookUrl(), events: ["price.changed"] });
     captureSends();
     const { since, rows } = await priceChanges([1000, 1100, 1200, 1300, 1400]);
+    // Created after the changes, so none reached it right after its commit: its deliveries are the ones this test makes.
+    const hook = await createWebhook(token, { url: hookUrl(), events: ["price.changed"] });
     const [delivered, failed, retrying, never] = rows.map((row) => deliveryTo(hook.id, { id: row.id, type: row.type, timestamp: row.timestamp, data: JSON.parse(row.payload).data }));
     await runQueue([delivered!]);
     receiver.respond(hook.url, () => new Response("down", { status: 503 }));

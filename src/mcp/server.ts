@@ -1,0 +1,91 @@
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { ApiError } from "../http/errors.ts";
+import {
+  getProduct,
+  getProductInput,
+  listCompetitors,
+  priceHistoryInput,
+  priceHistoryOf,
+  recentChanges,
+  recentChangesInput,
+  searchProducts,
+  searchProductsInput,
+  type ToolDeps,
+} from "./tools.ts";
+
+/**
+ * The MCP server of one HTTP request (stateless: a new one each time, as the SDK's stateless
+ * Streamable HTTP mode wants). Each tool answers with `structuredContent` (the JSON its REST route
+ * would give) and the same JSON as text for clients that read only text. An ApiError (a 404, a rule a
+ * schema cannot hold) becomes a tool error whose text is its detail; anything else is logged and
+ * answered with a generic error, never a stack trace.
+ */
+
+export const SERVER_INFO = { name: "price-data-api", version: "1.0.0" };
+
+async function answer(run: () => Promise<unknown>): Promise<CallToolResult> {
+  try {
+    const result = (await run()) as Record<string, unknown>;
+    return { content: [{ type: "text", text: JSON.stringify(result) }], structuredContent: result };
+  } catch (error) {
+    if (error instanceof ApiError) return { isError: true, content: [{ type: "text", text: error.detail }] };
+    console.error(JSON.stringify({ level: "error", source: "mcp", error: String(error) }));
+    return { isError: true, content: [{ type: "text", text: "The tool failed; try again later." }] };
+  }
+}
+
+export function mcpServer({ db, catalogue }: ToolDeps): McpServer {
+  const server = new McpServer(SERVER_INFO);
+  const readOnly = { readOnlyHint: true, openWorldHint: false };
+  server.registerTool(
+    "search_products",
+    {
+      description: "Find products by text (name, brand or SKU) and filters; a compact view of each with its lowest price and offer count.",
+      inputSchema: searchProductsInput,
+      annotations: readOnly,
+    },
+    (input) => answer(() => searchProducts(db, input)),
+  );
+  server.registerTool(
+    "get_product",
+    {
+      description: "One product with all its offers and summary, by id or by SKU (give exactly one), as GET /products/{id} gives it.",
+      inputSchema: getProductInput,
+      annotations: readOnly,
+    },
+    (input) =>
+      answer(async () => {
+        if ((input.id === undefined) === (input.sku === undefined)) throw new ApiError(400, "Give exactly one of id and sku.");
+        return getProduct(db, input);
+      }),
+  );
+  server.registerTool(
+    "price_history",
+    {
+      description: "A product's price history, oldest first (as GET /products/{id}/history), optionally downsampled to a number of points per competitor.",
+      inputSchema: priceHistoryInput,
+      annotations: readOnly,
+    },
+    (input) =>
+      answer(async () => {
+        if (input.from !== undefined && input.to !== undefined && input.from >= input.to) throw new ApiError(400, "to: must be later than from");
+        return priceHistoryOf(db, input);
+      }),
+  );
+  server.registerTool(
+    "list_competitors",
+    { description: "Every competitor with its id, name, domain and offer count.", inputSchema: {}, annotations: readOnly },
+    () => answer(() => listCompetitors(catalogue)),
+  );
+  server.registerTool(
+    "recent_changes",
+    {
+      description: "Price and stock changes since an instant (the last 24 hours by default), oldest first, as GET /events gives them; next_cursor pages on.",
+      inputSchema: recentChangesInput,
+      annotations: readOnly,
+    },
+    (input) => answer(() => recentChanges(db, input)),
+  );
+  return server;
+}

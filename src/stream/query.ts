@@ -1,0 +1,61 @@
+import { z } from "zod";
+import { alertFilterFields, MAX_LIST_ENTRIES, MAX_WINDOW_DAYS, requireCurrency, scopeValue, windowDays, type AlertFilters } from "../alerts/schema.ts";
+import { eventsQuery } from "../events/query.ts";
+import { single, strictQuery } from "../http/query.ts";
+import { moneyStringSchema } from "../platform/money.ts";
+
+/**
+ * GET /events/stream's query: GET /events' own (`after`, `since`, `type`; not `limit`) plus the alert
+ * rules of src/alerts/schema.ts as parameters, lists repeated (`?brands=Acme&brands=Zeta`).
+ */
+
+const once = <T extends z.ZodType<unknown, string>>(schema: T) => z.string(single).pipe(schema);
+
+const days = (field: keyof typeof alertFilterFields) =>
+  z
+    .string(single)
+    .regex(/^\d+$/, { error: `must be a whole number of days from 1 to ${MAX_WINDOW_DAYS}` })
+    .transform(Number)
+    .pipe(windowDays(alertFilterFields[field].description ?? ""))
+    .optional()
+    // The digits the pipe lets through, so the document states the range.
+    .meta({ pattern: "^0*(?:[1-9][0-9]?|[12][0-9]{2}|3[0-5][0-9]|36[0-5])$", description: alertFilterFields[field].description, example: "30" });
+
+const list = (field: "competitors" | "brands" | "categories" | "skus") =>
+  z
+    .union([scopeValue, z.array(scopeValue)])
+    .transform((value) => [value].flat())
+    .pipe(z.array(scopeValue).max(MAX_LIST_ENTRIES, { error: `must be given at most ${MAX_LIST_ENTRIES.toLocaleString("en")} times` }))
+    .optional()
+    .meta({ description: `${alertFilterFields[field].description}; repeat the parameter for several` });
+
+const { after, since, type } = eventsQuery.shape;
+
+export const streamQuery = strictQuery({
+  after,
+  since,
+  type,
+  direction: alertFilterFields.direction,
+  currency: alertFilterFields.currency,
+  min_change_abs: once(moneyStringSchema).optional().meta({ ...alertFilterFields.min_change_abs.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
+  price_below: once(moneyStringSchema).optional().meta({ ...alertFilterFields.price_below.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
+  price_above: once(moneyStringSchema).optional().meta({ ...alertFilterFields.price_above.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
+  new_low_days: days("new_low_days"),
+  new_high_days: days("new_high_days"),
+  competitors: list("competitors"),
+  brands: list("brands"),
+  categories: list("categories"),
+  skus: list("skus"),
+}).superRefine(requireCurrency);
+export type StreamQuery = z.output<typeof streamQuery>;
+
+/** The alert rules a stream's query names; null when it names none. */
+export function streamFilters({ after: _after, since: _since, type: _type, ...rules }: StreamQuery): AlertFilters | null {
+  const given = Object.fromEntries(Object.entries(rules).filter(([, value]) => value !== undefined));
+  return Object.keys(given).length === 0 ? null : (given as AlertFilters);
+}
+
+/** `Last-Event-ID` (what EventSource sends on reconnecting) is `after`. */
+export const lastEventIdHeader = z.object({
+  "last-event-id": after.meta({ description: "The last event id received: the stream resumes after it (as `after`; the query's `after` wins)" }),
+});

@@ -1,0 +1,62 @@
+import { createRoute } from "@hono/zod-openapi";
+import { z } from "zod";
+import { requireApiKey } from "../middleware/guards.ts";
+import { ErrorBody, headerRefs, EVERY } from "../http/openapi-components.ts";
+import { jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { lastEventIdHeader, streamFilters, streamQuery } from "./query.ts";
+import { closeSlot, DEFAULT_TIMING, eventFrames, frameStream, HEARTBEAT_MS, LIFETIME_MS, MAX_STREAMS_PER_KEY, openSlot, POLL_MS } from "./service.ts";
+
+const stream = createRoute(
+  operation({
+    tags: ["Events"],
+    credential: "api-key",
+    middleware: [requireApiKey],
+    method: "get",
+    path: "/",
+    operationId: "streamEvents",
+    summary: "The catalogue's events as they happen (server-sent events)",
+    description:
+      "GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). First the stored events after `after` " +
+      "(or `Last-Event-ID`, which EventSource sends when it reconnects), then new ones as they are committed (checked every " +
+      `${POLL_MS / 1000} s). Each event is \`id: <event id>\`, \`event: <type>\`, \`data: <the event as GET /events gives it>\`; a comment line ` +
+      `comes at least every ${HEARTBEAT_MS / 1000} s. Opening a stream counts as one request; a key may hold ${MAX_STREAMS_PER_KEY} streams at once ` +
+      `(then 429). The server ends a stream after ${LIFETIME_MS / 60_000} minutes (or on a deploy): reconnect with Last-Event-ID and nothing is missed.`,
+    request: { query: streamQuery, headers: lastEventIdHeader },
+    responses: {
+      200: {
+        description: "The stream",
+        headers: headerRefs([...EVERY]),
+        content: {
+          "text/event-stream": {
+            schema: z.string().meta({
+              description: "Server-sent events",
+              example: 'id: evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d\nevent: price.changed\ndata: {"id":"evt_0f3c…","type":"price.changed","timestamp":"…","data":{…}}\n\n',
+            }),
+          },
+        },
+      },
+      410: jsonResponse("The cursor's event is no longer kept", ErrorBody),
+    },
+  }),
+);
+
+/** GET /events/stream (API key). */
+export const streamRoutes = openApiApp().openapi(stream, async (c) => {
+  const { after, since, type, ...rest } = c.req.valid("query");
+  const { db } = c.var.ctx;
+  const slot = await openSlot(db, c.var.apiKey.id, DEFAULT_TIMING.lifetimeMs);
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    await closeSlot(db, slot).catch((error: unknown) => console.error(JSON.stringify({ level: "error", source: "stream", slot, error: String(error) })));
+  };
+  try {
+    const request = { after: after ?? c.req.valid("header")["last-event-id"], since, rule: { types: type, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) } };
+    const frames = await eventFrames(db, request, DEFAULT_TIMING, release);
+    return c.body(frameStream(frames, release), 200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no" });
+  } catch (error) {
+    await release();
+    throw error;
+  }
+});

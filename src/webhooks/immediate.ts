@@ -1,0 +1,57 @@
+import { claimForFanOut, markFannedOut, releaseFanOut } from "../events/outbox.ts";
+import type { Database } from "../platform/db.ts";
+import { attemptDelivery, MAX_CONCURRENT_DELIVERIES, runConcurrently } from "./consumer.ts";
+import { fanOut } from "./deliveries.ts";
+import { sendAll, type DeliveryMessage, type EventMessage, type WebhookMessage } from "./messages.ts";
+import { retryDelaySeconds } from "./schedule.ts";
+
+/**
+ * The first delivery, right after an ingestion's commit (its `waitUntil`, so the answer does not wait
+ * for it): claim the events as the queue consumer would, fan them out, and POST up to
+ * MAX_CONCURRENT_DELIVERIES deliveries at once from this invocation. Only what fails (or does not fit)
+ * goes to WEBHOOK_QUEUE, which stays the path for every retry. The relay still puts the events on the
+ * queue before the answer: if this never runs, or dies before its claim, the consumer fans them out
+ * about a second later; a claim held by a path that died is picked up by the outbox sweep once stale.
+ */
+
+/** More deliveries than one round of connections, or a bulk ingestion, go through the queue as before. */
+export const MAX_IMMEDIATE_DELIVERIES = MAX_CONCURRENT_DELIVERIES;
+export const MAX_IMMEDIATE_EVENTS = 100;
+
+export interface ImmediateDeps {
+  db: Database;
+  queue: Queue<WebhookMessage>;
+  secretKey: string;
+}
+
+const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ level: "error", source: "webhook-immediate", ...fields }));
+
+export async function deliverAfterCommit({ db, queue, secretKey }: ImmediateDeps, events: readonly EventMessage[]): Promise<void> {
+  if (events.length === 0 || events.length > MAX_IMMEDIATE_EVENTS) return;
+  let claimed = new Set<string>();
+  try {
+    claimed = await claimForFanOut(db, events.map((message) => message.event.id));
+    if (claimed.size === 0) return; // the consumer got there first
+    const deliveries = await fanOut(db, events.filter((message) => claimed.has(message.event.id)));
+    const now = deliveries.slice(0, MAX_IMMEDIATE_DELIVERIES);
+    const later: DeliveryMessage[] = deliveries.slice(MAX_IMMEDIATE_DELIVERIES);
+    const failed: DeliveryMessage[] = [];
+    await runConcurrently(now, MAX_CONCURRENT_DELIVERIES, async (delivery) => {
+      const outcome = await attemptDelivery(db, secretKey, delivery.webhook_id, delivery.event, 1).catch((error: unknown) => {
+        log({ webhook_id: delivery.webhook_id, event_id: delivery.event.id, error: String(error) });
+        return "unrecorded" as const; // nothing recorded: the queue makes this attempt again
+      });
+      if (outcome === "retrying") failed.push({ ...delivery, attempts_before: 1 });
+      if (outcome === "unrecorded") later.push(delivery);
+    });
+    await Promise.all([sendAll(queue, later), ...failed.map((delivery) => queue.send(delivery, { contentType: "json", delaySeconds: retryDelaySeconds(1) }))]);
+    await markFannedOut(db, [...claimed]);
+  } catch (error) {
+    // Hand the events back to the queue path: a delivery already made may then be made again (receivers drop repeats by webhook-id).
+    log({ error: `immediate delivery failed, the queue takes over: ${String(error)}`, events: [...claimed] });
+    if (claimed.size === 0) return;
+    await releaseFanOut(db, [...claimed])
+      .then(() => sendAll(queue, events))
+      .catch((again: unknown) => log({ error: `handing back failed, the outbox sweep will: ${String(again)}` }));
+  }
+}

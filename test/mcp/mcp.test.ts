@@ -1,0 +1,137 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { exports } from "cloudflare:workers";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { addHistory, createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { randomTestIp, rateLimitOf } from "../helpers/http.ts";
+import { accountWithKey } from "../helpers/keys.ts";
+import { installReceiver } from "../helpers/webhook-receiver.ts";
+import { ingest } from "../helpers/webhooks.ts";
+
+/**
+ * /mcp with the official SDK's client over HTTP: its fetch calls the worker's fetch handler, so every
+ * request goes through the app's middleware (credential, rate limit) as a client's would.
+ */
+
+beforeAll(() => void installReceiver()); // nothing here should go out
+afterAll(() => vi.restoreAllMocks());
+
+const responses: Response[] = [];
+const workerFetch = async (url: string | URL | Request, init?: RequestInit) => {
+  const request = new Request(url, init);
+  request.headers.set("CF-Connecting-IP", randomTestIp());
+  const res = await exports.default.fetch(request);
+  responses.push(res.clone());
+  return res;
+};
+
+async function connect(key: string) {
+  const client = new Client({ name: "test-agent", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL("https://api.test/mcp"), { fetch: workerFetch, requestInit: { headers: { Authorization: `Bearer ${key}` } } });
+  await client.connect(transport);
+  return client;
+}
+
+const structured = (result: Awaited<ReturnType<Client["callTool"]>>) => {
+  expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+  expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toEqual(result.structuredContent);
+  return result.structuredContent as any;
+};
+const errorText = (result: Awaited<ReturnType<Client["callTool"]>>) => {
+  expect(result.isError).toBe(true);
+  return (result.content as { text: string }[])[0]!.text;
+};
+
+let key: string;
+let productId: string;
+const sku = `MCP-${Date.now()}-Ünï`;
+
+beforeAll(async () => {
+  key = await newApiKey();
+  const shop = await createCompetitor({ id: `cmp_mcp_${Date.now()}`, name: "MCP Shop" });
+  const product = await createProduct({ sku, name: "Kettle Deluxe 2000 ☕", brand: "Acme", category: "Kettles", offers: [{ competitor: shop.id, price: "24.99" }] });
+  productId = product.id;
+  await addHistory(product.id, Array.from({ length: 12 }, (_, i) => ({ competitor: shop.id, price: `${20 + i}.00`, observedAt: new Date(Date.UTC(2026, 0, 1 + i)).toISOString() })));
+  await publishCatalogue();
+});
+
+describe("/mcp", () => {
+  it("lists the five tools and answers each with structured content, validated as the REST routes validate", async () => {
+    const client = await connect(key);
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(["get_product", "list_competitors", "price_history", "recent_changes", "search_products"]);
+
+    const found = structured(await client.callTool({ name: "search_products", arguments: { query: "deluxe", brand: "acme", limit: 5 } }));
+    expect(found.products).toEqual([expect.objectContaining({ id: productId, sku, name: "Kettle Deluxe 2000 ☕", brand: "Acme", min_price: "24.99", currency: "USD", offer_count: 1 })]);
+    expect(structured(await client.callTool({ name: "search_products", arguments: { query: "no such thing" } })).products).toEqual([]);
+
+    const bySku = structured(await client.callTool({ name: "get_product", arguments: { sku } }));
+    expect(bySku).toMatchObject({ id: productId, sku, offers: [expect.objectContaining({ price: "24.99" })] });
+    expect(structured(await client.callTool({ name: "get_product", arguments: { id: productId } }))).toEqual(bySku);
+    expect(errorText(await client.callTool({ name: "get_product", arguments: {} }))).toBe("Give exactly one of id and sku.");
+    expect(errorText(await client.callTool({ name: "get_product", arguments: { id: "prd_nope" } }))).toContain("There is no product");
+
+    const history = structured(await client.callTool({ name: "price_history", arguments: { product_id: productId, points: 4 } }));
+    expect(history.history.map((entry: { price: string }) => entry.price)).toEqual(["20.00", "24.00", "27.00", "31.00"]); // first and last kept
+    const full = structured(await client.callTool({ name: "price_history", arguments: { product_id: productId, from: "2026-01-03", to: "2026-01-05" } }));
+    expect(full.history.map((entry: { price: string }) => entry.price)).toEqual(["22.00", "23.00"]);
+
+    expect(structured(await client.callTool({ name: "list_competitors", arguments: {} })).competitors).toEqual(expect.arrayContaining([expect.objectContaining({ name: "MCP Shop" })]));
+
+    await ingest([{ sku, price: "19.99", competitor: { id: "cmp_mcp_live", name: "Live Shop" } }]);
+    await ingest([{ sku, price: "18.99", competitor: { id: "cmp_mcp_live", name: "Live Shop" } }]);
+    const changes = structured(await client.callTool({ name: "recent_changes", arguments: { type: "price.changed", limit: 100 } }));
+    expect(changes.events.some((event: { data: { sku: string; new_price: string } }) => event.data.sku === sku && event.data.new_price === "18.99")).toBe(true);
+    await client.close();
+  });
+
+  it("refuses input the REST schemas refuse", async () => {
+    const client = await connect(key);
+    for (const [name, args, field] of [
+      ["search_products", { limit: 0 }, "limit"],
+      ["search_products", { limit: 101 }, "limit"],
+      ["price_history", { product_id: productId, points: 1 }, "points"],
+      ["price_history", { product_id: productId, from: "yesterday" }, "from"],
+      ["recent_changes", { type: "price.dropped" }, "type"],
+      ["search_products", { brand: "" }, "brand"],
+    ] as const) {
+      const result = await client.callTool({ name, arguments: args }).catch((error: Error) => ({ isError: true, content: [{ type: "text", text: error.message }] }));
+      expect(errorText(result as never), `${name} ${JSON.stringify(args)}`).toContain(field);
+    }
+    expect(errorText(await client.callTool({ name: "price_history", arguments: { product_id: productId, from: "2026-02-01", to: "2026-01-01" } }))).toBe("to: must be later than from");
+    await client.close();
+  });
+
+  it("every HTTP request counts against the key: the usual headers, 401 without a key, 429 over the limit", async () => {
+    const { key: free } = await accountWithKey("free");
+    responses.length = 0;
+    const client = await connect(free); // initialize, the initialized notification, the GET for a server stream (405: stateless)
+    await client.callTool({ name: "list_competitors", arguments: {} });
+    const remaining = responses.map((res) => rateLimitOf(res).remaining);
+    expect(remaining).toEqual(Array.from({ length: responses.length }, (_, i) => 9 - i)); // one each, whatever it was
+    expect(responses.every((res) => rateLimitOf(res).limit === 10)).toBe(true);
+    while (rateLimitOf(responses.at(-1)!).remaining! > 0) await client.callTool({ name: "list_competitors", arguments: {} });
+    await expect(client.callTool({ name: "list_competitors", arguments: {} })).rejects.toThrow();
+    const refused = responses.at(-1)!;
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toEqual({ detail: "Rate limit exceeded: 10 requests per minute." });
+    expect(rateLimitOf(refused).retryAfter).toBeGreaterThanOrEqual(1);
+
+    // Stateless: a lone tools/call, no initialize, as the README's curl sends it.
+    const { key: other } = await accountWithKey("free");
+    const raw = await exports.default.fetch(
+      new Request("https://api.test/mcp", {
+        method: "POST",
+        headers: { Authorization: `Bearer ${other}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream", "CF-Connecting-IP": randomTestIp() },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_products", arguments: { query: "deluxe" } } }),
+      }),
+    );
+    expect(raw.status).toBe(200);
+    expect(((await raw.json()) as { result: { structuredContent: { products: { sku: string }[] } } }).result.structuredContent.products.map((p) => p.sku)).toContain(sku);
+    expect(rateLimitOf(raw).remaining).toBe(9);
+
+    const anonymous = await exports.default.fetch(new Request("https://api.test/mcp", { method: "POST", headers: { "CF-Connecting-IP": randomTestIp(), "Content-Type": "application/json" }, body: "{}" }));
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("WWW-Authenticate")).toContain("Bearer");
+  });
+});
