@@ -919,7 +919,7 @@ export interface components {
             created_at: string;
             /**
              * Format: date-time
-             * @description Updated at most once a minute
+             * @description The last admitted request, at most a minute late
              * @example 2026-01-31T12:00:00.000Z
              */
             last_used_at: string | null;

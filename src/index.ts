@@ -7,6 +7,7 @@ import { database } from "./platform/db.ts";
 import { handleWebhookQueue } from "./webhooks/consumer.ts";
 
 export { CatalogueBuilder } from "./catalogue/builder.ts";
+export { LastUsedLog } from "./rate-limit/last-used.ts";
 export { RateLimiter } from "./rate-limit/rate-limiter.ts";
 
 const app = buildApp();

@@ -62,7 +62,7 @@ export const ApiKey = z
     ...keyFields,
     status: z.enum(KEY_STATUSES).meta({ description: "`expired` once `expires_at` has passed" }),
     created_at: timestamp,
-    last_used_at: timestamp.nullable().meta({ description: "Updated at most once a minute" }),
+    last_used_at: timestamp.nullable().meta({ description: "The last admitted request, at most a minute late" }),
     revoked_at: timestamp.nullable(),
     revoked_reason: z.enum(["deleted", "leaked"]).nullable().meta({ description: "deleted: by DELETE /api-keys/{id}; leaked: a secret scanner found it in public (docs/key-format.md)" }),
     leaked_at: timestamp.nullable().meta({ description: "When a secret scanner reported the key" }),

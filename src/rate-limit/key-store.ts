@@ -5,7 +5,7 @@ import { accounts, apiKeys } from "../platform/tables.ts";
 import type { KeyState } from "./types.ts";
 
 /**
- * The key object's own reads and writes of D1, beside the object rather than in the API-keys
+ * The key object's own read of D1, beside the object rather than in the API-keys
  * service: the object depends on the tables, never on the service that pushes revocations to it.
  */
 
@@ -21,9 +21,4 @@ export async function loadKeyState(db: Database, keyHash: string): Promise<KeySt
   return found.status === "active"
     ? { status: "active", keyId: found.id, accountId: found.accountId, limits: PLAN_LIMITS[found.plan], expiresAt: found.expiresAt === null ? null : Date.parse(found.expiresAt) }
     : { status: "revoked", keyId: found.id, accountId: found.accountId };
-}
-
-/** `last_used_at`, written from the object's alarm. */
-export async function recordKeyUse(db: Database, id: string, at: string): Promise<void> {
-  await db.update(apiKeys).set({ lastUsedAt: at }).where(eq(apiKeys.id, id));
 }

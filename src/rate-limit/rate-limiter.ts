@@ -1,9 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../platform/db.ts";
-import { loadKeyState, recordKeyUse } from "./key-store.ts";
+import { loadKeyState } from "./key-store.ts";
+import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import { UNKNOWN_KEY_MS, type Decision, type Granularity, type KeyAdmission, type KeyState, type Limits, type UsageCount } from "./types.ts";
 import { OLDEST_COLUMNS, USAGE_SCHEMA, UsageLog, type OldestColumns } from "./usage-log.ts";
-import { MINUTE_MS, Usage } from "./window.ts";
+import { Usage } from "./window.ts";
 
 /** The one row that holds a bucket's counters: written once per decision, read once per wake. */
 interface StateRow extends Record<string, SqlStorageValue> {
@@ -15,7 +16,7 @@ interface StateRow extends Record<string, SqlStorageValue> {
   usage_minute: number;
   usage_admitted: number;
   usage_refused: number;
-  /** When `last_used_at` was last scheduled for D1: kept, so a woken object does not write it again within the minute. */
+  /** When a use was last marked for `last_used_at`: kept, so a woken object does not mark again too soon. */
   last_used: number;
 }
 
@@ -99,7 +100,7 @@ export class RateLimiter extends DurableObject<Env> {
     }
     this.usage.slide(now);
     const decision = this.usage.decide(now, key.limits);
-    if (decision.allowed) this.scheduleLastUsed(now);
+    if (decision.allowed) this.markUse(key.keyId, now);
     this.count(now, decision.allowed);
     return { status: "active", keyId: key.keyId, accountId: key.accountId, expiresAt: key.expiresAt, decision, d1Queries };
   }
@@ -147,16 +148,19 @@ export class RateLimiter extends DurableObject<Env> {
     else this.unknownUntil = Date.now() + UNKNOWN_KEY_MS;
   }
 
-  /** `last_used_at` is written to D1 at most once a minute (across evictions too), off the request path. */
+  /** Writes the refusals counted since the last write (see count()). */
   override async alarm(): Promise<void> {
     if (this.refusalsUnwritten) this.persist(Date.now());
-    if (this.key) await recordKeyUse(database(this.env.DB), this.key.keyId, new Date(this.lastUseRecorded).toISOString());
   }
 
-  private scheduleLastUsed(now: number) {
-    if (now - this.lastUseRecorded < MINUTE_MS) return;
+  /** Marks a use for `last_used_at` at most every MARK_EVERY_MS, handed to its shard off the request path (src/rate-limit/last-used.ts). */
+  private markUse(keyId: string, now: number) {
+    if (now - this.lastUseRecorded < MARK_EVERY_MS) return;
+    const previous = this.lastUseRecorded;
     this.lastUseRecorded = now;
-    void this.ctx.storage.setAlarm(now);
+    const handed = lastUsedLog(this.env, keyId).note(keyId, new Date(now).toISOString());
+    // Should the shard not take it, the next use marks again.
+    this.ctx.waitUntil(handed.catch(() => (this.lastUseRecorded = previous)));
   }
 
   private storeKey(state: KeyState) {

@@ -1,39 +1,107 @@
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
-import { call, expectJson } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
+import { LAST_USED_SHARDS, lastUsedShardName, lastUsedShardOf, MARK_EVERY_MS, type LastUsedLog } from "../../src/rate-limit/last-used.ts";
+import { fakeDateAt } from "../helpers/clock.ts";
+import { call, expectJson, workCounts } from "../helpers/http.ts";
+import { accountWithKey, addKey } from "../helpers/keys.ts";
 
-it("last_used_at is written by the key's object's alarm, off the request path", async () => {
-  const { token, key, keyId } = await accountWithKey("free");
-  const listed = async () => (await expectJson(await call("GET", "/api-keys", { token }), 200)).api_keys.find((k: { id: string }) => k.id === keyId);
-  expect((await listed()).last_used_at).toBeNull();
+// A fake Date, shared by the worker and its Durable Objects in these tests.
+const T0 = Date.parse("2030-04-01T08:00:00Z");
+fakeDateAt(T0);
+const iso = (ms: number) => new Date(ms).toISOString();
 
-  const used = await call("GET", "/competitors", { token: key });
-  expect(used.status).toBe(200);
+const shard = (n: number) => env.LAST_USED_LOG.get(env.LAST_USED_LOG.idFromName(lastUsedShardName(n)));
 
-  const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
-  expect(await runDurableObjectAlarm(stub)).toBe(true);
-  const lastUsed = (await listed()).last_used_at;
-  expect(lastUsed).toMatch(/^\d{4}-\d\d-\d\dT/);
+/** Flushes the shards of these keys (as their alarms would) and adds up what they wrote. */
+async function flush(keyIds: string[]) {
+  let marks = 0;
+  let statements = 0;
+  for (const n of new Set(keyIds.map(lastUsedShardOf))) {
+    const flushed = await shard(n).flush();
+    marks += flushed.marks;
+    statements += flushed.statements;
+  }
+  return { marks, statements };
+}
 
-  // Within the minute, further use schedules no new write, nor does it once the object has been evicted
-  // and woken again (else a key used every few seconds, its object evicted between, would write D1 each time).
-  await call("GET", "/competitors", { token: key });
-  expect(await runDurableObjectAlarm(stub)).toBe(false);
-  await evictDurableObject(stub);
-  expect((await call("GET", "/competitors", { token: key })).status).toBe(200);
-  expect(await runDurableObjectAlarm(stub)).toBe(false);
-});
+/** A key's object hands its mark to the shard off the request path: wait until the shards hold `count` marks, and write them. */
+async function flushWhenMarked(keyIds: string[]) {
+  let flushed = { marks: 0, statements: 0 };
+  await vi.waitFor(async () => {
+    const more = await flush(keyIds);
+    flushed = { marks: flushed.marks + more.marks, statements: flushed.statements + more.statements };
+    expect(flushed.marks).toBe(keyIds.length);
+  });
+  return flushed;
+}
 
-it("an alarm that fires after its object was evicted writes the time of the use, not 1970", async () => {
-  const { token, key, keyId } = await accountWithKey("free");
-  const before = Date.now();
-  expect((await call("GET", "/competitors", { token: key })).status).toBe(200);
-  const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
-  await evictDurableObject(stub); // the alarm is stored; a new instance of the object runs it
-  expect(await runDurableObjectAlarm(stub)).toBe(true);
-  const listed = (await expectJson(await call("GET", "/api-keys", { token }), 200)).api_keys.find((k: { id: string }) => k.id === keyId);
-  expect(Date.parse(listed.last_used_at)).toBeGreaterThanOrEqual(before);
+async function lastUsedAt(token: string, keyId: string): Promise<string | null> {
+  const keys = (await expectJson(await call("GET", "/api-keys", { token }), 200)).api_keys as { id: string; last_used_at: string | null }[];
+  return keys.find((k) => k.id === keyId)!.last_used_at;
+}
+
+describe("last_used_at", () => {
+  it("is right to the minute, with no D1 write on the request path and none again within the mark's interval, evictions included", async () => {
+    const { token, key, keyId } = await accountWithKey("free");
+    expect(await lastUsedAt(token, keyId)).toBeNull();
+
+    expect((await call("GET", "/competitors", { token: key })).status).toBe(200);
+    await flushWhenMarked([keyId]);
+    expect(await lastUsedAt(token, keyId)).toBe(iso(T0));
+
+    // Within the interval, further use marks nothing, nor does it once the object has been evicted and woken again.
+    vi.setSystemTime(T0 + 20_000);
+    const seen = await call("GET", "/competitors", { token: key });
+    expect(workCounts(seen)).toEqual({ d1: 0, keyDo: 1, otherDo: 0 });
+    await evictDurableObject(env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key))));
+    vi.setSystemTime(T0 + MARK_EVERY_MS - 1);
+    expect((await call("GET", "/competitors", { token: key })).status).toBe(200);
+    expect(await flush([keyId])).toEqual({ marks: 0, statements: 0 });
+    expect(await lastUsedAt(token, keyId)).toBe(iso(T0));
+
+    // Past it, the next use is marked: the listing is never more than a minute behind the last use.
+    vi.setSystemTime(T0 + MARK_EVERY_MS);
+    const later = await call("GET", "/competitors", { token: key });
+    expect(workCounts(later).d1).toBe(0);
+    await flushWhenMarked([keyId]);
+    expect(await lastUsedAt(token, keyId)).toBe(iso(T0 + MARK_EVERY_MS));
+  });
+
+  it("many keys' uses: at most one D1 statement per shard, none on the requests", async () => {
+    const { token, key, keyId } = await accountWithKey("standard");
+    const keys = [{ id: keyId, key }];
+    for (let i = 0; i < 9; i++) keys.push(await addKey(token));
+    vi.setSystemTime(T0 + 5_000);
+    for (const k of keys) {
+      const res = await call("GET", "/competitors", { token: k.key });
+      expect(workCounts(res).d1).toBe(1); // the key's state, read once; nothing for last_used_at
+    }
+    const flushed = await flushWhenMarked(keys.map((k) => k.id));
+    expect(flushed.statements).toBe(new Set(keys.map((k) => lastUsedShardOf(k.id))).size);
+    const listed = (await expectJson(await call("GET", "/api-keys", { token }), 200)).api_keys as { last_used_at: string }[];
+    expect(listed.map((k) => k.last_used_at)).toEqual(keys.map(() => iso(T0 + 5_000)));
+  });
+
+  it("one shard writes 2,000 keys' marks in one D1 statement; an older mark never replaces a newer one; its alarm flushes", async () => {
+    const { sub } = await accountWithKey("free");
+    const ids = Array.from({ length: 2_000 }, (_, i) => `key_${crypto.randomUUID().replaceAll("-", "")}${i}`);
+    const insert = env.DB.prepare("INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, last_used_at) VALUES (?, ?, 'k', 'pda_live_x', ?, 'active', ?, ?)");
+    for (let i = 0; i < ids.length; i += 500) {
+      await env.DB.batch(ids.slice(i, i + 500).map((id) => insert.bind(id, sub, `hash-${id}`, iso(T0 - 1000), id.endsWith("7") ? iso(T0 + 9_000) : null)));
+    }
+    const log = shard(3);
+    // As 2,000 keys' objects would hand them, here in one call to keep the test fast.
+    await runInDurableObject(log, (object: LastUsedLog) => ids.forEach((id) => object.note(id, iso(T0 + 1_000))));
+    expect(await log.flush()).toEqual({ marks: 2_000, statements: 1 });
+    const rows = (await env.DB.prepare("SELECT id, last_used_at FROM api_keys WHERE account_id = ? AND name = 'k'").bind(sub).all<{ id: string; last_used_at: string }>()).results;
+    expect(rows).toHaveLength(2_000);
+    for (const row of rows) expect(row.last_used_at).toBe(row.id.endsWith("7") ? iso(T0 + 9_000) : iso(T0 + 1_000));
+
+    await log.note(ids[0]!, iso(T0 + 20_000)); // a note arms the shard's alarm, which writes it
+    expect(await runDurableObjectAlarm(log)).toBe(true);
+    expect(await log.flush()).toEqual({ marks: 0, statements: 0 });
+    expect((await env.DB.prepare("SELECT last_used_at FROM api_keys WHERE id = ?").bind(ids[0]).first())!.last_used_at).toBe(iso(T0 + 20_000));
+  });
 });
