@@ -368,7 +368,7 @@ export function workerCpu(worker: Worker): { runtime: number; proxy: number } {
 
 /**
  * Waits (at most `maxMs`) until the worker's runtime is nearly idle: work a warm-up set off in the
- * background (such as the real worker's once-a-minute `last_used_at` write per key, an alarm each)
+ * background (such as the real worker's `last_used_at` marks, handed to their shards)
  * then finishes before a measurement starts instead of landing in it. False when it was still busy at `maxMs`.
  */
 export async function settle(worker: Worker, maxMs = 5000): Promise<boolean> {

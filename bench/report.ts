@@ -106,8 +106,8 @@ export function report(r: Results): string {
     `Load: autocannon in a process of its own, ${s.connections} connections, ${s.loadSeconds} s per worker and request, ${s.rounds} round(s) ` +
       `(${LOADED.join(", ")} in turn, every other round in reverse, each doing both requests), API keys round robin over ${int(s.loadKeys)} Premium keys (each stays well under 300/min). ` +
       `Right before each load, every key was used once on the worker (workerd evicts a Durable Object after ~10 s idle; the loads measure warm keys) ` +
-      "and the bench waited (at most 5 s) until the worker was idle, so what that set off in the background (the real worker's once-a-minute " +
-      "`last_used_at` write per key) is not charged to the loads; " +
+      "and the bench waited (at most 5 s) until the worker was idle, so what that set off in the background (the real worker's `last_used_at` " +
+      "marks, handed to their shards) is not charged to the loads; " +
       `in the first round each worker also had ${s.warmupSeconds} s of GET /products. ` +
       "Each worker is a bundle built once at the start, run by `wrangler dev` with its own copy of one seeded local D1; the load goes to the socket of the " +
       "workerd that runs it, not through wrangler's development proxy (which funnels every request through one Durable Object and is not there in production).",
@@ -210,11 +210,11 @@ export function report(r: Results): string {
     "",
     "| request | work |",
     "|---|---|",
-    `| a key's first request (its object wakes and reads D1 once) | ${workText(r.work.coldKey)} |`,
+    `| a key's first request (the client IP's bucket first, as for any key hash the isolate has not seen; then its object wakes and reads D1 once) | ${workText(r.work.coldKey)} |`,
     `| a seen key, ${seen.samples} sequential requests | D1 ${seen.d1Total} in total (${seen.withD1} requests), key-do ${seen.keyDoTotal}, other-do ${seen.otherDoTotal}; ${statuses(seen.statuses)} |`,
     `| a malformed key (bad checksum) | ${workText(r.work.malformed)} |`,
     `| a key over its limit: the refusal its object makes | ${workText(r.work.firstRefusal)} |`,
-    `| a key over its limit: later refusals (the isolate remembers until Retry-After) | ${workText(r.work.laterRefusal)} |`,
+    `| a key over its limit: later refusals (its object again: no isolate remembers a key's refusal; it writes them at most once a second) | ${workText(r.work.laterRefusal)} |`,
   );
 
   // ---- Catalogue ----

@@ -4,21 +4,25 @@ import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
-import { admitBucket, admitKey, isSeenKey } from "../rate-limit/client.ts";
+import { admitBucket, admitKey, isSeenKey, peekBucket } from "../rate-limit/client.ts";
 import { rateLimitDetail, rateLimitHeaders } from "../rate-limit/headers.ts";
 import type { Decision, Work } from "../rate-limit/types.ts";
 
-const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucketName(c.req.header("CF-Connecting-IP") ?? "unknown"), FIXED_BUCKETS.ip, work);
+const ipBucket = (c: Context) => ipBucketName(c.req.header("CF-Connecting-IP") ?? "unknown");
+const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
 async function admitCredential(c: Context<AppEnv>, credential: Credential, work: Work): Promise<[Credential, Decision]> {
   if (c.req.path.startsWith("/secret-scanning/")) {
     return [credential, await admitBucket(c.env, bucketName("secret-scanning", "github"), FIXED_BUCKETS["secret-scanning"], work)];
   }
   if (credential.kind === "api-key") {
-    // A hash this isolate has not seen as a key is counted in the client IP's bucket first; once that is
-    // empty, its 429 is the answer and nothing is looked up (made-up keys pass the public checksum).
-    const ipFirst = isSeenKey(credential.keyHash) ? undefined : await admitIp(c, work);
-    if (ipFirst && !ipFirst.allowed) return [credential, ipFirst];
+    // A hash this isolate has not seen is looked up only while the client IP's bucket has room; once it is empty,
+    // its 429 is the answer (made-up keys pass the public checksum). The look counts nothing: a request is counted
+    // there only if the key turns out not to work, so a client with many keys loses no IP quota to them.
+    if (!isSeenKey(credential.keyHash)) {
+      const ip = await peekBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
+      if (!ip.allowed) return [credential, ip];
+    }
     const outcome = await admitKey(c.env, credential.keyHash, work);
     if (outcome.status === "active") return [{ ...credential, key: outcome.key }, outcome.decision];
     const detail =
@@ -28,7 +32,7 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
           ? "This API key has been revoked; create a new one."
           : "This API key is not recognised.";
     const rejected: Credential = { kind: "rejected", error: unauthorized(detail, true), wasApiKey: true };
-    return [rejected, ipFirst ?? (await admitIp(c, work))];
+    return [rejected, await admitIp(c, work)];
   } else if (credential.kind === "login") {
     const kind = c.req.path.startsWith("/admin/") ? "admin" : "account";
     return [credential, await admitBucket(c.env, bucketName(kind, credential.identity.sub), FIXED_BUCKETS[kind], work)];

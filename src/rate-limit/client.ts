@@ -32,14 +32,15 @@ function rememberedRefusal(name: string): Decision | undefined {
 
 /**
  * Key hashes this isolate has seen answered: as an active key (true), or as matching no key, until a minute
- * after its object said so (a number). A hash not seen yet is counted in the client IP's bucket before any
- * lookup, so made-up keys cost a client its IP's quota, not D1 reads.
+ * after its object said so (a number). A hash not seen yet is looked up only while the client IP's bucket has
+ * room (src/rate-limit/admission.ts), so made-up keys cost a client its IP's quota, not D1 reads.
  */
 const seenKeys = new Map<string, true | number>();
 
-/** True when the hash was seen as a key; false when it is new (or remembered as matching no key). */
+/** True when this isolate has seen the hash answered, as a key or as matching none (within the minute it remembers that). */
 export function isSeenKey(keyHash: string): boolean {
-  return seenKeys.get(keyHash) === true;
+  const seen = seenKeys.get(keyHash);
+  return seen === true || (seen !== undefined && Date.now() < seen);
 }
 
 const limiter = (env: Env, name: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(name));
@@ -73,6 +74,16 @@ export async function admitBucket(env: Env, name: string, limits: Limits, work: 
   if (refused) return refused;
   work.otherObjectCalls++;
   const decision = await limiter(env, name).admit(limits);
+  if (!decision.allowed) remember(refusals, name, { until: Date.now() + decision.resetMs, decision });
+  return decision;
+}
+
+/** Whether a fixed bucket would admit a request now, counting nothing: a refusal is remembered as admit's are. */
+export async function peekBucket(env: Env, name: string, limits: Limits, work: Work): Promise<Decision> {
+  const refused = rememberedRefusal(name);
+  if (refused) return refused;
+  work.otherObjectCalls++;
+  const decision = await limiter(env, name).peek(limits);
   if (!decision.allowed) remember(refusals, name, { until: Date.now() + decision.resetMs, decision });
   return decision;
 }

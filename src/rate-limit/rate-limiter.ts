@@ -85,6 +85,14 @@ export class RateLimiter extends DurableObject<Env> {
     return decision;
   }
 
+  /** Whether the bucket would admit a request now, without counting one (the client IP's bucket, before a key hash not seen yet is looked up). */
+  peek(limits: Limits): Decision {
+    const now = Date.now();
+    const usage = new Usage([...this.usage.minuteLog], { ...this.usage.hour }, { ...this.usage.day });
+    usage.slide(now);
+    return usage.decide(now, limits);
+  }
+
   /**
    * Admission for an API key: its status, expiry and limits come from D1 the first time, then from storage.
    * Every decision is counted in the key's usage. A hash that matches no key is remembered for a minute,

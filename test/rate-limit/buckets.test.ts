@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { generateApiKey, hashApiKey } from "../../src/auth/api-key.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
+import { accountWithKey, addKey } from "../helpers/keys.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 
 const KEY_HEADERS = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy", "X-Request-Id"];
@@ -56,7 +56,8 @@ describe("well-formed keys that match no key", () => {
     const madeUp = generateApiKey("pda").key;
     const first = await call("GET", "/products", { token: madeUp });
     await expectJson(first, 401);
-    expect(workCounts(first)).toEqual({ d1: 1, keyDo: 1, otherDo: 1 }); // the IP's bucket first, then one lookup
+    // A look at the IP's bucket, one lookup, then the 401 counted in the IP's bucket.
+    expect(workCounts(first)).toEqual({ d1: 1, keyDo: 1, otherDo: 2 });
     for (let i = 0; i < 3; i++) {
       const again = await call("GET", "/products", { token: madeUp });
       expect((await expectJson(again, 401)).detail).toContain("not recognised");
@@ -66,7 +67,7 @@ describe("well-formed keys that match no key", () => {
     const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(madeUp)));
     expect(await stub.admitKey(await hashApiKey(madeUp))).toEqual({ status: "unknown", d1Queries: 0 });
     vi.setSystemTime(Date.now() + 60_000);
-    expect(workCounts(await call("GET", "/products", { token: madeUp }))).toEqual({ d1: 1, keyDo: 1, otherDo: 1 });
+    expect(workCounts(await call("GET", "/products", { token: madeUp }))).toEqual({ d1: 1, keyDo: 1, otherDo: 2 });
   });
 
   it("a made-up key's object stores nothing", async () => {
@@ -77,13 +78,25 @@ describe("well-formed keys that match no key", () => {
     expect(tables).toEqual([]);
   });
 
+  it("a client with many keys loses no IP quota to their first requests", async () => {
+    const ip = "192.0.2.92";
+    const { token, key } = await accountWithKey("free");
+    const keys = [key];
+    for (let i = 0; i < 30; i++) keys.push((await addKey(token)).key); // 31 keys: more than the IP's 30 a minute
+    for (const k of keys) expect((await call("GET", "/competitors", { token: k, headers: { "CF-Connecting-IP": ip } })).status).toBe(200);
+    expect(rateLimitOf(await call("GET", "/products", { headers: { "CF-Connecting-IP": ip } })).remaining).toBe(29);
+  }, 15_000);
+
   it("once the client IP's bucket is empty, a key hash not seen yet gets its 429 with no lookup", async () => {
     const ip = "192.0.2.91";
     for (let i = 0; i < 30; i++) await expectJson(await call("GET", "/products", { token: generateApiKey("pda").key, headers: { "CF-Connecting-IP": ip } }), 401);
     const res = await call("GET", "/products", { token: generateApiKey("pda").key, headers: { "CF-Connecting-IP": ip } });
     expect((await expectJson(res, 429)).detail).toBe("Rate limit exceeded: 30 requests per minute.");
-    expect(workCounts(res)).toEqual({ d1: 0, keyDo: 0, otherDo: 1 }); // the IP's bucket only: no key object, no D1
+    expect(workCounts(res)).toEqual({ d1: 0, keyDo: 0, otherDo: 1 }); // a look at the IP's bucket: no key object, no D1
     expectBucketHeaders(res, 30);
+    const next = await call("GET", "/products", { token: generateApiKey("pda").key, headers: { "CF-Connecting-IP": ip } });
+    expect(next.status).toBe(429);
+    expect(workCounts(next)).toEqual({ d1: 0, keyDo: 0, otherDo: 0 }); // the isolate remembers the IP's refusal
     // A key this isolate has seen goes straight to its own bucket.
     const { key } = await accountWithKey("free");
     expect((await call("GET", "/competitors", { token: key })).status).toBe(200);
