@@ -4,7 +4,7 @@ import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
-import { admitBucket, admitKey, isSeenKey, peekBucket } from "../rate-limit/client.ts";
+import { admitBucket, admitKey, isSeenKey } from "../rate-limit/client.ts";
 import { rateLimitDetail, rateLimitHeaders } from "../rate-limit/headers.ts";
 import type { Decision, Work } from "../rate-limit/types.ts";
 
@@ -20,7 +20,7 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
     // its 429 is the answer (made-up keys pass the public checksum). The look counts nothing: a request is counted
     // there only if the key turns out not to work, so a client with many keys loses no IP quota to them.
     if (!isSeenKey(credential.keyHash)) {
-      const ip = await peekBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
+      const ip = await admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work, { count: false });
       if (!ip.allowed) return [credential, ip];
     }
     const outcome = await admitKey(c.env, credential.keyHash, work);

@@ -68,22 +68,16 @@ export async function admitKey(env: Env, keyHash: string, work: Work): Promise<K
   return { status: "active", decision: result.decision, key: { id: result.keyId, accountId: result.accountId } };
 }
 
-/** Admission for a bucket whose limits are fixed (account, admin subject, client IP). */
-export async function admitBucket(env: Env, name: string, limits: Limits, work: Work): Promise<Decision> {
+/**
+ * Admission for a bucket whose limits are fixed (account, admin subject, client IP); with `count: false`, only
+ * whether it would admit a request now (a look at the client IP's bucket before a key hash not seen yet is looked up).
+ */
+export async function admitBucket(env: Env, name: string, limits: Limits, work: Work, { count = true } = {}): Promise<Decision> {
   const refused = rememberedRefusal(name);
   if (refused) return refused;
   work.otherObjectCalls++;
-  const decision = await limiter(env, name).admit(limits);
-  if (!decision.allowed) remember(refusals, name, { until: Date.now() + decision.resetMs, decision });
-  return decision;
-}
-
-/** Whether a fixed bucket would admit a request now, counting nothing: a refusal is remembered as admit's are. */
-export async function peekBucket(env: Env, name: string, limits: Limits, work: Work): Promise<Decision> {
-  const refused = rememberedRefusal(name);
-  if (refused) return refused;
-  work.otherObjectCalls++;
-  const decision = await limiter(env, name).peek(limits);
+  const bucket = limiter(env, name);
+  const decision = await (count ? bucket.admit(limits) : bucket.peek(limits));
   if (!decision.allowed) remember(refusals, name, { until: Date.now() + decision.resetMs, decision });
   return decision;
 }
