@@ -33,7 +33,7 @@ function rememberedRefusal(name: string): Decision | undefined {
 /**
  * Key hashes this isolate has seen answered: as an active key (true), or as matching no key, until a minute
  * after its object said so (a number). A hash not seen yet is looked up only while the client IP's bucket has
- * room (src/rate-limit/admission.ts), so made-up keys cost a client its IP's quota, not D1 reads.
+ * room (src/middleware/admission.ts), so made-up keys cost a client its IP's quota, not D1 reads.
  */
 const seenKeys = new Map<string, true | number>();
 
