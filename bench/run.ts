@@ -525,6 +525,83 @@ async function hotPathMain(): Promise<string> {
   return text;
 }
 
+/**
+ * `--hot-path [--rounds N] [--seconds S]`: the narrowest check of the hot path, ours against floor-write on the
+ * small response only (the limiter's cost, not the body's), N rounds (3 unless told) alternating which goes
+ * first, every key once and the worker idle before each load, as in the full run. A couple of minutes.
+ */
+async function hotPathMain(): Promise<string> {
+  const names = ["ours", "floor-write"] as const;
+  step(`hot path: ${names.join(" and ")}, GET ${SMALL_PATH}, ${settings.loadKeys} Premium keys, ${settings.connections} connections, ${settings.loadSeconds} s × ${settings.rounds} round(s)`);
+  state = mkdtempSync(join(tmpdir(), "price-data-hot-path-"));
+  const idp = await startJwks();
+  jwks = idp.server;
+  const keys = await makeKeys({ load: settings.loadKeys, exact: 0, revoke: 0 });
+  const seeded = join(state, "d1");
+  const frozen = {} as Record<(typeof names)[number], string>;
+  await Promise.all([
+    seedState(seeded, settings.products, keys.sql),
+    (async () => {
+      for (const name of names) frozen[name] = await freeze(CONFIGS[name], join(state!, "build", name));
+    })(),
+  ]);
+  cpSync(seeded, join(state, "d1-floor-write"), { recursive: true });
+  mkdirSync(join(state, "logs"));
+  const workers = {} as Record<(typeof names)[number], Worker>;
+  for (const name of names) {
+    workers[name] = await startWorker({
+      name,
+      config: frozen[name],
+      persistTo: name === "ours" ? seeded : join(state, "d1-floor-write"),
+      vars: { IDP_ISSUER: idp.issuer, IDP_AUDIENCE: "price-data-api", IDP_JWKS_URL: idp.jwksUrl, WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64") },
+      log: join(state, "logs", `${name}.log`),
+    });
+  }
+  const probe = (url: string) => fetch(`${url}${SMALL_PATH}`, { headers: bearer(keys.probe.key), signal: AbortSignal.timeout(20_000) });
+  await Promise.all(Object.values(workers).map((w) => waitReady(w, probe, 120_000)));
+  for (const worker of Object.values(workers)) {
+    const direct = await findDirectUrl(worker, async (url) => {
+      const res = await fetch(`${url}${SMALL_PATH}`, { headers: bearer(keys.probe.key), signal: AbortSignal.timeout(5_000) });
+      await res.arrayBuffer();
+      return res.status === 200 && (res.headers.get("ETag") ?? "").startsWith('"cat-');
+    });
+    if (!direct) step(`could not find the runtime's own socket of ${worker.name}: loading through wrangler's proxy`);
+  }
+  const loadKeys = keys.load.map((k) => k.key);
+  const rounds: Record<(typeof names)[number], Measured[]> = { ours: [], "floor-write": [] };
+  for (let round = 1; round <= settings.rounds; round++) {
+    for (const name of round % 2 === 1 ? names : [...names].reverse()) {
+      await load(workers[name], { path: SMALL_PATH, connections: settings.connections, duration: 0, amount: loadKeys.length, keys: loadKeys }, `warm-keys-${name}-${round}`);
+      if (!(await settle(workers[name]))) step(`${name} was still busy 5 s after its keys were used: the load starts anyway`);
+      const result = await load(workers[name], { path: SMALL_PATH, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys }, `small-${name}-${round}`);
+      step(`round ${round}: ${name} ${result.rps.toFixed(0)} req/s, ${result.workerCpuMs.toFixed(2)} ms worker CPU/request, ${result.non2xx} non-2xx, ${result.errors} errors`);
+      rounds[name].push(result);
+    }
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const lines = [
+    `### Hot path (\`npm run bench -- --hot-path\`), ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC`,
+    "",
+    `GET ${SMALL_PATH}, ${settings.loadKeys} Premium keys round robin, ${settings.connections} connections, ${settings.loadSeconds} s per load; every key once and the worker idle before each load.`,
+    "",
+    "| round | ours req/s | floor-write req/s | ours ÷ floor-write | ours CPU ms/request | floor-write CPU ms/request | ours − floor-write, CPU ms |",
+    "|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (let i = 0; i < settings.rounds; i++) {
+    const [ours, floor] = [rounds.ours[i]!, rounds["floor-write"][i]!];
+    lines.push(`| ${i + 1} | ${ours.rps.toFixed(0)} | ${floor.rps.toFixed(0)} | ${(ours.rps / floor.rps).toFixed(2)} × | ${ours.workerCpuMs.toFixed(2)} | ${floor.workerCpuMs.toFixed(2)} | ${(ours.workerCpuMs - floor.workerCpuMs).toFixed(2)} |`);
+  }
+  const [oursRps, floorRps] = [median(rounds.ours.map((r) => r.rps)), median(rounds["floor-write"].map((r) => r.rps))];
+  const cpu = median(rounds.ours.map((r) => r.workerCpuMs)) - median(rounds["floor-write"].map((r) => r.workerCpuMs));
+  lines.push("", `Medians: ours ${oursRps.toFixed(0)}, floor-write ${floorRps.toFixed(0)} req/s: **${(oursRps / floorRps).toFixed(2)} × floor-write** (aim ≥ 0.9 ×); worker CPU ${cpu >= 0 ? "+" : "−"}${Math.abs(cpu).toFixed(2)} ms/request.`);
+  const text = lines.join("\n");
+  mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+  writeFileSync(join(ROOT, "bench/results/hot-path.md"), `${text}\n`);
+  writeFileSync(join(ROOT, "bench/results/hot-path.json"), `${JSON.stringify({ machine: machine(), settings, rounds }, null, 2)}\n`);
+  step("written to bench/results/hot-path.md and hot-path.json");
+  return text;
+}
+
 function machine() {
   const model = cpus()[0]?.model ?? "unknown CPU";
   return { cores: availableParallelism(), model, memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version };

@@ -1,6 +1,8 @@
-import { sql } from "drizzle-orm";
+import { and, eq, lt, sql } from "drizzle-orm";
+import { mergeHistory, readHistoryYear, type ArchivedHistoryRow } from "../catalogue/history-archive.ts";
+import { HISTORY_IN_D1_MS } from "../events/retention.ts";
 import type { Database } from "../platform/db.ts";
-import { products } from "../platform/tables.ts";
+import { priceHistory, products } from "../platform/tables.ts";
 import type { EventMessage } from "../webhooks/messages.ts";
 import { historyWindows, matchesAlert, type AlertRule, type AlertSubject } from "./rules.ts";
 
@@ -33,7 +35,7 @@ const PRIOR_CHUNK = 200;
 const text = (value: unknown) => (typeof value === "string" ? value : undefined);
 
 /** The pairs (event, rule) that match, in event order, then rule order. */
-export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(db: Database, events: readonly E[], rules: readonly R[]): Promise<{ event: E; rule: R }[]> {
+export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(db: Database, events: readonly E[], rules: readonly R[], archive?: R2Bucket): Promise<{ event: E; rule: R }[]> {
   if (events.length === 0 || rules.length === 0) return [];
   const needsProduct = rules.some((rule) => rule.filters?.brands !== undefined || rule.filters?.categories !== undefined);
   const productFacts = needsProduct ? await readProducts(db, events.map((event) => text(event.data.product_id)).filter((id) => id !== undefined)) : new Map<string, ProductFacts>();
@@ -47,6 +49,8 @@ export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(db:
     }
   }
   const answers = await readPriorPrices(db, [...questions.values()]);
+  // A window reaching back past the history D1 keeps is answered again from the archive and D1 together.
+  if (archive) for (const [k, answer] of await readArchivedPriorPrices(db, archive, [...questions.values()])) answers.set(k, answer);
   return candidates
     .filter(({ index, event, rule }) => {
       const windows = historyWindows(subjects[index]!, rule);
@@ -129,6 +133,33 @@ async function readPriorPrices(db: Database, questions: readonly PriorQuestion[]
   for (const row of results.flatMap((result) => result.results)) {
     const prices = [row.low, row.high, row.opening].filter((price) => price !== null);
     answers.set(row.k, prices.length === 0 ? null : { low: Math.min(...prices), high: Math.max(...prices) });
+  }
+  return answers;
+}
+
+/**
+ * The same answers, for questions whose window opens before the history D1 surely still holds
+ * (HISTORY_IN_D1_MS): from the offer's rows in D1 and in the product's archive objects (the window's
+ * years and the one before, for the opening price), merged by id. One D1 query and at most three R2
+ * reads a question; only rules with long new_low_days/new_high_days ask them.
+ */
+async function readArchivedPriorPrices(db: Database, archive: R2Bucket, questions: readonly PriorQuestion[]) {
+  const answers = new Map<string, { low: number; high: number } | null>();
+  const horizon = new Date(Date.now() - HISTORY_IN_D1_MS).toISOString();
+  for (const question of questions.filter((q) => q.since < horizon)) {
+    const inD1 = await db
+      .select()
+      .from(priceHistory)
+      .where(and(eq(priceHistory.productId, question.p), eq(priceHistory.competitorId, question.c), lt(priceHistory.observedAt, question.before)));
+    const archived: ArchivedHistoryRow[] = [];
+    for (let year = Number(question.since.slice(0, 4)) - 1; year <= Number(question.before.slice(0, 4)); year++) {
+      archived.push(...(await readHistoryYear(archive, question.p, String(year))).filter((row) => row.competitorId === question.c && row.observedAt < question.before));
+    }
+    const rows = mergeHistory(archived, inD1);
+    const opening = rows.filter((row) => row.observedAt < question.since).at(-1);
+    const prices = rows.filter((row) => row.observedAt >= question.since && row.currency === question.cur).map((row) => row.priceMinor);
+    if (opening && opening.currency === question.cur) prices.push(opening.priceMinor);
+    answers.set(question.k, prices.length === 0 ? null : { low: Math.min(...prices), high: Math.max(...prices) });
   }
   return answers;
 }

@@ -51,7 +51,7 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
     }
   }
   await Promise.all([
-    events.length > 0 && fanOutEvents(db, env.WEBHOOK_QUEUE, events),
+    events.length > 0 && fanOutEvents(db, env.ARCHIVE, env.WEBHOOK_QUEUE, events),
     runConcurrently(deliveries, MAX_CONCURRENT_DELIVERIES, (delivery) => deliver(db, config.WEBHOOK_SECRET_KEY, delivery)),
   ]);
 }
@@ -67,12 +67,12 @@ function retryLater(message: Message<unknown>, attempt: number): void {
  * twice: relay and sweep) is acked unsent. If sending the deliveries fails, the claims are given back
  * and the messages retried.
  */
-async function fanOutEvents(db: Database, queue: Queue<WebhookMessage>, events: readonly Parsed<EventMessage>[]): Promise<void> {
+async function fanOutEvents(db: Database, archive: R2Bucket, queue: Queue<WebhookMessage>, events: readonly Parsed<EventMessage>[]): Promise<void> {
   let claimed = new Set<string>();
   try {
     claimed = await claimForFanOut(db, events.map((event) => event.body.event.id));
     const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
-    await sendAll(queue, await fanOut(db, fresh));
+    await sendAll(queue, await fanOut(db, archive, fresh));
     await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();
   } catch (error) {

@@ -12,7 +12,7 @@ import type { DeliveryRow, WebhookRow } from "./service.ts";
  * decided by src/alerts/rules.ts): one delivery message each. One D1 query for the webhooks, and at
  * most two for the rules' facts, for the whole batch.
  */
-export async function fanOut(db: Database, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
+export async function fanOut(db: Database, archive: R2Bucket, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
   const enabled = await db
     .select({ id: webhooks.id, types: webhooks.events, minChangeBp: webhooks.minChangeBp, filters: webhooks.filters })
     .from(webhooks)
@@ -21,6 +21,7 @@ export async function fanOut(db: Database, events: readonly EventMessage[]): Pro
     db,
     events.map((message) => ({ ...alertEventOf(message), message })),
     enabled,
+    archive,
   );
   return wanted.map(({ event, rule }): DeliveryMessage => ({ kind: "delivery", webhook_id: rule.id, event: event.message.event }));
 }

@@ -32,7 +32,7 @@ export async function replayEvents(db: Database, archive: R2Bucket, queue: Queue
   const taken = new Map<number, DeliveryMessage>(); // by seq: commit order, and an event read twice counts once
   const take = async (rows: readonly ArchivedEvent[]) => {
     const seqOf = new Map(rows.map((row) => [row.id, row.seq]));
-    const wanted = await matchAlerts(db, rows.map((row) => alertEventOf(eventMessageOf(row))), [rule]);
+    const wanted = await matchAlerts(db, rows.map((row) => alertEventOf(eventMessageOf(row))), [rule], archive);
     for (const { event } of wanted) taken.set(seqOf.get(event.id)!, { kind: "delivery", webhook_id: id, event: { id: event.id, type: event.type, timestamp: event.timestamp, data: event.data } });
     if (taken.size > MAX_REPLAY_EVENTS) throw tooMany(`more than ${MAX_REPLAY_EVENTS.toLocaleString("en")} events match`);
   };
