@@ -11,8 +11,8 @@ import { mcpServer } from "./server.ts";
  * 429. Not an OpenAPI operation: JSON-RPC is its own protocol (README: how to add it to a client).
  */
 export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) => {
-  const { db, catalogue } = c.var.ctx;
-  const server = mcpServer({ db, catalogue });
+  const { db, archive, catalogue } = c.var.ctx;
+  const server = mcpServer({ db, archive, catalogue });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {

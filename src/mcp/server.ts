@@ -35,7 +35,7 @@ async function answer(run: () => Promise<unknown>): Promise<CallToolResult> {
   }
 }
 
-export function mcpServer({ db, catalogue }: ToolDeps): McpServer {
+export function mcpServer({ db, archive, catalogue }: ToolDeps): McpServer {
   const server = new McpServer(SERVER_INFO);
   const readOnly = { readOnlyHint: true, openWorldHint: false };
   server.registerTool(
@@ -70,7 +70,7 @@ export function mcpServer({ db, catalogue }: ToolDeps): McpServer {
     (input) =>
       answer(async () => {
         if (input.from !== undefined && input.to !== undefined && input.from >= input.to) throw new ApiError(400, "to: must be later than from");
-        return priceHistoryOf(db, input);
+        return priceHistoryOf(db, archive, input);
       }),
   );
   server.registerTool(
@@ -85,7 +85,7 @@ export function mcpServer({ db, catalogue }: ToolDeps): McpServer {
       inputSchema: recentChangesInput,
       annotations: readOnly,
     },
-    (input) => answer(() => recentChanges(db, input)),
+    (input) => answer(() => recentChanges(db, archive, input)),
   );
   return server;
 }

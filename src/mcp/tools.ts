@@ -17,6 +17,8 @@ import { offers, products } from "../platform/tables.ts";
 
 export interface ToolDeps {
   db: Database;
+  /** Events and price history that left D1. */
+  archive: R2Bucket;
   catalogue: CatalogueStore;
 }
 
@@ -113,8 +115,8 @@ export function downsample<T>(series: readonly T[], points: number): T[] {
   return Array.from({ length: points }, (_, i) => series[Math.round((i * (series.length - 1)) / (points - 1))]!);
 }
 
-export async function priceHistoryOf(db: Database, input: z.output<z.ZodObject<typeof priceHistoryInput>>) {
-  const { truncated, ...page } = await productHistory(db, input.product_id, { competitor: input.competitor, from: input.from, to: input.to });
+export async function priceHistoryOf(db: Database, archive: R2Bucket, input: z.output<z.ZodObject<typeof priceHistoryInput>>) {
+  const { truncated, ...page } = await productHistory(db, archive, input.product_id, { competitor: input.competitor, from: input.from, to: input.to });
   if (input.points === undefined) return { ...page, truncated };
   const byCompetitor = new Map<string, typeof page.history>();
   for (const entry of page.history) byCompetitor.set(entry.competitor_id, [...(byCompetitor.get(entry.competitor_id) ?? []), entry]);
@@ -128,6 +130,6 @@ export async function listCompetitors(catalogue: CatalogueStore) {
 
 const DAY_MS = 86_400_000;
 
-export async function recentChanges(db: Database, input: z.output<z.ZodObject<typeof recentChangesInput>>) {
-  return listEvents(db, { since: input.since ?? new Date(Date.now() - DAY_MS).toISOString(), type: input.type, limit: input.limit, after: undefined });
+export async function recentChanges(db: Database, archive: R2Bucket, input: z.output<z.ZodObject<typeof recentChangesInput>>) {
+  return listEvents(db, archive, { since: input.since ?? new Date(Date.now() - DAY_MS).toISOString(), type: input.type, limit: input.limit, after: undefined });
 }

@@ -43,7 +43,7 @@ const stream = createRoute(
 /** GET /events/stream (API key). */
 export const streamRoutes = openApiApp().openapi(stream, async (c) => {
   const { after, since, type, ...rest } = c.req.valid("query");
-  const { db } = c.var.ctx;
+  const { db, archive } = c.var.ctx;
   const slot = await openSlot(db, c.var.apiKey.id, DEFAULT_TIMING.lifetimeMs);
   let released = false;
   const release = async () => {
@@ -53,7 +53,7 @@ export const streamRoutes = openApiApp().openapi(stream, async (c) => {
   };
   try {
     const request = { after: after ?? c.req.valid("header")["last-event-id"], since, rule: { types: type, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) } };
-    const frames = await eventFrames(db, request, DEFAULT_TIMING, release);
+    const frames = await eventFrames(db, archive, request, DEFAULT_TIMING, release);
     return c.body(frameStream(frames, release), 200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no" });
   } catch (error) {
     await release();

@@ -3,7 +3,7 @@ import { matchAlerts, type AlertEvent } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
 import type { FeedEvent } from "../events/schema.ts";
 import { listEvents } from "../events/service.ts";
-import { RETENTION_MS } from "../events/outbox.ts";
+import { RETENTION_MS } from "../events/retention.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
@@ -84,9 +84,9 @@ const frame = (event: FeedEvent) => `id: ${event.id}\nevent: ${event.type}\ndata
  * The stream's text, frame by frame. Reads the first backfill page before returning, so a bad
  * cursor is the caller's 410 rather than a broken stream. `onEnd` runs once, however it ends.
  */
-export async function eventFrames(db: Database, request: StreamRequest, timing: StreamTiming, onEnd: () => Promise<void>): Promise<AsyncGenerator<string>> {
-  const feedQuery = { after: request.after, since: request.since, type: request.rule.types ? [...request.rule.types] : undefined, limit: BACKFILL_PAGE } as Parameters<typeof listEvents>[1];
-  const first = await listEvents(db, feedQuery);
+export async function eventFrames(db: Database, archive: R2Bucket, request: StreamRequest, timing: StreamTiming, onEnd: () => Promise<void>): Promise<AsyncGenerator<string>> {
+  const feedQuery = { after: request.after, since: request.since, type: request.rule.types ? [...request.rule.types] : undefined, limit: BACKFILL_PAGE } as Parameters<typeof listEvents>[2];
+  const first = await listEvents(db, archive, feedQuery);
   const since = request.since ?? new Date(Date.now() - RETENTION_MS).toISOString();
 
   async function* run(): AsyncGenerator<string> {
@@ -94,7 +94,7 @@ export async function eventFrames(db: Database, request: StreamRequest, timing: 
     let lastWrite = started;
     let lastId = request.after;
     const send = async (page: readonly FeedEvent[]) => {
-      const wanted = await matchAlerts(db, page.map(alertEventOfFeed), [request.rule]);
+      const wanted = await matchAlerts(db, page.map(alertEventOfFeed), [request.rule], archive);
       return wanted.map(({ event }) => frame(event as unknown as FeedEvent)).join("");
     };
     try {
@@ -107,7 +107,7 @@ export async function eventFrames(db: Database, request: StreamRequest, timing: 
           yield text;
         }
         if (page.next_cursor === null || Date.now() - started >= timing.lifetimeMs) break;
-        page = await listEvents(db, { ...feedQuery, after: page.next_cursor });
+        page = await listEvents(db, archive, { ...feedQuery, after: page.next_cursor });
       }
       while (Date.now() - started < timing.lifetimeMs) {
         const rows = await db

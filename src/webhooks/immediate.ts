@@ -20,19 +20,21 @@ export const MAX_IMMEDIATE_EVENTS = 100;
 
 export interface ImmediateDeps {
   db: Database;
+  /** Price history that left D1: new_low_days/new_high_days may look back into it. */
+  archive: R2Bucket;
   queue: Queue<WebhookMessage>;
   secretKey: string;
 }
 
 const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ level: "error", source: "webhook-immediate", ...fields }));
 
-export async function deliverAfterCommit({ db, queue, secretKey }: ImmediateDeps, events: readonly EventMessage[]): Promise<void> {
+export async function deliverAfterCommit({ db, archive, queue, secretKey }: ImmediateDeps, events: readonly EventMessage[]): Promise<void> {
   if (events.length === 0 || events.length > MAX_IMMEDIATE_EVENTS) return;
   let claimed = new Set<string>();
   try {
     claimed = await claimForFanOut(db, events.map((message) => message.event.id));
     if (claimed.size === 0) return; // the consumer got there first
-    const deliveries = await fanOut(db, events.filter((message) => claimed.has(message.event.id)));
+    const deliveries = await fanOut(db, archive, events.filter((message) => claimed.has(message.event.id)));
     const now = deliveries.slice(0, MAX_IMMEDIATE_DELIVERIES);
     const later: DeliveryMessage[] = deliveries.slice(MAX_IMMEDIATE_DELIVERIES);
     const failed: DeliveryMessage[] = [];
