@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { BUILD_LIMITS, buildStep, countingBucket, noBuildWork, type BuildLimits, type BuildReport, type BuildWork, type StepOutcome } from "../../src/catalogue/build.ts";
-import { releaseObjects } from "../../src/catalogue/builder.ts";
+import { collectStep, releaseObjects } from "../../src/catalogue/builder.ts";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import { forgetManifest } from "../../src/catalogue/snapshot.ts";
 import { database } from "../../src/platform/db.ts";
@@ -49,20 +49,29 @@ const faultyStorage = (storage: DurableObjectStorage, faults: Faults) => faulty(
 
 export interface StepRun {
   limits?: BuildLimits;
-  faults?: Faults;
+  /** The faults of each step (the same for all by default); with `retry`, a step that throws is run again with none. */
+  faults?: Faults | ((step: number) => Faults);
+  retry?: boolean;
   /** Each step's own work and outcome, as it ends. */
   onStep?: (work: BuildWork, outcome: StepOutcome) => void;
 }
 
 /** Runs build steps until the snapshot holds the catalogue version (what the alarms do, one step each); throws what a step throws. */
-export async function runBuildSteps({ limits = BUILD_LIMITS, faults = new Faults(), onStep }: StepRun = {}): Promise<BuildReport> {
+export async function runBuildSteps({ limits = BUILD_LIMITS, faults = new Faults(), retry = false, onStep }: StepRun = {}): Promise<BuildReport> {
   try {
     return await runInDurableObject(catalogueBuilder(env), async (_builder, state) => {
-      let last: BuildReport | undefined;
-      for (;;) {
+      const step = async (faults: Faults) => {
         const work = noBuildWork();
         const deps = { db: database(faultyD1(env.DB, faults), work), bucket: countingBucket(faultyR2(env.CATALOGUE, faults), work), storage: faultyStorage(state.storage, faults), work, limits };
-        const outcome = await buildStep(deps, releaseObjects);
+        return { work, outcome: await buildStep(deps, releaseObjects) };
+      };
+      let last: BuildReport | undefined;
+      for (let n = 0; ; n++) {
+        const stepFaults = typeof faults === "function" ? faults(n) : faults;
+        const { work, outcome } = await step(stepFaults).catch((error: unknown) => {
+          if (!retry) throw error;
+          return step(new Faults());
+        });
         onStep?.(work, outcome);
         if (outcome.status === "current") return last ?? outcome.report;
         if (outcome.status === "built") last = outcome.report;
@@ -71,4 +80,13 @@ export async function runBuildSteps({ limits = BUILD_LIMITS, faults = new Faults
   } finally {
     forgetManifest();
   }
+}
+
+/** Runs the clean-up steps that are due (what the alarms do once no build is waiting); returns how many deleted something. */
+export async function runCollectSteps(): Promise<number> {
+  return runInDurableObject(catalogueBuilder(env), async (_builder, state) => {
+    let steps = 0;
+    while (await collectStep(env.CATALOGUE, state.storage)) steps++;
+    return steps;
+  });
 }
