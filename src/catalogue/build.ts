@@ -18,6 +18,7 @@ import {
   type Segment,
   type Summary,
 } from "./manifest.ts";
+import { noBuildWork, type BuildReport, type BuildWork } from "./build-report.ts";
 import type { CompetitorView } from "./schema.ts";
 import { productView, type CompetitorRow, type OfferRow } from "./views.ts";
 
@@ -64,34 +65,8 @@ const SCAN_PAGES = 100;
 const WHOLE_READ_PARTS = 8;
 /** A rewritten segment's statements at most: its changed ids, then up to WHOLE_READ_PARTS - 1 parts of two each, or a whole read. */
 const SEGMENT_D1_STATEMENTS = 1 + 2 * (WHOLE_READ_PARTS - 1);
-/** What a build does, in total and in its largest step: the figures docs/catalogue.md and the bench report. */
-export interface BuildWork {
-  /** D1 round trips (a batch is one) and statements. */
-  d1: number;
-  d1Statements: number;
-  r2Reads: number;
-  r2Writes: number;
-  segmentsWritten: number;
-  partsEncoded: number;
-  productsEncoded: number;
-}
-export const noBuildWork = (): BuildWork => ({ d1: 0, d1Statements: 0, r2Reads: 0, r2Writes: 0, segmentsWritten: 0, partsEncoded: 0, productsEncoded: 0 });
 
-export interface BuildReport {
-  /** False when the snapshot already held every change. */
-  built: boolean;
-  manifest: string | null;
-  version: number;
-  full: boolean;
-  segmentsWritten: number;
-  products: number;
-  /** From the first step's start to the pointer's move. */
-  ms: number;
-  steps: number;
-  work: BuildWork;
-  /** The step with the most D1 statements, and the longest step's wall time. */
-  largestStep: BuildWork & { ms: number };
-}
+export { noBuildWork, type BuildReport, type BuildWork };
 
 /** What a step works with: the object's storage for progress, and D1 and R2 (counting into `work`). Tests pass failing ones. */
 export interface BuildDeps {

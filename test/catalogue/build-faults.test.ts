@@ -1,15 +1,13 @@
 import { env } from "cloudflare:workers";
-import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { readManifest, readPointer, type BuildLimits } from "../../src/catalogue/build.ts";
 import { POINTER_KEY, type Pointer } from "../../src/catalogue/manifest.ts";
-import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { wholeCatalogue } from "../../src/catalogue/snapshot.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
-import { Faults, runBuildSteps } from "../helpers/build-steps.ts";
+import { Faults, runBuildSteps, stepCatalogue } from "../helpers/build-steps.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
-import { changePrices, createCompetitor, insertProducts, randomProductId } from "../helpers/catalogue-factory.ts";
+import { changePrices } from "../helpers/catalogue-factory.ts";
 
 /**
  * A build step that throws at any point (any D1 statement or batch, R2 read or write, or write of
@@ -31,12 +29,7 @@ let skus: string[];
 
 
 beforeAll(async () => {
-  await createCompetitor({ id: "cmp_a", name: "Shop A" });
-  await createCompetitor({ id: "cmp_b", name: "Shop B" });
-  await insertProducts(0, PRODUCTS, 0, randomProductId);
-  await db().batch([bumpCatalogueVersion(db()), db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state WHERE id = 1)` })]);
-  await runBuildSteps({ limits: LIMITS });
-  skus = (await db().select({ sku: products.sku }).from(products)).map((row) => row.sku);
+  skus = await stepCatalogue(PRODUCTS, LIMITS);
 });
 
 describe.each(["incremental", "full"] as const)("a %s build whose steps throw at any point", (kind) => {

@@ -1,17 +1,15 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { gunzipSync } from "node:zlib";
-import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { readPointer, type BuildLimits } from "../../src/catalogue/build.ts";
 import { RETENTION_MS } from "../../src/catalogue/builder.ts";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import { manifestKey } from "../../src/catalogue/manifest.ts";
-import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
-import { runBuildSteps, runCollectSteps } from "../helpers/build-steps.ts";
-import { changePrices, createCompetitor, insertProducts, newApiKey, randomProductId } from "../helpers/catalogue-factory.ts";
+import { runBuildSteps, runCollectSteps, stepCatalogue } from "../helpers/build-steps.ts";
+import { changePrices, newApiKey } from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { rawGet } from "../helpers/gzip-member.ts";
@@ -32,12 +30,7 @@ let skus: string[];
 
 beforeAll(async () => {
   key = await newApiKey();
-  await createCompetitor({ id: "cmp_a", name: "Shop A" });
-  await createCompetitor({ id: "cmp_b", name: "Shop B" });
-  await insertProducts(0, PRODUCTS, 0, randomProductId);
-  await db().batch([bumpCatalogueVersion(db()), db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state WHERE id = 1)` })]);
-  await runBuildSteps({ limits: LIMITS });
-  skus = (await db().select({ sku: products.sku }).from(products)).map((row) => row.sku);
+  skus = await stepCatalogue(PRODUCTS, LIMITS);
   // A second snapshot replaces the first at START: the first's objects are due for deletion at START + RETENTION_MS.
   vi.useFakeTimers({ toFake: ["Date"] });
   vi.setSystemTime(START);

@@ -1,11 +1,10 @@
 import { env } from "cloudflare:workers";
-import { asc, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { gunzipSync } from "node:zlib";
 import { beforeAll, describe, expect, it } from "vitest";
 import { SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/build.ts";
 import { readManifest, readPointer } from "../../src/catalogue/build.ts";
 import type { ProductView } from "../../src/catalogue/schema.ts";
-import { productView } from "../../src/catalogue/views.ts";
 import { database } from "../../src/platform/db.ts";
 import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";

@@ -5,6 +5,10 @@ import { collectStep, releaseObjects } from "../../src/catalogue/builder.ts";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import { forgetManifest } from "../../src/catalogue/snapshot.ts";
 import { database } from "../../src/platform/db.ts";
+import { products } from "../../src/platform/tables.ts";
+import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
+import { sql } from "drizzle-orm";
+import { createCompetitor, insertProducts, randomProductId } from "./catalogue-factory.ts";
 
 /**
  * The builder's steps run one by one inside the CatalogueBuilder object, with its real storage, D1
@@ -89,4 +93,18 @@ export async function runCollectSteps(): Promise<number> {
     while (await collectStep(env.CATALOGUE, state.storage)) steps++;
     return steps;
   });
+}
+
+/**
+ * `count` products of random ids (two competitors), all marked changed, and their first snapshot built
+ * with `limits`; returns their SKUs. The setup of the tests that drive steps with small limits.
+ */
+export async function stepCatalogue(count: number, limits: BuildLimits): Promise<string[]> {
+  const db = database(env.DB);
+  await createCompetitor({ id: "cmp_a", name: "Shop A" });
+  await createCompetitor({ id: "cmp_b", name: "Shop B" });
+  await insertProducts(0, count, 0, randomProductId);
+  await db.batch([bumpCatalogueVersion(db), db.update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state WHERE id = 1)` })]);
+  await runBuildSteps({ limits });
+  return (await db.select({ sku: products.sku }).from(products)).map((row) => row.sku);
 }
