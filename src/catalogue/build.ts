@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, gte, inArray, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
 import { concatenated, deflatePart, type Checked } from "./gzip-member.ts";
@@ -50,7 +50,7 @@ export interface BuildLimits {
   /** Segments a step writes at most. */
   stepSegments: number;
 }
-export const BUILD_LIMITS: BuildLimits = { partTarget: 25, segmentTarget: 1000, stepProducts: 5000, stepSegments: 8 };
+export const BUILD_LIMITS: BuildLimits = { partTarget: 25, segmentTarget: 1000, stepProducts: 5000, stepSegments: 16 };
 export const SEGMENT_TARGET = BUILD_LIMITS.segmentTarget;
 export const SEGMENT_MAX = 2 * SEGMENT_TARGET;
 /**
@@ -61,10 +61,11 @@ export const SEGMENT_MAX = 2 * SEGMENT_TARGET;
 export const STEP_D1_STATEMENTS = 150;
 /** Pages of segmentTarget changed ids a scan step reads at most. */
 const SCAN_PAGES = 100;
-/** A segment with this many changed parts is read whole (a few pages) instead of part by part (two statements a part). */
-const WHOLE_READ_PARTS = 8;
-/** A rewritten segment's statements at most: its changed ids, then up to WHOLE_READ_PARTS - 1 parts of two each, or a whole read. */
-const SEGMENT_D1_STATEMENTS = 1 + 2 * (WHOLE_READ_PARTS - 1);
+/**
+ * A rewritten segment's statements: its changed ids, then two per RANGES_PER_STATEMENT changed parts
+ * (a segment of up to 2,000 products has at most 80 parts of 25: four pairs).
+ */
+const SEGMENT_D1_STATEMENTS = 1 + 2 * 4;
 
 export { noBuildWork, type BuildReport, type BuildWork };
 
@@ -194,25 +195,42 @@ interface Range {
   below: string | null;
 }
 
-/** Every product of each range: the first page of all of them in one batch, then any range that filled its page page by page. */
-async function readRanges(deps: BuildDeps, ranges: readonly Range[], names: ReadonlyMap<string, CompetitorRow>): Promise<Encoded[][]> {
-  if (ranges.length === 0) return [];
-  const { db, work } = deps;
+/** Every product of a range, a page at a time. */
+async function readRange(deps: BuildDeps, range: Range, names: ReadonlyMap<string, CompetitorRow>): Promise<Encoded[]> {
+  const { db } = deps;
   const page = deps.limits.segmentTarget;
-  const queries = ranges.flatMap((range) => pageQueries(db, page, range.first, true, range.below));
-  const results = (await db.batch(queries as unknown as Parameters<typeof db.batch>[0])) as unknown as unknown[][];
-  const read: Encoded[][] = [];
-  for (const [i, range] of ranges.entries()) {
-    let rows = results[2 * i] as ProductRow[];
-    const items = encode(rows, results[2 * i + 1] as OfferRow[], names);
-    while (rows.length === page) {
-      const [more, moreOffers] = await db.batch(pageQueries(db, page, rows[rows.length - 1]!.id, false, range.below));
-      rows = more;
-      items.push(...encode(more, moreOffers, names));
-    }
-    read.push(items);
+  const items: Encoded[] = [];
+  for (let from = range.first, inclusive = true; ; inclusive = false) {
+    const [rows, offerRows] = await db.batch(pageQueries(db, page, from, inclusive, range.below));
+    items.push(...encode(rows, offerRows, names));
+    if (rows.length < page) return items;
+    from = rows[rows.length - 1]!.id;
   }
-  return read;
+}
+
+/** Id ranges per statement when several are read at once: two bound parameters each, well under D1's 100. */
+const RANGES_PER_STATEMENT = 24;
+
+/**
+ * Every product of several ranges (a segment's changed parts), in one batch: per RANGES_PER_STATEMENT
+ * ranges, one statement for the products and one for their offers. A part holds a few dozen products,
+ * so no page limit is needed; reading only the changed parts is what keeps a scattered change's D1
+ * reads proportional to it.
+ */
+async function readRanges(deps: BuildDeps, ranges: readonly Range[], names: ReadonlyMap<string, CompetitorRow>): Promise<Encoded[]> {
+  const { db } = deps;
+  const queries = [];
+  for (let i = 0; i < ranges.length; i += RANGES_PER_STATEMENT) {
+    const inRanges = or(...ranges.slice(i, i + RANGES_PER_STATEMENT).map((range) => and(gte(products.id, range.first), range.below === null ? undefined : lt(products.id, range.below))));
+    queries.push(
+      db.select().from(products).where(inRanges).orderBy(asc(products.id)),
+      db.select().from(offers).where(inArray(offers.productId, db.select({ id: products.id }).from(products).where(inRanges))).orderBy(asc(offers.productId), asc(offers.competitorId)),
+    );
+  }
+  const results = (await db.batch(queries as unknown as Parameters<typeof db.batch>[0])) as unknown as unknown[][];
+  const items: Encoded[] = [];
+  for (let k = 0; k < results.length; k += 2) items.push(...encode(results[k] as ProductRow[], results[k + 1] as OfferRow[], names));
+  return items;
 }
 
 async function competitorNames(deps: BuildDeps): Promise<Map<string, CompetitorRow>> {
@@ -347,8 +365,8 @@ async function rewriteSegment(deps: BuildDeps, state: BuildState, previous: read
   const changedQuery = db.select({ id: products.id }).from(products).where(and(inSegment, gt(products.changedVersion, state.base)));
   if (!segment.parts) {
     // Built before parts: re-encoded whole.
-    const [items] = await readRanges(deps, [{ first: segment.first, below }], names);
-    return Promise.all(segmentGroups(deps.limits, encodeParts(deps, segment.first, items!)).map((group, g) => writeSegment(deps, state.id, `${i}-${g}`, g === 0 ? segment.first : group[0]!.part.first, group)));
+    const items = await readRange(deps, { first: segment.first, below }, names);
+    return Promise.all(segmentGroups(deps.limits, encodeParts(deps, segment.first, items)).map((group, g) => writeSegment(deps, state.id, `${i}-${g}`, g === 0 ? segment.first : group[0]!.part.first, group)));
   }
   const [changed, stored] = await Promise.all([changedQuery, readSegment(deps.bucket, segment)]);
   const { parts } = stored;
@@ -356,15 +374,8 @@ async function rewriteSegment(deps: BuildDeps, state: BuildState, previous: read
   if (dirty.size === 0) return [segment];
   const rangeOf = (j: number): Range => ({ first: j === 0 ? segment.first : parts[j]!.first, below: parts[j + 1]?.first ?? below });
   const dirtyParts = [...dirty].sort((a, b) => a - b);
-  const fresh = new Map<number, Encoded[]>();
-  if (dirtyParts.length >= WHOLE_READ_PARTS) {
-    const [items] = await readRanges(deps, [{ first: segment.first, below }], names);
-    for (const j of dirtyParts) fresh.set(j, []);
-    for (const item of items!) fresh.get(segmentIndexOf(parts, item.id))?.push(item);
-  } else {
-    const read = await readRanges(deps, dirtyParts.map(rangeOf), names);
-    for (const [k, j] of dirtyParts.entries()) fresh.set(j, read[k]!);
-  }
+  const fresh = new Map<number, Encoded[]>(dirtyParts.map((j) => [j, []]));
+  for (const item of await readRanges(deps, dirtyParts.map(rangeOf), names)) fresh.get(segmentIndexOf(parts, item.id))!.push(item);
   const pieces: Piece[] = [];
   const offsets = { json: 0, ndjson: 0 };
   for (const [j, part] of parts.entries()) {
