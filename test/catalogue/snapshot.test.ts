@@ -1,11 +1,10 @@
 import { env } from "cloudflare:workers";
-import { asc, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { gunzipSync } from "node:zlib";
 import { beforeAll, describe, expect, it } from "vitest";
 import { SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/build.ts";
 import { readManifest, readPointer } from "../../src/catalogue/build.ts";
 import type { ProductView } from "../../src/catalogue/schema.ts";
-import { productView } from "../../src/catalogue/views.ts";
 import { database } from "../../src/platform/db.ts";
 import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
@@ -13,6 +12,8 @@ import { buildCatalogue, changePrices, createCompetitor, insertProducts, newApiK
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { ingest } from "../helpers/webhooks.ts";
+import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
+import { Faults, runBuildSteps } from "../helpers/build-steps.ts";
 
 // A catalogue of several segments (SEGMENT_TARGET products each), written straight into D1.
 const PRODUCTS = Math.round(SEGMENT_TARGET * 2.5);
@@ -22,18 +23,6 @@ const shopA = { id: "cmp_a", name: "Shop A" };
 const shopB = { id: "cmp_b", name: "Shop B" };
 const idle = { id: "cmp_idle", name: "Idle" };
 
-/** The product views straight from D1, in id order: what every response must equal, byte for byte. */
-async function expectedProducts(): Promise<string[]> {
-  const [productRows, offerRows, competitorRows] = await db().batch([
-    db().select().from(products).orderBy(asc(products.id)),
-    db().select().from(offers).orderBy(asc(offers.productId), asc(offers.competitorId)),
-    db().select().from(competitors),
-  ]);
-  const names = new Map(competitorRows.map((row) => [row.id, row]));
-  return productRows.map((row) => JSON.stringify(productView(row, offerRows.filter((offer) => offer.productId === row.id), names)));
-}
-
-const listBody = (lines: readonly string[]) => `{"products":[${lines.join(",")}]}`;
 const get = (path: string, headers: Record<string, string> = {}) => call("GET", path, { token: key, headers });
 const utf8 = async (res: Response) => new TextDecoder().decode(await res.arrayBuffer());
 const gunzip = async (res: Response) => gunzipSync(new Uint8Array(await res.arrayBuffer())).toString("utf8");
@@ -150,7 +139,9 @@ describe("rebuilds", () => {
     const etag = served.headers.get("ETag")!;
     const body = await served.text();
     await changePrices(["SNAP-11", "SNAP-2401"]);
-    await expect(buildCatalogue({ failAfterSegments: 1 })).rejects.toThrow(/Injected failure/);
+    let puts = 0;
+    // The second segment's first object fails to write (each segment is three objects), as a failing R2 write would.
+    await expect(runBuildSteps({ faults: new Faults((op) => op === "r2.put" && ++puts === 4) })).rejects.toThrow(/Injected failure/);
     const after = await get("/products", { "If-None-Match": etag });
     expect(after.status).toBe(304);
     expect(await (await get("/products")).text()).toBe(body);
