@@ -1689,6 +1689,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["KeyRestricted"];
             /** @description The cursor's event is no longer kept */
             410: {
                 headers: {

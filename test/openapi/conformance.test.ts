@@ -383,7 +383,9 @@ describe("key restrictions (API key)", () => {
     ]) {
       await expectCall(403, "get", template!, path!, { token: eventsOnly });
     }
-    await expectCall(403, "get", "/events", "/events", { token: await scoped({ scopes: ["products:read"] }) });
+    const productsOnly = await scoped({ scopes: ["products:read"] });
+    await expectCall(403, "get", "/events", "/events", { token: productsOnly });
+    await expectCall(403, "get", "/events/stream", "/events/stream", { token: productsOnly });
     await expectCall(403, "get", "/products", "/products", { token: await scoped({ allowed_ips: ["192.0.2.0/24"] }), headers: { "CF-Connecting-IP": "203.0.113.9" } });
   });
 });
