@@ -51,7 +51,9 @@ async function serveTestJwks() {
  */
 async function serveSecretScanningKeys() {
   const { publicKey, privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  const keys = [{ key_identifier: "test-secret-scanning-1", key: publicKey.export({ type: "spki", format: "pem" }).toString(), is_current: true }];
+  const keys = [
+    { key_identifier: "test-secret-scanning-1", key: publicKey.export({ type: "spki", format: "pem" }).toString(), is_current: true },
+  ];
   let fetches = 0;
   const server = createServer((req, res) => {
     if (req.method === "GET" && req.url === "/keys") {
@@ -59,10 +61,12 @@ async function serveSecretScanningKeys() {
       res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ public_keys: keys }));
     } else if (req.method === "POST" && req.url === "/keys") {
       let body = "";
-      req.on("data", (chunk) => (body += chunk)).on("end", () => {
-        keys.push({ ...JSON.parse(body), is_current: false });
-        res.writeHead(204).end();
-      });
+      req
+        .on("data", (chunk) => (body += chunk))
+        .on("end", () => {
+          keys.push({ ...JSON.parse(body), is_current: false });
+          res.writeHead(204).end();
+        });
     } else if (req.url === "/fetches") {
       res.writeHead(200, { "Content-Type": "application/json" }).end(String(fetches));
     } else res.writeHead(404).end();

@@ -67,7 +67,15 @@ export async function measureFilteredReads(worker: Worker, key: string): Promise
       const read = await timedRead(`${url}?${query}`, { ...auth, "Accept-Encoding": "gzip" });
       runs.push({ ...read, cpuMs: runtimeCpuMs(worker) - cpuBefore });
     }
-    results.push({ name, query, cpuMs: median(runs.map((r) => r.cpuMs)), totalMs: median(runs.map((r) => r.totalMs)), bytes: runs[0]!.bytes, products: lines, work: runs[0]!.work });
+    results.push({
+      name,
+      query,
+      cpuMs: median(runs.map((r) => r.cpuMs)),
+      totalMs: median(runs.map((r) => r.totalMs)),
+      bytes: runs[0]!.bytes,
+      products: lines,
+      work: runs[0]!.work,
+    });
   }
   return results;
 }

@@ -11,13 +11,13 @@ import { cpSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { mintToken } from "../scripts/mint-token.ts";
-import { filteredReadRows, measureFilteredReads } from "./catalogue-filters.ts";
-import { heapUsage, liveHeapUsage, openInspector, type InspectorSession } from "./inspector.ts";
-import { makeKeys } from "./keys.ts";
-import { findDirectUrl, startWorker, stopWorker, waitReady, workerCpu, wrangler, type Worker } from "./processes.ts";
-import { formatMoney } from "../src/platform/money.ts";
 import type { BuildReport, BuildWork } from "../src/catalogue/build-report.ts";
-import { seedState, type Jwks } from "./setup.ts";
+import { formatMoney } from "../src/platform/money.ts";
+import { filteredReadRows, measureFilteredReads } from "./catalogue-filters.ts";
+import { heapUsage, type InspectorSession, liveHeapUsage, openInspector } from "./inspector.ts";
+import { makeKeys } from "./keys.ts";
+import { findDirectUrl, startWorker, stopWorker, type Worker, waitReady, workerCpu, wrangler } from "./processes.ts";
+import { type Jwks, seedState } from "./setup.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -55,7 +55,9 @@ function timedGet(url: string, headers: Record<string, string>): Promise<Timed> 
       const ttfbMs = performance.now() - started;
       let bytes = 0;
       res.on("data", (chunk: Buffer) => (bytes += chunk.length));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, ttfbMs, totalMs: performance.now() - started, bytes, headers: res.headers }));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, ttfbMs, totalMs: performance.now() - started, bytes, headers: res.headers }),
+      );
       res.on("error", reject);
     });
     req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));
@@ -136,7 +138,12 @@ function buildReports(log: string): BuildReport[] {
 }
 
 /** The real worker under `wrangler dev` on the state `dir`, its log at level "log" (the builder's reports); stopped after `use`. */
-async function onWorker<T>(name: string, dir: string, context: CatalogueContext, use: (worker: Worker, log: string) => Promise<T>): Promise<T> {
+async function onWorker<T>(
+  name: string,
+  dir: string,
+  context: CatalogueContext,
+  use: (worker: Worker, log: string) => Promise<T>,
+): Promise<T> {
   const { idp } = context;
   const log = `${dir}.log`;
   const worker = await startWorker({
@@ -192,7 +199,13 @@ async function buildAndServe(worker: Worker, key: string, live: boolean) {
   const category = await timedGet(`${url}?category=headphones`, gzip);
   const heapServing = await serving.stop();
   const header = (t: Timed, name: string) => String(t.headers[name] ?? "");
-  const transfer = (t: Timed) => ({ ttfbMs: t.ttfbMs, totalMs: t.totalMs, bytes: t.bytes, encoding: header(t, "content-encoding") || "identity", work: header(t, "x-work-counts") });
+  const transfer = (t: Timed) => ({
+    ttfbMs: t.ttfbMs,
+    totalMs: t.totalMs,
+    bytes: t.bytes,
+    encoding: header(t, "content-encoding") || "identity",
+    work: header(t, "x-work-counts"),
+  });
   return {
     fullBuildServedMs,
     fullBuildCpuS,
@@ -214,7 +227,12 @@ async function oneProductChanges(worker: Worker, key: string, context: Catalogue
   const { idp } = context;
   const url = `${worker.directUrl}/products`;
   const gzip = { Authorization: `Bearer ${key}`, "Accept-Encoding": "gzip" };
-  const admin = await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-admin", scope: "prices:write" });
+  const admin = await mintToken(idp.privateJwk, {
+    issuer: idp.issuer,
+    audience: "price-data-api",
+    sub: "bench-admin",
+    scope: "prices:write",
+  });
   const product = JSON.parse(await firstLine(url, { Authorization: `Bearer ${key}`, Accept: "application/x-ndjson" })) as {
     sku: string;
     name: string;
@@ -224,7 +242,14 @@ async function oneProductChanges(worker: Worker, key: string, context: Catalogue
   const changes: number[] = [];
   for (let i = 0; i < context.changes; i++) {
     const before = String((await timedGet(url, gzip)).headers.etag);
-    const observation = { sku: product.sku, name: product.name, competitor: { id: offer.competitor_id, name: offer.competitor_name }, price: `${100 + i}.00`, currency: offer.currency, in_stock: true };
+    const observation = {
+      sku: product.sku,
+      name: product.name,
+      competitor: { id: offer.competitor_id, name: offer.competitor_name },
+      price: `${100 + i}.00`,
+      currency: offer.currency,
+      in_stock: true,
+    };
     const res = await fetch(`${worker.directUrl}/admin/observations`, {
       method: "POST",
       headers: { Authorization: `Bearer ${admin}`, "Content-Type": "application/json" },
@@ -246,7 +271,11 @@ async function randomOffers(dir: string, count: number) {
     "SELECT p.sku, p.name, o.competitor_id, c.name AS competitor_name, o.currency, o.price_minor FROM products p " +
     `JOIN offers o ON o.product_id = p.id JOIN competitors c ON c.id = o.competitor_id WHERE p.id IN (SELECT id FROM products ORDER BY random() LIMIT ${count}) GROUP BY p.id`;
   const out = await wrangler(["d1", "execute", "DB", "--local", "--persist-to", dir, "--json", "--command", query], 300_000);
-  return (JSON.parse(out.slice(out.indexOf("["))) as { results: { sku: string; name: string; competitor_id: string; competitor_name: string; currency: string; price_minor: number }[] }[])[0]!.results;
+  return (
+    JSON.parse(out.slice(out.indexOf("["))) as {
+      results: { sku: string; name: string; competitor_id: string; competitor_name: string; currency: string; price_minor: number }[];
+    }[]
+  )[0]!.results;
 }
 
 /**
@@ -254,10 +283,21 @@ async function randomOffers(dir: string, count: number) {
  * GET /products until it serves a new ETag. Returns the time from the ingestion's answer until then,
  * the runtime's CPU meanwhile, and the builds that ran.
  */
-async function scatteredChange(worker: Worker, key: string, log: string, context: CatalogueContext, offers: Awaited<ReturnType<typeof randomOffers>>) {
+async function scatteredChange(
+  worker: Worker,
+  key: string,
+  log: string,
+  context: CatalogueContext,
+  offers: Awaited<ReturnType<typeof randomOffers>>,
+) {
   const url = `${worker.directUrl}/products`;
   const gzip = { Authorization: `Bearer ${key}`, "Accept-Encoding": "gzip" };
-  const admin = await mintToken(context.idp.privateJwk, { issuer: context.idp.issuer, audience: "price-data-api", sub: "bench-admin", scope: "prices:write" });
+  const admin = await mintToken(context.idp.privateJwk, {
+    issuer: context.idp.issuer,
+    audience: "price-data-api",
+    sub: "bench-admin",
+    scope: "prices:write",
+  });
   const before = String((await timedGet(url, gzip)).headers.etag);
   const reportsBefore = buildReports(log).length;
   const observations = offers.map((offer) => ({
@@ -370,8 +410,14 @@ export function catalogueReport(results: readonly CatalogueResult[]): string {
   const rows: [string, (r: CatalogueResult) => string][] = [
     ["seed (scripts/seed.ts, then the keys)", (r) => ms(r.seedMs)],
     ["full build (builder's log) / until served", (r) => `${ms(r.fullBuildMs)} / ${ms(r.fullBuildServedMs)} (${r.segments} segments)`],
-    ["GET /products gzip: TTFB / total / bytes", (r) => `${ms(r.gzip.ttfbMs)} / ${ms(r.gzip.totalMs)} / ${mib(r.gzip.bytes)} (${r.gzip.encoding})`],
-    ["GET /products identity: TTFB / total / bytes", (r) => `${ms(r.identity.ttfbMs)} / ${ms(r.identity.totalMs)} / ${mib(r.identity.bytes)} (${r.identity.encoding})`],
+    [
+      "GET /products gzip: TTFB / total / bytes",
+      (r) => `${ms(r.gzip.ttfbMs)} / ${ms(r.gzip.totalMs)} / ${mib(r.gzip.bytes)} (${r.gzip.encoding})`,
+    ],
+    [
+      "GET /products identity: TTFB / total / bytes",
+      (r) => `${ms(r.identity.ttfbMs)} / ${ms(r.identity.totalMs)} / ${mib(r.identity.bytes)} (${r.identity.encoding})`,
+    ],
     ["NDJSON gzip: total / bytes", (r) => `${ms(r.ndjsonGzip.totalMs)} / ${mib(r.ndjsonGzip.bytes)}`],
     ["4 concurrent identity: slowest total", (r) => ms(r.concurrentIdentityTotalMs)],
     ["X-Work-Counts, unfiltered", (r) => r.gzip.work],
@@ -383,13 +429,28 @@ export function catalogueReport(results: readonly CatalogueResult[]): string {
     ["isolate heap in use, peak (garbage included): building / serving", (r) => heap(r.heapBuilding.usedMb, r.heapServing.usedMb)],
     ["isolate heap live, peak (after a forced full GC): building / serving", (r) => heap(r.heapBuilding.liveMb, r.heapServing.liveMb)],
     ["ArrayBuffers, peak: building / serving", (r) => heap(r.heapBuilding.buffersMb, r.heapServing.buffersMb)],
-    ["full build in steps: steps / whole build: wall, runtime CPU, D1 statements (round trips), R2 reads + writes", (r) => fullBuildCell(r)],
-    ["full build: largest step (most D1 statements): D1 statements, R2 reads + writes, products encoded / longest step's wall time", (r) => largestStepCell(r.fullBuild)],
-    [`${SCATTERED.toLocaleString("en")} products changed at random in one ingestion: answered → served, runtime CPU meanwhile`, (r) => `${ms(r.scattered.servedMs)}, ${r.scattered.cpuS.toFixed(2)} s CPU`],
-    ["… its builds: products encoded (share of a full build), parts, segments written, steps, R2 reads + writes, D1 statements", (r) => scatteredWorkCell(r)],
+    [
+      "full build in steps: steps / whole build: wall, runtime CPU, D1 statements (round trips), R2 reads + writes",
+      (r) => fullBuildCell(r),
+    ],
+    [
+      "full build: largest step (most D1 statements): D1 statements, R2 reads + writes, products encoded / longest step's wall time",
+      (r) => largestStepCell(r.fullBuild),
+    ],
+    [
+      `${SCATTERED.toLocaleString("en")} products changed at random in one ingestion: answered → served, runtime CPU meanwhile`,
+      (r) => `${ms(r.scattered.servedMs)}, ${r.scattered.cpuS.toFixed(2)} s CPU`,
+    ],
+    [
+      "… its builds: products encoded (share of a full build), parts, segments written, steps, R2 reads + writes, D1 statements",
+      (r) => scatteredWorkCell(r),
+    ],
     ["… CPU as a share of the full build's", (r) => pct(r.scattered.cpuS / r.fullBuildCpuS)],
     ["… its largest step", (r) => largestStepCell(r.scattered.builds.at(-1))],
-    ["one-product rebuild (builder's log)", (r) => `${r.oneProductRebuildMs.map(ms).join(", ")} (segments written: ${r.oneProductSegmentsWritten.join(", ")})`],
+    [
+      "one-product rebuild (builder's log)",
+      (r) => `${r.oneProductRebuildMs.map(ms).join(", ")} (segments written: ${r.oneProductSegmentsWritten.join(", ")})`,
+    ],
     ["ingestion answered → change served", (r) => r.changeServedMs.map(ms).join(", ")],
   ];
   const head = `| | ${results.map((r) => `${r.products.toLocaleString("en")} products`).join(" | ")} |\n|---|${results.map(() => "---:").join("|")}|`;
@@ -401,4 +462,4 @@ export const CATALOGUE_NOTES =
   `Each size on a freshly seeded local D1, measured twice on two copies of it, each on a worker of its own (\`wrangler dev\`; the CatalogueBuilder object runs in the worker's isolate there, so the building peaks include it). ` +
   `The first run gives the timings and the heap in use (read through the inspector every ${USED_EVERY_MS} ms: what V8 reports, garbage it has not collected yet included); ` +
   `the second repeats the build and the requests and reads the live heap every ${LIVE_EVERY_MS} ms, after a forced full collection (what is still referenced). ` +
-  "\"identity\" sends `Accept-Encoding: identity`: the worker decompresses the stored gzip on the way.";
+  '"identity" sends `Accept-Encoding: identity`: the worker decompresses the stored gzip on the way.';

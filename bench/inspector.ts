@@ -25,7 +25,13 @@ export async function openInspector(worker: Worker): Promise<InspectorSession> {
   const pending = new Map<number, (message: { result?: unknown; error?: { message: string } }) => void>();
   const listeners = new Map<string, (params: unknown) => void>();
   socket.addEventListener("message", (event) => {
-    const message = JSON.parse(String(event.data)) as { id?: number; method?: string; params?: unknown; result?: unknown; error?: { message: string } };
+    const message = JSON.parse(String(event.data)) as {
+      id?: number;
+      method?: string;
+      params?: unknown;
+      result?: unknown;
+      error?: { message: string };
+    };
     if (message.id !== undefined) pending.get(message.id)?.(message);
     else if (message.method) listeners.get(message.method)?.(message.params);
   });
@@ -59,7 +65,11 @@ export interface Heap {
 }
 
 type HeapUsage = { usedSize: number; totalSize: number; backingStorageSize?: number };
-const toHeap = (usage: HeapUsage): Heap => ({ usedMb: usage.usedSize / 2 ** 20, totalMb: usage.totalSize / 2 ** 20, buffersMb: (usage.backingStorageSize ?? NaN) / 2 ** 20 });
+const toHeap = (usage: HeapUsage): Heap => ({
+  usedMb: usage.usedSize / 2 ** 20,
+  totalMb: usage.totalSize / 2 ** 20,
+  buffersMb: (usage.backingStorageSize ?? NaN) / 2 ** 20,
+});
 
 /** Runs `read` on a fresh session; undefined when the inspector does not answer. */
 async function withSession<T>(worker: Worker, read: (session: InspectorSession) => Promise<T>): Promise<T | undefined> {

@@ -44,7 +44,9 @@ export interface Exactness {
 export async function exactness(url: string, keys: readonly string[], perKey: number, limit: number): Promise<Exactness> {
   const started = Date.now();
   const results = await Promise.all(
-    keys.map(async (key) => Promise.all(Array.from({ length: perKey }, () => get(`${url}${SMALL_PATH}`, bearer(key)).then((r) => r.status)))),
+    keys.map(async (key) =>
+      Promise.all(Array.from({ length: perKey }, () => get(`${url}${SMALL_PATH}`, bearer(key)).then((r) => r.status))),
+    ),
   );
   const ended = Date.now();
   const otherStatuses: Record<string, number> = {};
@@ -93,7 +95,12 @@ export interface Revocation {
  * revokes it with DELETE /api-keys/:id, keeps firing, and counts the 200s of requests that started
  * after the DELETE's response arrived.
  */
-export async function revocationLag(url: string, key: { id: string; key: string }, jwt: string, options: { beforeMs: number; afterMs: number }): Promise<Revocation> {
+export async function revocationLag(
+  url: string,
+  key: { id: string; key: string },
+  jwt: string,
+  options: { beforeMs: number; afterMs: number },
+): Promise<Revocation> {
   const records: { start: number; end: number; status: number }[] = [];
   let stop = false;
   const loop = async () => {
@@ -154,14 +161,26 @@ export async function workOf(url: string, key: string, path = SMALL_PATH): Promi
 export interface WorkReport {
   coldKey: WorkCount;
   /** Sequential requests with the same, already seen, key. */
-  seen: { samples: number; seconds: number; withD1: number; d1Total: number; keyDoTotal: number; otherDoTotal: number; statuses: Record<string, number> };
+  seen: {
+    samples: number;
+    seconds: number;
+    withD1: number;
+    d1Total: number;
+    keyDoTotal: number;
+    otherDoTotal: number;
+    statuses: Record<string, number>;
+  };
   malformed: WorkCount;
   /** The request the key's object refuses, then one refused from the isolate's memory. */
   firstRefusal: WorkCount;
   laterRefusal: WorkCount;
 }
 
-export async function workPerRequest(url: string, keys: { seen: string; overLimit: string; overLimitPerMinute: number }, samples: number): Promise<WorkReport> {
+export async function workPerRequest(
+  url: string,
+  keys: { seen: string; overLimit: string; overLimitPerMinute: number },
+  samples: number,
+): Promise<WorkReport> {
   const coldKey = await workOf(url, keys.seen);
   const started = performance.now();
   const seen = { samples, seconds: 0, withD1: 0, d1Total: 0, keyDoTotal: 0, otherDoTotal: 0, statuses: {} as Record<string, number> };
@@ -184,7 +203,10 @@ export async function workPerRequest(url: string, keys: { seen: string; overLimi
 
 // ---- Catalogue ----------------------------------------------------------------------------------
 
-export async function fetchBytes(url: string, headers: Record<string, string>): Promise<{ status: number; bytes: number; etag: string | null }> {
+export async function fetchBytes(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; bytes: number; etag: string | null }> {
   const res = await get(url, headers);
   return { status: res.status, bytes: res.bytes, etag: res.headers.get("ETag") };
 }

@@ -4,7 +4,7 @@
  * group of its own with a guard that ends the group when the bench process is gone, so nothing is
  * left running even if the bench itself is killed; stopAll() ends them on success, error or signal.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
@@ -15,7 +15,11 @@ const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Runs to completion; rejects with the output's tail when it fails or takes longer than `timeoutMs`. */
-export function run(command: string, args: string[], options: { timeoutMs: number; cwd?: string } = { timeoutMs: 120_000 }): Promise<string> {
+export function run(
+  command: string,
+  args: string[],
+  options: { timeoutMs: number; cwd?: string } = { timeoutMs: 120_000 },
+): Promise<string> {
   return new Promise((resolve, reject) => {
     // A process group of its own, so that stopping it also stops what it started (wrangler's workerd).
     const child = spawn(command, args, {
@@ -37,7 +41,11 @@ export function run(command: string, args: string[], options: { timeoutMs: numbe
       clearTimeout(timer);
       running.delete(child);
       if (code === 0) return resolve(output);
-      const how = timedOut ? `took over ${options.timeoutMs / 1000} s and was stopped` : signal ? `was stopped (${signal})` : `exited with ${code}`;
+      const how = timedOut
+        ? `took over ${options.timeoutMs / 1000} s and was stopped`
+        : signal
+          ? `was stopped (${signal})`
+          : `exited with ${code}`;
       reject(new Error(`\`${[command, ...args].join(" ").slice(0, 200)}\` ${how}:\n${output.slice(-3000)}`));
     });
   });
@@ -107,7 +115,10 @@ export async function freeze(config: string, outDir: string): Promise<string> {
   text = text.replace(/^\[build\]\n[\s\S]*?(?=^\[|(?![\s\S]))/m, "");
   if (!/^main = .*$/m.test(text)) throw new Error(`${config} has no \`main = …\` line to point at the bundle.`);
   text = text.replace(/^main = .*$/m, `main = ${JSON.stringify(join(outDir, "index.js"))}\nno_bundle = true`);
-  text = text.replace(/^migrations_dir = "(.*)"$/m, (_, dir: string) => `migrations_dir = ${JSON.stringify(resolve(dirname(source), dir))}`);
+  text = text.replace(
+    /^migrations_dir = "(.*)"$/m,
+    (_, dir: string) => `migrations_dir = ${JSON.stringify(resolve(dirname(source), dir))}`,
+  );
   const frozen = join(outDir, "wrangler.toml");
   writeFileSync(frozen, text);
   return frozen;
@@ -183,7 +194,16 @@ trap '' TERM; kill -s TERM 0; sleep 3; kill -s KILL 0`;
   });
   closeSync(out);
   const url = `http://127.0.0.1:${port}`;
-  const worker: Worker = { name: options.name, url, port, directUrl: url, inspectorPort, pgid: child.pid!, log: options.log, exited: false };
+  const worker: Worker = {
+    name: options.name,
+    url,
+    port,
+    directUrl: url,
+    inspectorPort,
+    pgid: child.pid!,
+    log: options.log,
+    exited: false,
+  };
   child.on("exit", () => (worker.exited = true));
   child.unref();
   workers.push(worker);
@@ -205,7 +225,9 @@ export async function waitReady(worker: Worker, probe: (url: string) => Promise<
     await sleep(250);
   }
   const log = readFileSafe(worker.log).slice(-3000);
-  throw new Error(`${worker.name} did not become ready within ${timeoutMs / 1000} s${worker.exited ? " (wrangler exited)" : ""}; its log ends:\n${log}`);
+  throw new Error(
+    `${worker.name} did not become ready within ${timeoutMs / 1000} s${worker.exited ? " (wrangler exited)" : ""}; its log ends:\n${log}`,
+  );
 }
 
 function readFileSafe(path: string): string {
@@ -219,7 +241,11 @@ function readFileSafe(path: string): string {
 /** Runs a load generator (bench/load.ts unless told) as a separate process and returns its JSON result. */
 export async function runLoad<T>(jobFile: string, timeoutMs: number, script = "bench/load.ts"): Promise<T> {
   const output = await run(process.execPath, [join(ROOT, script), jobFile], { timeoutMs });
-  const line = output.trim().split("\n").filter((l) => l.startsWith("{")).at(-1);
+  const line = output
+    .trim()
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .at(-1);
   if (!line) throw new Error(`The load generator printed no result:\n${output.slice(-2000)}`);
   return JSON.parse(line) as T;
 }

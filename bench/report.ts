@@ -1,12 +1,12 @@
 /** The report of `npm run bench`: one Markdown text for the console, bench/results/latest.md and (a full run) docs/benchmark.md. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { catalogueReport, CATALOGUE_NOTES, type CatalogueResult } from "./catalogue.ts";
-import { webhookLatencyReport, type WebhookLatency } from "./webhook-latency.ts";
+import { CATALOGUE_NOTES, type CatalogueResult, catalogueReport } from "./catalogue.ts";
 import type { LoadResult } from "./load.ts";
 import type { Exactness, Revocation, WorkCount, WorkReport } from "./probes.ts";
-import { ROOT, type Memory } from "./processes.ts";
+import { type Memory, ROOT } from "./processes.ts";
 import type { HotFunction } from "./profile.ts";
+import { type WebhookLatency, webhookLatencyReport } from "./webhook-latency.ts";
 import { LOADED, type WorkerName } from "./workers.ts";
 
 /** One load's result with the CPU each process spent on it. */
@@ -23,7 +23,15 @@ export interface Results {
   mode: "quick" | "full";
   /** Workers whose runtime socket was not found, so they were loaded through wrangler's proxy. */
   viaProxy: string[];
-  settings: { loadKeys: number; connections: number; loadSeconds: number; rounds: number; products: number; catalogueProducts: number; warmupSeconds: number };
+  settings: {
+    loadKeys: number;
+    connections: number;
+    loadSeconds: number;
+    rounds: number;
+    products: number;
+    catalogueProducts: number;
+    warmupSeconds: number;
+  };
   machine: { cores: number; model: string; memoryGb: number; node: string };
   loads: Record<"full" | "small", Record<WorkerName, Measured[]>>;
   exact: Record<WorkerName, Exactness>;
@@ -86,7 +94,8 @@ const statuses = (counts: Record<string, number>) =>
     .join(", ") || "none";
 
 function versions() {
-  const version = (pkg: string) => (JSON.parse(readFileSync(join(ROOT, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
+  const version = (pkg: string) =>
+    (JSON.parse(readFileSync(join(ROOT, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
   return `wrangler ${version("wrangler")}, autocannon ${version("autocannon")}, hono-rate-limiter ${version("hono-rate-limiter")}, @hono-rate-limiter/cloudflare ${version("@hono-rate-limiter/cloudflare")}`;
 }
 
@@ -136,12 +145,17 @@ export function report(r: Results): string {
       "The second request is the same route, admission and handler with a tiny body, so it shows what the key check and the limiter cost.",
   );
   if (s.rounds > 1) {
-    const perRound = (kind: "full" | "small") => LOADED.map((n) => `${n} ${r.loads[kind][n].map((x) => int(x.rps)).join(" / ")}`).join("; ");
+    const perRound = (kind: "full" | "small") =>
+      LOADED.map((n) => `${n} ${r.loads[kind][n].map((x) => int(x.rps)).join(" / ")}`).join("; ");
     push("", `Each round's req/s: GET /products: ${perRound("full")}. Small response: ${perRound("small")}.`);
   }
-  if (r.viaProxy.length > 0) push("", `Loaded through wrangler's dev proxy (the runtime's own socket was not found): ${r.viaProxy.join(", ")}.`);
+  if (r.viaProxy.length > 0)
+    push("", `Loaded through wrangler's dev proxy (the runtime's own socket was not found): ${r.viaProxy.join(", ")}.`);
   if (failures.length > 0) {
-    push("", `Non-2xx or failed requests during the loads: ${failures.map((n) => `${n}: ${full[n].non2xx + small[n].non2xx} non-2xx, ${full[n].errors + small[n].errors} errors`).join("; ")}.`);
+    push(
+      "",
+      `Non-2xx or failed requests during the loads: ${failures.map((n) => `${n}: ${full[n].non2xx + small[n].non2xx} non-2xx, ${full[n].errors + small[n].errors} errors`).join("; ")}.`,
+    );
   }
 
   // ---- Aims ----
@@ -150,13 +164,21 @@ export function report(r: Results): string {
   const firstWake = 1;
   const revocationLag = r.revocations.reduce((sum, t) => sum + t.admittedAfter, 0);
   // The issue's aims, each judged on both requests (small response and the full list) of this run.
-  const both = (measure: (t: Record<WorkerName, Summary>) => number, show: (n: number) => string, ok: (n: number) => boolean): [string, boolean] => {
+  const both = (
+    measure: (t: Record<WorkerName, Summary>) => number,
+    show: (n: number) => string,
+    ok: (n: number) => boolean,
+  ): [string, boolean] => {
     const [f, sm] = [measure(full), measure(small)];
     return [`GET /products ${show(f)}; small response ${show(sm)}`, ok(f) && ok(sm)];
   };
   const rpsAim = (peer: WorkerName, factor: number): [string, string, boolean] => [
     `ours ≥ ${factor} × ${peer} (req/s)`,
-    ...both((t) => t.ours.rps / t[peer].rps, ratio, (n) => n >= factor),
+    ...both(
+      (t) => t.ours.rps / t[peer].rps,
+      ratio,
+      (n) => n >= factor,
+    ),
   ];
   const aims: [string, string, boolean][] = [
     rpsAim("floor-write", 0.9),
@@ -164,10 +186,22 @@ export function report(r: Results): string {
     rpsAim("native", 2),
     [
       "ours' worker CPU/request within 0.1 ms of floor-write's",
-      ...both((t) => t.ours.workerCpuMs - t["floor-write"].workerCpuMs, (n) => `${signedMs(n)} ms`, (n) => n <= 0.1),
+      ...both(
+        (t) => t.ours.workerCpuMs - t["floor-write"].workerCpuMs,
+        (n) => `${signedMs(n)} ms`,
+        (n) => n <= 0.1,
+      ),
     ],
-    ["zero admitted beyond the limit (ours)", `${r.exact.ours.beyondLimit} beyond the limit of ${r.exact.ours.keys * r.exact.ours.limit} allowed`, r.exact.ours.beyondLimit === 0],
-    ["zero revocation lag (ours)", `${revocationLag} admitted after DELETE answered (${r.revocations.length} trial(s))`, revocationLag === 0],
+    [
+      "zero admitted beyond the limit (ours)",
+      `${r.exact.ours.beyondLimit} beyond the limit of ${r.exact.ours.keys * r.exact.ours.limit} allowed`,
+      r.exact.ours.beyondLimit === 0,
+    ],
+    [
+      "zero revocation lag (ours)",
+      `${revocationLag} admitted after DELETE answered (${r.revocations.length} trial(s))`,
+      revocationLag === 0,
+    ],
     [
       "zero D1 queries per request for a seen key (ours)",
       `${seen.withD1} of ${seen.samples} requests made one (in ${seen.seconds.toFixed(1)} s; a key's first request reads it once)`,
@@ -189,9 +223,14 @@ export function report(r: Results): string {
   for (const name of LOADED) {
     const e = r.exact[name];
     if (!e) continue;
-    push(`| ${name} | ${e.admitted} | ${e.beyondLimit} | ${e.keysOver} | ${e.refused} | ${statuses(e.otherStatuses)}${e.crossedMinute ? " (burst crossed a clock minute)" : ""} |`);
+    push(
+      `| ${name} | ${e.admitted} | ${e.beyondLimit} | ${e.keysOver} | ${e.refused} | ${statuses(e.otherStatuses)}${e.crossedMinute ? " (burst crossed a clock minute)" : ""} |`,
+    );
   }
-  push("", "The native binding is miniflare's local emulation (exact, clock-aligned 60 s windows); Cloudflare documents the deployed binding as per-location and approximate.");
+  push(
+    "",
+    "The native binding is miniflare's local emulation (exact, clock-aligned 60 s windows); Cloudflare documents the deployed binding as per-location and approximate.",
+  );
 
   // ---- Revocation ----
   push(
@@ -200,7 +239,10 @@ export function report(r: Results): string {
     "",
     "| trial | requests | started after DELETE | admitted after DELETE | in flight at DELETE, admitted | DELETE took | statuses after |",
     "|---:|---:|---:|---:|---:|---:|---|",
-    ...r.revocations.map((t, i) => `| ${i + 1} | ${t.sent} | ${t.sentAfter} | ${t.admittedAfter} | ${t.inFlightAdmitted} | ${ms(t.deleteMs)} ms | ${statuses(t.statusesAfter)} |`),
+    ...r.revocations.map(
+      (t, i) =>
+        `| ${i + 1} | ${t.sent} | ${t.sentAfter} | ${t.admittedAfter} | ${t.inFlightAdmitted} | ${ms(t.deleteMs)} ms | ${statuses(t.statusesAfter)} |`,
+    ),
   );
 
   // ---- Work ----
@@ -254,7 +296,9 @@ export function report(r: Results): string {
   const mib = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? "–" : n.toFixed(1));
   for (const [name, m] of Object.entries(r.memory)) {
     const label = name === "catalogue" ? `ours, ${int(c.products)} products` : name;
-    push(`| ${label} | ${mib(m?.heapUsedMb)} | ${mib(m?.heapTotalMb)} | ${mib(m?.buffersMb)} | ${m ? m.rssMb.toFixed(0) : "not found"} | ${m ? m.peakMb.toFixed(0) : "–"} |`);
+    push(
+      `| ${label} | ${mib(m?.heapUsedMb)} | ${mib(m?.heapTotalMb)} | ${mib(m?.buffersMb)} | ${m ? m.rssMb.toFixed(0) : "not found"} | ${m ? m.peakMb.toFixed(0) : "–"} |`,
+    );
   }
   push(
     "",

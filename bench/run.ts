@@ -27,32 +27,41 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { mintToken } from "../scripts/mint-token.ts";
 import { PLAN_LIMITS } from "../src/rate-limit/plans.ts";
-import { makeKeys, REVOKE_ACCOUNT, type BenchKeys } from "./keys.ts";
+import { CATALOGUE_NOTES, type CatalogueResult, catalogueReport, measureCatalogue, seedTimeoutMs } from "./catalogue.ts";
+import { isolateHeap } from "./inspector.ts";
+import { type BenchKeys, makeKeys, REVOKE_ACCOUNT } from "./keys.ts";
 import type { LoadJob, LoadResult } from "./load.ts";
-import { exactness, fetchBytes, revocationLag, SMALL_PATH, workPerRequest, type Exactness, type Revocation, type WorkReport } from "./probes.ts";
+import {
+  type Exactness,
+  exactness,
+  fetchBytes,
+  type Revocation,
+  revocationLag,
+  SMALL_PATH,
+  type WorkReport,
+  workPerRequest,
+} from "./probes.ts";
 import {
   findDirectUrl,
   freeze,
+  type Memory,
   ROOT,
   runLoad,
   settle,
   startWorker,
   stopAll,
   stopAllNow,
+  type Worker,
   waitReady,
   workerCpu,
   workerMemory,
   wrangler,
-  type Memory,
-  type Worker,
 } from "./processes.ts";
-import { catalogueReport, CATALOGUE_NOTES, measureCatalogue, seedTimeoutMs, type CatalogueResult } from "./catalogue.ts";
-import { isolateHeap } from "./inspector.ts";
 import { cpuProfile } from "./profile.ts";
-import { report, type Measured, type Results } from "./report.ts";
+import { type Measured, type Results, report } from "./report.ts";
 import { withResults } from "./results-doc.ts";
-import { seedState, startJwks, type Jwks } from "./setup.ts";
-import { soak, soakBudgetSeconds, soakChart, soakReport, SOAK_KEYS } from "./soak.ts";
+import { type Jwks, seedState, startJwks } from "./setup.ts";
+import { SOAK_KEYS, soak, soakBudgetSeconds, soakChart, soakReport } from "./soak.ts";
 import { streamAndMcp, streamAndMcpReport } from "./stream-mcp.ts";
 import { webhookLatency, webhookLatencyReport } from "./webhook-latency.ts";
 import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
@@ -73,8 +82,34 @@ const { values: args } = parseArgs({
 });
 
 const MODES = {
-  full: { webhookSamples: 30, loadKeys: 1000, connections: 16, warmupSeconds: 3, loadSeconds: 5, rounds: 3, revocationTrials: 3, seenSamples: 200, catalogueSeconds: 5, catalogueSizes: [10_000, 100_000], catalogueChanges: 3, watchdogSeconds: 900 },
-  quick: { webhookSamples: 8, loadKeys: 200, connections: 16, warmupSeconds: 1, loadSeconds: 2, rounds: 1, revocationTrials: 1, seenSamples: 40, catalogueSeconds: 1.5, catalogueSizes: [2_000], catalogueChanges: 1, watchdogSeconds: 240 },
+  full: {
+    webhookSamples: 30,
+    loadKeys: 1000,
+    connections: 16,
+    warmupSeconds: 3,
+    loadSeconds: 5,
+    rounds: 3,
+    revocationTrials: 3,
+    seenSamples: 200,
+    catalogueSeconds: 5,
+    catalogueSizes: [10_000, 100_000],
+    catalogueChanges: 3,
+    watchdogSeconds: 900,
+  },
+  quick: {
+    webhookSamples: 8,
+    loadKeys: 200,
+    connections: 16,
+    warmupSeconds: 1,
+    loadSeconds: 2,
+    rounds: 1,
+    revocationTrials: 1,
+    seenSamples: 40,
+    catalogueSeconds: 1.5,
+    catalogueSizes: [2_000],
+    catalogueChanges: 1,
+    watchdogSeconds: 240,
+  },
 };
 for (const name of ["connections", "seconds", "rounds"] as const) {
   const value = args[name];
@@ -98,7 +133,6 @@ const settings = {
   exactKeys: 20,
 };
 const FREE_LIMIT = PLAN_LIMITS.free.per_minute;
-
 
 const startedAt = Date.now();
 const elapsed = () => `${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
@@ -168,12 +202,16 @@ async function load(worker: Worker, job: Omit<LoadJob, "url">, name: string): Pr
 // ---- The run --------------------------------------------------------------------------------------
 
 async function main(): Promise<Results> {
-  step(`${mode} run: ${settings.loadKeys} Premium keys, ${settings.connections} connections, ${settings.loadSeconds} s per load × ${settings.rounds} round(s)`);
+  step(
+    `${mode} run: ${settings.loadKeys} Premium keys, ${settings.connections} connections, ${settings.loadSeconds} s per load × ${settings.rounds} round(s)`,
+  );
   state = mkdtempSync(join(tmpdir(), "price-data-bench-"));
   const idp = await startJwks();
   jwks = idp.server;
 
-  step(`bundling the ${LOADED.length} workers once; seeding 1,000 products + keys (worker state) and 10,000 products + keys (catalogue state)`);
+  step(
+    `bundling the ${LOADED.length} workers once; seeding 1,000 products + keys (worker state) and 10,000 products + keys (catalogue state)`,
+  );
   const keys: BenchKeys = await makeKeys({ load: settings.loadKeys, exact: settings.exactKeys, revoke: settings.revocationTrials });
   const mainState = join(state, "d1");
   const catalogueState = join(state, "catalogue");
@@ -193,7 +231,9 @@ async function main(): Promise<Results> {
     cpSync(mainState, persist[name], { recursive: true });
   }
 
-  step(`starting ${LOADED.length + 1} workers with wrangler dev (${LOADED.length} loaded, plus the real worker on the 10,000-product catalogue)`);
+  step(
+    `starting ${LOADED.length + 1} workers with wrangler dev (${LOADED.length} loaded, plus the real worker on the 10,000-product catalogue)`,
+  );
   mkdirSync(join(state, "logs"));
   // Every loaded worker runs as deployed (no X-Work-Counts); the second instance of ours counts work.
   // The peers need the same variables: they mount the product's request context, which checks them.
@@ -235,11 +275,19 @@ async function main(): Promise<Results> {
   const viaProxy: string[] = [];
   for (const worker of Object.values(workers)) if (!(await findDirectUrl(worker, answersLikeTheWorker))) viaProxy.push(worker.name);
   if (viaProxy.length > 0) step(`could not find the runtime's own socket of ${viaProxy.join(", ")}: loading through wrangler's proxy`);
-  step(`all ready: ${Object.values(workers).map((w) => `${w.name} ${w.directUrl}`).join(", ")}`);
+  step(
+    `all ready: ${Object.values(workers)
+      .map((w) => `${w.name} ${w.directUrl}`)
+      .join(", ")}`,
+  );
 
   // On the instance with X-Work-Counts (its catalogue is bigger, which the counts do not depend on).
   step("work per request (ours, X-Work-Counts)");
-  const work: WorkReport = await workPerRequest(workers.catalogue.directUrl, { seen: keys.seen.key, overLimit: keys.overLimit.key, overLimitPerMinute: FREE_LIMIT }, settings.seenSamples);
+  const work: WorkReport = await workPerRequest(
+    workers.catalogue.directUrl,
+    { seen: keys.seen.key, overLimit: keys.overLimit.key, overLimitPerMinute: FREE_LIMIT },
+    settings.seenSamples,
+  );
 
   // workerd evicts a Durable Object after about 10 s without requests, and a key's first request
   // after that rebuilds its object. So right before its loads each worker sees every key once:
@@ -249,18 +297,36 @@ async function main(): Promise<Results> {
   // Every key once, then quiet: right before each load, as a key idle for ~10 s is evicted and a load
   // that spreads 1,000 keys thin would otherwise wake half of them from storage.
   const warmKeys = async (name: WorkerName, label: string) => {
-    await load(workers[name], { path: SMALL_PATH, connections: settings.connections, duration: 0, amount: loadKeys.length, keys: loadKeys }, `warm-keys-${label}`);
+    await load(
+      workers[name],
+      { path: SMALL_PATH, connections: settings.connections, duration: 0, amount: loadKeys.length, keys: loadKeys },
+      `warm-keys-${label}`,
+    );
     if (!(await settle(workers[name]))) step(`${name} was still busy 5 s after its keys were used: the load starts anyway`);
   };
   const loads: Results["loads"] = { full: {}, small: {} } as Results["loads"];
   for (let round = 1; round <= settings.rounds; round++) {
     // Every other round in reverse, so that no worker always comes first (or right after another).
     for (const name of round % 2 === 1 ? LOADED : [...LOADED].reverse()) {
-      step(`round ${round}/${settings.rounds}: ${name}: GET /products and GET ${SMALL_PATH}, ${settings.loadSeconds} s each, every key once before each`);
-      if (round === 1) await load(workers[name], { path: "/products", connections: settings.connections, duration: settings.warmupSeconds, keys: loadKeys }, `warm-${name}`);
-      for (const [kind, path] of [["full", "/products"], ["small", SMALL_PATH]] as const) {
+      step(
+        `round ${round}/${settings.rounds}: ${name}: GET /products and GET ${SMALL_PATH}, ${settings.loadSeconds} s each, every key once before each`,
+      );
+      if (round === 1)
+        await load(
+          workers[name],
+          { path: "/products", connections: settings.connections, duration: settings.warmupSeconds, keys: loadKeys },
+          `warm-${name}`,
+        );
+      for (const [kind, path] of [
+        ["full", "/products"],
+        ["small", SMALL_PATH],
+      ] as const) {
         await warmKeys(name, `${kind}-${name}-${round}`);
-        const result = await load(workers[name], { path, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys }, `${kind}-${name}-${round}`);
+        const result = await load(
+          workers[name],
+          { path, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys },
+          `${kind}-${name}-${round}`,
+        );
         (loads[kind][name] ??= []).push(result);
       }
     }
@@ -268,13 +334,20 @@ async function main(): Promise<Results> {
 
   step("CPU profile of the isolate: ours and floor-write, small response (every key once before each)");
   const profileLoad = (name: "ours" | "floor-write") => () =>
-    load(workers[name], { path: SMALL_PATH, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys }, `profile-${name}`);
+    load(
+      workers[name],
+      { path: SMALL_PATH, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys },
+      `profile-${name}`,
+    );
   const profileFile = (name: string) => join(ROOT, "bench/results", `profile-${name}.cpuprofile`);
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
   await warmKeys("ours", "profile-ours");
   const oursProfile = await cpuProfile(workers.ours, profileLoad("ours"), profileFile("ours"));
   await warmKeys("floor-write", "profile-floor-write");
-  const profiles = { ours: oursProfile, "floor-write": await cpuProfile(workers["floor-write"], profileLoad("floor-write"), profileFile("floor-write")) };
+  const profiles = {
+    ours: oursProfile,
+    "floor-write": await cpuProfile(workers["floor-write"], profileLoad("floor-write"), profileFile("floor-write")),
+  };
 
   step(`exactness: ${3 * FREE_LIMIT} concurrent requests at each of ${keys.exact.length} fresh Free keys, per worker`);
   const exact = {} as Record<WorkerName, Exactness>;
@@ -293,7 +366,9 @@ async function main(): Promise<Results> {
   const revocations: Revocation[] = [];
   for (const key of keys.revoke) revocations.push(await revocationLag(workers.ours.directUrl, key, jwt, { beforeMs: 400, afterMs: 600 }));
 
-  step(`webhook latency: ${settings.webhookSamples} price changes, one at a time, from the ingestion's answer to the receiver's 2xx (ours)`);
+  step(
+    `webhook latency: ${settings.webhookSamples} price changes, one at a time, from the ingestion's answer to the receiver's 2xx (ours)`,
+  );
   const hookTokens = {
     admin: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-admin", scope: "prices:write" }),
     account: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-webhooks" }),
@@ -312,11 +387,25 @@ async function main(): Promise<Results> {
   const notModified = await fetchBytes(catalogueUrl, { ...bearer(keys.load[1]!.key), "If-None-Match": first.etag });
   // 100 keys, each used once first: the measurement is of the catalogue, not of waking key objects.
   const catalogueKeys = loadKeys.slice(0, 100);
-  await load(workers.catalogue, { path: SMALL_PATH, connections: 4, duration: 0, amount: catalogueKeys.length, keys: catalogueKeys }, "catalogue-warm");
-  const catalogueFull = await load(workers.catalogue, { path: "/products", connections: 1, duration: settings.catalogueSeconds, keys: catalogueKeys }, "catalogue-full");
+  await load(
+    workers.catalogue,
+    { path: SMALL_PATH, connections: 4, duration: 0, amount: catalogueKeys.length, keys: catalogueKeys },
+    "catalogue-warm",
+  );
+  const catalogueFull = await load(
+    workers.catalogue,
+    { path: "/products", connections: 1, duration: settings.catalogueSeconds, keys: catalogueKeys },
+    "catalogue-full",
+  );
   const catalogue304 = await load(
     workers.catalogue,
-    { path: "/products", connections: 1, duration: settings.catalogueSeconds, keys: catalogueKeys, headers: { "If-None-Match": first.etag } },
+    {
+      path: "/products",
+      connections: 1,
+      duration: settings.catalogueSeconds,
+      keys: catalogueKeys,
+      headers: { "If-None-Match": first.etag },
+    },
     "catalogue-304",
   );
 
@@ -324,7 +413,12 @@ async function main(): Promise<Results> {
   for (const [name, worker] of Object.entries(workers)) {
     const heap = await isolateHeap(worker);
     const rss = workerMemory(worker);
-    memory[name as WorkerName | "catalogue"] = rss && { ...rss, heapUsedMb: heap?.usedMb, heapTotalMb: heap?.totalMb, buffersMb: heap?.buffersMb };
+    memory[name as WorkerName | "catalogue"] = rss && {
+      ...rss,
+      heapUsedMb: heap?.usedMb,
+      heapTotalMb: heap?.totalMb,
+      buffersMb: heap?.buffersMb,
+    };
   }
 
   // The loaded workers are done: the catalogue sizes run alone, each on a worker of its own.
@@ -340,7 +434,14 @@ async function main(): Promise<Results> {
     exact,
     revocations,
     work,
-    catalogue: { products: settings.catalogueProducts, bytes: first.bytes, status304: notModified.status, bytes304: notModified.bytes, full: catalogueFull, notModified: catalogue304 },
+    catalogue: {
+      products: settings.catalogueProducts,
+      bytes: first.bytes,
+      status304: notModified.status,
+      bytes304: notModified.bytes,
+      full: catalogueFull,
+      notModified: catalogue304,
+    },
     memory,
     profiles,
     webhooks: hooks,
@@ -376,7 +477,9 @@ async function catalogueMain(): Promise<string> {
 
 /** The soak: only the real worker, on 10,000 keys (bench/soak.ts). */
 async function soakMain(): Promise<{ text: string; failed: boolean }> {
-  step(`soak: ${soakSeconds} s, ${(SOAK_KEYS.underLimit + SOAK_KEYS.overLimit).toLocaleString("en")} keys, ${settings.connections} connections`);
+  step(
+    `soak: ${soakSeconds} s, ${(SOAK_KEYS.underLimit + SOAK_KEYS.overLimit).toLocaleString("en")} keys, ${settings.connections} connections`,
+  );
   state = mkdtempSync(join(tmpdir(), "price-data-soak-"));
   const idp = await startJwks();
   jwks = idp.server;
@@ -388,10 +491,19 @@ async function soakMain(): Promise<{ text: string; failed: boolean }> {
     name: "ours",
     config,
     persistTo: dir,
-    vars: { IDP_ISSUER: idp.issuer, IDP_AUDIENCE: "price-data-api", IDP_JWKS_URL: idp.jwksUrl, WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64") },
+    vars: {
+      IDP_ISSUER: idp.issuer,
+      IDP_AUDIENCE: "price-data-api",
+      IDP_JWKS_URL: idp.jwksUrl,
+      WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
+    },
     log: join(state, "logs", "ours.log"),
   });
-  await waitReady(worker, (url) => fetch(`${url}${SMALL_PATH}`, { headers: bearer(keys.probe.key), signal: AbortSignal.timeout(20_000) }), 120_000);
+  await waitReady(
+    worker,
+    (url) => fetch(`${url}${SMALL_PATH}`, { headers: bearer(keys.probe.key), signal: AbortSignal.timeout(20_000) }),
+    120_000,
+  );
   const direct = await findDirectUrl(worker, async (url) => {
     const res = await fetch(`${url}${SMALL_PATH}`, { headers: bearer(keys.probe.key), signal: AbortSignal.timeout(5_000) });
     await res.arrayBuffer();
@@ -417,7 +529,14 @@ async function soakMain(): Promise<{ text: string; failed: boolean }> {
   writeFileSync(join(out, "soak.md"), `${text}\n`);
   writeFileSync(join(out, "soak.json"), `${JSON.stringify(results, null, 2)}\n`);
   step("written to bench/results/soak.md, soak.json and soak.png");
-  return { text, failed: results.errors > 0 || results.load.overAdmitted.length > 0 || results.usage.mismatches.length > 0 || results.usage.status === "failed" };
+  return {
+    text,
+    failed:
+      results.errors > 0 ||
+      results.load.overAdmitted.length > 0 ||
+      results.usage.mismatches.length > 0 ||
+      results.usage.status === "failed",
+  };
 }
 
 /** `--webhooks`: the real worker alone, on an empty catalogue, and the webhook latency. */
@@ -432,19 +551,34 @@ async function webhooksMain(): Promise<string> {
     name: "ours",
     config,
     persistTo: join(state, "d1"),
-    vars: { IDP_ISSUER: idp.issuer, IDP_AUDIENCE: "price-data-api", IDP_JWKS_URL: idp.jwksUrl, WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"), WEBHOOK_ALLOW_INSECURE_URLS: "true" },
+    vars: {
+      IDP_ISSUER: idp.issuer,
+      IDP_AUDIENCE: "price-data-api",
+      IDP_JWKS_URL: idp.jwksUrl,
+      WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
+      WEBHOOK_ALLOW_INSECURE_URLS: "true",
+    },
     log: join(state, "logs", "ours.log"),
   });
   await waitReady(worker, (url) => fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(20_000) }), 120_000);
   step(`webhook latency: ${settings.webhookSamples} price changes, one at a time`);
   const tokens = {
-    admin: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-admin", scope: "prices:write accounts:write" }),
+    admin: await mintToken(idp.privateJwk, {
+      issuer: idp.issuer,
+      audience: "price-data-api",
+      sub: "bench-admin",
+      scope: "prices:write accounts:write",
+    }),
     account: await mintToken(idp.privateJwk, { issuer: idp.issuer, audience: "price-data-api", sub: "bench-webhooks" }),
   };
   const hooks = webhookLatencyReport(await webhookLatency(worker.url, tokens, settings.webhookSamples));
   step(`the stream: ${settings.webhookSamples} price changes, one at a time; MCP tool calls beside REST`);
   // Premium (300 a minute): the MCP comparison alone makes 120 calls with the account's key.
-  await fetch(`${worker.url}/admin/accounts/bench-webhooks/plan`, { method: "PUT", headers: { Authorization: `Bearer ${tokens.admin}` }, body: JSON.stringify({ plan: "premium" }) });
+  await fetch(`${worker.url}/admin/accounts/bench-webhooks/plan`, {
+    method: "PUT",
+    headers: { Authorization: `Bearer ${tokens.admin}` },
+    body: JSON.stringify({ plan: "premium" }),
+  });
   return [...hooks, "", ...streamAndMcpReport(await streamAndMcp(worker.url, tokens, settings.webhookSamples))].join("\n");
 }
 
@@ -455,7 +589,9 @@ async function webhooksMain(): Promise<string> {
  */
 async function hotPathMain(): Promise<string> {
   const names = ["ours", "floor-write"] as const;
-  step(`hot path: ${names.join(" and ")}, GET ${SMALL_PATH}, ${settings.loadKeys} Premium keys, ${settings.connections} connections, ${settings.loadSeconds} s × ${settings.rounds} round(s)`);
+  step(
+    `hot path: ${names.join(" and ")}, GET ${SMALL_PATH}, ${settings.loadKeys} Premium keys, ${settings.connections} connections, ${settings.loadSeconds} s × ${settings.rounds} round(s)`,
+  );
   state = mkdtempSync(join(tmpdir(), "price-data-hot-path-"));
   const idp = await startJwks();
   jwks = idp.server;
@@ -476,7 +612,12 @@ async function hotPathMain(): Promise<string> {
       name,
       config: frozen[name],
       persistTo: name === "ours" ? seeded : join(state, "d1-floor-write"),
-      vars: { IDP_ISSUER: idp.issuer, IDP_AUDIENCE: "price-data-api", IDP_JWKS_URL: idp.jwksUrl, WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64") },
+      vars: {
+        IDP_ISSUER: idp.issuer,
+        IDP_AUDIENCE: "price-data-api",
+        IDP_JWKS_URL: idp.jwksUrl,
+        WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
+      },
       log: join(state, "logs", `${name}.log`),
     });
   }
@@ -494,10 +635,20 @@ async function hotPathMain(): Promise<string> {
   const rounds: Record<(typeof names)[number], Measured[]> = { ours: [], "floor-write": [] };
   for (let round = 1; round <= settings.rounds; round++) {
     for (const name of round % 2 === 1 ? names : [...names].reverse()) {
-      await load(workers[name], { path: SMALL_PATH, connections: settings.connections, duration: 0, amount: loadKeys.length, keys: loadKeys }, `warm-keys-${name}-${round}`);
+      await load(
+        workers[name],
+        { path: SMALL_PATH, connections: settings.connections, duration: 0, amount: loadKeys.length, keys: loadKeys },
+        `warm-keys-${name}-${round}`,
+      );
       if (!(await settle(workers[name]))) step(`${name} was still busy 5 s after its keys were used: the load starts anyway`);
-      const result = await load(workers[name], { path: SMALL_PATH, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys }, `small-${name}-${round}`);
-      step(`round ${round}: ${name} ${result.rps.toFixed(0)} req/s, ${result.workerCpuMs.toFixed(2)} ms worker CPU/request, ${result.non2xx} non-2xx, ${result.errors} errors`);
+      const result = await load(
+        workers[name],
+        { path: SMALL_PATH, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys },
+        `small-${name}-${round}`,
+      );
+      step(
+        `round ${round}: ${name} ${result.rps.toFixed(0)} req/s, ${result.workerCpuMs.toFixed(2)} ms worker CPU/request, ${result.non2xx} non-2xx, ${result.errors} errors`,
+      );
       rounds[name].push(result);
     }
   }
@@ -512,11 +663,16 @@ async function hotPathMain(): Promise<string> {
   ];
   for (let i = 0; i < settings.rounds; i++) {
     const [ours, floor] = [rounds.ours[i]!, rounds["floor-write"][i]!];
-    lines.push(`| ${i + 1} | ${ours.rps.toFixed(0)} | ${floor.rps.toFixed(0)} | ${(ours.rps / floor.rps).toFixed(2)} × | ${ours.workerCpuMs.toFixed(2)} | ${floor.workerCpuMs.toFixed(2)} | ${(ours.workerCpuMs - floor.workerCpuMs).toFixed(2)} |`);
+    lines.push(
+      `| ${i + 1} | ${ours.rps.toFixed(0)} | ${floor.rps.toFixed(0)} | ${(ours.rps / floor.rps).toFixed(2)} × | ${ours.workerCpuMs.toFixed(2)} | ${floor.workerCpuMs.toFixed(2)} | ${(ours.workerCpuMs - floor.workerCpuMs).toFixed(2)} |`,
+    );
   }
   const [oursRps, floorRps] = [median(rounds.ours.map((r) => r.rps)), median(rounds["floor-write"].map((r) => r.rps))];
   const cpu = median(rounds.ours.map((r) => r.workerCpuMs)) - median(rounds["floor-write"].map((r) => r.workerCpuMs));
-  lines.push("", `Medians: ours ${oursRps.toFixed(0)}, floor-write ${floorRps.toFixed(0)} req/s: **${(oursRps / floorRps).toFixed(2)} × floor-write** (aim ≥ 0.9 ×); worker CPU ${cpu >= 0 ? "+" : "−"}${Math.abs(cpu).toFixed(2)} ms/request.`);
+  lines.push(
+    "",
+    `Medians: ours ${oursRps.toFixed(0)}, floor-write ${floorRps.toFixed(0)} req/s: **${(oursRps / floorRps).toFixed(2)} × floor-write** (aim ≥ 0.9 ×); worker CPU ${cpu >= 0 ? "+" : "−"}${Math.abs(cpu).toFixed(2)} ms/request.`,
+  );
   const text = lines.join("\n");
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
   writeFileSync(join(ROOT, "bench/results/hot-path.md"), `${text}\n`);

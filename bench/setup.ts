@@ -28,7 +28,11 @@ export async function startJwks() {
  * into the local D1 state `dir`; the SQL files go beside it.
  */
 export async function seedState(dir: string, products: number, keysSql: string, timeoutMs = 60_000) {
-  await run(process.execPath, [join(ROOT, "scripts/seed.ts"), "--products", String(products), "--out", `${dir}-catalogue.sql`, "--persist-to", dir], { timeoutMs });
+  await run(
+    process.execPath,
+    [join(ROOT, "scripts/seed.ts"), "--products", String(products), "--out", `${dir}-catalogue.sql`, "--persist-to", dir],
+    { timeoutMs },
+  );
   writeFileSync(`${dir}-keys.sql`, keysSql);
   await wrangler(["d1", "execute", "DB", "--local", "--yes", "--persist-to", dir, "--file", `${dir}-keys.sql`]);
 }

@@ -47,7 +47,9 @@ function panelSvg(panel: Panel, top: number, seconds: number): string {
   for (let s = 0; s <= seconds; s += xStep) {
     parts.push(`<text x="${x(s)}" y="${top + PANEL_HEIGHT - 10}" font-size="11" text-anchor="middle">${s} s</text>`);
   }
-  parts.push(`<text x="16" y="${top + MARGIN.top + plotH / 2}" font-size="12" transform="rotate(-90 16 ${top + MARGIN.top + plotH / 2})" text-anchor="middle">${escape(panel.unit)}</text>`);
+  parts.push(
+    `<text x="16" y="${top + MARGIN.top + plotH / 2}" font-size="12" transform="rotate(-90 16 ${top + MARGIN.top + plotH / 2})" text-anchor="middle">${escape(panel.unit)}</text>`,
+  );
   parts.push(`<rect x="${MARGIN.left}" y="${top + MARGIN.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#999"/>`);
   let legendX = WIDTH - MARGIN.right;
   for (const line of [...panel.lines].reverse()) {
@@ -83,7 +85,14 @@ export async function writePng(svg: string, file: string): Promise<void> {
   const size = /width="(\d+)" height="(\d+)"/.exec(svg);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
   try {
     const page = await browser.newPage({ viewport: { width: Number(size?.[1] ?? 1000), height: Number(size?.[2] ?? 700) } });

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import autocannon from "autocannon";
-import { mostInOneWindow, percentile, type Admission } from "./soak-checks.ts";
+import { type Admission, mostInOneWindow, percentile } from "./soak-checks.ts";
 
 export interface SoakKey {
   key: string;

@@ -8,11 +8,11 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import type { BenchKey } from "./keys.ts";
 import { isolateHeap } from "./inspector.ts";
-import { runLoad, workerMemory, type Worker } from "./processes.ts";
+import type { BenchKey } from "./keys.ts";
+import { runLoad, type Worker, workerMemory } from "./processes.ts";
 import { chartSvg, writePng } from "./soak-chart.ts";
-import { flatness, percentile, type Flatness } from "./soak-checks.ts";
+import { type Flatness, flatness, percentile } from "./soak-checks.ts";
 import type { KeyCounts, SoakJob, SoakKey, SoakLoadResult } from "./soak-load.ts";
 
 /** The soak's keys: Premium keys kept under their limit, and Free keys pushed past theirs. */
@@ -93,7 +93,11 @@ export async function soak(options: {
   writeFileSync(file, JSON.stringify(job));
   const startedMs = Date.now();
   let done = false;
-  const loading = runLoad<SoakLoadResult>(file, (options.seconds + 120 + (job.warmup ? WARMUP_TIMEOUT_SECONDS : 0)) * 1000, "bench/soak-load.ts").finally(() => (done = true));
+  const loading = runLoad<SoakLoadResult>(
+    file,
+    (options.seconds + 120 + (job.warmup ? WARMUP_TIMEOUT_SECONDS : 0)) * 1000,
+    "bench/soak-load.ts",
+  ).finally(() => (done = true));
   // Awaited after the sampling; until then a failure must not count as unhandled.
   loading.catch(() => undefined);
   const memory: MemorySample[] = [];
@@ -107,12 +111,22 @@ export async function soak(options: {
   const endedMs = Date.now();
   // The chart and the flatness checks cover the timed phase; the usage check covers the warm-up too.
   const measured = memory.filter((s) => s.atMs >= load.warmupEndedMs);
-  const sample = [...sampleOf(job.underLimit.map((k, i) => ({ key: k, seen: load.counts[i]! }))), ...sampleOf(job.overLimit.map((k, i) => ({ key: k, seen: load.counts[job.underLimit.length + i]! })))];
+  const sample = [
+    ...sampleOf(job.underLimit.map((k, i) => ({ key: k, seen: load.counts[i]! }))),
+    ...sampleOf(job.overLimit.map((k, i) => ({ key: k, seen: load.counts[job.underLimit.length + i]! }))),
+  ];
   const usage = await checkUsageCounts(options.worker.directUrl, sample, options.accountToken, startedMs, endedMs);
   const relative = (s: MemorySample, pick: (s: MemorySample) => number) => ({ atMs: s.atMs - load.warmupEndedMs, mb: pick(s) });
   return {
     startedMs: load.warmupEndedMs,
-    settings: { seconds: options.seconds, connections: options.connections, underLimitKeys: job.underLimit.length, overLimitKeys: job.overLimit.length, overLimitEvery: OVER_LIMIT_EVERY, path: options.path },
+    settings: {
+      seconds: options.seconds,
+      connections: options.connections,
+      underLimitKeys: job.underLimit.length,
+      overLimitKeys: job.overLimit.length,
+      overLimitEvery: OVER_LIMIT_EVERY,
+      path: options.path,
+    },
     load,
     memory: measured,
     heap: flatness(measured.map((s) => relative(s, (m) => m.heapMb))),
@@ -156,19 +170,35 @@ export async function checkUsageCounts(
   const to = new Date(Math.ceil(toMs / 60_000) * 60_000 + 60_000).toISOString();
   const mismatches: UsageCheck["mismatches"] = [];
   for (const { key, seen } of sample) {
-    const res = await fetch(`${url}/api-keys/${key.id}/usage?granularity=minute&from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`, {
-      headers: { Authorization: `Bearer ${await accountToken(key.accountId)}` },
-      signal: AbortSignal.timeout(20_000),
-    });
+    const res = await fetch(
+      `${url}/api-keys/${key.id}/usage?granularity=minute&from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`,
+      {
+        headers: { Authorization: `Bearer ${await accountToken(key.accountId)}` },
+        signal: AbortSignal.timeout(20_000),
+      },
+    );
     const body: unknown = await res.json().catch(() => undefined);
     if (res.status === 404) {
-      return { status: "skipped", note: `GET /api-keys/:id/usage answered 404 (${JSON.stringify(body)}): the route is not there yet, so usage counts were not compared.`, keys: 0, mismatches };
+      return {
+        status: "skipped",
+        note: `GET /api-keys/:id/usage answered 404 (${JSON.stringify(body)}): the route is not there yet, so usage counts were not compared.`,
+        keys: 0,
+        mismatches,
+      };
     }
     const usage = UsageResponse.safeParse(body);
     if (res.status !== 200 || !usage.success) {
-      return { status: "failed", note: `GET /api-keys/${key.id}/usage answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`, keys: 0, mismatches };
+      return {
+        status: "failed",
+        note: `GET /api-keys/${key.id}/usage answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`,
+        keys: 0,
+        mismatches,
+      };
     }
-    const counted = usage.data.buckets.reduce((sum, b) => ({ admitted: sum.admitted + b.admitted, refused: sum.refused + b.refused }), { admitted: 0, refused: 0 });
+    const counted = usage.data.buckets.reduce((sum, b) => ({ admitted: sum.admitted + b.admitted, refused: sum.refused + b.refused }), {
+      admitted: 0,
+      refused: 0,
+    });
     // Lost: the object counted less than the client saw answered. Requests still in flight when the
     // load stopped reached the server unseen, so the object may count up to that many more.
     const inFlight = seen.sent - seen.admitted - seen.refused - seen.other;
@@ -204,12 +234,22 @@ export function soakReport(r: SoakResults, chart: string | undefined): string {
     "",
     ...(chart ? [`![req/s, memory and p99 over the soak](${chart})`, ""] : ["(No chart: Chromium could not render it.)", ""]),
     `Requests: ${l.requests.toLocaleString("en")} (${admitted.toLocaleString("en")} admitted, ${refused.toLocaleString("en")} refused with 429; ${overKeysRefused} of ${s.overLimitKeys} over-limit keys were refused at least once). ` +
-      `Responses/s: median ${percentile(rps, 50).toFixed(0)}, lowest ${Math.min(...rps)}, highest ${Math.max(...rps)}; p99 per second: median ${percentile(l.series.map((x) => x.p99), 50).toFixed(1)} ms, worst ${Math.max(...l.series.map((x) => x.p99)).toFixed(1)} ms.`,
+      `Responses/s: median ${percentile(rps, 50).toFixed(0)}, lowest ${Math.min(...rps)}, highest ${Math.max(...rps)}; p99 per second: median ${percentile(
+        l.series.map((x) => x.p99),
+        50,
+      ).toFixed(1)} ms, worst ${Math.max(...l.series.map((x) => x.p99)).toFixed(1)} ms.`,
     "",
     "| check | measured | |",
     "|---|---|---|",
     `| 0 errors (failed requests, timeouts, non-2xx other than 429, 429 on a key under its limit) | ${l.errors} errors, ${l.timeouts} timeouts, ${r.errors - l.errors - l.timeouts} unexpected statuses${l.unexpected.length ? ` (${[...new Set(l.unexpected.map((u) => u.status))].join(", ")})` : ""} | ${verdict(r.errors === 0)} |`,
-    `| 0 admitted beyond any limit (per key, 200s certainly within one 60 s window ≤ its per-minute limit) | ${l.overAdmitted.length} keys over${l.overAdmitted.length ? `: ${l.overAdmitted.slice(0, 5).map((k) => `${k.id} ${k.most}/${k.perMinute}`).join(", ")}` : ""} | ${verdict(l.overAdmitted.length === 0)} |`,
+    `| 0 admitted beyond any limit (per key, 200s certainly within one 60 s window ≤ its per-minute limit) | ${l.overAdmitted.length} keys over${
+      l.overAdmitted.length
+        ? `: ${l.overAdmitted
+            .slice(0, 5)
+            .map((k) => `${k.id} ${k.most}/${k.perMinute}`)
+            .join(", ")}`
+        : ""
+    } | ${verdict(l.overAdmitted.length === 0)} |`,
     `| isolate heap flat (last third's mean ≤ 1.1 × the first third's) | ${mib(r.heap.firstThirdMb)} → ${mib(r.heap.lastThirdMb)} MiB, slope ${r.heap.slopeMbPerMinute.toFixed(2)} MiB/min | ${verdict(r.heap.flat)} |`,
     `| workerd RSS flat (same test) | ${mib(r.rss.firstThirdMb)} → ${mib(r.rss.lastThirdMb)} MiB, slope ${r.rss.slopeMbPerMinute.toFixed(2)} MiB/min | ${verdict(r.rss.flat)} |`,
     `| 0 lost usage counts (GET /api-keys/:id/usage per key: never below the client's admitted/refused, above only by requests in flight at the stop) | ${r.usage.status === "checked" ? `${r.usage.mismatches.length} of ${r.usage.keys} keys differ; ${r.usage.note}` : `${r.usage.status}: ${r.usage.note}`} | ${r.usage.status === "skipped" ? "not checked" : verdict(r.usage.status === "checked" && r.usage.mismatches.length === 0)} |`,
@@ -242,7 +282,11 @@ export async function soakChart(r: SoakResults, file: string): Promise<boolean> 
           { label: "isolate heap used", colour: "#9467bd", points: r.memory.map((m) => ({ s: at(m.atMs), y: m.heapMb })) },
         ],
       },
-      { title: "p99 latency per second", unit: "ms", lines: [{ label: "p99", colour: "#d62728", points: r.load.series.map((s) => ({ s: at(s.atMs), y: s.p99 })) }] },
+      {
+        title: "p99 latency per second",
+        unit: "ms",
+        lines: [{ label: "p99", colour: "#d62728", points: r.load.series.map((s) => ({ s: at(s.atMs), y: s.p99 })) }],
+      },
     ],
     // The last sample lands a little after the load's end: the axis covers it.
     Math.ceil(Math.max(r.settings.seconds, ...r.memory.map((m) => at(m.atMs)), ...r.load.series.map((x) => at(x.atMs)))),

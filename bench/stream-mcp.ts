@@ -10,23 +10,36 @@ export interface StreamAndMcp {
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+const median = (values: number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 
 export async function streamAndMcp(baseUrl: string, tokens: { admin: string; account: string }, samples: number): Promise<StreamAndMcp> {
   const api = async (method: string, path: string, token: string, body?: unknown) => {
-    const res = await fetch(`${baseUrl}${path}`, { method, headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${await res.text()}`);
     return res.json() as Promise<any>;
   };
   const ingest = (sku: string, price: string) =>
-    api("POST", "/admin/observations", tokens.admin, { observations: [{ sku, name: sku, competitor: { id: "cmp_bench_stream", name: "Bench" }, price, currency: "USD", in_stock: true }] });
+    api("POST", "/admin/observations", tokens.admin, {
+      observations: [{ sku, name: sku, competitor: { id: "cmp_bench_stream", name: "Bench" }, price, currency: "USD", in_stock: true }],
+    });
   const { key } = await api("POST", "/api-keys", tokens.account, { name: "bench stream" });
 
   // The stream: one open connection, each change waited for before the next.
   const run = Date.now();
   const arrivals = new Map<string, (at: number) => void>();
   const abort = new AbortController();
-  const res = await fetch(`${baseUrl}/events/stream?type=price.changed`, { headers: { Authorization: `Bearer ${key}` }, signal: abort.signal });
+  const res = await fetch(`${baseUrl}/events/stream?type=price.changed`, {
+    headers: { Authorization: `Bearer ${key}` },
+    signal: abort.signal,
+  });
   if (res.status !== 200 || !res.body) throw new Error(`GET /events/stream answered ${res.status}: ${await res.text()}`);
   const reading = (async () => {
     const decoder = new TextDecoder();
@@ -69,9 +82,24 @@ export async function streamAndMcp(baseUrl: string, tokens: { admin: string; acc
   const id = found.result.structuredContent.products[0]!.id;
   const calls = 20;
   const pairs: [string, string, () => Promise<Response>, () => Promise<Response>][] = [
-    ["get_product", `GET /products/{id}`, () => rpc("get_product", { id }), () => fetch(`${baseUrl}/products/${id}`, { headers: { Authorization: `Bearer ${key}` } })],
-    ["price_history", `GET /products/{id}/history`, () => rpc("price_history", { product_id: id }), () => fetch(`${baseUrl}/products/${id}/history`, { headers: { Authorization: `Bearer ${key}` } })],
-    ["recent_changes", `GET /events?limit=20`, () => rpc("recent_changes", { limit: 20 }), () => fetch(`${baseUrl}/events?limit=20`, { headers: { Authorization: `Bearer ${key}` } })],
+    [
+      "get_product",
+      `GET /products/{id}`,
+      () => rpc("get_product", { id }),
+      () => fetch(`${baseUrl}/products/${id}`, { headers: { Authorization: `Bearer ${key}` } }),
+    ],
+    [
+      "price_history",
+      `GET /products/{id}/history`,
+      () => rpc("price_history", { product_id: id }),
+      () => fetch(`${baseUrl}/products/${id}/history`, { headers: { Authorization: `Bearer ${key}` } }),
+    ],
+    [
+      "recent_changes",
+      `GET /events?limit=20`,
+      () => rpc("recent_changes", { limit: 20 }),
+      () => fetch(`${baseUrl}/events?limit=20`, { headers: { Authorization: `Bearer ${key}` } }),
+    ],
   ];
   const rows = [];
   for (const [tool, rest, viaMcp, viaRest] of pairs) {
@@ -106,6 +134,8 @@ export function streamAndMcpReport(r: StreamAndMcp): string[] {
     "",
     "| tool | REST call | MCP p50 ms | REST p50 ms | MCP bytes | REST bytes |",
     "|---|---|---:|---:|---:|---:|",
-    ...r.mcp.rows.map((row) => `| ${row.tool} | ${row.rest} | ${ms(row.mcpP50)} | ${ms(row.restP50)} | ${row.mcpBytes} | ${row.restBytes} |`),
+    ...r.mcp.rows.map(
+      (row) => `| ${row.tool} | ${row.rest} | ${ms(row.mcpP50)} | ${ms(row.restP50)} | ${row.mcpBytes} | ${row.restBytes} |`,
+    ),
   ];
 }

@@ -29,7 +29,11 @@ const FAN_OUT_HOLD_MS = 100;
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
-export async function webhookLatency(baseUrl: string, tokens: { admin: string; account: string }, samples: number): Promise<WebhookLatency> {
+export async function webhookLatency(
+  baseUrl: string,
+  tokens: { admin: string; account: string },
+  samples: number,
+): Promise<WebhookLatency> {
   const arrivals = new Map<string, (at: number) => void>();
   let open = 0;
   let mostAtOnce = 0;
@@ -57,14 +61,22 @@ export async function webhookLatency(baseUrl: string, tokens: { admin: string; a
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   const api = async (method: string, path: string, token: string, body: unknown) => {
-    const res = await fetch(`${baseUrl}${path}`, { method, headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${await res.text()}`);
     return res.json();
   };
   const ingest = (sku: string, price: string) =>
-    api("POST", "/admin/observations", tokens.admin, { observations: [{ sku, name: sku, competitor: { id: "cmp_bench_hooks", name: "Bench" }, price, currency: "USD", in_stock: true }] });
+    api("POST", "/admin/observations", tokens.admin, {
+      observations: [{ sku, name: sku, competitor: { id: "cmp_bench_hooks", name: "Bench" }, price, currency: "USD", in_stock: true }],
+    });
   try {
-    const hook = (await api("POST", "/webhooks", tokens.account, { url: `http://127.0.0.1:${port}/hook`, events: ["price.changed"] })) as { id: string };
+    const hook = (await api("POST", "/webhooks", tokens.account, { url: `http://127.0.0.1:${port}/hook`, events: ["price.changed"] })) as {
+      id: string;
+    };
     const latencies: number[] = [];
     const ingestions: number[] = [];
     const run = Date.now();
@@ -83,7 +95,12 @@ export async function webhookLatency(baseUrl: string, tokens: { admin: string; a
 
     // One change to FAN_OUT_HOOKS webhooks: how many requests are open at the receiver at once, and when the last arrives.
     const fanOutHooks: { id: string }[] = [];
-    for (let i = 0; i < FAN_OUT_HOOKS; i++) fanOutHooks.push((await api("POST", "/webhooks", tokens.account, { url: `http://127.0.0.1:${port}/fan-out/${i}`, events: ["price.changed"] })) as { id: string });
+    for (let i = 0; i < FAN_OUT_HOOKS; i++)
+      fanOutHooks.push(
+        (await api("POST", "/webhooks", tokens.account, { url: `http://127.0.0.1:${port}/fan-out/${i}`, events: ["price.changed"] })) as {
+          id: string;
+        },
+      );
     const sku = `BENCH-FANOUT-${run}`;
     await ingest(sku, "10.00");
     await ingest(sku, "11.00");
@@ -91,7 +108,12 @@ export async function webhookLatency(baseUrl: string, tokens: { admin: string; a
     const deadline = answered + 20_000;
     while (fanOutArrivals.length < FAN_OUT_HOOKS && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     for (const { id } of fanOutHooks) await api("DELETE", `/webhooks/${id}`, tokens.account, undefined).catch(() => {});
-    const fanOut = { hooks: FAN_OUT_HOOKS, delivered: fanOutArrivals.length, mostAtOnce, lastMs: (fanOutArrivals.at(-1) ?? NaN) - answered };
+    const fanOut = {
+      hooks: FAN_OUT_HOOKS,
+      delivered: fanOutArrivals.length,
+      mostAtOnce,
+      lastMs: (fanOutArrivals.at(-1) ?? NaN) - answered,
+    };
 
     const sorted = latencies.sort((a, b) => a - b);
     const ingestSorted = ingestions.sort((a, b) => a - b);

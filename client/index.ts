@@ -19,7 +19,7 @@ export type Competitor = Schemas["Competitor"];
 export type ApiKey = Schemas["ApiKey"];
 export type Webhook = Schemas["Webhook"];
 export type ApiError = Schemas["Error"];
-export { verifyWebhook, verifyWebhookRequest, WebhookVerificationError, type WebhookEvent } from "./webhooks.ts";
+export { verifyWebhook, verifyWebhookRequest, type WebhookEvent, WebhookVerificationError } from "./webhooks.ts";
 
 export type Fetch = (request: Request) => Promise<Response>;
 
@@ -98,7 +98,12 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): 
  * (bodies are streams), and the request's own signal cancels the tries and the waits between them.
  */
 export function withRateLimitRetry(fetchImpl: Fetch, options: RetryOptions = {}): Fetch {
-  const { maxAttempts = DEFAULTS.maxAttempts, defaultRetryAfterSeconds = DEFAULTS.defaultRetryAfterSeconds, sleep: wait = sleep, onRetry } = options;
+  const {
+    maxAttempts = DEFAULTS.maxAttempts,
+    defaultRetryAfterSeconds = DEFAULTS.defaultRetryAfterSeconds,
+    sleep: wait = sleep,
+    onRetry,
+  } = options;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new RangeError("maxAttempts must be a whole number of at least 1");
   return async (request) => {
     const signal = request.signal;
@@ -136,7 +141,14 @@ export interface PriceDataClientOptions extends Omit<ClientOptions, "fetch" | "b
  * it line by line). Pass `signal` in a call's options to cancel it, waits included. Errors are
  * returned, not thrown: `{ error: { detail }, response }` (a 429 too, once the tries are spent).
  */
-export function createPriceDataClient({ baseUrl, token, fetch: fetchImpl, retry = {}, headers, ...rest }: PriceDataClientOptions): Client<paths, "application/json"> {
+export function createPriceDataClient({
+  baseUrl,
+  token,
+  fetch: fetchImpl,
+  retry = {},
+  headers,
+  ...rest
+}: PriceDataClientOptions): Client<paths, "application/json"> {
   const send: Fetch = fetchImpl ?? ((request) => globalThis.fetch(request));
   return createClient<paths, "application/json">({
     ...rest,

@@ -12,7 +12,10 @@ import type { components } from "./schema.d.ts";
 export { WebhookVerificationError };
 
 /** An event as the document's `webhooks` describe it; `type` tells which. */
-export type WebhookEvent = components["schemas"]["PriceChangedEvent"] | components["schemas"]["StockChangedEvent"] | components["schemas"]["TestEvent"];
+export type WebhookEvent =
+  | components["schemas"]["PriceChangedEvent"]
+  | components["schemas"]["StockChangedEvent"]
+  | components["schemas"]["TestEvent"];
 
 const HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"] as const;
 
@@ -20,9 +23,16 @@ const HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"] as cons
  * The event, once its signature and timestamp check out; throws WebhookVerificationError otherwise.
  * `headers`: a Headers object, or a plain object such as Node's `req.headers` (names in any case).
  */
-export function verifyWebhook(secret: string, body: string, headers: Headers | Record<string, string | string[] | undefined>): WebhookEvent {
+export function verifyWebhook(
+  secret: string,
+  body: string,
+  headers: Headers | Record<string, string | string[] | undefined>,
+): WebhookEvent {
   const get = (name: string) => {
-    const value = headers instanceof Headers ? headers.get(name) : (headers[name] ?? Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1]);
+    const value =
+      headers instanceof Headers
+        ? headers.get(name)
+        : (headers[name] ?? Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1]);
     return (Array.isArray(value) ? value[0] : value) ?? "";
   };
   return new Webhook(secret).verify(body, Object.fromEntries(HEADERS.map((name) => [name, get(name)]))) as WebhookEvent;

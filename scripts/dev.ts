@@ -6,7 +6,7 @@
  *   4. the worker on http://127.0.0.1:8787 (extra arguments go to `wrangler dev`, e.g. --var NAME:VALUE);
  *   5. once both answer and the catalogue's first snapshot serves, the addresses to open and the commands to try.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEV_AUDIENCE, DEV_ISSUER, devSigningKey } from "./dev-idp/config.ts";
@@ -26,7 +26,9 @@ if (!existsSync(".dev.vars")) {
 } else {
   // A .dev.vars made before a variable was added gets that variable; values already set stay.
   const have = new Set(readFileSync(".dev.vars", "utf8").match(/^[A-Z_]+(?==)/gm));
-  const missing = readFileSync(".dev.vars.example", "utf8").split("\n").filter((line) => /^[A-Z_]+=/.test(line) && !have.has(line.split("=")[0]!));
+  const missing = readFileSync(".dev.vars.example", "utf8")
+    .split("\n")
+    .filter((line) => /^[A-Z_]+=/.test(line) && !have.has(line.split("=")[0]!));
   if (missing.length > 0) {
     appendFileSync(".dev.vars", `\n${missing.join("\n")}\n`);
     console.log(`Added to .dev.vars from .dev.vars.example: ${missing.map((line) => line.split("=")[0]).join(", ")}.`);
@@ -86,8 +88,14 @@ const SNAPSHOT_WAIT_SECONDS = 120;
  * Returns null once it serves, else what went wrong.
  */
 async function firstSnapshotServes(seconds: number): Promise<string | null> {
-  const login = { Authorization: `Bearer ${await mintToken(devSigningKey(), { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, sub: PROBE_ACCOUNT })}` };
-  const created = await fetch(`${API}/api-keys`, { method: "POST", headers: login, body: JSON.stringify({ name: "npm run dev: first snapshot check" }) });
+  const login = {
+    Authorization: `Bearer ${await mintToken(devSigningKey(), { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, sub: PROBE_ACCOUNT })}`,
+  };
+  const created = await fetch(`${API}/api-keys`, {
+    method: "POST",
+    headers: login,
+    body: JSON.stringify({ name: "npm run dev: first snapshot check" }),
+  });
   if (created.status !== 201) return `POST /api-keys answered ${created.status}: ${await created.text()}`;
   const { id, key } = (await created.json()) as { id: string; key: string };
   try {

@@ -20,9 +20,9 @@ import {
   DEV_IDP_PORT,
   DEV_ISSUER,
   DEV_WORKER_ORIGIN,
+  devSigningKey,
   MACHINE_CLIENT_ID,
   MACHINE_CLIENT_SECRET,
-  devSigningKey,
 } from "./dev-idp/config.ts";
 
 const signingKey = devSigningKey();
@@ -50,7 +50,15 @@ const provider = new Provider(DEV_ISSUER, {
   scopes: ["openid", "profile", ...ADMIN_SCOPES.split(" ")],
   claims: { openid: ["sub"], profile: ["name"] },
   findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ sub: id, name: id }) }),
-  ttl: { ClientCredentials: 3600, AccessToken: 3600, Session: 8 * 3600, Grant: 8 * 3600, Interaction: 3600, AuthorizationCode: 60, IdToken: 3600 },
+  ttl: {
+    ClientCredentials: 3600,
+    AccessToken: 3600,
+    Session: 8 * 3600,
+    Grant: 8 * 3600,
+    Interaction: 3600,
+    AuthorizationCode: 60,
+    IdToken: 3600,
+  },
   cookies: { keys: ["local-development-only"] },
   clientBasedCORS: (_ctx, origin) => origin === DEV_WORKER_ORIGIN || origin === "http://localhost:8787",
   features: {
@@ -91,7 +99,8 @@ if (process.env.IDP_TOKEN_ON_SECOND_ORIGIN === "true") {
   // After the provider writes its discovery document, point its token endpoint at the second origin.
   provider.use(async (ctx, next) => {
     await next();
-    if (ctx.path === "/.well-known/openid-configuration" && ctx.body && typeof ctx.body === "object") Object.assign(ctx.body, { token_endpoint: tokenEndpoint });
+    if (ctx.path === "/.well-known/openid-configuration" && ctx.body && typeof ctx.body === "object")
+      Object.assign(ctx.body, { token_endpoint: tokenEndpoint });
   });
   console.log(`Token endpoint on a second origin: ${tokenEndpoint}`);
 }

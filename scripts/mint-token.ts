@@ -1,4 +1,4 @@
-import { importJWK, SignJWT, type JWK } from "jose";
+import { importJWK, type JWK, SignJWT } from "jose";
 
 export interface TokenClaims {
   issuer: string;

@@ -92,20 +92,78 @@ const CURRENCIES = {
 } as const;
 
 const CATEGORIES = [
-  { name: "Headphones", code: "HP", brands: ["Sony", "Bose", "Sennheiser", "Apple", "JBL"], nouns: ["Wireless Headphones", "True Wireless Earbuds", "Noise Cancelling Headphones"], usd: [29, 449] },
-  { name: "Televisions", code: "TV", brands: ["Samsung", "LG", "Sony", "TCL", "Hisense"], nouns: ['55" 4K TV', '65" OLED TV', '43" Smart TV'], usd: [249, 2999] },
-  { name: "Laptops", code: "LT", brands: ["Apple", "Dell", "Lenovo", "HP", "ASUS"], nouns: ["14-inch Laptop", "Ultrabook", "Gaming Laptop"], usd: [449, 3499] },
-  { name: "Smartphones", code: "PH", brands: ["Apple", "Samsung", "Google", "OnePlus", "Xiaomi"], nouns: ["Smartphone 128GB", "Smartphone 256GB"], usd: [199, 1599] },
-  { name: "Kitchen", code: "KT", brands: ["Philips", "KitchenAid", "Breville", "De'Longhi", "Ninja"], nouns: ["Espresso Machine", "Air Fryer", "Stand Mixer", "Blender"], usd: [39, 899] },
-  { name: "Cameras", code: "CM", brands: ["Canon", "Nikon", "Sony", "Fujifilm"], nouns: ["Mirrorless Camera", "Camera Body", "Zoom Lens"], usd: [399, 3999] },
-  { name: "Gaming", code: "GM", brands: ["Nintendo", "Sony", "Microsoft", "Logitech", "Razer"], nouns: ["Controller", "Gaming Mouse", "Headset", "Console"], usd: [19, 599] },
-  { name: "Home", code: "HM", brands: ["Dyson", "iRobot", "Shark", "Philips"], nouns: ["Cordless Vacuum", "Robot Vacuum", "Air Purifier"], usd: [99, 999] },
-  { name: "Wearables", code: "WR", brands: ["Garmin", "Fitbit", "Apple", "Samsung"], nouns: ["Smartwatch", "Fitness Tracker", "GPS Watch"], usd: [49, 899] },
+  {
+    name: "Headphones",
+    code: "HP",
+    brands: ["Sony", "Bose", "Sennheiser", "Apple", "JBL"],
+    nouns: ["Wireless Headphones", "True Wireless Earbuds", "Noise Cancelling Headphones"],
+    usd: [29, 449],
+  },
+  {
+    name: "Televisions",
+    code: "TV",
+    brands: ["Samsung", "LG", "Sony", "TCL", "Hisense"],
+    nouns: ['55" 4K TV', '65" OLED TV', '43" Smart TV'],
+    usd: [249, 2999],
+  },
+  {
+    name: "Laptops",
+    code: "LT",
+    brands: ["Apple", "Dell", "Lenovo", "HP", "ASUS"],
+    nouns: ["14-inch Laptop", "Ultrabook", "Gaming Laptop"],
+    usd: [449, 3499],
+  },
+  {
+    name: "Smartphones",
+    code: "PH",
+    brands: ["Apple", "Samsung", "Google", "OnePlus", "Xiaomi"],
+    nouns: ["Smartphone 128GB", "Smartphone 256GB"],
+    usd: [199, 1599],
+  },
+  {
+    name: "Kitchen",
+    code: "KT",
+    brands: ["Philips", "KitchenAid", "Breville", "De'Longhi", "Ninja"],
+    nouns: ["Espresso Machine", "Air Fryer", "Stand Mixer", "Blender"],
+    usd: [39, 899],
+  },
+  {
+    name: "Cameras",
+    code: "CM",
+    brands: ["Canon", "Nikon", "Sony", "Fujifilm"],
+    nouns: ["Mirrorless Camera", "Camera Body", "Zoom Lens"],
+    usd: [399, 3999],
+  },
+  {
+    name: "Gaming",
+    code: "GM",
+    brands: ["Nintendo", "Sony", "Microsoft", "Logitech", "Razer"],
+    nouns: ["Controller", "Gaming Mouse", "Headset", "Console"],
+    usd: [19, 599],
+  },
+  {
+    name: "Home",
+    code: "HM",
+    brands: ["Dyson", "iRobot", "Shark", "Philips"],
+    nouns: ["Cordless Vacuum", "Robot Vacuum", "Air Purifier"],
+    usd: [99, 999],
+  },
+  {
+    name: "Wearables",
+    code: "WR",
+    brands: ["Garmin", "Fitbit", "Apple", "Samsung"],
+    nouns: ["Smartwatch", "Fitness Tracker", "GPS Watch"],
+    usd: [49, 899],
+  },
 ] as const;
 
 const DAY = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
-const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+const slug = (text: string) =>
+  text
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-|-$/g, "");
 
 function gtin13(): string {
   const body = `0${token(11, "0123456789")}`;
@@ -141,8 +199,14 @@ function addProduct(i: number, tables: Rows) {
   const brand = pick(category.brands);
   const model = `${pick(["", "Pro ", "Max ", "Air ", "X", "S"])}${int(1, 9)}${pick(["", "0", "00", "5"])}`;
   const name = `${brand} ${model} ${pick(category.nouns)}`.replace(/\s+/g, " ");
-  const sku = `${brand.replace(/[^A-Za-z]/g, "").slice(0, 3).toUpperCase()}-${category.code}-${String(i + 1).padStart(6, "0")}`;
-  const mpn = `${brand.replace(/[^A-Za-z]/g, "").slice(0, 2).toUpperCase()}${token(6, "0123456789ABCDEFGHJKLMNPRSTUVWXYZ")}`;
+  const sku = `${brand
+    .replace(/[^A-Za-z]/g, "")
+    .slice(0, 3)
+    .toUpperCase()}-${category.code}-${String(i + 1).padStart(6, "0")}`;
+  const mpn = `${brand
+    .replace(/[^A-Za-z]/g, "")
+    .slice(0, 2)
+    .toUpperCase()}${token(6, "0123456789ABCDEFGHJKLMNPRSTUVWXYZ")}`;
   const id = `prd_${token(20)}`;
   const [lowUsd, highUsd] = category.usd;
   const usdCents = Math.round(Math.exp(Math.log(lowUsd) + random() * (Math.log(highUsd) - Math.log(lowUsd))) * 100);
@@ -156,10 +220,14 @@ function addProduct(i: number, tables: Rows) {
     // A short walk of observations, oldest first, each changing the price or the stock; the last is
     // current. It starts 85–120 days ago and takes at most 4 steps of at most 21 days: never in the future.
     const steps = int(1, 5);
-    const walk = [{ price: shopPrice(usdCents * (0.9 + random() * 0.25), seller.currency), inStock: chance(0.85), at: now - int(85, 120) * DAY }];
+    const walk = [
+      { price: shopPrice(usdCents * (0.9 + random() * 0.25), seller.currency), inStock: chance(0.85), at: now - int(85, 120) * DAY },
+    ];
     while (walk.length < steps) {
       const last = walk.at(-1)!;
-      const price = chance(0.8) ? shopPrice((last.price / CURRENCIES[seller.currency].rate) * (0.88 + random() * 0.2), seller.currency) : last.price;
+      const price = chance(0.8)
+        ? shopPrice((last.price / CURRENCIES[seller.currency].rate) * (0.88 + random() * 0.2), seller.currency)
+        : last.price;
       const inStock = price === last.price ? !last.inStock : chance(0.85);
       walk.push({ price, inStock, at: last.at + int(1, 20) * DAY + int(0, DAY) });
     }
@@ -250,7 +318,10 @@ function* sqlParts(): Generator<{ sql: string; rows: Record<keyof typeof COLUMNS
         "DELETE FROM offers;",
         "DELETE FROM products;",
         "DELETE FROM competitors;",
-        ...inserts("competitors", COMPETITORS.map((c) => [c.id, c.name, c.domain])),
+        ...inserts(
+          "competitors",
+          COMPETITORS.map((c) => [c.id, c.name, c.domain]),
+        ),
       );
     }
     const tables: Rows = { products: [], offers: [], price_history: [] };
@@ -263,7 +334,12 @@ function* sqlParts(): Generator<{ sql: string; rows: Record<keyof typeof COLUMNS
           "ON CONFLICT (id) DO UPDATE SET version = version + 1, reset_version = version + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now');",
       );
     }
-    const rows = { competitors: part === 0 ? COMPETITORS.length : 0, products: tables.products.length, offers: tables.offers.length, price_history: tables.price_history.length };
+    const rows = {
+      competitors: part === 0 ? COMPETITORS.length : 0,
+      products: tables.products.length,
+      offers: tables.offers.length,
+      price_history: tables.price_history.length,
+    };
     yield { sql: `${lines.join("\n")}\n`, rows };
   }
 }
@@ -308,5 +384,7 @@ try {
   closeSync(out);
   rmSync(partFile, { force: true });
 }
-const counts = Object.entries(totals).map(([table, n]) => `${n} ${table}`).join(", ");
+const counts = Object.entries(totals)
+  .map(([table, n]) => `${n} ${table}`)
+  .join(", ");
 console.log(`Wrote ${args.out}: ${counts}${apply ? `; seeded the local D1 in ${seconds()}` : ""}.`);

@@ -266,17 +266,24 @@ export function simulate(i: Inputs = INPUTS) {
   // The cron: besides its sweeps, each archive object costs a read and a batch, the history step three queries.
   const cronQueriesPerRun = d.d1QueriesPerCronRunBesidesArchive + 2 * EVENT_ARCHIVE_OBJECTS_PER_RUN + 2 + 3;
   const d1QueriesPerSecond =
-    lastUsedWritesPerSecond + eventsPerSecond * (2 + d.d1QueriesPerEventFanOut) + deliveryRecordsPerSecond + d1ReadQueriesPerSecond + (cronQueriesPerRun * L.cronsPerDay) / DAY;
+    lastUsedWritesPerSecond +
+    eventsPerSecond * (2 + d.d1QueriesPerEventFanOut) +
+    deliveryRecordsPerSecond +
+    d1ReadQueriesPerSecond +
+    (cronQueriesPerRun * L.cronsPerDay) / DAY;
   const d1WritesPerSecond = lastUsedWritesPerSecond + eventsPerSecond * d.d1RowsWrittenPerEvent + deliveriesPerSecond;
 
   // D1 size after a year: the catalogue and keys; events of the last day (plus the archive's index);
   // history of at most HISTORY_ARCHIVE_AFTER_MS (a product's oldest row that old sends it to R2).
   const historyRowsPerDay = eventsPerDay; // one history row per price or stock change
-  const d1CatalogueGb = (w.products * d.d1BytesPerProduct + w.products * w.offersPerProduct * d.d1BytesPerOffer + w.keys * d.d1BytesPerKey) / GB;
-  const d1EventsGb = ((eventsPerDay * EVENTS_IN_D1_MS) / DAY_MS) * d.d1BytesPerEvent / GB + ((eventsPerDay * RETENTION_MS) / DAY_MS / EVENTS_PER_ARCHIVE_OBJECT) * 100 / GB;
-  const d1HistoryGb = ((historyRowsPerDay * HISTORY_ARCHIVE_AFTER_MS) / DAY_MS) * d.d1BytesPerHistoryRow / GB;
+  const d1CatalogueGb =
+    (w.products * d.d1BytesPerProduct + w.products * w.offersPerProduct * d.d1BytesPerOffer + w.keys * d.d1BytesPerKey) / GB;
+  const d1EventsGb =
+    (((eventsPerDay * EVENTS_IN_D1_MS) / DAY_MS) * d.d1BytesPerEvent) / GB +
+    (((eventsPerDay * RETENTION_MS) / DAY_MS / EVENTS_PER_ARCHIVE_OBJECT) * 100) / GB;
+  const d1HistoryGb = (((historyRowsPerDay * HISTORY_ARCHIVE_AFTER_MS) / DAY_MS) * d.d1BytesPerHistoryRow) / GB;
   const d1Gb = d1CatalogueGb + d1EventsGb + d1HistoryGb;
-  const d1DeliveriesGb = deliveriesPerSecond * DAY * d.deliveryDays * d.d1BytesPerDelivery / GB;
+  const d1DeliveriesGb = (deliveriesPerSecond * DAY * d.deliveryDays * d.d1BytesPerDelivery) / GB;
 
   // The cron's archive: can it keep up, inside one invocation's limits?
   const eventArchiveCapacityPerDay = EVENT_ARCHIVE_OBJECTS_PER_RUN * EVENTS_PER_ARCHIVE_OBJECT * L.cronsPerDay;
@@ -293,7 +300,8 @@ export function simulate(i: Inputs = INPUTS) {
   const fullListsPerSecond = w.requestsPerSecond * w.fullCatalogueShare;
   const versionChecksPerSecond = w.isolates;
   const archiveReadsPerSecond = feedPerSecond * w.feedFromArchiveShare * 1.5 + historyPerSecond * w.historyYearsRead;
-  const r2ReadsPerSecond = fullListsPerSecond * (segments + 1) + versionChecksPerSecond + archiveReadsPerSecond + (productsArchivedPerDay * 1.05) / DAY;
+  const r2ReadsPerSecond =
+    fullListsPerSecond * (segments + 1) + versionChecksPerSecond + archiveReadsPerSecond + (productsArchivedPerDay * 1.05) / DAY;
   const batchesPerSecond = eventsPerSecond / w.changesPerIngestBatch;
   const segmentsTouchedPerBatch = segments * (1 - Math.exp(-w.changesPerIngestBatch / segments));
   const archiveWritesPerSecond = (eventsPerDay / EVENTS_PER_ARCHIVE_OBJECT + productsArchivedPerDay * 1.05) / DAY;
@@ -301,7 +309,11 @@ export function simulate(i: Inputs = INPUTS) {
   const manifestWritesPerSecond = batchesPerSecond;
   // Archive keys are each written at most once a cron run (a product-year once per run; an event object once).
   const archiveKeyWritesPerSecond = 1 / (DAY / L.cronsPerDay);
-  const r2Gb = (w.products * d.gzipBytesPerProduct * 2 + ((eventsPerDay * RETENTION_MS) / DAY_MS) * d.r2BytesPerArchivedEvent + historyRowsPerDay * 365 * d.r2BytesPerArchivedHistoryRow) / GB;
+  const r2Gb =
+    (w.products * d.gzipBytesPerProduct * 2 +
+      ((eventsPerDay * RETENTION_MS) / DAY_MS) * d.r2BytesPerArchivedEvent +
+      historyRowsPerDay * 365 * d.r2BytesPerArchivedHistoryRow) /
+    GB;
 
   // A feed page: its D1 queries, and its R2 reads (a cursor's object, then up to the page's budget).
   const feedSubrequests = D1_QUERIES_PER_FEED_PAGE + 2 * EVENT_ARCHIVE_READS_PER_PAGE;
@@ -309,17 +321,31 @@ export function simulate(i: Inputs = INPUTS) {
   // Cost per month at list prices.
   const requests = w.requestsPerSecond * MONTH;
   const cost = {
-    workers: p.workersMonthly + overage(requests, p.workersIncludedRequests, p.workersPerMillionRequests) + overage(requests * w.cpuMsPerRequest, p.workersIncludedCpuMs, p.workersPerMillionCpuMs),
+    workers:
+      p.workersMonthly +
+      overage(requests, p.workersIncludedRequests, p.workersPerMillionRequests) +
+      overage(requests * w.cpuMsPerRequest, p.workersIncludedCpuMs, p.workersPerMillionCpuMs),
     objectRequests: overage(requests, p.objectIncludedRequests, p.objectPerMillionRequests),
-    objectDuration: overage(requests * (d.objectActiveMsPerCall / 1000) * d.objectMemoryGb, p.objectIncludedGbSeconds, p.objectPerMillionGbSeconds),
+    objectDuration: overage(
+      requests * (d.objectActiveMsPerCall / 1000) * d.objectMemoryGb,
+      p.objectIncludedGbSeconds,
+      p.objectPerMillionGbSeconds,
+    ),
     objectRowsWritten: overage(objectWritesPerSecond * MONTH, p.objectIncludedRowsWritten, p.objectPerMillionRowsWritten),
     objectStorage: Math.max(0, (w.keys * d.objectStorageBytesPerKey) / GB - p.objectIncludedStorageGb) * p.objectPerGbMonth,
     d1:
       overage(eventsPerDay * 30, p.d1IncludedRowsRead, p.d1PerMillionRowsRead) +
       overage(d1WritesPerSecond * MONTH, p.d1IncludedRowsWritten, p.d1PerMillionRowsWritten) +
       Math.max(0, d1Gb + d1DeliveriesGb - p.d1IncludedStorageGb) * p.d1PerGbMonth,
-    r2: overage(r2WritesPerSecond * MONTH, p.r2IncludedClassA, p.r2PerMillionClassA) + overage(r2ReadsPerSecond * MONTH, p.r2IncludedClassB, p.r2PerMillionClassB) + Math.max(0, r2Gb - p.r2IncludedStorageGb) * p.r2PerGbMonth,
-    queues: overage(queueMessagesPerSecond * MONTH * p.queuesOperationsPerMessage, p.queuesIncludedOperations, p.queuesPerMillionOperations),
+    r2:
+      overage(r2WritesPerSecond * MONTH, p.r2IncludedClassA, p.r2PerMillionClassA) +
+      overage(r2ReadsPerSecond * MONTH, p.r2IncludedClassB, p.r2PerMillionClassB) +
+      Math.max(0, r2Gb - p.r2IncludedStorageGb) * p.r2PerGbMonth,
+    queues: overage(
+      queueMessagesPerSecond * MONTH * p.queuesOperationsPerMessage,
+      p.queuesIncludedOperations,
+      p.queuesPerMillionOperations,
+    ),
   };
   const monthly = Object.values(cost).reduce((a, b) => a + b, 0);
 
@@ -350,9 +376,24 @@ export function simulate(i: Inputs = INPUTS) {
       L.objectWritesPerSecond[0],
       "none needed: one object per key spreads the writes; an enterprise plan above ~100 req/s per key would need permits leased to isolates",
     ),
-    limit("queue messages/s (5,000 per queue)", queueMessagesPerSecond, L.queueMessagesPerSecond, "a second delivery queue sharded by webhook id, or one delivery message per webhook per batch of events"),
-    limit("R2 writes/s to the manifest key (1 per second per key)", manifestWritesPerSecond, L.r2WritesPerSecondPerKey, "publish at most one manifest a second: coalesce ingestion batches before the snapshot step"),
-    limit("R2 writes/s to one archive key (an event object or a product-year: at most once a cron run)", archiveKeyWritesPerSecond, L.r2WritesPerSecondPerKey, "none needed"),
+    limit(
+      "queue messages/s (5,000 per queue)",
+      queueMessagesPerSecond,
+      L.queueMessagesPerSecond,
+      "a second delivery queue sharded by webhook id, or one delivery message per webhook per batch of events",
+    ),
+    limit(
+      "R2 writes/s to the manifest key (1 per second per key)",
+      manifestWritesPerSecond,
+      L.r2WritesPerSecondPerKey,
+      "publish at most one manifest a second: coalesce ingestion batches before the snapshot step",
+    ),
+    limit(
+      "R2 writes/s to one archive key (an event object or a product-year: at most once a cron run)",
+      archiveKeyWritesPerSecond,
+      L.r2WritesPerSecondPerKey,
+      "none needed",
+    ),
     limit(
       "events archived per day: what the cron must move ÷ what it can",
       eventsPerDay,
@@ -366,7 +407,12 @@ export function simulate(i: Inputs = INPUTS) {
       "more products per run costs subrequests (below); past that, a Durable Object alarm that archives more often than once a minute",
     ),
     limit("D1 queries per cron run (1,000 per invocation)", cronQueriesPerRun, L.d1QueriesPerInvocation, "none needed"),
-    limit("subrequests per cron run (1,000 per invocation; R2 operations count)", cronSubrequestsPerRun, L.subrequestsPerInvocation, "fewer products per run, and a Durable Object alarm to run more often"),
+    limit(
+      "subrequests per cron run (1,000 per invocation; R2 operations count)",
+      cronSubrequestsPerRun,
+      L.subrequestsPerInvocation,
+      "fewer products per run, and a Durable Object alarm to run more often",
+    ),
     limit("subrequests per GET /events page (1,000 per invocation)", feedSubrequests, L.subrequestsPerInvocation, "none needed"),
   ].sort((a, b) => b.ratio - a.ratio);
 
@@ -437,7 +483,10 @@ function print(i: Inputs, r: ReturnType<typeof simulate>) {
 
 /** The machine-readable form: every limit, and the cost per million requests. */
 export function asJson(r: ReturnType<typeof simulate>) {
-  return { limits: r.limits.map(({ name, used, limit, ratio }) => ({ name, used, limit, ratio })), cost_per_million_requests: r.perMillionRequests };
+  return {
+    limits: r.limits.map(({ name, used, limit, ratio }) => ({ name, used, limit, ratio })),
+    cost_per_million_requests: r.perMillionRequests,
+  };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -6,8 +6,17 @@
  * The account token is signed here with the IdP's own development key, so the worker verifies it
  * against the IdP's JWKS exactly like a token from the login page, without a browser round trip.
  */
+
+import {
+  ADMIN_SCOPES,
+  API_RESOURCE,
+  DEV_AUDIENCE,
+  DEV_ISSUER,
+  devSigningKey,
+  MACHINE_CLIENT_ID,
+  MACHINE_CLIENT_SECRET,
+} from "./dev-idp/config.ts";
 import { mintToken } from "./mint-token.ts";
-import { ADMIN_SCOPES, API_RESOURCE, DEV_AUDIENCE, DEV_ISSUER, devSigningKey, MACHINE_CLIENT_ID, MACHINE_CLIENT_SECRET } from "./dev-idp/config.ts";
 
 const arg = process.argv[2];
 if (!arg || arg === "--help") {

@@ -5,7 +5,7 @@
  * nothing; `floor-write` calls one that writes one row, so each answer waits for one storage commit.
  */
 import { DurableObject } from "cloudflare:workers";
-import { peerApp, type PeerEnv } from "./shared.ts";
+import { type PeerEnv, peerApp } from "./shared.ts";
 
 export class FloorObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {

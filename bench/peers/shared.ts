@@ -9,8 +9,8 @@ import { hashApiKey } from "../../src/auth/api-key.ts";
 import { catalogueStore } from "../../src/catalogue/client.ts";
 import { competitorRoutes, productRoutes } from "../../src/catalogue/routes.ts";
 import type { AppEnv } from "../../src/http/app-env.ts";
-import { requestContext } from "../../src/middleware/context.ts";
 import { ApiError, notFound, onError } from "../../src/http/errors.ts";
+import { requestContext } from "../../src/middleware/context.ts";
 import { loadKeyState } from "../../src/rate-limit/key-store.ts";
 import type { Limits } from "../../src/rate-limit/types.ts";
 

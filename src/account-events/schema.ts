@@ -17,13 +17,18 @@ const keyFields = { account_id: accountId, key_id: keyId, prefix: z.string().met
 const event = <T extends AccountEventType, D extends z.ZodRawShape>(type: T, id: string, description: string, data: D) =>
   z.object({ type: z.literal(type), timestamp, data: z.object(data) }).meta({ id, description });
 
-export const ApiKeyLeakedEvent = event("api_key.leaked", "ApiKeyLeakedEvent", "A secret scanner found the key in public; it was revoked before this was sent", {
-  ...keyFields,
-  name: z.string(),
-  url: z.string().nullable().meta({ description: "Where it was found, as the scanner reported it" }),
-  source: z.string().nullable().meta({ description: "What the scanner was reading (content, commit, gist, …)" }),
-  revoked_at: timestamp,
-});
+export const ApiKeyLeakedEvent = event(
+  "api_key.leaked",
+  "ApiKeyLeakedEvent",
+  "A secret scanner found the key in public; it was revoked before this was sent",
+  {
+    ...keyFields,
+    name: z.string(),
+    url: z.string().nullable().meta({ description: "Where it was found, as the scanner reported it" }),
+    source: z.string().nullable().meta({ description: "What the scanner was reading (content, commit, gist, …)" }),
+    revoked_at: timestamp,
+  },
+);
 
 export const ApiKeyExpiringEvent = event("api_key.expiring", "ApiKeyExpiringEvent", "The key expires in 7 days, or in 1 day", {
   ...keyFields,
@@ -39,13 +44,18 @@ export const WebhookDisabledEvent = event("webhook.disabled", "WebhookDisabledEv
   disabled_reason: z.string(),
 });
 
-export const UsageThresholdEvent = event("usage.threshold", "UsageThresholdEvent", "A key used 80 % or 100 % of its day quota (once each a day)", {
-  ...keyFields,
-  period: z.literal("day"),
-  limit: z.int(),
-  used: z.int(),
-  threshold: z.union([z.literal(80), z.literal(100)]),
-});
+export const UsageThresholdEvent = event(
+  "usage.threshold",
+  "UsageThresholdEvent",
+  "A key used 80 % or 100 % of its day quota (once each a day)",
+  {
+    ...keyFields,
+    period: z.literal("day"),
+    limit: z.int(),
+    used: z.int(),
+    threshold: z.union([z.literal(80), z.literal(100)]),
+  },
+);
 
 export const ACCOUNT_EVENTS = [ApiKeyLeakedEvent, ApiKeyExpiringEvent, WebhookDisabledEvent, UsageThresholdEvent] as const;
 type Payload = z.infer<(typeof ACCOUNT_EVENTS)[number]>;

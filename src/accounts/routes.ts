@@ -1,9 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
 import { AccountUsage, usageQuery } from "../api-keys/schema.ts";
 import { accountUsage } from "../api-keys/usage.ts";
-import { requireAccount, requireScope } from "../middleware/guards.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
+import { requireAccount, requireScope } from "../middleware/guards.ts";
 import { Account, accountIdParam, planBody } from "./schema.ts";
 import { accountView, setPlan } from "./service.ts";
 

@@ -19,6 +19,11 @@ export const Limits = z
   .meta({ id: "Limits", description: "The plan's limits for each of the account's keys" });
 
 export const Account = z
-  .object({ id: z.string().meta({ description: "The account login's `sub`" }), plan: z.enum(PLAN_NAMES), limits: Limits, created_at: timestamp })
+  .object({
+    id: z.string().meta({ description: "The account login's `sub`" }),
+    plan: z.enum(PLAN_NAMES),
+    limits: Limits,
+    created_at: timestamp,
+  })
   .meta({ id: "Account" });
 export type AccountView = z.infer<typeof Account>;

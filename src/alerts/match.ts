@@ -1,10 +1,10 @@
 import { and, eq, lt, sql } from "drizzle-orm";
-import { mergeHistory, readHistoryYear, type ArchivedHistoryRow } from "../catalogue/history-archive.ts";
+import { type ArchivedHistoryRow, mergeHistory, readHistoryYear } from "../catalogue/history-archive.ts";
 import { HISTORY_IN_D1_MS } from "../events/retention.ts";
 import type { Database } from "../platform/db.ts";
 import { priceHistory, products } from "../platform/tables.ts";
 import type { EventMessage } from "../webhooks/messages.ts";
-import { historyWindows, matchesAlert, type AlertRule, type AlertSubject } from "./rules.ts";
+import { type AlertRule, type AlertSubject, historyWindows, matchesAlert } from "./rules.ts";
 
 /**
  * Gathers what the rules need to know beyond the event (the product's brand and category, the offer's
@@ -35,12 +35,24 @@ const PRIOR_CHUNK = 200;
 const text = (value: unknown) => (typeof value === "string" ? value : undefined);
 
 /** The pairs (event, rule) that match, in event order, then rule order. */
-export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(db: Database, events: readonly E[], rules: readonly R[], archive?: R2Bucket): Promise<{ event: E; rule: R }[]> {
+export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(
+  db: Database,
+  events: readonly E[],
+  rules: readonly R[],
+  archive?: R2Bucket,
+): Promise<{ event: E; rule: R }[]> {
   if (events.length === 0 || rules.length === 0) return [];
   const needsProduct = rules.some((rule) => rule.filters?.brands !== undefined || rule.filters?.categories !== undefined);
-  const productFacts = needsProduct ? await readProducts(db, events.map((event) => text(event.data.product_id)).filter((id) => id !== undefined)) : new Map<string, ProductFacts>();
+  const productFacts = needsProduct
+    ? await readProducts(
+        db,
+        events.map((event) => text(event.data.product_id)).filter((id) => id !== undefined),
+      )
+    : new Map<string, ProductFacts>();
   const subjects = events.map((event) => subjectOf(event, productFacts.get(text(event.data.product_id) ?? "")));
-  const candidates = events.flatMap((event, index) => rules.filter((rule) => matchesAlert(subjects[index]!, rule, "unchecked")).map((rule) => ({ index, event, rule })));
+  const candidates = events.flatMap((event, index) =>
+    rules.filter((rule) => matchesAlert(subjects[index]!, rule, "unchecked")).map((rule) => ({ index, event, rule })),
+  );
   const questions = new Map<string, PriorQuestion>();
   for (const { index, rule } of candidates) {
     for (const days of historyWindows(subjects[index]!, rule)) {
@@ -103,7 +115,14 @@ function priorQuestion(event: AlertEvent, subject: AlertSubject, days: number): 
   const [productId, observedAt] = [text(event.data.product_id), text(event.data.observed_at)];
   if (!productId || !observedAt || !subject.competitorId || !subject.currency || Number.isNaN(Date.parse(observedAt))) return undefined;
   const before = new Date(observedAt).toISOString();
-  return { k: questionKey(event.id, days), p: productId, c: subject.competitorId, cur: subject.currency, since: new Date(Date.parse(before) - days * DAY_MS).toISOString(), before };
+  return {
+    k: questionKey(event.id, days),
+    p: productId,
+    c: subject.competitorId,
+    cur: subject.currency,
+    since: new Date(Date.parse(before) - days * DAY_MS).toISOString(),
+    before,
+  };
 }
 
 /**
@@ -123,11 +142,15 @@ FROM json_each(?) q`;
 
 type PriorRow = { k: string; low: number | null; high: number | null; opening: number | null };
 
-async function readPriorPrices(db: Database, questions: readonly PriorQuestion[]): Promise<Map<string, { low: number; high: number } | null>> {
+async function readPriorPrices(
+  db: Database,
+  questions: readonly PriorQuestion[],
+): Promise<Map<string, { low: number; high: number } | null>> {
   if (questions.length === 0) return new Map();
   const d1 = (db as Database & { $client: D1Database }).$client; // the (counting) binding drizzle wraps
   const statements: D1PreparedStatement[] = [];
-  for (let i = 0; i < questions.length; i += PRIOR_CHUNK) statements.push(d1.prepare(PRIOR_PRICES).bind(JSON.stringify(questions.slice(i, i + PRIOR_CHUNK))));
+  for (let i = 0; i < questions.length; i += PRIOR_CHUNK)
+    statements.push(d1.prepare(PRIOR_PRICES).bind(JSON.stringify(questions.slice(i, i + PRIOR_CHUNK))));
   const results = await d1.batch<PriorRow>(statements);
   const answers = new Map<string, { low: number; high: number } | null>();
   for (const row of results.flatMap((result) => result.results)) {
@@ -150,10 +173,20 @@ async function readArchivedPriorPrices(db: Database, archive: R2Bucket, question
     const inD1 = await db
       .select()
       .from(priceHistory)
-      .where(and(eq(priceHistory.productId, question.p), eq(priceHistory.competitorId, question.c), lt(priceHistory.observedAt, question.before)));
+      .where(
+        and(
+          eq(priceHistory.productId, question.p),
+          eq(priceHistory.competitorId, question.c),
+          lt(priceHistory.observedAt, question.before),
+        ),
+      );
     const archived: ArchivedHistoryRow[] = [];
     for (let year = Number(question.since.slice(0, 4)) - 1; year <= Number(question.before.slice(0, 4)); year++) {
-      archived.push(...(await readHistoryYear(archive, question.p, String(year))).filter((row) => row.competitorId === question.c && row.observedAt < question.before));
+      archived.push(
+        ...(await readHistoryYear(archive, question.p, String(year))).filter(
+          (row) => row.competitorId === question.c && row.observedAt < question.before,
+        ),
+      );
     }
     const rows = mergeHistory(archived, inD1);
     const opening = rows.filter((row) => row.observedAt < question.since).at(-1);

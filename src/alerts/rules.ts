@@ -1,5 +1,5 @@
 import { parseMoney } from "../platform/money.ts";
-import { MONEY_RULES, type AlertFilters } from "./schema.ts";
+import { type AlertFilters, MONEY_RULES } from "./schema.ts";
 
 /**
  * THE decision whether an event is wanted by a subscriber (a webhook, a stream): its event types,
@@ -41,7 +41,8 @@ export function meetsThreshold(minChangeBp: number, oldMinor: number | null, new
   return BigInt(Math.abs(newMinor - oldMinor)) * 10_000n >= BigInt(minChangeBp) * BigInt(oldMinor);
 }
 
-const inList = (list: readonly string[] | undefined, value: string | null | undefined) => list === undefined || (value != null && list.includes(value));
+const inList = (list: readonly string[] | undefined, value: string | null | undefined) =>
+  list === undefined || (value != null && list.includes(value));
 
 /** The windows (days) whose prior prices `matchesAlert` needs for this subject and rule. */
 export function historyWindows(subject: AlertSubject, rule: AlertRule): number[] {
@@ -58,7 +59,12 @@ export function matchesAlert(subject: AlertSubject, rule: AlertRule, prior: Prio
   const { oldMinor: before, newMinor: after } = subject;
   if (!meetsThreshold(rule.minChangeBp, before, after)) return false;
   if (filters.currency !== undefined && subject.currency !== filters.currency) return false;
-  const comparesPrices = [filters.direction, ...MONEY_RULES.map((field) => filters[field]), filters.new_low_days, filters.new_high_days].some((rule) => rule !== undefined);
+  const comparesPrices = [
+    filters.direction,
+    ...MONEY_RULES.map((field) => filters[field]),
+    filters.new_low_days,
+    filters.new_high_days,
+  ].some((rule) => rule !== undefined);
   if (!comparesPrices) return true;
   if (before === null || after === null) return false; // the currency changed: no rule can compare the prices
   if (filters.direction === "up" && !(after > before)) return false;

@@ -14,14 +14,20 @@ export const MAX_WINDOW_DAYS = 365;
 /** The fields whose amounts are in `currency`. */
 export const MONEY_RULES = ["min_change_abs", "price_below", "price_above"] as const;
 
-export const scopeValue = z.string({ error: required("string") }).min(1, { error: "must not be empty" }).max(200, { error: "must be at most 200 characters" });
+export const scopeValue = z
+  .string({ error: required("string") })
+  .min(1, { error: "must not be empty" })
+  .max(200, { error: "must be at most 200 characters" });
 
 const scopeList = (what: string, example: string) =>
   z
     .array(scopeValue, { error: required("array") })
     .min(1, { error: "must hold at least one value (leave the field out to match any)" })
     .max(MAX_LIST_ENTRIES, { error: `must hold at most ${MAX_LIST_ENTRIES.toLocaleString("en")} values` })
-    .meta({ description: `Only events of these ${what} (exact match, at most ${MAX_LIST_ENTRIES.toLocaleString("en")}); applies to stock.changed too`, example: [example] });
+    .meta({
+      description: `Only events of these ${what} (exact match, at most ${MAX_LIST_ENTRIES.toLocaleString("en")}); applies to stock.changed too`,
+      example: [example],
+    });
 
 export const windowDays = (description: string) =>
   z
@@ -33,14 +39,19 @@ export const windowDays = (description: string) =>
 const amount = (description: string, example: string) => moneyStringSchema.optional().meta({ description, example });
 
 export const alertFilterFields = {
-  direction: z
-    .enum(["up", "down"], { error: "must be up or down" })
-    .optional()
-    .meta({ description: 'Only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 (nor a change of currency)', example: "down" }),
-  currency: currencySchema
-    .optional()
-    .meta({ description: "The currency of min_change_abs, price_below and price_above (required with any of them); events in another currency do not match", example: "USD" }),
-  min_change_abs: amount("Only price changes of at least this amount either way: 1.00 sends 10.00 → 8.99 and 10.00 → 11.00, not 10.00 → 10.99", "1.00"),
+  direction: z.enum(["up", "down"], { error: "must be up or down" }).optional().meta({
+    description: 'Only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 (nor a change of currency)',
+    example: "down",
+  }),
+  currency: currencySchema.optional().meta({
+    description:
+      "The currency of min_change_abs, price_below and price_above (required with any of them); events in another currency do not match",
+    example: "USD",
+  }),
+  min_change_abs: amount(
+    "Only price changes of at least this amount either way: 1.00 sends 10.00 → 8.99 and 10.00 → 11.00, not 10.00 → 10.99",
+    "1.00",
+  ),
   price_below: amount(
     "A crossing downwards: old_price ≥ this and new_price < it. 20.00 sends 20.00 → 19.99 and 25.00 → 18.00, not 19.99 → 19.50 (already below) nor 25.00 → 20.00; a price hovering around the target fires once per crossing",
     "20.00",
@@ -60,24 +71,32 @@ export const alertFilterFields = {
 };
 
 /** `currency` is required with any amount, and each amount must fit it: for webhook bodies and the stream's query alike. */
-export const requireCurrency = (value: { currency?: string | undefined } & Partial<Record<(typeof MONEY_RULES)[number], string | undefined>>, ctx: z.RefinementCtx) => {
+export const requireCurrency = (
+  value: { currency?: string | undefined } & Partial<Record<(typeof MONEY_RULES)[number], string | undefined>>,
+  ctx: z.RefinementCtx,
+) => {
   const given = MONEY_RULES.filter((field) => value[field] !== undefined);
   if (given.length === 0) return;
   if (value.currency === undefined) {
-    ctx.addIssue({ code: "custom", path: ["currency"], message: `is required with ${given.join(", ")} (the currency the amounts are in)`, input: undefined });
+    ctx.addIssue({
+      code: "custom",
+      path: ["currency"],
+      message: `is required with ${given.join(", ")} (the currency the amounts are in)`,
+      input: undefined,
+    });
     return;
   }
   moneyFieldsFit(MONEY_RULES)({ ...value, currency: value.currency }, ctx);
 };
 
-export const alertFiltersObject = z.strictObject(alertFilterFields, { error: (issue) => (issue.code === "invalid_type" ? "must be a JSON object or null" : undefined) }).superRefine(requireCurrency);
+export const alertFiltersObject = z
+  .strictObject(alertFilterFields, { error: (issue) => (issue.code === "invalid_type" ? "must be a JSON object or null" : undefined) })
+  .superRefine(requireCurrency);
 
-export const alertFilters = alertFiltersObject
-  .nullable()
-  .meta({
-    id: "AlertFilters",
-    description:
-      "Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`. On stock.changed only competitors, brands, categories and skus apply.",
-    example: { direction: "down", currency: "USD", price_below: "20.00", competitors: ["cmp_amazon"] },
-  });
+export const alertFilters = alertFiltersObject.nullable().meta({
+  id: "AlertFilters",
+  description:
+    "Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`. On stock.changed only competitors, brands, categories and skus apply.",
+  example: { direction: "down", currency: "USD", price_below: "20.00", competitors: ["cmp_amazon"] },
+});
 export type AlertFilters = z.output<typeof alertFiltersObject>;

@@ -70,7 +70,19 @@ export async function rotateApiKey(
   }
   await limiter.expire(old.keyHash, Date.parse(oldExpiresAt));
   const { allowed_ips, scopes } = apiKeyView(old); // the successor has the old key's restrictions
-  return { id: successorId, name: old.name, prefix, key, status: "active", created_at: nowIso, expires_at: null, rotated_from: id, rotated_to: null, allowed_ips, scopes };
+  return {
+    id: successorId,
+    name: old.name,
+    prefix,
+    key,
+    status: "active",
+    created_at: nowIso,
+    expires_at: null,
+    rotated_from: id,
+    rotated_to: null,
+    allowed_ips,
+    scopes,
+  };
 }
 
 const atTheCap =

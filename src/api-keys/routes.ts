@@ -1,9 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
-import { requireAccount } from "../middleware/guards.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
+import { requireAccount } from "../middleware/guards.ts";
 import { rotateApiKey } from "./rotation.ts";
-import { ApiKey, apiKeyBody, ApiKeyList, CreatedApiKey, createKeyBody, keyIdParam, KeyUsage, rotateKeyBody, usageQuery } from "./schema.ts";
+import { ApiKey, ApiKeyList, apiKeyBody, CreatedApiKey, createKeyBody, KeyUsage, keyIdParam, rotateKeyBody, usageQuery } from "./schema.ts";
 import { apiKeyView, createApiKey, listApiKeys, revokeApiKey, updateApiKey } from "./service.ts";
 import { keyUsage } from "./usage.ts";
 
@@ -20,7 +20,10 @@ const createKey = createRoute(
       "The full key is in this response only: store it now. At most 100 keys per account that can authenticate (active ones, and rotated ones still in their grace; then 409). " +
       "With `expires_at`, the key is refused (401) from that instant on. With `allowed_ips`, a request from elsewhere is 403; " +
       "with `scopes`, a route outside them is 403 (neither is counted against the key).",
-    request: { query: noQuery, body: jsonBody(createKeyBody, "A descriptive name, 1–100 characters; optional expiry, allowed_ips and scopes") },
+    request: {
+      query: noQuery,
+      body: jsonBody(createKeyBody, "A descriptive name, 1–100 characters; optional expiry, allowed_ips and scopes"),
+    },
     errors: { conflict: true },
     responses: { 201: jsonResponse("The new key, with its full value", CreatedApiKey, ["Cache-Control"]) },
   }),

@@ -45,14 +45,21 @@ const expiresAt = z
   });
 
 export const createKeyBody = z.strictObject(
-  { name: keyName, expires_at: expiresAt.optional(), allowed_ips: allowedIpsInput.default(null), scopes: scopesInput.default([...KEY_SCOPES]) },
+  {
+    name: keyName,
+    expires_at: expiresAt.optional(),
+    allowed_ips: allowedIpsInput.default(null),
+    scopes: scopesInput.default([...KEY_SCOPES]),
+  },
   jsonObject,
 );
 export type CreateKeyBody = z.output<typeof createKeyBody>;
 
 export const rotateKeyBody = z.strictObject({ grace_seconds: graceSeconds("How long the old key keeps working, in seconds") }, jsonObject);
 
-export const keyIdParam = z.object({ id: z.string().min(1).meta({ description: "The key's id (`key_…`)", example: "key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) });
+export const keyIdParam = z.object({
+  id: z.string().min(1).meta({ description: "The key's id (`key_…`)", example: "key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }),
+});
 
 const keyFields = {
   id: prefixedId("key", "3f2a…"),
@@ -76,7 +83,10 @@ export const ApiKey = z
     created_at: timestamp,
     last_used_at: timestamp.nullable().meta({ description: "The last admitted request, at most a minute late" }),
     revoked_at: timestamp.nullable(),
-    revoked_reason: z.enum(["deleted", "leaked"]).nullable().meta({ description: "deleted: by DELETE /api-keys/{id}; leaked: a secret scanner found it in public (docs/key-format.md)" }),
+    revoked_reason: z
+      .enum(["deleted", "leaked"])
+      .nullable()
+      .meta({ description: "deleted: by DELETE /api-keys/{id}; leaked: a secret scanner found it in public (docs/key-format.md)" }),
     leaked_at: timestamp.nullable().meta({ description: "When a secret scanner reported the key" }),
     leak_url: z.string().nullable().meta({ description: "Where the scanner found it, as reported" }),
     ...lifecycleFields,
@@ -95,7 +105,9 @@ export const CreatedApiKey = z
   .meta({ id: "CreatedApiKey" });
 export type CreatedApiKeyView = z.infer<typeof CreatedApiKey>;
 
-export const ApiKeyList = z.object({ api_keys: z.array(ApiKey).meta({ description: "Newest first, revoked keys included" }) }).meta({ id: "ApiKeyList" });
+export const ApiKeyList = z
+  .object({ api_keys: z.array(ApiKey).meta({ description: "Newest first, revoked keys included" }) })
+  .meta({ id: "ApiKeyList" });
 
 export const GRANULARITIES = ["minute", "hour", "day"] as const;
 
@@ -110,10 +122,17 @@ export const usageQuery = strictQuery({
 export type UsageQuery = z.infer<typeof usageQuery>;
 
 const UsageBucket = z
-  .object({ start: timestamp, admitted: z.int(), refused: z.int().meta({ description: "Refused: over a rate limit (429), or the key had expired or was revoked (401)" }) })
+  .object({
+    start: timestamp,
+    admitted: z.int(),
+    refused: z.int().meta({ description: "Refused: over a rate limit (429), or the key had expired or was revoked (401)" }),
+  })
   .meta({ id: "UsageBucket" });
 
-const usageFields = { granularity: z.enum(GRANULARITIES), buckets: z.array(UsageBucket).meta({ description: "Oldest first, every bucket of the range, zeros included" }) };
+const usageFields = {
+  granularity: z.enum(GRANULARITIES),
+  buckets: z.array(UsageBucket).meta({ description: "Oldest first, every bucket of the range, zeros included" }),
+};
 
 export const KeyUsage = z.object({ key_id: prefixedId("key", "3f2a…"), ...usageFields }).meta({ id: "KeyUsage" });
 export type KeyUsageView = z.infer<typeof KeyUsage>;

@@ -3,9 +3,9 @@ import { generateApiKey, hashApiKey } from "../auth/api-key.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { apiKeys } from "../platform/tables.ts";
-import type { RateLimitControl } from "../rate-limit/types.ts";
 import { KEY_SCOPES } from "../rate-limit/key-scopes.ts";
-import type { ApiKeyPatch, ApiKeyView, CreateKeyBody, CreatedApiKeyView } from "./schema.ts";
+import type { RateLimitControl } from "../rate-limit/types.ts";
+import type { ApiKeyPatch, ApiKeyView, CreatedApiKeyView, CreateKeyBody } from "./schema.ts";
 
 export const MAX_ACTIVE_KEYS = 100;
 
@@ -77,7 +77,10 @@ export async function createApiKey(
     )
     .run();
   if (result.meta.changes !== 1) {
-    throw new ApiError(409, `This account already has ${MAX_ACTIVE_KEYS} active keys (rotated keys still in their grace count too); revoke one before creating another.`);
+    throw new ApiError(
+      409,
+      `This account already has ${MAX_ACTIVE_KEYS} active keys (rotated keys still in their grace count too); revoke one before creating another.`,
+    );
   }
   return {
     id,
@@ -99,7 +102,11 @@ export function listApiKeys(db: Database, accountId: string): Promise<ApiKeyRow[
 }
 
 export async function findApiKey(db: Database, accountId: string, id: string): Promise<ApiKeyRow> {
-  const row = await db.select().from(apiKeys).where(and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId))).get();
+  const row = await db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId)))
+    .get();
   if (!row) throw notFound(id);
   return row;
 }
@@ -109,7 +116,13 @@ export async function findApiKey(db: Database, accountId: string, id: string): P
  * requests through it): the next request is decided by the new ones. Pushed on every call that names a
  * restriction, so a call retried after a failed push completes it.
  */
-export async function updateApiKey(db: Database, limiter: RateLimitControl, accountId: string, id: string, patch: ApiKeyPatch): Promise<ApiKeyRow> {
+export async function updateApiKey(
+  db: Database,
+  limiter: RateLimitControl,
+  accountId: string,
+  id: string,
+  patch: ApiKeyPatch,
+): Promise<ApiKeyRow> {
   const changes = {
     ...(patch.name !== undefined && { name: patch.name }),
     ...(patch.allowed_ips !== undefined && { allowedIps: patch.allowed_ips }),
@@ -146,6 +159,9 @@ export async function revokeApiKey(db: Database, limiter: RateLimitControl, acco
 }
 
 export async function activeKeyHashes(db: Database, accountId: string): Promise<string[]> {
-  const rows = await db.select({ keyHash: apiKeys.keyHash }).from(apiKeys).where(and(eq(apiKeys.accountId, accountId), eq(apiKeys.status, "active")));
+  const rows = await db
+    .select({ keyHash: apiKeys.keyHash })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.accountId, accountId), eq(apiKeys.status, "active")));
   return rows.map((r) => r.keyHash);
 }

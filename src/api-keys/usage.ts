@@ -11,12 +11,24 @@ import { findApiKey } from "./service.ts";
 const MAX_PARALLEL_OBJECT_CALLS = 6;
 
 const range = (query: UsageQuery) =>
-  clipRange(query.granularity, Date.now(), query.from === undefined ? undefined : Date.parse(query.from), query.to === undefined ? undefined : Date.parse(query.to));
+  clipRange(
+    query.granularity,
+    Date.now(),
+    query.from === undefined ? undefined : Date.parse(query.from),
+    query.to === undefined ? undefined : Date.parse(query.to),
+  );
 
-const wire = (buckets: UsageCount[]) => buckets.map((b) => ({ start: new Date(b.start).toISOString(), admitted: b.admitted, refused: b.refused }));
+const wire = (buckets: UsageCount[]) =>
+  buckets.map((b) => ({ start: new Date(b.start).toISOString(), admitted: b.admitted, refused: b.refused }));
 
 /** One key's usage, from its own object; another account's key is 404. */
-export async function keyUsage(db: Database, limiter: RateLimitControl, accountId: string, keyId: string, query: UsageQuery): Promise<KeyUsageView> {
+export async function keyUsage(
+  db: Database,
+  limiter: RateLimitControl,
+  accountId: string,
+  keyId: string,
+  query: UsageQuery,
+): Promise<KeyUsageView> {
   const key = await findApiKey(db, accountId, keyId);
   const { from, to } = range(query);
   const counted = from < to ? await limiter.usage(key.keyHash, query.granularity, from, to) : [];
@@ -29,7 +41,12 @@ export async function keyUsage(db: Database, limiter: RateLimitControl, accountI
  * A key revoked or expired before the range and not admitted since is left out: whatever it was refused
  * in the range is on its own usage, not in the total.
  */
-export async function accountUsage(db: Database, limiter: RateLimitControl, accountId: string, query: UsageQuery): Promise<AccountUsageView> {
+export async function accountUsage(
+  db: Database,
+  limiter: RateLimitControl,
+  accountId: string,
+  query: UsageQuery,
+): Promise<AccountUsageView> {
   const { from, to } = range(query);
   const since = new Date(from - BUCKET_MS.minute).toISOString();
   const keys =
@@ -50,6 +67,10 @@ export async function accountUsage(db: Database, limiter: RateLimitControl, acco
           .all()
       : [];
   const limit = pLimit(MAX_PARALLEL_OBJECT_CALLS);
-  const series = await Promise.all(keys.map(({ keyHash }) => limit(async () => zeroFilled(query.granularity, from, to, await limiter.usage(keyHash, query.granularity, from, to)))));
+  const series = await Promise.all(
+    keys.map(({ keyHash }) =>
+      limit(async () => zeroFilled(query.granularity, from, to, await limiter.usage(keyHash, query.granularity, from, to))),
+    ),
+  );
   return { account_id: accountId, granularity: query.granularity, buckets: wire(summed(query.granularity, from, to, series)) };
 }

@@ -1,7 +1,7 @@
 import { ApiError } from "../http/errors.ts";
 import type { Config } from "../platform/config.ts";
 import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from "./api-key.ts";
-import { unauthorized, verifyIdpToken, type Identity } from "./idp.ts";
+import { type Identity, unauthorized, verifyIdpToken } from "./idp.ts";
 
 /**
  * What the request's `Authorization` header turned out to be. Worked out once, before admission,
@@ -10,7 +10,15 @@ import { unauthorized, verifyIdpToken, type Identity } from "./idp.ts";
  */
 export type Credential =
   | { kind: "none" }
-  | { kind: "api-key"; keyHash: string; key?: { id: string; accountId: string; /** What the key may read (null: everything); for routes that check per call, like /mcp. */ scopes?: string[] | null } }
+  | {
+      kind: "api-key";
+      keyHash: string;
+      key?: {
+        id: string;
+        accountId: string /** What the key may read (null: everything); for routes that check per call, like /mcp. */;
+        scopes?: string[] | null;
+      };
+    }
   | { kind: "login"; identity: Identity }
   | { kind: "rejected"; error: ApiError; wasApiKey: boolean };
 
@@ -29,7 +37,8 @@ export async function identify(header: string | undefined, config: Config): Prom
     if (token === undefined) return { kind: "none" };
     wasApiKey = looksLikeApiKey(token, config.KEY_PREFIX);
     if (wasApiKey) {
-      if (!isWellFormedApiKey(token, config.KEY_PREFIX)) throw unauthorized("The API key is malformed; check that it was copied whole.", true);
+      if (!isWellFormedApiKey(token, config.KEY_PREFIX))
+        throw unauthorized("The API key is malformed; check that it was copied whole.", true);
       return { kind: "api-key", keyHash: await hashApiKey(token) };
     }
     return { kind: "login", identity: await verifyIdpToken(token, config) };

@@ -1,4 +1,4 @@
-import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
+import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey, jwtVerify } from "jose";
 import { ApiError } from "../http/errors.ts";
 import type { Config } from "../platform/config.ts";
 
@@ -71,7 +71,13 @@ class IdpKeySet {
       return getKey;
     } catch (error) {
       const age = this.#good ? Math.round((Date.now() - this.#good.fetchedAt) / 1000) : null;
-      log({ level: age === null ? "error" : "warn", message: "JWKS refresh failed", url: this.url, last_good_age_s: age, error: String(error) });
+      log({
+        level: age === null ? "error" : "warn",
+        message: "JWKS refresh failed",
+        url: this.url,
+        last_good_age_s: age,
+        error: String(error),
+      });
       throw error;
     }
   }
@@ -126,7 +132,8 @@ export async function verifyIdpToken(token: string, config: Config): Promise<Ide
       requiredClaims: ["iss", "aud", "exp", "sub"],
     });
     const sub = payload.sub as unknown;
-    if (typeof sub !== "string" || sub === "") throw unauthorized('The token\'s "sub" claim must be a non-empty string naming the account.', true);
+    if (typeof sub !== "string" || sub === "")
+      throw unauthorized('The token\'s "sub" claim must be a non-empty string naming the account.', true);
     if (sub.length > MAX_SUBJECT_LENGTH) throw unauthorized(`The token's "sub" claim is over ${MAX_SUBJECT_LENGTH} characters.`, true);
     const scope = typeof payload.scope === "string" ? payload.scope : "";
     return { sub, scopes: new Set(scope.split(" ").filter(Boolean)) };

@@ -14,7 +14,15 @@ export interface BuildWork {
   partsEncoded: number;
   productsEncoded: number;
 }
-export const noBuildWork = (): BuildWork => ({ d1: 0, d1Statements: 0, r2Reads: 0, r2Writes: 0, segmentsWritten: 0, partsEncoded: 0, productsEncoded: 0 });
+export const noBuildWork = (): BuildWork => ({
+  d1: 0,
+  d1Statements: 0,
+  r2Reads: 0,
+  r2Writes: 0,
+  segmentsWritten: 0,
+  partsEncoded: 0,
+  productsEncoded: 0,
+});
 
 export interface BuildReport {
   /** False when the snapshot already held every change. */
@@ -31,4 +39,3 @@ export interface BuildReport {
   /** The step with the most D1 statements, and the longest step's wall time. */
   largestStep: BuildWork & { ms: number };
 }
-

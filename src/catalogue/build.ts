@@ -1,26 +1,26 @@
-import { and, asc, eq, gt, gte, inArray, lt, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, lt, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
-import { concatenated, deflatePart, type Checked } from "./gzip-member.ts";
+import { type BuildReport, type BuildWork, noBuildWork } from "./build-report.ts";
+import { type Checked, concatenated, deflatePart } from "./gzip-member.ts";
 import {
   bodyParts,
   JSON_SEPARATOR,
   LEGACY_POINTER_KEY,
-  manifestKey,
   MAX_SUMMARY_VALUES,
+  type Manifest,
+  manifestKey,
+  type Part,
   PartIndex,
   POINTER_KEY,
-  segmentIndexOf,
-  segmentKeys,
-  type Manifest,
-  type Part,
   type Pointer,
   type Segment,
   type Summary,
+  segmentIndexOf,
+  segmentKeys,
 } from "./manifest.ts";
-import { noBuildWork, type BuildReport, type BuildWork } from "./build-report.ts";
 import type { CompetitorView } from "./schema.ts";
-import { productView, type CompetitorRow, type OfferRow } from "./views.ts";
+import { type CompetitorRow, type OfferRow, productView } from "./views.ts";
 
 /**
  * Builds catalogue snapshots into R2 in bounded, resumable steps (docs/catalogue.md, "Who builds").
@@ -67,7 +67,7 @@ const SCAN_PAGES = 100;
  */
 const SEGMENT_D1_STATEMENTS = 1 + 2 * 4;
 
-export { noBuildWork, type BuildReport, type BuildWork };
+export { type BuildReport, type BuildWork, noBuildWork };
 
 /** What a step works with: the object's storage for progress, and D1 and R2 (counting into `work`). Tests pass failing ones. */
 export interface BuildDeps {
@@ -221,10 +221,18 @@ async function readRanges(deps: BuildDeps, ranges: readonly Range[], names: Read
   const { db } = deps;
   const queries = [];
   for (let i = 0; i < ranges.length; i += RANGES_PER_STATEMENT) {
-    const inRanges = or(...ranges.slice(i, i + RANGES_PER_STATEMENT).map((range) => and(gte(products.id, range.first), range.below === null ? undefined : lt(products.id, range.below))));
+    const inRanges = or(
+      ...ranges
+        .slice(i, i + RANGES_PER_STATEMENT)
+        .map((range) => and(gte(products.id, range.first), range.below === null ? undefined : lt(products.id, range.below))),
+    );
     queries.push(
       db.select().from(products).where(inRanges).orderBy(asc(products.id)),
-      db.select().from(offers).where(inArray(offers.productId, db.select({ id: products.id }).from(products).where(inRanges))).orderBy(asc(offers.productId), asc(offers.competitorId)),
+      db
+        .select()
+        .from(offers)
+        .where(inArray(offers.productId, db.select({ id: products.id }).from(products).where(inRanges)))
+        .orderBy(asc(offers.productId), asc(offers.competitorId)),
     );
   }
   const results = (await db.batch(queries as unknown as Parameters<typeof db.batch>[0])) as unknown as unknown[][];
@@ -276,7 +284,8 @@ function encodeParts({ limits, work }: BuildDeps, first: string, items: readonly
   if (items.length === 0) return [];
   if (items.length <= 2 * size) return [encodePart(first, items, work)];
   const pieces: Piece[] = [];
-  for (let start = 0; start < items.length; start += size) pieces.push(encodePart(start === 0 ? first : items[start]!.id, items.slice(start, start + size), work));
+  for (let start = 0; start < items.length; start += size)
+    pieces.push(encodePart(start === 0 ? first : items[start]!.id, items.slice(start, start + size), work));
   return pieces;
 }
 
@@ -315,7 +324,11 @@ async function writeSegment(deps: BuildDeps, buildId: string, label: string, fir
   const parts = pieces.map((piece, i) => (i === 0 ? { ...piece.part, first } : piece.part));
   const json = joined(pieces.flatMap((piece, i) => (i === 0 ? [piece.json] : [JSON_SEPARATOR.bytes, piece.json])));
   const ndjson = joined(pieces.map((piece) => piece.ndjson));
-  await Promise.all([deps.bucket.put(keys.json, json), deps.bucket.put(keys.ndjson, ndjson), deps.bucket.put(keys.parts, JSON.stringify(parts))]);
+  await Promise.all([
+    deps.bucket.put(keys.json, json),
+    deps.bucket.put(keys.ndjson, ndjson),
+    deps.bucket.put(keys.parts, JSON.stringify(parts)),
+  ]);
   deps.work.segmentsWritten++;
   return {
     first,
@@ -347,9 +360,17 @@ function segmentGroups({ segmentTarget }: BuildLimits, pieces: readonly Piece[])
 
 /** A previous segment's bytes, each form whole, and its part index (three reads at once). */
 async function readSegment(bucket: R2Bucket, segment: Segment): Promise<{ parts: Part[]; json: Uint8Array; ndjson: Uint8Array }> {
-  const [index, json, ndjson] = await Promise.all([bucket.get(segment.parts!), bucket.get(segment.json.key), bucket.get(segment.ndjson.key)]);
+  const [index, json, ndjson] = await Promise.all([
+    bucket.get(segment.parts!),
+    bucket.get(segment.json.key),
+    bucket.get(segment.ndjson.key),
+  ]);
   if (!index || !json || !ndjson) throw new Error(`An object of the catalogue segment ${segment.json.key} is missing from R2`);
-  return { parts: PartIndex.parse(await index.json()), json: new Uint8Array(await json.arrayBuffer()), ndjson: new Uint8Array(await ndjson.arrayBuffer()) };
+  return {
+    parts: PartIndex.parse(await index.json()),
+    json: new Uint8Array(await json.arrayBuffer()),
+    ndjson: new Uint8Array(await ndjson.arrayBuffer()),
+  };
 }
 
 /**
@@ -357,16 +378,29 @@ async function readSegment(bucket: R2Bucket, segment: Segment): Promise<{ parts:
  * and re-encoded, the others' bytes copied from the previous objects. Returns the segments replacing
  * it: usually one, none when it holds no product any more, several when it grew past twice segmentTarget.
  */
-async function rewriteSegment(deps: BuildDeps, state: BuildState, previous: readonly Segment[], i: number, names: ReadonlyMap<string, CompetitorRow>): Promise<Segment[]> {
+async function rewriteSegment(
+  deps: BuildDeps,
+  state: BuildState,
+  previous: readonly Segment[],
+  i: number,
+  names: ReadonlyMap<string, CompetitorRow>,
+): Promise<Segment[]> {
   const { db, work } = deps;
   const segment = previous[i]!;
   const below = previous[i + 1]?.first ?? null;
   const inSegment = and(gte(products.id, segment.first), below === null ? undefined : lt(products.id, below)) as SQL;
-  const changedQuery = db.select({ id: products.id }).from(products).where(and(inSegment, gt(products.changedVersion, state.base)));
+  const changedQuery = db
+    .select({ id: products.id })
+    .from(products)
+    .where(and(inSegment, gt(products.changedVersion, state.base)));
   if (!segment.parts) {
     // Built before parts: re-encoded whole.
     const items = await readRange(deps, { first: segment.first, below }, names);
-    return Promise.all(segmentGroups(deps.limits, encodeParts(deps, segment.first, items)).map((group, g) => writeSegment(deps, state.id, `${i}-${g}`, g === 0 ? segment.first : group[0]!.part.first, group)));
+    return Promise.all(
+      segmentGroups(deps.limits, encodeParts(deps, segment.first, items)).map((group, g) =>
+        writeSegment(deps, state.id, `${i}-${g}`, g === 0 ? segment.first : group[0]!.part.first, group),
+      ),
+    );
   }
   const [changed, stored] = await Promise.all([changedQuery, readSegment(deps.bucket, segment)]);
   const { parts } = stored;
@@ -385,11 +419,21 @@ async function rewriteSegment(deps: BuildDeps, state: BuildState, previous: read
     offsets.ndjson += part.ndjson.bytes;
     const items = fresh.get(j);
     if (items) pieces.push(...encodeParts(deps, rangeOf(j).first, items));
-    else pieces.push({ part, json: stored.json.subarray(start.json, offsets.json), ndjson: stored.ndjson.subarray(start.ndjson, offsets.ndjson) });
+    else
+      pieces.push({
+        part,
+        json: stored.json.subarray(start.json, offsets.json),
+        ndjson: stored.ndjson.subarray(start.ndjson, offsets.ndjson),
+      });
   }
-  if (offsets.json !== stored.json.length || offsets.ndjson !== stored.ndjson.length) throw new Error(`The catalogue segment ${segment.json.key} does not match its part index`);
+  if (offsets.json !== stored.json.length || offsets.ndjson !== stored.ndjson.length)
+    throw new Error(`The catalogue segment ${segment.json.key} does not match its part index`);
   const groups = segmentGroups(deps.limits, pieces);
-  return Promise.all(groups.map((group, g) => writeSegment(deps, state.id, groups.length === 1 ? `${i}` : `${i}-${g}`, g === 0 ? segment.first : group[0]!.part.first, group)));
+  return Promise.all(
+    groups.map((group, g) =>
+      writeSegment(deps, state.id, groups.length === 1 ? `${i}` : `${i}-${g}`, g === 0 ? segment.first : group[0]!.part.first, group),
+    ),
+  );
 }
 
 // ---- The steps ------------------------------------------------------------------------------------------
@@ -433,11 +477,16 @@ async function scan(deps: BuildDeps, state: BuildState): Promise<void> {
   const base = state.base;
   const dirty = new Set(state.dirty);
   for (let page = 0; page < SCAN_PAGES; page++) {
-      // Keyset pages in (changed_version, id) order: the index on those two columns, never a scan of products.
+    // Keyset pages in (changed_version, id) order: the index on those two columns, never a scan of products.
     const rows = await deps.db
       .select({ id: products.id, changedVersion: products.changedVersion })
       .from(products)
-      .where(and(gt(products.changedVersion, base), sql`(${products.changedVersion}, ${products.id}) > (${state.scanAfter.changedVersion}, ${state.scanAfter.id})`))
+      .where(
+        and(
+          gt(products.changedVersion, base),
+          sql`(${products.changedVersion}, ${products.id}) > (${state.scanAfter.changedVersion}, ${state.scanAfter.id})`,
+        ),
+      )
       .orderBy(asc(products.changedVersion), asc(products.id))
       .limit(deps.limits.segmentTarget);
     for (const { id } of rows) dirty.add(segmentIndexOf(previous.segments, id));
@@ -457,10 +506,18 @@ async function fullSegments(deps: BuildDeps, state: BuildState): Promise<Record<
   const written: Record<string, Segment[]> = {};
   const { limits } = deps;
   for (let n = 0; n < limits.stepSegments && deps.work.productsEncoded < limits.stepProducts; n++) {
-    const [rows, offerRows] = await deps.db.batch(pageQueries(deps.db, limits.segmentTarget, state.cursor ?? "", state.cursor === null, null));
+    const [rows, offerRows] = await deps.db.batch(
+      pageQueries(deps.db, limits.segmentTarget, state.cursor ?? "", state.cursor === null, null),
+    );
     if (rows.length > 0) {
       const first = state.position === 0 ? "" : rows[0]!.id;
-      const segment = await writeSegment(deps, state.id, `${state.position}`, first, encodeParts(deps, first, encode(rows, offerRows, names)));
+      const segment = await writeSegment(
+        deps,
+        state.id,
+        `${state.position}`,
+        first,
+        encodeParts(deps, first, encode(rows, offerRows, names)),
+      );
       written[builtKey(state.position)] = [segment];
       state.position++;
       state.cursor = rows[rows.length - 1]!.id;
@@ -495,7 +552,10 @@ function competitorViews(rows: readonly CompetitorRow[], segments: readonly Segm
 }
 
 /** Every object of a snapshot: its segments' (any layout's) and then its manifest, deleted in that order. */
-export function snapshotObjects(manifest: { id: string; segments: readonly { json: { key: string }; ndjson: { key: string }; parts?: string }[] }): string[] {
+export function snapshotObjects(manifest: {
+  id: string;
+  segments: readonly { json: { key: string }; ndjson: { key: string }; parts?: string }[];
+}): string[] {
   const keys = manifest.segments.flatMap((segment) => [segment.json.key, segment.ndjson.key, ...(segment.parts ? [segment.parts] : [])]);
   return [...keys, manifestKey(manifest.id)];
 }
@@ -581,7 +641,18 @@ export async function buildStep(deps: BuildDeps, onReleased: ReleaseObjects, now
     if (!("id" in planned)) {
       return {
         status: "current",
-        report: { built: false, manifest: planned.current?.manifest ?? null, version: planned.version, full: false, segmentsWritten: 0, products: 0, ms: 0, steps: 1, work: { ...deps.work }, largestStep: { ...deps.work, ms: 0 } },
+        report: {
+          built: false,
+          manifest: planned.current?.manifest ?? null,
+          version: planned.version,
+          full: false,
+          segmentsWritten: 0,
+          products: 0,
+          ms: 0,
+          steps: 1,
+          work: { ...deps.work },
+          largestStep: { ...deps.work, ms: 0 },
+        },
       };
     }
     state = planned;

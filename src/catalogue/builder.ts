@@ -1,8 +1,20 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../platform/db.ts";
 import { products } from "../platform/tables.ts";
-import { BUILD_LIMITS, buildStep, countingBucket, noBuildWork, readPointer, snapshotObjects, type BuildDeps, type BuildReport, type BuilderStorage, type ReleaseObjects, type StepOutcome } from "./build.ts";
-import { manifestKey, type Manifest } from "./manifest.ts";
+import {
+  BUILD_LIMITS,
+  type BuildDeps,
+  type BuilderStorage,
+  type BuildReport,
+  buildStep,
+  countingBucket,
+  noBuildWork,
+  type ReleaseObjects,
+  readPointer,
+  type StepOutcome,
+  snapshotObjects,
+} from "./build.ts";
+import { type Manifest, manifestKey } from "./manifest.ts";
 
 /**
  * The one object that builds the catalogue snapshot (one instance, "catalogue"). Ingestion pokes it
@@ -114,7 +126,13 @@ export class CatalogueBuilder extends DurableObject<Env> {
 
   async #buildStep(): Promise<StepOutcome> {
     const work = noBuildWork();
-    const deps: BuildDeps = { db: database(this.env.DB, work), bucket: countingBucket(this.env.CATALOGUE, work), storage: this.ctx.storage, work, limits: BUILD_LIMITS };
+    const deps: BuildDeps = {
+      db: database(this.env.DB, work),
+      bucket: countingBucket(this.env.CATALOGUE, work),
+      storage: this.ctx.storage,
+      work,
+      limits: BUILD_LIMITS,
+    };
     const outcome = await buildStep(deps, releaseObjects);
     if (outcome.status === "built") console.log(JSON.stringify({ level: "info", event: "catalogue_build", ...outcome.report }));
     return outcome;

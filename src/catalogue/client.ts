@@ -2,7 +2,8 @@ import type { CatalogueStore } from "./service.ts";
 
 /** The way to the CatalogueBuilder object (src/catalogue/builder.ts), which owns the snapshot. */
 
-export const catalogueBuilder = (env: Pick<Env, "CATALOGUE_BUILDER">) => env.CATALOGUE_BUILDER.get(env.CATALOGUE_BUILDER.idFromName("catalogue"));
+export const catalogueBuilder = (env: Pick<Env, "CATALOGUE_BUILDER">) =>
+  env.CATALOGUE_BUILDER.get(env.CATALOGUE_BUILDER.idFromName("catalogue"));
 
 /**
  * For the once-a-minute cron (`scheduled` in src/index.ts): pokes the builder, so changes whose poke

@@ -1,10 +1,10 @@
-import { and, asc, eq, gt, gte, lte, sql, type SQLWrapper } from "drizzle-orm";
+import { and, asc, eq, gt, gte, lte, type SQLWrapper, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
 import { catalogueState, offers, products } from "../platform/tables.ts";
-import { segmentIndexOf, type Manifest, type Segment } from "./manifest.ts";
+import { type Manifest, type Segment, segmentIndexOf } from "./manifest.ts";
 import type { ProductFilters } from "./schema.ts";
 import { productLines } from "./snapshot.ts";
-import { productView, type OfferRow, type ProductRow } from "./views.ts";
+import { type OfferRow, type ProductRow, productView } from "./views.ts";
 
 /**
  * Filtered reads of GET /products (docs/catalogue.md, "Filtered reads"): a cost that follows the result.
@@ -152,7 +152,11 @@ export function sqliteSpellings(value: string): string[] | null {
 
 // ---- D1 ------------------------------------------------------------------------------------------
 
-const inList = (values: readonly string[]) => sql.join(values.map((value) => sql`${value}`), sql`, `);
+const inList = (values: readonly string[]) =>
+  sql.join(
+    values.map((value) => sql`${value}`),
+    sql`, `,
+  );
 
 /**
  * Each filter's matching product ids from its index, at most `limit + 1` (so "more than limit" is
@@ -163,14 +167,36 @@ export function idQueries(db: Database, f: FilterSet, limit: number) {
   const byValue = (column: SQLWrapper, value: string | undefined) => {
     if (value === undefined) return undefined;
     const spellings = sqliteSpellings(value);
-    return spellings && ids().where(sql`lower(${column}) in (${inList(spellings)})`).limit(limit + 1);
+    return (
+      spellings &&
+      ids()
+        .where(sql`lower(${column}) in (${inList(spellings)})`)
+        .limit(limit + 1)
+    );
   };
-  if (f.sku !== undefined) return { sku: ids().where(eq(products.sku, f.sku)).limit(limit + 1) };
+  if (f.sku !== undefined)
+    return {
+      sku: ids()
+        .where(eq(products.sku, f.sku))
+        .limit(limit + 1),
+    };
   return {
     brand: byValue(products.brand, f.brand),
     category: byValue(products.category, f.category),
-    competitor: f.competitor === undefined ? undefined : db.select({ id: offers.productId }).from(offers).where(eq(offers.competitorId, f.competitor)).limit(limit + 1),
-    since: f.since === undefined ? undefined : ids().where(gte(products.updatedAt, new Date(f.since).toISOString())).limit(limit + 1),
+    competitor:
+      f.competitor === undefined
+        ? undefined
+        : db
+            .select({ id: offers.productId })
+            .from(offers)
+            .where(eq(offers.competitorId, f.competitor))
+            .limit(limit + 1),
+    since:
+      f.since === undefined
+        ? undefined
+        : ids()
+            .where(gte(products.updatedAt, new Date(f.since).toISOString()))
+            .limit(limit + 1),
   };
 }
 
@@ -199,7 +225,9 @@ export function pageQueries(db: Database, ids: readonly string[], version: numbe
 
 /** What the first batch says: "scan", or the ids to read from D1 and the products changed since the snapshot. */
 async function plan(db: Database, manifest: Manifest, f: FilterSet, limit: number): Promise<"scan" | { ids: string[]; changed: string[] }> {
-  const queries = Object.entries(idQueries(db, f, limit)).filter((entry): entry is [string, NonNullable<(typeof entry)[1]>] => entry[1] !== undefined && entry[1] !== null);
+  const queries = Object.entries(idQueries(db, f, limit)).filter(
+    (entry): entry is [string, NonNullable<(typeof entry)[1]>] => entry[1] !== undefined && entry[1] !== null,
+  );
   if (queries.length === 0) return "scan";
   const [state, changed, ...sets] = await db.batch([
     db.select({ resetVersion: catalogueState.resetVersion }).from(catalogueState).where(eq(catalogueState.id, 1)),
@@ -224,7 +252,13 @@ interface Hit {
 }
 
 /** The snapshot's lines of the given products (sorted ids) that match. */
-async function snapshotHits(bucket: R2Bucket, manifest: Manifest, ids: readonly string[], matches: (line: string) => boolean, mayMatch: (segment: Segment) => boolean): Promise<Hit[]> {
+async function snapshotHits(
+  bucket: R2Bucket,
+  manifest: Manifest,
+  ids: readonly string[],
+  matches: (line: string) => boolean,
+  mayMatch: (segment: Segment) => boolean,
+): Promise<Hit[]> {
   const wanted = new Set(ids);
   const indexes = [...new Set(ids.map((id) => segmentIndexOf(manifest.segments, id)))];
   const segments = indexes.map((i) => manifest.segments[i]!).filter(mayMatch);
@@ -269,7 +303,13 @@ function merge(a: readonly Hit[], b: readonly Hit[]): string[] {
  * The snapshot's products that match, in id order, a few at a time: from D1 pages or the segments,
  * as described at the top of this file.
  */
-export async function* matchingProducts(db: Database, bucket: R2Bucket, manifest: Manifest, f: FilterSet, options: FilteredReadOptions = {}): AsyncGenerator<string[]> {
+export async function* matchingProducts(
+  db: Database,
+  bucket: R2Bucket,
+  manifest: Manifest,
+  f: FilterSet,
+  options: FilteredReadOptions = {},
+): AsyncGenerator<string[]> {
   const planned = await plan(db, manifest, f, d1Limit(manifest, options));
   if (planned === "scan") return yield* scan(bucket, manifest, f, "");
   const names = new Map(manifest.competitors.map((competitor) => [competitor.id, competitor]));
@@ -284,7 +324,10 @@ export async function* matchingProducts(db: Database, bucket: R2Bucket, manifest
     const upTo = start + PAGE < ids.length ? chunk[chunk.length - 1]! : null;
     let fromD1: Hit[] = [];
     if (chunk.length > 0) {
-      const [rows, offerRows, changedRows] = await db.batch([...pageQueries(db, chunk, manifest.version), changedQuery(db, manifest.version, after, upTo)]);
+      const [rows, offerRows, changedRows] = await db.batch([
+        ...pageQueries(db, chunk, manifest.version),
+        changedQuery(db, manifest.version, after, upTo),
+      ]);
       changed = changedRows.map((row) => row.id);
       const byProduct = new Map<string, OfferRow[]>();
       for (const offer of offerRows) byProduct.set(offer.productId, [...(byProduct.get(offer.productId) ?? []), offer]);

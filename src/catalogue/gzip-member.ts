@@ -96,7 +96,8 @@ for (let k = 1; k < 32; k++) X_POWER_2_TO_THE.push(multiplyModP(X_POWER_2_TO_THE
 /** x^(8 * bytes) mod P, by square-and-multiply over the bits of `bytes` (starting at 2^3, a byte's 8 bits). */
 function xPowerOfBytes(bytes: number): number {
   let power = X_POWER_0;
-  for (let k = 3; bytes > 0; bytes = Math.floor(bytes / 2), k++) if (bytes % 2 === 1) power = multiplyModP(X_POWER_2_TO_THE[k % 32]!, power);
+  for (let k = 3; bytes > 0; bytes = Math.floor(bytes / 2), k++)
+    if (bytes % 2 === 1) power = multiplyModP(X_POWER_2_TO_THE[k % 32]!, power);
   return power;
 }
 

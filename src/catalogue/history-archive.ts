@@ -1,6 +1,6 @@
+import { gunzipSync, gzipSync } from "node:zlib";
 import { and, asc, eq, getTableColumns, lt, sql } from "drizzle-orm";
 import pLimit from "p-limit";
-import { gunzipSync, gzipSync } from "node:zlib";
 import { HISTORY_ARCHIVE_AFTER_MS, HISTORY_ARCHIVE_PRODUCTS_PER_RUN, HISTORY_IN_D1_MS } from "../events/retention.ts";
 import type { Database } from "../platform/db.ts";
 import { priceHistory, products } from "../platform/tables.ts";
@@ -24,7 +24,8 @@ export const historyKey = (productId: string, year: string) => `history/${encode
  * earlier still (a back-filled history) is kept in that first object, so a read knows every year to ask for.
  */
 export const firstArchiveYear = (createdAt: string) => Number(createdAt.slice(0, 4)) - 1;
-const archiveYear = (observedAt: string, createdAt: string) => String(Math.max(Number(observedAt.slice(0, 4)), firstArchiveYear(createdAt)));
+const archiveYear = (observedAt: string, createdAt: string) =>
+  String(Math.max(Number(observedAt.slice(0, 4)), firstArchiveYear(createdAt)));
 
 /** The archived rows of one product-year, oldest first (observed_at, then id); none when there is no object. */
 export async function readHistoryYear(bucket: R2Bucket, productId: string, year: string): Promise<ArchivedHistoryRow[]> {
@@ -34,7 +35,8 @@ export async function readHistoryYear(bucket: R2Bucket, productId: string, year:
   return text.split("\n").map((line) => JSON.parse(line) as ArchivedHistoryRow);
 }
 
-const byTime = (a: ArchivedHistoryRow, b: ArchivedHistoryRow) => (a.observedAt < b.observedAt ? -1 : a.observedAt > b.observedAt ? 1 : a.id - b.id);
+const byTime = (a: ArchivedHistoryRow, b: ArchivedHistoryRow) =>
+  a.observedAt < b.observedAt ? -1 : a.observedAt > b.observedAt ? 1 : a.id - b.id;
 
 /** Rows in both places (a crash between write and delete, or a read racing a move) count once. */
 export function mergeHistory(...parts: readonly ArchivedHistoryRow[][]): ArchivedHistoryRow[] {
@@ -60,7 +62,12 @@ export async function archiveHistory(db: Database, bucket: R2Bucket, now = Date.
     .select({ ...getTableColumns(priceHistory), createdAt: products.createdAt })
     .from(priceHistory)
     .innerJoin(products, eq(products.id, priceHistory.productId))
-    .where(and(sql`${priceHistory.productId} IN (SELECT value FROM json_each(${JSON.stringify(productIds)}))`, lt(priceHistory.observedAt, keep)));
+    .where(
+      and(
+        sql`${priceHistory.productId} IN (SELECT value FROM json_each(${JSON.stringify(productIds)}))`,
+        lt(priceHistory.observedAt, keep),
+      ),
+    );
   const groups = new Map<string, { productId: string; year: string; rows: ArchivedHistoryRow[] }>();
   for (const { productId, createdAt, ...row } of rows) {
     const year = archiveYear(row.observedAt, createdAt);
@@ -83,7 +90,8 @@ export async function archiveHistory(db: Database, bucket: R2Bucket, now = Date.
   );
   // Only rows now safely in R2 leave D1; a failed group's rows stay for the next run.
   const moved = written.flatMap((result) => (result.status === "fulfilled" ? result.value : []));
-  if (moved.length > 0) await db.delete(priceHistory).where(sql`${priceHistory.id} IN (SELECT value FROM json_each(${JSON.stringify(moved)}))`);
+  if (moved.length > 0)
+    await db.delete(priceHistory).where(sql`${priceHistory.id} IN (SELECT value FROM json_each(${JSON.stringify(moved)}))`);
   const failed = written.find((result): result is PromiseRejectedResult => result.status === "rejected");
   if (failed) throw failed.reason;
   return moved.length;

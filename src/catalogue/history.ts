@@ -3,7 +3,7 @@ import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { formatMoney } from "../platform/money.ts";
 import { priceHistory, products } from "../platform/tables.ts";
-import { firstArchiveYear, mergeHistory, readHistoryYear, type ArchivedHistoryRow } from "./history-archive.ts";
+import { type ArchivedHistoryRow, firstArchiveYear, mergeHistory, readHistoryYear } from "./history-archive.ts";
 import type { HistoryQuery, HistoryView } from "./schema.ts";
 
 /** History is read from D1 and the archive per request; at most this many rows per response (oldest first). */

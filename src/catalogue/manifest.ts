@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { storedPart, type Checked } from "./gzip-member.ts";
+import { type Checked, storedPart } from "./gzip-member.ts";
 import { Competitor } from "./schema.ts";
 
 /**
@@ -54,13 +54,15 @@ export type Summary = z.infer<typeof Summary>;
  * names the segment's PartIndex (absent in snapshots built before parts: such a segment is
  * re-encoded whole when one of its products changes).
  */
-export const Segment = z.object({
-  first: z.string(),
-  count: z.int(),
-  json: SegmentForm,
-  ndjson: SegmentForm,
-  parts: z.string().optional(),
-}).extend(Summary.shape);
+export const Segment = z
+  .object({
+    first: z.string(),
+    count: z.int(),
+    json: SegmentForm,
+    ndjson: SegmentForm,
+    parts: z.string().optional(),
+  })
+  .extend(Summary.shape);
 export type Segment = z.infer<typeof Segment>;
 
 /**
@@ -68,7 +70,9 @@ export type Segment = z.infer<typeof Segment>;
  * compressed size, CRC-32 and length of each form. A part's bytes sit in the segment's object right
  * after the parts before it, so an incremental build copies an unchanged part's bytes as they are.
  */
-export const Part = z.object({ first: z.string(), count: z.int(), json: Checksum.extend({ bytes: z.int() }), ndjson: Checksum.extend({ bytes: z.int() }) }).extend(Summary.shape);
+export const Part = z
+  .object({ first: z.string(), count: z.int(), json: Checksum.extend({ bytes: z.int() }), ndjson: Checksum.extend({ bytes: z.int() }) })
+  .extend(Summary.shape);
 export type Part = z.infer<typeof Part>;
 
 /** A segment's parts, in id order (its `parts` object): what an incremental build reads of a segment it rewrites. */

@@ -1,13 +1,13 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { accepts } from "hono/accepts";
-import { requireApiKey } from "../middleware/guards.ts";
 import { CACHE_CONTROL, conditionalJson, ifNoneMatchHits } from "../http/conditional.ts";
 import { emptyResponse, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
+import { requireApiKey } from "../middleware/guards.ts";
 import { productHistory } from "./history.ts";
-import { CompetitorList, History, historyQuery, ifNoneMatch, Product, productIdParam, ProductList, productsQuery } from "./schema.ts";
+import { CompetitorList, History, historyQuery, ifNoneMatch, Product, ProductList, productIdParam, productsQuery } from "./schema.ts";
 import {
   competitorsJson,
   contentEtag,
@@ -24,7 +24,10 @@ import { streamOf, wholeCatalogue } from "./snapshot.ts";
 const notModified = emptyResponse("Not modified: the catalogue is unchanged since the ETag sent", ["ETag", "Cache-Control"]);
 const JSON_TYPE = "application/json";
 const NDJSON = "application/x-ndjson";
-const productsOk = jsonResponse("The products: `{\"products\":[…]}` as JSON, or one product per line as NDJSON", ProductList, ["ETag", "Cache-Control"]);
+const productsOk = jsonResponse('The products: `{"products":[…]}` as JSON, or one product per line as NDJSON', ProductList, [
+  "ETag",
+  "Cache-Control",
+]);
 /** The NDJSON form's schema is that of one line: a reference to Product, with its own description. */
 const ProductLine = Product.openapi({ description: "One line of the NDJSON body: one product (JSON, then a newline), in id order" });
 const common = { tags: ["Catalogue"], credential: "api-key" as const, middleware: [requireApiKey] };
@@ -70,7 +73,8 @@ const getHistory = createRoute(
     path: "/{id}/history",
     operationId: "getProductHistory",
     summary: "A product's price and stock history",
-    description: "Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`.",
+    description:
+      "Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`.",
     request: { params: productIdParam, query: historyQuery },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The history", History, ["X-Result-Truncated"]) },
@@ -85,7 +89,11 @@ const listCompetitors = createRoute(
     operationId: "listCompetitors",
     summary: "Competitors, with their offer counts",
     request: { query: noQuery, headers: ifNoneMatch },
-    responses: { 200: jsonResponse("The competitors", CompetitorList, ["ETag", "Cache-Control"]), 304: notModified, 503: ref("CatalogueBuilding") },
+    responses: {
+      200: jsonResponse("The competitors", CompetitorList, ["ETag", "Cache-Control"]),
+      304: notModified,
+      503: ref("CatalogueBuilding"),
+    },
   }),
 );
 
@@ -110,7 +118,8 @@ function streamed(c: Context, etag: string, contentType: string, gzip: boolean, 
  * NDJSON is preferred. The OpenAPI document states the choice as the 200's two media types, as OpenAPI
  * has it (an `Accept` header parameter "SHALL be ignored" by its tools).
  */
-const requestedForm = (c: Context) => (accepts(c, { header: "Accept", supports: [JSON_TYPE, NDJSON], default: JSON_TYPE }) === NDJSON ? "ndjson" : "json");
+const requestedForm = (c: Context) =>
+  accepts(c, { header: "Accept", supports: [JSON_TYPE, NDJSON], default: JSON_TYPE }) === NDJSON ? "ndjson" : "json";
 
 /** GET /products… (API key). No CORS headers, on purpose (contract). */
 export const productRoutes = openApiApp()

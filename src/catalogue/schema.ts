@@ -4,7 +4,9 @@ import { currency, money, prefixedId, timestamp } from "../http/wire.ts";
 
 /** The catalogue's wire shapes, declared once; the service builds values of the inferred types. */
 
-export const productIdParam = z.object({ id: z.string().min(1).meta({ description: "The product's id (`prd_…`)", example: "prd_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) });
+export const productIdParam = z.object({
+  id: z.string().min(1).meta({ description: "The product's id (`prd_…`)", example: "prd_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }),
+});
 
 export const ifNoneMatch = z.object({
   "If-None-Match": z.string().optional().meta({ description: "The ETag of a response you hold: 304 while the catalogue is unchanged" }),
@@ -53,7 +55,9 @@ export const Summary = z
   .object({
     min_price: money.nullable(),
     max_price: money.nullable(),
-    currency: currency.nullable().meta({ description: "The product's most common offer currency; min/max/lowest are over its offers only" }),
+    currency: currency
+      .nullable()
+      .meta({ description: "The product's most common offer currency; min/max/lowest are over its offers only" }),
     offer_count: z.int(),
     in_stock_count: z.int(),
     lowest_competitor_id: z.string().nullable(),

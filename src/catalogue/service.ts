@@ -1,12 +1,12 @@
-import { asc, eq, inArray, sql } from "drizzle-orm";
 import { Buffer } from "node:buffer";
 import { constants, crc32, deflateRawSync } from "node:zlib";
+import { asc, eq, inArray, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
-import { unknownProduct } from "./history.ts";
+import { type FilteredReadOptions, filterSet, matchingProducts } from "./filtered.ts";
 import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./gzip-member.ts";
-import { filterSet, matchingProducts, type FilteredReadOptions } from "./filtered.ts";
+import { unknownProduct } from "./history.ts";
 import type { Manifest } from "./manifest.ts";
 import type { ProductFilters } from "./schema.ts";
 import { currentManifest, forgetManifest } from "./snapshot.ts";
@@ -32,7 +32,10 @@ export const bumpCatalogueVersion = (db: Database) =>
   db
     .insert(catalogueState)
     .values({ id: 1, version: 1, updatedAt: new Date().toISOString() })
-    .onConflictDoUpdate({ target: catalogueState.id, set: { version: sql`${catalogueState.version} + 1`, updatedAt: sql`excluded.updated_at` } });
+    .onConflictDoUpdate({
+      target: catalogueState.id,
+      set: { version: sql`${catalogueState.version} + 1`, updatedAt: sql`excluded.updated_at` },
+    });
 
 let pokedFromThisIsolate = false;
 
@@ -91,7 +94,14 @@ export const snapshotEtag = (manifest: Manifest) => `"cat-${manifest.id}"`;
 const encoder = new TextEncoder();
 
 /** The matching products, as `{"products":[…]}` or NDJSON, a page or a segment at a time (src/catalogue/filtered.ts). */
-export async function* filteredProducts(db: Database, bucket: R2Bucket, manifest: Manifest, filters: ProductFilters, form: "json" | "ndjson", options?: FilteredReadOptions): AsyncGenerator<Uint8Array> {
+export async function* filteredProducts(
+  db: Database,
+  bucket: R2Bucket,
+  manifest: Manifest,
+  filters: ProductFilters,
+  form: "json" | "ndjson",
+  options?: FilteredReadOptions,
+): AsyncGenerator<Uint8Array> {
   let first = true;
   if (form === "json") yield encoder.encode('{"products":[');
   for await (const hits of matchingProducts(db, bucket, manifest, filterSet(filters), options)) {
@@ -137,7 +147,10 @@ export async function productJson(db: Database, id: string): Promise<string> {
   const [rows, offerRows, competitorRows] = await db.batch([
     db.select().from(products).where(eq(products.id, id)),
     db.select().from(offers).where(eq(offers.productId, id)).orderBy(asc(offers.competitorId)),
-    db.select().from(competitors).where(inArray(competitors.id, db.select({ id: offers.competitorId }).from(offers).where(eq(offers.productId, id)))),
+    db
+      .select()
+      .from(competitors)
+      .where(inArray(competitors.id, db.select({ id: offers.competitorId }).from(offers).where(eq(offers.productId, id)))),
   ]);
   if (!rows[0]) throw unknownProduct(id);
   return JSON.stringify(productView(rows[0], offerRows, new Map(competitorRows.map((row) => [row.id, row]))));
@@ -149,4 +162,5 @@ export async function contentEtag(bytes: Uint8Array<ArrayBuffer>): Promise<strin
   return `"prd-${[...new Uint8Array(digest, 0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("")}"`;
 }
 
-export const competitorsJson = (manifest: Manifest) => encoder.encode(JSON.stringify({ competitors: manifest.competitors })) as Uint8Array<ArrayBuffer>;
+export const competitorsJson = (manifest: Manifest) =>
+  encoder.encode(JSON.stringify({ competitors: manifest.competitors })) as Uint8Array<ArrayBuffer>;

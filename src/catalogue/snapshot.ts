@@ -1,5 +1,5 @@
 import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./gzip-member.ts";
-import { bodyParts, manifestKey, Manifest, Pointer, POINTER_KEY, type BodyPart, type Segment } from "./manifest.ts";
+import { type BodyPart, bodyParts, Manifest, manifestKey, POINTER_KEY, Pointer, type Segment } from "./manifest.ts";
 
 /**
  * The read side of the snapshot: which manifest is current, and its segments as byte streams.

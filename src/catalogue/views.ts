@@ -1,5 +1,5 @@
-import type { offers, competitors, products } from "../platform/tables.ts";
 import { formatMoney } from "../platform/money.ts";
+import type { competitors, offers, products } from "../platform/tables.ts";
 import type { OfferView, ProductView, SummaryView } from "./schema.ts";
 
 /** Rows to the wire shapes of src/catalogue/schema.ts. */
@@ -27,7 +27,11 @@ export function offerView(row: OfferRow, competitorName: string): OfferView {
 }
 
 /** Offers name their competitor: the builder passes D1's rows, a filtered read the snapshot's list (src/catalogue/filtered.ts). */
-export function productView(row: ProductRow, offerRows: readonly OfferRow[], competitorById: ReadonlyMap<string, Pick<CompetitorRow, "name">>): ProductView {
+export function productView(
+  row: ProductRow,
+  offerRows: readonly OfferRow[],
+  competitorById: ReadonlyMap<string, Pick<CompetitorRow, "name">>,
+): ProductView {
   return {
     id: row.id,
     sku: row.sku,
@@ -65,7 +69,8 @@ export function summarise(rows: readonly OfferRow[]): SummaryView {
   for (const row of rows) {
     if (row.currency !== currency) continue;
     // Equal prices: an offer in stock beats one that is not; then the rows' competitor-id order.
-    if (!lowest || row.priceMinor < lowest.priceMinor || (row.priceMinor === lowest.priceMinor && row.inStock && !lowest.inStock)) lowest = row;
+    if (!lowest || row.priceMinor < lowest.priceMinor || (row.priceMinor === lowest.priceMinor && row.inStock && !lowest.inStock))
+      lowest = row;
     if (!highest || row.priceMinor > highest.priceMinor) highest = row;
   }
   return {
@@ -77,4 +82,3 @@ export function summarise(rows: readonly OfferRow[]): SummaryView {
     lowest_competitor_id: lowest?.competitorId ?? null,
   };
 }
-

@@ -1,8 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
-import { requireScope } from "../middleware/guards.ts";
 import { Competitor } from "../catalogue/schema.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
+import { requireScope } from "../middleware/guards.ts";
 import { competitorIdParam, competitorPatchBody } from "./schema.ts";
 import { updateCompetitor } from "./service.ts";
 

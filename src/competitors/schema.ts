@@ -15,7 +15,9 @@ export const competitorIdParam = z.object({ id: competitorId.meta({ description:
 export const competitorPatchBody = z
   .strictObject(
     {
-      name: competitorName.optional().meta({ description: "The name every offer of this competitor shows (`competitor_name`), up to 200 characters" }),
+      name: competitorName
+        .optional()
+        .meta({ description: "The name every offer of this competitor shows (`competitor_name`), up to 200 characters" }),
       domain: competitorDomain.optional().meta({ description: "The shop's domain, up to 253 characters; null clears it" }),
     },
     jsonObject,

@@ -14,7 +14,12 @@ import type { CompetitorPatch } from "./schema.ts";
  * D1 batch moves `catalogue_state.reset_version` to the new version, and the snapshot builder makes
  * one full build, in its own bounded steps (src/catalogue/build.ts).
  */
-export async function updateCompetitor(db: Database, catalogue: CatalogueStore, id: string, patch: CompetitorPatch): Promise<CompetitorView> {
+export async function updateCompetitor(
+  db: Database,
+  catalogue: CatalogueStore,
+  id: string,
+  patch: CompetitorPatch,
+): Promise<CompetitorView> {
   const row = await db.select().from(competitors).where(eq(competitors.id, id)).get();
   if (!row) throw new ApiError(404, `There is no competitor ${JSON.stringify(id)}; GET /competitors lists the ids.`);
   const next = { name: patch.name ?? row.name, domain: patch.domain === undefined ? row.domain : patch.domain };
@@ -22,7 +27,10 @@ export async function updateCompetitor(db: Database, catalogue: CatalogueStore, 
     await db.batch([
       db.update(competitors).set(next).where(eq(competitors.id, id)),
       bumpCatalogueVersion(db),
-      db.update(catalogueState).set({ resetVersion: sql`${catalogueState.version}` }).where(eq(catalogueState.id, 1)),
+      db
+        .update(catalogueState)
+        .set({ resetVersion: sql`${catalogueState.version}` })
+        .where(eq(catalogueState.id, 1)),
     ]);
     await catalogue.poke().catch((error: unknown) => console.error("catalogue builder poke failed; the sweep will catch up", error));
   }

@@ -28,7 +28,10 @@ function httpOrigin(value: unknown): string | undefined {
 async function readOrigins(issuer: string): Promise<{ origins: string[]; read: boolean }> {
   const issuerOrigin = new URL(issuer).origin;
   try {
-    const res = await fetch(discoveryUrl(issuer), { headers: { Accept: "application/json" }, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+    const res = await fetch(discoveryUrl(issuer), {
+      headers: { Accept: "application/json" },
+      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+    });
     if (!res.ok) throw new Error(`it answered ${res.status}`);
     const document = (await res.json()) as { token_endpoint?: unknown };
     const tokenOrigin = httpOrigin(document.token_endpoint);
@@ -36,7 +39,9 @@ async function readOrigins(issuer: string): Promise<{ origins: string[]; read: b
     return { origins: [...new Set([issuerOrigin, tokenOrigin])], read: true };
   } catch (error) {
     // The page still loads (and says so if sign-in fails); the issuer's origin is all that is known.
-    console.error(JSON.stringify({ level: "warn", source: "dashboard", message: "IdP discovery document unreadable", issuer, error: String(error) }));
+    console.error(
+      JSON.stringify({ level: "warn", source: "dashboard", message: "IdP discovery document unreadable", issuer, error: String(error) }),
+    );
     return { origins: [issuerOrigin], read: false };
   }
 }

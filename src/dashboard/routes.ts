@@ -1,4 +1,4 @@
-import { Hono, type Context } from "hono";
+import { type Context, Hono } from "hono";
 import type { AppEnv } from "../http/app-env.ts";
 import { hashedAssets, page } from "../http/assets.ts";
 import { ApiError } from "../http/errors.ts";
@@ -10,7 +10,10 @@ import { dashboardPage } from "./page.ts";
 export async function serveDashboard(c: Context<AppEnv>) {
   const clientId = c.env.DASHBOARD_CLIENT_ID?.trim();
   if (!clientId) {
-    throw new ApiError(500, "Server misconfigured: the DASHBOARD_CLIENT_ID variable is not set, so the dashboard cannot sign anyone in; set it to the identity provider's public client id.");
+    throw new ApiError(
+      500,
+      "Server misconfigured: the DASHBOARD_CLIENT_ID variable is not set, so the dashboard cannot sign anyone in; set it to the identity provider's public client id.",
+    );
   }
   const { IDP_ISSUER: issuer, IDP_AUDIENCE: audience } = c.var.ctx.config;
   if (!URL.canParse(issuer)) throw new ApiError(500, "Server misconfigured: IDP_ISSUER is not a URL.");

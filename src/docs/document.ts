@@ -12,11 +12,12 @@ const DESCRIPTION = `Competitor prices for your products, read with API keys; ke
 
 **Errors** are always \`{"detail": "…"}\`. Any path answers 405 (with Allow) to a method it does not have, and an unknown path 404. Bodies are read as JSON whatever their Content-Type; unknown fields and unknown query parameters are refused (400).`;
 
-
 const deliveryHeaders = z.object({
   "webhook-id": z.string().meta({ description: "The event id, the same on every retry" }),
   "webhook-timestamp": z.string().meta({ description: "Unix seconds of this attempt" }),
-  "webhook-signature": z.string().meta({ description: 'v1,<base64 HMAC-SHA256 of "id.timestamp.body"> keyed with the secret; verify with a Standard Webhooks library' }),
+  "webhook-signature": z
+    .string()
+    .meta({ description: 'v1,<base64 HMAC-SHA256 of "id.timestamp.body"> keyed with the secret; verify with a Standard Webhooks library' }),
 });
 
 const EVENTS = [
@@ -53,7 +54,10 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>) {
     info: { title: "Price Data API", version: "0.1.0", description: DESCRIPTION },
     tags: [
       { name: "Catalogue", description: "Products, their offers and history, and competitors (API key)" },
-      { name: "Events", description: "The catalogue's price and stock events of the last 30 days, to catch up after a webhook was down (API key)" },
+      {
+        name: "Events",
+        description: "The catalogue's price and stock events of the last 30 days, to catch up after a webhook was down (API key)",
+      },
       { name: "Account", description: "The account and its plan (account login)" },
       { name: "API keys", description: "Create, list, rename and revoke keys (account login)" },
       { name: "Webhooks", description: "Price and stock change notifications, signed per Standard Webhooks (account login)" },

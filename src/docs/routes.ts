@@ -1,8 +1,8 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { Hono, type Context } from "hono";
+import { type Context, Hono } from "hono";
 import type { AppEnv } from "../http/app-env.ts";
 import { hashedAssets, page } from "../http/assets.ts";
-import { docsAssetVersion as version, initScript, pageStyles, swaggerScript, swaggerStyles } from "./assets.gen.js";
+import { initScript, pageStyles, swaggerScript, swaggerStyles, docsAssetVersion as version } from "./assets.gen.js";
 import { openApiDocument } from "./document.ts";
 
 const asset = (name: string) => `/docs/assets/${name}-${version}`;

@@ -1,10 +1,18 @@
-import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, sql, type SQL } from "drizzle-orm";
 import { gunzipSync, gzipSync } from "node:zlib";
+import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, type SQL, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { eventIdTime } from "../platform/ids.ts";
 import { eventArchive, events, WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
-import { COMMIT_SKEW_MS, EVENT_ARCHIVE_DELETES_PER_RUN, EVENT_ARCHIVE_OBJECTS_PER_RUN, EVENTS_IN_D1_MS, EVENTS_PER_ARCHIVE_OBJECT, REPLAY_ARCHIVE_READS, RETENTION_MS } from "./retention.ts";
+import {
+  COMMIT_SKEW_MS,
+  EVENT_ARCHIVE_DELETES_PER_RUN,
+  EVENT_ARCHIVE_OBJECTS_PER_RUN,
+  EVENTS_IN_D1_MS,
+  EVENTS_PER_ARCHIVE_OBJECT,
+  REPLAY_ARCHIVE_READS,
+  RETENTION_MS,
+} from "./retention.ts";
 
 /**
  * Events older than a day leave D1 for R2 (docs/scale.md): the cron writes them, EVENTS_PER_ARCHIVE_OBJECT
@@ -20,7 +28,15 @@ export type ArchiveRange = typeof eventArchive.$inferSelect;
 /** An event as the archive keeps it: what the feed and replay need, without the outbox's bookkeeping. */
 export type ArchivedEvent = Pick<typeof events.$inferSelect, "seq" | "id" | "type" | "timestamp" | "payload" | "oldMinor" | "newMinor">;
 
-const archivedColumns = { seq: events.seq, id: events.id, type: events.type, timestamp: events.timestamp, payload: events.payload, oldMinor: events.oldMinor, newMinor: events.newMinor };
+const archivedColumns = {
+  seq: events.seq,
+  id: events.id,
+  type: events.type,
+  timestamp: events.timestamp,
+  payload: events.payload,
+  oldMinor: events.oldMinor,
+  newMinor: events.newMinor,
+};
 
 export const archiveKey = (firstSeq: number) => `events/${String(firstSeq).padStart(16, "0")}.ndjson.gz`;
 
@@ -64,8 +80,18 @@ export async function archiveEvents(db: Database, bucket: R2Bucket, now = Date.n
       httpMetadata: { contentType: "application/x-ndjson", contentEncoding: "gzip" },
     });
     await db.batch([
-      db.insert(eventArchive).values({ firstSeq: first.seq, lastSeq: last.seq, minTimestamp: timestamps[0]!, maxTimestamp: timestamps.at(-1)!, count: batch.length }),
-      db.delete(events).where(sql`${events.seq} BETWEEN ${first.seq} AND ${last.seq} AND ${isNotNull(events.fannedOutAt)} AND ${isNull(events.accountId)}`),
+      db.insert(eventArchive).values({
+        firstSeq: first.seq,
+        lastSeq: last.seq,
+        minTimestamp: timestamps[0]!,
+        maxTimestamp: timestamps.at(-1)!,
+        count: batch.length,
+      }),
+      db
+        .delete(events)
+        .where(
+          sql`${events.seq} BETWEEN ${first.seq} AND ${last.seq} AND ${isNotNull(events.fannedOutAt)} AND ${isNull(events.accountId)}`,
+        ),
     ]);
     moved += batch.length;
     if (range.length < rows.length || rows.length < EVENTS_PER_ARCHIVE_OBJECT) break;
@@ -138,14 +164,22 @@ export async function scanEvents(db: Database, bucket: R2Bucket, scan: EventScan
   // Only some types: one is an index range of (type, seq); every type is no filter at all.
   const types = scan.types && WEBHOOK_EVENT_TYPES.every((type) => scan.types!.includes(type)) ? undefined : scan.types;
   const firstArchivedMax = sql`(SELECT min(max_timestamp) FROM event_archive WHERE max_timestamp >= ${since})`;
-  const sinceRange = scan.seek ? sql`coalesce((SELECT min(first_seq) FROM event_archive WHERE max_timestamp >= ${since} AND max_timestamp < ${plusSkew(firstArchivedMax)}), 9e18)` : sql`0`;
+  const sinceRange = scan.seek
+    ? sql`coalesce((SELECT min(first_seq) FROM event_archive WHERE max_timestamp >= ${since} AND max_timestamp < ${plusSkew(firstArchivedMax)}), 9e18)`
+    : sql`0`;
   const afterRange = sql`coalesce((SELECT max(first_seq) FROM event_archive WHERE first_seq <= ${afterSeq}), 0)`;
   const sinceSeq = scan.seek ? firstSeqSince(since) : sql`0`;
   const [ranges, recent] = await db.batch([
     db
       .select()
       .from(eventArchive)
-      .where(and(sql`${eventArchive.firstSeq} >= max(${afterRange}, ${sinceRange})`, gt(eventArchive.lastSeq, afterSeq), sql`${eventArchive.maxTimestamp} >= ${since}`))
+      .where(
+        and(
+          sql`${eventArchive.firstSeq} >= max(${afterRange}, ${sinceRange})`,
+          gt(eventArchive.lastSeq, afterSeq),
+          sql`${eventArchive.maxTimestamp} >= ${since}`,
+        ),
+      )
       .orderBy(asc(eventArchive.firstSeq))
       .limit(scan.archiveReads + 1), // one more than it may read: whether any is left unread
     db
@@ -164,7 +198,10 @@ export async function scanEvents(db: Database, bucket: R2Bucket, scan: EventScan
       .limit(scan.want),
   ]);
   const matches = (event: ArchivedEvent) =>
-    event.seq > afterSeq && event.timestamp >= since && (until === undefined || event.timestamp < until) && (!types || types.includes(event.type));
+    event.seq > afterSeq &&
+    event.timestamp >= since &&
+    (until === undefined || event.timestamp < until) &&
+    (!types || types.includes(event.type));
   const found: ArchivedEvent[] = [];
   let archived: ArchivedEvent[] = [];
   for (const range of ranges.slice(0, scan.archiveReads)) {
@@ -185,22 +222,34 @@ export async function scanEvents(db: Database, bucket: R2Bucket, scan: EventScan
  * saw, so the two reads neither miss nor repeat an event), at most REPLAY_ARCHIVE_READS objects (then 400).
  * The range of objects is bounded both ways by the timestamp index, as in scanEvents.
  */
-export async function archivedBetween(db: Database, bucket: R2Bucket, since: string, until: string, through: number): Promise<ArchivedEvent[]> {
+export async function archivedBetween(
+  db: Database,
+  bucket: R2Bucket,
+  since: string,
+  until: string,
+  through: number,
+): Promise<ArchivedEvent[]> {
   const firstArchivedMax = sql`(SELECT min(max_timestamp) FROM event_archive WHERE max_timestamp >= ${since})`;
   const sinceRange = sql`coalesce((SELECT min(first_seq) FROM event_archive WHERE max_timestamp >= ${since} AND max_timestamp < ${plusSkew(firstArchivedMax)}), 9e18)`;
   const untilRange = sql`coalesce((SELECT last_seq FROM event_archive WHERE max_timestamp >= ${plusSkew(sql`${until}`)} ORDER BY max_timestamp LIMIT 1), 9e18)`;
   const ranges = await db
     .select()
     .from(eventArchive)
-    .where(sql`${eventArchive.firstSeq} BETWEEN ${sinceRange} AND min(${untilRange}, ${through}) AND ${eventArchive.maxTimestamp} >= ${since} AND ${eventArchive.minTimestamp} < ${until}`)
+    .where(
+      sql`${eventArchive.firstSeq} BETWEEN ${sinceRange} AND min(${untilRange}, ${through}) AND ${eventArchive.maxTimestamp} >= ${since} AND ${eventArchive.minTimestamp} < ${until}`,
+    )
     .orderBy(asc(eventArchive.firstSeq))
     .limit(REPLAY_ARCHIVE_READS + 1);
   if (ranges.length > REPLAY_ARCHIVE_READS) {
-    throw new ApiError(400, `Invalid body: until: the span holds more than ${(REPLAY_ARCHIVE_READS * EVENTS_PER_ARCHIVE_OBJECT).toLocaleString("en")} archived events; replay a shorter span (an earlier until), then the next.`);
+    throw new ApiError(
+      400,
+      `Invalid body: until: the span holds more than ${(REPLAY_ARCHIVE_READS * EVENTS_PER_ARCHIVE_OBJECT).toLocaleString("en")} archived events; replay a shorter span (an earlier until), then the next.`,
+    );
   }
   const found: ArchivedEvent[] = [];
   for (const range of ranges) {
-    for (const event of await readArchive(bucket, range)) if (event.seq <= through && event.timestamp >= since && event.timestamp < until) found.push(event);
+    for (const event of await readArchive(bucket, range))
+      if (event.seq <= through && event.timestamp >= since && event.timestamp < until) found.push(event);
   }
   return found;
 }
@@ -210,7 +259,11 @@ export async function archivedBetween(db: Database, bucket: R2Bucket, since: str
  * An event older than the retention, or unknown, is 410.
  */
 export async function cursorOf(db: Database, bucket: R2Bucket, id: string, oldest: string, archiveReads: number) {
-  const gone = () => new ApiError(410, `Event ${id} is older than 30 days or unknown: events are kept 30 days. Start again with since (an ISO-8601 time) instead of after.`);
+  const gone = () =>
+    new ApiError(
+      410,
+      `Event ${id} is older than 30 days or unknown: events are kept 30 days. Start again with since (an ISO-8601 time) instead of after.`,
+    );
   const at = eventIdTime(id);
   const [inD1, candidates] = await db.batch([
     db.select({ seq: events.seq, timestamp: events.timestamp }).from(events).where(eq(events.id, id)),

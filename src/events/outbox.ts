@@ -1,7 +1,7 @@
 import { and, asc, isNull, lt, or, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
 import { events } from "../platform/tables.ts";
-import { sendAll, type EventMessage, type WebhookMessage } from "../webhooks/messages.ts";
+import { type EventMessage, sendAll, type WebhookMessage } from "../webhooks/messages.ts";
 import { RETENTION_MS } from "./retention.ts";
 
 /**
@@ -63,7 +63,10 @@ export async function relayEvents(db: Database, queue: Queue<WebhookMessage>, me
     log({ error: `relay failed, the sweep will send these: ${String(error)}`, events: messages.map((m) => m.event.id) });
     return false;
   }
-  await db.update(events).set({ relayedAt: new Date().toISOString() }).where(and(idsIn(messages.map((m) => m.event.id)), isNull(events.relayedAt)));
+  await db
+    .update(events)
+    .set({ relayedAt: new Date().toISOString() })
+    .where(and(idsIn(messages.map((m) => m.event.id)), isNull(events.relayedAt)));
   return true;
 }
 
@@ -72,7 +75,11 @@ export async function relayEvents(db: Database, queue: Queue<WebhookMessage>, me
  * first, SWEEP_BATCH a run), then delete events past the retention (DELETE_BATCH a run): those the
  * archive left in D1 because they were never fanned out (src/events/archive.ts).
  */
-export async function sweepOutbox(db: Database, queue: Queue<WebhookMessage>, now = Date.now()): Promise<{ relayed: number; deleted: number }> {
+export async function sweepOutbox(
+  db: Database,
+  queue: Queue<WebhookMessage>,
+  now = Date.now(),
+): Promise<{ relayed: number; deleted: number }> {
   const [unsent, stuck] = await db.batch([
     db
       .select()
@@ -90,9 +97,15 @@ export async function sweepOutbox(db: Database, queue: Queue<WebhookMessage>, no
   const again = [...unsent, ...stuck];
   const relayed = (await relayEvents(db, queue, again.map(eventMessageOf))) ? again.length : 0;
   // Stuck events were relayed before: relayEvents left their relayed_at alone; restart their clock.
-  if (stuck.length > 0) await db.update(events).set({ relayedAt: new Date(now).toISOString() }).where(idsIn(stuck.map((row) => row.id)));
+  if (stuck.length > 0)
+    await db
+      .update(events)
+      .set({ relayedAt: new Date(now).toISOString() })
+      .where(idsIn(stuck.map((row) => row.id)));
   const cutoff = new Date(now - RETENTION_MS).toISOString();
-  const deleted = await db.run(sql`DELETE FROM ${events} WHERE seq IN (SELECT seq FROM ${events} WHERE timestamp < ${cutoff} ORDER BY seq LIMIT ${DELETE_BATCH})`);
+  const deleted = await db.run(
+    sql`DELETE FROM ${events} WHERE seq IN (SELECT seq FROM ${events} WHERE timestamp < ${cutoff} ORDER BY seq LIMIT ${DELETE_BATCH})`,
+  );
   return { relayed, deleted: deleted.meta.changes };
 }
 
@@ -129,5 +142,8 @@ export async function releaseFanOut(db: Database, ids: readonly string[]): Promi
 
 /** For an event message the dead-letter queue received: unsent again, so the sweep starts it over. */
 export async function requeueEvents(db: Database, ids: readonly string[]): Promise<void> {
-  await db.update(events).set({ relayedAt: null, claimedAt: null }).where(and(idsIn(ids), isNull(events.fannedOutAt)));
+  await db
+    .update(events)
+    .set({ relayedAt: null, claimedAt: null })
+    .where(and(idsIn(ids), isNull(events.fannedOutAt)));
 }

@@ -14,7 +14,10 @@ export const eventsQuery = strictQuery({
     .string(single)
     .regex(/^evt_[0-9a-f]{32}$/, { error: "must be an event id (evt_ and 32 hex digits), e.g. the next_cursor of a page" })
     .optional()
-    .meta({ description: "Events after this one (a previous page's next_cursor, or the last id you saw); an event older than 30 days or unknown is 410" }),
+    .meta({
+      description:
+        "Events after this one (a previous page's next_cursor, or the last id you saw); an event older than 30 days or unknown is 410",
+    }),
   since: when("Events at or after this instant", "2026-01-31T12:00:00Z"),
   type: z
     .union([eventType, z.array(eventType)])
@@ -25,9 +28,18 @@ export const eventsQuery = strictQuery({
     .string(single)
     .regex(/^\d+$/, { error: `must be a whole number from 1 to ${MAX_FEED_LIMIT}` })
     .transform(Number)
-    .pipe(z.int().min(1, { error: `must be from 1 to ${MAX_FEED_LIMIT}` }).max(MAX_FEED_LIMIT, { error: `must be from 1 to ${MAX_FEED_LIMIT}` }))
+    .pipe(
+      z
+        .int()
+        .min(1, { error: `must be from 1 to ${MAX_FEED_LIMIT}` })
+        .max(MAX_FEED_LIMIT, { error: `must be from 1 to ${MAX_FEED_LIMIT}` }),
+    )
     .optional()
     // The digits the pipe lets through (leading zeros included), so the document states the range.
-    .meta({ pattern: "^0*(?:[1-9][0-9]{0,2}|1000)$", description: `Events a page, 1 to ${MAX_FEED_LIMIT} (default ${DEFAULT_FEED_LIMIT})`, example: "100" }),
+    .meta({
+      pattern: "^0*(?:[1-9][0-9]{0,2}|1000)$",
+      description: `Events a page, 1 to ${MAX_FEED_LIMIT} (default ${DEFAULT_FEED_LIMIT})`,
+      example: "100",
+    }),
 });
 export type EventsQuery = z.output<typeof eventsQuery>;

@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { requireApiKey } from "../middleware/guards.ts";
 import { jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { ErrorBody } from "../http/openapi-components.ts";
+import { requireApiKey } from "../middleware/guards.ts";
 import { eventsQuery } from "./query.ts";
 import { EventFeed } from "./schema.ts";
 import { listEvents } from "./service.ts";
@@ -26,4 +26,6 @@ const list = createRoute(
 );
 
 /** GET /events (API key). */
-export const eventRoutes = openApiApp().openapi(list, async (c) => c.json(await listEvents(c.var.ctx.db, c.var.ctx.archive, c.req.valid("query")), 200));
+export const eventRoutes = openApiApp().openapi(list, async (c) =>
+  c.json(await listEvents(c.var.ctx.db, c.var.ctx.archive, c.req.valid("query")), 200),
+);

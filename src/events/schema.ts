@@ -32,7 +32,10 @@ export const PriceChangedEvent = z
       old_price: money.nullable().meta({ description: "null when the currency changed (prices cannot be compared)" }),
       new_price: money,
       change_abs: signedMoney.nullable().meta({ description: "new − old, signed" }),
-      change_pct: z.number().nullable().meta({ description: "change_abs as a percentage of the old price, 2 decimals; null from a price of 0" }),
+      change_pct: z
+        .number()
+        .nullable()
+        .meta({ description: "change_abs as a percentage of the old price, 2 decimals; null from a price of 0" }),
       direction: z.enum(["up", "down"]).nullable(),
     }),
   })
@@ -58,14 +61,21 @@ export const TestEvent = z
 export type TestEventData = z.infer<typeof TestEvent>["data"];
 
 /** GET /events: the catalogue's events, as webhooks carry them, with their id. */
-const withId = { id: eventId.meta({ description: "The event's id: webhook-id of its deliveries, and the `after` cursor", example: "evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) };
+const withId = {
+  id: eventId.meta({
+    description: "The event's id: webhook-id of its deliveries, and the `after` cursor",
+    example: "evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d",
+  }),
+};
 export const FeedEvent = z.union([PriceChangedEvent.extend(withId), StockChangedEvent.extend(withId)]).meta({ id: "FeedEvent" });
 export type FeedEvent = z.infer<typeof FeedEvent>;
 
 export const EventFeed = z
   .object({
     events: z.array(FeedEvent).meta({ description: "Oldest first" }),
-    next_cursor: eventId.nullable().meta({ description: "Pass as `after` for the next page; null when there is none yet (poll later with `after` = the last id you saw)" }),
+    next_cursor: eventId.nullable().meta({
+      description: "Pass as `after` for the next page; null when there is none yet (poll later with `after` = the last id you saw)",
+    }),
   })
   .meta({ id: "EventFeed" });
 export type EventFeed = z.infer<typeof EventFeed>;

@@ -12,7 +12,11 @@ export function hashedAssets(files: Record<string, string>): Handler {
   return (c) => {
     const asset = assets.get(c.req.param("file") ?? "");
     if (!asset) return notFound(c);
-    return c.body(asset.body, 200, { "Content-Type": asset.type, "Cache-Control": "public, max-age=31536000, immutable", "X-Content-Type-Options": "nosniff" });
+    return c.body(asset.body, 200, {
+      "Content-Type": asset.type,
+      "Cache-Control": "public, max-age=31536000, immutable",
+      "X-Content-Type-Options": "nosniff",
+    });
   };
 }
 
@@ -20,7 +24,11 @@ export function hashedAssets(files: Record<string, string>): Handler {
  * An HTML page allowed to load only this origin's scripts and styles (and data: images); `connect`
  * names other origins its fetch() may reach. Never cached by a shared cache, never framed.
  */
-export function page(c: Context, html: string, { connect = [], cache = "no-cache" }: { connect?: string[]; cache?: string } = {}): Response {
+export function page(
+  c: Context,
+  html: string,
+  { connect = [], cache = "no-cache" }: { connect?: string[]; cache?: string } = {},
+): Response {
   const csp = [
     "default-src 'none'",
     "script-src 'self'",
@@ -31,5 +39,10 @@ export function page(c: Context, html: string, { connect = [], cache = "no-cache
     "base-uri 'none'",
     "frame-ancestors 'none'",
   ].join("; ");
-  return c.html(html, 200, { "Content-Security-Policy": csp, "Cache-Control": cache, "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff" });
+  return c.html(html, 200, {
+    "Content-Security-Policy": csp,
+    "Cache-Control": cache,
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+  });
 }

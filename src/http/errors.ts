@@ -23,7 +23,15 @@ export const onError: ErrorHandler = (err, c) => {
   if (err instanceof HTTPException && err.status < 500) {
     return errorResponse(c, new ApiError(err.status, err.message || "The request could not be processed."));
   }
-  console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), path: c.req.path, error: String(err), stack: err instanceof Error ? err.stack : undefined }));
+  console.error(
+    JSON.stringify({
+      level: "error",
+      request_id: c.get("requestId"),
+      path: c.req.path,
+      error: String(err),
+      stack: err instanceof Error ? err.stack : undefined,
+    }),
+  );
   return errorResponse(c, new ApiError(500, "Internal error; try again, and quote the X-Request-Id header if it persists."));
 };
 

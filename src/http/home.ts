@@ -5,7 +5,8 @@ export const home = (c: Context) =>
   c.json(
     {
       name: "Price Data API",
-      description: "Competitor prices for your products. Data routes take an API key; keys, webhooks and the account take an account login.",
+      description:
+        "Competitor prices for your products. Data routes take an API key; keys, webhooks and the account take an account login.",
       links: {
         products: "/products",
         competitors: "/competitors",

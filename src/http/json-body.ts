@@ -9,25 +9,27 @@ import { ApiError } from "./errors.ts";
  * that declares a body, after the route's guards. An empty body is refused where the body is required,
  * and is no body where it is optional (the route's defaults apply).
  */
-export const readBodyAsJson = (required: boolean): MiddlewareHandler => async (c, next) => {
-  // Decoded by hand: the runtime warns when .text() reads a body whose Content-Type is not text.
-  const bytes = await c.req.arrayBuffer();
-  const text = new TextDecoder().decode(bytes);
-  const headers = new Headers(c.req.raw.headers);
-  const empty = text.trim() === "";
-  let parsed: unknown;
-  if (empty) {
-    if (required) throw new ApiError(400, "The request body is empty; send a JSON object.");
-    headers.delete("Content-Type");
-  } else {
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new ApiError(400, "The request body is not valid JSON.");
+export const readBodyAsJson =
+  (required: boolean): MiddlewareHandler =>
+  async (c, next) => {
+    // Decoded by hand: the runtime warns when .text() reads a body whose Content-Type is not text.
+    const bytes = await c.req.arrayBuffer();
+    const text = new TextDecoder().decode(bytes);
+    const headers = new Headers(c.req.raw.headers);
+    const empty = text.trim() === "";
+    let parsed: unknown;
+    if (empty) {
+      if (required) throw new ApiError(400, "The request body is empty; send a JSON object.");
+      headers.delete("Content-Type");
+    } else {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        throw new ApiError(400, "The request body is not valid JSON.");
+      }
+      headers.set("Content-Type", "application/json");
     }
-    headers.set("Content-Type", "application/json");
-  }
-  c.req.raw = new Request(c.req.raw, { headers, body: empty ? null : bytes });
-  if (!empty) c.req.bodyCache.json = Promise.resolve(parsed); // the validator reads this, not the bytes again
-  await next();
-};
+    c.req.raw = new Request(c.req.raw, { headers, body: empty ? null : bytes });
+    if (!empty) c.req.bodyCache.json = Promise.resolve(parsed); // the validator reads this, not the bytes again
+    await next();
+  };

@@ -44,7 +44,6 @@ export const SECURITY_SCHEMES = {
   },
 } as const;
 
-
 const intHeader = (description: string) => ({ required: true, description, schema: { type: "integer", minimum: 0 } }) as const;
 const textHeader = (description: string, required = true) => ({ required, description, schema: { type: "string" } }) as const;
 
@@ -83,8 +82,12 @@ const errorResponse = (description: string, extra: readonly HeaderName[] = []) =
 /** The shared error responses (components.responses), referenced by the operations. */
 export const RESPONSE_COMPONENTS = {
   BadRequest: errorResponse("The body, query or a path parameter failed validation; the detail names the field."),
-  Unauthorized: errorResponse("No credential, a malformed, unknown, revoked or expired one, or the wrong kind (a JWT on a data route).", ["WWW-Authenticate"]),
-  BadSignature: errorResponse("The report's GitHub signature is missing or does not verify, or names a key not in GitHub's list; nothing was changed."),
+  Unauthorized: errorResponse("No credential, a malformed, unknown, revoked or expired one, or the wrong kind (a JWT on a data route).", [
+    "WWW-Authenticate",
+  ]),
+  BadSignature: errorResponse(
+    "The report's GitHub signature is missing or does not verify, or names a key not in GitHub's list; nothing was changed.",
+  ),
   KeyRestricted: errorResponse(
     "The key may not be used from this address (its allowed_ips), or lacks the scope this route needs (its scopes); the detail names which. Not counted against the key.",
   ),
@@ -100,7 +103,10 @@ export const RESPONSE_COMPONENTS = {
   ),
   InternalError: errorResponse("A generic detail (the cause is logged), or the server is misconfigured (the detail names the variable)."),
   Unavailable: errorResponse("The identity provider's keys could not be fetched; try again.", ["Retry-After"]),
-  CatalogueBuilding: errorResponse("The catalogue's first snapshot is being built (a new deployment, or a freshly seeded catalogue): retry after Retry-After seconds.", ["Retry-After"]),
+  CatalogueBuilding: errorResponse(
+    "The catalogue's first snapshot is being built (a new deployment, or a freshly seeded catalogue): retry after Retry-After seconds.",
+    ["Retry-After"],
+  ),
 } as const;
 
 export const ref = (name: keyof typeof RESPONSE_COMPONENTS) => ({ $ref: `#/components/responses/${name}` });

@@ -2,7 +2,7 @@ import { OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { z } from "zod";
 import type { AppEnv } from "./app-env.ts";
 import { readBodyAsJson } from "./json-body.ts";
-import { EVERY, headerRefs, ref, type HeaderName, } from "./openapi-components.ts";
+import { EVERY, type HeaderName, headerRefs, ref } from "./openapi-components.ts";
 import { validationHook } from "./validation.ts";
 
 /**
@@ -19,7 +19,6 @@ export type Credential = "api-key" | "account" | "admin" | "github";
 
 const SCHEMES = { "api-key": "ApiKey", account: "AccountLogin", admin: "AdminJWT", github: "GitHubSignature" } as const;
 const security = (credential: Credential, scope?: string) => [{ [SCHEMES[credential]]: credential === "admin" && scope ? [scope] : [] }];
-
 
 /** A JSON response whose body is `schema`, with the headers every response carries plus `extra`. */
 export function jsonResponse<S extends z.ZodType>(description: string, schema: S, extra: readonly HeaderName[] = []) {
@@ -78,6 +77,9 @@ export function operation<const C extends OperationConfig>({ credential, scope, 
     ...route,
     middleware,
     security: security(credential, scope),
-    responses: { ...responses, ...errorResponses(credential, { ...errors, body: errors.body ?? body, validates: errors.validates ?? Boolean(route.request?.query) }) },
+    responses: {
+      ...responses,
+      ...errorResponses(credential, { ...errors, body: errors.body ?? body, validates: errors.validates ?? Boolean(route.request?.query) }),
+    },
   } as Omit<C, "credential" | "scope" | "errors"> & { security: ReturnType<typeof security>; responses: C["responses"] };
 }

@@ -11,9 +11,12 @@ export const single = { error: (issue: { input?: unknown }) => (Array.isArray(is
  */
 export const isoTimestamp = z
   .string()
-  .refine((s) => (z.iso.datetime({ offset: true }).safeParse(s).success || z.iso.date().safeParse(s).success) && !Number.isNaN(Date.parse(s)), {
-    error: "must be an ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z",
-  })
+  .refine(
+    (s) => (z.iso.datetime({ offset: true }).safeParse(s).success || z.iso.date().safeParse(s).success) && !Number.isNaN(Date.parse(s)),
+    {
+      error: "must be an ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z",
+    },
+  )
   .transform((s) => new Date(s).toISOString());
 
 /** What isoTimestamp accepts, as the API document says it (the API's one ISO-8601 rule, for every field and parameter). */
@@ -35,12 +38,18 @@ export function strictQuery<Shape extends z.ZodRawShape>(shape: Shape) {
   const accepted = allowed.length ? `this route accepts ${allowed.join(", ")}` : "this route takes no query parameters";
   return z.strictObject(shape, {
     error: (issue) =>
-      issue.code === "unrecognized_keys" ? `unknown query parameter ${issue.keys.map((k) => JSON.stringify(k)).join(", ")}; ${accepted}` : undefined,
+      issue.code === "unrecognized_keys"
+        ? `unknown query parameter ${issue.keys.map((k) => JSON.stringify(k)).join(", ")}; ${accepted}`
+        : undefined,
   });
 }
 
 export const when = (description: string, example: string) =>
-  z.string(single).pipe(isoTimestamp).optional().meta({ ...DATE_OR_DATE_TIME, description: `${description}; an ISO-8601 date or date-time`, example });
+  z
+    .string(single)
+    .pipe(isoTimestamp)
+    .optional()
+    .meta({ ...DATE_OR_DATE_TIME, description: `${description}; an ISO-8601 date or date-time`, example });
 
 export const noQuery = strictQuery({});
 
@@ -50,6 +59,7 @@ export const noQuery = strictQuery({});
  */
 export const namedQueryParameters: MiddlewareHandler = async (c, next) => {
   const url = c.req.url;
-  if ((url.includes("?=") || url.includes("&=")) && new URL(url).searchParams.has("")) throw new ApiError(400, 'Invalid query: a parameter has no name ("?=…"); remove it or name it.');
+  if ((url.includes("?=") || url.includes("&=")) && new URL(url).searchParams.has(""))
+    throw new ApiError(400, 'Invalid query: a parameter has no name ("?=…"); remove it or name it.');
   await next();
 };

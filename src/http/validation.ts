@@ -4,7 +4,8 @@ import { ApiError } from "./errors.ts";
 /** The one validation path: a zod failure becomes a 400 whose detail names the field. */
 
 /** The 400 for one field of `what` ("body", "query", …), for rules a schema cannot hold (they depend on configuration). */
-export const invalidField = (what: string, field: string, message: string) => new ApiError(400, `Invalid ${what}: ${field ? `${field}: ` : ""}${message}`);
+export const invalidField = (what: string, field: string, message: string) =>
+  new ApiError(400, `Invalid ${what}: ${field ? `${field}: ` : ""}${message}`);
 
 /** The 400 for a failed parse of `what`: its detail names the first field that failed. */
 export function invalid(what: string, error: z.ZodError): ApiError {
@@ -13,7 +14,14 @@ export function invalid(what: string, error: z.ZodError): ApiError {
 }
 
 /** What each @hono/zod-openapi validation target is called in a 400's detail. */
-const TARGET_NAMES: Record<string, string> = { query: "query", param: "path parameter", json: "body", header: "header", cookie: "cookie", form: "body" };
+const TARGET_NAMES: Record<string, string> = {
+  query: "query",
+  param: "path parameter",
+  json: "body",
+  header: "header",
+  cookie: "cookie",
+  form: "body",
+};
 
 /** Every route app's `defaultHook` (src/http/openapi.ts): what the declared schemas refuse becomes the 400 above. */
 export function validationHook(result: { target: string; success: boolean; error?: z.ZodError }): void {
@@ -36,4 +44,7 @@ export const trimmedText = (max: number) =>
     .trim()
     .min(1, { error: "must not be empty" })
     .max(max, { error: `must be at most ${max} characters` })
-    .meta({ pattern: "\\S", description: "Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice)" });
+    .meta({
+      pattern: "\\S",
+      description: "Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice)",
+    });

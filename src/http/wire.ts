@@ -11,12 +11,22 @@ export const timestamp = z.iso.datetime().meta({ description: "UTC, ISO-8601", e
 const MONEY_DESCRIPTION = "A decimal string with the currency's own minor-unit digits, never a float";
 export const money = z.string().regex(MONEY_PATTERN).meta({ description: MONEY_DESCRIPTION, example: "14.99" });
 /** A difference of two amounts, so it may be negative. */
-export const signedMoney = z.string().regex(/^-?\d+(\.\d+)?$/).meta({ description: `${MONEY_DESCRIPTION}; negative for a fall`, example: "-1.50" });
+export const signedMoney = z
+  .string()
+  .regex(/^-?\d+(\.\d+)?$/)
+  .meta({ description: `${MONEY_DESCRIPTION}; negative for a fall`, example: "-1.50" });
 
-export const currency = z.string().regex(/^[A-Z]{3}$/).meta({ description: "ISO-4217", example: "USD" });
+export const currency = z
+  .string()
+  .regex(/^[A-Z]{3}$/)
+  .meta({ description: "ISO-4217", example: "USD" });
 
 /** An id with its type prefix (`key_`, `prd_`, `whk_`, `evt_`). */
-export const prefixedId = (prefix: string, example: string) => z.string().regex(new RegExp(`^${prefix}_`)).meta({ example: `${prefix}_${example}` });
+export const prefixedId = (prefix: string, example: string) =>
+  z
+    .string()
+    .regex(new RegExp(`^${prefix}_`))
+    .meta({ example: `${prefix}_${example}` });
 
 const MAX_GRACE_SECONDS = 7 * 86_400;
 

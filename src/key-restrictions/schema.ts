@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { required } from "../http/validation.ts";
-import { canonicalCidr, CIDR_PATTERN, MAX_ALLOWED_IPS } from "../rate-limit/allowed-ips.ts";
+import { CIDR_PATTERN, canonicalCidr, MAX_ALLOWED_IPS } from "../rate-limit/allowed-ips.ts";
 import { KEY_SCOPES } from "../rate-limit/key-scopes.ts";
 
 /** `allowed_ips` and `scopes` of POST and PATCH /api-keys, and of key records; declared once. */
@@ -27,7 +27,8 @@ export const scopesInput = z
   .min(1, { error: "must name at least one scope" })
   .transform((scopes) => KEY_SCOPES.filter((scope) => scopes.includes(scope)))
   .meta({
-    description: "What the key may read: products:read (/products, /competitors), history:read (/products/{id}/history), events:read (/events); all by default",
+    description:
+      "What the key may read: products:read (/products, /competitors), history:read (/products/{id}/history), events:read (/events); all by default",
     example: ["products:read"],
   });
 

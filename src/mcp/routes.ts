@@ -1,7 +1,7 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { Hono } from "hono";
-import { requireApiKey } from "../middleware/guards.ts";
 import type { AppEnv } from "../http/app-env.ts";
+import { requireApiKey } from "../middleware/guards.ts";
 import { mcpServer } from "./server.ts";
 
 /**

@@ -63,13 +63,15 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps): McpServer {
   server.registerTool(
     "price_history",
     {
-      description: "A product's price history, oldest first (as GET /products/{id}/history), optionally downsampled to a number of points per competitor.",
+      description:
+        "A product's price history, oldest first (as GET /products/{id}/history), optionally downsampled to a number of points per competitor.",
       inputSchema: priceHistoryInput,
       annotations: readOnly,
     },
     (input) =>
       answer(async () => {
-        if (input.from !== undefined && input.to !== undefined && input.from >= input.to) throw new ApiError(400, "to: must be later than from");
+        if (input.from !== undefined && input.to !== undefined && input.from >= input.to)
+          throw new ApiError(400, "to: must be later than from");
         return priceHistoryOf(db, archive, input);
       }),
   );
@@ -81,7 +83,8 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps): McpServer {
   server.registerTool(
     "recent_changes",
     {
-      description: "Price and stock changes since an instant (the last 24 hours by default), oldest first, as GET /events gives them; next_cursor pages on.",
+      description:
+        "Price and stock changes since an instant (the last 24 hours by default), oldest first, as GET /events gives them; next_cursor pages on.",
       inputSchema: recentChangesInput,
       annotations: readOnly,
     },

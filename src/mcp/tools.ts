@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
 import { z } from "zod";
-import { historyQuery, productsQuery } from "../catalogue/schema.ts";
 import { productHistory, unknownProduct } from "../catalogue/history.ts";
-import { productJson, servingManifest, type CatalogueStore } from "../catalogue/service.ts";
+import { historyQuery, productsQuery } from "../catalogue/schema.ts";
+import { type CatalogueStore, productJson, servingManifest } from "../catalogue/service.ts";
 import { summarise } from "../catalogue/views.ts";
 import { eventsQuery } from "../events/query.ts";
 import { listEvents } from "../events/service.ts";
@@ -24,10 +24,19 @@ export interface ToolDeps {
 
 const { sku, competitor, brand, category } = productsQuery.shape;
 const limit = (most: number, fallback: number) =>
-  z.int({ error: `must be a whole number from 1 to ${most}` }).min(1, { error: `must be from 1 to ${most}` }).max(most, { error: `must be from 1 to ${most}` }).default(fallback);
+  z
+    .int({ error: `must be a whole number from 1 to ${most}` })
+    .min(1, { error: `must be from 1 to ${most}` })
+    .max(most, { error: `must be from 1 to ${most}` })
+    .default(fallback);
 
 export const searchProductsInput = {
-  query: z.string().min(1).max(200).optional().describe("Text to find in the product's name, brand or SKU (case-insensitive for ASCII letters)"),
+  query: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe("Text to find in the product's name, brand or SKU (case-insensitive for ASCII letters)"),
   brand: brand.describe("Brand, case-insensitive (as GET /products?brand=)"),
   category: category.describe("Category, case-insensitive (as GET /products?category=)"),
   competitor: competitor.describe("Only products with an offer from this competitor id"),
@@ -46,7 +55,12 @@ export const priceHistoryInput = {
   competitor: history.competitor,
   from: history.from,
   to: history.to,
-  points: z.int().min(2).max(500).optional().describe("Downsample each competitor's series to at most this many points (2 to 500), keeping its first and last"),
+  points: z
+    .int()
+    .min(2)
+    .max(500)
+    .optional()
+    .describe("Downsample each competitor's series to at most this many points (2 to 500), keeping its first and last"),
 };
 
 const events = eventsQuery.shape;
@@ -67,14 +81,18 @@ export interface ProductMatch {
   offer_count: number;
 }
 
-const lowerEquals = (column: string, value: string | undefined) => (value === undefined ? sql`1` : sql`lower(${sql.raw(column)}) = lower(${value})`);
+const lowerEquals = (column: string, value: string | undefined) =>
+  value === undefined ? sql`1` : sql`lower(${sql.raw(column)}) = lower(${value})`;
 
 /**
  * search_products: the filters decide in SQL (the SKU through its unique index), the text is a substring
  * of name, brand or SKU; then one batch reads the matches' offers for their summary. A text search
  * without other filters scans products until `limit` match (no full-text index yet).
  */
-export async function searchProducts(db: Database, input: z.output<z.ZodObject<typeof searchProductsInput>>): Promise<{ products: ProductMatch[] }> {
+export async function searchProducts(
+  db: Database,
+  input: z.output<z.ZodObject<typeof searchProductsInput>>,
+): Promise<{ products: ProductMatch[] }> {
   const needle = input.query?.toLowerCase();
   const rows = await db
     .select({ id: products.id, sku: products.sku, name: products.name, brand: products.brand, category: products.category })
@@ -116,11 +134,17 @@ export function downsample<T>(series: readonly T[], points: number): T[] {
 }
 
 export async function priceHistoryOf(db: Database, archive: R2Bucket, input: z.output<z.ZodObject<typeof priceHistoryInput>>) {
-  const { truncated, ...page } = await productHistory(db, archive, input.product_id, { competitor: input.competitor, from: input.from, to: input.to });
+  const { truncated, ...page } = await productHistory(db, archive, input.product_id, {
+    competitor: input.competitor,
+    from: input.from,
+    to: input.to,
+  });
   if (input.points === undefined) return { ...page, truncated };
   const byCompetitor = new Map<string, typeof page.history>();
   for (const entry of page.history) byCompetitor.set(entry.competitor_id, [...(byCompetitor.get(entry.competitor_id) ?? []), entry]);
-  const history = [...byCompetitor.values()].flatMap((series) => downsample(series, input.points!)).sort((a, b) => (a.observed_at < b.observed_at ? -1 : a.observed_at > b.observed_at ? 1 : 0));
+  const history = [...byCompetitor.values()]
+    .flatMap((series) => downsample(series, input.points!))
+    .sort((a, b) => (a.observed_at < b.observed_at ? -1 : a.observed_at > b.observed_at ? 1 : 0));
   return { ...page, history, truncated };
 }
 
@@ -131,5 +155,10 @@ export async function listCompetitors(catalogue: CatalogueStore) {
 const DAY_MS = 86_400_000;
 
 export async function recentChanges(db: Database, archive: R2Bucket, input: z.output<z.ZodObject<typeof recentChangesInput>>) {
-  return listEvents(db, archive, { since: input.since ?? new Date(Date.now() - DAY_MS).toISOString(), type: input.type, limit: input.limit, after: undefined });
+  return listEvents(db, archive, {
+    since: input.since ?? new Date(Date.now() - DAY_MS).toISOString(),
+    type: input.type,
+    limit: input.limit,
+    after: undefined,
+  });
 }

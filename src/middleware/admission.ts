@@ -1,12 +1,12 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { identify, type Credential } from "../auth/identify.ts";
+import { type Credential, identify } from "../auth/identify.ts";
 import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
-import { scopeForPath } from "../rate-limit/key-scopes.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
 import { admitBucket, admitKey, isSeenKey } from "../rate-limit/client.ts";
 import { rateLimitDetail, rateLimitHeaders } from "../rate-limit/headers.ts";
+import { scopeForPath } from "../rate-limit/key-scopes.ts";
 import type { Decision, Work } from "../rate-limit/types.ts";
 
 const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
@@ -27,7 +27,8 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
     }
     const outcome = await admitKey(c.env, credential.keyHash, work, { ip: clientIp(c), scope: scopeForPath(c.req.path) });
     if (outcome.status === "active") return [{ ...credential, key: outcome.key }, outcome.decision];
-    if (outcome.status === "forbidden") return [{ kind: "rejected", error: new ApiError(403, outcome.detail), wasApiKey: true }, outcome.decision];
+    if (outcome.status === "forbidden")
+      return [{ kind: "rejected", error: new ApiError(403, outcome.detail), wasApiKey: true }, outcome.decision];
     const detail =
       outcome.status === "expired"
         ? `This API key expired at ${new Date(outcome.expiresAt).toISOString()}; use the key that replaced it, or create a new one.`
@@ -46,7 +47,8 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
 /** Whatever the response, it carries the bucket's headers (and, when asked for, what the request cost). */
 function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: Work): Response {
   for (const [name, value] of Object.entries(rateLimitHeaders(decision))) res.headers.set(name, value);
-  if (c.env.EXPOSE_WORK_COUNTS === "true") res.headers.set("X-Work-Counts", `d1=${work.d1}; key-do=${work.keyObjectCalls}; other-do=${work.otherObjectCalls}`);
+  if (c.env.EXPOSE_WORK_COUNTS === "true")
+    res.headers.set("X-Work-Counts", `d1=${work.d1}; key-do=${work.keyObjectCalls}; other-do=${work.otherObjectCalls}`);
   return res;
 }
 

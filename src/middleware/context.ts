@@ -1,11 +1,11 @@
 import type { MiddlewareHandler } from "hono";
 import type { CatalogueStore } from "../catalogue/service.ts";
+import type { AppEnv } from "../http/app-env.ts";
 import { readConfig } from "../platform/config.ts";
-import { database, type Database } from "../platform/db.ts";
-import { refuseMisconfigured } from "./admission.ts";
+import { type Database, database } from "../platform/db.ts";
 import { rateLimitControl } from "../rate-limit/client.ts";
 import { noWork, type Work } from "../rate-limit/types.ts";
-import type { AppEnv } from "../http/app-env.ts";
+import { refuseMisconfigured } from "./admission.ts";
 
 /** The catalogue's store comes from its folder, handed in by the app (src/app.ts), so this layer imports no resource. */
 type CatalogueStoreOf = (env: Env, work: Work) => CatalogueStore;

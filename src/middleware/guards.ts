@@ -1,10 +1,10 @@
-import type { Context, MiddlewareHandler } from "hono";
 import { eq } from "drizzle-orm";
+import type { Context, MiddlewareHandler } from "hono";
+import { type Identity, unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { accounts } from "../platform/tables.ts";
-import { unauthorized, type Identity } from "../auth/idp.ts";
 
 /** The route middlewares that say which credential a route needs, from what src/auth/identify.ts found. */
 
@@ -39,7 +39,8 @@ export const requireAccount: MiddlewareHandler<AppEnv> = async (c, next) => {
 export const requireScope =
   (scope: string): MiddlewareHandler<AppEnv> =>
   async (c, next) => {
-    if (!requireLogin(c).scopes.has(scope)) throw new ApiError(403, `This route needs the "${scope}" scope, which your token does not hold.`);
+    if (!requireLogin(c).scopes.has(scope))
+      throw new ApiError(403, `This route needs the "${scope}" scope, which your token does not hold.`);
     await next();
   };
 

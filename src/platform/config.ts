@@ -8,9 +8,7 @@ const requiredVar = (name: string) =>
 const configSchema = z.object({
   IDP_ISSUER: requiredVar("IDP_ISSUER"),
   IDP_AUDIENCE: requiredVar("IDP_AUDIENCE"),
-  IDP_JWKS_URL: requiredVar("IDP_JWKS_URL").pipe(
-    z.url({ error: "Server misconfigured: IDP_JWKS_URL is not a URL." }),
-  ),
+  IDP_JWKS_URL: requiredVar("IDP_JWKS_URL").pipe(z.url({ error: "Server misconfigured: IDP_JWKS_URL is not a URL." })),
   KEY_PREFIX: z
     .string()
     .regex(/^[a-z][a-z0-9]{1,15}$/, { error: "Server misconfigured: KEY_PREFIX must be 2-16 lowercase letters or digits." })

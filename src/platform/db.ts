@@ -1,4 +1,4 @@
-import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
+import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
 // No relational `db.query` API is used, so no schema is passed: drizzle() then does no per-call
 // extraction of table relations, which matters because a counting client is built per request.
 /** `$client` is the (counting) D1 binding, for a batch of plain statements. */

@@ -5,7 +5,8 @@ export const newId = (prefix: string) => `${prefix}_${crypto.randomUUID().replac
  * An event id that carries its event's timestamp: 12 hex digits of Unix milliseconds, then 80 random
  * bits (the same `evt_` + 32 hex as before). The feed finds an archived cursor's event from its id alone.
  */
-export const newEventId = (timestamp: string) => `evt_${Date.parse(timestamp).toString(16).padStart(12, "0")}${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
+export const newEventId = (timestamp: string) =>
+  `evt_${Date.parse(timestamp).toString(16).padStart(12, "0")}${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
 
 /** The timestamp newEventId put in an id (an id made otherwise gives a meaningless one). */
 export const eventIdTime = (id: string) => new Date(Number.parseInt(id.slice(4, 16), 16)).toISOString();

@@ -88,22 +88,27 @@ export function formatMoney(minor: number | bigint, currency: string): string {
 /** An ISO-4217 code we know the minor unit of; upper case on the wire. */
 export const currencySchema = z
   .string({ error: 'must be an ISO-4217 currency code such as "USD"' })
-  .refine(isCurrency, { error: (issue) => `${JSON.stringify(issue.input)} is not a supported ISO-4217 currency code (use upper case, e.g. "USD")` })
+  .refine(isCurrency, {
+    error: (issue) => `${JSON.stringify(issue.input)} is not a supported ISO-4217 currency code (use upper case, e.g. "USD")`,
+  })
   .meta({ enum: [...CURRENCY_EXPONENTS.keys()].sort(), description: "ISO-4217 code, upper case", example: "USD" });
 
 /**
  * A non-negative decimal string. Whether its decimals fit the currency needs the sibling `currency`
  * field: check that with `moneyFieldsFit` on the enclosing object.
  */
-export const moneyStringSchema = z.string({ error: 'must be a decimal string such as "14.99" (a JSON number could lose precision)' }).superRefine((value, ctx) => {
-  const problem = shapeProblem(value);
-  if (problem) ctx.addIssue({ code: "custom", message: problem, input: value });
-}).meta({
-  pattern: MONEY_PATTERN.source,
-  description:
-    "A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units",
-  example: "14.99",
-});
+export const moneyStringSchema = z
+  .string({ error: 'must be a decimal string such as "14.99" (a JSON number could lose precision)' })
+  .superRefine((value, ctx) => {
+    const problem = shapeProblem(value);
+    if (problem) ctx.addIssue({ code: "custom", message: problem, input: value });
+  })
+  .meta({
+    pattern: MONEY_PATTERN.source,
+    description:
+      "A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units",
+    example: "14.99",
+  });
 
 /**
  * A superRefine for an object holding `currency` and money strings: reports each field whose amount

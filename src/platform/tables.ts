@@ -27,7 +27,9 @@ export const apiKeys = sqliteTable(
     prefix: text("prefix").notNull(),
     /** SHA-256 (hex) of the full key; the key itself is never stored. */
     keyHash: text("key_hash").notNull().unique(),
-    status: text("status", { enum: ["active", "revoked"] }).notNull().default("active"),
+    status: text("status", { enum: ["active", "revoked"] })
+      .notNull()
+      .default("active"),
     createdAt: text("created_at").notNull().default(now),
     lastUsedAt: text("last_used_at"),
     revokedAt: text("revoked_at"),
@@ -120,7 +122,10 @@ export const offers = sqliteTable(
     primaryKey({ columns: [t.productId, t.competitorId] }),
     // The competitor filter reads a competitor's products in id order from it (src/catalogue/filtered.ts).
     index("offers_competitor").on(t.competitorId, t.productId),
-    check("offers_money_not_negative", sql`${t.priceMinor} >= 0 AND coalesce(${t.regularPriceMinor}, 0) >= 0 AND coalesce(${t.shippingMinor}, 0) >= 0 AND coalesce(${t.previousPriceMinor}, 0) >= 0`),
+    check(
+      "offers_money_not_negative",
+      sql`${t.priceMinor} >= 0 AND coalesce(${t.regularPriceMinor}, 0) >= 0 AND coalesce(${t.shippingMinor}, 0) >= 0 AND coalesce(${t.previousPriceMinor}, 0) >= 0`,
+    ),
   ],
 );
 
@@ -140,7 +145,10 @@ export const priceHistory = sqliteTable(
     inStock: integer("in_stock", { mode: "boolean" }).notNull(),
     observedAt: text("observed_at").notNull(),
   },
-  (t) => [index("price_history_product_observed").on(t.productId, t.observedAt), check("price_history_price_not_negative", sql`${t.priceMinor} >= 0`)],
+  (t) => [
+    index("price_history_product_observed").on(t.productId, t.observedAt),
+    check("price_history_price_not_negative", sql`${t.priceMinor} >= 0`),
+  ],
 );
 
 /**
@@ -180,7 +188,9 @@ export const webhooks = sqliteTable(
     minChangeBp: integer("min_change_bp").notNull().default(0),
     /** The alert rules (src/alerts/schema.ts), a JSON object as the account gave them; null: none. */
     filters: text("filters", { mode: "json" }).$type<AlertFilters>(),
-    status: text("status", { enum: ["enabled", "disabled"] }).notNull().default("enabled"),
+    status: text("status", { enum: ["enabled", "disabled"] })
+      .notNull()
+      .default("enabled"),
     /** `v1.<base64 iv>.<base64 AES-GCM ciphertext>` of the `whsec_…` secret, under WEBHOOK_SECRET_KEY. */
     secretCiphertext: text("secret_ciphertext").notNull(),
     createdAt: text("created_at").notNull().default(now),

@@ -1,4 +1,4 @@
-import type { OfferRow, CompetitorRow, ProductRow } from "../catalogue/views.ts";
+import type { CompetitorRow, OfferRow, ProductRow } from "../catalogue/views.ts";
 import type { PriceChangedData, StockChangedData } from "../events/schema.ts";
 import { newEventId } from "../platform/ids.ts";
 import { formatMoney } from "../platform/money.ts";

@@ -1,7 +1,7 @@
 import type { CompetitorRow, OfferRow, ProductRow } from "../catalogue/views.ts";
-import type { priceHistory } from "../platform/tables.ts";
 import { newId } from "../platform/ids.ts";
 import { parseMoney } from "../platform/money.ts";
+import type { priceHistory } from "../platform/tables.ts";
 import type { EventMessage } from "../webhooks/messages.ts";
 import { priceEvent, stockEvent } from "./events.ts";
 import type { IngestionResult, Observation } from "./schema.ts";
@@ -37,7 +37,13 @@ const minor = (amount: string | null | undefined, currency: string) => (amount =
 const FILLABLE = ["brand", "category", "gtin", "mpn"] as const;
 
 export function planChanges(snapshot: Snapshot, observations: readonly (Observation & { observed_at: string })[], now: string): Plan {
-  const result: IngestionResult = { received: observations.length, products_created: 0, offers_created: 0, price_changes: 0, stock_changes: 0 };
+  const result: IngestionResult = {
+    received: observations.length,
+    products_created: 0,
+    offers_created: 0,
+    price_changes: 0,
+    stock_changes: 0,
+  };
   const productsBySku = new Map(snapshot.products.map((row) => [row.sku, { ...row }]));
   const offersByKey = new Map(snapshot.offers.map((row) => [offerKey(row.productId, row.competitorId), { ...row }]));
   const competitorsById = new Map(snapshot.competitors.map((row) => [row.id, { ...row }]));
@@ -90,7 +96,14 @@ export function planChanges(snapshot: Snapshot, observations: readonly (Observat
     const key = offerKey(product.id, competitor.id);
     const offer = offersByKey.get(key);
     if (!offer) {
-      const created: OfferRow = { productId: product.id, competitorId: competitor.id, ...next, previousPriceMinor: null, priceChangedAt: null, checkedAt: observedAt };
+      const created: OfferRow = {
+        productId: product.id,
+        competitorId: competitor.id,
+        ...next,
+        previousPriceMinor: null,
+        priceChangedAt: null,
+        checkedAt: observedAt,
+      };
       offersByKey.set(key, created);
       changed.offers.add(created);
       history.push(historyRow(created));
@@ -104,7 +117,8 @@ export function planChanges(snapshot: Snapshot, observations: readonly (Observat
     const before = { ...offer };
     const priceChanged = offer.priceMinor !== next.priceMinor || offer.currency !== next.currency;
     const stockChanged = offer.inStock !== next.inStock;
-    const detailsChanged = offer.url !== next.url || offer.regularPriceMinor !== next.regularPriceMinor || offer.shippingMinor !== next.shippingMinor;
+    const detailsChanged =
+      offer.url !== next.url || offer.regularPriceMinor !== next.regularPriceMinor || offer.shippingMinor !== next.shippingMinor;
     Object.assign(offer, next, { checkedAt: observedAt });
     if (priceChanged) {
       offer.previousPriceMinor = before.currency === next.currency ? before.priceMinor : null;
@@ -129,7 +143,15 @@ export function planChanges(snapshot: Snapshot, observations: readonly (Observat
       changed.products.add(product);
     }
   }
-  return { result, competitors: [...changed.competitors], competitorsUsed: [...competitorsById.values()], products: [...changed.products], offers: [...changed.offers], history, events };
+  return {
+    result,
+    competitors: [...changed.competitors],
+    competitorsUsed: [...competitorsById.values()],
+    products: [...changed.products],
+    offers: [...changed.offers],
+    history,
+    events,
+  };
 }
 
 /**
@@ -154,4 +176,3 @@ const historyRow = (offer: OfferRow): HistoryRow => ({
   inStock: offer.inStock,
   observedAt: offer.checkedAt,
 });
-

@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { requireScope } from "../middleware/guards.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
+import { requireScope } from "../middleware/guards.ts";
 import { deliverAfterCommit } from "../webhooks/immediate.ts";
 import type { EventMessage } from "../webhooks/messages.ts";
 import { IngestionSummary, observationsBody } from "./schema.ts";
@@ -28,6 +28,7 @@ const ingest = createRoute(
 /** POST /admin/observations (scope prices:write): all or nothing, see src/prices/service.ts. */
 export const observationRoutes = openApiApp().openapi(ingest, async (c) => {
   const { db, archive, queue, catalogue, config } = c.var.ctx;
-  const deliverNow = (events: readonly EventMessage[]) => c.executionCtx.waitUntil(deliverAfterCommit({ db, archive, queue, secretKey: config.WEBHOOK_SECRET_KEY }, events));
+  const deliverNow = (events: readonly EventMessage[]) =>
+    c.executionCtx.waitUntil(deliverAfterCommit({ db, archive, queue, secretKey: config.WEBHOOK_SECRET_KEY }, events));
   return c.json(await ingestObservations(db, queue, catalogue, c.req.valid("json").observations, deliverNow), 200);
 });

@@ -1,8 +1,8 @@
 import { z } from "zod";
+import { competitorDomain, competitorId, competitorName } from "../competitors/schema.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required, trimmedText } from "../http/validation.ts";
-import { competitorDomain, competitorId, competitorName } from "../competitors/schema.ts";
 import { currencySchema, moneyFieldsFit, moneyStringSchema } from "../platform/money.ts";
 
 /** POST /admin/observations: what it takes and what it answers, declared once. */
@@ -22,7 +22,11 @@ export const observation = z
       name: trimmedText(500),
       brand: optionalText(200),
       category: optionalText(200),
-      gtin: z.string({ error: required("string") }).regex(/^\d{8,14}$/, { error: "must be 8 to 14 digits" }).nullable().optional(),
+      gtin: z
+        .string({ error: required("string") })
+        .regex(/^\d{8,14}$/, { error: "must be 8 to 14 digits" })
+        .nullable()
+        .optional(),
       mpn: optionalText(100),
       competitor: z.strictObject({ id: competitorId, name: competitorName, domain: competitorDomain.optional() }, jsonObject),
       url: uriSchema("The offer's page: an http(s) URL", ["http", "https"]).nullable().optional(),
@@ -34,7 +38,11 @@ export const observation = z
       observed_at: isoTimestamp
         .refine((at) => Date.parse(at) <= Date.now() + MAX_CLOCK_SKEW_MS, { error: "must not be in the future" })
         .optional()
-        .meta({ ...DATE_OR_DATE_TIME, description: "When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default" }),
+        .meta({
+          ...DATE_OR_DATE_TIME,
+          description:
+            "When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default",
+        }),
     },
     jsonObject,
   )
@@ -45,11 +53,12 @@ export const observationsBody = z.strictObject(
     observations: z
       .array(observation, { error: (issue) => (issue.input === undefined ? "is required" : "must be an array of observations") })
       .min(1, { error: "must hold at least one observation" })
-      .max(MAX_OBSERVATIONS, { error: `must hold at most ${MAX_OBSERVATIONS.toLocaleString("en-US")} observations; split them into several calls` }),
+      .max(MAX_OBSERVATIONS, {
+        error: `must hold at most ${MAX_OBSERVATIONS.toLocaleString("en-US")} observations; split them into several calls`,
+      }),
   },
   jsonObject,
 );
-
 
 export type Observation = z.output<typeof observation>;
 

@@ -1,9 +1,9 @@
-import { sql, type AnyColumn, type SQL } from "drizzle-orm";
+import { type AnyColumn, type SQL, sql } from "drizzle-orm";
 import type { CatalogueStore } from "../catalogue/service.ts";
+import { relayEvents } from "../events/outbox.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { competitors, offers, products } from "../platform/tables.ts";
-import { relayEvents } from "../events/outbox.ts";
 import type { EventMessage, WebhookMessage } from "../webhooks/messages.ts";
 import { planChanges, type Snapshot } from "./plan.ts";
 import type { IngestionResult, Observation } from "./schema.ts";
@@ -59,7 +59,9 @@ export async function ingestObservations(
         await pause(attempt);
         continue;
       }
-      throw new ApiError(503, "Other ingestions kept changing these products during this one; send the same observations again.", { "Retry-After": "1" });
+      throw new ApiError(503, "Other ingestions kept changing these products during this one; send the same observations again.", {
+        "Retry-After": "1",
+      });
     }
     await catalogue.poke().catch((error: unknown) => console.error("catalogue builder poke failed; the sweep will catch up", error));
     await relayEvents(db, queue, plan.events);
@@ -76,9 +78,19 @@ async function readSnapshot(db: Database, observations: readonly Observation[]):
   const skus = observations.map((o) => o.sku);
   const [productRows, offerRows, competitorRows] = await db.batch([
     db.select().from(products).where(inJson(products.sku, skus)),
-    db.select().from(offers).where(sql`${offers.productId} IN (SELECT id FROM products WHERE ${inJson(sql`sku`, skus)})`),
-    db.select().from(competitors).where(inJson(competitors.id, observations.map((o) => o.competitor.id))),
+    db
+      .select()
+      .from(offers)
+      .where(sql`${offers.productId} IN (SELECT id FROM products WHERE ${inJson(sql`sku`, skus)})`),
+    db
+      .select()
+      .from(competitors)
+      .where(
+        inJson(
+          competitors.id,
+          observations.map((o) => o.competitor.id),
+        ),
+      ),
   ]);
   return { products: productRows, offers: offerRows, competitors: competitorRows };
 }
-

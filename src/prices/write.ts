@@ -1,8 +1,8 @@
 import { getTableColumns, getTableName } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { bumpCatalogueVersion } from "../catalogue/service.ts";
-import type { Database } from "../platform/db.ts";
 import { outboxRows } from "../events/outbox.ts";
+import type { Database } from "../platform/db.ts";
 import { competitors, events, offers, priceHistory, products } from "../platform/tables.ts";
 import type { Plan, Snapshot } from "./plan.ts";
 
@@ -69,7 +69,12 @@ export function jsonChunks(items: readonly unknown[], maxBytes = MAX_JSON_PARAME
  * far under D1's 100 bound parameters) that `json_each` turns back into rows, split by size (above).
  * Column names come from the schema.
  */
-function insertRows(d1: D1Database, table: SQLiteTable, rows: readonly Record<string, unknown>[], conflict?: { target: readonly string[]; update: boolean }): D1PreparedStatement[] {
+function insertRows(
+  d1: D1Database,
+  table: SQLiteTable,
+  rows: readonly Record<string, unknown>[],
+  conflict?: { target: readonly string[]; update: boolean },
+): D1PreparedStatement[] {
   const columns = Object.entries(getTableColumns(table))
     .filter(([key]) => key in rows[0]!)
     .map(([key, column]) => ({ key, name: column.name }));
@@ -91,7 +96,8 @@ function insertRows(d1: D1Database, table: SQLiteTable, rows: readonly Record<st
  * D1 runs one batch at a time, so marks follow commit order: a build that covered version N never
  * misses a product a later batch marks (its mark is above N).
  */
-const MARK_CHANGED = "UPDATE products SET changed_version = (SELECT version FROM catalogue_state WHERE id = 1) WHERE id IN (SELECT value FROM json_each(?))";
+const MARK_CHANGED =
+  "UPDATE products SET changed_version = (SELECT version FROM catalogue_state WHERE id = 1) WHERE id IN (SELECT value FROM json_each(?))";
 
 export async function writeBatch(db: Database, snapshot: Snapshot, plan: Plan): Promise<void> {
   const d1 = db.$client; // the (counting) binding drizzle wraps
@@ -108,7 +114,8 @@ export async function writeBatch(db: Database, snapshot: Snapshot, plan: Plan): 
   // A competitor is created by its first observation and never renamed by one (PATCH /admin/competitors/:id does that).
   if (plan.competitors.length > 0) statements.push(...insertRows(d1, competitors, plan.competitors, { target: ["id"], update: false }));
   if (plan.products.length > 0) statements.push(...insertRows(d1, products, plan.products, { target: ["id"], update: true }));
-  if (plan.offers.length > 0) statements.push(...insertRows(d1, offers, plan.offers, { target: ["product_id", "competitor_id"], update: true }));
+  if (plan.offers.length > 0)
+    statements.push(...insertRows(d1, offers, plan.offers, { target: ["product_id", "competitor_id"], update: true }));
   if (plan.history.length > 0) statements.push(...insertRows(d1, priceHistory, plan.history));
   // The outbox: the events commit with the change or not at all (src/events/outbox.ts relays them).
   if (plan.events.length > 0) statements.push(...insertRows(d1, events, outboxRows(plan.events, new Date().toISOString())));

@@ -31,7 +31,9 @@ type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
 
 /** A valid CIDR (per CIDR_PATTERN) as a range, a mapped IPv6 range as IPv4, host bits cleared. */
 function range(cidr: string): Range {
-  const [address, bits] = cidr.includes("/") ? ipaddr.parseCIDR(cidr) : ((parsed) => [parsed, parsed.kind() === "ipv4" ? 32 : 128] as Range)(ipaddr.parse(cidr));
+  const [address, bits] = cidr.includes("/")
+    ? ipaddr.parseCIDR(cidr)
+    : ((parsed) => [parsed, parsed.kind() === "ipv4" ? 32 : 128] as Range)(ipaddr.parse(cidr));
   if (address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
     return [(address as ipaddr.IPv6).toIPv4Address(), bits - 96];
   }
@@ -41,7 +43,10 @@ function range(cidr: string): Range {
 /** The form records show: the network address and its prefix length (`10.1.2.3` → `10.1.2.3/32`, `10.1.2.3/8` → `10.0.0.0/8`). */
 export function canonicalCidr(cidr: string): string {
   const [address, bits] = range(cidr);
-  const network = address.kind() === "ipv4" ? ipaddr.IPv4.networkAddressFromCIDR(`${address}/${bits}`) : ipaddr.IPv6.networkAddressFromCIDR(`${address}/${bits}`);
+  const network =
+    address.kind() === "ipv4"
+      ? ipaddr.IPv4.networkAddressFromCIDR(`${address}/${bits}`)
+      : ipaddr.IPv6.networkAddressFromCIDR(`${address}/${bits}`);
   return `${network.toString()}/${bits}`;
 }
 

@@ -1,4 +1,10 @@
-import { convertIPv4BinaryToString, convertIPv4MappedIPv6ToIPv4, convertIPv6BinaryToString, convertIPv6ToBinary, isIPv4MappedIPv6 } from "hono/utils/ipaddr";
+import {
+  convertIPv4BinaryToString,
+  convertIPv4MappedIPv6ToIPv4,
+  convertIPv6BinaryToString,
+  convertIPv6ToBinary,
+  isIPv4MappedIPv6,
+} from "hono/utils/ipaddr";
 import type { Limits } from "./types.ts";
 
 /** Hour and day quotas of the fixed buckets follow from the minute, as the plans' do. */

@@ -1,4 +1,12 @@
-import { UNKNOWN_KEY_MS, type Decision, type KeyAdmission, type KeyRequest, type Limits, type RateLimitControl, type Work } from "./types.ts";
+import {
+  type Decision,
+  type KeyAdmission,
+  type KeyRequest,
+  type Limits,
+  type RateLimitControl,
+  UNKNOWN_KEY_MS,
+  type Work,
+} from "./types.ts";
 
 const MAX_REMEMBERED = 10_000;
 

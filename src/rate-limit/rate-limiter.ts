@@ -3,8 +3,18 @@ import { database } from "../platform/db.ts";
 import { isAllowed } from "./allowed-ips.ts";
 import { loadKeyState } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
-import { UNKNOWN_KEY_MS, type Decision, type Granularity, type KeyAdmission, type KeyRequest, type KeyRestrictions, type KeyState, type Limits, type UsageCount } from "./types.ts";
-import { OLDEST_COLUMNS, USAGE_SCHEMA, UsageLog, type OldestColumns } from "./usage-log.ts";
+import {
+  type Decision,
+  type Granularity,
+  type KeyAdmission,
+  type KeyRequest,
+  type KeyRestrictions,
+  type KeyState,
+  type Limits,
+  UNKNOWN_KEY_MS,
+  type UsageCount,
+} from "./types.ts";
+import { OLDEST_COLUMNS, type OldestColumns, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
 import { Usage } from "./window.ts";
 
 /** The one row that holds a bucket's counters: written once per decision, read once per wake. */
@@ -64,14 +74,28 @@ export class RateLimiter extends DurableObject<Env> {
     // A wake asks whether the tables exist, then reads everything the object keeps in memory in one statement.
     this.hasSchema = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state'").toArray().length > 0;
     const woken: Partial<WokenRow> = this.hasSchema
-      ? sql.exec<WokenRow>(`SELECT state.*, (SELECT state FROM key_state) AS key_state, ${OLDEST_COLUMNS} FROM (SELECT 1) LEFT JOIN state ON state.id = 1`).one()
+      ? sql
+          .exec<WokenRow>(
+            `SELECT state.*, (SELECT state FROM key_state) AS key_state, ${OLDEST_COLUMNS} FROM (SELECT 1) LEFT JOIN state ON state.id = 1`,
+          )
+          .one()
       : {};
     const row = woken.log == null ? undefined : (woken as StateRow);
     this.usage = row
-      ? new Usage(JSON.parse(row.log) as number[], { start: row.hour_start, count: row.hour_count }, { start: row.day_start, count: row.day_count })
+      ? new Usage(
+          JSON.parse(row.log) as number[],
+          { start: row.hour_start, count: row.hour_count },
+          { start: row.day_start, count: row.day_count },
+        )
       : new Usage();
-    const pending = row ? { minute: row.usage_minute, admitted: row.usage_admitted, refused: row.usage_refused } : { minute: 0, admitted: 0, refused: 0 };
-    this.usageLog = new UsageLog(sql, pending, { oldest_0: woken.oldest_0 ?? null, oldest_1: woken.oldest_1 ?? null, oldest_2: woken.oldest_2 ?? null });
+    const pending = row
+      ? { minute: row.usage_minute, admitted: row.usage_admitted, refused: row.usage_refused }
+      : { minute: 0, admitted: 0, refused: 0 };
+    this.usageLog = new UsageLog(sql, pending, {
+      oldest_0: woken.oldest_0 ?? null,
+      oldest_1: woken.oldest_1 ?? null,
+      oldest_2: woken.oldest_2 ?? null,
+    });
     this.lastUseRecorded = row?.last_used ?? 0;
     // States stored before keys could expire have no `expiresAt`: they never expire.
     this.key = woken.key_state != null ? ({ expiresAt: null, ...JSON.parse(woken.key_state) } as KeyState) : undefined;
@@ -117,7 +141,15 @@ export class RateLimiter extends DurableObject<Env> {
     const decision = this.usage.decide(now, key.limits);
     if (decision.allowed) this.markUse(key.keyId, now);
     this.count(now, decision.allowed);
-    return { status: "active", keyId: key.keyId, accountId: key.accountId, expiresAt: key.expiresAt, decision, scopes: key.scopes ?? null, d1Queries };
+    return {
+      status: "active",
+      keyId: key.keyId,
+      accountId: key.accountId,
+      expiresAt: key.expiresAt,
+      decision,
+      scopes: key.scopes ?? null,
+      d1Queries,
+    };
   }
 
   /** Pushed by DELETE /api-keys/:id before it answers: the next request is refused. */

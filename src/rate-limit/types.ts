@@ -51,7 +51,15 @@ export interface KeyRequest {
 
 /** The object's answer to one admission of an API key. */
 export type KeyAdmission =
-  | { status: "active"; keyId: string; accountId: string; expiresAt: number | null; decision: Decision; scopes: string[] | null; d1Queries: number }
+  | {
+      status: "active";
+      keyId: string;
+      accountId: string;
+      expiresAt: number | null;
+      decision: Decision;
+      scopes: string[] | null;
+      d1Queries: number;
+    }
   /** Outside the key's allowed addresses or scopes: 403 with `detail`, not counted; `decision` is the key's window as it stands. */
   | { status: "forbidden"; detail: string; decision: Decision; d1Queries: number }
   | { status: "expired"; expiresAt: number; d1Queries: number }

@@ -19,7 +19,9 @@ export const USAGE_SCHEMA = `CREATE TABLE IF NOT EXISTS usage (level INTEGER NOT
   admitted INTEGER NOT NULL, refused INTEGER NOT NULL, PRIMARY KEY (level, start)) WITHOUT ROWID;`;
 
 /** The oldest row's start per level (null for none), as columns of the object's one wake-up read. */
-export const OLDEST_COLUMNS = LEVELS.map((_, level) => `(SELECT min(start) FROM usage WHERE level = ${level}) AS oldest_${level}`).join(", ");
+export const OLDEST_COLUMNS = LEVELS.map((_, level) => `(SELECT min(start) FROM usage WHERE level = ${level}) AS oldest_${level}`).join(
+  ", ",
+);
 export type OldestColumns = Record<`oldest_${0 | 1 | 2}`, number | null>;
 const oldestPerLevel = (row: OldestColumns) => LEVELS.map((_, level) => row[`oldest_${level as 0 | 1 | 2}`] ?? Infinity);
 
@@ -101,7 +103,10 @@ export class UsageLog {
   private fold(now: number) {
     const due = LEVELS.some((level, i) => this.oldest[i]! < keptWindow(level, now).from - FOLD_SLACK_MS[level]);
     if (!due) return;
-    for (const [finer, coarser] of [["minute", "hour"], ["hour", "day"]] as const) {
+    for (const [finer, coarser] of [
+      ["minute", "hour"],
+      ["hour", "day"],
+    ] as const) {
       const before = keptWindow(finer, now).from;
       this.sql.exec(
         `INSERT INTO usage (level, start, admitted, refused)

@@ -41,7 +41,14 @@ export class Usage {
     if (refusing.length > 0) {
       // The quota that makes the caller wait longest; on a tie, the longer period, which says more.
       const binding = refusing.reduce((a, b) => (b.resetMs >= a.resetMs ? b : a));
-      return { allowed: false, limits, remaining: 0, resetSeconds: seconds(binding.resetMs), resetMs: binding.resetMs, exceeded: binding.period };
+      return {
+        allowed: false,
+        limits,
+        remaining: 0,
+        resetSeconds: seconds(binding.resetMs),
+        resetMs: binding.resetMs,
+        exceeded: binding.period,
+      };
     }
     this.minuteLog.push(now);
     this.hour.count++;

@@ -41,7 +41,10 @@ async function importKey(pem: string): Promise<CryptoKey | undefined> {
 }
 
 async function fetchKeys(url: string, now: number): Promise<CachedKeys> {
-  const res = await fetch(url, { headers: { Accept: "application/json", "User-Agent": "price-data-api-secret-scanning" }, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+  const res = await fetch(url, {
+    headers: { Accept: "application/json", "User-Agent": "price-data-api-secret-scanning" },
+    signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+  });
   if (!res.ok) throw new Error(`${url} answered ${res.status}`);
   const list = keyList.parse(await res.json());
   const keys = new Map<string, CryptoKey>();

@@ -6,7 +6,14 @@ import { ApiError } from "../http/errors.ts";
 import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { KeyListUnavailable, publicKey } from "./public-keys.ts";
-import { IDENTIFIER_HEADER, MAX_REPORT_BYTES, SecretScanningFeedback, secretScanningReport, SIGNATURE_HEADER, signatureHeaders } from "./schema.ts";
+import {
+  IDENTIFIER_HEADER,
+  MAX_REPORT_BYTES,
+  SecretScanningFeedback,
+  SIGNATURE_HEADER,
+  secretScanningReport,
+  signatureHeaders,
+} from "./schema.ts";
 import { handleReport } from "./service.ts";
 import { verifyReportSignature } from "./signature.ts";
 
@@ -19,12 +26,16 @@ const unsigned = (detail: string) => new ApiError(401, detail);
 const verifiedByGitHub: MiddlewareHandler<AppEnv> = async (c, next) => {
   const identifier = c.req.header(IDENTIFIER_HEADER);
   const signature = c.req.header(SIGNATURE_HEADER);
-  if (!identifier || !signature) throw unsigned(`Send the report signed: the ${IDENTIFIER_HEADER} and ${SIGNATURE_HEADER} headers are required.`);
+  if (!identifier || !signature)
+    throw unsigned(`Send the report signed: the ${IDENTIFIER_HEADER} and ${SIGNATURE_HEADER} headers are required.`);
   let key: CryptoKey | undefined;
   try {
     key = await publicKey(c.var.ctx.config.SECRET_SCANNING_KEYS_URL, identifier);
   } catch (error) {
-    if (error instanceof KeyListUnavailable) throw new ApiError(503, "GitHub's secret-scanning public keys could not be fetched; send the report again later.", { "Retry-After": "60" });
+    if (error instanceof KeyListUnavailable)
+      throw new ApiError(503, "GitHub's secret-scanning public keys could not be fetched; send the report again later.", {
+        "Retry-After": "60",
+      });
     throw error;
   }
   if (!key) throw unsigned(`${IDENTIFIER_HEADER} names no key in GitHub's secret-scanning key list.`);
@@ -59,7 +70,10 @@ const report = createRoute(
     request: {
       headers: signatureHeaders,
       query: noQuery,
-      body: jsonBody(secretScanningReport, `The tokens found (at least 10,000 a report are taken; the body may be up to ${MAX_REPORT_BYTES / 1024 / 1024} MiB)`),
+      body: jsonBody(
+        secretScanningReport,
+        `The tokens found (at least 10,000 a report are taken; the body may be up to ${MAX_REPORT_BYTES / 1024 / 1024} MiB)`,
+      ),
     },
     responses: { 200: jsonResponse("One label per reported token, in the report's order", SecretScanningFeedback) },
   }),

@@ -13,21 +13,34 @@ export const IDENTIFIER_HEADER = "Github-Public-Key-Identifier";
 const ReportedToken = z.object({
   token: z.string({ error: required("string") }).meta({ description: "The string GitHub found" }),
   type: z.string({ error: required("string") }).meta({ description: "The token type GitHub matched", example: "price_data_api_key" }),
-  url: z.string().nullish().meta({ description: "Where it was found", example: "https://github.com/octocat/Hello-World/blob/12345600b9cbe38a219f39a9941c9319b600c002/foo/bar.txt" }),
-  source: z.string().nullish().meta({ description: "What GitHub scanned: content, commit, pull_request, gist, npm, …", example: "content" }),
+  url: z.string().nullish().meta({
+    description: "Where it was found",
+    example: "https://github.com/octocat/Hello-World/blob/12345600b9cbe38a219f39a9941c9319b600c002/foo/bar.txt",
+  }),
+  source: z
+    .string()
+    .nullish()
+    .meta({ description: "What GitHub scanned: content, commit, pull_request, gist, npm, …", example: "content" }),
 });
 export type ReportedToken = z.infer<typeof ReportedToken>;
 
-export const secretScanningReport = z.array(ReportedToken, { error: required("array") }).meta({ description: "The tokens GitHub found, one entry per occurrence" });
+export const secretScanningReport = z
+  .array(ReportedToken, { error: required("array") })
+  .meta({ description: "The tokens GitHub found, one entry per occurrence" });
 
 export const signatureHeaders = z.object({
-  [IDENTIFIER_HEADER.toLowerCase()]: z.string().meta({ description: "Names the key (in SECRET_SCANNING_KEYS_URL's list) that signed the body" }),
+  [IDENTIFIER_HEADER.toLowerCase()]: z
+    .string()
+    .meta({ description: "Names the key (in SECRET_SCANNING_KEYS_URL's list) that signed the body" }),
   [SIGNATURE_HEADER.toLowerCase()]: z.string().meta({ description: "Base64 of the DER ECDSA P-256 SHA-256 signature of the raw body" }),
 });
 
 export const TokenFeedback = z
   .object({
-    token_hash: z.string().regex(/^[0-9a-f]{64}$/).meta({ description: "Hex SHA-256 of the reported token" }),
+    token_hash: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .meta({ description: "Hex SHA-256 of the reported token" }),
     token_type: z.string().meta({ description: "The reported `type`" }),
     label: z.enum(["true_positive", "false_positive"]).meta({ description: "true_positive: the token is or was one of our API keys" }),
   })

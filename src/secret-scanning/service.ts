@@ -38,13 +38,16 @@ interface KeyMatch {
   status: "active" | "revoked";
 }
 
-const chunks = <T>(items: readonly T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+const chunks = <T>(items: readonly T[], size: number): T[][] =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
 /** Our keys among the hashes, whatever their status. */
 async function findKeys(db: Database, hashes: readonly string[]): Promise<Map<string, KeyMatch>> {
   if (hashes.length === 0) return new Map();
   const d1 = db.$client;
-  const lookup = d1.prepare("SELECT id, account_id, name, prefix, key_hash, status FROM api_keys WHERE key_hash IN (SELECT value FROM json_each(?))");
+  const lookup = d1.prepare(
+    "SELECT id, account_id, name, prefix, key_hash, status FROM api_keys WHERE key_hash IN (SELECT value FROM json_each(?))",
+  );
   const results = await d1.batch<KeyMatch>(chunks(hashes, LOOKUP_CHUNK).map((chunk) => lookup.bind(JSON.stringify(chunk))));
   return new Map(results.flatMap((result) => result.results).map((row) => [row.key_hash, row]));
 }
@@ -54,7 +57,11 @@ async function findKeys(db: Database, hashes: readonly string[]): Promise<Map<st
  * for a key still active when the batch runs, and before that key's update: two reports of the same
  * key racing revoke it and announce it once. Returns the events written.
  */
-async function recordLeaks(db: Database, leaks: readonly { key: KeyMatch; reported: ReportedToken }[], now: string): Promise<EventMessage[]> {
+async function recordLeaks(
+  db: Database,
+  leaks: readonly { key: KeyMatch; reported: ReportedToken }[],
+  now: string,
+): Promise<EventMessage[]> {
   const d1 = db.$client;
   const insertEvents = d1.prepare(
     `INSERT INTO events (id, type, timestamp, payload, created_at, account_id)
@@ -72,7 +79,15 @@ async function recordLeaks(db: Database, leaks: readonly { key: KeyMatch; report
     const entries = chunk.map(({ key, reported }) => {
       const message = accountEventMessage(
         "api_key.leaked",
-        { account_id: key.account_id, key_id: key.id, prefix: key.prefix, name: key.name, url: reported.url ?? null, source: reported.source ?? null, revoked_at: now },
+        {
+          account_id: key.account_id,
+          key_id: key.id,
+          prefix: key.prefix,
+          name: key.name,
+          url: reported.url ?? null,
+          source: reported.source ?? null,
+          revoked_at: now,
+        },
         now,
       );
       messages.set(message.event.id, message);
@@ -99,9 +114,15 @@ export async function handleReport(ctx: ReportContext, report: readonly Reported
   });
   // The objects first, as DELETE /api-keys does: should D1 then fail, the keys are refused already and GitHub's retry completes the record.
   const limit = pLimit(MAX_PARALLEL_OBJECT_CALLS);
-  await Promise.all([...leaks.values()].map(({ key }) => limit(() => ctx.limiter.revoke({ keyHash: key.key_hash, id: key.id, accountId: key.account_id }))));
+  await Promise.all(
+    [...leaks.values()].map(({ key }) => limit(() => ctx.limiter.revoke({ keyHash: key.key_hash, id: key.id, accountId: key.account_id }))),
+  );
   const events = await recordLeaks(ctx.db, [...leaks.values()], new Date().toISOString());
   await relayEvents(ctx.db, ctx.queue, events);
 
-  return report.map((reported, i) => ({ token_hash: hashes[i]!, token_type: reported.type, label: keys.has(hashes[i]!) ? "true_positive" : "false_positive" }));
+  return report.map((reported, i) => ({
+    token_hash: hashes[i]!,
+    token_type: reported.type,
+    label: keys.has(hashes[i]!) ? "true_positive" : "false_positive",
+  }));
 }

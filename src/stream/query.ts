@@ -1,5 +1,13 @@
 import { z } from "zod";
-import { alertFilterFields, MAX_LIST_ENTRIES, MAX_WINDOW_DAYS, requireCurrency, scopeValue, windowDays, type AlertFilters } from "../alerts/schema.ts";
+import {
+  type AlertFilters,
+  alertFilterFields,
+  MAX_LIST_ENTRIES,
+  MAX_WINDOW_DAYS,
+  requireCurrency,
+  scopeValue,
+  windowDays,
+} from "../alerts/schema.ts";
 import { eventsQuery } from "../events/query.ts";
 import { single, strictQuery } from "../http/query.ts";
 import { moneyStringSchema } from "../platform/money.ts";
@@ -19,7 +27,11 @@ const days = (field: keyof typeof alertFilterFields) =>
     .pipe(windowDays(alertFilterFields[field].description ?? ""))
     .optional()
     // The digits the pipe lets through, so the document states the range.
-    .meta({ pattern: "^0*(?:[1-9][0-9]?|[12][0-9]{2}|3[0-5][0-9]|36[0-5])$", description: alertFilterFields[field].description, example: "30" });
+    .meta({
+      pattern: "^0*(?:[1-9][0-9]?|[12][0-9]{2}|3[0-5][0-9]|36[0-5])$",
+      description: alertFilterFields[field].description,
+      example: "30",
+    });
 
 const list = (field: "competitors" | "brands" | "categories" | "skus") =>
   z
@@ -37,9 +49,15 @@ export const streamQuery = strictQuery({
   type,
   direction: alertFilterFields.direction,
   currency: alertFilterFields.currency,
-  min_change_abs: once(moneyStringSchema).optional().meta({ ...alertFilterFields.min_change_abs.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
-  price_below: once(moneyStringSchema).optional().meta({ ...alertFilterFields.price_below.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
-  price_above: once(moneyStringSchema).optional().meta({ ...alertFilterFields.price_above.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
+  min_change_abs: once(moneyStringSchema)
+    .optional()
+    .meta({ ...alertFilterFields.min_change_abs.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
+  price_below: once(moneyStringSchema)
+    .optional()
+    .meta({ ...alertFilterFields.price_below.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
+  price_above: once(moneyStringSchema)
+    .optional()
+    .meta({ ...alertFilterFields.price_above.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
   new_low_days: days("new_low_days"),
   new_high_days: days("new_high_days"),
   competitors: list("competitors"),
@@ -57,5 +75,7 @@ export function streamFilters({ after: _after, since: _since, type: _type, ...ru
 
 /** `Last-Event-ID` (what EventSource sends on reconnecting) is `after`. */
 export const lastEventIdHeader = z.object({
-  "last-event-id": after.meta({ description: "The last event id received: the stream resumes after it (as `after`; the query's `after` wins)" }),
+  "last-event-id": after.meta({
+    description: "The last event id received: the stream resumes after it (as `after`; the query's `after` wins)",
+  }),
 });

@@ -1,10 +1,20 @@
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { requireApiKey } from "../middleware/guards.ts";
-import { ErrorBody, headerRefs, EVERY } from "../http/openapi-components.ts";
 import { jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { ErrorBody, EVERY, headerRefs } from "../http/openapi-components.ts";
+import { requireApiKey } from "../middleware/guards.ts";
 import { lastEventIdHeader, streamFilters, streamQuery } from "./query.ts";
-import { closeSlot, DEFAULT_TIMING, eventFrames, frameStream, HEARTBEAT_MS, LIFETIME_MS, MAX_STREAMS_PER_KEY, openSlot, POLL_MS } from "./service.ts";
+import {
+  closeSlot,
+  DEFAULT_TIMING,
+  eventFrames,
+  frameStream,
+  HEARTBEAT_MS,
+  LIFETIME_MS,
+  MAX_STREAMS_PER_KEY,
+  openSlot,
+  POLL_MS,
+} from "./service.ts";
 
 const stream = createRoute(
   operation({
@@ -30,7 +40,8 @@ const stream = createRoute(
           "text/event-stream": {
             schema: z.string().meta({
               description: "Server-sent events",
-              example: 'id: evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d\nevent: price.changed\ndata: {"id":"evt_0f3c…","type":"price.changed","timestamp":"…","data":{…}}\n\n',
+              example:
+                'id: evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d\nevent: price.changed\ndata: {"id":"evt_0f3c…","type":"price.changed","timestamp":"…","data":{…}}\n\n',
             }),
           },
         },
@@ -49,12 +60,22 @@ export const streamRoutes = openApiApp().openapi(stream, async (c) => {
   const release = async () => {
     if (released) return;
     released = true;
-    await closeSlot(db, slot).catch((error: unknown) => console.error(JSON.stringify({ level: "error", source: "stream", slot, error: String(error) })));
+    await closeSlot(db, slot).catch((error: unknown) =>
+      console.error(JSON.stringify({ level: "error", source: "stream", slot, error: String(error) })),
+    );
   };
   try {
-    const request = { after: after ?? c.req.valid("header")["last-event-id"], since, rule: { types: type, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) } };
+    const request = {
+      after: after ?? c.req.valid("header")["last-event-id"],
+      since,
+      rule: { types: type, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) },
+    };
     const frames = await eventFrames(db, archive, request, DEFAULT_TIMING, release);
-    return c.body(frameStream(frames, release), 200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no" });
+    return c.body(frameStream(frames, release), 200, {
+      "Content-Type": "text/event-stream; charset=utf-8",
+      "Cache-Control": "no-cache",
+      "X-Accel-Buffering": "no",
+    });
   } catch (error) {
     await release();
     throw error;

@@ -1,14 +1,14 @@
 import { eq, sql } from "drizzle-orm";
-import { matchAlerts, type AlertEvent } from "../alerts/match.ts";
+import { type AlertEvent, matchAlerts } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
+import { RETENTION_MS } from "../events/retention.ts";
 import type { FeedEvent } from "../events/schema.ts";
 import { listEvents } from "../events/service.ts";
-import { RETENTION_MS } from "../events/retention.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { parseMoney } from "../platform/money.ts";
-import { events, eventStreams } from "../platform/tables.ts";
+import { eventStreams, events } from "../platform/tables.ts";
 
 /**
  * GET /events/stream: the feed as server-sent events. First the backfill, read through GET /events'
@@ -56,13 +56,19 @@ export async function openSlot(db: Database, keyId: string, lifetimeMs: number):
   const [, taken] = await d1.batch([
     d1.prepare("DELETE FROM event_streams WHERE key_id = ? AND expires_at <= ?").bind(keyId, new Date().toISOString()),
     d1
-      .prepare("INSERT INTO event_streams (id, key_id, expires_at) SELECT ?, ?, ? WHERE (SELECT count(*) FROM event_streams WHERE key_id = ?) < ?")
+      .prepare(
+        "INSERT INTO event_streams (id, key_id, expires_at) SELECT ?, ?, ? WHERE (SELECT count(*) FROM event_streams WHERE key_id = ?) < ?",
+      )
       .bind(id, keyId, new Date(Date.now() + lifetimeMs + LEASE_GRACE_MS).toISOString(), keyId, MAX_STREAMS_PER_KEY),
   ]);
   if (taken!.meta.changes !== 1) {
-    throw new ApiError(429, `This API key already has ${MAX_STREAMS_PER_KEY} event streams open; close one (or use another key) before opening another.`, {
-      "Retry-After": String(SLOT_RETRY_SECONDS),
-    });
+    throw new ApiError(
+      429,
+      `This API key already has ${MAX_STREAMS_PER_KEY} event streams open; close one (or use another key) before opening another.`,
+      {
+        "Retry-After": String(SLOT_RETRY_SECONDS),
+      },
+    );
   }
   return id;
 }
@@ -75,7 +81,11 @@ export async function closeSlot(db: Database, slot: string): Promise<void> {
 function alertEventOfFeed(event: FeedEvent): AlertEvent {
   if (event.type !== "price.changed") return { ...event, data: event.data };
   const { old_price: before, new_price: after, currency } = event.data;
-  return { ...event, data: event.data, change: before === null ? null : { old_minor: parseMoney(before, currency), new_minor: parseMoney(after, currency) } };
+  return {
+    ...event,
+    data: event.data,
+    change: before === null ? null : { old_minor: parseMoney(before, currency), new_minor: parseMoney(after, currency) },
+  };
 }
 
 const frame = (event: FeedEvent) => `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
@@ -84,8 +94,19 @@ const frame = (event: FeedEvent) => `id: ${event.id}\nevent: ${event.type}\ndata
  * The stream's text, frame by frame. Reads the first backfill page before returning, so a bad
  * cursor is the caller's 410 rather than a broken stream. `onEnd` runs once, however it ends.
  */
-export async function eventFrames(db: Database, archive: R2Bucket, request: StreamRequest, timing: StreamTiming, onEnd: () => Promise<void>): Promise<AsyncGenerator<string>> {
-  const feedQuery = { after: request.after, since: request.since, type: request.rule.types ? [...request.rule.types] : undefined, limit: BACKFILL_PAGE } as Parameters<typeof listEvents>[2];
+export async function eventFrames(
+  db: Database,
+  archive: R2Bucket,
+  request: StreamRequest,
+  timing: StreamTiming,
+  onEnd: () => Promise<void>,
+): Promise<AsyncGenerator<string>> {
+  const feedQuery = {
+    after: request.after,
+    since: request.since,
+    type: request.rule.types ? [...request.rule.types] : undefined,
+    limit: BACKFILL_PAGE,
+  } as Parameters<typeof listEvents>[2];
   const first = await listEvents(db, archive, feedQuery);
   const since = request.since ?? new Date(Date.now() - RETENTION_MS).toISOString();
 
@@ -113,7 +134,9 @@ export async function eventFrames(db: Database, archive: R2Bucket, request: Stre
         const rows = await db
           .select({ id: events.id, payload: events.payload })
           .from(events)
-          .where(sql`${events.seq} > coalesce((SELECT seq FROM ${events} WHERE id = ${lastId ?? ""}), 0) AND ${events.timestamp} >= ${since}`)
+          .where(
+            sql`${events.seq} > coalesce((SELECT seq FROM ${events} WHERE id = ${lastId ?? ""}), 0) AND ${events.timestamp} >= ${since}`,
+          )
           .orderBy(events.seq)
           .limit(LIVE_PAGE);
         if (rows.length > 0) {

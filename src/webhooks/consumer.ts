@@ -1,13 +1,22 @@
 import { claimForFanOut, markFannedOut, releaseFanOut } from "../events/outbox.ts";
 import { readConfig } from "../platform/config.ts";
-import { database, type Database } from "../platform/db.ts";
+import { type Database, database } from "../platform/db.ts";
+import { handleDeadLetters } from "./dead-letters.ts";
 import { fanOut, findWebhook, recordAttempt } from "./deliveries.ts";
 import { responseExcerpt } from "./excerpt.ts";
-import type { DeliveryRow, WebhookRow } from "./service.ts";
-import { handleDeadLetters } from "./dead-letters.ts";
-import { DEAD_LETTER_QUEUE, deliveryBody, sendAll, webhookMessage, type DeliveryMessage, type EventMessage, type WebhookEvent, type WebhookMessage } from "./messages.ts";
+import {
+  DEAD_LETTER_QUEUE,
+  type DeliveryMessage,
+  deliveryBody,
+  type EventMessage,
+  sendAll,
+  type WebhookEvent,
+  type WebhookMessage,
+  webhookMessage,
+} from "./messages.ts";
 import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
 import { decryptSecret } from "./secrets.ts";
+import type { DeliveryRow, WebhookRow } from "./service.ts";
 import { signedHeaders } from "./signing.ts";
 
 /**
@@ -67,17 +76,26 @@ function retryLater(message: Message<unknown>, attempt: number): void {
  * twice: relay and sweep) is acked unsent. If sending the deliveries fails, the claims are given back
  * and the messages retried.
  */
-async function fanOutEvents(db: Database, archive: R2Bucket, queue: Queue<WebhookMessage>, events: readonly Parsed<EventMessage>[]): Promise<void> {
+async function fanOutEvents(
+  db: Database,
+  archive: R2Bucket,
+  queue: Queue<WebhookMessage>,
+  events: readonly Parsed<EventMessage>[],
+): Promise<void> {
   let claimed = new Set<string>();
   try {
-    claimed = await claimForFanOut(db, events.map((event) => event.body.event.id));
+    claimed = await claimForFanOut(
+      db,
+      events.map((event) => event.body.event.id),
+    );
     const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
     await sendAll(queue, await fanOut(db, archive, fresh));
     await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();
   } catch (error) {
     log({ error: `fan-out failed: ${String(error)}`, events: events.map((event) => event.body.event.id) });
-    if (claimed.size > 0) await releaseFanOut(db, [...claimed]).catch((release) => log({ error: `releasing claims failed: ${String(release)}` }));
+    if (claimed.size > 0)
+      await releaseFanOut(db, [...claimed]).catch((release) => log({ error: `releasing claims failed: ${String(release)}` }));
     for (const { message } of events) retryLater(message, message.attempts);
   }
 }
@@ -102,14 +120,24 @@ function outcomeOf(statusCode: number | null, attempt: number): Outcome {
  * One attempt: sign, POST, record. "gone" when the webhook was deleted or disabled since the event
  * (nothing sent). Throws only when D1 or the secret fails (the caller retries).
  */
-export async function attemptDelivery(db: Database, secretKey: string, webhookId: string, event: WebhookEvent, attempt: number): Promise<Outcome | "gone"> {
+export async function attemptDelivery(
+  db: Database,
+  secretKey: string,
+  webhookId: string,
+  event: WebhookEvent,
+  attempt: number,
+): Promise<Outcome | "gone"> {
   const webhook = await findWebhook(db, webhookId);
   if (!webhook || webhook.status !== "enabled") return "gone";
   const payload = deliveryBody(event);
   const started = Date.now();
   const secrets = await signingSecrets(secretKey, webhook, started);
   const timestamp = Math.floor(started / 1000);
-  const headers = { ...(await signedHeaders(secrets, event.id, timestamp, payload)), "content-type": "application/json", "user-agent": USER_AGENT };
+  const headers = {
+    ...(await signedHeaders(secrets, event.id, timestamp, payload)),
+    "content-type": "application/json",
+    "user-agent": USER_AGENT,
+  };
   const { statusCode, error, excerpt } = await post(webhook.url, headers, payload);
   const outcome = outcomeOf(statusCode, attempt);
   await recordAttempt(db, {
@@ -165,7 +193,8 @@ async function post(url: string, headers: Record<string, string>, body: string):
     const excerpt = await responseExcerpt(res).catch(() => null); // a body cut short does not change the status
     return { statusCode: res.status, error: res.ok ? null : `The endpoint answered ${res.status}.`, excerpt };
   } catch (error) {
-    if (error instanceof Error && error.name === "TimeoutError") return { statusCode: null, error: `No response within ${DELIVERY_TIMEOUT_MS / 1000} s.`, excerpt: null };
+    if (error instanceof Error && error.name === "TimeoutError")
+      return { statusCode: null, error: `No response within ${DELIVERY_TIMEOUT_MS / 1000} s.`, excerpt: null };
     return { statusCode: null, error: `The request failed: ${error instanceof Error ? error.message : String(error)}`, excerpt: null };
   }
 }

@@ -3,7 +3,7 @@ import { requeueEvents } from "../events/outbox.ts";
 import type { Database } from "../platform/db.ts";
 import { webhookDeliveries } from "../platform/tables.ts";
 import { findWebhook } from "./deliveries.ts";
-import { webhookMessage, type DeliveryMessage } from "./messages.ts";
+import { type DeliveryMessage, webhookMessage } from "./messages.ts";
 
 /**
  * The dead-letter queue's consumer: what WEBHOOK_QUEUE gave up on.
@@ -34,7 +34,10 @@ export async function handleDeadLetters(db: Database, batch: MessageBatch<unknow
   }
   if (events.length === 0) return;
   try {
-    await requeueEvents(db, events.map((event) => event.id));
+    await requeueEvents(
+      db,
+      events.map((event) => event.id),
+    );
     for (const { message } of events) message.ack();
   } catch (error) {
     log({ message_ids: events.map((event) => event.message.id), error: String(error) });

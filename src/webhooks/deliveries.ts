@@ -1,7 +1,7 @@
 import { and, eq, lte, sql } from "drizzle-orm";
+import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import type { Database } from "../platform/db.ts";
 import { webhookDeliveries, webhooks } from "../platform/tables.ts";
-import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import type { DeliveryMessage, EventMessage } from "./messages.ts";
 import type { DeliveryRow, WebhookRow } from "./service.ts";
 
@@ -44,12 +44,21 @@ export async function recordAttempt(db: Database, attempt: Omit<DeliveryRow, "id
   if (attempt.outcome === "delivered") {
     await db.batch([insert, db.update(webhooks).set({ failingSince: null }).where(thisWebhook)]);
   } else if (attempt.outcome === "disabled") {
-    await db.batch([insert, db.update(webhooks).set({ status: "disabled", disabledAt: attempt.deliveredAt, disabledReason: "The endpoint answered 410 Gone." }).where(thisWebhook)]);
+    await db.batch([
+      insert,
+      db
+        .update(webhooks)
+        .set({ status: "disabled", disabledAt: attempt.deliveredAt, disabledReason: "The endpoint answered 410 Gone." })
+        .where(thisWebhook),
+    ]);
   } else {
     const limit = new Date(Date.parse(attempt.deliveredAt) - FAILING_DAYS_TO_DISABLE * 86_400_000).toISOString();
     await db.batch([
       insert,
-      db.update(webhooks).set({ failingSince: sql`coalesce(${webhooks.failingSince}, ${attempt.deliveredAt})` }).where(thisWebhook),
+      db
+        .update(webhooks)
+        .set({ failingSince: sql`coalesce(${webhooks.failingSince}, ${attempt.deliveredAt})` })
+        .where(thisWebhook),
       db
         .update(webhooks)
         .set({

@@ -2,7 +2,7 @@ import { claimForFanOut, markFannedOut, releaseFanOut } from "../events/outbox.t
 import type { Database } from "../platform/db.ts";
 import { attemptDelivery, MAX_CONCURRENT_DELIVERIES, runConcurrently } from "./consumer.ts";
 import { fanOut } from "./deliveries.ts";
-import { sendAll, type DeliveryMessage, type EventMessage, type WebhookMessage } from "./messages.ts";
+import { type DeliveryMessage, type EventMessage, sendAll, type WebhookMessage } from "./messages.ts";
 import { retryDelaySeconds } from "./schedule.ts";
 
 /**
@@ -32,9 +32,16 @@ export async function deliverAfterCommit({ db, archive, queue, secretKey }: Imme
   if (events.length === 0 || events.length > MAX_IMMEDIATE_EVENTS) return;
   let claimed = new Set<string>();
   try {
-    claimed = await claimForFanOut(db, events.map((message) => message.event.id));
+    claimed = await claimForFanOut(
+      db,
+      events.map((message) => message.event.id),
+    );
     if (claimed.size === 0) return; // the consumer got there first
-    const deliveries = await fanOut(db, archive, events.filter((message) => claimed.has(message.event.id)));
+    const deliveries = await fanOut(
+      db,
+      archive,
+      events.filter((message) => claimed.has(message.event.id)),
+    );
     const now = deliveries.slice(0, MAX_IMMEDIATE_DELIVERIES);
     const later: DeliveryMessage[] = deliveries.slice(MAX_IMMEDIATE_DELIVERIES);
     const failed: DeliveryMessage[] = [];
@@ -46,7 +53,10 @@ export async function deliverAfterCommit({ db, archive, queue, secretKey }: Imme
       if (outcome === "retrying") failed.push({ ...delivery, attempts_before: 1 });
       if (outcome === "unrecorded") later.push(delivery);
     });
-    await Promise.all([sendAll(queue, later), ...failed.map((delivery) => queue.send(delivery, { contentType: "json", delaySeconds: retryDelaySeconds(1) }))]);
+    await Promise.all([
+      sendAll(queue, later),
+      ...failed.map((delivery) => queue.send(delivery, { contentType: "json", delaySeconds: retryDelaySeconds(1) })),
+    ]);
     await markFannedOut(db, [...claimed]);
   } catch (error) {
     // Hand the events back to the queue path: a delivery already made may then be made again (receivers drop repeats by webhook-id).

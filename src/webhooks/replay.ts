@@ -1,12 +1,12 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import { alertEventOf, matchAlerts } from "../alerts/match.ts";
-import { archivedBetween, archivedThrough, firstSeqSince, type ArchivedEvent } from "../events/archive.ts";
+import { type ArchivedEvent, archivedBetween, archivedThrough, firstSeqSince } from "../events/archive.ts";
 import { eventMessageOf } from "../events/outbox.ts";
 import { RETENTION_MS } from "../events/retention.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
-import { sendAll, type DeliveryMessage, type WebhookMessage } from "./messages.ts";
+import { type DeliveryMessage, sendAll, type WebhookMessage } from "./messages.ts";
 import { MAX_REPLAY_EVENTS, type ReplayRequest } from "./schema.ts";
 import { getEnabledWebhook } from "./service.ts";
 
@@ -21,7 +21,14 @@ const REPLAY_SCAN_PAGES = 200;
  * delivered, and not still being retried. SQL narrows by time, type and only_failed; the rules are
  * decided page by page in JavaScript, by the one implementation (at most 3 D1 queries a page).
  */
-export async function replayEvents(db: Database, archive: R2Bucket, queue: Queue<WebhookMessage>, accountId: string, id: string, request: ReplayRequest) {
+export async function replayEvents(
+  db: Database,
+  archive: R2Bucket,
+  queue: Queue<WebhookMessage>,
+  accountId: string,
+  id: string,
+  request: ReplayRequest,
+) {
   const webhook = await getEnabledWebhook(db, accountId, id);
   const oldest = new Date(Date.now() - RETENTION_MS).toISOString();
   const since = request.since > oldest ? request.since : oldest;
@@ -32,14 +39,26 @@ export async function replayEvents(db: Database, archive: R2Bucket, queue: Queue
   const taken = new Map<number, DeliveryMessage>(); // by seq: commit order, and an event read twice counts once
   const take = async (rows: readonly ArchivedEvent[]) => {
     const seqOf = new Map(rows.map((row) => [row.id, row.seq]));
-    const wanted = await matchAlerts(db, rows.map((row) => alertEventOf(eventMessageOf(row))), [rule], archive);
-    for (const { event } of wanted) taken.set(seqOf.get(event.id)!, { kind: "delivery", webhook_id: id, event: { id: event.id, type: event.type, timestamp: event.timestamp, data: event.data } });
+    const wanted = await matchAlerts(
+      db,
+      rows.map((row) => alertEventOf(eventMessageOf(row))),
+      [rule],
+      archive,
+    );
+    for (const { event } of wanted)
+      taken.set(seqOf.get(event.id)!, {
+        kind: "delivery",
+        webhook_id: id,
+        event: { id: event.id, type: event.type, timestamp: event.timestamp, data: event.data },
+      });
     if (taken.size > MAX_REPLAY_EVENTS) throw tooMany(`more than ${MAX_REPLAY_EVENTS.toLocaleString("en")} events match`);
   };
   // The last day from D1, above the archive's high-water mark, from the first seq that may be at since ...
-  let afterSeq = (await db.select({ seq: sql<number>`max(${archivedThrough}, ${firstSeqSince(since)} - 1)` }).from(sql`(SELECT 1)`))[0]!.seq;
+  let afterSeq = (await db.select({ seq: sql<number>`max(${archivedThrough}, ${firstSeqSince(since)} - 1)` }).from(sql`(SELECT 1)`))[0]!
+    .seq;
   for (let page = 0; ; page++) {
-    if (page === REPLAY_SCAN_PAGES) throw tooMany(`more than ${(REPLAY_PAGE * REPLAY_SCAN_PAGES).toLocaleString("en")} stored events are in the span`);
+    if (page === REPLAY_SCAN_PAGES)
+      throw tooMany(`more than ${(REPLAY_PAGE * REPLAY_SCAN_PAGES).toLocaleString("en")} stored events are in the span`);
     const rows = await db
       .select()
       .from(events)
@@ -56,19 +75,24 @@ export async function replayEvents(db: Database, archive: R2Bucket, queue: Queue
   }
   // ... then the archive up to the mark as it is now: what the archiver moved meanwhile is there, not lost.
   const through = (await db.select({ seq: sql<number>`${archivedThrough}` }).from(sql`(SELECT 1)`))[0]!.seq;
-  const archived = (await archivedBetween(db, archive, since, until, through)).filter((event) => webhook.events.includes(event.type as never));
+  const archived = (await archivedBetween(db, archive, since, until, through)).filter((event) =>
+    webhook.events.includes(event.type as never),
+  );
   await take(request.only_failed ? await notYetReceived(db, id, archived) : archived);
   const messages = [...taken.entries()].sort(([a], [b]) => a - b).map(([, message]) => message);
   try {
     await sendAll(queue, messages);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", source: "replay", webhook_id: id, error: String(error) }));
-    throw new ApiError(503, "The queue did not take every event; send the same request again (receivers drop repeats by webhook-id).", { "Retry-After": "1" });
+    throw new ApiError(503, "The queue did not take every event; send the same request again (receivers drop repeats by webhook-id).", {
+      "Retry-After": "1",
+    });
   }
   return { queued: messages.length };
 }
 
-const tooMany = (what: string) => new ApiError(400, `Invalid body: until: ${what}; replay a shorter span (an earlier until), then the next.`);
+const tooMany = (what: string) =>
+  new ApiError(400, `Invalid body: until: ${what}; replay a shorter span (an earlier until), then the next.`);
 
 /** Archived events this webhook has not received (never delivered, and not still being retried): the notReceived rule above, for rows not in D1. */
 async function notYetReceived(db: Database, id: string, archived: ArchivedEvent[]): Promise<ArchivedEvent[]> {
@@ -76,7 +100,12 @@ async function notYetReceived(db: Database, id: string, archived: ArchivedEvent[
   const attempts = await db
     .select({ eventId: webhookDeliveries.eventId, outcome: webhookDeliveries.outcome })
     .from(webhookDeliveries)
-    .where(and(eq(webhookDeliveries.webhookId, id), sql`${webhookDeliveries.eventId} IN (SELECT value FROM json_each(${JSON.stringify(archived.map((event) => event.id))}))`))
+    .where(
+      and(
+        eq(webhookDeliveries.webhookId, id),
+        sql`${webhookDeliveries.eventId} IN (SELECT value FROM json_each(${JSON.stringify(archived.map((event) => event.id))}))`,
+      ),
+    )
     .orderBy(asc(webhookDeliveries.id));
   const last = new Map<string, string>();
   const delivered = new Set<string>();

@@ -1,23 +1,33 @@
 import { createRoute } from "@hono/zod-openapi";
-import { requireAccount } from "../middleware/guards.ts";
 import { emptyResponse, jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
+import { requireAccount } from "../middleware/guards.ts";
 import { replayEvents } from "./replay.ts";
 import {
   CreatedWebhook,
   DeliveryList,
   MAX_REPLAY_EVENTS,
-  replayBody,
   ReplayQueued,
+  replayBody,
   rotateSecretBody,
   TestEventQueued,
   Webhook,
+  WebhookList,
   webhookBody,
   webhookIdParam,
-  WebhookList,
   webhookPatchBody,
 } from "./schema.ts";
-import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret, sendTestEvent, updateWebhook, webhookView } from "./service.ts";
+import {
+  createWebhook,
+  deleteWebhook,
+  getWebhook,
+  listDeliveries,
+  listWebhooks,
+  rotateSecret,
+  sendTestEvent,
+  updateWebhook,
+  webhookView,
+} from "./service.ts";
 
 const common = { tags: ["Webhooks"], credential: "account" as const, middleware: [requireAccount] };
 
@@ -31,7 +41,10 @@ const create = createRoute(
     description:
       "The URL must be https:// and name a public host. The signing secret is in this response only. At most 20 webhooks per account (then 409). " +
       "Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) and are retried for about a day; a 410 disables the webhook.",
-    request: { query: noQuery, body: jsonBody(webhookBody, "The endpoint, and optionally which events, a minimum price change and a description") },
+    request: {
+      query: noQuery,
+      body: jsonBody(webhookBody, "The endpoint, and optionally which events, a minimum price change and a description"),
+    },
     errors: { conflict: true },
     responses: { 201: jsonResponse("The webhook, with its signing secret", CreatedWebhook, ["Cache-Control"]) },
   }),
@@ -109,7 +122,8 @@ const update = createRoute(
     path: "/{id}",
     operationId: "updateWebhook",
     summary: "Edit a webhook, or disable or enable it",
-    description: "Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not change.",
+    description:
+      "Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not change.",
     request: { params: webhookIdParam, query: noQuery, body: jsonBody(webhookPatchBody, "The fields to change") },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The webhook as it now is", Webhook) },
@@ -127,7 +141,11 @@ const rotate = createRoute(
       "The new secret is in this response only. During the grace (grace_seconds, default 86400, at most 604800) each delivery carries two " +
       "signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one. " +
       "Concurrent calls take effect one after another: a call that lost the race answers 409 and changes nothing.",
-    request: { params: webhookIdParam, query: noQuery, body: jsonBody(rotateSecretBody, "The grace during which the previous secret still signs") },
+    request: {
+      params: webhookIdParam,
+      query: noQuery,
+      body: jsonBody(rotateSecretBody, "The grace during which the previous secret still signs"),
+    },
     errors: { notFound: true, conflict: true },
     responses: { 200: jsonResponse("The webhook, with its new signing secret", CreatedWebhook, ["Cache-Control"]) },
   }),

@@ -22,7 +22,9 @@ const minChangePct = z
  * Where the URL may point (https://, a public host) depends on WEBHOOK_ALLOW_INSECURE_URLS, which no
  * static schema can know: src/webhooks/url-policy.ts checks that in the service, with the same 400.
  */
-const webhookUrl = uriSchema("https:// URL of a public host (no localhost, private or link-local addresses)").meta({ example: "https://example.com/hooks/prices" });
+const webhookUrl = uriSchema("https:// URL of a public host (no localhost, private or link-local addresses)").meta({
+  example: "https://example.com/hooks/prices",
+});
 
 const webhookEvents = z
   .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(", ")}` }), { error: required("array") })
@@ -39,7 +41,9 @@ export const webhookBody = z.strictObject(
   {
     url: webhookUrl,
     events: webhookEvents.default([...WEBHOOK_EVENT_TYPES]).meta({ description: "The event types to receive; all by default" }),
-    min_change_pct: minChangePct.default(0).meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)", example: 5 }),
+    min_change_pct: minChangePct
+      .default(0)
+      .meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)", example: 5 }),
     filters: alertFilters.default(null),
     description: webhookDescription
       .default(null)
@@ -49,14 +53,18 @@ export const webhookBody = z.strictObject(
 );
 export type WebhookBody = z.output<typeof webhookBody>;
 
-export const webhookIdParam = z.object({ id: z.string().min(1).meta({ description: "The webhook's id (`whk_…`)", example: "whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }) });
+export const webhookIdParam = z.object({
+  id: z.string().min(1).meta({ description: "The webhook's id (`whk_…`)", example: "whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d" }),
+});
 /** PATCH /webhooks/:id: any of the creation fields, and the status; at least one. */
 export const webhookPatchBody = z
   .strictObject(
     {
       url: webhookUrl.optional(),
       events: webhookEvents.optional().meta({ description: "The event types to receive" }),
-      min_change_pct: minChangePct.optional().meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)" }),
+      min_change_pct: minChangePct
+        .optional()
+        .meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)" }),
       filters: alertFilters.optional(),
       description: webhookDescription.optional().meta({ description: "A note for you, up to 500 characters; null clears it" }),
       status: z
@@ -66,7 +74,9 @@ export const webhookPatchBody = z
     },
     jsonObject,
   )
-  .refine((body) => Object.values(body).some((value) => value !== undefined), { error: "name at least one of url, events, min_change_pct, filters, description, status" })
+  .refine((body) => Object.values(body).some((value) => value !== undefined), {
+    error: "name at least one of url, events, min_change_pct, filters, description, status",
+  })
   .meta({ minProperties: 1 });
 export type WebhookPatch = z.output<typeof webhookPatchBody>;
 
@@ -84,8 +94,16 @@ const instant = z.string({ error: required("string") }).pipe(isoTimestamp);
 export const replayBody = z
   .strictObject(
     {
-      since: instant.meta({ ...DATE_OR_DATE_TIME, description: "Events at or after this instant (an ISO-8601 date or date-time); events are kept 30 days, so an earlier one means 30 days ago", example: "2026-01-31T12:00:00Z" }),
-      until: instant.optional().meta({ ...DATE_OR_DATE_TIME, description: "Events before this instant (an ISO-8601 date or date-time), later than since; now by default" }),
+      since: instant.meta({
+        ...DATE_OR_DATE_TIME,
+        description:
+          "Events at or after this instant (an ISO-8601 date or date-time); events are kept 30 days, so an earlier one means 30 days ago",
+        example: "2026-01-31T12:00:00Z",
+      }),
+      until: instant.optional().meta({
+        ...DATE_OR_DATE_TIME,
+        description: "Events before this instant (an ISO-8601 date or date-time), later than since; now by default",
+      }),
       only_failed: z
         .boolean({ error: required("boolean") })
         .default(false)
@@ -97,9 +115,12 @@ export const replayBody = z
 export type ReplayRequest = z.output<typeof replayBody>;
 
 export const ReplayQueued = z
-  .object({ queued: z.int().meta({ description: `How many events are queued for this webhook (at most ${MAX_REPLAY_EVENTS.toLocaleString("en")} a call)` }) })
+  .object({
+    queued: z
+      .int()
+      .meta({ description: `How many events are queued for this webhook (at most ${MAX_REPLAY_EVENTS.toLocaleString("en")} a call)` }),
+  })
   .meta({ id: "ReplayQueued" });
-
 
 export const Webhook = z
   .object({
@@ -118,7 +139,10 @@ export const Webhook = z
 export type WebhookView = z.infer<typeof Webhook>;
 
 export const CreatedWebhook = Webhook.extend({
-  secret: z.string().regex(/^whsec_/).meta({ description: "The signing secret (Standard Webhooks): in this response only" }),
+  secret: z
+    .string()
+    .regex(/^whsec_/)
+    .meta({ description: "The signing secret (Standard Webhooks): in this response only" }),
 }).meta({ id: "CreatedWebhook" });
 
 export const WebhookList = z.object({ webhooks: z.array(Webhook).meta({ description: "Newest first" }) }).meta({ id: "WebhookList" });
@@ -145,4 +169,3 @@ export type DeliveryView = z.infer<typeof Delivery>;
 export const DeliveryList = z
   .object({ webhook_id: z.string(), deliveries: z.array(Delivery).meta({ description: "The latest 100 attempts, newest first" }) })
   .meta({ id: "DeliveryList" });
-

@@ -1,11 +1,11 @@
 import { and, desc, eq, sql } from "drizzle-orm";
-import { WEBHOOK_TEST_EVENT, type TestEventData } from "../events/schema.ts";
+import { type TestEventData, WEBHOOK_TEST_EVENT } from "../events/schema.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { webhookDeliveries, webhooks } from "../platform/tables.ts";
-import { sendAll, type DeliveryMessage, type WebhookMessage } from "./messages.ts";
+import { type DeliveryMessage, sendAll, type WebhookMessage } from "./messages.ts";
 import type { DeliveryView, WebhookBody, WebhookPatch, WebhookView } from "./schema.ts";
 import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
 import { acceptedWebhookUrl } from "./url-policy.ts";
@@ -100,7 +100,11 @@ export async function getWebhook(db: Database, accountId: string, id: string): P
 /** The webhook, for an action that sends to it (test, replay): 409 when it is disabled. */
 export async function getEnabledWebhook(db: Database, accountId: string, id: string): Promise<WebhookRow> {
   const webhook = await getWebhook(db, accountId, id);
-  if (webhook.status !== "enabled") throw new ApiError(409, `Webhook ${id} is disabled (${webhook.disabledReason ?? "no reason recorded"}); enable it with PATCH /webhooks/${id} first.`);
+  if (webhook.status !== "enabled")
+    throw new ApiError(
+      409,
+      `Webhook ${id} is disabled (${webhook.disabledReason ?? "no reason recorded"}); enable it with PATCH /webhooks/${id} first.`,
+    );
   return webhook;
 }
 
@@ -119,12 +123,26 @@ export const DISABLED_BY_ACCOUNT = "Disabled by the account.";
  * Edits a webhook. The URL passes the same policy as at creation; enabling clears the reason (and the
  * 5-day failure clock), disabling records that the account did it. A status it already has changes nothing.
  */
-export async function updateWebhook(db: Database, config: Config, accountId: string, id: string, patch: WebhookPatch): Promise<WebhookView> {
+export async function updateWebhook(
+  db: Database,
+  config: Config,
+  accountId: string,
+  id: string,
+  patch: WebhookPatch,
+): Promise<WebhookView> {
   const url = patch.url === undefined ? undefined : acceptedWebhookUrl(patch.url, config.WEBHOOK_ALLOW_INSECURE_URLS);
   const current = await getWebhook(db, accountId, id);
-  const changes: Partial<WebhookRow> = { url, events: patch.events, minChangeBp: patch.min_change_pct, filters: patch.filters, description: patch.description === undefined ? undefined : patch.description || null };
-  if (patch.status === "enabled" && current.status !== "enabled") Object.assign(changes, { status: "enabled", disabledAt: null, disabledReason: null, failingSince: null });
-  if (patch.status === "disabled" && current.status !== "disabled") Object.assign(changes, { status: "disabled", disabledAt: new Date().toISOString(), disabledReason: DISABLED_BY_ACCOUNT });
+  const changes: Partial<WebhookRow> = {
+    url,
+    events: patch.events,
+    minChangeBp: patch.min_change_pct,
+    filters: patch.filters,
+    description: patch.description === undefined ? undefined : patch.description || null,
+  };
+  if (patch.status === "enabled" && current.status !== "enabled")
+    Object.assign(changes, { status: "enabled", disabledAt: null, disabledReason: null, failingSince: null });
+  if (patch.status === "disabled" && current.status !== "disabled")
+    Object.assign(changes, { status: "disabled", disabledAt: new Date().toISOString(), disabledReason: DISABLED_BY_ACCOUNT });
   const setting = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
   // Values it already has (a stale "Disable" on a webhook the 5-day rule disabled) change nothing: the record as it is.
   if (Object.keys(setting).length === 0) return webhookView(current);
@@ -157,7 +175,10 @@ export async function rotateSecret(db: Database, config: Config, accountId: stri
     .returning();
   if (!row) {
     await getWebhook(db, accountId, id); // deleted meanwhile: 404
-    throw new ApiError(409, `Another rotation of webhook ${id}'s secret took effect while this one ran; the secret that call showed is the one in use. Rotate again if you need a new one.`);
+    throw new ApiError(
+      409,
+      `Another rotation of webhook ${id}'s secret took effect while this one ran; the secret that call showed is the one in use. Rotate again if you need a new one.`,
+    );
   }
   return { ...webhookView(row), secret };
 }
@@ -170,7 +191,12 @@ export async function sendTestEvent(db: Database, queue: Queue<WebhookMessage>, 
   const message: DeliveryMessage = {
     kind: "delivery",
     webhook_id: id,
-    event: { id: eventId, type: WEBHOOK_TEST_EVENT, timestamp, data: { event_id: eventId, webhook_id: id, message: "A test event from the Price Data API." } satisfies TestEventData },
+    event: {
+      id: eventId,
+      type: WEBHOOK_TEST_EVENT,
+      timestamp,
+      data: { event_id: eventId, webhook_id: id, message: "A test event from the Price Data API." } satisfies TestEventData,
+    },
   };
   await sendAll(queue, [message]);
   return { event_id: eventId, type: WEBHOOK_TEST_EVENT, status: "queued" as const };
@@ -178,6 +204,11 @@ export async function sendTestEvent(db: Database, queue: Queue<WebhookMessage>, 
 
 export async function listDeliveries(db: Database, accountId: string, id: string) {
   await getWebhook(db, accountId, id);
-  const rows = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, id)).orderBy(desc(webhookDeliveries.id)).limit(DELIVERIES_LISTED);
+  const rows = await db
+    .select()
+    .from(webhookDeliveries)
+    .where(eq(webhookDeliveries.webhookId, id))
+    .orderBy(desc(webhookDeliveries.id))
+    .limit(DELIVERIES_LISTED);
   return { webhook_id: id, deliveries: rows.map(deliveryView) };
 }

@@ -7,7 +7,12 @@ import { secretKeyBytes } from "./secrets.ts";
  * receivers can deduplicate); `webhook-timestamp` is this attempt's Unix time in seconds. During a
  * secret rotation's grace, one signature per secret, new first, space-separated (the standard allows several).
  */
-export async function signedHeaders(secrets: readonly string[], id: string, timestampSeconds: number, body: string): Promise<Record<string, string>> {
+export async function signedHeaders(
+  secrets: readonly string[],
+  id: string,
+  timestampSeconds: number,
+  body: string,
+): Promise<Record<string, string>> {
   const content = new TextEncoder().encode(`${id}.${timestampSeconds}.${body}`);
   const signatures = await Promise.all(
     secrets.map(async (secret) => {

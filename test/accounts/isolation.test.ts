@@ -31,7 +31,14 @@ async function seedKeys(token: string, accountId: string, count: number): Promis
   );
   await env.DB.batch(
     ids.map((id, i) =>
-      insert.bind(id, accountId, `seeded ${i}`, "pda_live_seeded0", `seeded-hash-${id}`, new Date(Date.now() - (count - i) * 1000).toISOString()),
+      insert.bind(
+        id,
+        accountId,
+        `seeded ${i}`,
+        "pda_live_seeded0",
+        `seeded-hash-${id}`,
+        new Date(Date.now() - (count - i) * 1000).toISOString(),
+      ),
     ),
   );
   expect(await activeKeys(accountId)).toBe(count);
@@ -156,13 +163,35 @@ describe("one account cannot see or touch another's keys", () => {
       ids.push((await expectJson(await call("POST", "/api-keys", { token, body: { name } }), 201)).id);
     }
     await expectJson(await call("DELETE", `/api-keys/${ids[1]}`, { token }), 200);
-    const keys = (await expectJson(await call("GET", "/api-keys", { token }), 200)).api_keys as { id: string; created_at: string; status: string; revoked_at: string | null }[];
+    const keys = (await expectJson(await call("GET", "/api-keys", { token }), 200)).api_keys as {
+      id: string;
+      created_at: string;
+      status: string;
+      revoked_at: string | null;
+    }[];
     expect(keys.map((k) => k.id).sort()).toEqual([...ids].sort());
     for (let i = 1; i < keys.length; i++) expect(keys[i - 1]!.created_at >= keys[i]!.created_at).toBe(true);
     const revoked = keys.find((k) => k.id === ids[1])!;
     expect(revoked.status).toBe("revoked");
     expect(revoked.revoked_at).toMatch(ISO_UTC);
-    for (const key of keys) expect(Object.keys(key).sort()).toEqual(["allowed_ips", "created_at", "expires_at", "id", "last_used_at", "leak_url", "leaked_at", "name", "prefix", "revoked_at", "revoked_reason", "rotated_from", "rotated_to", "scopes", "status"]);
+    for (const key of keys)
+      expect(Object.keys(key).sort()).toEqual([
+        "allowed_ips",
+        "created_at",
+        "expires_at",
+        "id",
+        "last_used_at",
+        "leak_url",
+        "leaked_at",
+        "name",
+        "prefix",
+        "revoked_at",
+        "revoked_reason",
+        "rotated_from",
+        "rotated_to",
+        "scopes",
+        "status",
+      ]);
   });
 });
 

@@ -27,16 +27,32 @@ describe("alert rules over archived history", () => {
     const sku = `ARCHIVED-LOW-${Date.now()}-ü`;
     const at = (daysAgo: number) => new Date(Date.now() - daysAgo * DAY).toISOString();
     vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
-    for (const [price, daysAgo] of [["9.00", 60], ["12.00", 45], ["11.50", 5]] as const) await ingest([{ sku, price, observed_at: at(daysAgo) }]);
+    for (const [price, daysAgo] of [
+      ["9.00", 60],
+      ["12.00", 45],
+      ["11.50", 5],
+    ] as const)
+      await ingest([{ sku, price, observed_at: at(daysAgo) }]);
     await archiveHistory(db(), env.ARCHIVE);
-    expect((await db().select().from(priceHistory).where(like(priceHistory.observedAt, "%"))).filter((row) => row.observedAt < at(2))).toEqual([]);
+    expect(
+      (await db().select().from(priceHistory).where(like(priceHistory.observedAt, "%"))).filter((row) => row.observedAt < at(2)),
+    ).toEqual([]);
     await ingest([{ sku, price: "10.99", observed_at: at(0) }]);
     vi.restoreAllMocks();
 
-    const rows = await db().select().from(events).where(like(events.payload, `%${sku.slice(0, -1)}%`)).orderBy(asc(events.seq)).all();
+    const rows = await db()
+      .select()
+      .from(events)
+      .where(like(events.payload, `%${sku.slice(0, -1)}%`))
+      .orderBy(asc(events.seq))
+      .all();
     const last = rows.at(-1)!;
     const sends = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
-    const sentTo = () => sends.mock.calls.flatMap(([batch]) => [...batch].map((m) => m.body as DeliveryMessage)).filter((m) => m.kind === "delivery" && m.webhook_id === low.id).map((m) => m.event.id);
+    const sentTo = () =>
+      sends.mock.calls
+        .flatMap(([batch]) => [...batch].map((m) => m.body as DeliveryMessage))
+        .filter((m) => m.kind === "delivery" && m.webhook_id === low.id)
+        .map((m) => m.event.id);
     await runQueue([eventMessageOf(last)]);
     expect(sentTo()).toEqual([]); // 9.00, 60 days ago and archived, is inside the 90 days: 10.99 is no new low
     sends.mockClear();

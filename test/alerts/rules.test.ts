@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { asc, eq, inArray, like } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { matchesAlert, type AlertSubject } from "../../src/alerts/rules.ts";
+import { type AlertSubject, matchesAlert } from "../../src/alerts/rules.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhooks } from "../../src/platform/tables.ts";
 import type { DeliveryMessage } from "../../src/webhooks/messages.ts";
@@ -49,7 +49,12 @@ async function decide(filters: unknown, steps: Step[], body: Record<string, unkn
       const observedAt = new Date(daysAgo === undefined ? now - (steps.length - i) * 1000 : now - daysAgo * DAY).toISOString();
       await ingest([{ sku, brand: "Acme", category: "Headphones", ...step, observed_at: observedAt }]);
     }
-    const rows = await db().select().from(events).where(like(events.payload, `%${JSON.stringify(sku).slice(1, -1)}%`)).orderBy(asc(events.seq)).all();
+    const rows = await db()
+      .select()
+      .from(events)
+      .where(like(events.payload, `%${JSON.stringify(sku).slice(1, -1)}%`))
+      .orderBy(asc(events.seq))
+      .all();
     const ids = rows.map((row) => row.id);
     const queued = () =>
       sends.mock.calls
@@ -58,14 +63,20 @@ async function decide(filters: unknown, steps: Step[], body: Record<string, unkn
         .map((m) => m.event.id); // replay also sends the other cases' events this webhook takes
 
     // The fan-out: right after each commit (src/webhooks/immediate.ts), which POSTs up to 6 deliveries and queues the rest.
-    await vi.waitFor(async () => expect((await db().select().from(events).where(inArray(events.id, ids)).all()).every((row) => row.fannedOutAt !== null)).toBe(true), {
-      timeout: 5_000,
-      interval: 20,
-    });
+    await vi.waitFor(
+      async () =>
+        expect((await db().select().from(events).where(inArray(events.id, ids)).all()).every((row) => row.fannedOutAt !== null)).toBe(true),
+      {
+        timeout: 5_000,
+        interval: 20,
+      },
+    );
     const posted = receiver.to(hook.url).map((request) => request.headers["webhook-id"]!);
     const fannedOut = ids.filter((id) => posted.includes(id) || queued().includes(id));
     sends.mockClear();
-    expect(await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since } }), 202)).toEqual({ queued: expect.any(Number) });
+    expect(await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since } }), 202)).toEqual({
+      queued: expect.any(Number),
+    });
     const replayed = queued();
     expect(replayed, "replay decides as the fan-out does").toEqual(fannedOut);
     await db().update(webhooks).set({ status: "disabled" }).where(eq(webhooks.id, hook.id)); // later cases' events are not its
@@ -85,36 +96,37 @@ describe("each rule on both sides of its boundary, in fan-out and in replay", { 
   });
 
   it("min_change_abs: at least the amount, either way", async () => {
-    expect(await decide({ currency: "USD", min_change_abs: "1.00" }, prices("10.00", "11.00", "10.01", "9.01"))).toEqual([true, false, true]);
+    expect(await decide({ currency: "USD", min_change_abs: "1.00" }, prices("10.00", "11.00", "10.01", "9.01"))).toEqual([
+      true,
+      false,
+      true,
+    ]);
   });
 
   it("price_below is a crossing: a price hovering around the target fires once per crossing", async () => {
     // 25 → 20 (not below) → 19.99 (crossed) → 19.50 (still below) → 21 → 19 (crossed again) → 20 → 20.01
-    expect(await decide({ currency: "USD", price_below: "20.00" }, prices("25.00", "20.00", "19.99", "19.50", "21.00", "19.00", "20.00", "20.01"))).toEqual([
-      false,
-      true,
-      false,
-      false,
-      true,
-      false,
-      false,
-    ]);
+    expect(
+      await decide(
+        { currency: "USD", price_below: "20.00" },
+        prices("25.00", "20.00", "19.99", "19.50", "21.00", "19.00", "20.00", "20.01"),
+      ),
+    ).toEqual([false, true, false, false, true, false, false]);
   });
 
   it("price_above is a crossing too", async () => {
-    expect(await decide({ currency: "USD", price_above: "30.00" }, prices("25.00", "30.00", "30.01", "31.00", "29.00", "31.00", "30.00"))).toEqual([
-      false,
-      true,
-      false,
-      false,
-      true,
-      false,
-    ]);
+    expect(
+      await decide({ currency: "USD", price_above: "30.00" }, prices("25.00", "30.00", "30.01", "31.00", "29.00", "31.00", "30.00")),
+    ).toEqual([false, true, false, false, true, false]);
   });
 
   it("currency: events in another currency never match an amount", async () => {
     expect(await decide({ currency: "EUR", price_below: "20.00" }, prices("25.00", "19.00"))).toEqual([false]);
-    expect(await decide({ currency: "JPY", price_below: "2000" }, [{ price: "2500", currency: "JPY" }, { price: "1999", currency: "JPY" }])).toEqual([true]);
+    expect(
+      await decide({ currency: "JPY", price_below: "2000" }, [
+        { price: "2500", currency: "JPY" },
+        { price: "1999", currency: "JPY" },
+      ]),
+    ).toEqual([true]);
     // The currency changed: the prices cannot be compared, so no price rule matches.
     expect(await decide({ direction: "down" }, [{ price: "25.00" }, { price: "19.00", currency: "EUR" }])).toEqual([false]);
   });
@@ -144,7 +156,9 @@ describe("each rule on both sides of its boundary, in fan-out and in replay", { 
       { price: "12.00", daysAgo: 10 },
       { price: "11.00", daysAgo: 5 },
     ];
-    expect((await decide({ new_high_days: 30 }, [...history, { price: "12.00", daysAgo: 1 }, { price: "12.01", daysAgo: 0 }])).slice(-2)).toEqual([false, true]);
+    expect(
+      (await decide({ new_high_days: 30 }, [...history, { price: "12.00", daysAgo: 1 }, { price: "12.01", daysAgo: 0 }])).slice(-2),
+    ).toEqual([false, true]);
     expect((await decide({ new_high_days: 90 }, [...history, { price: "12.01", daysAgo: 0 }])).at(-1)).toBe(false); // 20.00 is inside 90 days
   });
 
@@ -208,7 +222,14 @@ describe("matchesAlert (the one decision)", () => {
 describe("filters on POST and PATCH /webhooks", () => {
   it("are stored, shown, replaced and cleared", async () => {
     const token = await newAccountToken();
-    const filters = { direction: "down", currency: "EUR", price_below: "19.99", new_low_days: 30, competitors: ["cmp_a"], brands: ["Ünïcode ✓"] };
+    const filters = {
+      direction: "down",
+      currency: "EUR",
+      price_below: "19.99",
+      new_low_days: 30,
+      competitors: ["cmp_a"],
+      brands: ["Ünïcode ✓"],
+    };
     const hook = await createWebhook(token, { url: hookUrl(), filters });
     expect(hook).toMatchObject({ filters });
     expect(await expectJson(await call("GET", `/webhooks/${hook.id}`, { token }), 200)).toMatchObject({ filters });

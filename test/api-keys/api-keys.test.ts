@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { accountToken } from "../helpers/tokens.ts";
 import { call, expectJson } from "../helpers/http.ts";
+import { accountToken } from "../helpers/tokens.ts";
 
 describe("API key lifecycle", () => {
   it("creates, lists, renames and revokes a key", async () => {

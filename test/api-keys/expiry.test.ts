@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
-import { fakeDateAt } from "../helpers/clock.ts";
 
 // A fake Date, shared by the worker and its Durable Objects in these tests.
 const T0 = Date.parse("2030-05-01T08:00:00Z");
@@ -85,7 +85,10 @@ describe("bad expires_at: 400 naming the field, nothing written", () => {
 
   it("exactly a year ahead is accepted", async () => {
     const token = await accountToken(`year-expiry-${++accounts}`);
-    const created = await expectJson(await call("POST", "/api-keys", { token, body: { name: "x", expires_at: iso(T0 + 365 * 86_400_000) } }), 201);
+    const created = await expectJson(
+      await call("POST", "/api-keys", { token, body: { name: "x", expires_at: iso(T0 + 365 * 86_400_000) } }),
+      201,
+    );
     const row = await env.DB.prepare("SELECT expires_at FROM api_keys WHERE id = ?").bind(created.id).first();
     expect(row).toEqual({ expires_at: iso(T0 + 365 * 86_400_000) });
   });

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
 import { accountToken } from "../helpers/tokens.ts";
-import { fakeDateAt } from "../helpers/clock.ts";
 
 // A fake Date, shared by the worker and its Durable Objects in these tests.
 const T0 = Date.parse("2030-06-01T10:00:00Z");
@@ -12,7 +12,8 @@ fakeDateAt(T0);
 const get = (key: string) => call("GET", "/competitors", { token: key });
 const iso = (ms: number) => new Date(ms).toISOString();
 const rotate = (token: string, id: string, body?: unknown) => call("POST", `/api-keys/${id}/rotate`, { token, body });
-const listed = async (token: string) => (await expectJson<{ api_keys: Record<string, unknown>[] }>(await call("GET", "/api-keys", { token }), 200)).api_keys;
+const listed = async (token: string) =>
+  (await expectJson<{ api_keys: Record<string, unknown>[] }>(await call("GET", "/api-keys", { token }), 200)).api_keys;
 
 describe("rotation", () => {
   it("both keys work during the grace; the old one is refused from its last millisecond on", async () => {
@@ -22,14 +23,26 @@ describe("rotation", () => {
     const res = await rotate(token, keyId, { grace_seconds: 3600 });
     const successor = await expectJson(res, 201);
     expect(res.headers.get("Cache-Control")).toBe("no-store");
-    expect(successor).toMatchObject({ name: "test key", status: "active", rotated_from: keyId, rotated_to: null, expires_at: null, created_at: iso(T0) });
+    expect(successor).toMatchObject({
+      name: "test key",
+      status: "active",
+      rotated_from: keyId,
+      rotated_to: null,
+      expires_at: null,
+      created_at: iso(T0),
+    });
     expect(successor.key).toMatch(/^pda_live_/);
     expect(successor.prefix).toBe(successor.key.slice(0, 17));
 
     const graceEnd = T0 + 3_600_000;
     const keys = await listed(token);
     expect(keys.find((k) => k.id === successor.id)).toMatchObject({ rotated_from: keyId, status: "active" });
-    expect(keys.find((k) => k.id === keyId)).toMatchObject({ status: "active", expires_at: iso(graceEnd), rotated_to: successor.id, rotated_from: null });
+    expect(keys.find((k) => k.id === keyId)).toMatchObject({
+      status: "active",
+      expires_at: iso(graceEnd),
+      rotated_to: successor.id,
+      rotated_from: null,
+    });
     expect(JSON.stringify(await listed(token))).not.toContain(successor.key);
 
     vi.setSystemTime(graceEnd - 1);
@@ -63,14 +76,20 @@ describe("rotation", () => {
 
   /** Fills the account with filler keys that can authenticate, up to `count` keys in all. */
   async function fillTo(sub: string, count: number, existing = 1) {
-    const insert = env.DB.prepare("INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at) VALUES (?, ?, 'filler', 'pda_live_x', ?, 'active', ?)");
-    await env.DB.batch(Array.from({ length: count - existing }, (_, i) => insert.bind(`key_filler${i}_${sub}`, sub, `hash-${i}-${sub}`, iso(T0 - 1000))));
+    const insert = env.DB.prepare(
+      "INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at) VALUES (?, ?, 'filler', 'pda_live_x', ?, 'active', ?)",
+    );
+    await env.DB.batch(
+      Array.from({ length: count - existing }, (_, i) => insert.bind(`key_filler${i}_${sub}`, sub, `hash-${i}-${sub}`, iso(T0 - 1000))),
+    );
   }
 
   it("at the 100-key cap: a rotation with a grace is 409 saying what to do; grace 0 replaces the key at once", async () => {
     const { sub, token, key, keyId } = await accountWithKey("free");
     await fillTo(sub, 100);
-    expect((await expectJson(await call("POST", "/api-keys", { token, body: { name: "101st" } }), 409)).detail).toContain("100 active keys");
+    expect((await expectJson(await call("POST", "/api-keys", { token, body: { name: "101st" } }), 409)).detail).toContain(
+      "100 active keys",
+    );
     const refused = await expectJson(await rotate(token, keyId, { grace_seconds: 60 }), 409);
     expect(refused.detail).toContain("revoke a key");
     expect(refused.detail).toContain("grace_seconds: 0");
@@ -124,7 +143,12 @@ describe("rotation", () => {
 
     const other = await accountWithKey("free");
     expect((await get(other.key)).status).toBe(200);
-    const statuses = (await Promise.all([rotate(other.token, other.keyId, { grace_seconds: 60 }), rotate(other.token, other.keyId, { grace_seconds: 3600 })])).map((r) => r.status);
+    const statuses = (
+      await Promise.all([
+        rotate(other.token, other.keyId, { grace_seconds: 60 }),
+        rotate(other.token, other.keyId, { grace_seconds: 3600 }),
+      ])
+    ).map((r) => r.status);
     expect(statuses.sort()).toEqual([201, 409]);
     vi.setSystemTime(T0 + 61_000 + 61_000);
     const row = (await listed(other.token)).find((k) => k.id === other.keyId)!;
@@ -134,7 +158,9 @@ describe("rotation", () => {
   it("409 for a key already rotated, revoked or expired; 404 for another account's key", async () => {
     const { token, keyId } = await accountWithKey("free");
     const successor = await expectJson(await rotate(token, keyId), 201);
-    expect((await expectJson(await rotate(token, keyId), 409)).detail).toBe(`API key ${keyId} was already rotated to ${successor.id}; rotate that key instead.`);
+    expect((await expectJson(await rotate(token, keyId), 409)).detail).toBe(
+      `API key ${keyId} was already rotated to ${successor.id}; rotate that key instead.`,
+    );
 
     await expectJson(await call("DELETE", `/api-keys/${successor.id}`, { token }), 200);
     expect((await expectJson(await rotate(token, successor.id), 409)).detail).toContain("revoked");

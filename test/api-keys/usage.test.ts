@@ -2,10 +2,10 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
+import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { accountWithKey, addKey } from "../helpers/keys.ts";
 import { accountToken } from "../helpers/tokens.ts";
-import { fakeDateAt } from "../helpers/clock.ts";
 
 // A fake Date, shared by the worker and its Durable Objects in these tests. T0 is 30 s into a minute.
 const T0 = Date.parse("2030-03-10T12:00:30Z");
@@ -23,7 +23,10 @@ interface Bucket {
   refused: number;
 }
 async function usage(token: string, path: string, query = "") {
-  return expectJson<{ key_id?: string; account_id?: string; granularity: string; buckets: Bucket[] }>(await call("GET", `${path}${query}`, { token }), 200);
+  return expectJson<{ key_id?: string; account_id?: string; granularity: string; buckets: Bucket[] }>(
+    await call("GET", `${path}${query}`, { token }),
+    200,
+  );
 }
 const nonZero = (buckets: Bucket[]) => buckets.filter((b) => b.admitted + b.refused > 0);
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -95,7 +98,9 @@ describe("a key's usage", () => {
     ]);
 
     await later(32 * DAY);
-    expect(nonZero((await usage(token, path, "?granularity=hour")).buckets)).toEqual([{ start: "2030-04-11T12:00:00.000Z", admitted: 1, refused: 0 }]);
+    expect(nonZero((await usage(token, path, "?granularity=hour")).buckets)).toEqual([
+      { start: "2030-04-11T12:00:00.000Z", admitted: 1, refused: 0 },
+    ]);
     expect(nonZero((await usage(token, path, "?granularity=day")).buckets)).toEqual([
       { start: "2030-03-10T00:00:00.000Z", admitted: 7, refused: 0 },
       { start: "2030-03-11T00:00:00.000Z", admitted: 1, refused: 0 },
@@ -103,7 +108,9 @@ describe("a key's usage", () => {
     ]);
 
     await later(400 * DAY); // after a year, the oldest days are dropped from storage
-    expect(nonZero((await usage(token, path, "?granularity=day")).buckets)).toEqual([{ start: "2031-04-14T00:00:00.000Z", admitted: 1, refused: 0 }]);
+    expect(nonZero((await usage(token, path, "?granularity=day")).buckets)).toEqual([
+      { start: "2031-04-14T00:00:00.000Z", admitted: 1, refused: 0 },
+    ]);
     const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
     const stored = await runInDurableObject(stub, (_o, state) => ({
       table: state.storage.sql.exec("SELECT level, count(*) AS n FROM usage GROUP BY level").toArray(),
@@ -146,7 +153,9 @@ describe("the account's usage", () => {
     const total = await usage(token, "/account/usage", "?granularity=minute");
     expect(total.buckets).toHaveLength(1440);
     expect(nonZero(total.buckets)).toEqual([{ start: iso(T0 - 30_000), admitted: 13, refused: 4 }]);
-    expect(nonZero((await usage(token, `/api-keys/${second.id}/usage`)).buckets)).toEqual([{ start: iso(T0 - 30_000), admitted: 3, refused: 2 }]);
+    expect(nonZero((await usage(token, `/api-keys/${second.id}/usage`)).buckets)).toEqual([
+      { start: iso(T0 - 30_000), admitted: 3, refused: 2 },
+    ]);
 
     const stranger = await accountToken("usage-stranger");
     expect(nonZero((await usage(stranger, "/account/usage")).buckets)).toEqual([]);

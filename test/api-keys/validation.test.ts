@@ -131,7 +131,9 @@ describe("POST /api-keys accepted names", () => {
     expect(listed.api_keys).toEqual([expect.objectContaining({ id: created.id, name })]);
 
     const renamedTo = "Staging — Zürich 🧪 ñ";
-    expect((await expectJson(await call("PATCH", `/api-keys/${created.id}`, { token, body: { name: renamedTo } }), 200)).name).toBe(renamedTo);
+    expect((await expectJson(await call("PATCH", `/api-keys/${created.id}`, { token, body: { name: renamedTo } }), 200)).name).toBe(
+      renamedTo,
+    );
     expect((await expectJson(await call("DELETE", `/api-keys/${created.id}`, { token }), 200)).name).toBe(renamedTo);
 
     const row = await env.DB.prepare("SELECT name FROM api_keys WHERE id = ?").bind(created.id).first<{ name: string }>();
@@ -191,7 +193,10 @@ describe("PATCH /api-keys/:id body validation", () => {
         expect(json.detail, label).toContain("name");
       }
     }
-    const oversized = await call("PATCH", `/api-keys/${created.id}`, { token, body: JSON.stringify({ name: "big" }) + " ".repeat(2 * 1024 * 1024) });
+    const oversized = await call("PATCH", `/api-keys/${created.id}`, {
+      token,
+      body: JSON.stringify({ name: "big" }) + " ".repeat(2 * 1024 * 1024),
+    });
     await expectJson(oversized, 413);
 
     const listed = await expectJson(await call("GET", "/api-keys", { token }), 200);
@@ -204,7 +209,10 @@ describe("PATCH /api-keys/:id body validation", () => {
     const token = await accountToken("patcher-status");
     const created = await expectJson(await call("POST", "/api-keys", { token, body: { name: "Keep active" } }), 201);
     await expectJson(await call("PATCH", `/api-keys/${created.id}`, { token, body: { status: "revoked" } }), 400);
-    await expectJson(await call("PATCH", `/api-keys/${created.id}`, { token, body: { name: "x", revoked_at: "2020-01-01T00:00:00Z" } }), 400);
+    await expectJson(
+      await call("PATCH", `/api-keys/${created.id}`, { token, body: { name: "x", revoked_at: "2020-01-01T00:00:00Z" } }),
+      400,
+    );
     const listed = await expectJson(await call("GET", "/api-keys", { token }), 200);
     expect(listed.api_keys[0]).toMatchObject({ name: "Keep active", status: "active", revoked_at: null });
   });

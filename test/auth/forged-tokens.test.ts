@@ -1,9 +1,19 @@
 import { env } from "cloudflare:workers";
 import { base64url, exportJWK, generateKeyPair, UnsecuredJWT } from "jose";
 import { describe, expect, it } from "vitest";
-import { call, expectJson } from "../helpers/http.ts";
-import { accountToken, adminToken, nowSeconds, publicJwk, signClaims, signingJwk, TEST_AUDIENCE, TEST_ISSUER, validClaims } from "../helpers/tokens.ts";
 import { mintToken } from "../../scripts/mint-token.ts";
+import { call, expectJson } from "../helpers/http.ts";
+import {
+  accountToken,
+  adminToken,
+  nowSeconds,
+  publicJwk,
+  signClaims,
+  signingJwk,
+  TEST_AUDIENCE,
+  TEST_ISSUER,
+  validClaims,
+} from "../helpers/tokens.ts";
 
 const REALM = 'Bearer realm="price-data-api"';
 
@@ -277,14 +287,20 @@ describe("PUT /admin/accounts/:id/plan", () => {
   });
 
   it("a token with only prices:write: 403", async () => {
-    const res = await call("PUT", "/admin/accounts/target-2/plan", { token: await adminToken("price-bot", "prices:write"), body: { plan: "premium" } });
+    const res = await call("PUT", "/admin/accounts/target-2/plan", {
+      token: await adminToken("price-bot", "prices:write"),
+      body: { plan: "premium" },
+    });
     expect((await expectJson(res, 403)).detail).toContain("accounts:write");
     expect(await accountExists("target-2")).toBe(false);
   });
 
   it("scopes are matched whole, not as substrings", async () => {
     for (const scope of ["accounts:writer", "xaccounts:write", "accounts:write:all", "accounts", "ACCOUNTS:WRITE"]) {
-      const res = await call("PUT", "/admin/accounts/target-3/plan", { token: await adminToken("sneaky", scope), body: { plan: "premium" } });
+      const res = await call("PUT", "/admin/accounts/target-3/plan", {
+        token: await adminToken("sneaky", scope),
+        body: { plan: "premium" },
+      });
       await expectJson(res, 403);
     }
     expect(await accountExists("target-3")).toBe(false);
@@ -296,7 +312,10 @@ describe("PUT /admin/accounts/:id/plan", () => {
   });
 
   it("with accounts:write: 200, the new account on premium with its limits; GET /account then shows it", async () => {
-    const res = await call("PUT", "/admin/accounts/acct-premium/plan", { token: await adminToken("ops", "accounts:write"), body: { plan: "premium" } });
+    const res = await call("PUT", "/admin/accounts/acct-premium/plan", {
+      token: await adminToken("ops", "accounts:write"),
+      body: { plan: "premium" },
+    });
     const account = await expectJson(res, 200);
     expect(account).toEqual({
       id: "acct-premium",
@@ -315,7 +334,10 @@ describe("PUT /admin/accounts/:id/plan", () => {
     expect(first.plan).toBe("free");
 
     const admin = await adminToken();
-    const standard = await expectJson(await call("PUT", "/admin/accounts/acct-upgrade/plan", { token: admin, body: { plan: "standard" } }), 200);
+    const standard = await expectJson(
+      await call("PUT", "/admin/accounts/acct-upgrade/plan", { token: admin, body: { plan: "standard" } }),
+      200,
+    );
     expect(standard).toEqual({ ...first, plan: "standard", limits: { per_minute: 60, per_hour: 3_600, per_day: 86_400 } });
     expect(await expectJson(await call("GET", "/account", { token: own }), 200)).toEqual(standard);
 

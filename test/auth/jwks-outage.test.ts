@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { verifyIdpToken } from "../../src/auth/idp.ts";
 import { ApiError } from "../../src/http/errors.ts";
-import { readConfig, type Config } from "../../src/platform/config.ts";
+import { type Config, readConfig } from "../../src/platform/config.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
 /**

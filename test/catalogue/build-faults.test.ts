@@ -1,13 +1,13 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { readManifest, readPointer, type BuildLimits } from "../../src/catalogue/build.ts";
+import { type BuildLimits, readManifest, readPointer } from "../../src/catalogue/build.ts";
 import { POINTER_KEY, type Pointer } from "../../src/catalogue/manifest.ts";
 import { wholeCatalogue } from "../../src/catalogue/snapshot.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
 import { Faults, runBuildSteps, stepCatalogue } from "../helpers/build-steps.ts";
-import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 import { changePrices } from "../helpers/catalogue-factory.ts";
+import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 
 /**
  * A build step that throws at any point (any D1 statement or batch, R2 read or write, or write of
@@ -22,11 +22,14 @@ const db = () => database(env.DB);
 /** The current snapshot's gzip bodies, JSON and NDJSON, as a response streams them. */
 async function servedBodies(): Promise<Uint8Array[]> {
   const manifest = await readManifest(env.CATALOGUE, (await readPointer(env.CATALOGUE))!.manifest);
-  return Promise.all((["json", "ndjson"] as const).map(async (form) => new Uint8Array(await new Response(wholeCatalogue(env.CATALOGUE, manifest, form, true)).arrayBuffer())));
+  return Promise.all(
+    (["json", "ndjson"] as const).map(
+      async (form) => new Uint8Array(await new Response(wholeCatalogue(env.CATALOGUE, manifest, form, true)).arrayBuffer()),
+    ),
+  );
 }
 
 let skus: string[];
-
 
 beforeAll(async () => {
   skus = await stepCatalogue(PRODUCTS, LIMITS);

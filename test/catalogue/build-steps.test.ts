@@ -1,14 +1,21 @@
 import { env } from "cloudflare:workers";
 import { asc, inArray } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BUILD_LIMITS, readManifest, readPointer, STEP_D1_STATEMENTS, type BuildWork } from "../../src/catalogue/build.ts";
-import { PartIndex, segmentIndexOf, type Manifest, type Part } from "../../src/catalogue/manifest.ts";
+import { BUILD_LIMITS, type BuildWork, readManifest, readPointer, STEP_D1_STATEMENTS } from "../../src/catalogue/build.ts";
+import { type Manifest, type Part, PartIndex, segmentIndexOf } from "../../src/catalogue/manifest.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
 import { runBuildSteps } from "../helpers/build-steps.ts";
-import { changePrices, createCompetitor, insertProducts, newApiKey, publishCatalogue, randomProductId } from "../helpers/catalogue-factory.ts";
-import { call } from "../helpers/http.ts";
+import {
+  changePrices,
+  createCompetitor,
+  insertProducts,
+  newApiKey,
+  publishCatalogue,
+  randomProductId,
+} from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
+import { call } from "../helpers/http.ts";
 
 /**
  * A catalogue of random ids (as production has), larger than one build step at the production
@@ -59,10 +66,14 @@ describe("a build in bounded steps", () => {
 
   it("a change scattered over every segment re-encodes only the parts holding a changed product, and copies the rest", async () => {
     const before = await current();
-    const indexes = await Promise.all(before.segments.map(async (segment) => PartIndex.parse(await (await env.CATALOGUE.get(segment.parts!))!.json())));
+    const indexes = await Promise.all(
+      before.segments.map(async (segment) => PartIndex.parse(await (await env.CATALOGUE.get(segment.parts!))!.json())),
+    );
     // Two products in each segment, picked at random.
     const changed = skus.filter(() => Math.random() < 0.002).concat(skus.slice(-1));
-    const changedIds = (await database(env.DB).select({ id: products.id }).from(products).where(inArray(products.sku, changed))).map((row) => row.id);
+    const changedIds = (await database(env.DB).select({ id: products.id }).from(products).where(inArray(products.sku, changed))).map(
+      (row) => row.id,
+    );
     const dirtyParts = new Map<string, Part>();
     for (const id of changedIds) {
       const s = segmentIndexOf(before.segments, id);

@@ -4,10 +4,17 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 import { readManifest, SEGMENT_TARGET } from "../../src/catalogue/build.ts";
 import { RETENTION_MS } from "../../src/catalogue/builder.ts";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
-import { manifestKey, POINTER_KEY, type Manifest } from "../../src/catalogue/manifest.ts";
+import { type Manifest, manifestKey, POINTER_KEY } from "../../src/catalogue/manifest.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { database } from "../../src/platform/db.ts";
-import { buildCatalogue, changePrices, createCompetitor, insertProducts, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import {
+  buildCatalogue,
+  changePrices,
+  createCompetitor,
+  insertProducts,
+  newApiKey,
+  publishCatalogue,
+} from "../helpers/catalogue-factory.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call } from "../helpers/http.ts";
 
@@ -50,7 +57,11 @@ async function listBucket(): Promise<Map<string, string>> {
 }
 
 /** The objects of segment `n` of a snapshot (both forms and its part index). */
-const segmentObjects = (manifest: Manifest, n: number) => [manifest.segments[n]!.json.key, manifest.segments[n]!.ndjson.key, manifest.segments[n]!.parts!];
+const segmentObjects = (manifest: Manifest, n: number) => [
+  manifest.segments[n]!.json.key,
+  manifest.segments[n]!.ndjson.key,
+  manifest.segments[n]!.parts!,
+];
 /** Every object a snapshot needs: its manifest and its segments. */
 const objectsOf = (manifest: Manifest) => [manifestKey(manifest.id), ...manifest.segments.flatMap((_, n) => segmentObjects(manifest, n))];
 
@@ -120,7 +131,8 @@ describe("collecting retired snapshots", () => {
     expect(s2.segments[0]!.json.key).toBe(s1.segments[0]!.json.key); // an incremental build shares what it did not rewrite
     const s3 = await buildAt(START + RETENTION_MS, [IN_SEGMENT[2]]); // S1 retired exactly RETENTION_MS ago: kept
     const listed = await listBucket();
-    for (const object of [...objectsOf(s1), ...objectsOf(s2), ...objectsOf(s3), ...UNRELATED]) expect(listed.has(object), object).toBe(true);
+    for (const object of [...objectsOf(s1), ...objectsOf(s2), ...objectsOf(s3), ...UNRELATED])
+      expect(listed.has(object), object).toBe(true);
     const body = await pending.text();
     expect(body.match(/"sku":"SNAP-\d+"/g)).toHaveLength(PRODUCTS);
     expect(body).not.toBe((await served())[0]); // it was the old snapshot, prices since changed
@@ -157,7 +169,9 @@ describe("collecting retired snapshots", () => {
     const s6 = await buildAt(START + 2 * RETENTION_MS + 2, [IN_SEGMENT[1]]);
     const after = await listBucket();
     const gone = [manifestKey(snapshot(3).id)];
-    expect([...after.keys()].sort()).toEqual([...new Set([...before.keys(), ...objectsOf(s6)])].filter((object) => !gone.includes(object)).sort());
+    expect([...after.keys()].sort()).toEqual(
+      [...new Set([...before.keys(), ...objectsOf(s6)])].filter((object) => !gone.includes(object)).sort(),
+    );
     await expectServedWhole();
 
     // Once every retired snapshot has expired, all of them go (S4's entry without a manifest too): only the current

@@ -9,7 +9,12 @@ beforeAll(async () => {
   await createCompetitor({ id: "cmp_amazon", name: "Amazon", domain: "amazon.com" });
   await createCompetitor({ id: "cmp_bestbuy", name: "Best Buy", domain: "bestbuy.com" });
   await createCompetitor({ id: "cmp_idle", name: "Idle Shop", domain: null });
-  await createProduct({ offers: [{ competitor: "cmp_amazon", price: "1.00" }, { competitor: "cmp_bestbuy", price: "1.10" }] });
+  await createProduct({
+    offers: [
+      { competitor: "cmp_amazon", price: "1.00" },
+      { competitor: "cmp_bestbuy", price: "1.10" },
+    ],
+  });
   await createProduct({ offers: [{ competitor: "cmp_amazon", price: "2.00" }] });
   await publishCatalogue();
 });

@@ -1,16 +1,23 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { changedQuery, filterSet, idQueries, pageQueries, sqliteSpellings } from "../../src/catalogue/filtered.ts";
 import { readManifest, readPointer } from "../../src/catalogue/build.ts";
+import { changedQuery, filterSet, idQueries, pageQueries, sqliteSpellings } from "../../src/catalogue/filtered.ts";
 import type { Manifest } from "../../src/catalogue/manifest.ts";
 import type { ProductFilters, ProductView } from "../../src/catalogue/schema.ts";
 import { filteredProducts } from "../../src/catalogue/service.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
-import { buildCatalogue, createCompetitor, insertProductRows, newApiKey, publishCatalogue, type BulkProduct } from "../helpers/catalogue-factory.ts";
-import { call } from "../helpers/http.ts";
+import {
+  type BulkProduct,
+  buildCatalogue,
+  createCompetitor,
+  insertProductRows,
+  newApiKey,
+  publishCatalogue,
+} from "../helpers/catalogue-factory.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
+import { call } from "../helpers/http.ts";
 
 // A catalogue of random ids (as production has) over three segments, with brands and categories in
 // several cases and scripts, shares of 1 % and 10 %, scattered updated_at and offers.
@@ -19,7 +26,8 @@ const BRANDS = ["Sony", "SONY", "sony", "Nestlé", "NESTLÉ", "Ökö", "ÖKÖ", 
 const db = () => database(env.DB);
 let key: string;
 
-const randomHex = (bytes: number) => [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+const randomHex = (bytes: number) =>
+  [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
 const pick = <T>(items: readonly T[]) => items[Math.floor(Math.random() * items.length)]!;
 
 async function insertRandomProducts(count: number) {
@@ -30,7 +38,9 @@ async function insertRandomProducts(count: number) {
     brand: i % 100 === 7 ? "Rare Brand" : pick(BRANDS),
     category: i % 100 === 3 ? "Drones" : i % 10 === 5 ? "Kettles" : pick(["Toasters", "TOASTERS", "Café", "CAFÉ"]),
     updated_at: new Date(Date.UTC(2026, 0, 1) + Math.floor(Math.random() * 300 * 86_400_000)).toISOString(),
-    offers: ["cmp_a", "cmp_b", "cmp_c"].filter(() => Math.random() < 0.4).map((competitor_id) => ({ competitor_id, price_minor: Math.floor(Math.random() * 100_000) })),
+    offers: ["cmp_a", "cmp_b", "cmp_c"]
+      .filter(() => Math.random() < 0.4)
+      .map((competitor_id) => ({ competitor_id, price_minor: Math.floor(Math.random() * 100_000) })),
   }));
   await insertProductRows(rows);
 }
@@ -59,7 +69,15 @@ async function readDirect(filters: ProductFilters, d1Limit?: number) {
   });
   let body = "";
   const decoder = new TextDecoder();
-  for await (const chunk of filteredProducts(db(), bucket, await currentManifest(), filters, "ndjson", d1Limit === undefined ? {} : { d1Limit })) body += decoder.decode(chunk, { stream: true });
+  for await (const chunk of filteredProducts(
+    db(),
+    bucket,
+    await currentManifest(),
+    filters,
+    "ndjson",
+    d1Limit === undefined ? {} : { d1Limit },
+  ))
+    body += decoder.decode(chunk, { stream: true });
   return { lines: body.split("\n").slice(0, -1), reads };
 }
 
@@ -88,7 +106,11 @@ const FILTERS: [string, ProductFilters, (p: ProductView) => boolean][] = [
   [
     "brand, category, competitor and updated_since",
     { brand: "sony", category: "toasters", competitor: "cmp_a", updated_since: "2026-03-01" },
-    (p) => lower(p.brand) === "sony" && lower(p.category) === "toasters" && p.offers.some((o) => o.competitor_id === "cmp_a") && p.updated_at >= "2026-03-01T00:00:00.000Z",
+    (p) =>
+      lower(p.brand) === "sony" &&
+      lower(p.category) === "toasters" &&
+      p.offers.some((o) => o.competitor_id === "cmp_a") &&
+      p.updated_at >= "2026-03-01T00:00:00.000Z",
   ],
   ["sku and brand", { sku: "RND-17", brand: "none such" }, () => false],
 ];
@@ -96,18 +118,21 @@ const FILTERS: [string, ProductFilters, (p: ProductView) => boolean][] = [
 const query = (filters: ProductFilters) => `?${new URLSearchParams(filters as Record<string, string>)}`;
 
 describe("filtered GET /products: exactly the unfiltered list's products that match", () => {
-  it.each(FILTERS)("%s: JSON, NDJSON and their gzip forms (one gzip member each), the same bytes per product in id order", async (_, filters, keep) => {
-    const expected = (await unfiltered()).filter((line) => keep(JSON.parse(line) as ProductView));
-    const json = await get(query(filters));
-    expect(json.status).toBe(200);
-    expect(await json.text()).toBe(listBody(expected));
-    expect(await (await get(query(filters), { Accept: "application/x-ndjson" })).text()).toBe(ndjsonBody(expected));
-    const gzip = await rawGet(`/products${query(filters)}`, key, { "Accept-Encoding": "gzip" });
-    expect(gzip.headers.get("Content-Encoding")).toBe("gzip");
-    expect(oneGzipMember(new Uint8Array(await gzip.arrayBuffer()))).toBe(listBody(expected));
-    const ndjsonGzip = await rawGet(`/products${query(filters)}`, key, { "Accept-Encoding": "gzip", Accept: "application/x-ndjson" });
-    expect(oneGzipMember(new Uint8Array(await ndjsonGzip.arrayBuffer()))).toBe(ndjsonBody(expected));
-  });
+  it.each(FILTERS)(
+    "%s: JSON, NDJSON and their gzip forms (one gzip member each), the same bytes per product in id order",
+    async (_, filters, keep) => {
+      const expected = (await unfiltered()).filter((line) => keep(JSON.parse(line) as ProductView));
+      const json = await get(query(filters));
+      expect(json.status).toBe(200);
+      expect(await json.text()).toBe(listBody(expected));
+      expect(await (await get(query(filters), { Accept: "application/x-ndjson" })).text()).toBe(ndjsonBody(expected));
+      const gzip = await rawGet(`/products${query(filters)}`, key, { "Accept-Encoding": "gzip" });
+      expect(gzip.headers.get("Content-Encoding")).toBe("gzip");
+      expect(oneGzipMember(new Uint8Array(await gzip.arrayBuffer()))).toBe(listBody(expected));
+      const ndjsonGzip = await rawGet(`/products${query(filters)}`, key, { "Accept-Encoding": "gzip", Accept: "application/x-ndjson" });
+      expect(oneGzipMember(new Uint8Array(await ndjsonGzip.arrayBuffer()))).toBe(ndjsonBody(expected));
+    },
+  );
 
   it.each(FILTERS)("%s: read from D1 pages and from the segments, the same products", async (_, filters, keep) => {
     const expected = (await unfiltered()).filter((line) => keep(JSON.parse(line) as ProductView));
@@ -153,11 +178,19 @@ describe("while D1 is ahead of the snapshot", () => {
       .where(sql`lower(brand) = 'sony' OR brand = 'acme'`)
       .orderBy(sql`random()`)
       .limit(40)
-      .then((rows) => [rows.find((r) => r.brand !== "acme")!, rows.find((r) => r.brand === "acme")!, rows.filter((r) => r.brand !== "acme")[1]!]);
+      .then((rows) => [
+        rows.find((r) => r.brand !== "acme")!,
+        rows.find((r) => r.brand === "acme")!,
+        rows.filter((r) => r.brand !== "acme")[1]!,
+      ]);
     await env.DB.batch([
       env.DB.prepare("UPDATE catalogue_state SET version = version + 1"),
-      env.DB.prepare("UPDATE products SET brand = 'Other', changed_version = (SELECT version FROM catalogue_state) WHERE id = ?").bind(leaving!.id),
-      env.DB.prepare("UPDATE products SET brand = 'Sony', changed_version = (SELECT version FROM catalogue_state) WHERE id = ?").bind(joining!.id),
+      env.DB.prepare("UPDATE products SET brand = 'Other', changed_version = (SELECT version FROM catalogue_state) WHERE id = ?").bind(
+        leaving!.id,
+      ),
+      env.DB.prepare("UPDATE products SET brand = 'Sony', changed_version = (SELECT version FROM catalogue_state) WHERE id = ?").bind(
+        joining!.id,
+      ),
       env.DB.prepare("UPDATE offers SET price_minor = price_minor + 1 WHERE product_id = ?").bind(repriced!.id),
       env.DB.prepare("UPDATE products SET changed_version = (SELECT version FROM catalogue_state) WHERE id = ?").bind(repriced!.id),
     ]);
@@ -180,14 +213,27 @@ describe("while D1 is ahead of the snapshot", () => {
 describe("the queries D1 runs", () => {
   const run = async (query: { toSQL(): { sql: string; params: unknown[] } }) => {
     const { sql: text, params } = query.toSQL();
-    const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${text}`).bind(...params).all<{ detail: string }>();
-    const result = await env.DB.prepare(text).bind(...params).all();
+    const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${text}`)
+      .bind(...params)
+      .all<{ detail: string }>();
+    const result = await env.DB.prepare(text)
+      .bind(...params)
+      .all();
     return { plan: plan.results.map((row) => row.detail).join("; "), rows: result.results.length, read: result.meta.rows_read };
   };
 
   it("read each filter's range from an index, rows read about the rows returned (most rows do not match)", async () => {
-    const queries = idQueries(db(), filterSet({ brand: "Rare Brand", category: "drones", competitor: "cmp_c", updated_since: "2026-10-20" }), 10_000);
-    const indexes = { brand: "products_brand", category: "products_category", competitor: "offers_competitor", since: "products_updated_at" };
+    const queries = idQueries(
+      db(),
+      filterSet({ brand: "Rare Brand", category: "drones", competitor: "cmp_c", updated_since: "2026-10-20" }),
+      10_000,
+    );
+    const indexes = {
+      brand: "products_brand",
+      category: "products_category",
+      competitor: "offers_competitor",
+      since: "products_updated_at",
+    };
     for (const [name, index] of Object.entries(indexes)) {
       const { plan, rows, read } = await run(queries[name as keyof typeof queries]!);
       expect(plan, name).toContain(`INDEX ${index} (`);

@@ -1,7 +1,15 @@
-import fc from "fast-check";
 import { crc32, gunzipSync, inflateRawSync } from "node:zlib";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { concatenated, crc32Combine, deflatePart, FINAL_BLOCK, GZIP_HEADER, gzipTrailer, storedPart } from "../../src/catalogue/gzip-member.ts";
+import {
+  concatenated,
+  crc32Combine,
+  deflatePart,
+  FINAL_BLOCK,
+  GZIP_HEADER,
+  gzipTrailer,
+  storedPart,
+} from "../../src/catalogue/gzip-member.ts";
 import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 
@@ -38,14 +46,25 @@ describe("crc32Combine", () => {
   it("an empty second part leaves the CRC as it is; concatenated folds any number of parts", () => {
     expect(crc32Combine(crc32("abc"), crc32(""), 0)).toBe(crc32("abc"));
     const texts = ['{"products":[', "a,b", ",", "c", "]}"];
-    expect(concatenated(texts.map((text) => ({ crc: crc32(text), length: bytes(text).length })))).toEqual({ crc: crc32(texts.join("")), length: texts.join("").length });
+    expect(concatenated(texts.map((text) => ({ crc: crc32(text), length: bytes(text).length })))).toEqual({
+      crc: crc32(texts.join("")),
+      length: texts.join("").length,
+    });
     expect(concatenated([])).toEqual({ crc: 0, length: 0 });
   });
 });
 
 describe("deflate parts", () => {
   it("deflated and stored parts, any mix, concatenate into one gzip member", () => {
-    const parts = [storedPart('{"products":['), deflatePart('{"id":"é☕"}'.repeat(500)), storedPart(","), deflatePart(""), storedPart(""), deflatePart("x"), storedPart("]}")];
+    const parts = [
+      storedPart('{"products":['),
+      deflatePart('{"id":"é☕"}'.repeat(500)),
+      storedPart(","),
+      deflatePart(""),
+      storedPart(""),
+      deflatePart("x"),
+      storedPart("]}"),
+    ];
     const member = join(GZIP_HEADER, ...parts.map((part) => part.bytes), FINAL_BLOCK, gzipTrailer(concatenated(parts)));
     const text = '{"products":[' + '{"id":"é☕"}'.repeat(500) + ",x]}";
     expect(oneGzipMember(member)).toBe(text);
@@ -61,7 +80,7 @@ describe("deflate parts", () => {
 });
 
 describe("GET /products, empty catalogue", () => {
-  it("is one gzip member of {\"products\":[]} (and of nothing in NDJSON), and decodes without gzip", async () => {
+  it('is one gzip member of {"products":[]} (and of nothing in NDJSON), and decodes without gzip', async () => {
     const key = await newApiKey();
     const get = async (headers: Record<string, string>) => {
       const res = await rawGet("/products", key, headers);

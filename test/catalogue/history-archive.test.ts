@@ -3,7 +3,7 @@ import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { archiveHistory, historyKey, readHistoryYear } from "../../src/catalogue/history-archive.ts";
 import { HISTORY_IN_D1_MS } from "../../src/events/retention.ts";
-import { database, type Database } from "../../src/platform/db.ts";
+import { type Database, database } from "../../src/platform/db.ts";
 import { priceHistory } from "../../src/platform/tables.ts";
 import { addHistory, createCompetitor, createProduct, newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
@@ -22,21 +22,29 @@ let products = 0;
 interface History {
   history: { competitor_id: string; price: string; observed_at: string }[];
 }
-const history = async (productId: string, query = "") => expectJson<History>(await call("GET", `/products/${productId}/history${query}`, { token: key }), 200);
+const history = async (productId: string, query = "") =>
+  expectJson<History>(await call("GET", `/products/${productId}/history${query}`, { token: key }), 200);
 
 /** A product (created 2024) whose history spans three calendar years, a back-filled row of 2019, and the last day. */
 async function productWithYears() {
   const id = `prd_hist_${++products}_${"é".repeat(3)}`; // not only ASCII: the object key is encoded
   await createProduct({ id, sku: `HIST-${products}`, createdAt: "2024-06-01T00:00:00.000Z" });
   const rows = [
-    ...["2019-05-01", "2024-07-01", "2024-12-31", "2025-03-01", "2025-09-15"].map((day, i) => ({ competitor: i % 2 ? "cmp_b" : "cmp_a", price: `${10 + i}.99`, observedAt: `${day}T12:00:00.000Z` })),
+    ...["2019-05-01", "2024-07-01", "2024-12-31", "2025-03-01", "2025-09-15"].map((day, i) => ({
+      competitor: i % 2 ? "cmp_b" : "cmp_a",
+      price: `${10 + i}.99`,
+      observedAt: `${day}T12:00:00.000Z`,
+    })),
     ...[40, 20, 11, 0.5, 0.1].map((days, i) => ({ competitor: i % 2 ? "cmp_b" : "cmp_a", price: `${20 + i}.50`, observedAt: ago(days) })),
   ];
   await addHistory(id, rows);
   return id;
 }
 
-const inD1 = async (productId: string) => (await db().select({ observedAt: priceHistory.observedAt }).from(priceHistory).where(eq(priceHistory.productId, productId))).map((row) => row.observedAt).sort();
+const inD1 = async (productId: string) =>
+  (await db().select({ observedAt: priceHistory.observedAt }).from(priceHistory).where(eq(priceHistory.productId, productId)))
+    .map((row) => row.observedAt)
+    .sort();
 
 beforeAll(async () => {
   key = await newApiKey();
@@ -49,7 +57,15 @@ describe("the history archive", () => {
   it("moves a product's old rows to its own objects, a year each, and the history reads the same", async () => {
     const id = await productWithYears();
     const other = await productWithYears();
-    const queries = ["", "?from=2019-01-01T00:00:00Z&to=2020-01-01T00:00:00Z", "?from=1900-01-01T00:00:00Z", "?competitor=cmp_b", `?from=2024-12-01T00:00:00Z&to=${ago(15)}`, `?from=${ago(30)}`, "?to=2025-01-01T00:00:00Z"];
+    const queries = [
+      "",
+      "?from=2019-01-01T00:00:00Z&to=2020-01-01T00:00:00Z",
+      "?from=1900-01-01T00:00:00Z",
+      "?competitor=cmp_b",
+      `?from=2024-12-01T00:00:00Z&to=${ago(15)}`,
+      `?from=${ago(30)}`,
+      "?to=2025-01-01T00:00:00Z",
+    ];
     const before = await Promise.all(queries.map((query) => history(id, query)));
     expect(await archiveHistory(db(), env.ARCHIVE)).toBe(2 * 8);
     // D1 keeps the last days; R2 has one object per product and year.
@@ -57,7 +73,10 @@ describe("the history archive", () => {
     expect((await inD1(id)).every((t) => t >= ago(HISTORY_IN_D1_MS / DAY))).toBe(true);
     // The year before its creation is its first object, and holds what was observed earlier still.
     expect((await readHistoryYear(env.ARCHIVE, id, "2023")).map((row) => row.observedAt)).toEqual(["2019-05-01T12:00:00.000Z"]);
-    expect((await readHistoryYear(env.ARCHIVE, id, "2024")).map((row) => row.observedAt)).toEqual(["2024-07-01T12:00:00.000Z", "2024-12-31T12:00:00.000Z"]);
+    expect((await readHistoryYear(env.ARCHIVE, id, "2024")).map((row) => row.observedAt)).toEqual([
+      "2024-07-01T12:00:00.000Z",
+      "2024-12-31T12:00:00.000Z",
+    ]);
     expect(await readHistoryYear(env.ARCHIVE, id, "2025")).toHaveLength(2);
     // Reading one product touches only its own objects.
     const get = vi.spyOn(env.ARCHIVE, "get");
@@ -90,7 +109,10 @@ describe("the history archive", () => {
     const id = await productWithYears();
     const before = await history(id);
     const failingDelete = new Proxy(db(), {
-      get: (target, property) => (property === "delete" ? () => ({ where: () => Promise.reject(new Error("injected: D1 delete failed")) }) : Reflect.get(target, property, target)),
+      get: (target, property) =>
+        property === "delete"
+          ? () => ({ where: () => Promise.reject(new Error("injected: D1 delete failed")) })
+          : Reflect.get(target, property, target),
     }) as Database;
     await expect(archiveHistory(failingDelete, env.ARCHIVE)).rejects.toThrow(/injected/);
     expect(await inD1(id)).toHaveLength(10);

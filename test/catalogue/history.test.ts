@@ -75,7 +75,11 @@ describe("GET /products/:id/history", () => {
     const start = Date.parse("2025-01-01T00:00:00.000Z");
     await addHistory(
       "prd_busy",
-      Array.from({ length: HISTORY_LIMIT + 1 }, (_, i) => ({ competitor: "cmp_amazon", price: `${i}.00`, observedAt: new Date(start + i * 60_000).toISOString() })),
+      Array.from({ length: HISTORY_LIMIT + 1 }, (_, i) => ({
+        competitor: "cmp_amazon",
+        price: `${i}.00`,
+        observedAt: new Date(start + i * 60_000).toISOString(),
+      })),
     );
     const res = await get("/products/prd_busy/history");
     const body = await expectJson(res, 200);

@@ -49,10 +49,23 @@ beforeAll(async () => {
     updatedAt: "2026-02-01T00:00:00.000Z",
     offers: [{ competitor: "cmp_gulf", price: "1.250", currency: "BHD" }],
   });
-  await createProduct({ sku: "SONY-TV", brand: "sony", category: "TVs", updatedAt: "2026-01-15T00:00:00.000Z", offers: [{ competitor: "cmp_walmart", price: "499" }] });
+  await createProduct({
+    sku: "SONY-TV",
+    brand: "sony",
+    category: "TVs",
+    updatedAt: "2026-01-15T00:00:00.000Z",
+    offers: [{ competitor: "cmp_walmart", price: "499" }],
+  });
   await createProduct({ sku: "NO-OFFERS", brand: "Acme" });
   // Multi-byte UTF-8 in the middle of the list: the byte ranges of each product must still line up.
-  await createProduct({ id: "prd_cafe", sku: "CAFÉ-1", name: "Café Crème ☕ 🚀", brand: "Nestlé", category: "Kitchen", offers: [{ competitor: "cmp_walmart", price: "3.20" }] });
+  await createProduct({
+    id: "prd_cafe",
+    sku: "CAFÉ-1",
+    name: "Café Crème ☕ 🚀",
+    brand: "Nestlé",
+    category: "Kitchen",
+    offers: [{ competitor: "cmp_walmart", price: "3.20" }],
+  });
   await publishCatalogue();
 });
 
@@ -113,19 +126,40 @@ describe("GET /products", () => {
         },
       ],
       // Two USD offers against one JPY offer: the range is over the USD offers only.
-      summary: { min_price: "14.99", max_price: "15.49", currency: "USD", offer_count: 3, in_stock_count: 2, lowest_competitor_id: "cmp_amazon" },
+      summary: {
+        min_price: "14.99",
+        max_price: "15.49",
+        currency: "USD",
+        offer_count: 3,
+        in_stock_count: 2,
+        lowest_competitor_id: "cmp_amazon",
+      },
       created_at: "2026-01-01T00:00:00.000Z",
       updated_at: "2026-03-01T00:00:00.000Z",
       last_changed_at: "2026-02-15T00:00:00.000Z",
     });
     const phone = body.products.find((p) => p.sku === "APPLE-IPHONE")!;
     expect(phone.offers[0]).toMatchObject({ price: "1.250", currency: "BHD" });
-    expect(phone.summary).toEqual({ min_price: "1.250", max_price: "1.250", currency: "BHD", offer_count: 1, in_stock_count: 1, lowest_competitor_id: "cmp_gulf" });
+    expect(phone.summary).toEqual({
+      min_price: "1.250",
+      max_price: "1.250",
+      currency: "BHD",
+      offer_count: 1,
+      in_stock_count: 1,
+      lowest_competitor_id: "cmp_gulf",
+    });
     const tv = body.products.find((p) => p.sku === "SONY-TV")!;
     expect(tv.offers[0]!.price).toBe("499.00");
     const none = body.products.find((p) => p.sku === "NO-OFFERS")!;
     expect(none.offers).toEqual([]);
-    expect(none.summary).toEqual({ min_price: null, max_price: null, currency: null, offer_count: 0, in_stock_count: 0, lowest_competitor_id: null });
+    expect(none.summary).toEqual({
+      min_price: null,
+      max_price: null,
+      currency: null,
+      offer_count: 0,
+      in_stock_count: 0,
+      lowest_competitor_id: null,
+    });
   });
 
   it.each([

@@ -2,7 +2,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { gunzipSync } from "node:zlib";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { readPointer, type BuildLimits } from "../../src/catalogue/build.ts";
+import { type BuildLimits, readPointer } from "../../src/catalogue/build.ts";
 import { RETENTION_MS } from "../../src/catalogue/builder.ts";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import { manifestKey } from "../../src/catalogue/manifest.ts";

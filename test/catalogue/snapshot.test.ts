@@ -1,19 +1,25 @@
 import { env } from "cloudflare:workers";
-import { eq, sql } from "drizzle-orm";
 import { gunzipSync } from "node:zlib";
+import { eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/build.ts";
-import { readManifest, readPointer } from "../../src/catalogue/build.ts";
+import { readManifest, readPointer, SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/build.ts";
 import type { ProductView } from "../../src/catalogue/schema.ts";
+import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { database } from "../../src/platform/db.ts";
 import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
-import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import { buildCatalogue, changePrices, createCompetitor, insertProducts, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
-import { call, expectJson, workCounts } from "../helpers/http.ts";
-import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
-import { ingest } from "../helpers/webhooks.ts";
-import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 import { Faults, runBuildSteps } from "../helpers/build-steps.ts";
+import {
+  buildCatalogue,
+  changePrices,
+  createCompetitor,
+  insertProducts,
+  newApiKey,
+  publishCatalogue,
+} from "../helpers/catalogue-factory.ts";
+import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
+import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
+import { call, expectJson, workCounts } from "../helpers/http.ts";
+import { ingest } from "../helpers/webhooks.ts";
 
 // A catalogue of several segments (SEGMENT_TARGET products each), written straight into D1.
 const PRODUCTS = Math.round(SEGMENT_TARGET * 2.5);
@@ -56,7 +62,10 @@ const FILTERS: [string, (p: ProductView) => boolean][] = [
   ["?category=kettles", (p) => p.category === "Kettles"],
   ["?updated_since=2026-03-01", (p) => p.updated_at >= "2026-03-01T00:00:00.000Z"],
   ["?updated_since=2027-01-01", () => false],
-  ["?brand=acme&competitor=cmp_b&updated_since=2026-02-01", (p) => p.brand === "acme" && p.offers.some((o) => o.competitor_id === "cmp_b") && p.updated_at >= "2026-02-01"],
+  [
+    "?brand=acme&competitor=cmp_b&updated_since=2026-02-01",
+    (p) => p.brand === "acme" && p.offers.some((o) => o.competitor_id === "cmp_b") && p.updated_at >= "2026-02-01",
+  ],
 ];
 
 describe("GET /products from the snapshot", () => {
@@ -152,7 +161,12 @@ describe("rebuilds", () => {
 
   it("concurrent ingestions end in a snapshot equal to D1", async () => {
     await Promise.all(
-      Array.from({ length: 6 }, (_, i) => ingest([{ sku: `SNAP-${i * 400}`, competitor: idle, price: `${i + 3}.00` }, { sku: `SNAP-NEW-${i}`, competitor: shopA, price: "1.00" }])),
+      Array.from({ length: 6 }, (_, i) =>
+        ingest([
+          { sku: `SNAP-${i * 400}`, competitor: idle, price: `${i + 3}.00` },
+          { sku: `SNAP-NEW-${i}`, competitor: shopA, price: "1.00" },
+        ]),
+      ),
     );
     await buildCatalogue();
     expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
@@ -163,7 +177,10 @@ describe("rebuilds", () => {
   it("a segment grown past SEGMENT_MAX splits", async () => {
     // New ids all inside the last segment's range.
     await insertProducts(0x10000000, SEGMENT_MAX, 1_000_000);
-    await db().batch([bumpCatalogueVersion(db()), db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state)` }).where(sql`changed_version = 1000000`)]);
+    await db().batch([
+      bumpCatalogueVersion(db()),
+      db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state)` }).where(sql`changed_version = 1000000`),
+    ]);
     const report = await buildCatalogue();
     expect(report.full).toBe(false);
     const manifest = await readManifest(env.CATALOGUE, report.manifest!);

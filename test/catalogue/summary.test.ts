@@ -18,14 +18,16 @@ const offer = (competitorId: string, priceMinor: number, currency = "USD", inSto
 
 describe("summary", () => {
   it("ranges over the most common currency only", () => {
-    expect(summarise([offer("a", 1000, "EUR"), offer("b", 50, "USD"), offer("c", 1200, "EUR", false), offer("d", 900_000, "JPY")])).toEqual({
-      min_price: "10.00",
-      max_price: "12.00",
-      currency: "EUR",
-      offer_count: 4,
-      in_stock_count: 3,
-      lowest_competitor_id: "a",
-    });
+    expect(summarise([offer("a", 1000, "EUR"), offer("b", 50, "USD"), offer("c", 1200, "EUR", false), offer("d", 900_000, "JPY")])).toEqual(
+      {
+        min_price: "10.00",
+        max_price: "12.00",
+        currency: "EUR",
+        offer_count: 4,
+        in_stock_count: 3,
+        lowest_competitor_id: "a",
+      },
+    );
   });
 
   it("breaks a currency tie by code, so the choice never flips between builds", () => {
@@ -40,6 +42,13 @@ describe("summary", () => {
   });
 
   it("is empty without offers", () => {
-    expect(summarise([])).toEqual({ min_price: null, max_price: null, currency: null, offer_count: 0, in_stock_count: 0, lowest_competitor_id: null });
+    expect(summarise([])).toEqual({
+      min_price: null,
+      max_price: null,
+      currency: null,
+      offer_count: 0,
+      in_stock_count: 0,
+      lowest_competitor_id: null,
+    });
   });
 });

@@ -24,7 +24,14 @@ beforeAll(async () => {
   await createProduct({ id: "prd_1", sku: "UPGRADE-1", offers: [{ competitor: "cmp_a", price: "9.99" }] });
   // What the previous code left in R2 (the fields the builder's collection reads).
   await env.CATALOGUE.put(OLD.pointer, JSON.stringify({ manifest: OLD.manifest, version: 1 }));
-  await env.CATALOGUE.put(manifestKey(OLD.manifest), JSON.stringify({ id: OLD.manifest, version: 1, segments: [{ first: "", json: { key: OLD.segments.json }, ndjson: { key: OLD.segments.ndjson } }] }));
+  await env.CATALOGUE.put(
+    manifestKey(OLD.manifest),
+    JSON.stringify({
+      id: OLD.manifest,
+      version: 1,
+      segments: [{ first: "", json: { key: OLD.segments.json }, ndjson: { key: OLD.segments.ndjson } }],
+    }),
+  );
   await env.CATALOGUE.put(OLD.segments.json, "old gzip member");
   await env.CATALOGUE.put(OLD.segments.ndjson, "old gzip member");
 });
@@ -49,7 +56,8 @@ describe("a deploy over the first snapshot layout", () => {
     onTestFinished(() => void vi.useRealTimers());
     const report = await publishCatalogue();
     expect(report.built).toBe(true);
-    for (const gone of [manifestKey(OLD.manifest), OLD.segments.json, OLD.segments.ndjson]) expect(await env.CATALOGUE.head(gone)).toBeNull();
+    for (const gone of [manifestKey(OLD.manifest), OLD.segments.json, OLD.segments.ndjson])
+      expect(await env.CATALOGUE.head(gone)).toBeNull();
     expect(await env.CATALOGUE.head(manifestKey(report.manifest!))).not.toBeNull();
     expect((await get()).status).toBe(200);
   });

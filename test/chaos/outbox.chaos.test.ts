@@ -3,19 +3,19 @@ import { env } from "cloudflare:workers";
 import { gte } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import { afterAll, expect, it, vi } from "vitest";
+import { meetsThreshold } from "../../src/alerts/rules.ts";
 import { SWEEP_AFTER_MS, sweepOutbox } from "../../src/events/outbox.ts";
 import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhooks } from "../../src/platform/tables.ts";
 import { DELIVERY_TIMEOUT_MS } from "../../src/webhooks/consumer.ts";
-import { meetsThreshold } from "../../src/alerts/rules.ts";
 import { DEAD_LETTER_QUEUE, type WebhookMessage } from "../../src/webhooks/messages.ts";
 import { MAX_ATTEMPTS } from "../../src/webhooks/schedule.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { call, expectJson } from "../helpers/http.ts";
+import { accountWithKey } from "../helpers/keys.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { hang, hookUrl, installReceiver, type ReceivedRequest } from "../helpers/webhook-receiver.ts";
-import { createWebhook, newAccountToken, observation, QUEUE_NAME, type CreatedWebhook } from "../helpers/webhooks.ts";
+import { type CreatedWebhook, createWebhook, newAccountToken, observation, QUEUE_NAME } from "../helpers/webhooks.ts";
 
 /**
  * "Nothing lost", by fault injection. Price changes are ingested while every send to WEBHOOK_QUEUE
@@ -44,7 +44,18 @@ function random(): number {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 }
 
-const counts = { ingestions: 0, changes: 0, sendFailures: 0, attempts: 0, answered500: 0, timedOut: 0, succeeded: 0, deadLettered: 0, replayed: 0, sweeps: 0 };
+const counts = {
+  ingestions: 0,
+  changes: 0,
+  sendFailures: 0,
+  attempts: 0,
+  answered500: 0,
+  timedOut: 0,
+  succeeded: 0,
+  deadLettered: 0,
+  replayed: 0,
+  sweeps: 0,
+};
 const pending: { body: WebhookMessage; attempts: number }[] = [];
 const deadLetters: WebhookMessage[] = [];
 const successes: ReceivedRequest[] = [];
@@ -73,7 +84,10 @@ function injectQueueFaults() {
 
 let batches = 0;
 async function runBatch(queue: string, items: { body: WebhookMessage; attempts: number }[]) {
-  const batch = createMessageBatch(queue, items.map((item) => ({ id: `chaos-${++batches}`, timestamp: new Date(), attempts: item.attempts, body: item.body })));
+  const batch = createMessageBatch(
+    queue,
+    items.map((item) => ({ id: `chaos-${++batches}`, timestamp: new Date(), attempts: item.attempts, body: item.body })),
+  );
   const ctx = createExecutionContext();
   const handler: ExportedHandlerQueueHandler<typeof env> = worker.queue;
   let threw = false;
@@ -220,7 +234,10 @@ it(`loses nothing: ${CHANGES} price and stock changes under injected queue and r
   let cursor: string | null = null;
   do {
     const query: string = cursor ? `after=${cursor}` : `since=${since}`;
-    const page: { events: { id: string }[]; next_cursor: string | null } = await expectJson(await call("GET", `/events?${query}&limit=1000`, { token: reader.key }), 200);
+    const page: { events: { id: string }[]; next_cursor: string | null } = await expectJson(
+      await call("GET", `/events?${query}&limit=1000`, { token: reader.key }),
+      200,
+    );
     feed.push(...page.events.map((e) => e.id));
     cursor = page.next_cursor;
   } while (cursor);
@@ -228,12 +245,28 @@ it(`loses nothing: ${CHANGES} price and stock changes under injected queue and r
   const stored = await database(env.DB).select({ id: events.id }).from(events).where(gte(events.timestamp, since)).all();
   console.log(
     JSON.stringify({
-      chaos: { seed, errorsLogged: logged.mock.calls.length, seconds: Math.round((Date.now() - started) / 1000), ...counts, events: stored.length, feed: feed.length, expectedPairs: expected.size, deliveredPairs: delivered.size, badSignatures },
+      chaos: {
+        seed,
+        errorsLogged: logged.mock.calls.length,
+        seconds: Math.round((Date.now() - started) / 1000),
+        ...counts,
+        events: stored.length,
+        feed: feed.length,
+        expectedPairs: expected.size,
+        deliveredPairs: delivered.size,
+        badSignatures,
+      },
     }),
   );
   expect(badSignatures).toBe(0);
-  expect([...expected].filter((pair) => !delivered.has(pair)), "matching (event, webhook) pairs never delivered").toEqual([]);
-  expect([...delivered].filter((pair) => !expected.has(pair)), "pairs delivered that do not match").toEqual([]);
+  expect(
+    [...expected].filter((pair) => !delivered.has(pair)),
+    "matching (event, webhook) pairs never delivered",
+  ).toEqual([]);
+  expect(
+    [...delivered].filter((pair) => !expected.has(pair)),
+    "pairs delivered that do not match",
+  ).toEqual([]);
   expect(stored.length).toBe(counts.changes);
   expect(new Set(feed).size).toBe(feed.length);
   expect(new Set(feed)).toEqual(new Set(stored.map((row) => row.id)));

@@ -11,7 +11,8 @@ import { ingest } from "../helpers/webhooks.ts";
 
 const db = () => database(env.DB);
 const state = async () => (await db().select().from(catalogueState).get())!;
-const patch = async (id: string, body: unknown, token?: string) => call("PATCH", `/admin/competitors/${id}`, { token: token ?? (await adminToken()), body });
+const patch = async (id: string, body: unknown, token?: string) =>
+  call("PATCH", `/admin/competitors/${id}`, { token: token ?? (await adminToken()), body });
 
 let key: string;
 beforeAll(async () => {
@@ -22,7 +23,9 @@ beforeAll(async () => {
 async function stocked() {
   const id = `cmp_${crypto.randomUUID().slice(0, 8)}`;
   const skus = [`REN-${crypto.randomUUID()}`, `REN-${crypto.randomUUID()}`];
-  await ingest(skus.map((sku) => ({ sku, competitor: { id, name: "Shop Ünïcode 🛒", domain: "shop.example" }, observed_at: "2026-05-01T10:00:00Z" })));
+  await ingest(
+    skus.map((sku) => ({ sku, competitor: { id, name: "Shop Ünïcode 🛒", domain: "shop.example" }, observed_at: "2026-05-01T10:00:00Z" })),
+  );
   await buildCatalogue();
   return { id, skus };
 }
@@ -60,7 +63,11 @@ describe("PATCH /admin/competitors/:id", () => {
     expect(await expectJson(await patch(id, { name: "  Shop Ünïcode 🛒 " }), 200)).toMatchObject({ name: "Shop Ünïcode 🛒" });
     expect(await state()).toEqual(before);
     expect(await expectJson(await patch(id, { domain: null }), 200)).toMatchObject({ name: "Shop Ünïcode 🛒", domain: null });
-    expect(await db().select().from(competitors).where(eq(competitors.id, id)).get()).toEqual({ id, name: "Shop Ünïcode 🛒", domain: null });
+    expect(await db().select().from(competitors).where(eq(competitors.id, id)).get()).toEqual({
+      id,
+      name: "Shop Ünïcode 🛒",
+      domain: null,
+    });
   });
 
   it("refuses an unknown id (404), an empty or invalid body (400), and a token without prices:write (403)", async () => {

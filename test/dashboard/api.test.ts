@@ -1,9 +1,11 @@
 // The dashboard's API client (browser code with no DOM use, so it runs here too): errors as people read them.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { api, ApiFailure, duration, useAccessToken } from "../../src/dashboard/client/api.ts";
+import { ApiFailure, api, duration, useAccessToken } from "../../src/dashboard/client/api.ts";
 
 function answer(status: number, body: unknown, headers: Record<string, string> = {}) {
-  const fetchMock = vi.fn(async () => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } }));
+  const fetchMock = vi.fn(
+    async () => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } }),
+  );
   vi.stubGlobal("fetch", fetchMock);
   return fetchMock;
 }
@@ -36,7 +38,9 @@ describe("dashboard API client", () => {
   it("shows the API's detail", async () => {
     useAccessToken("token-1");
     answer(409, { detail: "This account already has 100 active keys; revoke one first." });
-    expect((await failure(api("POST", "/api-keys", { name: "x" }))).message).toBe("This account already has 100 active keys; revoke one first.");
+    expect((await failure(api("POST", "/api-keys", { name: "x" }))).message).toBe(
+      "This account already has 100 active keys; revoke one first.",
+    );
   });
 
   it("says how long to wait after a 429, from Retry-After", async () => {

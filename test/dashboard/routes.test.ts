@@ -9,7 +9,11 @@ const app = buildApp();
 /** The worker with the dashboard's client id set (the tests' config leaves it out, as a deploy might). */
 async function dashboardCall(method: string, path: string, vars: Partial<Env> = { DASHBOARD_CLIENT_ID: "dashboard-client" }) {
   const ctx = createExecutionContext();
-  const res = await app.fetch(new Request(`https://api.test${path}`, { method, headers: { "CF-Connecting-IP": randomTestIp() } }), { ...env, ...vars }, ctx);
+  const res = await app.fetch(
+    new Request(`https://api.test${path}`, { method, headers: { "CF-Connecting-IP": randomTestIp() } }),
+    { ...env, ...vars },
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
   return res;
 }
@@ -26,7 +30,11 @@ beforeAll(() => {
     const url = new Request(input, init).url;
     if (url === `${new URL(env.IDP_ISSUER!).origin}/.well-known/openid-configuration`) {
       discoveryReads.push(url);
-      return Response.json({ issuer: env.IDP_ISSUER, authorization_endpoint: `${env.IDP_ISSUER}authorize`, token_endpoint: `${TOKEN_ORIGIN}/oauth2/token` });
+      return Response.json({
+        issuer: env.IDP_ISSUER,
+        authorization_endpoint: `${env.IDP_ISSUER}authorize`,
+        token_endpoint: `${TOKEN_ORIGIN}/oauth2/token`,
+      });
     }
     if (url.startsWith("https://down.idp.test/")) return new Response("unavailable", { status: 503 });
     return realFetch(input, init);
@@ -79,7 +87,10 @@ describe("dashboard routes", () => {
     const styles = /<link rel="stylesheet" href="([^"]+)"/.exec(html)?.[1];
     expect(script).toMatch(/^\/dashboard\/assets\/app-[0-9a-f]{12}\.js$/);
     expect(styles).toMatch(/^\/dashboard\/assets\/app-[0-9a-f]{12}\.css$/);
-    for (const [path, type] of [[script!, "text/javascript"], [styles!, "text/css"]] as const) {
+    for (const [path, type] of [
+      [script!, "text/javascript"],
+      [styles!, "text/css"],
+    ] as const) {
       const res = await dashboardCall("GET", path);
       const body = await res.text();
       expect(res.status, body).toBe(200);

@@ -4,15 +4,15 @@
  * "e2e" project in vitest.config.ts). Screenshots of each state go to test-results/dashboard/.
  * It starts everything it needs and stops all of it at the end, whatever happened.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
-import { connect, type AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -34,7 +34,11 @@ let tokenOrigin: string;
 
 /** Each child leads its own process group, so stopping it also stops what it spawned (workerd). */
 function start(name: string, command: string, args: string[], env: Record<string, string> = {}): Started {
-  const child = spawn(command, args, { cwd: ROOT, detached: true, env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...env } });
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    detached: true,
+    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...env },
+  });
   const entry: Started = { name, child, output: [] };
   const keep = (chunk: Buffer) => entry.output.push(chunk.toString());
   child.stdout?.on("data", keep);
@@ -122,7 +126,12 @@ async function screenshotBoth(page: Page, name: string): Promise<void> {
  * routes (key rotation, usage, webhook management) are built alongside the dashboard: the tests of
  * the screens that call them skip until the worker has them, and run from then on.
  */
-let served: Promise<{ paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, { properties?: Record<string, unknown> }> } }> | undefined;
+let served:
+  | Promise<{
+      paths: Record<string, Record<string, unknown>>;
+      components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
+    }>
+  | undefined;
 const openApi = () => (served ??= fetch(`${WORKER}/openapi.json`).then((res) => res.json() as never));
 async function routeExists(method: string, path: string): Promise<boolean> {
   return Boolean((await openApi()).paths[path]?.[method]);
@@ -137,8 +146,12 @@ describe("dashboard in Chromium", () => {
   afterAll(stopAll, 30_000);
 
   beforeAll(async () => {
-    for (const [port, what] of [[4000, "the local IdP"], [8787, "the worker"]] as const) {
-      if (await portInUse(port)) throw new Error(`Port ${port} is taken (is \`npm run dev\` running?); this test starts ${what} there itself.`);
+    for (const [port, what] of [
+      [4000, "the local IdP"],
+      [8787, "the worker"],
+    ] as const) {
+      if (await portInUse(port))
+        throw new Error(`Port ${port} is taken (is \`npm run dev\` running?); this test starts ${what} there itself.`);
     }
     rmSync(SCREENSHOTS, { recursive: true, force: true });
     mkdirSync(SCREENSHOTS, { recursive: true });
@@ -163,9 +176,12 @@ describe("dashboard in Chromium", () => {
     };
     const worker = start("wrangler dev", "wrangler", [
       "dev",
-      "--ip", "127.0.0.1",
-      "--port", "8787",
-      "--persist-to", persistDir,
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      "8787",
+      "--persist-to",
+      persistDir,
       "--show-interactive-dev-session=false",
       ...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
     ]);
@@ -178,7 +194,16 @@ describe("dashboard in Chromium", () => {
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
     });
   });
 
@@ -191,7 +216,9 @@ describe("dashboard in Chromium", () => {
     // Each context is a client of its own (CF-Connecting-IP, as Cloudflare would set it), so the limit on
     // requests without a key (30 a minute per client) counts each test's page loads on their own.
     const clientIp = `198.51.100.${(contextCount += 1)}`;
-    await context.route(`${WORKER}/**`, (route) => route.continue({ headers: { ...route.request().headers(), "cf-connecting-ip": clientIp } }));
+    await context.route(`${WORKER}/**`, (route) =>
+      route.continue({ headers: { ...route.request().headers(), "cf-connecting-ip": clientIp } }),
+    );
     const page = await context.newPage();
     onTestFailed(async () => {
       await screenshot(page, "failure");
@@ -201,7 +228,8 @@ describe("dashboard in Chromium", () => {
     // (The IdP's development pages are not ours: they ask for web fonts this machine cannot reach.)
     const problems: string[] = [];
     page.on("console", (message) => {
-      if (message.type() === "error" && page.url().startsWith(WORKER)) problems.push(`console: ${message.text()} (${message.location().url})`);
+      if (message.type() === "error" && page.url().startsWith(WORKER))
+        problems.push(`console: ${message.text()} (${message.location().url})`);
     });
     page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
     page.on("response", (response) => {
@@ -243,7 +271,10 @@ describe("dashboard in Chromium", () => {
 
   /** Creates a key in the dialog and returns the full key shown once; the dialog is left open. */
   async function createKey(page: Page, name: string, expiry?: string): Promise<string> {
-    await page.getByRole("button", { name: /^Create (key|your first key)$/ }).first().click();
+    await page
+      .getByRole("button", { name: /^Create (key|your first key)$/ })
+      .first()
+      .click();
     const dialog = page.locator("#create-key-dialog");
     await dialog.waitFor();
     await dialog.getByLabel("Name of the new key").fill(name);
@@ -441,19 +472,24 @@ describe("dashboard in Chromium", () => {
       expect(JSON.parse(delivery.body)).toMatchObject({ type: "webhook.test" });
       // Signed with the secret the page showed (Standard Webhooks: HMAC-SHA256 of "id.timestamp.body").
       const signed = `${delivery.headers["webhook-id"]}.${delivery.headers["webhook-timestamp"]}.${delivery.body}`;
-      const expected = createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64")).update(signed).digest("base64");
+      const expected = createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64"))
+        .update(signed)
+        .digest("base64");
       expect(delivery.headers["webhook-signature"]).toBe(`v1,${expected}`);
 
       // The delivery is listed once the consumer has recorded it.
       const deliveries = page.locator("#deliveries-dialog");
       await expect
-        .poll(async () => {
-          await card.getByRole("button", { name: /^Deliveries/ }).click();
-          await deliveries.waitFor();
-          const text = (await deliveries.textContent()) ?? "";
-          if (!text.includes("HTTP 200")) await deliveries.getByRole("button", { name: "Close" }).click();
-          return text;
-        }, { timeout: 30_000, interval: 1_000 })
+        .poll(
+          async () => {
+            await card.getByRole("button", { name: /^Deliveries/ }).click();
+            await deliveries.waitFor();
+            const text = (await deliveries.textContent()) ?? "";
+            if (!text.includes("HTTP 200")) await deliveries.getByRole("button", { name: "Close" }).click();
+            return text;
+          },
+          { timeout: 30_000, interval: 1_000 },
+        )
         .toContain("HTTP 200");
       expect(await deliveries.textContent()).toContain("webhook.test");
       await screenshotBoth(page, "webhook-deliveries");
@@ -563,7 +599,9 @@ describe("dashboard in Chromium", () => {
     expect(await chart.locator(".chart-totals").textContent()).toContain("2 refused");
     await chart.getByText("Show the numbers as a table").click();
     // One row per minute with requests (two if the 12 straddled a minute): together 10 and 2.
-    const cells = await chart.locator("tbody tr").evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll("td")].map((td) => Number(td.textContent))));
+    const cells = await chart
+      .locator("tbody tr")
+      .evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll("td")].map((td) => Number(td.textContent))));
     expect([0, 1].map((column) => cells.reduce((sum, row) => sum + (row[column] ?? 0), 0))).toEqual([10, 2]);
     expect(await chart.locator(".limit-label").textContent()).toBe("limit 10 a minute");
     // The tooltip by keyboard: focusing the chart shows the busiest minute.
@@ -584,7 +622,11 @@ describe("dashboard in Chromium", () => {
   });
 
   it("edits, disables and enables a webhook, rotates its secret, replays events", async (ctx) => {
-    for (const [method, path] of [["patch", "/webhooks/{id}"], ["post", "/webhooks/{id}/rotate-secret"], ["post", "/webhooks/{id}/replay"]] as const) {
+    for (const [method, path] of [
+      ["patch", "/webhooks/{id}"],
+      ["post", "/webhooks/{id}/rotate-secret"],
+      ["post", "/webhooks/{id}/replay"],
+    ] as const) {
       if (!(await routeExists(method, path))) ctx.skip(`the worker has no ${method.toUpperCase()} ${path} yet (second wave)`);
     }
     const receiver = await startReceiver();
@@ -644,17 +686,33 @@ describe("dashboard in Chromium", () => {
     const { context, page, problems } = await openPage();
     // Fixtures for the layout only: the real records are covered above and by the workers tests.
     const hook = {
-      id: "wh_fixture", url: "https://receiver.example/hooks/prices", description: "Made-up webhook", events: ["price.changed"],
-      min_change_pct: 0, status: "disabled", created_at: "2026-11-01T09:00:00.000Z", disabled_at: "2026-11-20T09:00:00.000Z",
+      id: "wh_fixture",
+      url: "https://receiver.example/hooks/prices",
+      description: "Made-up webhook",
+      events: ["price.changed"],
+      min_change_pct: 0,
+      status: "disabled",
+      created_at: "2026-11-01T09:00:00.000Z",
+      disabled_at: "2026-11-20T09:00:00.000Z",
       disabled_reason: "Every delivery failed for 5 days (last answer: HTTP 500).",
     };
     const failed = {
-      event_id: "evt_fixture", type: "price.changed", attempt: 8, status_code: 500, error: "HTTP 500 from the receiver", duration_ms: 412,
-      outcome: "failed", delivered_at: "2026-11-20T08:59:00.000Z",
+      event_id: "evt_fixture",
+      type: "price.changed",
+      attempt: 8,
+      status_code: 500,
+      error: "HTTP 500 from the receiver",
+      duration_ms: 412,
+      outcome: "failed",
+      delivered_at: "2026-11-20T08:59:00.000Z",
       response_excerpt: '{"error":"database unavailable","trace":"at handler (/srv/app/hooks.js:42:13)\\n  at process"}',
     };
-    await page.route("**/webhooks", (route) => (route.request().method() === "GET" ? route.fulfill({ json: { webhooks: [hook] } }) : route.fallback()));
-    await page.route("**/webhooks/wh_fixture/deliveries", (route) => route.fulfill({ json: { webhook_id: hook.id, deliveries: [failed] } }));
+    await page.route("**/webhooks", (route) =>
+      route.request().method() === "GET" ? route.fulfill({ json: { webhooks: [hook] } }) : route.fallback(),
+    );
+    await page.route("**/webhooks/wh_fixture/deliveries", (route) =>
+      route.fulfill({ json: { webhook_id: hook.id, deliveries: [failed] } }),
+    );
     await signIn(page);
     await page.getByRole("link", { name: "Webhooks", exact: true }).click();
     const card = page.locator("#webhooks li").first();
@@ -685,7 +743,11 @@ describe("dashboard in Chromium", () => {
         const buckets = Array.from({ length: count }, (_, i) => {
           const wave = Math.max(0, Math.round((granularity === "minute" ? 7 : 300) * Math.sin(i / 90) + (i % 37 === 0 ? 6 : 1)));
           const admitted = granularity === "minute" ? Math.min(10, wave) : Math.min(600, wave);
-          return { start: new Date(end - (count - 1 - i) * step).toISOString(), admitted, refused: Math.max(0, wave - admitted) + (i % 97 === 0 ? 3 : 0) };
+          return {
+            start: new Date(end - (count - 1 - i) * step).toISOString(),
+            admitted,
+            refused: Math.max(0, wave - admitted) + (i % 97 === 0 ? 3 : 0),
+          };
         });
         return route.fulfill({ json: { granularity, buckets } });
       });

@@ -30,28 +30,60 @@ describe("replay across the archive", () => {
     const token = await newAccountToken();
     const hook = await createWebhook(token, { url: hookUrl(), events: ["price.changed"], min_change_pct: 15 });
     // +20 %, +5 % (below the threshold), +50 %; a stock change the webhook does not take.
-    const archived = await commitEvents(50, 3, { prices: [[1000, 1200], [1000, 1050], [1000, 1500]] });
+    const archived = await commitEvents(50, 3, {
+      prices: [
+        [1000, 1200],
+        [1000, 1050],
+        [1000, 1500],
+      ],
+    });
     await commitEvents(40, 1, { type: "stock.changed" });
-    const alsoArchived = await commitEvents(30, 2, { prices: [[2000, 1000], [2000, 2100]] });
+    const alsoArchived = await commitEvents(30, 2, {
+      prices: [
+        [2000, 1000],
+        [2000, 2100],
+      ],
+    });
     await archiveEvents(db(), env.ARCHIVE);
-    const recent = await commitEvents(2, 2, { prices: [[1000, 2000], [1000, 1010]] });
+    const recent = await commitEvents(2, 2, {
+      prices: [
+        [1000, 2000],
+        [1000, 1010],
+      ],
+    });
     const takes = [archived[0]!, archived[2]!, alsoArchived[0]!, recent[0]!];
 
     const sent = captureSends();
-    expect(await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since: since(72) } }), 202)).toEqual({ queued: 4 });
+    expect(await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since: since(72) } }), 202)).toEqual({
+      queued: 4,
+    });
     expect(sent()).toEqual(takes);
     // A span inside the archive, and one across the boundary.
     vi.restoreAllMocks();
     const inside = captureSends();
-    expect(await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since: since(55), until: since(35) } }), 202)).toEqual({ queued: 2 });
+    expect(
+      await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since: since(55), until: since(35) } }), 202),
+    ).toEqual({ queued: 2 });
     expect(inside()).toEqual(takes.slice(0, 2));
 
     // Delivered, and still retrying: received; failed for good: not.
-    const attempt = (eventId: string, outcome: "delivered" | "retrying" | "failed") => ({ eventId, webhookId: hook.id, type: "price.changed", attempt: 1, durationMs: 5, outcome, deliveredAt: since(1) });
-    await db().insert(webhookDeliveries).values([attempt(takes[0]!, "delivered"), attempt(takes[1]!, "failed"), attempt(takes[2]!, "retrying")]);
+    const attempt = (eventId: string, outcome: "delivered" | "retrying" | "failed") => ({
+      eventId,
+      webhookId: hook.id,
+      type: "price.changed",
+      attempt: 1,
+      durationMs: 5,
+      outcome,
+      deliveredAt: since(1),
+    });
+    await db()
+      .insert(webhookDeliveries)
+      .values([attempt(takes[0]!, "delivered"), attempt(takes[1]!, "failed"), attempt(takes[2]!, "retrying")]);
     vi.restoreAllMocks();
     const failed = captureSends();
-    expect(await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since: since(72), only_failed: true } }), 202)).toEqual({ queued: 2 });
+    expect(
+      await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since: since(72), only_failed: true } }), 202),
+    ).toEqual({ queued: 2 });
     expect(failed()).toEqual([takes[1], takes[3]]);
   });
 });

@@ -5,7 +5,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { archiveEvents, archiveKey, expireArchive } from "../../src/events/archive.ts";
 import { EVENT_ARCHIVE_READS_PER_PAGE, EVENTS_IN_D1_MS, RETENTION_MS } from "../../src/events/retention.ts";
 import worker from "../../src/index.ts";
-import { database, type Database } from "../../src/platform/db.ts";
+import { type Database, database } from "../../src/platform/db.ts";
 import { eventIdTime, newEventId } from "../../src/platform/ids.ts";
 import { eventArchive, events } from "../../src/platform/tables.ts";
 import { newApiKey } from "../helpers/catalogue-factory.ts";
@@ -25,9 +25,11 @@ interface Feed {
   events: { id: string; type: string; timestamp: string; data: Record<string, unknown> }[];
   next_cursor: string | null;
 }
-const feed = async (query: string, status = 200) => expectJson<Feed & { detail: string }>(await call("GET", `/events${query}`, { token: key }), status);
+const feed = async (query: string, status = 200) =>
+  expectJson<Feed & { detail: string }>(await call("GET", `/events${query}`, { token: key }), status);
 
-const commit = (hoursAgo: number, count: number, type: "price.changed" | "stock.changed" = "price.changed", fannedOut = true) => commitEvents(hoursAgo, count, { type, fannedOut });
+const commit = (hoursAgo: number, count: number, type: "price.changed" | "stock.changed" = "price.changed", fannedOut = true) =>
+  commitEvents(hoursAgo, count, { type, fannedOut });
 
 /** Every event of the feed for the query `first`, paged with `after`, `limit` a page. */
 async function walk(first: string, limit: number): Promise<string[]> {
@@ -129,7 +131,10 @@ describe("the events archive", () => {
 describe("a crash in the middle of archiving", () => {
   /** A client whose D1 batch fails: the archiver's record-and-delete step. */
   const failingBatch = (real: Database): Database =>
-    new Proxy(real, { get: (target, property) => (property === "batch" ? () => Promise.reject(new Error("injected: D1 batch failed")) : Reflect.get(target, property, target)) });
+    new Proxy(real, {
+      get: (target, property) =>
+        property === "batch" ? () => Promise.reject(new Error("injected: D1 batch failed")) : Reflect.get(target, property, target),
+    });
 
   const steps: [string, () => unknown, () => Database][] = [
     ["the R2 write", () => vi.spyOn(env.ARCHIVE, "put").mockRejectedValueOnce(new Error("injected: R2 put failed")), db],

@@ -33,7 +33,8 @@ beforeAll(async () => {
 });
 afterAll(() => vi.restoreAllMocks());
 
-const feed = async (query: string, status = 200) => expectJson<Feed & { detail: string }>(await call("GET", `/events${query}`, { token: key }), status);
+const feed = async (query: string, status = 200) =>
+  expectJson<Feed & { detail: string }>(await call("GET", `/events${query}`, { token: key }), status);
 
 describe("GET /events", () => {
   it("lists the events oldest first, as webhooks carry them plus id", async () => {
@@ -95,7 +96,10 @@ describe("GET /events", () => {
 
   it("410 for an after cursor older than 30 days, or unknown: start again with since", async () => {
     const [oldest] = (await feed(`?since=${since}&limit=1`)).events;
-    await database(env.DB).update(events).set({ timestamp: new Date(Date.now() - 31 * 86_400_000).toISOString() }).where(eq(events.id, oldest!.id));
+    await database(env.DB)
+      .update(events)
+      .set({ timestamp: new Date(Date.now() - 31 * 86_400_000).toISOString() })
+      .where(eq(events.id, oldest!.id));
     for (const cursor of [oldest!.id, `evt_${"0".repeat(32)}`]) {
       const { detail } = await feed(`?after=${cursor}`, 410);
       expect(detail).toMatch(/30 days.*since/);

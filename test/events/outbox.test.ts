@@ -1,4 +1,10 @@
-import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -9,7 +15,7 @@ import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { DEAD_LETTERED } from "../../src/webhooks/dead-letters.ts";
 import { DEAD_LETTER_QUEUE, type DeliveryMessage, type EventMessage, type WebhookMessage } from "../../src/webhooks/messages.ts";
-import { hookUrl, installReceiver, verifyWithLibrary, type Receiver } from "../helpers/webhook-receiver.ts";
+import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, ingest, newAccountToken, runQueue, storeEvents } from "../helpers/webhooks.ts";
 
 /**
@@ -65,9 +71,18 @@ describe("an ingestion whose queue send fails after the commit", () => {
     failing.mockRestore();
     errors.mockRestore();
 
-    const [stored] = await db().select().from(events).where(eq(events.type, "price.changed")).orderBy(events.seq).all().then((rows) => rows.slice(-1));
+    const [stored] = await db()
+      .select()
+      .from(events)
+      .where(eq(events.type, "price.changed"))
+      .orderBy(events.seq)
+      .all()
+      .then((rows) => rows.slice(-1));
     expect(stored).toMatchObject({ relayedAt: null, oldMinor: 1000, newMinor: 1200 });
-    expect(JSON.parse(stored!.payload)).toMatchObject({ type: "price.changed", data: { sku: code, new_price: "12.00", event_id: stored!.id } });
+    expect(JSON.parse(stored!.payload)).toMatchObject({
+      type: "price.changed",
+      data: { sku: code, new_price: "12.00", event_id: stored!.id },
+    });
 
     // The first delivery, right after the commit, needs no queue (src/webhooks/immediate.ts): the webhook has it.
     await vi.waitFor(() => expect(receiver.to(hook.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
@@ -81,7 +96,13 @@ describe("an ingestion whose queue send fails after the commit", () => {
     vi.useRealTimers();
     const swept = sends.messages().filter((m): m is EventMessage => m.kind === "event" && m.event.id === stored!.id);
     sends.restore();
-    expect(swept).toEqual([{ kind: "event", event: { id: stored!.id, type: "price.changed", timestamp: stored!.timestamp, data: expect.objectContaining({ sku: code }) }, price_change: { old_minor: 1000, new_minor: 1200 } }]);
+    expect(swept).toEqual([
+      {
+        kind: "event",
+        event: { id: stored!.id, type: "price.changed", timestamp: stored!.timestamp, data: expect.objectContaining({ sku: code }) },
+        price_change: { old_minor: 1000, new_minor: 1200 },
+      },
+    ]);
     expect((await rowsOf([stored!.id]))[0]!.relayedAt).not.toBeNull();
 
     // The consumer finds it fanned out already: acked, no second delivery.
@@ -99,7 +120,15 @@ describe("an event sent twice (a relay and a sweep that raced)", () => {
   it("is fanned out once: the second copy is acked without deliveries, in the same batch or a later one", async () => {
     const token = await newAccountToken();
     const hooks = await Promise.all([createWebhook(token, { url: hookUrl() }), createWebhook(token, { url: hookUrl() })]);
-    const first = { kind: "event", event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: { in_stock: false } } } satisfies EventMessage;
+    const first = {
+      kind: "event",
+      event: {
+        id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
+        type: "stock.changed",
+        timestamp: new Date().toISOString(),
+        data: { in_stock: false },
+      },
+    } satisfies EventMessage;
     const second = { ...first, event: { ...first.event, id: `evt_${crypto.randomUUID().replaceAll("-", "")}` } } satisfies EventMessage;
     await storeEvents([first, second]);
 
@@ -118,7 +147,10 @@ describe("an event sent twice (a relay and a sweep that raced)", () => {
   it("a fan-out whose deliveries cannot be queued gives its claim back, so the retry fans it out", async () => {
     const token = await newAccountToken();
     const hook = await createWebhook(token, { url: hookUrl() });
-    const event = { kind: "event", event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} } } satisfies EventMessage;
+    const event = {
+      kind: "event",
+      event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} },
+    } satisfies EventMessage;
     await storeEvents([event]);
     const failing = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockRejectedValue(new Error("injected fault: queue unavailable"));
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
@@ -139,7 +171,10 @@ describe("a consumer that dies holding a claim", () => {
   it("loses nothing: the sweep sends the event again once it is stuck, and the claim's lease has run out by then", async () => {
     const token = await newAccountToken();
     const hook = await createWebhook(token, { url: hookUrl() });
-    const event = { kind: "event", event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} } } satisfies EventMessage;
+    const event = {
+      kind: "event",
+      event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} },
+    } satisfies EventMessage;
     await storeEvents([event]);
     // Relayed and claimed, then nothing: the consumer died before queuing the deliveries.
     await db().update(events).set({ relayedAt: new Date().toISOString() }).where(eq(events.id, event.event.id));
@@ -162,10 +197,29 @@ describe("a consumer that dies holding a claim", () => {
 
 describe("the sweep", () => {
   it("deletes events older than 30 days, and only those", async () => {
-    const old = { kind: "event", event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date(Date.now() - RETENTION_MS - 60_000).toISOString(), data: {} } } satisfies EventMessage;
-    const recent = { kind: "event", event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date(Date.now() - RETENTION_MS + 3_600_000).toISOString(), data: {} } } satisfies EventMessage;
+    const old = {
+      kind: "event",
+      event: {
+        id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
+        type: "stock.changed",
+        timestamp: new Date(Date.now() - RETENTION_MS - 60_000).toISOString(),
+        data: {},
+      },
+    } satisfies EventMessage;
+    const recent = {
+      kind: "event",
+      event: {
+        id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
+        type: "stock.changed",
+        timestamp: new Date(Date.now() - RETENTION_MS + 3_600_000).toISOString(),
+        data: {},
+      },
+    } satisfies EventMessage;
     await storeEvents([old, recent]);
-    await db().update(events).set({ relayedAt: new Date().toISOString() }).where(inArray(events.id, [old.event.id, recent.event.id]));
+    await db()
+      .update(events)
+      .set({ relayedAt: new Date().toISOString() })
+      .where(inArray(events.id, [old.event.id, recent.event.id]));
     await runSweep();
     expect((await rowsOf([old.event.id, recent.event.id])).map((row) => row.id)).toEqual([recent.event.id]);
   });
@@ -173,7 +227,10 @@ describe("the sweep", () => {
 
 describe("the dead-letter queue's consumer", () => {
   async function runDeadLetters(bodies: WebhookMessage[], withEnv: typeof env = env) {
-    const batch = createMessageBatch(DEAD_LETTER_QUEUE, bodies.map((body, i) => ({ id: `dlq-${Date.now()}-${i}`, timestamp: new Date(), attempts: 1, body })));
+    const batch = createMessageBatch(
+      DEAD_LETTER_QUEUE,
+      bodies.map((body, i) => ({ id: `dlq-${Date.now()}-${i}`, timestamp: new Date(), attempts: 1, body })),
+    );
     const ctx = createExecutionContext();
     const queue: ExportedHandlerQueueHandler<typeof env> = worker.queue;
     await queue(batch, withEnv, ctx);
@@ -201,13 +258,21 @@ describe("the dead-letter queue's consumer", () => {
     const result = await runDeadLetters([message, message]);
     expect(result.explicitAcks).toHaveLength(2);
     const rows = await db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, hook.id)).all();
-    expect(rows).toEqual([expect.objectContaining({ eventId: message.event.id, outcome: "failed", error: DEAD_LETTERED, statusCode: null })]);
+    expect(rows).toEqual([
+      expect.objectContaining({ eventId: message.event.id, outcome: "failed", error: DEAD_LETTERED, statusCode: null }),
+    ]);
   });
 
   it("hands an event whose fan-out kept failing back to the sweep", async () => {
-    const event = { kind: "event", event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} } } satisfies EventMessage;
+    const event = {
+      kind: "event",
+      event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} },
+    } satisfies EventMessage;
     await storeEvents([event]);
-    await db().update(events).set({ relayedAt: new Date().toISOString(), claimedAt: new Date().toISOString() }).where(eq(events.id, event.event.id));
+    await db()
+      .update(events)
+      .set({ relayedAt: new Date().toISOString(), claimedAt: new Date().toISOString() })
+      .where(eq(events.id, event.event.id));
     await runDeadLetters([event]);
     expect((await rowsOf([event.event.id]))[0]).toMatchObject({ relayedAt: null, claimedAt: null, fannedOutAt: null });
   });
@@ -215,7 +280,10 @@ describe("the dead-letter queue's consumer", () => {
   it("when handing an event back fails, its message is retried, not acked (nothing lost); the batch's deliveries are still recorded", async () => {
     const token = await newAccountToken();
     const hook = await createWebhook(token, { url: hookUrl() });
-    const event = { kind: "event", event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} } } satisfies EventMessage;
+    const event = {
+      kind: "event",
+      event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} },
+    } satisfies EventMessage;
     await storeEvents([event]);
     const relayedAt = new Date().toISOString();
     await db().update(events).set({ relayedAt, claimedAt: relayedAt }).where(eq(events.id, event.event.id));

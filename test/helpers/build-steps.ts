@@ -1,13 +1,22 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { BUILD_LIMITS, buildStep, countingBucket, noBuildWork, type BuildLimits, type BuildReport, type BuildWork, type StepOutcome } from "../../src/catalogue/build.ts";
+import { sql } from "drizzle-orm";
+import {
+  BUILD_LIMITS,
+  type BuildLimits,
+  type BuildReport,
+  type BuildWork,
+  buildStep,
+  countingBucket,
+  noBuildWork,
+  type StepOutcome,
+} from "../../src/catalogue/build.ts";
 import { collectStep, releaseObjects } from "../../src/catalogue/builder.ts";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
+import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { forgetManifest } from "../../src/catalogue/snapshot.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
-import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import { sql } from "drizzle-orm";
 import { createCompetitor, insertProducts, randomProductId } from "./catalogue-factory.ts";
 
 /**
@@ -28,7 +37,13 @@ export class Faults {
 }
 
 /** `target` whose `methods` call faults.tick first (any result with `wrap` applied, for statements made by `prepare`/`bind`). */
-function faulty<T extends object>(target: T, faults: Faults, label: string, methods: readonly string[], wrap: Partial<Record<string, (result: never) => unknown>> = {}): T {
+function faulty<T extends object>(
+  target: T,
+  faults: Faults,
+  label: string,
+  methods: readonly string[],
+  wrap: Partial<Record<string, (result: never) => unknown>> = {},
+): T {
   return new Proxy(target, {
     get(object, property) {
       const value = Reflect.get(object, property, object);
@@ -47,9 +62,11 @@ function faulty<T extends object>(target: T, faults: Faults, label: string, meth
 
 const faultyStatement = (statement: D1PreparedStatement, faults: Faults): D1PreparedStatement =>
   faulty(statement, faults, "d1", ["run", "all", "first", "raw"], { bind: (bound: D1PreparedStatement) => faultyStatement(bound, faults) });
-const faultyD1 = (d1: D1Database, faults: Faults) => faulty(d1, faults, "d1", ["batch", "exec"], { prepare: (statement: D1PreparedStatement) => faultyStatement(statement, faults) });
+const faultyD1 = (d1: D1Database, faults: Faults) =>
+  faulty(d1, faults, "d1", ["batch", "exec"], { prepare: (statement: D1PreparedStatement) => faultyStatement(statement, faults) });
 const faultyR2 = (bucket: R2Bucket, faults: Faults) => faulty(bucket, faults, "r2", ["get", "head", "put", "delete", "list"]);
-const faultyStorage = (storage: DurableObjectStorage, faults: Faults) => faulty(storage, faults, "storage", ["get", "put", "delete", "list", "transaction"]);
+const faultyStorage = (storage: DurableObjectStorage, faults: Faults) =>
+  faulty(storage, faults, "storage", ["get", "put", "delete", "list", "transaction"]);
 
 export interface StepRun {
   limits?: BuildLimits;
@@ -61,12 +78,23 @@ export interface StepRun {
 }
 
 /** Runs build steps until the snapshot holds the catalogue version (what the alarms do, one step each); throws what a step throws. */
-export async function runBuildSteps({ limits = BUILD_LIMITS, faults = new Faults(), retry = false, onStep }: StepRun = {}): Promise<BuildReport> {
+export async function runBuildSteps({
+  limits = BUILD_LIMITS,
+  faults = new Faults(),
+  retry = false,
+  onStep,
+}: StepRun = {}): Promise<BuildReport> {
   try {
     return await runInDurableObject(catalogueBuilder(env), async (_builder, state) => {
       const step = async (faults: Faults) => {
         const work = noBuildWork();
-        const deps = { db: database(faultyD1(env.DB, faults), work), bucket: countingBucket(faultyR2(env.CATALOGUE, faults), work), storage: faultyStorage(state.storage, faults), work, limits };
+        const deps = {
+          db: database(faultyD1(env.DB, faults), work),
+          bucket: countingBucket(faultyR2(env.CATALOGUE, faults), work),
+          storage: faultyStorage(state.storage, faults),
+          work,
+          limits,
+        };
         return { work, outcome: await buildStep(deps, releaseObjects) };
       };
       let last: BuildReport | undefined;
@@ -104,7 +132,10 @@ export async function stepCatalogue(count: number, limits: BuildLimits): Promise
   await createCompetitor({ id: "cmp_a", name: "Shop A" });
   await createCompetitor({ id: "cmp_b", name: "Shop B" });
   await insertProducts(0, count, 0, randomProductId);
-  await db.batch([bumpCatalogueVersion(db), db.update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state WHERE id = 1)` })]);
+  await db.batch([
+    bumpCatalogueVersion(db),
+    db.update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state WHERE id = 1)` }),
+  ]);
   await runBuildSteps({ limits });
   return (await db.select({ sku: products.sku }).from(products)).map((row) => row.sku);
 }

@@ -1,14 +1,14 @@
 import { env } from "cloudflare:workers";
-import { database } from "../../src/platform/db.ts";
-import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
-import { parseMoney } from "../../src/platform/money.ts";
 import { inArray, sql } from "drizzle-orm";
-import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import type { BuildReport } from "../../src/catalogue/build.ts";
+import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { forgetManifest } from "../../src/catalogue/snapshot.ts";
-import { accountWithKey } from "./keys.ts";
+import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
+import { parseMoney } from "../../src/platform/money.ts";
+import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
+import { accountWithKey } from "./keys.ts";
 
 /** Catalogue rows written straight into D1, as ingestion would leave them. Money goes in as strings. */
 
@@ -24,7 +24,11 @@ export interface CompetitorInput {
 
 export async function createCompetitor(input: CompetitorInput = {}) {
   const n = next();
-  const row = { id: input.id ?? `shop-${n}`, name: input.name ?? `Shop ${n}`, domain: input.domain === undefined ? `shop-${n}.example` : input.domain };
+  const row = {
+    id: input.id ?? `shop-${n}`,
+    name: input.name ?? `Shop ${n}`,
+    domain: input.domain === undefined ? `shop-${n}.example` : input.domain,
+  };
   await db().insert(competitors).values(row);
   return row;
 }
@@ -110,14 +114,16 @@ export interface HistoryInput {
 export async function addHistory(productId: string, rows: HistoryInput[]) {
   const statements = rows.map((row) => {
     const currency = row.currency ?? "USD";
-    return db().insert(priceHistory).values({
-      productId,
-      competitorId: row.competitor,
-      priceMinor: parseMoney(row.price, currency),
-      currency,
-      inStock: row.inStock ?? true,
-      observedAt: row.observedAt,
-    });
+    return db()
+      .insert(priceHistory)
+      .values({
+        productId,
+        competitorId: row.competitor,
+        priceMinor: parseMoney(row.price, currency),
+        currency,
+        inStock: row.inStock ?? true,
+        observedAt: row.observedAt,
+      });
   });
   const [first, ...rest] = statements;
   if (first) await db().batch([first, ...rest]);
@@ -131,7 +137,12 @@ const BULK_BRANDS = ["Sony", "acme", "Nestlé"];
  * enough for catalogues of several snapshot segments. Rows go in as JSON parameters (D1 allows 100
  * bound parameters a statement).
  */
-export async function insertProducts(from: number, count: number, changedVersion = 0, idOf: (i: number) => string = (i) => `prd_${i.toString(16).padStart(8, "0")}`) {
+export async function insertProducts(
+  from: number,
+  count: number,
+  changedVersion = 0,
+  idOf: (i: number) => string = (i) => `prd_${i.toString(16).padStart(8, "0")}`,
+) {
   const rows: BulkProduct[] = Array.from({ length: count }, (_, k) => {
     const i = from + k;
     const id = idOf(i);
@@ -179,11 +190,17 @@ export async function insertProductRows(rows: readonly BulkProduct[]) {
 
 /** A price change written as ingestion writes it (version moved, product marked, one batch) but without its poke, so no alarm races the test's builds. */
 export async function changePrices(skus: readonly string[]) {
-  const ids = db().select({ id: products.id }).from(products).where(inArray(products.sku, [...skus]));
+  const ids = db()
+    .select({ id: products.id })
+    .from(products)
+    .where(inArray(products.sku, [...skus]));
   await db().batch([
     db().update(offers).set({ priceMinor: sql`price_minor + 1` }).where(inArray(offers.productId, ids)),
     bumpCatalogueVersion(db()),
-    db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state)` }).where(inArray(products.sku, [...skus])),
+    db()
+      .update(products)
+      .set({ changedVersion: sql`(SELECT version FROM catalogue_state)` })
+      .where(inArray(products.sku, [...skus])),
   ]);
 }
 
@@ -193,7 +210,10 @@ export async function changePrices(skus: readonly string[]) {
  * serves it at once.
  */
 export async function publishCatalogue(): Promise<BuildReport> {
-  await db().batch([bumpCatalogueVersion(db()), db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state WHERE id = 1)` })]);
+  await db().batch([
+    bumpCatalogueVersion(db()),
+    db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state WHERE id = 1)` }),
+  ]);
   return buildCatalogue();
 }
 

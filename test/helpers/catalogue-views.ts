@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { asc } from "drizzle-orm";
-import { productView, type OfferRow } from "../../src/catalogue/views.ts";
+import { type OfferRow, productView } from "../../src/catalogue/views.ts";
 import { database } from "../../src/platform/db.ts";
 import { competitors, offers, products } from "../../src/platform/tables.ts";
 

@@ -6,7 +6,8 @@ import { vi } from "vitest";
  * gets, so spying on its `batch` reaches every batch an ingestion sends). Undo with vi.restoreAllMocks().
  */
 
-const sqlOf = (statements: readonly D1PreparedStatement[]) => statements.map((s) => (s as D1PreparedStatement & { statement: string }).statement).join("\n");
+const sqlOf = (statements: readonly D1PreparedStatement[]) =>
+  statements.map((s) => (s as D1PreparedStatement & { statement: string }).statement).join("\n");
 
 /** An ingestion's read batch (products by sku) and its write batch (it starts with the guard's failing INSERT). */
 export const isIngestionRead = (statements: readonly D1PreparedStatement[]) => /"products"\."sku" IN/.test(sqlOf(statements));

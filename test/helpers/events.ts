@@ -21,11 +21,18 @@ export interface CommitOptions {
  * Stores `count` events committed `hoursAgo` (their timestamp and commit time) straight into the
  * outbox, as an ingestion would have; returns their ids in commit order. Names are long and not ASCII.
  */
-export async function commitEvents(hoursAgo: number, count: number, { type = "price.changed", fannedOut = true, prices }: CommitOptions = {}): Promise<string[]> {
+export async function commitEvents(
+  hoursAgo: number,
+  count: number,
+  { type = "price.changed", fannedOut = true, prices }: CommitOptions = {},
+): Promise<string[]> {
   const at = new Date(Date.now() - hoursAgo * HOUR).toISOString();
   const messages = Array.from({ length: count }, (_, i): EventMessage => {
     const id = newEventId(at);
-    const message: EventMessage = { kind: "event", event: { id, type, timestamp: at, data: { event_id: id, sku: `SKU-${++n}`, name: `Café ☕ ${"x".repeat(200)} ${n}` } } };
+    const message: EventMessage = {
+      kind: "event",
+      event: { id, type, timestamp: at, data: { event_id: id, sku: `SKU-${++n}`, name: `Café ☕ ${"x".repeat(200)} ${n}` } },
+    };
     const price = prices?.[i];
     if (price) message.price_change = { old_minor: price[0], new_minor: price[1] };
     return message;
@@ -34,6 +41,15 @@ export async function commitEvents(hoursAgo: number, count: number, { type = "pr
   const rows = outboxRows(messages, at);
   // Ten rows a statement: D1 binds at most 100 parameters.
   for (let i = 0; i < rows.length; i += 10) await db.insert(events).values(rows.slice(i, i + 10));
-  if (fannedOut) await db.update(events).set({ fannedOutAt: at }).where(inArray(events.id, messages.map((m) => m.event.id)));
+  if (fannedOut)
+    await db
+      .update(events)
+      .set({ fannedOutAt: at })
+      .where(
+        inArray(
+          events.id,
+          messages.map((m) => m.event.id),
+        ),
+      );
   return messages.map((m) => m.event.id);
 }

@@ -10,7 +10,9 @@ import { randomTestIp } from "./http.ts";
  * way): the bytes exactly as the worker hands them to the network.
  */
 export async function rawGet(path: string, apiKey: string, headers: Record<string, string>): Promise<Response> {
-  const request = new Request(`https://api.test${path}`, { headers: { Authorization: `Bearer ${apiKey}`, "CF-Connecting-IP": randomTestIp(), ...headers } });
+  const request = new Request(`https://api.test${path}`, {
+    headers: { Authorization: `Bearer ${apiKey}`, "CF-Connecting-IP": randomTestIp(), ...headers },
+  });
   const ctx = createExecutionContext();
   const res = await worker.fetch(request, env, ctx);
   await waitOnExecutionContext(ctx);

@@ -123,9 +123,11 @@ function stringBreaks(schema: Schema): [string, unknown][] {
   const breaks: [string, unknown][] = [];
   if (schema.maxLength !== undefined) breaks.push(["too long", "x".repeat(schema.maxLength + 1)]);
   if (schema.minLength) breaks.push(["too short", ""]);
-  if (schema.pattern || schema.format || schema.anyOf || schema.enum) breaks.push(["pattern/format/enum break", "!?"], ["blank", " "], ["control character", "a\u0001b"]);
+  if (schema.pattern || schema.format || schema.anyOf || schema.enum)
+    breaks.push(["pattern/format/enum break", "!?"], ["blank", " "], ["control character", "a\u0001b"]);
   // RFC 3986 is ASCII only: an internationalised host must arrive punycoded (the fuzzer's https://Ï).
-  if (schema.format === "uri") breaks.push(["non-ASCII (RFC 3986)", "https://\u00cf.example/"], ["non-ASCII (RFC 3986)", "https://example.com/caf\u00e9"]);
+  if (schema.format === "uri")
+    breaks.push(["non-ASCII (RFC 3986)", "https://\u00cf.example/"], ["non-ASCII (RFC 3986)", "https://example.com/caf\u00e9"]);
   return breaks;
 }
 
@@ -160,10 +162,16 @@ export function mutations(schema: Schema, value: unknown, resolve: Resolve, { st
     if (typeof at === "string") for (const [what, replacement] of stringBreaks(node)) add(what, replacement);
     if (typeof at === "number") for (const [what, replacement] of numberBreaks(node)) add(what, replacement);
     if (Array.isArray(at) && node.items) at.forEach((item, i) => visit(node.items, item, [...path, i]));
-    if (Array.isArray(at) && node.maxItems !== undefined && node.maxItems < 50 && at.length) add("too many items", Array(node.maxItems + 1).fill(at[0]));
+    if (Array.isArray(at) && node.maxItems !== undefined && node.maxItems < 50 && at.length)
+      add("too many items", Array(node.maxItems + 1).fill(at[0]));
     if (at && typeof at === "object" && !Array.isArray(at) && node.properties) {
       if (node.additionalProperties === false) {
-        found.push({ path, named: "unexpected_field", value: setAt(value, path, (old) => ({ ...old, unexpected_field: 1 })), what: "unknown field" });
+        found.push({
+          path,
+          named: "unexpected_field",
+          value: setAt(value, path, (old) => ({ ...old, unexpected_field: 1 })),
+          what: "unknown field",
+        });
       }
       for (const name of node.required ?? []) {
         found.push({
@@ -173,7 +181,8 @@ export function mutations(schema: Schema, value: unknown, resolve: Resolve, { st
           what: "missing required field",
         });
       }
-      for (const [name, property] of Object.entries<Schema>(node.properties)) if (name in at) visit(property, (at as any)[name], [...path, name]);
+      for (const [name, property] of Object.entries<Schema>(node.properties))
+        if (name in at) visit(property, (at as any)[name], [...path, name]);
     }
   };
   visit(schema, value, []);

@@ -9,7 +9,10 @@ export async function accountWithKey(plan: PlanName = "free", sub = `acct-${Date
   const admin = await adminToken();
   await expectJson(await call("PUT", `/admin/accounts/${encodeURIComponent(sub)}/plan`, { token: admin, body: { plan } }), 200);
   const token = await accountToken(sub);
-  const created = await expectJson<{ id: string; key: string }>(await call("POST", "/api-keys", { token, body: { name: "test key" } }), 201);
+  const created = await expectJson<{ id: string; key: string }>(
+    await call("POST", "/api-keys", { token, body: { name: "test key" } }),
+    201,
+  );
   return { sub, token, keyId: created.id, key: created.key };
 }
 

@@ -1,4 +1,4 @@
-import { Validator, type Schema } from "@cfworker/json-schema";
+import { type Schema, Validator } from "@cfworker/json-schema";
 import { expect } from "vitest";
 import { call } from "./http.ts";
 

@@ -28,7 +28,9 @@ export function p1363ToDer(raw: Uint8Array): Uint8Array {
 export const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 
 export async function rawSignature(body: string, key?: CryptoKey): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, key ?? (await servedKey()), new TextEncoder().encode(body)));
+  return new Uint8Array(
+    await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, key ?? (await servedKey()), new TextEncoder().encode(body)),
+  );
 }
 
 export interface Signed {
@@ -44,11 +46,18 @@ export interface Signed {
 export async function report(body: unknown, { identifier = keyList.identifier, signature, key, query }: Signed = {}): Promise<Response> {
   const text = typeof body === "string" ? body : JSON.stringify(body);
   const sig = signature ?? base64(p1363ToDer(await rawSignature(text, key)));
-  return call("POST", query ? `/secret-scanning/github?${query}` : "/secret-scanning/github", { body: text, headers: { "Github-Public-Key-Identifier": identifier, "Github-Public-Key-Signature": sig } });
+  return call("POST", query ? `/secret-scanning/github?${query}` : "/secret-scanning/github", {
+    body: text,
+    headers: { "Github-Public-Key-Identifier": identifier, "Github-Public-Key-Signature": sig },
+  });
 }
 
 /** A report entry as GitHub sends it. */
-export const found = (token: string, url = "https://github.com/octocat/Hello-World/blob/12345600b9cbe38a219f39a9941c9319b600c002/src/config.js", source = "content") => ({
+export const found = (
+  token: string,
+  url = "https://github.com/octocat/Hello-World/blob/12345600b9cbe38a219f39a9941c9319b600c002/src/config.js",
+  source = "content",
+) => ({
   token,
   type: "price_data_api_key",
   url,

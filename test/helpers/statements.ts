@@ -48,8 +48,12 @@ export async function costOf(statements: readonly Statement[]): Promise<Cost[]> 
   const reads = statements.filter((s) => /^\s*select/i.test(s.sql));
   return Promise.all(
     reads.map(async ({ sql, params }) => {
-      const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
-      const result = await env.DB.prepare(sql).bind(...params).all();
+      const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .bind(...params)
+        .all<{ detail: string }>();
+      const result = await env.DB.prepare(sql)
+        .bind(...params)
+        .all();
       return { sql, plan: plan.results.map((row) => row.detail), rowsRead: result.meta.rows_read, rowsReturned: result.results.length };
     }),
   );

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { importJWK, SignJWT, type JWTPayload } from "jose";
+import { importJWK, type JWTPayload, SignJWT } from "jose";
 import { mintToken, type TokenClaims } from "../../scripts/mint-token.ts";
 
 export const TEST_ISSUER = env.IDP_ISSUER!;

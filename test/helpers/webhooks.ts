@@ -1,12 +1,12 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import worker from "../../src/index.ts";
-import { newId } from "../../src/platform/ids.ts";
-import type { IngestionResult } from "../../src/prices/schema.ts";
 import { outboxRows } from "../../src/events/outbox.ts";
+import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
+import { newId } from "../../src/platform/ids.ts";
 import { events } from "../../src/platform/tables.ts";
+import type { IngestionResult } from "../../src/prices/schema.ts";
 import type { DeliveryMessage, EventMessage, WebhookEvent, WebhookMessage } from "../../src/webhooks/messages.ts";
 import { call, expectJson } from "./http.ts";
 import { accountToken, adminToken } from "./tokens.ts";
@@ -38,7 +38,11 @@ export function testEvent(type = "price.changed", data: Record<string, unknown> 
   return { id, type, timestamp: new Date().toISOString(), data: { event_id: id, ...data } };
 }
 
-export const deliveryTo = (webhookId: string, event: WebhookEvent = testEvent()): DeliveryMessage => ({ kind: "delivery", webhook_id: webhookId, event });
+export const deliveryTo = (webhookId: string, event: WebhookEvent = testEvent()): DeliveryMessage => ({
+  kind: "delivery",
+  webhook_id: webhookId,
+  event,
+});
 
 /** Puts event messages in the outbox, as an ingestion does: the consumer fans out only events it finds (and claims) there. */
 export async function storeEvents(messages: readonly EventMessage[]): Promise<void> {

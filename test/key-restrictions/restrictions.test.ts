@@ -6,7 +6,10 @@ type Key = { id: string; key: string; allowed_ips: string[] | null; scopes: stri
 
 async function keyWith(body: object, plan: "free" | "premium" = "premium") {
   const account = await accountWithKey(plan);
-  const created = await expectJson<Key>(await call("POST", "/api-keys", { token: account.token, body: { name: "restricted", ...body } }), 201);
+  const created = await expectJson<Key>(
+    await call("POST", "/api-keys", { token: account.token, body: { name: "restricted", ...body } }),
+    201,
+  );
   return { ...account, created };
 }
 
@@ -14,9 +17,19 @@ const from = (ip: string) => ({ "CF-Connecting-IP": ip });
 
 describe("allowed_ips", () => {
   it("admits IPv4, IPv6 and IPv4-mapped clients inside the ranges and refuses the rest with 403 naming the address", async () => {
-    const { created } = await keyWith({ allowed_ips: ["192.0.2.0/24", "2001:db8::/32", "::ffff:203.0.113.0/120", "198.51.100.7", "192.0.2.1/24"] });
+    const { created } = await keyWith({
+      allowed_ips: ["192.0.2.0/24", "2001:db8::/32", "::ffff:203.0.113.0/120", "198.51.100.7", "192.0.2.1/24"],
+    });
     expect(created.allowed_ips).toEqual(["192.0.2.0/24", "2001:db8::/32", "203.0.113.0/24", "198.51.100.7/32"]);
-    for (const ip of ["192.0.2.7", "::ffff:192.0.2.9", "2001:db8::5", "2001:db8:ffff::1", "203.0.113.200", "::ffff:203.0.113.1", "198.51.100.7"]) {
+    for (const ip of [
+      "192.0.2.7",
+      "::ffff:192.0.2.9",
+      "2001:db8::5",
+      "2001:db8:ffff::1",
+      "203.0.113.200",
+      "::ffff:203.0.113.1",
+      "198.51.100.7",
+    ]) {
       await expectJson(await call("GET", "/competitors", { token: created.key, headers: from(ip) }), 200);
     }
     for (const ip of ["192.0.3.1", "2001:db9::1", "::ffff:198.51.100.8", "198.51.100.8", "::1"]) {
@@ -34,7 +47,8 @@ describe("allowed_ips", () => {
       expect(rateLimitOf(res)).toMatchObject({ limit: 10, remaining: 9 });
       expect(workCounts(res)).toEqual({ d1: 0, keyDo: 1, otherDo: 0 });
     }
-    for (let i = 0; i < 9; i++) await expectJson(await call("GET", "/competitors", { token: created.key, headers: from("192.0.2.1") }), 200);
+    for (let i = 0; i < 9; i++)
+      await expectJson(await call("GET", "/competitors", { token: created.key, headers: from("192.0.2.1") }), 200);
     await expectJson(await call("GET", "/competitors", { token: created.key, headers: from("192.0.2.1") }), 429);
   });
 
@@ -42,7 +56,10 @@ describe("allowed_ips", () => {
     const { token, created } = await keyWith({});
     expect(created.allowed_ips).toBeNull();
     await expectJson(await call("GET", "/competitors", { token: created.key, headers: from("198.51.100.1") }), 200);
-    const patched = await expectJson(await call("PATCH", `/api-keys/${created.id}`, { token, body: { allowed_ips: ["2001:db8::/48"] } }), 200);
+    const patched = await expectJson(
+      await call("PATCH", `/api-keys/${created.id}`, { token, body: { allowed_ips: ["2001:db8::/48"] } }),
+      200,
+    );
     expect(patched.allowed_ips).toEqual(["2001:db8::/48"]);
     await expectJson(await call("GET", "/competitors", { token: created.key, headers: from("198.51.100.1") }), 403);
     await expectJson(await call("GET", "/competitors", { token: created.key, headers: from("2001:db8:0:1::1") }), 200);
@@ -95,7 +112,10 @@ describe("scopes", () => {
     const { token, created } = await keyWith({});
     expect(created.scopes).toEqual(["products:read", "history:read", "events:read"]);
     await expectJson(await call("GET", "/events", { token: created.key }), 200);
-    const patched = await expectJson(await call("PATCH", `/api-keys/${created.id}`, { token, body: { scopes: ["history:read", "products:read", "products:read"] } }), 200);
+    const patched = await expectJson(
+      await call("PATCH", `/api-keys/${created.id}`, { token, body: { scopes: ["history:read", "products:read", "products:read"] } }),
+      200,
+    );
     expect(patched.scopes).toEqual(["products:read", "history:read"]);
     await expectJson(await call("GET", "/events", { token: created.key }), 403);
     await expectJson(await call("GET", "/competitors", { token: created.key }), 200);
@@ -110,7 +130,10 @@ describe("scopes", () => {
 describe("rotation", () => {
   it("copies allowed_ips and scopes to the successor", async () => {
     const { token, created } = await keyWith({ allowed_ips: ["192.0.2.0/24"], scopes: ["events:read"] });
-    const successor = await expectJson<Key>(await call("POST", `/api-keys/${created.id}/rotate`, { token, body: { grace_seconds: 0 } }), 201);
+    const successor = await expectJson<Key>(
+      await call("POST", `/api-keys/${created.id}/rotate`, { token, body: { grace_seconds: 0 } }),
+      201,
+    );
     expect(successor).toMatchObject({ allowed_ips: ["192.0.2.0/24"], scopes: ["events:read"] });
     await expectJson(await call("GET", "/events", { token: successor.key, headers: from("192.0.2.3") }), 200);
     await expectJson(await call("GET", "/events", { token: successor.key, headers: from("198.51.100.3") }), 403);

@@ -1,6 +1,6 @@
+import { exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { exports } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { addHistory, createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { randomTestIp, rateLimitOf } from "../helpers/http.ts";
@@ -27,7 +27,10 @@ const workerFetch = async (url: string | URL | Request, init?: RequestInit) => {
 
 async function connect(key: string) {
   const client = new Client({ name: "test-agent", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL("https://api.test/mcp"), { fetch: workerFetch, requestInit: { headers: { Authorization: `Bearer ${key}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL("https://api.test/mcp"), {
+    fetch: workerFetch,
+    requestInit: { headers: { Authorization: `Bearer ${key}` } },
+  });
   await client.connect(transport);
   return client;
 }
@@ -49,9 +52,22 @@ const sku = `MCP-${Date.now()}-Ünï`;
 beforeAll(async () => {
   key = await newApiKey();
   const shop = await createCompetitor({ id: `cmp_mcp_${Date.now()}`, name: "MCP Shop" });
-  const product = await createProduct({ sku, name: "Kettle Deluxe 2000 ☕", brand: "Acme", category: "Kettles", offers: [{ competitor: shop.id, price: "24.99" }] });
+  const product = await createProduct({
+    sku,
+    name: "Kettle Deluxe 2000 ☕",
+    brand: "Acme",
+    category: "Kettles",
+    offers: [{ competitor: shop.id, price: "24.99" }],
+  });
   productId = product.id;
-  await addHistory(product.id, Array.from({ length: 12 }, (_, i) => ({ competitor: shop.id, price: `${20 + i}.00`, observedAt: new Date(Date.UTC(2026, 0, 1 + i)).toISOString() })));
+  await addHistory(
+    product.id,
+    Array.from({ length: 12 }, (_, i) => ({
+      competitor: shop.id,
+      price: `${20 + i}.00`,
+      observedAt: new Date(Date.UTC(2026, 0, 1 + i)).toISOString(),
+    })),
+  );
   await publishCatalogue();
 });
 
@@ -59,10 +75,26 @@ describe("/mcp", () => {
   it("lists the five tools and answers each with structured content, validated as the REST routes validate", async () => {
     const client = await connect(key);
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(["get_product", "list_competitors", "price_history", "recent_changes", "search_products"]);
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      "get_product",
+      "list_competitors",
+      "price_history",
+      "recent_changes",
+      "search_products",
+    ]);
 
     const found = structured(await client.callTool({ name: "search_products", arguments: { query: "deluxe", brand: "acme", limit: 5 } }));
-    expect(found.products).toEqual([expect.objectContaining({ id: productId, sku, name: "Kettle Deluxe 2000 ☕", brand: "Acme", min_price: "24.99", currency: "USD", offer_count: 1 })]);
+    expect(found.products).toEqual([
+      expect.objectContaining({
+        id: productId,
+        sku,
+        name: "Kettle Deluxe 2000 ☕",
+        brand: "Acme",
+        min_price: "24.99",
+        currency: "USD",
+        offer_count: 1,
+      }),
+    ]);
     expect(structured(await client.callTool({ name: "search_products", arguments: { query: "no such thing" } })).products).toEqual([]);
 
     const bySku = structured(await client.callTool({ name: "get_product", arguments: { sku } }));
@@ -73,15 +105,23 @@ describe("/mcp", () => {
 
     const history = structured(await client.callTool({ name: "price_history", arguments: { product_id: productId, points: 4 } }));
     expect(history.history.map((entry: { price: string }) => entry.price)).toEqual(["20.00", "24.00", "27.00", "31.00"]); // first and last kept
-    const full = structured(await client.callTool({ name: "price_history", arguments: { product_id: productId, from: "2026-01-03", to: "2026-01-05" } }));
+    const full = structured(
+      await client.callTool({ name: "price_history", arguments: { product_id: productId, from: "2026-01-03", to: "2026-01-05" } }),
+    );
     expect(full.history.map((entry: { price: string }) => entry.price)).toEqual(["22.00", "23.00"]);
 
-    expect(structured(await client.callTool({ name: "list_competitors", arguments: {} })).competitors).toEqual(expect.arrayContaining([expect.objectContaining({ name: "MCP Shop" })]));
+    expect(structured(await client.callTool({ name: "list_competitors", arguments: {} })).competitors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: "MCP Shop" })]),
+    );
 
     await ingest([{ sku, price: "19.99", competitor: { id: "cmp_mcp_live", name: "Live Shop" } }]);
     await ingest([{ sku, price: "18.99", competitor: { id: "cmp_mcp_live", name: "Live Shop" } }]);
     const changes = structured(await client.callTool({ name: "recent_changes", arguments: { type: "price.changed", limit: 100 } }));
-    expect(changes.events.some((event: { data: { sku: string; new_price: string } }) => event.data.sku === sku && event.data.new_price === "18.99")).toBe(true);
+    expect(
+      changes.events.some(
+        (event: { data: { sku: string; new_price: string } }) => event.data.sku === sku && event.data.new_price === "18.99",
+      ),
+    ).toBe(true);
     await client.close();
   });
 
@@ -95,10 +135,16 @@ describe("/mcp", () => {
       ["recent_changes", { type: "price.dropped" }, "type"],
       ["search_products", { brand: "" }, "brand"],
     ] as const) {
-      const result = await client.callTool({ name, arguments: args }).catch((error: Error) => ({ isError: true, content: [{ type: "text", text: error.message }] }));
+      const result = await client
+        .callTool({ name, arguments: args })
+        .catch((error: Error) => ({ isError: true, content: [{ type: "text", text: error.message }] }));
       expect(errorText(result as never), `${name} ${JSON.stringify(args)}`).toContain(field);
     }
-    expect(errorText(await client.callTool({ name: "price_history", arguments: { product_id: productId, from: "2026-02-01", to: "2026-01-01" } }))).toBe("to: must be later than from");
+    expect(
+      errorText(
+        await client.callTool({ name: "price_history", arguments: { product_id: productId, from: "2026-02-01", to: "2026-01-01" } }),
+      ),
+    ).toBe("to: must be later than from");
     await client.close();
   });
 
@@ -122,15 +168,35 @@ describe("/mcp", () => {
     const raw = await exports.default.fetch(
       new Request("https://api.test/mcp", {
         method: "POST",
-        headers: { Authorization: `Bearer ${other}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream", "CF-Connecting-IP": randomTestIp() },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_products", arguments: { query: "deluxe" } } }),
+        headers: {
+          Authorization: `Bearer ${other}`,
+          "Content-Type": "application/json",
+          Accept: "application/json, text/event-stream",
+          "CF-Connecting-IP": randomTestIp(),
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "search_products", arguments: { query: "deluxe" } },
+        }),
       }),
     );
     expect(raw.status).toBe(200);
-    expect(((await raw.json()) as { result: { structuredContent: { products: { sku: string }[] } } }).result.structuredContent.products.map((p) => p.sku)).toContain(sku);
+    expect(
+      ((await raw.json()) as { result: { structuredContent: { products: { sku: string }[] } } }).result.structuredContent.products.map(
+        (p) => p.sku,
+      ),
+    ).toContain(sku);
     expect(rateLimitOf(raw).remaining).toBe(9);
 
-    const anonymous = await exports.default.fetch(new Request("https://api.test/mcp", { method: "POST", headers: { "CF-Connecting-IP": randomTestIp(), "Content-Type": "application/json" }, body: "{}" }));
+    const anonymous = await exports.default.fetch(
+      new Request("https://api.test/mcp", {
+        method: "POST",
+        headers: { "CF-Connecting-IP": randomTestIp(), "Content-Type": "application/json" },
+        body: "{}",
+      }),
+    );
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get("WWW-Authenticate")).toContain("Bearer");
   });

@@ -1,8 +1,8 @@
+import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { mostInOneWindow } from "../../bench/soak-checks.ts";
-import { execFileSync } from "node:child_process";
+import { asJson, INPUTS, type Inputs, overage, simulate } from "../../scripts/simulate.ts";
 import { EVENTS_IN_D1_MS, HISTORY_ARCHIVE_AFTER_MS } from "../../src/events/retention.ts";
-import { asJson, INPUTS, overage, simulate, type Inputs } from "../../scripts/simulate.ts";
 
 /** The arithmetic behind docs/scale.md (npm run simulate) and the soak's over-limit check. */
 describe("the scale model", () => {
@@ -14,7 +14,10 @@ describe("the scale model", () => {
   it("follows its inputs: twice the traffic writes twice the rows, and a million requests never cost more (storage and keys are shared)", () => {
     const base = simulate(INPUTS);
     // Twice the isolates too: each reads the snapshot pointer once a second whatever its traffic.
-    const doubled: Inputs = { ...INPUTS, workload: { ...INPUTS.workload, requestsPerSecond: 2 * INPUTS.workload.requestsPerSecond, isolates: 2 * INPUTS.workload.isolates } };
+    const doubled: Inputs = {
+      ...INPUTS,
+      workload: { ...INPUTS.workload, requestsPerSecond: 2 * INPUTS.workload.requestsPerSecond, isolates: 2 * INPUTS.workload.isolates },
+    };
     const twice = simulate(doubled);
     expect(base.objectWritesPerSecond).toBeCloseTo(10_000 * 0.95 * INPUTS.design.objectRowsWrittenPerAdmission, 6);
     expect(twice.objectWritesPerSecond).toBe(2 * base.objectWritesPerSecond);
@@ -38,7 +41,10 @@ describe("the scale model", () => {
     const { d1Gb } = simulate(INPUTS);
     const bytes = INPUTS.design;
     const eventsPerDay = INPUTS.workload.products * INPUTS.workload.offersPerProduct * INPUTS.workload.changesPerOfferPerDay;
-    const recent = (eventsPerDay * ((EVENTS_IN_D1_MS / 86_400_000) * bytes.d1BytesPerEvent + (HISTORY_ARCHIVE_AFTER_MS / 86_400_000) * bytes.d1BytesPerHistoryRow)) / 1e9;
+    const recent =
+      (eventsPerDay *
+        ((EVENTS_IN_D1_MS / 86_400_000) * bytes.d1BytesPerEvent + (HISTORY_ARCHIVE_AFTER_MS / 86_400_000) * bytes.d1BytesPerHistoryRow)) /
+      1e9;
     expect(d1Gb).toBeGreaterThan(recent);
     expect(d1Gb).toBeLessThan(recent + 2.5); // + the catalogue and keys (and the archive's small index)
     const size = simulate(INPUTS).limits.find((limit) => limit.name.startsWith("D1 size after a year"))!;
@@ -46,7 +52,9 @@ describe("the scale model", () => {
   });
 
   it("prints every limit as JSON with --json", () => {
-    const printed = JSON.parse(execFileSync(process.execPath, ["scripts/simulate.ts", "--json"], { encoding: "utf8" })) as ReturnType<typeof asJson>;
+    const printed = JSON.parse(execFileSync(process.execPath, ["scripts/simulate.ts", "--json"], { encoding: "utf8" })) as ReturnType<
+      typeof asJson
+    >;
     expect(printed).toEqual(JSON.parse(JSON.stringify(asJson(simulate(INPUTS)))));
     expect(printed.limits.length).toBeGreaterThan(8);
     for (const limit of printed.limits) {

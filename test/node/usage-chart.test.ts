@@ -1,6 +1,14 @@
 // The usage chart's geometry (src/dashboard/client/chart-geometry.ts): pure functions, no DOM.
 import { describe, expect, it } from "vitest";
-import { bucketIndexAt, linearScale, niceStep, stepBandPath, timeTicks, totals, valueAxis } from "../../src/dashboard/client/chart-geometry.ts";
+import {
+  bucketIndexAt,
+  linearScale,
+  niceStep,
+  stepBandPath,
+  timeTicks,
+  totals,
+  valueAxis,
+} from "../../src/dashboard/client/chart-geometry.ts";
 
 describe("usage chart geometry", () => {
   it("scales linearly both ways, including an inverted pixel range", () => {
@@ -59,7 +67,13 @@ describe("usage chart geometry", () => {
   });
 
   it("adds up admitted and refused separately, and finds the busiest bucket", () => {
-    expect(totals([{ admitted: 10, refused: 2 }, { admitted: 3, refused: 0 }, { admitted: 0, refused: 0 }])).toEqual({ admitted: 13, refused: 2, peak: 12 });
+    expect(
+      totals([
+        { admitted: 10, refused: 2 },
+        { admitted: 3, refused: 0 },
+        { admitted: 0, refused: 0 },
+      ]),
+    ).toEqual({ admitted: 13, refused: 2, peak: 12 });
     expect(totals([])).toEqual({ admitted: 0, refused: 0, peak: 0 });
   });
 });

@@ -1,7 +1,14 @@
 import { exports } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import {
+  createPriceDataClient,
+  type RetryOptions,
+  retryAfterSeconds,
+  retryDelayMs,
+  verifyWebhook,
+  WebhookVerificationError,
+} from "../../client/index.ts";
 import committed from "../../client/openapi.json";
-import { createPriceDataClient, retryAfterSeconds, retryDelayMs, verifyWebhook, WebhookVerificationError, type RetryOptions } from "../../client/index.ts";
 import { createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
@@ -193,7 +200,13 @@ describe("webhook verification", () => {
     expect((await api.POST("/webhooks/{id}/test", { params: { path: { id } } })).response.status).toBe(202);
 
     const admin = client(await adminToken()).api;
-    const observation = { sku: "CLIENT-HOOK", name: "Hook kettle", competitor: { id: "cmp_hook", name: "Hook Shop" }, currency: "USD" as const, in_stock: true };
+    const observation = {
+      sku: "CLIENT-HOOK",
+      name: "Hook kettle",
+      competitor: { id: "cmp_hook", name: "Hook Shop" },
+      currency: "USD" as const,
+      in_stock: true,
+    };
     for (const price of ["30.00", "27.00"]) {
       expect((await admin.POST("/admin/observations", { body: { observations: [{ ...observation, price }] } })).response.status).toBe(200);
     }
@@ -206,13 +219,17 @@ describe("webhook verification", () => {
     if (change.type !== "price.changed") throw new Error("narrowing");
     expect(change.data).toMatchObject({ sku: "CLIENT-HOOK", old_price: "30.00", new_price: "27.00", change_pct: -10, direction: "down" });
     for (const event of events) {
-      const schema = { "price.changed": "PriceChangedEvent", "stock.changed": "StockChangedEvent", "webhook.test": "TestEvent" }[event.type];
+      const schema = { "price.changed": "PriceChangedEvent", "stock.changed": "StockChangedEvent", "webhook.test": "TestEvent" }[
+        event.type
+      ];
       expect(checker.validate(event, `#/components/schemas/${schema}`), JSON.stringify(event)).toEqual([]);
     }
 
     const [first] = receiver.to(url);
     // A Headers object, or a plain object in any case (Node's req.headers), work alike.
-    const capitalised = Object.fromEntries(Object.entries(first!.headers).map(([name, value]) => [name.replace(/(^|-)\w/g, (c) => c.toUpperCase()), [value]]));
+    const capitalised = Object.fromEntries(
+      Object.entries(first!.headers).map(([name, value]) => [name.replace(/(^|-)\w/g, (c) => c.toUpperCase()), [value]]),
+    );
     expect(verifyWebhook(secret, first!.body, new Headers(first!.headers))).toEqual(verifyWebhook(secret, first!.body, capitalised));
     expect(() => verifyWebhook(secret, first!.body.replace("}", ',"x":1}'), first!.headers)).toThrow(WebhookVerificationError);
     expect(() => verifyWebhook(`whsec_${btoa("another secret, 24 bytes")}`, first!.body, first!.headers)).toThrow(WebhookVerificationError);

@@ -1,12 +1,12 @@
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.ts";
-import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { MAX_STREAMS_PER_KEY } from "../../src/stream/service.ts";
-import { call, randomTestIp, type CallOptions } from "../helpers/http.ts";
+import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
-import { found, report } from "../helpers/secret-scanning.ts";
 import { bodyText, DocumentChecker, fetchDocument, METHODS } from "../helpers/openapi.ts";
+import { found, report } from "../helpers/secret-scanning.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 
@@ -49,7 +49,15 @@ beforeAll(async () => {
     category: "Kettles",
     gtin: "01234567890128",
     offers: [
-      { competitor: shop.id, price: "24.99", regularPrice: "29.99", shipping: "4.95", previousPrice: "29.99", priceChangedAt: "2026-01-02T00:00:00.000Z", url: "https://shop.example/k" },
+      {
+        competitor: shop.id,
+        price: "24.99",
+        regularPrice: "29.99",
+        shipping: "4.95",
+        previousPrice: "29.99",
+        priceChangedAt: "2026-01-02T00:00:00.000Z",
+        url: "https://shop.example/k",
+      },
     ],
   });
   productId = product.id;
@@ -83,7 +91,10 @@ describe("catalogue (API key)", () => {
     const lines = await checker.check(res, "get", "/products");
     const list = await expectCall(200, "get", "/products", "/products", { token: key });
     expect(lines).toEqual(list.products);
-    await expectCall(304, "get", "/products", "/products", { token: key, headers: { ...ndjson, "If-None-Match": res.headers.get("ETag")! } });
+    await expectCall(304, "get", "/products", "/products", {
+      token: key,
+      headers: { ...ndjson, "If-None-Match": res.headers.get("ETag")! },
+    });
     const filtered = await expectCall(200, "get", "/products", "/products?brand=acme", { token: key, headers: ndjson });
     expect(filtered).toHaveLength(1);
     expect(await expectCall(200, "get", "/products", "/products?sku=NOPE", { token: key, headers: ndjson })).toEqual([]);
@@ -141,8 +152,12 @@ describe("account and keys (account login)", () => {
     const full = `openapi-full-${Date.now()}`;
     const fullToken = await accountToken(full);
     await expectCall(200, "get", "/account", "/account", { token: fullToken });
-    const insert = env.DB.prepare("INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at) VALUES (?, ?, 'seeded', 'pda_live_seeded0', ?, 'active', ?)");
-    await env.DB.batch(Array.from({ length: 100 }, (_, i) => insert.bind(`key_full${i}_${full}`, full, `hash-${i}-${full}`, new Date().toISOString())));
+    const insert = env.DB.prepare(
+      "INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at) VALUES (?, ?, 'seeded', 'pda_live_seeded0', ?, 'active', ?)",
+    );
+    await env.DB.batch(
+      Array.from({ length: 100 }, (_, i) => insert.bind(`key_full${i}_${full}`, full, `hash-${i}-${full}`, new Date().toISOString())),
+    );
     await expectCall(409, "post", "/api-keys", "/api-keys", { token: fullToken, body: { name: "one too many" } });
   });
 
@@ -179,7 +194,10 @@ describe("account and keys (account login)", () => {
 
   it("POST /api-keys/{id}/rotate: 201, 400, 404, 409, 413, 401, 403", async () => {
     const path = "/api-keys/{id}/rotate";
-    const old = await expectCall(201, "post", "/api-keys", "/api-keys", { token, body: { name: "to rotate", expires_at: new Date(Date.now() + 86_400_000).toISOString() } });
+    const old = await expectCall(201, "post", "/api-keys", "/api-keys", {
+      token,
+      body: { name: "to rotate", expires_at: new Date(Date.now() + 86_400_000).toISOString() },
+    });
     await expectCall(400, "post", path, `/api-keys/${old.id}/rotate`, { token, body: { grace_seconds: 604_801 } });
     await expectCall(413, "post", path, `/api-keys/${old.id}/rotate`, { token, body: BIG });
     await expectCall(401, "post", path, `/api-keys/${old.id}/rotate`);
@@ -210,25 +228,49 @@ describe("admin (scoped JWT)", () => {
     await expectCall(400, "put", path, `/admin/accounts/${"a".repeat(256)}/plan`, { token: admin, body: { plan: "free" } });
     await expectCall(413, "put", path, "/admin/accounts/openapi-plan/plan", { token: admin, body: BIG });
     await expectCall(401, "put", path, "/admin/accounts/openapi-plan/plan", { body: { plan: "free" } });
-    await expectCall(403, "put", path, "/admin/accounts/openapi-plan/plan", { token: await adminToken("ingester", "prices:write"), body: { plan: "free" } });
+    await expectCall(403, "put", path, "/admin/accounts/openapi-plan/plan", {
+      token: await adminToken("ingester", "prices:write"),
+      body: { plan: "free" },
+    });
   });
 
   it("POST /admin/observations: 200, 400, 413, 401, 403", async () => {
     const path = "/admin/observations";
-    const observation = { sku: "OPENAPI-1", name: "Doc kettle", competitor: { id: "cmp_openapi", name: "OpenAPI Shop" }, price: "19.99", currency: "USD", in_stock: true };
+    const observation = {
+      sku: "OPENAPI-1",
+      name: "Doc kettle",
+      competitor: { id: "cmp_openapi", name: "OpenAPI Shop" },
+      price: "19.99",
+      currency: "USD",
+      in_stock: true,
+    };
     const body = await expectCall(200, "post", path, path, { token: admin, body: { observations: [observation] } });
     expect(body.received).toBe(1);
     await expectCall(400, "post", path, path, { token: admin, body: { observations: [{ ...observation, price: 19.99 }] } });
     await expectCall(413, "post", path, path, { token: admin, body: BIG });
     await expectCall(401, "post", path, path, { body: { observations: [observation] } });
-    await expectCall(403, "post", path, path, { token: await adminToken("planner", "accounts:write"), body: { observations: [observation] } });
+    await expectCall(403, "post", path, path, {
+      token: await adminToken("planner", "accounts:write"),
+      body: { observations: [observation] },
+    });
   });
 
   it("PATCH /admin/competitors/{id}: 200, 400, 404, 413, 401, 403", async () => {
     const path = "/admin/competitors/{id}";
     await expectCall(200, "post", "/admin/observations", "/admin/observations", {
       token: admin,
-      body: { observations: [{ sku: "OPENAPI-2", name: "Doc mug", competitor: { id: "cmp_openapi_patch", name: "Patch Shop" }, price: "9.99", currency: "USD", in_stock: true }] },
+      body: {
+        observations: [
+          {
+            sku: "OPENAPI-2",
+            name: "Doc mug",
+            competitor: { id: "cmp_openapi_patch", name: "Patch Shop" },
+            price: "9.99",
+            currency: "USD",
+            in_stock: true,
+          },
+        ],
+      },
     });
     const url = "/admin/competitors/cmp_openapi_patch";
     const body = await expectCall(200, "patch", path, url, { token: admin, body: { name: "Patched Shop" } });
@@ -277,7 +319,10 @@ describe("webhooks (account login)", () => {
   });
 
   it("POST /webhooks: 201, 400, 409, 413, 401, 403", async () => {
-    const created = await expectCall(201, "post", "/webhooks", "/webhooks", { token: hooks, body: { url: hookUrl("openapi"), description: "docs" } });
+    const created = await expectCall(201, "post", "/webhooks", "/webhooks", {
+      token: hooks,
+      body: { url: hookUrl("openapi"), description: "docs" },
+    });
     expect(created.secret).toMatch(/^whsec_/);
     webhookId = created.id;
     await expectCall(400, "post", "/webhooks", "/webhooks", { token: hooks, body: { url: "http://127.0.0.1/" } });
@@ -313,7 +358,12 @@ describe("webhooks (account login)", () => {
 
     // The real queue delivers it; then the attempt is listed (checked against the Delivery schema).
     await vi.waitFor(
-      async () => expect((await env.DB.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?").bind(webhookId).first<{ n: number }>())!.n).toBe(1),
+      async () =>
+        expect(
+          (await env.DB.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?")
+            .bind(webhookId)
+            .first<{ n: number }>())!.n,
+        ).toBe(1),
       { timeout: 10_000, interval: 100 },
     );
     const deliveries = "/webhooks/{id}/deliveries";
@@ -324,7 +374,9 @@ describe("webhooks (account login)", () => {
     await expectCall(401, "get", deliveries, `/webhooks/${webhookId}/deliveries`);
     await expectCall(403, "get", deliveries, `/webhooks/${webhookId}/deliveries`, { token: key });
 
-    await env.DB.prepare("UPDATE webhooks SET status = 'disabled', disabled_at = ?, disabled_reason = 'The endpoint answered 410 Gone.' WHERE id = ?")
+    await env.DB.prepare(
+      "UPDATE webhooks SET status = 'disabled', disabled_at = ?, disabled_reason = 'The endpoint answered 410 Gone.' WHERE id = ?",
+    )
       .bind(new Date().toISOString(), webhookId)
       .run();
     const disabled = await expectCall(200, "get", "/webhooks/{id}", `/webhooks/${webhookId}`, { token: hooks });
@@ -355,7 +407,9 @@ describe("webhooks (account login)", () => {
       await expectCall(403, "post", template, `${at}/${route}`, { token: key, body });
     }
     // Concurrent rotations: those that lost the race answer 409.
-    const raced = await Promise.all(Array.from({ length: 4 }, () => call("POST", `${at}/rotate-secret`, { token: hooks, body: { grace_seconds: 60 } })));
+    const raced = await Promise.all(
+      Array.from({ length: 4 }, () => call("POST", `${at}/rotate-secret`, { token: hooks, body: { grace_seconds: 60 } })),
+    );
     const lost = raced.find((res) => res.status === 409);
     expect(lost, "no rotation lost the race").toBeDefined();
     await checker.check(lost!, "post", `${path}/rotate-secret`);
@@ -373,7 +427,8 @@ describe("webhooks (account login)", () => {
 
 describe("key restrictions (API key)", () => {
   it("every data route: 403 outside the key's scopes or allowed addresses", async () => {
-    const scoped = async (body: object) => (await expectCall(201, "post", "/api-keys", "/api-keys", { token, body: { name: "restricted", ...body } })).key as string;
+    const scoped = async (body: object) =>
+      (await expectCall(201, "post", "/api-keys", "/api-keys", { token, body: { name: "restricted", ...body } })).key as string;
     const eventsOnly = await scoped({ scopes: ["events:read"] });
     for (const [template, path] of [
       ["/products", "/products"],
@@ -386,7 +441,10 @@ describe("key restrictions (API key)", () => {
     const productsOnly = await scoped({ scopes: ["products:read"] });
     await expectCall(403, "get", "/events", "/events", { token: productsOnly });
     await expectCall(403, "get", "/events/stream", "/events/stream", { token: productsOnly });
-    await expectCall(403, "get", "/products", "/products", { token: await scoped({ allowed_ips: ["192.0.2.0/24"] }), headers: { "CF-Connecting-IP": "203.0.113.9" } });
+    await expectCall(403, "get", "/products", "/products", {
+      token: await scoped({ allowed_ips: ["192.0.2.0/24"] }),
+      headers: { "CF-Connecting-IP": "203.0.113.9" },
+    });
   });
 });
 
@@ -400,7 +458,10 @@ describe("secret scanning (signed by GitHub)", () => {
 
   it("POST /secret-scanning/github: 200, 400, 401, 413", async () => {
     const leaked = await accountWithKey();
-    expect(await check(200, report([found(leaked.key), found("nope")]))).toMatchObject([{ label: "true_positive" }, { label: "false_positive" }]);
+    expect(await check(200, report([found(leaked.key), found("nope")]))).toMatchObject([
+      { label: "true_positive" },
+      { label: "false_positive" },
+    ]);
     await check(400, report({ not: "an array" }));
     await check(400, report([], { query: "page=2" }));
     await check(401, call("POST", path, { body: [] }));
@@ -413,7 +474,9 @@ describe("every operation", () => {
     const ip = randomTestIp();
     for (let i = 0; i < 30; i++) expect((await call("GET", "/openapi.json", { headers: { "CF-Connecting-IP": ip } })).status).toBe(200);
     // Secret-scanning reports have a bucket of their own, whoever sends them (tested above).
-    for (const [path, item] of Object.entries<Record<string, unknown>>(doc.paths).filter(([path]) => !path.startsWith("/secret-scanning/"))) {
+    for (const [path, item] of Object.entries<Record<string, unknown>>(doc.paths).filter(
+      ([path]) => !path.startsWith("/secret-scanning/"),
+    )) {
       for (const method of METHODS.filter((m) => item[m])) {
         const concrete = path.replaceAll(/\{[^}]+\}/g, "x_1");
         const body = method === "get" || method === "delete" ? undefined : {};
@@ -437,13 +500,20 @@ describe("every operation", () => {
       const res = await call(unused, path.replaceAll(/\{[^}]+\}/g, "x_1"), { token: key });
       expect(res.status, `${unused} ${path}`).toBe(405);
       await checker.check(res, unused, path, "MethodNotAllowed");
-      expect(new Set(res.headers.get("Allow")!.split(", ").filter((m) => m !== "HEAD")), path).toEqual(new Set(documented));
+      expect(
+        new Set(
+          res.headers
+            .get("Allow")!
+            .split(", ")
+            .filter((m) => m !== "HEAD"),
+        ),
+        path,
+      ).toEqual(new Set(documented));
     }
     const res = await call("GET", "/nothing-here", { token: key });
     expect(res.status).toBe(404);
     await checker.check(res, "get", "/nothing-here", "NotFound");
   });
-
 });
 
 describe("after every other call", () => {
@@ -470,7 +540,9 @@ describe("the document and the router", () => {
         .map((route) => `${route.method} ${route.path.replaceAll(/:(\w+)/g, "{$1}")}`),
     );
     const documented = new Set(
-      Object.entries<Record<string, unknown>>(doc.paths).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${path}`)),
+      Object.entries<Record<string, unknown>>(doc.paths).flatMap(([path, item]) =>
+        METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${path}`),
+      ),
     );
     expect([...routed].sort()).toEqual([...documented].sort());
   });
@@ -481,7 +553,10 @@ describe("the document and the router", () => {
       for (const method of METHODS.filter((m) => item[m])) {
         const op = item[method];
         expect(op.operationId && op.summary && op.tags?.length, `${method} ${path}`).toBeTruthy();
-        expect(op.security.flatMap((s: object) => Object.keys(s)).every((name: string) => schemes.includes(name)), `${method} ${path}`).toBe(true);
+        expect(
+          op.security.flatMap((s: object) => Object.keys(s)).every((name: string) => schemes.includes(name)),
+          `${method} ${path}`,
+        ).toBe(true);
       }
     }
   });
@@ -491,23 +566,54 @@ describe("the checker itself", () => {
   it("refuses a body, a header or a status the document does not allow", async () => {
     const json = { "Content-Type": "application/json" };
     expect(checker.validate({ products: [{ id: "prd_1" }] }, "#/components/schemas/ProductList")).not.toEqual([]);
-    expect(checker.validate({ id: "a", plan: "free", limits: { per_minute: 1, per_hour: 1, per_day: 1 }, created_at: "yesterday" }, "#/components/schemas/Account")).not.toEqual([]);
+    expect(
+      checker.validate(
+        { id: "a", plan: "free", limits: { per_minute: 1, per_hour: 1, per_day: 1 }, created_at: "yesterday" },
+        "#/components/schemas/Account",
+      ),
+    ).not.toEqual([]);
     expect(checker.validate({ detail: "" }, "#/components/schemas/Error")).not.toEqual([]);
-    await expect(checker.check(new Response("{}", { status: 418, headers: json }), "get", "/products")).rejects.toThrow(/not a documented response/);
-    await expect(checker.check(new Response('{"detail":"x"}', { status: 401, headers: json }), "get", "/products")).rejects.toThrow(/required header/);
-    const headers = { ...json, "X-Request-Id": "r", "X-RateLimit-Limit": "ten", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1", RateLimit: "x", "RateLimit-Policy": "x", "WWW-Authenticate": "Bearer" };
-    await expect(checker.check(new Response('{"detail":"x"}', { status: 401, headers }), "get", "/products")).rejects.toThrow(/X-RateLimit-Limit/);
+    await expect(checker.check(new Response("{}", { status: 418, headers: json }), "get", "/products")).rejects.toThrow(
+      /not a documented response/,
+    );
+    await expect(checker.check(new Response('{"detail":"x"}', { status: 401, headers: json }), "get", "/products")).rejects.toThrow(
+      /required header/,
+    );
+    const headers = {
+      ...json,
+      "X-Request-Id": "r",
+      "X-RateLimit-Limit": "ten",
+      "X-RateLimit-Remaining": "0",
+      "X-RateLimit-Reset": "1",
+      RateLimit: "x",
+      "RateLimit-Policy": "x",
+      "WWW-Authenticate": "Bearer",
+    };
+    await expect(checker.check(new Response('{"detail":"x"}', { status: 401, headers }), "get", "/products")).rejects.toThrow(
+      /X-RateLimit-Limit/,
+    );
   });
 
   it("checks the body against the media type the response names, and an NDJSON body line by line", async () => {
-    const ok = { "X-Request-Id": "r", "X-RateLimit-Limit": "1", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1", RateLimit: "x", "RateLimit-Policy": "x", ETag: '"e"', "Cache-Control": "private, no-cache" };
+    const ok = {
+      "X-Request-Id": "r",
+      "X-RateLimit-Limit": "1",
+      "X-RateLimit-Remaining": "0",
+      "X-RateLimit-Reset": "1",
+      RateLimit: "x",
+      "RateLimit-Policy": "x",
+      ETag: '"e"',
+      "Cache-Control": "private, no-cache",
+    };
     const [product] = (await checker.check(await call("GET", "/products", { token: key }), "get", "/products")).products;
     const line = JSON.stringify(product);
     const ndjson = (body: string) => new Response(body, { status: 200, headers: { ...ok, "Content-Type": "application/x-ndjson" } });
     expect(await checker.check(ndjson(`${line}\n${line}\n`), "get", "/products")).toEqual([product, product]);
     await expect(checker.check(ndjson(`${line}\n{"id":"prd_1"}\n`), "get", "/products")).rejects.toThrow(/line 2/);
     await expect(checker.check(ndjson(line), "get", "/products")).rejects.toThrow(/end with a newline/);
-    await expect(checker.check(new Response(line, { status: 200, headers: { ...ok, "Content-Type": "text/plain" } }), "get", "/products")).rejects.toThrow(/not one the document lists/);
+    await expect(
+      checker.check(new Response(line, { status: 200, headers: { ...ok, "Content-Type": "text/plain" } }), "get", "/products"),
+    ).rejects.toThrow(/not one the document lists/);
   });
 });
 

@@ -3,10 +3,10 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MoneyError, parseMoney } from "../../src/platform/money.ts";
 import { call } from "../helpers/http.ts";
-import { arbitrary, mutations, type Mutation, type Schema } from "../helpers/json-schema-arbitrary.ts";
+import { arbitrary, type Mutation, mutations, type Schema } from "../helpers/json-schema-arbitrary.ts";
 import { accountWithKey } from "../helpers/keys.ts";
+import { DocumentChecker, fetchDocument, type Json, METHODS } from "../helpers/openapi.ts";
 import { report } from "../helpers/secret-scanning.ts";
-import { DocumentChecker, fetchDocument, METHODS, type Json } from "../helpers/openapi.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
 
@@ -59,7 +59,11 @@ const operations: Operation[] = Object.entries<Json>(doc.paths).flatMap(([templa
     const body = op.requestBody?.content?.["application/json"]?.schema;
     const schema: Schema = {
       type: "object",
-      properties: { path: paramsSchema(params.filter((p) => p.in === "path")), query: paramsSchema(params.filter((p) => p.in === "query")), ...(body ? { body } : {}) },
+      properties: {
+        path: paramsSchema(params.filter((p) => p.in === "path")),
+        query: paramsSchema(params.filter((p) => p.in === "query")),
+        ...(body ? { body } : {}),
+      },
       required: ["path", "query", ...(body ? ["body"] : [])],
       additionalProperties: false,
     };
@@ -82,13 +86,19 @@ async function credential(operation: Operation): Promise<string> {
 async function send(operation: Operation, request: Request): Promise<Response> {
   const path = operation.template.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(request.path[name]!));
   // An array is the parameter repeated (`?type=a&type=b`); an empty one is the parameter left out.
-  const query = new URLSearchParams(Object.entries(request.query).flatMap(([k, v]) => [v].flat().map((item) => [k, String(item)]))).toString();
+  const query = new URLSearchParams(
+    Object.entries(request.query).flatMap(([k, v]) => [v].flat().map((item) => [k, String(item)])),
+  ).toString();
   if (operation.credential === "GitHubSignature") return report(request.body, { query });
-  return call(operation.method.toUpperCase(), query ? `${path}?${query}` : path, { token: await credential(operation), body: request.body });
+  return call(operation.method.toUpperCase(), query ? `${path}?${query}` : path, {
+    token: await credential(operation),
+    body: request.body,
+  });
 }
 
 const YEAR_MS = 365 * 86_400_000;
-const notBefore = (earlier: unknown, later: unknown) => typeof earlier === "string" && typeof later === "string" && Date.parse(earlier) >= Date.parse(later);
+const notBefore = (earlier: unknown, later: unknown) =>
+  typeof earlier === "string" && typeof later === "string" && Date.parse(earlier) >= Date.parse(later);
 
 /**
  * The rules the document states in words because JSON Schema cannot say them (they relate two
@@ -97,7 +107,8 @@ const notBefore = (earlier: unknown, later: unknown) => typeof earlier === "stri
 function describedRuleBroken(operation: Operation, request: Request): string | undefined {
   const { from, to } = request.query;
   if (operation.template === "/products/{id}/history" && notBefore(from, to)) return "to: must be later than from";
-  if ((operation.template === "/account/usage" || operation.template === "/api-keys/{id}/usage") && notBefore(from, to)) return "from: must be before to";
+  if ((operation.template === "/account/usage" || operation.template === "/api-keys/{id}/usage") && notBefore(from, to))
+    return "from: must be before to";
   if (operation.template === "/webhooks/{id}/replay") {
     const { since, until } = request.body as { since: string; until?: string };
     if (notBefore(since, until)) return "until: must be later than since";
@@ -107,7 +118,9 @@ function describedRuleBroken(operation: Operation, request: Request): string | u
     if (expiresAt !== undefined && Date.parse(expiresAt) <= Date.now()) return "expires_at: must be in the future";
     if (expiresAt !== undefined && Date.parse(expiresAt) > Date.now() + YEAR_MS) return "expires_at: must be at most 1 year ahead";
   }
-  const filters = (operation.template === "/webhooks" || operation.template === "/webhooks/{id}") && (request.body as { filters?: Record<string, any> } | undefined)?.filters;
+  const filters =
+    (operation.template === "/webhooks" || operation.template === "/webhooks/{id}") &&
+    (request.body as { filters?: Record<string, any> } | undefined)?.filters;
   if (filters) {
     const amounts = ["min_change_abs", "price_below", "price_above"].filter((field) => typeof filters[field] === "string");
     if (amounts.length > 0 && filters.currency === undefined) return "filters.currency: is required with";
@@ -140,7 +153,10 @@ function describedRuleBroken(operation: Operation, request: Request): string | u
 /** One-change variants of a valid request that the document refuses (path values only where they still reach the route). */
 function invalidVariants(operation: Operation, request: Request): Mutation[] {
   const part = (name: "path" | "query" | "body", strings: boolean) =>
-    mutations(operation.schema.properties[name], request[name], resolve, { strings }).map((m) => ({ ...m, value: { ...request, [name]: m.value } }));
+    mutations(operation.schema.properties[name], request[name], resolve, { strings }).map((m) => ({
+      ...m,
+      value: { ...request, [name]: m.value },
+    }));
   const variants = [
     ...part("path", true).filter((m) => m.path.length === 1 && m.what === "too long"),
     ...part("query", true),
@@ -159,47 +175,50 @@ beforeAll(async () => {
 
 afterAll(() => vi.restoreAllMocks());
 
-describe.each(operations.map((operation) => [`${operation.method.toUpperCase()} ${operation.template}`, operation] as const))("%s", (_, operation) => {
-  const requests = arbitrary(operation.schema, resolve) as fc.Arbitrary<Request>;
+describe.each(operations.map((operation) => [`${operation.method.toUpperCase()} ${operation.template}`, operation] as const))(
+  "%s",
+  (_, operation) => {
+    const requests = arbitrary(operation.schema, resolve) as fc.Arbitrary<Request>;
 
-  it("accepts what the document calls valid (no 400 but for a rule it states in words)", async () => {
-    await fc.assert(
-      fc.asyncProperty(requests, async (request) => {
-        expect(operation.validator.validate(request).errors).toEqual([]); // the generator keeps to the document
-        const res = await send(operation, request);
-        const label = `${JSON.stringify(request).slice(0, 300)} → ${res.status} ${await res.clone().text()}`;
-        expect(res.status, label).toBeLessThan(500);
-        const described = describedRuleBroken(operation, request);
-        if (described) {
-          expect(res.status, label).toBe(400);
-          expect(await detailOf(res), label).toContain(described);
-        } else {
-          expect(res.status, label).not.toBe(400);
-        }
-      }),
-      { numRuns: RUNS },
-    );
-  });
+    it("accepts what the document calls valid (no 400 but for a rule it states in words)", async () => {
+      await fc.assert(
+        fc.asyncProperty(requests, async (request) => {
+          expect(operation.validator.validate(request).errors).toEqual([]); // the generator keeps to the document
+          const res = await send(operation, request);
+          const label = `${JSON.stringify(request).slice(0, 300)} → ${res.status} ${await res.clone().text()}`;
+          expect(res.status, label).toBeLessThan(500);
+          const described = describedRuleBroken(operation, request);
+          if (described) {
+            expect(res.status, label).toBe(400);
+            expect(await detailOf(res), label).toContain(described);
+          } else {
+            expect(res.status, label).not.toBe(400);
+          }
+        }),
+        { numRuns: RUNS },
+      );
+    });
 
-  it("refuses with 400 naming the field what one change makes invalid per the document (each kind of change, every run)", async () => {
-    await fc.assert(
-      fc.asyncProperty(requests, fc.nat(), async (request, pick) => {
-        fc.pre(describedRuleBroken(operation, request) === undefined);
-        const variants = invalidVariants(operation, request);
-        fc.pre(variants.length > 0);
-        // One variant of each kind (wrong type, too long, unknown field, …), so no kind is left to chance.
-        const kinds = new Map<string, Mutation[]>();
-        for (const variant of variants) kinds.set(variant.what, [...(kinds.get(variant.what) ?? []), variant]);
-        for (const ofKind of kinds.values()) {
-          const variant = ofKind[pick % ofKind.length]!;
-          const res = await send(operation, variant.value as Request);
-          const label = `${variant.what} at ${variant.named}: ${JSON.stringify(variant.value).slice(0, 300)} → ${res.status} ${await res.clone().text()}`;
-          expect(res.status, label).toBe(400);
-          expect(await detailOf(res), label).toContain(variant.named);
-        }
-      }),
-      { numRuns: INVALID_RUNS, maxSkipsPerRun: 50 },
-    );
-    // A body with many optional fields (a webhook's filters) has many variants to check: on a loaded machine that takes seconds.
-  }, 20_000);
-});
+    it("refuses with 400 naming the field what one change makes invalid per the document (each kind of change, every run)", async () => {
+      await fc.assert(
+        fc.asyncProperty(requests, fc.nat(), async (request, pick) => {
+          fc.pre(describedRuleBroken(operation, request) === undefined);
+          const variants = invalidVariants(operation, request);
+          fc.pre(variants.length > 0);
+          // One variant of each kind (wrong type, too long, unknown field, …), so no kind is left to chance.
+          const kinds = new Map<string, Mutation[]>();
+          for (const variant of variants) kinds.set(variant.what, [...(kinds.get(variant.what) ?? []), variant]);
+          for (const ofKind of kinds.values()) {
+            const variant = ofKind[pick % ofKind.length]!;
+            const res = await send(operation, variant.value as Request);
+            const label = `${variant.what} at ${variant.named}: ${JSON.stringify(variant.value).slice(0, 300)} → ${res.status} ${await res.clone().text()}`;
+            expect(res.status, label).toBe(400);
+            expect(await detailOf(res), label).toContain(variant.named);
+          }
+        }),
+        { numRuns: INVALID_RUNS, maxSkipsPerRun: 50 },
+      );
+      // A body with many optional fields (a webhook's filters) has many variants to check: on a loaded machine that takes seconds.
+    }, 20_000);
+  },
+);

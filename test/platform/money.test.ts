@@ -1,11 +1,35 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { currencyExponent, currencySchema, formatMoney, MoneyError, moneyFieldsFit, moneyStringSchema, parseMoney } from "../../src/platform/money.ts";
+import {
+  currencyExponent,
+  currencySchema,
+  formatMoney,
+  MoneyError,
+  moneyFieldsFit,
+  moneyStringSchema,
+  parseMoney,
+} from "../../src/platform/money.ts";
 
 describe("currency exponents", () => {
   it.each([
-    ["USD", 2], ["EUR", 2], ["GBP", 2], ["CHF", 2], ["CAD", 2], ["AUD", 2], ["SEK", 2], ["NOK", 2], ["DKK", 2],
-    ["PLN", 2], ["CZK", 2], ["INR", 2], ["BRL", 2], ["MXN", 2], ["JPY", 0], ["KRW", 0], ["BHD", 3], ["KWD", 3],
+    ["USD", 2],
+    ["EUR", 2],
+    ["GBP", 2],
+    ["CHF", 2],
+    ["CAD", 2],
+    ["AUD", 2],
+    ["SEK", 2],
+    ["NOK", 2],
+    ["DKK", 2],
+    ["PLN", 2],
+    ["CZK", 2],
+    ["INR", 2],
+    ["BRL", 2],
+    ["MXN", 2],
+    ["JPY", 0],
+    ["KRW", 0],
+    ["BHD", 3],
+    ["KWD", 3],
   ])("%s has %i decimals", (currency, exponent) => {
     expect(currencyExponent(currency)).toBe(exponent);
   });
@@ -72,7 +96,12 @@ describe("formatMoney", () => {
   });
 
   it("round-trips", () => {
-    for (const [text, currency] of [["14.99", "USD"], ["1500", "JPY"], ["1.250", "BHD"], ["0.10", "GBP"]] as const) {
+    for (const [text, currency] of [
+      ["14.99", "USD"],
+      ["1500", "JPY"],
+      ["1.250", "BHD"],
+      ["0.10", "GBP"],
+    ] as const) {
       expect(formatMoney(parseMoney(text, currency), currency)).toBe(text);
     }
   });
@@ -83,7 +112,9 @@ describe("formatMoney", () => {
 });
 
 describe("zod schemas", () => {
-  const offer = z.object({ price: moneyStringSchema, shipping_cost: moneyStringSchema.optional(), currency: currencySchema }).superRefine(moneyFieldsFit(["price", "shipping_cost"]));
+  const offer = z
+    .object({ price: moneyStringSchema, shipping_cost: moneyStringSchema.optional(), currency: currencySchema })
+    .superRefine(moneyFieldsFit(["price", "shipping_cost"]));
 
   it("accepts amounts that fit their currency", () => {
     expect(offer.parse({ price: "1500", currency: "JPY" })).toEqual({ price: "1500", currency: "JPY" });

@@ -6,7 +6,7 @@ import { database } from "../../src/platform/db.ts";
 import { addHistory, createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { commitEvents, HOUR } from "../helpers/events.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
-import { costOf, statementsOf, type Cost } from "../helpers/statements.ts";
+import { type Cost, costOf, statementsOf } from "../helpers/statements.ts";
 import { accountToken } from "../helpers/tokens.ts";
 import { hookUrl, installReceiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook } from "../helpers/webhooks.ts";
@@ -20,7 +20,8 @@ import { createWebhook } from "../helpers/webhooks.ts";
 const MANY = 2000;
 const ago = (hours: number) => new Date(Date.now() - hours * HOUR).toISOString();
 /** Rows generated inside D1 (a recursive CTE), so a few thousand cost one statement. */
-const generate = (count: number, insert: string) => env.DB.prepare(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count}) ${insert}`).run();
+const generate = (count: number, insert: string) =>
+  env.DB.prepare(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count}) ${insert}`).run();
 
 let key: string;
 let login: string;
@@ -34,20 +35,38 @@ beforeAll(async () => {
   // Events: one archived object, MANY in D1 (one each 10 s) older than the `since` asked for, and a few recent ones.
   await commitEvents(50, 20);
   await archiveEvents(database(env.DB), env.ARCHIVE);
-  await generate(MANY, `INSERT INTO events (id, type, timestamp, payload, created_at, fanned_out_at) SELECT printf('evt_%032x', i), 'price.changed', t, '{"type":"price.changed","timestamp":"' || t || '","data":{}}', t, t FROM (SELECT i, strftime('%Y-%m-%dT%H:%M:%fZ', '${ago(20)}', printf('-%d seconds', 10 * i)) AS t FROM n)`);
+  await generate(
+    MANY,
+    `INSERT INTO events (id, type, timestamp, payload, created_at, fanned_out_at) SELECT printf('evt_%032x', i), 'price.changed', t, '{"type":"price.changed","timestamp":"' || t || '","data":{}}', t, t FROM (SELECT i, strftime('%Y-%m-%dT%H:%M:%fZ', '${ago(20)}', printf('-%d seconds', 10 * i)) AS t FROM n)`,
+  );
   recent = await commitEvents(1, 5);
   // History: another product's MANY rows beside ours.
   await createCompetitor({ id: "cmp_rows", name: "Rows" });
   await createProduct({ id: "prd_ours", sku: "OURS" });
   await createProduct({ id: "prd_busy", sku: "BUSY" });
-  await addHistory("prd_ours", [1, 2, 3].map((i) => ({ competitor: "cmp_rows", price: `${i}.00`, observedAt: ago(i) })));
-  await generate(MANY, `INSERT INTO price_history (product_id, competitor_id, price_minor, currency, in_stock, observed_at) SELECT 'prd_busy', 'cmp_rows', i, 'USD', 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%d minutes', i)) FROM n`);
+  await addHistory(
+    "prd_ours",
+    [1, 2, 3].map((i) => ({ competitor: "cmp_rows", price: `${i}.00`, observedAt: ago(i) })),
+  );
+  await generate(
+    MANY,
+    `INSERT INTO price_history (product_id, competitor_id, price_minor, currency, in_stock, observed_at) SELECT 'prd_busy', 'cmp_rows', i, 'USD', 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%d minutes', i)) FROM n`,
+  );
   // Other accounts' keys and webhooks, and another webhook's deliveries.
   await generate(MANY, `INSERT INTO accounts (id) SELECT printf('other-%d', i) FROM n`);
-  await generate(MANY, `INSERT INTO api_keys (id, account_id, name, prefix, key_hash) SELECT printf('key_other%d', i), printf('other-%d', i), 'k', 'pda_x', printf('%064x', i) FROM n`);
-  await generate(MANY, `INSERT INTO webhooks (id, account_id, url, events, secret_ciphertext) SELECT printf('whk_other%d', i), printf('other-%d', i), 'https://hooks.test/x', '["price.changed"]', 'v1.x.y' FROM n`);
+  await generate(
+    MANY,
+    `INSERT INTO api_keys (id, account_id, name, prefix, key_hash) SELECT printf('key_other%d', i), printf('other-%d', i), 'k', 'pda_x', printf('%064x', i) FROM n`,
+  );
+  await generate(
+    MANY,
+    `INSERT INTO webhooks (id, account_id, url, events, secret_ciphertext) SELECT printf('whk_other%d', i), printf('other-%d', i), 'https://hooks.test/x', '["price.changed"]', 'v1.x.y' FROM n`,
+  );
   hookId = (await createWebhook(login, { url: hookUrl() })).id;
-  await generate(MANY, `INSERT INTO webhook_deliveries (event_id, webhook_id, type, attempt, duration_ms, outcome, delivered_at) SELECT printf('evt_%032x', i), 'whk_other1', 'price.changed', 1, 5, 'delivered', '${ago(1)}' FROM n`);
+  await generate(
+    MANY,
+    `INSERT INTO webhook_deliveries (event_id, webhook_id, type, attempt, duration_ms, outcome, delivered_at) SELECT printf('evt_%032x', i), 'whk_other1', 'price.changed', 1, 5, 'delivered', '${ago(1)}' FROM n`,
+  );
   await publishCatalogue();
   vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
 });
@@ -67,7 +86,10 @@ describe("rows read by client-triggered queries", () => {
     ["GET /events?since= (MANY older rows in D1)", () => readsOf("GET", `/events?since=${encodeURIComponent(ago(2))}`, key)],
     ["GET /events?after= (a recent cursor)", () => readsOf("GET", `/events?after=${recent[0]}`, key)],
     ["GET /events?type= from the start (archive, then D1)", () => readsOf("GET", `/events?type=stock.changed&limit=5`, key)],
-    ["GET /events?since=&type=", () => readsOf("GET", `/events?since=${encodeURIComponent(ago(30))}&type=stock.changed&type=price.changed&limit=3`, key)],
+    [
+      "GET /events?since=&type=",
+      () => readsOf("GET", `/events?since=${encodeURIComponent(ago(30))}&type=stock.changed&type=price.changed&limit=3`, key),
+    ],
     ["GET /products/:id/history (another product's MANY rows)", () => readsOf("GET", "/products/prd_ours/history", key)],
     ["POST /webhooks/:id/replay", () => readsOf("POST", `/webhooks/${hookId}/replay`, login, { since: ago(2) }, 202)],
     ["GET /webhooks/:id/deliveries (another webhook's MANY)", () => readsOf("GET", `/webhooks/${hookId}/deliveries`, login)],
@@ -79,7 +101,8 @@ describe("rows read by client-triggered queries", () => {
     for (const cost of costs) {
       // An index range: a few rows of lookups beside what it returns, never the MANY.
       expect(cost.rowsRead, `${cost.sql}\n${cost.plan.join("\n")}`).toBeLessThanOrEqual(2 * cost.rowsReturned + 25);
-      for (const step of cost.plan) expect(step, cost.sql).not.toMatch(/^SCAN (events|price_history|webhook_deliveries|api_keys|webhooks)\b(?!.*USING)/);
+      for (const step of cost.plan)
+        expect(step, cost.sql).not.toMatch(/^SCAN (events|price_history|webhook_deliveries|api_keys|webhooks)\b(?!.*USING)/);
     }
   });
 });

@@ -27,7 +27,12 @@ describe("concurrent ingestions of disjoint products", () => {
   it("16 at once all answer 200 on their first write, and each marks its products with its own batch's version", async () => {
     // Two stored products each, changed at once, plus one new product each.
     const skus = Array.from({ length: 16 }, () => [sku("DISJ-A"), sku("DISJ-B"), sku("DISJ-NEW")] as const);
-    await ingest(skus.flatMap(([a, b]) => [{ sku: a, observed_at: T1 }, { sku: b, observed_at: T1 }]));
+    await ingest(
+      skus.flatMap(([a, b]) => [
+        { sku: a, observed_at: T1 },
+        { sku: b, observed_at: T1 },
+      ]),
+    );
     const before = await version();
 
     const batches = holdIngestionWrites(16);
@@ -41,7 +46,13 @@ describe("concurrent ingestions of disjoint products", () => {
       ),
     );
     for (const res of responses) {
-      expect(await expectJson(res, 200)).toEqual({ received: 3, products_created: 1, offers_created: 1, price_changes: 1, stock_changes: 1 });
+      expect(await expectJson(res, 200)).toEqual({
+        received: 3,
+        products_created: 1,
+        offers_created: 1,
+        price_changes: 1,
+        stock_changes: 1,
+      });
     }
     expect(batches()).toEqual({ reads: 16, writes: 16 }); // no write failed its guard, none was retried
     expect(await version()).toBe(before + 16);
@@ -67,7 +78,10 @@ describe("concurrent ingestions of the same products", () => {
     const batches = holdIngestionWrites(8);
     const responses = await Promise.all(
       own.map((mine, i) =>
-        postObservations([observation({ sku: shared, observed_at: at(i + 1), price: `${11 + i}.00` }), observation({ sku: mine, observed_at: at(i + 1) })]),
+        postObservations([
+          observation({ sku: shared, observed_at: at(i + 1), price: `${11 + i}.00` }),
+          observation({ sku: mine, observed_at: at(i + 1) }),
+        ]),
       ),
     );
     const results = await Promise.all(responses.map((res) => expectJson(res, 200)));
@@ -90,7 +104,9 @@ describe("concurrent ingestions of the same products", () => {
     const created = sku("SAME-NEW");
     holdIngestionWrites(2);
     const responses = await Promise.all(
-      ["cmp_first", "cmp_second"].map((id) => postObservations([observation({ sku: created, observed_at: T1, competitor: { id, name: id } })])),
+      ["cmp_first", "cmp_second"].map((id) =>
+        postObservations([observation({ sku: created, observed_at: T1, competitor: { id, name: id } })]),
+      ),
     );
     const results = await Promise.all(responses.map((res) => expectJson(res, 200)));
     expect(results.map((r) => r.products_created).sort()).toEqual([0, 1]);
@@ -98,5 +114,4 @@ describe("concurrent ingestions of the same products", () => {
     expect(rows).toHaveLength(1);
     expect(await db().select().from(offers).where(eq(offers.productId, rows[0]!.id))).toHaveLength(2);
   });
-
 });

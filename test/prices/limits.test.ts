@@ -6,7 +6,7 @@ import { database } from "../../src/platform/db.ts";
 import { catalogueState, events, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { MAX_OBSERVATIONS } from "../../src/prices/schema.ts";
 import { D1_MAX_VALUE_BYTES, enforceD1Limits, isIngestionWrite } from "../helpers/d1.ts";
-import { expectJson, call } from "../helpers/http.ts";
+import { call, expectJson } from "../helpers/http.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { observation } from "../helpers/webhooks.ts";
 
@@ -48,9 +48,18 @@ describe("the largest legal ingestion", () => {
     const bytes = utf8.encode(JSON.stringify(change)).byteLength;
     expect(bytes).toBeGreaterThan(MAX_BODY_BYTES * 0.95);
     expect(bytes).toBeLessThanOrEqual(MAX_BODY_BYTES);
-    expect(await expectJson(await post(change), 200)).toEqual({ received: 1000, products_created: 0, offers_created: 0, price_changes: 1000, stock_changes: 1000 });
+    expect(await expectJson(await post(change), 200)).toEqual({
+      received: 1000,
+      products_created: 0,
+      offers_created: 0,
+      price_changes: 1000,
+      stock_changes: 1000,
+    });
 
-    const ids = db().select({ id: products.id }).from(products).where(sql`${products.sku} IN (SELECT value FROM json_each(${JSON.stringify(skus)}))`);
+    const ids = db()
+      .select({ id: products.id })
+      .from(products)
+      .where(sql`${products.sku} IN (SELECT value FROM json_each(${JSON.stringify(skus)}))`);
     expect(await eventCount()).toBe(eventsBefore + 2000);
     const [history] = await db().select({ n: count() }).from(priceHistory).where(inArray(priceHistory.productId, ids));
     expect(history!.n).toBe(2000);
@@ -68,8 +77,12 @@ describe("the largest legal ingestion", () => {
     let eventStatements = 0;
     vi.spyOn(env.DB, "batch").mockImplementation(async (statements) => {
       if (!isIngestionWrite(statements)) return batch(statements);
-      eventStatements = statements.filter((s) => (s as D1PreparedStatement & { statement: string }).statement.startsWith('INSERT INTO "events"')).length;
-      const failing = env.DB.prepare("INSERT INTO offers (product_id, competitor_id, price_minor, currency, in_stock) VALUES ('x', 'y', -1, 'USD', 1)");
+      eventStatements = statements.filter((s) =>
+        (s as D1PreparedStatement & { statement: string }).statement.startsWith('INSERT INTO "events"'),
+      ).length;
+      const failing = env.DB.prepare(
+        "INSERT INTO offers (product_id, competitor_id, price_minor, currency, in_stock) VALUES ('x', 'y', -1, 'USD', 1)",
+      );
       return batch([...statements, failing]);
     });
     const res = await post(bodyOf(skus, T3, "12.50", false));
@@ -80,8 +93,11 @@ describe("the largest legal ingestion", () => {
     const [eventsAfter] = await db().select({ n: count() }).from(events);
     expect(eventsAfter!.n).toBe(eventsBefore!.n);
     const [one] = await db().select({ id: products.id }).from(products).where(eq(products.sku, skus[0]!));
-    expect(await db().select({ price: offers.priceMinor, inStock: offers.inStock, at: offers.checkedAt }).from(offers).where(eq(offers.productId, one!.id))).toEqual([
-      { price: 1000, inStock: true, at: T1 },
-    ]);
+    expect(
+      await db()
+        .select({ price: offers.priceMinor, inStock: offers.inStock, at: offers.checkedAt })
+        .from(offers)
+        .where(eq(offers.productId, one!.id)),
+    ).toEqual([{ price: 1000, inStock: true, at: T1 }]);
   });
 });

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { asc, count, eq } from "drizzle-orm";
-import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
+import type { ProductView } from "../../src/catalogue/schema.ts";
 import { database } from "../../src/platform/db.ts";
 import { catalogueState, competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
-import type { ProductView } from "../../src/catalogue/schema.ts";
 import type { EventMessage, WebhookMessage } from "../../src/webhooks/messages.ts";
 import { buildCatalogue, newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
@@ -59,7 +59,14 @@ describe("POST /admin/observations: new observations", () => {
       { sku: "NEW-A", observed_at: T1, price: "14.99" },
       { sku: "NEW-A", observed_at: T1, competitor: walmart, price: "15.49", in_stock: false },
       { sku: "NEW-B", observed_at: T1, competitor: { id: "cmp_rakuten", name: "Rakuten" }, price: "1500", currency: "JPY" },
-      { sku: "NEW-C", observed_at: T1, competitor: { id: "cmp_gulf", name: "Gulf" }, price: "1.250", currency: "BHD", shipping_cost: "0.500" },
+      {
+        sku: "NEW-C",
+        observed_at: T1,
+        competitor: { id: "cmp_gulf", name: "Gulf" },
+        price: "1.250",
+        currency: "BHD",
+        shipping_cost: "0.500",
+      },
     ]);
     expect(result).toEqual({ received: 4, products_created: 3, offers_created: 4, price_changes: 0, stock_changes: 0 });
     const after = await counts();
@@ -87,7 +94,9 @@ describe("POST /admin/observations: new observations", () => {
     const first = await call("GET", "/products", { token: key });
     const etag = first.headers.get("ETag")!;
     await ingest([{ sku: "ETAG-1", observed_at: T1 }]);
-    expect(await db().select({ changed: products.changedVersion }).from(products).where(eq(products.sku, "ETAG-1")).get()).toEqual({ changed: await version() });
+    expect(await db().select({ changed: products.changedVersion }).from(products).where(eq(products.sku, "ETAG-1")).get()).toEqual({
+      changed: await version(),
+    });
     await buildCatalogue(); // what the builder's alarm does after the ingestion's poke
     const second = await call("GET", "/products", { token: key, headers: { "If-None-Match": etag } });
     expect(second.status).toBe(200);
@@ -98,7 +107,13 @@ describe("POST /admin/observations: new observations", () => {
   it("costs one D1 batch to read and one to write, whatever the number of observations (1,000 here)", async () => {
     const observations = Array.from({ length: 1000 }, (_, i) => observation({ sku: `BULK-${i}`, price: `${i}.99`, observed_at: T1 }));
     const res = await postObservations(observations);
-    expect(await expectJson(res, 200)).toEqual({ received: 1000, products_created: 1000, offers_created: 1000, price_changes: 0, stock_changes: 0 });
+    expect(await expectJson(res, 200)).toEqual({
+      received: 1000,
+      products_created: 1000,
+      offers_created: 1000,
+      price_changes: 0,
+      stock_changes: 0,
+    });
     expect(workCounts(res).d1).toBe(2);
     expect((await product("BULK-999")).offers[0]!.price).toBe("999.99");
   });
@@ -156,7 +171,14 @@ describe("changes", () => {
     });
     const events = sentEvents();
     expect(events.map((m) => m.event.type)).toEqual(["stock.changed"]);
-    expect(events[0]!.event.data).toMatchObject({ sku: "CHG-STOCK", price: "5.00", currency: "USD", in_stock_before: true, in_stock: false, observed_at: T2 });
+    expect(events[0]!.event.data).toMatchObject({
+      sku: "CHG-STOCK",
+      price: "5.00",
+      currency: "USD",
+      in_stock_before: true,
+      in_stock: false,
+      observed_at: T2,
+    });
     expect((await historyOf("CHG-STOCK")).map((h) => h.inStock)).toEqual([true, false]);
     expect((await product("CHG-STOCK")).offers[0]!.previous_price).toBeNull();
   });
@@ -164,7 +186,10 @@ describe("changes", () => {
   it("price and stock together: one history row, two events", async () => {
     await ingest([{ sku: "CHG-BOTH", observed_at: T1, price: "20.00", in_stock: false }]);
     sent.mockClear();
-    expect(await ingest([{ sku: "CHG-BOTH", observed_at: T2, price: "25.00", in_stock: true }])).toMatchObject({ price_changes: 1, stock_changes: 1 });
+    expect(await ingest([{ sku: "CHG-BOTH", observed_at: T2, price: "25.00", in_stock: true }])).toMatchObject({
+      price_changes: 1,
+      stock_changes: 1,
+    });
     expect(sentEvents().map((m) => [m.event.type, m.event.data.direction ?? m.event.data.in_stock])).toEqual([
       ["price.changed", "up"],
       ["stock.changed", true],
@@ -179,7 +204,14 @@ describe("changes", () => {
     expect(await ingest([{ sku: "CHG-CUR", observed_at: T2, price: "9.00", currency: "EUR" }])).toMatchObject({ price_changes: 1 });
     const [message] = sentEvents();
     expect(message!.price_change).toBeNull();
-    expect(message!.event.data).toMatchObject({ currency: "EUR", old_price: null, new_price: "9.00", change_abs: null, change_pct: null, direction: null });
+    expect(message!.event.data).toMatchObject({
+      currency: "EUR",
+      old_price: null,
+      new_price: "9.00",
+      change_abs: null,
+      change_pct: null,
+      direction: null,
+    });
     expect((await product("CHG-CUR")).offers[0]).toMatchObject({ price: "9.00", currency: "EUR", previous_price: null });
   });
 
@@ -202,7 +234,13 @@ describe("unchanged, replayed and stale observations", () => {
   it("the same price and stock later: no history, no event; only checked_at moves", async () => {
     await ingest([{ sku: "SAME", observed_at: T1 }]);
     sent.mockClear();
-    expect(await ingest([{ sku: "SAME", observed_at: T2 }])).toEqual({ received: 1, products_created: 0, offers_created: 0, price_changes: 0, stock_changes: 0 });
+    expect(await ingest([{ sku: "SAME", observed_at: T2 }])).toEqual({
+      received: 1,
+      products_created: 0,
+      offers_created: 0,
+      price_changes: 0,
+      stock_changes: 0,
+    });
     expect(sentEvents()).toEqual([]);
     expect(await historyOf("SAME")).toHaveLength(1);
     expect((await product("SAME")).offers[0]!.checked_at).toBe(T2);
@@ -218,7 +256,13 @@ describe("unchanged, replayed and stale observations", () => {
     const [before, versionBefore] = [await counts(), await version()];
     const etag = (await call("GET", "/products", { token: key })).headers.get("ETag");
     expect(await ingest(batch)).toEqual({ received: 2, products_created: 0, offers_created: 0, price_changes: 0, stock_changes: 0 });
-    expect(await ingest(batch.slice(1))).toEqual({ received: 1, products_created: 0, offers_created: 0, price_changes: 0, stock_changes: 0 });
+    expect(await ingest(batch.slice(1))).toEqual({
+      received: 1,
+      products_created: 0,
+      offers_created: 0,
+      price_changes: 0,
+      stock_changes: 0,
+    });
     expect(await counts()).toEqual(before);
     expect(await version()).toBe(versionBefore);
     expect(sentEvents()).toEqual([]);
@@ -228,7 +272,10 @@ describe("unchanged, replayed and stale observations", () => {
   it("an observation older than the offer's checked_at does not overwrite it", async () => {
     await ingest([{ sku: "STALE", observed_at: T2, price: "10.00" }]);
     sent.mockClear();
-    expect(await ingest([{ sku: "STALE", observed_at: T1, price: "99.00", in_stock: false }])).toMatchObject({ price_changes: 0, stock_changes: 0 });
+    expect(await ingest([{ sku: "STALE", observed_at: T1, price: "99.00", in_stock: false }])).toMatchObject({
+      price_changes: 0,
+      stock_changes: 0,
+    });
     expect((await product("STALE")).offers[0]).toMatchObject({ price: "10.00", in_stock: true, checked_at: T2 });
     expect(sentEvents()).toEqual([]);
   });
@@ -244,7 +291,9 @@ describe("unchanged, replayed and stale observations", () => {
 describe("products and competitors", () => {
   it("product details: the first observation sets them, later ones only fill in what is missing", async () => {
     await ingest([{ sku: "DETAILS", name: "First name", brand: "Acme", observed_at: T1 }]);
-    await ingest([{ sku: "DETAILS", name: "Other shop's name", brand: "ACME Corp", category: "Tools", gtin: "0012345678905", observed_at: T2 }]);
+    await ingest([
+      { sku: "DETAILS", name: "Other shop's name", brand: "ACME Corp", category: "Tools", gtin: "0012345678905", observed_at: T2 },
+    ]);
     expect(await product("DETAILS")).toMatchObject({ name: "First name", brand: "Acme", category: "Tools", gtin: "0012345678905" });
   });
 
@@ -256,7 +305,8 @@ describe("products and competitors", () => {
       { sku: mine, competitor: stored, observed_at: T1, price: "10.00" },
       { sku: other, competitor: stored, observed_at: T1 },
     ]);
-    const mark = async (sku: string) => (await db().select({ v: products.changedVersion }).from(products).where(eq(products.sku, sku)).get())!.v;
+    const mark = async (sku: string) =>
+      (await db().select({ v: products.changedVersion }).from(products).where(eq(products.sku, sku)).get())!.v;
     const [versionBefore, otherMark] = [await version(), await mark(other)];
     sent.mockClear();
 
@@ -282,7 +332,9 @@ describe("concurrent ingestions of the same offer", () => {
     sent.mockClear();
     const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, "0")}:00.000Z`;
     const responses = await Promise.all(
-      [11, 12, 13, 14, 15].map((minute) => postObservations([observation({ sku: "RACE", observed_at: at(minute), price: `${minute}.00` })])),
+      [11, 12, 13, 14, 15].map((minute) =>
+        postObservations([observation({ sku: "RACE", observed_at: at(minute), price: `${minute}.00` })]),
+      ),
     );
     const results = await Promise.all(responses.map((res) => expectJson(res, 200)));
     const changes = results.reduce((sum, r) => sum + r.price_changes, 0);

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { count } from "drizzle-orm";
-import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { database } from "../../src/platform/db.ts";
 import { catalogueState, competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import type { WebhookMessage } from "../../src/webhooks/messages.ts";
@@ -72,14 +72,30 @@ describe("POST /admin/observations refuses a bad observation with 400 naming it,
     ["a competitor that is not an object", withBad({ competitor: "amazon" }), /observations\.3\.competitor: must be a JSON object/],
     ["a competitor id with spaces", withBad({ competitor: { id: "amazon com", name: "Amazon" } }), /observations\.3\.competitor\.id/],
     ["an observed_at that is not a date", withBad({ observed_at: "yesterday" }), /observations\.3\.observed_at: must be an ISO-8601/],
-    ["an observed_at in the future", withBad({ observed_at: "2099-01-01T00:00:00Z" }), /observations\.3\.observed_at: must not be in the future/],
+    [
+      "an observed_at in the future",
+      withBad({ observed_at: "2099-01-01T00:00:00Z" }),
+      /observations\.3\.observed_at: must not be in the future/,
+    ],
     ["an unknown field", withBad({ colour: "red" }), /observations\.3.*colour/],
     ["a url that is not http(s)", withBad({ url: "javascript:alert(1)" }), /observations\.3\.url/],
     // RFC 3986 is ASCII only (the document's format: uri): an internationalised host arrives punycoded.
-    ["a url with a non-ASCII host (the fuzzer's)", withBad({ url: "https://\u00cf" }), /observations\.3\.url: must be an absolute RFC 3986 URI/],
-    ["a url with a non-ASCII path", withBad({ url: "https://shop.example/caf\u00e9" }), /observations\.3\.url: must be an absolute RFC 3986 URI/],
+    [
+      "a url with a non-ASCII host (the fuzzer's)",
+      withBad({ url: "https://\u00cf" }),
+      /observations\.3\.url: must be an absolute RFC 3986 URI/,
+    ],
+    [
+      "a url with a non-ASCII path",
+      withBad({ url: "https://shop.example/caf\u00e9" }),
+      /observations\.3\.url: must be an absolute RFC 3986 URI/,
+    ],
     ["a url with a space", withBad({ url: "https://shop.example/a b" }), /observations\.3\.url: must be an absolute RFC 3986 URI/],
-    ["a url with a bad percent escape", withBad({ url: "https://shop.example/100%" }), /observations\.3\.url: must be an absolute RFC 3986 URI/],
+    [
+      "a url with a bad percent escape",
+      withBad({ url: "https://shop.example/100%" }),
+      /observations\.3\.url: must be an absolute RFC 3986 URI/,
+    ],
     ["a gtin that is not digits", withBad({ gtin: "ABC" }), /observations\.3\.gtin: must be 8 to 14 digits/],
   ];
 
@@ -98,7 +114,9 @@ describe("POST /admin/observations refuses a bad observation with 400 naming it,
     expect(await expectRefused(postObservations([]))).toMatch(/observations: must hold at least one/);
     const admin = await adminToken();
     expect(await expectRefused(call("POST", "/admin/observations", { token: admin, body: {} }))).toMatch(/observations: is required/);
-    expect(await expectRefused(call("POST", "/admin/observations", { token: admin, body: { observations: "x" } }))).toMatch(/observations: must be an array/);
+    expect(await expectRefused(call("POST", "/admin/observations", { token: admin, body: { observations: "x" } }))).toMatch(
+      /observations: must be an array/,
+    );
     expect(await expectRefused(call("POST", "/admin/observations", { token: admin, body: "{not json" }))).toMatch(/not valid JSON/);
   });
 });

@@ -74,7 +74,9 @@ describe("well-formed keys that match no key", () => {
     const madeUp = generateApiKey("pda").key;
     await expectJson(await call("GET", "/products", { token: madeUp }), 401);
     const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(madeUp)));
-    const tables = await runInDurableObject(stub, (_object, state) => state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'").toArray());
+    const tables = await runInDurableObject(stub, (_object, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'").toArray(),
+    );
     expect(tables).toEqual([]);
   });
 
@@ -89,7 +91,8 @@ describe("well-formed keys that match no key", () => {
 
   it("once the client IP's bucket is empty, a key hash not seen yet gets its 429 with no lookup", async () => {
     const ip = "192.0.2.91";
-    for (let i = 0; i < 30; i++) await expectJson(await call("GET", "/products", { token: generateApiKey("pda").key, headers: { "CF-Connecting-IP": ip } }), 401);
+    for (let i = 0; i < 30; i++)
+      await expectJson(await call("GET", "/products", { token: generateApiKey("pda").key, headers: { "CF-Connecting-IP": ip } }), 401);
     const res = await call("GET", "/products", { token: generateApiKey("pda").key, headers: { "CF-Connecting-IP": ip } });
     expect((await expectJson(res, 429)).detail).toBe("Rate limit exceeded: 30 requests per minute.");
     expect(workCounts(res)).toEqual({ d1: 0, keyDo: 0, otherDo: 1 }); // a look at the IP's bucket: no key object, no D1

@@ -2,7 +2,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
-import { LAST_USED_SHARDS, lastUsedShardName, lastUsedShardOf, MARK_EVERY_MS, type LastUsedLog } from "../../src/rate-limit/last-used.ts";
+import { LAST_USED_SHARDS, type LastUsedLog, lastUsedShardName, lastUsedShardOf, MARK_EVERY_MS } from "../../src/rate-limit/last-used.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { accountWithKey, addKey } from "../helpers/keys.ts";
@@ -87,21 +87,31 @@ describe("last_used_at", () => {
   it("one shard writes 2,000 keys' marks in one D1 statement; an older mark never replaces a newer one; its alarm flushes", async () => {
     const { sub } = await accountWithKey("free");
     const ids = Array.from({ length: 2_000 }, (_, i) => `key_${crypto.randomUUID().replaceAll("-", "")}${i}`);
-    const insert = env.DB.prepare("INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, last_used_at) VALUES (?, ?, 'k', 'pda_live_x', ?, 'active', ?, ?)");
+    const insert = env.DB.prepare(
+      "INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, last_used_at) VALUES (?, ?, 'k', 'pda_live_x', ?, 'active', ?, ?)",
+    );
     for (let i = 0; i < ids.length; i += 500) {
-      await env.DB.batch(ids.slice(i, i + 500).map((id) => insert.bind(id, sub, `hash-${id}`, iso(T0 - 1000), id.endsWith("7") ? iso(T0 + 9_000) : null)));
+      await env.DB.batch(
+        ids.slice(i, i + 500).map((id) => insert.bind(id, sub, `hash-${id}`, iso(T0 - 1000), id.endsWith("7") ? iso(T0 + 9_000) : null)),
+      );
     }
     const log = shard(3);
     // As 2,000 keys' objects would hand them, here in one call to keep the test fast.
     await runInDurableObject(log, (object: LastUsedLog) => ids.forEach((id) => object.note(id, iso(T0 + 1_000))));
     expect(await log.flush()).toEqual({ marks: 2_000, statements: 1 });
-    const rows = (await env.DB.prepare("SELECT id, last_used_at FROM api_keys WHERE account_id = ? AND name = 'k'").bind(sub).all<{ id: string; last_used_at: string }>()).results;
+    const rows = (
+      await env.DB.prepare("SELECT id, last_used_at FROM api_keys WHERE account_id = ? AND name = 'k'")
+        .bind(sub)
+        .all<{ id: string; last_used_at: string }>()
+    ).results;
     expect(rows).toHaveLength(2_000);
     for (const row of rows) expect(row.last_used_at).toBe(row.id.endsWith("7") ? iso(T0 + 9_000) : iso(T0 + 1_000));
 
     await log.note(ids[0]!, iso(T0 + 20_000)); // a note arms the shard's alarm, which writes it
     expect(await runDurableObjectAlarm(log)).toBe(true);
     expect(await log.flush()).toEqual({ marks: 0, statements: 0 });
-    expect((await env.DB.prepare("SELECT last_used_at FROM api_keys WHERE id = ?").bind(ids[0]).first())!.last_used_at).toBe(iso(T0 + 20_000));
+    expect((await env.DB.prepare("SELECT last_used_at FROM api_keys WHERE id = ?").bind(ids[0]).first())!.last_used_at).toBe(
+      iso(T0 + 20_000),
+    );
   });
 });

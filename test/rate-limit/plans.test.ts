@@ -4,10 +4,10 @@ import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
 import { PLAN_LIMITS } from "../../src/rate-limit/plans.ts";
 import type { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
+import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { accountWithKey, addKey } from "../helpers/keys.ts";
 import { adminToken } from "../helpers/tokens.ts";
-import { fakeDateAt } from "../helpers/clock.ts";
 
 // Time is controlled with a fake Date, which the worker and its Durable Objects share in these tests.
 const T0 = Date.parse("2030-01-01T00:00:00Z");

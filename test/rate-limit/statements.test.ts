@@ -3,8 +3,8 @@ import { env } from "cloudflare:workers";
 import { expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
 import { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
+import { accountWithKey } from "../helpers/keys.ts";
 
 const T0 = Date.parse("2030-07-01T09:00:10Z");
 fakeDateAt(T0);

@@ -13,7 +13,9 @@ const keyRecord = async (token: string, id: string) => {
 };
 
 const leakEvents = (accountId: string) =>
-  env.DB.prepare("SELECT id, type, payload FROM events WHERE account_id = ? AND type = 'api_key.leaked'").bind(accountId).all<{ id: string; payload: string }>();
+  env.DB.prepare("SELECT id, type, payload FROM events WHERE account_id = ? AND type = 'api_key.leaked'")
+    .bind(accountId)
+    .all<{ id: string; payload: string }>();
 
 describe("POST /secret-scanning/github", () => {
   it("revokes a live key before answering, records where it was found, and tells its account", async () => {
@@ -38,7 +40,15 @@ describe("POST /secret-scanning/github", () => {
     expect(JSON.parse(results[0]!.payload)).toEqual({
       type: "api_key.leaked",
       timestamp: record.revoked_at,
-      data: { account_id: sub, key_id: keyId, prefix: key.slice(0, 17), name: "test key", url, source: "commit", revoked_at: record.revoked_at },
+      data: {
+        account_id: sub,
+        key_id: keyId,
+        prefix: key.slice(0, 17),
+        name: "test key",
+        url,
+        source: "commit",
+        revoked_at: record.revoked_at,
+      },
     });
     // Never in the public feed.
     const feed = await expectJson<{ events: { id: string }[] }>(await call("GET", "/events?limit=1000", { token: other.key }), 200);
@@ -52,7 +62,14 @@ describe("POST /secret-scanning/github", () => {
     const madeUp = generateApiKey("pda").key; // well formed, never stored
     const tokens = [key, madeUp, "pda_live_typo", "ghp_notours", "", "ünïcødé 🔑"];
     const feedback = await expectJson<Feedback>(await report(tokens.map((t) => found(t))), 200);
-    expect(feedback.map((f) => f.label)).toEqual(["true_positive", "false_positive", "false_positive", "false_positive", "false_positive", "false_positive"]);
+    expect(feedback.map((f) => f.label)).toEqual([
+      "true_positive",
+      "false_positive",
+      "false_positive",
+      "false_positive",
+      "false_positive",
+      "false_positive",
+    ]);
     expect(feedback.map((f) => f.token_hash)).toEqual(await Promise.all(tokens.map(sha256Hex)));
     expect(await keyRecord(token, keyId)).toEqual({ ...before, revoked_reason: "deleted" });
   });
@@ -123,7 +140,9 @@ describe("POST /secret-scanning/github", () => {
     const b = await accountWithKey();
     const bSecond = await addKey(b.token);
     const live = [a.key, b.key, bSecond.key];
-    const noise = Array.from({ length: 10_000 - live.length }, (_, i) => (i % 2 ? generateApiKey("pda").key : `token-${i}-${crypto.randomUUID()}`));
+    const noise = Array.from({ length: 10_000 - live.length }, (_, i) =>
+      i % 2 ? generateApiKey("pda").key : `token-${i}-${crypto.randomUUID()}`,
+    );
     const tokens = [...noise.slice(0, 5000), ...live, ...noise.slice(5000)];
     const res = await report(tokens.map((t, i) => found(t, `https://github.com/org/repo-${i}/blob/main/é.js`)));
     const feedback = await expectJson<Feedback>(res, 200);

@@ -18,7 +18,12 @@ describe("DER to IEEE P1363", () => {
   });
 
   it("round-trips r and s with leading zero bytes", () => {
-    for (const [rLead, sLead] of [[1, 0], [0, 2], [3, 5], [31, 31]] as const) {
+    for (const [rLead, sLead] of [
+      [1, 0],
+      [0, 2],
+      [3, 5],
+      [31, 31],
+    ] as const) {
       const raw = new Uint8Array(64).fill(0x5a);
       raw.fill(0, 0, rLead);
       raw.fill(0, 32, 32 + sLead);

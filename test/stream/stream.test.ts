@@ -1,7 +1,6 @@
-import { exports } from "cloudflare:workers";
-import { env } from "cloudflare:workers";
-import { EventSource } from "eventsource";
+import { env, exports } from "cloudflare:workers";
 import { asc, like } from "drizzle-orm";
+import { EventSource } from "eventsource";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { database } from "../../src/platform/db.ts";
 import { events } from "../../src/platform/tables.ts";
@@ -25,7 +24,12 @@ let skus = 0;
 const newSku = () => `STREAM-${Date.now()}-${++skus}-ü`;
 
 async function eventIdsOf(sku: string): Promise<string[]> {
-  const rows = await db().select({ id: events.id }).from(events).where(like(events.payload, `%${sku}%`)).orderBy(asc(events.seq)).all();
+  const rows = await db()
+    .select({ id: events.id })
+    .from(events)
+    .where(like(events.payload, `%${sku}%`))
+    .orderBy(asc(events.seq))
+    .all();
   return rows.map((row) => row.id);
 }
 
@@ -77,7 +81,10 @@ describe("GET /events/stream", () => {
   it("backfills, goes live, and after a dropped connection resumes with Last-Event-ID, missing nothing and repeating nothing", async () => {
     const key = await newApiKey();
     const [watched, other] = [newSku(), newSku()];
-    await ingest([{ sku: watched, price: "10.00" }, { sku: other, price: "10.00" }]);
+    await ingest([
+      { sku: watched, price: "10.00" },
+      { sku: other, price: "10.00" },
+    ]);
     const before = (await eventIdsOf("")).at(-1); // the feed's latest event before this test's changes
     await ingest([{ sku: watched, price: "9.00" }]);
     await ingest([{ sku: other, price: "9.00" }]);
@@ -87,7 +94,9 @@ describe("GET /events/stream", () => {
     const received: { id: string; type: string; data: { data: { sku: string; new_price: string } } }[] = [];
     const query = new URLSearchParams([...(before ? [["after", before]] : []), ["skus", watched], ["type", "price.changed"]]);
     const source = new EventSource(`https://api.test/events/stream?${query}`, { fetch: net.fetch });
-    source.addEventListener("price.changed", (message) => received.push({ id: message.lastEventId, type: message.type, data: JSON.parse(message.data) }));
+    source.addEventListener("price.changed", (message) =>
+      received.push({ id: message.lastEventId, type: message.type, data: JSON.parse(message.data) }),
+    );
     try {
       await vi.waitFor(() => expect(received).toHaveLength(2), { timeout: 5_000, interval: 20 }); // the backfill
       await ingest([{ sku: watched, price: "7.00" }]);
@@ -126,23 +135,35 @@ describe("GET /events/stream", () => {
     expect(rateLimitOf(refused).remaining).toBe(rateLimitOf(open.at(-1)!).remaining! - 1);
 
     await open.pop()!.body!.cancel();
-    await vi.waitFor(async () => {
-      const again = await call("GET", "/events/stream", { token: key });
-      expect(again.status).toBe(200);
-      open.push(again);
-    }, { timeout: 5_000, interval: 50 });
+    await vi.waitFor(
+      async () => {
+        const again = await call("GET", "/events/stream", { token: key });
+        expect(again.status).toBe(200);
+        open.push(again);
+      },
+      { timeout: 5_000, interval: 50 },
+    );
     for (const res of open) await res.body!.cancel();
   });
 
   it("refuses what it cannot serve, before streaming", async () => {
     const key = await newApiKey();
-    expect((await expectJson(await call("GET", "/events/stream", { token: key, headers: { "Last-Event-ID": `evt_${"0".repeat(32)}` } }), 410)).detail).toContain("older than 30 days or unknown");
+    expect(
+      (await expectJson(await call("GET", "/events/stream", { token: key, headers: { "Last-Event-ID": `evt_${"0".repeat(32)}` } }), 410))
+        .detail,
+    ).toContain("older than 30 days or unknown");
     expect((await expectJson(await call("GET", "/events/stream?price_below=20", { token: key }), 400)).detail).toBe(
       "Invalid query: currency: is required with price_below (the currency the amounts are in)",
     );
-    expect((await expectJson(await call("GET", "/events/stream?new_low_days=0", { token: key }), 400)).detail).toContain("new_low_days: must be from 1 to 365");
-    expect((await expectJson(await call("GET", "/events/stream?direction=up&direction=down", { token: key }), 400)).detail).toContain("direction");
-    expect((await expectJson(await call("GET", "/events/stream", { token: key, headers: { "Last-Event-ID": "nope" } }), 400)).detail).toContain("last-event-id");
+    expect((await expectJson(await call("GET", "/events/stream?new_low_days=0", { token: key }), 400)).detail).toContain(
+      "new_low_days: must be from 1 to 365",
+    );
+    expect((await expectJson(await call("GET", "/events/stream?direction=up&direction=down", { token: key }), 400)).detail).toContain(
+      "direction",
+    );
+    expect(
+      (await expectJson(await call("GET", "/events/stream", { token: key, headers: { "Last-Event-ID": "nope" } }), 400)).detail,
+    ).toContain("last-event-id");
     expect((await call("GET", "/events/stream")).status).toBe(401);
     // None of those holds a slot.
     const streams = [];
@@ -155,9 +176,15 @@ describe("GET /events/stream", () => {
 describe("the stream's frames", () => {
   it("comment lines keep an idle stream open, and the server ends it after its lifetime (releasing its slot)", async () => {
     let ended = 0;
-    const frames = await eventFrames(db(), env.ARCHIVE, { after: undefined, since: new Date().toISOString(), rule: { minChangeBp: 0, filters: { skus: ["NONE"] } } }, { pollMs: 5, heartbeatMs: 10, lifetimeMs: 150 }, async () => {
-      ended++;
-    });
+    const frames = await eventFrames(
+      db(),
+      env.ARCHIVE,
+      { after: undefined, since: new Date().toISOString(), rule: { minChangeBp: 0, filters: { skus: ["NONE"] } } },
+      { pollMs: 5, heartbeatMs: 10, lifetimeMs: 150 },
+      async () => {
+        ended++;
+      },
+    );
     const text: string[] = [];
     for await (const frame of frames) text.push(frame);
     expect(text[0]).toBe("retry: 1000\n: connected\n\n");

@@ -5,11 +5,11 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { DELIVERY_TIMEOUT_MS, MAX_CONCURRENT_DELIVERIES, USER_AGENT } from "../../src/webhooks/consumer.ts";
-import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, JITTER } from "../../src/webhooks/schedule.ts";
+import { JITTER, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../src/webhooks/schedule.ts";
 import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
-import { hang, hookUrl, installReceiver, verifyWithLibrary, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, deliveryTo, newAccountToken, runQueue, testEvent, type CreatedWebhook } from "../helpers/webhooks.ts";
+import { hang, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
+import { type CreatedWebhook, createWebhook, deliveryTo, newAccountToken, runQueue, testEvent } from "../helpers/webhooks.ts";
 
 /**
  * The consumer, called as the queue calls it (createMessageBatch / getQueueResult): what it sends,
@@ -31,7 +31,8 @@ afterEach(() => receiver.assertNoStrayRequests());
 afterAll(() => vi.restoreAllMocks());
 
 const newWebhook = (body: Record<string, unknown> = {}) => createWebhook(token, { url: hookUrl(), ...body });
-const attemptsOf = (webhookId: string) => db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhookId)).orderBy(webhookDeliveries.id).all();
+const attemptsOf = (webhookId: string) =>
+  db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhookId)).orderBy(webhookDeliveries.id).all();
 const statusOf = async (webhook: CreatedWebhook) => expectJson(await call("GET", `/webhooks/${webhook.id}`, { token }), 200);
 
 describe("a delivery", () => {
@@ -114,7 +115,12 @@ describe("failures are retried on the schedule, with the same webhook-id", () =>
 
     const attempts = await attemptsOf(webhook.id);
     expect(attempts.map((a) => [a.attempt, a.statusCode, a.error, a.outcome])).toEqual(
-      Array.from({ length: MAX_ATTEMPTS }, (_, i) => [i + 1, 500, "The endpoint answered 500.", i + 1 < MAX_ATTEMPTS ? "retrying" : "failed"]),
+      Array.from({ length: MAX_ATTEMPTS }, (_, i) => [
+        i + 1,
+        500,
+        "The endpoint answered 500.",
+        i + 1 < MAX_ATTEMPTS ? "retrying" : "failed",
+      ]),
     );
     const { deliveries } = await expectJson(await call("GET", `/webhooks/${webhook.id}/deliveries`, { token }), 200);
     expect(deliveries[0]).toMatchObject({ event_id: message.event.id, attempt: MAX_ATTEMPTS, status_code: 500, outcome: "failed" });
@@ -158,7 +164,11 @@ describe("failures are retried on the schedule, with the same webhook-id", () =>
     receiver.respond(moved.url, () => new Response(null, { status: 301, headers: { Location: "http://127.0.0.1/" } }));
     const result = await runQueue([deliveryTo(broken.id), deliveryTo(moved.id)]);
     expect(result.retryMessages.map((r) => r.msgId).sort()).toEqual([...result.ids].sort());
-    expect((await attemptsOf(broken.id))[0]).toMatchObject({ statusCode: null, error: "The request failed: Network connection lost.", outcome: "retrying" });
+    expect((await attemptsOf(broken.id))[0]).toMatchObject({
+      statusCode: null,
+      error: "The request failed: Network connection lost.",
+      outcome: "retrying",
+    });
     expect((await attemptsOf(moved.id))[0]).toMatchObject({ statusCode: 301, outcome: "retrying" });
     expect(receiver.to(moved.url)).toHaveLength(1); // the Location was not fetched (it would be a stray request)
   });
@@ -171,7 +181,11 @@ describe("a 410 Gone", () => {
     const result = await runQueue([deliveryTo(webhook.id)]);
     expect(result.explicitAcks).toEqual(result.ids);
     expect(result.retryMessages).toEqual([]);
-    expect(await statusOf(webhook)).toMatchObject({ status: "disabled", disabled_at: expect.any(String), disabled_reason: "The endpoint answered 410 Gone." });
+    expect(await statusOf(webhook)).toMatchObject({
+      status: "disabled",
+      disabled_at: expect.any(String),
+      disabled_reason: "The endpoint answered 410 Gone.",
+    });
     expect((await attemptsOf(webhook.id)).map((a) => [a.statusCode, a.outcome])).toEqual([[410, "disabled"]]);
 
     const later = await runQueue([deliveryTo(webhook.id)]);
@@ -256,8 +270,23 @@ describe("the deliveries listing", () => {
     const { webhook_id, deliveries } = await expectJson(await call("GET", `/webhooks/${webhook.id}/deliveries`, { token }), 200);
     expect(webhook_id).toBe(webhook.id);
     expect(deliveries.map((d: { attempt: number }) => d.attempt)).toEqual([2, 1]);
-    expect(Object.keys(deliveries[0]).sort()).toEqual(["attempt", "delivered_at", "duration_ms", "error", "event_id", "outcome", "response_excerpt", "status_code", "type"]);
-    const newest = await db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhook.id)).orderBy(desc(webhookDeliveries.id)).get();
+    expect(Object.keys(deliveries[0]).sort()).toEqual([
+      "attempt",
+      "delivered_at",
+      "duration_ms",
+      "error",
+      "event_id",
+      "outcome",
+      "response_excerpt",
+      "status_code",
+      "type",
+    ]);
+    const newest = await db()
+      .select()
+      .from(webhookDeliveries)
+      .where(eq(webhookDeliveries.webhookId, webhook.id))
+      .orderBy(desc(webhookDeliveries.id))
+      .get();
     expect(deliveries[0].delivered_at).toBe(newest!.deliveredAt);
   });
 });

@@ -5,7 +5,7 @@ import { database } from "../../src/platform/db.ts";
 import { webhooks } from "../../src/platform/tables.ts";
 import { DISABLED_BY_ACCOUNT } from "../../src/webhooks/service.ts";
 import { call, expectJson } from "../helpers/http.ts";
-import { hookUrl, installReceiver, verifyWithLibrary, type Receiver } from "../helpers/webhook-receiver.ts";
+import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, newAccountToken, runQueue } from "../helpers/webhooks.ts";
 
 /** PATCH /webhooks/:id and POST /webhooks/:id/rotate-secret. */
@@ -28,11 +28,24 @@ describe("PATCH /webhooks/:id", () => {
     const token = await newAccountToken();
     const hook = await createWebhook(token, { url: hookUrl(), description: "first" });
     const url = hookUrl();
-    const updated = await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { url, events: ["stock.changed"], min_change_pct: 2.5 } }), 200);
-    expect(updated).toMatchObject({ id: hook.id, url, events: ["stock.changed"], min_change_pct: 2.5, description: "first", status: "enabled" });
+    const updated = await expectJson(
+      await call("PATCH", `/webhooks/${hook.id}`, { token, body: { url, events: ["stock.changed"], min_change_pct: 2.5 } }),
+      200,
+    );
+    expect(updated).toMatchObject({
+      id: hook.id,
+      url,
+      events: ["stock.changed"],
+      min_change_pct: 2.5,
+      description: "first",
+      status: "enabled",
+    });
     expect(updated).not.toHaveProperty("secret");
     expect(await expectJson(await call("GET", `/webhooks/${hook.id}`, { token }), 200)).toEqual(updated);
-    expect(await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { description: null } }), 200)).toMatchObject({ description: null, url });
+    expect(await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { description: null } }), 200)).toMatchObject({
+      description: null,
+      url,
+    });
   });
 
   it("disables by hand with the account's reason; enabling clears it", async () => {
@@ -44,7 +57,10 @@ describe("PATCH /webhooks/:id", () => {
     await runQueue([deliveryTo(hook.id)]);
     expect(receiver.to(hook.url)).toEqual([]);
 
-    await db().update(webhooks).set({ disabledReason: "The endpoint answered 410 Gone.", failingSince: new Date().toISOString() }).where(eq(webhooks.id, hook.id));
+    await db()
+      .update(webhooks)
+      .set({ disabledReason: "The endpoint answered 410 Gone.", failingSince: new Date().toISOString() })
+      .where(eq(webhooks.id, hook.id));
     const enabled = await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "enabled" } }), 200);
     expect(enabled).toMatchObject({ status: "enabled", disabled_at: null, disabled_reason: null });
     expect((await rowOf(hook.id))!.failingSince).toBeNull();
@@ -52,7 +68,7 @@ describe("PATCH /webhooks/:id", () => {
     expect(receiver.to(hook.url)).toHaveLength(1);
   });
 
-  it("a status it already has (a stale card's \"Disable\") answers 200 with the record, unchanged", async () => {
+  it('a status it already has (a stale card\'s "Disable") answers 200 with the record, unchanged', async () => {
     const token = await newAccountToken();
     const hook = await createWebhook(token, { url: hookUrl() });
     const enabled = await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "enabled" } }), 200);
@@ -138,7 +154,9 @@ describe("POST /webhooks/:id/rotate-secret", () => {
   it("concurrent calls take effect one after another: the losers answer 409, and deliveries carry the last shown secret and the one shown before it", async () => {
     const token = await newAccountToken();
     const hook = await createWebhook(token, { url: hookUrl() });
-    const responses = await Promise.all(Array.from({ length: 4 }, () => call("POST", `/webhooks/${hook.id}/rotate-secret`, { token, body: { grace_seconds: 3600 } })));
+    const responses = await Promise.all(
+      Array.from({ length: 4 }, () => call("POST", `/webhooks/${hook.id}/rotate-secret`, { token, body: { grace_seconds: 3600 } })),
+    );
     const shown: string[] = [];
     for (const res of responses) {
       if (res.status === 409) expect((await expectJson(res, 409)).detail).toContain("Another rotation");
@@ -149,13 +167,14 @@ describe("POST /webhooks/:id/rotate-secret", () => {
     await runQueue([deliveryTo(hook.id)]);
     const [request] = receiver.to(hook.url);
     const [newest, previous] = request!.headers["webhook-signature"]!.split(" ");
-    const signedBy = (signature: string) => [hook.secret, ...shown].filter((secret) => {
-      try {
-        return Boolean(verifyWithLibrary(secret, { ...request!, headers: { ...request!.headers, "webhook-signature": signature } }));
-      } catch {
-        return false;
-      }
-    });
+    const signedBy = (signature: string) =>
+      [hook.secret, ...shown].filter((secret) => {
+        try {
+          return Boolean(verifyWithLibrary(secret, { ...request!, headers: { ...request!.headers, "webhook-signature": signature } }));
+        } catch {
+          return false;
+        }
+      });
     const [current] = signedBy(newest!);
     expect(shown).toContain(current);
     // The one shown just before it: the original when one call took effect, else another call's (never the original, which a call replaced).

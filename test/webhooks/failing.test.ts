@@ -47,7 +47,10 @@ describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} day
     at(start + FAILING_DAYS_TO_DISABLE * DAY + 1000);
     await runQueue([deliveryTo(hook.id)], 6);
     const disabled = await statusOf(token, hook.id);
-    expect(disabled).toMatchObject({ status: "disabled", disabled_reason: `Every delivery has failed for ${FAILING_DAYS_TO_DISABLE} days (since ${new Date(start).toISOString()}).` });
+    expect(disabled).toMatchObject({
+      status: "disabled",
+      disabled_reason: `Every delivery has failed for ${FAILING_DAYS_TO_DISABLE} days (since ${new Date(start).toISOString()}).`,
+    });
 
     // Enabling starts the clock again: the next failure does not disable it.
     vi.useRealTimers();
@@ -98,7 +101,8 @@ describe("a delivery record's response_excerpt", () => {
     receiver.respond(short.url, () => new Response('{"error":"bad sku ✓"}', { status: 422 }));
     receiver.respond(empty.url, () => new Response(null, { status: 204 }));
     await runQueue([deliveryTo(short.id), deliveryTo(empty.id)]);
-    const excerpt = async (id: string) => (await expectJson(await call("GET", `/webhooks/${id}/deliveries`, { token }), 200)).deliveries[0].response_excerpt;
+    const excerpt = async (id: string) =>
+      (await expectJson(await call("GET", `/webhooks/${id}/deliveries`, { token }), 200)).deliveries[0].response_excerpt;
     expect(await excerpt(short.id)).toBe('{"error":"bad sku ✓"}');
     expect(await excerpt(empty.id)).toBeNull();
   });

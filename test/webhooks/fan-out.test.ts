@@ -2,15 +2,15 @@ import { listDurableObjectIds } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq, like } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { database } from "../../src/platform/db.ts";
-import { webhooks } from "../../src/platform/tables.ts";
-import { newId } from "../../src/platform/ids.ts";
 import { meetsThreshold } from "../../src/alerts/rules.ts";
+import { database } from "../../src/platform/db.ts";
+import { newId } from "../../src/platform/ids.ts";
+import { webhooks } from "../../src/platform/tables.ts";
 import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/webhooks/messages.ts";
 import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, rateLimitOf } from "../helpers/http.ts";
-import { HOOKS_ORIGIN, hookUrl, installReceiver, verifyWithLibrary, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, newAccountToken, runQueue, storeEvents, testEvent, type CreatedWebhook } from "../helpers/webhooks.ts";
+import { HOOKS_ORIGIN, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
+import { type CreatedWebhook, createWebhook, ingest, newAccountToken, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
 
 /**
  * Fan-out: an "event" message becomes one "delivery" message per matching webhook, of any account.
@@ -118,7 +118,10 @@ describe("an event message", () => {
     // 250 more, written straight to D1 past the per-account cap (fan-out does not care whose they are).
     // 6 rows a statement: D1 allows 100 bound parameters (15 columns).
     const extra = Array.from({ length: 250 }, () => ({ ...row, id: newId("whk"), url: hookUrl("many") }));
-    for (let i = 0; i < extra.length; i += 6) await db().insert(webhooks).values(extra.slice(i, i + 6));
+    for (let i = 0; i < extra.length; i += 6)
+      await db()
+        .insert(webhooks)
+        .values(extra.slice(i, i + 6));
     const sends = captureSends();
     try {
       const event = priceEvent(1000, 500);
@@ -133,7 +136,9 @@ describe("an event message", () => {
       expect(sends.spy.mock.calls.length).toBe(Math.ceil(sends.deliveries().length / 100));
     } finally {
       sends.restore();
-      await db().delete(webhooks).where(like(webhooks.url, `${HOOKS_ORIGIN}/many-%`));
+      await db()
+        .delete(webhooks)
+        .where(like(webhooks.url, `${HOOKS_ORIGIN}/many-%`));
     }
   });
 
@@ -187,7 +192,14 @@ describe("from ingestion to the receiver, through the real queue", () => {
     const [request] = receiver.to(matching.url);
     const payload = verifyWithLibrary(matching.secret, request!) as { type: string; data: Record<string, unknown> };
     expect(payload.type).toBe("price.changed");
-    expect(payload.data).toMatchObject({ sku: "E2E-1", old_price: "100.00", new_price: "89.50", change_abs: "-10.50", change_pct: -10.5, direction: "down" });
+    expect(payload.data).toMatchObject({
+      sku: "E2E-1",
+      old_price: "100.00",
+      new_price: "89.50",
+      change_abs: "-10.50",
+      change_pct: -10.5,
+      direction: "down",
+    });
     expect(request!.headers["webhook-id"]).toBe(payload.data.event_id);
 
     // One event message from the ingestion (the safety net); the delivery itself was made right after the commit

@@ -1,12 +1,12 @@
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi, type MockInstance } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { MAX_IMMEDIATE_DELIVERIES } from "../../src/webhooks/immediate.ts";
 import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/webhooks/messages.ts";
-import { hookUrl, installReceiver, verifyWithLibrary, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, newAccountToken, runQueue, type CreatedWebhook } from "../helpers/webhooks.ts";
+import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
+import { type CreatedWebhook, createWebhook, ingest, newAccountToken, runQueue } from "../helpers/webhooks.ts";
 
 /**
  * The first delivery right after the commit (src/webhooks/immediate.ts): the queue is watched and
@@ -49,7 +49,8 @@ async function priceChange() {
   return sku;
 }
 
-const fannedOut = async (ids: string[]) => (await db().select({ at: events.fannedOutAt }).from(events).where(inArray(events.id, ids)).all()).map((row) => row.at !== null);
+const fannedOut = async (ids: string[]) =>
+  (await db().select({ at: events.fannedOutAt }).from(events).where(inArray(events.id, ids)).all()).map((row) => row.at !== null);
 
 describe("the first delivery, right after the commit", () => {
   it("reaches the receiver from the ingestion itself, signed, recorded as attempt 1; the relayed event is then acked by the consumer without a second fan-out", async () => {
@@ -60,7 +61,10 @@ describe("the first delivery, right after the commit", () => {
     await vi.waitFor(() => expect(receiver.to(hook.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
     const [request] = receiver.to(hook.url);
     expect(verifyWithLibrary(hook.secret, request!)).toMatchObject({ type: "price.changed", data: { new_price: "9.00" } });
-    await vi.waitFor(async () => expect(await fannedOut(queue.events().map((m) => m.event.id))).toEqual([true]), { timeout: 5_000, interval: 20 });
+    await vi.waitFor(async () => expect(await fannedOut(queue.events().map((m) => m.event.id))).toEqual([true]), {
+      timeout: 5_000,
+      interval: 20,
+    });
     const recorded = await db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, hook.id)).all();
     expect(recorded).toMatchObject([{ attempt: 1, outcome: "delivered", statusCode: 200 }]);
     expect(queue.deliveries()).toEqual([]);
@@ -90,7 +94,12 @@ describe("the first delivery, right after the commit", () => {
     receiver.respond(hook.url, () => new Response("ok"));
     const result = await runQueue([retry!.body], 1);
     expect(result.explicitAcks).toEqual(result.ids);
-    const attempts = await db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, hook.id)).orderBy(webhookDeliveries.id).all();
+    const attempts = await db()
+      .select()
+      .from(webhookDeliveries)
+      .where(eq(webhookDeliveries.webhookId, hook.id))
+      .orderBy(webhookDeliveries.id)
+      .all();
     expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
       [1, "retrying"],
       [2, "delivered"],
@@ -107,14 +116,20 @@ describe("the first delivery, right after the commit", () => {
     const result = await runQueue([queue.retries()[0]!.body], 7); // 1 before the queue + 7 = the 8th and last
     expect(result.explicitAcks).toEqual(result.ids);
     expect(result.retryMessages).toEqual([]);
-    const last = await db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, hook.id)).orderBy(webhookDeliveries.id).all();
+    const last = await db()
+      .select()
+      .from(webhookDeliveries)
+      .where(eq(webhookDeliveries.webhookId, hook.id))
+      .orderBy(webhookDeliveries.id)
+      .all();
     expect(last.at(-1)).toMatchObject({ attempt: 8, outcome: "failed" });
   });
 
   it(`at most ${MAX_IMMEDIATE_DELIVERIES} deliveries at once from the ingestion; the others are queued at once`, async () => {
     const token = await newAccountToken();
     const hooks: CreatedWebhook[] = [];
-    for (let i = 0; i < MAX_IMMEDIATE_DELIVERIES + 3; i++) hooks.push(await createWebhook(token, { url: hookUrl(`many${i}`), events: ["price.changed"] }));
+    for (let i = 0; i < MAX_IMMEDIATE_DELIVERIES + 3; i++)
+      hooks.push(await createWebhook(token, { url: hookUrl(`many${i}`), events: ["price.changed"] }));
     let inFlight = 0;
     let most = 0;
     for (const hook of hooks) {
@@ -128,7 +143,10 @@ describe("the first delivery, right after the commit", () => {
     const queue = captureQueue();
     await priceChange();
     await vi.waitFor(() => expect(queue.deliveries()).toHaveLength(3), { timeout: 5_000, interval: 20 });
-    await vi.waitFor(() => expect(hooks.filter((hook) => receiver.to(hook.url).length === 1)).toHaveLength(MAX_IMMEDIATE_DELIVERIES), { timeout: 5_000, interval: 20 });
+    await vi.waitFor(() => expect(hooks.filter((hook) => receiver.to(hook.url).length === 1)).toHaveLength(MAX_IMMEDIATE_DELIVERIES), {
+      timeout: 5_000,
+      interval: 20,
+    });
     expect(most).toBeLessThanOrEqual(MAX_IMMEDIATE_DELIVERIES);
     const queuedFor = new Set(queue.deliveries().map((d) => d.webhook_id));
     expect(hooks.filter((hook) => queuedFor.has(hook.id)).every((hook) => receiver.to(hook.url).length === 0)).toBe(true);

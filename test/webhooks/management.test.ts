@@ -3,11 +3,11 @@ import { count, eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
-import { MAX_WEBHOOKS_PER_ACCOUNT } from "../../src/webhooks/service.ts";
 import { decryptSecret } from "../../src/webhooks/secrets.ts";
+import { MAX_WEBHOOKS_PER_ACCOUNT } from "../../src/webhooks/service.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
-import { hookUrl, installReceiver, verifyWithLibrary, type Receiver } from "../helpers/webhook-receiver.ts";
+import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, newAccountToken, runQueue } from "../helpers/webhooks.ts";
 
 const db = () => database(env.DB);
@@ -49,7 +49,12 @@ describe("POST /webhooks", () => {
 
   it("keeps the options it is given", async () => {
     const token = await newAccountToken();
-    const created = await createWebhook(token, { url: hookUrl(), events: ["stock.changed"], min_change_pct: 2.5, description: "  ERP sync  " });
+    const created = await createWebhook(token, {
+      url: hookUrl(),
+      events: ["stock.changed"],
+      min_change_pct: 2.5,
+      description: "  ERP sync  ",
+    });
     expect(created).toMatchObject({ events: ["stock.changed"], min_change_pct: 2.5, description: "ERP sync" });
   });
 
@@ -66,11 +71,19 @@ describe("POST /webhooks", () => {
   const invalid: [string, unknown, RegExp][] = [
     ["no url", {}, /url: is required/],
     ["a url that is not a URL", { url: "hooks" }, /url: must be an absolute URL/],
-    ["an unknown event type", { url: "https://hooks.example.com/", events: ["price.dropped"] }, /events\.0: must be one of price\.changed, stock\.changed/],
+    [
+      "an unknown event type",
+      { url: "https://hooks.example.com/", events: ["price.dropped"] },
+      /events\.0: must be one of price\.changed, stock\.changed/,
+    ],
     ["an empty event list", { url: "https://hooks.example.com/", events: [] }, /events: must name at least one event type/],
     ["a negative min_change_pct", { url: "https://hooks.example.com/", min_change_pct: -1 }, /min_change_pct: must be between 0 and 1000/],
     ["a min_change_pct as a string", { url: "https://hooks.example.com/", min_change_pct: "5" }, /min_change_pct: must be a number/],
-    ["a min_change_pct with 3 decimals", { url: "https://hooks.example.com/", min_change_pct: 0.125 }, /min_change_pct: must have at most 2 decimals/],
+    [
+      "a min_change_pct with 3 decimals",
+      { url: "https://hooks.example.com/", min_change_pct: 0.125 },
+      /min_change_pct: must have at most 2 decimals/,
+    ],
     ["an unknown field", { url: "https://hooks.example.com/", secret: "whsec_mine" }, /secret/],
   ];
   for (const [what, body, detail] of invalid) {
@@ -84,7 +97,9 @@ describe("POST /webhooks", () => {
 
   it(`at most ${MAX_WEBHOOKS_PER_ACCOUNT} per account, also when created at once: then 409`, async () => {
     const token = await newAccountToken();
-    const responses = await Promise.all(Array.from({ length: MAX_WEBHOOKS_PER_ACCOUNT + 3 }, () => call("POST", "/webhooks", { token, body: { url: hookUrl() } })));
+    const responses = await Promise.all(
+      Array.from({ length: MAX_WEBHOOKS_PER_ACCOUNT + 3 }, () => call("POST", "/webhooks", { token, body: { url: hookUrl() } })),
+    );
     expect(responses.filter((r) => r.status === 201)).toHaveLength(MAX_WEBHOOKS_PER_ACCOUNT);
     const refused = responses.filter((r) => r.status === 409);
     expect(refused).toHaveLength(3);
@@ -174,6 +189,8 @@ describe("POST /webhooks/:id/test", () => {
     const token = await newAccountToken();
     const { id } = await createWebhook(token, { url: hookUrl() });
     await db().update(webhooks).set({ status: "disabled", disabledReason: "The endpoint answered 410 Gone." }).where(eq(webhooks.id, id));
-    expect((await expectJson(await call("POST", `/webhooks/${id}/test`, { token }), 409)).detail).toMatch(/disabled \(The endpoint answered 410 Gone\.\)/);
+    expect((await expectJson(await call("POST", `/webhooks/${id}/test`, { token }), 409)).detail).toMatch(
+      /disabled \(The endpoint answered 410 Gone\.\)/,
+    );
   });
 });

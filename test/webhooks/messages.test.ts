@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { chunkMessages, SEND_BATCH_LIMIT, type DeliveryMessage } from "../../src/webhooks/messages.ts";
+import { chunkMessages, type DeliveryMessage, SEND_BATCH_LIMIT } from "../../src/webhooks/messages.ts";
 
 /** What one sendBatch may carry in production: 256 KB. Local workerd enforces no limit, so the chunks are measured here. */
 const QUEUE_BATCH_BYTES = 256 * 1024;
@@ -7,7 +7,11 @@ const utf8Bytes = (value: unknown) => new TextEncoder().encode(JSON.stringify(va
 
 function deliveryWithName(name: string): DeliveryMessage {
   const id = `evt_${crypto.randomUUID().replaceAll("-", "")}`;
-  return { kind: "delivery", webhook_id: `whk_${crypto.randomUUID().replaceAll("-", "")}`, event: { id, type: "price.changed", timestamp: new Date().toISOString(), data: { event_id: id, name } } };
+  return {
+    kind: "delivery",
+    webhook_id: `whk_${crypto.randomUUID().replaceAll("-", "")}`,
+    event: { id, type: "price.changed", timestamp: new Date().toISOString(), data: { event_id: id, name } },
+  };
 }
 
 describe("chunkMessages", () => {

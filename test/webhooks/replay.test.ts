@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { desc, eq, gte } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi, type MockInstance } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
 import { isoTimestamp } from "../../src/http/query.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries } from "../../src/platform/tables.ts";
@@ -37,7 +37,8 @@ let skus = 0;
 async function priceChanges(steps: number[], inStockLast = true) {
   const since = new Date().toISOString();
   const sku = `REPLAY-${Date.now()}-${++skus}`;
-  for (const [i, minor] of steps.entries()) await ingest([{ sku, price: (minor / 100).toFixed(2), in_stock: i < steps.length - 1 || inStockLast }]);
+  for (const [i, minor] of steps.entries())
+    await ingest([{ sku, price: (minor / 100).toFixed(2), in_stock: i < steps.length - 1 || inStockLast }]);
   const rows = await db().select().from(events).where(gte(events.timestamp, since)).orderBy(events.seq).all();
   return { since, rows: rows.filter((row) => row.payload.includes(sku)) };
 }
@@ -55,7 +56,18 @@ describe("POST /webhooks/:id/replay", () => {
 
     expect(await expectJson(await replay(token, hook.id, { since }), 202)).toEqual({ queued: 1 });
     const messages = sentNow();
-    expect(messages).toEqual([{ kind: "delivery", webhook_id: hook.id, event: { id: rows[1]!.id, type: "price.changed", timestamp: rows[1]!.timestamp, data: expect.objectContaining({ event_id: rows[1]!.id, new_price: "15.00" }) } }]);
+    expect(messages).toEqual([
+      {
+        kind: "delivery",
+        webhook_id: hook.id,
+        event: {
+          id: rows[1]!.id,
+          type: "price.changed",
+          timestamp: rows[1]!.timestamp,
+          data: expect.objectContaining({ event_id: rows[1]!.id, new_price: "15.00" }),
+        },
+      },
+    ]);
 
     // until is exclusive: before the second change, nothing.
     expect(await expectJson(await replay(token, hook.id, { since, until: rows[1]!.timestamp }), 202)).toEqual({ queued: 0 });
@@ -67,13 +79,20 @@ describe("POST /webhooks/:id/replay", () => {
     const { since, rows } = await priceChanges([1000, 1100, 1200, 1300, 1400]);
     // Created after the changes, so none reached it right after its commit: its deliveries are the ones this test makes.
     const hook = await createWebhook(token, { url: hookUrl(), events: ["price.changed"] });
-    const [delivered, failed, retrying, never] = rows.map((row) => deliveryTo(hook.id, { id: row.id, type: row.type, timestamp: row.timestamp, data: JSON.parse(row.payload).data }));
+    const [delivered, failed, retrying, never] = rows.map((row) =>
+      deliveryTo(hook.id, { id: row.id, type: row.type, timestamp: row.timestamp, data: JSON.parse(row.payload).data }),
+    );
     await runQueue([delivered!]);
     receiver.respond(hook.url, () => new Response("down", { status: 503 }));
     await runQueue([failed!], MAX_ATTEMPTS); // the last attempt: recorded as failed
     await runQueue([retrying!], 1);
     expect(never).toBeDefined();
-    const outcomes = await db().select({ event: webhookDeliveries.eventId, outcome: webhookDeliveries.outcome }).from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, hook.id)).orderBy(desc(webhookDeliveries.id)).all();
+    const outcomes = await db()
+      .select({ event: webhookDeliveries.eventId, outcome: webhookDeliveries.outcome })
+      .from(webhookDeliveries)
+      .where(eq(webhookDeliveries.webhookId, hook.id))
+      .orderBy(desc(webhookDeliveries.id))
+      .all();
     expect(outcomes.map((o) => o.outcome)).toEqual(["retrying", "failed", "delivered"]);
 
     sent.mockClear();
@@ -103,8 +122,19 @@ describe("POST /webhooks/:id/replay", () => {
     const hook = await createWebhook(token, { url: hookUrl() });
     captureSends();
     const today = new Date().toISOString().slice(0, 10);
-    expect(await expectJson(await replay(token, hook.id, { since: "2026-01-01", until: today }), 202)).toEqual({ queued: expect.any(Number) });
-    for (const input of ["2026-01-31", "2026-01-31T12:00:00Z", "2026-01-31T12:00:00.5+02:00", "2026-01-31T12:00:00", "2026-02-30", "2026-01-31T25:00:00Z", "31/01/2026", ""]) {
+    expect(await expectJson(await replay(token, hook.id, { since: "2026-01-01", until: today }), 202)).toEqual({
+      queued: expect.any(Number),
+    });
+    for (const input of [
+      "2026-01-31",
+      "2026-01-31T12:00:00Z",
+      "2026-01-31T12:00:00.5+02:00",
+      "2026-01-31T12:00:00",
+      "2026-02-30",
+      "2026-01-31T25:00:00Z",
+      "31/01/2026",
+      "",
+    ]) {
       const asTimestamp = isoTimestamp.safeParse(input);
       const asReplay = replayBody.safeParse({ since: input });
       expect(asReplay.success, input).toBe(asTimestamp.success);

@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest";
-import wranglerToml from "../../wrangler.toml?raw";
 import { JITTER, MAX_ATTEMPTS, MAX_QUEUE_DELAY_SECONDS, RETRY_DELAYS_SECONDS, retryDelaySeconds } from "../../src/webhooks/schedule.ts";
+import wranglerToml from "../../wrangler.toml?raw";
 
 const HOUR = 3600;
 
 describe("the retry schedule", () => {
   it("grows, keeps every delay within the queue's 12 h, and spans about a day (8 attempts over ~27.6 h)", () => {
     expect(RETRY_DELAYS_SECONDS).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000]);
-    for (let i = 1; i < RETRY_DELAYS_SECONDS.length; i++) expect(RETRY_DELAYS_SECONDS[i]).toBeGreaterThanOrEqual(RETRY_DELAYS_SECONDS[i - 1]!);
+    for (let i = 1; i < RETRY_DELAYS_SECONDS.length; i++)
+      expect(RETRY_DELAYS_SECONDS[i]).toBeGreaterThanOrEqual(RETRY_DELAYS_SECONDS[i - 1]!);
     expect(MAX_ATTEMPTS).toBe(8);
     const total = RETRY_DELAYS_SECONDS.reduce((a, b) => a + b, 0);
     expect(total / HOUR).toBeCloseTo(27.6, 1);

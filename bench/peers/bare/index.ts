@@ -1,5 +1,6 @@
 /** The floor: the product's GET /products handler with no authentication and no rate limiting. */
-import { peerApp, type PeerEnv } from "../shared.ts";
+import { type PeerEnv, peerApp } from "../shared.ts";
+
 export { CatalogueBuilder } from "../shared.ts";
 
 const app = peerApp<PeerEnv<object>>(async (c, next) => {

@@ -3,9 +3,9 @@
  * then `hono-rate-limiter` with `@hono-rate-limiter/cloudflare`'s Durable Object store (one object
  * per key, fixed 60 s window, the plan's per-minute limit), as the packages' READMEs show it.
  */
-import { DurableObjectStore, type DurableObjectRateLimiter } from "@hono-rate-limiter/cloudflare";
+import { type DurableObjectRateLimiter, DurableObjectStore } from "@hono-rate-limiter/cloudflare";
 import { rateLimiter } from "hono-rate-limiter";
-import { lookUpKeyInD1, peerApp, type PeerEnv } from "../shared.ts";
+import { lookUpKeyInD1, type PeerEnv, peerApp } from "../shared.ts";
 
 export { DurableObjectRateLimiter } from "@hono-rate-limiter/cloudflare";
 export { CatalogueBuilder } from "../shared.ts";

@@ -103,7 +103,15 @@ export async function finishLogin(settings: DashboardSettings): Promise<Session>
     throw new Error(`Sign-in was not completed: ${cause?.error_description ?? cause?.error ?? describe(error)}.`);
   }
   try {
-    const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri(), pending.codeVerifier, options);
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      oauth.None(),
+      params,
+      redirectUri(),
+      pending.codeVerifier,
+      options,
+    );
     const result = await oauth.processAuthorizationCodeResponse(as, client, response);
     sessionStorage.setItem(SIGNED_IN, "1");
     return { accessToken: result.access_token, idToken: result.id_token, subject: oauth.getValidatedIdTokenClaims(result)?.sub };

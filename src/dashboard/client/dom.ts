@@ -31,7 +31,12 @@ export function el<K extends keyof HTMLElementTagNameMap>(
 }
 
 /** A button whose visible text is short and whose accessible name says what it acts on. */
-export function actionButton(label: string, target: string, onClick: (button: HTMLButtonElement) => void, className = ""): HTMLButtonElement {
+export function actionButton(
+  label: string,
+  target: string,
+  onClick: (button: HTMLButtonElement) => void,
+  className = "",
+): HTMLButtonElement {
   const button = el("button", { type: "button", class: className }, label, el("span", { class: "visually-hidden" }, ` ${target}`));
   button.addEventListener("click", () => onClick(button));
   return button;
@@ -70,7 +75,13 @@ export function when(iso: string | null | undefined, missing = "Never"): Node | 
 /** "in 3 days", "2 hours ago": the distance from now, in the largest unit that fits. */
 export function relative(iso: string, now = Date.now()): string {
   const seconds = (new Date(iso).getTime() - now) / 1000;
-  const units: Array<[Intl.RelativeTimeFormatUnit, number]> = [["year", 31_536_000], ["month", 2_592_000], ["day", 86_400], ["hour", 3_600], ["minute", 60]];
+  const units: Array<[Intl.RelativeTimeFormatUnit, number]> = [
+    ["year", 31_536_000],
+    ["month", 2_592_000],
+    ["day", 86_400],
+    ["hour", 3_600],
+    ["minute", 60],
+  ];
   const format = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
   for (const [unit, size] of units) if (Math.abs(seconds) >= size) return format.format(Math.round(seconds / size), unit);
   return format.format(Math.round(seconds), "second");
@@ -184,7 +195,8 @@ export async function attempt(action: () => Promise<unknown>, slot: HTMLElement,
     if (button) button.disabled = false;
     // A disabled button cannot keep (or get back) the focus, e.g. from a dialog it opened: return it,
     // unless the action moved the focus somewhere on purpose.
-    const lost = !document.activeElement || document.activeElement === document.body || document.activeElement.closest("dialog:not([open])");
+    const lost =
+      !document.activeElement || document.activeElement === document.body || document.activeElement.closest("dialog:not([open])");
     if (hadFocus && button.isConnected && lost && !document.querySelector("dialog[open]")) button.focus();
   }
 }

@@ -2,7 +2,22 @@
 import { api } from "./api.ts";
 import type { ApiKey, CreatedApiKey } from "./api-types.ts";
 import {
-  actionButton, askName, attempt, byId, chosenGrace, confirmAction, el, facts, feedbackSlot, onSubmit, openDialog, say, showOnce, slotIn, when, whenRelative,
+  actionButton,
+  askName,
+  attempt,
+  byId,
+  chosenGrace,
+  confirmAction,
+  el,
+  facts,
+  feedbackSlot,
+  onSubmit,
+  openDialog,
+  say,
+  showOnce,
+  slotIn,
+  when,
+  whenRelative,
 } from "./dom.ts";
 
 const keyPath = (key: ApiKey, rest = "") => `/api-keys/${encodeURIComponent(key.id)}${rest}`;
@@ -32,7 +47,12 @@ function emptyState(): HTMLLIElement {
   return el(
     "li",
     { class: "empty-state" },
-    el("p", {}, el("strong", {}, "No API keys yet."), " Create one for each server or script that calls the API, so you can revoke one without touching the others."),
+    el(
+      "p",
+      {},
+      el("strong", {}, "No API keys yet."),
+      " Create one for each server or script that calls the API, so you can revoke one without touching the others.",
+    ),
     button,
   );
 }
@@ -51,7 +71,11 @@ function keyCard(key: ApiKey, prefixes: Map<string, string>): HTMLLIElement {
     ["Created", when(key.created_at)],
     ["Last used", when(key.last_used_at)],
   ];
-  if (key.expires_at) details.push([key.status === "expired" ? "Expired" : "Expires", whenRelative(key.expires_at, key.status === "expired" ? "expired" : "expires")]);
+  if (key.expires_at)
+    details.push([
+      key.status === "expired" ? "Expired" : "Expires",
+      whenRelative(key.expires_at, key.status === "expired" ? "expired" : "expires"),
+    ]);
   else if (active) details.push(["Expires", "Never"]);
   if (key.revoked_at) details.push(["Revoked", when(key.revoked_at)]);
   if (key.rotated_to) details.push(["Replaced by", linked(key.rotated_to)]);
@@ -60,7 +84,12 @@ function keyCard(key: ApiKey, prefixes: Map<string, string>): HTMLLIElement {
   const card = el("li", { class: `card key ${key.status}`, "data-id": key.id });
   const slot = feedbackSlot();
   card.append(
-    el("div", { class: "card-head" }, el("h3", { tabindex: "-1" }, key.name), el("span", { class: `badge ${key.status}` }, STATUS_LABEL[key.status] ?? key.status)),
+    el(
+      "div",
+      { class: "card-head" },
+      el("h3", { tabindex: "-1" }, key.name),
+      el("span", { class: `badge ${key.status}` }, STATUS_LABEL[key.status] ?? key.status),
+    ),
     facts(details),
     el(
       "div",
@@ -152,7 +181,9 @@ export async function finishKeyRotation(form: HTMLFormElement): Promise<void> {
   const created = await api<CreatedApiKey>("POST", keyPath(key, "/rotate"), { grace_seconds: grace });
   form.hidden = true;
   byId("rotate-done").hidden = false;
-  const ends = grace ? `The old key (${key.prefix}…) keeps working until ${new Date(Date.now() + grace * 1000).toLocaleString()}.` : `The old key (${key.prefix}…) is refused from now on.`;
+  const ends = grace
+    ? `The old key (${key.prefix}…) keeps working until ${new Date(Date.now() + grace * 1000).toLocaleString()}.`
+    : `The old key (${key.prefix}…) is refused from now on.`;
   showOnce(byId("rotated"), {
     title: `“${created.name}” rotated`,
     label: "Your new API key",

@@ -4,7 +4,17 @@
  */
 import type { components } from "../../../client/schema.d.ts";
 import { api, useAccessToken } from "./api.ts";
-import { finishLogin, forgetSession, isCallback, LoginRequired, logout, startLogin, wasSignedIn, type DashboardSettings, type Session } from "./auth.ts";
+import {
+  type DashboardSettings,
+  finishLogin,
+  forgetSession,
+  isCallback,
+  LoginRequired,
+  logout,
+  type Session,
+  startLogin,
+  wasSignedIn,
+} from "./auth.ts";
 import { attempt, byId, clearFeedback, onSubmit, say, setUpDialogs } from "./dom.ts";
 import { finishKeyRotation, loadKeys, onKeysChanged, setUpKeys } from "./keys.ts";
 import { loadUsage, offerKeys, setUpUsage, useLimits } from "./usage.ts";
@@ -26,7 +36,8 @@ const viewInHash = (): View | undefined => VIEWS.find((view) => location.hash ==
 /** Shows the view the hash names (anything else, e.g. #main from the skip link, keeps the current one). */
 function route(focus = true): void {
   if (!session) return;
-  const view = viewInHash() ?? (document.querySelector<HTMLElement>(".view:not([hidden])")?.id.replace("view-", "") as View | undefined) ?? "keys";
+  const view =
+    viewInHash() ?? (document.querySelector<HTMLElement>(".view:not([hidden])")?.id.replace("view-", "") as View | undefined) ?? "keys";
   for (const name of VIEWS) byId(`view-${name}`).hidden = name !== view;
   for (const link of byId("tabs").querySelectorAll<HTMLAnchorElement>("a")) {
     if (link.dataset.view === view) link.setAttribute("aria-current", "page");
@@ -76,7 +87,11 @@ async function showApp(signedIn: Session): Promise<void> {
   const saved = sessionStorage.getItem(VIEW_KEY);
   if (!viewInHash() && saved && VIEWS.includes(saved as View)) history.replaceState(null, "", `#${saved}`);
   // The account's limits and the key list come first: the Usage view draws with both.
-  await Promise.all([attempt(loadAccount, byId("keys-feedback")), attempt(() => loadKeys(), byId("keys-feedback")), attempt(() => loadWebhooks(), byId("webhooks-feedback"))]);
+  await Promise.all([
+    attempt(loadAccount, byId("keys-feedback")),
+    attempt(() => loadKeys(), byId("keys-feedback")),
+    attempt(() => loadWebhooks(), byId("webhooks-feedback")),
+  ]);
   route();
 }
 
@@ -84,7 +99,8 @@ async function signOut(): Promise<void> {
   const ending = session;
   sessionStorage.removeItem(VIEW_KEY);
   showSignedOut();
-  if (!(await logout(settings, ending))) say(byId("signed-out-feedback"), "Signed out of the dashboard. Your session at the identity provider is still open.");
+  if (!(await logout(settings, ending)))
+    say(byId("signed-out-feedback"), "Signed out of the dashboard. Your session at the identity provider is still open.");
 }
 
 async function start(): Promise<void> {
@@ -98,7 +114,10 @@ async function start(): Promise<void> {
   byId("rotate-dialog").addEventListener("close", () => byId("rotated").replaceChildren()); // the new secret leaves with the dialog
   window.addEventListener("hashchange", () => route());
   const signedOutSlot = byId("signed-out-feedback");
-  byId("sign-in").addEventListener("click", (event) => void attempt(() => startLogin(settings), signedOutSlot, event.currentTarget as HTMLButtonElement));
+  byId("sign-in").addEventListener(
+    "click",
+    (event) => void attempt(() => startLogin(settings), signedOutSlot, event.currentTarget as HTMLButtonElement),
+  );
   byId("sign-out").addEventListener("click", () => void attempt(signOut, signedOutSlot));
   if (isCallback()) {
     byId("announcer").textContent = "Signing you in…";

@@ -32,21 +32,30 @@ interface Period {
 
 const PERIODS: Record<Granularity, Period> = {
   minute: {
-    bucketMs: 60_000, per: "minute", rate: "a minute", page: 60,
+    bucketMs: 60_000,
+    per: "minute",
+    rate: "a minute",
+    page: 60,
     tickStep: (w) => (w >= 640 ? 3 : 6) * HOUR,
     tickLabel: { hour: "2-digit", minute: "2-digit" },
     bucketLabel: { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" },
     emptyRows: "Minutes with no requests are left out.",
   },
   hour: {
-    bucketMs: HOUR, per: "hour", rate: "an hour", page: 24,
+    bucketMs: HOUR,
+    per: "hour",
+    rate: "an hour",
+    page: 24,
     tickStep: (w) => (w >= 640 ? 5 : 10) * DAY,
     tickLabel: { month: "short", day: "numeric" },
     bucketLabel: { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" },
     emptyRows: "Hours with no requests are left out.",
   },
   day: {
-    bucketMs: DAY, per: "day", rate: "a day", page: 30,
+    bucketMs: DAY,
+    per: "day",
+    rate: "a day",
+    page: 30,
     tickStep: (w) => (w >= 640 ? 60 : 120) * DAY,
     tickLabel: { month: "short", day: "numeric" },
     bucketLabel: { year: "numeric", month: "short", day: "numeric" },
@@ -54,7 +63,11 @@ const PERIODS: Record<Granularity, Period> = {
   },
 };
 
-function svg<K extends keyof SVGElementTagNameMap>(tag: K, attributes: Record<string, string | number>, text?: string): SVGElementTagNameMap[K] {
+function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attributes: Record<string, string | number>,
+  text?: string,
+): SVGElementTagNameMap[K] {
   const element = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, String(value));
   if (text !== undefined) element.textContent = text;
@@ -87,8 +100,10 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
     el(
       "p",
       { class: "chart-totals" },
-      el("span", { class: "swatch admitted" }), `${count(sum.admitted)} admitted`,
-      el("span", { class: "swatch refused" }), `${count(sum.refused)} refused`,
+      el("span", { class: "swatch admitted" }),
+      `${count(sum.admitted)} admitted`,
+      el("span", { class: "swatch refused" }),
+      `${count(sum.refused)} refused`,
       el("span", { class: "hint" }, `busiest ${period.per}: ${count(sum.peak)}`),
     ),
   );
@@ -108,7 +123,10 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
   const unit = `requests ${period.rate}`;
 
   const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, class: "chart-svg", tabindex: 0, role: "img" });
-  chart.setAttribute("aria-label", `${title}: ${count(sum.admitted)} admitted, ${count(sum.refused)} refused. Use the arrow keys to read each ${period.per}, or open the table below.`);
+  chart.setAttribute(
+    "aria-label",
+    `${title}: ${count(sum.admitted)} admitted, ${count(sum.refused)} refused. Use the arrow keys to read each ${period.per}, or open the table below.`,
+  );
   chart.append(svg("text", { x: 4, y: 12, class: "axis-title" }, unit));
   for (const tick of axis.ticks) {
     chart.append(
@@ -144,7 +162,14 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
   }
 
   // The tooltip: a marker over the bucket under the pointer (or chosen with the keyboard) and its numbers.
-  const marker = svg("rect", { x: 0, y: margin.top, width: 1, height: height - margin.top - margin.bottom, class: "marker", visibility: "hidden" });
+  const marker = svg("rect", {
+    x: 0,
+    y: margin.top,
+    width: 1,
+    height: height - margin.top - margin.bottom,
+    class: "marker",
+    visibility: "hidden",
+  });
   chart.append(marker);
   const tip = el("div", { class: "chart-tip", role: "status", hidden: true });
   const bucketFormat = new Intl.DateTimeFormat(undefined, period.bucketLabel);
@@ -180,7 +205,14 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
   });
   chart.addEventListener("blur", hide);
   chart.addEventListener("keydown", (event) => {
-    const moves: Record<string, number> = { ArrowLeft: -1, ArrowRight: 1, PageUp: -period.page, PageDown: period.page, Home: -Infinity, End: Infinity };
+    const moves: Record<string, number> = {
+      ArrowLeft: -1,
+      ArrowRight: 1,
+      PageUp: -period.page,
+      PageDown: period.page,
+      Home: -Infinity,
+      End: Infinity,
+    };
     const move = moves[event.key];
     if (move === undefined) return;
     event.preventDefault();
@@ -194,7 +226,15 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
 function usageTable(buckets: UsageBucket[], period: Period, format: Intl.DateTimeFormat, open: boolean): HTMLDetailsElement {
   const rows = buckets
     .filter((b) => b.admitted + b.refused > 0)
-    .map((b) => el("tr", {}, el("th", { scope: "row" }, format.format(new Date(b.start))), el("td", {}, count(b.admitted)), el("td", {}, count(b.refused))));
+    .map((b) =>
+      el(
+        "tr",
+        {},
+        el("th", { scope: "row" }, format.format(new Date(b.start))),
+        el("td", {}, count(b.admitted)),
+        el("td", {}, count(b.refused)),
+      ),
+    );
   const summary = el("summary", {}, "Show the numbers as a table");
   if (!rows.length) return el("details", { class: "chart-table", open }, summary, el("p", {}, "No requests in this period."));
   const heading = `${period.per.charAt(0).toUpperCase()}${period.per.slice(1)} starting`;
@@ -202,9 +242,18 @@ function usageTable(buckets: UsageBucket[], period: Period, format: Intl.DateTim
     "table",
     {},
     el("caption", {}, `Requests per ${period.per}, your local time. ${period.emptyRows}`),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, heading), el("th", { scope: "col" }, "Admitted"), el("th", { scope: "col" }, "Refused"))),
+    el(
+      "thead",
+      {},
+      el("tr", {}, el("th", { scope: "col" }, heading), el("th", { scope: "col" }, "Admitted"), el("th", { scope: "col" }, "Refused")),
+    ),
     el("tbody", {}, ...rows),
   );
   // It scrolls on its own (up to 1,440 rows), so opening it does not make the page endless.
-  return el("details", { class: "chart-table", open }, summary, el("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": "Usage table" }, table));
+  return el(
+    "details",
+    { class: "chart-table", open },
+    summary,
+    el("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": "Usage table" }, table),
+  );
 }

@@ -25,14 +25,26 @@ export function offerKeys(list: ApiKey[]): void {
   const chosen = picker.value;
   picker.replaceChildren(
     el("option", { value: "" }, "All keys (account total)"),
-    ...list.map((key) => el("option", { value: key.id }, `${key.name} (${key.prefix}…)${key.status === "active" ? "" : `, ${key.status}`}`)),
+    ...list.map((key) =>
+      el("option", { value: key.id }, `${key.name} (${key.prefix}…)${key.status === "active" ? "" : `, ${key.status}`}`),
+    ),
   );
   picker.value = list.some((key) => key.id === chosen) ? chosen : "";
 }
 
 function emptyState(): HTMLElement {
   const link = el("a", { href: "#keys", class: "button primary" }, "Go to Keys");
-  return el("div", { class: "empty-state" }, el("p", {}, el("strong", {}, "No keys, so no usage yet."), " Create a key and call the API with it; each request shows here within the minute."), link);
+  return el(
+    "div",
+    { class: "empty-state" },
+    el(
+      "p",
+      {},
+      el("strong", {}, "No keys, so no usage yet."),
+      " Create a key and call the API with it; each request shows here within the minute.",
+    ),
+    link,
+  );
 }
 
 function draw(): void {

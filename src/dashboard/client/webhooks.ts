@@ -3,10 +3,23 @@
  * disable/enable, rotate the secret, replay events since a time, send a test, deliveries, delete.
  */
 import type { components } from "../../../client/schema.d.ts";
-import { api, ApiFailure } from "./api.ts";
+import { ApiFailure, api } from "./api.ts";
 import type { Delivery, ReplayQueued, RotatedWebhookSecret, WebhookPatch } from "./api-types.ts";
 import {
-  actionButton, attempt, byId, chosenGrace, confirmAction, el, facts, feedbackSlot, onSubmit, openDialog, say, showOnce, slotIn, when,
+  actionButton,
+  attempt,
+  byId,
+  chosenGrace,
+  confirmAction,
+  el,
+  facts,
+  feedbackSlot,
+  onSubmit,
+  openDialog,
+  say,
+  showOnce,
+  slotIn,
+  when,
 } from "./dom.ts";
 
 type Webhook = components["schemas"]["Webhook"];
@@ -41,7 +54,12 @@ function emptyState(): HTMLLIElement {
   return el(
     "li",
     { class: "empty-state" },
-    el("p", {}, el("strong", {}, "No webhooks yet."), " Add your endpoint's URL and we POST each price or stock change to it, signed, within seconds. Until then you can poll the events feed."),
+    el(
+      "p",
+      {},
+      el("strong", {}, "No webhooks yet."),
+      " Add your endpoint's URL and we POST each price or stock change to it, signed, within seconds. Until then you can poll the events feed.",
+    ),
     button,
   );
 }
@@ -65,9 +83,22 @@ function webhookCard(hook: Webhook): HTMLLIElement {
     el(
       "div",
       { class: "menu" },
-      actionButton("Rotate secret", target, run(() => rotateSecret(hook))),
-      actionButton("Replay events", target, run(() => openReplay(hook))),
-      actionButton("Delete", target, run(() => remove(hook)), "danger"),
+      actionButton(
+        "Rotate secret",
+        target,
+        run(() => rotateSecret(hook)),
+      ),
+      actionButton(
+        "Replay events",
+        target,
+        run(() => openReplay(hook)),
+      ),
+      actionButton(
+        "Delete",
+        target,
+        run(() => remove(hook)),
+        "danger",
+      ),
     ),
   );
   // Choosing an item closes the menu first, and the focus goes to "More", where a dialog it opens returns it.
@@ -83,16 +114,37 @@ function webhookCard(hook: Webhook): HTMLLIElement {
   return el(
     "li",
     { class: `card webhook ${hook.status}`, "data-id": hook.id },
-    el("div", { class: "card-head" }, el("h3", { tabindex: "-1", class: "url" }, hook.url), el("span", { class: `badge ${hook.status}` }, enabled ? "Enabled" : "Disabled")),
+    el(
+      "div",
+      { class: "card-head" },
+      el("h3", { tabindex: "-1", class: "url" }, hook.url),
+      el("span", { class: `badge ${hook.status}` }, enabled ? "Enabled" : "Disabled"),
+    ),
     hook.disabled_reason ? el("p", { class: "reason" }, el("strong", {}, "Disabled because: "), hook.disabled_reason) : null,
     facts(details),
     el(
       "div",
       { class: "actions" },
-      actionButton("Send test", target, run(() => sendTest(hook))),
-      actionButton("Deliveries", target, run(() => showDeliveries(hook))),
-      actionButton("Edit", target, run(() => openEditor(hook))),
-      actionButton(enabled ? "Disable" : "Enable", target, run(() => setStatus(hook, enabled ? "disabled" : "enabled"))),
+      actionButton(
+        "Send test",
+        target,
+        run(() => sendTest(hook)),
+      ),
+      actionButton(
+        "Deliveries",
+        target,
+        run(() => showDeliveries(hook)),
+      ),
+      actionButton(
+        "Edit",
+        target,
+        run(() => openEditor(hook)),
+      ),
+      actionButton(
+        enabled ? "Disable" : "Enable",
+        target,
+        run(() => setStatus(hook, enabled ? "disabled" : "enabled")),
+      ),
       more,
     ),
     slot,
@@ -112,7 +164,8 @@ function openEditor(hook?: Webhook): Promise<string> {
   byId("webhook-submit").textContent = hook ? "Save changes" : "Add webhook";
   if (hook) {
     byId<HTMLInputElement>("webhook-url").value = hook.url;
-    for (const box of form.querySelectorAll<HTMLInputElement>('input[name="events"]')) box.checked = hook.events.includes(box.value as Webhook["events"][number]);
+    for (const box of form.querySelectorAll<HTMLInputElement>('input[name="events"]'))
+      box.checked = hook.events.includes(box.value as Webhook["events"][number]);
     byId<HTMLInputElement>("webhook-min-change").value = String(hook.min_change_pct);
     byId<HTMLInputElement>("webhook-description").value = hook.description ?? "";
   }
@@ -161,7 +214,9 @@ async function setStatus(hook: Webhook, status: "enabled" | "disabled"): Promise
   await api<Webhook>("PATCH", webhookPath(hook), patch);
   await loadWebhooks(
     hook.id,
-    status === "enabled" ? "Enabled: new events are sent again. Replay the ones it missed if needed." : "Disabled: no events are sent until you enable it again.",
+    status === "enabled"
+      ? "Enabled: new events are sent again. Replay the ones it missed if needed."
+      : "Disabled: no events are sent until you enable it again.",
   );
 }
 
@@ -217,7 +272,8 @@ function openReplay(hook: Webhook): Promise<string> {
   since.min = localInput(now - REPLAY_WINDOW_MS + 60_000);
   since.max = localInput(now);
   byId<HTMLInputElement>("replay-until").max = localInput(now);
-  byId("replay-text").textContent = `Sends the events of the last 30 days again to ${hook.url}, with their original ids, so a receiver that deduplicates sees none twice.`;
+  byId("replay-text").textContent =
+    `Sends the events of the last 30 days again to ${hook.url}, with their original ids, so a receiver that deduplicates sees none twice.`;
   return openDialog(byId<HTMLDialogElement>("replay-dialog"), since);
 }
 
@@ -232,7 +288,12 @@ async function replay(form: HTMLFormElement): Promise<void> {
   const until = iso("until");
   const body = { since: iso("since"), ...(until ? { until } : {}), ...(data.get("only_failed") ? { only_failed: true } : {}) };
   const { queued } = await api<ReplayQueued>("POST", webhookPath(hook, "/replay"), body);
-  say(slotIn(form), queued ? `Queued ${queued.toLocaleString()} event${queued === 1 ? "" : "s"} for ${hook.url}. They show under Deliveries as they go out.` : "Queued 0 events: none matched that period.");
+  say(
+    slotIn(form),
+    queued
+      ? `Queued ${queued.toLocaleString()} event${queued === 1 ? "" : "s"} for ${hook.url}. They show under Deliveries as they go out.`
+      : "Queued 0 events: none matched that period.",
+  );
 }
 
 async function sendTest(hook: Webhook): Promise<void> {
@@ -257,9 +318,7 @@ function deliveryItem(d: Delivery): HTMLLIElement {
     ),
     el("p", { class: "hint event-id" }, `Event ${d.event_id}`),
     d.error ? el("p", { class: "reason" }, d.error) : null,
-    d.response_excerpt
-      ? el("details", { class: "excerpt" }, el("summary", {}, "Response body"), el("pre", {}, d.response_excerpt))
-      : null,
+    d.response_excerpt ? el("details", { class: "excerpt" }, el("summary", {}, "Response body"), el("pre", {}, d.response_excerpt)) : null,
   );
 }
 
