@@ -9,7 +9,7 @@
 import { request } from "node:http";
 import { runtimeCpuMs, type Worker } from "./processes.ts";
 
-export const FILTERED_READS = [
+const FILTERED_READS = [
   { name: "0 %", query: "category=none-such" },
   { name: "1 %", query: "category=drones" },
   { name: "10 %", query: "category=accessories" },

@@ -80,7 +80,7 @@ async function firstLine(url: string, headers: Record<string, string>): Promise<
   return text.slice(0, text.indexOf("\n"));
 }
 
-export interface HeapPeaks {
+interface HeapPeaks {
   /** V8's heap in use, garbage not yet collected included. */
   usedMb: number;
   /** The heap after a forced full collection: what is still referenced. */
@@ -324,7 +324,7 @@ async function scatteredChange(
 }
 
 /** Products changed by the scattered change (bench/run.ts --catalogue). */
-export const SCATTERED = 1000;
+const SCATTERED = 1000;
 
 /**
  * One size, in two passes on two copies of one seeded state, each on a worker of its own. The

@@ -153,7 +153,7 @@ function parseWork(header: string | null, status: number): WorkCount {
   return { d1: Number(match[1]), keyDo: Number(match[2]), otherDo: Number(match[3]), status };
 }
 
-export async function workOf(url: string, key: string, path = SMALL_PATH): Promise<WorkCount> {
+async function workOf(url: string, key: string, path = SMALL_PATH): Promise<WorkCount> {
   const res = await get(`${url}${path}`, bearer(key));
   return parseWork(res.headers.get("X-Work-Counts"), res.status);
 }

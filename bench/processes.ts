@@ -89,7 +89,7 @@ const EPHEMERAL_START = kernelEphemeralStart > LOWEST_PORT + 1000 ? kernelEpheme
  * sockets of its own on port 0, which the kernel takes from that range (one of them once took a port
  * picked here, and wrangler failed with "Address already in use").
  */
-export async function freePort(): Promise<number> {
+async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {
     const candidate = EPHEMERAL_START === undefined ? 0 : LOWEST_PORT + Math.floor(Math.random() * (EPHEMERAL_START - LOWEST_PORT));
     if (handedOut.has(candidate)) continue;

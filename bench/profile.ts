@@ -41,7 +41,7 @@ export async function cpuProfile(worker: Worker, during: () => Promise<unknown>,
 }
 
 /** Idle time is left out: the percentages are of the time the isolate was running code. */
-export function hottest(nodes: readonly ProfileNode[], top: number): HotFunction[] {
+function hottest(nodes: readonly ProfileNode[], top: number): HotFunction[] {
   const self = new Map<string, { name: string; where: string; hits: number }>();
   let busy = 0;
   for (const { callFrame, hitCount = 0 } of nodes) {

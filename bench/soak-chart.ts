@@ -4,7 +4,7 @@
  */
 import { chromium } from "playwright-core";
 
-export interface Line {
+interface Line {
   label: string;
   colour: string;
   points: { s: number; y: number }[];
@@ -20,7 +20,7 @@ const WIDTH = 1000;
 const PANEL_HEIGHT = 220;
 const MARGIN = { left: 70, right: 20, top: 34, bottom: 30 };
 
-const escape = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+const escapeXml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 /** A round step for about `count` ticks over `span`. */
 function tickStep(span: number, count: number): number {
@@ -37,7 +37,7 @@ function panelSvg(panel: Panel, top: number, seconds: number): string {
   const x = (s: number) => MARGIN.left + (s / Math.max(1, seconds)) * plotW;
   const y = (v: number) => top + MARGIN.top + plotH - (v / yMax) * plotH;
   const parts: string[] = [];
-  parts.push(`<text x="${MARGIN.left}" y="${top + 20}" font-size="15" font-weight="bold">${escape(panel.title)}</text>`);
+  parts.push(`<text x="${MARGIN.left}" y="${top + 20}" font-size="15" font-weight="bold">${escapeXml(panel.title)}</text>`);
   const yStep = tickStep(yMax, 4);
   for (let v = 0; v <= yMax; v += yStep) {
     parts.push(`<line x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${y(v)}" y2="${y(v)}" stroke="#e4e4e4"/>`);
@@ -48,12 +48,12 @@ function panelSvg(panel: Panel, top: number, seconds: number): string {
     parts.push(`<text x="${x(s)}" y="${top + PANEL_HEIGHT - 10}" font-size="11" text-anchor="middle">${s} s</text>`);
   }
   parts.push(
-    `<text x="16" y="${top + MARGIN.top + plotH / 2}" font-size="12" transform="rotate(-90 16 ${top + MARGIN.top + plotH / 2})" text-anchor="middle">${escape(panel.unit)}</text>`,
+    `<text x="16" y="${top + MARGIN.top + plotH / 2}" font-size="12" transform="rotate(-90 16 ${top + MARGIN.top + plotH / 2})" text-anchor="middle">${escapeXml(panel.unit)}</text>`,
   );
   parts.push(`<rect x="${MARGIN.left}" y="${top + MARGIN.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#999"/>`);
   let legendX = WIDTH - MARGIN.right;
   for (const line of [...panel.lines].reverse()) {
-    const text = escape(line.label);
+    const text = escapeXml(line.label);
     legendX -= text.length * 7 + 30;
     parts.push(`<line x1="${legendX}" x2="${legendX + 18}" y1="${top + 16}" y2="${top + 16}" stroke="${line.colour}" stroke-width="3"/>`);
     parts.push(`<text x="${legendX + 22}" y="${top + 20}" font-size="12">${text}</text>`);
@@ -73,7 +73,7 @@ export function chartSvg(title: string, panels: Panel[], seconds: number): strin
   const body = panels.map((panel, i) => panelSvg(panel, 40 + i * PANEL_HEIGHT, seconds)).join("\n");
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif">
 <rect width="100%" height="100%" fill="white"/>
-<text x="${WIDTH / 2}" y="26" font-size="17" font-weight="bold" text-anchor="middle">${escape(title)}</text>
+<text x="${WIDTH / 2}" y="26" font-size="17" font-weight="bold" text-anchor="middle">${escapeXml(title)}</text>
 ${body}
 </svg>`;
 }

@@ -34,7 +34,7 @@ export function percentile(values: readonly number[], p: number): number {
 }
 
 /** Least-squares slope of y over x (units of y per unit of x); NaN with fewer than two points. */
-export function slope(points: readonly { x: number; y: number }[]): number {
+function slope(points: readonly { x: number; y: number }[]): number {
   if (points.length < 2) return NaN;
   const n = points.length;
   const mx = points.reduce((s, p) => s + p.x, 0) / n;

@@ -29,7 +29,7 @@ export interface SoakJob {
   warmup: boolean;
 }
 
-export interface SoakSecond {
+interface SoakSecond {
   /** Start of the second, ms since the epoch. */
   atMs: number;
   ok: number;

@@ -37,13 +37,13 @@ export const soakBudgetSeconds = (seconds: number) => seconds + 300 + (withWarmu
 /** Usage is compared for this many keys of each kind: the account bucket allows 60 logins a minute. */
 const USAGE_SAMPLE = 40;
 
-export interface MemorySample {
+interface MemorySample {
   atMs: number;
   heapMb: number;
   rssMb: number;
 }
 
-export interface UsageCheck {
+interface UsageCheck {
   /** failed: the route answered something other than 200 or 404. */
   status: "checked" | "skipped" | "failed";
   note: string;
@@ -159,7 +159,7 @@ const UsageResponse = z.object({
  * never less, and no more than the requests still in flight when the load stopped.
  * Skipped with a note while the route answers 404, so it starts checking when the route lands.
  */
-export async function checkUsageCounts(
+async function checkUsageCounts(
   url: string,
   sample: { key: SoakKey; seen: KeyCounts }[],
   accountToken: (accountId: string) => Promise<string>,

@@ -23,7 +23,7 @@ export interface WebhookLatency {
 }
 
 /** Webhooks of the fan-out sample: more than one round of the six connections a Worker invocation may hold. */
-export const FAN_OUT_HOOKS = 10;
+const FAN_OUT_HOOKS = 10;
 /** The receiver holds each fan-out request this long, so requests that overlap are seen overlapping. */
 const FAN_OUT_HOLD_MS = 100;
 

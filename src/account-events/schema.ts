@@ -7,7 +7,7 @@ import { prefixedId, timestamp } from "../http/wire.ts";
  * lists them as webhooks. Every `data` names its account.
  */
 
-export const ACCOUNT_EVENT_TYPES = ["api_key.leaked", "api_key.expiring", "webhook.disabled", "usage.threshold"] as const;
+const ACCOUNT_EVENT_TYPES = ["api_key.leaked", "api_key.expiring", "webhook.disabled", "usage.threshold"] as const;
 export type AccountEventType = (typeof ACCOUNT_EVENT_TYPES)[number];
 
 const keyId = prefixedId("key", "0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d");
@@ -17,7 +17,7 @@ const keyFields = { account_id: accountId, key_id: keyId, prefix: z.string().met
 const event = <T extends AccountEventType, D extends z.ZodRawShape>(type: T, id: string, description: string, data: D) =>
   z.object({ type: z.literal(type), timestamp, data: z.object(data) }).meta({ id, description });
 
-export const ApiKeyLeakedEvent = event(
+const ApiKeyLeakedEvent = event(
   "api_key.leaked",
   "ApiKeyLeakedEvent",
   "A secret scanner found the key in public; it was revoked before this was sent",
@@ -30,33 +30,28 @@ export const ApiKeyLeakedEvent = event(
   },
 );
 
-export const ApiKeyExpiringEvent = event("api_key.expiring", "ApiKeyExpiringEvent", "The key expires in 7 days, or in 1 day", {
+const ApiKeyExpiringEvent = event("api_key.expiring", "ApiKeyExpiringEvent", "The key expires in 7 days, or in 1 day", {
   ...keyFields,
   name: z.string(),
   expires_at: timestamp,
   days_left: z.union([z.literal(7), z.literal(1)]),
 });
 
-export const WebhookDisabledEvent = event("webhook.disabled", "WebhookDisabledEvent", "A webhook stopped receiving events, and why", {
+const WebhookDisabledEvent = event("webhook.disabled", "WebhookDisabledEvent", "A webhook stopped receiving events, and why", {
   account_id: accountId,
   webhook_id: prefixedId("whk", "0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d"),
   url: z.string(),
   disabled_reason: z.string(),
 });
 
-export const UsageThresholdEvent = event(
-  "usage.threshold",
-  "UsageThresholdEvent",
-  "A key used 80 % or 100 % of its day quota (once each a day)",
-  {
-    ...keyFields,
-    period: z.literal("day"),
-    limit: z.int(),
-    used: z.int(),
-    threshold: z.union([z.literal(80), z.literal(100)]),
-  },
-);
+const UsageThresholdEvent = event("usage.threshold", "UsageThresholdEvent", "A key used 80 % or 100 % of its day quota (once each a day)", {
+  ...keyFields,
+  period: z.literal("day"),
+  limit: z.int(),
+  used: z.int(),
+  threshold: z.union([z.literal(80), z.literal(100)]),
+});
 
-export const ACCOUNT_EVENTS = [ApiKeyLeakedEvent, ApiKeyExpiringEvent, WebhookDisabledEvent, UsageThresholdEvent] as const;
+const ACCOUNT_EVENTS = [ApiKeyLeakedEvent, ApiKeyExpiringEvent, WebhookDisabledEvent, UsageThresholdEvent] as const;
 type Payload = z.infer<(typeof ACCOUNT_EVENTS)[number]>;
 export type AccountEventData<T extends AccountEventType> = Extract<Payload, { type: T }>["data"];

@@ -14,7 +14,7 @@ export const accountIdParam = z.object({
     .meta({ description: "The account id: its login's `sub`", example: "auth0|64f1c2" }),
 });
 
-export const Limits = z
+const Limits = z
   .object({ per_minute: z.int(), per_hour: z.int(), per_day: z.int() })
   .meta({ id: "Limits", description: "The plan's limits for each of the account's keys" });
 

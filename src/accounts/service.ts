@@ -1,4 +1,3 @@
-import { eq } from "drizzle-orm";
 import { activeKeyHashes } from "../api-keys/service.ts";
 import type { Database } from "../platform/db.ts";
 import { accounts, type PlanName } from "../platform/tables.ts";

@@ -89,7 +89,7 @@ export const requireCurrency = (
   moneyFieldsFit(MONEY_RULES)({ ...value, currency: value.currency }, ctx);
 };
 
-export const alertFiltersObject = z
+const alertFiltersObject = z
   .strictObject(alertFilterFields, { error: (issue) => (issue.code === "invalid_type" ? "must be a JSON object or null" : undefined) })
   .superRefine(requireCurrency);
 

@@ -10,7 +10,7 @@ const NO_CONTROL = "[^\\u0000-\\u001F\\u007F-\\u009F]";
 const NAME_PATTERN = `^${NO_CONTROL}*[^\\s\\u0000-\\u001F\\u007F-\\u009F]${NO_CONTROL}*$`;
 
 /** 1–100 characters (code points, so an emoji counts once), no control characters, trimmed. */
-export const keyName = z
+const keyName = z
   .string({ error: required("string") })
   .trim()
   .refine((s) => [...s].length >= 1 && [...s].length <= 100, { error: "must be 1 to 100 characters" })
@@ -74,7 +74,7 @@ const lifecycleFields = {
   rotated_to: prefixedId("key", "3f2a…").nullable().meta({ description: "The key that replaced this one" }),
 };
 
-export const KEY_STATUSES = ["active", "expired", "revoked"] as const;
+const KEY_STATUSES = ["active", "expired", "revoked"] as const;
 
 export const ApiKey = z
   .object({
@@ -109,7 +109,7 @@ export const ApiKeyList = z
   .object({ api_keys: z.array(ApiKey).meta({ description: "Newest first, revoked keys included" }) })
   .meta({ id: "ApiKeyList" });
 
-export const GRANULARITIES = ["minute", "hour", "day"] as const;
+const GRANULARITIES = ["minute", "hour", "day"] as const;
 
 export const usageQuery = strictQuery({
   granularity: z

@@ -96,7 +96,7 @@ function keySetFor(url: string): JWTVerifyGetKey {
 export const MAX_SUBJECT_LENGTH = 255;
 const ALGORITHMS = ["RS256", "PS256", "ES256", "EdDSA"];
 
-export const REALM = 'Bearer realm="price-data-api"';
+const REALM = 'Bearer realm="price-data-api"';
 
 export function unauthorized(detail: string, tokenWasSent: boolean): ApiError {
   const challenge = tokenWasSent ? `${REALM}, error="invalid_token"` : REALM;

@@ -385,7 +385,7 @@ async function rewriteSegment(
   i: number,
   names: ReadonlyMap<string, CompetitorRow>,
 ): Promise<Segment[]> {
-  const { db, work } = deps;
+  const { db } = deps;
   const segment = previous[i]!;
   const below = previous[i + 1]?.first ?? null;
   const inSegment = and(gte(products.id, segment.first), below === null ? undefined : lt(products.id, below)) as SQL;
@@ -444,7 +444,7 @@ async function rewriteSegment(
  * rename), else incremental from the snapshot the pointer names.
  */
 async function plan(deps: BuildDeps, now: number): Promise<BuildState | { current: Pointer | null; version: number }> {
-  const { db, bucket, work } = deps;
+  const { db, bucket } = deps;
   const [state] = await db.select().from(catalogueState).where(eq(catalogueState.id, 1));
   const version = state?.version ?? 0;
   const pointer = await readPointer(bucket);
@@ -562,7 +562,7 @@ export function snapshotObjects(manifest: {
 
 /** The last step: the manifest, then the pointer; returns the manifest and the objects of the replaced snapshot it no longer uses. */
 async function finish(deps: BuildDeps, state: BuildState, now: number): Promise<{ manifest: Manifest; released: string[] }> {
-  const { bucket, db, work } = deps;
+  const { bucket, db } = deps;
   const built = new Map<string, Segment[]>(await deps.storage.list<Segment[]>({ prefix: BUILT_PREFIX }));
   let segments: Segment[];
   if (state.full) segments = [...built.values()].flat();

@@ -24,7 +24,7 @@ import { type Manifest, manifestKey } from "./manifest.ts";
  * step that throws is retried by the alarm's own retries from the progress recorded in storage, and
  * the cron sweep's poke (sweepCatalogue) heals a lost poke: the changes are marked in D1, not in the poke.
  */
-export const COALESCE_MS = 300;
+const COALESCE_MS = 300;
 /**
  * A replaced snapshot's objects stay readable this long after it was replaced, so a response that
  * began on it (a slow client reading a whole catalogue) can finish (docs/catalogue.md, "Retention").

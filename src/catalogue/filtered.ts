@@ -43,14 +43,14 @@ export function filterSet(filters: ProductFilters): FilterSet {
 }
 
 /** Products per D1 page: one batch reads their rows, their offers and the products changed since the snapshot near them. */
-export const PAGE = 1000;
+const PAGE = 1000;
 /** D1 statements a filtered response may make, of the 1,000 a Worker invocation gets (the rest: authentication, limits). */
 const QUERY_BUDGET = 600;
 /** Statements of the first batch (state, changed ids, at most four filters' ids) and of each page. */
 const PLAN_STATEMENTS = 6;
 const PAGE_STATEMENTS = 3;
 /** A filter matching more than this share of the catalogue is read from the segments (measured: docs/catalogue.md). */
-export const SCAN_SHARE = 0.2;
+const SCAN_SHARE = 0.2;
 /** Products changed since the snapshot that a page takes from their segments; beyond it, the rest is a scan. */
 const CHANGED_CAP = 1000;
 
@@ -60,7 +60,7 @@ export interface FilteredReadOptions {
 }
 
 /** How many matches D1 serves before a scan is cheaper; at least one page, at most what the query budget pays for. */
-export function d1Limit(manifest: Manifest, options: FilteredReadOptions = {}): number {
+function d1Limit(manifest: Manifest, options: FilteredReadOptions = {}): number {
   const budget = Math.floor((QUERY_BUDGET - PLAN_STATEMENTS) / PAGE_STATEMENTS) * PAGE;
   return options.d1Limit ?? Math.min(budget, Math.max(PAGE, Math.floor(SCAN_SHARE * manifest.products)));
 }
@@ -82,7 +82,7 @@ function fieldOf(line: string, key: string): string | null {
 }
 
 /** Whether a product (its JSON text from the snapshot) passes the filters. */
-export function lineMatcher(f: FilterSet): (line: string) => boolean {
+function lineMatcher(f: FilterSet): (line: string) => boolean {
   const offerKey = f.competitor === undefined ? undefined : `"competitor_id":${JSON.stringify(f.competitor)},`;
   return (line) =>
     (offerKey === undefined || line.includes(offerKey)) &&

@@ -17,7 +17,7 @@ export interface HistoryPage extends HistoryView {
 }
 
 /** The calendar years whose archive objects a query reads: from its `from` (never before the product's first object) to its `to`. */
-export function historyYears(query: HistoryQuery, createdAt: string, now = new Date().toISOString()): string[] {
+function historyYears(query: HistoryQuery, createdAt: string, now = new Date().toISOString()): string[] {
   const first = Math.max(firstArchiveYear(createdAt), Number((query.from ?? "0").slice(0, 4)));
   const last = Number((query.to !== undefined && query.to < now ? new Date(Date.parse(query.to) - 1).toISOString() : now).slice(0, 4));
   // A span ending before the first object's year can only be in that object (back-filled rows).

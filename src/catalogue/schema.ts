@@ -29,7 +29,7 @@ export const historyQuery = strictQuery({
 export type ProductFilters = z.output<typeof productsQuery>;
 export type HistoryQuery = z.output<typeof historyQuery>;
 
-export const Offer = z
+const Offer = z
   .object({
     competitor_id: z.string(),
     competitor_name: z.string(),
@@ -51,7 +51,7 @@ export type OfferView = z.infer<typeof Offer>;
  * alphabetically first code), named by `currency`: prices in different currencies are never compared.
  * Stock does not matter for min/max (in_stock_count says how many can be bought); shipping is excluded.
  */
-export const Summary = z
+const Summary = z
   .object({
     min_price: money.nullable(),
     max_price: money.nullable(),
@@ -87,7 +87,7 @@ export type ProductView = z.infer<typeof Product>;
 
 export const ProductList = z.object({ products: z.array(Product) }).meta({ id: "ProductList" });
 
-export const HistoryEntry = z.object({ competitor_id: z.string(), price: money, currency, in_stock: z.boolean(), observed_at: timestamp });
+const HistoryEntry = z.object({ competitor_id: z.string(), price: money, currency, in_stock: z.boolean(), observed_at: timestamp });
 
 export const History = z
   .object({

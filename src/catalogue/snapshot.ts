@@ -10,7 +10,7 @@ import { type BodyPart, bodyParts, Manifest, manifestKey, POINTER_KEY, Pointer, 
  * resumed by another request's I/O runs in that request's context): while one request checks, the
  * others serve the manifest they have, and a request with none reads the pointer itself.
  */
-export const POINTER_TTL_MS = 1000;
+const POINTER_TTL_MS = 1000;
 /** R2 reads in flight ahead of the one being streamed (a Worker has 6 connections at once). */
 const PREFETCH = 4;
 

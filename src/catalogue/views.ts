@@ -10,7 +10,7 @@ export type CompetitorRow = typeof competitors.$inferSelect;
 
 const money = (minor: number | null, currency: string) => (minor === null ? null : formatMoney(minor, currency));
 
-export function offerView(row: OfferRow, competitorName: string): OfferView {
+function offerView(row: OfferRow, competitorName: string): OfferView {
   return {
     competitor_id: row.competitorId,
     competitor_name: competitorName,

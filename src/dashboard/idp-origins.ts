@@ -12,7 +12,7 @@ const RETRY_MS = 30_000;
 const FETCH_TIMEOUT_MS = 5_000;
 
 /** OpenID Connect Discovery 1.0 §4: the issuer's path, then /.well-known/openid-configuration (as oauth4webapi builds it). */
-export function discoveryUrl(issuer: string): URL {
+function discoveryUrl(issuer: string): URL {
   const url = new URL(issuer);
   url.pathname = `${url.pathname}/.well-known/openid-configuration`.replace("//", "/");
   return url;

@@ -24,7 +24,7 @@ import {
  * reads them from the archive like the rest).
  */
 
-export type ArchiveRange = typeof eventArchive.$inferSelect;
+type ArchiveRange = typeof eventArchive.$inferSelect;
 /** An event as the archive keeps it: what the feed and replay need, without the outbox's bookkeeping. */
 export type ArchivedEvent = Pick<typeof events.$inferSelect, "seq" | "id" | "type" | "timestamp" | "payload" | "oldMinor" | "newMinor">;
 
@@ -115,7 +115,7 @@ export async function expireArchive(db: Database, bucket: R2Bucket, now = Date.n
 }
 
 /** The events of one archive object, in seq order. */
-export async function readArchive(bucket: R2Bucket, range: ArchiveRange): Promise<ArchivedEvent[]> {
+async function readArchive(bucket: R2Bucket, range: ArchiveRange): Promise<ArchivedEvent[]> {
   const object = await bucket.get(archiveKey(range.firstSeq));
   if (!object) {
     console.error(JSON.stringify({ level: "error", source: "event-archive", missing: archiveKey(range.firstSeq) }));

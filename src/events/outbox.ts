@@ -17,12 +17,12 @@ export type EventRow = typeof events.$inferSelect;
 /** An unsent event older than this is the sweep's: the relay had its chance. */
 export const SWEEP_AFTER_MS = 30_000;
 /** A consumer's claim on an event lasts this long: if it died before queuing the deliveries, another may take it. */
-export const CLAIM_LEASE_MS = 5 * 60_000;
+const CLAIM_LEASE_MS = 5 * 60_000;
 /** A relayed event not fanned out this long after is sent again by the sweep (its claimer died, or its message was lost). */
 export const STUCK_AFTER_MS = 15 * 60_000;
 /** Rows a sweep sends, and rows it deletes, per run (once a minute). */
-export const SWEEP_BATCH = 500;
-export const DELETE_BATCH = 1000;
+const SWEEP_BATCH = 500;
+const DELETE_BATCH = 1000;
 
 const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ level: "error", source: "outbox", ...fields }));
 

@@ -5,7 +5,7 @@ import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 /** GET /events' query. `type` may be given several times (`?type=a&type=b`): the router hands over an array. */
 
 export const DEFAULT_FEED_LIMIT = 100;
-export const MAX_FEED_LIMIT = 1000;
+const MAX_FEED_LIMIT = 1000;
 
 const eventType = z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(", ")}` });
 

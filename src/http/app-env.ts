@@ -11,7 +11,7 @@ import type { WebhookMessage } from "../webhooks/messages.ts";
  * What a request's handlers and services need, built once per request by src/middleware/context.ts.
  * Services receive the parts they use as plain arguments, never Hono's context.
  */
-export interface RequestContext {
+interface RequestContext {
   config: Config;
   /** Counts its round trips into `work`. */
   db: Database;

@@ -48,7 +48,7 @@ const intHeader = (description: string) => ({ required: true, description, schem
 const textHeader = (description: string, required = true) => ({ required, description, schema: { type: "string" } }) as const;
 
 /** On every response the worker produces, whatever its status. */
-export const EVERY_RESPONSE_HEADERS = {
+const EVERY_RESPONSE_HEADERS = {
   "X-Request-Id": textHeader("Quote it when reporting a problem."),
   "X-RateLimit-Limit": intHeader("Requests per minute of the bucket this request was counted in (the key's plan for an API key)."),
   "X-RateLimit-Remaining": intHeader("Requests left in the current minute window."),

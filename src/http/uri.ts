@@ -8,13 +8,12 @@ import { required } from "./validation.ts";
  * character percent-encoded; the WHATWG parser alone would take `https://Ï` and encode it silently.
  */
 
-export const MAX_URL_LENGTH = 2048;
+const MAX_URL_LENGTH = 2048;
 
 /** scheme ":" then only RFC 3986's unreserved, reserved and sub-delims characters, `%` always followed by two hex digits. */
 const RFC3986_URI = /^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9\-._~!$&'()*+,;=:/?#[\]@]|%[0-9A-Fa-f]{2})*$/;
 
-export const URI_RULE =
-  "an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded";
+const URI_RULE = "an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded";
 
 /** Why `raw` is not an absolute RFC 3986 URI (of one of `schemes`, when given): a phrase to follow the field's name, or undefined. */
 export function uriProblem(raw: string, schemes?: readonly string[]): string | undefined {

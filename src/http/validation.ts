@@ -8,7 +8,7 @@ export const invalidField = (what: string, field: string, message: string) =>
   new ApiError(400, `Invalid ${what}: ${field ? `${field}: ` : ""}${message}`);
 
 /** The 400 for a failed parse of `what`: its detail names the first field that failed. */
-export function invalid(what: string, error: z.ZodError): ApiError {
+function invalid(what: string, error: z.ZodError): ApiError {
   const issue = error.issues[0];
   return issue ? invalidField(what, issue.path.join("."), issue.message) : new ApiError(400, `Invalid ${what}: the request is invalid.`);
 }

@@ -22,7 +22,7 @@ import {
  * answered with a generic error, never a stack trace.
  */
 
-export const SERVER_INFO = { name: "price-data-api", version: "1.0.0" };
+const SERVER_INFO = { name: "price-data-api", version: "1.0.0" };
 
 async function answer(run: () => Promise<unknown>): Promise<CallToolResult> {
   try {

@@ -128,7 +128,7 @@ export async function getProduct(db: Database, input: { id?: string | undefined;
 }
 
 /** Every `points`-th of n indexes, evenly spread, the first and the last always in. */
-export function downsample<T>(series: readonly T[], points: number): T[] {
+function downsample<T>(series: readonly T[], points: number): T[] {
   if (series.length <= points) return [...series];
   return Array.from({ length: points }, (_, i) => series[Math.round((i * (series.length - 1)) / (points - 1))]!);
 }

@@ -17,7 +17,7 @@ const TWO_DECIMALS =
   "TWD TZS UAH USD USN UYU UZS VED VES WST XCD XCG YER ZAR ZMW ZWG";
 
 /** ISO-4217 trading currencies and their minor-unit exponents (digits after the decimal point). */
-export const CURRENCY_EXPONENTS: ReadonlyMap<string, number> = new Map(
+const CURRENCY_EXPONENTS: ReadonlyMap<string, number> = new Map(
   (
     [
       [ZERO_DECIMALS, 0],
@@ -28,7 +28,7 @@ export const CURRENCY_EXPONENTS: ReadonlyMap<string, number> = new Map(
   ).flatMap(([codes, exponent]) => codes.split(" ").map((code) => [code, exponent] as const)),
 );
 
-export function isCurrency(code: string): boolean {
+function isCurrency(code: string): boolean {
   return CURRENCY_EXPONENTS.has(code);
 }
 

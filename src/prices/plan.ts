@@ -8,7 +8,7 @@ import type { IngestionResult, Observation } from "./schema.ts";
 
 /** Step 2 of an ingestion (src/prices/service.ts): the observations applied in memory to what they touch. */
 
-export type HistoryRow = Omit<typeof priceHistory.$inferSelect, "id">;
+type HistoryRow = Omit<typeof priceHistory.$inferSelect, "id">;
 
 /** What the observations touch, as read in one batch. */
 export interface Snapshot {

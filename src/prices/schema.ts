@@ -15,7 +15,7 @@ const MAX_CLOCK_SKEW_MS = 5 * 60 * 1000;
 const optionalText = (max: number) => trimmedText(max).nullable().optional();
 const optionalMoney = moneyStringSchema.nullable().optional();
 
-export const observation = z
+const observation = z
   .strictObject(
     {
       sku: trimmedText(100),

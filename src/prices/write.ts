@@ -40,12 +40,12 @@ export function isWriteConflict(error: unknown): boolean {
  * most this many UTF-8 bytes each, several statements when needed (half the limit: a margin, and still
  * at most a few statements for the largest ingestion).
  */
-export const MAX_JSON_PARAMETER_BYTES = 1_000_000;
+const MAX_JSON_PARAMETER_BYTES = 1_000_000;
 
 const utf8 = new TextEncoder();
 
 /** The items as JSON arrays of at most MAX_JSON_PARAMETER_BYTES UTF-8 bytes each, in order. */
-export function jsonChunks(items: readonly unknown[], maxBytes = MAX_JSON_PARAMETER_BYTES): string[] {
+function jsonChunks(items: readonly unknown[], maxBytes = MAX_JSON_PARAMETER_BYTES): string[] {
   const chunks: string[] = [];
   let parts: string[] = [];
   let bytes = 2; // the brackets

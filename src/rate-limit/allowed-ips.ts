@@ -51,7 +51,7 @@ export function canonicalCidr(cidr: string): string {
 }
 
 /** The client's address as compared: a mapped IPv6 address is its IPv4 address. Undefined when it is not an address. */
-export function clientAddress(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+function clientAddress(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   if (!ipaddr.isValid(ip)) return undefined;
   return ipaddr.process(ip);
 }

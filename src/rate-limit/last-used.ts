@@ -8,7 +8,7 @@ import { DurableObject } from "cloudflare:workers";
  * writes for `last_used_at` grow with the number of shards and with time (≤ 64 × 6 a minute), never with
  * the number of active keys, and a listing shows a key's last use at most a minute late.
  */
-export const LAST_USED_SHARDS = 64;
+const LAST_USED_SHARDS = 64;
 /** How often a key's object marks a use: with the shard's flush delay, a listing is at most a minute behind. */
 export const MARK_EVERY_MS = 50_000;
 const FLUSH_EVERY_MS = 10_000;

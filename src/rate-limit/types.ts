@@ -11,7 +11,7 @@ export interface Limits {
   per_day: number;
 }
 
-export type Period = "minute" | "hour" | "day";
+type Period = "minute" | "hour" | "day";
 
 /** What the limiter tells the worker; everything the headers need. */
 export interface Decision {

@@ -1,6 +1,6 @@
 import type { Decision, Limits } from "./types.ts";
 
-export const MINUTE_MS = 60_000;
+const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 

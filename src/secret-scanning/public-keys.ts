@@ -7,8 +7,8 @@ import { z } from "zod";
  * so a key GitHub withdraws stops being trusted. When a refresh fails, the keys already held keep working.
  */
 
-export const REFETCH_UNKNOWN_AFTER_MS = 60_000;
-export const REFRESH_AFTER_MS = 3_600_000;
+const REFETCH_UNKNOWN_AFTER_MS = 60_000;
+const REFRESH_AFTER_MS = 3_600_000;
 /** Well inside the time GitHub gives a partner endpoint to answer. */
 const FETCH_TIMEOUT_MS = 10_000;
 

@@ -23,7 +23,7 @@ export interface ReportContext {
 }
 
 /** Hashes per lookup statement: one bound parameter (a JSON array of about 67 KB), far from D1's 100-parameter and 2 MB limits. */
-export const LOOKUP_CHUNK = 1_000;
+const LOOKUP_CHUNK = 1_000;
 /** Keys revoked per pair of write statements. */
 const REVOKE_CHUNK = 500;
 /** A Worker has at most 6 connections open at once. */

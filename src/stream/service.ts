@@ -26,7 +26,7 @@ export const HEARTBEAT_MS = 15_000;
 export const LIFETIME_MS = 5 * 60_000;
 export const MAX_STREAMS_PER_KEY = 5;
 /** The `retry:` the stream announces: how soon a client reconnects after the stream ends (ms). */
-export const RECONNECT_MS = 1000;
+const RECONNECT_MS = 1000;
 const BACKFILL_PAGE = 500;
 const LIVE_PAGE = 200;
 

@@ -128,7 +128,7 @@ export async function attemptDelivery(
   attempt: number,
 ): Promise<Outcome | "gone"> {
   const webhook = await findWebhook(db, webhookId);
-  if (!webhook || webhook.status !== "enabled") return "gone";
+  if (webhook?.status !== "enabled") return "gone";
   const payload = deliveryBody(event);
   const started = Date.now();
   const secrets = await signingSecrets(secretKey, webhook, started);

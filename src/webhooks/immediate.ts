@@ -16,7 +16,7 @@ import { retryDelaySeconds } from "./schedule.ts";
 
 /** More deliveries than one round of connections, or a bulk ingestion, go through the queue as before. */
 export const MAX_IMMEDIATE_DELIVERIES = MAX_CONCURRENT_DELIVERIES;
-export const MAX_IMMEDIATE_EVENTS = 100;
+const MAX_IMMEDIATE_EVENTS = 100;
 
 export interface ImmediateDeps {
   db: Database;

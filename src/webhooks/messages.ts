@@ -10,7 +10,7 @@ import { z } from "zod";
  * The event as receivers get it (`{type, timestamp, data}`), plus its id (`webhook-id`, also
  * `data.event_id`). The queue carries `data` as it was built; its shapes are src/events/schema.ts.
  */
-export const webhookEvent = z.object({
+const webhookEvent = z.object({
   id: z.string().regex(/^evt_[0-9a-f]{32}$/),
   type: z.string().min(1),
   timestamp: z.string(),
@@ -20,7 +20,7 @@ export type WebhookEvent = z.infer<typeof webhookEvent>;
 
 const minorUnits = z.number().int().nonnegative();
 
-export const eventMessage = z.object({
+const eventMessage = z.object({
   kind: z.literal("event"),
   event: webhookEvent,
   /**
@@ -31,7 +31,7 @@ export const eventMessage = z.object({
 });
 export type EventMessage = z.infer<typeof eventMessage>;
 
-export const deliveryMessage = z.object({
+const deliveryMessage = z.object({
   kind: z.literal("delivery"),
   webhook_id: z.string().min(1),
   event: webhookEvent,

@@ -151,7 +151,7 @@ export const TestEventQueued = z
   .object({ event_id: z.string().regex(/^evt_/), type: z.string().meta({ example: WEBHOOK_TEST_EVENT }), status: z.literal("queued") })
   .meta({ id: "TestEventQueued" });
 
-export const Delivery = z
+const Delivery = z
   .object({
     event_id: z.string(),
     type: z.string(),

@@ -7,7 +7,7 @@ import { Buffer } from "node:buffer";
  * decrypt: a copy of the D1 database alone can neither sign nor move secrets between webhooks.
  */
 
-export const SECRET_PREFIX = "whsec_";
+const SECRET_PREFIX = "whsec_";
 const SECRET_BYTES = 32;
 const IV_BYTES = 12;
 const FORMAT = "v1";

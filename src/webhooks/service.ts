@@ -14,7 +14,7 @@ import { acceptedWebhookUrl } from "./url-policy.ts";
 export const MAX_WEBHOOKS_PER_ACCOUNT = 20;
 
 /** GET /webhooks/:id/deliveries returns this many attempts, newest first. */
-export const DELIVERIES_LISTED = 100;
+const DELIVERIES_LISTED = 100;
 
 export type WebhookRow = typeof webhooks.$inferSelect;
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -34,7 +34,7 @@ export function webhookView(row: WebhookRow): WebhookView {
   };
 }
 
-export function deliveryView(row: DeliveryRow): DeliveryView {
+function deliveryView(row: DeliveryRow): DeliveryView {
   return {
     event_id: row.eventId,
     type: row.type,
@@ -48,7 +48,7 @@ export function deliveryView(row: DeliveryRow): DeliveryView {
   };
 }
 
-export const notFound = (id: string) => new ApiError(404, `No webhook ${id} in this account.`);
+const notFound = (id: string) => new ApiError(404, `No webhook ${id} in this account.`);
 
 /** Creates the webhook; the secret is in this answer only. */
 export async function createWebhook(db: Database, config: Config, accountId: string, input: WebhookBody) {
@@ -185,7 +185,7 @@ export async function rotateSecret(db: Database, config: Config, accountId: stri
 
 /** Queues a `webhook.test` event for this webhook alone, whatever its `events` filter. */
 export async function sendTestEvent(db: Database, queue: Queue<WebhookMessage>, accountId: string, id: string) {
-  const webhook = await getEnabledWebhook(db, accountId, id);
+  await getEnabledWebhook(db, accountId, id);
   const eventId = newId("evt");
   const timestamp = new Date().toISOString();
   const message: DeliveryMessage = {

@@ -89,7 +89,7 @@ describe("POST /api-keys body validation", () => {
     await expectJson(await call("POST", "/api-keys", { token, body: atLimit }), 201);
 
     const before = await keyCount();
-    await expectRefused(await call("POST", "/api-keys", { token, body: atLimit + " " }), before, 413);
+    await expectRefused(await call("POST", "/api-keys", { token, body: `${atLimit} ` }), before, 413);
   });
 });
 

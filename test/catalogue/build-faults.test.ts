@@ -3,8 +3,6 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { type BuildLimits, readManifest, readPointer } from "../../src/catalogue/build.ts";
 import { POINTER_KEY, type Pointer } from "../../src/catalogue/manifest.ts";
 import { wholeCatalogue } from "../../src/catalogue/snapshot.ts";
-import { database } from "../../src/platform/db.ts";
-import { products } from "../../src/platform/tables.ts";
 import { Faults, runBuildSteps, stepCatalogue } from "../helpers/build-steps.ts";
 import { changePrices } from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
@@ -17,7 +15,6 @@ import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
  */
 const LIMITS: BuildLimits = { partTarget: 4, segmentTarget: 20, stepProducts: 40, stepSegments: 1 };
 const PRODUCTS = 50;
-const db = () => database(env.DB);
 
 /** The current snapshot's gzip bodies, JSON and NDJSON, as a response streams them. */
 async function servedBodies(): Promise<Uint8Array[]> {

@@ -62,7 +62,11 @@ async function readDirect(filters: ProductFilters, d1Limit?: number) {
   const reads: string[] = [];
   const bucket = new Proxy(env.CATALOGUE, {
     get(target, name) {
-      if (name === "get") return (key: string, ...rest: []) => (reads.push(key), target.get(key, ...rest));
+      if (name === "get")
+        return (key: string, ...rest: []) => {
+          reads.push(key);
+          return target.get(key, ...rest);
+        };
       const value = Reflect.get(target, name) as unknown;
       return typeof value === "function" ? value.bind(target) : value;
     },

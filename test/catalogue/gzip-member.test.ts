@@ -66,7 +66,7 @@ describe("deflate parts", () => {
       storedPart("]}"),
     ];
     const member = join(GZIP_HEADER, ...parts.map((part) => part.bytes), FINAL_BLOCK, gzipTrailer(concatenated(parts)));
-    const text = '{"products":[' + '{"id":"é☕"}'.repeat(500) + ",x]}";
+    const text = `{"products":[${'{"id":"é☕"}'.repeat(500)},x]}`;
     expect(oneGzipMember(member)).toBe(text);
     expect(gunzipSync(member).toString("utf8")).toBe(text);
   });

@@ -6,8 +6,6 @@ import { type BuildLimits, readPointer } from "../../src/catalogue/build.ts";
 import { RETENTION_MS } from "../../src/catalogue/builder.ts";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import { manifestKey } from "../../src/catalogue/manifest.ts";
-import { database } from "../../src/platform/db.ts";
-import { products } from "../../src/platform/tables.ts";
 import { runBuildSteps, runCollectSteps, stepCatalogue } from "../helpers/build-steps.ts";
 import { changePrices, newApiKey } from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
@@ -24,7 +22,6 @@ const LIMITS: BuildLimits = { partTarget: 5, segmentTarget: 30, stepProducts: 30
 const PRODUCTS = 240;
 const START = Date.now();
 fakeDateAt(START);
-const db = () => database(env.DB);
 let key: string;
 let skus: string[];
 

@@ -6,7 +6,7 @@ import { readManifest, readPointer, SEGMENT_MAX, SEGMENT_TARGET } from "../../sr
 import type { ProductView } from "../../src/catalogue/schema.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { database } from "../../src/platform/db.ts";
-import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
+import { offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { Faults, runBuildSteps } from "../helpers/build-steps.ts";
 import {
   buildCatalogue,
@@ -26,7 +26,6 @@ const PRODUCTS = Math.round(SEGMENT_TARGET * 2.5);
 const db = () => database(env.DB);
 let key: string;
 const shopA = { id: "cmp_a", name: "Shop A" };
-const shopB = { id: "cmp_b", name: "Shop B" };
 const idle = { id: "cmp_idle", name: "Idle" };
 
 const get = (path: string, headers: Record<string, string> = {}) => call("GET", path, { token: key, headers });

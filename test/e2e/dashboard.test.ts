@@ -84,7 +84,10 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
 function portInUse(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => (socket.destroy(), resolve(true)));
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once("error", () => resolve(false));
   });
 }
@@ -222,7 +225,7 @@ describe("dashboard in Chromium", () => {
     const page = await context.newPage();
     onTestFailed(async () => {
       await screenshot(page, "failure");
-      console.error(`The page at the failure: ${page.url()}\n${await page.locator("body").innerText()}`);
+      console.error(`The page at the failure: ${page.url()}\n${await page.locator("body").textContent()}`);
     });
     // Our pages must log no error (a CSP violation would) and get no error status from the worker.
     // (The IdP's development pages are not ours: they ask for web fonts this machine cannot reach.)

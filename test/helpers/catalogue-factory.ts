@@ -33,7 +33,7 @@ export async function createCompetitor(input: CompetitorInput = {}) {
   return row;
 }
 
-export interface OfferInput {
+interface OfferInput {
   competitor: string;
   price: string;
   currency?: string;

@@ -10,7 +10,7 @@ const sqlOf = (statements: readonly D1PreparedStatement[]) =>
   statements.map((s) => (s as D1PreparedStatement & { statement: string }).statement).join("\n");
 
 /** An ingestion's read batch (products by sku) and its write batch (it starts with the guard's failing INSERT). */
-export const isIngestionRead = (statements: readonly D1PreparedStatement[]) => /"products"\."sku" IN/.test(sqlOf(statements));
+const isIngestionRead = (statements: readonly D1PreparedStatement[]) => /"products"\."sku" IN/.test(sqlOf(statements));
 export const isIngestionWrite = (statements: readonly D1PreparedStatement[]) => /SELECT 0, 0, ''/.test(sqlOf(statements));
 
 /**
@@ -36,7 +36,7 @@ export function holdIngestionWrites(count: number): () => { reads: number; write
 }
 
 /** D1's per-statement limits in production, which local D1 does not enforce. */
-export const D1_MAX_BOUND_PARAMETERS = 100;
+const D1_MAX_BOUND_PARAMETERS = 100;
 export const D1_MAX_VALUE_BYTES = 2_000_000;
 
 const utf8 = new TextEncoder();

@@ -113,7 +113,7 @@ const typesOf = (schema: Schema): string[] => (Array.isArray(schema.type) ? sche
 
 /** A value of none of `types`. */
 function wrongType(types: string[]): unknown {
-  if (!types.includes("string")) return "not-a-" + (types[0] ?? "value");
+  if (!types.includes("string")) return `not-a-${types[0] ?? "value"}`;
   if (!types.includes("number") && !types.includes("integer")) return 12345;
   return true;
 }
@@ -161,7 +161,7 @@ export function mutations(schema: Schema, value: unknown, resolve: Resolve, { st
     if (path.length && !strings) add("wrong type", wrongType(typesOf(node)));
     if (typeof at === "string") for (const [what, replacement] of stringBreaks(node)) add(what, replacement);
     if (typeof at === "number") for (const [what, replacement] of numberBreaks(node)) add(what, replacement);
-    if (Array.isArray(at) && node.items) at.forEach((item, i) => visit(node.items, item, [...path, i]));
+    if (Array.isArray(at) && node.items) for (const [i, item] of at.entries()) visit(node.items, item, [...path, i]);
     if (Array.isArray(at) && node.maxItems !== undefined && node.maxItems < 50 && at.length)
       add("too many items", Array(node.maxItems + 1).fill(at[0]));
     if (at && typeof at === "object" && !Array.isArray(at) && node.properties) {

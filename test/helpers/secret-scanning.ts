@@ -8,7 +8,7 @@ import { call } from "./http.ts";
 
 export const keyList = JSON.parse(env.TEST_SECRET_SCANNING) as { origin: string; identifier: string; privateJwk: JsonWebKey };
 
-export const servedKey = () => crypto.subtle.importKey("jwk", keyList.privateJwk, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
+const servedKey = () => crypto.subtle.importKey("jwk", keyList.privateJwk, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
 
 /** One DER INTEGER of an unsigned big-endian value: no leading zero bytes, one 0x00 when the top bit is set. */
 function derInteger(value: Uint8Array): number[] {

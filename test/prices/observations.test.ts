@@ -348,7 +348,7 @@ describe("concurrent ingestions of the same offer", () => {
     expect(events).toHaveLength(changes);
     expect(history).toHaveLength(changes + 1);
     expect(new Set(events.map((m) => m.event.data.old_price)).size).toBe(events.length);
-    events.forEach((m, i) => expect(m.event.data.old_price).toBe(i === 0 ? "10.00" : events[i - 1]!.event.data.new_price));
+    for (const [i, m] of events.entries()) expect(m.event.data.old_price).toBe(i === 0 ? "10.00" : events[i - 1]!.event.data.new_price);
     expect((await product("RACE")).offers[0]).toMatchObject({ price: "15.00", checked_at: at(15) });
   });
 });

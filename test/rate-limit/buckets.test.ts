@@ -22,7 +22,7 @@ describe("malformed API keys", () => {
     "bad checksum": wellFormed.slice(0, -1) + (wellFormed.endsWith("A") ? "B" : "A"),
     "too short": wellFormed.slice(0, 20),
     "10 kB": `pda_live_${"a".repeat(10_240)}`,
-    "non-ASCII": wellFormed.slice(0, -3) + "é🚀",
+    "non-ASCII": `${wellFormed.slice(0, -3)}é🚀`,
   };
 
   it.each(Object.entries(cases))("%s: 401 without touching D1 or a key's object", async (_name, key) => {

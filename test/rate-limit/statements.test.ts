@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
-import { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
+import type { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { accountWithKey } from "../helpers/keys.ts";
 

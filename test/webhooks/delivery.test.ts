@@ -100,7 +100,7 @@ describe("failures are retried on the schedule, with the same webhook-id", () =>
       expect(r.retryMessages).toHaveLength(1);
       return r.retryMessages[0]!.delaySeconds;
     });
-    delays.forEach((delay, i) => inJitterRange(delay, RETRY_DELAYS_SECONDS[i]!));
+    for (const [i, delay] of delays.entries()) inJitterRange(delay, RETRY_DELAYS_SECONDS[i]!);
     for (let i = 1; i < 6; i++) expect(delays[i]).toBeGreaterThan(delays[i - 1]!); // the jitter ranges do not overlap up to 10 h
 
     // The last attempt: retried without a delay, which the queue (max_retries = 7) turns into dead-lettering.
@@ -111,7 +111,7 @@ describe("failures are retried on the schedule, with the same webhook-id", () =>
     const requests = receiver.to(webhook.url);
     expect(requests).toHaveLength(MAX_ATTEMPTS);
     expect(new Set(requests.map((r) => r.headers["webhook-id"]))).toEqual(new Set([message.event.id]));
-    requests.forEach((request) => expect(verifyWithLibrary(webhook.secret, request)).toMatchObject({ type: "price.changed" }));
+    for (const request of requests) expect(verifyWithLibrary(webhook.secret, request)).toMatchObject({ type: "price.changed" });
 
     const attempts = await attemptsOf(webhook.id);
     expect(attempts.map((a) => [a.attempt, a.statusCode, a.error, a.outcome])).toEqual(

@@ -73,7 +73,7 @@ export function when(iso: string | null | undefined, missing = "Never"): Node | 
 }
 
 /** "in 3 days", "2 hours ago": the distance from now, in the largest unit that fits. */
-export function relative(iso: string, now = Date.now()): string {
+function relative(iso: string, now = Date.now()): string {
   const seconds = (new Date(iso).getTime() - now) / 1000;
   const units: Array<[Intl.RelativeTimeFormatUnit, number]> = [
     ["year", 31_536_000],
