@@ -18,6 +18,7 @@ import {
   HISTORY_IN_D1_MS,
   RETENTION_MS,
 } from "../src/events/retention.ts";
+import { FLUSH_EVERY_MS, LAST_USED_SHARDS } from "../src/rate-limit/last-used-schedule.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -62,7 +63,6 @@ export interface Inputs {
     objectMemoryGb: number;
     objectStorageBytesPerKey: number;
     /** `last_used_at` goes to D1 at most once a minute per key (the object keeps when it last did, across evictions). */
-    lastUsedIntervalSeconds: number;
     productsPerSegment: number;
     gzipBytesPerProduct: number;
     /** D1 bytes per stored row (data and indexes), by table. */
@@ -158,7 +158,6 @@ export const INPUTS: Inputs = {
     objectActiveMsPerCall: 10,
     objectMemoryGb: 0.128,
     objectStorageBytesPerKey: 24_000,
-    lastUsedIntervalSeconds: 60,
     productsPerSegment: 1_000,
     gzipBytesPerProduct: 250,
     d1BytesPerProduct: 600,
@@ -256,9 +255,9 @@ export function simulate(i: Inputs = INPUTS) {
   const deliveriesPerSecond = eventsPerSecond * w.webhooks * w.webhookMatchShare;
   const queueMessagesPerSecond = eventsPerSecond + deliveriesPerSecond;
 
-  // D1 queries/s: last_used_at on a key's first request after a gap of more than the interval; ingestion
-  // (its batch's share of one statement) and the relay's mark; the consumer's claims and records; reads.
-  const lastUsedWritesPerSecond = w.keys * perKeyRate * Math.exp(-perKeyRate * d.lastUsedIntervalSeconds);
+  // D1 queries/s: last_used_at, one statement per shard flush whatever the number of keys (src/rate-limit/last-used.ts);
+  // ingestion (its batch's share of one statement) and the relay's mark; the consumer's claims and records; reads.
+  const lastUsedWritesPerSecond = LAST_USED_SHARDS / (FLUSH_EVERY_MS / 1000);
   const feedPerSecond = w.requestsPerSecond * w.feedShare;
   const historyPerSecond = w.requestsPerSecond * w.historyShare;
   const d1ReadQueriesPerSecond = feedPerSecond * D1_QUERIES_PER_FEED_PAGE + historyPerSecond * D1_QUERIES_PER_HISTORY_READ;
@@ -356,7 +355,7 @@ export function simulate(i: Inputs = INPUTS) {
       d1QueriesPerSecond,
       L.d1QueriesPerSecond,
       `last_used_at ${Math.round(lastUsedWritesPerSecond)}/s, delivery records ${Math.round(deliveryRecordsPerSecond)}/s, feed and history ${Math.round(d1ReadQueriesPerSecond)}/s, events ${Math.round(eventsPerSecond * (2 + d.d1QueriesPerEventFanOut))}/s. ` +
-        "Change: last_used_at batched per isolate or kept in the key's object (keys-limiter); delivery attempts recorded one D1 batch per queue batch (10), or in Analytics Engine rather than D1",
+        "Change: delivery attempts recorded one D1 batch per queue batch (10), or in Analytics Engine rather than D1",
     ),
     limit(
       "D1 size after a year: catalogue, keys, the last day of events, the last days of history (GB)",

@@ -1,4 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
+import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS } from "./last-used-schedule.ts";
+
+export { MARK_EVERY_MS };
 
 /**
  * `last_used_at` off D1's per-key path. A key's object marks a use at most every MARK_EVERY_MS (the time is
@@ -8,10 +11,6 @@ import { DurableObject } from "cloudflare:workers";
  * writes for `last_used_at` grow with the number of shards and with time (≤ 64 × 6 a minute), never with
  * the number of active keys, and a listing shows a key's last use at most a minute late.
  */
-const LAST_USED_SHARDS = 64;
-/** How often a key's object marks a use: with the shard's flush delay, a listing is at most a minute behind. */
-export const MARK_EVERY_MS = 50_000;
-const FLUSH_EVERY_MS = 10_000;
 /** Marks per UPDATE: 5,000 × ~70 bytes of JSON stays far under D1's 2,000,000-byte value limit. */
 const MARKS_PER_STATEMENT = 5_000;
 
