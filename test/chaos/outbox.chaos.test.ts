@@ -184,10 +184,13 @@ it(`loses nothing: ${CHANGES} price and stock changes under injected queue and r
     await drain();
     const before = counts.deadLettered;
     for (const hook of hooks) {
-      // A replay whose send met the injected fault is a 503: asked again, as a client would.
+      // A replay whose send met the injected fault is a 503: asked again, as a client would. Those retries count
+      // against the account's 60 a minute, so a 429 is waited out for its Retry-After, as a client would too.
       let res: Response;
-      do res = await call("POST", `/webhooks/${hook.id}/replay`, { token: hook.token, body: { since, only_failed: true } });
-      while (res.status === 503);
+      do {
+        res = await call("POST", `/webhooks/${hook.id}/replay`, { token: hook.token, body: { since, only_failed: true } });
+        if (res.status === 429) await new Promise((resolve) => setTimeout(resolve, Number(res.headers.get("Retry-After")) * 1000));
+      } while (res.status === 503 || res.status === 429);
       counts.replayed += (await expectJson<{ queued: number }>(res, 202)).queued;
     }
     await drain();
