@@ -55,7 +55,10 @@ export async function deliverAfterCommit({ db, archive, queue, secretKey }: Imme
     });
     await Promise.all([
       sendAll(queue, later),
-      ...failed.map((delivery) => queue.send(delivery, { contentType: "json", delaySeconds: retryDelaySeconds(1) })),
+      // One batch, as every other send: a failed first attempt waits its retry delay in the queue.
+      failed.length > 0
+        ? queue.sendBatch(failed.map((body) => ({ body, contentType: "json", delaySeconds: retryDelaySeconds(1) })))
+        : undefined,
     ]);
     await markFannedOut(db, [...claimed]);
   } catch (error) {
