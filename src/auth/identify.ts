@@ -8,16 +8,20 @@ import { type Identity, unauthorized, verifyIdpToken } from "./idp.ts";
  * because the credential picks the rate-limit bucket; routes then say which kind they need
  * (src/middleware/guards.ts). No Hono here: this is plain input in, credential out.
  */
+/** The key a request was admitted with. */
+export interface ApiKeyOfRequest {
+  id: string;
+  accountId: string;
+  /** What the key may read (null: everything); for routes that check per call, like /mcp's tools. */
+  scopes?: string[] | null;
+}
+
 export type Credential =
   | { kind: "none" }
   | {
       kind: "api-key";
       keyHash: string;
-      key?: {
-        id: string;
-        accountId: string /** What the key may read (null: everything); for routes that check per call, like /mcp. */;
-        scopes?: string[] | null;
-      };
+      key?: ApiKeyOfRequest;
     }
   | { kind: "login"; identity: Identity }
   | { kind: "rejected"; error: ApiError; wasApiKey: boolean };

@@ -1,6 +1,6 @@
 import type { RequestIdVariables } from "hono/request-id";
 import type { Account } from "../accounts/service.ts";
-import type { Credential } from "../auth/identify.ts";
+import type { ApiKeyOfRequest, Credential } from "../auth/identify.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
@@ -31,6 +31,6 @@ export interface AppEnv {
     ctx: RequestContext;
     credential: Credential;
     account: Account;
-    apiKey: { id: string; accountId: string };
+    apiKey: ApiKeyOfRequest;
   };
 }

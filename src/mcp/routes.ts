@@ -12,7 +12,7 @@ import { mcpServer } from "./server.ts";
  */
 export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) => {
   const { db, archive, catalogue } = c.var.ctx;
-  const server = mcpServer({ db, archive, catalogue });
+  const server = mcpServer({ db, archive, catalogue }, c.var.apiKey.scopes);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {

@@ -1,6 +1,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ApiError } from "../http/errors.ts";
+import { holdsScope, type KeyScope, missingScopeDetail } from "../rate-limit/key-scopes.ts";
 import {
   getProduct,
   getProductInput,
@@ -19,25 +20,36 @@ import {
  * Streamable HTTP mode wants). Each tool answers with `structuredContent` (the JSON its REST route
  * would give) and the same JSON as text for clients that read only text. An ApiError (a 404, a rule a
  * schema cannot hold) becomes a tool error whose text is its detail; anything else is logged and
- * answered with a generic error, never a stack trace.
+ * answered with a generic error, never a stack trace. Each tool needs the scope of the REST route it
+ * reads; a key without it gets a tool error naming the scope (the HTTP request itself, admitted before
+ * any tool is known, is counted like every request to /mcp).
  */
 
 const SERVER_INFO = { name: "price-data-api", version: "1.0.0" };
+
+const refused = (detail: string): CallToolResult => ({ isError: true, content: [{ type: "text", text: detail }] });
 
 async function answer(run: () => Promise<unknown>): Promise<CallToolResult> {
   try {
     const result = (await run()) as Record<string, unknown>;
     return { content: [{ type: "text", text: JSON.stringify(result) }], structuredContent: result };
   } catch (error) {
-    if (error instanceof ApiError) return { isError: true, content: [{ type: "text", text: error.detail }] };
+    if (error instanceof ApiError) return refused(error.detail);
     console.error(JSON.stringify({ level: "error", source: "mcp", error: String(error) }));
     return { isError: true, content: [{ type: "text", text: "The tool failed; try again later." }] };
   }
 }
 
-export function mcpServer({ db, archive, catalogue }: ToolDeps): McpServer {
+/** The tool's answer when the key holds `scope`; otherwise the tool error a REST route's 403 would carry. */
+const scoped =
+  (scopes: readonly string[] | null | undefined) =>
+  (scope: KeyScope, run: () => Promise<unknown>): Promise<CallToolResult> =>
+    holdsScope(scopes, scope) ? answer(run) : Promise.resolve(refused(missingScopeDetail(scope, "tool")));
+
+export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: readonly string[] | null | undefined): McpServer {
   const server = new McpServer(SERVER_INFO);
   const readOnly = { readOnlyHint: true, openWorldHint: false };
+  const answerIf = scoped(keyScopes);
   server.registerTool(
     "search_products",
     {
@@ -45,7 +57,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps): McpServer {
       inputSchema: searchProductsInput,
       annotations: readOnly,
     },
-    (input) => answer(() => searchProducts(db, input)),
+    (input) => answerIf("products:read", () => searchProducts(db, input)),
   );
   server.registerTool(
     "get_product",
@@ -55,7 +67,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps): McpServer {
       annotations: readOnly,
     },
     (input) =>
-      answer(async () => {
+      answerIf("products:read", async () => {
         if ((input.id === undefined) === (input.sku === undefined)) throw new ApiError(400, "Give exactly one of id and sku.");
         return getProduct(db, input);
       }),
@@ -69,7 +81,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps): McpServer {
       annotations: readOnly,
     },
     (input) =>
-      answer(async () => {
+      answerIf("history:read", async () => {
         if (input.from !== undefined && input.to !== undefined && input.from >= input.to)
           throw new ApiError(400, "to: must be later than from");
         return priceHistoryOf(db, archive, input);
@@ -78,7 +90,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps): McpServer {
   server.registerTool(
     "list_competitors",
     { description: "Every competitor with its id, name, domain and offer count.", inputSchema: {}, annotations: readOnly },
-    () => answer(() => listCompetitors(catalogue)),
+    () => answerIf("products:read", () => listCompetitors(catalogue)),
   );
   server.registerTool(
     "recent_changes",
@@ -88,7 +100,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps): McpServer {
       inputSchema: recentChangesInput,
       annotations: readOnly,
     },
-    (input) => answer(() => recentChanges(db, archive, input)),
+    (input) => answerIf("events:read", () => recentChanges(db, archive, input)),
   );
   return server;
 }

@@ -12,3 +12,10 @@ export function scopeForPath(path: string): KeyScope | undefined {
   if (/^\/events(\/stream)?\/?$/.test(path)) return "events:read";
   return undefined;
 }
+
+/** Whether a key holding `scopes` (null or absent: all of them) may read what `needed` guards. */
+export const holdsScope = (scopes: readonly string[] | null | undefined, needed: string): boolean => !scopes || scopes.includes(needed);
+
+/** The refusal's detail, for a REST route (a 403) and an MCP tool (a tool error) alike. */
+export const missingScopeDetail = (needed: string, what = "route"): string =>
+  `This API key lacks the ${needed} scope this ${what} needs; add it to the key's scopes (PATCH /api-keys/{id}) or use another key.`;

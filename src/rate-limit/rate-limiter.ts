@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../platform/db.ts";
 import { isAllowed } from "./allowed-ips.ts";
+import { holdsScope, missingScopeDetail } from "./key-scopes.ts";
 import { loadKeyState } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import {
@@ -268,8 +269,6 @@ function outsideRestrictions(key: Partial<KeyRestrictions>, request: KeyRequest)
   if (key.allowedIps && !isAllowed(request.ip, key.allowedIps)) {
     return `This API key may not be used from ${request.ip}; add the address to the key's allowed_ips (PATCH /api-keys/{id}) or call from an allowed one.`;
   }
-  if (key.scopes && request.scope !== undefined && !key.scopes.includes(request.scope)) {
-    return `This API key lacks the ${request.scope} scope this route needs; add it to the key's scopes (PATCH /api-keys/{id}) or use another key.`;
-  }
+  if (request.scope !== undefined && !holdsScope(key.scopes, request.scope)) return missingScopeDetail(request.scope);
   return undefined;
 }

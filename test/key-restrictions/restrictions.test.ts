@@ -108,6 +108,18 @@ describe("scopes", () => {
     }
   });
 
+  it("GET /events/stream needs events:read: 403 naming it before any stream opens, a stream with it", async () => {
+    const { created: withoutEvents } = await keyWith({ scopes: ["products:read", "history:read"] }, "free");
+    const refused = await call("GET", "/events/stream", { token: withoutEvents.key, headers: { Accept: "text/event-stream" } });
+    expect((await expectJson(refused, 403)).detail).toContain("lacks the events:read scope");
+    expect(rateLimitOf(refused).remaining).toBe(10); // not counted
+    const { created: eventsOnly } = await keyWith({ scopes: ["events:read"] }, "free");
+    const stream = await call("GET", "/events/stream", { token: eventsOnly.key, headers: { Accept: "text/event-stream" } });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get("Content-Type")).toContain("text/event-stream");
+    await stream.body!.cancel();
+  });
+
   it("defaults to all three, and a PATCH narrows them from the next request", async () => {
     const { token, created } = await keyWith({});
     expect(created.scopes).toEqual(["products:read", "history:read", "events:read"]);

@@ -3,7 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { addHistory, createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
-import { randomTestIp, rateLimitOf } from "../helpers/http.ts";
+import { call, expectJson, randomTestIp, rateLimitOf } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
 import { ingest } from "../helpers/webhooks.ts";
@@ -145,6 +145,38 @@ describe("/mcp", () => {
         await client.callTool({ name: "price_history", arguments: { product_id: productId, from: "2026-02-01", to: "2026-01-01" } }),
       ),
     ).toBe("to: must be later than from");
+    await client.close();
+  });
+
+  it("each tool needs the scope of the route it reads: a tool error naming the scope without it, the answer with it", async () => {
+    const { token } = await accountWithKey("premium");
+    const scopedKey = async (scopes: string[]) =>
+      (await expectJson<{ key: string }>(await call("POST", "/api-keys", { token, body: { name: "scoped", scopes } }), 201)).key;
+    const calls = [
+      ["search_products", { query: "deluxe" }, "products:read"],
+      ["get_product", { id: productId }, "products:read"],
+      ["list_competitors", {}, "products:read"],
+      ["price_history", { product_id: productId }, "history:read"],
+      ["recent_changes", {}, "events:read"],
+    ] as const;
+    for (const scope of ["products:read", "history:read", "events:read"]) {
+      const client = await connect(await scopedKey([scope]));
+      for (const [name, args, needs] of calls) {
+        const result = await client.callTool({ name, arguments: args });
+        if (needs === scope) structured(result);
+        else
+          expect(errorText(result), `${scope}: ${name}`).toBe(
+            `This API key lacks the ${needs} scope this tool needs; add it to the key's scopes (PATCH /api-keys/{id}) or use another key.`,
+          );
+      }
+      await client.close();
+    }
+    // Two of three: only the third's tools are refused.
+    const client = await connect(await scopedKey(["products:read", "history:read"]));
+    expect(
+      structured(await client.callTool({ name: "price_history", arguments: { product_id: productId } })).history.length,
+    ).toBeGreaterThan(0);
+    expect(errorText(await client.callTool({ name: "recent_changes", arguments: {} }))).toContain("lacks the events:read scope");
     await client.close();
   });
 
