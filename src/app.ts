@@ -10,7 +10,7 @@ import { dashboardRoutes, serveDashboard } from "./dashboard/routes.ts";
 import { docsRoutes, openApiRoute } from "./docs/routes.ts";
 import { eventRoutes } from "./events/routes.ts";
 import { ApiError, methodNotAllowedResponse, notFound, onError } from "./http/errors.ts";
-import { home } from "./http/home.ts";
+import { home, type RouteGroup } from "./http/home.ts";
 import { openApiApp } from "./http/openapi.ts";
 import { namedQueryParameters } from "./http/query.ts";
 import { mcpRoutes } from "./mcp/routes.ts";
@@ -20,6 +20,27 @@ import { observationRoutes } from "./prices/routes.ts";
 import { secretScanningRoutes } from "./secret-scanning/routes.ts";
 import { streamRoutes } from "./stream/routes.ts";
 import { webhookRoutes } from "./webhooks/routes.ts";
+
+/**
+ * Every route group under its real prefix, with who may call it; GET / lists the groups that have a `link`,
+ * so the index can never miss one.
+ */
+const ROUTE_TABLE: readonly RouteGroup[] = [
+  { path: "/products", routes: productRoutes, access: "API key", link: "products" },
+  { path: "/competitors", routes: competitorRoutes, access: "API key", link: "competitors" },
+  { path: "/events/stream", routes: streamRoutes, access: "API key, server-sent events", link: "event_stream" },
+  { path: "/events", routes: eventRoutes, access: "API key", link: "events" },
+  { path: "/mcp", routes: mcpRoutes, access: "API key, Model Context Protocol (JSON-RPC over Streamable HTTP)", link: "mcp" },
+  { path: "/account", routes: accountRoutes, access: "account login", link: "account" },
+  { path: "/api-keys", routes: apiKeyRoutes, access: "account login", link: "api_keys" },
+  { path: "/webhooks", routes: webhookRoutes, access: "account login", link: "webhooks" },
+  { path: "/admin/accounts", routes: adminAccountRoutes, access: "admin token with accounts:write" },
+  { path: "/admin/observations", routes: observationRoutes, access: "admin token with prices:write" },
+  { path: "/admin/competitors", routes: adminCompetitorRoutes, access: "admin token with prices:write" },
+  { path: "/secret-scanning", routes: secretScanningRoutes, access: "signed by GitHub" },
+  { path: "/dashboard", routes: dashboardRoutes, access: "account login in the browser", link: "dashboard" },
+  { path: "/docs", routes: docsRoutes, access: "public", link: "reference" },
+];
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 const SECRET_SCANNING_PATH = "/secret-scanning/github";
@@ -44,22 +65,9 @@ export function buildApp() {
   // A secret-scanning report can hold 10,000 tokens and more: its route sets its own limit.
   app.use((c, next) => (c.req.path === SECRET_SCANNING_PATH ? next() : oneMiB(c, next)));
 
-  app.get("/", home);
-  app.route("/products", productRoutes); // API key
-  app.route("/competitors", competitorRoutes); // API key
-  app.route("/events/stream", streamRoutes); // API key, server-sent events
-  app.route("/events", eventRoutes); // API key
-  app.route("/mcp", mcpRoutes); // API key, Model Context Protocol (JSON-RPC over Streamable HTTP)
-  app.route("/account", accountRoutes); // account login
-  app.route("/api-keys", apiKeyRoutes); // account login
-  app.route("/webhooks", webhookRoutes); // account login
-  app.route("/admin/accounts", adminAccountRoutes); // admin, accounts:write
-  app.route("/admin/observations", observationRoutes); // admin, prices:write
-  app.route("/admin/competitors", adminCompetitorRoutes); // admin, prices:write
-  app.route("/secret-scanning", secretScanningRoutes); // signed by GitHub
-  app.route("/dashboard", dashboardRoutes);
+  for (const { path, routes } of ROUTE_TABLE) app.route(path, routes);
+  app.get("/", home(ROUTE_TABLE));
   app.get("/dashboard/", serveDashboard);
-  app.route("/docs", docsRoutes);
   app.get("/openapi.json", openApiRoute(app));
 
   app.notFound(notFound);

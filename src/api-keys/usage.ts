@@ -1,14 +1,12 @@
 import { and, eq, gte, or, sql } from "drizzle-orm";
 import pLimit from "p-limit";
+import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
 import { apiKeys } from "../platform/tables.ts";
 import type { RateLimitControl, UsageCount } from "../rate-limit/types.ts";
 import { BUCKET_MS, clipRange, summed, zeroFilled } from "../rate-limit/usage-range.ts";
 import type { AccountUsageView, KeyUsageView, UsageQuery } from "./schema.ts";
 import { findApiKey } from "./service.ts";
-
-/** Calls to key objects one account-usage request makes at once. */
-const MAX_PARALLEL_OBJECT_CALLS = 6;
 
 const range = (query: UsageQuery) =>
   clipRange(
@@ -66,7 +64,7 @@ export async function accountUsage(
           )
           .all()
       : [];
-  const limit = pLimit(MAX_PARALLEL_OBJECT_CALLS);
+  const limit = pLimit(MAX_OPEN_CONNECTIONS);
   const series = await Promise.all(
     keys.map(({ keyHash }) =>
       limit(async () => zeroFilled(query.granularity, from, to, await limiter.usage(keyHash, query.granularity, from, to))),

@@ -1,4 +1,5 @@
 import { crc32 } from "node:zlib";
+import { sha256Hex } from "../platform/hash.ts";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const RANDOM_LENGTH = 40; // 40 base62 characters ≈ 238 bits
@@ -53,7 +54,4 @@ export function isWellFormedApiKey(token: string, servicePrefix: string): boolea
   return checksum(body) === token.slice(-CHECKSUM_LENGTH);
 }
 
-export async function hashApiKey(key: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
+export const hashApiKey = (key: string): Promise<string> => sha256Hex(key);

@@ -1,6 +1,7 @@
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey, jwtVerify } from "jose";
 import { ApiError } from "../http/errors.ts";
 import type { Config } from "../platform/config.ts";
+import { logger } from "../platform/log.ts";
 
 /** What a verified account-login or admin JWT tells us. */
 export interface Identity {
@@ -16,7 +17,7 @@ const LAST_GOOD_KEYS_MS = 24 * 3_600_000;
 const REFETCH_COOLDOWN_MS = 30_000;
 const FETCH_TIMEOUT_MS = 5_000;
 
-const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ source: "idp-keys", ...fields }));
+const log = logger("idp-keys");
 
 /**
  * The IdP's signing keys (its JWKS), for the isolate's life. One fetch at a time, shared by every request
@@ -71,9 +72,7 @@ class IdpKeySet {
       return getKey;
     } catch (error) {
       const age = this.#good ? Math.round((Date.now() - this.#good.fetchedAt) / 1000) : null;
-      log({
-        level: age === null ? "error" : "warn",
-        message: "JWKS refresh failed",
+      log[age === null ? "error" : "warn"]("JWKS refresh failed", {
         url: this.url,
         last_good_age_s: age,
         error: String(error),
@@ -118,7 +117,7 @@ function explain(error: unknown): ApiError {
     return unauthorized("The token is not a well-formed signed JWT.", true);
   }
   // Anything else is the key set itself failing to load: our problem, not the caller's token.
-  console.error(JSON.stringify({ level: "error", message: "JWKS unavailable", error: String(error) }));
+  log.error("JWKS unavailable", { error: String(error) });
   return new ApiError(503, "The identity provider's signing keys could not be fetched; try again in a minute.", { "Retry-After": "60" });
 }
 

@@ -2,6 +2,7 @@ import { gunzipSync, gzipSync } from "node:zlib";
 import { and, asc, eq, getTableColumns, lt, sql } from "drizzle-orm";
 import pLimit from "p-limit";
 import { HISTORY_ARCHIVE_AFTER_MS, HISTORY_ARCHIVE_PRODUCTS_PER_RUN, HISTORY_IN_D1_MS } from "../events/retention.ts";
+import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
 import { priceHistory, products } from "../platform/tables.ts";
 
@@ -75,8 +76,7 @@ export async function archiveHistory(db: Database, bucket: R2Bucket, now = Date.
     if (!groups.has(key)) groups.set(key, { productId, year, rows: [] });
     groups.get(key)!.rows.push(row);
   }
-  // Six at a time: a Worker's simultaneous outgoing connections.
-  const limit = pLimit(6);
+  const limit = pLimit(MAX_OPEN_CONNECTIONS);
   const written = await Promise.allSettled(
     [...groups.values()].map((group) =>
       limit(async () => {

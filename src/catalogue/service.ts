@@ -3,6 +3,8 @@ import { constants, crc32, deflateRawSync } from "node:zlib";
 import { asc, eq, inArray, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
+import { sha256Hex } from "../platform/hash.ts";
+import { logger } from "../platform/log.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
 import { type FilteredReadOptions, filterSet, matchingProducts } from "./filtered.ts";
 import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./gzip-member.ts";
@@ -48,7 +50,9 @@ export async function servingManifest(store: CatalogueStore): Promise<Manifest> 
   if (!pokedFromThisIsolate) {
     // Heals a change written straight into D1 (the seed) before any cron sweep: once per isolate.
     pokedFromThisIsolate = true;
-    await store.poke().catch((error: unknown) => console.error("catalogue builder poke failed", error));
+    await store
+      .poke()
+      .catch((error: unknown) => logger("catalogue").error("builder poke failed; the sweep will catch up", { error: String(error) }));
   }
   const manifest = await currentManifest(store.bucket);
   if (manifest) return manifest;
@@ -80,8 +84,7 @@ export async function productsEtag(manifest: Manifest, filters: ProductFilters, 
   const normalised = normalise(filters);
   let tag = `cat-${manifest.id}`;
   if (normalised.length > 0) {
-    const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(normalised)));
-    tag += `-${[...new Uint8Array(digest, 0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+    tag += `-${await sha256Hex(JSON.stringify(normalised), 8)}`;
   }
   if (form === "ndjson") tag += "-nd";
   if (gzip) tag += "-gz";
@@ -158,8 +161,7 @@ export async function productJson(db: Database, id: string): Promise<string> {
 
 /** A strong ETag from a body's bytes. */
 export async function contentEtag(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", bytes);
-  return `"prd-${[...new Uint8Array(digest, 0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("")}"`;
+  return `"prd-${await sha256Hex(bytes, 12)}"`;
 }
 
 export const competitorsJson = (manifest: Manifest) =>

@@ -4,6 +4,7 @@ import { bumpCatalogueVersion, type CatalogueStore } from "../catalogue/service.
 import { currentManifest } from "../catalogue/snapshot.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
+import { logger } from "../platform/log.ts";
 import { catalogueState, competitors } from "../platform/tables.ts";
 import type { CompetitorPatch } from "./schema.ts";
 
@@ -32,7 +33,9 @@ export async function updateCompetitor(
         .set({ resetVersion: sql`${catalogueState.version}` })
         .where(eq(catalogueState.id, 1)),
     ]);
-    await catalogue.poke().catch((error: unknown) => console.error("catalogue builder poke failed; the sweep will catch up", error));
+    await catalogue
+      .poke()
+      .catch((error: unknown) => logger("catalogue").error("builder poke failed; the sweep will catch up", { error: String(error) }));
   }
   return { id, ...next, offer_count: await offerCount(catalogue.bucket, id) };
 }

@@ -1,3 +1,5 @@
+import { logger } from "../platform/log.ts";
+
 /**
  * The origins the dashboard's page calls at the identity provider, for its CSP `connect-src`: the
  * issuer's (discovery) and the token endpoint's, read from the IdP's discovery document, since many
@@ -39,9 +41,7 @@ async function readOrigins(issuer: string): Promise<{ origins: string[]; read: b
     return { origins: [...new Set([issuerOrigin, tokenOrigin])], read: true };
   } catch (error) {
     // The page still loads (and says so if sign-in fails); the issuer's origin is all that is known.
-    console.error(
-      JSON.stringify({ level: "warn", source: "dashboard", message: "IdP discovery document unreadable", issuer, error: String(error) }),
-    );
+    logger("dashboard").warn("IdP discovery document unreadable", { issuer, error: String(error) });
     return { origins: [issuerOrigin], read: false };
   }
 }

@@ -3,6 +3,7 @@ import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, type SQL, sql } from 
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { eventIdTime } from "../platform/ids.ts";
+import { logger } from "../platform/log.ts";
 import { eventArchive, events, WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 import {
   COMMIT_SKEW_MS,
@@ -118,7 +119,7 @@ export async function expireArchive(db: Database, bucket: R2Bucket, now = Date.n
 async function readArchive(bucket: R2Bucket, range: ArchiveRange): Promise<ArchivedEvent[]> {
   const object = await bucket.get(archiveKey(range.firstSeq));
   if (!object) {
-    console.error(JSON.stringify({ level: "error", source: "event-archive", missing: archiveKey(range.firstSeq) }));
+    logger("event-archive").error("archived events object missing", { key: archiveKey(range.firstSeq) });
     throw new ApiError(503, "Archived events are briefly unavailable; send the same request again.", { "Retry-After": "1" });
   }
   const text = new TextDecoder().decode(gunzipSync(new Uint8Array(await object.arrayBuffer())));

@@ -1,5 +1,6 @@
 import { and, asc, isNull, lt, or, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
+import { logger } from "../platform/log.ts";
 import { events } from "../platform/tables.ts";
 import { type EventMessage, sendAll, type WebhookMessage } from "../webhooks/messages.ts";
 import { RETENTION_MS } from "./retention.ts";
@@ -24,7 +25,7 @@ export const STUCK_AFTER_MS = 15 * 60_000;
 const SWEEP_BATCH = 500;
 const DELETE_BATCH = 1000;
 
-const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ level: "error", source: "outbox", ...fields }));
+const log = logger("outbox");
 
 /** The rows to insert for the events an ingestion emits (`now`: its commit's time). */
 export function outboxRows(messages: readonly EventMessage[], now: string) {
@@ -60,7 +61,7 @@ export async function relayEvents(db: Database, queue: Queue<WebhookMessage>, me
   try {
     await sendAll(queue, messages);
   } catch (error) {
-    log({ error: `relay failed, the sweep will send these: ${String(error)}`, events: messages.map((m) => m.event.id) });
+    log.error("relay failed, the sweep will send these", { error: String(error), events: messages.map((m) => m.event.id) });
     return false;
   }
   await db

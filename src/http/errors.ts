@@ -1,6 +1,9 @@
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { logger } from "../platform/log.ts";
+
+const log = logger("http");
 
 /** The one error type the app throws on purpose; `detail` is shown to the caller as is. */
 export class ApiError extends Error {
@@ -23,15 +26,12 @@ export const onError: ErrorHandler = (err, c) => {
   if (err instanceof HTTPException && err.status < 500) {
     return errorResponse(c, new ApiError(err.status, err.message || "The request could not be processed."));
   }
-  console.error(
-    JSON.stringify({
-      level: "error",
-      request_id: c.get("requestId"),
-      path: c.req.path,
-      error: String(err),
-      stack: err instanceof Error ? err.stack : undefined,
-    }),
-  );
+  log.error("unhandled error; answered 500", {
+    request_id: c.get("requestId"),
+    path: c.req.path,
+    error: String(err),
+    stack: err instanceof Error ? err.stack : undefined,
+  });
   return errorResponse(c, new ApiError(500, "Internal error; try again, and quote the X-Request-Id header if it persists."));
 };
 

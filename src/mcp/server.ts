@@ -1,6 +1,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ApiError } from "../http/errors.ts";
+import { logger } from "../platform/log.ts";
 import { holdsScope, type KeyScope, missingScopeDetail } from "../rate-limit/key-scopes.ts";
 import {
   getProduct,
@@ -35,7 +36,7 @@ async function answer(run: () => Promise<unknown>): Promise<CallToolResult> {
     return { content: [{ type: "text", text: JSON.stringify(result) }], structuredContent: result };
   } catch (error) {
     if (error instanceof ApiError) return refused(error.detail);
-    console.error(JSON.stringify({ level: "error", source: "mcp", error: String(error) }));
+    logger("mcp").error("tool failed", { error: String(error) });
     return { isError: true, content: [{ type: "text", text: "The tool failed; try again later." }] };
   }
 }

@@ -3,6 +3,7 @@ import type { CatalogueStore } from "../catalogue/service.ts";
 import { relayEvents } from "../events/outbox.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
+import { logger } from "../platform/log.ts";
 import { competitors, offers, products } from "../platform/tables.ts";
 import type { EventMessage, WebhookMessage } from "../webhooks/messages.ts";
 import { planChanges, type Snapshot } from "./plan.ts";
@@ -63,7 +64,9 @@ export async function ingestObservations(
         "Retry-After": "1",
       });
     }
-    await catalogue.poke().catch((error: unknown) => console.error("catalogue builder poke failed; the sweep will catch up", error));
+    await catalogue
+      .poke()
+      .catch((error: unknown) => logger("catalogue").error("builder poke failed; the sweep will catch up", { error: String(error) }));
     await relayEvents(db, queue, plan.events);
     afterCommit(plan.events);
     return plan.result;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { logger } from "../platform/log.ts";
 
 /**
  * GitHub's secret-scanning public keys (`SECRET_SCANNING_KEYS_URL`), cached per isolate. A signature names
@@ -89,7 +90,7 @@ export async function publicKey(url: string, identifier: string, now = Date.now(
   try {
     return (await refresh(url, now)).keys.get(identifier);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", source: "secret-scanning", error: `public keys not fetched: ${String(error)}` }));
+    logger("secret-scanning").error("public keys not fetched", { error: String(error) });
     if (!cached) throw new KeyListUnavailable();
     return held;
   }

@@ -2,6 +2,7 @@ import pLimit from "p-limit";
 import { accountEventMessage, accountEventRow } from "../account-events/store.ts";
 import { hashApiKey, isWellFormedApiKey } from "../auth/api-key.ts";
 import { relayEvents } from "../events/outbox.ts";
+import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
 import type { RateLimitControl } from "../rate-limit/types.ts";
 import type { EventMessage, WebhookMessage } from "../webhooks/messages.ts";
@@ -11,7 +12,7 @@ import type { ReportedToken, TokenFeedback } from "./schema.ts";
  * A verified secret-scanning report: every token that is or was one of our keys is a true positive,
  * and every live one is revoked before the answer. The cost does not grow with the report beyond
  * hashing it: key hashes are looked up LOOKUP_CHUNK to a statement (one bound JSON array each, all in
- * one batch), the revocations are pushed to the keys' objects MAX_PARALLEL_OBJECT_CALLS at a time,
+ * one batch), the revocations are pushed to the keys' objects MAX_OPEN_CONNECTIONS at a time,
  * and D1 records them, with their `api_key.leaked` events, in one more batch.
  */
 
@@ -26,8 +27,6 @@ export interface ReportContext {
 const LOOKUP_CHUNK = 1_000;
 /** Keys revoked per pair of write statements. */
 const REVOKE_CHUNK = 500;
-/** A Worker has at most 6 connections open at once. */
-const MAX_PARALLEL_OBJECT_CALLS = 6;
 
 interface KeyMatch {
   id: string;
@@ -113,7 +112,7 @@ export async function handleReport(ctx: ReportContext, report: readonly Reported
     if (key?.status === "active" && !leaks.has(key.id)) leaks.set(key.id, { key, reported: report[i]! });
   });
   // The objects first, as DELETE /api-keys does: should D1 then fail, the keys are refused already and GitHub's retry completes the record.
-  const limit = pLimit(MAX_PARALLEL_OBJECT_CALLS);
+  const limit = pLimit(MAX_OPEN_CONNECTIONS);
   await Promise.all(
     [...leaks.values()].map(({ key }) => limit(() => ctx.limiter.revoke({ keyHash: key.key_hash, id: key.id, accountId: key.account_id }))),
   );

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { ErrorBody, EVERY, headerRefs } from "../http/openapi-components.ts";
 import { requireApiKey } from "../middleware/guards.ts";
+import { logger } from "../platform/log.ts";
 import { lastEventIdHeader, streamFilters, streamQuery } from "./query.ts";
 import {
   closeSlot,
@@ -60,9 +61,7 @@ export const streamRoutes = openApiApp().openapi(stream, async (c) => {
   const release = async () => {
     if (released) return;
     released = true;
-    await closeSlot(db, slot).catch((error: unknown) =>
-      console.error(JSON.stringify({ level: "error", source: "stream", slot, error: String(error) })),
-    );
+    await closeSlot(db, slot).catch((error: unknown) => logger("stream").error("stream slot not released", { slot, error: String(error) }));
   };
   try {
     const request = {

@@ -1,6 +1,9 @@
+import pLimit from "p-limit";
 import { claimForFanOut, markFannedOut, releaseFanOut } from "../events/outbox.ts";
 import { readConfig } from "../platform/config.ts";
+import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { type Database, database } from "../platform/db.ts";
+import { logger } from "../platform/log.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
 import { fanOut, findWebhook, recordAttempt } from "./deliveries.ts";
 import { responseExcerpt } from "./excerpt.ts";
@@ -23,23 +26,17 @@ import { signedHeaders } from "./signing.ts";
  * The WEBHOOK_QUEUE consumer. It is the Worker's `queue` handler, not a route: deliveries never pass
  * the Hono app, so they never touch a rate-limit bucket. A batch's messages run concurrently:
  * events are fanned out together (one D1 query, one delivery message per matching webhook, sent in
- * chunks), and deliveries go out in parallel, at most MAX_CONCURRENT_DELIVERIES at a time.
+ * chunks), and deliveries go out in parallel, at most MAX_OPEN_CONNECTIONS at a time.
  */
 
 /** A 2xx within this time is success; the clock starts when the request is sent. */
 export const DELIVERY_TIMEOUT_MS = 15_000;
 
-/**
- * A Worker invocation has at most 6 connections open at once; more fetches would wait for one while
- * their timeout runs. So at most 6 deliveries are in flight, each timed from its own start.
- */
-export const MAX_CONCURRENT_DELIVERIES = 6;
-
 export const USER_AGENT = "price-data-api-webhooks/1";
 
 type Parsed<T> = { message: Message<unknown>; body: T };
 
-const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ level: "error", source: "webhook-queue", ...fields }));
+const log = logger("webhook-queue");
 
 export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const config = readConfig(env);
@@ -51,7 +48,7 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
   for (const message of batch.messages) {
     const parsed = webhookMessage.safeParse(message.body);
     if (!parsed.success) {
-      log({ message_id: message.id, error: `invalid message dropped: ${parsed.error.message}` });
+      log.error("invalid message dropped", { message_id: message.id, error: parsed.error.message });
       message.ack(); // retrying cannot make it valid
     } else if (parsed.data.kind === "event") {
       events.push({ message, body: parsed.data });
@@ -61,7 +58,7 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
   }
   await Promise.all([
     events.length > 0 && fanOutEvents(db, env.ARCHIVE, env.WEBHOOK_QUEUE, events),
-    runConcurrently(deliveries, MAX_CONCURRENT_DELIVERIES, (delivery) => deliver(db, config.WEBHOOK_SECRET_KEY, delivery)),
+    pLimit(MAX_OPEN_CONNECTIONS).map(deliveries, (delivery) => deliver(db, config.WEBHOOK_SECRET_KEY, delivery)),
   ]);
 }
 
@@ -93,19 +90,11 @@ async function fanOutEvents(
     await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();
   } catch (error) {
-    log({ error: `fan-out failed: ${String(error)}`, events: events.map((event) => event.body.event.id) });
+    log.error("fan-out failed; retried", { error: String(error), events: events.map((event) => event.body.event.id) });
     if (claimed.size > 0)
-      await releaseFanOut(db, [...claimed]).catch((release) => log({ error: `releasing claims failed: ${String(release)}` }));
+      await releaseFanOut(db, [...claimed]).catch((release) => log.error("releasing claims failed", { error: String(release) }));
     for (const { message } of events) retryLater(message, message.attempts);
   }
-}
-
-export async function runConcurrently<T>(items: readonly T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await run(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
 type Outcome = DeliveryRow["outcome"];
@@ -167,7 +156,12 @@ async function deliver(db: Database, secretKey: string, { message, body }: Parse
     if (outcome === "retrying" || (outcome === "failed" && body.attempts_before === undefined)) retryLater(message, attempt);
     else message.ack();
   } catch (error) {
-    log({ message_id: message.id, webhook_id: body.webhook_id, event_id: body.event.id, error: String(error) });
+    log.error("delivery attempt failed before it was recorded; retried", {
+      message_id: message.id,
+      webhook_id: body.webhook_id,
+      event_id: body.event.id,
+      error: String(error),
+    });
     retryLater(message, attempt);
   }
 }

@@ -1,6 +1,7 @@
 import { and, desc, eq } from "drizzle-orm";
 import { requeueEvents } from "../events/outbox.ts";
 import type { Database } from "../platform/db.ts";
+import { logger } from "../platform/log.ts";
 import { webhookDeliveries } from "../platform/tables.ts";
 import { findWebhook } from "./deliveries.ts";
 import { type DeliveryMessage, webhookMessage } from "./messages.ts";
@@ -14,21 +15,21 @@ import { type DeliveryMessage, webhookMessage } from "./messages.ts";
 
 export const DEAD_LETTERED = "Given up: the delivery went to the dead-letter queue.";
 
-const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ level: "error", source: "webhook-dlq", ...fields }));
+const log = logger("webhook-dlq");
 
 export async function handleDeadLetters(db: Database, batch: MessageBatch<unknown>): Promise<void> {
   const events: { message: Message<unknown>; id: string }[] = [];
   for (const message of batch.messages) {
     const parsed = webhookMessage.safeParse(message.body);
     try {
-      if (!parsed.success) log({ message_id: message.id, error: "invalid dead letter dropped" });
+      if (!parsed.success) log.error("invalid dead letter dropped", { message_id: message.id });
       else if (parsed.data.kind === "event") {
         events.push({ message, id: parsed.data.event.id });
         continue; // acked only once it is unsent again, below
       } else await recordFinalFailure(db, parsed.data, message.attempts);
       message.ack();
     } catch (error) {
-      log({ message_id: message.id, error: String(error) });
+      log.error("dead letter not recorded; retried", { message_id: message.id, error: String(error) });
       message.retry();
     }
   }
@@ -40,7 +41,10 @@ export async function handleDeadLetters(db: Database, batch: MessageBatch<unknow
     );
     for (const { message } of events) message.ack();
   } catch (error) {
-    log({ message_ids: events.map((event) => event.message.id), error: String(error) });
+    log.error("dead-lettered events not handed back; retried", {
+      message_ids: events.map((event) => event.message.id),
+      error: String(error),
+    });
     for (const { message } of events) message.retry();
   }
 }

@@ -1,6 +1,9 @@
+import pLimit from "p-limit";
 import { claimForFanOut, markFannedOut, releaseFanOut } from "../events/outbox.ts";
+import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
-import { attemptDelivery, MAX_CONCURRENT_DELIVERIES, runConcurrently } from "./consumer.ts";
+import { logger } from "../platform/log.ts";
+import { attemptDelivery } from "./consumer.ts";
 import { fanOut } from "./deliveries.ts";
 import { type DeliveryMessage, type EventMessage, sendAll, type WebhookMessage } from "./messages.ts";
 import { retryDelaySeconds } from "./schedule.ts";
@@ -8,14 +11,14 @@ import { retryDelaySeconds } from "./schedule.ts";
 /**
  * The first delivery, right after an ingestion's commit (its `waitUntil`, so the answer does not wait
  * for it): claim the events as the queue consumer would, fan them out, and POST up to
- * MAX_CONCURRENT_DELIVERIES deliveries at once from this invocation. Only what fails (or does not fit)
+ * MAX_OPEN_CONNECTIONS deliveries at once from this invocation. Only what fails (or does not fit)
  * goes to WEBHOOK_QUEUE, which stays the path for every retry. The relay still puts the events on the
  * queue before the answer: if this never runs, or dies before its claim, the consumer fans them out
  * about a second later; a claim held by a path that died is picked up by the outbox sweep once stale.
  */
 
 /** More deliveries than one round of connections, or a bulk ingestion, go through the queue as before. */
-export const MAX_IMMEDIATE_DELIVERIES = MAX_CONCURRENT_DELIVERIES;
+export const MAX_IMMEDIATE_DELIVERIES = MAX_OPEN_CONNECTIONS;
 const MAX_IMMEDIATE_EVENTS = 100;
 
 export interface ImmediateDeps {
@@ -26,7 +29,7 @@ export interface ImmediateDeps {
   secretKey: string;
 }
 
-const log = (fields: Record<string, unknown>) => console.error(JSON.stringify({ level: "error", source: "webhook-immediate", ...fields }));
+const log = logger("webhook-immediate");
 
 export async function deliverAfterCommit({ db, archive, queue, secretKey }: ImmediateDeps, events: readonly EventMessage[]): Promise<void> {
   if (events.length === 0 || events.length > MAX_IMMEDIATE_EVENTS) return;
@@ -45,9 +48,13 @@ export async function deliverAfterCommit({ db, archive, queue, secretKey }: Imme
     const now = deliveries.slice(0, MAX_IMMEDIATE_DELIVERIES);
     const later: DeliveryMessage[] = deliveries.slice(MAX_IMMEDIATE_DELIVERIES);
     const failed: DeliveryMessage[] = [];
-    await runConcurrently(now, MAX_CONCURRENT_DELIVERIES, async (delivery) => {
+    await pLimit(MAX_OPEN_CONNECTIONS).map(now, async (delivery) => {
       const outcome = await attemptDelivery(db, secretKey, delivery.webhook_id, delivery.event, 1).catch((error: unknown) => {
-        log({ webhook_id: delivery.webhook_id, event_id: delivery.event.id, error: String(error) });
+        log.error("first attempt not recorded; the queue makes it", {
+          webhook_id: delivery.webhook_id,
+          event_id: delivery.event.id,
+          error: String(error),
+        });
         return "unrecorded" as const; // nothing recorded: the queue makes this attempt again
       });
       if (outcome === "retrying") failed.push({ ...delivery, attempts_before: 1 });
@@ -63,10 +70,10 @@ export async function deliverAfterCommit({ db, archive, queue, secretKey }: Imme
     await markFannedOut(db, [...claimed]);
   } catch (error) {
     // Hand the events back to the queue path: a delivery already made may then be made again (receivers drop repeats by webhook-id).
-    log({ error: `immediate delivery failed, the queue takes over: ${String(error)}`, events: [...claimed] });
+    log.error("immediate delivery failed, the queue takes over", { error: String(error), events: [...claimed] });
     if (claimed.size === 0) return;
     await releaseFanOut(db, [...claimed])
       .then(() => sendAll(queue, events))
-      .catch((again: unknown) => log({ error: `handing back failed, the outbox sweep will: ${String(again)}` }));
+      .catch((again: unknown) => log.error("handing back failed, the outbox sweep will", { error: String(again) }));
   }
 }

@@ -5,6 +5,7 @@ import { eventMessageOf } from "../events/outbox.ts";
 import { RETENTION_MS } from "../events/retention.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
+import { logger } from "../platform/log.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
 import { type DeliveryMessage, sendAll, type WebhookMessage } from "./messages.ts";
 import { MAX_REPLAY_EVENTS, type ReplayRequest } from "./schema.ts";
@@ -83,7 +84,7 @@ export async function replayEvents(
   try {
     await sendAll(queue, messages);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", source: "replay", webhook_id: id, error: String(error) }));
+    logger("replay").error("queue send failed", { webhook_id: id, error: String(error) });
     throw new ApiError(503, "The queue did not take every event; send the same request again (receivers drop repeats by webhook-id).", {
       "Retry-After": "1",
     });

@@ -287,7 +287,16 @@ describe("request ids, unknown routes and methods", () => {
   it("GET / is a JSON index of where to go", async () => {
     const res = await call("GET", "/");
     const body = await expectJson(res, 200);
-    expect(body.links).toMatchObject({ products: "/products", dashboard: "/dashboard", reference: "/docs", openapi: "/openapi.json" });
+    expect(body.links).toMatchObject({
+      products: "/products",
+      events: "/events",
+      dashboard: "/dashboard",
+      reference: "/docs",
+      openapi: "/openapi.json",
+    });
+    // Built from the app's route table: every prefix a request can reach is listed with who may call it.
+    const listed = body.routes.map((route: { path: string }) => route.path);
+    expect(listed).toEqual(expect.arrayContaining(["/events", "/events/stream", "/mcp", "/admin/observations", "/secret-scanning"]));
     expectRequestId(res);
   });
 

@@ -2,9 +2,10 @@ import { listDurableObjectIds } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { desc, eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { MAX_OPEN_CONNECTIONS } from "../../src/platform/connections.ts";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
-import { DELIVERY_TIMEOUT_MS, MAX_CONCURRENT_DELIVERIES, USER_AGENT } from "../../src/webhooks/consumer.ts";
+import { DELIVERY_TIMEOUT_MS, USER_AGENT } from "../../src/webhooks/consumer.ts";
 import { JITTER, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../src/webhooks/schedule.ts";
 import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
@@ -196,7 +197,7 @@ describe("a 410 Gone", () => {
 });
 
 describe("a batch", () => {
-  it(`delivers its messages concurrently, at most ${MAX_CONCURRENT_DELIVERIES} at a time (a Worker's connection limit)`, async () => {
+  it(`delivers its messages concurrently, at most ${MAX_OPEN_CONNECTIONS} at a time (a Worker's connection limit)`, async () => {
     const hooks = await Promise.all(Array.from({ length: 9 }, () => newWebhook()));
     let inFlight = 0;
     let most = 0;
@@ -210,7 +211,7 @@ describe("a batch", () => {
     }
     const result = await runQueue(hooks.map((hook) => deliveryTo(hook.id)));
     expect(result.explicitAcks.sort()).toEqual([...result.ids].sort());
-    expect(most).toBe(MAX_CONCURRENT_DELIVERIES); // 6 waiting receivers at once: not one after another
+    expect(most).toBe(MAX_OPEN_CONNECTIONS); // 6 waiting receivers at once: not one after another
   });
 
   it("one slow receiver does not hold up the others' answers", async () => {
