@@ -4,7 +4,7 @@ import { jsonResponse, openApiApp, operation } from "../http/openapi.ts";
 import { ErrorBody, EVERY, headerRefs } from "../http/openapi-components.ts";
 import { requireApiKey } from "../middleware/guards.ts";
 import { logger } from "../platform/log.ts";
-import { lastEventIdHeader, streamFilters, streamQuery } from "./query.ts";
+import { lastEventIdHeader, streamFilters, streamQuery } from "./schema.ts";
 import {
   closeSlot,
   DEFAULT_TIMING,
