@@ -5,6 +5,7 @@ import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { database } from "./platform/db.ts";
 import { handleWebhookQueue } from "./webhooks/consumer.ts";
+import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery-archive.ts";
 
 export { CatalogueBuilder } from "./catalogue/builder.ts";
 export { LastUsedLog } from "./rate-limit/last-used.ts";
@@ -16,9 +17,16 @@ export default {
   fetch: app.fetch,
   /** WEBHOOK_QUEUE's consumer: fan-out and signed deliveries (never through the app or its rate limits); also its dead-letter queue. */
   queue: handleWebhookQueue,
-  /** The cron trigger (wrangler.toml, once a minute): one named sweep a line. */
-  async scheduled(_controller, env) {
+  /**
+   * The cron triggers (wrangler.toml, both once a minute): the delivery archive on its own, so its R2 writes
+   * have an invocation's subrequests to themselves; the rest, one named sweep a line.
+   */
+  async scheduled(controller, env) {
     const db = database(env.DB);
+    if (controller.cron === DELIVERY_ARCHIVE_CRON) {
+      await archiveDeliveries(db, env.ARCHIVE);
+      return;
+    }
     // Independent: one failing must not hold back another; a failure still fails the invocation (and is logged).
     // The archive's two steps share D1 and R2 but not rows (events; price history); each is bounded per run (docs/scale.md).
     const sweeps = await Promise.allSettled([

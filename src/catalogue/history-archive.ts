@@ -1,9 +1,9 @@
-import { gunzipSync, gzipSync } from "node:zlib";
 import { and, asc, eq, getTableColumns, lt, sql } from "drizzle-orm";
 import pLimit from "p-limit";
 import { HISTORY_ARCHIVE_AFTER_MS, HISTORY_ARCHIVE_PRODUCTS_PER_RUN, HISTORY_IN_D1_MS } from "../events/retention.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
+import { getNdjsonGz, mergeById, putNdjsonGz } from "../platform/ndjson-archive.ts";
 import { priceHistory, products } from "../platform/tables.ts";
 
 /**
@@ -29,22 +29,15 @@ const archiveYear = (observedAt: string, createdAt: string) =>
   String(Math.max(Number(observedAt.slice(0, 4)), firstArchiveYear(createdAt)));
 
 /** The archived rows of one product-year, oldest first (observed_at, then id); none when there is no object. */
-export async function readHistoryYear(bucket: R2Bucket, productId: string, year: string): Promise<ArchivedHistoryRow[]> {
-  const object = await bucket.get(historyKey(productId, year));
-  if (!object) return [];
-  const text = new TextDecoder().decode(gunzipSync(new Uint8Array(await object.arrayBuffer())));
-  return text.split("\n").map((line) => JSON.parse(line) as ArchivedHistoryRow);
+export function readHistoryYear(bucket: R2Bucket, productId: string, year: string): Promise<ArchivedHistoryRow[]> {
+  return getNdjsonGz<ArchivedHistoryRow>(bucket, historyKey(productId, year));
 }
 
 const byTime = (a: ArchivedHistoryRow, b: ArchivedHistoryRow) =>
   a.observedAt < b.observedAt ? -1 : a.observedAt > b.observedAt ? 1 : a.id - b.id;
 
 /** Rows in both places (a crash between write and delete, or a read racing a move) count once. */
-export function mergeHistory(...parts: readonly ArchivedHistoryRow[][]): ArchivedHistoryRow[] {
-  const byId = new Map<number, ArchivedHistoryRow>();
-  for (const part of parts) for (const row of part) byId.set(row.id, row);
-  return [...byId.values()].sort(byTime);
-}
+export const mergeHistory = (...parts: readonly ArchivedHistoryRow[][]): ArchivedHistoryRow[] => mergeById(parts, byTime);
 
 /** Moves the due products' old history to R2; returns the rows that left D1. */
 export async function archiveHistory(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
@@ -81,9 +74,7 @@ export async function archiveHistory(db: Database, bucket: R2Bucket, now = Date.
     [...groups.values()].map((group) =>
       limit(async () => {
         const merged = mergeHistory(await readHistoryYear(bucket, group.productId, group.year), group.rows);
-        await bucket.put(historyKey(group.productId, group.year), gzipSync(merged.map((row) => JSON.stringify(row)).join("\n")), {
-          httpMetadata: { contentType: "application/x-ndjson", contentEncoding: "gzip" },
-        });
+        await putNdjsonGz(bucket, historyKey(group.productId, group.year), merged);
         return group.rows.map((row) => row.id);
       }),
     ),

@@ -1,9 +1,9 @@
-import { gunzipSync, gzipSync } from "node:zlib";
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, type SQL, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { eventIdTime } from "../platform/ids.ts";
 import { logger } from "../platform/log.ts";
+import { parseNdjsonGz, putNdjsonGz } from "../platform/ndjson-archive.ts";
 import { eventArchive, events, WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 import {
   COMMIT_SKEW_MS,
@@ -77,9 +77,7 @@ export async function archiveEvents(db: Database, bucket: R2Bucket, now = Date.n
     // Account events (src/account-events/) stay in D1: they are their account's, read by its own route.
     const batch = range.filter((row) => row.accountId === null).map(({ createdAt: _, accountId: __, ...event }) => event);
     const timestamps = (batch.length > 0 ? batch : range).map((event) => event.timestamp).sort();
-    await bucket.put(archiveKey(first.seq), gzipSync(batch.map((event) => JSON.stringify(event)).join("\n")), {
-      httpMetadata: { contentType: "application/x-ndjson", contentEncoding: "gzip" },
-    });
+    await putNdjsonGz(bucket, archiveKey(first.seq), batch);
     await db.batch([
       db.insert(eventArchive).values({
         firstSeq: first.seq,
@@ -122,8 +120,7 @@ async function readArchive(bucket: R2Bucket, range: ArchiveRange): Promise<Archi
     logger("event-archive").error("archived events object missing", { key: archiveKey(range.firstSeq) });
     throw new ApiError(503, "Archived events are briefly unavailable; send the same request again.", { "Retry-After": "1" });
   }
-  const text = new TextDecoder().decode(gunzipSync(new Uint8Array(await object.arrayBuffer())));
-  return text === "" ? [] : text.split("\n").map((line) => JSON.parse(line) as ArchivedEvent);
+  return parseNdjsonGz<ArchivedEvent>(object);
 }
 
 export interface EventScan {

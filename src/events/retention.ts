@@ -33,3 +33,24 @@ export const REPLAY_ARCHIVE_READS = 20;
 /** D1 round trips of one GET /events page (the cursor's lookup, then the page's one batch) and of one history read (one batch); tests hold the code to them. */
 export const D1_QUERIES_PER_FEED_PAGE = 2;
 export const D1_QUERIES_PER_HISTORY_READ = 1;
+
+/**
+ * Webhook delivery attempts (src/webhooks/delivery-archive.ts) stay in D1 this long: the dead-letter
+ * queue's check of an attempt's last record and most listings read D1 only ...
+ */
+export const DELIVERIES_IN_D1_MS = 10 * 60 * 1000;
+/**
+ * ... and a webhook whose oldest attempt in D1 is this old has every attempt older than DELIVERIES_IN_D1_MS
+ * moved to R2, so each webhook's attempts are written about once per (after − keep), and D1 holds at most
+ * this long of attempts (at the target load, 1,157 a second: ≈ 6 million rows).
+ */
+export const DELIVERY_ARCHIVE_AFTER_MS = 90 * 60 * 1000;
+/** Webhooks whose attempts one run of the delivery archive moves (each at least one R2 write). */
+export const DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN = 300;
+/** Attempts one run moves at most, read and deleted this many a D1 page. */
+export const DELIVERY_ARCHIVE_ROWS_PER_RUN = 150_000;
+export const DELIVERY_ARCHIVE_PAGE = 5_000;
+/** Archive objects GET /webhooks/:id/deliveries reads at most to fill its latest 100 when D1 has fewer. */
+export const DELIVERY_LISTING_ARCHIVE_READS = 10;
+/** Archive objects of one webhook's attempts a replay with only_failed reads at most (then 400: a shorter span). */
+export const DELIVERY_REPLAY_ARCHIVE_READS = 100;

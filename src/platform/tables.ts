@@ -205,11 +205,15 @@ export const webhooks = sqliteTable(
   (t) => [index("webhooks_account_created").on(t.accountId, t.createdAt), index("webhooks_status").on(t.status)],
 );
 
-/** One row per delivery attempt; the webhook's rows go with it when it is deleted. */
+/**
+ * One row per delivery attempt; the webhook's rows go with it when it is deleted. Attempts older than a few
+ * minutes move to R2 (src/webhooks/delivery-archive.ts): AUTOINCREMENT, so an id is never given again once
+ * its row has left (readers merge D1's rows and the archive's by id, and order them by it).
+ */
 export const webhookDeliveries = sqliteTable(
   "webhook_deliveries",
   {
-    id: integer("id").primaryKey(),
+    id: integer("id").primaryKey({ autoIncrement: true }),
     eventId: text("event_id").notNull(),
     webhookId: text("webhook_id")
       .notNull()

@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, eq, getTableColumns, sql } from "drizzle-orm";
 import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import { type ArchivedEvent, archivedBetween, archivedThrough, firstSeqSince } from "../events/archive.ts";
 import { eventMessageOf } from "../events/outbox.ts";
@@ -7,9 +7,10 @@ import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
+import { ATTEMPTS_SPAN_MS, archivedAttempts } from "./delivery-archive.ts";
 import { type DeliveryMessage, sendAll, type WebhookMessage } from "./messages.ts";
 import { MAX_REPLAY_EVENTS, type ReplayRequest } from "./schema.ts";
-import { getEnabledWebhook } from "./service.ts";
+import { type DeliveryRow, getEnabledWebhook } from "./service.ts";
 
 /** Stored events read a page at a time; at most REPLAY_SCAN_PAGES pages a call (then 400: narrow since/until). */
 const REPLAY_PAGE = 1000;
@@ -34,11 +35,19 @@ export async function replayEvents(
   const oldest = new Date(Date.now() - RETENTION_MS).toISOString();
   const since = request.since > oldest ? request.since : oldest;
   const until = request.until ?? new Date().toISOString();
+  // only_failed: D1's attempts decide in SQL; those that left D1 (src/webhooks/delivery-archive.ts) are read once, for
+  // the span's events and their retries (a delivery made by an earlier replay, later than that, is not seen: sent again).
+  const archivedAttemptsOf = request.only_failed
+    ? await archivedAttempts(archive, id, since, new Date(Math.min(Date.now(), Date.parse(until) + ATTEMPTS_SPAN_MS)).toISOString())
+    : [];
+  // "events"."id" spelled out: in a select list drizzle leaves a column unqualified (it would name the attempt's own id).
+  const anyD1Attempt = sql<number>`EXISTS (SELECT 1 FROM ${webhookDeliveries} a WHERE a.webhook_id = ${id} AND a.event_id = "events"."id")`;
   const notReceived = sql`NOT EXISTS (SELECT 1 FROM ${webhookDeliveries} d WHERE d.webhook_id = ${id} AND d.event_id = ${events.id}
     AND (d.outcome = 'delivered' OR d.id = (SELECT max(id) FROM ${webhookDeliveries} l WHERE l.webhook_id = ${id} AND l.event_id = ${events.id}) AND d.outcome = 'retrying'))`;
   const rule = { types: webhook.events, minChangeBp: webhook.minChangeBp, filters: webhook.filters };
   const taken = new Map<number, DeliveryMessage>(); // by seq: commit order, and an event read twice counts once
   const take = async (rows: readonly ArchivedEvent[]) => {
+    if (rows.length === 0) return;
     const seqOf = new Map(rows.map((row) => [row.id, row.seq]));
     const wanted = await matchAlerts(
       db,
@@ -61,7 +70,7 @@ export async function replayEvents(
     if (page === REPLAY_SCAN_PAGES)
       throw tooMany(`more than ${(REPLAY_PAGE * REPLAY_SCAN_PAGES).toLocaleString("en")} stored events are in the span`);
     const rows = await db
-      .select()
+      .select({ ...getTableColumns(events), anyD1Attempt })
       .from(events)
       .where(
         sql`${events.seq} > ${afterSeq} AND ${events.timestamp} >= ${since} AND ${events.timestamp} < ${until}
@@ -70,7 +79,15 @@ export async function replayEvents(
       )
       .orderBy(events.seq)
       .limit(REPLAY_PAGE);
-    await take(rows);
+    // An event with no attempt left in D1 is judged by its archived ones.
+    await take(
+      request.only_failed
+        ? notYetReceived(
+            archivedAttemptsOf,
+            rows.filter((row) => !row.anyD1Attempt),
+          ).concat(rows.filter((row) => row.anyD1Attempt))
+        : rows,
+    );
     if (rows.length < REPLAY_PAGE) break;
     afterSeq = rows.at(-1)!.seq;
   }
@@ -79,7 +96,7 @@ export async function replayEvents(
   const archived = (await archivedBetween(db, archive, since, until, through)).filter((event) =>
     webhook.events.includes(event.type as never),
   );
-  await take(request.only_failed ? await notYetReceived(db, id, archived) : archived);
+  await take(request.only_failed ? notYetReceived([...archivedAttemptsOf, ...(await attemptsInD1(db, id, archived))], archived) : archived);
   const messages = [...taken.entries()].sort(([a], [b]) => a - b).map(([, message]) => message);
   try {
     await sendAll(queue, messages);
@@ -95,24 +112,30 @@ export async function replayEvents(
 const tooMany = (what: string) =>
   new ApiError(400, `Invalid body: until: ${what}; replay a shorter span (an earlier until), then the next.`);
 
-/** Archived events this webhook has not received (never delivered, and not still being retried): the notReceived rule above, for rows not in D1. */
-async function notYetReceived(db: Database, id: string, archived: ArchivedEvent[]): Promise<ArchivedEvent[]> {
-  if (archived.length === 0) return archived;
-  const attempts = await db
-    .select({ eventId: webhookDeliveries.eventId, outcome: webhookDeliveries.outcome })
+/** D1's attempts of these events to this webhook. */
+async function attemptsInD1(db: Database, id: string, archived: readonly ArchivedEvent[]) {
+  if (archived.length === 0) return [];
+  return db
+    .select({ id: webhookDeliveries.id, eventId: webhookDeliveries.eventId, outcome: webhookDeliveries.outcome })
     .from(webhookDeliveries)
     .where(
       and(
         eq(webhookDeliveries.webhookId, id),
         sql`${webhookDeliveries.eventId} IN (SELECT value FROM json_each(${JSON.stringify(archived.map((event) => event.id))}))`,
       ),
-    )
-    .orderBy(asc(webhookDeliveries.id));
+    );
+}
+
+/** The events this webhook has not received, judged by these attempts (never delivered, and the last not still being retried): the notReceived rule above, in JavaScript. */
+function notYetReceived<T extends { id: string }>(
+  attempts: readonly Pick<DeliveryRow, "id" | "eventId" | "outcome">[],
+  candidates: readonly T[],
+): T[] {
   const last = new Map<string, string>();
   const delivered = new Set<string>();
-  for (const attempt of attempts) {
+  for (const attempt of [...new Map(attempts.map((a) => [a.id, a])).values()].sort((a, b) => a.id - b.id)) {
     last.set(attempt.eventId, attempt.outcome);
     if (attempt.outcome === "delivered") delivered.add(attempt.eventId);
   }
-  return archived.filter((event) => !delivered.has(event.id) && last.get(event.id) !== "retrying");
+  return candidates.filter((event) => !delivered.has(event.id) && last.get(event.id) !== "retrying");
 }

@@ -201,4 +201,6 @@ export const webhookRoutes = openApiApp()
     const { db, archive, queue } = c.var.ctx;
     return c.json(await replayEvents(db, archive, queue, c.var.account.id, c.req.valid("param").id, c.req.valid("json")), 202);
   })
-  .openapi(deliveries, async (c) => c.json(await listDeliveries(c.var.ctx.db, c.var.account.id, c.req.valid("param").id), 200));
+  .openapi(deliveries, async (c) =>
+    c.json(await listDeliveries(c.var.ctx.db, c.var.ctx.archive, c.var.account.id, c.req.valid("param").id), 200),
+  );

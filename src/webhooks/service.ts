@@ -5,6 +5,7 @@ import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { webhookDeliveries, webhooks } from "../platform/tables.ts";
+import { latestAttempts } from "./delivery-archive.ts";
 import { type DeliveryMessage, sendAll, type WebhookMessage } from "./messages.ts";
 import type { DeliveryView, WebhookBody, WebhookPatch, WebhookView } from "./schema.ts";
 import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
@@ -202,13 +203,15 @@ export async function sendTestEvent(db: Database, queue: Queue<WebhookMessage>, 
   return { event_id: eventId, type: WEBHOOK_TEST_EVENT, status: "queued" as const };
 }
 
-export async function listDeliveries(db: Database, accountId: string, id: string) {
+/** The latest attempts: D1 keeps the last minutes' (and more); older ones are in the archive (src/webhooks/delivery-archive.ts). */
+export async function listDeliveries(db: Database, archive: R2Bucket, accountId: string, id: string) {
   await getWebhook(db, accountId, id);
-  const rows = await db
+  const inD1 = await db
     .select()
     .from(webhookDeliveries)
     .where(eq(webhookDeliveries.webhookId, id))
     .orderBy(desc(webhookDeliveries.id))
     .limit(DELIVERIES_LISTED);
+  const rows = await latestAttempts(inD1, archive, id, DELIVERIES_LISTED);
   return { webhook_id: id, deliveries: rows.map(deliveryView) };
 }

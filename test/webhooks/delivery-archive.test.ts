@@ -1,0 +1,190 @@
+import { createScheduledController } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { DELIVERIES_IN_D1_MS, DELIVERY_ARCHIVE_AFTER_MS } from "../../src/events/retention.ts";
+import worker from "../../src/index.ts";
+import { type Database, database } from "../../src/platform/db.ts";
+import { webhookDeliveries } from "../../src/platform/tables.ts";
+import { archiveDeliveries, archivedAttempts, DELIVERY_ARCHIVE_CRON, deliveryArchivePrefix } from "../../src/webhooks/delivery-archive.ts";
+import type { DeliveryMessage } from "../../src/webhooks/messages.ts";
+import { commitEvents } from "../helpers/events.ts";
+import { call, expectJson } from "../helpers/http.ts";
+import { hookUrl, installReceiver } from "../helpers/webhook-receiver.ts";
+import { createWebhook, newAccountToken } from "../helpers/webhooks.ts";
+
+/**
+ * Webhook delivery attempts leave D1 for R2 (src/webhooks/delivery-archive.ts): GET /webhooks/:id/deliveries
+ * and replay's only_failed read both sides as if nothing moved, and a crash at any step of the archiver loses
+ * and repeats nothing. Attempts are written straight into D1 with chosen times (oldest first, as ids grow).
+ */
+
+const db = () => database(env.DB);
+const MINUTE = 60_000;
+const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+const OLD = DELIVERY_ARCHIVE_AFTER_MS + 30 * MINUTE;
+
+beforeAll(() => {
+  installReceiver();
+});
+afterEach(() => vi.restoreAllMocks());
+
+type Outcome = "delivered" | "retrying" | "failed";
+let n = 0;
+/** Stores attempts to a webhook, one per (eventId, outcome, ms ago), in the order given. */
+async function attempts(webhookId: string, made: readonly [eventId: string, outcome: Outcome, msAgo: number][]) {
+  const rows = made.map(([eventId, outcome, msAgo]) => ({
+    eventId,
+    webhookId,
+    type: "price.changed",
+    attempt: 1,
+    statusCode: outcome === "delivered" ? 200 : 503,
+    error: outcome === "delivered" ? null : "The endpoint answered 503.",
+    durationMs: 5,
+    outcome,
+    deliveredAt: ago(msAgo),
+    responseExcerpt: `Réponse ✓ ${++n} ${"x".repeat(300)}`,
+  }));
+  // Eight rows a statement: D1 binds at most 100 parameters.
+  for (let i = 0; i < rows.length; i += 8)
+    await db()
+      .insert(webhookDeliveries)
+      .values(rows.slice(i, i + 8));
+}
+
+/** `count` attempts spread evenly from `fromAgo` to `toAgo` (ms ago), oldest first. */
+const spread = (count: number, fromAgo: number, toAgo: number): [string, Outcome, number][] =>
+  Array.from({ length: count }, (_, i) => [
+    `evt_${crypto.randomUUID().replaceAll("-", "")}`,
+    i % 3 === 0 ? "retrying" : "delivered",
+    fromAgo - ((fromAgo - toAgo) * i) / count,
+  ]);
+
+const inD1 = async (webhookId: string) =>
+  (await db().select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhookId))).length;
+const listing = async (token: string, id: string) =>
+  (
+    await expectJson<{ deliveries: { event_id: string; delivered_at: string; response_excerpt: string }[] }>(
+      await call("GET", `/webhooks/${id}/deliveries`, { token }),
+      200,
+    )
+  ).deliveries;
+const archiveKeys = async (webhookId: string) =>
+  (await env.ARCHIVE.list({ prefix: deliveryArchivePrefix(webhookId) })).objects.map((o) => o.key);
+
+/** A Database whose deletes fail: the archiver dies between its R2 write and its D1 delete. */
+function crashingOnDelete(real: Database): Database {
+  return new Proxy(real, {
+    get(target, property) {
+      if (property === "delete") return () => ({ where: () => Promise.reject(new Error("injected: the isolate died before the delete")) });
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+describe("the webhook delivery archive", () => {
+  it("moves a webhook's attempts older than the D1 window once its oldest is due; the listing is the same before and after", async () => {
+    const token = await newAccountToken();
+    const [busy, recent] = await Promise.all([createWebhook(token, { url: hookUrl() }), createWebhook(token, { url: hookUrl() })]);
+    await attempts(busy.id, spread(120, OLD, DELIVERIES_IN_D1_MS + MINUTE));
+    await attempts(recent.id, spread(20, DELIVERY_ARCHIVE_AFTER_MS - 10 * MINUTE, 0)); // its oldest is not due yet
+    await attempts(busy.id, spread(30, DELIVERIES_IN_D1_MS - MINUTE, 0));
+    const before = await listing(token, busy.id);
+    expect(before).toHaveLength(100);
+
+    // The other cron does not touch deliveries; this one does.
+    await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env);
+    expect(await inD1(busy.id)).toBe(150);
+    await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: DELIVERY_ARCHIVE_CRON }), env);
+
+    expect(await inD1(busy.id)).toBe(30); // the last minutes stay in D1
+    expect(await inD1(recent.id)).toBe(20);
+    expect(await archiveKeys(busy.id)).toHaveLength(1);
+    expect(await archiveKeys(recent.id)).toEqual([]);
+    expect(await listing(token, busy.id)).toEqual(before);
+    const archived = await archivedAttempts(env.ARCHIVE, busy.id, ago(OLD + MINUTE), new Date().toISOString());
+    expect(archived).toHaveLength(120);
+    expect(archived[0]!.responseExcerpt).toMatch(/^Réponse ✓ /);
+  });
+
+  it("the listing fills its 100 from the newest archive objects, newest first, when D1 holds fewer", async () => {
+    const token = await newAccountToken();
+    const hook = await createWebhook(token, { url: hookUrl() });
+    await attempts(hook.id, spread(60, 3 * OLD, 2 * OLD));
+    await archiveDeliveries(db(), env.ARCHIVE, Date.now() - OLD); // an earlier run: one object
+    await attempts(hook.id, spread(70, OLD, DELIVERIES_IN_D1_MS + MINUTE));
+    await attempts(hook.id, spread(5, MINUTE, 0));
+    const before = await listing(token, hook.id);
+    await archiveDeliveries(db(), env.ARCHIVE);
+    expect(await inD1(hook.id)).toBe(5);
+    expect(await archiveKeys(hook.id)).toHaveLength(2);
+    const after = await listing(token, hook.id);
+    expect(after).toEqual(before);
+    expect(after.map((d) => d.delivered_at)).toEqual([...after.map((d) => d.delivered_at)].sort().reverse());
+  });
+
+  it("a crash between the R2 write and the D1 delete, or a failed write, loses and repeats nothing", async () => {
+    const token = await newAccountToken();
+    const [a, b] = await Promise.all([createWebhook(token, { url: hookUrl() }), createWebhook(token, { url: hookUrl() })]);
+    await attempts(a.id, spread(40, OLD, DELIVERIES_IN_D1_MS + MINUTE));
+    await attempts(b.id, spread(40, OLD, DELIVERIES_IN_D1_MS + MINUTE));
+    const before = { a: await listing(token, a.id), b: await listing(token, b.id) };
+
+    // 1. Written to R2, not deleted from D1: the rows are in both places; readers count them once.
+    await expect(archiveDeliveries(crashingOnDelete(db()), env.ARCHIVE)).rejects.toThrow(/injected/);
+    expect(await inD1(a.id)).toBe(40);
+    expect(await archiveKeys(a.id)).toHaveLength(1);
+    expect(await listing(token, a.id)).toEqual(before.a);
+
+    // 2. One webhook's write fails: its rows stay in D1, the other's leave.
+    const put = env.ARCHIVE.put.bind(env.ARCHIVE);
+    vi.spyOn(env.ARCHIVE, "put").mockImplementation((key, value, options) =>
+      key.startsWith(deliveryArchivePrefix(b.id)) ? Promise.reject(new Error("injected: R2 refused")) : put(key, value, options),
+    );
+    await expect(archiveDeliveries(db(), env.ARCHIVE)).rejects.toThrow(/R2 refused/);
+    expect(await inD1(a.id)).toBe(0);
+    expect(await inD1(b.id)).toBe(40);
+    vi.restoreAllMocks();
+
+    // 3. The next run finishes: every attempt exactly once, in R2 only.
+    await archiveDeliveries(db(), env.ARCHIVE);
+    expect(await inD1(b.id)).toBe(0);
+    for (const [hook, listed] of [
+      [a, before.a],
+      [b, before.b],
+    ] as const) {
+      expect(await listing(token, hook.id)).toEqual(listed);
+      const archived = await archivedAttempts(env.ARCHIVE, hook.id, ago(OLD + MINUTE), new Date().toISOString());
+      expect(archived.map((row) => row.id)).toEqual([...new Set(archived.map((row) => row.id))]);
+      expect(archived).toHaveLength(40);
+    }
+  });
+
+  it("replay's only_failed judges an event by its attempts on both sides of the boundary, before and after the move", async () => {
+    const token = await newAccountToken();
+    const [delivered, retriedThenFailed, failed, stillRetrying, never] = await commitEvents(2, 5);
+    const hook = await createWebhook(token, { url: hookUrl(), events: ["price.changed"] });
+    const early = DELIVERY_ARCHIVE_AFTER_MS + 5 * MINUTE;
+    await attempts(hook.id, [
+      [delivered!, "delivered", early],
+      [retriedThenFailed!, "retrying", early],
+      [failed!, "failed", early],
+      [stillRetrying!, "retrying", early],
+      [retriedThenFailed!, "failed", MINUTE], // its last attempt, still in D1
+    ]);
+    const since = ago(3 * 3_600_000);
+    const onlyFailed = async () => {
+      const sent = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
+      await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since, only_failed: true } }), 202);
+      const ids = sent.mock.calls.flatMap(([batch]) => [...batch].map((m) => (m.body as DeliveryMessage).event.id));
+      sent.mockRestore();
+      return ids;
+    };
+    const expected = [retriedThenFailed, failed, never];
+    expect(await onlyFailed(), "before the move").toEqual(expected);
+    await archiveDeliveries(db(), env.ARCHIVE);
+    expect(await inD1(hook.id)).toBe(1);
+    expect(await onlyFailed(), "after the move").toEqual(expected);
+  });
+});
