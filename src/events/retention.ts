@@ -54,3 +54,8 @@ export const DELIVERY_ARCHIVE_PAGE = 5_000;
 export const DELIVERY_LISTING_ARCHIVE_READS = 10;
 /** Archive objects of one webhook's attempts a replay with only_failed reads at most (then 400: a shorter span). */
 export const DELIVERY_REPLAY_ARCHIVE_READS = 100;
+/**
+ * D1 round trips of one queue batch's deliveries (and of one fan-out's first deliveries after a commit):
+ * their webhooks read in one query, their attempts recorded in one batch (src/webhooks/deliveries.ts).
+ */
+export const D1_QUERIES_PER_DELIVERY_BATCH = 2;

@@ -5,7 +5,7 @@ import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { type Database, database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
-import { fanOut, findWebhook, recordAttempt } from "./deliveries.ts";
+import { fanOut, findWebhooks, type NewDelivery, recordAttempts } from "./deliveries.ts";
 import { responseExcerpt } from "./excerpt.ts";
 import {
   DEAD_LETTER_QUEUE,
@@ -58,7 +58,7 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
   }
   await Promise.all([
     events.length > 0 && fanOutEvents(db, env.ARCHIVE, env.WEBHOOK_QUEUE, events),
-    pLimit(MAX_OPEN_CONNECTIONS).map(deliveries, (delivery) => deliver(db, config.WEBHOOK_SECRET_KEY, delivery)),
+    deliveries.length > 0 && deliverAll(db, config.WEBHOOK_SECRET_KEY, deliveries),
   ]);
 }
 
@@ -105,18 +105,22 @@ function outcomeOf(statusCode: number | null, attempt: number): Outcome {
   return attempt < MAX_ATTEMPTS ? "retrying" : "failed";
 }
 
+/** An attempt made and not yet recorded (recordAttempts writes a batch's together). */
+export interface Attempted {
+  outcome: Outcome;
+  record: NewDelivery;
+}
+
 /**
- * One attempt: sign, POST, record. "gone" when the webhook was deleted or disabled since the event
- * (nothing sent). Throws only when D1 or the secret fails (the caller retries).
+ * One attempt: sign and POST. "gone" when the webhook was deleted or disabled since the event (nothing
+ * sent). Throws only when the secret fails (the caller retries).
  */
 export async function attemptDelivery(
-  db: Database,
   secretKey: string,
-  webhookId: string,
+  webhook: WebhookRow | undefined,
   event: WebhookEvent,
   attempt: number,
-): Promise<Outcome | "gone"> {
-  const webhook = await findWebhook(db, webhookId);
+): Promise<Attempted | "gone"> {
   if (webhook?.status !== "enabled") return "gone";
   const payload = deliveryBody(event);
   const started = Date.now();
@@ -129,40 +133,76 @@ export async function attemptDelivery(
   };
   const { statusCode, error, excerpt } = await post(webhook.url, headers, payload);
   const outcome = outcomeOf(statusCode, attempt);
-  await recordAttempt(db, {
-    eventId: event.id,
-    webhookId: webhook.id,
-    type: event.type,
-    attempt,
-    statusCode,
-    error,
-    durationMs: Date.now() - started,
+  return {
     outcome,
-    deliveredAt: new Date(started).toISOString(),
-    responseExcerpt: excerpt,
-  });
-  return outcome;
+    record: {
+      eventId: event.id,
+      webhookId: webhook.id,
+      type: event.type,
+      attempt,
+      statusCode,
+      error,
+      durationMs: Date.now() - started,
+      outcome,
+      deliveredAt: new Date(started).toISOString(),
+      responseExcerpt: excerpt,
+    },
+  };
 }
 
 /**
- * A queued delivery: one attempt, then ack (delivered, 410, webhook gone) or retry. A message whose
- * first attempt was made before it was queued counts that attempt too, and is acked once its last
- * attempt is recorded as failed (the queue's own count would allow more). Never throws.
+ * A batch's queued deliveries: their webhooks read in one D1 query, the attempts made (at most
+ * MAX_OPEN_CONNECTIONS at a time), then recorded in one D1 batch; then each message is acked
+ * (delivered, 410, webhook gone) or retried. A message whose first attempt was made before it was
+ * queued counts that attempt too, and is acked once its last attempt is recorded as failed (the queue's
+ * own count would allow more). When D1 fails, every message is retried (its attempt made again). Never throws.
  */
-async function deliver(db: Database, secretKey: string, { message, body }: Parsed<DeliveryMessage>): Promise<void> {
-  const attempt = message.attempts + (body.attempts_before ?? 0);
+async function deliverAll(db: Database, secretKey: string, deliveries: readonly Parsed<DeliveryMessage>[]): Promise<void> {
+  const attemptOf = ({ message, body }: Parsed<DeliveryMessage>) => message.attempts + (body.attempts_before ?? 0);
+  const fail = (error: unknown, which: readonly Parsed<DeliveryMessage>[]) => {
+    for (const delivery of which) {
+      log.error("delivery attempt failed before it was recorded; retried", {
+        message_id: delivery.message.id,
+        webhook_id: delivery.body.webhook_id,
+        event_id: delivery.body.event.id,
+        error: String(error),
+      });
+      retryLater(delivery.message, attemptOf(delivery));
+    }
+  };
+  let known: Map<string, WebhookRow>;
   try {
-    const outcome = await attemptDelivery(db, secretKey, body.webhook_id, body.event, attempt);
-    if (outcome === "retrying" || (outcome === "failed" && body.attempts_before === undefined)) retryLater(message, attempt);
-    else message.ack();
+    known = await findWebhooks(
+      db,
+      deliveries.map((delivery) => delivery.body.webhook_id),
+    );
   } catch (error) {
-    log.error("delivery attempt failed before it was recorded; retried", {
-      message_id: message.id,
-      webhook_id: body.webhook_id,
-      event_id: body.event.id,
-      error: String(error),
-    });
-    retryLater(message, attempt);
+    return fail(error, deliveries);
+  }
+  const made: { delivery: Parsed<DeliveryMessage>; attempted: Attempted | "gone" }[] = [];
+  await pLimit(MAX_OPEN_CONNECTIONS).map(deliveries, async (delivery) => {
+    const attempted = await attemptDelivery(secretKey, known.get(delivery.body.webhook_id), delivery.body.event, attemptOf(delivery)).catch(
+      (error: unknown) => fail(error, [delivery]),
+    );
+    if (attempted) made.push({ delivery, attempted });
+  });
+  try {
+    await recordAttempts(
+      db,
+      known,
+      made.flatMap(({ attempted }) => (attempted === "gone" ? [] : [attempted.record])),
+    );
+  } catch (error) {
+    return fail(
+      error,
+      made.map(({ delivery }) => delivery),
+    );
+  }
+  for (const { delivery, attempted } of made.sort((a, b) => deliveries.indexOf(a.delivery) - deliveries.indexOf(b.delivery))) {
+    const outcome = attempted === "gone" ? attempted : attempted.outcome;
+    if (outcome === "retrying" || (outcome === "failed" && delivery.body.attempts_before === undefined))
+      retryLater(delivery.message, attemptOf(delivery));
+    else delivery.message.ack();
   }
 }
 

@@ -1,6 +1,7 @@
-import { and, eq, lte, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import type { Database } from "../platform/db.ts";
+import { insertRows } from "../platform/json-rows.ts";
 import { webhookDeliveries, webhooks } from "../platform/tables.ts";
 import type { DeliveryMessage, EventMessage } from "./messages.ts";
 import type { DeliveryRow, WebhookRow } from "./service.ts";
@@ -30,43 +31,77 @@ export function findWebhook(db: Database, id: string): Promise<WebhookRow | unde
   return db.select().from(webhooks).where(eq(webhooks.id, id)).get();
 }
 
+/** The webhooks a queue batch's deliveries go to, in one D1 query. */
+export async function findWebhooks(db: Database, ids: readonly string[]): Promise<Map<string, WebhookRow>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .select()
+    .from(webhooks)
+    .where(sql`${webhooks.id} IN (SELECT value FROM json_each(${JSON.stringify([...new Set(ids)])}))`);
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
 /** A webhook whose every delivery has failed for this long is disabled (Svix's rule). */
 export const FAILING_DAYS_TO_DISABLE = 5;
 
+export type NewDelivery = Omit<DeliveryRow, "id">;
+
+const GONE_REASON = "The endpoint answered 410 Gone.";
+
 /**
- * One attempt's record and, in the same batch, what it means for the webhook: a success clears its
- * `failing_since`; a failure sets it if unset, and disables the webhook once it is FAILING_DAYS_TO_DISABLE
- * old; a 410 disables it at once.
+ * What a webhook's attempts of one batch mean for it, in attempt order: a success clears `failing_since`
+ * (reset); a failure after the last success sets it if unset (first_failure), and disables the webhook once
+ * it is FAILING_DAYS_TO_DISABLE old at the last failure (limit); a 410 disables it at once (gone_at).
  */
-export async function recordAttempt(db: Database, attempt: Omit<DeliveryRow, "id">): Promise<void> {
-  const insert = db.insert(webhookDeliveries).values(attempt);
-  const thisWebhook = eq(webhooks.id, attempt.webhookId);
-  if (attempt.outcome === "delivered") {
-    await db.batch([insert, db.update(webhooks).set({ failingSince: null }).where(thisWebhook)]);
-  } else if (attempt.outcome === "disabled") {
-    await db.batch([
-      insert,
-      db
-        .update(webhooks)
-        .set({ status: "disabled", disabledAt: attempt.deliveredAt, disabledReason: "The endpoint answered 410 Gone." })
-        .where(thisWebhook),
-    ]);
-  } else {
-    const limit = new Date(Date.parse(attempt.deliveredAt) - FAILING_DAYS_TO_DISABLE * 86_400_000).toISOString();
-    await db.batch([
-      insert,
-      db
-        .update(webhooks)
-        .set({ failingSince: sql`coalesce(${webhooks.failingSince}, ${attempt.deliveredAt})` })
-        .where(thisWebhook),
-      db
-        .update(webhooks)
-        .set({
-          status: "disabled",
-          disabledAt: attempt.deliveredAt,
-          disabledReason: sql`'Every delivery has failed for ${sql.raw(String(FAILING_DAYS_TO_DISABLE))} days (since ' || ${webhooks.failingSince} || ').'`,
-        })
-        .where(and(thisWebhook, eq(webhooks.status, "enabled"), lte(webhooks.failingSince, limit))),
-    ]);
+const FAILING_SINCE = `UPDATE webhooks SET failing_since = CASE WHEN u.value ->> 'reset' THEN u.value ->> 'first_failure'
+    ELSE coalesce(failing_since, u.value ->> 'first_failure') END
+  FROM json_each(?) AS u WHERE webhooks.id = u.value ->> 'id'`;
+const DISABLE = `UPDATE webhooks SET status = 'disabled', disabled_at = coalesce(u.value ->> 'gone_at', u.value ->> 'last_failure'),
+    disabled_reason = CASE WHEN u.value ->> 'gone_at' IS NOT NULL THEN '${GONE_REASON}'
+      ELSE 'Every delivery has failed for ${FAILING_DAYS_TO_DISABLE} days (since ' || failing_since || ').' END
+  FROM json_each(?) AS u WHERE webhooks.id = u.value ->> 'id'
+    AND (u.value ->> 'gone_at' IS NOT NULL OR (webhooks.status = 'enabled' AND webhooks.failing_since <= u.value ->> 'limit'))`;
+
+/**
+ * A batch's attempts recorded in ONE D1 batch: their rows (one statement, the rows as a JSON parameter) and
+ * what they mean for their webhooks (FAILING_SINCE, DISABLE), each statement only when some webhook needs it.
+ * `known` is the webhooks as read before the attempts: a webhook whose attempts all succeeded and whose
+ * failing_since was unset needs no update, so a batch of successes is one statement.
+ */
+export async function recordAttempts(
+  db: Database,
+  known: ReadonlyMap<string, WebhookRow>,
+  attempts: readonly NewDelivery[],
+): Promise<void> {
+  if (attempts.length === 0) return;
+  const d1 = db.$client;
+  const byWebhook = new Map<string, NewDelivery[]>();
+  for (const attempt of [...attempts].sort((a, b) => (a.deliveredAt < b.deliveredAt ? -1 : a.deliveredAt > b.deliveredAt ? 1 : 0))) {
+    if (!byWebhook.has(attempt.webhookId)) byWebhook.set(attempt.webhookId, []);
+    byWebhook.get(attempt.webhookId)!.push(attempt);
   }
+  const failing: object[] = [];
+  const disabling: object[] = [];
+  for (const [id, made] of byWebhook) {
+    const lastSuccess = made.findLastIndex((attempt) => attempt.outcome === "delivered");
+    const failures = made.slice(lastSuccess + 1).filter((attempt) => attempt.outcome === "retrying" || attempt.outcome === "failed");
+    const gone = made.find((attempt) => attempt.outcome === "disabled");
+    const firstFailure = failures[0]?.deliveredAt ?? null;
+    const lastFailure = failures.at(-1)?.deliveredAt ?? null;
+    const reset = lastSuccess >= 0;
+    if (firstFailure !== null || (reset && known.get(id)?.failingSince !== null))
+      failing.push({ id, reset: reset ? 1 : 0, first_failure: firstFailure });
+    if (gone || lastFailure !== null)
+      disabling.push({
+        id,
+        gone_at: gone?.deliveredAt ?? null,
+        last_failure: lastFailure,
+        limit: lastFailure && new Date(Date.parse(lastFailure) - FAILING_DAYS_TO_DISABLE * 86_400_000).toISOString(),
+      });
+  }
+  await d1.batch([
+    ...insertRows(d1, webhookDeliveries, attempts),
+    ...(failing.length > 0 ? [d1.prepare(FAILING_SINCE).bind(JSON.stringify(failing))] : []),
+    ...(disabling.length > 0 ? [d1.prepare(DISABLE).bind(JSON.stringify(disabling))] : []),
+  ]);
 }

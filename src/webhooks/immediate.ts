@@ -3,8 +3,8 @@ import { claimForFanOut, markFannedOut, releaseFanOut } from "../events/outbox.t
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
-import { attemptDelivery } from "./consumer.ts";
-import { fanOut } from "./deliveries.ts";
+import { type Attempted, attemptDelivery } from "./consumer.ts";
+import { fanOut, findWebhooks, recordAttempts } from "./deliveries.ts";
 import { type DeliveryMessage, type EventMessage, sendAll, type WebhookMessage } from "./messages.ts";
 import { retryDelaySeconds } from "./schedule.ts";
 
@@ -48,18 +48,38 @@ export async function deliverAfterCommit({ db, archive, queue, secretKey }: Imme
     const now = deliveries.slice(0, MAX_IMMEDIATE_DELIVERIES);
     const later: DeliveryMessage[] = deliveries.slice(MAX_IMMEDIATE_DELIVERIES);
     const failed: DeliveryMessage[] = [];
+    const known = await findWebhooks(
+      db,
+      now.map((delivery) => delivery.webhook_id),
+    );
+    const made: { delivery: DeliveryMessage; attempted: Attempted }[] = [];
     await pLimit(MAX_OPEN_CONNECTIONS).map(now, async (delivery) => {
-      const outcome = await attemptDelivery(db, secretKey, delivery.webhook_id, delivery.event, 1).catch((error: unknown) => {
+      const attempted = await attemptDelivery(secretKey, known.get(delivery.webhook_id), delivery.event, 1).catch((error: unknown) => {
         log.error("first attempt not recorded; the queue makes it", {
           webhook_id: delivery.webhook_id,
           event_id: delivery.event.id,
           error: String(error),
         });
-        return "unrecorded" as const; // nothing recorded: the queue makes this attempt again
+        later.push(delivery); // nothing recorded: the queue makes this attempt again
       });
-      if (outcome === "retrying") failed.push({ ...delivery, attempts_before: 1 });
-      if (outcome === "unrecorded") later.push(delivery);
+      if (attempted && attempted !== "gone") made.push({ delivery, attempted });
     });
+    // One D1 batch for the attempts; if it fails, the queue makes them again (receivers drop repeats by webhook-id).
+    const recorded = await recordAttempts(
+      db,
+      known,
+      made.map(({ attempted }) => attempted.record),
+    ).then(
+      () => true,
+      (error: unknown) => {
+        log.error("recording the first attempts failed; the queue makes them again", { error: String(error) });
+        return false;
+      },
+    );
+    for (const { delivery, attempted } of made) {
+      if (!recorded) later.push(delivery);
+      else if (attempted.outcome === "retrying") failed.push({ ...delivery, attempts_before: 1 });
+    }
     await Promise.all([
       sendAll(queue, later),
       // One batch, as every other send: a failed first attempt waits its retry delay in the queue.
