@@ -6,9 +6,16 @@
  * src/events/retention.ts, not typed here again. Change INPUTS and run it again;
  * `npm run simulate -- --json` prints `{"limits":[{name,used,limit,ratio}],"cost_per_million_requests"}`.
  */
+import { readFileSync } from "node:fs";
 import {
+  D1_QUERIES_PER_DELIVERY_BATCH,
   D1_QUERIES_PER_FEED_PAGE,
   D1_QUERIES_PER_HISTORY_READ,
+  DELIVERIES_IN_D1_MS,
+  DELIVERY_ARCHIVE_AFTER_MS,
+  DELIVERY_ARCHIVE_PAGE,
+  DELIVERY_ARCHIVE_ROWS_PER_RUN,
+  DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN,
   EVENT_ARCHIVE_OBJECTS_PER_RUN,
   EVENT_ARCHIVE_READS_PER_PAGE,
   EVENTS_IN_D1_MS,
@@ -21,6 +28,13 @@ import {
 import { FLUSH_EVERY_MS, LAST_USED_SHARDS } from "../src/rate-limit/last-used-schedule.ts";
 
 const DAY_MS = 86_400_000;
+
+/** The delivery queue's consumer batch size, as wrangler.toml sets it (the first consumer is WEBHOOK_QUEUE's). */
+export function queueBatchSize(toml = readFileSync(new URL("../wrangler.toml", import.meta.url), "utf8")): number {
+  const size = /\[\[queues\.consumers\]\][^[]*?max_batch_size\s*=\s*(\d+)/.exec(toml)?.[1];
+  if (!size) throw new Error("wrangler.toml: no max_batch_size in [[queues.consumers]]");
+  return Number(size);
+}
 
 export interface Inputs {
   workload: {
@@ -50,8 +64,8 @@ export interface Inputs {
     /** Share of API requests that are GET /products/:id/history, and the calendar years (archive objects) one reads. */
     historyShare: number;
     historyYearsRead: number;
-    /** Webhook deliveries per queue batch that the consumer records in one D1 batch (today: one batch per attempt). */
-    deliveriesRecordedPerD1Batch: number;
+    /** Deliveries per queue batch (wrangler.toml's max_batch_size): the consumer's D1 round trips are per batch. */
+    deliveriesPerQueueBatch: number;
   };
   design: {
     /** Rows written in the key's object per admission: its one state row (minute log, counters, this minute's usage); plus one usage row per active minute, amortised. */
@@ -72,8 +86,9 @@ export interface Inputs {
     d1BytesPerEvent: number;
     d1BytesPerKey: number;
     d1BytesPerDelivery: number;
-    /** Days of delivery records D1 keeps (nothing deletes them today: the whole modelled year). */
-    deliveryDays: number;
+    /** Days the delivery archive keeps attempts in R2 (the bucket's lifecycle rule on deliveries/). */
+    deliveryArchiveDays: number;
+    r2BytesPerArchivedDelivery: number;
     /** Gzip NDJSON bytes in R2 per archived event and history row. */
     r2BytesPerArchivedEvent: number;
     r2BytesPerArchivedHistoryRow: number;
@@ -150,7 +165,7 @@ export const INPUTS: Inputs = {
     feedFromArchiveShare: 0.1,
     historyShare: 0.005,
     historyYearsRead: 2,
-    deliveriesRecordedPerD1Batch: 1,
+    deliveriesPerQueueBatch: queueBatchSize(),
   },
   design: {
     objectRowsWrittenPerAdmission: 1.1,
@@ -166,7 +181,8 @@ export const INPUTS: Inputs = {
     d1BytesPerEvent: 400,
     d1BytesPerKey: 300,
     d1BytesPerDelivery: 150,
-    deliveryDays: 365,
+    deliveryArchiveDays: 31,
+    r2BytesPerArchivedDelivery: 60,
     r2BytesPerArchivedEvent: 120,
     r2BytesPerArchivedHistoryRow: 40,
     d1RowsWrittenPerEvent: 4,
@@ -261,16 +277,28 @@ export function simulate(i: Inputs = INPUTS) {
   const feedPerSecond = w.requestsPerSecond * w.feedShare;
   const historyPerSecond = w.requestsPerSecond * w.historyShare;
   const d1ReadQueriesPerSecond = feedPerSecond * D1_QUERIES_PER_FEED_PAGE + historyPerSecond * D1_QUERIES_PER_HISTORY_READ;
-  const deliveryRecordsPerSecond = deliveriesPerSecond / w.deliveriesRecordedPerD1Batch;
+  // A queue batch's deliveries: one read of their webhooks, one batch recording their attempts (src/webhooks/deliveries.ts).
+  const deliveryRecordsPerSecond = (deliveriesPerSecond / w.deliveriesPerQueueBatch) * D1_QUERIES_PER_DELIVERY_BATCH;
   // The cron: besides its sweeps, each archive object costs a read and a batch, the history step three queries.
   const cronQueriesPerRun = d.d1QueriesPerCronRunBesidesArchive + 2 * EVENT_ARCHIVE_OBJECTS_PER_RUN + 2 + 3;
+  // The delivery archive (its own cron trigger, src/webhooks/delivery-archive.ts): a webhook's attempts leave D1 about once
+  // per (after − keep); a run reads the oldest rows once, then pages of its webhooks' rows, each page one R2 write per webhook and one delete.
+  const deliveriesPerDay = deliveriesPerSecond * DAY;
+  const deliveryCycleDays = (DELIVERY_ARCHIVE_AFTER_MS - DELIVERIES_IN_D1_MS) / DAY_MS;
+  const deliveriesPerWebhookPerDay = deliveriesPerDay / w.webhooks;
+  const webhooksArchivedPerDay = (w.webhooks * (1 - Math.exp(-deliveriesPerWebhookPerDay * deliveryCycleDays))) / deliveryCycleDays;
+  const deliveryRowsPerRun = deliveriesPerDay / L.cronsPerDay;
+  const deliveryPagesPerRun = Math.ceil(Math.min(deliveryRowsPerRun, DELIVERY_ARCHIVE_ROWS_PER_RUN) / DELIVERY_ARCHIVE_PAGE);
+  const deliveryArchiveQueriesPerRun = 1 + 2 * deliveryPagesPerRun;
+  const deliveryArchiveSubrequestsPerRun = DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN + deliveryPagesPerRun + deliveryArchiveQueriesPerRun;
   const d1QueriesPerSecond =
     lastUsedWritesPerSecond +
     eventsPerSecond * (2 + d.d1QueriesPerEventFanOut) +
     deliveryRecordsPerSecond +
     d1ReadQueriesPerSecond +
-    (cronQueriesPerRun * L.cronsPerDay) / DAY;
-  const d1WritesPerSecond = lastUsedWritesPerSecond + eventsPerSecond * d.d1RowsWrittenPerEvent + deliveriesPerSecond;
+    ((cronQueriesPerRun + deliveryArchiveQueriesPerRun) * L.cronsPerDay) / DAY;
+  // An attempt's row is written, then deleted when it moves to R2 (a delete counts as a row written).
+  const d1WritesPerSecond = lastUsedWritesPerSecond + eventsPerSecond * d.d1RowsWrittenPerEvent + 2 * deliveriesPerSecond;
 
   // D1 size after a year: the catalogue and keys; events of the last day (plus the archive's index);
   // history of at most HISTORY_ARCHIVE_AFTER_MS (a product's oldest row that old sends it to R2).
@@ -281,8 +309,9 @@ export function simulate(i: Inputs = INPUTS) {
     (((eventsPerDay * EVENTS_IN_D1_MS) / DAY_MS) * d.d1BytesPerEvent) / GB +
     (((eventsPerDay * RETENTION_MS) / DAY_MS / EVENTS_PER_ARCHIVE_OBJECT) * 100) / GB;
   const d1HistoryGb = (((historyRowsPerDay * HISTORY_ARCHIVE_AFTER_MS) / DAY_MS) * d.d1BytesPerHistoryRow) / GB;
-  const d1Gb = d1CatalogueGb + d1EventsGb + d1HistoryGb;
-  const d1DeliveriesGb = (deliveriesPerSecond * DAY * d.deliveryDays * d.d1BytesPerDelivery) / GB;
+  // Attempts stay in D1 at most DELIVERY_ARCHIVE_AFTER_MS (a webhook whose oldest is that old has them moved).
+  const d1DeliveriesGb = (deliveriesPerSecond * (DELIVERY_ARCHIVE_AFTER_MS / 1000) * d.d1BytesPerDelivery) / GB;
+  const d1Gb = d1CatalogueGb + d1EventsGb + d1HistoryGb + d1DeliveriesGb;
 
   // The cron's archive: can it keep up, inside one invocation's limits?
   const eventArchiveCapacityPerDay = EVENT_ARCHIVE_OBJECTS_PER_RUN * EVENTS_PER_ARCHIVE_OBJECT * L.cronsPerDay;
@@ -303,7 +332,12 @@ export function simulate(i: Inputs = INPUTS) {
     fullListsPerSecond * (segments + 1) + versionChecksPerSecond + archiveReadsPerSecond + (productsArchivedPerDay * 1.05) / DAY;
   const batchesPerSecond = eventsPerSecond / w.changesPerIngestBatch;
   const segmentsTouchedPerBatch = segments * (1 - Math.exp(-w.changesPerIngestBatch / segments));
-  const archiveWritesPerSecond = (eventsPerDay / EVENTS_PER_ARCHIVE_OBJECT + productsArchivedPerDay * 1.05) / DAY;
+  const archiveWritesPerSecond =
+    (eventsPerDay / EVENTS_PER_ARCHIVE_OBJECT +
+      productsArchivedPerDay * 1.05 +
+      webhooksArchivedPerDay +
+      deliveryPagesPerRun * L.cronsPerDay) /
+    DAY;
   const r2WritesPerSecond = batchesPerSecond * (segmentsTouchedPerBatch + 1) + archiveWritesPerSecond;
   const manifestWritesPerSecond = batchesPerSecond;
   // Archive keys are each written at most once a cron run (a product-year once per run; an event object once).
@@ -311,7 +345,8 @@ export function simulate(i: Inputs = INPUTS) {
   const r2Gb =
     (w.products * d.gzipBytesPerProduct * 2 +
       ((eventsPerDay * RETENTION_MS) / DAY_MS) * d.r2BytesPerArchivedEvent +
-      historyRowsPerDay * 365 * d.r2BytesPerArchivedHistoryRow) /
+      historyRowsPerDay * 365 * d.r2BytesPerArchivedHistoryRow +
+      deliveriesPerDay * d.deliveryArchiveDays * d.r2BytesPerArchivedDelivery) /
     GB;
 
   // A feed page: its D1 queries, and its R2 reads (a cursor's object, then up to the page's budget).
@@ -335,7 +370,7 @@ export function simulate(i: Inputs = INPUTS) {
     d1:
       overage(eventsPerDay * 30, p.d1IncludedRowsRead, p.d1PerMillionRowsRead) +
       overage(d1WritesPerSecond * MONTH, p.d1IncludedRowsWritten, p.d1PerMillionRowsWritten) +
-      Math.max(0, d1Gb + d1DeliveriesGb - p.d1IncludedStorageGb) * p.d1PerGbMonth,
+      Math.max(0, d1Gb - p.d1IncludedStorageGb) * p.d1PerGbMonth,
     r2:
       overage(r2WritesPerSecond * MONTH, p.r2IncludedClassA, p.r2PerMillionClassA) +
       overage(r2ReadsPerSecond * MONTH, p.r2IncludedClassB, p.r2PerMillionClassB) +
@@ -354,20 +389,32 @@ export function simulate(i: Inputs = INPUTS) {
       "D1 queries/s (one database runs one query at a time)",
       d1QueriesPerSecond,
       L.d1QueriesPerSecond,
-      `last_used_at ${Math.round(lastUsedWritesPerSecond)}/s, delivery records ${Math.round(deliveryRecordsPerSecond)}/s, feed and history ${Math.round(d1ReadQueriesPerSecond)}/s, events ${Math.round(eventsPerSecond * (2 + d.d1QueriesPerEventFanOut))}/s. ` +
-        "Change: delivery attempts recorded one D1 batch per queue batch (10), or in Analytics Engine rather than D1",
+      `last_used_at ${Math.round(lastUsedWritesPerSecond)}/s, delivery records ${Math.round(deliveryRecordsPerSecond)}/s (${D1_QUERIES_PER_DELIVERY_BATCH} a queue batch of ${w.deliveriesPerQueueBatch}), feed and history ${Math.round(d1ReadQueriesPerSecond)}/s, events ${Math.round(eventsPerSecond * (2 + d.d1QueriesPerEventFanOut))}/s. ` +
+        "Next: larger queue batches (round trips fall with the batch size), then the delivery log in a D1 database of its own",
     ),
     limit(
-      "D1 size after a year: catalogue, keys, the last day of events, the last days of history (GB)",
+      "D1 size after a year: catalogue, keys, the last day of events, the last days of history, the last minutes of delivery attempts (GB)",
       d1Gb,
       L.d1MaxDatabaseGb,
-      `catalogue and keys ${d1CatalogueGb.toFixed(1)} GB, events ${d1EventsGb.toFixed(2)} GB, history ${d1HistoryGb.toFixed(2)} GB: bounded by the catalogue, not by time (events after ${EVENTS_IN_D1_MS / DAY_MS} day and history after ${HISTORY_ARCHIVE_AFTER_MS / DAY_MS} days move to R2). At twice the catalogue: shard D1 by product`,
+      `catalogue and keys ${d1CatalogueGb.toFixed(1)} GB, events ${d1EventsGb.toFixed(2)} GB, history ${d1HistoryGb.toFixed(2)} GB, delivery attempts ${d1DeliveriesGb.toFixed(2)} GB: bounded by the catalogue and the delivery rate, not by time (events after ${EVENTS_IN_D1_MS / DAY_MS} day, history after ${HISTORY_ARCHIVE_AFTER_MS / DAY_MS} days, a webhook's attempts once its oldest is ${DELIVERY_ARCHIVE_AFTER_MS / 60_000} minutes old move to R2). At twice the catalogue or the delivery rate: shard D1 (the delivery log in a database of its own first)`,
     ),
     limit(
-      `D1 size: the webhook delivery log after ${d.deliveryDays} days (GB, nothing deletes it today)`,
-      d1DeliveriesGb,
-      L.d1MaxDatabaseGb,
-      "one row per attempt (≈ 100 million a day at this load) fills a database in hours: keep only each (webhook, event)'s last outcome for the replay window, or write attempts to R2/Analytics Engine",
+      "webhooks whose attempts the delivery archive moves per day: what it must ÷ what it can",
+      webhooksArchivedPerDay,
+      DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN * L.cronsPerDay,
+      "more webhooks per run (each one R2 write: subrequests, below), or a longer wait before a webhook's attempts move (D1 size, above)",
+    ),
+    limit(
+      "delivery attempts the delivery archive moves per day: what it must ÷ what it can",
+      deliveriesPerDay,
+      DELIVERY_ARCHIVE_ROWS_PER_RUN * L.cronsPerDay,
+      "more rows per run (CPU: ≈ 1 s of gzip per 150,000), or the archive on a Durable Object alarm that runs more often",
+    ),
+    limit(
+      "subrequests per delivery-archive run (its own cron trigger; 1,000 per invocation)",
+      deliveryArchiveSubrequestsPerRun,
+      L.subrequestsPerInvocation,
+      "a second trigger splitting the webhooks by id",
     ),
     limit(
       "writes/s of the busiest key's object (Premium caps a key at 5 req/s)",
@@ -423,6 +470,7 @@ export function simulate(i: Inputs = INPUTS) {
     eventsPerSecond,
     lastUsedWritesPerSecond,
     deliveryRecordsPerSecond,
+    webhooksArchivedPerDay,
     d1ReadQueriesPerSecond,
     versionChecksPerSecond,
     d1WritesPerSecond,
@@ -460,7 +508,7 @@ function print(i: Inputs, r: ReturnType<typeof simulate>) {
     `  delivery records/s                           ${n(r.deliveryRecordsPerSecond)}`,
     `  feed and history queries/s                   ${n(r.d1ReadQueriesPerSecond)}`,
     `  queries/s in all                             ${n(r.d1QueriesPerSecond)}`,
-    `  size (catalogue, keys, recent events/history) ${n(r.d1Gb, 1)} GB; delivery log ${n(r.d1DeliveriesGb, 0)} GB`,
+    `  size (catalogue, keys, recent events/history/attempts) ${n(r.d1Gb, 1)} GB, of which delivery attempts ${n(r.d1DeliveriesGb, 2)} GB`,
     "R2",
     `  segments                                     ${n(r.segments)}`,
     `  reads/s                                      ${n(r.r2ReadsPerSecond, 1)}`,

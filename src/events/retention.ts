@@ -42,11 +42,11 @@ export const DELIVERIES_IN_D1_MS = 10 * 60 * 1000;
 /**
  * ... and a webhook whose oldest attempt in D1 is this old has every attempt older than DELIVERIES_IN_D1_MS
  * moved to R2, so each webhook's attempts are written about once per (after − keep), and D1 holds at most
- * this long of attempts (at the target load, 1,157 a second: ≈ 6 million rows).
+ * this long of attempts (at the target load, 1,157 a second: ≈ 5.6 million rows).
  */
-export const DELIVERY_ARCHIVE_AFTER_MS = 90 * 60 * 1000;
+export const DELIVERY_ARCHIVE_AFTER_MS = 80 * 60 * 1000;
 /** Webhooks whose attempts one run of the delivery archive moves (each at least one R2 write). */
-export const DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN = 300;
+export const DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN = 400;
 /** Attempts one run moves at most, read and deleted this many a D1 page. */
 export const DELIVERY_ARCHIVE_ROWS_PER_RUN = 150_000;
 export const DELIVERY_ARCHIVE_PAGE = 5_000;

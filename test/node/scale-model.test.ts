@@ -1,8 +1,13 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { mostInOneWindow } from "../../bench/soak-checks.ts";
-import { asJson, INPUTS, type Inputs, overage, simulate } from "../../scripts/simulate.ts";
-import { EVENTS_IN_D1_MS, HISTORY_ARCHIVE_AFTER_MS } from "../../src/events/retention.ts";
+import { asJson, INPUTS, type Inputs, overage, queueBatchSize, simulate } from "../../scripts/simulate.ts";
+import {
+  D1_QUERIES_PER_DELIVERY_BATCH,
+  DELIVERY_ARCHIVE_AFTER_MS,
+  EVENTS_IN_D1_MS,
+  HISTORY_ARCHIVE_AFTER_MS,
+} from "../../src/events/retention.ts";
 
 /** The arithmetic behind docs/scale.md (npm run simulate) and the soak's over-limit check. */
 describe("the scale model", () => {
@@ -38,7 +43,7 @@ describe("the scale model", () => {
   });
 
   it("follows the code's archive settings: D1 holds a day of events and the history of HISTORY_ARCHIVE_AFTER_MS, whatever the time", () => {
-    const { d1Gb } = simulate(INPUTS);
+    const { d1Gb, d1DeliveriesGb } = simulate(INPUTS);
     const bytes = INPUTS.design;
     const eventsPerDay = INPUTS.workload.products * INPUTS.workload.offersPerProduct * INPUTS.workload.changesPerOfferPerDay;
     const recent =
@@ -46,9 +51,27 @@ describe("the scale model", () => {
         ((EVENTS_IN_D1_MS / 86_400_000) * bytes.d1BytesPerEvent + (HISTORY_ARCHIVE_AFTER_MS / 86_400_000) * bytes.d1BytesPerHistoryRow)) /
       1e9;
     expect(d1Gb).toBeGreaterThan(recent);
-    expect(d1Gb).toBeLessThan(recent + 2.5); // + the catalogue and keys (and the archive's small index)
+    expect(d1Gb).toBeLessThan(recent + d1DeliveriesGb + 2.5); // + the last minutes of delivery attempts, the catalogue and keys (and the archive's small index)
     const size = simulate(INPUTS).limits.find((limit) => limit.name.startsWith("D1 size after a year"))!;
     expect(size.ratio).toBeLessThan(0.5);
+  });
+
+  it("follows the code's delivery figures: round trips per queue batch of wrangler.toml's size, attempts in D1 for DELIVERY_ARCHIVE_AFTER_MS", () => {
+    expect(queueBatchSize('[[queues.consumers]]\nqueue = "a"\nmax_batch_size = 25\n\n[[queues.consumers]]\nmax_batch_size = 3')).toBe(25);
+    expect(INPUTS.workload.deliveriesPerQueueBatch).toBe(queueBatchSize());
+    const model = simulate(INPUTS);
+    expect(model.deliveryRecordsPerSecond).toBeCloseTo((model.deliveriesPerSecond / queueBatchSize()) * D1_QUERIES_PER_DELIVERY_BATCH, 6);
+    expect(model.d1DeliveriesGb).toBeCloseTo(
+      (model.deliveriesPerSecond * (DELIVERY_ARCHIVE_AFTER_MS / 1000) * INPUTS.design.d1BytesPerDelivery) / 1e9,
+      6,
+    );
+    // Twice the queue batch: half the consumer's round trips.
+    const larger = simulate({ ...INPUTS, workload: { ...INPUTS.workload, deliveriesPerQueueBatch: 2 * queueBatchSize() } });
+    expect(larger.deliveryRecordsPerSecond).toBeCloseTo(model.deliveryRecordsPerSecond / 2, 6);
+  });
+
+  it("holds every limit under half at the default inputs, for the whole year", () => {
+    for (const limit of simulate(INPUTS).limits) expect(limit.ratio, limit.name).toBeLessThan(0.5);
   });
 
   it("prints every limit as JSON with --json", () => {
