@@ -1,9 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
 import { AccountUsage, usageQuery } from "../api-keys/schema.ts";
 import { accountUsage } from "../api-keys/usage.ts";
-import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { requireAccount, requireScope } from "../middleware/guards.ts";
+import { operation } from "../middleware/operation.ts";
 import { Account, accountIdParam, planBody } from "./schema.ts";
 import { accountView, setPlan } from "./service.ts";
 
@@ -16,7 +16,6 @@ const getAccount = createRoute(
     summary: "The signed-in account: plan and limits",
     description: "The account is created on the Free plan the first time its login is seen.",
     credential: "account",
-    middleware: [requireAccount],
     request: { query: noQuery },
     responses: { 200: jsonResponse("The account", Account) },
   }),
@@ -33,7 +32,6 @@ const getAccountUsage = createRoute(
       "The sum of the account's keys, bucket by bucket, with the same granularities and windows as a key's usage. " +
       "Keys revoked or expired before the range and not used since are left out.",
     credential: "account",
-    middleware: [requireAccount],
     request: { query: usageQuery },
     responses: { 200: jsonResponse("The account's usage", AccountUsage) },
   }),
@@ -57,7 +55,6 @@ const setAccountPlan = createRoute(
     description: "Creates the account if it is new. Every active key of the account has the new limits on its next request.",
     credential: "admin",
     scope: "accounts:write",
-    middleware: [requireScope("accounts:write")],
     request: { params: accountIdParam, query: noQuery, body: jsonBody(planBody, "The new plan") },
     responses: { 200: jsonResponse("The account with its new plan", Account) },
   }),

@@ -1,13 +1,13 @@
 import { createRoute } from "@hono/zod-openapi";
-import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { requireAccount } from "../middleware/guards.ts";
+import { operation } from "../middleware/operation.ts";
 import { rotateApiKey } from "./rotation.ts";
 import { ApiKey, ApiKeyList, apiKeyBody, CreatedApiKey, createKeyBody, KeyUsage, keyIdParam, rotateKeyBody, usageQuery } from "./schema.ts";
 import { apiKeyView, createApiKey, listApiKeys, revokeApiKey, updateApiKey } from "./service.ts";
 import { keyUsage } from "./usage.ts";
 
-const common = { tags: ["API keys"], credential: "account" as const, middleware: [requireAccount] };
+const common = { tags: ["API keys"], credential: "account" as const };
 
 const createKey = createRoute(
   operation({

@@ -2,10 +2,10 @@ import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { accepts } from "hono/accepts";
 import { CACHE_CONTROL, conditionalJson, ifNoneMatchHits } from "../http/conditional.ts";
-import { emptyResponse, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { emptyResponse, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
-import { requireApiKey } from "../middleware/guards.ts";
+import { operation } from "../middleware/operation.ts";
 import { productHistory } from "./history.ts";
 import { CompetitorList, History, historyQuery, ifNoneMatch, Product, ProductList, productIdParam, productsQuery } from "./schema.ts";
 import {
@@ -30,7 +30,7 @@ const productsOk = jsonResponse('The products: `{"products":[…]}` as JSON, or 
 ]);
 /** The NDJSON form's schema is that of one line: a reference to Product, with its own description. */
 const ProductLine = Product.openapi({ description: "One line of the NDJSON body: one product (JSON, then a newline), in id order" });
-const common = { tags: ["Catalogue"], credential: "api-key" as const, middleware: [requireApiKey] };
+const common = { tags: ["Catalogue"], credential: "api-key" as const };
 
 const listProducts = createRoute(
   operation({

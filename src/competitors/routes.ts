@@ -1,8 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
 import { Competitor } from "../catalogue/schema.ts";
-import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { requireScope } from "../middleware/guards.ts";
+import { operation } from "../middleware/operation.ts";
 import { competitorIdParam, competitorPatchBody } from "./schema.ts";
 import { updateCompetitor } from "./service.ts";
 
@@ -19,7 +19,6 @@ const update = createRoute(
       "`offer_count` is the competitor's count in the snapshot being served, as GET /competitors gives it.",
     credential: "admin",
     scope: "prices:write",
-    middleware: [requireScope("prices:write")],
     request: { params: competitorIdParam, query: noQuery, body: jsonBody(competitorPatchBody, "The fields to change") },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The competitor as it now is", Competitor) },

@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody } from "../http/openapi-components.ts";
-import { requireApiKey } from "../middleware/guards.ts";
+import { operation } from "../middleware/operation.ts";
 import { eventsQuery } from "./query.ts";
 import { EventFeed } from "./schema.ts";
 import { listEvents } from "./service.ts";
@@ -10,7 +10,6 @@ const list = createRoute(
   operation({
     tags: ["Events"],
     credential: "api-key",
-    middleware: [requireApiKey],
     method: "get",
     path: "/",
     operationId: "listEvents",

@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { requireScope } from "../middleware/guards.ts";
+import { operation } from "../middleware/operation.ts";
 import { deliverAfterCommit } from "../webhooks/immediate.ts";
 import type { EventMessage } from "../webhooks/messages.ts";
 import { IngestionSummary, observationsBody } from "./schema.ts";
@@ -19,7 +19,6 @@ const ingest = createRoute(
       "stock changes and emits one event per change to the webhooks. Replaying an observation changes nothing.",
     credential: "admin",
     scope: "prices:write",
-    middleware: [requireScope("prices:write")],
     request: { query: noQuery, body: jsonBody(observationsBody, "The observations") },
     responses: { 200: jsonResponse("What the observations changed", IngestionSummary) },
   }),

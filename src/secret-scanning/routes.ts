@@ -3,8 +3,9 @@ import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
-import { jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
+import { operation } from "../middleware/operation.ts";
 import { KeyListUnavailable, publicKey } from "./public-keys.ts";
 import {
   IDENTIFIER_HEADER,

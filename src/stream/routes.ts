@@ -1,8 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody, EVERY, headerRefs } from "../http/openapi-components.ts";
-import { requireApiKey } from "../middleware/guards.ts";
+import { operation } from "../middleware/operation.ts";
 import { logger } from "../platform/log.ts";
 import { lastEventIdHeader, streamFilters, streamQuery } from "./schema.ts";
 import {
@@ -21,7 +21,6 @@ const stream = createRoute(
   operation({
     tags: ["Events"],
     credential: "api-key",
-    middleware: [requireApiKey],
     method: "get",
     path: "/",
     operationId: "streamEvents",

@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
-import { emptyResponse, jsonBody, jsonResponse, openApiApp, operation } from "../http/openapi.ts";
+import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { requireAccount } from "../middleware/guards.ts";
+import { operation } from "../middleware/operation.ts";
 import { replayEvents } from "./replay.ts";
 import {
   CreatedWebhook,
@@ -29,7 +29,7 @@ import {
   webhookView,
 } from "./service.ts";
 
-const common = { tags: ["Webhooks"], credential: "account" as const, middleware: [requireAccount] };
+const common = { tags: ["Webhooks"], credential: "account" as const };
 
 const create = createRoute(
   operation({
