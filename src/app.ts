@@ -15,7 +15,7 @@ import { openApiApp } from "./http/openapi.ts";
 import { namedQueryParameters } from "./http/query.ts";
 import { mcpRoutes } from "./mcp/routes.ts";
 import { admission } from "./middleware/admission.ts";
-import { requestContext } from "./middleware/context.ts";
+import { requestServices } from "./middleware/services.ts";
 import { observationRoutes } from "./prices/routes.ts";
 import { secretScanningRoutes } from "./secret-scanning/routes.ts";
 import { streamRoutes } from "./stream/routes.ts";
@@ -52,7 +52,7 @@ const SECRET_SCANNING_PATH = "/secret-scanning/github";
 export function buildApp() {
   const app = openApiApp();
   app.use(requestId());
-  app.use(requestContext(catalogueStore)); // config, D1 client, limiter control, queue: built once
+  app.use(requestServices(catalogueStore)); // config, D1 client, limiter control, queue: built once
   app.use(admission); // the credential picks the rate-limit bucket; every response carries its headers
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
   app.use(namedQueryParameters);

@@ -41,7 +41,7 @@ const getAccountUsage = createRoute(
 export const accountRoutes = openApiApp()
   .openapi(getAccount, (c) => c.json(accountView(c.var.account), 200))
   .openapi(getAccountUsage, async (c) => {
-    const { db, limiter } = c.var.ctx;
+    const { db, limiter } = c.var.services;
     return c.json(await accountUsage(db, limiter, c.var.account.id, c.req.valid("query")), 200);
   });
 
@@ -62,6 +62,6 @@ const setAccountPlan = createRoute(
 
 /** PUT /admin/accounts/:id/plan (admin, scope accounts:write). */
 export const adminAccountRoutes = openApiApp().openapi(setAccountPlan, async (c) => {
-  const { db, limiter } = c.var.ctx;
+  const { db, limiter } = c.var.services;
   return c.json(accountView(await setPlan(db, limiter, c.req.valid("param").id, c.req.valid("json").plan)), 200);
 });

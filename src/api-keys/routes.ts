@@ -110,32 +110,32 @@ const getKeyUsage = createRoute(
 /** /api-keys (account login). Another account's key ids are 404, as if they did not exist. */
 export const apiKeyRoutes = openApiApp()
   .openapi(createKey, async (c) => {
-    const { db, config } = c.var.ctx;
+    const { db, config } = c.var.services;
     const created = await createApiKey(db, c.var.account.id, c.req.valid("json"), config.KEY_PREFIX);
     return c.json(created, 201, { "Cache-Control": "no-store" });
   })
   .openapi(listKeys, async (c) => {
-    const rows = await listApiKeys(c.var.ctx.db, c.var.account.id);
+    const rows = await listApiKeys(c.var.services.db, c.var.account.id);
     const now = new Date().toISOString();
     return c.json({ api_keys: rows.map((row) => apiKeyView(row, now)) }, 200);
   })
   .openapi(rotateKey, async (c) => {
-    const { db, limiter, config } = c.var.ctx;
+    const { db, limiter, config } = c.var.services;
     // An absent body is optional and so not validated: parsing {} gives the default grace.
     const { grace_seconds } = rotateKeyBody.parse(c.req.valid("json") ?? {});
     const created = await rotateApiKey(db, limiter, c.var.account.id, c.req.valid("param").id, grace_seconds, config.KEY_PREFIX);
     return c.json(created, 201, { "Cache-Control": "no-store" });
   })
   .openapi(getKeyUsage, async (c) => {
-    const { db, limiter } = c.var.ctx;
+    const { db, limiter } = c.var.services;
     return c.json(await keyUsage(db, limiter, c.var.account.id, c.req.valid("param").id, c.req.valid("query")), 200);
   })
   .openapi(renameKey, async (c) => {
-    const { db, limiter } = c.var.ctx;
+    const { db, limiter } = c.var.services;
     const row = await updateApiKey(db, limiter, c.var.account.id, c.req.valid("param").id, c.req.valid("json"));
     return c.json(apiKeyView(row), 200);
   })
   .openapi(revokeKey, async (c) => {
-    const { db, limiter } = c.var.ctx;
+    const { db, limiter } = c.var.services;
     return c.json(apiKeyView(await revokeApiKey(db, limiter, c.var.account.id, c.req.valid("param").id)), 200);
   });

@@ -4,6 +4,7 @@ import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
 import { allowedIpsInput, restrictionFields, scopesInput } from "../key-restrictions/schema.ts";
 import { KEY_SCOPES } from "../rate-limit/key-scopes.ts";
+import { GRANULARITIES } from "../rate-limit/types.ts";
 
 /** No control character (\p{Cc} is U+0000–U+001F and U+007F–U+009F) and a non-space one somewhere. */
 const NO_CONTROL = "[^\\u0000-\\u001F\\u007F-\\u009F]";
@@ -108,8 +109,6 @@ export type CreatedApiKeyView = z.infer<typeof CreatedApiKey>;
 export const ApiKeyList = z
   .object({ api_keys: z.array(ApiKey).meta({ description: "Newest first, revoked keys included" }) })
   .meta({ id: "ApiKeyList" });
-
-const GRANULARITIES = ["minute", "hour", "day"] as const;
 
 export const usageQuery = strictQuery({
   granularity: z

@@ -125,7 +125,7 @@ const requestedForm = (c: Context) =>
 export const productRoutes = openApiApp()
   .openapi(listProducts, async (c) => {
     const filters = c.req.valid("query");
-    const { catalogue, db } = c.var.ctx;
+    const { catalogue, db } = c.var.services;
     const manifest = await servingManifest(catalogue);
     const form = requestedForm(c);
     const gzip = acceptsGzip(c.req.header("Accept-Encoding"));
@@ -139,17 +139,22 @@ export const productRoutes = openApiApp()
     });
   })
   .openapi(getProduct, async (c) => {
-    const json = new TextEncoder().encode(await productJson(c.var.ctx.db, c.req.valid("param").id)) as Uint8Array<ArrayBuffer>;
+    const json = new TextEncoder().encode(await productJson(c.var.services.db, c.req.valid("param").id)) as Uint8Array<ArrayBuffer>;
     return conditionalJson(c, await contentEtag(json), () => json);
   })
   .openapi(getHistory, async (c) => {
-    const { truncated, ...page } = await productHistory(c.var.ctx.db, c.var.ctx.archive, c.req.valid("param").id, c.req.valid("query"));
+    const { truncated, ...page } = await productHistory(
+      c.var.services.db,
+      c.var.services.archive,
+      c.req.valid("param").id,
+      c.req.valid("query"),
+    );
     if (truncated) c.header("X-Result-Truncated", "true");
     return c.json(page, 200);
   });
 
 /** GET /competitors (API key): from the snapshot's manifest, no offer is read. */
 export const competitorRoutes = openApiApp().openapi(listCompetitors, async (c) => {
-  const manifest = await servingManifest(c.var.ctx.catalogue);
+  const manifest = await servingManifest(c.var.services.catalogue);
   return conditionalJson(c, snapshotEtag(manifest), () => competitorsJson(manifest));
 });

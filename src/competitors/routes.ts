@@ -27,6 +27,6 @@ const update = createRoute(
 
 /** PATCH /admin/competitors/:id (admin, scope prices:write). */
 export const adminCompetitorRoutes = openApiApp().openapi(update, async (c) => {
-  const { db, catalogue } = c.var.ctx;
+  const { db, catalogue } = c.var.services;
   return c.json(await updateCompetitor(db, catalogue, c.req.valid("param").id, c.req.valid("json")), 200);
 });

@@ -15,7 +15,7 @@ export async function serveDashboard(c: Context<AppEnv>) {
       "Server misconfigured: the DASHBOARD_CLIENT_ID variable is not set, so the dashboard cannot sign anyone in; set it to the identity provider's public client id.",
     );
   }
-  const { IDP_ISSUER: issuer, IDP_AUDIENCE: audience } = c.var.ctx.config;
+  const { IDP_ISSUER: issuer, IDP_AUDIENCE: audience } = c.var.services.config;
   if (!URL.canParse(issuer)) throw new ApiError(500, "Server misconfigured: IDP_ISSUER is not a URL.");
   // fetch() may reach this API and the IdP: its discovery document and its token endpoint, wherever that is.
   const connect = await idpConnectOrigins(issuer);

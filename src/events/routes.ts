@@ -26,5 +26,5 @@ const list = createRoute(
 
 /** GET /events (API key). */
 export const eventRoutes = openApiApp().openapi(list, async (c) =>
-  c.json(await listEvents(c.var.ctx.db, c.var.ctx.archive, c.req.valid("query")), 200),
+  c.json(await listEvents(c.var.services.db, c.var.services.archive, c.req.valid("query")), 200),
 );

@@ -8,10 +8,10 @@ import type { RateLimitControl, Work } from "../rate-limit/types.ts";
 import type { WebhookMessage } from "../webhooks/messages.ts";
 
 /**
- * What a request's handlers and services need, built once per request by src/middleware/context.ts.
+ * What a request's handlers and services need, built once per request by src/middleware/services.ts.
  * Services receive the parts they use as plain arguments, never Hono's context.
  */
-interface RequestContext {
+interface RequestServices {
   config: Config;
   /** Counts its round trips into `work`. */
   db: Database;
@@ -28,7 +28,7 @@ interface RequestContext {
 export interface AppEnv {
   Bindings: Env;
   Variables: RequestIdVariables & {
-    ctx: RequestContext;
+    services: RequestServices;
     credential: Credential;
     account: Account;
     apiKey: ApiKeyOfRequest;

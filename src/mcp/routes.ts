@@ -11,7 +11,7 @@ import { mcpServer } from "./server.ts";
  * 429. Not an OpenAPI operation: JSON-RPC is its own protocol (README: how to add it to a client).
  */
 export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) => {
-  const { db, archive, catalogue } = c.var.ctx;
+  const { db, archive, catalogue } = c.var.services;
   const server = mcpServer({ db, archive, catalogue }, c.var.apiKey.scopes);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);

@@ -59,7 +59,7 @@ const tooMany = (c: Context<AppEnv>, decision: Decision) => errorResponse(c, new
  * bucket's object decides, and whatever response follows (success or error) carries that bucket's headers.
  */
 export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const { config, work } = c.var.ctx;
+  const { config, work } = c.var.services;
   const [credential, decision] = await admitCredential(c, await identify(c.req.header("Authorization"), config), work);
   c.set("credential", credential);
   let res: Response;

@@ -31,7 +31,7 @@ async function ensureAccount(db: Database, id: string): Promise<typeof accounts.
 /** Account login: a valid IdP JWT; its `sub` names the account, created on first sight. */
 export const requireAccount: MiddlewareHandler<AppEnv> = async (c, next) => {
   const identity = requireLogin(c);
-  c.set("account", await ensureAccount(c.var.ctx.db, identity.sub));
+  c.set("account", await ensureAccount(c.var.services.db, identity.sub));
   await next();
 };
 

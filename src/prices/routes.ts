@@ -26,7 +26,7 @@ const ingest = createRoute(
 
 /** POST /admin/observations (scope prices:write): all or nothing, see src/prices/service.ts. */
 export const observationRoutes = openApiApp().openapi(ingest, async (c) => {
-  const { db, archive, queue, catalogue, config } = c.var.ctx;
+  const { db, archive, queue, catalogue, config } = c.var.services;
   const deliverNow = (events: readonly EventMessage[]) =>
     c.executionCtx.waitUntil(deliverAfterCommit({ db, archive, queue, secretKey: config.WEBHOOK_SECRET_KEY }, events));
   return c.json(await ingestObservations(db, queue, catalogue, c.req.valid("json").observations, deliverNow), 200);

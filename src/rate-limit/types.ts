@@ -11,7 +11,9 @@ export interface Limits {
   per_day: number;
 }
 
-type Period = "minute" | "hour" | "day";
+/** The spans a key's usage is counted in, and the quotas that can refuse a request. */
+export const GRANULARITIES = ["minute", "hour", "day"] as const;
+export type Granularity = (typeof GRANULARITIES)[number];
 
 /** What the limiter tells the worker; everything the headers need. */
 export interface Decision {
@@ -23,7 +25,7 @@ export interface Decision {
   /** The same, exact, for the isolate's memory of refusals. */
   resetMs: number;
   /** On a refusal, the quota that refused. */
-  exceeded?: Period;
+  exceeded?: Granularity;
 }
 
 /**
@@ -64,8 +66,6 @@ export type KeyAdmission =
   | { status: "forbidden"; detail: string; decision: Decision; d1Queries: number }
   | { status: "expired"; expiresAt: number; d1Queries: number }
   | { status: "revoked" | "unknown"; d1Queries: number };
-
-export type Granularity = "minute" | "hour" | "day";
 
 /** How long a key hash that matched no key is answered "unknown" (by its object and by each isolate) without asking D1 again. */
 export const UNKNOWN_KEY_MS = 60_000;

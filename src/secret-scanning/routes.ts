@@ -31,7 +31,7 @@ const verifiedByGitHub: MiddlewareHandler<AppEnv> = async (c, next) => {
     throw unsigned(`Send the report signed: the ${IDENTIFIER_HEADER} and ${SIGNATURE_HEADER} headers are required.`);
   let key: CryptoKey | undefined;
   try {
-    key = await publicKey(c.var.ctx.config.SECRET_SCANNING_KEYS_URL, identifier);
+    key = await publicKey(c.var.services.config.SECRET_SCANNING_KEYS_URL, identifier);
   } catch (error) {
     if (error instanceof KeyListUnavailable)
       throw new ApiError(503, "GitHub's secret-scanning public keys could not be fetched; send the report again later.", {
@@ -82,6 +82,6 @@ const report = createRoute(
 
 /** POST /secret-scanning/github (signed by GitHub; no Authorization). */
 export const secretScanningRoutes = openApiApp().openapi(report, async (c) => {
-  const { db, limiter, queue, config } = c.var.ctx;
+  const { db, limiter, queue, config } = c.var.services;
   return c.json(await handleReport({ db, limiter, queue, keyPrefix: config.KEY_PREFIX }, c.req.valid("json")), 200);
 });

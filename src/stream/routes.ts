@@ -54,7 +54,7 @@ const stream = createRoute(
 /** GET /events/stream (API key). */
 export const streamRoutes = openApiApp().openapi(stream, async (c) => {
   const { after, since, type, ...rest } = c.req.valid("query");
-  const { db, archive } = c.var.ctx;
+  const { db, archive } = c.var.services;
   const slot = await openSlot(db, c.var.apiKey.id, DEFAULT_TIMING.lifetimeMs);
   let released = false;
   const release = async () => {

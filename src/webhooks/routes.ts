@@ -171,36 +171,36 @@ const replay = createRoute(
 /** /webhooks (account login). Webhook ids of another account are 404, as if they did not exist. */
 export const webhookRoutes = openApiApp()
   .openapi(create, async (c) => {
-    const { db, config } = c.var.ctx;
+    const { db, config } = c.var.services;
     const created = await createWebhook(db, config, c.var.account.id, c.req.valid("json"));
     return c.json(created, 201, { "Cache-Control": "no-store" });
   })
   .openapi(list, async (c) => {
-    const rows = await listWebhooks(c.var.ctx.db, c.var.account.id);
+    const rows = await listWebhooks(c.var.services.db, c.var.account.id);
     return c.json({ webhooks: rows.map(webhookView) }, 200);
   })
-  .openapi(get, async (c) => c.json(webhookView(await getWebhook(c.var.ctx.db, c.var.account.id, c.req.valid("param").id)), 200))
+  .openapi(get, async (c) => c.json(webhookView(await getWebhook(c.var.services.db, c.var.account.id, c.req.valid("param").id)), 200))
   .openapi(remove, async (c) => {
-    await deleteWebhook(c.var.ctx.db, c.var.account.id, c.req.valid("param").id);
+    await deleteWebhook(c.var.services.db, c.var.account.id, c.req.valid("param").id);
     return c.body(null, 204);
   })
   .openapi(test, async (c) => {
-    const { db, queue } = c.var.ctx;
+    const { db, queue } = c.var.services;
     return c.json(await sendTestEvent(db, queue, c.var.account.id, c.req.valid("param").id), 202);
   })
   .openapi(update, async (c) => {
-    const { db, config } = c.var.ctx;
+    const { db, config } = c.var.services;
     return c.json(await updateWebhook(db, config, c.var.account.id, c.req.valid("param").id, c.req.valid("json")), 200);
   })
   .openapi(rotate, async (c) => {
-    const { db, config } = c.var.ctx;
+    const { db, config } = c.var.services;
     const rotated = await rotateSecret(db, config, c.var.account.id, c.req.valid("param").id, c.req.valid("json").grace_seconds);
     return c.json(rotated, 200, { "Cache-Control": "no-store" });
   })
   .openapi(replay, async (c) => {
-    const { db, archive, queue } = c.var.ctx;
+    const { db, archive, queue } = c.var.services;
     return c.json(await replayEvents(db, archive, queue, c.var.account.id, c.req.valid("param").id, c.req.valid("json")), 202);
   })
   .openapi(deliveries, async (c) =>
-    c.json(await listDeliveries(c.var.ctx.db, c.var.ctx.archive, c.var.account.id, c.req.valid("param").id), 200),
+    c.json(await listDeliveries(c.var.services.db, c.var.services.archive, c.var.account.id, c.req.valid("param").id), 200),
   );

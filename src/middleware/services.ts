@@ -15,14 +15,14 @@ type CatalogueStoreOf = (env: Env, work: Work) => CatalogueStore;
  * (cached per isolate), a D1 client that counts its round trips, the rate limiter's control and
  * the queue. A misconfigured worker answers 500 naming the variable, counted like any anonymous call.
  */
-export const requestContext =
+export const requestServices =
   (catalogueStore: CatalogueStoreOf): MiddlewareHandler<AppEnv> =>
   async (c, next) => {
     const work = noWork();
     const config = readConfig(c.env);
     if (typeof config === "string") return refuseMisconfigured(c, work, config);
     let db: Database | undefined;
-    c.set("ctx", {
+    c.set("services", {
       config,
       // Built on first use: a data request served from the catalogue snapshot never touches D1.
       get db() {
