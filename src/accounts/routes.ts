@@ -7,7 +7,7 @@ import { operation } from "../middleware/operation.ts";
 import { Account, accountIdParam, planBody } from "./schema.ts";
 import { accountView, setPlan } from "./service.ts";
 
-const getAccount = createRoute(
+const getAccountRoute = createRoute(
   operation({
     method: "get",
     path: "/",
@@ -21,7 +21,7 @@ const getAccount = createRoute(
   }),
 );
 
-const getAccountUsage = createRoute(
+const getAccountUsageRoute = createRoute(
   operation({
     method: "get",
     path: "/usage",
@@ -39,13 +39,13 @@ const getAccountUsage = createRoute(
 
 /** GET /account, GET /account/usage (account login). */
 export const accountRoutes = openApiApp()
-  .openapi(getAccount, (c) => c.json(accountView(c.var.account), 200))
-  .openapi(getAccountUsage, async (c) => {
+  .openapi(getAccountRoute, (c) => c.json(accountView(c.var.account), 200))
+  .openapi(getAccountUsageRoute, async (c) => {
     const { db, limiter } = c.var.services;
     return c.json(await accountUsage(db, limiter, c.var.account.id, c.req.valid("query")), 200);
   });
 
-const setAccountPlan = createRoute(
+const setAccountPlanRoute = createRoute(
   operation({
     method: "put",
     path: "/{id}/plan",
@@ -61,7 +61,7 @@ const setAccountPlan = createRoute(
 );
 
 /** PUT /admin/accounts/:id/plan (admin, scope accounts:write). */
-export const adminAccountRoutes = openApiApp().openapi(setAccountPlan, async (c) => {
+export const adminAccountRoutes = openApiApp().openapi(setAccountPlanRoute, async (c) => {
   const { db, limiter } = c.var.services;
   return c.json(accountView(await setPlan(db, limiter, c.req.valid("param").id, c.req.valid("json").plan)), 200);
 });

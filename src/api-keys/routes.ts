@@ -9,7 +9,7 @@ import { keyUsage } from "./usage.ts";
 
 const common = { tags: ["API keys"], credential: "account" as const };
 
-const createKey = createRoute(
+const createApiKeyRoute = createRoute(
   operation({
     ...common,
     method: "post",
@@ -29,7 +29,7 @@ const createKey = createRoute(
   }),
 );
 
-const listKeys = createRoute(
+const listApiKeysRoute = createRoute(
   operation({
     ...common,
     method: "get",
@@ -42,7 +42,7 @@ const listKeys = createRoute(
   }),
 );
 
-const renameKey = createRoute(
+const renameApiKeyRoute = createRoute(
   operation({
     ...common,
     method: "patch",
@@ -58,7 +58,7 @@ const renameKey = createRoute(
   }),
 );
 
-const revokeKey = createRoute(
+const revokeApiKeyRoute = createRoute(
   operation({
     ...common,
     method: "delete",
@@ -72,7 +72,7 @@ const revokeKey = createRoute(
   }),
 );
 
-const rotateKey = createRoute(
+const rotateApiKeyRoute = createRoute(
   operation({
     ...common,
     method: "post",
@@ -91,7 +91,7 @@ const rotateKey = createRoute(
   }),
 );
 
-const getKeyUsage = createRoute(
+const getApiKeyUsageRoute = createRoute(
   operation({
     ...common,
     method: "get",
@@ -109,33 +109,33 @@ const getKeyUsage = createRoute(
 
 /** /api-keys (account login). Another account's key ids are 404, as if they did not exist. */
 export const apiKeyRoutes = openApiApp()
-  .openapi(createKey, async (c) => {
+  .openapi(createApiKeyRoute, async (c) => {
     const { db, config } = c.var.services;
     const created = await createApiKey(db, c.var.account.id, c.req.valid("json"), config.KEY_PREFIX);
     return c.json(created, 201, { "Cache-Control": "no-store" });
   })
-  .openapi(listKeys, async (c) => {
+  .openapi(listApiKeysRoute, async (c) => {
     const rows = await listApiKeys(c.var.services.db, c.var.account.id);
     const now = new Date().toISOString();
     return c.json({ api_keys: rows.map((row) => apiKeyView(row, now)) }, 200);
   })
-  .openapi(rotateKey, async (c) => {
+  .openapi(rotateApiKeyRoute, async (c) => {
     const { db, limiter, config } = c.var.services;
     // An absent body is optional and so not validated: parsing {} gives the default grace.
     const { grace_seconds } = rotateKeyBody.parse(c.req.valid("json") ?? {});
     const created = await rotateApiKey(db, limiter, c.var.account.id, c.req.valid("param").id, grace_seconds, config.KEY_PREFIX);
     return c.json(created, 201, { "Cache-Control": "no-store" });
   })
-  .openapi(getKeyUsage, async (c) => {
+  .openapi(getApiKeyUsageRoute, async (c) => {
     const { db, limiter } = c.var.services;
     return c.json(await keyUsage(db, limiter, c.var.account.id, c.req.valid("param").id, c.req.valid("query")), 200);
   })
-  .openapi(renameKey, async (c) => {
+  .openapi(renameApiKeyRoute, async (c) => {
     const { db, limiter } = c.var.services;
     const row = await updateApiKey(db, limiter, c.var.account.id, c.req.valid("param").id, c.req.valid("json"));
     return c.json(apiKeyView(row), 200);
   })
-  .openapi(revokeKey, async (c) => {
+  .openapi(revokeApiKeyRoute, async (c) => {
     const { db, limiter } = c.var.services;
     return c.json(apiKeyView(await revokeApiKey(db, limiter, c.var.account.id, c.req.valid("param").id)), 200);
   });

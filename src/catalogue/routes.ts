@@ -32,7 +32,7 @@ const productsOk = jsonResponse('The products: `{"products":[…]}` as JSON, or 
 const ProductLine = Product.openapi({ description: "One line of the NDJSON body: one product (JSON, then a newline), in id order" });
 const common = { tags: ["Catalogue"], credential: "api-key" as const };
 
-const listProducts = createRoute(
+const listProductsRoute = createRoute(
   operation({
     ...common,
     method: "get",
@@ -53,7 +53,7 @@ const listProducts = createRoute(
   }),
 );
 
-const getProduct = createRoute(
+const getProductRoute = createRoute(
   operation({
     ...common,
     method: "get",
@@ -66,7 +66,7 @@ const getProduct = createRoute(
   }),
 );
 
-const getHistory = createRoute(
+const getProductHistoryRoute = createRoute(
   operation({
     ...common,
     method: "get",
@@ -81,7 +81,7 @@ const getHistory = createRoute(
   }),
 );
 
-const listCompetitors = createRoute(
+const listCompetitorsRoute = createRoute(
   operation({
     ...common,
     method: "get",
@@ -123,7 +123,7 @@ const requestedForm = (c: Context) =>
 
 /** GET /products… (API key). No CORS headers, on purpose (contract). */
 export const productRoutes = openApiApp()
-  .openapi(listProducts, async (c) => {
+  .openapi(listProductsRoute, async (c) => {
     const filters = c.req.valid("query");
     const { catalogue, db } = c.var.services;
     const manifest = await servingManifest(catalogue);
@@ -138,11 +138,11 @@ export const productRoutes = openApiApp()
       return streamOf(gzip ? gzipMember(body) : body);
     });
   })
-  .openapi(getProduct, async (c) => {
+  .openapi(getProductRoute, async (c) => {
     const json = new TextEncoder().encode(await productJson(c.var.services.db, c.req.valid("param").id)) as Uint8Array<ArrayBuffer>;
     return conditionalJson(c, await contentEtag(json), () => json);
   })
-  .openapi(getHistory, async (c) => {
+  .openapi(getProductHistoryRoute, async (c) => {
     const { truncated, ...page } = await productHistory(
       c.var.services.db,
       c.var.services.archive,
@@ -154,7 +154,7 @@ export const productRoutes = openApiApp()
   });
 
 /** GET /competitors (API key): from the snapshot's manifest, no offer is read. */
-export const competitorRoutes = openApiApp().openapi(listCompetitors, async (c) => {
+export const competitorRoutes = openApiApp().openapi(listCompetitorsRoute, async (c) => {
   const manifest = await servingManifest(c.var.services.catalogue);
   return conditionalJson(c, snapshotEtag(manifest), () => competitorsJson(manifest));
 });

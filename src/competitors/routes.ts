@@ -6,7 +6,7 @@ import { operation } from "../middleware/operation.ts";
 import { competitorIdParam, competitorPatchBody } from "./schema.ts";
 import { updateCompetitor } from "./service.ts";
 
-const update = createRoute(
+const updateCompetitorRoute = createRoute(
   operation({
     method: "patch",
     path: "/{id}",
@@ -26,7 +26,7 @@ const update = createRoute(
 );
 
 /** PATCH /admin/competitors/:id (admin, scope prices:write). */
-export const adminCompetitorRoutes = openApiApp().openapi(update, async (c) => {
+export const adminCompetitorRoutes = openApiApp().openapi(updateCompetitorRoute, async (c) => {
   const { db, catalogue } = c.var.services;
   return c.json(await updateCompetitor(db, catalogue, c.req.valid("param").id, c.req.valid("json")), 200);
 });

@@ -6,7 +6,7 @@ import { eventsQuery } from "./query.ts";
 import { EventFeed } from "./schema.ts";
 import { listEvents } from "./service.ts";
 
-const list = createRoute(
+const listEventsRoute = createRoute(
   operation({
     tags: ["Events"],
     credential: "api-key",
@@ -25,6 +25,6 @@ const list = createRoute(
 );
 
 /** GET /events (API key). */
-export const eventRoutes = openApiApp().openapi(list, async (c) =>
+export const eventRoutes = openApiApp().openapi(listEventsRoute, async (c) =>
   c.json(await listEvents(c.var.services.db, c.var.services.archive, c.req.valid("query")), 200),
 );

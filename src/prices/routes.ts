@@ -7,7 +7,7 @@ import type { EventMessage } from "../webhooks/messages.ts";
 import { IngestionSummary, observationsBody } from "./schema.ts";
 import { ingestObservations } from "./service.ts";
 
-const ingest = createRoute(
+const ingestObservationsRoute = createRoute(
   operation({
     method: "post",
     path: "/",
@@ -25,7 +25,7 @@ const ingest = createRoute(
 );
 
 /** POST /admin/observations (scope prices:write): all or nothing, see src/prices/service.ts. */
-export const observationRoutes = openApiApp().openapi(ingest, async (c) => {
+export const observationRoutes = openApiApp().openapi(ingestObservationsRoute, async (c) => {
   const { db, archive, queue, catalogue, config } = c.var.services;
   const deliverNow = (events: readonly EventMessage[]) =>
     c.executionCtx.waitUntil(deliverAfterCommit({ db, archive, queue, secretKey: config.WEBHOOK_SECRET_KEY }, events));

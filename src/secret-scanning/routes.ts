@@ -53,7 +53,7 @@ const reportLimit = bodyLimit({
   },
 });
 
-const report = createRoute(
+const reportLeakedTokensRoute = createRoute(
   operation({
     tags: ["Secret scanning"],
     credential: "github",
@@ -81,7 +81,7 @@ const report = createRoute(
 );
 
 /** POST /secret-scanning/github (signed by GitHub; no Authorization). */
-export const secretScanningRoutes = openApiApp().openapi(report, async (c) => {
+export const secretScanningRoutes = openApiApp().openapi(reportLeakedTokensRoute, async (c) => {
   const { db, limiter, queue, config } = c.var.services;
   return c.json(await handleReport({ db, limiter, queue, keyPrefix: config.KEY_PREFIX }, c.req.valid("json")), 200);
 });

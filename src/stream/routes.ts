@@ -17,7 +17,7 @@ import {
   POLL_MS,
 } from "./service.ts";
 
-const stream = createRoute(
+const streamEventsRoute = createRoute(
   operation({
     tags: ["Events"],
     credential: "api-key",
@@ -52,7 +52,7 @@ const stream = createRoute(
 );
 
 /** GET /events/stream (API key). */
-export const streamRoutes = openApiApp().openapi(stream, async (c) => {
+export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) => {
   const { after, since, type, ...rest } = c.req.valid("query");
   const { db, archive } = c.var.services;
   const slot = await openSlot(db, c.var.apiKey.id, DEFAULT_TIMING.lifetimeMs);

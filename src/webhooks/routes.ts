@@ -31,7 +31,7 @@ import {
 
 const common = { tags: ["Webhooks"], credential: "account" as const };
 
-const create = createRoute(
+const createWebhookRoute = createRoute(
   operation({
     ...common,
     method: "post",
@@ -50,7 +50,7 @@ const create = createRoute(
   }),
 );
 
-const list = createRoute(
+const listWebhooksRoute = createRoute(
   operation({
     ...common,
     method: "get",
@@ -62,7 +62,7 @@ const list = createRoute(
   }),
 );
 
-const get = createRoute(
+const getWebhookRoute = createRoute(
   operation({
     ...common,
     method: "get",
@@ -75,7 +75,7 @@ const get = createRoute(
   }),
 );
 
-const remove = createRoute(
+const deleteWebhookRoute = createRoute(
   operation({
     ...common,
     method: "delete",
@@ -88,7 +88,7 @@ const remove = createRoute(
   }),
 );
 
-const test = createRoute(
+const testWebhookRoute = createRoute(
   operation({
     ...common,
     method: "post",
@@ -102,7 +102,7 @@ const test = createRoute(
   }),
 );
 
-const deliveries = createRoute(
+const listWebhookDeliveriesRoute = createRoute(
   operation({
     ...common,
     method: "get",
@@ -115,7 +115,7 @@ const deliveries = createRoute(
   }),
 );
 
-const update = createRoute(
+const updateWebhookRoute = createRoute(
   operation({
     ...common,
     method: "patch",
@@ -130,7 +130,7 @@ const update = createRoute(
   }),
 );
 
-const rotate = createRoute(
+const rotateWebhookSecretRoute = createRoute(
   operation({
     ...common,
     method: "post",
@@ -151,7 +151,7 @@ const rotate = createRoute(
   }),
 );
 
-const replay = createRoute(
+const replayWebhookEventsRoute = createRoute(
   operation({
     ...common,
     method: "post",
@@ -170,37 +170,39 @@ const replay = createRoute(
 
 /** /webhooks (account login). Webhook ids of another account are 404, as if they did not exist. */
 export const webhookRoutes = openApiApp()
-  .openapi(create, async (c) => {
+  .openapi(createWebhookRoute, async (c) => {
     const { db, config } = c.var.services;
     const created = await createWebhook(db, config, c.var.account.id, c.req.valid("json"));
     return c.json(created, 201, { "Cache-Control": "no-store" });
   })
-  .openapi(list, async (c) => {
+  .openapi(listWebhooksRoute, async (c) => {
     const rows = await listWebhooks(c.var.services.db, c.var.account.id);
     return c.json({ webhooks: rows.map(webhookView) }, 200);
   })
-  .openapi(get, async (c) => c.json(webhookView(await getWebhook(c.var.services.db, c.var.account.id, c.req.valid("param").id)), 200))
-  .openapi(remove, async (c) => {
+  .openapi(getWebhookRoute, async (c) =>
+    c.json(webhookView(await getWebhook(c.var.services.db, c.var.account.id, c.req.valid("param").id)), 200),
+  )
+  .openapi(deleteWebhookRoute, async (c) => {
     await deleteWebhook(c.var.services.db, c.var.account.id, c.req.valid("param").id);
     return c.body(null, 204);
   })
-  .openapi(test, async (c) => {
+  .openapi(testWebhookRoute, async (c) => {
     const { db, queue } = c.var.services;
     return c.json(await sendTestEvent(db, queue, c.var.account.id, c.req.valid("param").id), 202);
   })
-  .openapi(update, async (c) => {
+  .openapi(updateWebhookRoute, async (c) => {
     const { db, config } = c.var.services;
     return c.json(await updateWebhook(db, config, c.var.account.id, c.req.valid("param").id, c.req.valid("json")), 200);
   })
-  .openapi(rotate, async (c) => {
+  .openapi(rotateWebhookSecretRoute, async (c) => {
     const { db, config } = c.var.services;
     const rotated = await rotateSecret(db, config, c.var.account.id, c.req.valid("param").id, c.req.valid("json").grace_seconds);
     return c.json(rotated, 200, { "Cache-Control": "no-store" });
   })
-  .openapi(replay, async (c) => {
+  .openapi(replayWebhookEventsRoute, async (c) => {
     const { db, archive, queue } = c.var.services;
     return c.json(await replayEvents(db, archive, queue, c.var.account.id, c.req.valid("param").id, c.req.valid("json")), 202);
   })
-  .openapi(deliveries, async (c) =>
+  .openapi(listWebhookDeliveriesRoute, async (c) =>
     c.json(await listDeliveries(c.var.services.db, c.var.services.archive, c.var.account.id, c.req.valid("param").id), 200),
   );
