@@ -16,7 +16,7 @@ import { namedQueryParameters } from "./http/query.ts";
 import { mcpRoutes } from "./mcp/routes.ts";
 import { admission } from "./middleware/admission.ts";
 import { requestServices } from "./middleware/services.ts";
-import { observationRoutes } from "./prices/routes.ts";
+import { observationRoutes } from "./observations/routes.ts";
 import { secretScanningRoutes } from "./secret-scanning/routes.ts";
 import { streamRoutes } from "./stream/routes.ts";
 import { webhookRoutes } from "./webhooks/routes.ts";

@@ -9,7 +9,7 @@ import { catalogueState, competitors } from "../platform/tables.ts";
 import type { CompetitorPatch } from "./schema.ts";
 
 /**
- * Renaming a competitor, on purpose (observations never do: src/prices/plan.ts). Every offer's view
+ * Renaming a competitor, on purpose (observations never do: src/observations/changes.ts). Every offer's view
  * carries `competitor_name`, so a rename changes the view of every product the competitor sells:
  * instead of marking those products (work that grows with the catalogue, in one request), the same
  * D1 batch moves `catalogue_state.reset_version` to the new version, and the snapshot builder makes

@@ -6,7 +6,7 @@ import { type EventMessage, sendAll, type WebhookMessage } from "../webhooks/mes
 import { RETENTION_MS } from "./retention.ts";
 
 /**
- * The outbox: the event rows an ingestion writes in its own D1 batch (src/prices/write.ts), the relay
+ * The outbox: the event rows an ingestion writes in its own D1 batch (src/observations/write.ts), the relay
  * that puts them on WEBHOOK_QUEUE right after the commit, and the sweep (the cron trigger) that
  * re-sends what the relay could not, and what was relayed but never fanned out. The consumer claims
  * each event before fanning it out (`claimForFanOut`), so a relay and a sweep sending the same event

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { money, signedMoney, timestamp } from "../http/wire.ts";
 
 /**
- * What a webhook receives, declared once: src/prices/events.ts and the test event build values of
+ * What a webhook receives, declared once: src/observations/events.ts and the test event build values of
  * these types, and the OpenAPI document lists them as its `webhooks` (src/docs/document.ts), so the
  * typed client's event types come from the same declarations.
  */

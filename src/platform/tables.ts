@@ -84,7 +84,7 @@ export const products = sqliteTable(
      * The catalogue version whose write last changed this product's view (its row, an offer), set
      * in the same batch as the change (a competitor's rename moves reset_version instead): the
      * snapshot builder rebuilds the segments of the products changed since the version it last built
-     * (src/catalogue/build.ts), and ingestion guards its write with it (src/prices/write.ts).
+     * (src/catalogue/build.ts), and ingestion guards its write with it (src/observations/write.ts).
      */
     changedVersion: integer("changed_version").notNull().default(0),
   },
@@ -236,7 +236,7 @@ export const webhookDeliveries = sqliteTable(
 
 /**
  * The outbox and the events feed: every catalogue event, written in the same D1 batch as the change
- * that causes it (src/prices/write.ts), kept 30 days. `seq` orders the feed in commit order (AUTOINCREMENT:
+ * that causes it (src/observations/write.ts), kept 30 days. `seq` orders the feed in commit order (AUTOINCREMENT:
  * never reused after the retention deletes); `relayed_at` is set once the event is on WEBHOOK_QUEUE,
  * `claimed_at` while a consumer fans it out (a lease), `fanned_out_at` once its deliveries are queued.
  */

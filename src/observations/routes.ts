@@ -24,7 +24,7 @@ const ingestObservationsRoute = createRoute(
   }),
 );
 
-/** POST /admin/observations (scope prices:write): all or nothing, see src/prices/service.ts. */
+/** POST /admin/observations (scope prices:write): all or nothing, see src/observations/service.ts. */
 export const observationRoutes = openApiApp().openapi(ingestObservationsRoute, async (c) => {
   const { db, archive, queue, catalogue, config } = c.var.services;
   const deliverNow = (events: readonly EventMessage[]) =>

@@ -6,23 +6,23 @@ import type { EventMessage } from "../webhooks/messages.ts";
 import { priceEvent, stockEvent } from "./events.ts";
 import type { IngestionResult, Observation } from "./schema.ts";
 
-/** Step 2 of an ingestion (src/prices/service.ts): the observations applied in memory to what they touch. */
+/** Step 2 of an ingestion (src/observations/service.ts): the observations applied in memory to what they touch. */
 
 type HistoryRow = Omit<typeof priceHistory.$inferSelect, "id">;
 
 /** What the observations touch, as read in one batch. */
-export interface Snapshot {
+export interface TouchedRows {
   products: ProductRow[];
   offers: OfferRow[];
   competitors: CompetitorRow[];
 }
 
 /** The rows to write and the events to emit. */
-export interface Plan {
+export interface IngestionChanges {
   result: IngestionResult;
   /** The competitors to create. */
   competitors: CompetitorRow[];
-  /** Every competitor the observations name, as the plan used it (the write guards that it is still so). */
+  /** Every competitor the observations name, as the changes used it (the write guards that it is still so). */
   competitorsUsed: CompetitorRow[];
   products: ProductRow[];
   offers: OfferRow[];
@@ -36,7 +36,11 @@ const minor = (amount: string | null | undefined, currency: string) => (amount =
 /** Product details: the first observation of a product sets them; later ones only fill in what is missing. */
 const FILLABLE = ["brand", "category", "gtin", "mpn"] as const;
 
-export function planChanges(snapshot: Snapshot, observations: readonly (Observation & { observed_at: string })[], now: string): Plan {
+export function computeChanges(
+  touched: TouchedRows,
+  observations: readonly (Observation & { observed_at: string })[],
+  now: string,
+): IngestionChanges {
   const result: IngestionResult = {
     received: observations.length,
     products_created: 0,
@@ -44,9 +48,9 @@ export function planChanges(snapshot: Snapshot, observations: readonly (Observat
     price_changes: 0,
     stock_changes: 0,
   };
-  const productsBySku = new Map(snapshot.products.map((row) => [row.sku, { ...row }]));
-  const offersByKey = new Map(snapshot.offers.map((row) => [offerKey(row.productId, row.competitorId), { ...row }]));
-  const competitorsById = new Map(snapshot.competitors.map((row) => [row.id, { ...row }]));
+  const productsBySku = new Map(touched.products.map((row) => [row.sku, { ...row }]));
+  const offersByKey = new Map(touched.offers.map((row) => [offerKey(row.productId, row.competitorId), { ...row }]));
+  const competitorsById = new Map(touched.competitors.map((row) => [row.id, { ...row }]));
   const changed = { products: new Set<ProductRow>(), offers: new Set<OfferRow>(), competitors: new Set<CompetitorRow>() };
   const history: HistoryRow[] = [];
   const events: EventMessage[] = [];

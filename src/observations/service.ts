@@ -6,7 +6,7 @@ import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { competitors, offers, products } from "../platform/tables.ts";
 import type { EventMessage, WebhookMessage } from "../webhooks/messages.ts";
-import { planChanges, type Snapshot } from "./plan.ts";
+import { computeChanges, type TouchedRows } from "./changes.ts";
 import type { IngestionResult, Observation } from "./schema.ts";
 import { isWriteConflict, writeBatch } from "./write.ts";
 
@@ -18,7 +18,7 @@ import { isWriteConflict, writeBatch } from "./write.ts";
  *    and the events to emit.
  * 3. Write everything in ONE D1 batch (a transaction): a guard that fails unless the products and
  *    competitors read are unchanged (and the products to create still absent), the version bump, the
- *    upserts, the history rows (src/prices/write.ts). Two concurrent ingestions of one product
+ *    upserts, the history rows (src/observations/write.ts). Two concurrent ingestions of one product
  *    therefore never both compute their events against the same old offer: the later batch fails on
  *    its guard, and is read, recomputed and written again (up to 8 times); ingestions of disjoint
  *    products never fail it. The events go in the same batch, as outbox rows (src/events/outbox.ts),
@@ -49,11 +49,11 @@ export async function ingestObservations(
     .map((observation) => ({ ...observation, observed_at: observation.observed_at ?? now }))
     .sort((a, b) => (a.observed_at < b.observed_at ? -1 : a.observed_at > b.observed_at ? 1 : 0)); // stable: ties keep their order
   for (let attempt = 1; ; attempt++) {
-    const snapshot = await readSnapshot(db, ordered);
-    const plan = planChanges(snapshot, ordered, now);
-    if (plan.offers.length === 0 && plan.products.length === 0 && plan.competitors.length === 0) return plan.result;
+    const touched = await readTouchedRows(db, ordered);
+    const changes = computeChanges(touched, ordered, now);
+    if (changes.offers.length === 0 && changes.products.length === 0 && changes.competitors.length === 0) return changes.result;
     try {
-      await writeBatch(db, snapshot, plan);
+      await writeBatch(db, touched, changes);
     } catch (error) {
       if (!isWriteConflict(error)) throw error;
       if (attempt < MAX_WRITE_ATTEMPTS) {
@@ -67,9 +67,9 @@ export async function ingestObservations(
     await catalogue
       .poke()
       .catch((error: unknown) => logger("catalogue").error("builder poke failed; the sweep will catch up", { error: String(error) }));
-    await relayEvents(db, queue, plan.events);
-    afterCommit(plan.events);
-    return plan.result;
+    await relayEvents(db, queue, changes.events);
+    afterCommit(changes.events);
+    return changes.result;
   }
 }
 
@@ -77,7 +77,7 @@ export async function ingestObservations(
 const inJson = (column: AnyColumn | SQL, values: readonly string[]) =>
   sql`${column} IN (SELECT value FROM json_each(${JSON.stringify([...new Set(values)])}))`;
 
-async function readSnapshot(db: Database, observations: readonly Observation[]): Promise<Snapshot> {
+async function readTouchedRows(db: Database, observations: readonly Observation[]): Promise<TouchedRows> {
   const skus = observations.map((o) => o.sku);
   const [productRows, offerRows, competitorRows] = await db.batch([
     db.select().from(products).where(inJson(products.sku, skus)),
