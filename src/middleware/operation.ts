@@ -67,8 +67,7 @@ type OperationConfig = Omit<RouteConfig, "security" | "responses"> &
  * security and error responses.
  */
 export function operation<const C extends OperationConfig>(config: C) {
-  const { credential, errors = {}, responses, ...route } = config;
-  const scope = config.credential === "admin" ? config.scope : undefined;
+  const { credential, scope, errors = {}, responses, ...route }: C & { scope?: string } = config;
   const body = route.request?.body !== undefined;
   const middleware = [
     ...guardOf(config),
