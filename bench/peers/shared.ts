@@ -1,7 +1,7 @@
 /**
  * What the peer workers share. They are measuring sticks for `npm run bench`, not product code:
  * each mounts the product's own data routes (src/catalogue/routes.ts) behind the product's own
- * request context (src/middleware/context.ts), so the handler is byte for byte the one the real worker
+ * request context (src/middleware/services.ts), so the handler is byte for byte the one the real worker
  * runs; only what comes between them (authentication, rate limiting) differs.
  */
 import { Hono, type MiddlewareHandler } from "hono";
@@ -10,7 +10,7 @@ import { catalogueStore } from "../../src/catalogue/client.ts";
 import { competitorRoutes, productRoutes } from "../../src/catalogue/routes.ts";
 import type { AppEnv } from "../../src/http/app-env.ts";
 import { ApiError, notFound, onError } from "../../src/http/errors.ts";
-import { requestContext } from "../../src/middleware/context.ts";
+import { requestServices } from "../../src/middleware/services.ts";
 import { loadKeyState } from "../../src/rate-limit/key-store.ts";
 import type { Limits } from "../../src/rate-limit/types.ts";
 
@@ -25,7 +25,7 @@ export interface PeerEnv<Bindings> {
 /** A Hono app whose middleware runs before the product's data routes and error handling. */
 export function peerApp<E extends PeerEnv<object>>(...middleware: MiddlewareHandler<E>[]) {
   const app = new Hono<E>();
-  app.use(requestContext(catalogueStore) as unknown as MiddlewareHandler<E>); // E extends AppEnv, which Hono cannot see through
+  app.use(requestServices(catalogueStore) as unknown as MiddlewareHandler<E>); // E extends AppEnv, which Hono cannot see through
   for (const handler of middleware) app.use(handler);
   app.route("/products", productRoutes);
   app.route("/competitors", competitorRoutes);
@@ -46,7 +46,7 @@ export const lookUpKeyInD1 =
     const match = /^Bearer[ \t]+(\S+)$/i.exec(c.req.header("Authorization") ?? "");
     if (!match) throw unauthorized("Send your API key as Authorization: Bearer <key>.");
     const keyHash = await hashApiKey(match[1]!);
-    const found = await loadKeyState(c.var.ctx.db, keyHash);
+    const found = await loadKeyState(c.var.services.db, keyHash);
     if (found?.status !== "active") throw unauthorized("This API key is not valid.");
     c.set("credential", { kind: "api-key", keyHash, key: { id: found.keyId, accountId: found.accountId } });
     c.set("limits", found.limits);
