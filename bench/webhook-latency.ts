@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
  * From an ingestion's answer to the receiver's 2xx: one price change at a time, through the fan-out
  * and a signed delivery to an HTTP receiver on 127.0.0.1. Each sample waits for its delivery before
  * the next, as a lone change in production. The first delivery is attempted right after the commit
- * (src/webhooks/immediate.ts); before that it went through wrangler dev's local queue, whose batching
+ * (src/webhooks/delivery/immediate.ts); before that it went through wrangler dev's local queue, whose batching
  * (max_batch_timeout) was in every sample twice: the event, then the delivery.
  */
 
@@ -138,7 +138,7 @@ const ms = (n: number) => (Number.isNaN(n) ? "–" : n.toFixed(0));
 export function webhookLatencyReport(h: WebhookLatency): string[] {
   return [
     `**Webhook latency** (ours): ${h.samples} price changes, one at a time, from the ingestion's answer to the receiver's 2xx (127.0.0.1), ` +
-      "the first attempt made right after the commit by the ingestion's own invocation (src/webhooks/immediate.ts); the ingestion's own time beside it:",
+      "the first attempt made right after the commit by the ingestion's own invocation (src/webhooks/delivery/immediate.ts); the ingestion's own time beside it:",
     "",
     "| delivered | p50 ms | p99 ms | max ms | ingestion p50 ms | ingestion p99 ms |",
     "|---:|---:|---:|---:|---:|---:|",

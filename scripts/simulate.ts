@@ -277,11 +277,11 @@ export function simulate(i: Inputs = INPUTS) {
   const feedPerSecond = w.requestsPerSecond * w.feedShare;
   const historyPerSecond = w.requestsPerSecond * w.historyShare;
   const d1ReadQueriesPerSecond = feedPerSecond * D1_QUERIES_PER_FEED_PAGE + historyPerSecond * D1_QUERIES_PER_HISTORY_READ;
-  // A queue batch's deliveries: one read of their webhooks, one batch recording their attempts (src/webhooks/deliveries.ts).
+  // A queue batch's deliveries: one read of their webhooks, one batch recording their attempts (src/webhooks/delivery/deliveries.ts).
   const deliveryRecordsPerSecond = (deliveriesPerSecond / w.deliveriesPerQueueBatch) * D1_QUERIES_PER_DELIVERY_BATCH;
   // The cron: besides its sweeps, each archive object costs a read and a batch, the history step three queries.
   const cronQueriesPerRun = d.d1QueriesPerCronRunBesidesArchive + 2 * EVENT_ARCHIVE_OBJECTS_PER_RUN + 2 + 3;
-  // The delivery archive (its own cron trigger, src/webhooks/delivery-archive.ts): a webhook's attempts leave D1 about once
+  // The delivery archive (its own cron trigger, src/webhooks/delivery/delivery-archive.ts): a webhook's attempts leave D1 about once
   // per (after − keep); a run reads the oldest rows once, then pages of its webhooks' rows, each page one R2 write per webhook and one delete.
   const deliveriesPerDay = deliveriesPerSecond * DAY;
   const deliveryCycleDays = (DELIVERY_ARCHIVE_AFTER_MS - DELIVERIES_IN_D1_MS) / DAY_MS;

@@ -4,8 +4,8 @@ import { archiveHistory } from "./catalogue/history-archive.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { database } from "./platform/db.ts";
-import { handleWebhookQueue } from "./webhooks/consumer.ts";
-import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery-archive.ts";
+import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
+import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 
 export { CatalogueBuilder } from "./catalogue/builder.ts";
 export { LastUsedLog } from "./rate-limit/last-used.ts";

@@ -1,5 +1,5 @@
+import type { EventMessage } from "../events/messages.ts";
 import { newId } from "../platform/ids.ts";
-import type { EventMessage } from "../webhooks/messages.ts";
 import type { AccountEventData, AccountEventType } from "./schema.ts";
 
 /**

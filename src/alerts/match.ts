@@ -1,9 +1,9 @@
 import { and, eq, lt, sql } from "drizzle-orm";
 import { type ArchivedHistoryRow, mergeHistory, readHistoryYear } from "../catalogue/history-archive.ts";
+import type { EventMessage } from "../events/messages.ts";
 import { HISTORY_IN_D1_MS } from "../events/retention.ts";
 import type { Database } from "../platform/db.ts";
 import { priceHistory, products } from "../platform/tables.ts";
-import type { EventMessage } from "../webhooks/messages.ts";
 import { type AlertRule, type AlertSubject, historyWindows, matchesAlert } from "./rules.ts";
 
 /**

@@ -2,7 +2,7 @@ import { and, asc, isNull, lt, or, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { events } from "../platform/tables.ts";
-import { type EventMessage, sendAll, type WebhookMessage } from "../webhooks/messages.ts";
+import { type EventMessage, sendAll, type WebhookMessage } from "./messages.ts";
 import { RETENTION_MS } from "./retention.ts";
 
 /**

@@ -35,7 +35,7 @@ export const D1_QUERIES_PER_FEED_PAGE = 2;
 export const D1_QUERIES_PER_HISTORY_READ = 1;
 
 /**
- * Webhook delivery attempts (src/webhooks/delivery-archive.ts) stay in D1 this long: the dead-letter
+ * Webhook delivery attempts (src/webhooks/delivery/delivery-archive.ts) stay in D1 this long: the dead-letter
  * queue's check of an attempt's last record and most listings read D1 only ...
  */
 export const DELIVERIES_IN_D1_MS = 10 * 60 * 1000;
@@ -56,6 +56,6 @@ export const DELIVERY_LISTING_ARCHIVE_READS = 10;
 export const DELIVERY_REPLAY_ARCHIVE_READS = 100;
 /**
  * D1 round trips of one queue batch's deliveries (and of one fan-out's first deliveries after a commit):
- * their webhooks read in one query, their attempts recorded in one batch (src/webhooks/deliveries.ts).
+ * their webhooks read in one query, their attempts recorded in one batch (src/webhooks/delivery/deliveries.ts).
  */
 export const D1_QUERIES_PER_DELIVERY_BATCH = 2;

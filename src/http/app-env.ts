@@ -2,10 +2,10 @@ import type { RequestIdVariables } from "hono/request-id";
 import type { Account } from "../accounts/service.ts";
 import type { ApiKeyOfRequest, Credential } from "../auth/identify.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
+import type { WebhookMessage } from "../events/messages.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import type { RateLimitControl, Work } from "../rate-limit/types.ts";
-import type { WebhookMessage } from "../webhooks/messages.ts";
 
 /**
  * What a request's handlers and services need, built once per request by src/middleware/services.ts.

@@ -1,8 +1,8 @@
 import type { CompetitorRow, OfferRow, ProductRow } from "../catalogue/views.ts";
+import type { EventMessage } from "../events/messages.ts";
 import { newId } from "../platform/ids.ts";
 import { parseMoney } from "../platform/money.ts";
 import type { priceHistory } from "../platform/tables.ts";
-import type { EventMessage } from "../webhooks/messages.ts";
 import { priceEvent, stockEvent } from "./events.ts";
 import type { IngestionResult, Observation } from "./schema.ts";
 

@@ -1,9 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
+import type { EventMessage } from "../events/messages.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../middleware/operation.ts";
-import { deliverAfterCommit } from "../webhooks/immediate.ts";
-import type { EventMessage } from "../webhooks/messages.ts";
+import { deliverAfterCommit } from "../webhooks/delivery/immediate.ts";
 import { IngestionSummary, observationsBody } from "./schema.ts";
 import { ingestObservations } from "./service.ts";
 

@@ -3,7 +3,7 @@ import { gunzipSync, gzipSync } from "node:zlib";
 /**
  * The ARCHIVE bucket's one object form: gzip NDJSON, one row a line. Events (src/events/archive.ts),
  * price history (src/catalogue/history-archive.ts) and webhook delivery attempts
- * (src/webhooks/delivery-archive.ts) are written and read through these.
+ * (src/webhooks/delivery/delivery-archive.ts) are written and read through these.
  */
 
 export function putNdjsonGz(bucket: R2Bucket, key: string, rows: readonly unknown[]): Promise<R2Object> {

@@ -207,7 +207,7 @@ export const webhooks = sqliteTable(
 
 /**
  * One row per delivery attempt; the webhook's rows go with it when it is deleted. Attempts older than a few
- * minutes move to R2 (src/webhooks/delivery-archive.ts): AUTOINCREMENT, so an id is never given again once
+ * minutes move to R2 (src/webhooks/delivery/delivery-archive.ts): AUTOINCREMENT, so an id is never given again once
  * its row has left (readers merge D1's rows and the archive's by id, and order them by it).
  */
 export const webhookDeliveries = sqliteTable(

@@ -1,11 +1,11 @@
 import pLimit from "p-limit";
 import { accountEventMessage, accountEventRow } from "../account-events/store.ts";
 import { hashApiKey, isWellFormedApiKey } from "../auth/api-key.ts";
+import type { EventMessage, WebhookMessage } from "../events/messages.ts";
 import { relayEvents } from "../events/outbox.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
 import type { RateLimitControl } from "../rate-limit/types.ts";
-import type { EventMessage, WebhookMessage } from "../webhooks/messages.ts";
 import type { ReportedToken, TokenFeedback } from "./schema.ts";
 
 /**

@@ -1,14 +1,14 @@
 import { and, eq, getTableColumns, sql } from "drizzle-orm";
 import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import { type ArchivedEvent, archivedBetween, archivedThrough, firstSeqSince } from "../events/archive.ts";
+import { type DeliveryMessage, sendAll, type WebhookMessage } from "../events/messages.ts";
 import { eventMessageOf } from "../events/outbox.ts";
 import { RETENTION_MS } from "../events/retention.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
-import { ATTEMPTS_SPAN_MS, archivedAttempts } from "./delivery-archive.ts";
-import { type DeliveryMessage, sendAll, type WebhookMessage } from "./messages.ts";
+import { ATTEMPTS_SPAN_MS, archivedAttempts } from "./delivery/delivery-archive.ts";
 import { MAX_REPLAY_EVENTS, type ReplayRequest } from "./schema.ts";
 import { type DeliveryRow, getEnabledWebhook } from "./service.ts";
 
@@ -35,7 +35,7 @@ export async function replayEvents(
   const oldest = new Date(Date.now() - RETENTION_MS).toISOString();
   const since = request.since > oldest ? request.since : oldest;
   const until = request.until ?? new Date().toISOString();
-  // only_failed: D1's attempts decide in SQL; those that left D1 (src/webhooks/delivery-archive.ts) are read once, for
+  // only_failed: D1's attempts decide in SQL; those that left D1 (src/webhooks/delivery/delivery-archive.ts) are read once, for
   // the span's events and their retries (a delivery made by an earlier replay, later than that, is not seen: sent again).
   const archivedAttemptsOf = request.only_failed
     ? await archivedAttempts(archive, id, since, new Date(Math.min(Date.now(), Date.parse(until) + ATTEMPTS_SPAN_MS)).toISOString())

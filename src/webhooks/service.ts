@@ -1,12 +1,12 @@
 import { and, desc, eq, sql } from "drizzle-orm";
+import { type DeliveryMessage, sendAll, type WebhookMessage } from "../events/messages.ts";
 import { type TestEventData, WEBHOOK_TEST_EVENT } from "../events/schema.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { webhookDeliveries, webhooks } from "../platform/tables.ts";
-import { latestAttempts } from "./delivery-archive.ts";
-import { type DeliveryMessage, sendAll, type WebhookMessage } from "./messages.ts";
+import { latestAttempts } from "./delivery/delivery-archive.ts";
 import type { DeliveryView, WebhookBody, WebhookPatch, WebhookView } from "./schema.ts";
 import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
 import { acceptedWebhookUrl } from "./url-policy.ts";
@@ -158,7 +158,7 @@ export async function updateWebhook(
 
 /**
  * A new secret, shown in this answer only. The previous one is kept (encrypted like the current one)
- * until the grace ends; until then deliveries carry both signatures (src/webhooks/consumer.ts).
+ * until the grace ends; until then deliveries carry both signatures (src/webhooks/delivery/consumer.ts).
  * The write holds only if the secret is still the one read: of two concurrent calls one wins and the
  * other answers 409, so the previous secret kept is always the one shown just before (never one no call replaced).
  */
@@ -203,7 +203,7 @@ export async function sendTestEvent(db: Database, queue: Queue<WebhookMessage>, 
   return { event_id: eventId, type: WEBHOOK_TEST_EVENT, status: "queued" as const };
 }
 
-/** The latest attempts: D1 keeps the last minutes' (and more); older ones are in the archive (src/webhooks/delivery-archive.ts). */
+/** The latest attempts: D1 keeps the last minutes' (and more); older ones are in the archive (src/webhooks/delivery/delivery-archive.ts). */
 export async function listDeliveries(db: Database, archive: R2Bucket, accountId: string, id: string) {
   await getWebhook(db, accountId, id);
   const inD1 = await db

@@ -2,9 +2,9 @@ import { env } from "cloudflare:workers";
 import { asc, eq, inArray, like } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { type AlertSubject, matchesAlert } from "../../src/alerts/rules.ts";
+import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhooks } from "../../src/platform/tables.ts";
-import type { DeliveryMessage } from "../../src/webhooks/messages.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, ingest, newAccountToken, type ObservationInput } from "../helpers/webhooks.ts";
@@ -62,7 +62,7 @@ async function decide(filters: unknown, steps: Step[], body: Record<string, unkn
         .filter((m) => m.kind === "delivery" && m.webhook_id === hook.id && ids.includes(m.event.id))
         .map((m) => m.event.id); // replay also sends the other cases' events this webhook takes
 
-    // The fan-out: right after each commit (src/webhooks/immediate.ts), which POSTs up to 6 deliveries and queues the rest.
+    // The fan-out: right after each commit (src/webhooks/delivery/immediate.ts), which POSTs up to 6 deliveries and queues the rest.
     await vi.waitFor(
       async () =>
         expect((await db().select().from(events).where(inArray(events.id, ids)).all()).every((row) => row.fannedOutAt !== null)).toBe(true),

@@ -8,13 +8,13 @@ import {
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { DEAD_LETTER_QUEUE, type DeliveryMessage, type EventMessage, type WebhookMessage } from "../../src/events/messages.ts";
 import { claimForFanOut, STUCK_AFTER_MS, SWEEP_AFTER_MS } from "../../src/events/outbox.ts";
 import { RETENTION_MS } from "../../src/events/retention.ts";
 import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
-import { DEAD_LETTERED } from "../../src/webhooks/dead-letters.ts";
-import { DEAD_LETTER_QUEUE, type DeliveryMessage, type EventMessage, type WebhookMessage } from "../../src/webhooks/messages.ts";
+import { DEAD_LETTERED } from "../../src/webhooks/delivery/dead-letters.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, ingest, newAccountToken, runQueue, storeEvents } from "../helpers/webhooks.ts";
 
@@ -84,7 +84,7 @@ describe("an ingestion whose queue send fails after the commit", () => {
       data: { sku: code, new_price: "12.00", event_id: stored!.id },
     });
 
-    // The first delivery, right after the commit, needs no queue (src/webhooks/immediate.ts): the webhook has it.
+    // The first delivery, right after the commit, needs no queue (src/webhooks/delivery/immediate.ts): the webhook has it.
     await vi.waitFor(() => expect(receiver.to(hook.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
 
     // A sweep right away leaves it to the relay; SWEEP_AFTER_MS later it sends it.

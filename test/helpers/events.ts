@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { inArray } from "drizzle-orm";
+import type { EventMessage } from "../../src/events/messages.ts";
 import { outboxRows } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { newEventId } from "../../src/platform/ids.ts";
 import { events } from "../../src/platform/tables.ts";
-import type { EventMessage } from "../../src/webhooks/messages.ts";
 
 export const HOUR = 3_600_000;
 let n = 0;

@@ -1,13 +1,13 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import type { DeliveryMessage, EventMessage, WebhookEvent, WebhookMessage } from "../../src/events/messages.ts";
 import { outboxRows } from "../../src/events/outbox.ts";
 import worker from "../../src/index.ts";
 import type { IngestionResult } from "../../src/observations/schema.ts";
 import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { events } from "../../src/platform/tables.ts";
-import type { DeliveryMessage, EventMessage, WebhookEvent, WebhookMessage } from "../../src/webhooks/messages.ts";
 import { call, expectJson } from "./http.ts";
 import { accountToken, adminToken } from "./tokens.ts";
 

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { count } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
+import type { WebhookMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { catalogueState, competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
-import type { WebhookMessage } from "../../src/webhooks/messages.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
 import { adminToken } from "../helpers/tokens.ts";

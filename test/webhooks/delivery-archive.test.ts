@@ -2,19 +2,24 @@ import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { DELIVERIES_IN_D1_MS, DELIVERY_ARCHIVE_AFTER_MS } from "../../src/events/retention.ts";
 import worker from "../../src/index.ts";
 import { type Database, database } from "../../src/platform/db.ts";
 import { webhookDeliveries } from "../../src/platform/tables.ts";
-import { archiveDeliveries, archivedAttempts, DELIVERY_ARCHIVE_CRON, deliveryArchivePrefix } from "../../src/webhooks/delivery-archive.ts";
-import type { DeliveryMessage } from "../../src/webhooks/messages.ts";
+import {
+  archiveDeliveries,
+  archivedAttempts,
+  DELIVERY_ARCHIVE_CRON,
+  deliveryArchivePrefix,
+} from "../../src/webhooks/delivery/delivery-archive.ts";
 import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, newAccountToken } from "../helpers/webhooks.ts";
 
 /**
- * Webhook delivery attempts leave D1 for R2 (src/webhooks/delivery-archive.ts): GET /webhooks/:id/deliveries
+ * Webhook delivery attempts leave D1 for R2 (src/webhooks/delivery/delivery-archive.ts): GET /webhooks/:id/deliveries
  * and replay's only_failed read both sides as if nothing moved, and a crash at any step of the archiver loses
  * and repeats nothing. Attempts are written straight into D1 with chosen times (oldest first, as ids grow).
  */

@@ -3,10 +3,10 @@ import { env } from "cloudflare:workers";
 import { eq, like } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { meetsThreshold } from "../../src/alerts/rules.ts";
+import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { webhooks } from "../../src/platform/tables.ts";
-import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/webhooks/messages.ts";
 import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, rateLimitOf } from "../helpers/http.ts";
 import { HOOKS_ORIGIN, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
@@ -203,7 +203,7 @@ describe("from ingestion to the receiver, through the real queue", () => {
     expect(request!.headers["webhook-id"]).toBe(payload.data.event_id);
 
     // One event message from the ingestion (the safety net); the delivery itself was made right after the commit
-    // (src/webhooks/immediate.ts), so it never went through the queue.
+    // (src/webhooks/delivery/immediate.ts), so it never went through the queue.
     expect(kinds.filter((k) => k === "event")).toHaveLength(1);
     expect(kinds.filter((k) => k === "delivery")).toEqual([]);
 

@@ -1,15 +1,15 @@
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
+import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
-import { MAX_IMMEDIATE_DELIVERIES } from "../../src/webhooks/immediate.ts";
-import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/webhooks/messages.ts";
+import { MAX_IMMEDIATE_DELIVERIES } from "../../src/webhooks/delivery/immediate.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { type CreatedWebhook, createWebhook, ingest, newAccountToken, runQueue } from "../helpers/webhooks.ts";
 
 /**
- * The first delivery right after the commit (src/webhooks/immediate.ts): the queue is watched and
+ * The first delivery right after the commit (src/webhooks/delivery/immediate.ts): the queue is watched and
  * kept from delivering (sendBatch and send captured), so whatever reaches a receiver came from the
  * ingestion's own invocation; failures and overflow must show up on the queue instead.
  */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { chunkMessages, type DeliveryMessage, SEND_BATCH_LIMIT } from "../../src/webhooks/messages.ts";
+import { chunkMessages, type DeliveryMessage, SEND_BATCH_LIMIT } from "../../src/events/messages.ts";
 
 /** What one sendBatch may carry in production: 256 KB. Local workerd enforces no limit, so the chunks are measured here. */
 const QUEUE_BATCH_BYTES = 256 * 1024;

@@ -1,11 +1,11 @@
 import { env } from "cloudflare:workers";
 import { desc, eq, gte } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
+import type { DeliveryMessage, WebhookMessage } from "../../src/events/messages.ts";
 import { isoTimestamp } from "../../src/http/query.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries } from "../../src/platform/tables.ts";
-import type { DeliveryMessage, WebhookMessage } from "../../src/webhooks/messages.ts";
-import { MAX_ATTEMPTS } from "../../src/webhooks/schedule.ts";
+import { MAX_ATTEMPTS } from "../../src/webhooks/delivery/schedule.ts";
 import { replayBody } from "../../src/webhooks/schema.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { JITTER, MAX_ATTEMPTS, MAX_QUEUE_DELAY_SECONDS, RETRY_DELAYS_SECONDS, retryDelaySeconds } from "../../src/webhooks/schedule.ts";
+import {
+  JITTER,
+  MAX_ATTEMPTS,
+  MAX_QUEUE_DELAY_SECONDS,
+  RETRY_DELAYS_SECONDS,
+  retryDelaySeconds,
+} from "../../src/webhooks/delivery/schedule.ts";
 import wranglerToml from "../../wrangler.toml?raw";
 
 const HOUR = 3600;

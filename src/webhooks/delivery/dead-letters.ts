@@ -1,10 +1,10 @@
 import { and, desc, eq } from "drizzle-orm";
-import { requeueEvents } from "../events/outbox.ts";
-import type { Database } from "../platform/db.ts";
-import { logger } from "../platform/log.ts";
-import { webhookDeliveries } from "../platform/tables.ts";
+import { type DeliveryMessage, webhookMessage } from "../../events/messages.ts";
+import { requeueEvents } from "../../events/outbox.ts";
+import type { Database } from "../../platform/db.ts";
+import { logger } from "../../platform/log.ts";
+import { webhookDeliveries } from "../../platform/tables.ts";
 import { findWebhook } from "./deliveries.ts";
-import { type DeliveryMessage, webhookMessage } from "./messages.ts";
 
 /**
  * The dead-letter queue's consumer: what WEBHOOK_QUEUE gave up on.

@@ -1,5 +1,5 @@
 import { Buffer } from "node:buffer";
-import { secretKeyBytes } from "./secrets.ts";
+import { secretKeyBytes } from "../secrets.ts";
 
 /**
  * Standard Webhooks signing: `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`,

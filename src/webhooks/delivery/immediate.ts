@@ -1,11 +1,11 @@
 import pLimit from "p-limit";
-import { claimForFanOut, markFannedOut, releaseFanOut } from "../events/outbox.ts";
-import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
-import type { Database } from "../platform/db.ts";
-import { logger } from "../platform/log.ts";
+import { type DeliveryMessage, type EventMessage, sendAll, type WebhookMessage } from "../../events/messages.ts";
+import { claimForFanOut, markFannedOut, releaseFanOut } from "../../events/outbox.ts";
+import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
+import type { Database } from "../../platform/db.ts";
+import { logger } from "../../platform/log.ts";
 import { type Attempted, attemptDelivery } from "./consumer.ts";
 import { fanOut, findWebhooks, recordAttempts } from "./deliveries.ts";
-import { type DeliveryMessage, type EventMessage, sendAll, type WebhookMessage } from "./messages.ts";
 import { retryDelaySeconds } from "./schedule.ts";
 
 /**

@@ -35,12 +35,12 @@ const deliveryMessage = z.object({
   kind: z.literal("delivery"),
   webhook_id: z.string().min(1),
   event: webhookEvent,
-  /** Attempts made before the queue got it (the first one, right after the commit: src/webhooks/immediate.ts); absent: none. */
+  /** Attempts made before the queue got it (the first one, right after the commit: src/webhooks/delivery/immediate.ts); absent: none. */
   attempts_before: z.int().min(0).optional(),
 });
 export type DeliveryMessage = z.infer<typeof deliveryMessage>;
 
-/** Where a message goes after its last attempt (wrangler.toml); src/webhooks/dead-letters.ts consumes it. */
+/** Where a message goes after its last attempt (wrangler.toml); src/webhooks/delivery/dead-letters.ts consumes it. */
 export const DEAD_LETTER_QUEUE = "price-data-webhooks-dlq";
 
 export const webhookMessage = z.discriminatedUnion("kind", [eventMessage, deliveryMessage]);

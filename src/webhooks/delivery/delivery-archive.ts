@@ -8,11 +8,11 @@ import {
   DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN,
   DELIVERY_LISTING_ARCHIVE_READS,
   DELIVERY_REPLAY_ARCHIVE_READS,
-} from "../events/retention.ts";
-import { ApiError } from "../http/errors.ts";
-import type { Database } from "../platform/db.ts";
-import { getNdjsonGz, mergeById, putNdjsonGz } from "../platform/ndjson-archive.ts";
-import { webhookDeliveries } from "../platform/tables.ts";
+} from "../../events/retention.ts";
+import { ApiError } from "../../http/errors.ts";
+import type { Database } from "../../platform/db.ts";
+import { getNdjsonGz, mergeById, putNdjsonGz } from "../../platform/ndjson-archive.ts";
+import { webhookDeliveries } from "../../platform/tables.ts";
 import { JITTER, RETRY_DELAYS_SECONDS } from "./schedule.ts";
 
 /**

@@ -1,12 +1,4 @@
 import pLimit from "p-limit";
-import { claimForFanOut, markFannedOut, releaseFanOut } from "../events/outbox.ts";
-import { readConfig } from "../platform/config.ts";
-import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
-import { type Database, database } from "../platform/db.ts";
-import { logger } from "../platform/log.ts";
-import { handleDeadLetters } from "./dead-letters.ts";
-import { fanOut, findWebhooks, type NewDelivery, recordAttempts } from "./deliveries.ts";
-import { responseExcerpt } from "./excerpt.ts";
 import {
   DEAD_LETTER_QUEUE,
   type DeliveryMessage,
@@ -16,10 +8,18 @@ import {
   type WebhookEvent,
   type WebhookMessage,
   webhookMessage,
-} from "./messages.ts";
+} from "../../events/messages.ts";
+import { claimForFanOut, markFannedOut, releaseFanOut } from "../../events/outbox.ts";
+import { readConfig } from "../../platform/config.ts";
+import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
+import { type Database, database } from "../../platform/db.ts";
+import { logger } from "../../platform/log.ts";
+import { decryptSecret } from "../secrets.ts";
+import type { DeliveryRow, WebhookRow } from "../service.ts";
+import { handleDeadLetters } from "./dead-letters.ts";
+import { fanOut, findWebhooks, type NewDelivery, recordAttempts } from "./deliveries.ts";
+import { responseExcerpt } from "./excerpt.ts";
 import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
-import { decryptSecret } from "./secrets.ts";
-import type { DeliveryRow, WebhookRow } from "./service.ts";
 import { signedHeaders } from "./signing.ts";
 
 /**

@@ -1,12 +1,12 @@
 import { eq, sql } from "drizzle-orm";
-import { alertEventOf, matchAlerts } from "../alerts/match.ts";
-import type { Database } from "../platform/db.ts";
-import { insertRows } from "../platform/json-rows.ts";
-import { webhookDeliveries, webhooks } from "../platform/tables.ts";
-import type { DeliveryMessage, EventMessage } from "./messages.ts";
-import type { DeliveryRow, WebhookRow } from "./service.ts";
+import { alertEventOf, matchAlerts } from "../../alerts/match.ts";
+import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
+import type { Database } from "../../platform/db.ts";
+import { insertRows } from "../../platform/json-rows.ts";
+import { webhookDeliveries, webhooks } from "../../platform/tables.ts";
+import type { DeliveryRow, WebhookRow } from "../service.ts";
 
-/** The queue consumer's reads and writes of D1 (src/webhooks/consumer.ts). */
+/** The queue consumer's reads and writes of D1 (src/webhooks/delivery/consumer.ts). */
 
 /**
  * Every account's enabled webhooks that want the event (its types, min_change_pct and alert rules,
