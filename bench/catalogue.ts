@@ -11,10 +11,12 @@ import { cpSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { mintToken } from "../scripts/mint-token.ts";
+import type { BuildReport, BuildWork } from "../src/catalogue/build-report.ts";
+import { formatMoney } from "../src/platform/money.ts";
 import { filteredReadRows, measureFilteredReads } from "./catalogue-filters.ts";
 import { heapUsage, type InspectorSession, liveHeapUsage, openInspector } from "./inspector.ts";
 import { makeKeys } from "./keys.ts";
-import { findDirectUrl, startWorker, stopWorker, type Worker, waitReady } from "./processes.ts";
+import { findDirectUrl, startWorker, stopWorker, type Worker, waitReady, workerCpu, wrangler } from "./processes.ts";
 import { type Jwks, seedState } from "./setup.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -128,7 +130,7 @@ function heapSampler(worker: Worker, live: boolean) {
 }
 
 /** The builder's reports from the worker's log (src/catalogue/builder.ts logs each build). */
-function buildReports(log: string): { ms: number; full: boolean; segmentsWritten: number; products: number }[] {
+function buildReports(log: string): BuildReport[] {
   return readFileSync(log, "utf8")
     .split("\n")
     .filter((line) => line.includes('"event":"catalogue_build"'))
@@ -175,12 +177,14 @@ async function buildAndServe(worker: Worker, key: string, live: boolean) {
   const gzip = { ...auth, "Accept-Encoding": "gzip" };
   const building = heapSampler(worker, live);
   const buildStarted = performance.now();
+  const cpuBefore = workerCpu(worker).runtime;
   let first = await timedGet(url, auth);
   while (first.status === 503) {
     await sleep(250);
     first = await timedGet(url, auth);
   }
   const fullBuildServedMs = performance.now() - buildStarted;
+  const fullBuildCpuS = workerCpu(worker).runtime - cpuBefore;
   const heapBuilding = await building.stop();
   if (first.status !== 200) throw new Error(`GET /products answered ${first.status}`);
 
@@ -204,6 +208,7 @@ async function buildAndServe(worker: Worker, key: string, live: boolean) {
   });
   return {
     fullBuildServedMs,
+    fullBuildCpuS,
     identity: transfer(identity),
     gzip: transfer(zipped),
     ndjsonGzip: transfer(ndjson),
@@ -260,6 +265,67 @@ async function oneProductChanges(worker: Worker, key: string, context: Catalogue
   return changes;
 }
 
+/** One offer of each of `count` products picked at random, read from the seeded D1 before the worker starts. */
+async function randomOffers(dir: string, count: number) {
+  const query =
+    "SELECT p.sku, p.name, o.competitor_id, c.name AS competitor_name, o.currency, o.price_minor FROM products p " +
+    `JOIN offers o ON o.product_id = p.id JOIN competitors c ON c.id = o.competitor_id WHERE p.id IN (SELECT id FROM products ORDER BY random() LIMIT ${count}) GROUP BY p.id`;
+  const out = await wrangler(["d1", "execute", "DB", "--local", "--persist-to", dir, "--json", "--command", query], 300_000);
+  return (
+    JSON.parse(out.slice(out.indexOf("["))) as {
+      results: { sku: string; name: string; competitor_id: string; competitor_name: string; currency: string; price_minor: number }[];
+    }[]
+  )[0]!.results;
+}
+
+/**
+ * A scattered change: one ingestion of SCATTERED products picked at random (a new price each), then
+ * GET /products until it serves a new ETag. Returns the time from the ingestion's answer until then,
+ * the runtime's CPU meanwhile, and the builds that ran.
+ */
+async function scatteredChange(
+  worker: Worker,
+  key: string,
+  log: string,
+  context: CatalogueContext,
+  offers: Awaited<ReturnType<typeof randomOffers>>,
+) {
+  const url = `${worker.directUrl}/products`;
+  const gzip = { Authorization: `Bearer ${key}`, "Accept-Encoding": "gzip" };
+  const admin = await mintToken(context.idp.privateJwk, {
+    issuer: context.idp.issuer,
+    audience: "price-data-api",
+    sub: "bench-admin",
+    scope: "prices:write",
+  });
+  const before = String((await timedGet(url, gzip)).headers.etag);
+  const reportsBefore = buildReports(log).length;
+  const observations = offers.map((offer) => ({
+    sku: offer.sku,
+    name: offer.name,
+    competitor: { id: offer.competitor_id, name: offer.competitor_name },
+    price: formatMoney(offer.price_minor + 1, offer.currency),
+    currency: offer.currency,
+    in_stock: true,
+  }));
+  const cpuBefore = workerCpu(worker).runtime;
+  const res = await fetch(`${worker.directUrl}/admin/observations`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${admin}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ observations }),
+  });
+  if (!res.ok) throw new Error(`POST /admin/observations answered ${res.status}: ${await res.text()}`);
+  const answered = performance.now();
+  while ((await timedGet(url, { ...gzip, "If-None-Match": before })).status !== 200) await sleep(50);
+  const servedMs = performance.now() - answered;
+  const cpuS = workerCpu(worker).runtime - cpuBefore;
+  await sleep(500); // the build's log line
+  return { products: offers.length, servedMs, cpuS, builds: buildReports(log).slice(reportsBefore) };
+}
+
+/** Products changed by the scattered change (bench/run.ts --catalogue). */
+const SCATTERED = 1000;
+
 /**
  * One size, in two passes on two copies of one seeded state, each on a worker of its own. The
  * first gives the timings and the heap in use as V8 lets it grow; the second, the live heap: its
@@ -274,6 +340,7 @@ export async function measureCatalogue(size: number, context: CatalogueContext) 
   const seedStarted = performance.now();
   await seedState(dir, size, keys.sql, seedTimeoutMs(size));
   const seedMs = performance.now() - seedStarted;
+  const scatteredOffers = await randomOffers(dir, SCATTERED);
   cpSync(dir, `${dir}-live`, { recursive: true });
 
   context.step(`${label}: full build, GET /products, ${context.changes} one-product change(s)`);
@@ -282,7 +349,9 @@ export async function measureCatalogue(size: number, context: CatalogueContext) 
     context.step(`${label}: filtered reads`);
     const filteredReads = await measureFilteredReads(worker, key);
     const changeServedMs = await oneProductChanges(worker, key, context);
-    return { ...measured, filteredReads, changeServedMs, reports: buildReports(log) };
+    const reports = buildReports(log);
+    const scattered = await scatteredChange(worker, key, log, context, scatteredOffers);
+    return { ...measured, filteredReads, changeServedMs, reports, scattered };
   });
   context.step(`${label}: the same build and requests again, reading the live heap`);
   const live = await onWorker(`${label} (live heap)`, `${dir}-live`, context, (worker) => buildAndServe(worker, key, true));
@@ -294,6 +363,7 @@ export async function measureCatalogue(size: number, context: CatalogueContext) 
     products: size,
     seedMs,
     fullBuildMs: full?.ms,
+    fullBuild: full,
     segments: full?.segmentsWritten,
     ...rest,
     heapBuilding: { ...heapBuilding, liveMb: live.heapBuilding.liveMb },
@@ -308,6 +378,32 @@ export type CatalogueResult = Awaited<ReturnType<typeof measureCatalogue>>;
 const ms = (n: number | undefined) => (n === undefined ? "–" : n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`);
 const mib = (n: number) => (n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(2)} MiB` : `${(n / 1024).toFixed(1)} KiB`);
 const heap = (building: number, serving: number) => `${building.toFixed(1)} / ${serving.toFixed(1)} MiB`;
+
+const pct = (share: number) => `${(100 * share).toFixed(1)} %`;
+const sumWork = (builds: readonly BuildReport[], field: keyof BuildWork) => builds.reduce((sum, build) => sum + build.work[field], 0);
+
+function fullBuildCell(r: CatalogueResult): string {
+  const b = r.fullBuild;
+  if (!b) return "–";
+  return `${b.steps} steps / ${ms(b.ms)}, ${r.fullBuildCpuS.toFixed(1)} s CPU, ${b.work.d1Statements.toLocaleString("en")} (${b.work.d1.toLocaleString("en")}), ${b.work.r2Reads} + ${b.work.r2Writes}`;
+}
+
+function largestStepCell(b: BuildReport | undefined): string {
+  if (!b) return "–";
+  const s = b.largestStep;
+  return `${s.d1Statements}, ${s.r2Reads} + ${s.r2Writes}, ${s.productsEncoded.toLocaleString("en")} / ${ms(s.ms)}`;
+}
+
+function scatteredWorkCell(r: CatalogueResult): string {
+  const builds = r.scattered.builds;
+  const encoded = sumWork(builds, "productsEncoded");
+  const full = r.fullBuild?.work.productsEncoded ?? r.products;
+  const steps = builds.reduce((sum, build) => sum + build.steps, 0);
+  return (
+    `${encoded.toLocaleString("en")} (${pct(encoded / full)}), ${sumWork(builds, "partsEncoded")}, ${sumWork(builds, "segmentsWritten")}, ${steps}, ` +
+    `${sumWork(builds, "r2Reads")} + ${sumWork(builds, "r2Writes")}, ${sumWork(builds, "d1Statements")} (${builds.length} build${builds.length === 1 ? "" : "s"})`
+  );
+}
 
 /** The measurements as a markdown table, one column per size. */
 export function catalogueReport(results: readonly CatalogueResult[]): string {
@@ -333,6 +429,24 @@ export function catalogueReport(results: readonly CatalogueResult[]): string {
     ["isolate heap in use, peak (garbage included): building / serving", (r) => heap(r.heapBuilding.usedMb, r.heapServing.usedMb)],
     ["isolate heap live, peak (after a forced full GC): building / serving", (r) => heap(r.heapBuilding.liveMb, r.heapServing.liveMb)],
     ["ArrayBuffers, peak: building / serving", (r) => heap(r.heapBuilding.buffersMb, r.heapServing.buffersMb)],
+    [
+      "full build in steps: steps / whole build: wall, runtime CPU, D1 statements (round trips), R2 reads + writes",
+      (r) => fullBuildCell(r),
+    ],
+    [
+      "full build: largest step (most D1 statements): D1 statements, R2 reads + writes, products encoded / longest step's wall time",
+      (r) => largestStepCell(r.fullBuild),
+    ],
+    [
+      `${SCATTERED.toLocaleString("en")} products changed at random in one ingestion: answered → served, runtime CPU meanwhile`,
+      (r) => `${ms(r.scattered.servedMs)}, ${r.scattered.cpuS.toFixed(2)} s CPU`,
+    ],
+    [
+      "… its builds: products encoded (share of a full build), parts, segments written, steps, R2 reads + writes, D1 statements",
+      (r) => scatteredWorkCell(r),
+    ],
+    ["… CPU as a share of the full build's", (r) => pct(r.scattered.cpuS / r.fullBuildCpuS)],
+    ["… its largest step", (r) => largestStepCell(r.scattered.builds.at(-1))],
     [
       "one-product rebuild (builder's log)",
       (r) => `${r.oneProductRebuildMs.map(ms).join(", ")} (segments written: ${r.oneProductSegmentsWritten.join(", ")})`,

@@ -1,23 +1,67 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../platform/db.ts";
 import { products } from "../platform/tables.ts";
-import { type BuildOptions, type BuildReport, buildSnapshot, readManifest, readPointer } from "./build.ts";
-import { LEGACY_POINTER_KEY, manifestKey } from "./manifest.ts";
+import {
+  BUILD_LIMITS,
+  type BuildDeps,
+  type BuilderStorage,
+  type BuildReport,
+  buildStep,
+  countingBucket,
+  noBuildWork,
+  type ReleaseObjects,
+  readPointer,
+  type StepOutcome,
+  snapshotObjects,
+} from "./build.ts";
+import { type Manifest, manifestKey } from "./manifest.ts";
 
 /**
  * The one object that builds the catalogue snapshot (one instance, "catalogue"). Ingestion pokes it
  * after each commit; a poke only arms an alarm COALESCE_MS ahead unless one is armed already, so a
- * burst of ingestions costs one build. A build that throws is retried by the alarm's own retries, and
+ * burst of ingestions costs one build. Each alarm runs ONE bounded step (src/catalogue/build.ts) and,
+ * while work is left, arms the next alarm at once: no invocation's work grows with the catalogue. A
+ * step that throws is retried by the alarm's own retries from the progress recorded in storage, and
  * the cron sweep's poke (sweepCatalogue) heals a lost poke: the changes are marked in D1, not in the poke.
  */
 const COALESCE_MS = 300;
-/** A replaced snapshot's objects stay this long, so responses streaming it can finish. */
-export const GRACE_MS = 10 * 60_000;
+/**
+ * A replaced snapshot's objects stay readable this long after it was replaced, so a response that
+ * began on it (a slow client reading a whole catalogue) can finish (docs/catalogue.md, "Retention").
+ */
+export const RETENTION_MS = 24 * 60 * 60_000;
 
-interface Retired {
-  manifest: string;
+/** Objects released by a build, deleted RETENTION_MS after `at`; keyed so storage lists them oldest first. */
+interface Released {
   at: number;
+  keys: string[];
 }
+const RELEASED_PREFIX = "released:";
+/** One R2 delete takes at most 1,000 keys: an entry holds at most that many, and a clean-up step deletes one entry. */
+const KEYS_PER_ENTRY = 1000;
+
+/** Records a build's released objects, the replaced manifest last (so it is deleted last), in entries of KEYS_PER_ENTRY. */
+export const releaseObjects: ReleaseObjects = async (storage, { build, keys, at }) => {
+  for (let i = 0; i < keys.length; i += KEYS_PER_ENTRY) {
+    const entry: Released = { at, keys: keys.slice(i, i + KEYS_PER_ENTRY) };
+    await storage.put(`${RELEASED_PREFIX}${String(at).padStart(15, "0")}:${build}:${String(i / KEYS_PER_ENTRY).padStart(5, "0")}`, entry);
+  }
+};
+
+/**
+ * One bounded clean-up step: deletes the oldest entry of released objects once RETENTION_MS has
+ * passed since its release. Returns whether it deleted anything (so another entry may be due).
+ */
+export async function collectStep(bucket: R2Bucket, storage: BuilderStorage, now = Date.now()): Promise<boolean> {
+  const [entry] = await storage.list<Released>({ prefix: RELEASED_PREFIX, limit: 1 });
+  if (!entry || now - entry[1].at <= RETENTION_MS) return false;
+  await bucket.delete(entry[1].keys);
+  await storage.delete(entry[0]);
+  return true;
+}
+
+/** The earlier code's record of replaced snapshots (manifest ids, replaced at `at`): turned into released objects once. */
+const LEGACY_RETIRED_KEY = "retired";
 
 export class CatalogueBuilder extends DurableObject<Env> {
   #running: Promise<unknown> = Promise.resolve();
@@ -27,7 +71,7 @@ export class CatalogueBuilder extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    await this.build();
+    if (await this.#serial(() => this.#step())) await this.ctx.storage.setAlarm(Date.now());
   }
 
   /**
@@ -46,61 +90,81 @@ export class CatalogueBuilder extends DurableObject<Env> {
     return true;
   }
 
-  /** Builds now (tests, the seed), after any build already running. */
-  build(options: BuildOptions = {}): Promise<BuildReport> {
-    const run = this.#running.then(() => this.#buildAndCollect(options));
+  /**
+   * Runs steps now until the snapshot holds the catalogue version, then the clean-up steps that are
+   * due (the tests, the first empty snapshot): what the alarms would do one step at a time.
+   */
+  build(): Promise<BuildReport> {
+    return this.#serial(async () => {
+      let last: BuildReport | undefined;
+      for (;;) {
+        const outcome = await this.#buildStep();
+        if (outcome.status === "building") continue;
+        if (outcome.status === "current") {
+          last ??= outcome.report;
+          break;
+        }
+        last = outcome.report;
+      }
+      while (await this.#collect()) {}
+      return last;
+    });
+  }
+
+  #serial<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#running.then(task);
     this.#running = run.catch(() => undefined);
     return run;
   }
 
-  async #buildAndCollect(options: BuildOptions): Promise<BuildReport> {
-    // What this build replaces is what the pointer names: it and the builder's own records cannot disagree.
-    const bucket = this.env.CATALOGUE;
-    const current = await readPointer(bucket);
-    const legacy = current ? null : await readPointer(bucket, LEGACY_POINTER_KEY);
-    const before = (current ?? legacy)?.manifest ?? null;
-    const report = await buildSnapshot(this.env, options);
-    if (!report.built) return report;
-    if (legacy) await bucket.delete(LEGACY_POINTER_KEY); // its snapshot is retired below, like any replaced one
-    console.log(JSON.stringify({ level: "info", event: "catalogue_build", ...report }));
-    const retired = (await this.ctx.storage.get<Retired[]>("retired")) ?? [];
-    if (before !== null) retired.push({ manifest: before, at: Date.now() });
-    // Recorded before collecting, so a collection that fails loses no entry: the next build's collection retries it.
-    await this.ctx.storage.put("retired", retired);
-    try {
-      await this.ctx.storage.put("retired", await this.#collect(report.manifest!, retired));
-    } catch (error) {
-      // The snapshot is built and serving; only the clean-up waits for the next build.
-      console.error(JSON.stringify({ level: "error", event: "catalogue_collect_failed", error: String(error) }));
-    }
-    return report;
+  /** One step: of the build in progress or due, else of the clean-up. True when more work is waiting. */
+  async #step(): Promise<boolean> {
+    const outcome = await this.#buildStep();
+    if (outcome.status !== "current") return true;
+    return this.#collect();
+  }
+
+  async #buildStep(): Promise<StepOutcome> {
+    const work = noBuildWork();
+    const deps: BuildDeps = {
+      db: database(this.env.DB, work),
+      bucket: countingBucket(this.env.CATALOGUE, work),
+      storage: this.ctx.storage,
+      work,
+      limits: BUILD_LIMITS,
+    };
+    const outcome = await buildStep(deps, releaseObjects);
+    if (outcome.status === "built") console.log(JSON.stringify({ level: "info", event: "catalogue_build", ...outcome.report }));
+    return outcome;
+  }
+
+  async #collect(): Promise<boolean> {
+    await this.#releaseLegacyRetired();
+    return collectStep(this.env.CATALOGUE, this.ctx.storage);
   }
 
   /**
-   * Deletes the objects of snapshots retired over GRACE_MS ago that no kept snapshot shares (segments
-   * first, the manifest last); returns the entries kept. Throws, deleting nothing, when a kept
-   * snapshot's manifest cannot be read: what it shares is then unknown.
+   * The earlier code kept a list of replaced snapshots and compared manifests at clean-up. Each one's
+   * objects that the current snapshot does not use are released as of the latest replacement listed
+   * (a conservative time: the snapshots in the list may share objects).
    */
-  async #collect(current: string, retired: readonly Retired[]): Promise<Retired[]> {
+  async #releaseLegacyRetired(): Promise<void> {
+    const retired = await this.ctx.storage.get<{ manifest: string; at: number }[]>(LEGACY_RETIRED_KEY);
+    if (!retired) return;
     const bucket = this.env.CATALOGUE;
-    const expired = retired.filter((entry) => Date.now() - entry.at > GRACE_MS);
-    if (expired.length === 0) return [...retired];
-    const kept = retired.filter((entry) => !expired.includes(entry));
-    const inUse = new Set<string>();
-    for (const id of [current, ...kept.map((entry) => entry.manifest)]) {
-      for (const segment of (await readManifest(bucket, id)).segments) inUse.add(segment.json.key).add(segment.ndjson.key);
+    const pointer = await readPointer(bucket);
+    const current = pointer ? ((await (await bucket.get(manifestKey(pointer.manifest)))?.json()) as Manifest | undefined) : undefined;
+    const inUse = new Set(current ? snapshotObjects(current) : []);
+    const keys = new Set<string>();
+    for (const { manifest } of retired) {
+      const object = await bucket.get(manifestKey(manifest));
+      const objects = object ? snapshotObjects((await object.json()) as Manifest) : [manifestKey(manifest)];
+      for (const key of objects) if (!inUse.has(key)) keys.add(key);
     }
-    for (const { manifest: id } of expired) {
-      // A manifest already gone (an earlier collection deleted it and stopped before recording so) has nothing left to delete;
-      // one that is there but could not be read stops the collection, its entry kept for the next one.
-      const manifest = await readManifest(bucket, id).catch(async (error: unknown) => {
-        if (await bucket.head(manifestKey(id))) throw error;
-        return null;
-      });
-      const keys = (manifest?.segments ?? []).flatMap((segment) => [segment.json.key, segment.ndjson.key]).filter((key) => !inUse.has(key));
-      for (let i = 0; i < keys.length; i += 1000) await bucket.delete(keys.slice(i, i + 1000));
-      await bucket.delete(manifestKey(id));
-    }
-    return kept;
+    const at = Math.max(...retired.map((entry) => entry.at));
+    await this.ctx.storage.transaction(async (txn) => {
+      await releaseObjects(txn, { build: "retired", keys: [...keys], at });
+      await txn.delete(LEGACY_RETIRED_KEY);
+    });
   }
 }

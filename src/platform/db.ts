@@ -7,27 +7,43 @@ export type Database = DrizzleD1Database & { $client: D1Database };
 const clients = new WeakMap<D1Database, Database>();
 const EXECUTING = new Set(["run", "all", "first", "raw"]);
 
+/** Round trips to D1; `d1Statements`, when the tally has it, counts each statement (a batch's one by one), as D1's per-invocation query limit does. */
+export interface D1Work {
+  d1: number;
+  d1Statements?: number;
+}
+
 /** A statement that counts its executions; `bind` hands back a counting statement too. */
-function countingStatement(statement: D1PreparedStatement, work: { d1: number }): D1PreparedStatement {
+function countingStatement(statement: D1PreparedStatement, work: D1Work): D1PreparedStatement {
   return new Proxy(statement, {
     get(target, property) {
       const value = Reflect.get(target, property, target);
       if (typeof value !== "function") return value;
       if (property === "bind") return (...args: unknown[]) => countingStatement(value.apply(target, args), work);
-      if (EXECUTING.has(property as string)) work.d1++;
+      if (EXECUTING.has(property as string)) {
+        work.d1++;
+        if (work.d1Statements !== undefined) work.d1Statements++;
+      }
       return value.bind(target);
     },
   });
 }
 
 /** Counts round trips to D1: each executed statement, and each batch once. */
-function countingD1(d1: D1Database, work: { d1: number }): D1Database {
+function countingD1(d1: D1Database, work: D1Work): D1Database {
   return new Proxy(d1, {
     get(target, property) {
       const value = Reflect.get(target, property, target);
       if (typeof value !== "function") return value;
       if (property === "prepare") return (query: string) => countingStatement(value.call(target, query), work);
-      if (property === "batch" || property === "exec") work.d1++;
+      if (property === "batch") {
+        return (statements: D1PreparedStatement[]) => {
+          work.d1++;
+          if (work.d1Statements !== undefined) work.d1Statements += statements.length;
+          return value.call(target, statements);
+        };
+      }
+      if (property === "exec") work.d1++;
       return value.bind(target);
     },
   });
@@ -37,7 +53,7 @@ function countingD1(d1: D1Database, work: { d1: number }): D1Database {
  * A drizzle client for a D1 binding. Given a request's work tally, it counts the round trips it
  * makes to D1 into it (reported by X-Work-Counts); without one, one shared client per binding.
  */
-export function database(d1: D1Database, work?: { d1: number }): Database {
+export function database(d1: D1Database, work?: D1Work): Database {
   if (work) return drizzle(countingD1(d1, work));
   let db = clients.get(d1);
   if (!db) {

@@ -2,7 +2,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { readManifest, SEGMENT_TARGET } from "../../src/catalogue/build.ts";
-import { GRACE_MS } from "../../src/catalogue/builder.ts";
+import { RETENTION_MS } from "../../src/catalogue/builder.ts";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import { type Manifest, manifestKey, POINTER_KEY } from "../../src/catalogue/manifest.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
@@ -19,11 +19,11 @@ import { fakeDateAt } from "../helpers/clock.ts";
 import { call } from "../helpers/http.ts";
 
 /**
- * The builder deletes the objects of a snapshot retired more than GRACE_MS ago, except those a kept
- * snapshot (the current one, or one retired within GRACE_MS) still uses. Time is driven with a fake
+ * The builder deletes the objects of a snapshot retired more than RETENTION_MS ago, except those a kept
+ * snapshot (the current one, or one retired within RETENTION_MS) still uses. Time is driven with a fake
  * Date (test/helpers/clock.ts), not by editing the builder's stored entries: the builder stamps and
  * compares the retirement times itself, so the test goes through the real code, storage layout and
- * boundary (GRACE_MS exactly still keeps) included. The tests run in order; each builds on the last.
+ * boundary (RETENTION_MS exactly still keeps) included. The tests run in order; each builds on the last.
  *
  * Snapshots (segment n of snapshot k written by build k is "k.n"; an incremental build shares the
  * segments it did not rewrite):
@@ -56,8 +56,12 @@ async function listBucket(): Promise<Map<string, string>> {
   return listed;
 }
 
-/** The objects of segment `n` of a snapshot (both forms). */
-const segmentObjects = (manifest: Manifest, n: number) => [manifest.segments[n]!.json.key, manifest.segments[n]!.ndjson.key];
+/** The objects of segment `n` of a snapshot (both forms and its part index). */
+const segmentObjects = (manifest: Manifest, n: number) => [
+  manifest.segments[n]!.json.key,
+  manifest.segments[n]!.ndjson.key,
+  manifest.segments[n]!.parts!,
+];
 /** Every object a snapshot needs: its manifest and its segments. */
 const objectsOf = (manifest: Manifest) => [manifestKey(manifest.id), ...manifest.segments.flatMap((_, n) => segmentObjects(manifest, n))];
 
@@ -120,12 +124,12 @@ beforeAll(async () => {
 });
 
 describe("collecting retired snapshots", () => {
-  it("keeps every object of a snapshot retired GRACE_MS ago or less, and a response begun on it streams it whole", async () => {
+  it("keeps every object of a snapshot retired RETENTION_MS ago or less, and a response begun on it streams it whole", async () => {
     const pending = await call("GET", "/products", { token: key }); // S1: headers sent, body not yet read
     const s1 = snapshot(1);
     const s2 = await buildAt(START, [IN_SEGMENT[1]]); // S1 retired at START
     expect(s2.segments[0]!.json.key).toBe(s1.segments[0]!.json.key); // an incremental build shares what it did not rewrite
-    const s3 = await buildAt(START + GRACE_MS, [IN_SEGMENT[2]]); // S1 retired exactly GRACE_MS ago: kept
+    const s3 = await buildAt(START + RETENTION_MS, [IN_SEGMENT[2]]); // S1 retired exactly RETENTION_MS ago: kept
     const listed = await listBucket();
     for (const object of [...objectsOf(s1), ...objectsOf(s2), ...objectsOf(s3), ...UNRELATED])
       expect(listed.has(object), object).toBe(true);
@@ -134,11 +138,11 @@ describe("collecting retired snapshots", () => {
     expect(body).not.toBe((await served())[0]); // it was the old snapshot, prices since changed
   });
 
-  it("after GRACE_MS, the next build deletes the snapshot's manifest and the segments no kept snapshot uses; the current one serves byte for byte", async () => {
+  it("after RETENTION_MS, the next build deletes the snapshot's manifest and the segments no kept snapshot uses; the current one serves byte for byte", async () => {
     const before = await served();
-    // S1 expires (retired GRACE_MS + 1 ago); S2 (retired at START + GRACE_MS) is kept, so S1's segment 2 stays for it.
+    // S1 expires (retired RETENTION_MS + 1 ago); S2 (retired at START + RETENTION_MS) is kept, so S1's segment 2 stays for it.
     const s4 = await expectCollected(
-      () => buildAt(START + GRACE_MS + 1),
+      () => buildAt(START + RETENTION_MS + 1),
       () => [manifestKey(snapshot(1).id), ...segmentObjects(snapshot(1), 1)],
     );
     expect(s4.segments.map((segment) => segment.json.key)).toEqual(snapshot(3).segments.map((segment) => segment.json.key));
@@ -147,9 +151,9 @@ describe("collecting retired snapshots", () => {
   });
 
   it("a segment the current snapshot no longer uses stays while a kept snapshot does", async () => {
-    // S2 expires; S3 (retired at START + GRACE_MS + 1) and S4 are kept, and they still use S1's segment 0.
+    // S2 expires; S3 (retired at START + RETENTION_MS + 1) and S4 are kept, and they still use S1's segment 0.
     const s5 = await expectCollected(
-      () => buildAt(START + 2 * GRACE_MS + 1, [IN_SEGMENT[0]]),
+      () => buildAt(START + 2 * RETENTION_MS + 1, [IN_SEGMENT[0]]),
       () => [manifestKey(snapshot(2).id), ...segmentObjects(snapshot(1), 2)],
     );
     expect(s5.segments[0]!.json.key).not.toBe(snapshot(1).segments[0]!.json.key);
@@ -157,18 +161,22 @@ describe("collecting retired snapshots", () => {
   });
 
   it("a retired snapshot whose manifest is already gone: the build still succeeds, nothing it may share is deleted, and nothing leaks", async () => {
-    // S4's manifest disappears while S4 is kept: which segments it uses is unknown, so this build deletes nothing
-    // (S3 has expired by now, and stays); its own retirement of S5 is still recorded.
+    // S4's manifest disappears while S4 is kept. The clean-up never reads a kept snapshot's manifest (each build records
+    // what the snapshot it replaced stops using, see docs/catalogue.md), so this changes nothing: the build deletes what
+    // is due, S3's manifest (S4 replaced it, keeping all its segments, at START + RETENTION_MS + 1), and nothing S4 shares.
     await env.CATALOGUE.delete(manifestKey(snapshot(4).id));
     const before = await listBucket();
-    const s6 = await buildAt(START + 2 * GRACE_MS + 2, [IN_SEGMENT[1]]);
+    const s6 = await buildAt(START + 2 * RETENTION_MS + 2, [IN_SEGMENT[1]]);
     const after = await listBucket();
-    expect([...after.keys()].sort()).toEqual([...new Set([...before.keys(), ...objectsOf(s6)])].sort());
+    const gone = [manifestKey(snapshot(3).id)];
+    expect([...after.keys()].sort()).toEqual(
+      [...new Set([...before.keys(), ...objectsOf(s6)])].filter((object) => !gone.includes(object)).sort(),
+    );
     await expectServedWhole();
 
     // Once every retired snapshot has expired, all of them go (S4's entry without a manifest too): only the current
-    // snapshot, the one it replaced (kept for GRACE_MS), the pointer and the unrelated objects are left.
-    const s7 = await buildAt(START + 4 * GRACE_MS);
+    // snapshot, the one it replaced (kept for RETENTION_MS), the pointer and the unrelated objects are left.
+    const s7 = await buildAt(START + 4 * RETENTION_MS);
     const left = [...(await listBucket()).keys()].sort();
     expect(left).toEqual([...new Set([POINTER_KEY, ...objectsOf(s6), ...objectsOf(s7), ...UNRELATED])].sort());
   });

@@ -1,13 +1,13 @@
 import { env } from "cloudflare:workers";
 import { gunzipSync } from "node:zlib";
-import { asc, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { readManifest, readPointer, SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/build.ts";
 import type { ProductView } from "../../src/catalogue/schema.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import { productView } from "../../src/catalogue/views.ts";
 import { database } from "../../src/platform/db.ts";
-import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
+import { offers, priceHistory, products } from "../../src/platform/tables.ts";
+import { Faults, runBuildSteps } from "../helpers/build-steps.ts";
 import {
   buildCatalogue,
   changePrices,
@@ -16,6 +16,7 @@ import {
   newApiKey,
   publishCatalogue,
 } from "../helpers/catalogue-factory.ts";
+import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { ingest } from "../helpers/webhooks.ts";
@@ -27,26 +28,6 @@ let key: string;
 const shopA = { id: "cmp_a", name: "Shop A" };
 const idle = { id: "cmp_idle", name: "Idle" };
 
-/** The product views straight from D1, in id order: what every response must equal, byte for byte. */
-async function expectedProducts(): Promise<string[]> {
-  const [productRows, offerRows, competitorRows] = await db().batch([
-    db().select().from(products).orderBy(asc(products.id)),
-    db().select().from(offers).orderBy(asc(offers.productId), asc(offers.competitorId)),
-    db().select().from(competitors),
-  ]);
-  const names = new Map(competitorRows.map((row) => [row.id, row]));
-  return productRows.map((row) =>
-    JSON.stringify(
-      productView(
-        row,
-        offerRows.filter((offer) => offer.productId === row.id),
-        names,
-      ),
-    ),
-  );
-}
-
-const listBody = (lines: readonly string[]) => `{"products":[${lines.join(",")}]}`;
 const get = (path: string, headers: Record<string, string> = {}) => call("GET", path, { token: key, headers });
 const utf8 = async (res: Response) => new TextDecoder().decode(await res.arrayBuffer());
 const gunzip = async (res: Response) => gunzipSync(new Uint8Array(await res.arrayBuffer())).toString("utf8");
@@ -166,7 +147,9 @@ describe("rebuilds", () => {
     const etag = served.headers.get("ETag")!;
     const body = await served.text();
     await changePrices(["SNAP-11", "SNAP-2401"]);
-    await expect(buildCatalogue({ failAfterSegments: 1 })).rejects.toThrow(/Injected failure/);
+    let puts = 0;
+    // The second segment's first object fails to write (each segment is three objects), as a failing R2 write would.
+    await expect(runBuildSteps({ faults: new Faults((op) => op === "r2.put" && ++puts === 4) })).rejects.toThrow(/Injected failure/);
     const after = await get("/products", { "If-None-Match": etag });
     expect(after.status).toBe(304);
     expect(await (await get("/products")).text()).toBe(body);

@@ -1,10 +1,11 @@
 import { env } from "cloudflare:workers";
 import { inArray, sql } from "drizzle-orm";
-import type { BuildOptions, BuildReport } from "../../src/catalogue/build.ts";
+import type { BuildReport } from "../../src/catalogue/build.ts";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { forgetManifest } from "../../src/catalogue/snapshot.ts";
 import { database } from "../../src/platform/db.ts";
+import { newId } from "../../src/platform/ids.ts";
 import { parseMoney } from "../../src/platform/money.ts";
 import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { accountWithKey } from "./keys.ts";
@@ -131,15 +132,20 @@ export async function addHistory(productId: string, rows: HistoryInput[]) {
 const BULK_BRANDS = ["Sony", "acme", "Nestlé"];
 
 /**
- * `count` products numbered from `from` (ids `prd_<8 hex digits>` in number order, SKUs `SNAP-<n>`),
+ * `count` products numbered from `from` (ids `prd_<8 hex digits>` in number order unless `idOf` says otherwise, SKUs `SNAP-<n>`),
  * three in four with an offer from competitor `cmp_a` or `cmp_b` (both must exist), in one D1 batch:
  * enough for catalogues of several snapshot segments. Rows go in as JSON parameters (D1 allows 100
  * bound parameters a statement).
  */
-export async function insertProducts(from: number, count: number, changedVersion = 0) {
+export async function insertProducts(
+  from: number,
+  count: number,
+  changedVersion = 0,
+  idOf: (i: number) => string = (i) => `prd_${i.toString(16).padStart(8, "0")}`,
+) {
   const rows: BulkProduct[] = Array.from({ length: count }, (_, k) => {
     const i = from + k;
-    const id = `prd_${i.toString(16).padStart(8, "0")}`;
+    const id = idOf(i);
     return {
       id,
       sku: `SNAP-${i}`,
@@ -212,9 +218,9 @@ export async function publishCatalogue(): Promise<BuildReport> {
 }
 
 /** Runs the builder now (as its alarm would after an ingestion's poke) and makes this isolate see the result at once. */
-export async function buildCatalogue(options: BuildOptions = {}): Promise<BuildReport> {
+export async function buildCatalogue(): Promise<BuildReport> {
   try {
-    return await catalogueBuilder(env).build(options);
+    return await catalogueBuilder(env).build();
   } finally {
     forgetManifest();
   }
@@ -224,3 +230,6 @@ export async function buildCatalogue(options: BuildOptions = {}): Promise<BuildR
 export async function newApiKey(): Promise<string> {
   return (await accountWithKey("premium")).key;
 }
+
+/** Ids as production makes them (src/platform/ids.ts), so products land in random segments and parts. */
+export const randomProductId = () => newId("prd");
