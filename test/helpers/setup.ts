@@ -1,13 +1,25 @@
-import { applyD1Migrations, runDurableObjectAlarm } from "cloudflare:test";
+import { applyD1Migrations, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll } from "vitest";
+import type { CatalogueBuilder } from "../../src/catalogue/builder.ts";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
 
 // Storage is isolated per test file; each file starts from the migrated, empty schema.
 await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
 
-// An ingestion pokes the catalogue builder, which arms an alarm 300 ms ahead. One still pending when a
-// file ends would fire during its teardown and hold the run up: run it now instead.
+/*
+ * A file must leave no catalogue work behind. An ingestion pokes the builder, and its alarms then run
+ * one build step each, re-arming until the snapshot is current; the last one logs the build report.
+ * A console.log made in an alarm's I/O context is parked by @cloudflare/vitest-plugin until the test
+ * runner sends its next message, while Vitest waits for that log's reply before it reports the file
+ * finished: a log made after the file's last message hangs the run for ever, idle (a harness
+ * limitation: cloudflare/workers-sdk issue 15719). So, once the file's tests are done, finish whatever
+ * build or clean-up is due here, in the runner's turn, and disarm the alarm.
+ */
 afterAll(async () => {
-  await runDurableObjectAlarm(catalogueBuilder(env));
+  if ((await listDurableObjectIds(env.CATALOGUE_BUILDER)).length === 0) return; // never poked
+  await runInDurableObject(catalogueBuilder(env), async (builder: CatalogueBuilder, state) => {
+    await builder.build(); // runs after an alarm step in flight (steps are serial), then to the end
+    await state.storage.deleteAlarm();
+  });
 });
