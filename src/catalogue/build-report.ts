@@ -10,6 +10,8 @@ export interface BuildWork {
   d1Statements: number;
   r2Reads: number;
   r2Writes: number;
+  /** Bytes written to R2 (new parts, copied parts, part indexes; not the manifest). */
+  r2BytesWritten: number;
   segmentsWritten: number;
   partsEncoded: number;
   productsEncoded: number;
@@ -19,6 +21,7 @@ export const noBuildWork = (): BuildWork => ({
   d1Statements: 0,
   r2Reads: 0,
   r2Writes: 0,
+  r2BytesWritten: 0,
   segmentsWritten: 0,
   partsEncoded: 0,
   productsEncoded: 0,

@@ -5,6 +5,8 @@ import { type BuildReport, type BuildWork, noBuildWork } from "./build-report.ts
 import { type Checked, concatenated, deflatePart } from "./gzip-member.ts";
 import {
   bodyParts,
+  type Extent,
+  extentsOf,
   JSON_SEPARATOR,
   LEGACY_POINTER_KEY,
   MAX_SUMMARY_VALUES,
@@ -17,7 +19,7 @@ import {
   type Segment,
   type Summary,
   segmentIndexOf,
-  segmentKeys,
+  stepKeys,
 } from "./manifest.ts";
 import type { CompetitorView } from "./schema.ts";
 import { type CompetitorRow, type OfferRow, productView } from "./views.ts";
@@ -30,10 +32,13 @@ import { type CompetitorRow, type OfferRow, productView } from "./views.ts";
  * that dies is done again from the last recorded progress, never from the start. The pointer moves
  * in the last step, once every segment and the manifest are written.
  *
- * The unit of storage is a segment (one R2 object per form, about segmentTarget products); the unit
- * of recompression is a part (about partTarget products, raw deflate ending in a sync flush). An
- * incremental build re-encodes only the parts holding changed products and copies the other parts'
- * compressed bytes as they are, so a change scattered over the catalogue costs the parts it touches.
+ * The unit of the manifest is a segment (about segmentTarget products); the unit of recompression is
+ * a part (about partTarget products, raw deflate ending in a sync flush); the unit of storage is what
+ * a step writes (one object per form holding the parts it encoded). A segment's form is a list of
+ * byte ranges (extents) of those objects. An incremental build re-encodes only the parts holding
+ * changed products, writes just those, and keeps the other parts where they are, so a change
+ * scattered over the catalogue costs the parts it touches. A segment whose form would need more than
+ * MAX_EXTENTS ranges is compacted instead: all its parts copied into the step's objects, one range.
  */
 
 /**
@@ -50,22 +55,31 @@ export interface BuildLimits {
   /** Segments a step writes at most. */
   stepSegments: number;
 }
-export const BUILD_LIMITS: BuildLimits = { partTarget: 25, segmentTarget: 1000, stepProducts: 5000, stepSegments: 16 };
+/**
+ * Parts of 12 products: 1,000 changes scattered over 100,000 products touch about 940 parts (P·(1−e^(−k/P))),
+ * 11 % of the products re-encoded (parts of 25: 22 %), for stored bodies about 10 % larger (docs/catalogue.md).
+ */
+export const BUILD_LIMITS: BuildLimits = { partTarget: 12, segmentTarget: 1000, stepProducts: 5000, stepSegments: 16 };
 export const SEGMENT_TARGET = BUILD_LIMITS.segmentTarget;
 export const SEGMENT_MAX = 2 * SEGMENT_TARGET;
 /**
- * D1 statements a step makes at most (D1 allows 1,000 an invocation): stepSegments segments of at most
- * SEGMENT_D1_STATEMENTS each, plus the competitors, the catalogue state and the replaced manifest's check;
+ * D1 statements a step makes at most (D1 allows 1,000 an invocation): an incremental step starts a segment
+ * only while its SEGMENT_D1_STATEMENTS more fit, after the competitors' and the catalogue state's;
  * a scan step makes at most SCAN_PAGES and a full-build step two a segment.
  */
 export const STEP_D1_STATEMENTS = 150;
+/**
+ * R2 reads an incremental step makes at most (each is a subrequest: Workers allow 1,000 an invocation):
+ * a segment costs its part index and, when compacted, one read per range (at most 2·MAX_EXTENTS + 1).
+ */
+export const STEP_R2_READS = 300;
 /** Pages of segmentTarget changed ids a scan step reads at most. */
 const SCAN_PAGES = 100;
 /**
  * A rewritten segment's statements: its changed ids, then two per RANGES_PER_STATEMENT changed parts
- * (a segment of up to 2,000 products has at most 80 parts of 25: four pairs).
+ * (a segment of up to 2,000 products has at most 167 parts of 12: seven pairs).
  */
-const SEGMENT_D1_STATEMENTS = 1 + 2 * 4;
+const SEGMENT_D1_STATEMENTS = 1 + 2 * 7;
 
 export { type BuildReport, type BuildWork, noBuildWork };
 
@@ -118,12 +132,20 @@ interface Encoded {
   competitorIds: string[];
 }
 
-/** A part ready to be written: its index entry and each form's compressed bytes (new, or copied from the old object). */
+/**
+ * A part of a segment being written: its index entry and, when it is to be written (just encoded, or
+ * copied by a compaction), each form's compressed bytes; without bytes it stays where its entry says.
+ */
 interface Piece {
   part: Part;
-  json: Uint8Array;
-  ndjson: Uint8Array;
+  bytes?: { json: Uint8Array; ndjson: Uint8Array };
 }
+
+/**
+ * Ranges a segment's form may take before it is compacted: a response reads each range alone (at
+ * most 6 connections at once), so this bounds what fragmentation adds to a full list's reads.
+ */
+export const MAX_EXTENTS = 32;
 
 export async function readPointer(bucket: R2Bucket, key = POINTER_KEY): Promise<Pointer | null> {
   const object = await bucket.get(key);
@@ -273,8 +295,7 @@ function encodePart(first: string, items: readonly Encoded[], work: BuildWork): 
       categories: valueSet(items.map((item) => item.category)),
       offers: offerCounts,
     },
-    json: json.bytes,
-    ndjson: ndjson.bytes,
+    bytes: { json: json.bytes, ndjson: ndjson.bytes },
   };
 }
 
@@ -318,24 +339,109 @@ function joined(chunks: readonly Uint8Array[]): Uint8Array {
 /** A segment's JSON form: its parts' with a stored "," between each two (a part's JSON is its products joined by ","). */
 const jsonPieces = (parts: readonly Checked[]): Checked[] => parts.flatMap((part, i) => (i === 0 ? [part] : [JSON_SEPARATOR, part]));
 
-/** Writes one segment (both forms and its part index, three objects) starting at `first`; returns its manifest entry. */
-async function writeSegment(deps: BuildDeps, buildId: string, label: string, first: string, pieces: readonly Piece[]): Promise<Segment> {
-  const keys = segmentKeys(buildId, label);
-  const parts = pieces.map((piece, i) => (i === 0 ? { ...piece.part, first } : piece.part));
-  const json = joined(pieces.flatMap((piece, i) => (i === 0 ? [piece.json] : [JSON_SEPARATOR.bytes, piece.json])));
-  const ndjson = joined(pieces.map((piece) => piece.ndjson));
-  await Promise.all([
-    deps.bucket.put(keys.json, json),
-    deps.bucket.put(keys.ndjson, ndjson),
-    deps.bucket.put(keys.parts, JSON.stringify(parts)),
-  ]);
+/** A part's form where its bytes are. */
+type Placed = Part["json"] & { key: string; offset: number };
+
+/**
+ * The objects one step writes (stepKeys): each form's parts one after another (JSON with a stored ","
+ * between each two, so parts placed one after another make one range) and the part indexes of the
+ * segments it writes. Written once the step's segments are assembled, before its progress is recorded.
+ */
+class StepObjects {
+  readonly #keys: ReturnType<typeof stepKeys>;
+  readonly #chunks = { json: [] as Uint8Array[], ndjson: [] as Uint8Array[], parts: [] as Uint8Array[] };
+  readonly #size = { json: 0, ndjson: 0, parts: 0 };
+
+  constructor(buildId: string, step: number) {
+    this.#keys = stepKeys(buildId, step);
+  }
+
+  #append(form: "json" | "ndjson" | "parts", bytes: Uint8Array): number {
+    const offset = this.#size[form];
+    this.#chunks[form].push(bytes);
+    this.#size[form] += bytes.length;
+    return offset;
+  }
+
+  /** The piece's bytes appended; returns its index entry with where they are. */
+  place(piece: Piece): Part {
+    const { part, bytes } = piece;
+    if (!bytes) return part;
+    if (this.#size.json > 0) this.#append("json", JSON_SEPARATOR.bytes);
+    return {
+      ...part,
+      json: { ...part.json, key: this.#keys.json, offset: this.#append("json", bytes.json) },
+      ndjson: { ...part.ndjson, key: this.#keys.ndjson, offset: this.#append("ndjson", bytes.ndjson) },
+    };
+  }
+
+  /** A segment's part index appended; returns its range. */
+  index(parts: readonly Part[]): Extent {
+    const bytes = encoder.encode(JSON.stringify(parts));
+    return { key: this.#keys.parts, offset: this.#append("parts", bytes), bytes: bytes.length };
+  }
+
+  async write({ bucket, work }: BuildDeps): Promise<void> {
+    const forms = (["json", "ndjson", "parts"] as const).filter((form) => this.#size[form] > 0);
+    await Promise.all(forms.map((form) => bucket.put(this.#keys[form], joined(this.#chunks[form]))));
+    for (const form of forms) work.r2BytesWritten += this.#size[form];
+  }
+}
+const encoder = new TextEncoder();
+
+/** A form's ranges: runs of parts lying one after another in one object (JSON: a stored "," between each two). */
+function extentsOfParts(parts: readonly Part[], form: "json" | "ndjson"): Extent[] {
+  const gap = form === "json" ? JSON_SEPARATOR.bytes.length : 0;
+  const extents: Extent[] = [];
+  for (const part of parts) {
+    const { key, offset, bytes } = part[form] as Placed;
+    const last = extents.at(-1);
+    if (last && last.key === key && last.offset + last.bytes + gap === offset) last.bytes += gap + bytes;
+    else extents.push({ key, offset, bytes });
+  }
+  return extents;
+}
+
+/** The ranges a group of pieces would take as it is: new pieces placed one after another, kept ones where they are. */
+function extentCount(pieces: readonly Piece[]): number {
+  let count = 0;
+  for (const [i, piece] of pieces.entries()) {
+    const before = pieces[i - 1];
+    const sameRun = before && (piece.bytes ? before.bytes !== undefined : !before.bytes && follows(before.part, piece.part));
+    if (!sameRun) count++;
+  }
+  return count;
+}
+const follows = (a: Part, b: Part) =>
+  (a.ndjson as Placed).key === (b.ndjson as Placed).key && (a.ndjson as Placed).offset + a.ndjson.bytes === (b.ndjson as Placed).offset;
+
+/**
+ * One segment starting at `first` from its pieces: new bytes placed in the step's objects, kept parts
+ * left where they are (all copied when that would take over MAX_EXTENTS ranges: `copy` reads them).
+ */
+async function assembleSegment(
+  deps: BuildDeps,
+  objects: StepObjects,
+  first: string,
+  group: readonly Piece[],
+  copy?: (part: Part) => Promise<Piece["bytes"]>,
+): Promise<Segment> {
+  let pieces = group;
+  if (copy && extentCount(pieces) > MAX_EXTENTS)
+    pieces = await Promise.all(pieces.map(async (piece) => (piece.bytes ? piece : { ...piece, bytes: await copy(piece.part) })));
+  const parts = pieces.map((piece, i) => objects.place(i === 0 ? { ...piece, part: { ...piece.part, first } } : piece));
+  const form = (name: "json" | "ndjson", checked: Checked) => {
+    const extents = extentsOfParts(parts, name);
+    const between = name === "json" ? JSON_SEPARATOR.bytes.length * (extents.length - 1) : 0;
+    return { extents, bytes: extents.reduce((sum, extent) => sum + extent.bytes, between), ...checked };
+  };
   deps.work.segmentsWritten++;
   return {
     first,
     count: parts.reduce((sum, part) => sum + part.count, 0),
-    json: { key: keys.json, bytes: json.length, ...concatenated(jsonPieces(parts.map((part) => part.json))) },
-    ndjson: { key: keys.ndjson, bytes: ndjson.length, ...concatenated(parts.map((part) => part.ndjson)) },
-    parts: keys.parts,
+    json: form("json", concatenated(jsonPieces(parts.map((part) => part.json)))),
+    ndjson: form("ndjson", concatenated(parts.map((part) => part.ndjson))),
+    parts: objects.index(parts),
     ...mergedSummary(parts),
   };
 }
@@ -358,28 +464,69 @@ function segmentGroups({ segmentTarget }: BuildLimits, pieces: readonly Piece[])
   return groups;
 }
 
-/** A previous segment's bytes, each form whole, and its part index (three reads at once). */
-async function readSegment(bucket: R2Bucket, segment: Segment): Promise<{ parts: Part[]; json: Uint8Array; ndjson: Uint8Array }> {
-  const [index, json, ndjson] = await Promise.all([
-    bucket.get(segment.parts!),
-    bucket.get(segment.json.key),
-    bucket.get(segment.ndjson.key),
-  ]);
-  if (!index || !json || !ndjson) throw new Error(`An object of the catalogue segment ${segment.json.key} is missing from R2`);
-  return {
-    parts: PartIndex.parse(await index.json()),
-    json: new Uint8Array(await json.arrayBuffer()),
-    ndjson: new Uint8Array(await ndjson.arrayBuffer()),
+async function readBytes(bucket: R2Bucket, { key, offset, bytes }: Extent): Promise<Uint8Array> {
+  const object = await bucket.get(key, { range: { offset, length: bytes } });
+  if (!object) throw new Error(`The catalogue object ${key} is missing from R2`);
+  return new Uint8Array(await object.arrayBuffer());
+}
+
+/**
+ * A previous segment's part index, each part with where its bytes are (parts of snapshots built
+ * before extents follow one another in the segment's one object per form).
+ */
+async function readPartIndex(bucket: R2Bucket, segment: Segment): Promise<Part[]> {
+  const where = segment.parts!;
+  const extent = typeof where === "string" ? { key: where, offset: 0, bytes: undefined } : where;
+  const object = await bucket.get(
+    extent.key,
+    extent.bytes === undefined ? undefined : { range: { offset: extent.offset, length: extent.bytes } },
+  );
+  if (!object) throw new Error(`The catalogue part index ${extent.key} is missing from R2`);
+  const parts = PartIndex.parse(await object.json());
+  if (parts.length === 0 || parts[0]!.json.key !== undefined) return parts;
+  const offsets = { json: 0, ndjson: 0 };
+  const keys = { json: extentsOf(segment.json)[0]!.key, ndjson: extentsOf(segment.ndjson)[0]!.key };
+  return parts.map((part, j) => {
+    if (j > 0) offsets.json += JSON_SEPARATOR.bytes.length;
+    const placed = {
+      ...part,
+      json: { ...part.json, key: keys.json, offset: offsets.json },
+      ndjson: { ...part.ndjson, key: keys.ndjson, offset: offsets.ndjson },
+    };
+    offsets.json += part.json.bytes;
+    offsets.ndjson += part.ndjson.bytes;
+    return placed;
+  });
+}
+
+/** A segment's parts' bytes for a compaction: each range of the segment read once (at most MAX_EXTENTS a form), then sliced. */
+function partCopier(bucket: R2Bucket, segment: Segment): (part: Part) => Promise<Piece["bytes"]> {
+  const ranges = { json: extentsOf(segment.json), ndjson: extentsOf(segment.ndjson) };
+  const read = new Map<Extent, Promise<Uint8Array>>();
+  const slice = async (part: Part, form: "json" | "ndjson") => {
+    const { key, offset, bytes } = part[form] as Placed;
+    const extent = ranges[form].find(
+      (range) => range.key === key && range.offset <= offset && offset + bytes <= range.offset + range.bytes,
+    );
+    if (!extent) throw new Error(`A part of the catalogue segment at ${segment.first} lies outside its ranges`);
+    if (!read.has(extent)) read.set(extent, readBytes(bucket, extent));
+    return (await read.get(extent)!).subarray(offset - extent.offset, offset - extent.offset + bytes);
+  };
+  return async (part) => {
+    const [json, ndjson] = await Promise.all([slice(part, "json"), slice(part, "ndjson")]);
+    return { json, ndjson };
   };
 }
 
 /**
- * Rewrites previous segment `i`: the parts holding a product changed after `base` are read from D1
- * and re-encoded, the others' bytes copied from the previous objects. Returns the segments replacing
- * it: usually one, none when it holds no product any more, several when it grew past twice segmentTarget.
+ * Rewrites previous segment `i`: the parts holding a product changed after `base` are read from D1,
+ * re-encoded and placed in the step's objects; the others stay where they are (or are copied, when
+ * the segment would take over MAX_EXTENTS ranges). Returns the segments replacing it: usually one,
+ * none when it holds no product any more, several when it grew past twice segmentTarget.
  */
 async function rewriteSegment(
   deps: BuildDeps,
+  objects: StepObjects,
   state: BuildState,
   previous: readonly Segment[],
   i: number,
@@ -393,47 +540,29 @@ async function rewriteSegment(
     .select({ id: products.id })
     .from(products)
     .where(and(inSegment, gt(products.changedVersion, state.base)));
+  let pieces: Piece[];
   if (!segment.parts) {
     // Built before parts: re-encoded whole.
-    const items = await readRange(deps, { first: segment.first, below }, names);
-    return Promise.all(
-      segmentGroups(deps.limits, encodeParts(deps, segment.first, items)).map((group, g) =>
-        writeSegment(deps, state.id, `${i}-${g}`, g === 0 ? segment.first : group[0]!.part.first, group),
-      ),
-    );
+    pieces = encodeParts(deps, segment.first, await readRange(deps, { first: segment.first, below }, names));
+  } else {
+    const [changed, parts] = await Promise.all([changedQuery, readPartIndex(deps.bucket, segment)]);
+    const dirty = new Set(changed.map(({ id }) => segmentIndexOf(parts, id)));
+    if (dirty.size === 0) return [segment];
+    const rangeOf = (j: number): Range => ({ first: j === 0 ? segment.first : parts[j]!.first, below: parts[j + 1]?.first ?? below });
+    const dirtyParts = [...dirty].sort((a, b) => a - b);
+    const fresh = new Map<number, Encoded[]>(dirtyParts.map((j) => [j, []]));
+    for (const item of await readRanges(deps, dirtyParts.map(rangeOf), names)) fresh.get(segmentIndexOf(parts, item.id))!.push(item);
+    pieces = parts.flatMap((part, j) => {
+      const items = fresh.get(j);
+      return items ? encodeParts(deps, rangeOf(j).first, items) : [{ part }];
+    });
   }
-  const [changed, stored] = await Promise.all([changedQuery, readSegment(deps.bucket, segment)]);
-  const { parts } = stored;
-  const dirty = new Set(changed.map(({ id }) => segmentIndexOf(parts, id)));
-  if (dirty.size === 0) return [segment];
-  const rangeOf = (j: number): Range => ({ first: j === 0 ? segment.first : parts[j]!.first, below: parts[j + 1]?.first ?? below });
-  const dirtyParts = [...dirty].sort((a, b) => a - b);
-  const fresh = new Map<number, Encoded[]>(dirtyParts.map((j) => [j, []]));
-  for (const item of await readRanges(deps, dirtyParts.map(rangeOf), names)) fresh.get(segmentIndexOf(parts, item.id))!.push(item);
-  const pieces: Piece[] = [];
-  const offsets = { json: 0, ndjson: 0 };
-  for (const [j, part] of parts.entries()) {
-    if (j > 0) offsets.json += JSON_SEPARATOR.bytes.length;
-    const start = { ...offsets };
-    offsets.json += part.json.bytes;
-    offsets.ndjson += part.ndjson.bytes;
-    const items = fresh.get(j);
-    if (items) pieces.push(...encodeParts(deps, rangeOf(j).first, items));
-    else
-      pieces.push({
-        part,
-        json: stored.json.subarray(start.json, offsets.json),
-        ndjson: stored.ndjson.subarray(start.ndjson, offsets.ndjson),
-      });
-  }
-  if (offsets.json !== stored.json.length || offsets.ndjson !== stored.ndjson.length)
-    throw new Error(`The catalogue segment ${segment.json.key} does not match its part index`);
+  const copy = partCopier(deps.bucket, segment);
   const groups = segmentGroups(deps.limits, pieces);
-  return Promise.all(
-    groups.map((group, g) =>
-      writeSegment(deps, state.id, groups.length === 1 ? `${i}` : `${i}-${g}`, g === 0 ? segment.first : group[0]!.part.first, group),
-    ),
-  );
+  const segments: Segment[] = [];
+  for (const [g, group] of groups.entries())
+    segments.push(await assembleSegment(deps, objects, g === 0 ? segment.first : group[0]!.part.first, group, copy));
+  return segments;
 }
 
 // ---- The steps ------------------------------------------------------------------------------------------
@@ -501,7 +630,7 @@ async function scan(deps: BuildDeps, state: BuildState): Promise<void> {
 }
 
 /** Full build: the next segments of segmentTarget products, read in id order after the last one written. */
-async function fullSegments(deps: BuildDeps, state: BuildState): Promise<Record<string, Segment[]>> {
+async function fullSegments(deps: BuildDeps, objects: StepObjects, state: BuildState): Promise<Record<string, Segment[]>> {
   const names = await competitorNames(deps);
   const written: Record<string, Segment[]> = {};
   const { limits } = deps;
@@ -511,13 +640,7 @@ async function fullSegments(deps: BuildDeps, state: BuildState): Promise<Record<
     );
     if (rows.length > 0) {
       const first = state.position === 0 ? "" : rows[0]!.id;
-      const segment = await writeSegment(
-        deps,
-        state.id,
-        `${state.position}`,
-        first,
-        encodeParts(deps, first, encode(rows, offerRows, names)),
-      );
+      const segment = await assembleSegment(deps, objects, first, encodeParts(deps, first, encode(rows, offerRows, names)));
       written[builtKey(state.position)] = [segment];
       state.position++;
       state.cursor = rows[rows.length - 1]!.id;
@@ -531,14 +654,22 @@ async function fullSegments(deps: BuildDeps, state: BuildState): Promise<Record<
 }
 
 /** Incremental build: the next dirty segments rewritten, within the step's budgets. */
-async function incrementalSegments(deps: BuildDeps, state: BuildState): Promise<Record<string, Segment[]>> {
+async function incrementalSegments(deps: BuildDeps, objects: StepObjects, state: BuildState): Promise<Record<string, Segment[]>> {
   const previous = await cachedManifest(deps.bucket, state.previous!);
   const names = await competitorNames(deps);
   const written: Record<string, Segment[]> = {};
   for (let n = 0; n < deps.limits.stepSegments && state.position < state.dirty.length; n++) {
-    if (deps.work.productsEncoded >= deps.limits.stepProducts || deps.work.d1Statements + SEGMENT_D1_STATEMENTS > STEP_D1_STATEMENTS) break;
     const i = state.dirty[state.position]!;
-    written[builtKey(i)] = await rewriteSegment(deps, state, previous.segments, i, names);
+    // At most: its part index, and each of its ranges if it is compacted.
+    const reads = 1 + extentsOf(previous.segments[i]!.json).length + extentsOf(previous.segments[i]!.ndjson).length;
+    if (
+      n > 0 &&
+      (deps.work.productsEncoded >= deps.limits.stepProducts ||
+        deps.work.d1Statements + SEGMENT_D1_STATEMENTS > STEP_D1_STATEMENTS ||
+        deps.work.r2Reads + reads > STEP_R2_READS)
+    )
+      break;
+    written[builtKey(i)] = await rewriteSegment(deps, objects, state, previous.segments, i, names);
     state.position++;
   }
   if (state.position >= state.dirty.length) state.phase = "finish";
@@ -551,12 +682,13 @@ function competitorViews(rows: readonly CompetitorRow[], segments: readonly Segm
   return rows.map((row) => ({ id: row.id, name: row.name, domain: row.domain, offer_count: counts.get(row.id) ?? 0 }));
 }
 
-/** Every object of a snapshot: its segments' (any layout's) and then its manifest, deleted in that order. */
-export function snapshotObjects(manifest: {
-  id: string;
-  segments: readonly { json: { key: string }; ndjson: { key: string }; parts?: string }[];
-}): string[] {
-  const keys = manifest.segments.flatMap((segment) => [segment.json.key, segment.ndjson.key, ...(segment.parts ? [segment.parts] : [])]);
+/** Every object of a snapshot: its segments' (any layout's, each once) and then its manifest, deleted in that order. */
+export function snapshotObjects(manifest: Pick<Manifest, "id" | "segments">): string[] {
+  const keys = new Set<string>();
+  for (const segment of manifest.segments) {
+    for (const extent of [...extentsOf(segment.json), ...extentsOf(segment.ndjson)]) keys.add(extent.key);
+    if (segment.parts) keys.add(typeof segment.parts === "string" ? segment.parts : segment.parts.key);
+  }
   return [...keys, manifestKey(manifest.id)];
 }
 
@@ -588,7 +720,7 @@ async function finish(deps: BuildDeps, state: BuildState, now: number): Promise<
   if (state.previous !== null) {
     // Any layout's manifest (the first layout's too); one gone already releases nothing more, as what it used is unknown.
     const object = await bucket.get(manifestKey(state.previous));
-    const replaced = object ? ((await object.json()) as Parameters<typeof snapshotObjects>[0]) : null;
+    const replaced = object ? ((await object.json()) as Manifest) : null;
     const kept = new Set(snapshotObjects(manifest));
     released = replaced ? snapshotObjects(replaced).filter((key) => !kept.has(key)) : [manifestKey(state.previous)];
   }
@@ -659,7 +791,9 @@ export async function buildStep(deps: BuildDeps, onReleased: ReleaseObjects, now
   }
   if (state.phase === "scan") await scan(deps, state);
   else if (state.phase === "segments") {
-    const written = state.full ? await fullSegments(deps, state) : await incrementalSegments(deps, state);
+    const objects = new StepObjects(state.id, state.steps);
+    const written = state.full ? await fullSegments(deps, objects, state) : await incrementalSegments(deps, objects, state);
+    await objects.write(deps);
     account(state, deps.work, Date.now() - now);
     await deps.storage.put({ ...written, [BUILD_KEY]: state });
     return { status: "building" };

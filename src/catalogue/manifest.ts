@@ -16,12 +16,19 @@ export const POINTER_KEY = "catalogue/current.v2.json";
 /** The first layout's pointer (concatenated gzip members): read once, so the first build after the upgrade retires that snapshot. */
 export const LEGACY_POINTER_KEY = "catalogue/current.json";
 export const manifestKey = (id: string) => `catalogue/manifests/${id}.json`;
-/** A segment's objects: each form's parts one after another, and the index of its parts (PartIndex). */
-export const segmentKeys = (buildId: string, label: string) => ({
-  json: `catalogue/segments/${buildId}/${label}.json.deflate`,
-  ndjson: `catalogue/segments/${buildId}/${label}.ndjson.deflate`,
-  parts: `catalogue/segments/${buildId}/${label}.parts.json`,
+/**
+ * The objects one build step writes: each form's new parts one after another, and the part indexes of
+ * the segments it wrote (PartIndex arrays one after another, each read alone by its byte range).
+ */
+export const stepKeys = (buildId: string, step: number) => ({
+  json: `catalogue/segments/${buildId}/${step}.json.deflate`,
+  ndjson: `catalogue/segments/${buildId}/${step}.ndjson.deflate`,
+  parts: `catalogue/segments/${buildId}/${step}.parts.json`,
 });
+
+/** A byte range of an R2 object. */
+export const Extent = z.object({ key: z.string(), offset: z.int(), bytes: z.int() });
+export type Extent = z.infer<typeof Extent>;
 
 /** A summary's set of values beyond this many is stored as null: "may hold any value". */
 export const MAX_SUMMARY_VALUES = 64;
@@ -30,10 +37,20 @@ export const MAX_SUMMARY_VALUES = 64;
 const Checksum = z.object({ crc: z.int(), length: z.int() }) satisfies z.ZodType<Checked>;
 
 const SegmentForm = Checksum.extend({
-  key: z.string(),
   /** The stored (compressed) size. */
   bytes: z.int(),
+  /**
+   * Where the form's bytes are, in order: runs of parts lying one after another in an object (JSON:
+   * with a stored "," between each two parts of a run, and one put between runs when streamed).
+   */
+  extents: z.array(Extent).optional(),
+  /** Layouts before extents: the form is this whole object. */
+  key: z.string().optional(),
 });
+type SegmentForm = z.infer<typeof SegmentForm>;
+
+/** A segment form's extents, whatever its layout. */
+export const extentsOf = (form: SegmentForm): Extent[] => form.extents ?? [{ key: form.key!, offset: 0, bytes: form.bytes }];
 
 /** What filters need to skip a segment or a part: null sets hold too many values to list. */
 const Summary = z.object({
@@ -47,12 +64,14 @@ export type Summary = z.infer<typeof Summary>;
 
 /**
  * Products whose ids are at or above `first` and below the next segment's `first` (the first
- * segment's `first` is "", so it also takes any new id below the rest). Each form is one R2 object:
- * the segment's parts one after another, each a raw deflate part (src/catalogue/gzip-member.ts) of
- * up to PART_MAX products, so the object is itself a piece of one deflate stream. `json` holds the
- * products joined by "," (a piece of the `{"products":[…]}` body), `ndjson` one per line. `parts`
- * names the segment's PartIndex (absent in snapshots built before parts: such a segment is
- * re-encoded whole when one of its products changes).
+ * segment's `first` is "", so it also takes any new id below the rest). Each form is a sequence of
+ * raw deflate parts (src/catalogue/gzip-member.ts) of up to twice partTarget products, so it is
+ * itself a piece of one deflate stream, stored as byte ranges (extents) of the objects the build
+ * steps wrote: an incremental build writes only the parts it re-encoded and points at the others
+ * where they already are. `json` holds the products joined by "," (a piece of the `{"products":[…]}`
+ * body), `ndjson` one per line. `parts` locates the segment's PartIndex (absent in snapshots built
+ * before parts: such a segment is re-encoded whole when one of its products changes; a string in
+ * snapshots built before extents: the whole object).
  */
 export const Segment = z
   .object({
@@ -60,19 +79,23 @@ export const Segment = z
     count: z.int(),
     json: SegmentForm,
     ndjson: SegmentForm,
-    parts: z.string().optional(),
+    parts: z.union([z.string(), Extent]).optional(),
   })
   .extend(Summary.shape);
 export type Segment = z.infer<typeof Segment>;
 
 /**
- * One part of a segment: products from `first` (inclusive) below the next part's `first`, and the
- * compressed size, CRC-32 and length of each form. A part's bytes sit in the segment's object right
- * after the parts before it, so an incremental build copies an unchanged part's bytes as they are.
+ * A part's form: compressed size, CRC-32 and length, and where its bytes are (object and offset;
+ * absent in snapshots built before extents, where a part's bytes follow the parts before it in the
+ * segment's one object).
  */
-export const Part = z
-  .object({ first: z.string(), count: z.int(), json: Checksum.extend({ bytes: z.int() }), ndjson: Checksum.extend({ bytes: z.int() }) })
-  .extend(Summary.shape);
+const PartForm = Checksum.extend({ bytes: z.int(), key: z.string().optional(), offset: z.int().optional() });
+
+/**
+ * One part of a segment: products from `first` (inclusive) below the next part's `first`, and each
+ * form's size, checksum and place. An incremental build keeps an unchanged part where it is.
+ */
+export const Part = z.object({ first: z.string(), count: z.int(), json: PartForm, ndjson: PartForm }).extend(Summary.shape);
 export type Part = z.infer<typeof Part>;
 
 /** A segment's parts, in id order (its `parts` object): what an incremental build reads of a segment it rewrites. */
@@ -109,21 +132,36 @@ export function segmentIndexOf(segments: readonly Pick<Segment, "first">[], id: 
   return low;
 }
 
-/** A piece of a body: a segment's object in R2, or bytes at hand. */
-export type BodyPart = Checked & ({ key: string } | { bytes: Uint8Array });
-
 const LIST_OPEN = storedPart('{"products":[');
 /** The stored block of "," between JSON products of two parts or two segments (5 bytes of block header and the comma). */
 export const JSON_SEPARATOR = storedPart(",");
 const LIST_CLOSE = storedPart("]}");
 
 /**
- * A form's whole body, in order, as deflate parts: the segments' stored objects and, for JSON, the
- * stored blocks of `{"products":[`, the commas between segments and `]}`. The build combines the
- * body's CRC-32 from these, and a response streams them: one layout for both.
+ * A form's whole body, in order, as deflate pieces: the segments' forms and, for JSON, the stored
+ * blocks of `{"products":[`, the commas between segments and `]}`: what the build combines the
+ * body's CRC-32 from.
  */
-export function bodyParts(segments: readonly Segment[], form: "json" | "ndjson"): BodyPart[] {
+export function bodyParts(segments: readonly Segment[], form: "json" | "ndjson"): Checked[] {
   const stored = segments.map((segment) => segment[form]);
   if (form === "ndjson") return stored;
   return [LIST_OPEN, ...stored.flatMap((part, i) => (i === 0 ? [part] : [JSON_SEPARATOR, part])), LIST_CLOSE];
+}
+
+/**
+ * The same body as a response streams it: byte ranges of R2 objects and bytes at hand. JSON puts a
+ * stored "," between two extents (of one segment or of two), as between two parts: a segment's JSON
+ * checksum covers its parts joined that way.
+ */
+export function bodyExtents(segments: readonly Segment[], form: "json" | "ndjson"): (Extent | Uint8Array)[] {
+  // Ranges that follow one another in an object (segments written by one step) are read as one.
+  const gap = form === "json" ? JSON_SEPARATOR.bytes.length : 0;
+  const extents: Extent[] = [];
+  for (const extent of segments.flatMap((segment) => extentsOf(segment[form]))) {
+    const last = extents.at(-1);
+    if (last && last.key === extent.key && last.offset + last.bytes + gap === extent.offset) last.bytes += gap + extent.bytes;
+    else extents.push({ ...extent });
+  }
+  if (form === "ndjson") return extents;
+  return [LIST_OPEN.bytes, ...extents.flatMap((extent, i) => (i === 0 ? [extent] : [JSON_SEPARATOR.bytes, extent])), LIST_CLOSE.bytes];
 }

@@ -1,5 +1,5 @@
 import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./gzip-member.ts";
-import { type BodyPart, bodyParts, Manifest, manifestKey, POINTER_KEY, Pointer, type Segment } from "./manifest.ts";
+import { bodyExtents, type Extent, extentsOf, Manifest, manifestKey, POINTER_KEY, Pointer, type Segment } from "./manifest.ts";
 
 /**
  * The read side of the snapshot: which manifest is current, and its segments as byte streams.
@@ -48,24 +48,22 @@ async function fetchManifest(bucket: R2Bucket, id: string): Promise<Manifest> {
   return Manifest.parse(await object.json());
 }
 
-/** A piece of a response: bytes at hand, or an R2 object's bytes. */
-type Part = Uint8Array | { key: string };
+/** A piece of a response: bytes at hand, or a byte range of an R2 object. */
+type Part = Uint8Array | Extent;
 
-const partOf = (part: BodyPart): Part => ("key" in part ? { key: part.key } : part.bytes);
-
-/** R2 reads of the parts' objects, started up to PREFETCH ahead of the one asked for. */
+/** R2 reads of the parts' ranges, started up to PREFETCH ahead of the one asked for. */
 function prefetching(bucket: R2Bucket, parts: readonly Part[]): (i: number) => Promise<R2ObjectBody> {
   const reads: (Promise<R2ObjectBody | null> | null)[] = [];
   const start = (i: number) => {
     const part = parts[i]!;
     if (part instanceof Uint8Array) return null;
-    const pending = bucket.get(part.key);
+    const pending = bucket.get(part.key, { range: { offset: part.offset, length: part.bytes } });
     pending.catch(() => undefined); // awaited in turn; one left behind by a cancelled response is no unhandled rejection
     return pending;
   };
   return async (i) => {
     while (reads.length < Math.min(parts.length, i + PREFETCH)) reads.push(start(reads.length));
-    const part = parts[i] as { key: string };
+    const part = parts[i] as Extent;
     const object = await reads[i]!;
     if (!object) throw new Error(`The snapshot object ${part.key} is missing from R2`);
     return object;
@@ -117,14 +115,14 @@ export function streamOf(chunks: AsyncGenerator<Uint8Array>): ReadableStream<Uin
  * the trailer the build computed (src/catalogue/gzip-member.ts), or that member decompressed.
  */
 export function wholeCatalogue(bucket: R2Bucket, manifest: Manifest, form: "json" | "ndjson", gzip: boolean): ReadableStream<Uint8Array> {
-  const parts = [GZIP_HEADER, ...bodyParts(manifest.segments, form).map(partOf), FINAL_BLOCK, gzipTrailer(manifest.body[form])];
+  const parts = [GZIP_HEADER, ...bodyExtents(manifest.segments, form), FINAL_BLOCK, gzipTrailer(manifest.body[form])];
   const member = concatenation(bucket, parts);
   return gzip ? member : member.pipeThrough(new DecompressionStream("gzip"));
 }
 
 /** The products (one JSON text each, in id order) of the given segments: their NDJSON parts as one deflate stream. */
 export async function* productLines(bucket: R2Bucket, segments: readonly Segment[]): AsyncGenerator<string[]> {
-  const parts = [...segments.map((segment) => ({ key: segment.ndjson.key })), FINAL_BLOCK];
+  const parts = [...segments.flatMap((segment) => extentsOf(segment.ndjson)), FINAL_BLOCK];
   const reader = concatenation(bucket, parts).pipeThrough(new DecompressionStream("deflate-raw")).getReader();
   const decoder = new TextDecoder();
   let pending = "";

@@ -1,8 +1,24 @@
 import { env } from "cloudflare:workers";
 import { asc, inArray } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BUILD_LIMITS, type BuildWork, readManifest, readPointer, STEP_D1_STATEMENTS } from "../../src/catalogue/build.ts";
-import { type Manifest, type Part, PartIndex, segmentIndexOf } from "../../src/catalogue/manifest.ts";
+import {
+  BUILD_LIMITS,
+  type BuildWork,
+  MAX_EXTENTS,
+  readManifest,
+  readPointer,
+  STEP_D1_STATEMENTS,
+  STEP_R2_READS,
+} from "../../src/catalogue/build.ts";
+import {
+  extentsOf,
+  JSON_SEPARATOR,
+  type Manifest,
+  type Part,
+  PartIndex,
+  type Segment,
+  segmentIndexOf,
+} from "../../src/catalogue/manifest.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
 import { runBuildSteps } from "../helpers/build-steps.ts";
@@ -35,6 +51,7 @@ async function budgetedBuild() {
   const report = await runBuildSteps({ onStep: (work) => steps.push({ ...work }) });
   for (const work of steps) {
     expect(work.d1Statements, JSON.stringify(work)).toBeLessThanOrEqual(STEP_D1_STATEMENTS);
+    expect(work.r2Reads, JSON.stringify(work)).toBeLessThanOrEqual(STEP_R2_READS);
     // A step starts no segment past stepProducts, and a segment holds at most twice segmentTarget.
     expect(work.productsEncoded).toBeLessThan(BUILD_LIMITS.stepProducts + 2 * BUILD_LIMITS.segmentTarget);
     expect(work.segmentsWritten).toBeLessThanOrEqual(BUILD_LIMITS.stepSegments);
@@ -64,11 +81,9 @@ describe("a build in bounded steps", () => {
     expect(await served()).toBe(listBody(await expectedProducts()));
   });
 
-  it("a change scattered over every segment re-encodes only the parts holding a changed product, and copies the rest", async () => {
+  it("a change scattered over every segment re-encodes and writes only the parts holding a changed product; the rest stay where they are", async () => {
     const before = await current();
-    const indexes = await Promise.all(
-      before.segments.map(async (segment) => PartIndex.parse(await (await env.CATALOGUE.get(segment.parts!))!.json())),
-    );
+    const indexes = await Promise.all(before.segments.map(partIndex));
     // Two products in each segment, picked at random.
     const changed = skus.filter(() => Math.random() < 0.002).concat(skus.slice(-1));
     const changedIds = (await database(env.DB).select({ id: products.id }).from(products).where(inArray(products.sku, changed))).map(
@@ -81,6 +96,7 @@ describe("a build in bounded steps", () => {
       dirtyParts.set(`${s}/${p}`, indexes[s]![p]!);
     }
     const touched = new Set(changedIds.map((id) => segmentIndexOf(before.segments, id)));
+    const dirtyCount = (i: number) => [...dirtyParts.keys()].filter((key) => key.startsWith(`${i}/`)).length;
 
     await changePrices(changed);
     const { report } = await budgetedBuild();
@@ -88,14 +104,56 @@ describe("a build in bounded steps", () => {
     expect(report.work.partsEncoded).toBe(dirtyParts.size);
     expect(report.work.productsEncoded).toBe([...dirtyParts.values()].reduce((sum, part) => sum + part.count, 0));
     expect(report.work.productsEncoded / PRODUCTS).toBeLessThan(0.15);
-    // Three objects per rewritten segment (both forms, the part index), then the manifest and the pointer.
-    expect(report.work.r2Writes).toBe(3 * touched.size + 2);
-
+    // Three objects per step that rewrote segments (both forms' new parts, the part indexes), then the manifest and the pointer.
+    const writingSteps = Math.ceil(touched.size / BUILD_LIMITS.stepSegments);
+    expect(report.work.r2Writes).toBeLessThanOrEqual(3 * writingSteps + 2);
     const after = await current();
+    const afterIndexes = await Promise.all(after.segments.map(partIndex));
+    // What was written is the new parts (JSON with a stored "," between two) and the touched segments' part indexes: nothing copied.
+    const oldObjects = new Set(indexes.flat().flatMap((part) => [part.json.key, part.ndjson.key]));
+    const newParts = afterIndexes.flat().filter((part) => !oldObjects.has(part.json.key));
+    const separators = JSON_SEPARATOR.bytes.length * newParts.length;
+    const indexBytes = [...touched].reduce((sum, i) => sum + (after.segments[i]!.parts as { bytes: number }).bytes, 0);
+    expect(report.work.r2BytesWritten).toBeLessThanOrEqual(
+      newParts.reduce((sum, part) => sum + part.json.bytes + part.ndjson.bytes, 0) + separators + indexBytes,
+    );
+    const snapshotBytes = before.segments.reduce((sum, segment) => sum + segment.json.bytes + segment.ndjson.bytes, 0);
+    expect((report.work.r2BytesWritten - indexBytes) / snapshotBytes).toBeLessThan(0.15); // parts written, as a share of the catalogue's
     for (const [i, segment] of before.segments.entries()) {
-      if (touched.has(i)) expect(after.segments[i]!.json.key).not.toBe(segment.json.key);
-      else expect(after.segments[i]).toEqual(i === 0 ? { ...segment, first: "" } : segment);
+      if (!touched.has(i)) {
+        expect(after.segments[i]).toEqual(i === 0 ? { ...segment, first: "" } : segment);
+        continue;
+      }
+      // A touched segment keeps its unchanged parts where they were, and takes a range more per run of changed parts at most.
+      for (const [j, part] of indexes[i]!.entries())
+        if (!dirtyParts.has(`${i}/${j}`)) expect(afterIndexes[i]![j]!.json.key).toBe(part.json.key);
+      expect(extentsOf(after.segments[i]!.json).length).toBeLessThanOrEqual(Math.min(MAX_EXTENTS, 1 + 2 * dirtyCount(i)));
     }
     expect(await served()).toBe(listBody(await expectedProducts()));
   });
+
+  it("changes that would split a segment into more than MAX_EXTENTS ranges compact it: its parts copied into one range", async () => {
+    const before = await current();
+    const index = await partIndex(before.segments[1]!);
+    // Every other part of segment 1 changes: twice as many ranges as parts changed.
+    const changedIds = index.filter((_, j) => j % 2 === 1).map((part) => part.first);
+    expect(2 * changedIds.length).toBeGreaterThan(MAX_EXTENTS);
+    const changed = (await database(env.DB).select({ sku: products.sku }).from(products).where(inArray(products.id, changedIds))).map(
+      (row) => row.sku,
+    );
+    await changePrices(changed);
+    const { report } = await budgetedBuild();
+    expect(report.work.partsEncoded).toBe(changedIds.length);
+    const after = await current();
+    expect(extentsOf(after.segments[1]!.json)).toHaveLength(1);
+    expect(extentsOf(after.segments[1]!.ndjson)).toHaveLength(1);
+    expect(after.segments[0]).toEqual(before.segments[0]);
+    expect(await served()).toBe(listBody(await expectedProducts()));
+  });
 });
+
+async function partIndex(segment: Segment): Promise<Part[]> {
+  const where = segment.parts as { key: string; offset: number; bytes: number };
+  const object = await env.CATALOGUE.get(where.key, { range: { offset: where.offset, length: where.bytes } });
+  return PartIndex.parse(await object!.json());
+}

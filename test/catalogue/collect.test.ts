@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { readManifest, SEGMENT_TARGET } from "../../src/catalogue/build.ts";
+import { readManifest, SEGMENT_TARGET, snapshotObjects } from "../../src/catalogue/build.ts";
 import { RETENTION_MS } from "../../src/catalogue/builder.ts";
 import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import { type Manifest, manifestKey, POINTER_KEY } from "../../src/catalogue/manifest.ts";
@@ -25,8 +25,9 @@ import { call } from "../helpers/http.ts";
  * compares the retirement times itself, so the test goes through the real code, storage layout and
  * boundary (RETENTION_MS exactly still keeps) included. The tests run in order; each builds on the last.
  *
- * Snapshots (segment n of snapshot k written by build k is "k.n"; an incremental build shares the
- * segments it did not rewrite):
+ * Snapshots (segment n changed by build k is "k.n"; an incremental build writes only the changed
+ * parts into objects of its own and keeps pointing at the rest where they are, so a snapshot uses the
+ * objects of every build that wrote one of its parts, and releases an object only once no part of it is used):
  *   S1 full  [1.0 1.1 1.2]   S2 [1.0 2.1 1.2]   S3 [1.0 2.1 3.2]   S4 = S3 (version only)
  *   S5 [5.0 2.1 3.2]         S6 [5.0 6.1 3.2]   S7 = S6 (version only)
  */
@@ -56,14 +57,10 @@ async function listBucket(): Promise<Map<string, string>> {
   return listed;
 }
 
-/** The objects of segment `n` of a snapshot (both forms and its part index). */
-const segmentObjects = (manifest: Manifest, n: number) => [
-  manifest.segments[n]!.json.key,
-  manifest.segments[n]!.ndjson.key,
-  manifest.segments[n]!.parts!,
-];
-/** Every object a snapshot needs: its manifest and its segments. */
-const objectsOf = (manifest: Manifest) => [manifestKey(manifest.id), ...manifest.segments.flatMap((_, n) => segmentObjects(manifest, n))];
+/** Every object a snapshot needs: its segments' and its manifest. */
+const objectsOf = (manifest: Manifest) => snapshotObjects(manifest);
+/** What the build that replaced `old` by `next` released: the objects of `old` that `next` does not use. */
+const releasedBy = (old: Manifest, next: Manifest) => objectsOf(old).filter((object) => !objectsOf(next).includes(object));
 
 /** At `time`, makes a change (none: only the version moves) and builds; returns the new snapshot. */
 async function buildAt(time: number, skus: readonly string[] = []): Promise<Manifest> {
@@ -128,7 +125,8 @@ describe("collecting retired snapshots", () => {
     const pending = await call("GET", "/products", { token: key }); // S1: headers sent, body not yet read
     const s1 = snapshot(1);
     const s2 = await buildAt(START, [IN_SEGMENT[1]]); // S1 retired at START
-    expect(s2.segments[0]!.json.key).toBe(s1.segments[0]!.json.key); // an incremental build shares what it did not rewrite
+    expect(s2.segments[0]).toEqual(s1.segments[0]); // an incremental build shares what it did not rewrite
+    expect(objectsOf(s2)).toEqual(expect.arrayContaining(objectsOf(s1).slice(0, -1))); // segment 1's unchanged parts too
     const s3 = await buildAt(START + RETENTION_MS, [IN_SEGMENT[2]]); // S1 retired exactly RETENTION_MS ago: kept
     const listed = await listBucket();
     for (const object of [...objectsOf(s1), ...objectsOf(s2), ...objectsOf(s3), ...UNRELATED])
@@ -140,13 +138,14 @@ describe("collecting retired snapshots", () => {
 
   it("after RETENTION_MS, the next build deletes the snapshot's manifest and the segments no kept snapshot uses; the current one serves byte for byte", async () => {
     const before = await served();
-    // S1 expires (retired RETENTION_MS + 1 ago); S2 (retired at START + RETENTION_MS) is kept, so S1's segment 2 stays for it.
+    // S1 expires (retired RETENTION_MS + 1 ago): what S2 stopped using goes, its manifest (S2 still uses all of S1's parts but segment 1's changed one).
     const s4 = await expectCollected(
       () => buildAt(START + RETENTION_MS + 1),
-      () => [manifestKey(snapshot(1).id), ...segmentObjects(snapshot(1), 1)],
+      () => releasedBy(snapshot(1), snapshot(2)),
     );
-    expect(s4.segments.map((segment) => segment.json.key)).toEqual(snapshot(3).segments.map((segment) => segment.json.key));
-    expect(s4.segments[0]!.json.key).toBe(snapshot(1).segments[0]!.json.key); // shared with the current snapshot: kept
+    expect(releasedBy(snapshot(1), snapshot(2))).toEqual([manifestKey(snapshot(1).id)]);
+    expect(s4.segments).toEqual(snapshot(3).segments);
+    expect(s4.segments[0]).toEqual(snapshot(1).segments[0]); // shared with the current snapshot: kept
     expect(await served()).toEqual(before);
   });
 
@@ -154,9 +153,9 @@ describe("collecting retired snapshots", () => {
     // S2 expires; S3 (retired at START + RETENTION_MS + 1) and S4 are kept, and they still use S1's segment 0.
     const s5 = await expectCollected(
       () => buildAt(START + 2 * RETENTION_MS + 1, [IN_SEGMENT[0]]),
-      () => [manifestKey(snapshot(2).id), ...segmentObjects(snapshot(1), 2)],
+      () => releasedBy(snapshot(2), snapshot(3)),
     );
-    expect(s5.segments[0]!.json.key).not.toBe(snapshot(1).segments[0]!.json.key);
+    expect(s5.segments[0]!.json).not.toEqual(snapshot(1).segments[0]!.json);
     await expectServedWhole();
   });
 

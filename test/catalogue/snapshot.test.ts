@@ -3,6 +3,7 @@ import { gunzipSync } from "node:zlib";
 import { eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { readManifest, readPointer, SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/build.ts";
+import { extentsOf } from "../../src/catalogue/manifest.ts";
 import type { ProductView } from "../../src/catalogue/schema.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { database } from "../../src/platform/db.ts";
@@ -137,8 +138,8 @@ describe("rebuilds", () => {
     const report = await buildCatalogue();
     expect(report).toMatchObject({ built: true, full: false, segmentsWritten: 1 });
     const manifest = await readManifest(env.CATALOGUE, report.manifest!);
-    const builds = new Set(manifest.segments.map((segment) => segment.json.key.split("/")[2]));
-    expect(builds.size).toBe(2);
+    const builds = new Set(manifest.segments.flatMap((segment) => extentsOf(segment.json).map((extent) => extent.key.split("/")[2])));
+    expect(builds.size).toBeGreaterThanOrEqual(2); // ranges of objects of several builds
     await expectOneMemberBodies();
   });
 
