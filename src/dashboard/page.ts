@@ -88,6 +88,13 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
   <div id="app" hidden>
     <p id="plan" class="plan">Loading your plan…</p>
 
+    <section id="load-error" class="panel narrow load-error" role="alert" aria-labelledby="load-error-title" hidden>
+      <h1 id="load-error-title" tabindex="-1">Your account could not be loaded</h1>
+      <p id="load-error-text"></p>
+      <p class="hint">Your keys and webhooks are unaffected: only this page could not read them.</p>
+      <button id="load-retry" type="button" class="primary">Try again</button>
+    </section>
+
     <section id="view-keys" class="view" aria-labelledby="keys-title" hidden>
       ${viewHead("keys", "API keys", "Your servers send one in the Authorization header. Each key gets the plan's limits on its own.", `<button id="open-create-key" type="button" class="primary">Create key</button>`)}
       ${feedback("keys-feedback")}
@@ -109,6 +116,7 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
         </div>
         <fieldset class="field segmented">
           <legend>Period</legend>
+          <label><input type="radio" name="range" value="last-hour"> 1 hour</label>
           <label><input type="radio" name="range" value="minute" checked> 24 hours</label>
           <label><input type="radio" name="range" value="hour"> 30 days</label>
           <label><input type="radio" name="range" value="day"> 12 months</label>
@@ -249,7 +257,7 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
 </dialog>
 
 <dialog id="deliveries-dialog" aria-labelledby="deliveries-title" class="wide">
-  <h2 id="deliveries-title">Recent deliveries</h2>
+  <h2 id="deliveries-title" tabindex="-1">Recent deliveries</h2>
   <div id="deliveries"></div>
   <form method="dialog" class="actions"><button value="close">Close</button></form>
 </dialog>

@@ -223,13 +223,14 @@ describe("dashboard in Chromium", () => {
       route.continue({ headers: { ...route.request().headers(), "cf-connecting-ip": clientIp } }),
     );
     const page = await context.newPage();
-    onTestFailed(async () => {
-      await screenshot(page, "failure");
-      console.error(`The page at the failure: ${page.url()}\n${await page.locator("body").textContent()}`);
-    });
     // Our pages must log no error (a CSP violation would) and get no error status from the worker.
     // (The IdP's development pages are not ours: they ask for web fonts this machine cannot reach.)
     const problems: string[] = [];
+    onTestFailed(async () => {
+      await screenshot(page, "failure");
+      console.error(`The page at the failure: ${page.url()}\nProblems so far: ${problems.join("; ") || "none"}`);
+      console.error(await page.locator("body").textContent());
+    });
     page.on("console", (message) => {
       if (message.type() === "error" && page.url().startsWith(WORKER))
         problems.push(`console: ${message.text()} (${message.location().url})`);
@@ -434,6 +435,52 @@ describe("dashboard in Chromium", () => {
     expect(await feedback.textContent()).toBe("");
     // The 400 itself is expected here (the browser also logs it); nothing else may go wrong.
     expect(problems.filter((problem) => !/\b400\b/.test(problem))).toEqual([]);
+    await context.close();
+  });
+
+  it("shows why the first load failed (429, 5xx, no network) and what to do, then loads on the next try", async () => {
+    const { context, page, problems } = await openPage();
+    await signIn(page);
+    await expect.poll(() => page.locator("#keys").textContent()).toContain("No API keys yet");
+    // The failures are made up in the browser (the account's minute spent, a 503, no network): the real
+    // 429 is covered by the workers tests; this is about what the page does with each.
+    let failWith: "429" | "503" | "offline" | undefined = "429";
+    await page.route(`${WORKER}/api-keys`, (route) => {
+      if (failWith === "429")
+        return route.fulfill({ status: 429, headers: { "Retry-After": "2" }, json: { detail: "Too many requests for this account." } });
+      if (failWith === "503") return route.fulfill({ status: 503, body: "" });
+      if (failWith === "offline") return route.abort("internetdisconnected");
+      return route.fallback();
+    });
+    await page.reload();
+    const panel = page.locator("#load-error");
+    await expect.poll(() => panel.isVisible(), { timeout: 15_000 }).toBe(true);
+    expect(await panel.textContent()).toContain("Too many requests for this account. Wait 2 seconds before trying again.");
+    const retry = panel.getByRole("button", { name: /^Try again/ });
+    expect(await retry.isDisabled()).toBe(true); // it waits out the Retry-After
+    expect(await retry.textContent()).toMatch(/^Try again in \d seconds?$/);
+    expect(await page.locator("#plan").textContent()).not.toContain("Loading");
+    expect(await page.locator(".view:not([hidden])").count()).toBe(0);
+    await screenshotBoth(page, "first-load-429");
+
+    failWith = "503";
+    await expect.poll(() => retry.isEnabled(), { timeout: 5_000 }).toBe(true);
+    await retry.click();
+    await expect.poll(() => panel.textContent()).toContain("The server had a problem (HTTP 503); try again in a moment.");
+    expect(await retry.isEnabled()).toBe(true);
+
+    failWith = "offline";
+    await retry.click();
+    await expect.poll(() => panel.textContent()).toContain("Could not reach the API; check your connection and try again.");
+    await screenshot(page, "first-load-offline");
+
+    failWith = undefined;
+    await retry.click();
+    await expect.poll(() => page.locator("#keys").textContent()).toContain("No API keys yet");
+    expect(await panel.isHidden()).toBe(true);
+    expect(await page.locator("#plan").textContent()).toContain("Free plan");
+    // The made-up failures are expected (the browser logs them too); nothing else may go wrong.
+    expect(problems.filter((problem) => !/\b(429|503)\b|ERR_INTERNET_DISCONNECTED/.test(problem))).toEqual([]);
     await context.close();
   });
 

@@ -1,10 +1,11 @@
 // The usage chart's geometry (src/dashboard/client/chart-geometry.ts): pure functions, no DOM.
 import { describe, expect, it } from "vitest";
 import {
+  barSpan,
   bucketIndexAt,
   linearScale,
   niceStep,
-  stepBandPath,
+  tickStep,
   timeTicks,
   totals,
   valueAxis,
@@ -48,16 +49,23 @@ describe("usage chart geometry", () => {
     expect(plusTwo).toEqual(["16:00", "22:00", "04:00", "10:00"]);
   });
 
-  it("draws stacked steps, merging equal neighbours, and nothing for an empty band", () => {
-    const x = linearScale(0, 4, 0, 40);
-    const y = linearScale(0, 10, 100, 0);
-    const band = { starts: [0, 1, 2, 3], width: 1, lower: [0, 0, 0, 0], upper: [2, 2, 5, 0] };
-    // Buckets 0 and 1 (both 2) form one run; 2 is 5; 3 has no height but still closes the outline.
-    expect(stepBandPath(band, x, y)).toBe("M0,80L20,80L20,50L30,50L30,100L40,100L40,100L30,100L30,100L20,100L20,100L0,100Z");
-    expect(stepBandPath({ ...band, upper: [0, 0, 0, 0] }, x, y)).toBe("");
-    // The refused band sits on top of the admitted one.
-    const refused = stepBandPath({ starts: [0], width: 1, lower: [10], upper: [12] }, linearScale(0, 1, 0, 10), linearScale(0, 12, 120, 0));
-    expect(refused).toBe("M0,0L10,0L10,20L0,20Z");
+  it("gives each bucket a bar: its width less a gap when wide, at least the minimum and centred when narrow", () => {
+    // An hour of minutes on 880 units: 14.7 each, drawn 13.7 wide with a gap.
+    const hour = linearScale(0, 60 * 60_000, 40, 920);
+    expect(barSpan(59 * 60_000, 60_000, hour, 2)).toEqual({ x: 905.8, width: 13.7 });
+    // A day of minutes on 880 units: 0.6 each, drawn 2 wide around the bucket's middle, so one busy minute shows.
+    const day = linearScale(0, 1_440 * 60_000, 40, 920);
+    const lone = barSpan(700 * 60_000, 60_000, day, 2);
+    expect(lone.width).toBe(2);
+    expect(lone.x + lone.width / 2).toBeCloseTo(day(700.5 * 60_000), 1);
+  });
+
+  it("spaces time ticks so their labels fit the width", () => {
+    const minute = 60_000;
+    expect(tickStep(60 * minute, 880)).toBe(10 * minute); // an hour on a desktop: every 10 minutes
+    expect(tickStep(60 * minute, 300)).toBe(30 * minute); // on a phone: every 30
+    expect(tickStep(1_440 * minute, 880)).toBe(180 * minute); // a day: every 3 hours
+    expect(tickStep(30 * 1_440 * minute, 300)).toBe(10 * 1_440 * minute); // a month on a phone: every 10 days
   });
 
   it("finds the bucket under the pointer, clamped to the chart", () => {

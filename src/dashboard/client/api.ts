@@ -4,6 +4,8 @@ export class ApiFailure extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** From a 429's Retry-After: how long to wait before the next try. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -28,7 +30,7 @@ export function duration(seconds: number): string {
   return minutes ? `${plural(hours, "hour")} ${plural(minutes, "minute")}` : plural(hours, "hour");
 }
 
-async function explain(res: Response): Promise<string> {
+async function failureOf(res: Response): Promise<ApiFailure> {
   let detail = "";
   try {
     const body = (await res.json()) as { detail?: unknown };
@@ -37,11 +39,11 @@ async function explain(res: Response): Promise<string> {
   if (res.status === 429) {
     const wait = Number(res.headers.get("Retry-After"));
     const seconds = Number.isFinite(wait) && wait > 0 ? Math.ceil(wait) : 60;
-    return `${detail || "Too many requests."} Wait ${duration(seconds)} before trying again.`;
+    return new ApiFailure(429, `${detail || "Too many requests."} Wait ${duration(seconds)} before trying again.`, seconds);
   }
-  if (detail) return detail;
-  if (res.status >= 500) return `The server had a problem (HTTP ${res.status}); try again in a moment.`;
-  return `The request failed (HTTP ${res.status}).`;
+  if (detail) return new ApiFailure(res.status, detail);
+  if (res.status >= 500) return new ApiFailure(res.status, `The server had a problem (HTTP ${res.status}); try again in a moment.`);
+  return new ApiFailure(res.status, `The request failed (HTTP ${res.status}).`);
 }
 
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
@@ -58,7 +60,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     throw new ApiFailure(0, "Could not reach the API; check your connection and try again.");
   }
   if (!res.ok) {
-    const failure = new ApiFailure(res.status, await explain(res));
+    const failure = await failureOf(res);
     // A 401 with a token means it has expired or is no longer accepted: the session is over.
     if (res.status === 401) onSessionEnded(failure.message);
     throw failure;

@@ -1,6 +1,6 @@
 /**
  * The usage chart's geometry, free of the DOM so it can be unit-tested (test/node/usage-chart.test.ts):
- * scales, "nice" axis ticks, time ticks on local boundaries, and the SVG paths of stacked step areas.
+ * scales, "nice" axis ticks, time ticks on local boundaries, and the bars' widths.
  */
 
 export interface Scale {
@@ -58,35 +58,30 @@ export function timeTicks(start: number, end: number, step: number, offsetMs: nu
   return ticks;
 }
 
-export interface Band {
-  /** Bucket start times (ms), oldest first, evenly spaced by `width`. */
-  starts: number[];
-  width: number;
-  lower: number[];
-  upper: number[];
-}
-
 const round = (n: number) => Math.round(n * 10) / 10;
 
 /**
- * The closed SVG path of the area between `lower` and `upper`, drawn as steps (each bucket a flat
- * run over its time); neighbouring buckets with the same values share one run, so a quiet day is a
- * handful of points rather than 1,440. Empty when the band has no height anywhere.
+ * A bucket's bar, horizontally: its own width less a 1-unit gap where there is room, never thinner than
+ * `minWidth` and centred on the bucket, so one busy minute among 1,440 stays visible (it may then
+ * overlap its neighbours, which is better than a hairline).
  */
-export function stepBandPath({ starts, width, lower, upper }: Band, x: Scale, y: Scale): string {
-  const runs: Array<{ from: number; to: number; lo: number; hi: number }> = [];
-  starts.forEach((start, i) => {
-    const lo = lower[i]!;
-    const hi = upper[i]!;
-    const last = runs.at(-1);
-    if (last && last.lo === lo && last.hi === hi && last.to === start) last.to = start + width;
-    else runs.push({ from: start, to: start + width, lo, hi });
-  });
-  if (!runs.some((run) => run.hi > run.lo)) return "";
-  const point = (t: number, v: number) => `${round(x(t))},${round(y(v))}`;
-  const top = runs.flatMap((run) => [point(run.from, run.hi), point(run.to, run.hi)]);
-  const bottom = runs.reverse().flatMap((run) => [point(run.to, run.lo), point(run.from, run.lo)]);
-  return `M${top.join("L")}L${bottom.join("L")}Z`;
+export function barSpan(start: number, bucketMs: number, x: Scale, minWidth: number): { x: number; width: number } {
+  const left = x(start);
+  const full = x(start + bucketMs) - left;
+  const width = Math.max(minWidth, full >= 4 ? full - 1 : full);
+  return { x: round(left + (full - width) / 2), width: round(width) };
+}
+
+/**
+ * Steps between time ticks, from a minute to four months: the chart takes the smallest that leaves
+ * `minSpacing` units between labels.
+ */
+const TICK_STEPS_MINUTES = [1, 5, 10, 15, 30, 60, 180, 360, 720, 1_440, 2 * 1_440, 5 * 1_440, 10 * 1_440, 30 * 1_440, 60 * 1_440, 120 * 1_440];
+
+export function tickStep(spanMs: number, width: number, minSpacing = 90): number {
+  const most = Math.max(1, Math.floor(width / minSpacing));
+  const minutes = TICK_STEPS_MINUTES.find((step) => spanMs / (step * 60_000) <= most) ?? TICK_STEPS_MINUTES.at(-1)!;
+  return minutes * 60_000;
 }
 
 /** The bucket under time `t`, clamped to the chart. */

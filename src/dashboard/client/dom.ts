@@ -66,10 +66,19 @@ export function slotIn(container: Element): HTMLElement {
   return slot;
 }
 
+/**
+ * The dashboard's one date format (the viewer's locale and clock: "25 Nov 2026, 14:05"), and its
+ * date-only form for whole days; relative times ("in 3 days") all come from `relative` below.
+ */
+const DATE_TIME = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+const DATE = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
+export const formatDateTime = (instant: number | string): string => DATE_TIME.format(new Date(instant));
+export const formatDate = (instant: number | string): string => DATE.format(new Date(instant));
+
 /** A date as people read it, in a <time> that keeps the exact value. */
 export function when(iso: string | null | undefined, missing = "Never"): Node | string {
   if (!iso) return missing;
-  return el("time", { datetime: iso, title: iso }, new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }));
+  return el("time", { datetime: iso, title: iso }, formatDateTime(iso));
 }
 
 /** "in 3 days", "2 hours ago": the distance from now, in the largest unit that fits. */
@@ -87,10 +96,9 @@ function relative(iso: string, now = Date.now()): string {
   return format.format(Math.round(seconds), "second");
 }
 
-/** A relative date ("expires in 3 days") whose tooltip and datetime keep the absolute one. */
-export function whenRelative(iso: string, prefix: string): HTMLTimeElement {
-  const absolute = new Date(iso).toLocaleString(undefined, { dateStyle: "full", timeStyle: "long" });
-  return el("time", { datetime: iso, title: absolute }, `${prefix} ${relative(iso)}`);
+/** A relative date ("expires in 3 days", "2 minutes ago") whose tooltip and datetime keep the absolute one. */
+export function whenRelative(iso: string, prefix = ""): HTMLTimeElement {
+  return el("time", { datetime: iso, title: formatDateTime(iso) }, prefix ? `${prefix} ${relative(iso)}` : relative(iso));
 }
 
 /** Label/value pairs as a description list. */
@@ -107,9 +115,29 @@ export function setUpDialogs(): void {
   }
 }
 
+/** Closes every open "More" menu (a <details class="more">) but `keep`. */
+function closeMenus(keep?: Element | null): void {
+  for (const menu of document.querySelectorAll<HTMLDetailsElement>("details.more[open]")) if (menu !== keep) menu.open = false;
+}
+
+/**
+ * "More" menus behave as menus: Escape closes the open one (the focus goes back to its button), and
+ * so does a click anywhere outside it or a dialog opening (openDialog).
+ */
+export function setUpMenus(): void {
+  document.addEventListener("keydown", (event) => {
+    const open = document.querySelector<HTMLDetailsElement>("details.more[open]");
+    if (event.key !== "Escape" || !open || document.querySelector("dialog[open]")) return;
+    open.open = false;
+    open.querySelector("summary")?.focus();
+  });
+  document.addEventListener("click", (event) => closeMenus(event.target instanceof Element ? event.target.closest("details.more") : null));
+}
+
 /** Opens a modal <dialog>; resolves with its return value when it closes, and focus goes back to the opener. */
 export function openDialog(dialog: HTMLDialogElement, focus?: HTMLElement | null): Promise<string> {
   const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+  closeMenus();
   clearFeedback();
   return new Promise((resolve) => {
     dialog.returnValue = "";

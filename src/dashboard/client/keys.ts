@@ -8,6 +8,7 @@ import {
   byId,
   chosenGrace,
   confirmAction,
+  formatDateTime,
   el,
   facts,
   feedbackSlot,
@@ -182,7 +183,7 @@ export async function finishKeyRotation(form: HTMLFormElement): Promise<void> {
   form.hidden = true;
   byId("rotate-done").hidden = false;
   const ends = grace
-    ? `The old key (${key.prefix}…) keeps working until ${new Date(Date.now() + grace * 1000).toLocaleString()}.`
+    ? `The old key (${key.prefix}…) keeps working until ${formatDateTime(Date.now() + grace * 1000)}.`
     : `The old key (${key.prefix}…) is refused from now on.`;
   showOnce(byId("rotated"), {
     title: `“${created.name}” rotated`,

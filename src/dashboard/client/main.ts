@@ -3,7 +3,7 @@
  * Keys (#keys, the default), Webhooks (#webhooks) and Usage (#usage).
  */
 import type { components } from "../../../client/schema.d.ts";
-import { api, useAccessToken } from "./api.ts";
+import { ApiFailure, api, duration, useAccessToken } from "./api.ts";
 import {
   type DashboardSettings,
   finishLogin,
@@ -15,7 +15,7 @@ import {
   startLogin,
   wasSignedIn,
 } from "./auth.ts";
-import { attempt, byId, clearFeedback, onSubmit, say, setUpDialogs } from "./dom.ts";
+import { attempt, byId, clearFeedback, onSubmit, say, setUpDialogs, setUpMenus } from "./dom.ts";
 import { finishKeyRotation, loadKeys, onKeysChanged, setUpKeys } from "./keys.ts";
 import { loadUsage, offerKeys, setUpUsage, useLimits } from "./usage.ts";
 import { finishSecretRotation, loadWebhooks, setUpWebhooks } from "./webhooks.ts";
@@ -25,6 +25,8 @@ type Account = components["schemas"]["Account"];
 const data = document.body.dataset;
 const settings: DashboardSettings = { issuer: data.issuer ?? "", clientId: data.clientId ?? "", audience: data.audience ?? "" };
 let session: Session | undefined;
+/** Whether the account, its keys and its webhooks have loaded: until then no view is shown. */
+let loaded = false;
 
 const VIEWS = ["keys", "webhooks", "usage"] as const;
 type View = (typeof VIEWS)[number];
@@ -35,7 +37,7 @@ const viewInHash = (): View | undefined => VIEWS.find((view) => location.hash ==
 
 /** Shows the view the hash names (anything else, e.g. #main from the skip link, keeps the current one). */
 function route(focus = true): void {
-  if (!session) return;
+  if (!session || !loaded) return;
   const view =
     viewInHash() ?? (document.querySelector<HTMLElement>(".view:not([hidden])")?.id.replace("view-", "") as View | undefined) ?? "keys";
   for (const name of VIEWS) byId(`view-${name}`).hidden = name !== view;
@@ -53,6 +55,7 @@ function route(focus = true): void {
 function showSignedOut(message?: string): void {
   session = undefined;
   useAccessToken(undefined);
+  loaded = false;
   byId("app").hidden = true;
   byId("who").hidden = true;
   byId("tabs").hidden = true;
@@ -86,13 +89,49 @@ async function showApp(signedIn: Session): Promise<void> {
   byId("announcer").textContent = "Signed in.";
   const saved = sessionStorage.getItem(VIEW_KEY);
   if (!viewInHash() && saved && VIEWS.includes(saved as View)) history.replaceState(null, "", `#${saved}`);
-  // The account's limits and the key list come first: the Usage view draws with both.
-  await Promise.all([
-    attempt(loadAccount, byId("keys-feedback")),
-    attempt(() => loadKeys(), byId("keys-feedback")),
-    attempt(() => loadWebhooks(), byId("webhooks-feedback")),
-  ]);
-  route();
+  await firstLoad();
+}
+
+/**
+ * The account's limits, its keys and its webhooks, before any view shows (the Usage view draws with the
+ * first two). A failure (the account's minute spent, a 5xx, no network) replaces the views with what
+ * went wrong and a way to try again, rather than an empty view under "Loading your plan…".
+ */
+async function firstLoad(): Promise<void> {
+  loaded = false;
+  byId("plan").textContent = "Loading your plan…";
+  byId("load-error").hidden = true;
+  for (const name of VIEWS) byId(`view-${name}`).hidden = true;
+  const results = await Promise.allSettled([loadAccount(), loadKeys(), loadWebhooks()]);
+  const failure = results.find((result) => result.status === "rejected")?.reason as unknown;
+  if (!session) return; // a 401 ended the session: the signed-out page says why
+  if (failure === undefined) {
+    loaded = true;
+    route();
+    return;
+  }
+  showLoadError(failure);
+}
+
+let retryCountdown: ReturnType<typeof setInterval> | undefined;
+
+function showLoadError(failure: unknown): void {
+  byId("plan").textContent = "";
+  byId("load-error-text").textContent = failure instanceof Error ? failure.message : String(failure);
+  byId("load-error").hidden = false;
+  const retry = byId<HTMLButtonElement>("load-retry");
+  clearInterval(retryCountdown);
+  // After a 429 the button waits out the Retry-After, counting down, so the next try is not refused too.
+  let wait = failure instanceof ApiFailure ? (failure.retryAfterSeconds ?? 0) : 0;
+  const tick = () => {
+    retry.disabled = wait > 0;
+    retry.textContent = wait > 0 ? `Try again in ${duration(wait)}` : "Try again";
+    if (wait <= 0) clearInterval(retryCountdown);
+    wait -= 1;
+  };
+  tick();
+  if (retry.disabled) retryCountdown = setInterval(tick, 1000);
+  byId("load-error-title").focus();
 }
 
 async function signOut(): Promise<void> {
@@ -105,6 +144,7 @@ async function signOut(): Promise<void> {
 
 async function start(): Promise<void> {
   setUpDialogs();
+  setUpMenus();
   setUpKeys();
   setUpWebhooks();
   setUpUsage();
@@ -119,6 +159,7 @@ async function start(): Promise<void> {
     (event) => void attempt(() => startLogin(settings), signedOutSlot, event.currentTarget as HTMLButtonElement),
   );
   byId("sign-out").addEventListener("click", () => void attempt(signOut, signedOutSlot));
+  byId("load-retry").addEventListener("click", () => void firstLoad());
   if (isCallback()) {
     byId("announcer").textContent = "Signing you in…";
     try {

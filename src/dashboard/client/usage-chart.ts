@@ -1,5 +1,5 @@
 /**
- * One usage chart: admitted and refused requests per bucket as stacked step areas, the plan's limit
+ * One usage chart: admitted and refused requests per bucket as stacked bars, the plan's limit
  * as a line, a tooltip on hover or keyboard focus, and the exact numbers in a table underneath.
  *
  * Hand-drawn SVG rather than a chart library: what is needed here is two areas, a line and two axes,
@@ -9,8 +9,8 @@
  * attributes, so no inline style is needed.
  */
 import type { Granularity, UsageBucket } from "./api-types.ts";
-import { bucketIndexAt, linearScale, stepBandPath, timeTicks, totals, valueAxis } from "./chart-geometry.ts";
-import { el } from "./dom.ts";
+import { barSpan, bucketIndexAt, linearScale, tickStep, timeTicks, totals, valueAxis } from "./chart-geometry.ts";
+import { el, formatDate, formatDateTime } from "./dom.ts";
 
 const SVG = "http://www.w3.org/2000/svg";
 const HOUR = 3_600_000;
@@ -24,9 +24,9 @@ interface Period {
   rate: string;
   /** How far the keyboard jumps with Page Up/Down. */
   page: number;
-  tickStep: (width: number) => number;
   tickLabel: Intl.DateTimeFormatOptions;
-  bucketLabel: Intl.DateTimeFormatOptions;
+  /** A bucket's start as the tooltip and the table show it: the dashboard's one date format. */
+  bucketLabel: (ms: number) => string;
   emptyRows: string;
 }
 
@@ -36,9 +36,8 @@ const PERIODS: Record<Granularity, Period> = {
     per: "minute",
     rate: "a minute",
     page: 60,
-    tickStep: (w) => (w >= 640 ? 3 : 6) * HOUR,
     tickLabel: { hour: "2-digit", minute: "2-digit" },
-    bucketLabel: { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" },
+    bucketLabel: formatDateTime,
     emptyRows: "Minutes with no requests are left out.",
   },
   hour: {
@@ -46,9 +45,8 @@ const PERIODS: Record<Granularity, Period> = {
     per: "hour",
     rate: "an hour",
     page: 24,
-    tickStep: (w) => (w >= 640 ? 5 : 10) * DAY,
     tickLabel: { month: "short", day: "numeric" },
-    bucketLabel: { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" },
+    bucketLabel: formatDateTime,
     emptyRows: "Hours with no requests are left out.",
   },
   day: {
@@ -56,9 +54,8 @@ const PERIODS: Record<Granularity, Period> = {
     per: "day",
     rate: "a day",
     page: 30,
-    tickStep: (w) => (w >= 640 ? 60 : 120) * DAY,
     tickLabel: { month: "short", day: "numeric" },
-    bucketLabel: { year: "numeric", month: "short", day: "numeric" },
+    bucketLabel: formatDate,
     emptyRows: "Days with no requests are left out.",
   },
 };
@@ -87,9 +84,11 @@ export interface ChartInput {
   /** The plan's limit per bucket (per minute, hour or day). */
   limit: number;
   width: number;
+  /** A line under the totals, e.g. why this range was picked. */
+  note?: string | undefined;
 }
 
-export function usageChart({ title, granularity, buckets, limit, width, tableOpen = false }: ChartInput): HTMLElement {
+export function usageChart({ title, granularity, buckets, limit, width, tableOpen = false, note }: ChartInput): HTMLElement {
   const period = PERIODS[granularity];
   const sum = totals(buckets);
   const figure = el("figure", { class: "chart" });
@@ -107,6 +106,7 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
       el("span", { class: "hint" }, `busiest ${period.per}: ${count(sum.peak)}`),
     ),
   );
+  if (note) caption.append(el("p", { class: "hint" }, note));
   figure.append(caption);
   if (!buckets.length) {
     figure.append(el("p", { class: "empty-state" }, "No usage recorded for this period."));
@@ -136,20 +136,26 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
   }
   const offset = -new Date().getTimezoneOffset() * 60_000;
   const tickFormat = new Intl.DateTimeFormat(undefined, period.tickLabel);
-  for (const t of timeTicks(first, end, period.tickStep(width), offset)) {
+  for (const t of timeTicks(first, end, tickStep(end - first, width), offset)) {
     chart.append(
       svg("line", { x1: x(t), x2: x(t), y1: height - margin.bottom, y2: height - margin.bottom + 4, class: "axis" }),
       svg("text", { x: x(t), y: height - 8, class: "tick", "text-anchor": "middle" }, tickFormat.format(t)),
     );
   }
   const starts = buckets.map((b) => new Date(b.start).getTime());
-  const admitted = buckets.map((b) => b.admitted);
   const upper = buckets.map((b) => b.admitted + b.refused);
-  const zeros = buckets.map(() => 0);
-  const admittedPath = stepBandPath({ starts, width: period.bucketMs, lower: zeros, upper: admitted }, x, y);
-  const refusedPath = stepBandPath({ starts, width: period.bucketMs, lower: admitted, upper }, x, y);
-  if (admittedPath) chart.append(svg("path", { d: admittedPath, class: "area admitted" }));
-  if (refusedPath) chart.append(svg("path", { d: refusedPath, class: "area refused" }));
+  // A bar per bucket with requests, refused stacked on admitted; at least 2 units wide, so a lone busy
+  // minute among 1,440 shows.
+  const bars = svg("g", { class: "bars" });
+  buckets.forEach((bucket, i) => {
+    if (!upper[i]) return;
+    const span = barSpan(starts[i]!, period.bucketMs, x, 2);
+    const part = (from: number, to: number, kind: string) =>
+      svg("rect", { ...span, y: y(to), height: Math.max(0, y(from) - y(to)), class: `bar ${kind}`, "data-index": i });
+    if (bucket.admitted) bars.append(part(0, bucket.admitted, "admitted"));
+    if (bucket.refused) bars.append(part(bucket.admitted, upper[i]!, "refused"));
+  });
+  chart.append(bars);
   chart.append(svg("line", { x1: margin.left, x2: width - margin.right, y1: y(0), y2: y(0), class: "axis" }));
   const limitText = `limit ${count(limit)} ${period.rate}`;
   if (axis.limitShown) {
@@ -172,7 +178,6 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
   });
   chart.append(marker);
   const tip = el("div", { class: "chart-tip", role: "status", hidden: true });
-  const bucketFormat = new Intl.DateTimeFormat(undefined, period.bucketLabel);
   let current = -1;
   const show = (index: number) => {
     current = index;
@@ -183,20 +188,28 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
     marker.setAttribute("width", String(Math.max(1, right - left)));
     marker.setAttribute("visibility", "visible");
     tip.replaceChildren(
-      el("strong", {}, bucketFormat.format(starts[index]!)),
+      el("strong", {}, period.bucketLabel(starts[index]!)),
       el("span", {}, el("span", { class: "swatch admitted" }), `${count(bucket.admitted)} admitted`),
       el("span", {}, el("span", { class: "swatch refused" }), `${count(bucket.refused)} refused`),
     );
     tip.hidden = false;
-    // Positioned through the CSSOM, which the page's CSP allows (a style attribute it would not).
-    tip.style.left = `${Math.min(Math.max(left, 70), width - 70)}px`;
+    // Positioned through the CSSOM, which the page's CSP allows (a style attribute it would not), in CSS
+    // pixels: the SVG is drawn scaled to its box, so its units are not pixels.
+    const scale = chart.getBoundingClientRect().width / width || 1;
+    const shown = chart.getBoundingClientRect().width || width;
+    tip.style.left = `${Math.min(Math.max(((left + right) / 2) * scale, 70), shown - 70)}px`;
   };
   const hide = () => {
     marker.setAttribute("visibility", "hidden");
     tip.hidden = true;
   };
-  const indexAt = (event: PointerEvent) =>
-    bucketIndexAt(x.invert(event.clientX - chart.getBoundingClientRect().left), first, period.bucketMs, buckets.length);
+  // The pointer through the SVG's own screen transform, so it lands on the right bucket whatever size
+  // the SVG is drawn at (CSS scales it to its box: the viewBox's units are not CSS pixels).
+  const indexAt = (event: PointerEvent) => {
+    const toSvg = chart.getScreenCTM()?.inverse();
+    const svgX = toSvg ? new DOMPoint(event.clientX, event.clientY).matrixTransform(toSvg).x : event.offsetX;
+    return bucketIndexAt(x.invert(svgX), first, period.bucketMs, buckets.length);
+  };
   chart.addEventListener("pointermove", (event) => show(indexAt(event)));
   chart.addEventListener("pointerleave", () => (document.activeElement === chart ? show(current) : hide()));
   chart.addEventListener("focus", () => {
@@ -218,19 +231,19 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
     event.preventDefault();
     show(Math.min(buckets.length - 1, Math.max(0, (current < 0 ? buckets.length - 1 : current) + move)));
   });
-  figure.append(el("div", { class: "chart-plot" }, chart, tip), usageTable(buckets, period, bucketFormat, tableOpen));
+  figure.append(el("div", { class: "chart-plot" }, chart, tip), usageTable(buckets, period, tableOpen));
   return figure;
 }
 
 /** The exact numbers, for reading rather than looking: the buckets that saw any request. */
-function usageTable(buckets: UsageBucket[], period: Period, format: Intl.DateTimeFormat, open: boolean): HTMLDetailsElement {
+function usageTable(buckets: UsageBucket[], period: Period, open: boolean): HTMLDetailsElement {
   const rows = buckets
     .filter((b) => b.admitted + b.refused > 0)
     .map((b) =>
       el(
         "tr",
         {},
-        el("th", { scope: "row" }, format.format(new Date(b.start))),
+        el("th", { scope: "row" }, period.bucketLabel(new Date(b.start).getTime())),
         el("td", {}, count(b.admitted)),
         el("td", {}, count(b.refused)),
       ),

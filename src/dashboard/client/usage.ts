@@ -7,12 +7,21 @@ import { usageChart } from "./usage-chart.ts";
 
 type Limits = components["schemas"]["Limits"];
 
-const RANGE_TITLES: Record<Granularity, string> = { minute: "last 24 hours", hour: "last 30 days", day: "last year" };
+/** The Period choices: the last hour is the last 60 of the 24 hours' minutes (one request serves both). */
+const RANGES = {
+  "last-hour": { granularity: "minute", title: "last hour", buckets: 60 },
+  minute: { granularity: "minute", title: "last 24 hours", buckets: undefined },
+  hour: { granularity: "hour", title: "last 30 days", buckets: undefined },
+  day: { granularity: "day", title: "last year", buckets: undefined },
+} as const satisfies Record<string, { granularity: Granularity; title: string; buckets: number | undefined }>;
+type Range = keyof typeof RANGES;
 const LIMIT_FOR: Record<Granularity, keyof Limits> = { minute: "per_minute", hour: "per_hour", day: "per_day" };
 
 let limits: Limits | undefined;
 let keys: ApiKey[] = [];
-let shown: { title: string; granularity: Granularity; usage: Usage } | undefined;
+let shown: { title: string; granularity: Granularity; buckets: Usage["buckets"]; note?: string } | undefined;
+/** Until someone picks a Period, the view picks it: the last hour when all of the day's requests are in it. */
+let rangeChosen = false;
 
 export function useLimits(planLimits: Limits): void {
   limits = planLimits;
@@ -52,8 +61,8 @@ function draw(): void {
   if (!shown || !limits) return;
   const width = Math.max(280, area.clientWidth || 640);
   const tableOpen = area.querySelector("details")?.open ?? false;
-  const { title, granularity, usage } = shown;
-  area.replaceChildren(usageChart({ title, granularity, buckets: usage.buckets, limit: limits[LIMIT_FOR[granularity]], width, tableOpen }));
+  const { title, granularity, buckets, note } = shown;
+  area.replaceChildren(usageChart({ title, granularity, buckets, limit: limits[LIMIT_FOR[granularity]], width, tableOpen, note }));
 }
 
 /** Fetches and draws what the controls say. */
@@ -68,18 +77,34 @@ export async function loadUsage(): Promise<void> {
   }
   const data = new FormData(form);
   const keyId = String(data.get("key") ?? "");
-  const granularity = String(data.get("range") ?? "minute") as Granularity;
+  const picked = String(data.get("range") ?? "minute");
+  let range: Range = picked in RANGES ? (picked as Range) : "minute";
+  const { granularity } = RANGES[range];
   const key = keys.find((k) => k.id === keyId);
   const path = key ? `/api-keys/${encodeURIComponent(key.id)}/usage` : "/account/usage";
-  const usage = await api<Usage>("GET", `${path}?granularity=${granularity}`);
-  shown = { title: `${key ? `“${key.name}”` : "All keys"}, ${RANGE_TITLES[granularity]}`, granularity, usage };
+  const { buckets: all } = await api<Usage>("GET", `${path}?granularity=${granularity}`);
+  let note: string | undefined;
+  if (!rangeChosen && granularity === "minute") {
+    const lastHour = all.slice(-RANGES["last-hour"].buckets);
+    const busy = (buckets: typeof all) => buckets.some((b) => b.admitted + b.refused > 0);
+    const next: Range = busy(lastHour) && !busy(all.slice(0, -lastHour.length)) ? "last-hour" : "minute";
+    if (next === "last-hour") note = "Showing the last hour: every request of the last 24 hours is in it.";
+    range = next;
+    form.querySelector<HTMLInputElement>(`input[name="range"][value="${range}"]`)!.checked = true;
+  }
+  const wanted = RANGES[range].buckets;
+  const buckets = wanted ? all.slice(-wanted) : all;
+  shown = { title: `${key ? `“${key.name}”` : "All keys"}, ${RANGES[range].title}`, granularity, buckets, note };
   draw();
 }
 
 export function setUpUsage(): void {
   const form = byId<HTMLFormElement>("usage-controls");
   onSubmit(form, loadUsage, byId("usage-feedback"));
-  form.addEventListener("change", () => void attempt(loadUsage, byId("usage-feedback")));
+  form.addEventListener("change", (event) => {
+    if (event.target instanceof HTMLInputElement && event.target.name === "range") rangeChosen = true;
+    void attempt(loadUsage, byId("usage-feedback"));
+  });
   let lastWidth = 0;
   window.addEventListener("resize", () => {
     const width = byId("usage").clientWidth;

@@ -3,7 +3,8 @@
  * disable/enable, rotate the secret, replay events since a time, send a test, deliveries, delete.
  */
 import type { components } from "../../../client/schema.d.ts";
-import { ApiFailure, api } from "./api.ts";
+import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../webhooks/schedule.ts";
+import { api } from "./api.ts";
 import type { Delivery, ReplayQueued, RotatedWebhookSecret, WebhookPatch } from "./api-types.ts";
 import {
   actionButton,
@@ -14,12 +15,14 @@ import {
   el,
   facts,
   feedbackSlot,
+  formatDateTime,
   onSubmit,
   openDialog,
   say,
   showOnce,
   slotIn,
   when,
+  whenRelative,
 } from "./dom.ts";
 
 type Webhook = components["schemas"]["Webhook"];
@@ -33,16 +36,10 @@ const webhookPath = (hook: Webhook, rest = "") => `/webhooks/${encodeURIComponen
 /** Lists the webhooks; `message` goes into the card of webhook `focusId`, which gets the focus. */
 export async function loadWebhooks(focusId?: string, message?: string): Promise<void> {
   const list = byId("webhooks");
-  let hooks: Webhook[];
-  try {
-    ({ webhooks: hooks } = await api<{ webhooks: Webhook[] }>("GET", "/webhooks"));
-  } catch (error) {
-    if (!(error instanceof ApiFailure) || error.status === 401) throw error;
-    list.replaceChildren();
-    say(byId("webhooks-feedback"), `Webhooks could not be loaded: ${error.message}`, "error");
-    return;
-  }
+  const { webhooks: hooks } = await api<{ webhooks: Webhook[] }>("GET", "/webhooks");
   list.replaceChildren(...(hooks.length ? hooks.map(webhookCard) : [emptyState()]));
+  // Each card's health comes from its latest deliveries, after the list shows (a failure stays in that card).
+  for (const hook of hooks) void showHealth(hook);
   const card = focusId ? list.querySelector<HTMLElement>(`[data-id="${CSS.escape(focusId)}"]`) : null;
   if (card && message) say(slotIn(card), message);
   card?.querySelector<HTMLElement>("h3")?.focus();
@@ -122,6 +119,7 @@ function webhookCard(hook: Webhook): HTMLLIElement {
     ),
     hook.disabled_reason ? el("p", { class: "reason" }, el("strong", {}, "Disabled because: "), hook.disabled_reason) : null,
     facts(details),
+    el("div", { class: "health", "aria-live": "polite" }, el("p", { class: "hint" }, "Checking recent deliveries…")),
     el(
       "div",
       { class: "actions" },
@@ -249,7 +247,7 @@ export async function finishSecretRotation(form: HTMLFormElement): Promise<void>
     label: "Signing secret",
     value: rotated.secret,
     warning: grace
-      ? `Deliveries carry the old signature too until ${new Date(Date.now() + grace * 1000).toLocaleString()}; give your receiver the new secret before then.`
+      ? `Deliveries carry the old signature too until ${formatDateTime(Date.now() + grace * 1000)}; give your receiver the new secret before then.`
       : "Deliveries are signed with this secret only, from now on.",
   });
 }
@@ -302,9 +300,71 @@ async function sendTest(hook: Webhook): Promise<void> {
   if (card) say(slotIn(card), "A webhook.test event is on its way; its delivery shows under Deliveries in a few seconds.");
 }
 
+const deliveriesOf = async (hook: Webhook) =>
+  (await api<{ deliveries: Delivery[] }>("GET", webhookPath(hook, "/deliveries"))).deliveries;
+
+/** "HTTP 200", "HTTP 500", "No response": what an attempt got back. */
+const answer = (d: Delivery) => (d.status_code === null ? "No response" : `HTTP ${d.status_code}`);
+
+/**
+ * When a webhook's failed events are tried next: per event its newest attempt (the list is newest
+ * first); one still "retrying" is due its schedule's delay after that attempt (src/webhooks/schedule.ts,
+ * ±20 % jitter, so "around"). The soonest, and how many events wait.
+ */
+function nextRetry(deliveries: Delivery[]): { at: number; attempt: number; waiting: number } | undefined {
+  const newest = new Map<string, Delivery>();
+  for (const d of deliveries) if (!newest.has(d.event_id)) newest.set(d.event_id, d);
+  const due = [...newest.values()]
+    .filter((d) => d.outcome === "retrying")
+    .map((d) => ({ at: Date.parse(d.delivered_at) + (RETRY_DELAYS_SECONDS[d.attempt - 1] ?? 0) * 1000, attempt: d.attempt + 1 }))
+    .sort((a, b) => a.at - b.at);
+  return due[0] && { ...due[0], waiting: due.length };
+}
+
+/** The card's health: the last delivery, the share of recent attempts that failed, and the next retry. */
+function healthFacts(deliveries: Delivery[]): HTMLElement {
+  const last = deliveries[0];
+  if (!last) return el("p", { class: "hint" }, "No deliveries yet. “Send test” makes one.");
+  const failed = deliveries.filter((d) => d.outcome !== "delivered").length;
+  const share = Math.round((failed / deliveries.length) * 100);
+  const pairs: Array<[string, Node | string]> = [
+    [
+      "Last delivery",
+      el(
+        "span",
+        {},
+        el("span", { class: `badge ${last.outcome === "delivered" ? "enabled" : "disabled"}` }, answer(last)),
+        " ",
+        whenRelative(last.delivered_at),
+      ),
+    ],
+    [
+      "Failed attempts",
+      el("span", { class: failed ? "failing" : "" }, `${share} %`, el("span", { class: "hint" }, ` of the last ${deliveries.length}`)),
+    ],
+  ];
+  const retry = nextRetry(deliveries);
+  if (retry) {
+    const due = retry.at <= Date.now() ? "due now" : `around ${formatDateTime(retry.at)}`;
+    const more = retry.waiting > 1 ? ` (${retry.waiting} events waiting)` : "";
+    pairs.push(["Next retry", `${due}, attempt ${retry.attempt} of ${MAX_ATTEMPTS}${more}`]);
+  }
+  return facts(pairs);
+}
+
+async function showHealth(hook: Webhook): Promise<void> {
+  const slot = byId("webhooks").querySelector(`[data-id="${CSS.escape(hook.id)}"] .health`);
+  if (!slot) return;
+  try {
+    slot.replaceChildren(healthFacts(await deliveriesOf(hook)));
+  } catch (error) {
+    slot.replaceChildren(el("p", { class: "hint" }, `Recent deliveries could not be checked: ${error instanceof Error ? error.message : String(error)}`));
+  }
+}
+
 function deliveryItem(d: Delivery): HTMLLIElement {
   const ok = d.outcome === "delivered";
-  const result = d.status_code === null ? "No response" : `HTTP ${d.status_code}`;
+  const result = answer(d);
   return el(
     "li",
     { class: "delivery" },
@@ -323,14 +383,20 @@ function deliveryItem(d: Delivery): HTMLLIElement {
 }
 
 async function showDeliveries(hook: Webhook): Promise<void> {
-  const { deliveries } = await api<{ deliveries: Delivery[] }>("GET", webhookPath(hook, "/deliveries"));
-  byId("deliveries-title").textContent = `Recent deliveries to ${hook.url}`;
+  const deliveries = await deliveriesOf(hook);
+  const title = byId("deliveries-title");
+  title.textContent = `Recent deliveries to ${hook.url}`;
   byId("deliveries").replaceChildren(
     deliveries.length
       ? el("ul", { class: "deliveries" }, ...deliveries.map(deliveryItem))
       : el("p", { class: "empty-state" }, "No deliveries yet. Use “Send test” on the webhook to see one here."),
   );
-  await openDialog(byId<HTMLDialogElement>("deliveries-dialog"), byId("deliveries-dialog").querySelector("button"));
+  // The focus goes to the title, at the top, where the newest attempt is (the Close button at the
+  // bottom would scroll a phone's screen past all of them).
+  const dialog = byId<HTMLDialogElement>("deliveries-dialog");
+  const closed = openDialog(dialog, title);
+  dialog.scrollTop = 0;
+  await closed;
 }
 
 async function remove(hook: Webhook): Promise<void> {
