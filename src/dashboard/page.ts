@@ -1,3 +1,5 @@
+import type { KeyScope } from "../rate-limit/key-scopes.ts";
+
 /** What the browser code needs to sign in; it reaches the page as data attributes on <body>. */
 export interface PageSettings {
   issuer: string;
@@ -30,6 +32,13 @@ function viewHead(name: string, title: string, intro: string, button = ""): stri
       ${button}
     </div>`;
 }
+
+/** The scopes a key may hold (src/rate-limit/key-scopes.ts), as the access dialog names them. */
+const SCOPE_LABELS: Record<KeyScope, string> = {
+  "products:read": "Products and competitors",
+  "history:read": "Price history",
+  "events:read": "Events feed and stream",
+};
 
 /** The grace-period choice shared by key rotation and webhook secret rotation. */
 const GRACE_CHOICES = [
@@ -98,7 +107,14 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
     <section id="view-keys" class="view" aria-labelledby="keys-title" hidden>
       ${viewHead("keys", "API keys", "Your servers send one in the Authorization header. Each key gets the plan's limits on its own.", `<button id="open-create-key" type="button" class="primary">Create key</button>`)}
       ${feedback("keys-feedback")}
-      <ul id="keys" class="cards" aria-labelledby="keys-title"></ul>
+      <div id="leaks"></div>
+      <div class="list-tools"><button id="show-revoked" type="button" class="link" aria-pressed="false" hidden></button></div>
+      <table class="keys-table" aria-labelledby="keys-title">
+        <thead>
+          <tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Expires</th><th scope="col">Access</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr>
+        </thead>
+        <tbody id="keys"></tbody>
+      </table>
     </section>
 
     <section id="view-webhooks" class="view" aria-labelledby="webhooks-title" hidden>
@@ -227,6 +243,27 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
     <div class="actions">
       <button type="button" data-cancel>Close</button>
       <button type="submit" class="primary">Replay events</button>
+    </div>
+  </form>
+</dialog>
+
+<dialog id="access-dialog" aria-labelledby="access-title">
+  <h2 id="access-title">Access</h2>
+  <form id="access-form">
+    <fieldset class="field">
+      <legend>Data the key may read</legend>
+      ${Object.entries(SCOPE_LABELS).map(([scope, label]) => `<label class="check"><input type="checkbox" name="scopes" value="${scope}"> ${label} <code class="hint">${scope}</code></label>`).join("\n      ")}
+      <p class="hint">A request for anything else is refused (403) and not counted.</p>
+    </fieldset>
+    <div class="field">
+      <label for="access-ips">Allowed IP addresses (optional)</label>
+      <textarea id="access-ips" name="allowed_ips" rows="4" spellcheck="false" autocomplete="off" aria-describedby="access-ips-hint" placeholder="203.0.113.0/24&#10;2001:db8::/32"></textarea>
+      <p id="access-ips-hint" class="hint">One IPv4 or IPv6 address or CIDR range a line, at most 50. Empty: any address. A request from elsewhere is refused (403) and not counted.</p>
+    </div>
+    ${feedback()}
+    <div class="actions">
+      <button type="button" data-cancel>Cancel</button>
+      <button type="submit" class="primary">Save access</button>
     </div>
   </form>
 </dialog>

@@ -113,7 +113,7 @@ async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SCREENSHOTS, `${String(shotNumber).padStart(2, "0")}-${name}.png`), fullPage: true });
 }
 
-const DESKTOP = { width: 1100, height: 900 };
+const DESKTOP = { width: 1280, height: 900 };
 const PHONE = { width: 390, height: 844 };
 
 /** The same state at desktop and at phone width (then back to desktop). */
@@ -343,7 +343,7 @@ describe("dashboard in Chromium", () => {
     // A reload signs in again silently through the IdP session; only the prefix is left.
     await page.reload();
     await page.waitForURL(`${WORKER}/dashboard/**`);
-    const card = page.locator("#keys li", { hasText: "E2E server" });
+    const card = page.locator("#keys tr", { hasText: "E2E server" });
     await card.waitFor();
     expect(await card.textContent()).toContain(key.slice(0, 17));
     expect(await card.locator(".badge").textContent()).toBe("Active");
@@ -361,11 +361,12 @@ describe("dashboard in Chromium", () => {
     await rotateDialog.getByRole("button", { name: "Cancel" }).click();
     await rotateDialog.waitFor({ state: "hidden" });
 
-    // Rename, in a dialog whose field has the focus; the confirmation shows in the card.
+    // Rename (under More), in a dialog whose field has the focus; the confirmation shows in the row.
+    await card.getByText("More").click();
     await card.getByRole("button", { name: "Rename key “E2E server”" }).click();
     await page.keyboard.type("E2E server (renamed)"); // the current name is selected: typing replaces it
     await page.keyboard.press("Enter");
-    await expect.poll(() => card.locator("h3").textContent()).toBe("E2E server (renamed)");
+    await expect.poll(() => card.locator(".key-name").textContent()).toBe("E2E server (renamed)");
     expect(await card.locator(".feedback").textContent()).toContain("Renamed");
 
     // Revoke: the confirmation says it is permanent and starts on Cancel; Escape backs out.
@@ -384,8 +385,11 @@ describe("dashboard in Chromium", () => {
     expect((await getProducts(key)).status).toBe(200);
     await revokeButton.click();
     await dialog.getByRole("button", { name: "Revoke key", exact: true }).click();
-    await expect.poll(() => card.locator(".badge").textContent()).toBe("Revoked");
-    expect(await card.locator(".feedback").textContent()).toContain("is revoked");
+    // A revoked key leaves the list for the filter; the confirmation stays above the list.
+    await expect.poll(() => card.count()).toBe(0);
+    expect(await page.locator("#keys-feedback").textContent()).toContain("is revoked");
+    await page.getByRole("button", { name: "Show revoked (1)" }).click();
+    expect(await card.locator(".badge").textContent()).toBe("Revoked");
     await screenshot(page, "revoked");
 
     // Refused from the very next request.
@@ -581,7 +585,7 @@ describe("dashboard in Chromium", () => {
     await signIn(page);
     await createKey(page, "Expiring", "In 7 days");
     await closeDialog(page, "create-key-dialog");
-    const card = page.locator("#keys li", { hasText: "Expiring" });
+    const card = page.locator("#keys tr", { hasText: "Expiring" });
     await card.waitFor();
     const expiry = card.locator("time", { hasText: /^expires in/ });
     expect(await expiry.textContent()).toMatch(/^expires in (7 days|next week|1 week)$/);
@@ -598,7 +602,7 @@ describe("dashboard in Chromium", () => {
     await signIn(page);
     const oldKey = await createKey(page, "Rotating");
     await closeDialog(page, "create-key-dialog");
-    const card = page.locator("#keys li", { hasText: "Rotating" }).first();
+    const card = page.locator("#keys tr", { hasText: "Rotating" }).first();
     await card.getByRole("button", { name: "Rotate key “Rotating”" }).click();
     const dialog = page.locator("#rotate-dialog");
     await dialog.waitFor();
@@ -615,15 +619,18 @@ describe("dashboard in Chromium", () => {
     await closeDialog(page, "rotate-dialog");
     expect((await getProducts(oldKey)).status).toBe(200); // within the grace
     expect((await getProducts(newKey)).status).toBe(200);
-    const cards = page.locator("#keys li", { hasText: "Rotating" });
+    const cards = page.locator("#keys tr", { hasText: "Rotating" });
     await expect.poll(() => cards.count()).toBe(2);
     // Each card also names the other's prefix (the rotation links), so they are told apart by the link's wording.
     const old = cards.filter({ hasText: "Replaced by" });
     const successor = cards.filter({ hasText: "Replaces" });
     expect(await old.count()).toBe(1);
     expect(await successor.count()).toBe(1);
-    expect(await old.locator("code").first().textContent()).toBe(`${oldKey.slice(0, 17)}…`);
-    expect(await successor.locator("code").first().textContent()).toBe(`${newKey.slice(0, 17)}…`);
+    expect(await old.locator("code.prefix").textContent()).toBe(`${oldKey.slice(0, 17)}…`);
+    expect(await successor.locator("code.prefix").textContent()).toBe(`${newKey.slice(0, 17)}…`);
+    // Each names the other: "Replaced by <new prefix>; grace ends …" and "Replaces <old prefix>".
+    expect(await old.locator(".lineage").textContent()).toContain(`Replaced by ${newKey.slice(0, 17)}…; grace ends`);
+    expect(await successor.locator(".lineage").textContent()).toBe(`Replaces ${oldKey.slice(0, 17)}…`);
     expect(await old.locator("time", { hasText: /^expires in/ }).textContent()).toMatch(/^expires in (1 hour|60 minutes)$/);
     expect(await old.getByRole("button", { name: /^Rotate/ }).count()).toBe(0); // a rotated key cannot be rotated again
     await screenshotBoth(page, "keys-after-rotation");
@@ -671,6 +678,45 @@ describe("dashboard in Chromium", () => {
     await context.close();
   });
 
+  it("points at the right minute: hovering the newest bar shows its time and count, at desktop and phone width", async () => {
+    const { context, page, problems } = await openPage();
+    await signIn(page);
+    const key = await createKey(page, "Pointer");
+    await closeDialog(page, "create-key-dialog");
+    for (let i = 0; i < 3; i += 1) expect((await getProducts(key)).status).toBe(200);
+    await page.getByRole("link", { name: "Usage", exact: true }).click();
+    await page.getByLabel("Key", { exact: true }).selectOption({ label: `Pointer (${key.slice(0, 17)}…)` });
+    const chart = page.locator("#usage figure");
+    // A new key's only traffic is in the last hour, so the view picks that range by itself, and says so.
+    await expect.poll(() => chart.locator("h2").textContent()).toBe("“Pointer”, last hour");
+    expect(await chart.textContent()).toContain("Showing the last hour");
+    expect(await page.locator("#usage-controls").getByLabel("1 hour").isChecked()).toBe(true);
+    await chart.getByText("Show the numbers as a table").click();
+    for (const viewport of [DESKTOP, PHONE]) {
+      await page.setViewportSize(viewport);
+      // The chart redraws at the new width (the SVG is drawn scaled to its box, so its units are not pixels).
+      await expect.poll(() => chart.locator("svg").getAttribute("width")).not.toBe(null);
+      const newestRow = chart.locator("tbody tr").last();
+      const minute = await newestRow.locator("th").textContent();
+      const [admitted, refused] = await newestRow.locator("td").allTextContents();
+      const bar = chart.locator("rect.bar").last();
+      const box = (await bar.boundingBox())!;
+      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      const tip = chart.locator(".chart-tip");
+      await expect.poll(() => tip.isVisible()).toBe(true);
+      expect(await tip.locator("strong").textContent(), `at ${viewport.width} px`).toBe(minute);
+      expect(await tip.textContent()).toContain(`${admitted} admitted`);
+      expect(await tip.textContent()).toContain(`${refused} refused`);
+      // The marker stands over that bar.
+      const marker = (await chart.locator(".marker").boundingBox())!;
+      expect(Math.abs(marker.x + marker.width / 2 - (box.x + box.width / 2))).toBeLessThan(2);
+      await screenshot(page, `usage-pointer-${viewport.width}`);
+    }
+    await page.setViewportSize(DESKTOP);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
   it("edits, disables and enables a webhook, rotates its secret, replays events", async (ctx) => {
     for (const [method, path] of [
       ["patch", "/webhooks/{id}"],
@@ -702,10 +748,10 @@ describe("dashboard in Chromium", () => {
       expect(await card.locator(".feedback").textContent()).toBe("Changes saved.");
 
       await card.getByRole("button", { name: /^Disable/ }).click();
-      await expect.poll(() => card.locator(".badge").textContent()).toBe("Disabled");
+      await expect.poll(() => card.locator(".card-head .badge").textContent()).toBe("Disabled");
       await screenshotBoth(page, "webhook-disabled");
       await card.getByRole("button", { name: /^Enable/ }).click();
-      await expect.poll(() => card.locator(".badge").textContent()).toBe("Enabled");
+      await expect.poll(() => card.locator(".card-head .badge").textContent()).toBe("Enabled");
 
       await card.getByText("More").click();
       await card.getByRole("button", { name: /^Rotate secret/ }).click();
@@ -767,7 +813,7 @@ describe("dashboard in Chromium", () => {
     await page.getByRole("link", { name: "Webhooks", exact: true }).click();
     const card = page.locator("#webhooks li").first();
     await card.waitFor();
-    expect(await card.locator(".badge").textContent()).toBe("Disabled");
+    expect(await card.locator(".card-head .badge").textContent()).toBe("Disabled");
     expect(await card.textContent()).toContain("Every delivery failed for 5 days");
     expect(await card.getByRole("button", { name: /^Enable/ }).isVisible()).toBe(true);
     await screenshotBoth(page, "webhook-disabled-with-reason");
@@ -776,6 +822,191 @@ describe("dashboard in Chromium", () => {
     await deliveries.getByText("Response body").click();
     expect(await deliveries.locator("pre").textContent()).toContain("database unavailable");
     await screenshotBoth(page, "delivery-response-excerpt");
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("shows a webhook's health on its card; the deliveries open at the newest on a phone; More closes as a menu should", async () => {
+    const { context, page, problems } = await openPage();
+    // Made-up records (the real ones are covered by the workers tests): 40 attempts, newest first; the
+    // newest failed with a 503 and is retrying (its 2nd attempt, so the 3rd is due about 5 minutes after it).
+    const hook = {
+      id: "wh_health",
+      url: "https://receiver.example/hooks/health",
+      description: null,
+      events: ["price.changed", "stock.changed"],
+      min_change_pct: 0,
+      filters: null,
+      status: "enabled",
+      created_at: "2026-11-01T09:00:00.000Z",
+      disabled_at: null,
+      disabled_reason: null,
+    };
+    const now = Date.now();
+    const deliveries = Array.from({ length: 40 }, (_, i) => {
+      const failed = i === 0 || i % 4 === 1; // the newest, and 10 more
+      return {
+        event_id: `evt_${String(40 - i).padStart(4, "0")}`,
+        type: "price.changed",
+        attempt: i === 0 ? 2 : 1,
+        status_code: failed ? 503 : 200,
+        error: failed ? "HTTP 503 from the receiver" : null,
+        duration_ms: 120 + i,
+        outcome: i === 0 ? "retrying" : failed ? "failed" : "delivered",
+        delivered_at: new Date(now - 60_000 - i * 600_000).toISOString(),
+        response_excerpt: failed ? "Service Unavailable" : "ok",
+      };
+    });
+    await page.route("**/webhooks", (route) =>
+      route.request().method() === "GET" ? route.fulfill({ json: { webhooks: [hook] } }) : route.fallback(),
+    );
+    await page.route("**/webhooks/wh_health/deliveries", (route) => route.fulfill({ json: { webhook_id: hook.id, deliveries } }));
+    await signIn(page);
+    await page.getByRole("link", { name: "Webhooks", exact: true }).click();
+    const card = page.locator("#webhooks li").first();
+    const health = card.locator(".health");
+    await expect.poll(() => health.textContent()).toContain("Last delivery");
+    expect(await health.textContent()).toContain("HTTP 503");
+    expect(await health.locator("time").textContent()).toBe("1 minute ago");
+    expect(await health.textContent()).toContain("28 % of the last 40"); // 11 of 40
+    const retryAt = await page.evaluate(
+      (at) => new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" }).format(at),
+      now - 60_000 + 300_000,
+    );
+    expect(await health.locator("dd").last().textContent()).toBe(`around ${retryAt}, attempt 3 of 8`);
+    await screenshotBoth(page, "webhook-card-health");
+
+    // "More" closes on Escape (the focus back on it), on a click outside it, and when a dialog opens.
+    const more = card.locator("details.more");
+    await more.locator("summary").click();
+    expect(await more.getAttribute("open")).not.toBe(null);
+    await page.keyboard.press("Escape");
+    await expect.poll(() => more.getAttribute("open")).toBe(null);
+    expect(await page.evaluate("document.activeElement.textContent")).toContain("More");
+    await more.locator("summary").click();
+    await page.locator("#webhooks-title").click();
+    await expect.poll(() => more.getAttribute("open")).toBe(null);
+    await more.locator("summary").click();
+    await card.getByRole("button", { name: /^Edit/ }).click();
+    await page.locator("#webhook-dialog").waitFor();
+    expect(await more.getAttribute("open")).toBe(null);
+    await page.keyboard.press("Escape");
+
+    // On a phone the deliveries open at the top, where the newest attempt is.
+    await page.setViewportSize(PHONE);
+    await card.getByRole("button", { name: /^Deliveries/ }).click();
+    const dialog = page.locator("#deliveries-dialog");
+    await dialog.waitFor();
+    expect(await dialog.evaluate((element) => element.scrollTop)).toBe(0);
+    const newest = dialog.locator(".delivery").first();
+    expect(await newest.textContent()).toContain("evt_0040");
+    const box = (await newest.boundingBox())!;
+    expect(box.y).toBeGreaterThanOrEqual(0);
+    expect(box.y + box.height).toBeLessThanOrEqual(PHONE.height);
+    await screenshot(page, "deliveries-phone-top");
+    await page.setViewportSize(DESKTOP);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("lists keys as a table: active first, revoked behind a filter, rotations named, access edited, one line per date", async () => {
+    const { context, page, problems } = await openPage();
+    await signIn(page);
+    const first = await createKey(page, "Billing server");
+    await closeDialog(page, "create-key-dialog");
+    await createKey(page, "Nightly export", "In 30 days");
+    await closeDialog(page, "create-key-dialog");
+    const rows = page.locator("#keys tr");
+    await expect.poll(() => rows.count()).toBe(2);
+
+    // Rotate "Billing server" (1 hour of grace), then revoke the new key: the confirmation says what
+    // becomes of the old one, which the API will not rotate a second time.
+    await rows.filter({ hasText: "Billing server" }).getByRole("button", { name: /^Rotate/ }).click();
+    const rotate = page.locator("#rotate-dialog");
+    await rotate.getByLabel("1 hour").check();
+    await rotate.getByRole("button", { name: "Rotate key" }).click();
+    await rotate.getByLabel("Your new API key").waitFor();
+    await closeDialog(page, "rotate-dialog");
+    await expect.poll(() => rows.count()).toBe(3);
+    const successor = rows.filter({ hasText: "Replaces" });
+    await successor.getByRole("button", { name: /^Revoke/ }).click();
+    const confirm = page.locator("#confirm-dialog");
+    await confirm.waitFor();
+    const text = await confirm.locator("#confirm-text").textContent();
+    expect(text).toContain(`The key it replaced (${first.slice(0, 17)}…) is not affected: it keeps working until`);
+    expect(text).toContain("It cannot be rotated again (it already was)");
+    await screenshot(page, "confirm-revoke-rotated");
+    await confirm.getByRole("button", { name: "Revoke key", exact: true }).click();
+    await expect.poll(() => rows.count()).toBe(2);
+    expect((await getProducts(first)).status).toBe(200); // the old key, in its grace
+    const toggle = page.getByRole("button", { name: "Show revoked (1)" });
+    expect(await toggle.getAttribute("aria-pressed")).toBe("false");
+    await toggle.click();
+    await expect.poll(() => rows.count()).toBe(3);
+    // Active first: the revoked key is last.
+    expect(await rows.last().locator(".badge").textContent()).toBe("Revoked");
+
+    // Access: scopes and allowed addresses, edited in a dialog; a bad address gets the API's detail.
+    const nightly = rows.filter({ hasText: "Nightly export" });
+    await nightly.getByText("More").click();
+    await nightly.getByRole("button", { name: /^Edit access/ }).click();
+    const access = page.locator("#access-dialog");
+    await access.waitFor();
+    await access.getByLabel(/Products and competitors/).uncheck();
+    await access.getByLabel("Allowed IP addresses (optional)").fill("203.0.113.0/24\nnot-an-address");
+    await access.getByRole("button", { name: "Save access" }).click();
+    await expect.poll(() => access.locator(".feedback").textContent()).toContain("must be an IPv4 or IPv6 address");
+    await access.getByLabel("Allowed IP addresses (optional)").fill("203.0.113.0/24\n2001:db8::/32");
+    await screenshotBoth(page, "key-access-dialog");
+    await access.getByRole("button", { name: "Save access" }).click();
+    await expect.poll(() => nightly.locator("td[data-label=Access]").textContent()).toBe("history:read, events:read · 2 IP ranges");
+    expect(await nightly.locator(".feedback").textContent()).toContain("applies from the next request");
+
+    // At 1280 px every date is on one line (an inline element that wraps has more than one box).
+    const wrapped = await page
+      .locator("#keys time")
+      .evaluateAll((times) => times.filter((time) => time.getClientRects().length !== 1).map((time) => time.textContent));
+    expect(wrapped).toEqual([]);
+    expect(await page.locator(".keys-table thead").isVisible()).toBe(true);
+    await screenshotBoth(page, "keys-table");
+    await page.setViewportSize(PHONE);
+    expect(await page.locator(".keys-table thead").isVisible()).toBe(false); // stacked rows
+    await page.setViewportSize(DESKTOP);
+    expect(problems.filter((problem) => !/\b400\b/.test(problem))).toEqual([]);
+    await context.close();
+  });
+
+  it("shows a leaked key's banner with where it was found (laid out with a made-up record)", async () => {
+    const { context, page, problems } = await openPage();
+    // The leak itself (a signed report revoking the key) is covered by the workers tests.
+    await page.route("**/api-keys", async (route) => {
+      if (route.request().method() !== "GET") return route.fallback();
+      const leaked = {
+        id: "key_leaked",
+        name: "CI deploy",
+        prefix: "pda_live_7Hq2LmX",
+        status: "revoked",
+        created_at: "2026-10-01T09:00:00.000Z",
+        last_used_at: "2026-11-24T22:10:00.000Z",
+        revoked_at: "2026-11-24T22:14:05.000Z",
+        revoked_reason: "leaked",
+        leaked_at: "2026-11-24T22:14:05.000Z",
+        leak_url: "https://github.com/example/shop-scripts/blob/main/deploy.sh",
+        expires_at: null,
+        rotated_from: null,
+        rotated_to: null,
+        allowed_ips: null,
+        scopes: ["products:read", "history:read", "events:read"],
+      };
+      return route.fulfill({ json: { api_keys: [leaked] } });
+    });
+    await signIn(page);
+    const banner = page.locator("#leaks .leak");
+    await banner.waitFor();
+    expect(await banner.textContent()).toContain("“CI deploy” (pda_live_7Hq2LmX…) was found in public and revoked.");
+    expect(await banner.getByRole("link").getAttribute("href")).toBe("https://github.com/example/shop-scripts/blob/main/deploy.sh");
+    expect(await page.locator("#keys").textContent()).toContain("No active keys.");
+    await screenshotBoth(page, "leaked-key-banner");
     expect(problems).toEqual([]);
     await context.close();
   });

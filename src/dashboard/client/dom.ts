@@ -115,6 +115,29 @@ export function setUpDialogs(): void {
   }
 }
 
+/**
+ * A "More" menu (a <details class="more">) of less frequent actions on `target`. Choosing an item
+ * closes the menu first, and the focus goes to "More", where a dialog it opens returns it.
+ */
+export function moreMenu(target: string, ...items: Array<HTMLButtonElement | false>): HTMLDetailsElement {
+  const more = el(
+    "details",
+    { class: "more" },
+    el("summary", {}, "More", el("span", { class: "visually-hidden" }, ` actions for ${target}`)),
+    el("div", { class: "menu" }, ...items),
+  );
+  more.addEventListener(
+    "click",
+    (event) => {
+      if (!(event.target instanceof Element) || !event.target.closest(".menu button")) return;
+      more.open = false;
+      more.querySelector("summary")?.focus();
+    },
+    { capture: true },
+  );
+  return more;
+}
+
 /** Closes every open "More" menu (a <details class="more">) but `keep`. */
 function closeMenus(keep?: Element | null): void {
   for (const menu of document.querySelectorAll<HTMLDetailsElement>("details.more[open]")) if (menu !== keep) menu.open = false;

@@ -1,4 +1,9 @@
-/** The Keys view: list with status and expiry, create (optionally expiring; the full key shown once), rename, rotate, revoke. */
+/**
+ * The Keys view: a table (stacked rows on a phone) with status, rotation links and expiry, active keys
+ * first and revoked ones behind a filter; a banner for each key found in public; create (optionally
+ * expiring; the full key shown once), rename, edit access (scopes, allowed IPs), rotate, revoke.
+ */
+import { KEY_SCOPES } from "../../rate-limit/key-scopes.ts";
 import { api } from "./api.ts";
 import type { ApiKey, CreatedApiKey } from "./api-types.ts";
 import {
@@ -9,8 +14,8 @@ import {
   chosenGrace,
   confirmAction,
   formatDateTime,
+  moreMenu,
   el,
-  facts,
   feedbackSlot,
   onSubmit,
   openDialog,
@@ -21,6 +26,8 @@ import {
   whenRelative,
 } from "./dom.ts";
 
+type Scope = ApiKey["scopes"][number];
+
 const keyPath = (key: ApiKey, rest = "") => `/api-keys/${encodeURIComponent(key.id)}${rest}`;
 const DAY_MS = 86_400_000;
 
@@ -30,78 +37,141 @@ export function onKeysChanged(listener: (keys: ApiKey[]) => void): void {
   keysChanged = listener;
 }
 
-/** Lists the account's keys; `message` goes into the card of key `focusId`, which gets the focus. */
+/** The last list, and whether revoked keys are shown (they sit behind "Show revoked (N)"). */
+let listed: ApiKey[] = [];
+let showRevoked = false;
+
+/** Lists the account's keys; `message` goes into the row of key `focusId`, which gets the focus. */
 export async function loadKeys(focusId?: string, message?: string): Promise<void> {
   const { api_keys: keys } = await api<{ api_keys: ApiKey[] }>("GET", "/api-keys");
+  listed = keys;
   keysChanged(keys);
-  const list = byId("keys");
-  const prefixes = new Map(keys.map((key) => [key.id, key.prefix]));
-  list.replaceChildren(...(keys.length ? keys.map((key) => keyCard(key, prefixes)) : [emptyState()]));
-  const card = focusId ? list.querySelector<HTMLElement>(`[data-id="${CSS.escape(focusId)}"]`) : null;
-  if (card && message) say(slotIn(card), message);
-  card?.querySelector<HTMLElement>("h3")?.focus();
+  render();
+  const row = focusId ? byId("keys").querySelector<HTMLElement>(`[data-id="${CSS.escape(focusId)}"]`) : null;
+  if (row) {
+    if (message) say(slotIn(row), message);
+    row.querySelector<HTMLElement>(".key-name")?.focus();
+  } else if (focusId) {
+    // The key left the list (revoked, behind the filter): the message goes above it.
+    if (message) say(byId("keys-feedback"), message);
+    byId("keys-title").focus();
+  }
 }
 
-function emptyState(): HTMLLIElement {
-  const button = el("button", { type: "button", class: "primary" }, "Create your first key");
-  button.addEventListener("click", () => void openCreate());
+/** Active keys first, then expired, then revoked; newest first within each (the API lists newest first). */
+const STATUS_ORDER: Record<ApiKey["status"], number> = { active: 0, expired: 1, revoked: 2 };
+
+function render(): void {
+  const revoked = listed.filter((key) => key.status === "revoked");
+  const shown = listed.filter((key) => showRevoked || key.status !== "revoked").sort((a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status]);
+  const prefixes = new Map(listed.map((key) => [key.id, key]));
+  byId("keys").replaceChildren(...(shown.length ? shown.map((key) => keyRow(key, prefixes)) : [emptyState(revoked.length)]));
+  const toggle = byId<HTMLButtonElement>("show-revoked");
+  toggle.hidden = !revoked.length;
+  toggle.setAttribute("aria-pressed", String(showRevoked));
+  toggle.textContent = `${showRevoked ? "Hide" : "Show"} revoked (${revoked.length})`;
+  byId("leaks").replaceChildren(...listed.filter(recentlyLeaked).map(leakBanner));
+}
+
+/** A leaked key's banner stays for 30 days after the report. */
+const recentlyLeaked = (key: ApiKey) => key.revoked_reason === "leaked" && Date.now() - Date.parse(key.leaked_at ?? key.revoked_at ?? "") < 30 * DAY_MS;
+
+/** Where a leaked key was found: a link when the report gave a web address, else the text as reported. */
+function leakPlace(url: string | null): Node | string {
+  if (!url) return "a public place the scanner did not name";
+  return /^https?:\/\//i.test(url) && URL.canParse(url) ? el("a", { href: url, rel: "noopener noreferrer", target: "_blank" }, url) : url;
+}
+
+function leakBanner(key: ApiKey): HTMLElement {
   return el(
-    "li",
-    { class: "empty-state" },
-    el(
-      "p",
-      {},
-      el("strong", {}, "No API keys yet."),
-      " Create one for each server or script that calls the API, so you can revoke one without touching the others.",
-    ),
-    button,
+    "div",
+    { class: "leak", role: "alert" },
+    el("strong", {}, `“${key.name}” (${key.prefix}…) was found in public and revoked. `),
+    "Found at ",
+    leakPlace(key.leak_url),
+    key.leaked_at ? el("span", {}, ", reported ", when(key.leaked_at)) : null,
+    ". Requests with it are refused. Remove it from there, then create a new key for what used it, and keep the new one out of code you publish.",
   );
+}
+
+function emptyState(revoked: number): HTMLTableRowElement {
+  const button = el("button", { type: "button", class: "primary" }, revoked ? "Create a key" : "Create your first key");
+  button.addEventListener("click", () => void openCreate());
+  const text = revoked
+    ? [el("strong", {}, "No active keys."), ` Your ${revoked === 1 ? "revoked key is" : `${revoked} revoked keys are`} under “Show revoked”.`]
+    : [
+        el("strong", {}, "No API keys yet."),
+        " Create one for each server or script that calls the API, so you can revoke one without touching the others.",
+      ];
+  return el("tr", {}, el("td", { colspan: "7" }, el("div", { class: "empty-state" }, el("p", {}, ...text), button)));
 }
 
 const STATUS_LABEL: Record<ApiKey["status"], string> = { active: "Active", expired: "Expired", revoked: "Revoked" };
 
-/** `prefixes` names the keys a rotation links (a successor keeps the name, so the prefix tells them apart). */
-function keyCard(key: ApiKey, prefixes: Map<string, string>): HTMLLIElement {
+/** What the key may do: "All data" or its scopes, and where from. */
+function accessSummary(key: ApiKey): string {
+  const scopes = key.scopes.length === KEY_SCOPES.length ? "All data" : key.scopes.join(", ");
+  const ips = key.allowed_ips?.length;
+  return `${scopes} · ${ips ? `${ips} IP range${ips === 1 ? "" : "s"}` : "any IP"}`;
+}
+
+/** `byKeyId` finds the keys a rotation links (a successor keeps the name, so the prefix tells them apart). */
+function keyRow(key: ApiKey, byKeyId: Map<string, ApiKey>): HTMLTableRowElement {
   const active = key.status === "active";
-  const linked = (id: string) => {
-    const prefix = prefixes.get(id);
-    return prefix ? el("code", {}, `${prefix}…`) : id;
-  };
-  const details: Array<[string, Node | string]> = [
-    ["Prefix", el("code", {}, `${key.prefix}…`)],
-    ["Created", when(key.created_at)],
-    ["Last used", when(key.last_used_at)],
-  ];
-  if (key.expires_at)
-    details.push([
-      key.status === "expired" ? "Expired" : "Expires",
-      whenRelative(key.expires_at, key.status === "expired" ? "expired" : "expires"),
-    ]);
-  else if (active) details.push(["Expires", "Never"]);
-  if (key.revoked_at) details.push(["Revoked", when(key.revoked_at)]);
-  if (key.rotated_to) details.push(["Replaced by", linked(key.rotated_to)]);
-  if (key.rotated_from) details.push(["Replaces", linked(key.rotated_from)]);
+  const prefixOf = (id: string) => el("code", {}, byKeyId.get(id) ? `${byKeyId.get(id)!.prefix}…` : id);
   const target = `key “${key.name}”`;
-  const card = el("li", { class: `card key ${key.status}`, "data-id": key.id });
   const slot = feedbackSlot();
-  card.append(
+  const expires = key.expires_at
+    ? whenRelative(key.expires_at, key.status === "expired" ? "expired" : "expires")
+    : active
+      ? "Never"
+      : "—";
+  const lineage = [
+    key.rotated_from && el("p", { class: "lineage" }, "Replaces ", prefixOf(key.rotated_from)),
+    key.rotated_to &&
+      el(
+        "p",
+        { class: "lineage" },
+        "Replaced by ",
+        prefixOf(key.rotated_to),
+        active && key.expires_at ? el("span", {}, "; grace ends ", when(key.expires_at)) : null,
+      ),
+    key.revoked_reason === "leaked" && el("p", { class: "lineage leaked" }, "Found in public: revoked"),
+  ];
+  const cell = (label: string, ...children: Array<Node | string | false | null>) => el("td", { "data-label": label }, ...children);
+  return el(
+    "tr",
+    { class: `key ${key.status}`, "data-id": key.id },
     el(
-      "div",
-      { class: "card-head" },
-      el("h3", { tabindex: "-1" }, key.name),
+      "th",
+      { scope: "row" },
+      el("span", { class: "key-name", tabindex: "-1" }, key.name),
+      " ",
       el("span", { class: `badge ${key.status}` }, STATUS_LABEL[key.status] ?? key.status),
+      ...lineage,
     ),
-    facts(details),
+    cell("Key", el("code", { class: "prefix" }, `${key.prefix}…`)),
+    cell("Created", when(key.created_at)),
+    cell("Last used", key.last_used_at ? whenRelative(key.last_used_at) : "Never"),
+    cell(key.status === "expired" ? "Expired" : "Expires", expires),
+    cell("Access", accessSummary(key)),
     el(
-      "div",
-      { class: "actions" },
-      actionButton("Rename", target, (b) => void attempt(() => rename(key), slot, b)),
-      active && !key.rotated_to && actionButton("Rotate", target, (b) => void attempt(() => rotate(key), slot, b)),
-      key.status !== "revoked" && actionButton("Revoke", target, (b) => void attempt(() => revoke(key), slot, b), "danger"),
+      "td",
+      { class: "row-actions" },
+      el(
+        "div",
+        { class: "actions" },
+        active && !key.rotated_to && actionButton("Rotate", target, (b) => void attempt(() => rotate(key), slot, b)),
+        key.status !== "revoked" && actionButton("Revoke", target, (b) => void attempt(() => revoke(key), slot, b), "danger"),
+        moreMenu(
+          target,
+          actionButton("Rename", target, (b) => void attempt(() => rename(key), slot, b)),
+          active && actionButton("Edit access", target, (b) => void attempt(() => editAccess(key), slot, b)),
+        ),
+      ),
+      slot,
     ),
-    slot,
   );
-  return card;
 }
 
 /** The chosen expiry as ISO-8601, or undefined for a key that never expires. */
@@ -194,18 +264,64 @@ export async function finishKeyRotation(form: HTMLFormElement): Promise<void> {
   await loadKeys();
 }
 
+/**
+ * What revoking `key` does to the key it replaced, when that one is still in its grace: it keeps working
+ * until the grace ends, and the API refuses to rotate it again (it already was: 409), so the way on is a new key.
+ */
+function replacedKeyNote(key: ApiKey): string {
+  const old = key.rotated_from ? listed.find((other) => other.id === key.rotated_from) : undefined;
+  if (!old || old.status !== "active" || !old.expires_at) return "";
+  return (
+    ` The key it replaced (${old.prefix}…) is not affected: it keeps working until ${formatDateTime(old.expires_at)}, then is refused.` +
+    " It cannot be rotated again (it already was), so if something still needs a key, create a new one before then."
+  );
+}
+
 async function revoke(key: ApiKey): Promise<void> {
   const confirmed = await confirmAction(
     `Revoke “${key.name}”?`,
-    `Revocation is permanent. Every request with this key (${key.prefix}…) is refused from now on, and the key cannot be turned back on. If something still uses it, rotate it instead.`,
+    `Revocation is permanent. Every request with this key (${key.prefix}…) is refused from now on, and the key cannot be turned back on. If something still uses it, rotate it instead.${replacedKeyNote(key)}`,
     "Revoke key",
   );
   if (!confirmed) return;
   await api("DELETE", keyPath(key));
-  await loadKeys(key.id, `“${key.name}” is revoked; requests with it are refused.`);
+  await loadKeys(key.id, `“${key.name}” is revoked; requests with it are refused. It is listed under “Show revoked”.`);
+}
+
+let editingAccess: ApiKey | undefined;
+
+/** Opens the access dialog: the scopes as checkboxes, the allowed addresses one a line. */
+function editAccess(key: ApiKey): Promise<string> {
+  editingAccess = key;
+  const form = byId<HTMLFormElement>("access-form");
+  form.reset();
+  byId("access-title").textContent = `Access of “${key.name}”`;
+  for (const box of form.querySelectorAll<HTMLInputElement>('input[name="scopes"]')) box.checked = key.scopes.includes(box.value as Scope);
+  byId<HTMLTextAreaElement>("access-ips").value = (key.allowed_ips ?? []).join("\n");
+  return openDialog(byId<HTMLDialogElement>("access-dialog"), form.querySelector<HTMLInputElement>('input[name="scopes"]'));
+}
+
+async function saveAccess(form: HTMLFormElement): Promise<void> {
+  const key = editingAccess;
+  if (!key) return;
+  const data = new FormData(form);
+  const scopes = data.getAll("scopes").map(String) as Scope[];
+  if (!scopes.length) throw new Error("Choose at least one kind of data the key may read.");
+  const ips = String(data.get("allowed_ips") ?? "")
+    .split(/[\s,]+/)
+    .filter(Boolean);
+  await api<ApiKey>("PATCH", keyPath(key), { scopes, allowed_ips: ips.length ? ips : null });
+  byId<HTMLDialogElement>("access-dialog").close("saved");
+  await loadKeys(key.id, `Access of “${key.name}” saved; it applies from the next request.`);
 }
 
 export function setUpKeys(): void {
+  byId("show-revoked").addEventListener("click", () => {
+    showRevoked = !showRevoked;
+    render();
+  });
+  const accessForm = byId<HTMLFormElement>("access-form");
+  onSubmit(accessForm, () => saveAccess(accessForm));
   const open = byId<HTMLButtonElement>("open-create-key");
   open.addEventListener("click", () => void openCreate());
   onSubmit(byId<HTMLFormElement>("create-key"), create);

@@ -16,6 +16,7 @@ import {
   facts,
   feedbackSlot,
   formatDateTime,
+  moreMenu,
   onSubmit,
   openDialog,
   say,
@@ -73,40 +74,24 @@ function webhookCard(hook: Webhook): HTMLLIElement {
   const target = `webhook ${hook.url}`;
   const slot = feedbackSlot();
   const run = (action: () => Promise<unknown>) => (button: HTMLButtonElement) => void attempt(action, slot, button);
-  const more = el(
-    "details",
-    { class: "more" },
-    el("summary", {}, "More", el("span", { class: "visually-hidden" }, ` actions for ${target}`)),
-    el(
-      "div",
-      { class: "menu" },
-      actionButton(
-        "Rotate secret",
-        target,
-        run(() => rotateSecret(hook)),
-      ),
-      actionButton(
-        "Replay events",
-        target,
-        run(() => openReplay(hook)),
-      ),
-      actionButton(
-        "Delete",
-        target,
-        run(() => remove(hook)),
-        "danger",
-      ),
+  const more = moreMenu(
+    target,
+    actionButton(
+      "Rotate secret",
+      target,
+      run(() => rotateSecret(hook)),
     ),
-  );
-  // Choosing an item closes the menu first, and the focus goes to "More", where a dialog it opens returns it.
-  more.addEventListener(
-    "click",
-    (event) => {
-      if (!(event.target instanceof Element) || !event.target.closest(".menu button")) return;
-      more.open = false;
-      more.querySelector("summary")?.focus();
-    },
-    { capture: true },
+    actionButton(
+      "Replay events",
+      target,
+      run(() => openReplay(hook)),
+    ),
+    actionButton(
+      "Delete",
+      target,
+      run(() => remove(hook)),
+      "danger",
+    ),
   );
   return el(
     "li",
