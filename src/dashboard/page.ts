@@ -252,7 +252,12 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
   <form id="access-form">
     <fieldset class="field">
       <legend>Data the key may read</legend>
-      ${Object.entries(SCOPE_LABELS).map(([scope, label]) => `<label class="check"><input type="checkbox" name="scopes" value="${scope}"> ${label} <code class="hint">${scope}</code></label>`).join("\n      ")}
+      ${Object.entries(SCOPE_LABELS)
+        .map(
+          ([scope, label]) =>
+            `<label class="check"><input type="checkbox" name="scopes" value="${scope}"> ${label} <code class="hint">${scope}</code></label>`,
+        )
+        .join("\n      ")}
       <p class="hint">A request for anything else is refused (403) and not counted.</p>
     </fieldset>
     <div class="field">

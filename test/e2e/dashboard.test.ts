@@ -628,10 +628,10 @@ describe("dashboard in Chromium", () => {
     expect(await successor.count()).toBe(1);
     expect(await old.locator("code.prefix").textContent()).toBe(`${oldKey.slice(0, 17)}…`);
     expect(await successor.locator("code.prefix").textContent()).toBe(`${newKey.slice(0, 17)}…`);
-    // Each names the other: "Replaced by <new prefix>; grace ends …" and "Replaces <old prefix>".
-    expect(await old.locator(".lineage").textContent()).toContain(`Replaced by ${newKey.slice(0, 17)}…; grace ends`);
+    // Each names the other ("Replaced by <new prefix>", "Replaces <old prefix>"); the old one expires when its grace ends.
+    expect(await old.locator(".lineage").textContent()).toBe(`Replaced by ${newKey.slice(0, 17)}…`);
     expect(await successor.locator(".lineage").textContent()).toBe(`Replaces ${oldKey.slice(0, 17)}…`);
-    expect(await old.locator("time", { hasText: /^expires in/ }).textContent()).toMatch(/^expires in (1 hour|60 minutes)$/);
+    expect(await old.locator("time", { hasText: /^grace ends in/ }).textContent()).toMatch(/^grace ends in (1 hour|60 minutes)$/);
     expect(await old.getByRole("button", { name: /^Rotate/ }).count()).toBe(0); // a rotated key cannot be rotated again
     await screenshotBoth(page, "keys-after-rotation");
     expect(problems).toEqual([]);
@@ -864,6 +864,7 @@ describe("dashboard in Chromium", () => {
     await signIn(page);
     await page.getByRole("link", { name: "Webhooks", exact: true }).click();
     const card = page.locator("#webhooks li").first();
+    await card.waitFor();
     const health = card.locator(".health");
     await expect.poll(() => health.textContent()).toContain("Last delivery");
     expect(await health.textContent()).toContain("HTTP 503");
@@ -921,7 +922,10 @@ describe("dashboard in Chromium", () => {
 
     // Rotate "Billing server" (1 hour of grace), then revoke the new key: the confirmation says what
     // becomes of the old one, which the API will not rotate a second time.
-    await rows.filter({ hasText: "Billing server" }).getByRole("button", { name: /^Rotate/ }).click();
+    await rows
+      .filter({ hasText: "Billing server" })
+      .getByRole("button", { name: /^Rotate/ })
+      .click();
     const rotate = page.locator("#rotate-dialog");
     await rotate.getByLabel("1 hour").check();
     await rotate.getByRole("button", { name: "Rotate key" }).click();

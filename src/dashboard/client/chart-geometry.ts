@@ -76,7 +76,24 @@ export function barSpan(start: number, bucketMs: number, x: Scale, minWidth: num
  * Steps between time ticks, from a minute to four months: the chart takes the smallest that leaves
  * `minSpacing` units between labels.
  */
-const TICK_STEPS_MINUTES = [1, 5, 10, 15, 30, 60, 180, 360, 720, 1_440, 2 * 1_440, 5 * 1_440, 10 * 1_440, 30 * 1_440, 60 * 1_440, 120 * 1_440];
+const TICK_STEPS_MINUTES = [
+  1,
+  5,
+  10,
+  15,
+  30,
+  60,
+  180,
+  360,
+  720,
+  1_440,
+  2 * 1_440,
+  5 * 1_440,
+  10 * 1_440,
+  30 * 1_440,
+  60 * 1_440,
+  120 * 1_440,
+];
 
 export function tickStep(spanMs: number, width: number, minSpacing = 90): number {
   const most = Math.max(1, Math.floor(width / minSpacing));

@@ -13,10 +13,10 @@ import {
   byId,
   chosenGrace,
   confirmAction,
-  formatDateTime,
-  moreMenu,
   el,
   feedbackSlot,
+  formatDateTime,
+  moreMenu,
   onSubmit,
   openDialog,
   say,
@@ -63,7 +63,9 @@ const STATUS_ORDER: Record<ApiKey["status"], number> = { active: 0, expired: 1, 
 
 function render(): void {
   const revoked = listed.filter((key) => key.status === "revoked");
-  const shown = listed.filter((key) => showRevoked || key.status !== "revoked").sort((a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status]);
+  const shown = listed
+    .filter((key) => showRevoked || key.status !== "revoked")
+    .sort((a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status]);
   const prefixes = new Map(listed.map((key) => [key.id, key]));
   byId("keys").replaceChildren(...(shown.length ? shown.map((key) => keyRow(key, prefixes)) : [emptyState(revoked.length)]));
   const toggle = byId<HTMLButtonElement>("show-revoked");
@@ -74,7 +76,8 @@ function render(): void {
 }
 
 /** A leaked key's banner stays for 30 days after the report. */
-const recentlyLeaked = (key: ApiKey) => key.revoked_reason === "leaked" && Date.now() - Date.parse(key.leaked_at ?? key.revoked_at ?? "") < 30 * DAY_MS;
+const recentlyLeaked = (key: ApiKey) =>
+  key.revoked_reason === "leaked" && Date.now() - Date.parse(key.leaked_at ?? key.revoked_at ?? "") < 30 * DAY_MS;
 
 /** Where a leaked key was found: a link when the report gave a web address, else the text as reported. */
 function leakPlace(url: string | null): Node | string {
@@ -98,7 +101,10 @@ function emptyState(revoked: number): HTMLTableRowElement {
   const button = el("button", { type: "button", class: "primary" }, revoked ? "Create a key" : "Create your first key");
   button.addEventListener("click", () => void openCreate());
   const text = revoked
-    ? [el("strong", {}, "No active keys."), ` Your ${revoked === 1 ? "revoked key is" : `${revoked} revoked keys are`} under “Show revoked”.`]
+    ? [
+        el("strong", {}, "No active keys."),
+        ` Your ${revoked === 1 ? "revoked key is" : `${revoked} revoked keys are`} under “Show revoked”.`,
+      ]
     : [
         el("strong", {}, "No API keys yet."),
         " Create one for each server or script that calls the API, so you can revoke one without touching the others.",
@@ -121,21 +127,12 @@ function keyRow(key: ApiKey, byKeyId: Map<string, ApiKey>): HTMLTableRowElement 
   const prefixOf = (id: string) => el("code", {}, byKeyId.get(id) ? `${byKeyId.get(id)!.prefix}…` : id);
   const target = `key “${key.name}”`;
   const slot = feedbackSlot();
-  const expires = key.expires_at
-    ? whenRelative(key.expires_at, key.status === "expired" ? "expired" : "expires")
-    : active
-      ? "Never"
-      : "—";
+  // A rotated key's expiry is the end of its grace: said so, since that is why it has one.
+  const expiryWord = key.status === "expired" ? "expired" : key.rotated_to ? "grace ends" : "expires";
+  const expires = key.expires_at ? whenRelative(key.expires_at, expiryWord) : active ? "Never" : "—";
   const lineage = [
     key.rotated_from && el("p", { class: "lineage" }, "Replaces ", prefixOf(key.rotated_from)),
-    key.rotated_to &&
-      el(
-        "p",
-        { class: "lineage" },
-        "Replaced by ",
-        prefixOf(key.rotated_to),
-        active && key.expires_at ? el("span", {}, "; grace ends ", when(key.expires_at)) : null,
-      ),
+    key.rotated_to && el("p", { class: "lineage" }, "Replaced by ", prefixOf(key.rotated_to)),
     key.revoked_reason === "leaked" && el("p", { class: "lineage leaked" }, "Found in public: revoked"),
   ];
   const cell = (label: string, ...children: Array<Node | string | false | null>) => el("td", { "data-label": label }, ...children);
@@ -270,7 +267,7 @@ export async function finishKeyRotation(form: HTMLFormElement): Promise<void> {
  */
 function replacedKeyNote(key: ApiKey): string {
   const old = key.rotated_from ? listed.find((other) => other.id === key.rotated_from) : undefined;
-  if (!old || old.status !== "active" || !old.expires_at) return "";
+  if (old?.status !== "active" || !old.expires_at) return "";
   return (
     ` The key it replaced (${old.prefix}…) is not affected: it keeps working until ${formatDateTime(old.expires_at)}, then is refused.` +
     " It cannot be rotated again (it already was), so if something still needs a key, create a new one before then."

@@ -285,8 +285,7 @@ async function sendTest(hook: Webhook): Promise<void> {
   if (card) say(slotIn(card), "A webhook.test event is on its way; its delivery shows under Deliveries in a few seconds.");
 }
 
-const deliveriesOf = async (hook: Webhook) =>
-  (await api<{ deliveries: Delivery[] }>("GET", webhookPath(hook, "/deliveries"))).deliveries;
+const deliveriesOf = async (hook: Webhook) => (await api<{ deliveries: Delivery[] }>("GET", webhookPath(hook, "/deliveries"))).deliveries;
 
 /** "HTTP 200", "HTTP 500", "No response": what an attempt got back. */
 const answer = (d: Delivery) => (d.status_code === null ? "No response" : `HTTP ${d.status_code}`);
@@ -325,7 +324,12 @@ function healthFacts(deliveries: Delivery[]): HTMLElement {
     ],
     [
       "Failed attempts",
-      el("span", { class: failed ? "failing" : "" }, `${share} %`, el("span", { class: "hint" }, ` of the last ${deliveries.length}`)),
+      el(
+        "span",
+        {},
+        el("span", { class: failed ? "failing" : "" }, `${share} %`),
+        el("span", { class: "hint" }, ` of the last ${deliveries.length}`),
+      ),
     ],
   ];
   const retry = nextRetry(deliveries);
@@ -343,7 +347,9 @@ async function showHealth(hook: Webhook): Promise<void> {
   try {
     slot.replaceChildren(healthFacts(await deliveriesOf(hook)));
   } catch (error) {
-    slot.replaceChildren(el("p", { class: "hint" }, `Recent deliveries could not be checked: ${error instanceof Error ? error.message : String(error)}`));
+    slot.replaceChildren(
+      el("p", { class: "hint" }, `Recent deliveries could not be checked: ${error instanceof Error ? error.message : String(error)}`),
+    );
   }
 }
 
