@@ -1165,6 +1165,19 @@ export interface components {
             delivered_at: string;
             /** @description The first 1 KiB of the receiver's answer (UTF-8); null without one */
             response_excerpt: string | null;
+            /** @description The body the attempt sent (its id is event_id); null once the event has left D1 for the archive (after a day), and for test events */
+            payload: {
+                type: string;
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO-8601
+                 * @example 2026-01-31T12:00:00.000Z
+                 */
+                timestamp: string;
+                data: {
+                    [key: string]: unknown;
+                };
+            } | null;
         };
         IngestionResult: {
             received: number;

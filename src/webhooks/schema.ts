@@ -162,6 +162,13 @@ const Delivery = z
     outcome: z.enum(["delivered", "retrying", "failed", "disabled"]),
     delivered_at: timestamp,
     response_excerpt: z.string().nullable().meta({ description: "The first 1 KiB of the receiver's answer (UTF-8); null without one" }),
+    payload: z
+      .object({ type: z.string(), timestamp, data: z.record(z.string(), z.unknown()) })
+      .nullable()
+      .meta({
+        description:
+          "The body the attempt sent (its id is event_id); null once the event has left D1 for the archive (after a day), and for test events",
+      }),
   })
   .meta({ id: "Delivery", description: "One delivery attempt" });
 export type DeliveryView = z.infer<typeof Delivery>;

@@ -5,7 +5,7 @@ import { ApiError } from "../http/errors.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
-import { webhookDeliveries, webhooks } from "../platform/tables.ts";
+import { events, webhookDeliveries, webhooks } from "../platform/tables.ts";
 import { latestAttempts } from "./delivery/delivery-archive.ts";
 import type { DeliveryView, WebhookBody, WebhookPatch, WebhookView } from "./schema.ts";
 import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
@@ -35,7 +35,7 @@ export function webhookView(row: WebhookRow): WebhookView {
   };
 }
 
-function deliveryView(row: DeliveryRow): DeliveryView {
+function deliveryView(row: DeliveryRow, payload: string | undefined): DeliveryView {
   return {
     event_id: row.eventId,
     type: row.type,
@@ -46,6 +46,7 @@ function deliveryView(row: DeliveryRow): DeliveryView {
     outcome: row.outcome,
     delivered_at: row.deliveredAt,
     response_excerpt: row.responseExcerpt,
+    payload: payload === undefined ? null : (JSON.parse(payload) as DeliveryView["payload"]),
   };
 }
 
@@ -213,5 +214,23 @@ export async function listDeliveries(db: Database, archive: R2Bucket, accountId:
     .orderBy(desc(webhookDeliveries.id))
     .limit(DELIVERIES_LISTED);
   const rows = await latestAttempts(inD1, archive, id, DELIVERIES_LISTED);
-  return { webhook_id: id, deliveries: rows.map(deliveryView) };
+  const payloads = await eventPayloads(
+    db,
+    rows.map((row) => row.eventId),
+  );
+  return { webhook_id: id, deliveries: rows.map((row) => deliveryView(row, payloads.get(row.eventId))) };
+}
+
+/**
+ * The bodies the listed attempts sent, from their events' rows while those are in D1 (a day; then only in the
+ * archive, which the listing does not read): one query, the ids as one JSON parameter (up to 100 distinct ids
+ * would otherwise meet D1's limit of 100 bound parameters).
+ */
+async function eventPayloads(db: Database, eventIds: readonly string[]): Promise<Map<string, string>> {
+  if (!eventIds.length) return new Map();
+  const rows = await db
+    .select({ id: events.id, payload: events.payload })
+    .from(events)
+    .where(sql`${events.id} IN (SELECT value FROM json_each(${JSON.stringify([...new Set(eventIds)])}))`);
+  return new Map(rows.map((row) => [row.id, row.payload]));
 }

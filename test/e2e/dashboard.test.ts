@@ -802,6 +802,11 @@ describe("dashboard in Chromium", () => {
       outcome: "failed",
       delivered_at: "2026-11-20T08:59:00.000Z",
       response_excerpt: '{"error":"database unavailable","trace":"at handler (/srv/app/hooks.js:42:13)\\n  at process"}',
+      payload: {
+        type: "price.changed",
+        timestamp: "2026-11-20T08:58:59.000Z",
+        data: { sku: "NIK-CM-000001", competitor: "Zalando", old_price: "129.95", new_price: "119.95", currency: "EUR" },
+      },
     };
     await page.route("**/webhooks", (route) =>
       route.request().method() === "GET" ? route.fulfill({ json: { webhooks: [hook] } }) : route.fallback(),
@@ -820,7 +825,10 @@ describe("dashboard in Chromium", () => {
     await card.getByRole("button", { name: /^Deliveries/ }).click();
     const deliveries = page.locator("#deliveries-dialog");
     await deliveries.getByText("Response body").click();
-    expect(await deliveries.locator("pre").textContent()).toContain("database unavailable");
+    expect(await deliveries.locator("pre").last().textContent()).toContain("database unavailable");
+    // The body that attempt sent, as the receiver got it.
+    await deliveries.getByText("Body sent").click();
+    expect(JSON.parse((await deliveries.locator("pre").first().textContent())!)).toEqual(failed.payload);
     await screenshotBoth(page, "delivery-response-excerpt");
     expect(problems).toEqual([]);
     await context.close();
@@ -855,6 +863,7 @@ describe("dashboard in Chromium", () => {
         outcome: i === 0 ? "retrying" : failed ? "failed" : "delivered",
         delivered_at: new Date(now - 60_000 - i * 600_000).toISOString(),
         response_excerpt: failed ? "Service Unavailable" : "ok",
+        payload: null,
       };
     });
     await page.route("**/webhooks", (route) =>

@@ -10,7 +10,7 @@ import { JITTER, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../src/webhooks/d
 import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
 import { hang, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { type CreatedWebhook, createWebhook, deliveryTo, newAccountToken, runQueue, testEvent } from "../helpers/webhooks.ts";
+import { type CreatedWebhook, createWebhook, deliveryTo, newAccountToken, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
 
 /**
  * The consumer, called as the queue calls it (createMessageBatch / getQueueResult): what it sends,
@@ -262,6 +262,21 @@ describe("deliveries and the rate limiter", () => {
 });
 
 describe("the deliveries listing", () => {
+  it("carries the body each attempt sent while its event is in D1, and null once it has left", async () => {
+    const webhook = await newWebhook();
+    receiver.respond(webhook.url, () => new Response("ok"));
+    const kept = testEvent("price.changed", { sku: "BODY-1", new_price: "12.50", name: "Café ☕ — 2 × 500 g" });
+    const gone = testEvent("stock.changed", { sku: "BODY-2" }); // never in the events table, as after archiving
+    await storeEvents([{ kind: "event", event: kept }]);
+    await runQueue([deliveryTo(webhook.id, kept), deliveryTo(webhook.id, gone)]);
+    const { deliveries } = await expectJson(await call("GET", `/webhooks/${webhook.id}/deliveries`, { token }), 200);
+    const of = (id: string) => deliveries.find((d: { event_id: string }) => d.event_id === id);
+    const sent = receiver.to(webhook.url).find((request) => request.headers["webhook-id"] === kept.id)!;
+    expect(of(kept.id).payload).toEqual(JSON.parse(sent.body)); // the very body the receiver got
+    expect(of(kept.id).payload).toEqual({ type: kept.type, timestamp: kept.timestamp, data: kept.data });
+    expect(of(gone.id).payload).toBeNull();
+  });
+
   it("shows the latest attempts first, with the contract's fields", async () => {
     const webhook = await newWebhook();
     receiver.respond(webhook.url, () => new Response("no", { status: 503 }));
@@ -278,6 +293,7 @@ describe("the deliveries listing", () => {
       "error",
       "event_id",
       "outcome",
+      "payload",
       "response_excerpt",
       "status_code",
       "type",

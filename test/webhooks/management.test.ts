@@ -180,6 +180,7 @@ describe("POST /webhooks/:id/test", () => {
           outcome: "delivered",
           delivered_at: expect.any(String),
           response_excerpt: "ok", // the test receiver's answer
+          payload: null, // a test event has no row in the events table
         },
       ]);
     });

@@ -369,6 +369,9 @@ function deliveryItem(d: Delivery): HTMLLIElement {
     ),
     el("p", { class: "hint event-id" }, `Event ${d.event_id}`),
     d.error ? el("p", { class: "reason" }, d.error) : null,
+    d.payload
+      ? el("details", { class: "excerpt" }, el("summary", {}, "Body sent"), el("pre", {}, JSON.stringify(d.payload, null, 2)))
+      : el("p", { class: "hint" }, "Body sent: not kept (a test event, or an event older than a day, which is in the archive)."),
     d.response_excerpt ? el("details", { class: "excerpt" }, el("summary", {}, "Response body"), el("pre", {}, d.response_excerpt)) : null,
   );
 }
