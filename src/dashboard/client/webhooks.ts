@@ -3,7 +3,7 @@
  * disable/enable, rotate the secret, replay events since a time, send a test, deliveries, delete.
  */
 import type { components } from "../../../client/schema.d.ts";
-import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../webhooks/schedule.ts";
+import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../webhooks/delivery/schedule.ts";
 import { api } from "./api.ts";
 import type { Delivery, ReplayQueued, RotatedWebhookSecret, WebhookPatch } from "./api-types.ts";
 import {
@@ -292,7 +292,7 @@ const answer = (d: Delivery) => (d.status_code === null ? "No response" : `HTTP 
 
 /**
  * When a webhook's failed events are tried next: per event its newest attempt (the list is newest
- * first); one still "retrying" is due its schedule's delay after that attempt (src/webhooks/schedule.ts,
+ * first); one still "retrying" is due its schedule's delay after that attempt (src/webhooks/delivery/schedule.ts,
  * ±20 % jitter, so "around"). The soonest, and how many events wait.
  */
 function nextRetry(deliveries: Delivery[]): { at: number; attempt: number; waiting: number } | undefined {
