@@ -114,7 +114,7 @@ export default defineConfig(async () => {
     test: {
       name: "workers",
       include: ["test/**/*.test.ts"],
-      exclude: ["test/e2e/**", "test/node/**", "test/chaos/**"],
+      exclude: ["test/e2e/**", "test/node/**", "test/chaos/**", "test/dev/**"],
       setupFiles: ["./test/helpers/setup.ts"],
     },
   };
@@ -143,6 +143,17 @@ export default defineConfig(async () => {
       sequence: { groupOrder: 1 },
     },
   };
+  // `npm run dev` itself, called on its ports as a user calls it (test/dev/): after the browser test, which binds the same ports.
+  const dev = {
+    test: {
+      name: "dev",
+      include: ["test/dev/**/*.test.ts"],
+      environment: "node",
+      testTimeout: 60_000,
+      hookTimeout: 240_000,
+      sequence: { groupOrder: 2 },
+    },
+  };
   // Node tools' checks (test/node/): the typed client's generated files against the routes.
   const node = {
     test: {
@@ -152,5 +163,5 @@ export default defineConfig(async () => {
       sequence: { groupOrder: 1 },
     },
   };
-  return { test: { projects: process.env.CHAOS ? [chaos] : [workers, e2e, node] } };
+  return { test: { projects: process.env.CHAOS ? [chaos] : [workers, e2e, node, dev] } };
 });

@@ -1,14 +1,17 @@
 /**
  * `npm run dev`: everything a newcomer needs, in one command.
  *   1. .dev.vars from .dev.vars.example when missing (the local IdP's settings);
- *   2. the local D1 migrated (wrangler d1 migrations apply DB --local) and, the first time, seeded;
+ *   2. the local D1 migrated (wrangler d1 migrations apply DB --local; one line of summary, wrangler's
+ *      tables only when it fails) and, the first time, seeded;
  *   3. the local IdP on http://127.0.0.1:4000;
- *   4. the worker on http://127.0.0.1:8787 (extra arguments go to `wrangler dev`, e.g. --var NAME:VALUE);
+ *   4. the worker on http://127.0.0.1:8787 (extra arguments go to `wrangler dev`, e.g. --var NAME:VALUE;
+ *      `--persist-to DIR` also puts the migrated and seeded D1 there, as the dev-server test does);
  *   5. once both answer and the catalogue's first snapshot serves, the addresses to open and the commands to try.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
 import { DEV_AUDIENCE, DEV_ISSUER, devSigningKey } from "./dev-idp/config.ts";
 import { mintToken } from "./mint-token.ts";
 
@@ -35,21 +38,33 @@ if (!existsSync(".dev.vars")) {
   }
 }
 
-function run(command: string, args: string[]) {
-  const result = spawnSync(command, args, { stdio: "inherit", env: { ...process.env, CI: "true" } });
+const wranglerDevArgs = process.argv.slice(2);
+/** wrangler dev's `--persist-to DIR`, which the migrations and the seed then use too (the other arguments are wrangler's). */
+const persistTo = parseArgs({ args: wranglerDevArgs, options: { "persist-to": { type: "string" } }, strict: false, allowPositionals: true })
+  .values["persist-to"] as string | undefined;
+const persist = persistTo ? ["--persist-to", persistTo] : [];
+
+function run(command: string, args: string[], quiet = false) {
+  const result = spawnSync(command, args, { stdio: quiet ? "pipe" : "inherit", encoding: "utf8", env: { ...process.env, CI: "true" } });
   if (result.status !== 0) {
+    if (quiet) process.stdout.write(`${result.stdout}${result.stderr}`);
     console.error(`\`${command} ${args.join(" ")}\` failed; see above.`);
     process.exit(result.status ?? 1);
   }
+  return result.stdout ?? "";
 }
 
-run("wrangler", ["d1", "migrations", "apply", "DB", "--local"]);
+// Wrangler prints a table of every migration after each one it applies: say in one line what happened instead.
+const migrated = run("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], true);
+const applied = /About to apply (\d+) migration/.exec(migrated)?.[1];
+console.log(applied ? `Local D1: applied ${applied} migration(s) from migrations/.` : "Local D1: migrations up to date.");
 // The first run seeds the sample catalogue; later runs keep what is there (`npm run seed` re-seeds).
-if (!existsSync(".wrangler/seed.sql")) run("node", ["scripts/seed.ts"]);
+const seedFile = persistTo ? `${persistTo}/seed.sql` : ".wrangler/seed.sql";
+if (!existsSync(seedFile)) run("node", ["scripts/seed.ts", "--out", seedFile, ...persist]);
 
 const children: ChildProcess[] = [
   spawn("node", ["scripts/idp.ts"], { stdio: "inherit" }),
-  spawn("wrangler", ["dev", "--ip", "127.0.0.1", "--port", "8787", ...process.argv.slice(2)], { stdio: "inherit" }),
+  spawn("wrangler", ["dev", "--ip", "127.0.0.1", "--port", "8787", ...wranglerDevArgs], { stdio: "inherit" }),
 ];
 
 function stop(code = 0) {

@@ -97,6 +97,16 @@ const listCompetitorsRoute = createRoute(
   }),
 );
 
+/**
+ * The Accept-Encoding the client sent. Cloudflare's edge (and `wrangler dev`, which mimics it) hands the
+ * worker its own `Accept-Encoding` and keeps the client's in `request.cf.clientAcceptEncoding` ("" when
+ * the client sent none): negotiate on that one, so a client that did not ask for gzip is not sent it.
+ */
+const clientAcceptEncoding = (c: Context): string | undefined => {
+  const original = (c.req.raw.cf as IncomingRequestCfProperties | undefined)?.clientAcceptEncoding;
+  return typeof original === "string" ? original : c.req.header("Accept-Encoding");
+};
+
 /** The client takes gzip: a coding "gzip" (or "*") not refused with q=0 (RFC 9110 §12.5.3). */
 function acceptsGzip(header: string | undefined): boolean {
   return (header ?? "").split(",").some((item) => {
@@ -128,7 +138,7 @@ export const productRoutes = openApiApp()
     const { catalogue, db } = c.var.services;
     const manifest = await servingManifest(catalogue);
     const form = requestedForm(c);
-    const gzip = acceptsGzip(c.req.header("Accept-Encoding"));
+    const gzip = acceptsGzip(clientAcceptEncoding(c));
     const etag = await productsEtag(manifest, filters, form, gzip);
     const contentType = form === "ndjson" ? NDJSON : JSON_TYPE;
     if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));

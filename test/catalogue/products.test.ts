@@ -1,7 +1,8 @@
+import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ProductView } from "../../src/catalogue/schema.ts";
 import { createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
-import { call, expectJson } from "../helpers/http.ts";
+import { call, expectJson, randomTestIp } from "../helpers/http.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
 let key: string;
@@ -264,6 +265,26 @@ describe("GET /products", () => {
     const second = await (await get("/products")).text();
     expect(second.length).toBeGreaterThan(0);
     expect(second).toBe(first);
+  });
+
+  it.each<[string, string | undefined]>([
+    ["", undefined], // a client that sent none (curl without --compressed)
+    ["identity", undefined],
+    ["gzip, deflate", "gzip"],
+  ])("negotiates on the client's own Accept-Encoding (cf.clientAcceptEncoding %j), not the edge's", async (sent, coding) => {
+    // Cloudflare's edge and `wrangler dev` hand the worker "br, gzip" and keep what the client sent in request.cf.
+    for (const path of ["/products", "/products?brand=sony"]) {
+      const res = await exports.default.fetch(
+        new Request(`https://api.test${path}`, {
+          headers: { Authorization: `Bearer ${key}`, "Accept-Encoding": "br, gzip", "CF-Connecting-IP": randomTestIp() },
+          cf: { clientAcceptEncoding: sent },
+        }),
+      );
+      expect(res.status).toBe(200);
+      expect(res.headers.get("Content-Encoding") ?? undefined).toBe(coding);
+      if (!coding) expect(((await res.json()) as { products: unknown[] }).products.length).toBeGreaterThan(0);
+      else await res.arrayBuffer();
+    }
   });
 });
 

@@ -1,0 +1,145 @@
+/**
+ * `npm run dev` as a newcomer runs it: scripts/dev.ts itself (migrations, seed, the local IdP, `wrangler dev`
+ * and its proxy), called on the port a user calls, with a client that sends only what `curl` sends.
+ * Plain Node (the "dev" project in vitest.config.ts), after the browser test: both bind ports 8787 and 4000.
+ * The D1, R2 and Durable Objects live in a temporary directory (`--persist-to`), removed at the end.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { request } from "node:http";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_AUDIENCE, DEV_ISSUER, devSigningKey } from "../../scripts/dev-idp/config.ts";
+import { mintToken } from "../../scripts/mint-token.ts";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const API = "http://127.0.0.1:8787";
+const READY = "Price Data API is running.";
+
+let dev: ChildProcess | undefined;
+let persistDir: string | undefined;
+/** Everything `npm run dev` printed, stdout and stderr, in order. */
+let output = "";
+/** What it printed before its ready banner. */
+let beforeBanner = "";
+let key = "";
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+/**
+ * A request as `curl` without `--compressed` sends it: node:http adds no Accept-Encoding (fetch would add
+ * `gzip, deflate`, which is exactly what must not be sent here), and nothing decodes the answer.
+ */
+function call(path: string, headers: Record<string, string> = {}, method = "GET", body?: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${API}${path}`, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+const portInUse = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => resolve(!socket.destroy()));
+    socket.once("error", () => resolve(false));
+  });
+
+function stop(): Promise<void> {
+  const child = dev;
+  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const kill = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal); // its process group: wrangler, workerd and the IdP with it
+    } catch {} // already gone
+  };
+  kill("SIGTERM");
+  const force = setTimeout(() => kill("SIGKILL"), 5_000);
+  return exited.finally(() => clearTimeout(force));
+}
+process.once("exit", () => dev?.pid && process.kill(-dev.pid, "SIGKILL"));
+
+describe("npm run dev, called as a newcomer calls it", () => {
+  beforeAll(async () => {
+    for (const port of [8787, 4000]) {
+      if (await portInUse(port)) throw new Error(`Port ${port} is taken (is \`npm run dev\` running?); this test starts it itself.`);
+    }
+    persistDir = mkdtempSync(join(tmpdir(), "pda-dev-"));
+    dev = spawn("node", ["scripts/dev.ts", "--persist-to", persistDir, "--show-interactive-dev-session=false"], {
+      cwd: ROOT,
+      detached: true,
+      env: { ...process.env, CI: "true" },
+    });
+    const ready = new Promise<void>((resolve, reject) => {
+      const keep = (chunk: Buffer) => {
+        output += chunk.toString();
+        if (!beforeBanner && output.includes(READY)) {
+          beforeBanner = output.slice(0, output.indexOf(READY));
+          resolve();
+        }
+      };
+      dev!.stdout!.on("data", keep);
+      dev!.stderr!.on("data", keep);
+      dev!.once("exit", (code) => reject(new Error(`npm run dev exited (${code}) before it was ready:\n${output}`)));
+    });
+    await ready;
+    const login = {
+      Authorization: `Bearer ${await mintToken(devSigningKey(), { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, sub: "dev-test" })}`,
+    };
+    const created = await call("/api-keys", login, "POST", JSON.stringify({ name: "dev-server test" }));
+    expect(created.status).toBe(201);
+    key = (JSON.parse(created.body.toString()) as { key: string }).key;
+  }, 240_000);
+
+  afterAll(async () => {
+    await stop();
+    if (persistDir) rmSync(persistDir, { recursive: true, force: true });
+  }, 30_000);
+
+  it("prints one line about the migrations, not wrangler's table of every one", () => {
+    expect(beforeBanner).toMatch(/^Local D1: applied \d+ migration\(s\) from migrations\/\.$/m);
+    expect(beforeBanner).not.toContain("0000_init.sql");
+    expect(beforeBanner).not.toContain("┌");
+  });
+
+  it("answers JSON, not gzip, to a client that sends no Accept-Encoding (as curl without --compressed)", async () => {
+    const res = await call("/products?brand=sony", { Authorization: `Bearer ${key}` });
+    expect(res.status).toBe(200);
+    expect(res.headers["content-encoding"]).toBeUndefined();
+    const { products } = JSON.parse(res.body.toString()) as { products: { brand: string }[] };
+    expect(products.length).toBeGreaterThan(0);
+    expect(products.every((p) => p.brand === "Sony")).toBe(true);
+
+    const whole = await call("/products", { Authorization: `Bearer ${key}`, Accept: "application/x-ndjson" });
+    expect(whole.status).toBe(200);
+    expect(whole.headers["content-encoding"]).toBeUndefined();
+    const lines = whole.body.toString().trimEnd().split("\n");
+    expect(lines.length).toBe(300);
+    expect(() => lines.map((line) => JSON.parse(line))).not.toThrow();
+  });
+
+  it("answers the stored gzip to a client that asks for it (as curl --compressed)", async () => {
+    const res = await call("/products?brand=sony", { Authorization: `Bearer ${key}`, "Accept-Encoding": "gzip" });
+    expect(res.status).toBe(200);
+    expect(res.headers["content-encoding"]).toBe("gzip");
+    expect([...res.body.subarray(0, 2)]).toEqual([0x1f, 0x8b]);
+  });
+
+  it("runs the cron by hand at the address wrangler's banner and the README give", async () => {
+    const res = await call("/cdn-cgi/local/scheduled");
+    expect(res.status).toBe(200);
+  });
+});
