@@ -2,25 +2,34 @@
  * `npm run seed -- [--products N] [--seed S] [--now ISO] [--out FILE] [--persist-to DIR] [--no-apply]`
  *
  * Writes a realistic sample catalogue into the local D1: competitors in USD, GBP, EUR and JPY,
- * N products (default 300) with 1–6 offers each (some out of stock, some on sale) and a few
- * history rows per offer. Deterministic: the same --seed and --now give the same rows, byte for
- * byte, with no network. The SQL goes to a file (default .wrangler/seed.sql) and, unless
- * --no-apply, into the local D1 after the migrations, in parts of 50,000 products (so a million
- * products seed in bounded memory; about 1 s per 1,000 products locally). Re-running replaces the
- * catalogue (its rows are deleted first), moves the catalogue version and asks for a full snapshot
- * build (reset_version): a worker started afterwards builds it on its first request (each isolate
- * pokes the builder once), a running one at the next cron sweep (docs/catalogue.md).
+ * N products (default 300; real product lines at their list prices) with 1–6 offers each (some out of
+ * stock, some on sale), a few history rows per offer ending within the last 12 days, `checked_at` within
+ * the last hour, and the events of the changes inside the events feed's 30 days, all relative to --now
+ * (default: the time of the run). The same --seed gives the same products, SKUs, ids and prices; the same
+ * --seed and --now the same rows (event ids are random, as an ingestion's are). No network. The SQL goes to a file
+ * (default .wrangler/seed.sql) and, unless --no-apply, into the local D1 after the migrations, in parts of
+ * 50,000 products (so a million products seed in bounded memory; about 1 s per 1,000 products locally).
+ * Re-running replaces the catalogue and its events (their rows are deleted first), moves the catalogue
+ * version and asks for a full snapshot build (reset_version): a worker started afterwards builds it on its
+ * first request (each isolate pokes the builder once), a running one at the next cron sweep (docs/catalogue.md).
  */
 import { spawnSync } from "node:child_process";
 import { closeSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
+import type { OfferRow, ProductRow } from "../src/catalogue/views.ts";
+import { outboxRows } from "../src/events/outbox-rows.ts";
+import { RETENTION_MS } from "../src/events/retention.ts";
+import { newId } from "../src/platform/ids.ts";
+import type { priceHistory } from "../src/platform/tables.ts";
+import { priceEvent, stockEvent } from "../src/prices/events.ts";
+import type { EventMessage } from "../src/events/messages.ts";
 
 const { values: args } = parseArgs({
   options: {
     products: { type: "string", default: "300" },
     seed: { type: "string", default: "42" },
-    now: { type: "string", default: "2026-11-01T00:00:00.000Z" },
+    now: { type: "string", default: new Date().toISOString() },
     out: { type: "string", default: ".wrangler/seed.sql" },
     "persist-to": { type: "string" },
     "no-apply": { type: "boolean", default: false },
@@ -60,6 +69,8 @@ function shuffled<T>(items: readonly T[]): T[] {
   return out;
 }
 const token = (length: number, alphabet = ALNUM) => Array.from({ length }, () => pick(alphabet)).join("");
+/** `length` bytes from the seeded sequence, for newId: the sample's ids look like every other id, and repeat with --seed. */
+const randomBytes = (length: number) => Uint8Array.from({ length }, () => int(0, 255));
 
 // ---- The sample world --------------------------------------------------------------------------
 
@@ -91,73 +102,232 @@ const CURRENCIES = {
   JPY: { rate: 1.5, step: 10 }, // USD cents × 1.5 ≈ yen (150 JPY to the dollar)
 } as const;
 
-const CATEGORIES = [
+/**
+ * What the shops sell: per category, real product lines with their list price in USD and the variants
+ * they come in (a variant's factor scales the price: a bigger screen, more storage). A product is a
+ * line in one variant; the same line recurs in other variants under other SKUs, as in a real catalogue.
+ */
+interface Category {
+  name: string;
+  code: string;
+  lines: readonly (readonly [brand: string, line: string, usd: number])[];
+  variants: readonly (readonly [label: string, factor: number])[];
+}
+
+const COLOURS = [
+  ["Black", 1],
+  ["White", 1],
+  ["Silver", 1],
+  ["Blue", 1],
+] as const;
+
+const CATEGORIES: readonly Category[] = [
   {
     name: "Headphones",
     code: "HP",
-    brands: ["Sony", "Bose", "Sennheiser", "Apple", "JBL"],
-    nouns: ["Wireless Headphones", "True Wireless Earbuds", "Noise Cancelling Headphones"],
-    usd: [29, 449],
+    lines: [
+      ["Sony", "WH-1000XM5 Wireless Noise Cancelling Headphones", 399.99],
+      ["Sony", "WF-1000XM5 True Wireless Earbuds", 299.99],
+      ["Sony", "WH-CH720N Wireless Headphones", 149.99],
+      ["Bose", "QuietComfort Ultra Headphones", 429],
+      ["Bose", "QuietComfort Ultra Earbuds", 299],
+      ["Sennheiser", "Momentum 4 Wireless Headphones", 379.95],
+      ["Sennheiser", "Accentum Plus Wireless Headphones", 229.95],
+      ["Apple", "AirPods Pro 2 with USB-C Charging Case", 249],
+      ["Apple", "AirPods Max", 549],
+      ["JBL", "Tune 770NC Wireless Headphones", 129.95],
+      ["JBL", "Live Beam 3 True Wireless Earbuds", 199.95],
+    ],
+    variants: COLOURS,
   },
   {
     name: "Televisions",
     code: "TV",
-    brands: ["Samsung", "LG", "Sony", "TCL", "Hisense"],
-    nouns: ['55" 4K TV', '65" OLED TV', '43" Smart TV'],
-    usd: [249, 2999],
+    lines: [
+      ["Samsung", "QN90D Neo QLED 4K Smart TV", 1399.99],
+      ["Samsung", "DU7200 Crystal UHD 4K Smart TV", 449.99],
+      ["LG", "C4 OLED evo 4K Smart TV", 1499.99],
+      ["LG", "QNED80 4K Smart TV", 699.99],
+      ["Sony", "BRAVIA 7 Mini LED 4K Google TV", 1299.99],
+      ["TCL", "QM8 QD-Mini LED 4K Google TV", 999.99],
+      ["Hisense", "U8N Mini-LED 4K Google TV", 899.99],
+    ],
+    variants: [
+      ['55"', 1],
+      ['65"', 1.45],
+      ['75"', 2],
+    ],
   },
   {
     name: "Laptops",
     code: "LT",
-    brands: ["Apple", "Dell", "Lenovo", "HP", "ASUS"],
-    nouns: ["14-inch Laptop", "Ultrabook", "Gaming Laptop"],
-    usd: [449, 3499],
+    lines: [
+      ["Apple", 'MacBook Air 13" M3', 1099],
+      ["Apple", 'MacBook Pro 14" M4', 1599],
+      ["Dell", "XPS 13 Laptop", 999.99],
+      ["Dell", "Inspiron 15 Laptop", 549.99],
+      ["Lenovo", "ThinkPad X1 Carbon Gen 12", 1649],
+      ["Lenovo", "IdeaPad Slim 5 14", 699.99],
+      ["HP", "Spectre x360 14 2-in-1 Laptop", 1449.99],
+      ["HP", "Pavilion 15 Laptop", 599.99],
+      ["ASUS", "Zenbook 14 OLED", 899.99],
+      ["ASUS", "ROG Strix G16 Gaming Laptop", 1499.99],
+    ],
+    variants: [
+      ["16GB RAM, 512GB SSD", 1],
+      ["16GB RAM, 1TB SSD", 1.2],
+      ["32GB RAM, 1TB SSD", 1.45],
+    ],
   },
   {
     name: "Smartphones",
     code: "PH",
-    brands: ["Apple", "Samsung", "Google", "OnePlus", "Xiaomi"],
-    nouns: ["Smartphone 128GB", "Smartphone 256GB"],
-    usd: [199, 1599],
+    lines: [
+      ["Apple", "iPhone 16", 799],
+      ["Apple", "iPhone 16 Pro", 999],
+      ["Samsung", "Galaxy S24", 799.99],
+      ["Samsung", "Galaxy A55 5G", 449.99],
+      ["Google", "Pixel 9", 799],
+      ["Google", "Pixel 8a", 499],
+      ["OnePlus", "12", 799.99],
+      ["Xiaomi", "Redmi Note 13 Pro 5G", 329.99],
+    ],
+    variants: [
+      ["128GB", 1],
+      ["256GB", 1.13],
+      ["512GB", 1.38],
+    ],
   },
   {
     name: "Kitchen",
     code: "KT",
-    brands: ["Philips", "KitchenAid", "Breville", "De'Longhi", "Ninja"],
-    nouns: ["Espresso Machine", "Air Fryer", "Stand Mixer", "Blender"],
-    usd: [39, 899],
+    lines: [
+      ["Breville", "Barista Express Espresso Machine", 699.95],
+      ["Breville", "Bambino Plus Espresso Machine", 499.95],
+      ["De'Longhi", "Magnifica Evo Automatic Espresso Machine", 549.95],
+      ["Ninja", "Foodi DualZone Air Fryer, 8 qt", 199.99],
+      ["Ninja", "Professional Plus Blender", 119.99],
+      ["KitchenAid", "Artisan 5 qt Tilt-Head Stand Mixer", 449.99],
+      ["Philips", "3000 Series Air Fryer XL", 119.95],
+      ["Philips", "2200 Series Fully Automatic Espresso Machine", 449.95],
+    ],
+    variants: COLOURS,
   },
   {
     name: "Cameras",
     code: "CM",
-    brands: ["Canon", "Nikon", "Sony", "Fujifilm"],
-    nouns: ["Mirrorless Camera", "Camera Body", "Zoom Lens"],
-    usd: [399, 3999],
+    lines: [
+      ["Canon", "EOS R6 Mark II Mirrorless Camera Body", 2499],
+      ["Canon", "EOS R50 Mirrorless Camera with RF-S 18-45mm Lens", 679],
+      ["Nikon", "Z6 III Mirrorless Camera Body", 2499.95],
+      ["Nikon", "Z50 II Mirrorless Camera with 16-50mm Lens", 859.95],
+      ["Sony", "Alpha 7 IV Full-Frame Mirrorless Camera Body", 2499.99],
+      ["Sony", "ZV-E10 II Vlog Camera", 999.99],
+      ["Fujifilm", "X-T5 Mirrorless Camera Body", 1699.95],
+      ["Fujifilm", "X100VI Digital Camera", 1599.95],
+    ],
+    variants: [
+      ["Black", 1],
+      ["Silver", 1],
+    ],
   },
   {
     name: "Gaming",
     code: "GM",
-    brands: ["Nintendo", "Sony", "Microsoft", "Logitech", "Razer"],
-    nouns: ["Controller", "Gaming Mouse", "Headset", "Console"],
-    usd: [19, 599],
+    lines: [
+      ["Nintendo", "Switch OLED Model", 349.99],
+      ["Nintendo", "Switch Pro Controller", 69.99],
+      ["Sony", "PlayStation 5 Slim Console", 499.99],
+      ["Sony", "DualSense Wireless Controller", 74.99],
+      ["Microsoft", "Xbox Series X Console", 499.99],
+      ["Microsoft", "Xbox Wireless Controller", 59.99],
+      ["Logitech", "G PRO X SUPERLIGHT 2 Wireless Gaming Mouse", 159.99],
+      ["Logitech", "G502 X Gaming Mouse", 79.99],
+      ["Razer", "DeathAdder V3 Pro Wireless Gaming Mouse", 149.99],
+      ["Razer", "BlackShark V2 Pro Wireless Gaming Headset", 199.99],
+    ],
+    variants: [
+      ["Black", 1],
+      ["White", 1],
+    ],
   },
   {
     name: "Home",
     code: "HM",
-    brands: ["Dyson", "iRobot", "Shark", "Philips"],
-    nouns: ["Cordless Vacuum", "Robot Vacuum", "Air Purifier"],
-    usd: [99, 999],
+    lines: [
+      ["Dyson", "V15 Detect Cordless Vacuum", 749.99],
+      ["Dyson", "V8 Cordless Vacuum", 399.99],
+      ["Dyson", "Purifier Cool TP07", 569.99],
+      ["iRobot", "Roomba j7+ Self-Emptying Robot Vacuum", 599.99],
+      ["iRobot", "Roomba Combo i5 Robot Vacuum and Mop", 399.99],
+      ["Shark", "Navigator Lift-Away Upright Vacuum", 199.99],
+      ["Shark", "AI Ultra Robot Vacuum", 449.99],
+      ["Philips", "Series 2000i Air Purifier", 399.95],
+    ],
+    variants: [
+      ["", 1],
+      ["with extra filter", 1.08],
+    ],
   },
   {
     name: "Wearables",
     code: "WR",
-    brands: ["Garmin", "Fitbit", "Apple", "Samsung"],
-    nouns: ["Smartwatch", "Fitness Tracker", "GPS Watch"],
-    usd: [49, 899],
+    lines: [
+      ["Apple", "Watch Series 10 GPS", 399],
+      ["Apple", "Watch SE GPS", 249],
+      ["Garmin", "Forerunner 265 GPS Running Smartwatch", 449.99],
+      ["Garmin", "fenix 8 AMOLED Multisport GPS Watch", 999.99],
+      ["Fitbit", "Charge 6 Fitness Tracker", 159.95],
+      ["Fitbit", "Versa 4 Fitness Smartwatch", 199.95],
+      ["Samsung", "Galaxy Watch7 Bluetooth", 299.99],
+      ["Samsung", "Galaxy Watch Ultra LTE", 649.99],
+    ],
+    variants: [
+      ["41mm", 1],
+      ["45mm", 1.08],
+    ],
   },
-] as const;
+];
+
+/**
+ * Categories of a known share, for the filtered-read bench (bench/catalogue-filters.ts asks for them by name): 1 % of the
+ * products are "Drones" and 10 % "Accessories", by their place in the sequence (ids are random, so
+ * they fall in every segment); the rest are drawn from CATEGORIES.
+ */
+const SHARED_CATEGORIES: Record<"1%" | "10%", Category> = {
+  "1%": {
+    name: "Drones",
+    code: "DR",
+    lines: [
+      ["DJI", "Mini 4 Pro Drone with RC 2", 959],
+      ["DJI", "Air 3S Drone", 1099],
+      ["DJI", "Avata 2 FPV Drone Fly More Combo", 999],
+      ["Autel", "EVO Lite+ Drone", 1049],
+    ],
+    variants: [["", 1]],
+  },
+  "10%": {
+    name: "Accessories",
+    code: "AC",
+    lines: [
+      ["Anker", "Nano Charger 30W USB-C", 19.99],
+      ["Anker", "737 Power Bank 24,000mAh", 109.99],
+      ["Belkin", "BoostCharge Pro 3-in-1 Wireless Charger with MagSafe", 129.99],
+      ["Samsung", "T7 Shield Portable SSD", 119.99],
+      ["SanDisk", "Extreme PRO SDXC UHS-I Card", 39.99],
+      ["Logitech", "MX Master 3S Wireless Mouse", 99.99],
+      ["Apple", "USB-C to Lightning Cable (1 m)", 19],
+    ],
+    variants: [
+      ["", 1],
+      ["2-pack", 1.8],
+    ],
+  },
+};
+const sharedCategory = (i: number) => (i % 100 === 7 ? SHARED_CATEGORIES["1%"] : i % 10 === 3 ? SHARED_CATEGORIES["10%"] : undefined);
 
 const DAY = 86_400_000;
+const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 const slug = (text: string) =>
   text
@@ -180,25 +350,30 @@ function shopPrice(usdCents: number, currency: Competitor["currency"]): number {
   return whole * 100 + pick([99, 99, 99, 49, 0, 95]);
 }
 
+/** The events feed's window (src/events/retention.ts): the seed writes events for the changes inside it. */
+const FEED_WINDOW_MS = RETENTION_MS;
 /**
- * Categories of a known share, for the filtered-read bench (bench/catalogue-filters.ts asks for them by name): 1 % of the
- * products are "Drones" and 10 % "Accessories", by their place in the sequence (ids are random, so
- * they fall in every segment); the rest keep the category they were drawn with.
+ * Events for the changes inside the feed's window, up to this many products (the default 300 and the quick bench's
+ * few thousand). The bench's large catalogues skip them: it reads no events, and a million products would
+ * make millions of rows for nothing.
  */
-const SHARED_CATEGORIES = { "1%": "Drones", "10%": "Accessories" } as const;
-const benchmarkCategory = (i: number) => (i % 100 === 7 ? SHARED_CATEGORIES["1%"] : i % 10 === 3 ? SHARED_CATEGORIES["10%"] : undefined);
+const EVENTS_UP_TO_PRODUCTS = 10_000;
 
 // ---- Rows ------------------------------------------------------------------------------------------
 
-type Value = string | number | boolean | null;
-type Rows = Record<"products" | "offers" | "price_history", Value[][]>;
+interface Rows {
+  products: ProductRow[];
+  offers: OfferRow[];
+  price_history: (typeof priceHistory.$inferInsert)[];
+  events: EventMessage[];
+}
 
-/** Product `i` (its place in the sequence of random draws), its offers and their history, into `tables`. */
+/** Product `i` (its place in the sequence of random draws), its offers, their history and events, into `tables`. */
 function addProduct(i: number, tables: Rows) {
-  const category = pick(CATEGORIES);
-  const brand = pick(category.brands);
-  const model = `${pick(["", "Pro ", "Max ", "Air ", "X", "S"])}${int(1, 9)}${pick(["", "0", "00", "5"])}`;
-  const name = `${brand} ${model} ${pick(category.nouns)}`.replace(/\s+/g, " ");
+  const category = sharedCategory(i) ?? pick(CATEGORIES);
+  const [brand, line, listUsd] = pick(category.lines);
+  const [variant, factor] = pick(category.variants);
+  const name = variant ? `${brand} ${line}, ${variant}` : `${brand} ${line}`;
   const sku = `${brand
     .replace(/[^A-Za-z]/g, "")
     .slice(0, 3)
@@ -207,77 +382,167 @@ function addProduct(i: number, tables: Rows) {
     .replace(/[^A-Za-z]/g, "")
     .slice(0, 2)
     .toUpperCase()}${token(6, "0123456789ABCDEFGHJKLMNPRSTUVWXYZ")}`;
-  const id = `prd_${token(20)}`;
-  const [lowUsd, highUsd] = category.usd;
-  const usdCents = Math.round(Math.exp(Math.log(lowUsd) + random() * (Math.log(highUsd) - Math.log(lowUsd))) * 100);
-  const createdAt = now - int(121, 720) * DAY; // before the first observation (≤ 120 days ago)
+  const id = newId("prd", randomBytes);
+  const usdCents = Math.round(listUsd * factor * 100);
 
   const offerCount = Math.min(COMPETITORS.length, pick([1, 2, 2, 3, 3, 3, 4, 4, 5, 6]));
   const sellers = shuffled(COMPETITORS).slice(0, offerCount);
-  let lastChangedAt: number | null = null;
+  const offerRows: { offer: OfferRow; seller: Competitor; walk: { price: number; inStock: boolean; at: number }[] }[] = [];
 
   for (const seller of sellers.sort((a, b) => (a.id < b.id ? -1 : 1))) {
-    // A short walk of observations, oldest first, each changing the price or the stock; the last is
-    // current. It starts 85–120 days ago and takes at most 4 steps of at most 21 days: never in the future.
+    // A short walk of observations, each changing the price (mostly down, as shops discount) or the stock; the last is
+    // current. Drawn back from now: the latest 1 hour to 12 days ago, each earlier one 2 to 25 days before it, so most
+    // offers changed within the events feed's 30 days and none in the future.
     const steps = int(1, 5);
-    const walk = [
-      { price: shopPrice(usdCents * (0.9 + random() * 0.25), seller.currency), inStock: chance(0.85), at: now - int(85, 120) * DAY },
-    ];
-    while (walk.length < steps) {
+    const at = [now - HOUR - int(0, 12 * 24) * HOUR - int(0, HOUR)];
+    while (at.length < steps) at.unshift(at[0]! - int(2, 25) * DAY - int(0, DAY));
+    const walk = [{ price: shopPrice(usdCents * (0.9 + random() * 0.15), seller.currency), inStock: chance(0.85), at: at[0]! }];
+    for (const when of at.slice(1)) {
       const last = walk.at(-1)!;
-      const price = chance(0.8)
-        ? shopPrice((last.price / CURRENCIES[seller.currency].rate) * (0.88 + random() * 0.2), seller.currency)
+      const price = chance(0.75)
+        ? shopPrice((last.price / CURRENCIES[seller.currency].rate) * (0.85 + random() * 0.22), seller.currency)
         : last.price;
-      const inStock = price === last.price ? !last.inStock : chance(0.85);
-      walk.push({ price, inStock, at: last.at + int(1, 20) * DAY + int(0, DAY) });
+      walk.push({ price, inStock: price === last.price ? !last.inStock : chance(0.9), at: when });
     }
     const current = walk.at(-1)!;
     const lastPriceChange = walk.findLastIndex((row, i) => i === 0 || row.price !== walk[i - 1]!.price);
     const previous = lastPriceChange > 0 ? walk[lastPriceChange - 1] : undefined;
     const regular = chance(0.3) ? shopPrice((current.price / CURRENCIES[seller.currency].rate) * 1.2, seller.currency) : null;
     const shipping = seller.currency === "JPY" ? pick([0, 0, 500, null]) : pick([0, 0, 0, 499, 599, null]);
-    lastChangedAt = Math.max(lastChangedAt ?? 0, current.at);
-
-    tables.offers.push([
-      id,
-      seller.id,
-      `https://www.${seller.domain}/p/${slug(name)}-${sku.toLowerCase()}`,
-      current.price,
-      regular !== null && regular > current.price ? regular : null,
-      seller.currency,
-      shipping,
-      current.inStock,
-      previous?.price ?? null,
-      iso(walk[lastPriceChange]!.at),
-      iso(now - int(0, 6 * 3600) * 1000),
-    ]);
-    for (const row of walk) tables.price_history.push([id, seller.id, row.price, seller.currency, row.inStock, iso(row.at)]);
+    const offer: OfferRow = {
+      productId: id,
+      competitorId: seller.id,
+      url: `https://www.${seller.domain}/p/${slug(name)}-${sku.toLowerCase()}`,
+      priceMinor: current.price,
+      regularPriceMinor: regular !== null && regular > current.price ? regular : null,
+      currency: seller.currency,
+      shippingMinor: shipping,
+      inStock: current.inStock,
+      previousPriceMinor: previous?.price ?? null,
+      priceChangedAt: iso(walk[lastPriceChange]!.at),
+      checkedAt: iso(now - int(0, 3600) * 1000), // the shops are checked every hour or so
+    };
+    offerRows.push({ offer, seller, walk });
+    tables.offers.push(offer);
+    for (const row of walk) {
+      tables.price_history.push({
+        productId: id,
+        competitorId: seller.id,
+        priceMinor: row.price,
+        currency: seller.currency,
+        inStock: row.inStock,
+        observedAt: iso(row.at),
+      });
+    }
   }
 
-  tables.products.push([
+  const firstSeen = Math.min(...offerRows.map(({ walk }) => walk[0]!.at));
+  const lastChanged = Math.max(...offerRows.map(({ walk }) => (walk.length > 1 ? walk.at(-1)!.at : 0)));
+  const createdAt = firstSeen - int(1, 600) * DAY;
+  const product: ProductRow = {
     id,
     sku,
-    chance(0.9) ? gtin13() : null,
+    gtin: chance(0.9) ? gtin13() : null,
     mpn,
     name,
     brand,
-    benchmarkCategory(i) ?? category.name,
-    `https://www.${slug(brand)}.com/products/${mpn.toLowerCase()}`,
-    `https://images.pricedata.example/${id}.jpg`,
-    iso(createdAt),
-    iso(Math.max(createdAt, lastChangedAt ?? createdAt)),
-    lastChangedAt === null ? null : iso(lastChangedAt),
-  ]);
+    category: category.name,
+    url: `https://www.${slug(brand)}.com/products/${mpn.toLowerCase()}`,
+    imageUrl: `https://images.pricedata.example/${id}.jpg`,
+    createdAt: iso(createdAt),
+    updatedAt: iso(Math.max(firstSeen, lastChanged)),
+    lastChangedAt: lastChanged > 0 ? iso(lastChanged) : null,
+    changedVersion: 0,
+  };
+  tables.products.push(product);
+
+  // The events an ingestion of each walk would have emitted, built as it builds them (src/prices/events.ts).
+  if (productCount > EVENTS_UP_TO_PRODUCTS) return;
+  for (const { offer, seller, walk } of offerRows) {
+    for (let step = 1; step < walk.length; step++) {
+      const [before, after] = [walk[step - 1]!, walk[step]!];
+      if (after.at < now - FEED_WINDOW_MS) continue;
+      const observed = iso(after.at);
+      const state = (row: typeof before): OfferRow => ({ ...offer, priceMinor: row.price, inStock: row.inStock, checkedAt: observed });
+      const context = {
+        product,
+        competitor: { id: seller.id, name: seller.name, domain: seller.domain },
+        offer: state(after),
+        now: observed,
+      };
+      if (after.price !== before.price) tables.events.push(priceEvent(context, state(before)));
+      if (after.inStock !== before.inStock) tables.events.push(stockEvent(context, state(before)));
+    }
+  }
 }
 
 // ---- SQL -------------------------------------------------------------------------------------------
 
-const COLUMNS: Record<"competitors" | keyof Rows, string> = {
-  competitors: "id, name, domain",
-  products: "id, sku, gtin, mpn, name, brand, category, url, image_url, created_at, updated_at, last_changed_at",
-  offers:
-    "product_id, competitor_id, url, price_minor, regular_price_minor, currency, shipping_minor, in_stock, previous_price_minor, price_changed_at, checked_at",
-  price_history: "product_id, competitor_id, price_minor, currency, in_stock, observed_at",
+type Value = string | number | boolean | null;
+
+/** Each table's columns, and a row's values in their order. */
+const TABLES = {
+  competitors: {
+    columns: "id, name, domain",
+    values: (c: Competitor): Value[] => [c.id, c.name, c.domain],
+  },
+  products: {
+    columns: "id, sku, gtin, mpn, name, brand, category, url, image_url, created_at, updated_at, last_changed_at",
+    values: (p: ProductRow): Value[] => [
+      p.id,
+      p.sku,
+      p.gtin,
+      p.mpn,
+      p.name,
+      p.brand,
+      p.category,
+      p.url,
+      p.imageUrl,
+      p.createdAt,
+      p.updatedAt,
+      p.lastChangedAt,
+    ],
+  },
+  offers: {
+    columns:
+      "product_id, competitor_id, url, price_minor, regular_price_minor, currency, shipping_minor, in_stock, previous_price_minor, price_changed_at, checked_at",
+    values: (o: OfferRow): Value[] => [
+      o.productId,
+      o.competitorId,
+      o.url,
+      o.priceMinor,
+      o.regularPriceMinor,
+      o.currency,
+      o.shippingMinor,
+      o.inStock,
+      o.previousPriceMinor,
+      o.priceChangedAt,
+      o.checkedAt,
+    ],
+  },
+  price_history: {
+    columns: "product_id, competitor_id, price_minor, currency, in_stock, observed_at",
+    values: (h: Rows["price_history"][number]): Value[] => [h.productId, h.competitorId, h.priceMinor, h.currency, h.inStock, h.observedAt],
+  },
+  // Written as an ingestion's outbox writes them (src/events/outbox.ts), already relayed and fanned out at their own
+  // time: no webhook existed then, so a webhook made later does not receive the sample's history.
+  events: {
+    columns: "id, type, timestamp, payload, old_minor, new_minor, created_at, relayed_at, fanned_out_at",
+    values: (message: EventMessage): Value[] => {
+      const [row] = outboxRows([message], message.event.timestamp);
+      return [
+        row!.id,
+        row!.type,
+        row!.timestamp,
+        row!.payload,
+        row!.oldMinor,
+        row!.newMinor,
+        row!.createdAt,
+        row!.createdAt,
+        row!.createdAt,
+      ];
+    },
+  },
 };
 
 function literal(value: Value): string {
@@ -287,15 +552,26 @@ function literal(value: Value): string {
   return `'${value.replaceAll("'", "''")}'`;
 }
 
-/** Multi-row INSERTs, each well under D1's 100 KB statement limit. */
-const ROWS_PER_INSERT = 200;
+/** Multi-row INSERTs, each under D1's 100 KB statement limit (SQLITE_TOOBIG beyond it). */
+const STATEMENT_BYTES = 90_000;
 
-function inserts(table: keyof typeof COLUMNS, rows: readonly Value[][]): string[] {
+function inserts<T extends keyof typeof TABLES>(table: T, rows: readonly Parameters<(typeof TABLES)[T]["values"]>[0][]): string[] {
+  const { columns, values } = TABLES[table] as { columns: string; values: (row: unknown) => Value[] };
+  const head = `INSERT INTO ${table} (${columns}) VALUES\n`;
   const statements: string[] = [];
-  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
-    const values = rows.slice(start, start + ROWS_PER_INSERT).map((row) => `(${row.map(literal).join(", ")})`);
-    statements.push(`INSERT INTO ${table} (${COLUMNS[table]}) VALUES\n${values.join(",\n")};`);
+  let tuples: string[] = [];
+  let bytes = head.length;
+  for (const row of rows) {
+    const tuple = `(${values(row).map(literal).join(", ")})`;
+    const size = Buffer.byteLength(tuple) + 2;
+    if (tuples.length > 0 && bytes + size > STATEMENT_BYTES) {
+      statements.push(`${head}${tuples.join(",\n")};`);
+      [tuples, bytes] = [[], head.length];
+    }
+    tuples.push(tuple);
+    bytes += size;
   }
+  if (tuples.length > 0) statements.push(`${head}${tuples.join(",\n")};`);
   return statements;
 }
 
@@ -307,26 +583,31 @@ function inserts(table: keyof typeof COLUMNS, rows: readonly Value[][]): string[
 const PART_PRODUCTS = 50_000;
 
 /** The SQL in parts: the first also empties the tables and writes the competitors, the last moves the version. */
-function* sqlParts(): Generator<{ sql: string; rows: Record<keyof typeof COLUMNS, number> }> {
+function* sqlParts(): Generator<{ sql: string; rows: Record<keyof typeof TABLES, number> }> {
   const parts = Math.max(1, Math.ceil(productCount / PART_PRODUCTS));
   for (let part = 0; part < parts; part++) {
     const lines: string[] = [];
     if (part === 0) {
       lines.push(
-        "-- Generated by scripts/seed.ts; re-running replaces the catalogue.",
+        "-- Generated by scripts/seed.ts; re-running replaces the catalogue and its events.",
+        "DELETE FROM events WHERE account_id IS NULL;",
         "DELETE FROM price_history;",
         "DELETE FROM offers;",
         "DELETE FROM products;",
         "DELETE FROM competitors;",
-        ...inserts(
-          "competitors",
-          COMPETITORS.map((c) => [c.id, c.name, c.domain]),
-        ),
+        ...inserts("competitors", COMPETITORS),
       );
     }
-    const tables: Rows = { products: [], offers: [], price_history: [] };
+    const tables: Rows = { products: [], offers: [], price_history: [], events: [] };
     for (let i = part * PART_PRODUCTS; i < Math.min(productCount, (part + 1) * PART_PRODUCTS); i++) addProduct(i, tables);
-    for (const table of ["products", "offers", "price_history"] as const) lines.push(...inserts(table, tables[table]));
+    // The feed is in commit order: the events go in oldest first, as the ingestions would have written them.
+    tables.events.sort((a, b) => (a.event.timestamp < b.event.timestamp ? -1 : 1));
+    lines.push(
+      ...inserts("products", tables.products),
+      ...inserts("offers", tables.offers),
+      ...inserts("price_history", tables.price_history),
+      ...inserts("events", tables.events),
+    );
     if (part === parts - 1) {
       // A new version, never a reset one, and a full snapshot build for it: products were deleted.
       lines.push(
@@ -339,6 +620,7 @@ function* sqlParts(): Generator<{ sql: string; rows: Record<keyof typeof COLUMNS
       products: tables.products.length,
       offers: tables.offers.length,
       price_history: tables.price_history.length,
+      events: tables.events.length,
     };
     yield { sql: `${lines.join("\n")}\n`, rows };
   }
@@ -370,7 +652,7 @@ if (apply) wrangler("d1", "migrations", "apply", "DB", "--local");
 // Each part is applied as its own batch (file): a run stopped half-way leaves part of the catalogue; run it again.
 const partFile = `${args.out}.part`;
 const out = openSync(args.out, "w");
-const totals = { competitors: 0, products: 0, offers: 0, price_history: 0 };
+const totals = { competitors: 0, products: 0, offers: 0, price_history: 0, events: 0 };
 try {
   for (const { sql, rows } of sqlParts()) {
     writeSync(out, sql);

@@ -27,19 +27,6 @@ const DELETE_BATCH = 1000;
 
 const log = logger("outbox");
 
-/** The rows to insert for the events an ingestion emits (`now`: its commit's time). */
-export function outboxRows(messages: readonly EventMessage[], now: string) {
-  return messages.map((message) => ({
-    id: message.event.id,
-    type: message.event.type,
-    timestamp: message.event.timestamp,
-    payload: JSON.stringify({ type: message.event.type, timestamp: message.event.timestamp, data: message.event.data }),
-    oldMinor: message.price_change?.old_minor ?? null,
-    newMinor: message.price_change?.new_minor ?? null,
-    createdAt: now,
-  }));
-}
-
 /** The queue message of a stored event, as the ingestion built it. */
 export function eventMessageOf(row: Pick<EventRow, "id" | "type" | "timestamp" | "payload" | "oldMinor" | "newMinor">): EventMessage {
   const { data } = JSON.parse(row.payload) as { data: Record<string, unknown> };

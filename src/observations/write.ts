@@ -1,5 +1,5 @@
 import { bumpCatalogueVersion } from "../catalogue/service.ts";
-import { outboxRows } from "../events/outbox.ts";
+import { outboxRows } from "../events/outbox-rows.ts";
 import type { Database } from "../platform/db.ts";
 import { insertRows } from "../platform/json-rows.ts";
 import { competitors, events, offers, priceHistory, products } from "../platform/tables.ts";

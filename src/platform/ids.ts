@@ -1,5 +1,11 @@
-/** A new id with its type prefix (`prd_`, `whk_`, `evt_`): 128 random bits as 32 hex characters. */
-export const newId = (prefix: string) => `${prefix}_${crypto.randomUUID().replaceAll("-", "")}`;
+const randomBytes = (length: number) => crypto.getRandomValues(new Uint8Array(length));
+
+/**
+ * A new id with its type prefix (`prd_`, `whk_`, `evt_`): 128 random bits as 32 hex characters. `bytes` is for a
+ * repeatable source (the sample seed, scripts/seed.ts), so that every id has this one form.
+ */
+export const newId = (prefix: string, bytes: (length: number) => Uint8Array = randomBytes) =>
+  `${prefix}_${Array.from(bytes(16), (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
 
 /**
  * An event id that carries its event's timestamp: 12 hex digits of Unix milliseconds, then 80 random

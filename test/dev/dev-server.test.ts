@@ -5,14 +5,14 @@
  * The D1, R2 and Durable Objects live in a temporary directory (`--persist-to`), removed at the end.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_AUDIENCE, DEV_ISSUER, devSigningKey } from "../../scripts/dev-idp/config.ts";
+import { ADMIN_SCOPES, DEV_AUDIENCE, DEV_ISSUER, devSigningKey } from "../../scripts/dev-idp/config.ts";
 import { mintToken } from "../../scripts/mint-token.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -136,6 +136,55 @@ describe("npm run dev, called as a newcomer calls it", () => {
     expect(res.status).toBe(200);
     expect(res.headers["content-encoding"]).toBe("gzip");
     expect([...res.body.subarray(0, 2)]).toEqual([0x1f, 0x8b]);
+  });
+
+  it("serves a sample that looks alive: recent checks, changes and events inside the feed's 30 days, one id format", async () => {
+    const started = Date.now();
+    const res = await call("/products", { Authorization: `Bearer ${key}` });
+    const { products } = JSON.parse(res.body.toString()) as {
+      products: { id: string; name: string; offers: { checked_at: string; price_changed_at: string }[] }[];
+    };
+    expect(products).toHaveLength(300);
+    for (const product of products) expect(product.id).toMatch(/^prd_[0-9a-f]{32}$/);
+    const offers = products.flatMap((p) => p.offers);
+    // Checked within the hour before the seed ran (at this test's start), changed within the last 12 days or earlier.
+    for (const offer of offers) expect(started - Date.parse(offer.checked_at)).toBeLessThan(2 * 3600_000);
+    const changedThisMonth = offers.filter((offer) => started - Date.parse(offer.price_changed_at) < 30 * 86_400_000);
+    expect(changedThisMonth.length).toBeGreaterThan(offers.length / 2);
+
+    const feed = await call("/events?type=price.changed&limit=1000", { Authorization: `Bearer ${key}` });
+    const { events } = JSON.parse(feed.body.toString()) as { events: { id: string; timestamp: string }[] };
+    expect(events.length).toBeGreaterThan(100);
+    for (const event of events) expect(started - Date.parse(event.timestamp)).toBeLessThan(30 * 86_400_000);
+    expect(started - Date.parse(events.at(-1)!.timestamp)).toBeLessThan(2 * 86_400_000);
+  });
+
+  it("the README's ingestion is a change of price, and the feed lists its event", async () => {
+    // The observation exactly as the README sends it: it must name an offer the seed has, at another price.
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const [, body] = /POST \$API\/admin\/observations [^']*-d '([^']*)'/.exec(readme) ?? [];
+    expect(body).toBeDefined();
+    const observation = (JSON.parse(body!) as { observations: { sku: string; price: string }[] }).observations[0]!;
+    const admin = await mintToken(devSigningKey(), {
+      issuer: DEV_ISSUER,
+      audience: DEV_AUDIENCE,
+      sub: "dev-test-admin",
+      scope: ADMIN_SCOPES,
+    });
+    const since = new Date(Date.now() - 1000).toISOString();
+    const ingested = await call("/admin/observations", { Authorization: `Bearer ${admin}` }, "POST", body);
+    expect(ingested.status).toBe(200);
+    expect(JSON.parse(ingested.body.toString())).toEqual({
+      received: 1,
+      products_created: 0,
+      offers_created: 0,
+      price_changes: 1,
+      stock_changes: 0,
+    });
+
+    const feed = await call(`/events?type=price.changed&since=${since}`, { Authorization: `Bearer ${key}` });
+    const { events } = JSON.parse(feed.body.toString()) as { events: { type: string; data: { sku: string; new_price: string } }[] };
+    expect(events.map((e) => [e.type, e.data.sku, e.data.new_price])).toEqual([["price.changed", observation.sku, observation.price]]);
   });
 
   it("runs the cron by hand at the address wrangler's banner and the README give", async () => {

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { inArray } from "drizzle-orm";
 import type { EventMessage } from "../../src/events/messages.ts";
-import { outboxRows } from "../../src/events/outbox.ts";
+import { outboxRows } from "../../src/events/outbox-rows.ts";
 import { database } from "../../src/platform/db.ts";
 import { newEventId } from "../../src/platform/ids.ts";
 import { events } from "../../src/platform/tables.ts";

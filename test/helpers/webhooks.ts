@@ -2,7 +2,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import type { DeliveryMessage, EventMessage, WebhookEvent, WebhookMessage } from "../../src/events/messages.ts";
-import { outboxRows } from "../../src/events/outbox.ts";
+import { outboxRows } from "../../src/events/outbox-rows.ts";
 import worker from "../../src/index.ts";
 import type { IngestionResult } from "../../src/observations/schema.ts";
 import { database } from "../../src/platform/db.ts";
