@@ -1159,10 +1159,16 @@ export interface components {
             outcome: "delivered" | "retrying" | "failed" | "disabled";
             /**
              * Format: date-time
-             * @description UTC, ISO-8601
+             * @description When the attempt was made (its webhook-timestamp)
              * @example 2026-01-31T12:00:00.000Z
              */
-            delivered_at: string;
+            attempted_at: string;
+            /**
+             * Format: date-time
+             * @description When the receiver accepted it (a 2xx): the attempt's time; null unless delivered
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            delivered_at: string | null;
             /** @description The first 1 KiB of the receiver's answer (UTF-8); null without one */
             response_excerpt: string | null;
             /** @description The body the attempt sent (its id is event_id); null once the event has left D1 for the archive (after a day), and for test events */

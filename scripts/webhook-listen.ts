@@ -25,15 +25,22 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-if (!args.secret?.startsWith("whsec_")) {
-  fail("Pass the webhook's secret: npm run webhook:listen -- --secret whsec_… (POST /webhooks returned it once).");
-}
+const SECRET_HINT =
+  'Pass the webhook\'s secret: npm run webhook:listen -- --secret whsec_… with the "secret" POST /webhooks returned (once).';
+if (!args.secret?.startsWith("whsec_")) fail(SECRET_HINT);
 const port = Number(args.port);
 const status = Number(args.status);
 if (!Number.isInteger(port) || port < 1 || port > 65535) fail("--port must be a port number, e.g. --port 9000.");
 if (!Number.isInteger(status) || status < 200 || status > 599) fail("--status must be an HTTP status, e.g. --status 500.");
 
-const webhook = new Webhook(args.secret);
+/** The library refuses a secret that is not base64 after `whsec_` (the documented placeholder `whsec_…` is not) with a stack trace. */
+const webhook = (() => {
+  try {
+    return new Webhook(args.secret);
+  } catch {
+    return fail(`"${args.secret}" is not a webhook secret: after whsec_ comes base64, as POST /webhooks returns it. ${SECRET_HINT}`);
+  }
+})();
 const time = () => new Date().toISOString().slice(11, 19);
 
 const server = createServer((req, res) => {

@@ -44,7 +44,9 @@ function deliveryView(row: DeliveryRow, payload: string | undefined): DeliveryVi
     error: row.error,
     duration_ms: row.durationMs,
     outcome: row.outcome,
-    delivered_at: row.deliveredAt,
+    // The column holds every attempt's time (src/platform/tables.ts); only a delivered attempt has a delivery time.
+    attempted_at: row.deliveredAt,
+    delivered_at: row.outcome === "delivered" ? row.deliveredAt : null,
     response_excerpt: row.responseExcerpt,
     payload: payload === undefined ? null : (JSON.parse(payload) as DeliveryView["payload"]),
   };

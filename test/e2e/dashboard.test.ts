@@ -800,7 +800,8 @@ describe("dashboard in Chromium", () => {
       error: "HTTP 500 from the receiver",
       duration_ms: 412,
       outcome: "failed",
-      delivered_at: "2026-11-20T08:59:00.000Z",
+      attempted_at: "2026-11-20T08:59:00.000Z",
+      delivered_at: null,
       response_excerpt: '{"error":"database unavailable","trace":"at handler (/srv/app/hooks.js:42:13)\\n  at process"}',
       payload: {
         type: "price.changed",

@@ -288,6 +288,7 @@ describe("the deliveries listing", () => {
     expect(deliveries.map((d: { attempt: number }) => d.attempt)).toEqual([2, 1]);
     expect(Object.keys(deliveries[0]).sort()).toEqual([
       "attempt",
+      "attempted_at",
       "delivered_at",
       "duration_ms",
       "error",
@@ -304,6 +305,11 @@ describe("the deliveries listing", () => {
       .where(eq(webhookDeliveries.webhookId, webhook.id))
       .orderBy(desc(webhookDeliveries.id))
       .get();
-    expect(deliveries[0].delivered_at).toBe(newest!.deliveredAt);
+    expect(deliveries[0].attempted_at).toBe(newest!.deliveredAt);
+    // Neither attempt was delivered (503 twice): no delivery time, only the attempt's.
+    expect(deliveries.map((d: { outcome: string; delivered_at: string | null }) => [d.outcome, d.delivered_at])).toEqual([
+      ["retrying", null],
+      ["retrying", null],
+    ]);
   });
 });

@@ -178,6 +178,7 @@ describe("POST /webhooks/:id/test", () => {
           error: null,
           duration_ms: expect.any(Number),
           outcome: "delivered",
+          attempted_at: expect.any(String),
           delivered_at: expect.any(String),
           response_excerpt: "ok", // the test receiver's answer
           payload: null, // a test event has no row in the events table

@@ -365,7 +365,7 @@ function deliveryItem(d: Delivery): HTMLLIElement {
       el("span", { class: `badge ${ok ? "enabled" : "disabled"}` }, result),
       el("code", {}, d.type),
       el("span", { class: "hint" }, `attempt ${d.attempt} · ${d.duration_ms} ms · ${d.outcome}`),
-      el("span", { class: "hint" }, when(d.delivered_at)),
+      el("span", { class: "hint" }, when(d.attempted_at)),
     ),
     el("p", { class: "hint event-id" }, `Event ${d.event_id}`),
     d.error ? el("p", { class: "reason" }, d.error) : null,
