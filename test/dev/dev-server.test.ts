@@ -185,6 +185,13 @@ describe("npm run dev, called as a newcomer calls it", () => {
     const feed = await call(`/events?type=price.changed&since=${since}`, { Authorization: `Bearer ${key}` });
     const { events } = JSON.parse(feed.body.toString()) as { events: { type: string; data: { sku: string; new_price: string } }[] };
     expect(events.map((e) => [e.type, e.data.sku, e.data.new_price])).toEqual([["price.changed", observation.sku, observation.price]]);
+
+    // The README's sync after it: the product, once the snapshot is rebuilt (the README waits 2 s).
+    const synced = async () => {
+      const res = await call(`/products?updated_since=${since}`, { Authorization: `Bearer ${key}` });
+      return (JSON.parse(res.body.toString()) as { products: { sku: string }[] }).products.map((p) => p.sku);
+    };
+    await expect.poll(synced, { timeout: 10_000 }).toEqual([observation.sku]);
   });
 
   it("runs the cron by hand at the address wrangler's banner and the README give", async () => {
