@@ -4,7 +4,7 @@
  * Writes a realistic sample catalogue into the local D1: competitors in USD, GBP, EUR and JPY,
  * N products (default 300; real product lines at their list prices) with 1–6 offers each (some out of
  * stock, some on sale), a few history rows per offer ending within the last 12 days, `checked_at` within
- * the last hour, and the events of the changes inside the events feed's 30 days, all relative to --now
+ * the last hour, and the events of the changes inside the events feed's 30 days (up to 1,000 products), all relative to --now
  * (default: the time of the run). The same --seed gives the same products, SKUs, ids and prices; the same
  * --seed and --now the same rows (event ids are random, as an ingestion's are). No network. The SQL goes to a file
  * (default .wrangler/seed.sql) and, unless --no-apply, into the local D1 after the migrations, in parts of
