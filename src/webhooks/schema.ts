@@ -161,7 +161,9 @@ const Delivery = z
     duration_ms: z.int(),
     outcome: z.enum(["delivered", "retrying", "failed", "disabled"]),
     attempted_at: timestamp.meta({ description: "When the attempt was made (its webhook-timestamp)" }),
-    delivered_at: timestamp.nullable().meta({ description: "When the receiver accepted it (a 2xx): the attempt's time; null unless delivered" }),
+    delivered_at: timestamp
+      .nullable()
+      .meta({ description: "When the receiver accepted it (a 2xx): the attempt's time; null unless delivered" }),
     response_excerpt: z.string().nullable().meta({ description: "The first 1 KiB of the receiver's answer (UTF-8); null without one" }),
     payload: z
       .object({ type: z.string(), timestamp, data: z.record(z.string(), z.unknown()) })
