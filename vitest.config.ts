@@ -163,5 +163,12 @@ export default defineConfig(async () => {
       sequence: { groupOrder: 1 },
     },
   };
-  return { test: { projects: process.env.CHAOS ? [chaos] : [workers, e2e, node, dev] } };
+  return {
+    test: {
+      // The code's routine info lines (a snapshot built, …) say nothing about a test; its warnings and errors still
+      // print, except where a test causes them on purpose and checks them (test/helpers/logs.ts).
+      onConsoleLog: (log: string) => !log.startsWith('{"level":"info"'),
+      projects: process.env.CHAOS ? [chaos] : [workers, e2e, node, dev],
+    },
+  };
 });

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { verifyIdpToken } from "../../src/auth/idp.ts";
 import { ApiError } from "../../src/http/errors.ts";
 import { type Config, readConfig } from "../../src/platform/config.ts";
+import { captureLogs } from "../helpers/logs.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
 /**
@@ -41,6 +42,7 @@ afterEach(() => vi.useRealTimers());
 
 describe("when the IdP's key set cannot be fetched", () => {
   it("the last good set keeps verifying tokens for up to 24 hours after it was fetched; then 503 until the IdP is back", async () => {
+    const logs = captureLogs(); // the outage's warnings and, past 24 hours, its error: checked at the end
     now = Date.now();
     vi.useFakeTimers({ toFake: ["Date"], now });
     const idp = switchableIdp();
@@ -61,9 +63,16 @@ describe("when the IdP's key set cannot be fetched", () => {
     await idp.up();
     advance(REFETCH_COOLDOWN_MS);
     expect(await idp.verify("back")).toMatchObject({ sub: "back" });
+    expect(logs.map((line) => [line.level, line.message])).toEqual([
+      ["warn", "JWKS refresh failed"],
+      ["warn", "JWKS refresh failed"],
+      ["warn", "JWKS refresh failed"],
+      ["error", "JWKS unavailable"],
+    ]);
   });
 
   it("concurrent requests share one fetch, and during an outage fetch at most once per 30 s", async () => {
+    const logs = captureLogs();
     now = Date.now();
     vi.useFakeTimers({ toFake: ["Date"], now });
     const idp = switchableIdp();
@@ -81,5 +90,9 @@ describe("when the IdP's key set cannot be fetched", () => {
     advance(1000);
     await idp.verify("retry");
     expect(await idp.fetches()).toBe(3);
+    expect(logs.map((line) => [line.level, line.message])).toEqual([
+      ["warn", "JWKS refresh failed"],
+      ["warn", "JWKS refresh failed"],
+    ]);
   });
 });

@@ -17,7 +17,7 @@ import {
   publishCatalogue,
 } from "../helpers/catalogue-factory.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
-import { call } from "../helpers/http.ts";
+import { call, utf8Text } from "../helpers/http.ts";
 
 // A catalogue of random ids (as production has) over three segments, with brands and categories in
 // several cases and scripts, shares of 1 % and 10 %, scattered updated_at and offers.
@@ -51,7 +51,7 @@ const ndjsonBody = (lines: readonly string[]) => lines.map((line) => `${line}\n`
 
 /** The unfiltered list's products (one JSON text each, in id order): what every filtered body is cut from. */
 async function unfiltered(): Promise<string[]> {
-  const body = await (await get("", { Accept: "application/x-ndjson" })).text();
+  const body = await utf8Text(await get("", { Accept: "application/x-ndjson" }));
   return body.split("\n").slice(0, -1);
 }
 
@@ -129,7 +129,7 @@ describe("filtered GET /products: exactly the unfiltered list's products that ma
       const json = await get(query(filters));
       expect(json.status).toBe(200);
       expect(await json.text()).toBe(listBody(expected));
-      expect(await (await get(query(filters), { Accept: "application/x-ndjson" })).text()).toBe(ndjsonBody(expected));
+      expect(await utf8Text(await get(query(filters), { Accept: "application/x-ndjson" }))).toBe(ndjsonBody(expected));
       const gzip = await rawGet(`/products${query(filters)}`, key, { "Accept-Encoding": "gzip" });
       expect(gzip.headers.get("Content-Encoding")).toBe("gzip");
       expect(oneGzipMember(new Uint8Array(await gzip.arrayBuffer()))).toBe(listBody(expected));

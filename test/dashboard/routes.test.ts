@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { randomTestIp, rateLimitOf } from "../helpers/http.ts";
+import { captureLogs } from "../helpers/logs.ts";
 
 const app = buildApp();
 
@@ -68,8 +69,10 @@ describe("dashboard routes", () => {
     await Promise.all(Array.from({ length: 5 }, () => dashboardCall("GET", "/dashboard")));
     expect(discoveryReads.length - before).toBeLessThanOrEqual(1);
 
+    const logs = captureLogs();
     const res = await dashboardCall("GET", "/dashboard", { DASHBOARD_CLIENT_ID: "dashboard-client", IDP_ISSUER: "https://down.idp.test/" });
     expect(res.status).toBe(200);
+    expect(logs).toEqual([expect.objectContaining({ level: "warn", source: "dashboard", message: "IdP discovery document unreadable" })]);
     const connect = /connect-src ([^;]*)/.exec(res.headers.get("Content-Security-Policy") ?? "")?.[1];
     expect(connect).toBe("'self' https://down.idp.test");
   });

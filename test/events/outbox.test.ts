@@ -15,6 +15,7 @@ import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { DEAD_LETTERED } from "../../src/webhooks/delivery/dead-letters.ts";
+import { captureLogs } from "../helpers/logs.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, ingest, newAccountToken, runQueue, storeEvents } from "../helpers/webhooks.ts";
 
@@ -289,7 +290,11 @@ describe("the dead-letter queue's consumer", () => {
     await db().update(events).set({ relayedAt, claimedAt: relayedAt }).where(eq(events.id, event.event.id));
     const delivery = deliveryTo(hook.id);
 
+    const logs = captureLogs();
     const result = await runDeadLetters([event, delivery], { ...env, DB: failingEventWrites });
+    expect(logs).toEqual([
+      expect.objectContaining({ level: "error", source: "webhook-dlq", message: "dead-lettered events not handed back; retried" }),
+    ]);
     expect(result.explicitAcks).toEqual([expect.stringMatching(/-1$/)]);
     expect(result.retryMessages).toEqual([{ msgId: expect.stringMatching(/-0$/) }]);
     expect((await rowsOf([event.event.id]))[0]).toMatchObject({ relayedAt, claimedAt: relayedAt });

@@ -16,6 +16,9 @@ export function call(method: string, path: string, { token, body, headers = {} }
   return exports.default.fetch(new Request(`https://api.test${path}`, init));
 }
 
+/** The body as text, read as bytes: workerd warns on every .text() of a body whose type is not text (NDJSON). */
+export const utf8Text = async (res: Response) => new TextDecoder().decode(await res.arrayBuffer());
+
 /** The body as JSON, after asserting the status (the body is the failure message). */
 export async function expectJson<T = any>(res: Response, status: number): Promise<T> {
   const text = await res.clone().text();

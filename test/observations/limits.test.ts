@@ -7,6 +7,7 @@ import { database } from "../../src/platform/db.ts";
 import { catalogueState, events, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { D1_MAX_VALUE_BYTES, enforceD1Limits, isIngestionWrite } from "../helpers/d1.ts";
 import { call, expectJson } from "../helpers/http.ts";
+import { captureLogs } from "../helpers/logs.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { observation } from "../helpers/webhooks.ts";
 
@@ -85,8 +86,10 @@ describe("the largest legal ingestion", () => {
       );
       return batch([...statements, failing]);
     });
+    const logs = captureLogs();
     const res = await post(bodyOf(skus, T3, "12.50", false));
     expect(res.status).toBe(500);
+    expect(logs).toEqual([expect.objectContaining({ level: "error", source: "http", path: "/admin/observations" })]);
     expect(eventStatements).toBeGreaterThan(1); // the events were split, and rolled back together
 
     expect(await db().select().from(catalogueState)).toEqual([before]);

@@ -5,6 +5,7 @@ import { buildApp } from "../../src/app.ts";
 import { generateApiKey, hashApiKey } from "../../src/auth/api-key.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { accountWithKey, addKey } from "../helpers/keys.ts";
+import { captureLogs } from "../helpers/logs.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 
 const KEY_HEADERS = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy", "X-Request-Id"];
@@ -220,7 +221,9 @@ describe("every status carries the headers", () => {
       throw new Error("a bug");
     });
     const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+    const logs = captureLogs();
     const boom = await app.fetch(new Request("https://api.test/explode"), env, ctx);
+    expect(logs).toEqual([expect.objectContaining({ level: "error", source: "http", path: "/explode", error: "Error: a bug" })]);
     const body = await expectJson(boom, 500);
     expect(body.detail).not.toContain("a bug");
     expectBucketHeaders(boom, 30);
