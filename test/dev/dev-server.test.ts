@@ -26,6 +26,8 @@ let output = "";
 /** What it printed before its ready banner. */
 let beforeBanner = "";
 let key = "";
+/** An admin token (accounts:write prices:write), signed with the local IdP's key. */
+let admin = "";
 
 interface Answer {
   status: number;
@@ -99,6 +101,15 @@ describe("npm run dev, called as a newcomer calls it", () => {
     const login = {
       Authorization: `Bearer ${await mintToken(devSigningKey(), { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, sub: "dev-test" })}`,
     };
+    admin = await mintToken(devSigningKey(), { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, sub: "dev-test-admin", scope: ADMIN_SCOPES });
+    // Premium, as the README does: a Free key's 10 requests a minute would not last this file.
+    const plan = await call(
+      "/admin/accounts/dev-test/plan",
+      { Authorization: `Bearer ${admin}` },
+      "PUT",
+      JSON.stringify({ plan: "premium" }),
+    );
+    expect(plan.status).toBe(200);
     const created = await call("/api-keys", login, "POST", JSON.stringify({ name: "dev-server test" }));
     expect(created.status).toBe(201);
     key = (JSON.parse(created.body.toString()) as { key: string }).key;
@@ -165,12 +176,6 @@ describe("npm run dev, called as a newcomer calls it", () => {
     const [, body] = /POST \$API\/admin\/observations [^']*-d '([^']*)'/.exec(readme) ?? [];
     expect(body).toBeDefined();
     const observation = (JSON.parse(body!) as { observations: { sku: string; price: string }[] }).observations[0]!;
-    const admin = await mintToken(devSigningKey(), {
-      issuer: DEV_ISSUER,
-      audience: DEV_AUDIENCE,
-      sub: "dev-test-admin",
-      scope: ADMIN_SCOPES,
-    });
     const since = new Date(Date.now() - 1000).toISOString();
     const ingested = await call("/admin/observations", { Authorization: `Bearer ${admin}` }, "POST", body);
     expect(ingested.status).toBe(200);
@@ -189,9 +194,11 @@ describe("npm run dev, called as a newcomer calls it", () => {
     // The README's sync after it: the product, once the snapshot is rebuilt (the README waits 2 s).
     const synced = async () => {
       const res = await call(`/products?updated_since=${since}`, { Authorization: `Bearer ${key}` });
-      return (JSON.parse(res.body.toString()) as { products: { sku: string }[] }).products.map((p) => p.sku);
+      return res.status === 200
+        ? (JSON.parse(res.body.toString()) as { products: { sku: string }[] }).products.map((p) => p.sku)
+        : res.status;
     };
-    await expect.poll(synced, { timeout: 10_000 }).toEqual([observation.sku]);
+    await expect.poll(synced, { timeout: 10_000, interval: 250 }).toEqual([observation.sku]);
   });
 
   it("runs each cron by hand at the address wrangler's banner, the README and wrangler.toml give", async () => {
