@@ -69,7 +69,7 @@ const inD1 = async (webhookId: string) =>
   (await db().select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhookId))).length;
 const listing = async (token: string, id: string) =>
   (
-    await expectJson<{ deliveries: { event_id: string; delivered_at: string; response_excerpt: string }[] }>(
+    await expectJson<{ deliveries: { event_id: string; attempted_at: string; response_excerpt: string }[] }>(
       await call("GET", `/webhooks/${id}/deliveries`, { token }),
       200,
     )
@@ -126,7 +126,7 @@ describe("the webhook delivery archive", () => {
     expect(await archiveKeys(hook.id)).toHaveLength(2);
     const after = await listing(token, hook.id);
     expect(after).toEqual(before);
-    expect(after.map((d) => d.delivered_at)).toEqual([...after.map((d) => d.delivered_at)].sort().reverse());
+    expect(after.map((d) => d.attempted_at)).toEqual([...after.map((d) => d.attempted_at)].sort().reverse());
   });
 
   it("a crash between the R2 write and the D1 delete, or a failed write, loses and repeats nothing", async () => {
