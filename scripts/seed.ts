@@ -22,8 +22,8 @@ import { outboxRows } from "../src/events/outbox-rows.ts";
 import { RETENTION_MS } from "../src/events/retention.ts";
 import { newId } from "../src/platform/ids.ts";
 import type { priceHistory } from "../src/platform/tables.ts";
-import { priceEvent, stockEvent } from "../src/prices/events.ts";
 import type { EventMessage } from "../src/events/messages.ts";
+import { priceEvent, stockEvent } from "../src/observations/events.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -456,7 +456,7 @@ function addProduct(i: number, tables: Rows) {
   };
   tables.products.push(product);
 
-  // The events an ingestion of each walk would have emitted, built as it builds them (src/prices/events.ts).
+  // The events an ingestion of each walk would have emitted, built as it builds them (src/observations/events.ts).
   if (productCount > EVENTS_UP_TO_PRODUCTS) return;
   for (const { offer, seller, walk } of offerRows) {
     for (let step = 1; step < walk.length; step++) {
