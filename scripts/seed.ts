@@ -359,6 +359,27 @@ const FEED_WINDOW_MS = RETENTION_MS;
  */
 const EVENTS_UP_TO_PRODUCTS = 1_000;
 
+/**
+ * Each category's line-and-variant pairs are dealt in a shuffled order, so no two products share a name until
+ * every pair is used; then the deck is dealt again as renewed, then open-box listings, as shops list them.
+ */
+const RELISTED = [" (Renewed)", " (Open Box)"];
+const decks = new Map<
+  Category,
+  { deck: { brand: string; line: string; listUsd: number; variant: string; factor: number }[]; round: number }
+>();
+function nextListing(category: Category) {
+  let state = decks.get(category);
+  if (!state?.deck.length) {
+    const pairs = category.lines.flatMap(([brand, line, listUsd]) =>
+      category.variants.map(([variant, factor]) => ({ brand, line, listUsd, variant, factor })),
+    );
+    state = { deck: shuffled(pairs), round: (state?.round ?? -1) + 1 };
+    decks.set(category, state);
+  }
+  return { ...state.deck.pop()!, round: state.round };
+}
+
 // ---- Rows ------------------------------------------------------------------------------------------
 
 interface Rows {
@@ -371,9 +392,8 @@ interface Rows {
 /** Product `i` (its place in the sequence of random draws), its offers, their history and events, into `tables`. */
 function addProduct(i: number, tables: Rows) {
   const category = sharedCategory(i) ?? pick(CATEGORIES);
-  const [brand, line, listUsd] = pick(category.lines);
-  const [variant, factor] = pick(category.variants);
-  const name = variant ? `${brand} ${line}, ${variant}` : `${brand} ${line}`;
+  const { brand, line, listUsd, variant, factor, round } = nextListing(category);
+  const name = `${brand} ${line}${variant ? `, ${variant}` : ""}${RELISTED[round - 1] ?? ""}`;
   const sku = `${brand
     .replace(/[^A-Za-z]/g, "")
     .slice(0, 3)
