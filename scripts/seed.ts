@@ -21,7 +21,7 @@ import type { OfferRow, ProductRow } from "../src/catalogue/views.ts";
 import type { EventMessage } from "../src/events/messages.ts";
 import { outboxRows } from "../src/events/outbox-rows.ts";
 import { RETENTION_MS } from "../src/events/retention.ts";
-import { priceEvent, priceEvent, stockEvent, stockEvent } from "../src/observations/events.ts";
+import { priceEvent, stockEvent } from "../src/observations/events.ts";
 import { newId } from "../src/platform/ids.ts";
 import type { priceHistory } from "../src/platform/tables.ts";
 
