@@ -862,7 +862,8 @@ describe("dashboard in Chromium", () => {
         error: failed ? "HTTP 503 from the receiver" : null,
         duration_ms: 120 + i,
         outcome: i === 0 ? "retrying" : failed ? "failed" : "delivered",
-        delivered_at: new Date(now - 60_000 - i * 600_000).toISOString(),
+        attempted_at: new Date(now - 60_000 - i * 600_000).toISOString(),
+        delivered_at: i === 0 || failed ? null : new Date(now - 60_000 - i * 600_000).toISOString(),
         response_excerpt: failed ? "Service Unavailable" : "ok",
         payload: null,
       };

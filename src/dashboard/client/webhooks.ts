@@ -300,7 +300,7 @@ function nextRetry(deliveries: Delivery[]): { at: number; attempt: number; waiti
   for (const d of deliveries) if (!newest.has(d.event_id)) newest.set(d.event_id, d);
   const due = [...newest.values()]
     .filter((d) => d.outcome === "retrying")
-    .map((d) => ({ at: Date.parse(d.delivered_at) + (RETRY_DELAYS_SECONDS[d.attempt - 1] ?? 0) * 1000, attempt: d.attempt + 1 }))
+    .map((d) => ({ at: Date.parse(d.attempted_at) + (RETRY_DELAYS_SECONDS[d.attempt - 1] ?? 0) * 1000, attempt: d.attempt + 1 }))
     .sort((a, b) => a.at - b.at);
   return due[0] && { ...due[0], waiting: due.length };
 }
@@ -319,7 +319,7 @@ function healthFacts(deliveries: Delivery[]): HTMLElement {
         {},
         el("span", { class: `badge ${last.outcome === "delivered" ? "enabled" : "disabled"}` }, answer(last)),
         " ",
-        whenRelative(last.delivered_at),
+        whenRelative(last.attempted_at),
       ),
     ],
     [
