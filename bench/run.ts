@@ -73,6 +73,7 @@ const { values: args } = parseArgs({
     webhooks: { type: "boolean", default: false },
     catalogue: { type: "boolean", default: false },
     "hot-path": { type: "boolean", default: false },
+    profile: { type: "boolean", default: false },
     rounds: { type: "string" },
     "products-max": { type: "boolean", default: false },
     connections: { type: "string" },
@@ -583,9 +584,11 @@ async function webhooksMain(): Promise<string> {
 }
 
 /**
- * `--hot-path [--rounds N] [--seconds S]`: the narrowest check of the hot path, ours against floor-write on the
+ * `--hot-path [--rounds N] [--seconds S] [--profile]`: the narrowest check of the hot path, ours against floor-write on the
  * small response only (the limiter's cost, not the body's), N rounds (3 unless told) alternating which goes
  * first, every key once and the worker idle before each load, as in the full run. A couple of minutes.
+ * `--profile` then takes one more load of each under V8's sampling profiler (as the full run does) and
+ * lists where each isolate's CPU went.
  */
 async function hotPathMain(): Promise<string> {
   const names = ["ours", "floor-write"] as const;
@@ -652,6 +655,35 @@ async function hotPathMain(): Promise<string> {
       rounds[name].push(result);
     }
   }
+  const profiled: string[] = [];
+  if (args.profile) {
+    mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+    for (const name of names) {
+      await load(
+        workers[name],
+        { path: SMALL_PATH, connections: settings.connections, duration: 0, amount: loadKeys.length, keys: loadKeys },
+        `warm-keys-${name}-profile`,
+      );
+      await settle(workers[name]);
+      const hot = await cpuProfile(
+        workers[name],
+        () =>
+          load(
+            workers[name],
+            { path: SMALL_PATH, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys },
+            `profile-${name}`,
+          ),
+        join(ROOT, "bench/results", `hot-path-profile-${name}.cpuprofile`),
+        25,
+      );
+      profiled.push(
+        "",
+        `| ${name}: function | where | self % |`,
+        "|---|---|---:|",
+        ...hot.map((f) => `| ${f.name} | ${f.where} | ${f.selfPercent.toFixed(1)} |`),
+      );
+    }
+  }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   const lines = [
     `### Hot path (\`npm run bench -- --hot-path\`), ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC`,
@@ -672,6 +704,7 @@ async function hotPathMain(): Promise<string> {
   lines.push(
     "",
     `Medians: ours ${oursRps.toFixed(0)}, floor-write ${floorRps.toFixed(0)} req/s: **${(oursRps / floorRps).toFixed(2)} × floor-write** (aim ≥ 0.9 ×); worker CPU ${cpu >= 0 ? "+" : "−"}${Math.abs(cpu).toFixed(2)} ms/request.`,
+    ...(profiled.length > 0 ? ["", "Where the CPU goes (self time, % of the isolate's busy time, one more load each):", ...profiled] : []),
   );
   const text = lines.join("\n");
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
