@@ -115,6 +115,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/account/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What happened to the account's keys and webhooks, the last 30 days
+         * @description The account's own api_key.leaked, api_key.expiring, webhook.disabled and usage.threshold events, oldest first, as its webhooks that subscribe to them receive them, plus `id`. Never another account's, and never in GET /events. The query and paging of GET /events: `after` (the previous page's next_cursor), `since`, `type` (repeatable), `limit` (1–1000, default 100).
+         */
+        get: operations["listAccountEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/account": {
         parameters: {
             query?: never;
@@ -505,6 +525,86 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "api_key.leaked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One of the account's keys was found in public and revoked
+         * @description A signed POST to the webhook's URL (Standard Webhooks). Answer 2xx within 15 s; anything else is retried with exponential backoff for about a day; 410 disables the webhook.
+         */
+        post: operations["api_key_leaked_event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "api_key.expiring": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One of the account's keys expires in 7 days, or in 1 day
+         * @description A signed POST to the webhook's URL (Standard Webhooks). Answer 2xx within 15 s; anything else is retried with exponential backoff for about a day; 410 disables the webhook.
+         */
+        post: operations["api_key_expiring_event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One of the account's webhooks was disabled (410, or 5 days of failures)
+         * @description A signed POST to the webhook's URL (Standard Webhooks). Answer 2xx within 15 s; anything else is retried with exponential backoff for about a day; 410 disables the webhook.
+         */
+        post: operations["webhook_disabled_event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "usage.threshold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One of the account's keys reached 80 % or 100 % of its day quota
+         * @description A signed POST to the webhook's URL (Standard Webhooks). Answer 2xx within 15 s; anything else is retried with exponential backoff for about a day; 410 disables the webhook.
+         */
+        post: operations["usage_threshold_event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -601,6 +701,106 @@ export interface components {
                 event_id: string;
                 webhook_id: string;
                 message: string;
+            };
+        };
+        /** @description A secret scanner found the key in public; it was revoked before this was sent */
+        ApiKeyLeakedEvent: {
+            /** @enum {string} */
+            type: "api_key.leaked";
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            timestamp: string;
+            data: {
+                /** @description The account the event belongs to */
+                account_id: string;
+                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+                key_id: string;
+                /** @example pda_live_Ab12Cd34 */
+                prefix: string;
+                name: string;
+                /** @description Where it was found, as the scanner reported it */
+                url: string | null;
+                /** @description What the scanner was reading (content, commit, gist, …) */
+                source: string | null;
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO-8601
+                 * @example 2026-01-31T12:00:00.000Z
+                 */
+                revoked_at: string;
+            };
+        };
+        /** @description The key expires in 7 days, or in 1 day */
+        ApiKeyExpiringEvent: {
+            /** @enum {string} */
+            type: "api_key.expiring";
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            timestamp: string;
+            data: {
+                /** @description The account the event belongs to */
+                account_id: string;
+                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+                key_id: string;
+                /** @example pda_live_Ab12Cd34 */
+                prefix: string;
+                name: string;
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO-8601
+                 * @example 2026-01-31T12:00:00.000Z
+                 */
+                expires_at: string;
+                days_left: 7 | 1;
+            };
+        };
+        /** @description A webhook stopped receiving events, and why */
+        WebhookDisabledEvent: {
+            /** @enum {string} */
+            type: "webhook.disabled";
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            timestamp: string;
+            data: {
+                /** @description The account the event belongs to */
+                account_id: string;
+                /** @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+                webhook_id: string;
+                url: string;
+                disabled_reason: string;
+            };
+        };
+        /** @description A key used 80 % or 100 % of its day quota (once each a day) */
+        UsageThresholdEvent: {
+            /** @enum {string} */
+            type: "usage.threshold";
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            timestamp: string;
+            data: {
+                /** @description The account the event belongs to */
+                account_id: string;
+                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+                key_id: string;
+                /** @example pda_live_Ab12Cd34 */
+                prefix: string;
+                /** @enum {string} */
+                period: "day";
+                limit: number;
+                used: number;
+                threshold: 80 | 100;
             };
         };
         /** @description Every error: one sentence saying what went wrong and what to do. */
@@ -835,6 +1035,125 @@ export interface components {
              */
             id: string;
         };
+        AccountEventFeed: {
+            /** @description Oldest first */
+            events: components["schemas"]["AccountFeedEvent"][];
+            /** @description Pass as `after` for the next page; null when there is none yet */
+            next_cursor: string | null;
+        };
+        AccountFeedEvent: {
+            /** @enum {string} */
+            type: "api_key.leaked";
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            timestamp: string;
+            data: {
+                /** @description The account the event belongs to */
+                account_id: string;
+                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+                key_id: string;
+                /** @example pda_live_Ab12Cd34 */
+                prefix: string;
+                name: string;
+                /** @description Where it was found, as the scanner reported it */
+                url: string | null;
+                /** @description What the scanner was reading (content, commit, gist, …) */
+                source: string | null;
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO-8601
+                 * @example 2026-01-31T12:00:00.000Z
+                 */
+                revoked_at: string;
+            };
+            /**
+             * @description The event's id: webhook-id of its deliveries, and the `after` cursor
+             * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
+            id: string;
+        } | {
+            /** @enum {string} */
+            type: "api_key.expiring";
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            timestamp: string;
+            data: {
+                /** @description The account the event belongs to */
+                account_id: string;
+                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+                key_id: string;
+                /** @example pda_live_Ab12Cd34 */
+                prefix: string;
+                name: string;
+                /**
+                 * Format: date-time
+                 * @description UTC, ISO-8601
+                 * @example 2026-01-31T12:00:00.000Z
+                 */
+                expires_at: string;
+                days_left: 7 | 1;
+            };
+            /**
+             * @description The event's id: webhook-id of its deliveries, and the `after` cursor
+             * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
+            id: string;
+        } | {
+            /** @enum {string} */
+            type: "webhook.disabled";
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            timestamp: string;
+            data: {
+                /** @description The account the event belongs to */
+                account_id: string;
+                /** @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+                webhook_id: string;
+                url: string;
+                disabled_reason: string;
+            };
+            /**
+             * @description The event's id: webhook-id of its deliveries, and the `after` cursor
+             * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
+            id: string;
+        } | {
+            /** @enum {string} */
+            type: "usage.threshold";
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            timestamp: string;
+            data: {
+                /** @description The account the event belongs to */
+                account_id: string;
+                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+                key_id: string;
+                /** @example pda_live_Ab12Cd34 */
+                prefix: string;
+                /** @enum {string} */
+                period: "day";
+                limit: number;
+                used: number;
+                threshold: 80 | 100;
+            };
+            /**
+             * @description The event's id: webhook-id of its deliveries, and the `after` cursor
+             * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
+            id: string;
+        };
         Account: {
             /** @description The account login's `sub` */
             id: string;
@@ -1000,7 +1319,7 @@ export interface components {
             id: string;
             url: string;
             description: string | null;
-            events: ("price.changed" | "stock.changed")[];
+            events: ("price.changed" | "stock.changed" | "api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold")[];
             /** @description A price change smaller than this (in %) is not sent */
             min_change_pct: number;
             filters: components["schemas"]["AlertFilters"];
@@ -1110,7 +1429,7 @@ export interface components {
             id: string;
             url: string;
             description: string | null;
-            events: ("price.changed" | "stock.changed")[];
+            events: ("price.changed" | "stock.changed" | "api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold")[];
             /** @description A price change smaller than this (in %) is not sent */
             min_change_pct: number;
             filters: components["schemas"]["AlertFilters"];
@@ -1783,6 +2102,62 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    listAccountEvents: {
+        parameters: {
+            query?: {
+                /** @description Events after this one (a previous page's next_cursor, or the last id you saw); an event older than 30 days or unknown is 410 */
+                after?: string;
+                /** @description Events at or after this instant; an ISO-8601 date or date-time */
+                since?: string;
+                /** @description Only these types; repeat the parameter for several */
+                type?: ("api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold") | ("api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold")[];
+                /** @description Events a page, 1 to 1000 (default 100) */
+                limit?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the account's events */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountEventFeed"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The cursor's event is no longer kept, or is not this account's */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getAccount: {
         parameters: {
             query?: never;
@@ -2201,13 +2576,13 @@ export interface operations {
                      */
                     url: string;
                     /**
-                     * @description The event types to receive; all by default
+                     * @description The event types to receive: the catalogue's (price.changed, stock.changed; both by default) and the account's own (api_key.leaked, api_key.expiring, webhook.disabled, usage.threshold: only this account's are sent)
                      * @default [
                      *       "price.changed",
                      *       "stock.changed"
                      *     ]
                      */
-                    events?: ("price.changed" | "stock.changed")[];
+                    events?: ("price.changed" | "stock.changed" | "api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold")[];
                     /**
                      * @description Only price changes of at least this many percent (0 to 1000, 2 decimals)
                      * @default 0
@@ -2341,7 +2716,7 @@ export interface operations {
                      */
                     url?: string;
                     /** @description The event types to receive */
-                    events?: ("price.changed" | "stock.changed")[];
+                    events?: ("price.changed" | "stock.changed" | "api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold")[];
                     /** @description Only price changes of at least this many percent (0 to 1000, 2 decimals) */
                     min_change_pct?: number;
                     filters?: components["schemas"]["AlertFilters"];
@@ -2889,6 +3264,150 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["TestEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx: delivered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the webhook is disabled */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    api_key_leaked_event: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every retry */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of "id.timestamp.body"> keyed with the secret; verify with a Standard Webhooks library */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyLeakedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx: delivered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the webhook is disabled */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    api_key_expiring_event: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every retry */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of "id.timestamp.body"> keyed with the secret; verify with a Standard Webhooks library */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyExpiringEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx: delivered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the webhook is disabled */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_disabled_event: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every retry */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of "id.timestamp.body"> keyed with the secret; verify with a Standard Webhooks library */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDisabledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx: delivered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the webhook is disabled */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    usage_threshold_event: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every retry */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of "id.timestamp.body"> keyed with the secret; verify with a Standard Webhooks library */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UsageThresholdEvent"];
             };
         };
         responses: {

@@ -1,6 +1,7 @@
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
+import { accountEventRoutes } from "./account-events/routes.ts";
 import { accountRoutes, adminAccountRoutes } from "./accounts/routes.ts";
 import { apiKeyRoutes } from "./api-keys/routes.ts";
 import { catalogueStore } from "./catalogue/client.ts";
@@ -31,6 +32,7 @@ const ROUTE_TABLE: readonly RouteGroup[] = [
   { path: "/events/stream", routes: streamRoutes, access: "API key, server-sent events", link: "event_stream" },
   { path: "/events", routes: eventRoutes, access: "API key", link: "events" },
   { path: "/mcp", routes: mcpRoutes, access: "API key, Model Context Protocol (JSON-RPC over Streamable HTTP)", link: "mcp" },
+  { path: "/account/events", routes: accountEventRoutes, access: "account login", link: "account_events" },
   { path: "/account", routes: accountRoutes, access: "account login", link: "account" },
   { path: "/api-keys", routes: apiKeyRoutes, access: "account login", link: "api_keys" },
   { path: "/webhooks", routes: webhookRoutes, access: "account login", link: "webhooks" },

@@ -1,3 +1,4 @@
+import { announceExpiringKeys } from "./account-events/expiring.ts";
 import { buildApp } from "./app.ts";
 import { sweepCatalogue } from "./catalogue/client.ts";
 import { archiveHistory } from "./catalogue/history-archive.ts";
@@ -34,6 +35,7 @@ export default {
       sweepCatalogue(env),
       archiveEvents(db, env.ARCHIVE).then(() => expireArchive(db, env.ARCHIVE)),
       archiveHistory(db, env.ARCHIVE),
+      announceExpiringKeys(db, env.WEBHOOK_QUEUE),
     ]);
     for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
   },

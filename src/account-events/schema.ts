@@ -1,14 +1,12 @@
 import { z } from "zod";
 import { prefixedId, timestamp } from "../http/wire.ts";
+import type { AccountEventType } from "../platform/tables.ts";
 
 /**
  * What happened to an account's keys and webhooks, declared once: the services build values of these
  * types, webhooks that subscribe receive them, GET /account/events lists them, and the OpenAPI document
  * lists them as webhooks. Every `data` names its account.
  */
-
-const ACCOUNT_EVENT_TYPES = ["api_key.leaked", "api_key.expiring", "webhook.disabled", "usage.threshold"] as const;
-export type AccountEventType = (typeof ACCOUNT_EVENT_TYPES)[number];
 
 const keyId = prefixedId("key", "0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d");
 const accountId = z.string().meta({ description: "The account the event belongs to" });
@@ -52,6 +50,32 @@ const UsageThresholdEvent = event("usage.threshold", "UsageThresholdEvent", "A k
   threshold: z.union([z.literal(80), z.literal(100)]),
 });
 
-const ACCOUNT_EVENTS = [ApiKeyLeakedEvent, ApiKeyExpiringEvent, WebhookDisabledEvent, UsageThresholdEvent] as const;
-type Payload = z.infer<(typeof ACCOUNT_EVENTS)[number]>;
+/** Each account event with what the OpenAPI document's webhooks say of it (src/docs/document.ts). */
+export const ACCOUNT_EVENTS = [
+  [ApiKeyLeakedEvent, "api_key.leaked", "One of the account's keys was found in public and revoked"],
+  [ApiKeyExpiringEvent, "api_key.expiring", "One of the account's keys expires in 7 days, or in 1 day"],
+  [WebhookDisabledEvent, "webhook.disabled", "One of the account's webhooks was disabled (410, or 5 days of failures)"],
+  [UsageThresholdEvent, "usage.threshold", "One of the account's keys reached 80 % or 100 % of its day quota"],
+] as const;
+type Payload = z.infer<(typeof ACCOUNT_EVENTS)[number][0]>;
 export type AccountEventData<T extends AccountEventType> = Extract<Payload, { type: T }>["data"];
+
+const withId = {
+  id: z
+    .string()
+    .regex(/^evt_[0-9a-f]{32}$/)
+    .meta({
+      description: "The event's id: webhook-id of its deliveries, and the `after` cursor",
+      example: "evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d",
+    }),
+};
+export const AccountFeedEvent = z.union(ACCOUNT_EVENTS.map(([event]) => event.extend(withId))).meta({ id: "AccountFeedEvent" });
+export type AccountFeedEvent = z.infer<typeof AccountFeedEvent>;
+
+export const AccountEventFeed = z
+  .object({
+    events: z.array(AccountFeedEvent).meta({ description: "Oldest first" }),
+    next_cursor: z.string().nullable().meta({ description: "Pass as `after` for the next page; null when there is none yet" }),
+  })
+  .meta({ id: "AccountEventFeed" });
+export type AccountEventFeed = z.infer<typeof AccountEventFeed>;

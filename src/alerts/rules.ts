@@ -1,4 +1,5 @@
 import { parseMoney } from "../platform/money.ts";
+import { ACCOUNT_EVENT_TYPES } from "../platform/tables.ts";
 import { type AlertFilters, MONEY_RULES } from "./schema.ts";
 
 /**
@@ -52,6 +53,8 @@ export function historyWindows(subject: AlertSubject, rule: AlertRule): number[]
 
 export function matchesAlert(subject: AlertSubject, rule: AlertRule, prior: PriorPrices): boolean {
   if (rule.types && !rule.types.includes(subject.type)) return false;
+  // An account event (its owner decided before: src/webhooks/delivery/deliveries.ts, replay) is about keys and webhooks, not products.
+  if ((ACCOUNT_EVENT_TYPES as readonly string[]).includes(subject.type)) return true;
   const filters = rule.filters ?? {};
   if (!inList(filters.competitors, subject.competitorId) || !inList(filters.skus, subject.sku)) return false;
   if (!inList(filters.brands, subject.brand) || !inList(filters.categories, subject.category)) return false;

@@ -1,5 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
+import { ACCOUNT_EVENTS } from "../account-events/schema.ts";
 import { PriceChangedEvent, StockChangedEvent, TestEvent, WEBHOOK_TEST_EVENT } from "../events/schema.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ErrorBody, HEADER_COMPONENTS, RESPONSE_COMPONENTS, SECURITY_SCHEMES } from "../http/openapi-components.ts";
@@ -24,6 +25,7 @@ const EVENTS = [
   [PriceChangedEvent, "price.changed", "An offer's price changed (at least the webhook's min_change_pct)"],
   [StockChangedEvent, "stock.changed", "An offer went in or out of stock"],
   [TestEvent, WEBHOOK_TEST_EVENT, "Sent by POST /webhooks/{id}/test"],
+  ...ACCOUNT_EVENTS,
 ] as const;
 
 function registerWebhookEvents(registry: OpenAPIHono["openAPIRegistry"]): void {

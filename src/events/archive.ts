@@ -252,16 +252,19 @@ export async function archivedBetween(
   return found;
 }
 
+/** The answer to a cursor naming an event older than the retention, or unknown (GET /events, GET /account/events). */
+export const cursorGone = (id: string) =>
+  new ApiError(
+    410,
+    `Event ${id} is older than 30 days or unknown: events are kept 30 days. Start again with since (an ISO-8601 time) instead of after.`,
+  );
+
 /**
  * The seq of the event a cursor names: from D1, or from the archive object its id's timestamp falls in.
  * An event older than the retention, or unknown, is 410.
  */
 export async function cursorOf(db: Database, bucket: R2Bucket, id: string, oldest: string, archiveReads: number) {
-  const gone = () =>
-    new ApiError(
-      410,
-      `Event ${id} is older than 30 days or unknown: events are kept 30 days. Start again with since (an ISO-8601 time) instead of after.`,
-    );
+  const gone = () => cursorGone(id);
   const at = eventIdTime(id);
   const [inD1, candidates] = await db.batch([
     db.select({ seq: events.seq, timestamp: events.timestamp }).from(events).where(eq(events.id, id)),

@@ -1,3 +1,5 @@
+import { sha256Hex } from "./hash.ts";
+
 const randomBytes = (length: number) => crypto.getRandomValues(new Uint8Array(length));
 
 /**
@@ -16,3 +18,11 @@ export const newEventId = (timestamp: string) =>
 
 /** The timestamp newEventId put in an id (an id made otherwise gives a meaningless one). */
 export const eventIdTime = (id: string) => new Date(Number.parseInt(id.slice(4, 16), 16)).toISOString();
+
+/**
+ * An event id that is the same whenever the same thing is announced (`what` names it: the event type and
+ * what makes it that event, e.g. the key, the day and the threshold), the same shape as any event id.
+ * Written with INSERT OR IGNORE (the events' unique id), the event exists once however many runs,
+ * isolates, objects or retries announce it.
+ */
+export const derivedEventId = async (what: string): Promise<string> => `evt_${await sha256Hex(what, 16)}`;

@@ -47,8 +47,14 @@ export const apiKeys = sqliteTable(
     allowedIps: text("allowed_ips", { mode: "json" }).$type<string[]>(),
     /** The scopes the key holds, a JSON array; null: all of them. */
     scopes: text("scopes", { mode: "json" }).$type<KeyScope[]>(),
+    /** The last api_key.expiring notice announced for this expiry (7, then 1 days before); null: none yet (src/account-events/expiring.ts). */
+    expiryNoticeDays: integer("expiry_notice_days"),
   },
-  (t) => [index("api_keys_account_created").on(t.accountId, t.createdAt)],
+  (t) => [
+    index("api_keys_account_created").on(t.accountId, t.createdAt),
+    // The cron's api_key.expiring: only active keys that expire are in it.
+    index("api_keys_expiring").on(t.expiresAt).where(sql`expires_at IS NOT NULL AND status = 'active'`),
+  ],
 );
 
 // Catalogue
@@ -171,6 +177,9 @@ export const catalogueState = sqliteTable(
 
 export const WEBHOOK_EVENT_TYPES = ["price.changed", "stock.changed"] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+/** What happened to an account's keys and webhooks (src/account-events/): its own webhooks may subscribe to them. */
+export const ACCOUNT_EVENT_TYPES = ["api_key.leaked", "api_key.expiring", "webhook.disabled", "usage.threshold"] as const;
+export type AccountEventType = (typeof ACCOUNT_EVENT_TYPES)[number];
 
 /** An account's endpoint. The signing secret is stored only encrypted (src/webhooks/secrets.ts). */
 export const webhooks = sqliteTable(
@@ -183,7 +192,7 @@ export const webhooks = sqliteTable(
     url: text("url").notNull(),
     description: text("description"),
     /** The event types it receives, a JSON array. */
-    events: text("events", { mode: "json" }).notNull().$type<WebhookEventType[]>(),
+    events: text("events", { mode: "json" }).notNull().$type<(WebhookEventType | AccountEventType)[]>(),
     /** min_change_pct × 100 (basis points), so the threshold compares exactly with integer prices. */
     minChangeBp: integer("min_change_bp").notNull().default(0),
     /** The alert rules (src/alerts/schema.ts), a JSON object as the account gave them; null: none. */

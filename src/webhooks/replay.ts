@@ -75,6 +75,7 @@ export async function replayEvents(
       .where(
         sql`${events.seq} > ${afterSeq} AND ${events.timestamp} >= ${since} AND ${events.timestamp} < ${until}
           AND ${events.type} IN (SELECT value FROM json_each(${JSON.stringify(webhook.events)}))
+          AND (${events.accountId} IS NULL OR ${events.accountId} = ${accountId})
           ${request.only_failed ? sql`AND ${notReceived}` : sql``}`,
       )
       .orderBy(events.seq)

@@ -5,7 +5,7 @@ import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
-import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
+import { ACCOUNT_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 
 /** The webhooks' wire shapes, declared once. */
 
@@ -26,10 +26,13 @@ const webhookUrl = uriSchema("https:// URL of a public host (no localhost, priva
   example: "https://example.com/hooks/prices",
 });
 
+/** The catalogue's events (every account's) and the account's own events (src/account-events/); the catalogue's by default. */
+const SUBSCRIBABLE = [...WEBHOOK_EVENT_TYPES, ...ACCOUNT_EVENT_TYPES] as const;
+
 const webhookEvents = z
-  .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(", ")}` }), { error: required("array") })
+  .array(z.enum(SUBSCRIBABLE, { error: `must be one of ${SUBSCRIBABLE.join(", ")}` }), { error: required("array") })
   .min(1, { error: "must name at least one event type" })
-  .transform((events) => WEBHOOK_EVENT_TYPES.filter((type) => events.includes(type)));
+  .transform((events) => SUBSCRIBABLE.filter((type) => events.includes(type)));
 
 const webhookDescription = z
   .string({ error: required("string") })
@@ -40,7 +43,11 @@ const webhookDescription = z
 export const webhookBody = z.strictObject(
   {
     url: webhookUrl,
-    events: webhookEvents.default([...WEBHOOK_EVENT_TYPES]).meta({ description: "The event types to receive; all by default" }),
+    events: webhookEvents.default([...WEBHOOK_EVENT_TYPES]).meta({
+      description:
+        "The event types to receive: the catalogue's (price.changed, stock.changed; both by default) and the account's own " +
+        "(api_key.leaked, api_key.expiring, webhook.disabled, usage.threshold: only this account's are sent)",
+    }),
     min_change_pct: minChangePct
       .default(0)
       .meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)", example: 5 }),
@@ -127,7 +134,7 @@ export const Webhook = z
     id: prefixedId("whk", "0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d"),
     url: z.string(),
     description: z.string().nullable(),
-    events: z.array(z.enum(WEBHOOK_EVENT_TYPES)),
+    events: z.array(z.enum(SUBSCRIBABLE)),
     min_change_pct: z.number().meta({ description: "A price change smaller than this (in %) is not sent" }),
     filters: alertFilters,
     status: z.enum(["enabled", "disabled"]),

@@ -425,6 +425,17 @@ describe("webhooks (account login)", () => {
   });
 });
 
+describe("GET /account/events (account login)", () => {
+  it("200, 400, 410, 401, 403", async () => {
+    const page = await expectCall(200, "get", "/account/events", "/account/events?type=api_key.leaked&limit=5", { token });
+    expect(page.events).toEqual(expect.any(Array));
+    await expectCall(400, "get", "/account/events", "/account/events?type=price.changed", { token });
+    await expectCall(410, "get", "/account/events", `/account/events?after=evt_${"0".repeat(32)}`, { token });
+    await expectCall(401, "get", "/account/events", "/account/events");
+    await expectCall(403, "get", "/account/events", "/account/events", { token: key });
+  });
+});
+
 describe("key restrictions (API key)", () => {
   it("every data route: 403 outside the key's scopes or allowed addresses", async () => {
     const scoped = async (body: object) =>

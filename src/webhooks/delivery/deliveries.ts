@@ -1,30 +1,52 @@
 import { eq, sql } from "drizzle-orm";
+import { WEBHOOK_DISABLED_EVENTS, webhookDisabledEvents } from "../../account-events/webhook-disabled.ts";
 import { alertEventOf, matchAlerts } from "../../alerts/match.ts";
 import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
 import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
-import { webhookDeliveries, webhooks } from "../../platform/tables.ts";
+import { ACCOUNT_EVENT_TYPES, webhookDeliveries, webhooks } from "../../platform/tables.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 
 /** The queue consumer's reads and writes of D1 (src/webhooks/delivery/consumer.ts). */
 
+const isAccountEvent = (message: EventMessage) => (ACCOUNT_EVENT_TYPES as readonly string[]).includes(message.event.type);
+
 /**
  * Every account's enabled webhooks that want the event (its types, min_change_pct and alert rules,
- * decided by src/alerts/rules.ts): one delivery message each. One D1 query for the webhooks, and at
- * most two for the rules' facts, for the whole batch.
+ * decided by src/alerts/rules.ts): one delivery message each. An account event (src/account-events/)
+ * goes only to its own account's webhooks that subscribe to its type; the alert rules are about prices.
+ * One D1 query for the webhooks, and at most two for the rules' facts, for the whole batch.
  */
 export async function fanOut(db: Database, archive: R2Bucket, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
   const enabled = await db
-    .select({ id: webhooks.id, types: webhooks.events, minChangeBp: webhooks.minChangeBp, filters: webhooks.filters })
+    .select({
+      id: webhooks.id,
+      accountId: webhooks.accountId,
+      types: webhooks.events,
+      minChangeBp: webhooks.minChangeBp,
+      filters: webhooks.filters,
+    })
     .from(webhooks)
     .where(eq(webhooks.status, "enabled"));
+  const delivery = (webhookId: string, message: EventMessage): DeliveryMessage => ({
+    kind: "delivery",
+    webhook_id: webhookId,
+    event: message.event,
+  });
+  const own = events
+    .filter(isAccountEvent)
+    .flatMap((message) =>
+      enabled
+        .filter((webhook) => webhook.accountId === message.event.data.account_id && webhook.types.includes(message.event.type as never))
+        .map((webhook) => delivery(webhook.id, message)),
+    );
   const wanted = await matchAlerts(
     db,
-    events.map((message) => ({ ...alertEventOf(message), message })),
+    events.filter((message) => !isAccountEvent(message)).map((message) => ({ ...alertEventOf(message), message })),
     enabled,
     archive,
   );
-  return wanted.map(({ event, rule }): DeliveryMessage => ({ kind: "delivery", webhook_id: rule.id, event: event.message.event }));
+  return [...wanted.map(({ event, rule }) => delivery(rule.id, event.message)), ...own];
 }
 
 export function findWebhook(db: Database, id: string): Promise<WebhookRow | undefined> {
@@ -59,12 +81,13 @@ const FAILING_SINCE = `UPDATE webhooks SET failing_since = CASE WHEN u.value ->>
 const DISABLE = `UPDATE webhooks SET status = 'disabled', disabled_at = coalesce(u.value ->> 'gone_at', u.value ->> 'last_failure'),
     disabled_reason = CASE WHEN u.value ->> 'gone_at' IS NOT NULL THEN '${GONE_REASON}'
       ELSE 'Every delivery has failed for ${FAILING_DAYS_TO_DISABLE} days (since ' || failing_since || ').' END
-  FROM json_each(?) AS u WHERE webhooks.id = u.value ->> 'id'
-    AND (u.value ->> 'gone_at' IS NOT NULL OR (webhooks.status = 'enabled' AND webhooks.failing_since <= u.value ->> 'limit'))`;
+  FROM json_each(?) AS u WHERE webhooks.id = u.value ->> 'id' AND webhooks.status = 'enabled'
+    AND (u.value ->> 'gone_at' IS NOT NULL OR webhooks.failing_since <= u.value ->> 'limit')`;
 
 /**
  * A batch's attempts recorded in ONE D1 batch: their rows (one statement, the rows as a JSON parameter) and
- * what they mean for their webhooks (FAILING_SINCE, DISABLE), each statement only when some webhook needs it.
+ * what they mean for their webhooks (FAILING_SINCE, DISABLE, and the account's webhook.disabled events of those
+ * it disabled: src/account-events/webhook-disabled.ts), each statement only when some webhook needs it.
  * `known` is the webhooks as read before the attempts: a webhook whose attempts all succeeded and whose
  * failing_since was unset needs no update, so a batch of successes is one statement.
  */
@@ -81,7 +104,7 @@ export async function recordAttempts(
     byWebhook.get(attempt.webhookId)!.push(attempt);
   }
   const failing: object[] = [];
-  const disabling: object[] = [];
+  const disabling: { id: string; gone_at: string | null; last_failure: string | null; limit: string | null }[] = [];
   for (const [id, made] of byWebhook) {
     const lastSuccess = made.findLastIndex((attempt) => attempt.outcome === "delivered");
     const failures = made.slice(lastSuccess + 1).filter((attempt) => attempt.outcome === "retrying" || attempt.outcome === "failed");
@@ -99,9 +122,15 @@ export async function recordAttempts(
         limit: lastFailure && new Date(Date.parse(lastFailure) - FAILING_DAYS_TO_DISABLE * 86_400_000).toISOString(),
       });
   }
+  const disabledAt = disabling.map(({ id, gone_at, last_failure }) => ({ id, at: (gone_at ?? last_failure)! }));
   await d1.batch([
     ...insertRows(d1, webhookDeliveries, attempts),
     ...(failing.length > 0 ? [d1.prepare(FAILING_SINCE).bind(JSON.stringify(failing))] : []),
-    ...(disabling.length > 0 ? [d1.prepare(DISABLE).bind(JSON.stringify(disabling))] : []),
+    ...(disabling.length > 0
+      ? [
+          d1.prepare(DISABLE).bind(JSON.stringify(disabling)),
+          d1.prepare(WEBHOOK_DISABLED_EVENTS).bind(await webhookDisabledEvents(disabledAt)),
+        ]
+      : []),
   ]);
 }
