@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../platform/db.ts";
+import { logger } from "../platform/log.ts";
 import { isAllowed } from "./allowed-ips.ts";
 import { holdsScope, missingScopeDetail } from "./key-scopes.ts";
 import { loadKeyState } from "./key-store.ts";
@@ -16,6 +17,7 @@ import {
   type UsageCount,
 } from "./types.ts";
 import { OLDEST_COLUMNS, type OldestColumns, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
+import { announceUsage, thresholdReached, thresholdsReached } from "./usage-threshold.ts";
 import { Usage } from "./window.ts";
 
 /** The one row that holds a bucket's counters: written once per decision, read once per wake. */
@@ -44,6 +46,12 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (
 
 /** What a wake reads in one statement: the state row (all null before the first decision), the key's state and the usage log's oldest rows. */
 type WokenRow = { [K in keyof StateRow]: StateRow[K] | null } & OldestColumns & { key_state: string | null };
+
+const log = logger("rate-limiter");
+
+/** Storage key set while a usage.threshold notice could not be written: the alarm writes it again. */
+const NOTICE_PENDING = "usage_notice_pending";
+const NOTICE_RETRY_MS = 10_000;
 
 /** Refusals change nothing but usage counts: written at most this often, so hammering a refused key cannot flood its object with writes. */
 const REFUSALS_WRITTEN_EVERY_MS = 1_000;
@@ -140,7 +148,10 @@ export class RateLimiter extends DurableObject<Env> {
       return { status: "forbidden", detail: forbidden, decision: this.usage.peek(now, key.limits), d1Queries };
     }
     const decision = this.usage.decide(now, key.limits);
-    if (decision.allowed) this.markUse(key.keyId, now);
+    if (decision.allowed) {
+      this.markUse(key.keyId, now);
+      this.noticeUsage(key.keyId, key.limits.per_day, now);
+    }
     this.count(now, decision.allowed);
     return {
       status: "active",
@@ -202,9 +213,41 @@ export class RateLimiter extends DurableObject<Env> {
     else this.unknownUntil = Date.now() + UNKNOWN_KEY_MS;
   }
 
-  /** Writes the refusals counted since the last write (see count()). */
+  /** Writes the refusals counted since the last write (see count()), and a usage.threshold notice that failed. */
   override async alarm(): Promise<void> {
     if (this.refusalsUnwritten) this.persist(Date.now());
+    if (this.key?.status !== "active" || !(await this.ctx.storage.get(NOTICE_PENDING))) return;
+    // Every threshold the counted day reached, again: their ids make a notice already written a no-op. Throwing retries the alarm.
+    const { start, count } = this.usage.day;
+    const { keyId, limits } = this.key;
+    const at = new Date().toISOString();
+    const notices = thresholdsReached(count, limits.per_day).map((threshold) => ({
+      keyId,
+      dayStart: start,
+      perDay: limits.per_day,
+      threshold,
+      at,
+    }));
+    await announceUsage(database(this.env.DB), notices);
+    await this.ctx.storage.delete(NOTICE_PENDING);
+  }
+
+  /**
+   * usage.threshold (src/rate-limit/usage-threshold.ts): only the admission that reaches 80 % or 100 % of the
+   * day's quota writes anything, off the request path; should that fail, a stored flag and the alarm write it again.
+   */
+  private noticeUsage(keyId: string, perDay: number, now: number) {
+    const threshold = thresholdReached(this.usage.day.count, perDay);
+    if (threshold === undefined) return;
+    const notice = { keyId, dayStart: this.usage.day.start, perDay, threshold, at: new Date(now).toISOString() };
+    const written = announceUsage(database(this.env.DB), [notice]).catch(async (error: unknown) => {
+      log.error("usage.threshold not written; the alarm retries", { key_id: keyId, threshold, error: String(error) });
+      await this.ctx.storage.put(NOTICE_PENDING, true);
+      const due = Date.now() + NOTICE_RETRY_MS;
+      const set = await this.ctx.storage.getAlarm();
+      if (set === null || set > due) await this.ctx.storage.setAlarm(due);
+    });
+    this.ctx.waitUntil(written);
   }
 
   /** Marks a use for `last_used_at` at most every MARK_EVERY_MS, handed to its shard off the request path (src/rate-limit/last-used.ts). */
