@@ -3,6 +3,8 @@
  * `npm run bench -- --soak [--seconds S]`: the soak instead (bench/soak.ts; 600 s unless told).
  * `npm run bench -- --webhooks`: only the webhook latency (bench/webhook-latency.ts), the stream's latency and MCP's cost
  *   beside REST (bench/stream-mcp.ts), on the real worker alone.
+ * `npm run bench -- --secret-scanning`: only a secret-scanning report's time to the key's first refusal and what a
+ *   report of 1,000 and 10,000 tokens costs (bench/secret-scanning.ts), on the real worker alone.
  * `npm run bench -- --catalogue [--quick] [--products-max]` (`npm run bench:catalogue`): only the
  *   catalogue snapshot at its sizes (bench/catalogue.ts), written to bench/results/catalogue.md.
  *
@@ -60,6 +62,7 @@ import {
 import { cpuProfile } from "./profile.ts";
 import { type Measured, type Results, report } from "./report.ts";
 import { withResults } from "./results-doc.ts";
+import { measureSecretScanning, secretScanningReport, startReportSigner } from "./secret-scanning.ts";
 import { type Jwks, seedState, startJwks } from "./setup.ts";
 import { SOAK_KEYS, soak, soakBudgetSeconds, soakChart, soakReport } from "./soak.ts";
 import { streamAndMcp, streamAndMcpReport } from "./stream-mcp.ts";
@@ -74,6 +77,7 @@ const { values: args } = parseArgs({
     catalogue: { type: "boolean", default: false },
     "hot-path": { type: "boolean", default: false },
     profile: { type: "boolean", default: false },
+    "secret-scanning": { type: "boolean", default: false },
     rounds: { type: "string" },
     "products-max": { type: "boolean", default: false },
     connections: { type: "string" },
@@ -143,6 +147,8 @@ const step = (message: string) => console.error(`[bench ${elapsed()}] ${message}
 
 let state: string | undefined;
 let jwks: Server | undefined;
+/** The secret-scanning mode's stand-in for GitHub's key list. */
+let reportKeyList: Server | undefined;
 let cleaning: Promise<void> | undefined;
 /** Why the run is being stopped from outside (a signal, the watchdog), if it is. */
 let stopping: string | undefined;
@@ -152,6 +158,7 @@ function cleanUp(): Promise<void> {
   cleaning ??= (async () => {
     await stopAll();
     jwks?.close();
+    reportKeyList?.close();
     if (state && !args["keep-state"]) rmSync(state, { recursive: true, force: true });
     else if (state) console.error(`State kept in ${state}`);
   })();
@@ -583,6 +590,54 @@ async function webhooksMain(): Promise<string> {
   return [...hooks, "", ...streamAndMcpReport(await streamAndMcp(worker.url, tokens, settings.webhookSamples))].join("\n");
 }
 
+/** `--secret-scanning`: the real worker alone, GitHub played by the bench (bench/secret-scanning.ts). */
+async function secretScanningMain(): Promise<string> {
+  const refusalSamples = mode === "quick" ? 5 : 20;
+  const runs = mode === "quick" ? 1 : 3;
+  const sizes = [1_000, 10_000];
+  state = mkdtempSync(join(tmpdir(), "price-data-secret-scanning-"));
+  const idp = await startJwks();
+  jwks = idp.server;
+  const signer = await startReportSigner();
+  reportKeyList = signer.server;
+  const keys = await makeKeys({ load: refusalSamples + runs * (1 + 10 * sizes.length), exact: 0, revoke: 0 });
+  const dir = join(state, "d1");
+  const [, config] = await Promise.all([seedState(dir, 10, keys.sql), freeze(CONFIGS.ours, join(state, "build", "ours"))]);
+  mkdirSync(join(state, "logs"));
+  const worker = await startWorker({
+    name: "ours",
+    config,
+    persistTo: dir,
+    vars: {
+      IDP_ISSUER: idp.issuer,
+      IDP_AUDIENCE: "price-data-api",
+      IDP_JWKS_URL: idp.jwksUrl,
+      WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
+      SECRET_SCANNING_KEYS_URL: signer.url,
+      EXPOSE_WORK_COUNTS: "true",
+    },
+    log: join(state, "logs", "ours.log"),
+  });
+  await waitReady(worker, (url) => fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(20_000) }), 120_000);
+  await findDirectUrl(worker, async (url) => (await fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(5_000) })).ok);
+  const results = await measureSecretScanning({
+    url: worker.directUrl,
+    signer,
+    keys: keys.load,
+    cpuSeconds: () => workerCpu(worker).runtime,
+    refusalSamples,
+    sizes,
+    runs,
+    step,
+  });
+  const text = secretScanningReport(results).join("\n");
+  mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+  writeFileSync(join(ROOT, "bench/results/secret-scanning.md"), `${text}\n`);
+  writeFileSync(join(ROOT, "bench/results/secret-scanning.json"), `${JSON.stringify({ machine: machine(), results }, null, 2)}\n`);
+  step("written to bench/results/secret-scanning.md and secret-scanning.json");
+  return text;
+}
+
 /**
  * `--hot-path [--rounds N] [--seconds S] [--profile]`: the narrowest check of the hot path, ours against floor-write on the
  * small response only (the limiter's cost, not the body's), N rounds (3 unless told) alternating which goes
@@ -729,6 +784,11 @@ try {
   }
   if (args.webhooks) {
     console.log(`\n${await webhooksMain()}`);
+    await cleanUp();
+    process.exit(0);
+  }
+  if (args["secret-scanning"]) {
+    console.log(`\n${await secretScanningMain()}`);
     await cleanUp();
     process.exit(0);
   }
