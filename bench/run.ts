@@ -149,6 +149,14 @@ let state: string | undefined;
 let jwks: Server | undefined;
 /** The secret-scanning mode's stand-in for GitHub's key list. */
 let reportKeyList: Server | undefined;
+
+/** What the real worker needs to start in the bench: the local IdP, and a fresh webhook secret key (harmless where unused). */
+const workerVars = (idp: Jwks) => ({
+  IDP_ISSUER: idp.issuer,
+  IDP_AUDIENCE: "price-data-api",
+  IDP_JWKS_URL: idp.jwksUrl,
+  WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
+});
 let cleaning: Promise<void> | undefined;
 /** Why the run is being stopped from outside (a signal, the watchdog), if it is. */
 let stopping: string | undefined;
@@ -499,12 +507,7 @@ async function soakMain(): Promise<{ text: string; failed: boolean }> {
     name: "ours",
     config,
     persistTo: dir,
-    vars: {
-      IDP_ISSUER: idp.issuer,
-      IDP_AUDIENCE: "price-data-api",
-      IDP_JWKS_URL: idp.jwksUrl,
-      WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
-    },
+    vars: workerVars(idp),
     log: join(state, "logs", "ours.log"),
   });
   await waitReady(
@@ -560,10 +563,7 @@ async function webhooksMain(): Promise<string> {
     config,
     persistTo: join(state, "d1"),
     vars: {
-      IDP_ISSUER: idp.issuer,
-      IDP_AUDIENCE: "price-data-api",
-      IDP_JWKS_URL: idp.jwksUrl,
-      WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
+      ...workerVars(idp),
       WEBHOOK_ALLOW_INSECURE_URLS: "true",
     },
     log: join(state, "logs", "ours.log"),
@@ -609,10 +609,7 @@ async function secretScanningMain(): Promise<string> {
     config,
     persistTo: dir,
     vars: {
-      IDP_ISSUER: idp.issuer,
-      IDP_AUDIENCE: "price-data-api",
-      IDP_JWKS_URL: idp.jwksUrl,
-      WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
+      ...workerVars(idp),
       SECRET_SCANNING_KEYS_URL: signer.url,
       EXPOSE_WORK_COUNTS: "true",
     },
