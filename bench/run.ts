@@ -5,6 +5,8 @@
  *   beside REST (bench/stream-mcp.ts), on the real worker alone.
  * `npm run bench -- --secret-scanning`: only a secret-scanning report's time to the key's first refusal and what a
  *   report of 1,000 and 10,000 tokens costs (bench/secret-scanning.ts), on the real worker alone.
+ * `npm run bench -- --search [--quick] [--products-max]`: only search_products' text, through its index and by the scan
+ *   it replaced, at 10,000 and 100,000 products (bench/search.ts; `--products-max` adds 1,000,000).
  * `npm run bench -- --catalogue [--quick] [--products-max]` (`npm run bench:catalogue`): only the
  *   catalogue snapshot at its sizes (bench/catalogue.ts), written to bench/results/catalogue.md.
  *
@@ -62,6 +64,7 @@ import {
 import { cpuProfile } from "./profile.ts";
 import { type Measured, type Results, report } from "./report.ts";
 import { withResults } from "./results-doc.ts";
+import { measureSearch, searchReport } from "./search.ts";
 import { measureSecretScanning, secretScanningReport, startReportSigner } from "./secret-scanning.ts";
 import { type Jwks, seedState, startJwks } from "./setup.ts";
 import { SOAK_KEYS, soak, soakBudgetSeconds, soakChart, soakReport } from "./soak.ts";
@@ -78,6 +81,7 @@ const { values: args } = parseArgs({
     "hot-path": { type: "boolean", default: false },
     profile: { type: "boolean", default: false },
     "secret-scanning": { type: "boolean", default: false },
+    search: { type: "boolean", default: false },
     rounds: { type: "string" },
     "products-max": { type: "boolean", default: false },
     connections: { type: "string" },
@@ -590,6 +594,18 @@ async function webhooksMain(): Promise<string> {
   return [...hooks, "", ...streamAndMcpReport(await streamAndMcp(worker.url, tokens, settings.webhookSamples))].join("\n");
 }
 
+/** `--search`: search_products' text at the catalogue sizes, index against scan (bench/search.ts). */
+async function searchMain(): Promise<string> {
+  const runs = mode === "quick" ? 3 : 5;
+  const sizes = mode === "quick" ? [2_000] : [10_000, 100_000, ...(args["products-max"] ? [1_000_000] : [])];
+  state = mkdtempSync(join(tmpdir(), "price-data-search-"));
+  const text = searchReport(await measureSearch(state, sizes, runs, step), runs).join("\n");
+  mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+  writeFileSync(join(ROOT, "bench/results/search.md"), `${text}\n`);
+  step("written to bench/results/search.md");
+  return text;
+}
+
 /** `--secret-scanning`: the real worker alone, GitHub played by the bench (bench/secret-scanning.ts). */
 async function secretScanningMain(): Promise<string> {
   const refusalSamples = mode === "quick" ? 5 : 20;
@@ -781,6 +797,11 @@ try {
   }
   if (args.webhooks) {
     console.log(`\n${await webhooksMain()}`);
+    await cleanUp();
+    process.exit(0);
+  }
+  if (args.search) {
+    console.log(`\n${await searchMain()}`);
     await cleanUp();
     process.exit(0);
   }

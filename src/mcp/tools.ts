@@ -8,6 +8,7 @@ import { eventsQuery } from "../events/query.ts";
 import { listEvents } from "../events/service.ts";
 import type { Database } from "../platform/db.ts";
 import { offers, products } from "../platform/tables.ts";
+import { textCondition } from "./search-text.ts";
 
 /**
  * What the MCP tools do, as plain functions over the same services the REST routes call. Their inputs
@@ -31,12 +32,7 @@ const limit = (most: number, fallback: number) =>
     .default(fallback);
 
 export const searchProductsInput = {
-  query: z
-    .string()
-    .min(1)
-    .max(200)
-    .optional()
-    .describe("Text to find in the product's name, brand or SKU (case-insensitive for ASCII letters)"),
+  query: z.string().min(1).max(200).optional().describe("Text to find in the product's name, brand or SKU (case-insensitive)"),
   brand: brand.describe("Brand, case-insensitive (as GET /products?brand=)"),
   category: category.describe("Category, case-insensitive (as GET /products?category=)"),
   competitor: competitor.describe("Only products with an offer from this competitor id"),
@@ -85,22 +81,20 @@ const lowerEquals = (column: string, value: string | undefined) =>
   value === undefined ? sql`1` : sql`lower(${sql.raw(column)}) = lower(${value})`;
 
 /**
- * search_products: the filters decide in SQL (the SKU through its unique index), the text is a substring
- * of name, brand or SKU; then one batch reads the matches' offers for their summary. A text search
- * without other filters scans products until `limit` match (no full-text index yet).
+ * search_products: the filters decide in SQL (the SKU through its unique index, the text through its
+ * index, textCondition); then one batch reads the matches' offers for their summary.
  */
 export async function searchProducts(
   db: Database,
   input: z.output<z.ZodObject<typeof searchProductsInput>>,
 ): Promise<{ products: ProductMatch[] }> {
-  const needle = input.query?.toLowerCase();
   const rows = await db
     .select({ id: products.id, sku: products.sku, name: products.name, brand: products.brand, category: products.category })
     .from(products)
     .where(
       sql`${input.sku === undefined ? sql`1` : sql`${products.sku} = ${input.sku}`} AND ${lowerEquals("brand", input.brand)} AND ${lowerEquals("category", input.category)}
         AND ${input.competitor === undefined ? sql`1` : sql`EXISTS (SELECT 1 FROM ${offers} o WHERE o.product_id = ${products.id} AND o.competitor_id = ${input.competitor})`}
-        AND ${needle === undefined ? sql`1` : sql`(instr(lower(${products.name}), ${needle}) > 0 OR instr(lower(coalesce(${products.brand}, '')), ${needle}) > 0 OR instr(lower(${products.sku}), ${needle}) > 0)`}`,
+        AND ${textCondition(input.query)}`,
     )
     .orderBy(products.name, products.id)
     .limit(input.limit);

@@ -1,0 +1,54 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { searchProducts } from "../../src/mcp/tools.ts";
+import { database } from "../../src/platform/db.ts";
+import { createProduct } from "../helpers/catalogue-factory.ts";
+import { ingest } from "../helpers/webhooks.ts";
+
+/**
+ * search_products' text: through the trigram index for 3 characters or more, by a scan below that; the
+ * same answers either way (a substring of name, brand or SKU, case-insensitive), and the index follows
+ * every write to products (ingestion's upserts included).
+ */
+
+const run = Date.now().toString(36);
+const search = async (query: string, limit = 100) =>
+  (await searchProducts(database(env.DB), { query, limit })).products.map((product) => product.sku);
+
+describe("search_products' text", () => {
+  it("finds a substring of name, brand or SKU in any case, unicode included, and treats the text as text", async () => {
+    const skus = { kettle: `KT-${run}-1`, toaster: `TS-${run}-2`, plain: `ZQ${run}-3` };
+    await createProduct({ sku: skus.kettle, name: `Kettle Deluxe ${run} ☕`, brand: "Acme" });
+    await createProduct({ sku: skus.toaster, name: `Grüße Toaster ${run}`, brand: `Ünïcorn ${run}` });
+    await createProduct({ sku: skus.plain, name: `Plain ${run}` });
+
+    expect(await search(`deluxe ${run}`)).toEqual([skus.kettle]);
+    expect(await search(`KETTLE DELUXE ${run}`)).toEqual([skus.kettle]);
+    expect(await search(`grüße toaster ${run}`)).toEqual([skus.toaster]);
+    expect(await search(`ünïcorn ${run}`)).toEqual([skus.toaster]); // the brand
+    expect(await search(`${run}-3`)).toEqual([skus.plain]); // the SKU, lower case
+    expect(await search(run)).toEqual([skus.toaster, skus.kettle, skus.plain]); // by name
+    // Quotes and FTS operators are text: no error, and only a product holding them would match.
+    expect(await search(`"${run}" OR NEAR(a b) *`)).toEqual([]);
+    expect(await search(`zq${run}`.slice(0, 2))).toContain(skus.plain); // two characters: the scan
+  });
+
+  it("follows every write: a product ingested, its brand filled by a later observation, a name corrected, a row deleted", async () => {
+    const sku = `RN-${run}`;
+    await ingest([{ sku, name: `Before ${run} Name`, brand: null }]);
+    expect(await search(`before ${run}`)).toEqual([sku]);
+    await ingest([{ sku, name: `Before ${run} Name`, brand: `Filled ${run}`, price: "11.00" }]);
+    expect(await search(`filled ${run}`)).toEqual([sku]);
+    await env.DB.prepare("UPDATE products SET name = ? WHERE sku = ?").bind(`After ${run} Name`, sku).run();
+    expect(await search(`before ${run}`)).toEqual([]);
+    expect(await search(`after ${run}`)).toEqual([sku]);
+    await env.DB.prepare("UPDATE products SET name = name, brand = brand WHERE sku = ?").bind(sku).run(); // nothing changed
+    expect(await search(`after ${run}`)).toEqual([sku]);
+    await env.DB.prepare("DELETE FROM offers WHERE product_id = (SELECT id FROM products WHERE sku = ?)").bind(sku).run();
+    await env.DB.prepare("DELETE FROM price_history WHERE product_id = (SELECT id FROM products WHERE sku = ?)").bind(sku).run();
+    await env.DB.prepare("DELETE FROM products WHERE sku = ?").bind(sku).run();
+    expect(await search(`after ${run}`)).toEqual([]);
+    // The index agrees with the table (FTS5's own check).
+    await env.DB.prepare("INSERT INTO products_search (products_search, rank) VALUES ('integrity-check', 1)").run();
+  });
+});
