@@ -85,7 +85,7 @@ describe("recording a queue batch's attempts", () => {
       runQueue([deliveryTo(failing!.id), deliveryTo(failing!.id), deliveryTo(recovered!.id), deliveryTo(gone!.id)]),
     );
     expect(cost.total).toBe(D1_QUERIES_PER_DELIVERY_BATCH);
-    expect(cost.batches).toEqual([3]); // the rows, failing_since, the disable
+    expect(cost.batches).toEqual([4]); // the rows, failing_since, the disable, the account's webhook.disabled events
     await runQueue([deliveryTo(recovered!.id)]);
     const state = async (id: string) => (await db().select().from(webhooks).where(eq(webhooks.id, id)).get())!;
     expect((await state(failing!.id)).failingSince).not.toBeNull();
