@@ -6,7 +6,7 @@ import { hashApiKey } from "../../src/auth/api-key.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { announceUsage } from "../../src/rate-limit/usage-threshold.ts";
-import { fanOut } from "../../src/webhooks/deliveries.ts";
+import { fanOut } from "../../src/webhooks/delivery/deliveries.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { accountWithKey } from "../helpers/keys.ts";
 import { hookUrl } from "../helpers/webhook-receiver.ts";
