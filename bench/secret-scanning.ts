@@ -44,7 +44,7 @@ function p1363ToDer(raw: Uint8Array): Uint8Array {
 
 /** GitHub's side: a key pair, its public key served as GitHub's list is, and a signer. */
 export async function startReportSigner(): Promise<ReportSigner> {
-  const pair = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"]);
+  const pair = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as CryptoKeyPair;
   const spki = Buffer.from(await crypto.subtle.exportKey("spki", pair.publicKey)).toString("base64");
   const pem = `-----BEGIN PUBLIC KEY-----\n${spki.match(/.{1,64}/g)!.join("\n")}\n-----END PUBLIC KEY-----\n`;
   const list = JSON.stringify({ public_keys: [{ key_identifier: IDENTIFIER, key: pem, is_current: true }] });
