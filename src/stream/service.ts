@@ -77,14 +77,18 @@ export async function closeSlot(db: Database, slot: string): Promise<void> {
   await db.delete(eventStreams).where(eq(eventStreams.id, slot));
 }
 
-/** A feed event as the rules read it: the price change in minor units comes from its own prices. */
-function alertEventOfFeed(event: FeedEvent): AlertEvent {
-  if (event.type !== "price.changed") return { ...event, data: event.data };
+/**
+ * A feed event as the rules read it (the price change in minor units comes from its own prices), holding the
+ * feed event itself: the stream sends that, exactly as GET /events gives it, not the rules' view.
+ */
+function alertEventOfFeed(event: FeedEvent): AlertEvent & { feed: FeedEvent } {
+  if (event.type !== "price.changed") return { ...event, data: event.data, feed: event };
   const { old_price: before, new_price: after, currency } = event.data;
   return {
     ...event,
     data: event.data,
     change: before === null ? null : { old_minor: parseMoney(before, currency), new_minor: parseMoney(after, currency) },
+    feed: event,
   };
 }
 
@@ -116,7 +120,7 @@ export async function eventFrames(
     let lastId = request.after;
     const send = async (page: readonly FeedEvent[]) => {
       const wanted = await matchAlerts(db, page.map(alertEventOfFeed), [request.rule], archive);
-      return wanted.map(({ event }) => frame(event as unknown as FeedEvent)).join("");
+      return wanted.map(({ event }) => frame(event.feed)).join("");
     };
     try {
       yield `retry: ${RECONNECT_MS}\n: connected\n\n`;

@@ -91,7 +91,7 @@ describe("GET /events/stream", () => {
     await ingest([{ sku: watched, price: "8.00" }]);
 
     const net = network(key);
-    const received: { id: string; type: string; data: { data: { sku: string; new_price: string } } }[] = [];
+    const received: { id: string; type: string; data: { timestamp: string; data: { sku: string; new_price: string } } }[] = [];
     const query = new URLSearchParams([...(before ? [["after", before]] : []), ["skus", watched], ["type", "price.changed"]]);
     const source = new EventSource(`https://api.test/events/stream?${query}`, { fetch: net.fetch });
     source.addEventListener("price.changed", (message) =>
@@ -114,6 +114,12 @@ describe("GET /events/stream", () => {
       expect(received.map((event) => event.id)).toEqual(all);
       expect(received.map((event) => event.data.data.new_price)).toEqual(["9.00", "8.00", "7.00", "6.00", "5.00"]);
       expect(received.every((event) => event.type === "price.changed" && event.data.data.sku === watched)).toBe(true);
+      // Each frame's data is the event exactly as GET /events gives it (contract), nothing more.
+      const feed = await expectJson(
+        await call("GET", `/events?type=price.changed&since=${received[0]!.data.timestamp}`, { token: key }),
+        200,
+      );
+      for (const event of received) expect(event.data).toEqual(feed.events.find((listed: { id: string }) => listed.id === event.id));
       expect(net.requests).toHaveLength(2);
       expect(net.requests[1]!.headers.get("Last-Event-ID")).toBe(all[2]);
     } finally {
