@@ -50,8 +50,8 @@ const GRACE_CHOICES = [
 
 /**
  * The dashboard's one page (also served at /dashboard/callback). Static markup only: the script
- * (src/dashboard/client/) fills it in with textContent, never with HTML. Three views (Keys,
- * Webhooks, Usage) are chosen by the URL's hash; forms live in <dialog>s opened by their buttons.
+ * (src/dashboard/client/) fills it in with textContent, never with HTML. Four views (Keys,
+ * Webhooks, Usage, Activity) are chosen by the URL's hash; forms live in <dialog>s opened by their buttons.
  */
 export function dashboardPage({ issuer, clientId, audience, assetVersion }: PageSettings): string {
   const asset = (ext: string) => `/dashboard/assets/app-${assetVersion}.${ext}`;
@@ -77,6 +77,7 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
     <a href="#keys" data-view="keys">Keys</a>
     <a href="#webhooks" data-view="webhooks">Webhooks</a>
     <a href="#usage" data-view="usage">Usage</a>
+    <a href="#activity" data-view="activity">Activity</a>
   </nav>
   <div id="who" class="who" hidden>
     <span><span class="who-prefix">Signed in as </span><strong id="who-name"></strong></span>
@@ -141,6 +142,12 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
       </form>
       ${feedback("usage-feedback")}
       <div id="usage"></div>
+    </section>
+
+    <section id="view-activity" class="view" aria-labelledby="activity-title" hidden>
+      ${viewHead("activity", "Activity", "What happened to your keys and webhooks in the last 30 days, newest first.")}
+      ${feedback("activity-feedback")}
+      <div id="activity"></div>
     </section>
   </div>
 </main>

@@ -1026,6 +1026,45 @@ describe("dashboard in Chromium", () => {
     await context.close();
   });
 
+  it("lists what happened to the account: a webhook disabled by a 410 shows under Activity", async (ctx) => {
+    if (!(await routeExists("get", "/account/events"))) ctx.skip("the worker has no GET /account/events yet");
+    const receiver = await startReceiver(410);
+    try {
+      const { context, page, problems } = await openPage();
+      await signIn(page);
+      await page.getByRole("link", { name: "Activity", exact: true }).click();
+      await expect.poll(() => page.locator("#activity").textContent()).toContain("Nothing to report in the last 30 days.");
+      await page.getByRole("link", { name: "Webhooks", exact: true }).click();
+      await page.getByRole("button", { name: "Add your first webhook" }).click();
+      const dialog = page.locator("#webhook-dialog");
+      await dialog.getByLabel("Endpoint URL").fill(receiver.url);
+      await dialog.getByRole("button", { name: "Add webhook" }).click();
+      await dialog.getByLabel("Signing secret").waitFor();
+      await closeDialog(page, "webhook-dialog");
+      const card = page.locator("#webhooks li").first();
+      await card.getByRole("button", { name: /^Send test/ }).click();
+      // The receiver answers 410 Gone: the webhook is disabled, and the account is told.
+      await expect.poll(() => receiver.received.length, { timeout: 30_000 }).toBeGreaterThan(0);
+      await page.getByRole("link", { name: "Activity", exact: true }).click();
+      const item = page.locator("#activity li[data-type='webhook.disabled']");
+      await expect
+        .poll(
+          async () => {
+            await page.locator("#activity").evaluate(() => window.dispatchEvent(new HashChangeEvent("hashchange")));
+            return item.count();
+          },
+          { timeout: 30_000, intervals: [1_000] },
+        )
+        .toBe(1);
+      expect(await item.textContent()).toContain(`${receiver.url} no longer receives events: The endpoint answered 410 Gone.`);
+      await screenshotBoth(page, "activity");
+      expect(problems).toEqual([]);
+      await context.close();
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it("draws the usage view (with made-up numbers until the worker serves usage)", async () => {
     const { context, page, problems } = await openPage();
     const live = await routeExists("get", "/account/usage");
@@ -1070,15 +1109,15 @@ describe("dashboard in Chromium", () => {
   });
 });
 
-/** A webhook receiver on this machine (allowed by WEBHOOK_ALLOW_INSECURE_URLS): answers 200, keeps what came. */
-async function startReceiver() {
+/** A webhook receiver on this machine (allowed by WEBHOOK_ALLOW_INSECURE_URLS): answers `status` (200), keeps what came. */
+async function startReceiver(status = 200) {
   const received: Array<{ headers: Record<string, string>; body: string }> = [];
   const server = createServer((req, res) => {
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString()));
     req.on("end", () => {
       received.push({ headers: req.headers as Record<string, string>, body });
-      res.writeHead(200).end("ok");
+      res.writeHead(status).end(status === 200 ? "ok" : "gone");
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -1,8 +1,9 @@
 /**
- * The dashboard: signs in through the IdP, then shows three views, chosen by the URL's hash:
- * Keys (#keys, the default), Webhooks (#webhooks) and Usage (#usage).
+ * The dashboard: signs in through the IdP, then shows four views, chosen by the URL's hash:
+ * Keys (#keys, the default), Webhooks (#webhooks), Usage (#usage) and Activity (#activity).
  */
 import type { components } from "../../../client/schema.d.ts";
+import { loadActivity } from "./activity.ts";
 import { ApiFailure, api, duration, useAccessToken } from "./api.ts";
 import {
   type DashboardSettings,
@@ -28,7 +29,7 @@ let session: Session | undefined;
 /** Whether the account, its keys and its webhooks have loaded: until then no view is shown. */
 let loaded = false;
 
-const VIEWS = ["keys", "webhooks", "usage"] as const;
+const VIEWS = ["keys", "webhooks", "usage", "activity"] as const;
 type View = (typeof VIEWS)[number];
 /** Across the silent sign-in of a reload, which loses the hash on its way through the IdP. */
 const VIEW_KEY = "price-data-dashboard:view";
@@ -50,6 +51,7 @@ function route(focus = true): void {
   clearFeedback();
   if (focus) byId(`${view}-title`).focus();
   if (view === "usage") void attempt(loadUsage, byId("usage-feedback"));
+  if (view === "activity") void attempt(loadActivity, byId("activity-feedback"));
 }
 
 function showSignedOut(message?: string): void {
