@@ -11,7 +11,7 @@ import { cpSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { mintToken } from "../scripts/mint-token.ts";
-import type { BuildReport, BuildWork } from "../src/catalogue/build-report.ts";
+import type { BuildReport, BuildWork } from "../src/catalogue/snapshot/build-report.ts";
 import { formatMoney } from "../src/platform/money.ts";
 import { filteredReadRows, measureFilteredReads } from "./catalogue-filters.ts";
 import { heapUsage, type InspectorSession, liveHeapUsage, openInspector } from "./inspector.ts";
@@ -129,7 +129,7 @@ function heapSampler(worker: Worker, live: boolean) {
   };
 }
 
-/** The builder's reports from the worker's log (src/catalogue/builder.ts logs each build). */
+/** The builder's reports from the worker's log (src/catalogue/snapshot/builder.ts logs each build). */
 function buildReports(log: string): BuildReport[] {
   return readFileSync(log, "utf8")
     .split("\n")

@@ -1,14 +1,14 @@
 import { announceExpiringKeys } from "./account-events/expiring.ts";
 import { buildApp } from "./app.ts";
-import { sweepCatalogue } from "./catalogue/client.ts";
 import { archiveHistory } from "./catalogue/history-archive.ts";
+import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { database } from "./platform/db.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 
-export { CatalogueBuilder } from "./catalogue/builder.ts";
+export { CatalogueBuilder } from "./catalogue/snapshot/builder.ts";
 export { LastUsedLog } from "./rate-limit/last-used.ts";
 export { RateLimiter } from "./rate-limit/rate-limiter.ts";
 

@@ -6,8 +6,8 @@
  */
 import { Hono, type MiddlewareHandler } from "hono";
 import { hashApiKey } from "../../src/auth/api-key.ts";
-import { catalogueStore } from "../../src/catalogue/client.ts";
 import { competitorRoutes, productRoutes } from "../../src/catalogue/routes.ts";
+import { catalogueStore } from "../../src/catalogue/snapshot/stub.ts";
 import type { AppEnv } from "../../src/http/app-env.ts";
 import { ApiError, notFound, onError } from "../../src/http/errors.ts";
 import { requestServices } from "../../src/middleware/services.ts";
@@ -15,7 +15,7 @@ import { loadKeyState } from "../../src/rate-limit/key-store.ts";
 import type { Limits } from "../../src/rate-limit/types.ts";
 
 /** Each peer exports it: the product's catalogue routes poke the snapshot's builder. */
-export { CatalogueBuilder } from "../../src/catalogue/builder.ts";
+export { CatalogueBuilder } from "../../src/catalogue/snapshot/builder.ts";
 
 export interface PeerEnv<Bindings> {
   Bindings: Bindings & AppEnv["Bindings"];

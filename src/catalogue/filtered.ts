@@ -1,9 +1,9 @@
 import { and, asc, eq, gt, gte, lte, type SQLWrapper, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
 import { catalogueState, offers, products } from "../platform/tables.ts";
-import { type Manifest, type Segment, segmentIndexOf } from "./manifest.ts";
 import type { ProductFilters } from "./schema.ts";
-import { productLines } from "./snapshot.ts";
+import { type Manifest, type Segment, segmentIndexOf } from "./snapshot/manifest.ts";
+import { productLines } from "./snapshot/read.ts";
 import { type OfferRow, type ProductRow, productView } from "./views.ts";
 
 /**

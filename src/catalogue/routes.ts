@@ -19,7 +19,7 @@ import {
   servingManifest,
   snapshotEtag,
 } from "./service.ts";
-import { streamOf, wholeCatalogue } from "./snapshot.ts";
+import { streamOf, wholeCatalogue } from "./snapshot/read.ts";
 
 const notModified = emptyResponse("Not modified: the catalogue is unchanged since the ETag sent", ["ETag", "Cache-Control"]);
 const JSON_TYPE = "application/json";

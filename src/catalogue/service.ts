@@ -7,16 +7,16 @@ import { sha256Hex } from "../platform/hash.ts";
 import { logger } from "../platform/log.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
 import { type FilteredReadOptions, filterSet, matchingProducts } from "./filtered.ts";
-import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./gzip-member.ts";
 import { unknownProduct } from "./history.ts";
-import type { Manifest } from "./manifest.ts";
 import type { ProductFilters } from "./schema.ts";
-import { currentManifest, forgetManifest } from "./snapshot.ts";
+import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./snapshot/gzip-member.ts";
+import type { Manifest } from "./snapshot/manifest.ts";
+import { currentManifest, forgetManifest } from "./snapshot/read.ts";
 import { productView } from "./views.ts";
 
 /**
  * The catalogue read side, served from the snapshot in R2 that the CatalogueBuilder object builds
- * (src/catalogue/build.ts, docs/catalogue.md). Ingestion moves `catalogue_state.version` and marks the
+ * (src/catalogue/snapshot/build.ts, docs/catalogue.md). Ingestion moves `catalogue_state.version` and marks the
  * products it changed in the same D1 batch, then pokes the builder.
  */
 
@@ -121,7 +121,7 @@ const DEFLATE_CHUNK = 256 * 1024;
  * The body as ONE gzip member (every client reads it whole), compressed at level 1 a piece of at
  * least DEFLATE_CHUNK bytes at a time: a fraction of CompressionStream's level-6 CPU for a body some
  * 20 % larger (docs/catalogue.md). Each piece ends in a sync flush, so the pieces are one deflate
- * stream (src/catalogue/gzip-member.ts); the trailer's CRC-32 runs on over them.
+ * stream (src/catalogue/snapshot/gzip-member.ts); the trailer's CRC-32 runs on over them.
  */
 export async function* gzipMember(chunks: AsyncGenerator<Uint8Array>): AsyncGenerator<Uint8Array> {
   yield GZIP_HEADER.slice();

@@ -1,7 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { CompetitorView } from "../catalogue/schema.ts";
 import { bumpCatalogueVersion, type CatalogueStore } from "../catalogue/service.ts";
-import { currentManifest } from "../catalogue/snapshot.ts";
+import { currentManifest } from "../catalogue/snapshot/read.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
@@ -13,7 +13,7 @@ import type { CompetitorPatch } from "./schema.ts";
  * carries `competitor_name`, so a rename changes the view of every product the competitor sells:
  * instead of marking those products (work that grows with the catalogue, in one request), the same
  * D1 batch moves `catalogue_state.reset_version` to the new version, and the snapshot builder makes
- * one full build, in its own bounded steps (src/catalogue/build.ts).
+ * one full build, in its own bounded steps (src/catalogue/snapshot/build.ts).
  */
 export async function updateCompetitor(
   db: Database,

@@ -4,9 +4,9 @@ import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
-import { admitBucket, admitKey, isSeenKey } from "../rate-limit/client.ts";
 import { rateLimitDetail, rateLimitHeaders } from "../rate-limit/headers.ts";
 import { scopeForPath } from "../rate-limit/key-scopes.ts";
+import { admitBucket, admitKey, isSeenKey } from "../rate-limit/stub.ts";
 import type { Decision, Work } from "../rate-limit/types.ts";
 
 const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";

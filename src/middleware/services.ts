@@ -3,7 +3,7 @@ import type { CatalogueStore } from "../catalogue/service.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { readConfig } from "../platform/config.ts";
 import { type Database, database } from "../platform/db.ts";
-import { rateLimitControl } from "../rate-limit/client.ts";
+import { rateLimitControl } from "../rate-limit/stub.ts";
 import { noWork, type Work } from "../rate-limit/types.ts";
 import { refuseMisconfigured } from "./admission.ts";
 

@@ -64,7 +64,7 @@ export async function writeBatch(db: Database, touched: TouchedRows, changes: In
   if (changes.history.length > 0) statements.push(...insertRows(d1, priceHistory, changes.history));
   // The outbox: the events commit with the change or not at all (src/events/outbox.ts relays them).
   if (changes.events.length > 0) statements.push(...insertRows(d1, events, outboxRows(changes.events, new Date().toISOString())));
-  // The products the catalogue snapshot must re-serialise (src/catalogue/build.ts reads these marks).
+  // The products the catalogue snapshot must re-serialise (src/catalogue/snapshot/build.ts reads these marks).
   const productIds = [...new Set([...changes.products.map((p) => p.id), ...changes.offers.map((o) => o.productId)])];
   statements.push(d1.prepare(MARK_CHANGED).bind(JSON.stringify(productIds)));
   await d1.batch(statements);

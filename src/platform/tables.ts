@@ -90,7 +90,7 @@ export const products = sqliteTable(
      * The catalogue version whose write last changed this product's view (its row, an offer), set
      * in the same batch as the change (a competitor's rename moves reset_version instead): the
      * snapshot builder rebuilds the segments of the products changed since the version it last built
-     * (src/catalogue/build.ts), and ingestion guards its write with it (src/observations/write.ts).
+     * (src/catalogue/snapshot/build.ts), and ingestion guards its write with it (src/observations/write.ts).
      */
     changedVersion: integer("changed_version").notNull().default(0),
   },
@@ -159,7 +159,7 @@ export const priceHistory = sqliteTable(
 
 /**
  * One row (id 1). `version` moves on every catalogue change (a write marks its products with the version it moved to);
- * the snapshot builder compares it with the version it last built (src/catalogue/build.ts).
+ * the snapshot builder compares it with the version it last built (src/catalogue/snapshot/build.ts).
  */
 export const catalogueState = sqliteTable(
   "catalogue_state",

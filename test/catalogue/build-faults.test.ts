@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type BuildLimits, readManifest, readPointer } from "../../src/catalogue/build.ts";
-import { POINTER_KEY, type Pointer } from "../../src/catalogue/manifest.ts";
-import { wholeCatalogue } from "../../src/catalogue/snapshot.ts";
+import { type BuildLimits, readManifest, readPointer } from "../../src/catalogue/snapshot/build.ts";
+import { POINTER_KEY, type Pointer } from "../../src/catalogue/snapshot/manifest.ts";
+import { wholeCatalogue } from "../../src/catalogue/snapshot/read.ts";
 import { Faults, runBuildSteps, stepCatalogue } from "../helpers/build-steps.ts";
 import { changePrices } from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";

@@ -9,7 +9,7 @@ import {
   readPointer,
   STEP_D1_STATEMENTS,
   STEP_R2_READS,
-} from "../../src/catalogue/build.ts";
+} from "../../src/catalogue/snapshot/build.ts";
 import {
   extentsOf,
   JSON_SEPARATOR,
@@ -18,7 +18,7 @@ import {
   PartIndex,
   type Segment,
   segmentIndexOf,
-} from "../../src/catalogue/manifest.ts";
+} from "../../src/catalogue/snapshot/manifest.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
 import { runBuildSteps } from "../helpers/build-steps.ts";

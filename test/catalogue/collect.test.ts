@@ -1,11 +1,11 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { readManifest, SEGMENT_TARGET, snapshotObjects } from "../../src/catalogue/build.ts";
-import { RETENTION_MS } from "../../src/catalogue/builder.ts";
-import { catalogueBuilder } from "../../src/catalogue/client.ts";
-import { type Manifest, manifestKey, POINTER_KEY } from "../../src/catalogue/manifest.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
+import { readManifest, SEGMENT_TARGET, snapshotObjects } from "../../src/catalogue/snapshot/build.ts";
+import { RETENTION_MS } from "../../src/catalogue/snapshot/builder.ts";
+import { type Manifest, manifestKey, POINTER_KEY } from "../../src/catalogue/snapshot/manifest.ts";
+import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { database } from "../../src/platform/db.ts";
 import {
   buildCatalogue,

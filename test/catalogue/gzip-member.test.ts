@@ -9,7 +9,7 @@ import {
   GZIP_HEADER,
   gzipTrailer,
   storedPart,
-} from "../../src/catalogue/gzip-member.ts";
+} from "../../src/catalogue/snapshot/gzip-member.ts";
 import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 

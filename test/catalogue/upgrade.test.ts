@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
-import { RETENTION_MS } from "../../src/catalogue/builder.ts";
-import { manifestKey, POINTER_KEY } from "../../src/catalogue/manifest.ts";
+import { RETENTION_MS } from "../../src/catalogue/snapshot/builder.ts";
+import { manifestKey, POINTER_KEY } from "../../src/catalogue/snapshot/manifest.ts";
 import { buildCatalogue, createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call } from "../helpers/http.ts";
 

@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
+import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import {
   BUILD_LIMITS,
   type BuildLimits,
@@ -10,11 +11,10 @@ import {
   countingBucket,
   noBuildWork,
   type StepOutcome,
-} from "../../src/catalogue/build.ts";
-import { collectStep, releaseObjects } from "../../src/catalogue/builder.ts";
-import { catalogueBuilder } from "../../src/catalogue/client.ts";
-import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import { forgetManifest } from "../../src/catalogue/snapshot.ts";
+} from "../../src/catalogue/snapshot/build.ts";
+import { collectStep, releaseObjects } from "../../src/catalogue/snapshot/builder.ts";
+import { forgetManifest } from "../../src/catalogue/snapshot/read.ts";
+import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
 import { createCompetitor, insertProducts, randomProductId } from "./catalogue-factory.ts";
@@ -22,7 +22,7 @@ import { createCompetitor, insertProducts, randomProductId } from "./catalogue-f
 /**
  * The builder's steps run one by one inside the CatalogueBuilder object, with its real storage, D1
  * and R2, each wrapped so a test can make any operation throw (a step dying there) and count what a
- * step does. This is the test seam of src/catalogue/build.ts: `buildStep` takes its D1, R2, storage
+ * step does. This is the test seam of src/catalogue/snapshot/build.ts: `buildStep` takes its D1, R2, storage
  * and limits as arguments, so production code carries no test option.
  */
 

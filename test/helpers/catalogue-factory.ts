@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { inArray, sql } from "drizzle-orm";
-import type { BuildReport } from "../../src/catalogue/build.ts";
-import { catalogueBuilder } from "../../src/catalogue/client.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import { forgetManifest } from "../../src/catalogue/snapshot.ts";
+import type { BuildReport } from "../../src/catalogue/snapshot/build.ts";
+import { forgetManifest } from "../../src/catalogue/snapshot/read.ts";
+import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { parseMoney } from "../../src/platform/money.ts";

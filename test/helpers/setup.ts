@@ -1,8 +1,8 @@
 import { applyD1Migrations, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll } from "vitest";
-import type { CatalogueBuilder } from "../../src/catalogue/builder.ts";
-import { catalogueBuilder } from "../../src/catalogue/client.ts";
+import type { CatalogueBuilder } from "../../src/catalogue/snapshot/builder.ts";
+import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 
 // Storage is isolated per test file; each file starts from the migrated, empty schema.
 await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);

@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
-import { database } from "../platform/db.ts";
-import { products } from "../platform/tables.ts";
+import { database } from "../../platform/db.ts";
+import { products } from "../../platform/tables.ts";
 import {
   BUILD_LIMITS,
   type BuildDeps,
@@ -19,7 +19,7 @@ import { type Manifest, manifestKey } from "./manifest.ts";
 /**
  * The one object that builds the catalogue snapshot (one instance, "catalogue"). Ingestion pokes it
  * after each commit; a poke only arms an alarm COALESCE_MS ahead unless one is armed already, so a
- * burst of ingestions costs one build. Each alarm runs ONE bounded step (src/catalogue/build.ts) and,
+ * burst of ingestions costs one build. Each alarm runs ONE bounded step (src/catalogue/snapshot/build.ts) and,
  * while work is left, arms the next alarm at once: no invocation's work grows with the catalogue. A
  * step that throws is retried by the alarm's own retries from the progress recorded in storage, and
  * the cron sweep's poke (sweepCatalogue) heals a lost poke: the changes are marked in D1, not in the poke.

@@ -1,6 +1,8 @@
 import { and, asc, eq, gt, gte, inArray, lt, or, type SQL, sql } from "drizzle-orm";
-import type { Database } from "../platform/db.ts";
-import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
+import type { Database } from "../../platform/db.ts";
+import { catalogueState, competitors, offers, products } from "../../platform/tables.ts";
+import type { CompetitorView } from "../schema.ts";
+import { type CompetitorRow, type OfferRow, productView } from "../views.ts";
 import { type BuildReport, type BuildWork, noBuildWork } from "./build-report.ts";
 import { type Checked, concatenated, deflatePart } from "./gzip-member.ts";
 import {
@@ -21,8 +23,6 @@ import {
   segmentIndexOf,
   stepKeys,
 } from "./manifest.ts";
-import type { CompetitorView } from "./schema.ts";
-import { type CompetitorRow, type OfferRow, productView } from "./views.ts";
 
 /**
  * Builds catalogue snapshots into R2 in bounded, resumable steps (docs/catalogue.md, "Who builds").

@@ -1,5 +1,5 @@
 /**
- * What a catalogue build did (src/catalogue/build.ts): logged by the builder with each build, read
+ * What a catalogue build did (src/catalogue/snapshot/build.ts): logged by the builder with each build, read
  * back by the bench (bench/catalogue.ts), which is why this file needs no Workers types.
  */
 

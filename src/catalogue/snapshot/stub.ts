@@ -1,6 +1,6 @@
-import type { CatalogueStore } from "./service.ts";
+import type { CatalogueStore } from "../service.ts";
 
-/** The way to the CatalogueBuilder object (src/catalogue/builder.ts), which owns the snapshot. */
+/** The way to the CatalogueBuilder object (src/catalogue/snapshot/builder.ts), which owns the snapshot. */
 
 export const catalogueBuilder = (env: Pick<Env, "CATALOGUE_BUILDER">) =>
   env.CATALOGUE_BUILDER.get(env.CATALOGUE_BUILDER.idFromName("catalogue"));

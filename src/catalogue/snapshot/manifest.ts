@@ -1,6 +1,6 @@
 import { z } from "zod";
+import { Competitor } from "../schema.ts";
 import { type Checked, storedPart } from "./gzip-member.ts";
-import { Competitor } from "./schema.ts";
 
 /**
  * The catalogue snapshot's layout in R2 (binding CATALOGUE), described in docs/catalogue.md:
@@ -65,7 +65,7 @@ export type Summary = z.infer<typeof Summary>;
 /**
  * Products whose ids are at or above `first` and below the next segment's `first` (the first
  * segment's `first` is "", so it also takes any new id below the rest). Each form is a sequence of
- * raw deflate parts (src/catalogue/gzip-member.ts) of up to twice partTarget products, so it is
+ * raw deflate parts (src/catalogue/snapshot/gzip-member.ts) of up to twice partTarget products, so it is
  * itself a piece of one deflate stream, stored as byte ranges (extents) of the objects the build
  * steps wrote: an incremental build writes only the parts it re-encoded and points at the others
  * where they already are. `json` holds the products joined by "," (a piece of the `{"products":[…]}`

@@ -112,7 +112,7 @@ export function streamOf(chunks: AsyncGenerator<Uint8Array>): ReadableStream<Uin
 
 /**
  * The whole catalogue, `{"products":[…]}` or NDJSON: one gzip member made of the stored parts and
- * the trailer the build computed (src/catalogue/gzip-member.ts), or that member decompressed.
+ * the trailer the build computed (src/catalogue/snapshot/gzip-member.ts), or that member decompressed.
  */
 export function wholeCatalogue(bucket: R2Bucket, manifest: Manifest, form: "json" | "ndjson", gzip: boolean): ReadableStream<Uint8Array> {
   const parts = [GZIP_HEADER, ...bodyExtents(manifest.segments, form), FINAL_BLOCK, gzipTrailer(manifest.body[form])];
