@@ -2,7 +2,7 @@
 
 /** A hash of the bundle: part of the asset URLs, so they can be cached for good. */
 export declare const assetVersion: string;
-/** src/dashboard/client/main.ts and its imports (oauth4webapi included), minified. */
+/** src/dashboard/browser/main.ts and its imports (oauth4webapi included), minified. */
 export declare const clientScript: string;
-/** src/dashboard/client/styles.css, minified. */
+/** src/dashboard/browser/styles.css, minified. */
 export declare const clientStyles: string;

@@ -50,7 +50,7 @@ const GRACE_CHOICES = [
 
 /**
  * The dashboard's one page (also served at /dashboard/callback). Static markup only: the script
- * (src/dashboard/client/) fills it in with textContent, never with HTML. Four views (Keys,
+ * (src/dashboard/browser/) fills it in with textContent, never with HTML. Four views (Keys,
  * Webhooks, Usage, Activity) are chosen by the URL's hash; forms live in <dialog>s opened by their buttons.
  */
 export function dashboardPage({ issuer, clientId, audience, assetVersion }: PageSettings): string {

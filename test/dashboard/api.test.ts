@@ -1,6 +1,6 @@
 // The dashboard's API client (browser code with no DOM use, so it runs here too): errors as people read them.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ApiFailure, api, duration, useAccessToken } from "../../src/dashboard/client/api.ts";
+import { ApiFailure, api, duration, useAccessToken } from "../../src/dashboard/browser/api.ts";
 
 function answer(status: number, body: unknown, headers: Record<string, string> = {}) {
   const fetchMock = vi.fn(

@@ -1,4 +1,4 @@
-// The usage chart's geometry (src/dashboard/client/chart-geometry.ts): pure functions, no DOM.
+// The usage chart's geometry (src/dashboard/browser/chart-geometry.ts): pure functions, no DOM.
 import { describe, expect, it } from "vitest";
 import {
   barSpan,
@@ -9,7 +9,7 @@ import {
   timeTicks,
   totals,
   valueAxis,
-} from "../../src/dashboard/client/chart-geometry.ts";
+} from "../../src/dashboard/browser/chart-geometry.ts";
 
 describe("usage chart geometry", () => {
   it("scales linearly both ways, including an inverted pixel range", () => {
