@@ -260,6 +260,19 @@ export function onSubmit(form: HTMLFormElement, action: () => Promise<unknown>, 
   });
 }
 
+/** Opens the rotate dialog (shared by a key and a webhook's secret) as a fresh form with this wording. */
+export function openRotateDialog(kind: "key" | "webhook", wording: { title: string; text: string; ok: string }): Promise<string> {
+  const form = byId<HTMLFormElement>("rotate-form");
+  form.dataset.kind = kind;
+  form.reset();
+  form.hidden = false;
+  byId("rotate-done").hidden = true;
+  byId("rotate-title").textContent = wording.title;
+  byId("rotate-text").textContent = wording.text;
+  byId("rotate-ok").textContent = wording.ok;
+  return openDialog(byId<HTMLDialogElement>("rotate-dialog"), form.querySelector<HTMLInputElement>('input[name="grace"]:checked'));
+}
+
 /** Grace-period choice of the rotate dialog, in seconds. */
 export function chosenGrace(form: HTMLFormElement): number {
   return Number(new FormData(form).get("grace") ?? 86_400);

@@ -19,6 +19,7 @@ import {
   moreMenu,
   onSubmit,
   openDialog,
+  openRotateDialog,
   say,
   showOnce,
   slotIn,
@@ -229,16 +230,11 @@ let rotating: ApiKey | undefined;
 
 function rotate(key: ApiKey): Promise<string> {
   rotating = key;
-  const form = byId<HTMLFormElement>("rotate-form");
-  form.dataset.kind = "key";
-  form.reset();
-  form.hidden = false;
-  byId("rotate-done").hidden = true;
-  byId("rotate-title").textContent = `Rotate “${key.name}”`;
-  byId("rotate-text").textContent =
-    `A new key replaces the one starting ${key.prefix}. Both work during the grace period, so you can deploy the new one; then the old one is refused.`;
-  byId("rotate-ok").textContent = "Rotate key";
-  return openDialog(byId<HTMLDialogElement>("rotate-dialog"), form.querySelector<HTMLInputElement>('input[name="grace"]:checked'));
+  return openRotateDialog("key", {
+    title: `Rotate “${key.name}”`,
+    text: `A new key replaces the one starting ${key.prefix}. Both work during the grace period, so you can deploy the new one; then the old one is refused.`,
+    ok: "Rotate key",
+  });
 }
 
 /** Submitted from the rotate dialog, for a key. */

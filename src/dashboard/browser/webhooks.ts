@@ -19,6 +19,7 @@ import {
   moreMenu,
   onSubmit,
   openDialog,
+  openRotateDialog,
   say,
   showOnce,
   slotIn,
@@ -207,16 +208,11 @@ let rotatingHook: Webhook | undefined;
 
 function rotateSecret(hook: Webhook): Promise<string> {
   rotatingHook = hook;
-  const form = byId<HTMLFormElement>("rotate-form");
-  form.dataset.kind = "webhook";
-  form.reset();
-  form.hidden = false;
-  byId("rotate-done").hidden = true;
-  byId("rotate-title").textContent = "Rotate the signing secret";
-  byId("rotate-text").textContent =
-    `A new secret signs deliveries to ${hook.url}. During the grace period each delivery carries both signatures, so your receiver can switch without missing one.`;
-  byId("rotate-ok").textContent = "Rotate secret";
-  return openDialog(byId<HTMLDialogElement>("rotate-dialog"), form.querySelector<HTMLInputElement>('input[name="grace"]:checked'));
+  return openRotateDialog("webhook", {
+    title: "Rotate the signing secret",
+    text: `A new secret signs deliveries to ${hook.url}. During the grace period each delivery carries both signatures, so your receiver can switch without missing one.`,
+    ok: "Rotate secret",
+  });
 }
 
 /** Submitted from the rotate dialog, for a webhook's secret. */
