@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
 import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/events/messages.ts";
+import { SWEEP_AFTER_MS, sweepOutbox } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { MAX_IMMEDIATE_DELIVERIES } from "../../src/webhooks/delivery/immediate.ts";
@@ -128,6 +129,32 @@ describe("the first delivery, right after the commit", () => {
       .orderBy(webhookDeliveries.id)
       .all();
     expect(last.at(-1)).toMatchObject({ attempt: 8, outcome: "failed" });
+  });
+
+  it("when the queue refuses its retry and the hand-back too, the event is left unsent for the sweep, not claimed by nobody", async () => {
+    const token = await newAccountToken();
+    const hook = await createWebhook(token, { url: hookUrl("refused"), events: ["price.changed"] });
+    receiver.respond(hook.url, () => new Response("no", { status: 500 }));
+    captureQueue();
+    const sku = `NOW-${Date.now()}-${++skus}`;
+    await ingest([{ sku, price: "10.00" }]);
+    // The price change's relay succeeds; then every send fails: the first attempt's retry and the hand-back.
+    const before = batches.mock.calls.length;
+    batches.mockRejectedValue(new Error("injected fault: queue send failed")).mockResolvedValueOnce({} as QueueSendBatchResponse);
+    await ingest([{ sku, price: "9.00" }]);
+    await vi.waitFor(() => expect(batches.mock.calls.length).toBeGreaterThanOrEqual(before + 3), { timeout: 5_000, interval: 20 });
+    const sent = (call: number) => [...batches.mock.calls[call]![0]].map((m) => m.body);
+    const [relayed] = sent(before) as EventMessage[];
+    expect(sent(before + 1)).toMatchObject([{ kind: "delivery", attempts_before: 1 }]);
+    await vi.waitFor(async () => {
+      const [row] = await db().select().from(events).where(eq(events.id, relayed!.event.id)).all();
+      expect(row).toMatchObject({ relayedAt: null, claimedAt: null, fannedOutAt: null });
+    });
+
+    // The sweep's next run sends it again.
+    batches.mockResolvedValue({} as QueueSendBatchResponse);
+    await sweepOutbox(db(), env.WEBHOOK_QUEUE, Date.now() + SWEEP_AFTER_MS + 1000);
+    expect(sent(batches.mock.calls.length - 1)).toContainEqual(relayed);
   });
 
   it(`at most ${MAX_IMMEDIATE_DELIVERIES} deliveries at once from the ingestion; the others are queued at once`, async () => {

@@ -1,6 +1,6 @@
 import pLimit from "p-limit";
 import { type DeliveryMessage, type EventMessage, sendAll, type WebhookMessage } from "../../events/messages.ts";
-import { claimForFanOut, markFannedOut, releaseFanOut } from "../../events/outbox.ts";
+import { claimForFanOut, markFannedOut, relayEvents, requeueEvents } from "../../events/outbox.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
@@ -15,6 +15,8 @@ import { retryDelaySeconds } from "./schedule.ts";
  * goes to WEBHOOK_QUEUE, which stays the path for every retry. The relay still puts the events on the
  * queue before the answer: if this never runs, or dies before its claim, the consumer fans them out
  * about a second later; a claim held by a path that died is picked up by the outbox sweep once stale.
+ * The consumer acks its copy of an event this path has claimed, so when this path fails, it hands the
+ * events back as unsent: relayed again now, or else by the sweep's next run.
  */
 
 /** More deliveries than one round of connections, or a bulk ingestion, go through the queue as before. */
@@ -92,8 +94,14 @@ export async function deliverAfterCommit({ db, archive, queue, secretKey }: Imme
     // Hand the events back to the queue path: a delivery already made may then be made again (receivers drop repeats by webhook-id).
     log.error("immediate delivery failed, the queue takes over", { error: String(error), events: [...claimed] });
     if (claimed.size === 0) return;
-    await releaseFanOut(db, [...claimed])
-      .then(() => sendAll(queue, events))
-      .catch((again: unknown) => log.error("handing back failed, the outbox sweep will", { error: String(again) }));
+    await requeueEvents(db, [...claimed])
+      .then(() =>
+        relayEvents(
+          db,
+          queue,
+          events.filter((message) => claimed.has(message.event.id)),
+        ),
+      )
+      .catch((again: unknown) => log.error("handing back failed, the claims lapse to the outbox sweep", { error: String(again) }));
   }
 }
