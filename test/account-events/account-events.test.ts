@@ -1,19 +1,21 @@
 import { env } from "cloudflare:workers";
 import { inArray } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { Schemas } from "../../client/index.ts";
 import { announceExpiringKeys } from "../../src/account-events/expiring.ts";
 import { ACCOUNT_EVENTS } from "../../src/account-events/schema.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { events } from "../../src/platform/tables.ts";
 import { fanOut } from "../../src/webhooks/delivery/deliveries.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, runQueue } from "../helpers/webhooks.ts";
 
-type Feed = { events: { id: string; type: string; timestamp: string; data: Record<string, unknown> }[]; next_cursor: string | null };
+/** An account event of one type: for a feed the query or the test's own doing restricts to that type. */
+type AccountEventOf<Type extends Schemas["AccountFeedEvent"]["type"]> = Extract<Schemas["AccountFeedEvent"], { type: Type }>;
 
 const DAY_MS = 86_400_000;
 
@@ -29,39 +31,39 @@ const db = () => database(env.DB);
 
 describe("GET /account/events", () => {
   it("lists the account's own events with the paging of GET /events; never another account's, never in GET /events", async () => {
-    const alice = await accountWithKey();
-    const bob = await accountWithKey();
+    const alice = await freshAccount();
+    const bob = await freshAccount();
     const second = await expectJson(await call("POST", "/api-keys", { token: alice.token, body: { name: "second" } }), 201);
     await expectJson(await report([found(alice.key), found(second.key, "https://gist.github.com/a/1", "gist")]), 200);
 
-    const feed = await expectJson<Feed>(await call("GET", "/account/events", { token: alice.token }), 200);
-    expect(feed.events.map((e) => [e.type, e.data.key_id])).toEqual([
+    const feed = await expectJson(await call("GET", "/account/events", { token: alice.token }), 200);
+    expect((feed.events as AccountEventOf<"api_key.leaked">[]).map((e) => [e.type, e.data.key_id])).toEqual([
       ["api_key.leaked", alice.keyId],
       ["api_key.leaked", second.id],
     ]);
     expect(feed.events[1]!.data).toMatchObject({ account_id: alice.sub, url: "https://gist.github.com/a/1", source: "gist" });
     expect(feed.next_cursor).toBeNull();
 
-    const page = await expectJson<Feed>(await call("GET", "/account/events?limit=1", { token: alice.token }), 200);
+    const page = await expectJson(await call("GET", "/account/events?limit=1", { token: alice.token }), 200);
     expect(page.events.map((e) => e.id)).toEqual([feed.events[0]!.id]);
-    const next = await expectJson<Feed>(
+    const next = await expectJson(
       await call("GET", `/account/events?after=${page.next_cursor}&type=api_key.leaked`, { token: alice.token }),
       200,
     );
     expect(next.events.map((e) => e.id)).toEqual([feed.events[1]!.id]);
     await expectJson(await call("GET", "/account/events?type=price.changed", { token: alice.token }), 400);
 
-    expect((await expectJson<Feed>(await call("GET", "/account/events", { token: bob.token }), 200)).events).toEqual([]);
+    expect((await expectJson(await call("GET", "/account/events", { token: bob.token }), 200)).events).toEqual([]);
     // Another account's event id is no cursor here, and the public feed never shows account events.
     await expectJson(await call("GET", `/account/events?after=${feed.events[0]!.id}`, { token: bob.token }), 410);
-    const publicFeed = await expectJson<Feed>(await call("GET", "/events?limit=1000", { token: bob.key }), 200);
+    const publicFeed = await expectJson(await call("GET", "/events?limit=1000", { token: bob.key }), 200);
     expect(publicFeed.events.map((e) => e.type)).not.toContain("api_key.leaked");
     await expectJson(await call("GET", "/account/events", { token: bob.key }), 403);
   });
 
   it("delivers to the account's own webhooks that subscribe to the type, and to no other", async () => {
-    const alice = await accountWithKey();
-    const bob = await accountWithKey();
+    const alice = await freshAccount();
+    const bob = await freshAccount();
     const subscribed = await createWebhook(alice.token, { url: hookUrl("alice-leaks"), events: ["api_key.leaked"] });
     await createWebhook(alice.token, { url: hookUrl("alice-prices"), events: ["price.changed"] });
     await createWebhook(bob.token, { url: hookUrl("bob-leaks"), events: ["api_key.leaked", "api_key.expiring"] });
@@ -70,7 +72,7 @@ describe("GET /account/events", () => {
     await expectJson(await report([found(alice.key)]), 200);
     const {
       events: [leak],
-    } = await expectJson<Feed>(await call("GET", "/account/events", { token: alice.token }), 200);
+    } = await expectJson(await call("GET", "/account/events", { token: alice.token }), 200);
     const [row] = await db()
       .select()
       .from(events)
@@ -83,8 +85,7 @@ describe("GET /account/events", () => {
       data: { account_id: alice.sub, key_id: alice.keyId },
     });
     // Replay sends a webhook its own account's events only.
-    const bobsHook = (await expectJson<{ webhooks: { id: string }[] }>(await call("GET", "/webhooks", { token: bob.token }), 200))
-      .webhooks[0]!;
+    const bobsHook = (await expectJson(await call("GET", "/webhooks", { token: bob.token }), 200)).webhooks[0]!;
     const since = new Date(Date.now() - 60_000).toISOString();
     const replay = (token: string, id: string) => call("POST", `/webhooks/${id}/replay`, { token, body: { since } });
     expect((await expectJson(await replay(bob.token, bobsHook.id), 202)).queued).toBe(0);
@@ -94,7 +95,7 @@ describe("GET /account/events", () => {
 
 describe("api_key.expiring (the cron)", () => {
   it("announces 7 days and 1 day before expires_at, once each however many runs", async () => {
-    const { token, sub } = await accountWithKey();
+    const { token, sub } = await freshAccount();
     const now = Date.now();
     await expectJson(
       await call("POST", "/api-keys", { token, body: { name: "three days", expires_at: new Date(now + 3 * DAY_MS).toISOString() } }),
@@ -114,11 +115,10 @@ describe("api_key.expiring (the cron)", () => {
     await Promise.all([announceExpiringKeys(db(), env.WEBHOOK_QUEUE, now), announceExpiringKeys(db(), env.WEBHOOK_QUEUE, now)]);
     await announceExpiringKeys(db(), env.WEBHOOK_QUEUE, now + 60_000);
     const notices = async () =>
-      (await expectJson<Feed>(await call("GET", "/account/events?type=api_key.expiring", { token }), 200)).events.map((e) => [
-        e.data.name,
-        e.data.days_left,
-        e.data.account_id,
-      ]);
+      (
+        (await expectJson(await call("GET", "/account/events?type=api_key.expiring", { token }), 200))
+          .events as AccountEventOf<"api_key.expiring">[]
+      ).map((e) => [e.data.name, e.data.days_left, e.data.account_id]);
     expect(await notices()).toEqual([
       ["half a day", 1, sub],
       ["three days", 7, sub],
@@ -136,12 +136,12 @@ describe("api_key.expiring (the cron)", () => {
 
 describe("webhook.disabled", () => {
   it("tells the account once when a 410 disables a webhook, with the reason", async () => {
-    const { token, sub } = await accountWithKey();
+    const { token, sub } = await freshAccount();
     const hook = await createWebhook(token, { url: hookUrl("gone") });
     receiver.respond(hook.url, () => new Response("gone", { status: 410 }));
     await runQueue([deliveryTo(hook.id)]);
     await runQueue([deliveryTo(hook.id)], 2); // a retry of another event in flight: already disabled
-    const feed = await expectJson<Feed>(await call("GET", "/account/events?type=webhook.disabled", { token }), 200);
+    const feed = await expectJson(await call("GET", "/account/events?type=webhook.disabled", { token }), 200);
     expect(feed.events).toHaveLength(1);
     const { id, ...event } = feed.events[0]!;
     const schema = ACCOUNT_EVENTS.find(([, type]) => type === "webhook.disabled")![0];
@@ -150,7 +150,7 @@ describe("webhook.disabled", () => {
   });
 
   it("tells the account when five days of failures disable a webhook", async () => {
-    const { token } = await accountWithKey();
+    const { token } = await freshAccount();
     const hook = await createWebhook(token, { url: hookUrl("down") });
     receiver.respond(hook.url, () => new Response("down", { status: 500 }));
     const start = Date.now();

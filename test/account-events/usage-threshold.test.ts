@@ -7,8 +7,8 @@ import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { announceUsage } from "../../src/rate-limit/usage-threshold.ts";
 import { fanOut } from "../../src/webhooks/delivery/deliveries.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { hookUrl } from "../helpers/webhook-receiver.ts";
 import { createWebhook } from "../helpers/webhooks.ts";
 
@@ -31,7 +31,7 @@ const noticesOf = async (keyId: string) =>
 
 describe("usage.threshold", () => {
   it("is written once at 80 % and once at 100 % of the day quota, by the admission that reaches it, never in GET /events", async () => {
-    const { key, keyId, sub, token } = await accountWithKey("premium");
+    const { key, keyId, sub, token } = await freshAccount({ plan: "premium" });
     const hook = await createWebhook(token, { url: hookUrl("usage"), events: ["usage.threshold"] });
     const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
     const get = () => call("GET", "/competitors", { token: key });
@@ -72,20 +72,20 @@ describe("usage.threshold", () => {
     expect(rows.every((row) => row.relayed_at === null)).toBe(true); // the outbox sweep relays them
 
     const listed = await expectJson(await call("GET", "/account/events?type=usage.threshold", { token }), 200);
-    expect(listed.events.map((event: { id: string }) => event.id)).toEqual(rows.map((row) => row.id));
+    expect(listed.events.map((event) => event.id)).toEqual(rows.map((row) => row.id));
     const deliveries = await fanOut(
       database(env.DB),
       env.ARCHIVE,
       rows.map((row) => eventMessageOf({ ...row, type: "usage.threshold", timestamp: "", oldMinor: null, newMinor: null })),
     );
     expect(deliveries.map((delivery) => delivery.webhook_id)).toEqual([hook.id, hook.id]);
-    const other = await accountWithKey();
+    const other = await freshAccount();
     const publicFeed = await expectJson(await call("GET", "/events?type=price.changed&limit=1000", { token: other.key }), 200);
-    expect(publicFeed.events.map((event: { id: string }) => event.id)).not.toContain(rows[0]!.id);
+    expect(publicFeed.events.map((event) => event.id)).not.toContain(rows[0]!.id);
   });
 
   it("once, whatever retries: the same notice written again, or by the object's alarm after a failure, adds nothing; a lost one is written again", async () => {
-    const { key, keyId } = await accountWithKey("premium");
+    const { key, keyId } = await freshAccount({ plan: "premium" });
     const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
     await expectJson(await call("GET", "/competitors", { token: key }), 200);
     await stub.setLimits({ per_minute: 1000, per_hour: 1000, per_day: 5 });

@@ -6,9 +6,10 @@ import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, priceHistory } from "../../src/platform/tables.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, newAccountToken, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, ingest, runQueue } from "../helpers/webhooks.ts";
 
 /** new_low_days / new_high_days read the offer's history in R2 too, once the archive has moved it out of D1. */
 
@@ -22,7 +23,7 @@ afterEach(() => vi.restoreAllMocks());
 
 describe("alert rules over archived history", () => {
   it("a new 90-day low is judged against the archived prices, in the fan-out and in replay alike", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const low = await createWebhook(token, { url: hookUrl("low"), filters: { new_low_days: 90 } });
     const sku = `ARCHIVED-LOW-${Date.now()}-ü`;
     const at = (daysAgo: number) => new Date(Date.now() - daysAgo * DAY).toISOString();

@@ -5,9 +5,10 @@ import { type AlertSubject, matchesAlert } from "../../src/alerts/rules.ts";
 import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhooks } from "../../src/platform/tables.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, newAccountToken, type ObservationInput } from "../helpers/webhooks.ts";
+import { createWebhook, ingest, type ObservationInput } from "../helpers/webhooks.ts";
 
 /**
  * Alert rules (webhook `filters`), each on both sides of its boundary, decided the same way by the
@@ -39,7 +40,7 @@ interface Step extends Partial<ObservationInput> {
  */
 async function decide(filters: unknown, steps: Step[], body: Record<string, unknown> = {}): Promise<boolean[]> {
   const sku = `ALERT-${Date.now()}-${++cases}-ü`;
-  const token = await newAccountToken();
+  const token = (await freshAccount()).token;
   const hook = await createWebhook(token, { url: hookUrl("alert"), filters, ...body });
   const sends = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
   try {
@@ -221,7 +222,7 @@ describe("matchesAlert (the one decision)", () => {
 
 describe("filters on POST and PATCH /webhooks", () => {
   it("are stored, shown, replaced and cleared", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const filters = {
       direction: "down",
       currency: "EUR",
@@ -254,7 +255,7 @@ describe("filters on POST and PATCH /webhooks", () => {
     [{ colour: "red" }, "filters: Unrecognized key"],
     ["down", "filters: must be a JSON object or null"],
   ])("%j → 400 naming the field", async (filters, detail) => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const res = await call("POST", "/webhooks", { token, body: { url: hookUrl(), filters } });
     const body = await expectJson(res, 400);
     expect(body.detail).toContain(detail);
@@ -262,7 +263,7 @@ describe("filters on POST and PATCH /webhooks", () => {
   });
 
   it("1,000 entries a list are accepted", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const skus = Array.from({ length: 1000 }, (_, i) => `SKU-${i}-${"x".repeat(150)}`);
     expect((await createWebhook(token, { url: hookUrl(), filters: { skus } })).filters).toEqual({ skus });
   });

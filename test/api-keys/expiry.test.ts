@@ -42,7 +42,7 @@ describe("a key with expires_at", () => {
     const listed = await expectJson(await call("GET", "/api-keys", { token }), 200);
     expect(listed.api_keys[0]).toMatchObject({ id: created.id, status: "expired", expires_at: iso(expiresAt) });
     vi.setSystemTime(expiresAt - 1);
-    expect((await expectJson(await call("GET", "/api-keys", { token }), 200)).api_keys[0].status).toBe("active");
+    expect((await expectJson(await call("GET", "/api-keys", { token }), 200)).api_keys[0]!.status).toBe("active");
   });
 
   it("a key refused for its rate limit answers 401 from its expiry on", async () => {

@@ -56,7 +56,7 @@ describe("one account cannot see or touch another's keys", () => {
     const bobList = await call("GET", "/api-keys", { token: bob });
     expectRequestId(bobList);
     const bobKeys = (await expectJson(bobList, 200)).api_keys;
-    expect(bobKeys.map((k: { id: string }) => k.id)).toEqual([bobsOwn.id]);
+    expect(bobKeys.map((k) => k.id)).toEqual([bobsOwn.id]);
     expect(JSON.stringify(bobKeys)).not.toContain(created.id);
     expect(JSON.stringify(bobKeys)).not.toContain(created.prefix);
 

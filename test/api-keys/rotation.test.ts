@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
 // A fake Date, shared by the worker and its Durable Objects in these tests.
@@ -12,12 +12,11 @@ fakeDateAt(T0);
 const get = (key: string) => call("GET", "/competitors", { token: key });
 const iso = (ms: number) => new Date(ms).toISOString();
 const rotate = (token: string, id: string, body?: unknown) => call("POST", `/api-keys/${id}/rotate`, { token, body });
-const listed = async (token: string) =>
-  (await expectJson<{ api_keys: Record<string, unknown>[] }>(await call("GET", "/api-keys", { token }), 200)).api_keys;
+const listed = async (token: string) => (await expectJson(await call("GET", "/api-keys", { token }), 200)).api_keys;
 
 describe("rotation", () => {
   it("both keys work during the grace; the old one is refused from its last millisecond on", async () => {
-    const { sub, token, key, keyId } = await accountWithKey("standard");
+    const { sub, token, key, keyId } = await freshAccount({ plan: "standard" });
     expect((await get(key)).status).toBe(200); // the object holds the key's state before the rotation
 
     const res = await rotate(token, keyId, { grace_seconds: 3600 });
@@ -56,11 +55,11 @@ describe("rotation", () => {
   });
 
   it("grace 0: the old key is refused at once; no body: a day's grace", async () => {
-    const { token, key, keyId } = await accountWithKey("free");
+    const { token, key, keyId } = await freshAccount({ plan: "free" });
     expect(await expectJson(await rotate(token, keyId, { grace_seconds: 0 }), 201)).toMatchObject({ rotated_from: keyId });
     expect((await expectJson(await get(key), 401)).detail).toContain("expired");
 
-    const other = await accountWithKey("free");
+    const other = await freshAccount({ plan: "free" });
     await expectJson(await rotate(other.token, other.keyId), 201);
     expect((await listed(other.token)).find((k) => k.id === other.keyId)).toMatchObject({ expires_at: iso(T0 + 86_400_000) });
   });
@@ -85,7 +84,7 @@ describe("rotation", () => {
   }
 
   it("at the 100-key cap: a rotation with a grace is 409 saying what to do; grace 0 replaces the key at once", async () => {
-    const { sub, token, key, keyId } = await accountWithKey("free");
+    const { sub, token, key, keyId } = await freshAccount({ plan: "free" });
     await fillTo(sub, 100);
     expect((await expectJson(await call("POST", "/api-keys", { token, body: { name: "101st" } }), 409)).detail).toContain(
       "100 active keys",
@@ -104,7 +103,7 @@ describe("rotation", () => {
   });
 
   it("a chain of rotations with a grace cannot pass the cap: every key that can authenticate counts", async () => {
-    const { sub, token, keyId } = await accountWithKey("free");
+    const { sub, token, keyId } = await freshAccount({ plan: "free" });
     await fillTo(sub, 97);
     let newest = keyId;
     const statuses: number[] = [];
@@ -119,7 +118,7 @@ describe("rotation", () => {
   });
 
   it("concurrent rotations and creations at the cap's edge never pass it", async () => {
-    const { sub, token, keyId } = await accountWithKey("free");
+    const { sub, token, keyId } = await freshAccount({ plan: "free" });
     await fillTo(sub, 98);
     const second = await expectJson(await call("POST", "/api-keys", { token, body: { name: "99th" } }), 201);
     const results = await Promise.all([
@@ -133,7 +132,7 @@ describe("rotation", () => {
   });
 
   it("a rotation D1 refuses, or one that loses a race, leaves the key's life as D1 lists it", async () => {
-    const { sub, token, key, keyId } = await accountWithKey("free");
+    const { sub, token, key, keyId } = await freshAccount({ plan: "free" });
     expect((await get(key)).status).toBe(200); // the object holds the key's state before the rotations
     await fillTo(sub, 100);
     await expectJson(await rotate(token, keyId, { grace_seconds: 60 }), 409); // at the cap
@@ -141,7 +140,7 @@ describe("rotation", () => {
     expect((await listed(token)).find((k) => k.id === keyId)).toMatchObject({ status: "active", expires_at: null });
     expect((await get(key)).status).toBe(200);
 
-    const other = await accountWithKey("free");
+    const other = await freshAccount({ plan: "free" });
     expect((await get(other.key)).status).toBe(200);
     const statuses = (
       await Promise.all([
@@ -156,7 +155,7 @@ describe("rotation", () => {
   });
 
   it("409 for a key already rotated, revoked or expired; 404 for another account's key", async () => {
-    const { token, keyId } = await accountWithKey("free");
+    const { token, keyId } = await freshAccount({ plan: "free" });
     const successor = await expectJson(await rotate(token, keyId), 201);
     expect((await expectJson(await rotate(token, keyId), 409)).detail).toBe(
       `API key ${keyId} was already rotated to ${successor.id}; rotate that key instead.`,
@@ -170,13 +169,13 @@ describe("rotation", () => {
     const fresh = await accountToken((await expectJson(await call("GET", "/account", { token }), 200)).id);
     expect((await expectJson(await rotate(fresh, expiring.id), 409)).detail).toContain(`expired at ${iso(T0 + 1000)}`);
 
-    const other = await accountWithKey("free");
+    const other = await freshAccount({ plan: "free" });
     expect((await expectJson(await rotate(fresh, other.keyId), 404)).detail).toContain(other.keyId);
     expect((await listed(other.token))[0]).toMatchObject({ rotated_to: null, expires_at: null });
   });
 
   it("two concurrent rotations: exactly one succeeds, and the D1 rows agree", async () => {
-    const { sub, token, keyId } = await accountWithKey("free");
+    const { sub, token, keyId } = await freshAccount({ plan: "free" });
     const statuses = (await Promise.all([rotate(token, keyId), rotate(token, keyId), rotate(token, keyId)])).map((r) => r.status).sort();
     expect(statuses).toEqual([201, 409, 409]);
     const rows = (await env.DB.prepare("SELECT id, rotated_from, rotated_to FROM api_keys WHERE account_id = ?").bind(sub).all()).results;
@@ -196,7 +195,7 @@ describe("bad grace_seconds: 400 naming the field, nothing written", () => {
     ["a string", "3600"],
     ["null", null],
   ])("%s", async (_name, grace) => {
-    const { token, key, keyId } = await accountWithKey("free");
+    const { token, key, keyId } = await freshAccount({ plan: "free" });
     const body = await expectJson(await rotate(token, keyId, { grace_seconds: grace }), 400);
     expect(body.detail).toContain("grace_seconds");
     const keys = await listed(token);
@@ -208,7 +207,7 @@ describe("bad grace_seconds: 400 naming the field, nothing written", () => {
   });
 
   it("an unknown field: 400", async () => {
-    const { token, keyId } = await accountWithKey("free");
+    const { token, keyId } = await freshAccount({ plan: "free" });
     expect((await expectJson(await rotate(token, keyId, { grace: 10 }), 400)).detail).toContain("grace");
   });
 });

@@ -1,10 +1,11 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import type { ApiError, Schemas } from "../../client/index.ts";
 import { hashApiKey } from "../../src/auth/api-key.ts";
+import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
-import { accountWithKey, addKey } from "../helpers/keys.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
 // A fake Date, shared by the worker and its Durable Objects in these tests. T0 is 30 s into a minute.
@@ -17,18 +18,13 @@ fakeDateAt(T0);
 const at = (ms: number) => vi.setSystemTime(T0 + ms);
 const get = (key: string) => call("GET", "/competitors", { token: key });
 
-interface Bucket {
-  start: string;
-  admitted: number;
-  refused: number;
-}
+/** GET of a key's usage or the account's, with `query` ("" or from "?" on). */
+async function usage(token: string, path: `/api-keys/${string}/usage`, query?: string): Promise<Schemas["KeyUsage"]>;
+async function usage(token: string, path: "/account/usage", query?: string): Promise<Schemas["AccountUsage"]>;
 async function usage(token: string, path: string, query = "") {
-  return expectJson<{ key_id?: string; account_id?: string; granularity: string; buckets: Bucket[] }>(
-    await call("GET", `${path}${query}`, { token }),
-    200,
-  );
+  return expectJson<Schemas["KeyUsage"] | Schemas["AccountUsage"]>(await call("GET", `${path}${query}`, { token }), 200);
 }
-const nonZero = (buckets: Bucket[]) => buckets.filter((b) => b.admitted + b.refused > 0);
+const nonZero = (buckets: Schemas["UsageBucket"][]) => buckets.filter((b) => b.admitted + b.refused > 0);
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Sends `n` requests and returns how many were admitted and refused (429). */
@@ -45,10 +41,10 @@ async function send(key: string, n: number) {
 
 describe("a key's usage", () => {
   it("counts admitted and refused per minute, and survives eviction", async () => {
-    const { token, key, keyId } = await accountWithKey("free");
+    const { token, key, keyId } = await freshAccount({ plan: "free" });
     // 10 admitted, 5 refused, every one by the key's object.
     expect(await send(key, 15)).toEqual({ admitted: 10, refused: 5 });
-    const path = `/api-keys/${keyId}/usage`;
+    const path = `/api-keys/${keyId}/usage` as const;
     const minutes = await usage(token, path, "?granularity=minute");
     expect(minutes.key_id).toBe(keyId);
     expect(minutes.buckets).toHaveLength(1440);
@@ -79,9 +75,9 @@ describe("a key's usage", () => {
   });
 
   it("folds minutes into hours after 24 h and hours into days after 30 days, losing no count", async () => {
-    const { sub, key, keyId } = await accountWithKey("standard");
+    const { sub, key, keyId } = await freshAccount({ plan: "standard" });
     expect(await send(key, 7)).toEqual({ admitted: 7, refused: 0 });
-    const path = `/api-keys/${keyId}/usage`;
+    const path = `/api-keys/${keyId}/usage` as const;
     let token = "";
     const later = async (ms: number) => {
       at(ms); // the next decision folds what has left its window
@@ -122,9 +118,9 @@ describe("a key's usage", () => {
   });
 
   it("from and to pick whole buckets, clipped to the window", async () => {
-    const { token, key, keyId } = await accountWithKey("free");
+    const { token, key, keyId } = await freshAccount({ plan: "free" });
     await send(key, 2);
-    const path = `/api-keys/${keyId}/usage`;
+    const path = `/api-keys/${keyId}/usage` as const;
     const ranged = await usage(token, path, `?granularity=minute&from=${iso(T0 - 5 * MINUTE)}&to=${iso(T0 + 1)}`);
     expect(ranged.buckets.map((b) => b.start)).toEqual([5, 4, 3, 2, 1, 0].map((n) => iso(T0 - 30_000 - n * MINUTE)));
     expect(ranged.buckets.at(-1)).toMatchObject({ admitted: 2, refused: 0 });
@@ -135,7 +131,7 @@ describe("a key's usage", () => {
   });
 
   it("adds no D1 query and no second object call to a request", async () => {
-    const { key } = await accountWithKey("free");
+    const { key } = await freshAccount({ plan: "free" });
     await get(key);
     const res = await get(key);
     expect(workCounts(res)).toEqual({ d1: 0, keyDo: 1, otherDo: 0 });
@@ -144,7 +140,7 @@ describe("a key's usage", () => {
 
 describe("the account's usage", () => {
   it("sums its keys, revoked ones included, and is the account's own", async () => {
-    const { token, key, keyId } = await accountWithKey("free");
+    const { token, key, keyId } = await freshAccount({ plan: "free" });
     const second = await addKey(token);
     await send(key, 12);
     await send(second.key, 3);
@@ -173,9 +169,9 @@ describe("bad usage queries: 400 naming the field", () => {
     ["?from=yesterday", "from"],
     ["?bucket=minute", "bucket"],
   ])("%s", async (query, field) => {
-    const { token, keyId } = await accountWithKey("free");
+    const { token, keyId } = await freshAccount({ plan: "free" });
     for (const path of [`/api-keys/${keyId}/usage`, "/account/usage"]) {
-      const body = await expectJson(await call("GET", `${path}${query}`, { token }), 400);
+      const body = await expectJson<ApiError>(await call("GET", `${path}${query}`, { token }), 400);
       expect(body.detail).toContain(field);
     }
   });

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { ApiError } from "../../client/index.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
@@ -10,7 +11,7 @@ async function keyCount(): Promise<number> {
 
 /** 400 (or the given status) with a JSON `detail`, and the api_keys table exactly as it was. */
 async function expectRefused(res: Response, before: number, status = 400): Promise<string> {
-  const body = await expectJson(res, status);
+  const body = await expectJson<ApiError>(res, status);
   expect(body).toEqual({ detail: expect.any(String) });
   expect(body.detail.trim()).not.toBe("");
   expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
@@ -107,7 +108,7 @@ describe("POST /api-keys accepted names", () => {
     const created = await expectJson(await call("POST", "/api-keys", { token, body: { name } }), 201);
     expect(created.name).toBe(name);
     const listed = await expectJson(await call("GET", "/api-keys", { token }), 200);
-    expect(listed.api_keys[0].name).toBe(name);
+    expect(listed.api_keys[0]!.name).toBe(name);
   });
 
   it("a one-character name is accepted", async () => {

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { base64url, exportJWK, generateKeyPair, UnsecuredJWT } from "jose";
 import { describe, expect, it } from "vitest";
+import type { ApiError } from "../../client/index.ts";
 import { mintToken } from "../../scripts/mint-token.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import {
@@ -19,7 +20,7 @@ const REALM = 'Bearer realm="price-data-api"';
 
 /** 401 with the Bearer challenge and a JSON `detail`; `error="invalid_token"` exactly when a token was sent. */
 async function expectUnauthorized(res: Response, tokenWasSent: boolean): Promise<string> {
-  const body = await expectJson(res, 401);
+  const body = await expectJson<ApiError>(res, 401);
   expect(body).toEqual({ detail: expect.any(String) });
   expect(body.detail.trim()).not.toBe("");
   expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
@@ -261,7 +262,7 @@ describe("API keys on account-login and admin routes", () => {
     ];
     for (const [method, path, body] of attempts) {
       const res = await call(method, path, { token: apiKey, body });
-      const json = await expectJson(res, 403);
+      const json = await expectJson<ApiError>(res, 403);
       expect(json).toEqual({ detail: expect.any(String) });
       expect(json.detail, `${method} ${path}`).toMatch(/API keys?/);
       expect(res.headers.get("X-Request-Id")).toBeTruthy();

@@ -36,7 +36,7 @@ describe("GET /competitors", () => {
     await createProduct({ offers: [{ competitor: "cmp_idle", price: "3.00" }] });
     await publishCatalogue();
     const body = await expectJson(await call("GET", "/competitors", { token: key }), 200);
-    expect(body.competitors.find((c: { id: string }) => c.id === "cmp_idle").offer_count).toBe(1);
+    expect(body.competitors.find((c) => c.id === "cmp_idle")!.offer_count).toBe(1);
   });
 
   it("refuses query parameters it does not know", async () => {

@@ -4,7 +4,7 @@ import { addHistory, createCompetitor, createProduct, newApiKey, publishCatalogu
 import { call, expectJson } from "../helpers/http.ts";
 
 let key: string;
-const get = (path: string) => call("GET", path, { token: key });
+const get = <Path extends string>(path: Path) => call("GET", path, { token: key });
 const times = (body: { history: { observed_at: string }[] }) => body.history.map((h) => h.observed_at);
 
 beforeAll(async () => {
@@ -39,7 +39,7 @@ describe("GET /products/:id/history", () => {
 
   it("filters by competitor", async () => {
     const body = await expectJson(await get("/products/prd_kettle/history?competitor=cmp_argos"), 200);
-    expect(body.history.map((h: { competitor_id: string }) => h.competitor_id)).toEqual(["cmp_argos", "cmp_argos"]);
+    expect(body.history.map((h) => h.competitor_id)).toEqual(["cmp_argos", "cmp_argos"]);
     expect((await expectJson(await get("/products/prd_kettle/history?competitor=nobody"), 200)).history).toEqual([]);
   });
 
@@ -84,11 +84,11 @@ describe("GET /products/:id/history", () => {
     const res = await get("/products/prd_busy/history");
     const body = await expectJson(res, 200);
     expect(body.history).toHaveLength(HISTORY_LIMIT);
-    expect(body.history[0].price).toBe("0.00");
-    expect(body.history.at(-1).price).toBe(`${HISTORY_LIMIT - 1}.00`);
+    expect(body.history[0]!.price).toBe("0.00");
+    expect(body.history.at(-1)!.price).toBe(`${HISTORY_LIMIT - 1}.00`);
     expect(res.headers.get("X-Result-Truncated")).toBe("true");
 
-    const rest = await get(`/products/prd_busy/history?from=${body.history.at(-1).observed_at}`);
+    const rest = await get(`/products/prd_busy/history?from=${body.history.at(-1)!.observed_at}`);
     expect((await expectJson(rest, 200)).history).toHaveLength(2);
     expect(rest.headers.get("X-Result-Truncated")).toBeNull();
   });

@@ -1,12 +1,13 @@
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { ApiError } from "../../client/index.ts";
 import type { ProductView } from "../../src/catalogue/schema.ts";
 import { createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, randomTestIp } from "../helpers/http.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
 let key: string;
-const get = (path: string, headers: Record<string, string> = {}) => call("GET", path, { token: key, headers });
+const get = <Path extends string>(path: Path, headers: Record<string, string> = {}) => call("GET", path, { token: key, headers });
 const skus = (body: { products: ProductView[] }) => body.products.map((p) => p.sku).sort();
 
 beforeAll(async () => {
@@ -72,7 +73,7 @@ beforeAll(async () => {
 
 describe("GET /products", () => {
   it("returns every product with its offers, summary and exact money strings", async () => {
-    const body = await expectJson<{ products: ProductView[] }>(await get("/products"), 200);
+    const body = await expectJson(await get("/products"), 200);
     expect(skus(body)).toEqual(["APPLE-IPHONE", "CAFÉ-1", "NO-OFFERS", "SONY-TV", "SONY-XM5"]);
     const headphones = body.products.find((p) => p.sku === "SONY-XM5");
     expect(headphones).toEqual({
@@ -290,7 +291,7 @@ describe("GET /products", () => {
 
 describe("GET /products/:id", () => {
   it("returns one product in the same shape as the list", async () => {
-    const list = await expectJson<{ products: ProductView[] }>(await get("/products"), 200);
+    const list = await expectJson(await get("/products"), 200);
     const product = await expectJson(await get("/products/prd_headphones"), 200);
     expect(product).toEqual(list.products.find((p) => p.id === "prd_headphones"));
   });
@@ -313,7 +314,7 @@ describe("catalogue routes and credentials", () => {
 
   it.each(paths)("%s needs an API key", async (path) => {
     const res = await call("GET", path);
-    expect((await expectJson(res, 401)).detail).toMatch(/API key/);
+    expect((await expectJson<ApiError>(res, 401)).detail).toMatch(/API key/);
     expect(res.headers.get("WWW-Authenticate")).toContain("Bearer");
   });
 

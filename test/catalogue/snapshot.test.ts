@@ -29,7 +29,7 @@ let key: string;
 const shopA = { id: "cmp_a", name: "Shop A" };
 const idle = { id: "cmp_idle", name: "Idle" };
 
-const get = (path: string, headers: Record<string, string> = {}) => call("GET", path, { token: key, headers });
+const get = <Path extends string>(path: Path, headers: Record<string, string> = {}) => call("GET", path, { token: key, headers });
 const utf8 = async (res: Response) => new TextDecoder().decode(await res.arrayBuffer());
 const gunzip = async (res: Response) => gunzipSync(new Uint8Array(await res.arrayBuffer())).toString("utf8");
 
@@ -114,7 +114,7 @@ describe("GET /products from the snapshot", () => {
   it("GET /competitors counts offers from the snapshot's summaries", async () => {
     const [a, b] = await Promise.all(["cmp_a", "cmp_b"].map((id) => db().$count(offers, eq(offers.competitorId, id))));
     const body = await expectJson(await get("/competitors"), 200);
-    expect(body.competitors.map((c: { id: string; offer_count: number }) => [c.id, c.offer_count])).toEqual([
+    expect(body.competitors.map((c) => [c.id, c.offer_count])).toEqual([
       ["cmp_a", a],
       ["cmp_b", b],
       ["cmp_idle", 0],
@@ -171,7 +171,7 @@ describe("rebuilds", () => {
     await buildCatalogue();
     expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
     const competitorsBody = await expectJson(await get("/competitors"), 200);
-    expect(competitorsBody.competitors.find((c: { id: string }) => c.id === "cmp_idle").offer_count).toBe(6);
+    expect(competitorsBody.competitors.find((c) => c.id === "cmp_idle")!.offer_count).toBe(6);
   });
 
   it("a segment grown past SEGMENT_MAX splits", async () => {

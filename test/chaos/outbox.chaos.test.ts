@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { gte } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import { afterAll, expect, it, vi } from "vitest";
+import type { Schemas } from "../../client/index.ts";
 import { meetsThreshold } from "../../src/alerts/rules.ts";
 import { DEAD_LETTER_QUEUE, type WebhookMessage } from "../../src/events/messages.ts";
 import { SWEEP_AFTER_MS, sweepOutbox } from "../../src/events/outbox.ts";
@@ -11,11 +12,11 @@ import { database } from "../../src/platform/db.ts";
 import { events, webhooks } from "../../src/platform/tables.ts";
 import { DELIVERY_TIMEOUT_MS } from "../../src/webhooks/delivery/consumer.ts";
 import { MAX_ATTEMPTS } from "../../src/webhooks/delivery/schedule.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { hang, hookUrl, installReceiver, type ReceivedRequest } from "../helpers/webhook-receiver.ts";
-import { type CreatedWebhook, createWebhook, newAccountToken, observation, QUEUE_NAME } from "../helpers/webhooks.ts";
+import { createWebhook, observation, QUEUE_NAME } from "../helpers/webhooks.ts";
 
 /**
  * "Nothing lost", by fault injection. Price changes are ingested while every send to WEBHOOK_QUEUE
@@ -123,7 +124,7 @@ it(`loses nothing: ${CHANGES} price and stock changes under injected queue and r
   const started = Date.now();
   const since = new Date(started - 1000).toISOString();
   const receiver = installReceiver();
-  const [alice, bob] = await Promise.all([newAccountToken(), newAccountToken()]);
+  const [alice, bob] = await Promise.all([freshAccount().then((a) => a.token), freshAccount().then((a) => a.token)]);
   const specs: [string, Record<string, unknown>][] = [
     [alice, {}],
     [alice, { events: ["price.changed"], min_change_pct: 5 }],
@@ -131,7 +132,7 @@ it(`loses nothing: ${CHANGES} price and stock changes under injected queue and r
     [bob, { min_change_pct: 20 }],
     [bob, { events: ["price.changed"] }],
   ];
-  const hooks: (CreatedWebhook & { token: string })[] = [];
+  const hooks: (Schemas["CreatedWebhook"] & { token: string })[] = [];
   for (const [token, body] of specs) hooks.push({ ...(await createWebhook(token, { url: hookUrl("chaos"), ...body })), token });
   for (const hook of hooks) {
     receiver.respond(hook.url, (request) => {
@@ -152,7 +153,7 @@ it(`loses nothing: ${CHANGES} price and stock changes under injected queue and r
   }
   injectQueueFaults();
   const logged = vi.spyOn(console, "error").mockImplementation(() => {}); // the relay's and fan-out's logs of the injected faults
-  const reader = await accountWithKey("premium");
+  const reader = await freshAccount({ plan: "premium" });
   const admin = await adminToken();
 
   // Ingest: 20 SKUs × 2 competitors; each call moves prices and flips stock at random.
@@ -191,7 +192,7 @@ it(`loses nothing: ${CHANGES} price and stock changes under injected queue and r
         res = await call("POST", `/webhooks/${hook.id}/replay`, { token: hook.token, body: { since, only_failed: true } });
         if (res.status === 429) await new Promise((resolve) => setTimeout(resolve, Number(res.headers.get("Retry-After")) * 1000));
       } while (res.status === 503 || res.status === 429);
-      counts.replayed += (await expectJson<{ queued: number }>(res, 202)).queued;
+      counts.replayed += (await expectJson<Schemas["ReplayQueued"]>(res, 202)).queued;
     }
     await drain();
     if (pending.length === 0 && counts.deadLettered === before && (await missingPairs()).length === 0) break;

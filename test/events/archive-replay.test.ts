@@ -4,10 +4,11 @@ import { archiveEvents } from "../../src/events/archive.ts";
 import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries } from "../../src/platform/tables.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { commitEvents, HOUR } from "../helpers/events.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, newAccountToken } from "../helpers/webhooks.ts";
+import { createWebhook } from "../helpers/webhooks.ts";
 
 /** POST /webhooks/:id/replay reads archived events (R2) and the last day (D1) as one span, with the same rules. */
 
@@ -27,7 +28,7 @@ const since = (hoursAgo: number) => new Date(Date.now() - hoursAgo * HOUR).toISO
 
 describe("replay across the archive", () => {
   it("sends the archived and recent events the webhook takes, in commit order, once; only_failed reads the archived ones' deliveries", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl(), events: ["price.changed"], min_change_pct: 15 });
     // +20 %, +5 % (below the threshold), +50 %; a stock change the webhook does not take.
     const archived = await commitEvents(50, 3, {

@@ -21,12 +21,9 @@ import { call, expectJson } from "../helpers/http.ts";
 const db = () => database(env.DB);
 let key: string;
 
-interface Feed {
-  events: { id: string; type: string; timestamp: string; data: Record<string, unknown> }[];
-  next_cursor: string | null;
-}
-const feed = async (query: string, status = 200) =>
-  expectJson<Feed & { detail: string }>(await call("GET", `/events${query}`, { token: key }), status);
+/** GET /events with `query` ("" or from "?" on). */
+const feed = async <Status extends number = 200>(query: string, status = 200 as Status) =>
+  expectJson(await call("GET", `/events${query}` as `/events?${string}`, { token: key }), status);
 
 const commit = (hoursAgo: number, count: number, type: "price.changed" | "stock.changed" = "price.changed", fannedOut = true) =>
   commitEvents(hoursAgo, count, { type, fannedOut });

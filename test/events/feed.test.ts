@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { Schemas } from "../../client/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { events } from "../../src/platform/tables.ts";
 import { newApiKey } from "../helpers/catalogue-factory.ts";
@@ -9,11 +10,6 @@ import { accountToken } from "../helpers/tokens.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
 /** GET /events: the catalogue's events, oldest first, paged by cursor. */
-
-interface Feed {
-  events: { id: string; type: string; timestamp: string; data: Record<string, unknown> }[];
-  next_cursor: string | null;
-}
 
 let key: string;
 let since: string;
@@ -33,8 +29,9 @@ beforeAll(async () => {
 });
 afterAll(() => vi.restoreAllMocks());
 
-const feed = async (query: string, status = 200) =>
-  expectJson<Feed & { detail: string }>(await call("GET", `/events${query}`, { token: key }), status);
+/** GET /events with `query` ("" or from "?" on). */
+const feed = async <Status extends number = 200>(query: string, status = 200 as Status) =>
+  expectJson(await call("GET", `/events${query}` as `/events?${string}`, { token: key }), status);
 
 describe("GET /events", () => {
   it("lists the events oldest first, as webhooks carry them plus id", async () => {
@@ -56,7 +53,7 @@ describe("GET /events", () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: Feed = await feed(`?since=${since}&limit=3${cursor ? `&after=${cursor}` : ""}`);
+      const page: Schemas["EventFeed"] = await feed(`?since=${since}&limit=3${cursor ? `&after=${cursor}` : ""}`);
       seen.push(...page.events.map((e) => e.id));
       cursor = page.next_cursor;
     } while (cursor);

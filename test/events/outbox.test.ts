@@ -15,9 +15,10 @@ import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { DEAD_LETTERED } from "../../src/webhooks/delivery/dead-letters.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { captureLogs } from "../helpers/logs.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { createWebhook, deliveryTo, ingest, newAccountToken, runQueue, storeEvents } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, ingest, runQueue, storeEvents } from "../helpers/webhooks.ts";
 
 /**
  * The outbox: events are stored with the change, relayed after the commit, swept when the relay
@@ -59,7 +60,7 @@ const rowsOf = (ids: string[]) => db().select().from(events).where(inArray(event
 
 describe("an ingestion whose queue send fails after the commit", () => {
   it("still answers 200 and loses nothing: the events are stored, and the sweep sends them once the relay's chance has passed", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl(), events: ["price.changed"] });
     const code = sku();
     await ingest([{ sku: code, price: "10.00" }]);
@@ -119,7 +120,7 @@ describe("an ingestion whose queue send fails after the commit", () => {
 
 describe("an event sent twice (a relay and a sweep that raced)", () => {
   it("is fanned out once: the second copy is acked without deliveries, in the same batch or a later one", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hooks = await Promise.all([createWebhook(token, { url: hookUrl() }), createWebhook(token, { url: hookUrl() })]);
     const first = {
       kind: "event",
@@ -146,7 +147,7 @@ describe("an event sent twice (a relay and a sweep that raced)", () => {
   });
 
   it("a fan-out whose deliveries cannot be queued gives its claim back, so the retry fans it out", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const event = {
       kind: "event",
@@ -170,7 +171,7 @@ describe("an event sent twice (a relay and a sweep that raced)", () => {
 
 describe("a consumer that dies holding a claim", () => {
   it("loses nothing: the sweep sends the event again once it is stuck, and the claim's lease has run out by then", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const event = {
       kind: "event",
@@ -253,7 +254,7 @@ describe("the dead-letter queue's consumer", () => {
   });
 
   it("records a delivery's final failure (once), so that replay's only_failed finds it", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const message = deliveryTo(hook.id);
     const result = await runDeadLetters([message, message]);
@@ -279,7 +280,7 @@ describe("the dead-letter queue's consumer", () => {
   });
 
   it("when handing an event back fails, its message is retried, not acked (nothing lost); the batch's deliveries are still recorded", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const event = {
       kind: "event",

@@ -1,4 +1,5 @@
 import { exports } from "cloudflare:workers";
+import type { components, paths } from "../../client/schema.d.ts";
 
 export interface CallOptions {
   token?: string;
@@ -7,24 +8,86 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-/** A request through the worker's real fetch handler, as a client would send it. */
-export function call(method: string, path: string, { token, body, headers = {} }: CallOptions = {}): Promise<Response> {
+/**
+ * A request through the worker's real fetch handler, as a client would send it. When method and
+ * path name an operation of the OpenAPI document (a `${id}` in the path stands for a `{id}`, a query
+ * is ignored), the response remembers it, so `expectJson` reads the body as the generated type.
+ */
+export function call<Method extends string, Path extends string>(
+  method: Method,
+  path: Path,
+  { token, body, headers = {} }: CallOptions = {},
+): Promise<CallResponse<Method, Path>> {
   // A fresh client address per call unless the test picks one, so tests don't share the IP bucket.
   const init: RequestInit = { method, headers: { "CF-Connecting-IP": randomTestIp(), ...headers } };
   if (token !== undefined) (init.headers as Record<string, string>).Authorization = `Bearer ${token}`;
   if (body !== undefined) init.body = typeof body === "string" ? body : JSON.stringify(body);
-  return exports.default.fetch(new Request(`https://api.test${path}`, init));
+  return exports.default.fetch(new Request(`https://api.test${path}`, init)) as Promise<CallResponse<Method, Path>>;
 }
+
+declare const operation: unique symbol;
+/** A response that knows which documented operation answered it (a type-level tag only). */
+type ApiResponse<Operation> = Response & { readonly [operation]: Operation };
+/** A response with no documented operation behind it: its body's type is the caller's to name. */
+type UntypedResponse = Response & { readonly [operation]?: never };
+
+type PathOnly<P extends string> = P extends `${infer Path}?${string}` ? Path : P;
+type Segments<P extends string> = P extends `/${infer Head}/${infer Rest}`
+  ? [Head, ...Segments<`/${Rest}`>]
+  : P extends `/${infer Last}`
+    ? [Last]
+    : [];
+type SegmentsMatch<Actual extends string[], Template extends string[]> = Actual extends [infer A, ...infer ARest extends string[]]
+  ? Template extends [infer T, ...infer TRest extends string[]]
+    ? (T extends `{${string}}` ? true : A extends T ? true : false) extends true
+      ? SegmentsMatch<ARest, TRest>
+      : false
+    : false
+  : Template extends []
+    ? true
+    : false;
+/** The document's path a request path matches: `/api-keys/${string}/rotate` → "/api-keys/{id}/rotate". */
+type DocumentPath<P extends string> = {
+  [T in keyof paths]: SegmentsMatch<Segments<PathOnly<P>>, Segments<T>> extends true ? T : never;
+}[keyof paths];
+type OperationOf<Method extends string, P extends string> = {
+  [T in DocumentPath<P>]: Lowercase<Method> extends keyof paths[T] ? NonNullable<paths[T][Lowercase<Method>]> : never;
+}[DocumentPath<P>];
+type CallResponse<Method extends string, P extends string> = [OperationOf<Method, P>] extends [never]
+  ? UntypedResponse
+  : ApiResponse<OperationOf<Method, P>>;
+
+type ResponsesOf<Operation> = Operation extends { responses: infer R } ? R : never;
+/**
+ * The body the document gives an operation's status. A 4xx or 5xx it does not list is the API's one
+ * error shape (every error is `{"detail"}`); any other status it does not list has no known body.
+ */
+type BodyOf<Operation, Status extends number> = Status extends keyof ResponsesOf<Operation>
+  ? ResponsesOf<Operation>[Status] extends { content: { "application/json": infer Body } }
+    ? Body
+    : never
+  : `${Status}` extends `${4 | 5}${string}`
+    ? components["schemas"]["Error"]
+    : unknown;
 
 /** The body as text, read as bytes: workerd warns on every .text() of a body whose type is not text (NDJSON). */
 export const utf8Text = async (res: Response) => new TextDecoder().decode(await res.arrayBuffer());
 
-/** The body as JSON, after asserting the status (the body is the failure message). */
-export async function expectJson<T = any>(res: Response, status: number): Promise<T> {
+/**
+ * The body as JSON, after asserting the status (the body is the failure message). Its type is the
+ * document's for the call's operation and this status; a response `call` could not tie to an
+ * operation (a raw Request, a path not in the document) needs the type named: `expectJson<T>(res, 200)`.
+ */
+export async function expectJson<Operation, Status extends number>(
+  res: ApiResponse<Operation>,
+  status: Status,
+): Promise<BodyOf<Operation, Status>>;
+export async function expectJson<T>(res: UntypedResponse, status: number): Promise<T>;
+export async function expectJson(res: Response, status: number): Promise<unknown> {
   const text = await res.clone().text();
   const { expect } = await import("vitest");
   expect(res.status, text).toBe(status);
-  return JSON.parse(text) as T;
+  return JSON.parse(text);
 }
 
 /** An address from the documentation ranges (RFC 5737), random enough to be a bucket of its own. */

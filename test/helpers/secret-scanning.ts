@@ -43,7 +43,7 @@ export interface Signed {
 }
 
 /** POST /secret-scanning/github with `body` (a string is sent byte for byte), signed unless told otherwise. */
-export async function report(body: unknown, { identifier = keyList.identifier, signature, key, query }: Signed = {}): Promise<Response> {
+export async function report(body: unknown, { identifier = keyList.identifier, signature, key, query }: Signed = {}) {
   const text = typeof body === "string" ? body : JSON.stringify(body);
   const sig = signature ?? base64(p1363ToDer(await rawSignature(text, key)));
   return call("POST", query ? `/secret-scanning/github?${query}` : "/secret-scanning/github", {

@@ -4,33 +4,16 @@ import { expect } from "vitest";
 import type { DeliveryMessage, EventMessage, WebhookEvent, WebhookMessage } from "../../src/events/messages.ts";
 import { outboxRows } from "../../src/events/outbox-rows.ts";
 import worker from "../../src/index.ts";
-import type { IngestionResult } from "../../src/observations/schema.ts";
 import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { events } from "../../src/platform/tables.ts";
 import { call, expectJson } from "./http.ts";
-import { accountToken, adminToken } from "./tokens.ts";
+import { adminToken } from "./tokens.ts";
 
 export const QUEUE_NAME = "price-data-webhooks";
 
-export interface CreatedWebhook {
-  id: string;
-  url: string;
-  secret: string;
-  status: string;
-  events: string[];
-  min_change_pct: number;
-  filters: Record<string, unknown> | null;
-  description: string | null;
-  created_at: string;
-}
-
-let accounts = 0;
-/** A fresh account's login token. */
-export const newAccountToken = () => accountToken(`hooks-${Date.now()}-${++accounts}`);
-
-export async function createWebhook(token: string, body: Record<string, unknown>): Promise<CreatedWebhook> {
-  return expectJson<CreatedWebhook>(await call("POST", "/webhooks", { token, body }), 201);
+export async function createWebhook(token: string, body: Record<string, unknown>) {
+  return expectJson(await call("POST", "/webhooks", { token, body }), 201);
 }
 
 export function testEvent(type = "price.changed", data: Record<string, unknown> = {}): WebhookEvent {
@@ -109,6 +92,6 @@ export async function postObservations(observations: unknown[], token?: string) 
   return call("POST", "/admin/observations", { token: token ?? (await adminToken()), body: { observations } });
 }
 
-export async function ingest(observations: ObservationInput[]): Promise<IngestionResult> {
-  return expectJson<IngestionResult>(await postObservations(observations.map(observation)), 200);
+export async function ingest(observations: ObservationInput[]) {
+  return expectJson(await postObservations(observations.map(observation)), 200);
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { ApiError } from "../../client/index.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
@@ -26,17 +27,17 @@ describe("request ids, unknown routes and methods", () => {
   it("a query parameter without a name (?=x) is refused on every route, and an unknown one where the route takes none", async () => {
     const token = await accountToken("nameless-query");
     for (const path of ["/account?=x", "/api-keys?a=1&=2", "/webhooks?=", "/products?=x"]) {
-      const body = await expectJson(await call("GET", path, { token }), 400);
+      const body = await expectJson<ApiError>(await call("GET", path, { token }), 400);
       expect(body.detail).toMatch(/no name/);
     }
     for (const path of ["/account?verbose=1", "/api-keys?status=active"]) {
-      expect((await expectJson(await call("GET", path, { token }), 400)).detail).toMatch(/unknown query parameter/);
+      expect((await expectJson<ApiError>(await call("GET", path, { token }), 400)).detail).toMatch(/unknown query parameter/);
     }
   });
 
   it("GET / is a JSON index of where to go", async () => {
     const res = await call("GET", "/");
-    const body = await expectJson(res, 200);
+    const body = await expectJson<{ links: Record<string, string>; routes: { path: string; access: string }[] }>(res, 200);
     expect(body.links).toMatchObject({
       products: "/products",
       events: "/events",
@@ -45,7 +46,7 @@ describe("request ids, unknown routes and methods", () => {
       openapi: "/openapi.json",
     });
     // Built from the app's route table: every prefix a request can reach is listed with who may call it.
-    const listed = body.routes.map((route: { path: string }) => route.path);
+    const listed = body.routes.map((route) => route.path);
     expect(listed).toEqual(expect.arrayContaining(["/events", "/events/stream", "/mcp", "/admin/observations", "/secret-scanning"]));
     expectRequestId(res);
   });
@@ -58,7 +59,7 @@ describe("request ids, unknown routes and methods", () => {
       ["GET", "/admin/accounts/x", undefined],
     ] as [string, string, string | undefined][]) {
       const res = await call(method, path, { token });
-      const body = await expectJson(res, 404);
+      const body = await expectJson<ApiError>(res, 404);
       expect(body).toEqual({ detail: expect.any(String) });
       expect(body.detail).toContain(path);
       expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);

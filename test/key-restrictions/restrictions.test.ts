@@ -1,15 +1,11 @@
 import { describe, expect, it } from "vitest";
+import type { ApiError } from "../../client/index.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
-
-type Key = { id: string; key: string; allowed_ips: string[] | null; scopes: string[] };
 
 async function keyWith(body: object, plan: "free" | "premium" = "premium") {
-  const account = await accountWithKey(plan);
-  const created = await expectJson<Key>(
-    await call("POST", "/api-keys", { token: account.token, body: { name: "restricted", ...body } }),
-    201,
-  );
+  const account = await freshAccount({ plan });
+  const created = await expectJson(await call("POST", "/api-keys", { token: account.token, body: { name: "restricted", ...body } }), 201);
   return { ...account, created };
 }
 
@@ -77,7 +73,7 @@ describe("allowed_ips", () => {
     ["10.0.0.0/8"],
     [Array.from({ length: 51 }, (_, i) => `10.0.${i}.0/24`)],
   ])("refuses allowed_ips %j with 400 naming the field", async (allowed_ips) => {
-    const { token } = await accountWithKey();
+    const { token } = await freshAccount();
     const res = await expectJson(await call("POST", "/api-keys", { token, body: { name: "x", allowed_ips } }), 400);
     expect(res.detail).toMatch(/allowed_ips/);
   });
@@ -102,7 +98,7 @@ describe("scopes", () => {
           expect(res.status, `${scope} ${path}`).not.toBe(403);
           expect(res.status, `${scope} ${path}`).toBeLessThan(500);
         } else {
-          expect((await expectJson(res, 403)).detail, `${scope} ${path}`).toContain(`lacks the ${needs} scope`);
+          expect((await expectJson<ApiError>(res, 403)).detail, `${scope} ${path}`).toContain(`lacks the ${needs} scope`);
         }
       }
     }
@@ -134,7 +130,7 @@ describe("scopes", () => {
   });
 
   it.each([[[]], [["products:write"]], ["products:read"], [null]])("refuses scopes %j with 400 naming the field", async (scopes) => {
-    const { token } = await accountWithKey();
+    const { token } = await freshAccount();
     expect((await expectJson(await call("POST", "/api-keys", { token, body: { name: "x", scopes } }), 400)).detail).toMatch(/scopes/);
   });
 });
@@ -142,15 +138,12 @@ describe("scopes", () => {
 describe("rotation", () => {
   it("copies allowed_ips and scopes to the successor", async () => {
     const { token, created } = await keyWith({ allowed_ips: ["192.0.2.0/24"], scopes: ["events:read"] });
-    const successor = await expectJson<Key>(
-      await call("POST", `/api-keys/${created.id}/rotate`, { token, body: { grace_seconds: 0 } }),
-      201,
-    );
+    const successor = await expectJson(await call("POST", `/api-keys/${created.id}/rotate`, { token, body: { grace_seconds: 0 } }), 201);
     expect(successor).toMatchObject({ allowed_ips: ["192.0.2.0/24"], scopes: ["events:read"] });
     await expectJson(await call("GET", "/events", { token: successor.key, headers: from("192.0.2.3") }), 200);
     await expectJson(await call("GET", "/events", { token: successor.key, headers: from("198.51.100.3") }), 403);
     await expectJson(await call("GET", "/competitors", { token: successor.key, headers: from("192.0.2.3") }), 403);
-    const listed = await expectJson<{ api_keys: Key[] }>(await call("GET", "/api-keys", { token }), 200);
+    const listed = await expectJson(await call("GET", "/api-keys", { token }), 200);
     expect(listed.api_keys.find((k) => k.id === successor.id)).toMatchObject({ allowed_ips: ["192.0.2.0/24"], scopes: ["events:read"] });
   });
 });

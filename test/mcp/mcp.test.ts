@@ -2,9 +2,9 @@ import { exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { freshAccount } from "../helpers/accounts.ts";
 import { addHistory, createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, randomTestIp, rateLimitOf } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
@@ -149,9 +149,9 @@ describe("/mcp", () => {
   });
 
   it("each tool needs the scope of the route it reads: a tool error naming the scope without it, the answer with it", async () => {
-    const { token } = await accountWithKey("premium");
+    const { token } = await freshAccount({ plan: "premium" });
     const scopedKey = async (scopes: string[]) =>
-      (await expectJson<{ key: string }>(await call("POST", "/api-keys", { token, body: { name: "scoped", scopes } }), 201)).key;
+      (await expectJson(await call("POST", "/api-keys", { token, body: { name: "scoped", scopes } }), 201)).key;
     const calls = [
       ["search_products", { query: "deluxe" }, "products:read"],
       ["get_product", { id: productId }, "products:read"],
@@ -181,7 +181,7 @@ describe("/mcp", () => {
   });
 
   it("every HTTP request counts against the key: the usual headers, 401 without a key, 429 over the limit", async () => {
-    const { key: free } = await accountWithKey("free");
+    const { key: free } = await freshAccount({ plan: "free" });
     responses.length = 0;
     const client = await connect(free); // initialize, the initialized notification, the GET for a server stream (405: stateless)
     await client.callTool({ name: "list_competitors", arguments: {} });
@@ -196,7 +196,7 @@ describe("/mcp", () => {
     expect(rateLimitOf(refused).retryAfter).toBeGreaterThanOrEqual(1);
 
     // Stateless: a lone tools/call, no initialize, as the README's curl sends it.
-    const { key: other } = await accountWithKey("free");
+    const { key: other } = await freshAccount({ plan: "free" });
     const raw = await exports.default.fetch(
       new Request("https://api.test/mcp", {
         method: "POST",

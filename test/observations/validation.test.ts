@@ -1,11 +1,12 @@
 import { env } from "cloudflare:workers";
 import { count } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
+import type { ApiError } from "../../client/index.ts";
 import type { WebhookMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { catalogueState, competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { ingest, observation, postObservations } from "../helpers/webhooks.ts";
 
@@ -34,7 +35,7 @@ async function snapshot() {
 /** Refused with `status`, nothing written, nothing sent; returns the detail. */
 async function expectRefused(res: Response | Promise<Response>, status = 400): Promise<string> {
   const before = await snapshot();
-  const { detail } = await expectJson<{ detail: string }>(await res, status);
+  const { detail } = await expectJson<ApiError>(await res, status);
   expect(await snapshot()).toEqual(before);
   expect(sent).not.toHaveBeenCalled();
   return detail;
@@ -126,7 +127,7 @@ describe("POST /admin/observations credentials", () => {
     const body = { observations: [good(0)] };
     const plansOnly = await adminToken("plans-admin", "accounts:write");
     expect(await expectRefused(call("POST", "/admin/observations", { token: plansOnly, body }), 403)).toMatch(/prices:write/);
-    const { key } = await accountWithKey("premium");
+    const { key } = await freshAccount({ plan: "premium" });
     await expectRefused(call("POST", "/admin/observations", { token: key, body }), 403);
     await expectRefused(call("POST", "/admin/observations", { body }), 401);
   });

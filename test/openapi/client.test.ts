@@ -9,9 +9,9 @@ import {
   WebhookVerificationError,
 } from "../../client/index.ts";
 import committed from "../../client/openapi.json";
+import { freshAccount } from "../helpers/accounts.ts";
 import { createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { DocumentChecker, fetchDocument } from "../helpers/openapi.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
@@ -47,7 +47,7 @@ function client(token: string, retry: RetryOptions = {}, fetch: (request: Reques
 
 /** A Free key (10 a minute) with its minute spent. */
 async function spentFreeKey() {
-  const account = await accountWithKey("free");
+  const account = await freshAccount({ plan: "free" });
   for (let i = 0; i < 10; i++) expect((await call("GET", "/competitors", { token: account.key })).status).toBe(200);
   expect((await call("GET", "/competitors", { token: account.key })).status).toBe(429);
   return account;
@@ -64,7 +64,7 @@ describe("typed calls", () => {
     await createCompetitor({ id: "cmp_client", name: "Client Shop" });
     const product = await createProduct({ brand: "ClientBrand", offers: [{ competitor: "cmp_client", price: "9.99" }] });
     await publishCatalogue();
-    const { key, token } = await accountWithKey("premium");
+    const { key, token } = await freshAccount({ plan: "premium" });
 
     const { api } = client(key);
     const { data, error, response } = await api.GET("/products", { params: { query: { brand: "clientbrand" } } });

@@ -2,9 +2,9 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { MAX_STREAMS_PER_KEY } from "../../src/stream/service.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { bodyText, DocumentChecker, fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
@@ -42,7 +42,7 @@ let etag: string;
 beforeAll(async () => {
   receiver = installReceiver();
   admin = await adminToken();
-  ({ key, keyId, token } = await accountWithKey("premium", `openapi-${Date.now()}`));
+  ({ key, keyId, token } = await freshAccount({ plan: "premium", sub: `openapi-${Date.now()}` }));
   const shop = await createCompetitor({ id: "cmp_openapi", name: "OpenAPI Shop" });
   const product = await createProduct({
     brand: "Acme",
@@ -468,7 +468,7 @@ describe("secret scanning (signed by GitHub)", () => {
   };
 
   it("POST /secret-scanning/github: 200, 400, 401, 413", async () => {
-    const leaked = await accountWithKey();
+    const leaked = await freshAccount();
     expect(await check(200, report([found(leaked.key), found("nope")]))).toMatchObject([
       { label: "true_positive" },
       { label: "false_positive" },
@@ -497,7 +497,7 @@ describe("every operation", () => {
   });
 
   it("a data route's 429 for an API key carries the key's own limit (free: 10 a minute)", async () => {
-    const free = await accountWithKey("free");
+    const free = await freshAccount({ plan: "free" });
     for (let i = 0; i < 10; i++) expect((await call("GET", "/competitors", { token: free.key })).status).toBe(200);
     const res = await call("GET", "/competitors", { token: free.key });
     expect(await checker.check(res, "get", "/competitors")).toEqual({ detail: "Rate limit exceeded: 10 requests per minute." });
@@ -630,7 +630,7 @@ describe("the checker itself", () => {
 
 describe("query parameters", () => {
   it("a parameter given twice is a 400 that says so (the router keeps both values)", async () => {
-    const { key } = await accountWithKey("premium");
+    const { key } = await freshAccount({ plan: "premium" });
     for (const query of ["brand=a&brand=b", "updated_since=2026-01-01&updated_since=2026-02-01"]) {
       const res = await call("GET", `/products?${query}`, { token: key });
       expect((await checker.check(res, "get", "/products")).detail).toMatch(/^Invalid query: \w+: must be given once$/);

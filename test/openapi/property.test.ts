@@ -2,9 +2,9 @@ import { Validator, type Schema as ValidatorSchema } from "@cfworker/json-schema
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MoneyError, parseMoney } from "../../src/platform/money.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call } from "../helpers/http.ts";
 import { arbitrary, type Mutation, mutations, type Schema } from "../helpers/json-schema-arbitrary.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { DocumentChecker, fetchDocument, type Json, METHODS } from "../helpers/openapi.ts";
 import { report } from "../helpers/secret-scanning.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
@@ -169,7 +169,7 @@ const detailOf = async (res: Response) => ((await res.clone().json()) as { detai
 
 beforeAll(async () => {
   installReceiver(); // any webhook delivery the generated requests cause is answered here, never sent out
-  ({ key: apiKey } = await accountWithKey("premium", `property-${Date.now()}`));
+  ({ key: apiKey } = await freshAccount({ plan: "premium", sub: `property-${Date.now()}` }));
   await report([]); // GitHub's key list fetched once here, not inside a property's time budget
 });
 

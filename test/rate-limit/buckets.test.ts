@@ -1,10 +1,11 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ApiError } from "../../client/index.ts";
 import { buildApp } from "../../src/app.ts";
 import { generateApiKey, hashApiKey } from "../../src/auth/api-key.ts";
+import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
-import { accountWithKey, addKey } from "../helpers/keys.ts";
 import { captureLogs } from "../helpers/logs.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 
@@ -83,7 +84,7 @@ describe("well-formed keys that match no key", () => {
 
   it("a client with many keys loses no IP quota to their first requests", async () => {
     const ip = "192.0.2.92";
-    const { token, key } = await accountWithKey("free");
+    const { token, key } = await freshAccount({ plan: "free" });
     const keys = [key];
     for (let i = 0; i < 30; i++) keys.push((await addKey(token)).key); // 31 keys: more than the IP's 30 a minute
     for (const k of keys) expect((await call("GET", "/competitors", { token: k, headers: { "CF-Connecting-IP": ip } })).status).toBe(200);
@@ -102,7 +103,7 @@ describe("well-formed keys that match no key", () => {
     expect(next.status).toBe(429);
     expect(workCounts(next)).toEqual({ d1: 0, keyDo: 0, otherDo: 0 }); // the isolate remembers the IP's refusal
     // A key this isolate has seen goes straight to its own bucket.
-    const { key } = await accountWithKey("free");
+    const { key } = await freshAccount({ plan: "free" });
     expect((await call("GET", "/competitors", { token: key })).status).toBe(200);
     const seen = await call("GET", "/competitors", { token: key, headers: { "CF-Connecting-IP": ip } });
     expect(seen.status).toBe(200);
@@ -128,9 +129,9 @@ describe("work per request", () => {
   afterEach(() => vi.useRealTimers());
 
   it("a seen key costs no D1 query and one call to its object", async () => {
-    const { key } = await accountWithKey("standard");
+    const { key } = await freshAccount({ plan: "standard" });
     // Warm the isolate's catalogue, then hold the clock still so its once-a-second version check stays quiet.
-    await call("GET", "/competitors", { token: (await accountWithKey("standard")).key });
+    await call("GET", "/competitors", { token: (await freshAccount({ plan: "standard" })).key });
     vi.useFakeTimers({ toFake: ["Date"], now: Date.now() });
     const first = await call("GET", "/competitors", { token: key });
     // Not seen by this isolate yet: the client IP's bucket first, then the key's object, which reads D1 once.
@@ -143,7 +144,7 @@ describe("work per request", () => {
   });
 
   it("a key over its limit is refused by its object every time (no isolate remembers a key's refusal)", async () => {
-    const { key } = await accountWithKey("free");
+    const { key } = await freshAccount({ plan: "free" });
     for (let i = 0; i < 10; i++) await call("GET", "/competitors", { token: key });
     for (let i = 0; i < 3; i++) {
       const refused = await call("GET", "/competitors", { token: key });
@@ -164,7 +165,7 @@ describe("each request is counted in its bucket", () => {
   });
 
   it("an API key on /api-keys: 403 in the key's bucket", async () => {
-    const { key } = await accountWithKey("standard");
+    const { key } = await freshAccount({ plan: "standard" });
     const res = await call("GET", "/api-keys", { token: key });
     await expectJson(res, 403);
     expectBucketHeaders(res, 60);
@@ -194,7 +195,7 @@ describe("each request is counted in its bucket", () => {
 
 describe("every status carries the headers", () => {
   it("200, 304, 400, 401, 403, 404, 405, 413", async () => {
-    const { key, token } = await accountWithKey("premium");
+    const { key, token } = await freshAccount({ plan: "premium" });
     const ok = await call("GET", "/products", { token: key });
     expect(ok.status).toBe(200);
     const notModified = await call("GET", "/products", { token: key, headers: { "If-None-Match": ok.headers.get("ETag")! } });
@@ -224,12 +225,12 @@ describe("every status carries the headers", () => {
     const logs = captureLogs();
     const boom = await app.fetch(new Request("https://api.test/explode"), env, ctx);
     expect(logs).toEqual([expect.objectContaining({ level: "error", source: "http", path: "/explode", error: "Error: a bug" })]);
-    const body = await expectJson(boom, 500);
+    const body = await expectJson<ApiError>(boom, 500);
     expect(body.detail).not.toContain("a bug");
     expectBucketHeaders(boom, 30);
 
     const misconfigured = await app.fetch(new Request("https://api.test/account"), { ...env, IDP_JWKS_URL: undefined }, ctx);
-    const detail = (await expectJson(misconfigured, 500)).detail;
+    const detail = (await expectJson<ApiError>(misconfigured, 500)).detail;
     expect(detail).toContain("IDP_JWKS_URL");
     expectBucketHeaders(misconfigured, 30);
   });

@@ -3,9 +3,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
 import { type LastUsedLog, lastUsedShardName, lastUsedShardOf, MARK_EVERY_MS } from "../../src/rate-limit/last-used.ts";
+import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
-import { accountWithKey, addKey } from "../helpers/keys.ts";
 
 // A fake Date, shared by the worker and its Durable Objects in these tests.
 const T0 = Date.parse("2030-04-01T08:00:00Z");
@@ -44,7 +44,7 @@ async function lastUsedAt(token: string, keyId: string): Promise<string | null> 
 
 describe("last_used_at", () => {
   it("is right to the minute, with no D1 write on the request path and none again within the mark's interval, evictions included", async () => {
-    const { token, key, keyId } = await accountWithKey("free");
+    const { token, key, keyId } = await freshAccount({ plan: "free" });
     expect(await lastUsedAt(token, keyId)).toBeNull();
 
     expect((await call("GET", "/competitors", { token: key })).status).toBe(200);
@@ -70,7 +70,7 @@ describe("last_used_at", () => {
   });
 
   it("many keys' uses: at most one D1 statement per shard, none on the requests", async () => {
-    const { token, key, keyId } = await accountWithKey("standard");
+    const { token, key, keyId } = await freshAccount({ plan: "standard" });
     const keys = [{ id: keyId, key }];
     for (let i = 0; i < 9; i++) keys.push(await addKey(token));
     vi.setSystemTime(T0 + 5_000);
@@ -85,7 +85,7 @@ describe("last_used_at", () => {
   });
 
   it("one shard writes 2,000 keys' marks in one D1 statement; an older mark never replaces a newer one; its alarm flushes", async () => {
-    const { sub } = await accountWithKey("free");
+    const { sub } = await freshAccount({ plan: "free" });
     const ids = Array.from({ length: 2_000 }, (_, i) => `key_${crypto.randomUUID().replaceAll("-", "")}${i}`);
     const insert = env.DB.prepare(
       "INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, last_used_at) VALUES (?, ?, 'k', 'pda_live_x', ?, 'active', ?, ?)",

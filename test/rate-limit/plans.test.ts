@@ -4,9 +4,9 @@ import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
 import { PLAN_LIMITS } from "../../src/rate-limit/plans.ts";
 import type { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
+import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
-import { accountWithKey, addKey } from "../helpers/keys.ts";
 import { adminToken } from "../helpers/tokens.ts";
 
 // Time is controlled with a fake Date, which the worker and its Durable Objects share in these tests.
@@ -21,7 +21,7 @@ describe.each(["free", "standard", "premium"] as const)("the %s plan", (plan) =>
   const { per_minute: limit, per_hour, per_day } = PLAN_LIMITS[plan];
 
   it(`admits ${limit} a minute, counting down, then refuses with every header right`, async () => {
-    const { key } = await accountWithKey(plan);
+    const { key } = await freshAccount({ plan });
     for (let i = 1; i <= limit; i++) {
       at(i); // one a millisecond
       const res = await get(key);
@@ -50,7 +50,7 @@ describe.each(["free", "standard", "premium"] as const)("the %s plan", (plan) =>
 
 describe("counters", () => {
   it("are separate for two keys of one account", async () => {
-    const { token, key } = await accountWithKey("free");
+    const { token, key } = await freshAccount({ plan: "free" });
     const second = await addKey(token);
     for (let i = 0; i < 10; i++) expect((await get(key)).status).not.toBe(429);
     expect((await get(key)).status).toBe(429);
@@ -60,7 +60,7 @@ describe("counters", () => {
   });
 
   it.each(["free", "standard"] as const)("admit exactly the limit of 3 × limit concurrent requests (%s)", async (plan) => {
-    const { key } = await accountWithKey(plan);
+    const { key } = await freshAccount({ plan });
     const limit = PLAN_LIMITS[plan].per_minute;
     expect((await get(key)).status).toBe(200); // seen: later requests go straight to the key's object
     const statuses = (await Promise.all(Array.from({ length: 3 * limit }, () => get(key)))).map((r) => r.status);
@@ -69,7 +69,7 @@ describe("counters", () => {
   });
 
   it("survive the eviction of the key's object", async () => {
-    const { key } = await accountWithKey("free");
+    const { key } = await freshAccount({ plan: "free" });
     for (let i = 0; i < 6; i++) await get(key);
     const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
     await evictDurableObject(stub);
@@ -82,7 +82,7 @@ describe("counters", () => {
   });
 
   it("count only admitted requests: a refusal costs nothing", async () => {
-    const { key } = await accountWithKey("free");
+    const { key } = await freshAccount({ plan: "free" });
     for (let i = 0; i < 10; i++) await get(key);
     at(1_000);
     for (let i = 0; i < 20; i++) expect((await get(key)).status).toBe(429);
@@ -95,7 +95,7 @@ describe("counters", () => {
 
 describe("changes pushed to the key's object", () => {
   it("a revoked key is refused with 401 on the very next request", async () => {
-    const { token, key, keyId } = await accountWithKey("free");
+    const { token, key, keyId } = await freshAccount({ plan: "free" });
     expect((await get(key)).status).not.toBe(401);
     await expectJson(await call("DELETE", `/api-keys/${keyId}`, { token }), 200);
     const res = await get(key);
@@ -107,7 +107,7 @@ describe("changes pushed to the key's object", () => {
   });
 
   it("a plan upgrade and downgrade apply to the next request", async () => {
-    const { sub, key } = await accountWithKey("free");
+    const { sub, key } = await freshAccount({ plan: "free" });
     for (let i = 0; i < 10; i++) await get(key);
     expect((await get(key)).status).toBe(429);
     const admin = await adminToken();
@@ -122,7 +122,7 @@ describe("changes pushed to the key's object", () => {
   });
 
   it("a downgrade below the current usage refuses until enough requests leave the window", async () => {
-    const { sub, key } = await accountWithKey("premium");
+    const { sub, key } = await freshAccount({ plan: "premium" });
     for (let i = 0; i < 30; i++) {
       at(i * 1000);
       await get(key);
@@ -145,7 +145,7 @@ describe("changes made through another isolate", () => {
   const objectOf = async (key: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
 
   it("a plan upgrade: the key refused at the old limit is admitted on its next request here", async () => {
-    const { sub, key } = await accountWithKey("free");
+    const { sub, key } = await freshAccount({ plan: "free" });
     for (let i = 0; i < 10; i++) await get(key);
     expect((await get(key)).status).toBe(429); // refused here: this isolate has seen the refusal
     await env.DB.prepare("UPDATE accounts SET plan = 'premium' WHERE id = ?").bind(sub).run();
@@ -156,7 +156,7 @@ describe("changes made through another isolate", () => {
   });
 
   it("a revocation: the key refused at its limit answers 401 on its next request here, not 429", async () => {
-    const { sub, key, keyId } = await accountWithKey("free");
+    const { sub, key, keyId } = await freshAccount({ plan: "free" });
     for (let i = 0; i < 10; i++) await get(key);
     expect((await get(key)).status).toBe(429);
     await env.DB.prepare("UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE id = ?").bind(new Date().toISOString(), keyId).run();
@@ -165,7 +165,7 @@ describe("changes made through another isolate", () => {
   });
 
   it("a plan push that lands while the key's object reads D1 for the first time is not lost", async () => {
-    const { key } = await accountWithKey("free"); // never used: its object has read nothing yet
+    const { key } = await freshAccount({ plan: "free" }); // never used: its object has read nothing yet
     const keyHash = await hashApiKey(key);
     const limits = await runInDurableObject(await objectOf(key), async (object: RateLimiter) => {
       const admission = object.admitKey(keyHash); // reads D1 (the free plan, as it stood when the read began)

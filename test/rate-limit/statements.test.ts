@@ -3,8 +3,8 @@ import { env } from "cloudflare:workers";
 import { expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/auth/api-key.ts";
 import type { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 
 const T0 = Date.parse("2030-07-01T09:00:10Z");
 fakeDateAt(T0);
@@ -16,7 +16,7 @@ fakeDateAt(T0);
  * alarm at that second's end writes it (so hammering a refused key cannot flood its object with writes).
  */
 it("an admission runs 1 SQL statement and a refusal none within the second; a new minute adds one, folding old usage adds none until it is due", async () => {
-  const { key } = await accountWithKey("free");
+  const { key } = await freshAccount({ plan: "free" });
   const keyHash = await hashApiKey(key);
   const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(keyHash));
   const statements = await runInDurableObject(stub, async (object: RateLimiter, state) => {

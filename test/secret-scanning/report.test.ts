@@ -1,14 +1,13 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ApiError } from "../../client/index.ts";
 import { generateApiKey } from "../../src/auth/api-key.ts";
+import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
-import { accountWithKey, addKey } from "../helpers/keys.ts";
 import { base64, found, keyList, p1363ToDer, rawSignature, report, sha256Hex } from "../helpers/secret-scanning.ts";
 
-type Feedback = { token_hash: string; token_type: string; label: string }[];
-
 const keyRecord = async (token: string, id: string) => {
-  const { api_keys } = await expectJson<{ api_keys: Record<string, unknown>[] }>(await call("GET", "/api-keys", { token }), 200);
+  const { api_keys } = await expectJson(await call("GET", "/api-keys", { token }), 200);
   return api_keys.find((key) => key.id === id)!;
 };
 
@@ -19,12 +18,12 @@ const leakEvents = (accountId: string) =>
 
 describe("POST /secret-scanning/github", () => {
   it("revokes a live key before answering, records where it was found, and tells its account", async () => {
-    const { sub, token, keyId, key } = await accountWithKey();
+    const { sub, token, keyId, key } = await freshAccount();
     const other = await addKey(token);
     await expectJson(await call("GET", "/competitors", { token: key }), 200);
     const url = "https://github.com/someone/shop/blob/0123456789abcdef0123456789abcdef01234567/.env";
 
-    const feedback = await expectJson<Feedback>(await report([found(key, url, "commit")]), 200);
+    const feedback = await expectJson(await report([found(key, url, "commit")]), 200);
     expect(feedback).toEqual([{ token_hash: await sha256Hex(key), token_type: "price_data_api_key", label: "true_positive" }]);
 
     const refused = await expectJson(await call("GET", "/competitors", { token: key }), 401);
@@ -51,17 +50,17 @@ describe("POST /secret-scanning/github", () => {
       },
     });
     // Never in the public feed.
-    const feed = await expectJson<{ events: { id: string }[] }>(await call("GET", "/events?limit=1000", { token: other.key }), 200);
+    const feed = await expectJson(await call("GET", "/events?limit=1000", { token: other.key }), 200);
     expect(feed.events.map((e) => e.id)).not.toContain(results[0]!.id);
   });
 
   it("labels what was never a key false_positive and a deleted key true_positive, changing nothing", async () => {
-    const { token, keyId, key } = await accountWithKey();
+    const { token, keyId, key } = await freshAccount();
     await expectJson(await call("DELETE", `/api-keys/${keyId}`, { token }), 200);
     const before = await keyRecord(token, keyId);
     const madeUp = generateApiKey("pda").key; // well formed, never stored
     const tokens = [key, madeUp, "pda_live_typo", "ghp_notours", "", "ünïcødé 🔑"];
-    const feedback = await expectJson<Feedback>(await report(tokens.map((t) => found(t))), 200);
+    const feedback = await expectJson(await report(tokens.map((t) => found(t))), 200);
     expect(feedback.map((f) => f.label)).toEqual([
       "true_positive",
       "false_positive",
@@ -75,20 +74,20 @@ describe("POST /secret-scanning/github", () => {
   });
 
   it("changes nothing when the same report comes again (a replay), and answers the same", async () => {
-    const { sub, token, keyId, key } = await accountWithKey();
+    const { sub, token, keyId, key } = await freshAccount();
     const body = JSON.stringify([found(key), found(key, "https://gist.github.com/x/1", "gist")]);
     const signature = base64(p1363ToDer(await rawSignature(body)));
-    const first = await expectJson<Feedback>(await report(body, { signature }), 200);
+    const first = await expectJson(await report(body, { signature }), 200);
     const record = await keyRecord(token, keyId);
     expect(record.leak_url).toBe(found(key).url); // the first occurrence
-    const again = await expectJson<Feedback>(await report(body, { signature }), 200);
+    const again = await expectJson(await report(body, { signature }), 200);
     expect(again).toEqual(first);
     expect(await keyRecord(token, keyId)).toEqual(record);
     expect((await leakEvents(sub)).results).toHaveLength(1);
   });
 
   it("refuses a tampered body, a missing, malformed or foreign signature, and an unknown key identifier, changing nothing", async () => {
-    const { key } = await accountWithKey();
+    const { key } = await freshAccount();
     const body = JSON.stringify([found(key)]);
     const signature = base64(p1363ToDer(await rawSignature(body)));
     const tampered = body.replace("content", "contenT");
@@ -103,7 +102,7 @@ describe("POST /secret-scanning/github", () => {
       ["no headers", call("POST", "/secret-scanning/github", { body }), /headers are required/],
     ];
     for (const [what, response, detail] of cases) {
-      const refused = await expectJson((await response) as Response, 401);
+      const refused = await expectJson<ApiError>((await response) as Response, 401);
       expect(refused.detail, what).toMatch(detail);
       expect(refused.detail, what).not.toContain(key.slice(0, 12));
     }
@@ -111,7 +110,7 @@ describe("POST /secret-scanning/github", () => {
   });
 
   it("takes signatures whose r and s have leading zero bytes (short DER integers)", async () => {
-    const { key } = await accountWithKey();
+    const { key } = await freshAccount();
     // Search bodies until WebCrypto signs one whose r, and one whose s, is short: a zero byte, then no top bit (1 in 512 each).
     for (const half of [0, 32]) {
       let body = "";
@@ -136,8 +135,8 @@ describe("POST /secret-scanning/github", () => {
   });
 
   it("answers a 10,000-token report in a few D1 round trips, revoking the live keys among them", async () => {
-    const a = await accountWithKey();
-    const b = await accountWithKey();
+    const a = await freshAccount();
+    const b = await freshAccount();
     const bSecond = await addKey(b.token);
     const live = [a.key, b.key, bSecond.key];
     const noise = Array.from({ length: 10_000 - live.length }, (_, i) =>
@@ -145,7 +144,7 @@ describe("POST /secret-scanning/github", () => {
     );
     const tokens = [...noise.slice(0, 5000), ...live, ...noise.slice(5000)];
     const res = await report(tokens.map((t, i) => found(t, `https://github.com/org/repo-${i}/blob/main/é.js`)));
-    const feedback = await expectJson<Feedback>(res, 200);
+    const feedback = await expectJson(res, 200);
     expect(feedback).toHaveLength(10_000);
     expect(feedback.filter((f) => f.label === "true_positive").map((f) => f.token_hash)).toEqual(await Promise.all(live.map(sha256Hex)));
     const work = workCounts(res);
@@ -162,7 +161,7 @@ describe("GitHub's key list", () => {
   it("is fetched again for an unknown identifier at most once a minute, and picks up a new key", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(Date.now() + 3_600_000); // past any earlier fetch's minute and hour
-    const { key } = await accountWithKey();
+    const { key } = await freshAccount();
     const body = JSON.stringify([found(key)]);
     await expectJson(await report(body, { identifier: "unknown-1" }), 401);
     const afterFirst = await fetches();

@@ -119,7 +119,7 @@ describe("GET /events/stream", () => {
         await call("GET", `/events?type=price.changed&since=${received[0]!.data.timestamp}`, { token: key }),
         200,
       );
-      for (const event of received) expect(event.data).toEqual(feed.events.find((listed: { id: string }) => listed.id === event.id));
+      for (const event of received) expect(event.data).toEqual(feed.events.find((listed) => listed.id === event.id));
       expect(net.requests).toHaveLength(2);
       expect(net.requests[1]!.headers.get("Last-Event-ID")).toBe(all[2]);
     } finally {

@@ -13,10 +13,11 @@ import {
   DELIVERY_ARCHIVE_CRON,
   deliveryArchivePrefix,
 } from "../../src/webhooks/delivery/delivery-archive.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, newAccountToken } from "../helpers/webhooks.ts";
+import { createWebhook } from "../helpers/webhooks.ts";
 
 /**
  * Webhook delivery attempts leave D1 for R2 (src/webhooks/delivery/delivery-archive.ts): GET /webhooks/:id/deliveries
@@ -68,12 +69,7 @@ const spread = (count: number, fromAgo: number, toAgo: number): [string, Outcome
 const inD1 = async (webhookId: string) =>
   (await db().select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhookId))).length;
 const listing = async (token: string, id: string) =>
-  (
-    await expectJson<{ deliveries: { event_id: string; attempted_at: string; response_excerpt: string }[] }>(
-      await call("GET", `/webhooks/${id}/deliveries`, { token }),
-      200,
-    )
-  ).deliveries;
+  (await expectJson(await call("GET", `/webhooks/${id}/deliveries`, { token }), 200)).deliveries;
 const archiveKeys = async (webhookId: string) =>
   (await env.ARCHIVE.list({ prefix: deliveryArchivePrefix(webhookId) })).objects.map((o) => o.key);
 
@@ -90,7 +86,7 @@ function crashingOnDelete(real: Database): Database {
 
 describe("the webhook delivery archive", () => {
   it("moves a webhook's attempts older than the D1 window once its oldest is due; the listing is the same before and after", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const [busy, recent] = await Promise.all([createWebhook(token, { url: hookUrl() }), createWebhook(token, { url: hookUrl() })]);
     await attempts(busy.id, spread(120, OLD, DELIVERIES_IN_D1_MS + MINUTE));
     await attempts(recent.id, spread(20, DELIVERY_ARCHIVE_AFTER_MS - 10 * MINUTE, 0)); // its oldest is not due yet
@@ -114,7 +110,7 @@ describe("the webhook delivery archive", () => {
   });
 
   it("the listing fills its 100 from the newest archive objects, newest first, when D1 holds fewer", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     await attempts(hook.id, spread(60, 3 * OLD, 2 * OLD));
     await archiveDeliveries(db(), env.ARCHIVE, Date.now() - OLD); // an earlier run: one object
@@ -130,7 +126,7 @@ describe("the webhook delivery archive", () => {
   });
 
   it("a crash between the R2 write and the D1 delete, or a failed write, loses and repeats nothing", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const [a, b] = await Promise.all([createWebhook(token, { url: hookUrl() }), createWebhook(token, { url: hookUrl() })]);
     await attempts(a.id, spread(40, OLD, DELIVERIES_IN_D1_MS + MINUTE));
     await attempts(b.id, spread(40, OLD, DELIVERIES_IN_D1_MS + MINUTE));
@@ -167,7 +163,7 @@ describe("the webhook delivery archive", () => {
   });
 
   it("replay's only_failed judges an event by its attempts on both sides of the boundary, before and after the move", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const [delivered, retriedThenFailed, failed, stillRetrying, never] = await commitEvents(2, 5);
     const hook = await createWebhook(token, { url: hookUrl(), events: ["price.changed"] });
     const early = DELIVERY_ARCHIVE_AFTER_MS + 5 * MINUTE;

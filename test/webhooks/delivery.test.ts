@@ -2,15 +2,17 @@ import { listDurableObjectIds } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { desc, eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import type { Schemas } from "../../client/index.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../src/platform/connections.ts";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { DELIVERY_TIMEOUT_MS, USER_AGENT } from "../../src/webhooks/delivery/consumer.ts";
 import { JITTER, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../src/webhooks/delivery/schedule.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
 import { hang, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { type CreatedWebhook, createWebhook, deliveryTo, newAccountToken, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
 
 /**
  * The consumer, called as the queue calls it (createMessageBatch / getQueueResult): what it sends,
@@ -26,7 +28,7 @@ beforeAll(() => {
   receiver = installReceiver();
 });
 beforeEach(async () => {
-  token = await newAccountToken(); // an account per test: at most 20 webhooks each
+  token = (await freshAccount()).token; // an account per test: at most 20 webhooks each
 });
 afterEach(() => receiver.assertNoStrayRequests());
 afterAll(() => vi.restoreAllMocks());
@@ -34,7 +36,7 @@ afterAll(() => vi.restoreAllMocks());
 const newWebhook = (body: Record<string, unknown> = {}) => createWebhook(token, { url: hookUrl(), ...body });
 const attemptsOf = (webhookId: string) =>
   db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhookId)).orderBy(webhookDeliveries.id).all();
-const statusOf = async (webhook: CreatedWebhook) => expectJson(await call("GET", `/webhooks/${webhook.id}`, { token }), 200);
+const statusOf = async (webhook: Schemas["CreatedWebhook"]) => expectJson(await call("GET", `/webhooks/${webhook.id}`, { token }), 200);
 
 describe("a delivery", () => {
   it("is a POST signed as Standard Webhooks says: the standardwebhooks library verifies it", async () => {
@@ -270,11 +272,11 @@ describe("the deliveries listing", () => {
     await storeEvents([{ kind: "event", event: kept }]);
     await runQueue([deliveryTo(webhook.id, kept), deliveryTo(webhook.id, gone)]);
     const { deliveries } = await expectJson(await call("GET", `/webhooks/${webhook.id}/deliveries`, { token }), 200);
-    const of = (id: string) => deliveries.find((d: { event_id: string }) => d.event_id === id);
+    const of = (id: string) => deliveries.find((d) => d.event_id === id);
     const sent = receiver.to(webhook.url).find((request) => request.headers["webhook-id"] === kept.id)!;
-    expect(of(kept.id).payload).toEqual(JSON.parse(sent.body)); // the very body the receiver got
-    expect(of(kept.id).payload).toEqual({ type: kept.type, timestamp: kept.timestamp, data: kept.data });
-    expect(of(gone.id).payload).toBeNull();
+    expect(of(kept.id)!.payload).toEqual(JSON.parse(sent.body)); // the very body the receiver got
+    expect(of(kept.id)!.payload).toEqual({ type: kept.type, timestamp: kept.timestamp, data: kept.data });
+    expect(of(gone.id)!.payload).toBeNull();
   });
 
   it("shows the latest attempts first, with the contract's fields", async () => {
@@ -285,8 +287,8 @@ describe("the deliveries listing", () => {
     await runQueue([message], 2);
     const { webhook_id, deliveries } = await expectJson(await call("GET", `/webhooks/${webhook.id}/deliveries`, { token }), 200);
     expect(webhook_id).toBe(webhook.id);
-    expect(deliveries.map((d: { attempt: number }) => d.attempt)).toEqual([2, 1]);
-    expect(Object.keys(deliveries[0]).sort()).toEqual([
+    expect(deliveries.map((d) => d.attempt)).toEqual([2, 1]);
+    expect(Object.keys(deliveries[0]!).sort()).toEqual([
       "attempt",
       "attempted_at",
       "delivered_at",
@@ -305,9 +307,9 @@ describe("the deliveries listing", () => {
       .where(eq(webhookDeliveries.webhookId, webhook.id))
       .orderBy(desc(webhookDeliveries.id))
       .get();
-    expect(deliveries[0].attempted_at).toBe(newest!.deliveredAt);
+    expect(deliveries[0]!.attempted_at).toBe(newest!.deliveredAt);
     // Neither attempt was delivered (503 twice): no delivery time, only the attempt's.
-    expect(deliveries.map((d: { outcome: string; delivered_at: string | null }) => [d.outcome, d.delivered_at])).toEqual([
+    expect(deliveries.map((d) => [d.outcome, d.delivered_at])).toEqual([
       ["retrying", null],
       ["retrying", null],
     ]);

@@ -4,9 +4,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { database } from "../../src/platform/db.ts";
 import { webhooks } from "../../src/platform/tables.ts";
 import { DISABLED_BY_ACCOUNT } from "../../src/webhooks/service.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { createWebhook, deliveryTo, newAccountToken, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, runQueue } from "../helpers/webhooks.ts";
 
 /** PATCH /webhooks/:id and POST /webhooks/:id/rotate-secret. */
 
@@ -25,7 +26,7 @@ afterAll(() => vi.restoreAllMocks());
 
 describe("PATCH /webhooks/:id", () => {
   it("changes the fields it is given, and only those", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl(), description: "first" });
     const url = hookUrl();
     const updated = await expectJson(
@@ -49,7 +50,7 @@ describe("PATCH /webhooks/:id", () => {
   });
 
   it("disables by hand with the account's reason; enabling clears it", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const disabled = await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "disabled" } }), 200);
     expect(disabled).toMatchObject({ status: "disabled", disabled_at: expect.any(String), disabled_reason: DISABLED_BY_ACCOUNT });
@@ -69,7 +70,7 @@ describe("PATCH /webhooks/:id", () => {
   });
 
   it('a status it already has (a stale card\'s "Disable") answers 200 with the record, unchanged', async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const enabled = await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "enabled" } }), 200);
     expect(enabled).toMatchObject({ id: hook.id, status: "enabled", disabled_at: null });
@@ -89,7 +90,7 @@ describe("PATCH /webhooks/:id", () => {
     [{ status: "paused" }, "status"],
     [{ secret: "whsec_x" }, "secret"],
   ])("400 for %j, naming %s; nothing written", async (body, field) => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const before = await rowOf(hook.id);
     const { detail } = await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body }), 400);
@@ -98,7 +99,7 @@ describe("PATCH /webhooks/:id", () => {
   });
 
   it("404 for another account's webhook, which stays as it was", async () => {
-    const [alice, bob] = await Promise.all([newAccountToken(), newAccountToken()]);
+    const [alice, bob] = await Promise.all([freshAccount().then((a) => a.token), freshAccount().then((a) => a.token)]);
     const hook = await createWebhook(alice, { url: hookUrl() });
     const before = await rowOf(hook.id);
     await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token: bob, body: { status: "disabled" } }), 404);
@@ -109,7 +110,7 @@ describe("PATCH /webhooks/:id", () => {
 
 describe("POST /webhooks/:id/rotate-secret", () => {
   it("answers the new secret once; during the grace deliveries carry both signatures, new then old, and standardwebhooks verifies either", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const res = await call("POST", `/webhooks/${hook.id}/rotate-secret`, { token, body: { grace_seconds: 3600 } });
     expect(res.headers.get("Cache-Control")).toBe("no-store");
@@ -136,7 +137,7 @@ describe("POST /webhooks/:id/rotate-secret", () => {
   });
 
   it("with grace_seconds 0 the old secret stops at once; the default grace is a day", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const rotated = await expectJson(await call("POST", `/webhooks/${hook.id}/rotate-secret`, { token, body: { grace_seconds: 0 } }), 200);
     await runQueue([deliveryTo(hook.id)]);
@@ -152,7 +153,7 @@ describe("POST /webhooks/:id/rotate-secret", () => {
   });
 
   it("concurrent calls take effect one after another: the losers answer 409, and deliveries carry the last shown secret and the one shown before it", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const responses = await Promise.all(
       Array.from({ length: 4 }, () => call("POST", `/webhooks/${hook.id}/rotate-secret`, { token, body: { grace_seconds: 3600 } })),
@@ -191,7 +192,7 @@ describe("POST /webhooks/:id/rotate-secret", () => {
     [{ grace: 10 }, "grace"],
     ["[]", "JSON object"],
   ])("400 for %j, naming %s; the secret unchanged", async (body, field) => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const before = await rowOf(hook.id);
     const { detail } = await expectJson(await call("POST", `/webhooks/${hook.id}/rotate-secret`, { token, body }), 400);

@@ -5,9 +5,10 @@ import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { FAILING_DAYS_TO_DISABLE } from "../../src/webhooks/delivery/deliveries.ts";
 import { EXCERPT_BYTES, utf8Excerpt } from "../../src/webhooks/delivery/excerpt.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, deliveryTo, newAccountToken, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, runQueue } from "../helpers/webhooks.ts";
 
 /** The 5-day rule (with a fake clock) and the response excerpts of delivery records. */
 
@@ -32,7 +33,7 @@ const statusOf = async (_token: string, id: string) => {
 
 describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} days`, () => {
   it("is disabled, with a reason that says so; up to then it stays enabled", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     receiver.respond(hook.url, () => new Response("down", { status: 500 }));
     const start = Date.now();
@@ -60,7 +61,7 @@ describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} day
   });
 
   it("a success in between starts the count again", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     let fail = true;
     receiver.respond(hook.url, () => new Response(fail ? "down" : "ok", { status: fail ? 500 : 200 }));
@@ -84,25 +85,25 @@ describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} day
 
 describe("a delivery record's response_excerpt", () => {
   it(`keeps the first ${EXCERPT_BYTES} bytes of the answer, cut before a character that does not fit whole`, async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const body = `${"a".repeat(EXCERPT_BYTES - 1)}é and more after it`; // é takes bytes 1024 and 1025
     receiver.respond(hook.url, () => new Response(body, { status: 500 }));
     await runQueue([deliveryTo(hook.id)]);
     const { deliveries } = await expectJson(await call("GET", `/webhooks/${hook.id}/deliveries`, { token }), 200);
-    expect(deliveries[0].response_excerpt).toBe("a".repeat(EXCERPT_BYTES - 1));
+    expect(deliveries[0]!.response_excerpt).toBe("a".repeat(EXCERPT_BYTES - 1));
     const [row] = await database(env.DB).select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, hook.id)).all();
     expect(row!.responseExcerpt).toBe("a".repeat(EXCERPT_BYTES - 1));
   });
 
   it("is the whole answer when shorter, and null when there is none", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const [short, empty] = await Promise.all([createWebhook(token, { url: hookUrl() }), createWebhook(token, { url: hookUrl() })]);
     receiver.respond(short.url, () => new Response('{"error":"bad sku ✓"}', { status: 422 }));
     receiver.respond(empty.url, () => new Response(null, { status: 204 }));
     await runQueue([deliveryTo(short.id), deliveryTo(empty.id)]);
     const excerpt = async (id: string) =>
-      (await expectJson(await call("GET", `/webhooks/${id}/deliveries`, { token }), 200)).deliveries[0].response_excerpt;
+      (await expectJson(await call("GET", `/webhooks/${id}/deliveries`, { token }), 200)).deliveries[0]!.response_excerpt;
     expect(await excerpt(short.id)).toBe('{"error":"bad sku ✓"}');
     expect(await excerpt(empty.id)).toBeNull();
   });

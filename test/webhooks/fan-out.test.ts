@@ -2,15 +2,17 @@ import { listDurableObjectIds } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq, like } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import type { Schemas } from "../../client/index.ts";
 import { meetsThreshold } from "../../src/alerts/rules.ts";
 import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { webhooks } from "../../src/platform/tables.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, rateLimitOf } from "../helpers/http.ts";
 import { HOOKS_ORIGIN, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { type CreatedWebhook, createWebhook, ingest, newAccountToken, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
+import { createWebhook, ingest, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
 
 /**
  * Fan-out: an "event" message becomes one "delivery" message per matching webhook, of any account.
@@ -48,7 +50,7 @@ const priceEvent = (oldMinor: number, newMinor: number): EventMessage => ({
 });
 const stockEvent = (): EventMessage => ({ kind: "event", event: testEvent("stock.changed", { in_stock: false }) });
 
-const receivers = (deliveries: DeliveryMessage[], of: CreatedWebhook[]) =>
+const receivers = (deliveries: DeliveryMessage[], of: Schemas["CreatedWebhook"][]) =>
   deliveries
     .filter((d) => of.some((w) => w.id === d.webhook_id))
     .map((d) => of.findIndex((w) => w.id === d.webhook_id))
@@ -56,7 +58,7 @@ const receivers = (deliveries: DeliveryMessage[], of: CreatedWebhook[]) =>
 
 describe("an event message", () => {
   it("goes to every account's enabled webhooks that take its type: one delivery message each, then it is acked", async () => {
-    const [alice, bob] = await Promise.all([newAccountToken(), newAccountToken()]);
+    const [alice, bob] = await Promise.all([freshAccount().then((a) => a.token), freshAccount().then((a) => a.token)]);
     const hooks = [
       await createWebhook(alice, { url: hookUrl("both") }),
       await createWebhook(alice, { url: hookUrl("price"), events: ["price.changed"] }),
@@ -85,7 +87,7 @@ describe("an event message", () => {
   });
 
   it("reaches a webhook only when the price moved by at least its min_change_pct, up or down", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const thresholds = [0, 5, 10, 10.01, 50];
     const hooks = [];
     for (const min_change_pct of thresholds) hooks.push(await createWebhook(token, { url: hookUrl(), min_change_pct }));
@@ -112,7 +114,7 @@ describe("an event message", () => {
   });
 
   it("to many webhooks is one delivery message per webhook, sent in batches of at most 100", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const template = await createWebhook(token, { url: hookUrl("many") });
     const row = (await db().select().from(webhooks).where(eq(webhooks.id, template.id)).get())!;
     // 250 more, written straight to D1 past the per-account cap (fan-out does not care whose they are).
@@ -143,7 +145,7 @@ describe("an event message", () => {
   });
 
   it("is retried on the schedule when the deliveries cannot be queued", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     await createWebhook(token, { url: hookUrl() });
     const failing = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockRejectedValue(new Error("Queue unavailable"));
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
@@ -173,7 +175,7 @@ describe("min_change_pct is compared exactly, in integers", () => {
 
 describe("from ingestion to the receiver, through the real queue", () => {
   it("a price change reaches a matching webhook within seconds, signed, and never touches a rate limit", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const matching = await createWebhook(token, { url: hookUrl("e2e"), events: ["price.changed"], min_change_pct: 5 });
     const key = await newApiKey();
     await ingest([{ sku: "E2E-1", price: "100.00", observed_at: "2026-05-01T00:00:00Z" }]);

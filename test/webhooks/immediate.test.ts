@@ -1,13 +1,15 @@
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
+import type { Schemas } from "../../client/index.ts";
 import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/events/messages.ts";
 import { SWEEP_AFTER_MS, sweepOutbox } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { MAX_IMMEDIATE_DELIVERIES } from "../../src/webhooks/delivery/immediate.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { type CreatedWebhook, createWebhook, ingest, newAccountToken, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, ingest, runQueue } from "../helpers/webhooks.ts";
 
 /**
  * The first delivery right after the commit (src/webhooks/delivery/immediate.ts): the queue is watched and
@@ -60,7 +62,7 @@ const fannedOut = async (ids: string[]) =>
 
 describe("the first delivery, right after the commit", () => {
   it("reaches the receiver from the ingestion itself, signed, recorded as attempt 1; the relayed event is then acked by the consumer without a second fan-out", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl("now"), events: ["price.changed"] });
     const queue = captureQueue();
     await priceChange();
@@ -86,7 +88,7 @@ describe("the first delivery, right after the commit", () => {
   });
 
   it("a failed first attempt goes to the queue as attempt 2, after the schedule's first delay; the consumer counts it so", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl("down"), events: ["price.changed"] });
     receiver.respond(hook.url, () => new Response("busy", { status: 503 }));
     const queue = captureQueue();
@@ -113,7 +115,7 @@ describe("the first delivery, right after the commit", () => {
   });
 
   it("the last attempt of a message that started outside the queue is recorded as failed and acked, not tried a 9th time", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl("gone"), events: ["price.changed"] });
     receiver.respond(hook.url, () => new Response("no", { status: 500 }));
     const queue = captureQueue();
@@ -132,7 +134,7 @@ describe("the first delivery, right after the commit", () => {
   });
 
   it("when the queue refuses its retry and the hand-back too, the event is left unsent for the sweep, not claimed by nobody", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl("refused"), events: ["price.changed"] });
     receiver.respond(hook.url, () => new Response("no", { status: 500 }));
     captureQueue();
@@ -158,8 +160,8 @@ describe("the first delivery, right after the commit", () => {
   });
 
   it(`at most ${MAX_IMMEDIATE_DELIVERIES} deliveries at once from the ingestion; the others are queued at once`, async () => {
-    const token = await newAccountToken();
-    const hooks: CreatedWebhook[] = [];
+    const token = (await freshAccount()).token;
+    const hooks: Schemas["CreatedWebhook"][] = [];
     for (let i = 0; i < MAX_IMMEDIATE_DELIVERIES + 3; i++)
       hooks.push(await createWebhook(token, { url: hookUrl(`many${i}`), events: ["price.changed"] }));
     let inFlight = 0;

@@ -1,14 +1,15 @@
 import { env } from "cloudflare:workers";
 import { count, eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { ApiError } from "../../client/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { decryptSecret } from "../../src/webhooks/secrets.ts";
 import { MAX_WEBHOOKS_PER_ACCOUNT } from "../../src/webhooks/service.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
-import { accountWithKey } from "../helpers/keys.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { createWebhook, deliveryTo, newAccountToken, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, runQueue } from "../helpers/webhooks.ts";
 
 const db = () => database(env.DB);
 let receiver: Receiver;
@@ -23,7 +24,7 @@ afterEach(() => {
 
 describe("POST /webhooks", () => {
   it("201 with the secret, once; defaults: both events, min_change_pct 0, enabled", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const url = hookUrl();
     const res = await call("POST", "/webhooks", { token, body: { url } });
     const created = await expectJson(res, 201);
@@ -48,7 +49,7 @@ describe("POST /webhooks", () => {
   });
 
   it("keeps the options it is given", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const created = await createWebhook(token, {
       url: hookUrl(),
       events: ["stock.changed"],
@@ -59,7 +60,7 @@ describe("POST /webhooks", () => {
   });
 
   it("stores the secret only encrypted, bound to the webhook's id", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const created = await createWebhook(token, { url: hookUrl() });
     const row = await db().select().from(webhooks).where(eq(webhooks.id, created.id)).get();
     expect(JSON.stringify(row)).not.toContain(created.secret.slice("whsec_".length));
@@ -88,7 +89,7 @@ describe("POST /webhooks", () => {
   ];
   for (const [what, body, detail] of invalid) {
     it(`400 for ${what}, nothing written`, async () => {
-      const token = await newAccountToken();
+      const token = (await freshAccount()).token;
       const before = (await db().select({ n: count() }).from(webhooks))[0]!.n;
       expect((await expectJson(await call("POST", "/webhooks", { token, body }), 400)).detail).toMatch(detail);
       expect((await db().select({ n: count() }).from(webhooks))[0]!.n).toBe(before);
@@ -96,7 +97,7 @@ describe("POST /webhooks", () => {
   }
 
   it(`at most ${MAX_WEBHOOKS_PER_ACCOUNT} per account, also when created at once: then 409`, async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const responses = await Promise.all(
       Array.from({ length: MAX_WEBHOOKS_PER_ACCOUNT + 3 }, () => call("POST", "/webhooks", { token, body: { url: hookUrl() } })),
     );
@@ -107,7 +108,7 @@ describe("POST /webhooks", () => {
   });
 
   it("is for account logins: an API key gets 403, no credential 401", async () => {
-    const { key } = await accountWithKey("free");
+    const { key } = await freshAccount({ plan: "free" });
     expect((await call("POST", "/webhooks", { token: key, body: { url: hookUrl() } })).status).toBe(403);
     expect((await call("GET", "/webhooks", {})).status).toBe(401);
   });
@@ -115,8 +116,8 @@ describe("POST /webhooks", () => {
 
 describe("another account's webhooks", () => {
   it("are 404 for GET, DELETE, test and deliveries, and are not listed", async () => {
-    const owner = await newAccountToken();
-    const other = await newAccountToken();
+    const owner = (await freshAccount()).token;
+    const other = (await freshAccount()).token;
     const { id } = await createWebhook(owner, { url: hookUrl() });
     for (const [method, path] of [
       ["GET", `/webhooks/${id}`],
@@ -124,7 +125,7 @@ describe("another account's webhooks", () => {
       ["POST", `/webhooks/${id}/test`],
       ["GET", `/webhooks/${id}/deliveries`],
     ] as const) {
-      expect((await expectJson(await call(method, path, { token: other }), 404)).detail).toMatch(/No webhook/);
+      expect((await expectJson<ApiError>(await call(method, path, { token: other }), 404)).detail).toMatch(/No webhook/);
     }
     expect(await expectJson(await call("GET", "/webhooks", { token: other }), 200)).toEqual({ webhooks: [] });
     await expectJson(await call("GET", `/webhooks/${id}`, { token: owner }), 200);
@@ -133,7 +134,7 @@ describe("another account's webhooks", () => {
 
 describe("DELETE /webhooks/:id", () => {
   it("204; the webhook and its delivery records are gone, and queued deliveries to it are dropped", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const { id, url } = await createWebhook(token, { url: hookUrl() });
     await runQueue([deliveryTo(id)]);
     expect(await db().select({ n: count() }).from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, id))).toEqual([{ n: 1 }]);
@@ -152,9 +153,9 @@ describe("DELETE /webhooks/:id", () => {
 
 describe("POST /webhooks/:id/test", () => {
   it("202, then a webhook.test event arrives through the queue, signed so that standardwebhooks verifies it, and is listed", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const { id, url, secret } = await createWebhook(token, { url: hookUrl(), events: ["stock.changed"] });
-    const queued = await expectJson<{ event_id: string }>(await call("POST", `/webhooks/${id}/test`, { token }), 202);
+    const queued = await expectJson(await call("POST", `/webhooks/${id}/test`, { token }), 202);
     expect(queued).toEqual({ event_id: expect.stringMatching(/^evt_/), type: "webhook.test", status: "queued" });
 
     // The real queue and consumer of the test runtime deliver it (batches wait up to 1 s).
@@ -188,7 +189,7 @@ describe("POST /webhooks/:id/test", () => {
   });
 
   it("409 for a disabled webhook", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const { id } = await createWebhook(token, { url: hookUrl() });
     await db().update(webhooks).set({ status: "disabled", disabledReason: "The endpoint answered 410 Gone." }).where(eq(webhooks.id, id));
     expect((await expectJson(await call("POST", `/webhooks/${id}/test`, { token }), 409)).detail).toMatch(

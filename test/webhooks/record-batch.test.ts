@@ -4,8 +4,9 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { D1_QUERIES_PER_DELIVERY_BATCH } from "../../src/events/retention.ts";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, deliveryTo, newAccountToken, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, runQueue } from "../helpers/webhooks.ts";
 
 /**
  * A queue batch's deliveries cost D1 a fixed number of round trips, whatever their number: the webhooks
@@ -51,7 +52,7 @@ async function roundTrips(run: () => Promise<unknown>) {
 
 describe("recording a queue batch's attempts", () => {
   it(`ten successful deliveries to three webhooks: ${D1_QUERIES_PER_DELIVERY_BATCH} D1 round trips, the record one statement`, async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hooks = await Promise.all([0, 1, 2].map(() => createWebhook(token, { url: hookUrl() })));
     for (const hook of hooks) receiver.respond(hook.url, () => new Response("ok ✓"));
     const messages = Array.from({ length: 10 }, (_, i) => deliveryTo(hooks[i % 3]!.id));
@@ -71,7 +72,7 @@ describe("recording a queue batch's attempts", () => {
   });
 
   it("failures and a 410 in one batch: still two round trips; each webhook's state as if recorded one by one, a later success clearing it", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const [failing, recovered, gone] = await Promise.all([0, 1, 2].map(() => createWebhook(token, { url: hookUrl() })));
     receiver.respond(failing!.url, () => new Response("down", { status: 503 }));
     let first = true;

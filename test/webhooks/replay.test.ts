@@ -7,9 +7,10 @@ import { database } from "../../src/platform/db.ts";
 import { events, webhookDeliveries } from "../../src/platform/tables.ts";
 import { MAX_ATTEMPTS } from "../../src/webhooks/delivery/schedule.ts";
 import { replayBody } from "../../src/webhooks/schema.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, deliveryTo, ingest, newAccountToken, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks.ts";
 
 /** POST /webhooks/:id/replay: stored events sent again to one webhook, with their original ids. */
 
@@ -47,7 +48,7 @@ const replay = (token: string, id: string, body: unknown) => call("POST", `/webh
 
 describe("POST /webhooks/:id/replay", () => {
   it("queues the events the webhook takes (its types and min_change_pct), to it alone, with their original ids", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl(), events: ["price.changed"], min_change_pct: 15 });
     const sentNow = captureSends();
     const { since, rows } = await priceChanges([1000, 1100, 1500, 1500], false); // +10 %, +36 %, then a stock change
@@ -74,7 +75,7 @@ describe("POST /webhooks/:id/replay", () => {
   });
 
   it("only_failed: the events whose last delivery failed for good, or that never reached it; not those delivered or still retrying", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     captureSends();
     const { since, rows } = await priceChanges([1000, 1100, 1200, 1300, 1400]);
     // Created after the changes, so none reached it right after its commit: its deliveries are the ones this test makes.
@@ -109,7 +110,7 @@ describe("POST /webhooks/:id/replay", () => {
     [{ since: "2026-01-01T00:00:00Z", only_failed: "yes" }, "only_failed"],
     [{ since: "2026-01-01T00:00:00Z", webhook: "x" }, "webhook"],
   ])("400 for %j, naming %s; nothing queued", async (body, field) => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     captureSends();
     const { detail } = await expectJson(await replay(token, hook.id, body), 400);
@@ -118,7 +119,7 @@ describe("POST /webhooks/:id/replay", () => {
   });
 
   it("since and until follow the API's one ISO-8601 rule (isoTimestamp's): a date alone is midnight UTC", async () => {
-    const token = await newAccountToken();
+    const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     captureSends();
     const today = new Date().toISOString().slice(0, 10);
@@ -143,7 +144,7 @@ describe("POST /webhooks/:id/replay", () => {
   });
 
   it("404 for another account's webhook; 409 for a disabled one", async () => {
-    const [alice, bob] = await Promise.all([newAccountToken(), newAccountToken()]);
+    const [alice, bob] = await Promise.all([freshAccount().then((a) => a.token), freshAccount().then((a) => a.token)]);
     const hook = await createWebhook(alice, { url: hookUrl() });
     captureSends();
     await expectJson(await replay(bob, hook.id, { since: "2026-01-01T00:00:00Z" }), 404);
