@@ -3,7 +3,8 @@ import { eq, inArray } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { database } from "../../src/platform/db.ts";
 import { catalogueState, competitors, products } from "../../src/platform/tables.ts";
-import { buildCatalogue, newApiKey } from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { buildCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { ingest } from "../helpers/webhooks.ts";
@@ -15,7 +16,7 @@ const patch = async (id: string, body: unknown, token?: string) =>
 
 let key: string;
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
 });
 
 /** A competitor with offers for two new products, in a built snapshot. */

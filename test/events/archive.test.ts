@@ -8,7 +8,7 @@ import worker from "../../src/index.ts";
 import { type Database, database } from "../../src/platform/db.ts";
 import { eventIdTime, newEventId } from "../../src/platform/ids.ts";
 import { eventArchive, events } from "../../src/platform/tables.ts";
-import { newApiKey } from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { commitEvents, HOUR } from "../helpers/events.ts";
 import { call, expectJson } from "../helpers/http.ts";
 
@@ -47,7 +47,7 @@ async function clearEvents() {
 }
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
 });
 afterEach(async () => {
   vi.restoreAllMocks();

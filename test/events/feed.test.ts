@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Schemas } from "../../client/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { events } from "../../src/platform/tables.ts";
-import { newApiKey } from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
 import { accountToken } from "../helpers/tokens.ts";
 import { ingest } from "../helpers/webhooks.ts";
@@ -17,7 +17,7 @@ let code: string;
 
 beforeAll(async () => {
   vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse); // the feed is the subject here, not the deliveries
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   since = new Date().toISOString();
   code = `FEED-${Date.now()}`;
   // Four events: price up, stock out, price down, stock back.

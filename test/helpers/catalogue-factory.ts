@@ -226,7 +226,7 @@ export async function buildCatalogue(): Promise<BuildReport> {
   }
 }
 
-/** A fresh API key of a Premium account (300 requests a minute, so a test file never hits the limit). */
+/** A fresh API key of a Premium account (300 requests a minute, so a test file never hits the limit): the catalogue tests' shorthand for freshAccount. */
 export async function newApiKey(): Promise<string> {
   return (await freshAccount({ plan: "premium" })).key;
 }

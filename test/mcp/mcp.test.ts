@@ -3,7 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { freshAccount } from "../helpers/accounts.ts";
-import { addHistory, createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, randomTestIp, rateLimitOf } from "../helpers/http.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
 import { ingest } from "../helpers/webhooks.ts";
@@ -50,7 +50,7 @@ let productId: string;
 const sku = `MCP-${Date.now()}-Ünï`;
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   const shop = await createCompetitor({ id: `cmp_mcp_${Date.now()}`, name: "MCP Shop" });
   const product = await createProduct({
     sku,

@@ -5,7 +5,8 @@ import type { ProductView } from "../../src/catalogue/schema.ts";
 import type { EventMessage, WebhookMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { catalogueState, competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
-import { buildCatalogue, newApiKey } from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { buildCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { ingest, observation, postObservations } from "../helpers/webhooks.ts";
 
@@ -14,7 +15,7 @@ let key: string;
 let sent: MockInstance<Queue<WebhookMessage>["sendBatch"]>;
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
 });
 beforeEach(() => {
   // Events still reach the real queue (this file has no webhooks, so the consumer fans out to none).

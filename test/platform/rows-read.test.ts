@@ -3,7 +3,8 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 import { archiveEvents } from "../../src/events/archive.ts";
 import { D1_QUERIES_PER_FEED_PAGE, D1_QUERIES_PER_HISTORY_READ } from "../../src/events/retention.ts";
 import { database } from "../../src/platform/db.ts";
-import { addHistory, createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { commitEvents, HOUR } from "../helpers/events.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { type Cost, costOf, statementsOf } from "../helpers/statements.ts";
@@ -30,7 +31,7 @@ let recent: string[];
 
 beforeAll(async () => {
   installReceiver();
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   login = await accountToken(`rows-read-${Date.now()}`);
   // Events: one archived object, MANY in D1 (one each 10 s) older than the `since` asked for, and a few recent ones.
   await commitEvents(50, 20);

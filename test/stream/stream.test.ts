@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { database } from "../../src/platform/db.ts";
 import { events } from "../../src/platform/tables.ts";
 import { eventFrames, MAX_STREAMS_PER_KEY } from "../../src/stream/service.ts";
-import { newApiKey } from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
 import { ingest } from "../helpers/webhooks.ts";
@@ -79,7 +79,7 @@ function network(key: string) {
 
 describe("GET /events/stream", () => {
   it("backfills, goes live, and after a dropped connection resumes with Last-Event-ID, missing nothing and repeating nothing", async () => {
-    const key = await newApiKey();
+    const key = (await freshAccount({ plan: "premium" })).key;
     const [watched, other] = [newSku(), newSku()];
     await ingest([
       { sku: watched, price: "10.00" },
@@ -128,7 +128,7 @@ describe("GET /events/stream", () => {
   });
 
   it(`a key holds at most ${MAX_STREAMS_PER_KEY} streams: the next is 429 with a detail, counted like any request; closing one frees its slot`, async () => {
-    const key = await newApiKey();
+    const key = (await freshAccount({ plan: "premium" })).key;
     const open: Response[] = [];
     for (let i = 0; i < MAX_STREAMS_PER_KEY; i++) {
       const res = await call("GET", "/events/stream", { token: key, headers: { Accept: "text/event-stream" } });
@@ -153,7 +153,7 @@ describe("GET /events/stream", () => {
   });
 
   it("refuses what it cannot serve, before streaming", async () => {
-    const key = await newApiKey();
+    const key = (await freshAccount({ plan: "premium" })).key;
     expect(
       (await expectJson(await call("GET", "/events/stream", { token: key, headers: { "Last-Event-ID": `evt_${"0".repeat(32)}` } }), 410))
         .detail,

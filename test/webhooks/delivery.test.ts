@@ -9,7 +9,6 @@ import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { DELIVERY_TIMEOUT_MS, USER_AGENT } from "../../src/webhooks/delivery/consumer.ts";
 import { JITTER, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../src/webhooks/delivery/schedule.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
 import { hang, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
@@ -248,7 +247,7 @@ describe("a batch", () => {
 
 describe("deliveries and the rate limiter", () => {
   it("never touch it: no rate-limit object is called or created, and a key's remaining count is unchanged", async () => {
-    const key = await newApiKey();
+    const key = (await freshAccount({ plan: "premium" })).key;
     const hooks = await Promise.all([newWebhook(), newWebhook()]);
     const before = rateLimitOf(await call("GET", "/competitors", { token: key }));
     const objects = (await listDurableObjectIds(env.RATE_LIMITER)).length;

@@ -9,7 +9,6 @@ import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { webhooks } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { newApiKey } from "../helpers/catalogue-factory.ts";
 import { call, rateLimitOf } from "../helpers/http.ts";
 import { HOOKS_ORIGIN, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, ingest, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
@@ -177,7 +176,7 @@ describe("from ingestion to the receiver, through the real queue", () => {
   it("a price change reaches a matching webhook within seconds, signed, and never touches a rate limit", async () => {
     const token = (await freshAccount()).token;
     const matching = await createWebhook(token, { url: hookUrl("e2e"), events: ["price.changed"], min_change_pct: 5 });
-    const key = await newApiKey();
+    const key = (await freshAccount({ plan: "premium" })).key;
     await ingest([{ sku: "E2E-1", price: "100.00", observed_at: "2026-05-01T00:00:00Z" }]);
 
     const before = rateLimitOf(await call("GET", "/competitors", { token: key }));
