@@ -24,6 +24,7 @@ import { RETENTION_MS } from "../src/events/retention.ts";
 import { priceEvent, stockEvent } from "../src/observations/events.ts";
 import { newId } from "../src/platform/ids.ts";
 import type { priceHistory } from "../src/platform/tables.ts";
+import { DAY_MS, HOUR_MS } from "../src/platform/time.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -326,8 +327,6 @@ const SHARED_CATEGORIES: Record<"1%" | "10%", Category> = {
 };
 const sharedCategory = (i: number) => (i % 100 === 7 ? SHARED_CATEGORIES["1%"] : i % 10 === 3 ? SHARED_CATEGORIES["10%"] : undefined);
 
-const DAY = 86_400_000;
-const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 const slug = (text: string) =>
   text
@@ -414,8 +413,8 @@ function addProduct(i: number, tables: Rows) {
     // current. Drawn back from now: the latest 1 hour to 12 days ago, each earlier one 2 to 25 days before it, so most
     // offers changed within the events feed's 30 days and none in the future.
     const steps = int(1, 5);
-    const at = [now - HOUR - int(0, 12 * 24) * HOUR - int(0, HOUR)];
-    while (at.length < steps) at.unshift(at[0]! - int(2, 25) * DAY - int(0, DAY));
+    const at = [now - HOUR_MS - int(0, 12 * 24) * HOUR_MS - int(0, HOUR_MS)];
+    while (at.length < steps) at.unshift(at[0]! - int(2, 25) * DAY_MS - int(0, DAY_MS));
     const walk = [{ price: shopPrice(usdCents * (0.9 + random() * 0.15), seller.currency), inStock: chance(0.85), at: at[0]! }];
     for (const when of at.slice(1)) {
       const last = walk.at(-1)!;
@@ -458,7 +457,7 @@ function addProduct(i: number, tables: Rows) {
 
   const firstSeen = Math.min(...offerRows.map(({ walk }) => walk[0]!.at));
   const lastChanged = Math.max(...offerRows.map(({ walk }) => (walk.length > 1 ? walk.at(-1)!.at : 0)));
-  const createdAt = firstSeen - int(1, 600) * DAY;
+  const createdAt = firstSeen - int(1, 600) * DAY_MS;
   const product: ProductRow = {
     id,
     sku,

@@ -25,9 +25,8 @@ import {
   HISTORY_IN_D1_MS,
   RETENTION_MS,
 } from "../src/events/retention.ts";
+import { DAY_MS, DAY_SECONDS } from "../src/platform/time.ts";
 import { FLUSH_EVERY_MS, LAST_USED_SHARDS } from "../src/rate-limit/last-used-schedule.ts";
-
-const DAY_MS = 86_400_000;
 
 /** The delivery queue's consumer batch size, as wrangler.toml sets it (the first consumer is WEBHOOK_QUEUE's). */
 export function queueBatchSize(toml = readFileSync(new URL("../wrangler.toml", import.meta.url), "utf8")): number {
@@ -233,8 +232,7 @@ export const INPUTS: Inputs = {
   },
 };
 
-const DAY = 86_400;
-const MONTH = 30 * DAY;
+const MONTH_SECONDS = 30 * DAY_SECONDS;
 const GB = 1e9;
 
 /** Monthly cost of `used` units with `included` free and `perMillion` dollars per million beyond. */
@@ -267,7 +265,7 @@ export function simulate(i: Inputs = INPUTS) {
 
   // Events and deliveries.
   const eventsPerDay = w.products * w.offersPerProduct * w.changesPerOfferPerDay;
-  const eventsPerSecond = eventsPerDay / DAY;
+  const eventsPerSecond = eventsPerDay / DAY_SECONDS;
   const deliveriesPerSecond = eventsPerSecond * w.webhooks * w.webhookMatchShare;
   const queueMessagesPerSecond = eventsPerSecond + deliveriesPerSecond;
 
@@ -283,7 +281,7 @@ export function simulate(i: Inputs = INPUTS) {
   const cronQueriesPerRun = d.d1QueriesPerCronRunBesidesArchive + 2 * EVENT_ARCHIVE_OBJECTS_PER_RUN + 2 + 3;
   // The delivery archive (its own cron trigger, src/webhooks/delivery/delivery-archive.ts): a webhook's attempts leave D1 about once
   // per (after − keep); a run reads the oldest rows once, then pages of its webhooks' rows, each page one R2 write per webhook and one delete.
-  const deliveriesPerDay = deliveriesPerSecond * DAY;
+  const deliveriesPerDay = deliveriesPerSecond * DAY_SECONDS;
   const deliveryCycleDays = (DELIVERY_ARCHIVE_AFTER_MS - DELIVERIES_IN_D1_MS) / DAY_MS;
   const deliveriesPerWebhookPerDay = deliveriesPerDay / w.webhooks;
   const webhooksArchivedPerDay = (w.webhooks * (1 - Math.exp(-deliveriesPerWebhookPerDay * deliveryCycleDays))) / deliveryCycleDays;
@@ -296,7 +294,7 @@ export function simulate(i: Inputs = INPUTS) {
     eventsPerSecond * (2 + d.d1QueriesPerEventFanOut) +
     deliveryRecordsPerSecond +
     d1ReadQueriesPerSecond +
-    ((cronQueriesPerRun + deliveryArchiveQueriesPerRun) * L.cronsPerDay) / DAY;
+    ((cronQueriesPerRun + deliveryArchiveQueriesPerRun) * L.cronsPerDay) / DAY_SECONDS;
   // An attempt's row is written, then deleted when it moves to R2 (a delete counts as a row written).
   const d1WritesPerSecond = lastUsedWritesPerSecond + eventsPerSecond * d.d1RowsWrittenPerEvent + 2 * deliveriesPerSecond;
 
@@ -329,7 +327,7 @@ export function simulate(i: Inputs = INPUTS) {
   const versionChecksPerSecond = w.isolates;
   const archiveReadsPerSecond = feedPerSecond * w.feedFromArchiveShare * 1.5 + historyPerSecond * w.historyYearsRead;
   const r2ReadsPerSecond =
-    fullListsPerSecond * (segments + 1) + versionChecksPerSecond + archiveReadsPerSecond + (productsArchivedPerDay * 1.05) / DAY;
+    fullListsPerSecond * (segments + 1) + versionChecksPerSecond + archiveReadsPerSecond + (productsArchivedPerDay * 1.05) / DAY_SECONDS;
   const batchesPerSecond = eventsPerSecond / w.changesPerIngestBatch;
   const segmentsTouchedPerBatch = segments * (1 - Math.exp(-w.changesPerIngestBatch / segments));
   const archiveWritesPerSecond =
@@ -337,11 +335,11 @@ export function simulate(i: Inputs = INPUTS) {
       productsArchivedPerDay * 1.05 +
       webhooksArchivedPerDay +
       deliveryPagesPerRun * L.cronsPerDay) /
-    DAY;
+    DAY_SECONDS;
   const r2WritesPerSecond = batchesPerSecond * (segmentsTouchedPerBatch + 1) + archiveWritesPerSecond;
   const manifestWritesPerSecond = batchesPerSecond;
   // Archive keys are each written at most once a cron run (a product-year once per run; an event object once).
-  const archiveKeyWritesPerSecond = 1 / (DAY / L.cronsPerDay);
+  const archiveKeyWritesPerSecond = 1 / (DAY_SECONDS / L.cronsPerDay);
   const r2Gb =
     (w.products * d.gzipBytesPerProduct * 2 +
       ((eventsPerDay * RETENTION_MS) / DAY_MS) * d.r2BytesPerArchivedEvent +
@@ -353,7 +351,7 @@ export function simulate(i: Inputs = INPUTS) {
   const feedSubrequests = D1_QUERIES_PER_FEED_PAGE + 2 * EVENT_ARCHIVE_READS_PER_PAGE;
 
   // Cost per month at list prices.
-  const requests = w.requestsPerSecond * MONTH;
+  const requests = w.requestsPerSecond * MONTH_SECONDS;
   const cost = {
     workers:
       p.workersMonthly +
@@ -365,18 +363,18 @@ export function simulate(i: Inputs = INPUTS) {
       p.objectIncludedGbSeconds,
       p.objectPerMillionGbSeconds,
     ),
-    objectRowsWritten: overage(objectWritesPerSecond * MONTH, p.objectIncludedRowsWritten, p.objectPerMillionRowsWritten),
+    objectRowsWritten: overage(objectWritesPerSecond * MONTH_SECONDS, p.objectIncludedRowsWritten, p.objectPerMillionRowsWritten),
     objectStorage: Math.max(0, (w.keys * d.objectStorageBytesPerKey) / GB - p.objectIncludedStorageGb) * p.objectPerGbMonth,
     d1:
       overage(eventsPerDay * 30, p.d1IncludedRowsRead, p.d1PerMillionRowsRead) +
-      overage(d1WritesPerSecond * MONTH, p.d1IncludedRowsWritten, p.d1PerMillionRowsWritten) +
+      overage(d1WritesPerSecond * MONTH_SECONDS, p.d1IncludedRowsWritten, p.d1PerMillionRowsWritten) +
       Math.max(0, d1Gb - p.d1IncludedStorageGb) * p.d1PerGbMonth,
     r2:
-      overage(r2WritesPerSecond * MONTH, p.r2IncludedClassA, p.r2PerMillionClassA) +
-      overage(r2ReadsPerSecond * MONTH, p.r2IncludedClassB, p.r2PerMillionClassB) +
+      overage(r2WritesPerSecond * MONTH_SECONDS, p.r2IncludedClassA, p.r2PerMillionClassA) +
+      overage(r2ReadsPerSecond * MONTH_SECONDS, p.r2IncludedClassB, p.r2PerMillionClassB) +
       Math.max(0, r2Gb - p.r2IncludedStorageGb) * p.r2PerGbMonth,
     queues: overage(
-      queueMessagesPerSecond * MONTH * p.queuesOperationsPerMessage,
+      queueMessagesPerSecond * MONTH_SECONDS * p.queuesOperationsPerMessage,
       p.queuesIncludedOperations,
       p.queuesPerMillionOperations,
     ),

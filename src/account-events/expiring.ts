@@ -2,9 +2,9 @@ import type { WebhookMessage } from "../events/messages.ts";
 import { relayEvents } from "../events/outbox.ts";
 import type { Database } from "../platform/db.ts";
 import { derivedEventId } from "../platform/ids.ts";
+import { DAY_MS } from "../platform/time.ts";
 import { accountEventMessage, insertOnce } from "./store.ts";
 
-const DAY_MS = 86_400_000;
 /** Keys announced per run (the cron runs every minute); more wait for the next run, oldest expiry first. */
 const PER_RUN = 500;
 

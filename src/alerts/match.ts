@@ -4,6 +4,7 @@ import type { EventMessage } from "../events/messages.ts";
 import { HISTORY_IN_D1_MS } from "../events/retention.ts";
 import type { Database } from "../platform/db.ts";
 import { priceHistory, products } from "../platform/tables.ts";
+import { DAY_MS } from "../platform/time.ts";
 import { type AlertRule, type AlertSubject, historyWindows, matchesAlert } from "./rules.ts";
 
 /**
@@ -28,7 +29,6 @@ export interface AlertEvent {
 /** The queue's and the outbox's form of an event, as the rules read it. */
 export const alertEventOf = (message: EventMessage): AlertEvent => ({ ...message.event, change: message.price_change });
 
-const DAY_MS = 86_400_000;
 /** Prior-price questions per statement: one JSON parameter each, far below D1's statement size. */
 const PRIOR_CHUNK = 200;
 

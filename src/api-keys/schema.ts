@@ -3,6 +3,7 @@ import { DATE_OR_DATE_TIME, isoTimestamp, strictQuery, when } from "../http/quer
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
 import { allowedIpsInput, restrictionFields, scopesInput } from "../key-restrictions/schema.ts";
+import { DAY_MS } from "../platform/time.ts";
 import { KEY_SCOPES } from "../rate-limit/key-scopes.ts";
 import { GRANULARITIES } from "../rate-limit/types.ts";
 
@@ -31,7 +32,7 @@ export const apiKeyBody = z
   .meta({ minProperties: 1 });
 export type ApiKeyPatch = z.output<typeof apiKeyBody>;
 
-const YEAR_MS = 365 * 86_400_000;
+const YEAR_MS = 365 * DAY_MS;
 
 /** A future instant at most a year ahead, judged when the request is read. */
 const expiresAt = z

@@ -2,6 +2,7 @@ import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey, jw
 import { ApiError } from "../http/errors.ts";
 import type { Config } from "../platform/config.ts";
 import { logger } from "../platform/log.ts";
+import { DAY_MS, MINUTE_MS } from "../platform/time.ts";
 
 /** What a verified account-login or admin JWT tells us. */
 export interface Identity {
@@ -10,9 +11,9 @@ export interface Identity {
 }
 
 /** A fetched key set is used this long before it is fetched again. */
-const KEYS_FRESH_MS = 10 * 60_000;
+const KEYS_FRESH_MS = 10 * MINUTE_MS;
 /** When fetching fails, the last good key set is still used until it is this old (contract: 24 hours). */
-const LAST_GOOD_KEYS_MS = 24 * 3_600_000;
+const LAST_GOOD_KEYS_MS = DAY_MS;
 /** After a fetch (failed, or for an unknown kid), none other for this long: an outage costs one wait per 30 s, not one per request. */
 const REFETCH_COOLDOWN_MS = 30_000;
 const FETCH_TIMEOUT_MS = 5_000;

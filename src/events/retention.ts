@@ -2,11 +2,12 @@
  * How long events and price history stay in D1 and how the cron moves them to R2 (src/events/archive.ts,
  * src/catalogue/history-archive.ts). A leaf module: `npm run simulate` reads these same numbers.
  */
+import { DAY_MS, MINUTE_MS } from "../platform/time.ts";
 
 /** Events (the feed, replay) are kept this long. */
-export const RETENTION_MS = 30 * 24 * 3600 * 1000;
+export const RETENTION_MS = 30 * DAY_MS;
 /** Events stay in D1 this long after their commit, then move to R2: a client catching up within a day reads D1 only. */
-export const EVENTS_IN_D1_MS = 24 * 3600 * 1000;
+export const EVENTS_IN_D1_MS = DAY_MS;
 /** Events in one archive object: a page of the feed (≤ 1,000) reads one or two. */
 export const EVENTS_PER_ARCHIVE_OBJECT = 1000;
 /** Archive objects the cron writes per run (each: one D1 read, one R2 write, one D1 batch). */
@@ -19,12 +20,12 @@ export const EVENT_ARCHIVE_READS_PER_PAGE = 3;
  * How far an event's timestamp (taken when its ingestion started) may trail an event committed after it:
  * the time an ingestion takes to commit. `since` becomes a seq bound by reading this much of the timestamp index.
  */
-export const COMMIT_SKEW_MS = 60_000;
+export const COMMIT_SKEW_MS = MINUTE_MS;
 
 /** A product's oldest history row in D1 this old sends its history to R2 ... */
-export const HISTORY_ARCHIVE_AFTER_MS = 10 * 24 * 3600 * 1000;
+export const HISTORY_ARCHIVE_AFTER_MS = 10 * DAY_MS;
 /** ... every row of it older than this, so each product is archived about once per (after − keep). */
-export const HISTORY_IN_D1_MS = 2 * 24 * 3600 * 1000;
+export const HISTORY_IN_D1_MS = 2 * DAY_MS;
 /** Products whose history the cron archives per run: each one R2 read and one write per year it spans. */
 export const HISTORY_ARCHIVE_PRODUCTS_PER_RUN = 200;
 /** Archive objects one replay reads at most (about this many thousand events); a longer span is 400: replay it in parts. */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { MONEY_PATTERN } from "../platform/money.ts";
+import { DAY_SECONDS } from "../platform/time.ts";
 
 /**
  * The primitives every response shape is built from, declared once. Request-side validation of the
@@ -28,7 +29,7 @@ export const prefixedId = (prefix: string, example: string) =>
     .regex(new RegExp(`^${prefix}_`))
     .meta({ example: `${prefix}_${example}` });
 
-const MAX_GRACE_SECONDS = 7 * 86_400;
+const MAX_GRACE_SECONDS = 7 * DAY_SECONDS;
 
 /** How long an old key or signing secret keeps working after a rotation: 0 to 7 days, a day unless told. */
 export const graceSeconds = (description: string) =>
@@ -36,5 +37,5 @@ export const graceSeconds = (description: string) =>
     .int({ error: "must be a whole number of seconds" })
     .min(0, { error: `must be 0 to ${MAX_GRACE_SECONDS} (7 days)` })
     .max(MAX_GRACE_SECONDS, { error: `must be 0 to ${MAX_GRACE_SECONDS} (7 days)` })
-    .default(86_400)
+    .default(DAY_SECONDS)
     .meta({ description: `${description} (0 to 7 days; 1 day by default)`, example: 3600 });

@@ -8,6 +8,7 @@ import { eventsQuery } from "../events/query.ts";
 import { listEvents } from "../events/service.ts";
 import type { Database } from "../platform/db.ts";
 import { offers, products } from "../platform/tables.ts";
+import { DAY_MS } from "../platform/time.ts";
 import { textCondition } from "./search-text.ts";
 
 /**
@@ -145,8 +146,6 @@ export async function priceHistoryOf(db: Database, archive: R2Bucket, input: z.o
 export async function listCompetitors(catalogue: CatalogueStore) {
   return { competitors: (await servingManifest(catalogue)).competitors };
 }
-
-const DAY_MS = 86_400_000;
 
 export async function recentChanges(db: Database, archive: R2Bucket, input: z.output<z.ZodObject<typeof recentChangesInput>>) {
   return listEvents(db, archive, {

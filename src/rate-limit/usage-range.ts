@@ -1,7 +1,8 @@
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../platform/time.ts";
 import type { Granularity, UsageCount } from "./types.ts";
 
 /** Bucket widths, and how many buckets each granularity keeps: 24 h of minutes, 30 days of hours, a year of days. */
-export const BUCKET_MS: Record<Granularity, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+export const BUCKET_MS: Record<Granularity, number> = { minute: MINUTE_MS, hour: HOUR_MS, day: DAY_MS };
 const KEPT_BUCKETS: Record<Granularity, number> = { minute: 1440, hour: 720, day: 365 };
 
 export const bucketStart = (at: number, granularity: Granularity) => at - (at % BUCKET_MS[granularity]);

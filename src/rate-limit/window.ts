@@ -1,8 +1,5 @@
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../platform/time.ts";
 import type { Decision, Limits } from "./types.ts";
-
-const MINUTE_MS = 60_000;
-const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
 
 /** A fixed-window counter, used for the hour and day quotas. */
 export interface Counter {

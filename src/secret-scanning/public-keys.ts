@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { logger } from "../platform/log.ts";
+import { HOUR_MS, MINUTE_MS } from "../platform/time.ts";
 
 /**
  * GitHub's secret-scanning public keys (`SECRET_SCANNING_KEYS_URL`), cached per isolate. A signature names
@@ -8,8 +9,8 @@ import { logger } from "../platform/log.ts";
  * so a key GitHub withdraws stops being trusted. When a refresh fails, the keys already held keep working.
  */
 
-const REFETCH_UNKNOWN_AFTER_MS = 60_000;
-const REFRESH_AFTER_MS = 3_600_000;
+const REFETCH_UNKNOWN_AFTER_MS = MINUTE_MS;
+const REFRESH_AFTER_MS = HOUR_MS;
 /** Well inside the time GitHub gives a partner endpoint to answer. */
 const FETCH_TIMEOUT_MS = 10_000;
 

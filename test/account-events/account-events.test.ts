@@ -7,6 +7,7 @@ import { ACCOUNT_EVENTS } from "../../src/account-events/schema.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { events } from "../../src/platform/tables.ts";
+import { DAY_MS } from "../../src/platform/time.ts";
 import { fanOut } from "../../src/webhooks/delivery/deliveries.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
@@ -16,8 +17,6 @@ import { createWebhook, deliveryTo, runQueue } from "../helpers/webhooks.ts";
 
 /** An account event of one type: for a feed the query or the test's own doing restricts to that type. */
 type AccountEventOf<Type extends Schemas["AccountFeedEvent"]["type"]> = Extract<Schemas["AccountFeedEvent"], { type: Type }>;
-
-const DAY_MS = 86_400_000;
 
 let receiver: Receiver;
 beforeAll(() => {

@@ -6,6 +6,7 @@ import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, priceHistory } from "../../src/platform/tables.ts";
+import { DAY_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver } from "../helpers/webhook-receiver.ts";
@@ -14,7 +15,6 @@ import { createWebhook, ingest, runQueue } from "../helpers/webhooks.ts";
 /** new_low_days / new_high_days read the offer's history in R2 too, once the archive has moved it out of D1. */
 
 const db = () => database(env.DB);
-const DAY = 86_400_000;
 
 beforeAll(() => {
   installReceiver();
@@ -26,7 +26,7 @@ describe("alert rules over archived history", () => {
     const token = (await freshAccount()).token;
     const low = await createWebhook(token, { url: hookUrl("low"), filters: { new_low_days: 90 } });
     const sku = `ARCHIVED-LOW-${Date.now()}-ü`;
-    const at = (daysAgo: number) => new Date(Date.now() - daysAgo * DAY).toISOString();
+    const at = (daysAgo: number) => new Date(Date.now() - daysAgo * DAY_MS).toISOString();
     vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
     for (const [price, daysAgo] of [
       ["9.00", 60],

@@ -5,6 +5,7 @@ import { type AlertSubject, matchesAlert } from "../../src/alerts/rules.ts";
 import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhooks } from "../../src/platform/tables.ts";
+import { DAY_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
@@ -24,7 +25,6 @@ beforeAll(() => {
 afterEach(() => receiver.assertNoStrayRequests());
 afterAll(() => vi.restoreAllMocks());
 
-const DAY = 86_400_000;
 let cases = 0;
 
 interface Step extends Partial<ObservationInput> {
@@ -44,10 +44,10 @@ async function decide(filters: unknown, steps: Step[], body: Record<string, unkn
   const hook = await createWebhook(token, { url: hookUrl("alert"), filters, ...body });
   const sends = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
   try {
-    const since = new Date(Date.now() - 400 * DAY).toISOString();
+    const since = new Date(Date.now() - 400 * DAY_MS).toISOString();
     const now = Date.now();
     for (const [i, { daysAgo, ...step }] of steps.entries()) {
-      const observedAt = new Date(daysAgo === undefined ? now - (steps.length - i) * 1000 : now - daysAgo * DAY).toISOString();
+      const observedAt = new Date(daysAgo === undefined ? now - (steps.length - i) * 1000 : now - daysAgo * DAY_MS).toISOString();
       await ingest([{ sku, brand: "Acme", category: "Headphones", ...step, observed_at: observedAt }]);
     }
     const rows = await db()

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { ApiError, Schemas } from "../../client/index.ts";
 import { hashApiKey } from "../../src/auth/api-key.ts";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../src/platform/time.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
@@ -10,9 +11,6 @@ import { accountToken } from "../helpers/tokens.ts";
 
 // A fake Date, shared by the worker and its Durable Objects in these tests. T0 is 30 s into a minute.
 const T0 = Date.parse("2030-03-10T12:00:30Z");
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
 fakeDateAt(T0);
 
 const at = (ms: number) => vi.setSystemTime(T0 + ms);
@@ -50,10 +48,10 @@ describe("a key's usage", () => {
     expect(minutes.buckets).toHaveLength(1440);
     expect(minutes.buckets.at(-1)).toEqual({ start: iso(T0 - 30_000), admitted: 10, refused: 5 });
     expect(nonZero(minutes.buckets)).toHaveLength(1);
-    expect(minutes.buckets[0]!.start).toBe(iso(T0 - 30_000 - 1439 * MINUTE));
+    expect(minutes.buckets[0]!.start).toBe(iso(T0 - 30_000 - 1439 * MINUTE_MS));
 
     // The next minute: 10 more admitted, 3 refused.
-    at(MINUTE);
+    at(MINUTE_MS);
     expect(await send(key, 13)).toEqual({ admitted: 10, refused: 3 });
 
     const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
@@ -85,15 +83,15 @@ describe("a key's usage", () => {
       token = await accountToken(sub); // a login minted at the new time
     };
 
-    await later(26 * HOUR); // the first minutes are now an hour past the 24 h window: folded
+    await later(26 * HOUR_MS); // the first minutes are now an hour past the 24 h window: folded
     const minutes = await usage(token, path, "?granularity=minute");
-    expect(nonZero(minutes.buckets)).toEqual([{ start: iso(T0 + 26 * HOUR - 30_000), admitted: 1, refused: 0 }]);
+    expect(nonZero(minutes.buckets)).toEqual([{ start: iso(T0 + 26 * HOUR_MS - 30_000), admitted: 1, refused: 0 }]);
     expect(nonZero((await usage(token, path, "?granularity=hour")).buckets)).toEqual([
       { start: "2030-03-10T12:00:00.000Z", admitted: 7, refused: 0 },
       { start: "2030-03-11T14:00:00.000Z", admitted: 1, refused: 0 },
     ]);
 
-    await later(32 * DAY);
+    await later(32 * DAY_MS);
     expect(nonZero((await usage(token, path, "?granularity=hour")).buckets)).toEqual([
       { start: "2030-04-11T12:00:00.000Z", admitted: 1, refused: 0 },
     ]);
@@ -103,7 +101,7 @@ describe("a key's usage", () => {
       { start: "2030-04-11T00:00:00.000Z", admitted: 1, refused: 0 },
     ]);
 
-    await later(400 * DAY); // after a year, the oldest days are dropped from storage
+    await later(400 * DAY_MS); // after a year, the oldest days are dropped from storage
     expect(nonZero((await usage(token, path, "?granularity=day")).buckets)).toEqual([
       { start: "2031-04-14T00:00:00.000Z", admitted: 1, refused: 0 },
     ]);
@@ -121,8 +119,8 @@ describe("a key's usage", () => {
     const { token, key, keyId } = await freshAccount({ plan: "free" });
     await send(key, 2);
     const path = `/api-keys/${keyId}/usage` as const;
-    const ranged = await usage(token, path, `?granularity=minute&from=${iso(T0 - 5 * MINUTE)}&to=${iso(T0 + 1)}`);
-    expect(ranged.buckets.map((b) => b.start)).toEqual([5, 4, 3, 2, 1, 0].map((n) => iso(T0 - 30_000 - n * MINUTE)));
+    const ranged = await usage(token, path, `?granularity=minute&from=${iso(T0 - 5 * MINUTE_MS)}&to=${iso(T0 + 1)}`);
+    expect(ranged.buckets.map((b) => b.start)).toEqual([5, 4, 3, 2, 1, 0].map((n) => iso(T0 - 30_000 - n * MINUTE_MS)));
     expect(ranged.buckets.at(-1)).toMatchObject({ admitted: 2, refused: 0 });
     const clipped = await usage(token, path, "?granularity=hour&from=2000-01-01&to=2100-01-01");
     expect(clipped.buckets).toHaveLength(720);

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { verifyIdpToken } from "../../src/auth/idp.ts";
 import { ApiError } from "../../src/http/errors.ts";
 import { type Config, readConfig } from "../../src/platform/config.ts";
+import { HOUR_MS, MINUTE_MS } from "../../src/platform/time.ts";
 import { captureLogs } from "../helpers/logs.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
@@ -11,11 +12,9 @@ import { accountToken } from "../helpers/tokens.ts";
  * path of its own per test, which can be taken down (503) and counts its fetches; only Date is faked.
  */
 
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
 /** A fetched set is fresh for 10 minutes; the last good one serves up to 24 hours (contract); one fetch per 30 s during an outage. */
-const KEYS_FRESH_MS = 10 * MINUTE;
-const LAST_GOOD_KEYS_MS = 24 * HOUR;
+const KEYS_FRESH_MS = 10 * MINUTE_MS;
+const LAST_GOOD_KEYS_MS = 24 * HOUR_MS;
 const REFETCH_COOLDOWN_MS = 30_000;
 
 /** An IdP of its own: its JWKS URL, and the switches of the test server behind it. */
@@ -49,13 +48,13 @@ describe("when the IdP's key set cannot be fetched", () => {
     expect(await idp.verify("before")).toMatchObject({ sub: "before" });
     await idp.down();
 
-    advance(KEYS_FRESH_MS + MINUTE); // past the 10 minutes a set is fresh: the refresh fails, the last good set is used
+    advance(KEYS_FRESH_MS + MINUTE_MS); // past the 10 minutes a set is fresh: the refresh fails, the last good set is used
     expect(await idp.verify("at-11-min")).toMatchObject({ sub: "at-11-min" });
-    advance(23 * HOUR);
+    advance(23 * HOUR_MS);
     expect(await idp.verify("at-23-h")).toMatchObject({ sub: "at-23-h" });
     expect(await idp.fetches()).toBe(3);
 
-    advance(LAST_GOOD_KEYS_MS - 23 * HOUR); // 24 h and a minute after the last good fetch
+    advance(LAST_GOOD_KEYS_MS - 23 * HOUR_MS); // 24 h and a minute after the last good fetch
     const refused = await idp.verify("at-24-h").catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ApiError);
     expect(refused).toMatchObject({ status: 503 });

@@ -4,8 +4,9 @@ import { archiveEvents } from "../../src/events/archive.ts";
 import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries } from "../../src/platform/tables.ts";
+import { HOUR_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { commitEvents, HOUR } from "../helpers/events.ts";
+import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook } from "../helpers/webhooks.ts";
@@ -24,7 +25,7 @@ function captureSends() {
   return () => sent.mock.calls.flatMap(([batch]) => [...batch].map((m) => (m.body as DeliveryMessage).event.id));
 }
 
-const since = (hoursAgo: number) => new Date(Date.now() - hoursAgo * HOUR).toISOString();
+const since = (hoursAgo: number) => new Date(Date.now() - hoursAgo * HOUR_MS).toISOString();
 
 describe("replay across the archive", () => {
   it("sends the archived and recent events the webhook takes, in commit order, once; only_failed reads the archived ones' deliveries", async () => {

@@ -8,8 +8,9 @@ import worker from "../../src/index.ts";
 import { type Database, database } from "../../src/platform/db.ts";
 import { eventIdTime, newEventId } from "../../src/platform/ids.ts";
 import { eventArchive, events } from "../../src/platform/tables.ts";
+import { HOUR_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { commitEvents, HOUR } from "../helpers/events.ts";
+import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson } from "../helpers/http.ts";
 
 /**
@@ -77,7 +78,7 @@ describe("the events archive", () => {
     expect((await feed(`?after=${old[6]}&limit=5`)).events.map((e) => e.id)).toEqual(all.slice(7, 12));
     expect((await feed(`?after=${old.at(-1)}&limit=2`)).events.map((e) => e.id)).toEqual(recent.slice(0, 2));
     // since inside the archive, at the boundary, and in D1.
-    const sinceOf = (hoursAgo: number) => `?since=${new Date(Date.now() - hoursAgo * HOUR).toISOString()}`;
+    const sinceOf = (hoursAgo: number) => `?since=${new Date(Date.now() - hoursAgo * HOUR_MS).toISOString()}`;
     expect(await walk(sinceOf(55), 4)).toEqual(all.slice(9));
     expect(await walk(sinceOf(24), 3)).toEqual(recent);
     expect(await walk(sinceOf(1.5), 2)).toEqual(recent.slice(4));
@@ -110,10 +111,10 @@ describe("the events archive", () => {
   });
 
   it("410 for an after older than 30 days, archived or not; the archive's expired objects are deleted", async () => {
-    const expired = await commit(RETENTION_MS / HOUR + 2, 2);
-    const kept = await commit(RETENTION_MS / HOUR - 2, 2);
+    const expired = await commit(RETENTION_MS / HOUR_MS + 2, 2);
+    const kept = await commit(RETENTION_MS / HOUR_MS - 2, 2);
     await archiveEvents(db(), env.ARCHIVE);
-    for (const cursor of [expired[0]!, `evt_${"0".repeat(32)}`, newEventId(new Date(Date.now() - 40 * HOUR).toISOString())]) {
+    for (const cursor of [expired[0]!, `evt_${"0".repeat(32)}`, newEventId(new Date(Date.now() - 40 * HOUR_MS).toISOString())]) {
       expect((await feed(`?after=${cursor}`, 410)).detail).toMatch(/30 days.*since/);
     }
     expect((await feed("?limit=10")).events.map((e) => e.id)).toEqual(kept);
@@ -154,7 +155,7 @@ describe("a crash in the middle of archiving", () => {
 
 describe("the cron", () => {
   it("archives through the worker's scheduled handler", async () => {
-    const old = await commit(EVENTS_IN_D1_MS / HOUR + 1, 3);
+    const old = await commit(EVENTS_IN_D1_MS / HOUR_MS + 1, 3);
     await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env);
     expect((await db().select().from(eventArchive)).map((range) => range.count)).toEqual([3]);
     expect((await feed("?limit=10")).events.map((e) => e.id)).toEqual(old);

@@ -5,8 +5,8 @@ import { outboxRows } from "../../src/events/outbox-rows.ts";
 import { database } from "../../src/platform/db.ts";
 import { newEventId } from "../../src/platform/ids.ts";
 import { events } from "../../src/platform/tables.ts";
+import { HOUR_MS } from "../../src/platform/time.ts";
 
-export const HOUR = 3_600_000;
 let n = 0;
 
 export interface CommitOptions {
@@ -26,7 +26,7 @@ export async function commitEvents(
   count: number,
   { type = "price.changed", fannedOut = true, prices }: CommitOptions = {},
 ): Promise<string[]> {
-  const at = new Date(Date.now() - hoursAgo * HOUR).toISOString();
+  const at = new Date(Date.now() - hoursAgo * HOUR_MS).toISOString();
   const messages = Array.from({ length: count }, (_, i): EventMessage => {
     const id = newEventId(at);
     const message: EventMessage = {

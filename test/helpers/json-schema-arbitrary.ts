@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import { DAY_MS } from "../../src/platform/time.ts";
 
 /**
  * fast-check arbitraries from JSON Schema, for the keywords GET /openapi.json uses in its request
@@ -22,7 +23,6 @@ const EARLIEST = new Date("2000-01-01T00:00:00Z");
 /** Any Unicode code point (astral ones too: JSON Schema lengths count code points). */
 const text = (constraints: { minLength?: number; maxLength?: number } = {}) => fc.string({ unit: "binary", ...constraints });
 
-const DAY_MS = 86_400_000;
 const dateTime = (future: boolean) => {
   const now = Date.now();
   const [min, max] = future ? [now - DAY_MS, now + 2 * 365 * DAY_MS] : [EARLIEST.getTime(), now];

@@ -3,9 +3,10 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 import { archiveEvents } from "../../src/events/archive.ts";
 import { D1_QUERIES_PER_FEED_PAGE, D1_QUERIES_PER_HISTORY_READ } from "../../src/events/retention.ts";
 import { database } from "../../src/platform/db.ts";
+import { HOUR_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
-import { commitEvents, HOUR } from "../helpers/events.ts";
+import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { type Cost, costOf, statementsOf } from "../helpers/statements.ts";
 import { accountToken } from "../helpers/tokens.ts";
@@ -19,7 +20,7 @@ import { createWebhook } from "../helpers/webhooks.ts";
  */
 
 const MANY = 2000;
-const ago = (hours: number) => new Date(Date.now() - hours * HOUR).toISOString();
+const ago = (hours: number) => new Date(Date.now() - hours * HOUR_MS).toISOString();
 /** Rows generated inside D1 (a recursive CTE), so a few thousand cost one statement. */
 const generate = (count: number, insert: string) =>
   env.DB.prepare(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count}) ${insert}`).run();

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { HOUR_MS } from "../../src/platform/time.ts";
 import { Usage } from "../../src/rate-limit/window.ts";
 
 // The window logic on its own, with quotas the plans don't have, so the hour and day can bind alone.
 const limits = { per_minute: 3, per_hour: 5, per_day: 7 };
-const HOUR = 3_600_000;
 
 function admit(usage: Usage, now: number) {
   usage.slide(now);
@@ -25,15 +25,15 @@ describe("Usage", () => {
     for (const t of [0, 1, 2]) expect(admit(usage, t).allowed).toBe(true);
     for (const t of [70_000, 70_001]) expect(admit(usage, t).allowed).toBe(true);
     const refused = admit(usage, 200_000);
-    expect(refused).toMatchObject({ allowed: false, exceeded: "hour", resetSeconds: (HOUR - 200_000) / 1000 });
-    expect(admit(usage, HOUR).allowed).toBe(true);
+    expect(refused).toMatchObject({ allowed: false, exceeded: "hour", resetSeconds: (HOUR_MS - 200_000) / 1000 });
+    expect(admit(usage, HOUR_MS).allowed).toBe(true);
   });
 
   it("refuses on the day quota across hours", () => {
     const usage = new Usage();
-    for (let h = 0; h < 2; h++) for (let i = 0; i < 3; i++) admit(usage, h * HOUR + i);
-    admit(usage, 2 * HOUR);
-    const refused = admit(usage, 3 * HOUR);
+    for (let h = 0; h < 2; h++) for (let i = 0; i < 3; i++) admit(usage, h * HOUR_MS + i);
+    admit(usage, 2 * HOUR_MS);
+    const refused = admit(usage, 3 * HOUR_MS);
     expect(refused).toMatchObject({ allowed: false, exceeded: "day", resetSeconds: 21 * 3600 });
   });
 

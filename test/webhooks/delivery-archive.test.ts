@@ -7,6 +7,7 @@ import { DELIVERIES_IN_D1_MS, DELIVERY_ARCHIVE_AFTER_MS } from "../../src/events
 import worker from "../../src/index.ts";
 import { type Database, database } from "../../src/platform/db.ts";
 import { webhookDeliveries } from "../../src/platform/tables.ts";
+import { MINUTE_MS } from "../../src/platform/time.ts";
 import {
   archiveDeliveries,
   archivedAttempts,
@@ -26,9 +27,8 @@ import { createWebhook } from "../helpers/webhooks.ts";
  */
 
 const db = () => database(env.DB);
-const MINUTE = 60_000;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
-const OLD = DELIVERY_ARCHIVE_AFTER_MS + 30 * MINUTE;
+const OLD = DELIVERY_ARCHIVE_AFTER_MS + 30 * MINUTE_MS;
 
 beforeAll(() => {
   installReceiver();
@@ -88,9 +88,9 @@ describe("the webhook delivery archive", () => {
   it("moves a webhook's attempts older than the D1 window once its oldest is due; the listing is the same before and after", async () => {
     const token = (await freshAccount()).token;
     const [busy, recent] = await Promise.all([createWebhook(token, { url: hookUrl() }), createWebhook(token, { url: hookUrl() })]);
-    await attempts(busy.id, spread(120, OLD, DELIVERIES_IN_D1_MS + MINUTE));
-    await attempts(recent.id, spread(20, DELIVERY_ARCHIVE_AFTER_MS - 10 * MINUTE, 0)); // its oldest is not due yet
-    await attempts(busy.id, spread(30, DELIVERIES_IN_D1_MS - MINUTE, 0));
+    await attempts(busy.id, spread(120, OLD, DELIVERIES_IN_D1_MS + MINUTE_MS));
+    await attempts(recent.id, spread(20, DELIVERY_ARCHIVE_AFTER_MS - 10 * MINUTE_MS, 0)); // its oldest is not due yet
+    await attempts(busy.id, spread(30, DELIVERIES_IN_D1_MS - MINUTE_MS, 0));
     const before = await listing(token, busy.id);
     expect(before).toHaveLength(100);
 
@@ -104,7 +104,7 @@ describe("the webhook delivery archive", () => {
     expect(await archiveKeys(busy.id)).toHaveLength(1);
     expect(await archiveKeys(recent.id)).toEqual([]);
     expect(await listing(token, busy.id)).toEqual(before);
-    const archived = await archivedAttempts(env.ARCHIVE, busy.id, ago(OLD + MINUTE), new Date().toISOString());
+    const archived = await archivedAttempts(env.ARCHIVE, busy.id, ago(OLD + MINUTE_MS), new Date().toISOString());
     expect(archived).toHaveLength(120);
     expect(archived[0]!.responseExcerpt).toMatch(/^Réponse ✓ /);
   });
@@ -114,8 +114,8 @@ describe("the webhook delivery archive", () => {
     const hook = await createWebhook(token, { url: hookUrl() });
     await attempts(hook.id, spread(60, 3 * OLD, 2 * OLD));
     await archiveDeliveries(db(), env.ARCHIVE, Date.now() - OLD); // an earlier run: one object
-    await attempts(hook.id, spread(70, OLD, DELIVERIES_IN_D1_MS + MINUTE));
-    await attempts(hook.id, spread(5, MINUTE, 0));
+    await attempts(hook.id, spread(70, OLD, DELIVERIES_IN_D1_MS + MINUTE_MS));
+    await attempts(hook.id, spread(5, MINUTE_MS, 0));
     const before = await listing(token, hook.id);
     await archiveDeliveries(db(), env.ARCHIVE);
     expect(await inD1(hook.id)).toBe(5);
@@ -128,8 +128,8 @@ describe("the webhook delivery archive", () => {
   it("a crash between the R2 write and the D1 delete, or a failed write, loses and repeats nothing", async () => {
     const token = (await freshAccount()).token;
     const [a, b] = await Promise.all([createWebhook(token, { url: hookUrl() }), createWebhook(token, { url: hookUrl() })]);
-    await attempts(a.id, spread(40, OLD, DELIVERIES_IN_D1_MS + MINUTE));
-    await attempts(b.id, spread(40, OLD, DELIVERIES_IN_D1_MS + MINUTE));
+    await attempts(a.id, spread(40, OLD, DELIVERIES_IN_D1_MS + MINUTE_MS));
+    await attempts(b.id, spread(40, OLD, DELIVERIES_IN_D1_MS + MINUTE_MS));
     const before = { a: await listing(token, a.id), b: await listing(token, b.id) };
 
     // 1. Written to R2, not deleted from D1: the rows are in both places; readers count them once.
@@ -156,7 +156,7 @@ describe("the webhook delivery archive", () => {
       [b, before.b],
     ] as const) {
       expect(await listing(token, hook.id)).toEqual(listed);
-      const archived = await archivedAttempts(env.ARCHIVE, hook.id, ago(OLD + MINUTE), new Date().toISOString());
+      const archived = await archivedAttempts(env.ARCHIVE, hook.id, ago(OLD + MINUTE_MS), new Date().toISOString());
       expect(archived.map((row) => row.id)).toEqual([...new Set(archived.map((row) => row.id))]);
       expect(archived).toHaveLength(40);
     }
@@ -166,13 +166,13 @@ describe("the webhook delivery archive", () => {
     const token = (await freshAccount()).token;
     const [delivered, retriedThenFailed, failed, stillRetrying, never] = await commitEvents(2, 5);
     const hook = await createWebhook(token, { url: hookUrl(), events: ["price.changed"] });
-    const early = DELIVERY_ARCHIVE_AFTER_MS + 5 * MINUTE;
+    const early = DELIVERY_ARCHIVE_AFTER_MS + 5 * MINUTE_MS;
     await attempts(hook.id, [
       [delivered!, "delivered", early],
       [retriedThenFailed!, "retrying", early],
       [failed!, "failed", early],
       [stillRetrying!, "retrying", early],
-      [retriedThenFailed!, "failed", MINUTE], // its last attempt, still in D1
+      [retriedThenFailed!, "failed", MINUTE_MS], // its last attempt, still in D1
     ]);
     const since = ago(3 * 3_600_000);
     const onlyFailed = async () => {

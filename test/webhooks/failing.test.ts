@@ -3,6 +3,7 @@ import { eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
+import { DAY_MS } from "../../src/platform/time.ts";
 import { FAILING_DAYS_TO_DISABLE } from "../../src/webhooks/delivery/deliveries.ts";
 import { EXCERPT_BYTES, utf8Excerpt } from "../../src/webhooks/delivery/excerpt.ts";
 import { freshAccount } from "../helpers/accounts.ts";
@@ -12,7 +13,6 @@ import { createWebhook, deliveryTo, runQueue } from "../helpers/webhooks.ts";
 
 /** The 5-day rule (with a fake clock) and the response excerpts of delivery records. */
 
-const DAY = 86_400_000;
 let receiver: Receiver;
 
 beforeAll(() => {
@@ -39,13 +39,13 @@ describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} day
     const start = Date.now();
     vi.useFakeTimers({ toFake: ["Date"], now: start });
     await runQueue([deliveryTo(hook.id)]);
-    at(start + 4 * DAY);
+    at(start + 4 * DAY_MS);
     await runQueue([deliveryTo(hook.id)], 3);
-    at(start + FAILING_DAYS_TO_DISABLE * DAY - 60_000);
+    at(start + FAILING_DAYS_TO_DISABLE * DAY_MS - 60_000);
     await runQueue([deliveryTo(hook.id)], 5);
     expect(await statusOf(token, hook.id)).toMatchObject({ status: "enabled", disabled_reason: null });
 
-    at(start + FAILING_DAYS_TO_DISABLE * DAY + 1000);
+    at(start + FAILING_DAYS_TO_DISABLE * DAY_MS + 1000);
     await runQueue([deliveryTo(hook.id)], 6);
     const disabled = await statusOf(token, hook.id);
     expect(disabled).toMatchObject({
@@ -68,16 +68,16 @@ describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} day
     const start = Date.now();
     vi.useFakeTimers({ toFake: ["Date"], now: start });
     await runQueue([deliveryTo(hook.id)]);
-    at(start + 3 * DAY);
+    at(start + 3 * DAY_MS);
     fail = false;
     await runQueue([deliveryTo(hook.id)]);
     fail = true;
-    at(start + 4 * DAY);
+    at(start + 4 * DAY_MS);
     await runQueue([deliveryTo(hook.id)]);
-    at(start + 6 * DAY);
+    at(start + 6 * DAY_MS);
     await runQueue([deliveryTo(hook.id)], 2);
     expect(await statusOf(token, hook.id)).toMatchObject({ status: "enabled" }); // failing since day 4: 2 days
-    at(start + 9 * DAY + 1000);
+    at(start + 9 * DAY_MS + 1000);
     await runQueue([deliveryTo(hook.id)], 3);
     expect(await statusOf(token, hook.id)).toMatchObject({ status: "disabled" });
   });

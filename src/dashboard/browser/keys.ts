@@ -3,6 +3,8 @@
  * first and revoked ones behind a filter; a banner for each key found in public; create (optionally
  * expiring; the full key shown once), rename, edit access (scopes, allowed IPs), rotate, revoke.
  */
+
+import { DAY_MS } from "../../platform/time.ts";
 import { KEY_SCOPES } from "../../rate-limit/key-scopes.ts";
 import { api } from "./api.ts";
 import type { ApiKey, CreatedApiKey } from "./api-types.ts";
@@ -30,7 +32,6 @@ import {
 type Scope = ApiKey["scopes"][number];
 
 const keyPath = (key: ApiKey, rest = "") => `/api-keys/${encodeURIComponent(key.id)}${rest}`;
-const DAY_MS = 86_400_000;
 
 /** Told when the list changes (the Usage view offers each key). */
 let keysChanged: (keys: ApiKey[]) => void = () => {};

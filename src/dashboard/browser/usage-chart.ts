@@ -8,13 +8,12 @@
  * no other origin for scripts anyway). Colours come from styles.css classes; positions are SVG
  * attributes, so no inline style is needed.
  */
+import { DAY_MS, HOUR_MS } from "../../platform/time.ts";
 import type { Granularity, UsageBucket } from "./api-types.ts";
 import { barSpan, bucketIndexAt, linearScale, tickStep, timeTicks, totals, valueAxis } from "./chart-geometry.ts";
 import { el, formatDate, formatDateTime } from "./dom.ts";
 
 const SVG = "http://www.w3.org/2000/svg";
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 
 interface Period {
   bucketMs: number;
@@ -41,7 +40,7 @@ const PERIODS: Record<Granularity, Period> = {
     emptyRows: "Minutes with no requests are left out.",
   },
   hour: {
-    bucketMs: HOUR,
+    bucketMs: HOUR_MS,
     per: "hour",
     rate: "an hour",
     page: 24,
@@ -50,7 +49,7 @@ const PERIODS: Record<Granularity, Period> = {
     emptyRows: "Hours with no requests are left out.",
   },
   day: {
-    bucketMs: DAY,
+    bucketMs: DAY_MS,
     per: "day",
     rate: "a day",
     page: 30,

@@ -5,6 +5,7 @@ import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
 import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
 import { ACCOUNT_EVENT_TYPES, webhookDeliveries, webhooks } from "../../platform/tables.ts";
+import { DAY_MS } from "../../platform/time.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 
 /** The queue consumer's reads and writes of D1 (src/webhooks/delivery/consumer.ts). */
@@ -119,7 +120,7 @@ export async function recordAttempts(
         id,
         gone_at: gone?.deliveredAt ?? null,
         last_failure: lastFailure,
-        limit: lastFailure && new Date(Date.parse(lastFailure) - FAILING_DAYS_TO_DISABLE * 86_400_000).toISOString(),
+        limit: lastFailure && new Date(Date.parse(lastFailure) - FAILING_DAYS_TO_DISABLE * DAY_MS).toISOString(),
       });
   }
   const disabledAt = disabling.map(({ id, gone_at, last_failure }) => ({ id, at: (gone_at ?? last_failure)! }));

@@ -13,6 +13,7 @@ import { ApiError } from "../../http/errors.ts";
 import type { Database } from "../../platform/db.ts";
 import { getNdjsonGz, mergeById, putNdjsonGz } from "../../platform/ndjson-archive.ts";
 import { webhookDeliveries } from "../../platform/tables.ts";
+import { HOUR_MS } from "../../platform/time.ts";
 import { JITTER, RETRY_DELAYS_SECONDS } from "./schedule.ts";
 
 /**
@@ -51,7 +52,7 @@ function spanOf(key: string): { first: number; last: number } {
 }
 
 /** Attempts of an event are made within this long of the first: the retry schedule at its longest jitter, and a margin for the queue. */
-export const ATTEMPTS_SPAN_MS = RETRY_DELAYS_SECONDS.reduce((sum, delay) => sum + delay, 0) * (1 + JITTER) * 1000 + 3600_000;
+export const ATTEMPTS_SPAN_MS = RETRY_DELAYS_SECONDS.reduce((sum, delay) => sum + delay, 0) * (1 + JITTER) * 1000 + HOUR_MS;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const newestFirst = (a: DeliveryRow, b: DeliveryRow) => b.id - a.id;
