@@ -7,10 +7,25 @@ export type Database = DrizzleD1Database & { $client: D1Database };
 const clients = new WeakMap<D1Database, Database>();
 const EXECUTING = new Set(["run", "all", "first", "raw"]);
 
-/** Round trips to D1; `d1Statements`, when the tally has it, counts each statement (a batch's one by one), as D1's per-invocation query limit does. */
+/**
+ * Round trips to D1; `d1Statements`, when the tally has it, counts each statement (a batch's one by one),
+ * as D1's per-invocation query limit does; `d1RowsRead`, the rows D1 says it read (what D1 bills, and what
+ * shows a statement scanning a table it should seek in), from the results that carry it (`all`, `run`, batches).
+ */
 export interface D1Work {
   d1: number;
   d1Statements?: number;
+  d1RowsRead?: number;
+}
+
+const ROWS_READ = new Set(["run", "all"]);
+
+function countRowsRead<T>(result: Promise<T>, work: D1Work): Promise<T> {
+  if (work.d1RowsRead === undefined) return result;
+  return result.then((value) => {
+    for (const one of Array.isArray(value) ? value : [value]) work.d1RowsRead! += (one as Partial<D1Result>).meta?.rows_read ?? 0;
+    return value;
+  });
 }
 
 /** A statement that counts its executions; `bind` hands back a counting statement too. */
@@ -24,6 +39,7 @@ function countingStatement(statement: D1PreparedStatement, work: D1Work): D1Prep
         work.d1++;
         if (work.d1Statements !== undefined) work.d1Statements++;
       }
+      if (ROWS_READ.has(property as string)) return (...args: unknown[]) => countRowsRead(value.apply(target, args), work);
       return value.bind(target);
     },
   });
@@ -40,7 +56,7 @@ function countingD1(d1: D1Database, work: D1Work): D1Database {
         return (statements: D1PreparedStatement[]) => {
           work.d1++;
           if (work.d1Statements !== undefined) work.d1Statements += statements.length;
-          return value.call(target, statements);
+          return countRowsRead(value.call(target, statements), work);
         };
       }
       if (property === "exec") work.d1++;

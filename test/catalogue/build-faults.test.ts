@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type BuildLimits, readManifest, readPointer } from "../../src/catalogue/snapshot/build.ts";
-import { POINTER_KEY, type Pointer } from "../../src/catalogue/snapshot/manifest.ts";
+import type { BuildLimits } from "../../src/catalogue/snapshot/build.ts";
+import { POINTER_KEY, type Pointer, readManifest, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
 import { wholeCatalogue } from "../../src/catalogue/snapshot/read.ts";
 import { Faults, runBuildSteps, stepCatalogue } from "../helpers/build-steps.ts";
 import { changePrices } from "../helpers/catalogue-factory.ts";

@@ -2,9 +2,9 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import { readManifest, SEGMENT_TARGET, snapshotObjects } from "../../src/catalogue/snapshot/build.ts";
+import { SEGMENT_TARGET, snapshotObjects } from "../../src/catalogue/snapshot/build.ts";
 import { RETENTION_MS } from "../../src/catalogue/snapshot/builder.ts";
-import { type Manifest, manifestKey, POINTER_KEY } from "../../src/catalogue/snapshot/manifest.ts";
+import { type Manifest, manifestKey, POINTER_KEY, readManifest } from "../../src/catalogue/snapshot/manifest.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { database } from "../../src/platform/db.ts";
 import {

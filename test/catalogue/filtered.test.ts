@@ -4,8 +4,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { changedQuery, filterSet, idQueries, pageQueries, sqliteSpellings } from "../../src/catalogue/filtered.ts";
 import type { ProductFilters, ProductView } from "../../src/catalogue/schema.ts";
 import { filteredProducts } from "../../src/catalogue/service.ts";
-import { readManifest, readPointer } from "../../src/catalogue/snapshot/build.ts";
 import type { Manifest } from "../../src/catalogue/snapshot/manifest.ts";
+import { readManifest, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
 import {

@@ -4,8 +4,8 @@ import { eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ProductView } from "../../src/catalogue/schema.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import { readManifest, readPointer, SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/snapshot/build.ts";
-import { extentsOf } from "../../src/catalogue/snapshot/manifest.ts";
+import { SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/snapshot/build.ts";
+import { readManifest, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
 import { database } from "../../src/platform/db.ts";
 import { offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { Faults, runBuildSteps } from "../helpers/build-steps.ts";
@@ -138,7 +138,7 @@ describe("rebuilds", () => {
     const report = await buildCatalogue();
     expect(report).toMatchObject({ built: true, full: false, segmentsWritten: 1 });
     const manifest = await readManifest(env.CATALOGUE, report.manifest!);
-    const builds = new Set(manifest.segments.flatMap((segment) => extentsOf(segment.json).map((extent) => extent.key.split("/")[2])));
+    const builds = new Set(manifest.segments.flatMap((segment) => segment.json.extents.map((extent) => extent.key.split("/")[2])));
     expect(builds.size).toBeGreaterThanOrEqual(2); // ranges of objects of several builds
     await expectOneMemberBodies();
   });

@@ -8,6 +8,8 @@ export interface BuildWork {
   /** D1 round trips (a batch is one) and statements. */
   d1: number;
   d1Statements: number;
+  /** Rows D1 read for the build (its billing unit; a statement scanning the catalogue shows here). */
+  d1RowsRead: number;
   r2Reads: number;
   r2Writes: number;
   /** Bytes written to R2 (new parts, copied parts, part indexes; not the manifest). */
@@ -19,6 +21,7 @@ export interface BuildWork {
 export const noBuildWork = (): BuildWork => ({
   d1: 0,
   d1Statements: 0,
+  d1RowsRead: 0,
   r2Reads: 0,
   r2Writes: 0,
   r2BytesWritten: 0,

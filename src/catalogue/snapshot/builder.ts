@@ -10,11 +10,9 @@ import {
   countingBucket,
   noBuildWork,
   type ReleaseObjects,
-  readPointer,
   type StepOutcome,
-  snapshotObjects,
 } from "./build.ts";
-import { type Manifest, manifestKey } from "./manifest.ts";
+import { readPointer } from "./manifest.ts";
 
 /**
  * The one object that builds the catalogue snapshot (one instance, "catalogue"). Ingestion pokes it
@@ -59,9 +57,6 @@ export async function collectStep(bucket: R2Bucket, storage: BuilderStorage, now
   await storage.delete(entry[0]);
   return true;
 }
-
-/** The earlier code's record of replaced snapshots (manifest ids, replaced at `at`): turned into released objects once. */
-const LEGACY_RETIRED_KEY = "retired";
 
 export class CatalogueBuilder extends DurableObject<Env> {
   #running: Promise<unknown> = Promise.resolve();
@@ -138,33 +133,7 @@ export class CatalogueBuilder extends DurableObject<Env> {
     return outcome;
   }
 
-  async #collect(): Promise<boolean> {
-    await this.#releaseLegacyRetired();
+  #collect(): Promise<boolean> {
     return collectStep(this.env.CATALOGUE, this.ctx.storage);
-  }
-
-  /**
-   * The earlier code kept a list of replaced snapshots and compared manifests at clean-up. Each one's
-   * objects that the current snapshot does not use are released as of the latest replacement listed
-   * (a conservative time: the snapshots in the list may share objects).
-   */
-  async #releaseLegacyRetired(): Promise<void> {
-    const retired = await this.ctx.storage.get<{ manifest: string; at: number }[]>(LEGACY_RETIRED_KEY);
-    if (!retired) return;
-    const bucket = this.env.CATALOGUE;
-    const pointer = await readPointer(bucket);
-    const current = pointer ? ((await (await bucket.get(manifestKey(pointer.manifest)))?.json()) as Manifest | undefined) : undefined;
-    const inUse = new Set(current ? snapshotObjects(current) : []);
-    const keys = new Set<string>();
-    for (const { manifest } of retired) {
-      const object = await bucket.get(manifestKey(manifest));
-      const objects = object ? snapshotObjects((await object.json()) as Manifest) : [manifestKey(manifest)];
-      for (const key of objects) if (!inUse.has(key)) keys.add(key);
-    }
-    const at = Math.max(...retired.map((entry) => entry.at));
-    await this.ctx.storage.transaction(async (txn) => {
-      await releaseObjects(txn, { build: "retired", keys: [...keys], at });
-      await txn.delete(LEGACY_RETIRED_KEY);
-    });
   }
 }

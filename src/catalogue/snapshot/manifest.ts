@@ -7,14 +7,8 @@ import { type Checked, storedPart } from "./gzip-member.ts";
  * immutable segment objects and manifests, and one small mutable pointer naming the current manifest.
  */
 
-/**
- * Version 2: segments as raw deflate parts of one gzip member. The first layout's pointer
- * (catalogue/current.json) named snapshots of concatenated gzip members, which this code does not
- * serve: after a deploy, the builder makes a new snapshot before the first catalogue answer.
- */
+/** Names the current manifest. Segments are raw deflate parts of one gzip member (docs/catalogue.md). */
 export const POINTER_KEY = "catalogue/current.v2.json";
-/** The first layout's pointer (concatenated gzip members): read once, so the first build after the upgrade retires that snapshot. */
-export const LEGACY_POINTER_KEY = "catalogue/current.json";
 export const manifestKey = (id: string) => `catalogue/manifests/${id}.json`;
 /**
  * The objects one build step writes: each form's new parts one after another, and the part indexes of
@@ -43,14 +37,8 @@ const SegmentForm = Checksum.extend({
    * Where the form's bytes are, in order: runs of parts lying one after another in an object (JSON:
    * with a stored "," between each two parts of a run, and one put between runs when streamed).
    */
-  extents: z.array(Extent).optional(),
-  /** Layouts before extents: the form is this whole object. */
-  key: z.string().optional(),
+  extents: z.array(Extent),
 });
-type SegmentForm = z.infer<typeof SegmentForm>;
-
-/** A segment form's extents, whatever its layout. */
-export const extentsOf = (form: SegmentForm): Extent[] => form.extents ?? [{ key: form.key!, offset: 0, bytes: form.bytes }];
 
 /** What filters need to skip a segment or a part: null sets hold too many values to list. */
 const Summary = z.object({
@@ -69,9 +57,7 @@ export type Summary = z.infer<typeof Summary>;
  * itself a piece of one deflate stream, stored as byte ranges (extents) of the objects the build
  * steps wrote: an incremental build writes only the parts it re-encoded and points at the others
  * where they already are. `json` holds the products joined by "," (a piece of the `{"products":[…]}`
- * body), `ndjson` one per line. `parts` locates the segment's PartIndex (absent in snapshots built
- * before parts: such a segment is re-encoded whole when one of its products changes; a string in
- * snapshots built before extents: the whole object).
+ * body), `ndjson` one per line. `parts` locates the segment's PartIndex.
  */
 export const Segment = z
   .object({
@@ -79,17 +65,13 @@ export const Segment = z
     count: z.int(),
     json: SegmentForm,
     ndjson: SegmentForm,
-    parts: z.union([z.string(), Extent]).optional(),
+    parts: Extent,
   })
   .extend(Summary.shape);
 export type Segment = z.infer<typeof Segment>;
 
-/**
- * A part's form: compressed size, CRC-32 and length, and where its bytes are (object and offset;
- * absent in snapshots built before extents, where a part's bytes follow the parts before it in the
- * segment's one object).
- */
-const PartForm = Checksum.extend({ bytes: z.int(), key: z.string().optional(), offset: z.int().optional() });
+/** A part's form: compressed size, CRC-32 and length, and where its bytes are. */
+const PartForm = Checksum.extend({ bytes: z.int(), key: z.string(), offset: z.int() });
 
 /**
  * One part of a segment: products from `first` (inclusive) below the next part's `first`, and each
@@ -119,6 +101,18 @@ export type Manifest = z.infer<typeof Manifest>;
 /** The current manifest, and the version it holds (so a check for changes needs no manifest read). */
 export const Pointer = z.object({ manifest: z.string(), version: z.int() });
 export type Pointer = z.infer<typeof Pointer>;
+
+/** The pointer, or null before the first snapshot: validated, as every reader of R2 reads it. */
+export async function readPointer(bucket: R2Bucket): Promise<Pointer | null> {
+  const object = await bucket.get(POINTER_KEY);
+  return object ? Pointer.parse(await object.json()) : null;
+}
+
+export async function readManifest(bucket: R2Bucket, id: string): Promise<Manifest> {
+  const object = await bucket.get(manifestKey(id));
+  if (!object) throw new Error(`The catalogue manifest ${id} is missing from R2`);
+  return Manifest.parse(await object.json());
+}
 
 /** The segment whose id range holds `id`: the last one whose `first` is not above it. */
 export function segmentIndexOf(segments: readonly Pick<Segment, "first">[], id: string): number {
@@ -157,7 +151,7 @@ export function bodyExtents(segments: readonly Segment[], form: "json" | "ndjson
   // Ranges that follow one another in an object (segments written by one step) are read as one.
   const gap = form === "json" ? JSON_SEPARATOR.bytes.length : 0;
   const extents: Extent[] = [];
-  for (const extent of segments.flatMap((segment) => extentsOf(segment[form]))) {
+  for (const extent of segments.flatMap((segment) => segment[form].extents)) {
     const last = extents.at(-1);
     if (last && last.key === extent.key && last.offset + last.bytes + gap === extent.offset) last.bytes += gap + extent.bytes;
     else extents.push({ ...extent });

@@ -1,5 +1,5 @@
 import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./gzip-member.ts";
-import { bodyExtents, type Extent, extentsOf, Manifest, manifestKey, POINTER_KEY, Pointer, type Segment } from "./manifest.ts";
+import { bodyExtents, type Extent, type Manifest, readManifest, readPointer, type Segment } from "./manifest.ts";
 
 /**
  * The read side of the snapshot: which manifest is current, and its segments as byte streams.
@@ -28,24 +28,15 @@ export async function currentManifest(bucket: R2Bucket): Promise<Manifest | null
   if (cached && (now - cached.checkedAt < POINTER_TTL_MS || now - checkingSince < 2 * POINTER_TTL_MS)) return cached.manifest;
   checkingSince = now;
   try {
-    const pointerObject = await bucket.get(POINTER_KEY);
+    const pointer = await readPointer(bucket);
     let manifest: Manifest | null = null;
-    if (pointerObject) {
-      const pointer = Pointer.parse(await pointerObject.json());
-      manifest = cached?.manifest?.id === pointer.manifest ? cached.manifest : await fetchManifest(bucket, pointer.manifest);
-    }
+    if (pointer) manifest = cached?.manifest?.id === pointer.manifest ? cached.manifest : await readManifest(bucket, pointer.manifest);
     // A check that finished late must not put back an older snapshot.
     if (!cached?.manifest || !manifest || manifest.version >= cached.manifest.version) cached = { manifest, checkedAt: Date.now() };
     return cached.manifest;
   } finally {
     checkingSince = 0;
   }
-}
-
-async function fetchManifest(bucket: R2Bucket, id: string): Promise<Manifest> {
-  const object = await bucket.get(manifestKey(id));
-  if (!object) throw new Error(`The catalogue manifest ${id} is missing from R2`);
-  return Manifest.parse(await object.json());
 }
 
 /** A piece of a response: bytes at hand, or a byte range of an R2 object. */
@@ -122,7 +113,7 @@ export function wholeCatalogue(bucket: R2Bucket, manifest: Manifest, form: "json
 
 /** The products (one JSON text each, in id order) of the given segments: their NDJSON parts as one deflate stream. */
 export async function* productLines(bucket: R2Bucket, segments: readonly Segment[]): AsyncGenerator<string[]> {
-  const parts = [...segments.flatMap((segment) => extentsOf(segment.ndjson)), FINAL_BLOCK];
+  const parts = [...segments.flatMap((segment) => segment.ndjson.extents), FINAL_BLOCK];
   const reader = concatenation(bucket, parts).pipeThrough(new DecompressionStream("deflate-raw")).getReader();
   const decoder = new TextDecoder();
   let pending = "";
