@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import {
   BUILD_LIMITS,
   type BuildWork,
-  COMPACT_TO,
+  compactTo,
   MAX_EXTENTS,
   STEP_D1_STATEMENTS,
   STEP_R2_READS,
@@ -136,7 +136,7 @@ describe("a build in bounded steps", () => {
     expect(await served()).toBe(listBody(await expectedProducts()));
   });
 
-  it("changes that would split a segment into more than MAX_EXTENTS ranges compact it: the short runs between them copied, down to COMPACT_TO ranges", async () => {
+  it("changes that would split a segment into more than MAX_EXTENTS ranges compact it: the short runs between them copied, down to compactTo(MAX_EXTENTS) ranges", async () => {
     const before = await current();
     const index = await partIndex(before.segments[1]!);
     // Every other part of segment 1 changes: twice as many ranges as parts changed.
@@ -150,7 +150,7 @@ describe("a build in bounded steps", () => {
     expect(report.work.partsEncoded).toBe(changedIds.length);
     const after = await current();
     for (const form of ["json", "ndjson"] as const) {
-      expect(after.segments[1]![form].extents.length).toBeLessThanOrEqual(COMPACT_TO);
+      expect(after.segments[1]![form].extents.length).toBeLessThanOrEqual(compactTo(MAX_EXTENTS));
       expect(after.segments[1]![form].extents.length).toBeGreaterThan(1); // not the whole segment copied
     }
     expect(after.segments[0]).toEqual(before.segments[0]);

@@ -40,7 +40,7 @@ import {
  * byte ranges (extents) of those objects. An incremental build re-encodes only the parts holding
  * changed products, writes just those, and keeps the other parts where they are, so a change
  * scattered over the catalogue costs the parts it touches. A segment whose form would need more than
- * MAX_EXTENTS ranges is compacted instead: all its parts copied into the step's objects, one range.
+ * its extent cap (extentCap) ranges is compacted: its shortest kept runs copied into the step's objects.
  * An incremental step reads what its segments need together (one D1 batch for their changed ids
  * beside their part indexes, one for the changed parts' products), so it waits on I/O a few times,
  * not a few times per segment.
@@ -74,10 +74,11 @@ export const SEGMENT_MAX = 2 * SEGMENT_TARGET;
  */
 export const STEP_D1_STATEMENTS = 150;
 /**
- * R2 reads an incremental step makes at most (each is a subrequest: Workers allow 1,000 an invocation):
- * a segment costs its part index and, when compacted, one read per range (at most 2·MAX_EXTENTS + 1).
+ * R2 reads an incremental step makes at most (each is a subrequest: Workers Paid allows 10,000 a request,
+ * 1,000 on older plans, so this stays well under both): a segment costs its part index and, when
+ * compacted, two reads per kept run it copies.
  */
-export const STEP_R2_READS = 300;
+export const STEP_R2_READS = 600;
 /** Pages of segmentTarget changed ids a scan step reads at most. */
 const SCAN_PAGES = 100;
 
@@ -142,9 +143,17 @@ type UnplacedPart = Omit<Part, "json" | "ndjson"> & Record<"json" | "ndjson", Om
  * Ranges a segment's form may take before it is compacted: a response reads each range alone (at
  * most 6 connections at once), so this bounds what fragmentation adds to a full list's reads.
  */
-export const MAX_EXTENTS = 32;
-/** Ranges a compaction leaves a segment's form (see compacted). */
-export const COMPACT_TO = 24;
+export const MAX_EXTENTS = 64;
+/**
+ * Range reads a full response may need, all segments' extents of one form together: each is an R2 read,
+ * a subrequest (Workers Paid allows 10,000 a request), so a large catalogue gets fewer extents a segment.
+ */
+const RESPONSE_READS = 5000;
+/** A segment form's ranges before it is compacted: MAX_EXTENTS, or fewer when RESPONSE_READS would not cover every segment's. */
+const extentCap = (segments: number): number =>
+  Math.max(4, Math.min(MAX_EXTENTS, Math.floor(RESPONSE_READS / Math.max(1, segments))));
+/** Ranges a compaction leaves a segment's form (see compacted): room for a few more changes before the next. */
+export const compactTo = (cap: number): number => Math.floor((3 * cap) / 4);
 
 /** The last manifest read by this isolate's builder: manifests are immutable, and every step of an incremental build needs its base. */
 let manifestCache: Manifest | undefined;
@@ -460,18 +469,18 @@ async function readRun(bucket: R2Bucket, parts: readonly Part[]): Promise<NonNul
 }
 
 /**
- * A group of pieces whose ranges would exceed MAX_EXTENTS, compacted: kept runs copied (read, and
+ * A group of pieces whose ranges would exceed `cap`, compacted: kept runs copied (read, and
  * written again among the new parts, which joins them to the new runs beside them) until it takes at
- * most COMPACT_TO ranges. The run copied next is the one with the fewest bytes per range it saves, so a
+ * most compactTo(cap) ranges. The run copied next is the one with the fewest bytes per range it saves, so a
  * compaction copies the short runs between changed parts, not the whole segment; stopping well below
- * MAX_EXTENTS leaves room for the next few changes before another.
+ * the cap leaves room for the next few changes before another.
  */
-async function compacted(bucket: R2Bucket, group: readonly Piece[], limit: LimitFunction): Promise<Piece[]> {
+async function compacted(bucket: R2Bucket, group: readonly Piece[], cap: number, limit: LimitFunction): Promise<Piece[]> {
   let runs = runsOf(group);
-  if (runs.length <= MAX_EXTENTS) return [...group];
+  if (runs.length <= cap) return [...group];
   const pieces = [...group];
   const chosen: Run[] = [];
-  while (runs.length > COMPACT_TO) {
+  while (runs.length > compactTo(cap)) {
     let best: { run: Run; cost: number } | undefined;
     for (const [r, run] of runs.entries()) {
       if (!run.kept) continue;
@@ -548,7 +557,7 @@ async function findChanges(
 
 /**
  * The segments replacing `changes`' (in order): their changed parts' products read in one D1 batch and
- * re-encoded, the other parts kept where they are, and a group that would take over MAX_EXTENTS ranges
+ * re-encoded, the other parts kept where they are, and a group that would take over extentCap ranges
  * compacted. Usually one segment each; none for a segment that holds no product any more; several
  * for one grown past twice segmentTarget.
  */
@@ -567,6 +576,7 @@ async function rewriteSegments(
     fresh.get(partRange(segmentRange(segments, change.i), change.parts, segmentIndexOf(change.parts, item.id)).first)!.push(item);
   }
   const limit = pLimit(MAX_OPEN_CONNECTIONS);
+  const cap = extentCap(segments.length);
   const grouped = await Promise.all(
     changes.map(({ i, parts }) => {
       const range = segmentRange(segments, i);
@@ -575,7 +585,7 @@ async function rewriteSegments(
         const items = fresh.get(first);
         return items ? encodeParts(deps, first, items) : [{ part }];
       });
-      return Promise.all(segmentGroups(deps.limits, pieces).map((group) => compacted(deps.bucket, group, limit)));
+      return Promise.all(segmentGroups(deps.limits, pieces).map((group) => compacted(deps.bucket, group, cap, limit)));
     }),
   );
   return grouped.map((groups, k) =>
@@ -670,33 +680,33 @@ async function fullSegments(deps: BuildDeps, objects: StepObjects, state: BuildS
 }
 
 /**
- * Incremental build: the next dirty segments rewritten, within the step's budgets. Up to stepSegments
- * of them whose R2 reads fit (a part index each, and each range if compacted) are looked at; of those,
- * the step takes as many as fit its D1 statements and stepProducts, known once their part indexes
- * say which parts changed and how many products they hold. At least one is taken, so a build always moves.
+ * Incremental build: the next dirty segments rewritten, within the step's budgets. The next
+ * stepSegments are looked at (their changed ids and part indexes); of those, the step takes as many
+ * as fit its D1 statements, R2 reads (a compaction's copies) and stepProducts, all known once the part
+ * indexes say which parts changed. At least one is taken, so a build always moves.
  */
 async function incrementalSegments(deps: BuildDeps, objects: StepObjects, state: BuildState): Promise<Record<string, Segment[]>> {
   const { segments } = await cachedManifest(deps.bucket, state.previous!);
-  const candidates: number[] = [];
-  let reads = 0;
-  for (const i of state.dirty.slice(state.position, state.position + deps.limits.stepSegments)) {
-    const segmentReads = 1 + segments[i]!.json.extents.length + segments[i]!.ndjson.extents.length;
-    if (candidates.length > 0 && reads + segmentReads > STEP_R2_READS) break;
-    candidates.push(i);
-    reads += segmentReads;
-  }
+  const candidates = state.dirty.slice(state.position, state.position + deps.limits.stepSegments);
   const [names, changes] = await Promise.all([competitorNames(deps), findChanges(deps, state.base, segments, candidates)]);
+  const cap = extentCap(segments.length);
   const taken: SegmentChanges[] = [];
   let dirtyParts = 0;
   let reencoded = 0;
+  let copyReads = 0;
   for (const change of changes) {
     const parts = dirtyParts + change.dirty.length;
     const products = reencoded + change.dirty.reduce((sum, j) => sum + change.parts[j]!.count, 0);
     const statements = deps.work.d1Statements + 2 * Math.ceil(parts / RANGES_PER_STATEMENT);
-    if (taken.length > 0 && (statements > STEP_D1_STATEMENTS || products > deps.limits.stepProducts)) break;
+    // A compaction copies at most one kept run for each range above compactTo(cap), two reads each.
+    const runs = segments[change.i]!.json.extents.length + 2 * change.dirty.length;
+    const reads = copyReads + (runs > cap ? 2 * (runs - compactTo(cap)) : 0);
+    const over = statements > STEP_D1_STATEMENTS || products > deps.limits.stepProducts || deps.work.r2Reads + reads > STEP_R2_READS;
+    if (taken.length > 0 && over) break;
     taken.push(change);
     dirtyParts = parts;
     reencoded = products;
+    copyReads = reads;
   }
   const rewritten = await rewriteSegments(deps, objects, segments, taken, names);
   const written: Record<string, Segment[]> = {};
