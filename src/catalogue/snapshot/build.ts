@@ -150,8 +150,7 @@ export const MAX_EXTENTS = 64;
  */
 const RESPONSE_READS = 5000;
 /** A segment form's ranges before it is compacted: MAX_EXTENTS, or fewer when RESPONSE_READS would not cover every segment's. */
-const extentCap = (segments: number): number =>
-  Math.max(4, Math.min(MAX_EXTENTS, Math.floor(RESPONSE_READS / Math.max(1, segments))));
+const extentCap = (segments: number): number => Math.max(4, Math.min(MAX_EXTENTS, Math.floor(RESPONSE_READS / Math.max(1, segments))));
 /** Ranges a compaction leaves a segment's form (see compacted): room for a few more changes before the next. */
 export const compactTo = (cap: number): number => Math.floor((3 * cap) / 4);
 
