@@ -1,14 +1,14 @@
 /**
  * `npm run bench [-- --quick] [--products-max] [--connections N] [--seconds S] [--keep-state]`
- * `npm run bench -- --soak [--seconds S]`: the soak instead (bench/soak.ts; 600 s unless told).
- * `npm run bench -- --webhooks`: only the webhook latency (bench/webhook-latency.ts), the stream's latency and MCP's cost
- *   beside REST (bench/stream-mcp.ts), on the real worker alone.
+ * `npm run bench -- --soak [--seconds S]`: the soak instead (bench/modes/soak.ts; 600 s unless told).
+ * `npm run bench -- --webhooks`: only the webhook latency (bench/modes/webhook-latency.ts), the stream's latency and MCP's cost
+ *   beside REST (bench/modes/stream-mcp.ts), on the real worker alone.
  * `npm run bench -- --secret-scanning`: only a secret-scanning report's time to the key's first refusal and what a
- *   report of 1,000 and 10,000 tokens costs (bench/secret-scanning.ts), on the real worker alone.
+ *   report of 1,000 and 10,000 tokens costs (bench/modes/secret-scanning.ts), on the real worker alone.
  * `npm run bench -- --search [--quick] [--products-max]`: only search_products' text, through its index and by the scan
- *   it replaced, at 10,000 and 100,000 products (bench/search.ts; `--products-max` adds 1,000,000).
+ *   it replaced, at 10,000 and 100,000 products (bench/modes/search.ts; `--products-max` adds 1,000,000).
  * `npm run bench -- --catalogue [--quick] [--products-max]` (`npm run bench:catalogue`): only the
- *   catalogue snapshot at its sizes (bench/catalogue.ts), written to bench/results/catalogue.md.
+ *   catalogue snapshot at its sizes (bench/modes/catalogue.ts), written to bench/results/catalogue.md.
  *
  * One run, under the same local workerd and the same seed, of GET /products on:
  *   bare               the product's handler with no authentication and no limiting (bench/peers/bare)
@@ -20,7 +20,7 @@
  * each under `wrangler dev` on 127.0.0.1 with its own copy of one seeded local D1, loaded by
  * autocannon in a separate process; then exactness, revocation lag, work per request, the
  * 10,000-product catalogue and memory; then the catalogue snapshot at 10,000 and 100,000 products
- * (`--products-max` adds 1,000,000; `--quick`: 2,000), each on a worker of its own (bench/catalogue.ts).
+ * (`--products-max` adds 1,000,000; `--quick`: 2,000), each on a worker of its own (bench/modes/catalogue.ts).
  * Prints one report and writes it to bench/results/latest.md (a full run also to docs/benchmark.md).
  * Everything it starts is stopped at the end, on error, on a signal, and by a watchdog.
  */
@@ -31,20 +31,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { mintToken } from "../scripts/mint-token.ts";
 import { PLAN_LIMITS } from "../src/rate-limit/plans.ts";
-import { CATALOGUE_NOTES, type CatalogueResult, catalogueReport, measureCatalogue, seedTimeoutMs } from "./catalogue.ts";
-import { isolateHeap } from "./inspector.ts";
-import { type BenchKeys, makeKeys, REVOKE_ACCOUNT } from "./keys.ts";
-import type { LoadJob, LoadResult } from "./load.ts";
-import {
-  type Exactness,
-  exactness,
-  fetchBytes,
-  type Revocation,
-  revocationLag,
-  SMALL_PATH,
-  type WorkReport,
-  workPerRequest,
-} from "./probes.ts";
+import { isolateHeap } from "./harness/inspector.ts";
+import { type BenchKeys, makeKeys, REVOKE_ACCOUNT } from "./harness/keys.ts";
 import {
   findDirectUrl,
   freeze,
@@ -60,17 +48,29 @@ import {
   workerCpu,
   workerMemory,
   wrangler,
-} from "./processes.ts";
-import { cpuProfile } from "./profile.ts";
-import { type Measured, type Results, report } from "./report.ts";
-import { withResults } from "./results-doc.ts";
-import { measureSearch, searchReport } from "./search.ts";
-import { measureSecretScanning, secretScanningReport, startReportSigner } from "./secret-scanning.ts";
-import { type Jwks, seedState, startJwks } from "./setup.ts";
-import { SOAK_KEYS, soak, soakBudgetSeconds, soakChart, soakReport } from "./soak.ts";
-import { streamAndMcp, streamAndMcpReport } from "./stream-mcp.ts";
-import { webhookLatency, webhookLatencyReport } from "./webhook-latency.ts";
-import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./workers.ts";
+} from "./harness/processes.ts";
+import { cpuProfile } from "./harness/profile.ts";
+import { type Jwks, seedState, startJwks } from "./harness/setup.ts";
+import { CONFIGS, LOADED, UNLIMITED, type WorkerName } from "./harness/workers.ts";
+import type { LoadJob, LoadResult } from "./load/round-robin.ts";
+import { CATALOGUE_NOTES, type CatalogueResult, catalogueReport, measureCatalogue, seedTimeoutMs } from "./modes/catalogue.ts";
+import {
+  type Exactness,
+  exactness,
+  fetchBytes,
+  type Revocation,
+  revocationLag,
+  SMALL_PATH,
+  type WorkReport,
+  workPerRequest,
+} from "./modes/probes.ts";
+import { measureSearch, searchReport } from "./modes/search.ts";
+import { measureSecretScanning, secretScanningReport, startReportSigner } from "./modes/secret-scanning.ts";
+import { SOAK_KEYS, soak, soakBudgetSeconds, soakChart, soakReport } from "./modes/soak.ts";
+import { streamAndMcp, streamAndMcpReport } from "./modes/stream-mcp.ts";
+import { webhookLatency, webhookLatencyReport } from "./modes/webhook-latency.ts";
+import { type Measured, type Results, report } from "./report/full.ts";
+import { withResults } from "./report/results-doc.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -263,7 +263,7 @@ async function main(): Promise<Results> {
     IDP_JWKS_URL: idp.jwksUrl,
     // Harmless where unused; required by the configuration once webhooks are in.
     WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
-    // The webhook latency's receiver is http://127.0.0.1 (bench/webhook-latency.ts).
+    // The webhook latency's receiver is http://127.0.0.1 (bench/modes/webhook-latency.ts).
     WEBHOOK_ALLOW_INSECURE_URLS: "true",
   };
   const workers = {} as Record<WorkerName | "catalogue", Worker>;
@@ -470,7 +470,7 @@ async function main(): Promise<Results> {
   };
 }
 
-/** The catalogue snapshot at each of the run's sizes (bench/catalogue.ts), one after another. */
+/** The catalogue snapshot at each of the run's sizes (bench/modes/catalogue.ts), one after another. */
 async function catalogueBySize(idp: Jwks, config: string): Promise<CatalogueResult[]> {
   const results: CatalogueResult[] = [];
   for (const size of settings.catalogueSizes) {
@@ -495,7 +495,7 @@ async function catalogueMain(): Promise<string> {
   return text;
 }
 
-/** The soak: only the real worker, on 10,000 keys (bench/soak.ts). */
+/** The soak: only the real worker, on 10,000 keys (bench/modes/soak.ts). */
 async function soakMain(): Promise<{ text: string; failed: boolean }> {
   step(
     `soak: ${soakSeconds} s, ${(SOAK_KEYS.underLimit + SOAK_KEYS.overLimit).toLocaleString("en")} keys, ${settings.connections} connections`,
@@ -594,7 +594,7 @@ async function webhooksMain(): Promise<string> {
   return [...hooks, "", ...streamAndMcpReport(await streamAndMcp(worker.url, tokens, settings.webhookSamples))].join("\n");
 }
 
-/** `--search`: search_products' text at the catalogue sizes, index against scan (bench/search.ts). */
+/** `--search`: search_products' text at the catalogue sizes, index against scan (bench/modes/search.ts). */
 async function searchMain(): Promise<string> {
   const runs = mode === "quick" ? 3 : 5;
   const sizes = mode === "quick" ? [2_000] : [10_000, 100_000, ...(args["products-max"] ? [1_000_000] : [])];
@@ -606,7 +606,7 @@ async function searchMain(): Promise<string> {
   return text;
 }
 
-/** `--secret-scanning`: the real worker alone, GitHub played by the bench (bench/secret-scanning.ts). */
+/** `--secret-scanning`: the real worker alone, GitHub played by the bench (bench/modes/secret-scanning.ts). */
 async function secretScanningMain(): Promise<string> {
   const refusalSamples = mode === "quick" ? 5 : 20;
   const runs = mode === "quick" ? 1 : 3;

@@ -291,7 +291,7 @@ const CATEGORIES: readonly Category[] = [
 ];
 
 /**
- * Categories of a known share, for the filtered-read bench (bench/catalogue-filters.ts asks for them by name): 1 % of the
+ * Categories of a known share, for the filtered-read bench (bench/modes/catalogue-filters.ts asks for them by name): 1 % of the
  * products are "Drones" and 10 % "Accessories", by their place in the sequence (ids are random, so
  * they fall in every segment); the rest are drawn from CATEGORIES.
  */

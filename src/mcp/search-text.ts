@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { products } from "../platform/tables.ts";
 
-/** search_products' text condition, apart from the tools so that the bench (plain Node) can render it too (bench/search.ts). */
+/** search_products' text condition, apart from the tools so that the bench (plain Node) can render it too (bench/modes/search.ts). */
 
 /** The trigram index finds texts of at least this many characters; a shorter one is looked for by a scan. */
 const INDEXED_TEXT_LENGTH = 3;

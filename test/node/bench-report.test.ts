@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { RESULTS_END, RESULTS_START, withResults } from "../../bench/results-doc.ts";
+import { RESULTS_END, RESULTS_START, withResults } from "../../bench/report/results-doc.ts";
 
 /** `npm run bench` rewrites only the results section of docs/benchmark.md. */
 describe("the benchmark document", () => {

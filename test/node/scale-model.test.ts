@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { mostInOneWindow } from "../../bench/soak-checks.ts";
+import { mostInOneWindow } from "../../bench/load/soak-checks.ts";
 import { asJson, INPUTS, type Inputs, overage, queueBatchSize, simulate } from "../../scripts/simulate.ts";
 import {
   D1_QUERIES_PER_DELIVERY_BATCH,

@@ -1,6 +1,6 @@
 /**
  * What a catalogue build did (src/catalogue/snapshot/build.ts): logged by the builder with each build, read
- * back by the bench (bench/catalogue.ts), which is why this file needs no Workers types.
+ * back by the bench (bench/modes/catalogue.ts), which is why this file needs no Workers types.
  */
 
 /** What a build does, in total and in its largest step. */

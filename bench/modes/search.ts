@@ -8,10 +8,10 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type SQL, sql } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { indexedText, scannedText } from "../src/mcp/search-text.ts";
-import { products } from "../src/platform/tables.ts";
-import { wrangler } from "./processes.ts";
-import { seedState } from "./setup.ts";
+import { indexedText, scannedText } from "../../src/mcp/search-text.ts";
+import { products } from "../../src/platform/tables.ts";
+import { wrangler } from "../harness/processes.ts";
+import { seedState } from "../harness/setup.ts";
 
 const dialect = new SQLiteSyncDialect();
 

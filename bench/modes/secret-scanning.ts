@@ -15,8 +15,8 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { generateApiKey } from "../src/auth/api-key.ts";
-import type { BenchKey } from "./keys.ts";
+import { generateApiKey } from "../../src/auth/api-key.ts";
+import type { BenchKey } from "../harness/keys.ts";
 
 export interface ReportSigner {
   /** The key list's URL, for SECRET_SCANNING_KEYS_URL. */

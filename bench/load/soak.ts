@@ -1,6 +1,6 @@
 /**
- * The load generator of `npm run bench -- --soak`, a process of its own like bench/load.ts:
- * `node bench/soak-load.ts <job.json>`, one JSON result on stdout.
+ * The load generator of `npm run bench -- --soak`, a process of its own like bench/load/round-robin.ts:
+ * `node bench/load/soak.ts <job.json>`, one JSON result on stdout.
  *
  * autocannon for `seconds` at a fixed number of connections over many API keys: every
  * `overLimitEvery`-th request goes to the next over-limit key in turn, the others to the next

@@ -1,4 +1,4 @@
-/** The part of autocannon's API (v9, which ships no types) that bench/load.ts and bench/soak-load.ts use. */
+/** The part of autocannon's API (v9, which ships no types) that bench/load/round-robin.ts and bench/load/soak.ts use. */
 declare module "autocannon" {
   interface Request {
     method?: string;

@@ -10,14 +10,14 @@
 import { cpSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
-import { mintToken } from "../scripts/mint-token.ts";
-import type { BuildReport, BuildWork } from "../src/catalogue/snapshot/build-report.ts";
-import { formatMoney } from "../src/platform/money.ts";
+import { mintToken } from "../../scripts/mint-token.ts";
+import type { BuildReport, BuildWork } from "../../src/catalogue/snapshot/build-report.ts";
+import { formatMoney } from "../../src/platform/money.ts";
+import { heapUsage, type InspectorSession, liveHeapUsage, openInspector } from "../harness/inspector.ts";
+import { makeKeys } from "../harness/keys.ts";
+import { findDirectUrl, startWorker, stopWorker, type Worker, waitReady, workerCpu, wrangler } from "../harness/processes.ts";
+import { type Jwks, seedState } from "../harness/setup.ts";
 import { filteredReadRows, measureFilteredReads } from "./catalogue-filters.ts";
-import { heapUsage, type InspectorSession, liveHeapUsage, openInspector } from "./inspector.ts";
-import { makeKeys } from "./keys.ts";
-import { findDirectUrl, startWorker, stopWorker, type Worker, waitReady, workerCpu, wrangler } from "./processes.ts";
-import { type Jwks, seedState } from "./setup.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -32,7 +32,7 @@ export interface CatalogueContext {
   /** Where the state, SQL and logs go. */
   work: string;
   idp: Jwks;
-  /** The real worker's frozen configuration (bench/processes.ts freeze()). */
+  /** The real worker's frozen configuration (bench/harness/processes.ts freeze()). */
   config: string;
   /** How many one-product changes to time. */
   changes: number;

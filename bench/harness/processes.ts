@@ -9,7 +9,7 @@ import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, writeFile
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 
-export const ROOT = new URL("..", import.meta.url).pathname;
+export const ROOT = new URL("../..", import.meta.url).pathname;
 const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -238,8 +238,8 @@ function readFileSafe(path: string): string {
   }
 }
 
-/** Runs a load generator (bench/load.ts unless told) as a separate process and returns its JSON result. */
-export async function runLoad<T>(jobFile: string, timeoutMs: number, script = "bench/load.ts"): Promise<T> {
+/** Runs a load generator (bench/load/round-robin.ts unless told) as a separate process and returns its JSON result. */
+export async function runLoad<T>(jobFile: string, timeoutMs: number, script = "bench/load/round-robin.ts"): Promise<T> {
   const output = await run(process.execPath, [join(ROOT, script), jobFile], { timeoutMs });
   const line = output
     .trim()

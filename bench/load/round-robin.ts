@@ -1,6 +1,6 @@
 /**
  * The load generator of `npm run bench`, run by bench/run.ts as a process of its own so that its
- * work is not mixed with the orchestrator's: `node bench/load.ts <job.json>`, one JSON result on stdout.
+ * work is not mixed with the orchestrator's: `node bench/load/round-robin.ts <job.json>`, one JSON result on stdout.
  *
  * autocannon at a fixed number of connections for a fixed time (or a fixed number of requests),
  * each request carrying the next API key in turn (round robin over all of them).

@@ -1,13 +1,13 @@
 /** The report of `npm run bench`: one Markdown text for the console, bench/results/latest.md and (a full run) docs/benchmark.md. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CATALOGUE_NOTES, type CatalogueResult, catalogueReport } from "./catalogue.ts";
-import type { LoadResult } from "./load.ts";
-import type { Exactness, Revocation, WorkCount, WorkReport } from "./probes.ts";
-import { type Memory, ROOT } from "./processes.ts";
-import type { HotFunction } from "./profile.ts";
-import { type WebhookLatency, webhookLatencyReport } from "./webhook-latency.ts";
-import { LOADED, type WorkerName } from "./workers.ts";
+import { type Memory, ROOT } from "../harness/processes.ts";
+import type { HotFunction } from "../harness/profile.ts";
+import { LOADED, type WorkerName } from "../harness/workers.ts";
+import type { LoadResult } from "../load/round-robin.ts";
+import { CATALOGUE_NOTES, type CatalogueResult, catalogueReport } from "../modes/catalogue.ts";
+import type { Exactness, Revocation, WorkCount, WorkReport } from "../modes/probes.ts";
+import { type WebhookLatency, webhookLatencyReport } from "../modes/webhook-latency.ts";
 
 /** One load's result with the CPU each process spent on it. */
 export interface Measured extends LoadResult {
@@ -42,7 +42,7 @@ export interface Results {
   /** Where the isolate's CPU went during a small-response load, for ours and the floor that writes. */
   profiles: Record<"ours" | "floor-write", HotFunction[]>;
   webhooks: WebhookLatency;
-  /** The catalogue snapshot at each size, on workers of their own (bench/catalogue.ts). */
+  /** The catalogue snapshot at each size, on workers of their own (bench/modes/catalogue.ts). */
   catalogueSizes: CatalogueResult[];
   seconds: number;
 }

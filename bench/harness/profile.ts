@@ -1,5 +1,5 @@
 /**
- * Where a worker's CPU goes: V8's sampling profiler in the worker's isolate (bench/inspector.ts)
+ * Where a worker's CPU goes: V8's sampling profiler in the worker's isolate (bench/harness/inspector.ts)
  * while a load runs. Locally the Durable Objects run in the same isolate as the worker, so one
  * profile shows both the request path and the key's object. Self time per function, grouped by
  * name and source position.

@@ -134,7 +134,7 @@ export async function webhookLatency(
 
 const ms = (n: number) => (Number.isNaN(n) ? "–" : n.toFixed(0));
 
-/** The report's section (bench/report.ts, and `npm run bench -- --webhooks`). */
+/** The report's section (bench/report/full.ts, and `npm run bench -- --webhooks`). */
 export function webhookLatencyReport(h: WebhookLatency): string[] {
   return [
     `**Webhook latency** (ours): ${h.samples} price changes, one at a time, from the ingestion's answer to the receiver's 2xx (127.0.0.1), ` +

@@ -8,12 +8,12 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { isolateHeap } from "./inspector.ts";
-import type { BenchKey } from "./keys.ts";
-import { runLoad, type Worker, workerMemory } from "./processes.ts";
-import { chartSvg, writePng } from "./soak-chart.ts";
-import { type Flatness, flatness, percentile } from "./soak-checks.ts";
-import type { KeyCounts, SoakJob, SoakKey, SoakLoadResult } from "./soak-load.ts";
+import { isolateHeap } from "../harness/inspector.ts";
+import type { BenchKey } from "../harness/keys.ts";
+import { runLoad, type Worker, workerMemory } from "../harness/processes.ts";
+import type { KeyCounts, SoakJob, SoakKey, SoakLoadResult } from "../load/soak.ts";
+import { type Flatness, flatness, percentile } from "../load/soak-checks.ts";
+import { chartSvg, writePng } from "../report/soak-chart.ts";
 
 /** The soak's keys: Premium keys kept under their limit, and Free keys pushed past theirs. */
 export const SOAK_KEYS = { underLimit: 9_980, overLimit: 20 };
@@ -96,7 +96,7 @@ export async function soak(options: {
   const loading = runLoad<SoakLoadResult>(
     file,
     (options.seconds + 120 + (job.warmup ? WARMUP_TIMEOUT_SECONDS : 0)) * 1000,
-    "bench/soak-load.ts",
+    "bench/load/soak.ts",
   ).finally(() => (done = true));
   // Awaited after the sampling; until then a failure must not count as unhandled.
   loading.catch(() => undefined);
