@@ -4,10 +4,11 @@
  * group of its own with a guard that ends the group when the bench process is gone, so nothing is
  * left running even if the bench itself is killed; stopAll() ends them on success, error or signal.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
+import { signalGroup, spawnGroup, stopGroups } from "../../scripts/process-group.ts";
 
 export const ROOT = new URL("../..", import.meta.url).pathname;
 const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
@@ -21,21 +22,15 @@ export function run(
   options: { timeoutMs: number; cwd?: string } = { timeoutMs: 120_000 },
 ): Promise<string> {
   return new Promise((resolve, reject) => {
-    // A process group of its own, so that stopping it also stops what it started (wrangler's workerd).
-    const child = spawn(command, args, {
-      cwd: options.cwd ?? ROOT,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
-    });
+    const child = spawnGroup(command, args, { cwd: options.cwd ?? ROOT, stdio: ["ignore", "pipe", "pipe"] });
     running.add(child);
     let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk));
+    child.stdout?.on("data", (chunk: Buffer) => (output += chunk));
+    child.stderr?.on("data", (chunk: Buffer) => (output += chunk));
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      killGroup(child);
+      signalGroup(child.pid, "SIGKILL");
     }, options.timeoutMs);
     child.on("close", (code, signal) => {
       clearTimeout(timer);
@@ -55,14 +50,6 @@ export const wrangler = (args: string[], timeoutMs = 120_000) => run(process.exe
 
 /** Short-lived children (wrangler d1, the load generator), killed by stopAll() if still running. */
 const running = new Set<ChildProcess>();
-
-function killGroup(child: ChildProcess) {
-  try {
-    process.kill(-child.pid!, "SIGKILL");
-  } catch {
-    // already gone
-  }
-}
 
 /** Listens on `port` of 127.0.0.1 (0: any) and closes again; the port it got. */
 function bindOnce(port: number): Promise<number> {
@@ -182,15 +169,14 @@ export async function startWorker(options: {
 while kill -0 "$BENCH_PID" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1; done
 trap '' TERM; kill -s TERM 0; sleep 3; kill -s KILL 0`;
   const out = openSync(options.log, "a");
-  const child = spawn("sh", ["-c", guard, "sh", process.execPath, ...args], {
+  const child = spawnGroup("sh", ["-c", guard, "sh", process.execPath, ...args], {
     cwd: ROOT,
-    detached: true,
     stdio: ["ignore", out, out],
     // X_LOCAL_OBSERVABILITY=false: wrangler dev's local observability (a streaming tail that writes a
     // trace of every invocation, a Durable Object call included, to a local SQLite store) is a
     // development tool with no counterpart on the request path in production. Left on, it costs more
     // than a bare worker's whole request and charges each Durable Object or D1 call a second time.
-    env: { ...process.env, BENCH_PID: String(process.pid), CI: "true", WRANGLER_SEND_METRICS: "false", X_LOCAL_OBSERVABILITY: "false" },
+    env: { BENCH_PID: String(process.pid), X_LOCAL_OBSERVABILITY: "false" },
   });
   closeSync(out);
   const url = `http://127.0.0.1:${port}`;
@@ -412,44 +398,20 @@ export async function settle(worker: Worker, maxMs = 5000): Promise<boolean> {
 
 // ---- Stopping ----------------------------------------------------------------------------------
 
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function signalGroups(list: readonly Worker[], signal: NodeJS.Signals): void {
-  for (const worker of list) {
-    try {
-      process.kill(-worker.pgid, signal);
-    } catch {
-      // already gone
-    }
-  }
-}
-
-/** Ends the workers' process groups: TERM, then KILL after a grace period. */
-async function stopWorkers(list: readonly Worker[], graceMs: number): Promise<void> {
-  signalGroups(list, "SIGTERM");
-  const deadline = Date.now() + graceMs;
-  while (list.some((w) => groupAlive(w.pgid)) && Date.now() < deadline) await sleep(100);
-  signalGroups(list, "SIGKILL");
-}
-
 /** Ends one worker (the others keep running). */
-export const stopWorker = (worker: Worker, graceMs = 4000) => stopWorkers([worker], graceMs);
+export const stopWorker = (worker: Worker, graceMs = 4000) => stopGroups([worker.pgid], graceMs);
 
 /** Ends every worker's process group and every short-lived child. */
 export async function stopAll(graceMs = 4000): Promise<void> {
-  for (const child of running) killGroup(child);
-  await stopWorkers(workers, graceMs);
+  for (const child of running) signalGroup(child.pid, "SIGKILL");
+  await stopGroups(
+    workers.map((w) => w.pgid),
+    graceMs,
+  );
 }
 
 /** The synchronous last resort, for process exit. */
 export function stopAllNow(): void {
-  for (const child of running) killGroup(child);
-  signalGroups(workers, "SIGKILL");
+  for (const child of running) signalGroup(child.pid, "SIGKILL");
+  for (const worker of workers) signalGroup(worker.pgid, "SIGKILL");
 }

@@ -4,7 +4,7 @@
  * "e2e" project in vitest.config.ts). Screenshots of each state go to test-results/dashboard/.
  * It starts everything it needs and stops all of it at the end, whatever happened.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
+import { signalGroup, spawnGroup, stopGroups, WRANGLER_ENV } from "../../scripts/process-group.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const IDP = "http://127.0.0.1:4000";
@@ -34,11 +35,7 @@ let tokenOrigin: string;
 
 /** Each child leads its own process group, so stopping it also stops what it spawned (workerd). */
 function start(name: string, command: string, args: string[], env: Record<string, string> = {}): Started {
-  const child = spawn(command, args, {
-    cwd: ROOT,
-    detached: true,
-    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...env },
-  });
+  const child = spawnGroup(command, args, { cwd: ROOT, env });
   const entry: Started = { name, child, output: [] };
   const keep = (chunk: Buffer) => entry.output.push(chunk.toString());
   child.stdout?.on("data", keep);
@@ -47,29 +44,18 @@ function start(name: string, command: string, args: string[], env: Record<string
   return entry;
 }
 
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  try {
-    if (child.pid) process.kill(-child.pid, signal);
-  } catch {} // already gone
-}
-
 async function stopAll(): Promise<void> {
   await browser?.close().catch(() => {});
-  await Promise.all(
-    started.map(({ child }) => {
-      if (child.exitCode !== null || child.signalCode !== null) return undefined;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      killGroup(child, "SIGTERM");
-      const force = setTimeout(() => killGroup(child, "SIGKILL"), 5_000);
-      return exited.finally(() => clearTimeout(force));
-    }),
+  await stopGroups(
+    started.map(({ child }) => child.pid),
+    5_000,
   );
   if (persistDir) rmSync(persistDir, { recursive: true, force: true });
 }
 // Should the run be interrupted (Ctrl-C reaches this worker, not the children's own process groups)
 // or the runner go away, leave nothing behind either.
 function killAllNow(): void {
-  for (const { child } of started) killGroup(child, "SIGKILL");
+  for (const { child } of started) signalGroup(child.pid, "SIGKILL");
   if (persistDir) rmSync(persistDir, { recursive: true, force: true });
 }
 process.once("exit", killAllNow);
@@ -162,7 +148,7 @@ describe("dashboard in Chromium", () => {
     const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistDir], {
       cwd: ROOT,
       encoding: "utf8",
-      env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
+      env: { ...process.env, ...WRANGLER_ENV },
     });
     if (migrate.status !== 0) throw new Error(`Migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
 
