@@ -2,6 +2,8 @@
  * The measurements of `npm run bench` other than throughput: exactness under concurrency,
  * revocation lag, and the work one request costs (from X-Work-Counts).
  */
+import { SMALL_PATH } from "../harness/start.ts";
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -15,13 +17,6 @@ async function get(url: string, headers: Record<string, string> = {}): Promise<{
 }
 
 const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
-
-/**
- * A query that matches nothing: the whole admission path, the handler, and a tiny body. A brand no
- * product has is answered from the snapshot's manifest alone (no segment read, no D1; a sku filter
- * looks the sku up in D1).
- */
-export const SMALL_PATH = "/products?brand=bench-none";
 
 // ---- Exactness ------------------------------------------------------------------------------------
 

@@ -10,8 +10,11 @@ import { type SQL, sql } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import { indexedText, scannedText } from "../../src/mcp/search-text.ts";
 import { products } from "../../src/platform/tables.ts";
+import type { Bench } from "../harness/bench.ts";
 import { wrangler } from "../harness/processes.ts";
+import type { Run } from "../harness/settings.ts";
 import { seedState } from "../harness/setup.ts";
+import { nowUtc } from "../report/run-info.ts";
 
 const dialect = new SQLiteSyncDialect();
 
@@ -41,12 +44,12 @@ const QUERIES = [
   { label: "nothing", text: "qqqq" },
 ];
 
-export interface SearchResult {
+interface SearchResult {
   products: number;
   queries: { label: string; text: string; rows: number; indexMs: number; scanMs: number }[];
 }
 
-export async function measureSearch(stateDir: string, sizes: readonly number[], runs: number, step: (m: string) => void) {
+async function measureSearch(stateDir: string, sizes: readonly number[], runs: number, step: (m: string) => void) {
   const results: SearchResult[] = [];
   for (const size of sizes) {
     const dir = join(stateDir, `search-${size}`);
@@ -70,9 +73,9 @@ export async function measureSearch(stateDir: string, sizes: readonly number[], 
   return results;
 }
 
-export function searchReport(results: readonly SearchResult[], runs: number): string[] {
+function searchReport(results: readonly SearchResult[], runs: number): string[] {
   const lines = [
-    `### search_products' text (\`npm run bench -- --search\`), ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC`,
+    `### search_products' text (\`npm run bench -- --search\`), ${nowUtc()}`,
     "",
     `D1's own time for the read (first 20 by name), median of ${runs}, in D1's whole milliseconds (0 ms: under one); the same seeded database for both.`,
     "",
@@ -87,4 +90,13 @@ export function searchReport(results: readonly SearchResult[], runs: number): st
     }
   }
   return lines;
+}
+
+/** `npm run bench -- --search [--quick] [--products-max]`: index against scan at the catalogue sizes; writes bench/results/search.md. */
+export async function searchMode(bench: Bench, { args, size }: Run): Promise<string> {
+  const runs = size === "quick" ? 3 : 5;
+  const sizes = size === "quick" ? [2_000] : [10_000, 100_000, ...(args["products-max"] ? [1_000_000] : [])];
+  const text = searchReport(await measureSearch(bench.state, sizes, runs, bench.step), runs).join("\n");
+  bench.writeResults({ "search.md": `${text}\n` });
+  return text;
 }

@@ -15,10 +15,17 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { generateApiKey } from "../../src/auth/api-key.ts";
-import type { BenchKey } from "../harness/keys.ts";
+import type { Bench } from "../harness/bench.ts";
+import { type BenchKey, makeKeys } from "../harness/keys.ts";
+import { workerCpu } from "../harness/processes.ts";
+import type { Run } from "../harness/settings.ts";
+import { seedState } from "../harness/setup.ts";
+import { freezeWorkers, openApiProbe, startReady } from "../harness/start.ts";
+import { machine, nowUtc } from "../report/run-info.ts";
 
-export interface ReportSigner {
+interface ReportSigner {
   /** The key list's URL, for SECRET_SCANNING_KEYS_URL. */
   url: string;
   server: Server;
@@ -43,7 +50,7 @@ function p1363ToDer(raw: Uint8Array): Uint8Array {
 }
 
 /** GitHub's side: a key pair, its public key served as GitHub's list is, and a signer. */
-export async function startReportSigner(): Promise<ReportSigner> {
+async function startReportSigner(): Promise<ReportSigner> {
   const pair = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as CryptoKeyPair;
   const spki = Buffer.from(await crypto.subtle.exportKey("spki", pair.publicKey)).toString("base64");
   const pem = `-----BEGIN PUBLIC KEY-----\n${spki.match(/.{1,64}/g)!.join("\n")}\n-----END PUBLIC KEY-----\n`;
@@ -133,7 +140,7 @@ interface ReportCost {
   cpuMs: number[];
 }
 
-export interface SecretScanningResults {
+interface SecretScanningResults {
   refusals: RefusalSample[];
   costs: ReportCost[];
 }
@@ -142,7 +149,7 @@ export interface SecretScanningResults {
  * `keys`: live keys, used up by the measures (a reported key is revoked). `cpuSeconds`: the worker's CPU
  * seconds so far. Each size runs `runs` times, each with live keys of its own.
  */
-export async function measureSecretScanning(options: {
+async function measureSecretScanning(options: {
   url: string;
   signer: ReportSigner;
   keys: BenchKey[];
@@ -189,10 +196,10 @@ export async function measureSecretScanning(options: {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const ms = (value: number) => `${value.toFixed(0)} ms`;
 
-export function secretScanningReport(results: SecretScanningResults): string[] {
+function secretScanningReport(results: SecretScanningResults): string[] {
   const { refusals, costs } = results;
   const lines = [
-    `### Secret scanning (\`npm run bench -- --secret-scanning\`), ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC`,
+    `### Secret scanning (\`npm run bench -- --secret-scanning\`), ${nowUtc()}`,
     "",
     `From a report's arrival to the key's first refusal, ${refusals.length} keys one at a time (a client using the key in a loop while its report is sent):`,
     "",
@@ -214,4 +221,39 @@ export function secretScanningReport(results: SecretScanningResults): string[] {
     );
   }
   return lines;
+}
+
+/**
+ * `npm run bench -- --secret-scanning [--quick]`: the real worker alone, GitHub played by the bench;
+ * writes bench/results/secret-scanning.md and secret-scanning.json.
+ */
+export async function secretScanningMode(bench: Bench, { size }: Run): Promise<string> {
+  const refusalSamples = size === "quick" ? 5 : 20;
+  const runs = size === "quick" ? 1 : 3;
+  const sizes = [1_000, 10_000];
+  const signer = await startReportSigner();
+  bench.closeAtEnd(signer.server);
+  const keys = await makeKeys({ load: refusalSamples + runs * (1 + 10 * sizes.length), exact: 0, revoke: 0 });
+  const d1 = join(bench.state, "d1");
+  const [, { ours }] = await Promise.all([seedState(d1, 10, keys.sql), freezeWorkers(bench, ["ours"])]);
+  const vars = await bench.workerVars({ SECRET_SCANNING_KEYS_URL: signer.url, EXPOSE_WORK_COUNTS: "true" });
+  const {
+    workers: [worker],
+  } = await startReady(bench, [{ name: "ours", config: ours, persistTo: d1, vars }], openApiProbe({ direct: true }));
+  const results = await measureSecretScanning({
+    url: worker!.directUrl,
+    signer,
+    keys: keys.load,
+    cpuSeconds: () => workerCpu(worker!).runtime,
+    refusalSamples,
+    sizes,
+    runs,
+    step: bench.step,
+  });
+  const text = secretScanningReport(results).join("\n");
+  bench.writeResults({
+    "secret-scanning.md": `${text}\n`,
+    "secret-scanning.json": `${JSON.stringify({ machine: machine(), results }, null, 2)}\n`,
+  });
+  return text;
 }

@@ -4,20 +4,11 @@ import { join } from "node:path";
 import { type Memory, ROOT } from "../harness/processes.ts";
 import type { HotFunction } from "../harness/profile.ts";
 import { LOADED, type WorkerName } from "../harness/workers.ts";
-import type { LoadResult } from "../load/round-robin.ts";
+import type { Measured } from "../load/measured.ts";
 import { CATALOGUE_NOTES, type CatalogueResult, catalogueReport } from "../modes/catalogue.ts";
 import type { Exactness, Revocation, WorkCount, WorkReport } from "../modes/probes.ts";
 import { type WebhookLatency, webhookLatencyReport } from "../modes/webhook-latency.ts";
-
-/** One load's result with the CPU each process spent on it. */
-export interface Measured extends LoadResult {
-  /** CPU of the workerd that runs the worker, per request (ms): the worker's own cost, whatever the load generator costs. */
-  workerCpuMs: number;
-  /** The same for wrangler's proxy workerd (≈ 0 when the load goes to the runtime directly). */
-  proxyCpuMs: number;
-  /** The load generator's CPU per request (ms). */
-  loadCpuMs: number;
-}
+import { nowUtc } from "./run-info.ts";
 
 export interface Results {
   mode: "quick" | "full";
@@ -107,7 +98,7 @@ export function report(r: Results): string {
   const push = (...more: string[]) => lines.push(...more);
 
   push(
-    `### Benchmark (${r.mode === "quick" ? "`npm run bench -- --quick`: a smoke run, numbers are rough" : "`npm run bench`"}), ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC`,
+    `### Benchmark (${r.mode === "quick" ? "`npm run bench -- --quick`: a smoke run, numbers are rough" : "`npm run bench`"}), ${nowUtc()}`,
     "",
     `Machine: ${r.machine.cores} cores (${r.machine.model}), ${r.machine.memoryGb} GB; Node ${r.machine.node}; ${versions()}. ` +
       `Load generator and workerd share these cores, so compare ratios within one run, not absolute numbers across runs.`,
