@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../../platform/db.ts";
 import { products } from "../../platform/tables.ts";
+import { DAY_MS } from "../../platform/time.ts";
 import {
   BUILD_LIMITS,
   type BuildDeps,
@@ -27,7 +28,7 @@ const COALESCE_MS = 300;
  * A replaced snapshot's objects stay readable this long after it was replaced, so a response that
  * began on it (a slow client reading a whole catalogue) can finish (docs/catalogue.md, "Retention").
  */
-export const RETENTION_MS = 24 * 60 * 60_000;
+export const RETENTION_MS = DAY_MS;
 
 /** Objects released by a build, deleted RETENTION_MS after `at`; keyed so storage lists them oldest first. */
 interface Released {
