@@ -1,6 +1,6 @@
 /**
  * The catalogue snapshot (docs/catalogue.md) at one size, under `wrangler dev`: a part of
- * `npm run bench` (bench/run.ts runs it at 10,000 and 100,000 products, `--products-max` adds
+ * `npm run bench` (bench/modes/catalogue-sizes.ts runs it at 10,000 and 100,000 products, `--products-max` adds
  * 1,000,000, `--quick` 2,000). Each size gets a freshly seeded D1 and a worker of its own: the full
  * build its first request sets off, GET /products (time to first byte, total time, bytes with and
  * without gzip, D1 round trips), 304, filters, the isolate's heap while building and while serving

@@ -21,15 +21,9 @@ import {
 } from "../../src/catalogue/snapshot/manifest.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { runBuildSteps } from "../helpers/build-steps.ts";
-import {
-  changePrices,
-  createCompetitor,
-  insertProducts,
-  newApiKey,
-  publishCatalogue,
-  randomProductId,
-} from "../helpers/catalogue-factory.ts";
+import { changePrices, createCompetitor, insertProducts, publishCatalogue, randomProductId } from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 import { call } from "../helpers/http.ts";
 
@@ -60,7 +54,7 @@ async function budgetedBuild() {
 }
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   await createCompetitor({ id: "cmp_a", name: "Shop A" });
   await createCompetitor({ id: "cmp_b", name: "Shop B" });
   await insertProducts(0, PRODUCTS, 0, randomProductId);

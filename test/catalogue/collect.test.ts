@@ -7,14 +7,8 @@ import { RETENTION_MS } from "../../src/catalogue/snapshot/builder.ts";
 import { type Manifest, manifestKey, POINTER_KEY, readManifest } from "../../src/catalogue/snapshot/manifest.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { database } from "../../src/platform/db.ts";
-import {
-  buildCatalogue,
-  changePrices,
-  createCompetitor,
-  insertProducts,
-  newApiKey,
-  publishCatalogue,
-} from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { buildCatalogue, changePrices, createCompetitor, insertProducts, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call } from "../helpers/http.ts";
 
@@ -107,7 +101,7 @@ async function expectCollected(build: () => Promise<Manifest>, gone: () => strin
 }
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   await createCompetitor({ id: "cmp_a", name: "Shop A" });
   await createCompetitor({ id: "cmp_b", name: "Shop B" });
   await insertProducts(0, PRODUCTS);

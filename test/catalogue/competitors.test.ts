@@ -1,11 +1,12 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 
 let key: string;
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   await createCompetitor({ id: "cmp_amazon", name: "Amazon", domain: "amazon.com" });
   await createCompetitor({ id: "cmp_bestbuy", name: "Best Buy", domain: "bestbuy.com" });
   await createCompetitor({ id: "cmp_idle", name: "Idle Shop", domain: null });

@@ -8,14 +8,8 @@ import type { Manifest } from "../../src/catalogue/snapshot/manifest.ts";
 import { readManifest, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
-import {
-  type BulkProduct,
-  buildCatalogue,
-  createCompetitor,
-  insertProductRows,
-  newApiKey,
-  publishCatalogue,
-} from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { type BulkProduct, buildCatalogue, createCompetitor, insertProductRows, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { call, utf8Text } from "../helpers/http.ts";
 
@@ -86,7 +80,7 @@ async function readDirect(filters: ProductFilters, d1Limit?: number) {
 }
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   for (const id of ["cmp_a", "cmp_b", "cmp_c", "cmp_idle"]) await createCompetitor({ id, name: `Shop ${id} ✓` });
   await insertRandomProducts(PRODUCTS);
   await publishCatalogue();

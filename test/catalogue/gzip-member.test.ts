@@ -10,7 +10,8 @@ import {
   gzipTrailer,
   storedPart,
 } from "../../src/catalogue/snapshot/gzip-member.ts";
-import { newApiKey } from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -81,7 +82,7 @@ describe("deflate parts", () => {
 
 describe("GET /products, empty catalogue", () => {
   it('is one gzip member of {"products":[]} (and of nothing in NDJSON), and decodes without gzip', async () => {
-    const key = await newApiKey();
+    const key = (await freshAccount({ plan: "premium" })).key;
     const get = async (headers: Record<string, string>) => {
       const res = await rawGet("/products", key, headers);
       expect(res.status).toBe(200);

@@ -5,7 +5,8 @@ import { archiveHistory, historyKey, readHistoryYear } from "../../src/catalogue
 import { HISTORY_IN_D1_MS } from "../../src/events/retention.ts";
 import { type Database, database } from "../../src/platform/db.ts";
 import { priceHistory } from "../../src/platform/tables.ts";
-import { addHistory, createCompetitor, createProduct, newApiKey } from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { addHistory, createCompetitor, createProduct } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 
 /**
@@ -47,7 +48,7 @@ const inD1 = async (productId: string) =>
     .sort();
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   await createCompetitor({ id: "cmp_a", name: "A" });
   await createCompetitor({ id: "cmp_b", name: "B" });
 });

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { HISTORY_LIMIT } from "../../src/catalogue/history.ts";
-import { addHistory, createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 
 let key: string;
@@ -8,7 +9,7 @@ const get = <Path extends string>(path: Path) => call("GET", path, { token: key 
 const times = (body: { history: { observed_at: string }[] }) => body.history.map((h) => h.observed_at);
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   await createCompetitor({ id: "cmp_amazon", name: "Amazon" });
   await createCompetitor({ id: "cmp_argos", name: "Argos" });
   await createProduct({ id: "prd_kettle", sku: "KETTLE" });

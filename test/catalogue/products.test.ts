@@ -2,7 +2,8 @@ import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ApiError } from "../../client/index.ts";
 import type { ProductView } from "../../src/catalogue/schema.ts";
-import { createCompetitor, createProduct, newApiKey, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, randomTestIp } from "../helpers/http.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
@@ -11,7 +12,7 @@ const get = <Path extends string>(path: Path, headers: Record<string, string> = 
 const skus = (body: { products: ProductView[] }) => body.products.map((p) => p.sku).sort();
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   await createCompetitor({ id: "cmp_amazon", name: "Amazon", domain: "amazon.com" });
   await createCompetitor({ id: "cmp_walmart", name: "Walmart", domain: "walmart.com" });
   await createCompetitor({ id: "cmp_rakuten", name: "Rakuten", domain: "rakuten.co.jp" });

@@ -6,8 +6,9 @@ import type { BuildLimits } from "../../src/catalogue/snapshot/build.ts";
 import { RETENTION_MS } from "../../src/catalogue/snapshot/builder.ts";
 import { manifestKey, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { runBuildSteps, runCollectSteps, stepCatalogue } from "../helpers/build-steps.ts";
-import { changePrices, newApiKey } from "../helpers/catalogue-factory.ts";
+import { changePrices } from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { rawGet } from "../helpers/gzip-member.ts";
@@ -26,7 +27,7 @@ let key: string;
 let skus: string[];
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   skus = await stepCatalogue(PRODUCTS, LIMITS);
   // A second snapshot replaces the first at START: the first's objects are due for deletion at START + RETENTION_MS.
   vi.useFakeTimers({ toFake: ["Date"] });

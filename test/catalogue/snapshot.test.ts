@@ -8,15 +8,9 @@ import { SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/snapshot/build.
 import { readManifest, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
 import { database } from "../../src/platform/db.ts";
 import { offers, priceHistory, products } from "../../src/platform/tables.ts";
+import { freshAccount } from "../helpers/accounts.ts";
 import { Faults, runBuildSteps } from "../helpers/build-steps.ts";
-import {
-  buildCatalogue,
-  changePrices,
-  createCompetitor,
-  insertProducts,
-  newApiKey,
-  publishCatalogue,
-} from "../helpers/catalogue-factory.ts";
+import { buildCatalogue, changePrices, createCompetitor, insertProducts, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
@@ -43,7 +37,7 @@ async function expectOneMemberBodies() {
 }
 
 beforeAll(async () => {
-  key = await newApiKey();
+  key = (await freshAccount({ plan: "premium" })).key;
   await createCompetitor({ id: "cmp_a", name: "Shop A" });
   await createCompetitor({ id: "cmp_b", name: "Shop B" });
   await createCompetitor({ id: "cmp_idle", name: "Idle" });

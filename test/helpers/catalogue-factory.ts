@@ -8,7 +8,6 @@ import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { parseMoney } from "../../src/platform/money.ts";
 import { competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
-import { freshAccount } from "./accounts.ts";
 
 /** Catalogue rows written straight into D1, as ingestion would leave them. Money goes in as strings. */
 
@@ -224,11 +223,6 @@ export async function buildCatalogue(): Promise<BuildReport> {
   } finally {
     forgetManifest();
   }
-}
-
-/** A fresh API key of a Premium account (300 requests a minute, so a test file never hits the limit): the catalogue tests' shorthand for freshAccount. */
-export async function newApiKey(): Promise<string> {
-  return (await freshAccount({ plan: "premium" })).key;
 }
 
 /** Ids as production makes them (src/platform/ids.ts), so products land in random segments and parts. */
