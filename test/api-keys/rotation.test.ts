@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import type { Schemas } from "../../client/index.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson } from "../helpers/http.ts";
@@ -110,7 +111,7 @@ describe("rotation", () => {
     for (let i = 0; i < 6; i++) {
       const res = await rotate(token, newest, { grace_seconds: 604_800 });
       statuses.push(res.status);
-      if (res.status === 201) newest = (await res.json<{ id: string }>()).id;
+      if (res.status === 201) newest = (await res.json<Schemas["CreatedApiKey"]>()).id;
     }
     expect(statuses).toEqual([201, 201, 201, 409, 409, 409]);
     const working = (await listed(token)).filter((k) => k.status === "active");

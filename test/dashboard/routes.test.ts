@@ -1,6 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { ApiError } from "../../client/index.ts";
 import { buildApp } from "../../src/app.ts";
 import { randomTestIp, rateLimitOf } from "../helpers/http.ts";
 import { captureLogs } from "../helpers/logs.ts";
@@ -111,7 +112,7 @@ describe("dashboard routes", () => {
     for (const value of [undefined, "", " "]) {
       const vars = { DASHBOARD_CLIENT_ID: value };
       const res = await dashboardCall("GET", "/dashboard", vars);
-      const body = await res.json<{ detail: string }>();
+      const body = await res.json<ApiError>();
       expect(res.status, JSON.stringify(body)).toBe(500);
       expect(body.detail).toContain("DASHBOARD_CLIENT_ID");
       expect(res.headers.get("X-RateLimit-Limit")).toBe("30");

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { asc, count, eq } from "drizzle-orm";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
-import type { ProductView } from "../../src/catalogue/schema.ts";
+import type { Schemas } from "../../client/index.ts";
 import type { EventMessage, WebhookMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { catalogueState, competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
@@ -102,7 +102,7 @@ describe("POST /admin/observations: new observations", () => {
     const second = await call("GET", "/products", { token: key, headers: { "If-None-Match": etag } });
     expect(second.status).toBe(200);
     expect(second.headers.get("ETag")).not.toBe(etag);
-    expect(((await second.json()) as { products: ProductView[] }).products.some((p) => p.sku === "ETAG-1")).toBe(true);
+    expect(((await second.json()) as Schemas["ProductList"]).products.some((p) => p.sku === "ETAG-1")).toBe(true);
   });
 
   it("costs one D1 batch to read and one to write, whatever the number of observations (1,000 here)", async () => {

@@ -1,6 +1,7 @@
 import { Validator, type Schema as ValidatorSchema } from "@cfworker/json-schema";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { ApiError } from "../../client/index.ts";
 import { MoneyError, parseMoney } from "../../src/platform/money.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call } from "../helpers/http.ts";
@@ -165,7 +166,7 @@ function invalidVariants(operation: Operation, request: Request): Mutation[] {
   return variants.filter((m) => !operation.validator.validate(m.value).valid);
 }
 
-const detailOf = async (res: Response) => ((await res.clone().json()) as { detail: string }).detail;
+const detailOf = async (res: Response) => ((await res.clone().json()) as ApiError).detail;
 
 beforeAll(async () => {
   installReceiver(); // any webhook delivery the generated requests cause is answered here, never sent out

@@ -104,7 +104,7 @@ describe("POST /webhooks", () => {
     expect(responses.filter((r) => r.status === 201)).toHaveLength(MAX_WEBHOOKS_PER_ACCOUNT);
     const refused = responses.filter((r) => r.status === 409);
     expect(refused).toHaveLength(3);
-    expect(((await refused[0]!.json()) as { detail: string }).detail).toMatch(/already has 20 webhooks/);
+    expect(((await refused[0]!.json()) as ApiError).detail).toMatch(/already has 20 webhooks/);
   });
 
   it("is for account logins: an API key gets 403, no credential 401", async () => {
