@@ -405,6 +405,14 @@ function scatteredWorkCell(r: CatalogueResult): string {
   );
 }
 
+function scatteredShareCell(r: CatalogueResult): string {
+  const full = r.fullBuild;
+  if (!full) return "–";
+  const builds = r.scattered.builds;
+  const wall = builds.reduce((sum, build) => sum + build.ms, 0);
+  return `${pct(wall / full.ms)}, ${pct(sumWork(builds, "r2BytesWritten") / full.work.r2BytesWritten)}, ${pct(sumWork(builds, "d1RowsRead") / full.work.d1RowsRead)}`;
+}
+
 /** The measurements as a markdown table, one column per size. */
 export function catalogueReport(results: readonly CatalogueResult[]): string {
   const rows: [string, (r: CatalogueResult) => string][] = [
@@ -446,6 +454,7 @@ export function catalogueReport(results: readonly CatalogueResult[]): string {
       (r) => scatteredWorkCell(r),
     ],
     ["… CPU as a share of the full build's", (r) => pct(r.scattered.cpuS / r.fullBuildCpuS)],
+    ["… its builds' wall time, bytes written, D1 rows read: shares of the full build's", (r) => scatteredShareCell(r)],
     ["… its largest step", (r) => largestStepCell(r.scattered.builds.at(-1))],
     [
       "one-product rebuild (builder's log)",
