@@ -1,4 +1,5 @@
 import { ApiError } from "../http/errors.ts";
+import { remember } from "../platform/bounded-map.ts";
 import type { Config } from "../platform/config.ts";
 import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from "./api-key.ts";
 import { type Identity, unauthorized, verifyIdpToken } from "./idp.ts";
@@ -33,6 +34,22 @@ function bearerToken(header: string | undefined): string | undefined {
   return match[1];
 }
 
+/**
+ * The hashes of API keys this isolate has checked: a key's checksum and SHA-256 are worked out on its first
+ * request here, not on every request (the hot path's one per-request hash). Only well-formed keys are kept,
+ * bounded like the rate limiter's memories; a key's hash never changes, so an entry is never stale.
+ */
+const keyHashes = new Map<string, string>();
+
+async function keyHashOf(token: string, prefix: string): Promise<string> {
+  const known = keyHashes.get(token);
+  if (known !== undefined) return known;
+  if (!isWellFormedApiKey(token, prefix)) throw unauthorized("The API key is malformed; check that it was copied whole.", true);
+  const keyHash = await hashApiKey(token);
+  remember(keyHashes, token, keyHash);
+  return keyHash;
+}
+
 /** Checks what can be checked without the rate limiter: a key's format and checksum, a JWT's signature and claims. */
 export async function identify(header: string | undefined, config: Config): Promise<Credential> {
   let wasApiKey = false;
@@ -40,11 +57,7 @@ export async function identify(header: string | undefined, config: Config): Prom
     const token = bearerToken(header);
     if (token === undefined) return { kind: "none" };
     wasApiKey = looksLikeApiKey(token, config.KEY_PREFIX);
-    if (wasApiKey) {
-      if (!isWellFormedApiKey(token, config.KEY_PREFIX))
-        throw unauthorized("The API key is malformed; check that it was copied whole.", true);
-      return { kind: "api-key", keyHash: await hashApiKey(token) };
-    }
+    if (wasApiKey) return { kind: "api-key", keyHash: await keyHashOf(token, config.KEY_PREFIX) };
     return { kind: "login", identity: await verifyIdpToken(token, config) };
   } catch (error) {
     if (error instanceof ApiError) return { kind: "rejected", error, wasApiKey };

@@ -4,7 +4,7 @@ import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
-import { rateLimitDetail, rateLimitHeaders } from "../rate-limit/headers.ts";
+import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
 import { scopeForPath } from "../rate-limit/key-scopes.ts";
 import { admitBucket, admitKey, isSeenKey } from "../rate-limit/stub.ts";
 import type { Decision, Work } from "../rate-limit/types.ts";
@@ -46,7 +46,7 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
 
 /** Whatever the response, it carries the bucket's headers (and, when asked for, what the request cost). */
 function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: Work): Response {
-  for (const [name, value] of Object.entries(rateLimitHeaders(decision))) res.headers.set(name, value);
+  setRateLimitHeaders(res.headers, decision);
   if (c.env.EXPOSE_WORK_COUNTS === "true")
     res.headers.set("X-Work-Counts", `d1=${work.d1}; key-do=${work.keyObjectCalls}; other-do=${work.otherObjectCalls}`);
   return res;

@@ -1,3 +1,4 @@
+import { remember } from "../platform/bounded-map.ts";
 import {
   type Decision,
   type KeyAdmission,
@@ -7,15 +8,6 @@ import {
   UNKNOWN_KEY_MS,
   type Work,
 } from "./types.ts";
-
-const MAX_REMEMBERED = 10_000;
-
-/** A map that forgets its oldest entry once full: the isolate's memories stay bounded whatever clients send. */
-function remember<V>(map: Map<string, V>, name: string, value: V) {
-  map.delete(name);
-  if (map.size >= MAX_REMEMBERED) map.delete(map.keys().next().value!);
-  map.set(name, value);
-}
 
 /**
  * Refusals of the fixed buckets (account, admin subject, client IP), remembered by this isolate until their
