@@ -686,6 +686,8 @@ describe("dashboard in Chromium", () => {
       const minute = await newestRow.locator("th").textContent();
       const [admitted, refused] = await newestRow.locator("td").allTextContents();
       const bar = chart.locator("rect.bar").last();
+      // The chart may still be redrawing for the new width: wait until its newest bar is laid out.
+      await expect.poll(async () => (await bar.boundingBox()) !== null).toBe(true);
       const box = (await bar.boundingBox())!;
       await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
       const tip = chart.locator(".chart-tip");

@@ -138,6 +138,7 @@ describe("the first delivery, right after the commit", () => {
     const hook = await createWebhook(token, { url: hookUrl("refused"), events: ["price.changed"] });
     receiver.respond(hook.url, () => new Response("no", { status: 500 }));
     captureQueue();
+    const quiet = vi.spyOn(console, "error").mockImplementation(() => {}); // the injected faults' logs
     const sku = `NOW-${Date.now()}-${++skus}`;
     await ingest([{ sku, price: "10.00" }]);
     // The price change's relay succeeds; then every send fails: the first attempt's retry and the hand-back.
@@ -157,6 +158,7 @@ describe("the first delivery, right after the commit", () => {
     batches.mockResolvedValue({} as QueueSendBatchResponse);
     await sweepOutbox(db(), env.WEBHOOK_QUEUE, Date.now() + SWEEP_AFTER_MS + 1000);
     expect(sent(batches.mock.calls.length - 1)).toContainEqual(relayed);
+    quiet.mockRestore();
   });
 
   it(`at most ${MAX_IMMEDIATE_DELIVERIES} deliveries at once from the ingestion; the others are queued at once`, async () => {
