@@ -68,9 +68,10 @@ export const BUILD_LIMITS: BuildLimits = { partTarget: 12, segmentTarget: 1000, 
 export const SEGMENT_TARGET = BUILD_LIMITS.segmentTarget;
 export const SEGMENT_MAX = 2 * SEGMENT_TARGET;
 /**
- * D1 statements a step makes at most (D1 allows 1,000 an invocation): an incremental step starts a segment
- * only while its SEGMENT_D1_STATEMENTS more fit, after the competitors' and the catalogue state's;
- * a scan step makes at most SCAN_PAGES and a full-build step two a segment.
+ * D1 statements a step makes at most (D1 allows 1,000 an invocation): an incremental step takes a segment
+ * only while its changed parts' statements (two per RANGES_PER_STATEMENT parts) fit after its candidates'
+ * changed ids (one each) and the competitors'; a scan step makes at most SCAN_PAGES and a full-build step
+ * two a segment.
  */
 export const STEP_D1_STATEMENTS = 150;
 /**
