@@ -10,6 +10,7 @@ import { type Checked, concatenated, deflatePart } from "./gzip-member.ts";
 import {
   bodyParts,
   type Extent,
+  findManifest,
   JSON_SEPARATOR,
   MAX_SUMMARY_VALUES,
   type Manifest,
@@ -758,9 +759,8 @@ async function finish(deps: BuildDeps, state: BuildState, now: number): Promise<
   manifestCache = manifest;
   let released: string[] = [];
   if (state.previous !== null) {
-    // Any layout's manifest (the first layout's too); one gone already releases nothing more, as what it used is unknown.
-    const object = await bucket.get(manifestKey(state.previous));
-    const replaced = object ? ((await object.json()) as Manifest) : null;
+    // A replaced manifest already gone releases nothing more: what it used is unknown.
+    const replaced = await findManifest(bucket, state.previous);
     const kept = new Set(snapshotObjects(manifest));
     released = replaced ? snapshotObjects(replaced).filter((key) => !kept.has(key)) : [manifestKey(state.previous)];
   }

@@ -108,10 +108,16 @@ export async function readPointer(bucket: R2Bucket): Promise<Pointer | null> {
   return object ? Pointer.parse(await object.json()) : null;
 }
 
-export async function readManifest(bucket: R2Bucket, id: string): Promise<Manifest> {
+/** A manifest, validated; null when it is not in R2 (a replaced one already collected). */
+export async function findManifest(bucket: R2Bucket, id: string): Promise<Manifest | null> {
   const object = await bucket.get(manifestKey(id));
-  if (!object) throw new Error(`The catalogue manifest ${id} is missing from R2`);
-  return Manifest.parse(await object.json());
+  return object ? Manifest.parse(await object.json()) : null;
+}
+
+export async function readManifest(bucket: R2Bucket, id: string): Promise<Manifest> {
+  const manifest = await findManifest(bucket, id);
+  if (!manifest) throw new Error(`The catalogue manifest ${id} is missing from R2`);
+  return manifest;
 }
 
 /** The segment whose id range holds `id`: the last one whose `first` is not above it. */
