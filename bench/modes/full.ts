@@ -11,7 +11,7 @@ import { PLAN_LIMITS } from "../../src/rate-limit/plans.ts";
 import type { Bench } from "../harness/bench.ts";
 import { isolateHeap } from "../harness/inspector.ts";
 import { type BenchKeys, makeKeys, REVOKE_ACCOUNT } from "../harness/keys.ts";
-import { type Memory, ROOT, stopAll, type Worker, workerMemory } from "../harness/processes.ts";
+import { type Memory, ROOT, run, stopAll, type Worker, workerMemory } from "../harness/processes.ts";
 import { cpuProfile } from "../harness/profile.ts";
 import type { Run } from "../harness/settings.ts";
 import { seedState } from "../harness/setup.ts";
@@ -234,6 +234,8 @@ export async function fullMode(bench: Bench, { size, settings }: Run): Promise<s
   if (size === "full") {
     const docPath = join(ROOT, "docs/benchmark.md");
     writeFileSync(docPath, withResults(readFileSync(docPath, "utf8"), text));
+    // Formatted as `npm run check` wants it (the report's tables are not padded), so a run leaves the check passing.
+    await run(process.execPath, [join(ROOT, "node_modules/@biomejs/biome/bin/biome"), "format", "--write", docPath]);
     step("results written to docs/benchmark.md");
   }
   return text;
