@@ -26,7 +26,10 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
       if (!ip.allowed) return [credential, ip];
     }
     const outcome = await admitKey(c.env, credential.keyHash, work, { ip: clientIp(c), scope: scopeForPath(c.req.path) });
-    if (outcome.status === "active") return [{ ...credential, key: outcome.key }, outcome.decision];
+    if (outcome.status === "active") {
+      const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes };
+      return [{ ...credential, key }, outcome.decision];
+    }
     if (outcome.status === "forbidden")
       return [{ kind: "rejected", error: new ApiError(403, outcome.detail), wasApiKey: true }, outcome.decision];
     const detail =

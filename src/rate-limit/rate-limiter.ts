@@ -106,8 +106,7 @@ export class RateLimiter extends DurableObject<Env> {
       oldest_2: woken.oldest_2 ?? null,
     });
     this.lastUseRecorded = row?.last_used ?? 0;
-    // States stored before keys could expire have no `expiresAt`: they never expire.
-    this.key = woken.key_state != null ? ({ expiresAt: null, ...JSON.parse(woken.key_state) } as KeyState) : undefined;
+    this.key = woken.key_state != null ? (JSON.parse(woken.key_state) as KeyState) : undefined;
   }
 
   /** Admission for a bucket whose limits the caller knows (account, admin subject, client IP). */
@@ -153,15 +152,7 @@ export class RateLimiter extends DurableObject<Env> {
       this.noticeUsage(key.keyId, key.limits.per_day, now);
     }
     this.count(now, decision.allowed);
-    return {
-      status: "active",
-      keyId: key.keyId,
-      accountId: key.accountId,
-      expiresAt: key.expiresAt,
-      decision,
-      scopes: key.scopes ?? null,
-      d1Queries,
-    };
+    return { status: "active", keyId: key.keyId, accountId: key.accountId, decision, scopes: key.scopes, d1Queries };
   }
 
   /** Pushed by DELETE /api-keys/:id before it answers: the next request is refused. */
@@ -308,7 +299,7 @@ export class RateLimiter extends DurableObject<Env> {
 }
 
 /** Why the key may not make this request (its address or its route's scope), or undefined when it may. */
-function outsideRestrictions(key: Partial<KeyRestrictions>, request: KeyRequest): string | undefined {
+function outsideRestrictions(key: KeyRestrictions, request: KeyRequest): string | undefined {
   if (key.allowedIps && !isAllowed(request.ip, key.allowedIps)) {
     return `This API key may not be used from ${request.ip}; add the address to the key's allowed_ips (PATCH /api-keys/{id}) or call from an allowed one.`;
   }

@@ -45,29 +45,23 @@ export function isSeenKey(keyHash: string): boolean {
 
 const limiter = (env: Env, name: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(name));
 
-export type KeyOutcome =
-  | { status: "active"; decision: Decision; key?: { id: string; accountId: string; scopes: string[] | null } }
-  | { status: "forbidden"; detail: string; decision: Decision }
-  | { status: "expired"; expiresAt: number }
-  | { status: "revoked" | "unknown" };
-
-/** Admission for an API key, named by its hash; a hash remembered as matching no key is answered without a call. */
-export async function admitKey(env: Env, keyHash: string, work: Work, request: KeyRequest): Promise<KeyOutcome> {
+/**
+ * Admission for an API key, named by its hash: the key object's answer as it came (its D1 reads added to `work`);
+ * a hash remembered as matching no key is answered without a call.
+ */
+export async function admitKey(env: Env, keyHash: string, work: Work, request: KeyRequest): Promise<KeyAdmission> {
   const unknownUntil = seenKeys.get(keyHash);
   if (typeof unknownUntil === "number") {
-    if (Date.now() < unknownUntil) return { status: "unknown" };
+    if (Date.now() < unknownUntil) return { status: "unknown", d1Queries: 0 };
     seenKeys.delete(keyHash);
   }
   work.keyObjectCalls++;
-  const result: KeyAdmission = await limiter(env, keyHash).admitKey(keyHash, request);
+  const result = await limiter(env, keyHash).admitKey(keyHash, request);
   work.d1 += result.d1Queries;
   if (result.status === "unknown") remember(seenKeys, keyHash, Date.now() + UNKNOWN_KEY_MS);
   else if (result.status === "active" || result.status === "forbidden") remember(seenKeys, keyHash, true);
   else seenKeys.delete(keyHash);
-  if (result.status === "forbidden") return { status: "forbidden", detail: result.detail, decision: result.decision };
-  if (result.status === "expired") return { status: "expired", expiresAt: result.expiresAt };
-  if (result.status !== "active") return { status: result.status };
-  return { status: "active", decision: result.decision, key: { id: result.keyId, accountId: result.accountId, scopes: result.scopes } };
+  return result;
 }
 
 /**

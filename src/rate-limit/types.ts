@@ -28,22 +28,28 @@ export interface Decision {
   exceeded?: Granularity;
 }
 
-/**
- * What a key's object knows of its key; kept in its storage, so a seen key never asks D1 again.
- * `expiresAt` (epoch ms, or null) is the instant from which the object refuses the key.
- */
-export type KeyState =
-  | ({ status: "active"; keyId: string; accountId: string; limits: Limits; expiresAt: number | null } & Partial<KeyRestrictions>)
-  | { status: "revoked"; keyId: string; accountId: string };
+/** Who a key is and whose: what the object's record of a key and its answer about it both name. */
+interface KeyOwner {
+  keyId: string;
+  accountId: string;
+}
 
 /**
  * Where a key may be used from (canonical CIDRs; null: anywhere) and what it may read (null: everything).
- * States stored before keys had restrictions lack them: no restriction.
  */
 export interface KeyRestrictions {
   allowedIps: string[] | null;
   scopes: string[] | null;
 }
+
+/**
+ * What a key's object keeps of its key, in its storage, so a seen key never asks D1 again. `expiresAt` (epoch ms,
+ * or null) is the instant from which the object refuses the key. A record, not an answer: it holds what decides
+ * a request (limits, restrictions), where KeyAdmission holds what was decided.
+ */
+export type KeyState =
+  | (KeyOwner & KeyRestrictions & { status: "active"; limits: Limits; expiresAt: number | null })
+  | (KeyOwner & { status: "revoked" });
 
 /** What the object needs of a request to decide it beyond counting: the client's address and the scope its route needs. */
 export interface KeyRequest {
@@ -51,21 +57,17 @@ export interface KeyRequest {
   scope: string | undefined;
 }
 
-/** The object's answer to one admission of an API key. */
-export type KeyAdmission =
-  | {
-      status: "active";
-      keyId: string;
-      accountId: string;
-      expiresAt: number | null;
-      decision: Decision;
-      scopes: string[] | null;
-      d1Queries: number;
-    }
-  /** Outside the key's allowed addresses or scopes: 403 with `detail`, not counted; `decision` is the key's window as it stands. */
-  | { status: "forbidden"; detail: string; decision: Decision; d1Queries: number }
-  | { status: "expired"; expiresAt: number; d1Queries: number }
-  | { status: "revoked" | "unknown"; d1Queries: number };
+/**
+ * The key object's answer to one admission, which the worker's stub hands on as it came (src/rate-limit/stub.ts).
+ * `forbidden`: outside the key's allowed addresses or scopes, a 403 with `detail`, not counted (`decision` is the
+ * key's window as it stands). `d1Queries`: the D1 reads the answer cost (one on the object's first wake, else none).
+ */
+export type KeyAdmission = { d1Queries: number } & (
+  | (KeyOwner & { status: "active"; decision: Decision; scopes: string[] | null })
+  | { status: "forbidden"; detail: string; decision: Decision }
+  | { status: "expired"; expiresAt: number }
+  | { status: "revoked" | "unknown" }
+);
 
 /** How long a key hash that matched no key is answered "unknown" (by its object and by each isolate) without asking D1 again. */
 export const UNKNOWN_KEY_MS = 60_000;
