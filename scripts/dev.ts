@@ -8,12 +8,13 @@
  *      `--persist-to DIR` also puts the migrated and seeded D1 there, as the dev-server test does);
  *   5. once both answer and the catalogue's first snapshot serves, the addresses to open and the commands to try.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, type StdioOptions, spawnSync } from "node:child_process";
 import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { DEV_AUDIENCE, DEV_ISSUER, devSigningKey } from "./dev-idp/config.ts";
 import { mintToken } from "./mint-token.ts";
+import { spawnGroup, stopGroups } from "./process-group.ts";
 
 const root = new URL("..", import.meta.url).pathname;
 process.chdir(root);
@@ -62,18 +63,31 @@ console.log(applied ? `Local D1: applied ${applied} migration(s) from migrations
 const seedFile = persistTo ? `${persistTo}/seed.sql` : ".wrangler/seed.sql";
 if (!existsSync(seedFile)) run("node", ["scripts/seed.ts", "--out", seedFile, ...persist]);
 
+// Each child leads a process group of its own (scripts/process-group.ts), so stopping it stops what it started:
+// wrangler's workerd too. Their groups are not the terminal's, so Ctrl-C reaches only this process, which stops them;
+// package.json runs this script with `exec`, so a SIGTERM to `npm run dev` reaches it too (not only the shell npm starts).
+// No stdin: a process outside the terminal's foreground group that read it would be stopped (SIGTTIN).
+const stdio: StdioOptions = ["ignore", "inherit", "inherit"];
 const children: ChildProcess[] = [
-  spawn("node", ["scripts/idp.ts"], { stdio: "inherit" }),
-  spawn("wrangler", ["dev", "--ip", "127.0.0.1", "--port", "8787", ...wranglerDevArgs], { stdio: "inherit" }),
+  spawnGroup("node", ["scripts/idp.ts"], { stdio }),
+  spawnGroup("wrangler", ["dev", "--ip", "127.0.0.1", "--port", "8787", ...wranglerDevArgs], { stdio }),
 ];
 
-function stop(code = 0) {
-  for (const child of children) child.kill("SIGTERM");
+/** How long the children have to exit on SIGTERM before what is left of their groups is killed. */
+const STOP_GRACE_MS = 3_000;
+let stopping = false;
+async function stop(code = 0) {
+  if (stopping) return;
+  stopping = true;
+  await stopGroups(
+    children.map((child) => child.pid),
+    STOP_GRACE_MS,
+  );
   process.exit(code);
 }
-process.on("SIGINT", () => stop());
-process.on("SIGTERM", () => stop());
-for (const child of children) child.on("exit", (code) => stop(code ?? 0));
+process.on("SIGINT", () => void stop());
+process.on("SIGTERM", () => void stop());
+for (const child of children) child.on("exit", (code) => void stop(code ?? 0));
 
 const API = "http://127.0.0.1:8787";
 const IDP = "http://127.0.0.1:4000";

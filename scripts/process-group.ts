@@ -1,7 +1,7 @@
 /**
  * Child processes that each lead a process group of their own, so that stopping one also stops what it
- * started (wrangler's workerd processes): shared by `npm run bench` (bench/harness/processes.ts) and
- * the browser test (test/e2e/dashboard.test.ts).
+ * started (wrangler's workerd processes): shared by `npm run dev` (scripts/dev.ts), `npm run bench`
+ * (bench/harness/processes.ts) and the browser test (test/e2e/dashboard.test.ts).
  */
 import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
 
