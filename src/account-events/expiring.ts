@@ -41,9 +41,9 @@ export async function announceExpiringKeys(db: Database, queue: Queue<WebhookMes
   const timestamp = at(now);
   const messages = await Promise.all(
     due.map(async (key) =>
-      accountEventMessage(
-        "api_key.expiring",
-        {
+      accountEventMessage({
+        type: "api_key.expiring",
+        data: {
           account_id: key.account_id,
           key_id: key.id,
           prefix: key.prefix,
@@ -52,8 +52,8 @@ export async function announceExpiringKeys(db: Database, queue: Queue<WebhookMes
           days_left: key.days_left,
         },
         timestamp,
-        await derivedEventId(`api_key.expiring:${key.id}:${key.expires_at}:${key.days_left}`),
-      ),
+        id: await derivedEventId(`api_key.expiring:${key.id}:${key.expires_at}:${key.days_left}`),
+      }),
     ),
   );
   const written = await insertOnce(db, messages, timestamp);

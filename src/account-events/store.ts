@@ -11,12 +11,17 @@ import type { AccountEventData } from "./schema.ts";
  */
 
 /** An account event as the queue carries it; `data.account_id` names whose webhooks receive it. */
-export function accountEventMessage<T extends AccountEventType>(
-  type: T,
-  data: AccountEventData<T>,
-  timestamp: string,
+export function accountEventMessage<T extends AccountEventType>({
+  type,
+  data,
+  timestamp,
   id = newId("evt"),
-): EventMessage {
+}: {
+  type: T;
+  data: AccountEventData<T>;
+  timestamp: string;
+  id?: string;
+}): EventMessage {
   return { kind: "event", event: { id, type, timestamp, data } };
 }
 

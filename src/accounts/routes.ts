@@ -1,11 +1,11 @@
 import { createRoute } from "@hono/zod-openapi";
 import { AccountUsage, usageQuery } from "../api-keys/schema.ts";
-import { accountUsage } from "../api-keys/usage.ts";
+import { getAccountUsage } from "../api-keys/usage.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../middleware/operation.ts";
 import { Account, accountIdParam, planBody } from "./schema.ts";
-import { accountView, setPlan } from "./service.ts";
+import { accountView, setAccountPlan } from "./service.ts";
 
 const getAccountRoute = createRoute(
   operation({
@@ -40,10 +40,9 @@ const getAccountUsageRoute = createRoute(
 /** GET /account, GET /account/usage (account login). */
 export const accountRoutes = openApiApp()
   .openapi(getAccountRoute, (c) => c.json(accountView(c.var.account), 200))
-  .openapi(getAccountUsageRoute, async (c) => {
-    const { db, limiter } = c.var.services;
-    return c.json(await accountUsage(db, limiter, c.var.account.id, c.req.valid("query")), 200);
-  });
+  .openapi(getAccountUsageRoute, async (c) =>
+    c.json(await getAccountUsage(c.var.services, { accountId: c.var.account.id, query: c.req.valid("query") }), 200),
+  );
 
 const setAccountPlanRoute = createRoute(
   operation({
@@ -61,7 +60,6 @@ const setAccountPlanRoute = createRoute(
 );
 
 /** PUT /admin/accounts/:id/plan (admin, scope accounts:write). */
-export const adminAccountRoutes = openApiApp().openapi(setAccountPlanRoute, async (c) => {
-  const { db, limiter } = c.var.services;
-  return c.json(accountView(await setPlan(db, limiter, c.req.valid("param").id, c.req.valid("json").plan)), 200);
-});
+export const adminAccountRoutes = openApiApp().openapi(setAccountPlanRoute, async (c) =>
+  c.json(await setAccountPlan(c.var.services, { accountId: c.req.valid("param").id, plan: c.req.valid("json").plan }), 200),
+);

@@ -1,19 +1,25 @@
 import { activeKeyHashes } from "../api-keys/service.ts";
-import type { Database } from "../platform/db.ts";
+import type { RequestServices } from "../http/app-env.ts";
 import { accounts, type PlanName } from "../platform/tables.ts";
 import { PLAN_LIMITS } from "../rate-limit/plans.ts";
-import type { RateLimitControl } from "../rate-limit/types.ts";
 import type { AccountView } from "./schema.ts";
 
-export type Account = typeof accounts.$inferSelect;
+type AccountRow = typeof accounts.$inferSelect;
 
-/** Changes the plan, then tells every active key's object before answering. */
-export async function setPlan(db: Database, limiter: RateLimitControl, id: string, plan: PlanName): Promise<Account> {
-  const [account] = await db.insert(accounts).values({ id, plan }).onConflictDoUpdate({ target: accounts.id, set: { plan } }).returning();
-  await limiter.setLimits(await activeKeyHashes(db, id), PLAN_LIMITS[plan]);
-  return account!;
+/** Changes the plan (creating the account if it is new), then tells every active key's object before answering. */
+export async function setAccountPlan(
+  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { accountId, plan }: { accountId: string; plan: PlanName },
+): Promise<AccountView> {
+  const [account] = await db
+    .insert(accounts)
+    .values({ id: accountId, plan })
+    .onConflictDoUpdate({ target: accounts.id, set: { plan } })
+    .returning();
+  await limiter.setLimits(await activeKeyHashes(db, accountId), PLAN_LIMITS[plan]);
+  return accountView(account!);
 }
 
-export function accountView(account: Account): AccountView {
+export function accountView(account: AccountRow): AccountView {
   return { id: account.id, plan: account.plan, limits: PLAN_LIMITS[account.plan], created_at: account.createdAt };
 }

@@ -36,10 +36,8 @@ const text = (value: unknown) => (typeof value === "string" ? value : undefined)
 
 /** The pairs (event, rule) that match, in event order, then rule order. */
 export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(
-  db: Database,
-  events: readonly E[],
-  rules: readonly R[],
-  archive?: R2Bucket,
+  { db, archive }: { db: Database; archive: R2Bucket },
+  { events, rules }: { events: readonly E[]; rules: readonly R[] },
 ): Promise<{ event: E; rule: R }[]> {
   if (events.length === 0 || rules.length === 0) return [];
   const needsProduct = rules.some((rule) => rule.filters?.brands !== undefined || rule.filters?.categories !== undefined);
@@ -62,7 +60,7 @@ export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(
   }
   const answers = await readPriorPrices(db, [...questions.values()]);
   // A window reaching back past the history D1 keeps is answered again from the archive and D1 together.
-  if (archive) for (const [k, answer] of await readArchivedPriorPrices(db, archive, [...questions.values()])) answers.set(k, answer);
+  for (const [k, answer] of await readArchivedPriorPrices(db, archive, [...questions.values()])) answers.set(k, answer);
   return candidates
     .filter(({ index, event, rule }) => {
       const windows = historyWindows(subjects[index]!, rule);

@@ -1,13 +1,19 @@
 import { generateApiKey, hashApiKey } from "../auth/api-key.ts";
+import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
-import type { Database } from "../platform/db.ts";
-import type { apiKeys } from "../platform/tables.ts";
-import type { RateLimitControl } from "../rate-limit/types.ts";
 import type { CreatedApiKeyView } from "./schema.ts";
-import { apiKeyView, findApiKey, KEYS_THAT_CAN_AUTHENTICATE, MAX_ACTIVE_KEYS, newKeyId } from "./service.ts";
+import {
+  type ApiKeyRow,
+  apiKeyView,
+  findApiKey,
+  KEYS_THAT_CAN_AUTHENTICATE,
+  type KeyOfAccount,
+  MAX_ACTIVE_KEYS,
+  newKeyId,
+} from "./service.ts";
 
 /** Why a key cannot be rotated, or undefined when it can. */
-function notRotatable(row: typeof apiKeys.$inferSelect, now: string): string | undefined {
+function notRotatable(row: ApiKeyRow, now: string): string | undefined {
   const view = apiKeyView(row, now);
   if (view.status === "revoked") return `API key ${row.id} is revoked; create a new key instead.`;
   if (view.status === "expired") return `API key ${row.id} expired at ${row.expiresAt}; create a new key instead.`;
@@ -27,14 +33,10 @@ function notRotatable(row: typeof apiKeys.$inferSelect, now: string): string | u
  * rotation answers 409 ("already rotated") and pushes the stored expiry again.
  */
 export async function rotateApiKey(
-  db: Database,
-  limiter: RateLimitControl,
-  accountId: string,
-  id: string,
-  graceSeconds: number,
-  servicePrefix: string,
+  { db, limiter, config }: Pick<RequestServices, "db" | "limiter" | "config">,
+  { accountId, id, graceSeconds }: KeyOfAccount & { graceSeconds: number },
 ): Promise<CreatedApiKeyView> {
-  const old = await findApiKey(db, accountId, id);
+  const old = await findApiKey(db, { accountId, id });
   const now = new Date();
   const nowIso = now.toISOString();
   const refusal = notRotatable(old, nowIso);
@@ -47,7 +49,7 @@ export async function rotateApiKey(
   const oldExpiresAt = old.expiresAt !== null && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
   // The old key ends now (grace 0, or an expiry already due) or keeps working beside its successor: then both count.
   const keepsWorking = oldExpiresAt > nowIso;
-  const { key, prefix } = generateApiKey(servicePrefix);
+  const { key, prefix } = generateApiKey(config.KEY_PREFIX);
   const successorId = newKeyId();
   const d1 = db.$client;
   const [updated] = await d1.batch([
@@ -65,7 +67,7 @@ export async function rotateApiKey(
       .bind(successorId, accountId, old.name, prefix, await hashApiKey(key), nowIso, id, id, successorId),
   ]);
   if (updated!.meta.changes !== 1) {
-    const current = await findApiKey(db, accountId, id);
+    const current = await findApiKey(db, { accountId, id });
     throw new ApiError(409, notRotatable(current, nowIso) ?? (keepsWorking ? atTheCap : `API key ${id} cannot be rotated now; try again.`));
   }
   await limiter.expire(old.keyHash, Date.parse(oldExpiresAt));

@@ -4,8 +4,8 @@ import { noQuery } from "../http/query.ts";
 import { operation } from "../middleware/operation.ts";
 import { rotateApiKey } from "./rotation.ts";
 import { ApiKey, ApiKeyList, apiKeyBody, CreatedApiKey, createKeyBody, KeyUsage, keyIdParam, rotateKeyBody, usageQuery } from "./schema.ts";
-import { apiKeyView, createApiKey, listApiKeys, revokeApiKey, updateApiKey } from "./service.ts";
-import { keyUsage } from "./usage.ts";
+import { createApiKey, listApiKeys, revokeApiKey, updateApiKey } from "./service.ts";
+import { getApiKeyUsage } from "./usage.ts";
 
 const common = { tags: ["API keys"], credential: "account" as const };
 
@@ -110,32 +110,25 @@ const getApiKeyUsageRoute = createRoute(
 /** /api-keys (account login). Another account's key ids are 404, as if they did not exist. */
 export const apiKeyRoutes = openApiApp()
   .openapi(createApiKeyRoute, async (c) => {
-    const { db, config } = c.var.services;
-    const created = await createApiKey(db, c.var.account.id, c.req.valid("json"), config.KEY_PREFIX);
+    const created = await createApiKey(c.var.services, { accountId: c.var.account.id, fields: c.req.valid("json") });
     return c.json(created, 201, { "Cache-Control": "no-store" });
   })
-  .openapi(listApiKeysRoute, async (c) => {
-    const rows = await listApiKeys(c.var.services.db, c.var.account.id);
-    const now = new Date().toISOString();
-    return c.json({ api_keys: rows.map((row) => apiKeyView(row, now)) }, 200);
-  })
+  .openapi(listApiKeysRoute, async (c) => c.json(await listApiKeys(c.var.services.db, c.var.account.id), 200))
   .openapi(rotateApiKeyRoute, async (c) => {
-    const { db, limiter, config } = c.var.services;
     // An absent body is optional and so not validated: parsing {} gives the default grace.
     const { grace_seconds } = rotateKeyBody.parse(c.req.valid("json") ?? {});
-    const created = await rotateApiKey(db, limiter, c.var.account.id, c.req.valid("param").id, grace_seconds, config.KEY_PREFIX);
+    const key = { accountId: c.var.account.id, id: c.req.valid("param").id };
+    const created = await rotateApiKey(c.var.services, { ...key, graceSeconds: grace_seconds });
     return c.json(created, 201, { "Cache-Control": "no-store" });
   })
   .openapi(getApiKeyUsageRoute, async (c) => {
-    const { db, limiter } = c.var.services;
-    return c.json(await keyUsage(db, limiter, c.var.account.id, c.req.valid("param").id, c.req.valid("query")), 200);
+    const key = { accountId: c.var.account.id, id: c.req.valid("param").id };
+    return c.json(await getApiKeyUsage(c.var.services, { ...key, query: c.req.valid("query") }), 200);
   })
   .openapi(renameApiKeyRoute, async (c) => {
-    const { db, limiter } = c.var.services;
-    const row = await updateApiKey(db, limiter, c.var.account.id, c.req.valid("param").id, c.req.valid("json"));
-    return c.json(apiKeyView(row), 200);
+    const key = { accountId: c.var.account.id, id: c.req.valid("param").id };
+    return c.json(await updateApiKey(c.var.services, { ...key, patch: c.req.valid("json") }), 200);
   })
-  .openapi(revokeApiKeyRoute, async (c) => {
-    const { db, limiter } = c.var.services;
-    return c.json(apiKeyView(await revokeApiKey(db, limiter, c.var.account.id, c.req.valid("param").id)), 200);
-  });
+  .openapi(revokeApiKeyRoute, async (c) =>
+    c.json(await revokeApiKey(c.var.services, { accountId: c.var.account.id, id: c.req.valid("param").id }), 200),
+  );

@@ -110,6 +110,7 @@ export type CreatedApiKeyView = z.infer<typeof CreatedApiKey>;
 export const ApiKeyList = z
   .object({ api_keys: z.array(ApiKey).meta({ description: "Newest first, revoked keys included" }) })
   .meta({ id: "ApiKeyList" });
+export type ApiKeyListView = z.infer<typeof ApiKeyList>;
 
 export const usageQuery = strictQuery({
   granularity: z

@@ -1,11 +1,11 @@
 import { and, desc, eq } from "drizzle-orm";
 import { generateApiKey, hashApiKey } from "../auth/api-key.ts";
+import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { apiKeys } from "../platform/tables.ts";
 import { KEY_SCOPES } from "../rate-limit/key-scopes.ts";
-import type { RateLimitControl } from "../rate-limit/types.ts";
-import type { ApiKeyPatch, ApiKeyView, CreatedApiKeyView, CreateKeyBody } from "./schema.ts";
+import type { ApiKeyListView, ApiKeyPatch, ApiKeyView, CreatedApiKeyView, CreateKeyBody } from "./schema.ts";
 
 export const MAX_ACTIVE_KEYS = 100;
 
@@ -45,13 +45,17 @@ export const newKeyId = () => `key_${crypto.randomUUID().replaceAll("-", "")}`;
 
 const notFound = (id: string) => new ApiError(404, `No API key ${id} in this account.`);
 
+/** An account's key, by id: the row, for the services that act on it; another account's key is 404. */
+export interface KeyOfAccount {
+  accountId: string;
+  id: string;
+}
+
 export async function createApiKey(
-  db: Database,
-  accountId: string,
-  fields: CreateKeyBody,
-  servicePrefix: string,
+  { db, config }: Pick<RequestServices, "db" | "config">,
+  { accountId, fields }: { accountId: string; fields: CreateKeyBody },
 ): Promise<CreatedApiKeyView> {
-  const { key, prefix } = generateApiKey(servicePrefix);
+  const { key, prefix } = generateApiKey(config.KEY_PREFIX);
   const id = newKeyId();
   const createdAt = new Date().toISOString();
   const expiresAt = fields.expires_at ?? null;
@@ -97,11 +101,18 @@ export async function createApiKey(
   };
 }
 
-export function listApiKeys(db: Database, accountId: string): Promise<ApiKeyRow[]> {
-  return db.select().from(apiKeys).where(eq(apiKeys.accountId, accountId)).orderBy(desc(apiKeys.createdAt), desc(apiKeys.id)).all();
+export async function listApiKeys(db: Database, accountId: string): Promise<ApiKeyListView> {
+  const rows = await db
+    .select()
+    .from(apiKeys)
+    .where(eq(apiKeys.accountId, accountId))
+    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id))
+    .all();
+  const now = new Date().toISOString();
+  return { api_keys: rows.map((row) => apiKeyView(row, now)) };
 }
 
-export async function findApiKey(db: Database, accountId: string, id: string): Promise<ApiKeyRow> {
+export async function findApiKey(db: Database, { accountId, id }: KeyOfAccount): Promise<ApiKeyRow> {
   const row = await db
     .select()
     .from(apiKeys)
@@ -117,12 +128,9 @@ export async function findApiKey(db: Database, accountId: string, id: string): P
  * restriction, so a call retried after a failed push completes it.
  */
 export async function updateApiKey(
-  db: Database,
-  limiter: RateLimitControl,
-  accountId: string,
-  id: string,
-  patch: ApiKeyPatch,
-): Promise<ApiKeyRow> {
+  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { accountId, id, patch }: KeyOfAccount & { patch: ApiKeyPatch },
+): Promise<ApiKeyView> {
   const changes = {
     ...(patch.name !== undefined && { name: patch.name }),
     ...(patch.allowed_ips !== undefined && { allowedIps: patch.allowed_ips }),
@@ -137,25 +145,28 @@ export async function updateApiKey(
   if ((patch.allowed_ips !== undefined || patch.scopes !== undefined) && row.status === "active") {
     await limiter.restrict(row.keyHash, { allowedIps: row.allowedIps, scopes: row.scopes });
   }
-  return row;
+  return apiKeyView(row);
 }
 
 /**
  * Irreversible; revoking a revoked key answers with the same record. The key's rate-limit object
  * hears of it first: should D1 then fail, the key is already refused and a retried DELETE completes it.
  */
-export async function revokeApiKey(db: Database, limiter: RateLimitControl, accountId: string, id: string): Promise<ApiKeyRow> {
+export async function revokeApiKey(
+  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { accountId, id }: KeyOfAccount,
+): Promise<ApiKeyView> {
   const ownKey = and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId));
   const existing = await db.select().from(apiKeys).where(ownKey).get();
   if (!existing) throw notFound(id);
   await limiter.revoke(existing);
-  if (existing.status === "revoked") return existing;
+  if (existing.status === "revoked") return apiKeyView(existing);
   const [revoked] = await db
     .update(apiKeys)
     .set({ status: "revoked", revokedAt: new Date().toISOString(), revokedReason: "deleted" })
     .where(and(ownKey, eq(apiKeys.status, "active")))
     .returning();
-  return revoked ?? (await db.select().from(apiKeys).where(ownKey).get())!;
+  return apiKeyView(revoked ?? (await db.select().from(apiKeys).where(ownKey).get())!);
 }
 
 export async function activeKeyHashes(db: Database, accountId: string): Promise<string[]> {

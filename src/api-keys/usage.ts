@@ -1,36 +1,32 @@
 import { and, eq, gte, or, sql } from "drizzle-orm";
 import pLimit from "p-limit";
+import type { RequestServices } from "../http/app-env.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
-import type { Database } from "../platform/db.ts";
 import { apiKeys } from "../platform/tables.ts";
-import type { RateLimitControl, UsageCount } from "../rate-limit/types.ts";
+import type { UsageCount } from "../rate-limit/types.ts";
 import { BUCKET_MS, clipRange, summed, zeroFilled } from "../rate-limit/usage-range.ts";
 import type { AccountUsageView, KeyUsageView, UsageQuery } from "./schema.ts";
-import { findApiKey } from "./service.ts";
+import { findApiKey, type KeyOfAccount } from "./service.ts";
 
-const range = (query: UsageQuery) =>
-  clipRange(
-    query.granularity,
-    Date.now(),
-    query.from === undefined ? undefined : Date.parse(query.from),
-    query.to === undefined ? undefined : Date.parse(query.to),
-  );
+const spanOf = (query: UsageQuery) =>
+  clipRange(query.granularity, {
+    now: Date.now(),
+    from: query.from === undefined ? undefined : Date.parse(query.from),
+    to: query.to === undefined ? undefined : Date.parse(query.to),
+  });
 
 const wire = (buckets: UsageCount[]) =>
   buckets.map((b) => ({ start: new Date(b.start).toISOString(), admitted: b.admitted, refused: b.refused }));
 
 /** One key's usage, from its own object; another account's key is 404. */
-export async function keyUsage(
-  db: Database,
-  limiter: RateLimitControl,
-  accountId: string,
-  keyId: string,
-  query: UsageQuery,
+export async function getApiKeyUsage(
+  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { accountId, id, query }: KeyOfAccount & { query: UsageQuery },
 ): Promise<KeyUsageView> {
-  const key = await findApiKey(db, accountId, keyId);
-  const { from, to } = range(query);
-  const counted = from < to ? await limiter.usage(key.keyHash, query.granularity, from, to) : [];
-  return { key_id: key.id, granularity: query.granularity, buckets: wire(zeroFilled(query.granularity, from, to, counted)) };
+  const key = await findApiKey(db, { accountId, id });
+  const span = spanOf(query);
+  const counted = span.from < span.to ? await limiter.usage(key.keyHash, span) : [];
+  return { key_id: key.id, granularity: query.granularity, buckets: wire(zeroFilled(span, counted)) };
 }
 
 /**
@@ -39,16 +35,14 @@ export async function keyUsage(
  * A key revoked or expired before the range and not admitted since is left out: whatever it was refused
  * in the range is on its own usage, not in the total.
  */
-export async function accountUsage(
-  db: Database,
-  limiter: RateLimitControl,
-  accountId: string,
-  query: UsageQuery,
+export async function getAccountUsage(
+  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { accountId, query }: { accountId: string; query: UsageQuery },
 ): Promise<AccountUsageView> {
-  const { from, to } = range(query);
-  const since = new Date(from - BUCKET_MS.minute).toISOString();
+  const span = spanOf(query);
+  const since = new Date(span.from - BUCKET_MS.minute).toISOString();
   const keys =
-    from < to
+    span.from < span.to
       ? await db
           .select({ keyHash: apiKeys.keyHash })
           .from(apiKeys)
@@ -65,10 +59,6 @@ export async function accountUsage(
           .all()
       : [];
   const limit = pLimit(MAX_OPEN_CONNECTIONS);
-  const series = await Promise.all(
-    keys.map(({ keyHash }) =>
-      limit(async () => zeroFilled(query.granularity, from, to, await limiter.usage(keyHash, query.granularity, from, to))),
-    ),
-  );
-  return { account_id: accountId, granularity: query.granularity, buckets: wire(summed(query.granularity, from, to, series)) };
+  const series = await Promise.all(keys.map(({ keyHash }) => limit(async () => zeroFilled(span, await limiter.usage(keyHash, span)))));
+  return { account_id: accountId, granularity: query.granularity, buckets: wire(summed(span, series)) };
 }

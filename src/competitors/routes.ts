@@ -26,7 +26,6 @@ const updateCompetitorRoute = createRoute(
 );
 
 /** PATCH /admin/competitors/:id (admin, scope prices:write). */
-export const adminCompetitorRoutes = openApiApp().openapi(updateCompetitorRoute, async (c) => {
-  const { db, catalogue } = c.var.services;
-  return c.json(await updateCompetitor(db, catalogue, c.req.valid("param").id, c.req.valid("json")), 200);
-});
+export const adminCompetitorRoutes = openApiApp().openapi(updateCompetitorRoute, async (c) =>
+  c.json(await updateCompetitor(c.var.services, { id: c.req.valid("param").id, patch: c.req.valid("json") }), 200),
+);

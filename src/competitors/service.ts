@@ -1,9 +1,9 @@
 import { eq, sql } from "drizzle-orm";
 import type { CompetitorView } from "../catalogue/schema.ts";
-import { bumpCatalogueVersion, type CatalogueStore } from "../catalogue/service.ts";
+import { bumpCatalogueVersion } from "../catalogue/service.ts";
 import { currentManifest } from "../catalogue/snapshot/read.ts";
+import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
-import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { catalogueState, competitors } from "../platform/tables.ts";
 import type { CompetitorPatch } from "./schema.ts";
@@ -16,10 +16,8 @@ import type { CompetitorPatch } from "./schema.ts";
  * one full build, in its own bounded steps (src/catalogue/snapshot/build.ts).
  */
 export async function updateCompetitor(
-  db: Database,
-  catalogue: CatalogueStore,
-  id: string,
-  patch: CompetitorPatch,
+  { db, catalogue }: Pick<RequestServices, "db" | "catalogue">,
+  { id, patch }: { id: string; patch: CompetitorPatch },
 ): Promise<CompetitorView> {
   const row = await db.select().from(competitors).where(eq(competitors.id, id)).get();
   if (!row) throw new ApiError(404, `There is no competitor ${JSON.stringify(id)}; GET /competitors lists the ids.`);

@@ -223,9 +223,7 @@ export async function scanEvents(db: Database, bucket: R2Bucket, scan: EventScan
 export async function archivedBetween(
   db: Database,
   bucket: R2Bucket,
-  since: string,
-  until: string,
-  through: number,
+  { since, until, through }: { since: string; until: string; through: number },
 ): Promise<ArchivedEvent[]> {
   const firstArchivedMax = sql`(SELECT min(max_timestamp) FROM event_archive WHERE max_timestamp >= ${since})`;
   const sinceRange = sql`coalesce((SELECT min(first_seq) FROM event_archive WHERE max_timestamp >= ${since} AND max_timestamp < ${plusSkew(firstArchivedMax)}), 9e18)`;
@@ -263,7 +261,11 @@ export const cursorGone = (id: string) =>
  * The seq of the event a cursor names: from D1, or from the archive object its id's timestamp falls in.
  * An event older than the retention, or unknown, is 410.
  */
-export async function cursorOf(db: Database, bucket: R2Bucket, id: string, oldest: string, archiveReads: number) {
+export async function cursorOf(
+  db: Database,
+  bucket: R2Bucket,
+  { id, oldest, archiveReads }: { id: string; oldest: string; archiveReads: number },
+) {
   const gone = () => cursorGone(id);
   const at = eventIdTime(id);
   const [inD1, candidates] = await db.batch([

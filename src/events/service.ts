@@ -12,7 +12,10 @@ import type { EventFeed, FeedEvent } from "./schema.ts";
  */
 export async function listEvents(db: Database, bucket: R2Bucket, query: EventsQuery): Promise<EventFeed> {
   const oldest = new Date(Date.now() - RETENTION_MS).toISOString();
-  const cursor = query.after === undefined ? undefined : await cursorOf(db, bucket, query.after, oldest, EVENT_ARCHIVE_READS_PER_PAGE);
+  const cursor =
+    query.after === undefined
+      ? undefined
+      : await cursorOf(db, bucket, { id: query.after, oldest, archiveReads: EVENT_ARCHIVE_READS_PER_PAGE });
   const since = query.since !== undefined && query.since > oldest ? query.since : oldest;
   const limit = query.limit ?? DEFAULT_FEED_LIMIT;
   const { events, stoppedAt } = await scanEvents(db, bucket, {

@@ -1,17 +1,18 @@
 import type { RequestIdVariables } from "hono/request-id";
-import type { Account } from "../accounts/service.ts";
 import type { ApiKeyOfRequest, Credential } from "../auth/identify.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { WebhookMessage } from "../events/messages.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
+import type { accounts } from "../platform/tables.ts";
 import type { RateLimitControl, Work } from "../rate-limit/types.ts";
 
 /**
  * What a request's handlers and services need, built once per request by src/middleware/services.ts.
- * Services receive the parts they use as plain arguments, never Hono's context.
+ * A service takes the parts it uses (`Pick<RequestServices, …>`, or the database alone) and then one object
+ * naming what the call is about; never Hono's context.
  */
-interface RequestServices {
+export interface RequestServices {
   config: Config;
   /** Counts its round trips into `work`. */
   db: Database;
@@ -30,7 +31,7 @@ export interface AppEnv {
   Variables: RequestIdVariables & {
     services: RequestServices;
     credential: Credential;
-    account: Account;
+    account: typeof accounts.$inferSelect;
     apiKey: ApiKeyOfRequest;
   };
 }

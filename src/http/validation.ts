@@ -4,13 +4,15 @@ import { ApiError } from "./errors.ts";
 /** The one validation path: a zod failure becomes a 400 whose detail names the field. */
 
 /** The 400 for one field of `what` ("body", "query", …), for rules a schema cannot hold (they depend on configuration). */
-export const invalidField = (what: string, field: string, message: string) =>
+export const invalidField = (what: string, { field, message }: { field: string; message: string }) =>
   new ApiError(400, `Invalid ${what}: ${field ? `${field}: ` : ""}${message}`);
 
 /** The 400 for a failed parse of `what`: its detail names the first field that failed. */
 function invalid(what: string, error: z.ZodError): ApiError {
   const issue = error.issues[0];
-  return issue ? invalidField(what, issue.path.join("."), issue.message) : new ApiError(400, `Invalid ${what}: the request is invalid.`);
+  return issue
+    ? invalidField(what, { field: issue.path.join("."), message: issue.message })
+    : new ApiError(400, `Invalid ${what}: the request is invalid.`);
 }
 
 /** What each @hono/zod-openapi validation target is called in a 400's detail. */

@@ -1,7 +1,7 @@
 import { type AnyColumn, type SQL, sql } from "drizzle-orm";
-import type { CatalogueStore } from "../catalogue/service.ts";
-import type { EventMessage, WebhookMessage } from "../events/messages.ts";
+import type { EventMessage } from "../events/messages.ts";
 import { relayEvents } from "../events/outbox.ts";
+import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
@@ -38,11 +38,11 @@ const MAX_WRITE_ATTEMPTS = 8;
 const pause = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
 
 export async function ingestObservations(
-  db: Database,
-  queue: Queue<WebhookMessage>,
-  catalogue: CatalogueStore,
-  observations: readonly Observation[],
-  afterCommit: (events: readonly EventMessage[]) => void = () => {},
+  { db, queue, catalogue }: Pick<RequestServices, "db" | "queue" | "catalogue">,
+  {
+    observations,
+    afterCommit = () => {},
+  }: { observations: readonly Observation[]; afterCommit?: (events: readonly EventMessage[]) => void },
 ): Promise<IngestionResult> {
   const now = new Date().toISOString();
   const ordered = observations

@@ -57,13 +57,17 @@ export async function writeBatch(db: Database, touched: TouchedRows, changes: In
   ];
   // A competitor is created by its first observation and never renamed by one (PATCH /admin/competitors/:id does that).
   if (changes.competitors.length > 0)
-    statements.push(...insertRows(d1, competitors, changes.competitors, { target: ["id"], update: false }));
-  if (changes.products.length > 0) statements.push(...insertRows(d1, products, changes.products, { target: ["id"], update: true }));
+    statements.push(...insertRows(d1, { table: competitors, rows: changes.competitors, conflict: { target: ["id"], update: false } }));
+  if (changes.products.length > 0)
+    statements.push(...insertRows(d1, { table: products, rows: changes.products, conflict: { target: ["id"], update: true } }));
   if (changes.offers.length > 0)
-    statements.push(...insertRows(d1, offers, changes.offers, { target: ["product_id", "competitor_id"], update: true }));
-  if (changes.history.length > 0) statements.push(...insertRows(d1, priceHistory, changes.history));
+    statements.push(
+      ...insertRows(d1, { table: offers, rows: changes.offers, conflict: { target: ["product_id", "competitor_id"], update: true } }),
+    );
+  if (changes.history.length > 0) statements.push(...insertRows(d1, { table: priceHistory, rows: changes.history }));
   // The outbox: the events commit with the change or not at all (src/events/outbox.ts relays them).
-  if (changes.events.length > 0) statements.push(...insertRows(d1, events, outboxRows(changes.events, new Date().toISOString())));
+  if (changes.events.length > 0)
+    statements.push(...insertRows(d1, { table: events, rows: outboxRows(changes.events, new Date().toISOString()) }));
   // The products the catalogue snapshot must re-serialise (src/catalogue/snapshot/build.ts reads these marks).
   const productIds = [...new Set([...changes.products.map((p) => p.id), ...changes.offers.map((o) => o.productId)])];
   statements.push(d1.prepare(MARK_CHANGED).bind(JSON.stringify(productIds)));

@@ -37,9 +37,11 @@ function jsonChunks(items: readonly unknown[], maxBytes = MAX_JSON_PARAMETER_BYT
  */
 export function insertRows(
   d1: D1Database,
-  table: SQLiteTable,
-  rows: readonly Record<string, unknown>[],
-  conflict?: { target: readonly string[]; update: boolean },
+  {
+    table,
+    rows,
+    conflict,
+  }: { table: SQLiteTable; rows: readonly Record<string, unknown>[]; conflict?: { target: readonly string[]; update: boolean } },
 ): D1PreparedStatement[] {
   const columns = Object.entries(getTableColumns(table))
     .filter(([key]) => key in rows[0]!)

@@ -7,7 +7,6 @@ import { loadKeyState } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import {
   type Decision,
-  type Granularity,
   type KeyAdmission,
   type KeyRequest,
   type KeyRestrictions,
@@ -15,6 +14,7 @@ import {
   type Limits,
   UNKNOWN_KEY_MS,
   type UsageCount,
+  type UsageSpan,
 } from "./types.ts";
 import { OLDEST_COLUMNS, type OldestColumns, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
 import { announceUsage, thresholdReached, thresholdsReached } from "./usage-threshold.ts";
@@ -182,8 +182,8 @@ export class RateLimiter extends DurableObject<Env> {
     if (key?.status === "active") this.storeKey({ ...key, ...restrictions });
   }
 
-  /** The key's usage, `from` ≤ bucket start < `to`. */
-  usageBuckets(granularity: Granularity, from: number, to: number): UsageCount[] {
+  /** The key's usage in the span. */
+  usageBuckets({ granularity, from, to }: UsageSpan): UsageCount[] {
     return this.hasSchema ? this.usageLog.read(granularity, from, to) : [];
   }
 

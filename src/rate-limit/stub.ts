@@ -85,8 +85,8 @@ export const rateLimitControl = (env: Env): RateLimitControl => ({
   async expire(keyHash, expiresAt) {
     await limiter(env, keyHash).expire(keyHash, expiresAt);
   },
-  usage(keyHash, granularity, from, to) {
-    return limiter(env, keyHash).usageBuckets(granularity, from, to);
+  usage(keyHash, span) {
+    return limiter(env, keyHash).usageBuckets(span);
   },
   async restrict(keyHash, restrictions) {
     await limiter(env, keyHash).restrict(keyHash, restrictions);

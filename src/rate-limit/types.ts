@@ -72,6 +72,13 @@ export type KeyAdmission = { d1Queries: number } & (
 /** How long a key hash that matched no key is answered "unknown" (by its object and by each isolate) without asking D1 again. */
 export const UNKNOWN_KEY_MS = 60_000;
 
+/** The usage buckets of one granularity whose start (epoch ms, aligned to the granularity) is `from` ≤ start < `to`. */
+export interface UsageSpan {
+  granularity: Granularity;
+  from: number;
+  to: number;
+}
+
 /** One bucket of a key's usage: `start` is epoch ms. */
 export interface UsageCount {
   start: number;
@@ -98,6 +105,6 @@ export interface RateLimitControl {
   setLimits(keyHashes: readonly string[], limits: Limits): Promise<void>;
   /** The key's new allowed addresses and scopes (after D1 has them): the next request is decided by them. */
   restrict(keyHash: string, restrictions: KeyRestrictions): Promise<void>;
-  /** A key's usage from its own object, `from` ≤ bucket start < `to` (aligned to the granularity). */
-  usage(keyHash: string, granularity: Granularity, from: number, to: number): Promise<UsageCount[]>;
+  /** A key's usage in `span`, from its own object. */
+  usage(keyHash: string, span: UsageSpan): Promise<UsageCount[]>;
 }

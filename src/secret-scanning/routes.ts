@@ -15,7 +15,7 @@ import {
   secretScanningReport,
   signatureHeaders,
 } from "./schema.ts";
-import { handleReport } from "./service.ts";
+import { reportLeakedTokens } from "./service.ts";
 import { verifyReportSignature } from "./signature.ts";
 
 const unsigned = (detail: string) => new ApiError(401, detail);
@@ -81,7 +81,6 @@ const reportLeakedTokensRoute = createRoute(
 );
 
 /** POST /secret-scanning/github (signed by GitHub; no Authorization). */
-export const secretScanningRoutes = openApiApp().openapi(reportLeakedTokensRoute, async (c) => {
-  const { db, limiter, queue, config } = c.var.services;
-  return c.json(await handleReport({ db, limiter, queue, keyPrefix: config.KEY_PREFIX }, c.req.valid("json")), 200);
-});
+export const secretScanningRoutes = openApiApp().openapi(reportLeakedTokensRoute, async (c) =>
+  c.json(await reportLeakedTokens(c.var.services, c.req.valid("json")), 200),
+);

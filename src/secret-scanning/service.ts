@@ -1,11 +1,11 @@
 import pLimit from "p-limit";
 import { accountEventMessage, accountEventRow } from "../account-events/store.ts";
 import { hashApiKey, isWellFormedApiKey } from "../auth/api-key.ts";
-import type { EventMessage, WebhookMessage } from "../events/messages.ts";
+import type { EventMessage } from "../events/messages.ts";
 import { relayEvents } from "../events/outbox.ts";
+import type { RequestServices } from "../http/app-env.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
-import type { RateLimitControl } from "../rate-limit/types.ts";
 import type { ReportedToken, TokenFeedback } from "./schema.ts";
 
 /**
@@ -15,13 +15,6 @@ import type { ReportedToken, TokenFeedback } from "./schema.ts";
  * one batch), the revocations are pushed to the keys' objects MAX_OPEN_CONNECTIONS at a time,
  * and D1 records them, with their `api_key.leaked` events, in one more batch.
  */
-
-export interface ReportContext {
-  db: Database;
-  limiter: RateLimitControl;
-  queue: Queue<WebhookMessage>;
-  keyPrefix: string;
-}
 
 /** Hashes per lookup statement: one bound parameter (a JSON array of about 67 KB), far from D1's 100-parameter and 2 MB limits. */
 const LOOKUP_CHUNK = 1_000;
@@ -76,9 +69,9 @@ async function recordLeaks(
   const messages = new Map<string, EventMessage>();
   const statements = chunks(leaks, REVOKE_CHUNK).flatMap((chunk) => {
     const entries = chunk.map(({ key, reported }) => {
-      const message = accountEventMessage(
-        "api_key.leaked",
-        {
+      const message = accountEventMessage({
+        type: "api_key.leaked",
+        data: {
           account_id: key.account_id,
           key_id: key.id,
           prefix: key.prefix,
@@ -87,8 +80,8 @@ async function recordLeaks(
           source: reported.source ?? null,
           revoked_at: now,
         },
-        now,
-      );
+        timestamp: now,
+      });
       messages.set(message.event.id, message);
       return { id: message.event.id, key_id: key.id, url: reported.url ?? null, payload: accountEventRow(message, now).payload };
     });
@@ -100,11 +93,14 @@ async function recordLeaks(
   return results.flatMap((result) => result.results.map((row) => messages.get(row.id)!)).filter(Boolean);
 }
 
-export async function handleReport(ctx: ReportContext, report: readonly ReportedToken[]): Promise<TokenFeedback[]> {
+export async function reportLeakedTokens(
+  { db, limiter, queue, config }: Pick<RequestServices, "db" | "limiter" | "queue" | "config">,
+  report: readonly ReportedToken[],
+): Promise<TokenFeedback[]> {
   const hashes = await Promise.all(report.map((reported) => hashApiKey(reported.token)));
   // A string that fails the format or the checksum was never one of our keys: no lookup for it.
-  const candidates = [...new Set(hashes.filter((_, i) => isWellFormedApiKey(report[i]!.token, ctx.keyPrefix)))];
-  const keys = await findKeys(ctx.db, candidates);
+  const candidates = [...new Set(hashes.filter((_, i) => isWellFormedApiKey(report[i]!.token, config.KEY_PREFIX)))];
+  const keys = await findKeys(db, candidates);
 
   const leaks = new Map<string, { key: KeyMatch; reported: ReportedToken }>(); // the first occurrence of each live key
   hashes.forEach((hash, i) => {
@@ -114,10 +110,10 @@ export async function handleReport(ctx: ReportContext, report: readonly Reported
   // The objects first, as DELETE /api-keys does: should D1 then fail, the keys are refused already and GitHub's retry completes the record.
   const limit = pLimit(MAX_OPEN_CONNECTIONS);
   await Promise.all(
-    [...leaks.values()].map(({ key }) => limit(() => ctx.limiter.revoke({ keyHash: key.key_hash, id: key.id, accountId: key.account_id }))),
+    [...leaks.values()].map(({ key }) => limit(() => limiter.revoke({ keyHash: key.key_hash, id: key.id, accountId: key.account_id }))),
   );
-  const events = await recordLeaks(ctx.db, [...leaks.values()], new Date().toISOString());
-  await relayEvents(ctx.db, ctx.queue, events);
+  const events = await recordLeaks(db, [...leaks.values()], new Date().toISOString());
+  await relayEvents(db, queue, events);
 
   return report.map((reported, i) => ({
     token_hash: hashes[i]!,

@@ -54,7 +54,7 @@ const streamEventsRoute = createRoute(
 /** GET /events/stream (API key). */
 export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) => {
   const { after, since, type, ...rest } = c.req.valid("query");
-  const { db, archive } = c.var.services;
+  const { db } = c.var.services;
   const slot = await openSlot(db, c.var.apiKey.id, DEFAULT_TIMING.lifetimeMs);
   let released = false;
   const release = async () => {
@@ -68,7 +68,7 @@ export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) =>
       since,
       rule: { types: type, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) },
     };
-    const frames = await eventFrames(db, archive, request, DEFAULT_TIMING, release);
+    const frames = await eventFrames(c.var.services, { request, timing: DEFAULT_TIMING, onEnd: release });
     return c.body(frameStream(frames, release), 200, {
       "Content-Type": "text/event-stream; charset=utf-8",
       "Cache-Control": "no-cache",

@@ -4,6 +4,7 @@ import type { AlertRule } from "../alerts/rules.ts";
 import { RETENTION_MS } from "../events/retention.ts";
 import type { FeedEvent } from "../events/schema.ts";
 import { listEvents } from "../events/service.ts";
+import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
@@ -99,11 +100,8 @@ const frame = (event: FeedEvent) => `id: ${event.id}\nevent: ${event.type}\ndata
  * cursor is the caller's 410 rather than a broken stream. `onEnd` runs once, however it ends.
  */
 export async function eventFrames(
-  db: Database,
-  archive: R2Bucket,
-  request: StreamRequest,
-  timing: StreamTiming,
-  onEnd: () => Promise<void>,
+  { db, archive }: Pick<RequestServices, "db" | "archive">,
+  { request, timing, onEnd }: { request: StreamRequest; timing: StreamTiming; onEnd: () => Promise<void> },
 ): Promise<AsyncGenerator<string>> {
   const feedQuery = {
     after: request.after,
@@ -119,7 +117,7 @@ export async function eventFrames(
     let lastWrite = started;
     let lastId = request.after;
     const send = async (page: readonly FeedEvent[]) => {
-      const wanted = await matchAlerts(db, page.map(alertEventOfFeed), [request.rule], archive);
+      const wanted = await matchAlerts({ db, archive }, { events: page.map(alertEventOfFeed), rules: [request.rule] });
       return wanted.map(({ event }) => frame(event.feed)).join("");
     };
     try {

@@ -1,16 +1,17 @@
 import { and, eq, getTableColumns, sql } from "drizzle-orm";
 import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import { type ArchivedEvent, archivedBetween, archivedThrough, firstSeqSince } from "../events/archive.ts";
-import { type DeliveryMessage, sendAll, type WebhookMessage } from "../events/messages.ts";
+import { type DeliveryMessage, sendAll } from "../events/messages.ts";
 import { eventMessageOf } from "../events/outbox.ts";
 import { RETENTION_MS } from "../events/retention.ts";
+import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
 import { ATTEMPTS_SPAN_MS, archivedAttempts } from "./delivery/delivery-archive.ts";
-import { MAX_REPLAY_EVENTS, type ReplayRequest } from "./schema.ts";
-import { type DeliveryRow, getEnabledWebhook } from "./service.ts";
+import { MAX_REPLAY_EVENTS, type ReplayQueuedView, type ReplayRequest } from "./schema.ts";
+import { type DeliveryRow, findEnabledWebhook, type WebhookOfAccount } from "./service.ts";
 
 /** Stored events read a page at a time; at most REPLAY_SCAN_PAGES pages a call (then 400: narrow since/until). */
 const REPLAY_PAGE = 1000;
@@ -23,22 +24,22 @@ const REPLAY_SCAN_PAGES = 200;
  * delivered, and not still being retried. SQL narrows by time, type and only_failed; the rules are
  * decided page by page in JavaScript, by the one implementation (at most 3 D1 queries a page).
  */
-export async function replayEvents(
-  db: Database,
-  archive: R2Bucket,
-  queue: Queue<WebhookMessage>,
-  accountId: string,
-  id: string,
-  request: ReplayRequest,
-) {
-  const webhook = await getEnabledWebhook(db, accountId, id);
+export async function replayWebhookEvents(
+  { db, archive, queue }: Pick<RequestServices, "db" | "archive" | "queue">,
+  { accountId, id, request }: WebhookOfAccount & { request: ReplayRequest },
+): Promise<ReplayQueuedView> {
+  const webhook = await findEnabledWebhook(db, { accountId, id });
   const oldest = new Date(Date.now() - RETENTION_MS).toISOString();
   const since = request.since > oldest ? request.since : oldest;
   const until = request.until ?? new Date().toISOString();
   // only_failed: D1's attempts decide in SQL; those that left D1 (src/webhooks/delivery/delivery-archive.ts) are read once, for
   // the span's events and their retries (a delivery made by an earlier replay, later than that, is not seen: sent again).
   const archivedAttemptsOf = request.only_failed
-    ? await archivedAttempts(archive, id, since, new Date(Math.min(Date.now(), Date.parse(until) + ATTEMPTS_SPAN_MS)).toISOString())
+    ? await archivedAttempts(archive, {
+        webhookId: id,
+        from: since,
+        to: new Date(Math.min(Date.now(), Date.parse(until) + ATTEMPTS_SPAN_MS)).toISOString(),
+      })
     : [];
   // "events"."id" spelled out: in a select list drizzle leaves a column unqualified (it would name the attempt's own id).
   const anyD1Attempt = sql<number>`EXISTS (SELECT 1 FROM ${webhookDeliveries} a WHERE a.webhook_id = ${id} AND a.event_id = "events"."id")`;
@@ -49,12 +50,7 @@ export async function replayEvents(
   const take = async (rows: readonly ArchivedEvent[]) => {
     if (rows.length === 0) return;
     const seqOf = new Map(rows.map((row) => [row.id, row.seq]));
-    const wanted = await matchAlerts(
-      db,
-      rows.map((row) => alertEventOf(eventMessageOf(row))),
-      [rule],
-      archive,
-    );
+    const wanted = await matchAlerts({ db, archive }, { events: rows.map((row) => alertEventOf(eventMessageOf(row))), rules: [rule] });
     for (const { event } of wanted)
       taken.set(seqOf.get(event.id)!, {
         kind: "delivery",
@@ -94,7 +90,7 @@ export async function replayEvents(
   }
   // ... then the archive up to the mark as it is now: what the archiver moved meanwhile is there, not lost.
   const through = (await db.select({ seq: sql<number>`${archivedThrough}` }).from(sql`(SELECT 1)`))[0]!.seq;
-  const archived = (await archivedBetween(db, archive, since, until, through)).filter((event) =>
+  const archived = (await archivedBetween(db, archive, { since, until, through })).filter((event) =>
     webhook.events.includes(event.type as never),
   );
   await take(request.only_failed ? notYetReceived([...archivedAttemptsOf, ...(await attemptsInD1(db, id, archived))], archived) : archived);

@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../middleware/operation.ts";
-import { replayEvents } from "./replay.ts";
+import { replayWebhookEvents } from "./replay.ts";
 import {
   CreatedWebhook,
   DeliveryList,
@@ -21,12 +21,11 @@ import {
   createWebhook,
   deleteWebhook,
   getWebhook,
-  listDeliveries,
+  listWebhookDeliveries,
   listWebhooks,
-  rotateSecret,
-  sendTestEvent,
+  rotateWebhookSecret,
+  testWebhook,
   updateWebhook,
-  webhookView,
 } from "./service.ts";
 
 const common = { tags: ["Webhooks"], credential: "account" as const };
@@ -171,38 +170,33 @@ const replayWebhookEventsRoute = createRoute(
 /** /webhooks (account login). Webhook ids of another account are 404, as if they did not exist. */
 export const webhookRoutes = openApiApp()
   .openapi(createWebhookRoute, async (c) => {
-    const { db, config } = c.var.services;
-    const created = await createWebhook(db, config, c.var.account.id, c.req.valid("json"));
+    const created = await createWebhook(c.var.services, { accountId: c.var.account.id, body: c.req.valid("json") });
     return c.json(created, 201, { "Cache-Control": "no-store" });
   })
-  .openapi(listWebhooksRoute, async (c) => {
-    const rows = await listWebhooks(c.var.services.db, c.var.account.id);
-    return c.json({ webhooks: rows.map(webhookView) }, 200);
-  })
+  .openapi(listWebhooksRoute, async (c) => c.json(await listWebhooks(c.var.services.db, c.var.account.id), 200))
   .openapi(getWebhookRoute, async (c) =>
-    c.json(webhookView(await getWebhook(c.var.services.db, c.var.account.id, c.req.valid("param").id)), 200),
+    c.json(await getWebhook(c.var.services.db, { accountId: c.var.account.id, id: c.req.valid("param").id }), 200),
   )
   .openapi(deleteWebhookRoute, async (c) => {
-    await deleteWebhook(c.var.services.db, c.var.account.id, c.req.valid("param").id);
+    await deleteWebhook(c.var.services.db, { accountId: c.var.account.id, id: c.req.valid("param").id });
     return c.body(null, 204);
   })
-  .openapi(testWebhookRoute, async (c) => {
-    const { db, queue } = c.var.services;
-    return c.json(await sendTestEvent(db, queue, c.var.account.id, c.req.valid("param").id), 202);
-  })
+  .openapi(testWebhookRoute, async (c) =>
+    c.json(await testWebhook(c.var.services, { accountId: c.var.account.id, id: c.req.valid("param").id }), 202),
+  )
   .openapi(updateWebhookRoute, async (c) => {
-    const { db, config } = c.var.services;
-    return c.json(await updateWebhook(db, config, c.var.account.id, c.req.valid("param").id, c.req.valid("json")), 200);
+    const webhook = { accountId: c.var.account.id, id: c.req.valid("param").id };
+    return c.json(await updateWebhook(c.var.services, { ...webhook, patch: c.req.valid("json") }), 200);
   })
   .openapi(rotateWebhookSecretRoute, async (c) => {
-    const { db, config } = c.var.services;
-    const rotated = await rotateSecret(db, config, c.var.account.id, c.req.valid("param").id, c.req.valid("json").grace_seconds);
+    const webhook = { accountId: c.var.account.id, id: c.req.valid("param").id };
+    const rotated = await rotateWebhookSecret(c.var.services, { ...webhook, graceSeconds: c.req.valid("json").grace_seconds });
     return c.json(rotated, 200, { "Cache-Control": "no-store" });
   })
   .openapi(replayWebhookEventsRoute, async (c) => {
-    const { db, archive, queue } = c.var.services;
-    return c.json(await replayEvents(db, archive, queue, c.var.account.id, c.req.valid("param").id, c.req.valid("json")), 202);
+    const webhook = { accountId: c.var.account.id, id: c.req.valid("param").id };
+    return c.json(await replayWebhookEvents(c.var.services, { ...webhook, request: c.req.valid("json") }), 202);
   })
   .openapi(listWebhookDeliveriesRoute, async (c) =>
-    c.json(await listDeliveries(c.var.services.db, c.var.services.archive, c.var.account.id, c.req.valid("param").id), 200),
+    c.json(await listWebhookDeliveries(c.var.services, { accountId: c.var.account.id, id: c.req.valid("param").id }), 200),
   );

@@ -128,6 +128,7 @@ export const ReplayQueued = z
       .meta({ description: `How many events are queued for this webhook (at most ${MAX_REPLAY_EVENTS.toLocaleString("en")} a call)` }),
   })
   .meta({ id: "ReplayQueued" });
+export type ReplayQueuedView = z.infer<typeof ReplayQueued>;
 
 export const Webhook = z
   .object({
@@ -151,12 +152,15 @@ export const CreatedWebhook = Webhook.extend({
     .regex(/^whsec_/)
     .meta({ description: "The signing secret (Standard Webhooks): in this response only" }),
 }).meta({ id: "CreatedWebhook" });
+export type CreatedWebhookView = z.infer<typeof CreatedWebhook>;
 
 export const WebhookList = z.object({ webhooks: z.array(Webhook).meta({ description: "Newest first" }) }).meta({ id: "WebhookList" });
+export type WebhookListView = z.infer<typeof WebhookList>;
 
 export const TestEventQueued = z
   .object({ event_id: z.string().regex(/^evt_/), type: z.string().meta({ example: WEBHOOK_TEST_EVENT }), status: z.literal("queued") })
   .meta({ id: "TestEventQueued" });
+export type TestEventQueuedView = z.infer<typeof TestEventQueued>;
 
 const Delivery = z
   .object({
@@ -186,3 +190,4 @@ export type DeliveryView = z.infer<typeof Delivery>;
 export const DeliveryList = z
   .object({ webhook_id: z.string(), deliveries: z.array(Delivery).meta({ description: "The latest 100 attempts, newest first" }) })
   .meta({ id: "DeliveryList" });
+export type DeliveryListView = z.infer<typeof DeliveryList>;

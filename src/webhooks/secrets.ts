@@ -37,7 +37,7 @@ function aesKey(keyBase64: string): Promise<CryptoKey> {
   return key;
 }
 
-export async function encryptSecret(keyBase64: string, webhookId: string, secret: string): Promise<string> {
+export async function encryptSecret(keyBase64: string, { webhookId, secret }: { webhookId: string; secret: string }): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
   const ciphertext = await crypto.subtle.encrypt(
     { name: "AES-GCM", iv, additionalData: encoder.encode(webhookId) },
@@ -48,7 +48,7 @@ export async function encryptSecret(keyBase64: string, webhookId: string, secret
 }
 
 /** Throws when the text was not made by encryptSecret for this webhook under this key. */
-export async function decryptSecret(keyBase64: string, webhookId: string, stored: string): Promise<string> {
+export async function decryptSecret(keyBase64: string, { webhookId, stored }: { webhookId: string; stored: string }): Promise<string> {
   const [format, iv, ciphertext] = stored.split(".");
   if (format !== FORMAT || iv === undefined || ciphertext === undefined) throw new Error("Unknown webhook secret format.");
   const plaintext = await crypto.subtle.decrypt(

@@ -1,13 +1,22 @@
 import { and, desc, eq, sql } from "drizzle-orm";
-import { type DeliveryMessage, sendAll, type WebhookMessage } from "../events/messages.ts";
+import { type DeliveryMessage, sendAll } from "../events/messages.ts";
 import { type TestEventData, WEBHOOK_TEST_EVENT } from "../events/schema.ts";
+import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
-import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { events, webhookDeliveries, webhooks } from "../platform/tables.ts";
 import { latestAttempts } from "./delivery/delivery-archive.ts";
-import type { DeliveryView, WebhookBody, WebhookPatch, WebhookView } from "./schema.ts";
+import type {
+  CreatedWebhookView,
+  DeliveryListView,
+  DeliveryView,
+  TestEventQueuedView,
+  WebhookBody,
+  WebhookListView,
+  WebhookPatch,
+  WebhookView,
+} from "./schema.ts";
 import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
 import { acceptedWebhookUrl } from "./url-policy.ts";
 
@@ -54,8 +63,17 @@ function deliveryView(row: DeliveryRow, payload: string | undefined): DeliveryVi
 
 const notFound = (id: string) => new ApiError(404, `No webhook ${id} in this account.`);
 
+/** An account's webhook, by id; another account's is 404. */
+export interface WebhookOfAccount {
+  accountId: string;
+  id: string;
+}
+
 /** Creates the webhook; the secret is in this answer only. */
-export async function createWebhook(db: Database, config: Config, accountId: string, input: WebhookBody) {
+export async function createWebhook(
+  { db, config }: Pick<RequestServices, "db" | "config">,
+  { accountId, body: input }: { accountId: string; body: WebhookBody },
+): Promise<CreatedWebhookView> {
   const url = acceptedWebhookUrl(input.url, config.WEBHOOK_ALLOW_INSECURE_URLS);
   const id = newId("whk");
   const secret = generateWebhookSecret();
@@ -68,7 +86,7 @@ export async function createWebhook(db: Database, config: Config, accountId: str
     minChangeBp: input.min_change_pct, // already basis points (the schema's transform)
     filters: input.filters,
     status: "enabled",
-    secretCiphertext: await encryptSecret(config.WEBHOOK_SECRET_KEY, id, secret),
+    secretCiphertext: await encryptSecret(config.WEBHOOK_SECRET_KEY, { webhookId: id, secret }),
     createdAt: new Date().toISOString(),
     disabledAt: null,
     disabledReason: null,
@@ -87,11 +105,21 @@ export async function createWebhook(db: Database, config: Config, accountId: str
   return { ...webhookView(row), secret };
 }
 
-export function listWebhooks(db: Database, accountId: string): Promise<WebhookRow[]> {
-  return db.select().from(webhooks).where(eq(webhooks.accountId, accountId)).orderBy(desc(webhooks.createdAt), desc(webhooks.id)).all();
+export async function listWebhooks(db: Database, accountId: string): Promise<WebhookListView> {
+  const rows = await db
+    .select()
+    .from(webhooks)
+    .where(eq(webhooks.accountId, accountId))
+    .orderBy(desc(webhooks.createdAt), desc(webhooks.id))
+    .all();
+  return { webhooks: rows.map(webhookView) };
 }
 
-export async function getWebhook(db: Database, accountId: string, id: string): Promise<WebhookRow> {
+export const getWebhook = async (db: Database, webhook: WebhookOfAccount): Promise<WebhookView> =>
+  webhookView(await findWebhook(db, webhook));
+
+/** The webhook's row, for the services that act on it. */
+export async function findWebhook(db: Database, { accountId, id }: WebhookOfAccount): Promise<WebhookRow> {
   const row = await db
     .select()
     .from(webhooks)
@@ -102,8 +130,8 @@ export async function getWebhook(db: Database, accountId: string, id: string): P
 }
 
 /** The webhook, for an action that sends to it (test, replay): 409 when it is disabled. */
-export async function getEnabledWebhook(db: Database, accountId: string, id: string): Promise<WebhookRow> {
-  const webhook = await getWebhook(db, accountId, id);
+export async function findEnabledWebhook(db: Database, { accountId, id }: WebhookOfAccount): Promise<WebhookRow> {
+  const webhook = await findWebhook(db, { accountId, id });
   if (webhook.status !== "enabled")
     throw new ApiError(
       409,
@@ -113,7 +141,7 @@ export async function getEnabledWebhook(db: Database, accountId: string, id: str
 }
 
 /** Deletes the webhook and its delivery records; deliveries still queued for it are dropped. */
-export async function deleteWebhook(db: Database, accountId: string, id: string): Promise<void> {
+export async function deleteWebhook(db: Database, { accountId, id }: WebhookOfAccount): Promise<void> {
   const deleted = await db
     .delete(webhooks)
     .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId)))
@@ -128,14 +156,11 @@ export const DISABLED_BY_ACCOUNT = "Disabled by the account.";
  * 5-day failure clock), disabling records that the account did it. A status it already has changes nothing.
  */
 export async function updateWebhook(
-  db: Database,
-  config: Config,
-  accountId: string,
-  id: string,
-  patch: WebhookPatch,
+  { db, config }: Pick<RequestServices, "db" | "config">,
+  { accountId, id, patch }: WebhookOfAccount & { patch: WebhookPatch },
 ): Promise<WebhookView> {
   const url = patch.url === undefined ? undefined : acceptedWebhookUrl(patch.url, config.WEBHOOK_ALLOW_INSECURE_URLS);
-  const current = await getWebhook(db, accountId, id);
+  const current = await findWebhook(db, { accountId, id });
   const changes: Partial<WebhookRow> = {
     url,
     events: patch.events,
@@ -165,20 +190,23 @@ export async function updateWebhook(
  * The write holds only if the secret is still the one read: of two concurrent calls one wins and the
  * other answers 409, so the previous secret kept is always the one shown just before (never one no call replaced).
  */
-export async function rotateSecret(db: Database, config: Config, accountId: string, id: string, graceSeconds: number) {
-  const current = await getWebhook(db, accountId, id);
+export async function rotateWebhookSecret(
+  { db, config }: Pick<RequestServices, "db" | "config">,
+  { accountId, id, graceSeconds }: WebhookOfAccount & { graceSeconds: number },
+): Promise<CreatedWebhookView> {
+  const current = await findWebhook(db, { accountId, id });
   const secret = generateWebhookSecret();
   const [row] = await db
     .update(webhooks)
     .set({
-      secretCiphertext: await encryptSecret(config.WEBHOOK_SECRET_KEY, id, secret),
+      secretCiphertext: await encryptSecret(config.WEBHOOK_SECRET_KEY, { webhookId: id, secret }),
       previousSecretCiphertext: graceSeconds > 0 ? current.secretCiphertext : null,
       previousSecretExpiresAt: graceSeconds > 0 ? new Date(Date.now() + graceSeconds * 1000).toISOString() : null,
     })
     .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId), eq(webhooks.secretCiphertext, current.secretCiphertext)))
     .returning();
   if (!row) {
-    await getWebhook(db, accountId, id); // deleted meanwhile: 404
+    await findWebhook(db, { accountId, id }); // deleted meanwhile: 404
     throw new ApiError(
       409,
       `Another rotation of webhook ${id}'s secret took effect while this one ran; the secret that call showed is the one in use. Rotate again if you need a new one.`,
@@ -188,8 +216,11 @@ export async function rotateSecret(db: Database, config: Config, accountId: stri
 }
 
 /** Queues a `webhook.test` event for this webhook alone, whatever its `events` filter. */
-export async function sendTestEvent(db: Database, queue: Queue<WebhookMessage>, accountId: string, id: string) {
-  await getEnabledWebhook(db, accountId, id);
+export async function testWebhook(
+  { db, queue }: Pick<RequestServices, "db" | "queue">,
+  { accountId, id }: WebhookOfAccount,
+): Promise<TestEventQueuedView> {
+  await findEnabledWebhook(db, { accountId, id });
   const eventId = newId("evt");
   const timestamp = new Date().toISOString();
   const message: DeliveryMessage = {
@@ -203,19 +234,22 @@ export async function sendTestEvent(db: Database, queue: Queue<WebhookMessage>, 
     },
   };
   await sendAll(queue, [message]);
-  return { event_id: eventId, type: WEBHOOK_TEST_EVENT, status: "queued" as const };
+  return { event_id: eventId, type: WEBHOOK_TEST_EVENT, status: "queued" };
 }
 
 /** The latest attempts: D1 keeps the last minutes' (and more); older ones are in the archive (src/webhooks/delivery/delivery-archive.ts). */
-export async function listDeliveries(db: Database, archive: R2Bucket, accountId: string, id: string) {
-  await getWebhook(db, accountId, id);
+export async function listWebhookDeliveries(
+  { db, archive }: Pick<RequestServices, "db" | "archive">,
+  { accountId, id }: WebhookOfAccount,
+): Promise<DeliveryListView> {
+  await findWebhook(db, { accountId, id });
   const inD1 = await db
     .select()
     .from(webhookDeliveries)
     .where(eq(webhookDeliveries.webhookId, id))
     .orderBy(desc(webhookDeliveries.id))
     .limit(DELIVERIES_LISTED);
-  const rows = await latestAttempts(inD1, archive, id, DELIVERIES_LISTED);
+  const rows = await latestAttempts(archive, { webhookId: id, inD1, want: DELIVERIES_LISTED });
   const payloads = await eventPayloads(
     db,
     rows.map((row) => row.eventId),

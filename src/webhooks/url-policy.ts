@@ -90,7 +90,7 @@ function hostProblem(hostname: string): string | undefined {
 /** The URL as stored (WHATWG-normalised), or the 400 that names the field and says why not. */
 export function acceptedWebhookUrl(raw: string, allowInsecure: boolean): string {
   const problem = webhookUrlProblem(raw, allowInsecure);
-  if (problem) throw invalidField("body", "url", problem);
+  if (problem) throw invalidField("body", { field: "url", message: problem });
   return new URL(raw).href;
 }
 

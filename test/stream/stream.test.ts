@@ -183,12 +183,13 @@ describe("the stream's frames", () => {
   it("comment lines keep an idle stream open, and the server ends it after its lifetime (releasing its slot)", async () => {
     let ended = 0;
     const frames = await eventFrames(
-      db(),
-      env.ARCHIVE,
-      { after: undefined, since: new Date().toISOString(), rule: { minChangeBp: 0, filters: { skus: ["NONE"] } } },
-      { pollMs: 5, heartbeatMs: 10, lifetimeMs: 150 },
-      async () => {
-        ended++;
+      { db: db(), archive: env.ARCHIVE },
+      {
+        request: { after: undefined, since: new Date().toISOString(), rule: { minChangeBp: 0, filters: { skus: ["NONE"] } } },
+        timing: { pollMs: 5, heartbeatMs: 10, lifetimeMs: 150 },
+        onEnd: async () => {
+          ended++;
+        },
       },
     );
     const text: string[] = [];

@@ -104,7 +104,7 @@ describe("the webhook delivery archive", () => {
     expect(await archiveKeys(busy.id)).toHaveLength(1);
     expect(await archiveKeys(recent.id)).toEqual([]);
     expect(await listing(token, busy.id)).toEqual(before);
-    const archived = await archivedAttempts(env.ARCHIVE, busy.id, ago(OLD + MINUTE_MS), new Date().toISOString());
+    const archived = await archivedAttempts(env.ARCHIVE, { webhookId: busy.id, from: ago(OLD + MINUTE_MS), to: new Date().toISOString() });
     expect(archived).toHaveLength(120);
     expect(archived[0]!.responseExcerpt).toMatch(/^Réponse ✓ /);
   });
@@ -156,7 +156,11 @@ describe("the webhook delivery archive", () => {
       [b, before.b],
     ] as const) {
       expect(await listing(token, hook.id)).toEqual(listed);
-      const archived = await archivedAttempts(env.ARCHIVE, hook.id, ago(OLD + MINUTE_MS), new Date().toISOString());
+      const archived = await archivedAttempts(env.ARCHIVE, {
+        webhookId: hook.id,
+        from: ago(OLD + MINUTE_MS),
+        to: new Date().toISOString(),
+      });
       expect(archived.map((row) => row.id)).toEqual([...new Set(archived.map((row) => row.id))]);
       expect(archived).toHaveLength(40);
     }

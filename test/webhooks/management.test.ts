@@ -65,8 +65,8 @@ describe("POST /webhooks", () => {
     const row = await db().select().from(webhooks).where(eq(webhooks.id, created.id)).get();
     expect(JSON.stringify(row)).not.toContain(created.secret.slice("whsec_".length));
     expect(row!.secretCiphertext).toMatch(/^v1\./);
-    expect(await decryptSecret(env.WEBHOOK_SECRET_KEY!, created.id, row!.secretCiphertext)).toBe(created.secret);
-    await expect(decryptSecret(env.WEBHOOK_SECRET_KEY!, "whk_other", row!.secretCiphertext)).rejects.toThrow();
+    expect(await decryptSecret(env.WEBHOOK_SECRET_KEY!, { webhookId: created.id, stored: row!.secretCiphertext })).toBe(created.secret);
+    await expect(decryptSecret(env.WEBHOOK_SECRET_KEY!, { webhookId: "whk_other", stored: row!.secretCiphertext })).rejects.toThrow();
   });
 
   const invalid: [string, unknown, RegExp][] = [

@@ -57,7 +57,7 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
     }
   }
   await Promise.all([
-    events.length > 0 && fanOutEvents(db, env.ARCHIVE, env.WEBHOOK_QUEUE, events),
+    events.length > 0 && fanOutEvents({ db, archive: env.ARCHIVE, queue: env.WEBHOOK_QUEUE }, events),
     deliveries.length > 0 && deliverAll(db, config.WEBHOOK_SECRET_KEY, deliveries),
   ]);
 }
@@ -74,9 +74,7 @@ function retryLater(message: Message<unknown>, attempt: number): void {
  * and the messages retried.
  */
 async function fanOutEvents(
-  db: Database,
-  archive: R2Bucket,
-  queue: Queue<WebhookMessage>,
+  { db, archive, queue }: { db: Database; archive: R2Bucket; queue: Queue<WebhookMessage> },
   events: readonly Parsed<EventMessage>[],
 ): Promise<void> {
   let claimed = new Set<string>();
@@ -117,9 +115,7 @@ export interface Attempted {
  */
 export async function attemptDelivery(
   secretKey: string,
-  webhook: WebhookRow | undefined,
-  event: WebhookEvent,
-  attempt: number,
+  { webhook, event, attempt }: { webhook: WebhookRow | undefined; event: WebhookEvent; attempt: number },
 ): Promise<Attempted | "gone"> {
   if (webhook?.status !== "enabled") return "gone";
   const payload = deliveryBody(event);
@@ -127,7 +123,7 @@ export async function attemptDelivery(
   const secrets = await signingSecrets(secretKey, webhook, started);
   const timestamp = Math.floor(started / 1000);
   const headers = {
-    ...(await signedHeaders(secrets, event.id, timestamp, payload)),
+    ...(await signedHeaders(secrets, { id: event.id, timestampSeconds: timestamp, body: payload })),
     "content-type": "application/json",
     "user-agent": USER_AGENT,
   };
@@ -181,7 +177,8 @@ async function deliverAll(db: Database, secretKey: string, deliveries: readonly 
   }
   const made: { delivery: Parsed<DeliveryMessage>; attempted: Attempted | "gone" }[] = [];
   await pLimit(MAX_OPEN_CONNECTIONS).map(deliveries, async (delivery) => {
-    const attempted = await attemptDelivery(secretKey, known.get(delivery.body.webhook_id), delivery.body.event, attemptOf(delivery)).catch(
+    const webhook = known.get(delivery.body.webhook_id);
+    const attempted = await attemptDelivery(secretKey, { webhook, event: delivery.body.event, attempt: attemptOf(delivery) }).catch(
       (error: unknown) => fail(error, [delivery]),
     );
     if (attempted) made.push({ delivery, attempted });
@@ -206,11 +203,11 @@ async function deliverAll(db: Database, secretKey: string, deliveries: readonly 
   }
 }
 
-/** The current secret, then the previous one while a rotation's grace lasts (src/webhooks/service.ts rotateSecret). */
+/** The current secret, then the previous one while a rotation's grace lasts (src/webhooks/service.ts rotateWebhookSecret). */
 async function signingSecrets(secretKey: string, webhook: WebhookRow, now: number): Promise<string[]> {
-  const secrets = [await decryptSecret(secretKey, webhook.id, webhook.secretCiphertext)];
+  const secrets = [await decryptSecret(secretKey, { webhookId: webhook.id, stored: webhook.secretCiphertext })];
   if (webhook.previousSecretCiphertext && webhook.previousSecretExpiresAt && Date.parse(webhook.previousSecretExpiresAt) > now) {
-    secrets.push(await decryptSecret(secretKey, webhook.id, webhook.previousSecretCiphertext));
+    secrets.push(await decryptSecret(secretKey, { webhookId: webhook.id, stored: webhook.previousSecretCiphertext }));
   }
   return secrets;
 }

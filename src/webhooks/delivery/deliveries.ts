@@ -42,16 +42,13 @@ export async function fanOut(db: Database, archive: R2Bucket, events: readonly E
         .map((webhook) => delivery(webhook.id, message)),
     );
   const wanted = await matchAlerts(
-    db,
-    events.filter((message) => !isAccountEvent(message)).map((message) => ({ ...alertEventOf(message), message })),
-    enabled,
-    archive,
+    { db, archive },
+    {
+      events: events.filter((message) => !isAccountEvent(message)).map((message) => ({ ...alertEventOf(message), message })),
+      rules: enabled,
+    },
   );
   return [...wanted.map(({ event, rule }) => delivery(rule.id, event.message)), ...own];
-}
-
-export function findWebhook(db: Database, id: string): Promise<WebhookRow | undefined> {
-  return db.select().from(webhooks).where(eq(webhooks.id, id)).get();
 }
 
 /** The webhooks a queue batch's deliveries go to, in one D1 query. */
@@ -125,7 +122,7 @@ export async function recordAttempts(
   }
   const disabledAt = disabling.map(({ id, gone_at, last_failure }) => ({ id, at: (gone_at ?? last_failure)! }));
   await d1.batch([
-    ...insertRows(d1, webhookDeliveries, attempts),
+    ...insertRows(d1, { table: webhookDeliveries, rows: attempts }),
     ...(failing.length > 0 ? [d1.prepare(FAILING_SINCE).bind(JSON.stringify(failing))] : []),
     ...(disabling.length > 0
       ? [

@@ -117,7 +117,10 @@ export async function archiveDeliveries(db: Database, bucket: R2Bucket, now = Da
 }
 
 /** Keys of a webhook's archive objects whose span meets [from, to] (ms), newest first; at most max + 1 (more than max). */
-async function keysBetween(bucket: R2Bucket, webhookId: string, from: number, to: number, max: number): Promise<string[]> {
+async function keysBetween(
+  bucket: R2Bucket,
+  { webhookId, from, to, max }: { webhookId: string; from: number; to: number; max: number },
+): Promise<string[]> {
   const keys: string[] = [];
   let cursor: string | undefined;
   for (;;) {
@@ -139,10 +142,8 @@ async function keysBetween(bucket: R2Bucket, webhookId: string, from: number, to
  * objects', at most DELIVERY_LISTING_ARCHIVE_READS of them.
  */
 export async function latestAttempts(
-  inD1: readonly DeliveryRow[],
   bucket: R2Bucket,
-  webhookId: string,
-  want: number,
+  { webhookId, inD1, want }: { webhookId: string; inD1: readonly DeliveryRow[]; want: number },
 ): Promise<DeliveryRow[]> {
   if (inD1.length >= want) return inD1.slice(0, want);
   const listed = await bucket.list({ prefix: deliveryArchivePrefix(webhookId), limit: DELIVERY_LISTING_ARCHIVE_READS });
@@ -158,8 +159,11 @@ export async function latestAttempts(
  * The webhook's archived attempts made in [from, to] (ISO times), oldest first; at most
  * DELIVERY_REPLAY_ARCHIVE_READS objects (then 400: the caller's span is too long to judge).
  */
-export async function archivedAttempts(bucket: R2Bucket, webhookId: string, from: string, to: string): Promise<DeliveryRow[]> {
-  const keys = await keysBetween(bucket, webhookId, Date.parse(from), Date.parse(to), DELIVERY_REPLAY_ARCHIVE_READS);
+export async function archivedAttempts(
+  bucket: R2Bucket,
+  { webhookId, from, to }: { webhookId: string; from: string; to: string },
+): Promise<DeliveryRow[]> {
+  const keys = await keysBetween(bucket, { webhookId, from: Date.parse(from), to: Date.parse(to), max: DELIVERY_REPLAY_ARCHIVE_READS });
   if (keys.length > DELIVERY_REPLAY_ARCHIVE_READS)
     throw new ApiError(
       400,

@@ -56,7 +56,8 @@ export async function deliverAfterCommit({ db, archive, queue, secretKey }: Imme
     );
     const made: { delivery: DeliveryMessage; attempted: Attempted }[] = [];
     await pLimit(MAX_OPEN_CONNECTIONS).map(now, async (delivery) => {
-      const attempted = await attemptDelivery(secretKey, known.get(delivery.webhook_id), delivery.event, 1).catch((error: unknown) => {
+      const webhook = known.get(delivery.webhook_id);
+      const attempted = await attemptDelivery(secretKey, { webhook, event: delivery.event, attempt: 1 }).catch((error: unknown) => {
         log.error("first attempt not recorded; the queue makes it", {
           webhook_id: delivery.webhook_id,
           event_id: delivery.event.id,

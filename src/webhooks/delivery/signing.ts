@@ -9,9 +9,7 @@ import { secretKeyBytes } from "../secrets.ts";
  */
 export async function signedHeaders(
   secrets: readonly string[],
-  id: string,
-  timestampSeconds: number,
-  body: string,
+  { id, timestampSeconds, body }: { id: string; timestampSeconds: number; body: string },
 ): Promise<Record<string, string>> {
   const content = new TextEncoder().encode(`${id}.${timestampSeconds}.${body}`);
   const signatures = await Promise.all(
