@@ -59,7 +59,8 @@ export async function announceExpiringKeys(db: Database, queue: Queue<WebhookMes
   const written = await insertOnce(db, messages, timestamp);
   await db.$client
     .prepare(
-      `UPDATE api_keys SET expiry_notice_days = json_extract(value, '$.days') FROM json_each(?) WHERE api_keys.id = json_extract(value, '$.id')`,
+      `UPDATE api_keys SET expiry_notice_days = json_extract(value, '$.days') FROM json_each(?) WHERE api_keys.id = ` +
+        `json_extract(value, '$.id')`,
     )
     .bind(JSON.stringify(due.map((key) => ({ id: key.id, days: key.days_left }))))
     .run();

@@ -17,8 +17,8 @@ const listAccountEventsRoute = createRoute(
     summary: "What happened to the account's keys and webhooks, the last 30 days",
     description:
       "The account's own api_key.leaked, api_key.expiring, webhook.disabled and usage.threshold events, oldest first, as its webhooks " +
-      "that subscribe to them receive them, plus `id`. Never another account's, and never in GET /events. " +
-      "The query and paging of GET /events: `after` (the previous page's next_cursor), `since`, `type` (repeatable), `limit` (1–1000, default 100).",
+      "that subscribe to them receive them, plus `id`. Never another account's, and never in GET /events. The query and paging of GET " +
+      "/events: `after` (the previous page's next_cursor), `since`, `type` (repeatable), `limit` (1–1000, default 100).",
     request: { query: feedQuery(ACCOUNT_EVENT_TYPES) },
     responses: {
       200: jsonResponse("A page of the account's events", AccountEventFeed),

@@ -1,6 +1,6 @@
 import { and, asc, eq, gte, inArray, sql } from "drizzle-orm";
 import type { z } from "zod";
-import { cursorGone } from "../events/archive.ts";
+import { cursorGone } from "../events/cursor.ts";
 import { DEFAULT_FEED_LIMIT, type feedQuery } from "../events/query.ts";
 import { RETENTION_MS } from "../events/retention.ts";
 import type { Database } from "../platform/db.ts";

@@ -36,7 +36,10 @@ export interface AlertRule {
  */
 export type PriorPrices = ReadonlyMap<number, { low: number; high: number } | null> | "unchecked";
 
-/** |new − old| / old ≥ min_change_pct, exactly; a change that cannot be measured (currency changed, or from 0) passes, as before rules existed. */
+/**
+ * |new − old| / old ≥ min_change_pct, exactly; a change that cannot be measured (currency changed, or from 0) passes,
+ * as before rules existed.
+ */
 export function meetsThreshold(minChangeBp: number, oldMinor: number | null, newMinor: number | null): boolean {
   if (minChangeBp === 0 || oldMinor === null || newMinor === null || oldMinor === 0) return true;
   return BigInt(Math.abs(newMinor - oldMinor)) * 10_000n >= BigInt(minChangeBp) * BigInt(oldMinor);

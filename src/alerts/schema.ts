@@ -19,13 +19,15 @@ export const scopeValue = z
   .min(1, { error: "must not be empty" })
   .max(200, { error: "must be at most 200 characters" });
 
+const MAX_LIST_TEXT = MAX_LIST_ENTRIES.toLocaleString("en");
+
 const scopeList = (what: string, example: string) =>
   z
     .array(scopeValue, { error: required("array") })
     .min(1, { error: "must hold at least one value (leave the field out to match any)" })
-    .max(MAX_LIST_ENTRIES, { error: `must hold at most ${MAX_LIST_ENTRIES.toLocaleString("en")} values` })
+    .max(MAX_LIST_ENTRIES, { error: `must hold at most ${MAX_LIST_TEXT} values` })
     .meta({
-      description: `Only events of these ${what} (exact match, at most ${MAX_LIST_ENTRIES.toLocaleString("en")}); applies to stock.changed too`,
+      description: `Only events of these ${what} (exact match, at most ${MAX_LIST_TEXT}); applies to stock.changed too`,
       example: [example],
     });
 
@@ -53,15 +55,18 @@ export const alertFilterFields = {
     "1.00",
   ),
   price_below: amount(
-    "A crossing downwards: old_price ≥ this and new_price < it. 20.00 sends 20.00 → 19.99 and 25.00 → 18.00, not 19.99 → 19.50 (already below) nor 25.00 → 20.00; a price hovering around the target fires once per crossing",
+    "A crossing downwards: old_price ≥ this and new_price < it. 20.00 sends 20.00 → 19.99 and 25.00 → 18.00, not " +
+      "19.99 → 19.50 (already below) nor 25.00 → 20.00; a price hovering around the target fires once per crossing",
     "20.00",
   ),
   price_above: amount(
-    "A crossing upwards: old_price ≤ this and new_price > it. 30.00 sends 30.00 → 30.01 and 25.00 → 31.00, not 31.00 → 32.00 (already above) nor 25.00 → 30.00",
+    "A crossing upwards: old_price ≤ this and new_price > it. 30.00 sends 30.00 → 30.01 and 25.00 → 31.00, not 31.00 " +
+      "→ 32.00 (already above) nor 25.00 → 30.00",
     "30.00",
   ),
   new_low_days: windowDays(
-    "A new N-day low: new_price is below every price this offer had in the N days before the change (the price it held when the window opened included). 30 sends 12.00 → 9.00 when the offer was never 9.00 or less in 30 days",
+    "A new N-day low: new_price is below every price this offer had in the N days before the change (the price it " +
+      "held when the window opened included). 30 sends 12.00 → 9.00 when the offer was never 9.00 or less in 30 days",
   ).optional(),
   new_high_days: windowDays("A new N-day high: new_price is above every price this offer had in the N days before the change").optional(),
   competitors: scopeList("competitors (competitor_id)", "cmp_amazon").optional(),
@@ -96,7 +101,8 @@ const alertFiltersObject = z
 export const alertFilters = alertFiltersObject.nullable().meta({
   id: "AlertFilters",
   description:
-    "Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`. On stock.changed only competitors, brands, categories and skus apply.",
+    "Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`. On " +
+    "stock.changed only competitors, brands, categories and skus apply.",
   example: { direction: "down", currency: "USD", price_below: "20.00", competitors: ["cmp_amazon"] },
 });
 export type AlertFilters = z.output<typeof alertFiltersObject>;

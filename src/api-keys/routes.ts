@@ -17,9 +17,9 @@ const createApiKeyRoute = createRoute(
     operationId: "createApiKey",
     summary: "Create an API key",
     description:
-      "The full key is in this response only: store it now. At most 100 keys per account that can authenticate (active ones, and rotated ones still in their grace; then 409). " +
-      "With `expires_at`, the key is refused (401) from that instant on. With `allowed_ips`, a request from elsewhere is 403; " +
-      "with `scopes`, a route outside them is 403 (neither is counted against the key).",
+      "The full key is in this response only: store it now. At most 100 keys per account that can authenticate (active ones, and " +
+      "rotated ones still in their grace; then 409). With `expires_at`, the key is refused (401) from that instant on. With " +
+      "`allowed_ips`, a request from elsewhere is 403; with `scopes`, a route outside them is 403 (neither is counted against the key).",
     request: {
       query: noQuery,
       body: jsonBody(createKeyBody, "A descriptive name, 1–100 characters; optional expiry, allowed_ips and scopes"),
@@ -50,8 +50,8 @@ const renameApiKeyRoute = createRoute(
     operationId: "renameApiKey",
     summary: "Rename a key, or change where it may be used from and what it may read",
     description:
-      "Any of name, allowed_ips and scopes; at least one. New restrictions apply from the key's next request. " +
-      "A revoked key can be renamed and stays revoked. Values the key already has: 200 with the record.",
+      "Any of name, allowed_ips and scopes; at least one. New restrictions apply from the key's next request. A revoked key can be " +
+      "renamed and stays revoked. Values the key already has: 200 with the record.",
     request: { params: keyIdParam, query: noQuery, body: jsonBody(apiKeyBody, "The new name (1–100 characters), allowed_ips, scopes") },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The key record", ApiKey) },
@@ -80,11 +80,11 @@ const rotateApiKeyRoute = createRoute(
     operationId: "rotateApiKey",
     summary: "Rotate a key: a new key now, the old one until the grace ends",
     description:
-      "Creates a key with the same name (its full value is in this response only; `rotated_from` names the old key). " +
-      "The old key gets `expires_at` = now + `grace_seconds` (or keeps an earlier expiry) and `rotated_to`; it works until then " +
-      "and is refused (401) from that instant on. A revoked, expired or already rotated key is 409. At most 100 keys per account " +
-      "can authenticate at once, rotated keys in their grace included: at the cap, a rotation with a grace is 409 (revoke a key, " +
-      "or rotate with `grace_seconds: 0`, which replaces the key at once and is allowed).",
+      "Creates a key with the same name (its full value is in this response only; `rotated_from` names the old key). The old key gets " +
+      "`expires_at` = now + `grace_seconds` (or keeps an earlier expiry) and `rotated_to`; it works until then and is refused (401) " +
+      "from that instant on. A revoked, expired or already rotated key is 409. At most 100 keys per account can authenticate at once, " +
+      "rotated keys in their grace included: at the cap, a rotation with a grace is 409 (revoke a key, or rotate with `grace_seconds: " +
+      "0`, which replaces the key at once and is allowed).",
     request: { params: keyIdParam, query: noQuery, body: { ...jsonBody(rotateKeyBody, "The grace period; optional"), required: false } },
     errors: { notFound: true, conflict: true },
     responses: { 201: jsonResponse("The new key, with its full value", CreatedApiKey, ["Cache-Control"]) },
@@ -99,8 +99,8 @@ const getApiKeyUsageRoute = createRoute(
     operationId: "getApiKeyUsage",
     summary: "A key's admitted and refused requests over time",
     description:
-      "Counted by the key's own rate-limit object on every decision: per minute for the last 24 h, per hour for the last 30 days, " +
-      "per day for the last year. Every bucket of the range is listed, oldest first, zeros included.",
+      "Counted by the key's own rate-limit object on every decision: per minute for the last 24 h, per hour for the last 30 days, per " +
+      "day for the last year. Every bucket of the range is listed, oldest first, zeros included.",
     request: { params: keyIdParam, query: usageQuery },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The key's usage", KeyUsage) },

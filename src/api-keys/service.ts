@@ -45,7 +45,7 @@ export const newKeyId = () => `key_${crypto.randomUUID().replaceAll("-", "")}`;
 
 const notFound = (id: string) => new ApiError(404, `No API key ${id} in this account.`);
 
-/** An account's key, by id: the row, for the services that act on it; another account's key is 404. */
+/** An account's key, by id; another account's key id is 404, as if it did not exist. */
 export interface KeyOfAccount {
   accountId: string;
   id: string;
@@ -83,7 +83,8 @@ export async function createApiKey(
   if (result.meta.changes !== 1) {
     throw new ApiError(
       409,
-      `This account already has ${MAX_ACTIVE_KEYS} active keys (rotated keys still in their grace count too); revoke one before creating another.`,
+      `This account already has ${MAX_ACTIVE_KEYS} active keys (rotated keys still in their grace count too); revoke ` +
+        `one before creating another.`,
     );
   }
   return {

@@ -12,7 +12,8 @@ export async function serveDashboard(c: Context<AppEnv>) {
   if (!clientId) {
     throw new ApiError(
       500,
-      "Server misconfigured: the DASHBOARD_CLIENT_ID variable is not set, so the dashboard cannot sign anyone in; set it to the identity provider's public client id.",
+      "Server misconfigured: the DASHBOARD_CLIENT_ID variable is not set, so the dashboard cannot sign anyone in; " +
+        "set it to the identity provider's public client id.",
     );
   }
   const { IDP_ISSUER: issuer, IDP_AUDIENCE: audience } = c.var.services.config;

@@ -7,11 +7,19 @@ import { ErrorBody, HEADER_COMPONENTS, RESPONSE_COMPONENTS, SECURITY_SCHEMES } f
 
 /** GET /openapi.json: the routes' own declarations, the shared components, and what webhooks receive. */
 
-const DESCRIPTION = `Competitor prices for your products, read with API keys; keys, webhooks and the account are managed with the account login.
-
-**Rate limits.** Every response carries X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit and RateLimit-Policy, from the bucket the request was counted in: the API key (its plan: 10, 60 or 300 a minute), the account (60 a minute) for an account login, the admin subject (600 a minute) on /admin, otherwise the client IP (30 a minute). On 429, wait Retry-After seconds (60 when absent) and back off exponentially on repeated 429s.
-
-**Errors** are always \`{"detail": "…"}\`. Any path answers 405 (with Allow) to a method it does not have, and an unknown path 404. Bodies are read as JSON whatever their Content-Type; unknown fields and unknown query parameters are refused (400).`;
+/** The document's description, a paragraph a line (Markdown). */
+const DESCRIPTION = [
+  "Competitor prices for your products, read with API keys; keys, webhooks and the account are managed with the " + "account login.",
+  "",
+  "**Rate limits.** Every response carries X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit and " +
+    "RateLimit-Policy, from the bucket the request was counted in: the API key (its plan: 10, 60 or 300 a minute), the " +
+    "account (60 a minute) for an account login, the admin subject (600 a minute) on /admin, otherwise the client IP " +
+    "(30 a minute). On 429, wait Retry-After seconds (60 when absent) and back off exponentially on repeated 429s.",
+  "",
+  '**Errors** are always `{"detail": "…"}`. Any path answers 405 (with Allow) to a method it does not have, and an ' +
+    "unknown path 404. Bodies are read as JSON whatever their Content-Type; unknown fields and unknown query " +
+    "parameters are refused (400).",
+].join("\n");
 
 const deliveryHeaders = z.object({
   "webhook-id": z.string().meta({ description: "The event id, the same on every retry" }),
@@ -36,7 +44,8 @@ function registerWebhookEvents(registry: OpenAPIHono["openAPIRegistry"]): void {
       operationId: `${name.replace(".", "_")}_event`,
       summary,
       description:
-        "A signed POST to the webhook's URL (Standard Webhooks). Answer 2xx within 15 s; anything else is retried with exponential backoff for about a day; 410 disables the webhook.",
+        "A signed POST to the webhook's URL (Standard Webhooks). Answer 2xx within 15 s; anything else is retried " +
+        "with exponential backoff for about a day; 410 disables the webhook.",
       request: { headers: deliveryHeaders, body: { required: true, content: { "application/json": { schema } } } },
       responses: { 200: { description: "Any 2xx: delivered" }, 410: { description: "Gone: the webhook is disabled" } },
     });

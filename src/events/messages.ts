@@ -54,7 +54,10 @@ export const SEND_BATCH_LIMIT = 100;
 const SEND_BATCH_BYTES = 192 * 1024;
 
 const encoder = new TextEncoder();
-/** A message's size as the queue counts it: UTF-8 bytes of its JSON (a CJK character is 3 bytes, 1 UTF-16 unit), plus room for its envelope. */
+/**
+ * A message's size as the queue counts it: UTF-8 bytes of its JSON (a CJK character is 3 bytes, 1 UTF-16 unit), plus
+ * room for its envelope.
+ */
 const messageBytes = (message: WebhookMessage) => encoder.encode(JSON.stringify(message)).byteLength + 100;
 
 /** Chunks of at most SEND_BATCH_LIMIT messages and about SEND_BATCH_BYTES, each sent with one sendBatch. */

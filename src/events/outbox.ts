@@ -128,7 +128,10 @@ export async function releaseFanOut(db: Database, ids: readonly string[]): Promi
   await db.update(events).set({ claimedAt: null }).where(idsIn(ids));
 }
 
-/** Events a path gave up on (the dead-letter queue received them, or the first delivery failed): unsent again, so a relay or the sweep starts them over. */
+/**
+ * Events a path gave up on (the dead-letter queue received them, or the first delivery failed): unsent again, so a
+ * relay or the sweep starts them over.
+ */
 export async function requeueEvents(db: Database, ids: readonly string[]): Promise<void> {
   await db
     .update(events)

@@ -31,7 +31,10 @@ export const HISTORY_ARCHIVE_PRODUCTS_PER_RUN = 200;
 /** Archive objects one replay reads at most (about this many thousand events); a longer span is 400: replay it in parts. */
 export const REPLAY_ARCHIVE_READS = 20;
 
-/** D1 round trips of one GET /events page (the cursor's lookup, then the page's one batch) and of one history read (one batch); tests hold the code to them. */
+/**
+ * D1 round trips of one GET /events page (the cursor's lookup, then the page's one batch) and of one history read (one
+ * batch); tests hold the code to them.
+ */
 export const D1_QUERIES_PER_FEED_PAGE = 2;
 export const D1_QUERIES_PER_HISTORY_READ = 1;
 

@@ -1,5 +1,6 @@
 import type { Database } from "../platform/db.ts";
-import { cursorOf, scanEvents } from "./archive.ts";
+import { scanEvents } from "./archive-read.ts";
+import { cursorOf } from "./cursor.ts";
 import { DEFAULT_FEED_LIMIT, type EventsQuery } from "./query.ts";
 import { EVENT_ARCHIVE_READS_PER_PAGE, RETENTION_MS } from "./retention.ts";
 import type { EventFeed, FeedEvent } from "./schema.ts";

@@ -15,32 +15,32 @@ export const SECURITY_SCHEMES = {
     scheme: "bearer",
     bearerFormat: "pda_live_<46 characters>",
     description:
-      "An API key, for the data routes only. Create one with POST /api-keys (account login). " +
-      "Each key has its own rate limit, set by its account's plan. Keep keys in server-side code.",
+      "An API key, for the data routes only. Create one with POST /api-keys (account login). Each key has its own rate limit, set by " +
+      "its account's plan. Keep keys in server-side code.",
   },
   AccountLogin: {
     type: "http",
     scheme: "bearer",
     bearerFormat: "JWT",
     description:
-      "An access token (JWT) from the identity provider; its `sub` is the account, created on the Free plan when first seen. " +
-      "Needed to manage keys, webhooks and the account: an API key is refused there (403).",
+      "An access token (JWT) from the identity provider; its `sub` is the account, created on the Free plan when first seen. Needed to " +
+      "manage keys, webhooks and the account: an API key is refused there (403).",
   },
   AdminJWT: {
     type: "http",
     scheme: "bearer",
     bearerFormat: "JWT",
     description:
-      "An identity-provider JWT whose space-separated `scope` claim holds the scope an operation names " +
-      "(`accounts:write` for plan changes, `prices:write` for price observations); without it, 403.",
+      "An identity-provider JWT whose space-separated `scope` claim holds the scope an operation names (`accounts:write` for plan " +
+      "changes, `prices:write` for price observations); without it, 403.",
   },
   GitHubSignature: {
     type: "apiKey",
     in: "header",
     name: "Github-Public-Key-Signature",
     description:
-      "GitHub's secret-scanning signature: base64 DER ECDSA P-256 / SHA-256 of the raw body, by the key Github-Public-Key-Identifier names " +
-      "in GitHub's published list. No Authorization header.",
+      "GitHub's secret-scanning signature: base64 DER ECDSA P-256 / SHA-256 of the raw body, by the key Github-Public-Key-Identifier " +
+      "names in GitHub's published list. No Authorization header.",
   },
 } as const;
 
@@ -89,7 +89,8 @@ export const RESPONSE_COMPONENTS = {
     "The report's GitHub signature is missing or does not verify, or names a key not in GitHub's list; nothing was changed.",
   ),
   KeyRestricted: errorResponse(
-    "The key may not be used from this address (its allowed_ips), or lacks the scope this route needs (its scopes); the detail names which. Not counted against the key.",
+    "The key may not be used from this address (its allowed_ips), or lacks the scope this route needs (its scopes); " +
+      "the detail names which. Not counted against the key.",
   ),
   Forbidden: errorResponse("An API key on an account or admin route, or a JWT without the operation's scope."),
   NotFound: errorResponse("No such id in this account (another account's ids are 404 too), or no such route."),

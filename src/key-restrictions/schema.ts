@@ -17,8 +17,8 @@ export const allowedIpsInput = z
   .transform((cidrs) => (cidrs === null ? null : [...new Set(cidrs.map(canonicalCidr))]))
   .meta({
     description:
-      `Where the key may be used from: at most ${MAX_ALLOWED_IPS} IPv4/IPv6 addresses or CIDRs (an IPv4-mapped IPv6 form counts as IPv4); ` +
-      "null: anywhere. A request from elsewhere is 403 and not counted.",
+      `Where the key may be used from: at most ${MAX_ALLOWED_IPS} IPv4/IPv6 addresses or CIDRs (an IPv4-mapped IPv6 form counts as ` +
+      "IPv4); null: anywhere. A request from elsewhere is 403 and not counted.",
     example: ["203.0.113.0/24", "2001:db8::/32"],
   });
 
@@ -28,7 +28,8 @@ export const scopesInput = z
   .transform((scopes) => KEY_SCOPES.filter((scope) => scopes.includes(scope)))
   .meta({
     description:
-      "What the key may read: products:read (/products, /competitors), history:read (/products/{id}/history), events:read (/events); all by default",
+      "What the key may read: products:read (/products, /competitors), history:read (/products/{id}/history), events:read (/events); " +
+      "all by default",
     example: ["products:read"],
   });
 

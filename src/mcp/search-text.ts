@@ -22,5 +22,6 @@ export const indexedText = (query: string) =>
 /** Every product's three fields read (the only way before the index, and still for texts under 3 characters). */
 export const scannedText = (query: string) => {
   const needle = query.toLowerCase();
-  return sql`(instr(lower(${products.name}), ${needle}) > 0 OR instr(lower(coalesce(${products.brand}, '')), ${needle}) > 0 OR instr(lower(${products.sku}), ${needle}) > 0)`;
+  return sql`(instr(lower(${products.name}), ${needle}) > 0 OR instr(lower(coalesce(${products.brand}, '')), ${needle}) > 0
+    OR instr(lower(${products.sku}), ${needle}) > 0)`;
 };

@@ -77,7 +77,8 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
     "price_history",
     {
       description:
-        "A product's price history, oldest first (as GET /products/{id}/history), optionally downsampled to a number of points per competitor.",
+        "A product's price history, oldest first (as GET /products/{id}/history), optionally downsampled to a number of points per " +
+        "competitor.",
       inputSchema: priceHistoryInput,
       annotations: readOnly,
     },
@@ -97,7 +98,8 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
     "recent_changes",
     {
       description:
-        "Price and stock changes since an instant (the last 24 hours by default), oldest first, as GET /events gives them; next_cursor pages on.",
+        "Price and stock changes since an instant (the last 24 hours by default), oldest first, as GET /events gives them; next_cursor " +
+        "pages on.",
       inputSchema: recentChangesInput,
       annotations: readOnly,
     },

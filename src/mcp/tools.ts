@@ -93,8 +93,13 @@ export async function searchProducts(
     .select({ id: products.id, sku: products.sku, name: products.name, brand: products.brand, category: products.category })
     .from(products)
     .where(
-      sql`${input.sku === undefined ? sql`1` : sql`${products.sku} = ${input.sku}`} AND ${lowerEquals("brand", input.brand)} AND ${lowerEquals("category", input.category)}
-        AND ${input.competitor === undefined ? sql`1` : sql`EXISTS (SELECT 1 FROM ${offers} o WHERE o.product_id = ${products.id} AND o.competitor_id = ${input.competitor})`}
+      sql`${input.sku === undefined ? sql`1` : sql`${products.sku} = ${input.sku}`}
+        AND ${lowerEquals("brand", input.brand)} AND ${lowerEquals("category", input.category)}
+        AND ${
+          input.competitor === undefined
+            ? sql`1`
+            : sql`EXISTS (SELECT 1 FROM ${offers} o WHERE o.product_id = ${products.id} AND o.competitor_id = ${input.competitor})`
+        }
         AND ${textCondition(input.query)}`,
     )
     .orderBy(products.name, products.id)

@@ -15,8 +15,8 @@ const ingestObservationsRoute = createRoute(
     tags: ["Admin"],
     summary: "Ingest price observations",
     description:
-      "At most 1,000 a call, all or nothing. Upserts products by `sku` and offers by (product, competitor), appends history when price or " +
-      "stock changes and emits one event per change to the webhooks. Replaying an observation changes nothing.",
+      "At most 1,000 a call, all or nothing. Upserts products by `sku` and offers by (product, competitor), appends history when price " +
+      "or stock changes and emits one event per change to the webhooks. Replaying an observation changes nothing.",
     credential: "admin",
     scope: "prices:write",
     request: { query: noQuery, body: jsonBody(observationsBody, "The observations") },

@@ -22,7 +22,8 @@ import type { IngestionChanges, TouchedRows } from "./changes.ts";
  * SQLite has no RAISE outside triggers; the failing INSERT has the same effect.
  */
 const GUARD = `INSERT INTO catalogue_state (id, version, updated_at) SELECT 0, 0, '' WHERE
-  (SELECT count(*) FROM json_each(?) AS seen JOIN products ON products.id = seen.value ->> 0 AND products.changed_version = seen.value ->> 1) <> ?
+  (SELECT count(*) FROM json_each(?) AS seen
+    JOIN products ON products.id = seen.value ->> 0 AND products.changed_version = seen.value ->> 1) <> ?
   OR EXISTS (SELECT 1 FROM products WHERE sku IN (SELECT value FROM json_each(?)))
   OR EXISTS (SELECT 1 FROM json_each(?) AS used JOIN competitors ON competitors.id = used.value ->> 0
     WHERE competitors.name IS NOT used.value ->> 1 OR competitors.domain IS NOT used.value ->> 2)`;

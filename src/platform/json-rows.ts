@@ -51,7 +51,8 @@ export function insertRows(
   let text = `INSERT INTO "${getTableName(table)}" (${names}) SELECT ${values} FROM json_each(?) WHERE true`;
   if (conflict) {
     const updates = columns.filter((c) => !conflict.target.includes(c.name)).map((c) => `"${c.name}" = excluded."${c.name}"`);
-    text += ` ON CONFLICT (${conflict.target.map((c) => `"${c}"`).join(", ")}) DO ${conflict.update ? `UPDATE SET ${updates.join(", ")}` : "NOTHING"}`;
+    const action = conflict.update ? `UPDATE SET ${updates.join(", ")}` : "NOTHING";
+    text += ` ON CONFLICT (${conflict.target.map((c) => `"${c}"`).join(", ")}) DO ${action}`;
   }
   const statement = d1.prepare(text);
   const objects = rows.map((row) => Object.fromEntries(columns.map(({ key, name }) => [name, row[key] ?? null])));

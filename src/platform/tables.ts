@@ -47,7 +47,10 @@ export const apiKeys = sqliteTable(
     allowedIps: text("allowed_ips", { mode: "json" }).$type<string[]>(),
     /** The scopes the key holds, a JSON array; null: all of them. */
     scopes: text("scopes", { mode: "json" }).$type<KeyScope[]>(),
-    /** The last api_key.expiring notice announced for this expiry (7, then 1 days before); null: none yet (src/account-events/expiring.ts). */
+    /**
+     * The last api_key.expiring notice announced for this expiry (7, then 1 days before); null: none yet
+     * (src/account-events/expiring.ts).
+     */
     expiryNoticeDays: integer("expiry_notice_days"),
   },
   (t) => [

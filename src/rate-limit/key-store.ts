@@ -9,7 +9,10 @@ import type { KeyState } from "./types.ts";
  * service: the object depends on the tables, never on the service that pushes revocations to it.
  */
 
-/** The one D1 read of a key's object, on its first wake: what the key is, its expiry and its plan's limits, or undefined for no such key. */
+/**
+ * The one D1 read of a key's object, on its first wake: what the key is, its expiry and its plan's limits, or undefined
+ * for no such key.
+ */
 export async function loadKeyState(db: Database, keyHash: string): Promise<KeyState | undefined> {
   const found = await db
     .select({

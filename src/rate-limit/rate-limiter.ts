@@ -44,7 +44,10 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (
   CREATE TABLE IF NOT EXISTS key_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);
   ${USAGE_SCHEMA}`;
 
-/** What a wake reads in one statement: the state row (all null before the first decision), the key's state and the usage log's oldest rows. */
+/**
+ * What a wake reads in one statement: the state row (all null before the first decision), the key's state and the usage
+ * log's oldest rows.
+ */
 type WokenRow = { [K in keyof StateRow]: StateRow[K] | null } & OldestColumns & { key_state: string | null };
 
 const log = logger("rate-limiter");
@@ -118,7 +121,10 @@ export class RateLimiter extends DurableObject<Env> {
     return decision;
   }
 
-  /** Whether the bucket would admit a request now, without counting one (the client IP's bucket, before a key hash not seen yet is looked up). */
+  /**
+   * Whether the bucket would admit a request now, without counting one (the client IP's bucket, before a key hash not
+   * seen yet is looked up).
+   */
   peek(limits: Limits): Decision {
     const now = Date.now();
     const usage = new Usage([...this.usage.minuteLog], { ...this.usage.hour }, { ...this.usage.day });
@@ -301,7 +307,10 @@ export class RateLimiter extends DurableObject<Env> {
 /** Why the key may not make this request (its address or its route's scope), or undefined when it may. */
 function outsideRestrictions(key: KeyRestrictions, request: KeyRequest): string | undefined {
   if (key.allowedIps && !isAllowed(request.ip, key.allowedIps)) {
-    return `This API key may not be used from ${request.ip}; add the address to the key's allowed_ips (PATCH /api-keys/{id}) or call from an allowed one.`;
+    return (
+      `This API key may not be used from ${request.ip}; add the address to the key's allowed_ips (PATCH /api-keys/{id}) ` +
+      "or call from an allowed one."
+    );
   }
   if (request.scope !== undefined && !holdsScope(key.scopes, request.scope)) return missingScopeDetail(request.scope);
   return undefined;

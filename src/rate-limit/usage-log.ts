@@ -28,10 +28,11 @@ const oldestPerLevel = (row: OldestColumns) => LEVELS.map((_, level) => row[`old
 /**
  * A key's admitted and refused requests, in its object's SQLite, so an eviction loses none.
  * The current minute's counts travel in the object's one state row (src/rate-limit/rate-limiter.ts
- * writes it once per decision); when a decision falls in a new minute, the finished one becomes a row here. Rows that have left their window are folded into the
- * next coarser level (minutes older than 24 h into hours, hours older than 30 days into days) and days older
- * than a year are dropped, lazily: once the oldest row of a level is more than its slack past the window
- * (an hour for minutes, a day for hours and days). Each level holds only what the finer ones no longer do,
+ * writes it once per decision); when a decision falls in a new minute, the finished one becomes a row here.
+ * Rows that have left their window are folded into the next coarser level (minutes older than 24 h into hours,
+ * hours older than 30 days into days) and days older than a year are dropped, lazily: once the oldest row of a
+ * level is more than its slack past the window (an hour for minutes, a day for hours and days). Each level holds
+ * only what the finer ones no longer do,
  * so a read adds the levels up and is exact whenever the folding last ran.
  */
 export class UsageLog {

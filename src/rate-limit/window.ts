@@ -57,7 +57,10 @@ export class Usage {
     return { allowed: true, limits, remaining, resetSeconds: seconds(resetMs), resetMs };
   }
 
-  /** The decision's headers for a request that is refused without being counted (it asks nothing of the windows). Call `slide(now)` first. */
+  /**
+   * The decision's headers for a request that is refused without being counted (it asks nothing of the windows). Call
+   * `slide(now)` first.
+   */
   peek(now: number, limits: Limits): Decision {
     const windows = this.windows(now, limits);
     const remaining = Math.min(...windows.map((w) => w.remaining));

@@ -26,11 +26,13 @@ const streamEventsRoute = createRoute(
     operationId: "streamEvents",
     summary: "The catalogue's events as they happen (server-sent events)",
     description:
-      "GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). First the stored events after `after` " +
-      "(or `Last-Event-ID`, which EventSource sends when it reconnects), then new ones as they are committed (checked every " +
-      `${POLL_MS / 1000} s). Each event is \`id: <event id>\`, \`event: <type>\`, \`data: <the event as GET /events gives it>\`; a comment line ` +
-      `comes at least every ${HEARTBEAT_MS / 1000} s. Opening a stream counts as one request; a key may hold ${MAX_STREAMS_PER_KEY} streams at once ` +
-      `(then 429). The server ends a stream after ${LIFETIME_MS / 60_000} minutes (or on a deploy): reconnect with Last-Event-ID and nothing is missed.`,
+      "GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). First the stored events after " +
+      "`after` (or `Last-Event-ID`, which EventSource sends when it reconnects), then new ones as they are committed (checked every " +
+      `${POLL_MS / 1000} s). Each event is \`id: <event id>\`, \`event: <type>\`, ` +
+      `\`data: <the event as GET /events gives it>\`; a comment line comes at least every ${HEARTBEAT_MS / 1000} s. ` +
+      "Opening a stream counts as one request; a key may hold " +
+      `${MAX_STREAMS_PER_KEY} streams at once (then 429). The server ends a stream after ${LIFETIME_MS / 60_000} minutes (or on a ` +
+      "deploy): reconnect with Last-Event-ID and nothing is missed.",
     request: { query: streamQuery, headers: lastEventIdHeader },
     responses: {
       200: {
@@ -41,7 +43,8 @@ const streamEventsRoute = createRoute(
             schema: z.string().meta({
               description: "Server-sent events",
               example:
-                'id: evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d\nevent: price.changed\ndata: {"id":"evt_0f3c…","type":"price.changed","timestamp":"…","data":{…}}\n\n',
+                "id: evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d\nevent: price.changed\ndata: " +
+                '{"id":"evt_0f3c…","type":"price.changed","timestamp":"…","data":{…}}\n\n',
             }),
           },
         },

@@ -53,7 +53,8 @@ const LEASE_GRACE_MS = 60_000;
 /** Takes one of the key's MAX_STREAMS_PER_KEY slots, or answers 429. One D1 batch (two statements). */
 export async function openSlot(db: Database, keyId: string, lifetimeMs: number): Promise<string> {
   const id = newId("str");
-  const d1 = (db as Database & { $client: D1Database }).$client; // the (counting) binding drizzle wraps; drizzle cannot batch a raw statement
+  // the (counting) binding drizzle wraps; drizzle cannot batch a raw statement
+  const d1 = (db as Database & { $client: D1Database }).$client;
   const [, taken] = await d1.batch([
     d1.prepare("DELETE FROM event_streams WHERE key_id = ? AND expires_at <= ?").bind(keyId, new Date().toISOString()),
     d1
@@ -164,7 +165,10 @@ export async function eventFrames(
   return run();
 }
 
-/** The frames as a response body; a client that goes away cancels it (ending the frames, and running `onEnd` even if they never started). */
+/**
+ * The frames as a response body; a client that goes away cancels it (ending the frames, and running `onEnd` even if
+ * they never started).
+ */
 export function frameStream(frames: AsyncGenerator<string>, onEnd: () => Promise<void>): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   return new ReadableStream<Uint8Array>({

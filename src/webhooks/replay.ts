@@ -1,6 +1,7 @@
 import { and, eq, getTableColumns, sql } from "drizzle-orm";
 import { alertEventOf, matchAlerts } from "../alerts/match.ts";
-import { type ArchivedEvent, archivedBetween, archivedThrough, firstSeqSince } from "../events/archive.ts";
+import { type ArchivedEvent, archivedThrough } from "../events/archive.ts";
+import { archivedBetween, firstSeqSince } from "../events/archive-read.ts";
 import { type DeliveryMessage, sendAll } from "../events/messages.ts";
 import { eventMessageOf } from "../events/outbox.ts";
 import { RETENTION_MS } from "../events/retention.ts";
@@ -44,7 +45,9 @@ export async function replayWebhookEvents(
   // "events"."id" spelled out: in a select list drizzle leaves a column unqualified (it would name the attempt's own id).
   const anyD1Attempt = sql<number>`EXISTS (SELECT 1 FROM ${webhookDeliveries} a WHERE a.webhook_id = ${id} AND a.event_id = "events"."id")`;
   const notReceived = sql`NOT EXISTS (SELECT 1 FROM ${webhookDeliveries} d WHERE d.webhook_id = ${id} AND d.event_id = ${events.id}
-    AND (d.outcome = 'delivered' OR d.id = (SELECT max(id) FROM ${webhookDeliveries} l WHERE l.webhook_id = ${id} AND l.event_id = ${events.id}) AND d.outcome = 'retrying'))`;
+    AND (d.outcome = 'delivered'
+      OR d.id = (SELECT max(id) FROM ${webhookDeliveries} l WHERE l.webhook_id = ${id} AND l.event_id = ${events.id})
+        AND d.outcome = 'retrying'))`;
   const rule = { types: webhook.events, minChangeBp: webhook.minChangeBp, filters: webhook.filters };
   const taken = new Map<number, DeliveryMessage>(); // by seq: commit order, and an event read twice counts once
   const take = async (rows: readonly ArchivedEvent[]) => {
@@ -123,7 +126,10 @@ async function attemptsInD1(db: Database, id: string, archived: readonly Archive
     );
 }
 
-/** The events this webhook has not received, judged by these attempts (never delivered, and the last not still being retried): the notReceived rule above, in JavaScript. */
+/**
+ * The events this webhook has not received, judged by these attempts (never delivered, and the last not still being
+ * retried): the notReceived rule above, in JavaScript.
+ */
 function notYetReceived<T extends { id: string }>(
   attempts: readonly Pick<DeliveryRow, "id" | "eventId" | "outcome">[],
   candidates: readonly T[],

@@ -2,7 +2,9 @@ import { createRoute } from "@hono/zod-openapi";
 import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../middleware/operation.ts";
+import { listWebhookDeliveries } from "./delivery-log.ts";
 import { replayWebhookEvents } from "./replay.ts";
+import { rotateWebhookSecret } from "./rotation.ts";
 import {
   CreatedWebhook,
   DeliveryList,
@@ -17,16 +19,7 @@ import {
   webhookIdParam,
   webhookPatchBody,
 } from "./schema.ts";
-import {
-  createWebhook,
-  deleteWebhook,
-  getWebhook,
-  listWebhookDeliveries,
-  listWebhooks,
-  rotateWebhookSecret,
-  testWebhook,
-  updateWebhook,
-} from "./service.ts";
+import { createWebhook, deleteWebhook, getWebhook, listWebhooks, testWebhook, updateWebhook } from "./service.ts";
 
 const common = { tags: ["Webhooks"], credential: "account" as const };
 
@@ -38,8 +31,9 @@ const createWebhookRoute = createRoute(
     operationId: "createWebhook",
     summary: "Register a webhook",
     description:
-      "The URL must be https:// and name a public host. The signing secret is in this response only. At most 20 webhooks per account (then 409). " +
-      "Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) and are retried for about a day; a 410 disables the webhook.",
+      "The URL must be https:// and name a public host. The signing secret is in this response only. At most 20 webhooks per account " +
+      "(then 409). Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) and are retried for about a " +
+      "day; a 410 disables the webhook.",
     request: {
       query: noQuery,
       body: jsonBody(webhookBody, "The endpoint, and optionally which events, a minimum price change and a description"),
@@ -122,7 +116,8 @@ const updateWebhookRoute = createRoute(
     operationId: "updateWebhook",
     summary: "Edit a webhook, or disable or enable it",
     description:
-      "Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not change.",
+      "Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not " +
+      "change.",
     request: { params: webhookIdParam, query: noQuery, body: jsonBody(webhookPatchBody, "The fields to change") },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The webhook as it now is", Webhook) },
@@ -137,8 +132,8 @@ const rotateWebhookSecretRoute = createRoute(
     operationId: "rotateWebhookSecret",
     summary: "Replace the signing secret",
     description:
-      "The new secret is in this response only. During the grace (grace_seconds, default 86400, at most 604800) each delivery carries two " +
-      "signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one. " +
+      "The new secret is in this response only. During the grace (grace_seconds, default 86400, at most 604800) each delivery carries " +
+      "two signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one. " +
       "Concurrent calls take effect one after another: a call that lost the race answers 409 and changes nothing.",
     request: {
       params: webhookIdParam,
@@ -158,9 +153,10 @@ const replayWebhookEventsRoute = createRoute(
     operationId: "replayWebhookEvents",
     summary: "Send stored events to this webhook again",
     description:
-      `The events of [since, until) within the last 30 days that this webhook takes (its events and min_change_pct), to this webhook only, ` +
-      `with their original ids (webhook-id). only_failed: just those it has not received. At most ${MAX_REPLAY_EVENTS.toLocaleString("en")} a call ` +
-      "(more is a 400: replay a shorter span). 409 when the webhook is disabled; 503 when the queue did not take them all (send the request again).",
+      "The events of [since, until) within the last 30 days that this webhook takes (its events and min_change_pct), to this webhook " +
+      "only, with their original ids (webhook-id). only_failed: just those it has not received. At most " +
+      `${MAX_REPLAY_EVENTS.toLocaleString("en")} a call (more is a 400: replay a shorter span). 409 when the webhook is disabled; 503 ` +
+      "when the queue did not take them all (send the request again).",
     request: { params: webhookIdParam, query: noQuery, body: jsonBody(replayBody, "Which events to send again") },
     errors: { notFound: true, conflict: true },
     responses: { 202: jsonResponse("The events are queued", ReplayQueued) },

@@ -181,7 +181,8 @@ const Delivery = z
       .nullable()
       .meta({
         description:
-          "The body the attempt sent (its id is event_id); null once the event has left D1 for the archive (after a day), and for test events",
+          "The body the attempt sent (its id is event_id); null once the event has left D1 for the archive (after a day), and for test " +
+          "events",
       }),
   })
   .meta({ id: "Delivery", description: "One delivery attempt" });

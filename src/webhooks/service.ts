@@ -5,26 +5,13 @@ import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
-import { events, webhookDeliveries, webhooks } from "../platform/tables.ts";
-import { latestAttempts } from "./delivery/delivery-archive.ts";
-import type {
-  CreatedWebhookView,
-  DeliveryListView,
-  DeliveryView,
-  TestEventQueuedView,
-  WebhookBody,
-  WebhookListView,
-  WebhookPatch,
-  WebhookView,
-} from "./schema.ts";
+import { type webhookDeliveries, webhooks } from "../platform/tables.ts";
+import type { CreatedWebhookView, TestEventQueuedView, WebhookBody, WebhookListView, WebhookPatch, WebhookView } from "./schema.ts";
 import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
 import { acceptedWebhookUrl } from "./url-policy.ts";
 
 /** Per account, enabled or disabled: enough for an endpoint per environment and per system, small enough to fan out. */
 export const MAX_WEBHOOKS_PER_ACCOUNT = 20;
-
-/** GET /webhooks/:id/deliveries returns this many attempts, newest first. */
-const DELIVERIES_LISTED = 100;
 
 export type WebhookRow = typeof webhooks.$inferSelect;
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -41,23 +28,6 @@ export function webhookView(row: WebhookRow): WebhookView {
     created_at: row.createdAt,
     disabled_at: row.disabledAt,
     disabled_reason: row.disabledReason,
-  };
-}
-
-function deliveryView(row: DeliveryRow, payload: string | undefined): DeliveryView {
-  return {
-    event_id: row.eventId,
-    type: row.type,
-    attempt: row.attempt,
-    status_code: row.statusCode,
-    error: row.error,
-    duration_ms: row.durationMs,
-    outcome: row.outcome,
-    // The column holds every attempt's time (src/platform/tables.ts); only a delivered attempt has a delivery time.
-    attempted_at: row.deliveredAt,
-    delivered_at: row.outcome === "delivered" ? row.deliveredAt : null,
-    response_excerpt: row.responseExcerpt,
-    payload: payload === undefined ? null : (JSON.parse(payload) as DeliveryView["payload"]),
   };
 }
 
@@ -97,7 +67,8 @@ export async function createWebhook(
   // One statement, so two concurrent creates cannot both slip under the cap.
   const result = await db.run(sql`
     INSERT INTO ${webhooks} (id, account_id, url, description, events, min_change_bp, filters, status, secret_ciphertext, created_at)
-    SELECT ${row.id}, ${accountId}, ${row.url}, ${row.description}, ${JSON.stringify(row.events)}, ${row.minChangeBp}, ${row.filters === null ? null : JSON.stringify(row.filters)}, 'enabled', ${row.secretCiphertext}, ${row.createdAt}
+    SELECT ${row.id}, ${accountId}, ${row.url}, ${row.description}, ${JSON.stringify(row.events)}, ${row.minChangeBp},
+      ${row.filters === null ? null : JSON.stringify(row.filters)}, 'enabled', ${row.secretCiphertext}, ${row.createdAt}
     WHERE (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId}) < ${MAX_WEBHOOKS_PER_ACCOUNT}`);
   if (result.meta.changes !== 1) {
     throw new ApiError(409, `This account already has ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one before creating another.`);
@@ -184,37 +155,6 @@ export async function updateWebhook(
   return webhookView(row);
 }
 
-/**
- * A new secret, shown in this answer only. The previous one is kept (encrypted like the current one)
- * until the grace ends; until then deliveries carry both signatures (src/webhooks/delivery/consumer.ts).
- * The write holds only if the secret is still the one read: of two concurrent calls one wins and the
- * other answers 409, so the previous secret kept is always the one shown just before (never one no call replaced).
- */
-export async function rotateWebhookSecret(
-  { db, config }: Pick<RequestServices, "db" | "config">,
-  { accountId, id, graceSeconds }: WebhookOfAccount & { graceSeconds: number },
-): Promise<CreatedWebhookView> {
-  const current = await findWebhook(db, { accountId, id });
-  const secret = generateWebhookSecret();
-  const [row] = await db
-    .update(webhooks)
-    .set({
-      secretCiphertext: await encryptSecret(config.WEBHOOK_SECRET_KEY, { webhookId: id, secret }),
-      previousSecretCiphertext: graceSeconds > 0 ? current.secretCiphertext : null,
-      previousSecretExpiresAt: graceSeconds > 0 ? new Date(Date.now() + graceSeconds * 1000).toISOString() : null,
-    })
-    .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId), eq(webhooks.secretCiphertext, current.secretCiphertext)))
-    .returning();
-  if (!row) {
-    await findWebhook(db, { accountId, id }); // deleted meanwhile: 404
-    throw new ApiError(
-      409,
-      `Another rotation of webhook ${id}'s secret took effect while this one ran; the secret that call showed is the one in use. Rotate again if you need a new one.`,
-    );
-  }
-  return { ...webhookView(row), secret };
-}
-
 /** Queues a `webhook.test` event for this webhook alone, whatever its `events` filter. */
 export async function testWebhook(
   { db, queue }: Pick<RequestServices, "db" | "queue">,
@@ -235,38 +175,4 @@ export async function testWebhook(
   };
   await sendAll(queue, [message]);
   return { event_id: eventId, type: WEBHOOK_TEST_EVENT, status: "queued" };
-}
-
-/** The latest attempts: D1 keeps the last minutes' (and more); older ones are in the archive (src/webhooks/delivery/delivery-archive.ts). */
-export async function listWebhookDeliveries(
-  { db, archive }: Pick<RequestServices, "db" | "archive">,
-  { accountId, id }: WebhookOfAccount,
-): Promise<DeliveryListView> {
-  await findWebhook(db, { accountId, id });
-  const inD1 = await db
-    .select()
-    .from(webhookDeliveries)
-    .where(eq(webhookDeliveries.webhookId, id))
-    .orderBy(desc(webhookDeliveries.id))
-    .limit(DELIVERIES_LISTED);
-  const rows = await latestAttempts(archive, { webhookId: id, inD1, want: DELIVERIES_LISTED });
-  const payloads = await eventPayloads(
-    db,
-    rows.map((row) => row.eventId),
-  );
-  return { webhook_id: id, deliveries: rows.map((row) => deliveryView(row, payloads.get(row.eventId))) };
-}
-
-/**
- * The bodies the listed attempts sent, from their events' rows while those are in D1 (a day; then only in the
- * archive, which the listing does not read): one query, the ids as one JSON parameter (up to 100 distinct ids
- * would otherwise meet D1's limit of 100 bound parameters).
- */
-async function eventPayloads(db: Database, eventIds: readonly string[]): Promise<Map<string, string>> {
-  if (!eventIds.length) return new Map();
-  const rows = await db
-    .select({ id: events.id, payload: events.payload })
-    .from(events)
-    .where(sql`${events.id} IN (SELECT value FROM json_each(${JSON.stringify([...new Set(eventIds)])}))`);
-  return new Map(rows.map((row) => [row.id, row.payload]));
 }

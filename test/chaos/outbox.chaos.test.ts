@@ -10,7 +10,7 @@ import { SWEEP_AFTER_MS, sweepOutbox } from "../../src/events/outbox.ts";
 import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { events, webhooks } from "../../src/platform/tables.ts";
-import { DELIVERY_TIMEOUT_MS } from "../../src/webhooks/delivery/consumer.ts";
+import { DELIVERY_TIMEOUT_MS } from "../../src/webhooks/delivery/attempt.ts";
 import { MAX_ATTEMPTS } from "../../src/webhooks/delivery/schedule.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";

@@ -6,7 +6,7 @@ import type { Schemas } from "../../client/index.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../src/platform/connections.ts";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
-import { DELIVERY_TIMEOUT_MS, USER_AGENT } from "../../src/webhooks/delivery/consumer.ts";
+import { DELIVERY_TIMEOUT_MS, USER_AGENT } from "../../src/webhooks/delivery/attempt.ts";
 import { JITTER, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../src/webhooks/delivery/schedule.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";

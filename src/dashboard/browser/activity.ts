@@ -75,7 +75,8 @@ export async function loadActivity(): Promise<void> {
             "p",
             {},
             el("strong", {}, "Nothing to report in the last 30 days."),
-            " A key found in public, a key about to expire, a disabled webhook, or a key reaching 80 % or 100 % of its day quota shows here, and goes to your webhooks that subscribe to it.",
+            " A key found in public, a key about to expire, a disabled webhook, or a key reaching 80 % or 100 % of " +
+              "its day quota shows here, and goes to your webhooks that subscribe to it.",
           ),
         ),
   );

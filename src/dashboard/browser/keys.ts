@@ -95,7 +95,8 @@ function leakBanner(key: ApiKey): HTMLElement {
     "Found at ",
     leakPlace(key.leak_url),
     key.leaked_at ? el("span", {}, ", reported ", when(key.leaked_at)) : null,
-    ". Requests with it are refused. Remove it from there, then create a new key for what used it, and keep the new one out of code you publish.",
+    ". Requests with it are refused. Remove it from there, then create a new key for what used it, and keep the new " +
+      "one out of code you publish.",
   );
 }
 
@@ -233,7 +234,9 @@ function rotate(key: ApiKey): Promise<string> {
   rotating = key;
   return openRotateDialog("key", {
     title: `Rotate “${key.name}”`,
-    text: `A new key replaces the one starting ${key.prefix}. Both work during the grace period, so you can deploy the new one; then the old one is refused.`,
+    text:
+      `A new key replaces the one starting ${key.prefix}. Both work during the grace period, so you can deploy the new ` +
+      `one; then the old one is refused.`,
     ok: "Rotate key",
   });
 }
@@ -274,7 +277,8 @@ function replacedKeyNote(key: ApiKey): string {
 async function revoke(key: ApiKey): Promise<void> {
   const confirmed = await confirmAction(
     `Revoke “${key.name}”?`,
-    `Revocation is permanent. Every request with this key (${key.prefix}…) is refused from now on, and the key cannot be turned back on. If something still uses it, rotate it instead.${replacedKeyNote(key)}`,
+    `Revocation is permanent. Every request with this key (${key.prefix}…) is refused from now on, and the key ` +
+      `cannot be turned back on. If something still uses it, rotate it instead.${replacedKeyNote(key)}`,
     "Revoke key",
   );
   if (!confirmed) return;

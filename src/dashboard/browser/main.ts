@@ -74,7 +74,8 @@ async function loadAccount(): Promise<void> {
   byId("who-name").textContent = account.id;
   useLimits(account.limits);
   byId("plan").textContent =
-    `${plan} plan · each key: ${count(account.limits.per_minute)} requests a minute, ${count(account.limits.per_hour)} an hour, ${count(account.limits.per_day)} a day`;
+    `${plan} plan · each key: ${count(account.limits.per_minute)} requests a minute, ` +
+    `${count(account.limits.per_hour)} an hour, ${count(account.limits.per_day)} a day`;
 }
 
 async function showApp(signedIn: Session): Promise<void> {

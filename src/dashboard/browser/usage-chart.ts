@@ -124,7 +124,8 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
   const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, class: "chart-svg", tabindex: 0, role: "img" });
   chart.setAttribute(
     "aria-label",
-    `${title}: ${count(sum.admitted)} admitted, ${count(sum.refused)} refused. Use the arrow keys to read each ${period.per}, or open the table below.`,
+    `${title}: ${count(sum.admitted)} admitted, ${count(sum.refused)} refused. Use the arrow keys to read each ` +
+      `${period.per}, or open the table below.`,
   );
   chart.append(svg("text", { x: 4, y: 12, class: "axis-title" }, unit));
   for (const tick of axis.ticks) {

@@ -3,9 +3,9 @@
  * disable/enable, rotate the secret, replay events since a time, send a test, deliveries, delete.
  */
 import type { components } from "../../../client/schema.d.ts";
-import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../webhooks/delivery/schedule.ts";
 import { api } from "./api.ts";
 import type { Delivery, ReplayQueued, RotatedWebhookSecret, WebhookPatch } from "./api-types.ts";
+import { deliveryItem, healthFacts } from "./deliveries.ts";
 import {
   actionButton,
   attempt,
@@ -24,7 +24,6 @@ import {
   showOnce,
   slotIn,
   when,
-  whenRelative,
 } from "./dom.ts";
 
 type Webhook = components["schemas"]["Webhook"];
@@ -57,7 +56,8 @@ function emptyState(): HTMLLIElement {
       "p",
       {},
       el("strong", {}, "No webhooks yet."),
-      " Add your endpoint's URL and we POST each price or stock change to it, signed, within seconds. Until then you can poll the events feed.",
+      " Add your endpoint's URL and we POST each price or stock change to it, signed, within seconds. Until then you " +
+        "can poll the events feed.",
     ),
     button,
   );
@@ -210,7 +210,9 @@ function rotateSecret(hook: Webhook): Promise<string> {
   rotatingHook = hook;
   return openRotateDialog("webhook", {
     title: "Rotate the signing secret",
-    text: `A new secret signs deliveries to ${hook.url}. During the grace period each delivery carries both signatures, so your receiver can switch without missing one.`,
+    text:
+      `A new secret signs deliveries to ${hook.url}. During the grace period each delivery carries both signatures, so ` +
+      `your receiver can switch without missing one.`,
     ok: "Rotate secret",
   });
 }
@@ -228,7 +230,8 @@ export async function finishSecretRotation(form: HTMLFormElement): Promise<void>
     label: "Signing secret",
     value: rotated.secret,
     warning: grace
-      ? `Deliveries carry the old signature too until ${formatDateTime(Date.now() + grace * 1000)}; give your receiver the new secret before then.`
+      ? `Deliveries carry the old signature too until ${formatDateTime(Date.now() + grace * 1000)}; ` +
+        "give your receiver the new secret before then."
       : "Deliveries are signed with this secret only, from now on.",
   });
 }
@@ -283,60 +286,6 @@ async function sendTest(hook: Webhook): Promise<void> {
 
 const deliveriesOf = async (hook: Webhook) => (await api<{ deliveries: Delivery[] }>("GET", webhookPath(hook, "/deliveries"))).deliveries;
 
-/** "HTTP 200", "HTTP 500", "No response": what an attempt got back. */
-const answer = (d: Delivery) => (d.status_code === null ? "No response" : `HTTP ${d.status_code}`);
-
-/**
- * When a webhook's failed events are tried next: per event its newest attempt (the list is newest
- * first); one still "retrying" is due its schedule's delay after that attempt (src/webhooks/delivery/schedule.ts,
- * ±20 % jitter, so "around"). The soonest, and how many events wait.
- */
-function nextRetry(deliveries: Delivery[]): { at: number; attempt: number; waiting: number } | undefined {
-  const newest = new Map<string, Delivery>();
-  for (const d of deliveries) if (!newest.has(d.event_id)) newest.set(d.event_id, d);
-  const due = [...newest.values()]
-    .filter((d) => d.outcome === "retrying")
-    .map((d) => ({ at: Date.parse(d.attempted_at) + (RETRY_DELAYS_SECONDS[d.attempt - 1] ?? 0) * 1000, attempt: d.attempt + 1 }))
-    .sort((a, b) => a.at - b.at);
-  return due[0] && { ...due[0], waiting: due.length };
-}
-
-/** The card's health: the last delivery, the share of recent attempts that failed, and the next retry. */
-function healthFacts(deliveries: Delivery[]): HTMLElement {
-  const last = deliveries[0];
-  if (!last) return el("p", { class: "hint" }, "No deliveries yet. “Send test” makes one.");
-  const failed = deliveries.filter((d) => d.outcome !== "delivered").length;
-  const share = Math.round((failed / deliveries.length) * 100);
-  const pairs: Array<[string, Node | string]> = [
-    [
-      "Last delivery",
-      el(
-        "span",
-        {},
-        el("span", { class: `badge ${last.outcome === "delivered" ? "enabled" : "disabled"}` }, answer(last)),
-        " ",
-        whenRelative(last.attempted_at),
-      ),
-    ],
-    [
-      "Failed attempts",
-      el(
-        "span",
-        {},
-        el("span", { class: failed ? "failing" : "" }, `${share} %`),
-        el("span", { class: "hint" }, ` of the last ${deliveries.length}`),
-      ),
-    ],
-  ];
-  const retry = nextRetry(deliveries);
-  if (retry) {
-    const due = retry.at <= Date.now() ? "due now" : `around ${formatDateTime(retry.at)}`;
-    const more = retry.waiting > 1 ? ` (${retry.waiting} events waiting)` : "";
-    pairs.push(["Next retry", `${due}, attempt ${retry.attempt} of ${MAX_ATTEMPTS}${more}`]);
-  }
-  return facts(pairs);
-}
-
 async function showHealth(hook: Webhook): Promise<void> {
   const slot = byId("webhooks").querySelector(`[data-id="${CSS.escape(hook.id)}"] .health`);
   if (!slot) return;
@@ -347,29 +296,6 @@ async function showHealth(hook: Webhook): Promise<void> {
       el("p", { class: "hint" }, `Recent deliveries could not be checked: ${error instanceof Error ? error.message : String(error)}`),
     );
   }
-}
-
-function deliveryItem(d: Delivery): HTMLLIElement {
-  const ok = d.outcome === "delivered";
-  const result = answer(d);
-  return el(
-    "li",
-    { class: "delivery" },
-    el(
-      "div",
-      { class: "delivery-line" },
-      el("span", { class: `badge ${ok ? "enabled" : "disabled"}` }, result),
-      el("code", {}, d.type),
-      el("span", { class: "hint" }, `attempt ${d.attempt} · ${d.duration_ms} ms · ${d.outcome}`),
-      el("span", { class: "hint" }, when(d.attempted_at)),
-    ),
-    el("p", { class: "hint event-id" }, `Event ${d.event_id}`),
-    d.error ? el("p", { class: "reason" }, d.error) : null,
-    d.payload
-      ? el("details", { class: "excerpt" }, el("summary", {}, "Body sent"), el("pre", {}, JSON.stringify(d.payload, null, 2)))
-      : el("p", { class: "hint" }, "Body sent: not kept (a test event, or an event older than a day, which is in the archive)."),
-    d.response_excerpt ? el("details", { class: "excerpt" }, el("summary", {}, "Response body"), el("pre", {}, d.response_excerpt)) : null,
-  );
 }
 
 async function showDeliveries(hook: Webhook): Promise<void> {
@@ -392,7 +318,8 @@ async function showDeliveries(hook: Webhook): Promise<void> {
 async function remove(hook: Webhook): Promise<void> {
   const confirmed = await confirmAction(
     "Delete this webhook?",
-    `${hook.url} will receive no more events, and its delivery history goes with it. This cannot be undone; to pause it, disable it instead.`,
+    `${hook.url} will receive no more events, and its delivery history goes with it. This cannot be undone; to pause ` +
+      `it, disable it instead.`,
     "Delete webhook",
   );
   if (!confirmed) return;

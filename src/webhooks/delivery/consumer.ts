@@ -2,10 +2,8 @@ import pLimit from "p-limit";
 import {
   DEAD_LETTER_QUEUE,
   type DeliveryMessage,
-  deliveryBody,
   type EventMessage,
   sendAll,
-  type WebhookEvent,
   type WebhookMessage,
   webhookMessage,
 } from "../../events/messages.ts";
@@ -14,13 +12,11 @@ import { readConfig } from "../../platform/config.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import { type Database, database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
-import { decryptSecret } from "../secrets.ts";
-import type { DeliveryRow, WebhookRow } from "../service.ts";
+import type { WebhookRow } from "../service.ts";
+import { type Attempted, attemptDelivery } from "./attempt.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
-import { fanOut, findWebhooks, type NewDelivery, recordAttempts } from "./deliveries.ts";
-import { responseExcerpt } from "./excerpt.ts";
-import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
-import { signedHeaders } from "./signing.ts";
+import { fanOut, findWebhooks, recordAttempts } from "./deliveries.ts";
+import { retryDelaySeconds } from "./schedule.ts";
 
 /**
  * The WEBHOOK_QUEUE consumer. It is the Worker's `queue` handler, not a route: deliveries never pass
@@ -28,11 +24,6 @@ import { signedHeaders } from "./signing.ts";
  * events are fanned out together (one D1 query, one delivery message per matching webhook, sent in
  * chunks), and deliveries go out in parallel, at most MAX_OPEN_CONNECTIONS at a time.
  */
-
-/** A 2xx within this time is success; the clock starts when the request is sent. */
-export const DELIVERY_TIMEOUT_MS = 15_000;
-
-export const USER_AGENT = "price-data-api-webhooks/1";
 
 type Parsed<T> = { message: Message<unknown>; body: T };
 
@@ -62,7 +53,10 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
   ]);
 }
 
-/** Retry on the schedule after `attempt` (1-based, counted across the paths); after the last, `retry()` lets the queue dead-letter the message. */
+/**
+ * Retry on the schedule after `attempt` (1-based, counted across the paths); after the last, `retry()` lets the queue
+ * dead-letter the message.
+ */
 function retryLater(message: Message<unknown>, attempt: number): void {
   const delaySeconds = retryDelaySeconds(attempt);
   message.retry(delaySeconds === undefined ? {} : { delaySeconds });
@@ -93,57 +87,6 @@ async function fanOutEvents(
       await releaseFanOut(db, [...claimed]).catch((release) => log.error("releasing claims failed", { error: String(release) }));
     for (const { message } of events) retryLater(message, message.attempts);
   }
-}
-
-type Outcome = DeliveryRow["outcome"];
-
-function outcomeOf(statusCode: number | null, attempt: number): Outcome {
-  if (statusCode !== null && statusCode >= 200 && statusCode < 300) return "delivered";
-  if (statusCode === 410) return "disabled";
-  return attempt < MAX_ATTEMPTS ? "retrying" : "failed";
-}
-
-/** An attempt made and not yet recorded (recordAttempts writes a batch's together). */
-export interface Attempted {
-  outcome: Outcome;
-  record: NewDelivery;
-}
-
-/**
- * One attempt: sign and POST. "gone" when the webhook was deleted or disabled since the event (nothing
- * sent). Throws only when the secret fails (the caller retries).
- */
-export async function attemptDelivery(
-  secretKey: string,
-  { webhook, event, attempt }: { webhook: WebhookRow | undefined; event: WebhookEvent; attempt: number },
-): Promise<Attempted | "gone"> {
-  if (webhook?.status !== "enabled") return "gone";
-  const payload = deliveryBody(event);
-  const started = Date.now();
-  const secrets = await signingSecrets(secretKey, webhook, started);
-  const timestamp = Math.floor(started / 1000);
-  const headers = {
-    ...(await signedHeaders(secrets, { id: event.id, timestampSeconds: timestamp, body: payload })),
-    "content-type": "application/json",
-    "user-agent": USER_AGENT,
-  };
-  const { statusCode, error, excerpt } = await post(webhook.url, headers, payload);
-  const outcome = outcomeOf(statusCode, attempt);
-  return {
-    outcome,
-    record: {
-      eventId: event.id,
-      webhookId: webhook.id,
-      type: event.type,
-      attempt,
-      statusCode,
-      error,
-      durationMs: Date.now() - started,
-      outcome,
-      deliveredAt: new Date(started).toISOString(),
-      responseExcerpt: excerpt,
-    },
-  };
 }
 
 /**
@@ -200,32 +143,5 @@ async function deliverAll(db: Database, secretKey: string, deliveries: readonly 
     if (outcome === "retrying" || (outcome === "failed" && delivery.body.attempts_before === undefined))
       retryLater(delivery.message, attemptOf(delivery));
     else delivery.message.ack();
-  }
-}
-
-/** The current secret, then the previous one while a rotation's grace lasts (src/webhooks/service.ts rotateWebhookSecret). */
-async function signingSecrets(secretKey: string, webhook: WebhookRow, now: number): Promise<string[]> {
-  const secrets = [await decryptSecret(secretKey, { webhookId: webhook.id, stored: webhook.secretCiphertext })];
-  if (webhook.previousSecretCiphertext && webhook.previousSecretExpiresAt && Date.parse(webhook.previousSecretExpiresAt) > now) {
-    secrets.push(await decryptSecret(secretKey, { webhookId: webhook.id, stored: webhook.previousSecretCiphertext }));
-  }
-  return secrets;
-}
-
-interface PostResult {
-  statusCode: number | null;
-  error: string | null;
-  excerpt: string | null;
-}
-
-async function post(url: string, headers: Record<string, string>, body: string): Promise<PostResult> {
-  try {
-    const res = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) });
-    const excerpt = await responseExcerpt(res).catch(() => null); // a body cut short does not change the status
-    return { statusCode: res.status, error: res.ok ? null : `The endpoint answered ${res.status}.`, excerpt };
-  } catch (error) {
-    if (error instanceof Error && error.name === "TimeoutError")
-      return { statusCode: null, error: `No response within ${DELIVERY_TIMEOUT_MS / 1000} s.`, excerpt: null };
-    return { statusCode: null, error: `The request failed: ${error instanceof Error ? error.message : String(error)}`, excerpt: null };
   }
 }

@@ -42,7 +42,8 @@ export const deliveryArchivePrefix = (webhookId: string) => `deliveries/${webhoo
 
 const deliveryArchiveKey = (webhookId: string, rows: readonly DeliveryRow[]) => {
   const times = rows.map((row) => Date.parse(row.deliveredAt));
-  return `${deliveryArchivePrefix(webhookId)}${digits(LAST_MS - Math.max(...times))}-${digits(Math.min(...times))}-${rows[0]!.id}.ndjson.gz`;
+  const inverted = digits(LAST_MS - Math.max(...times)); // R2 lists keys in ascending order: the newest span first
+  return `${deliveryArchivePrefix(webhookId)}${inverted}-${digits(Math.min(...times))}-${rows[0]!.id}.ndjson.gz`;
 };
 
 /** The span of attempt times a key names. */
@@ -167,7 +168,8 @@ export async function archivedAttempts(
   if (keys.length > DELIVERY_REPLAY_ARCHIVE_READS)
     throw new ApiError(
       400,
-      `Invalid body: since: only_failed would read more than ${DELIVERY_REPLAY_ARCHIVE_READS} archive objects of this webhook's delivery attempts; replay a shorter or more recent span.`,
+      `Invalid body: since: only_failed would read more than ${DELIVERY_REPLAY_ARCHIVE_READS} archive objects of ` +
+        `this webhook's delivery attempts; replay a shorter or more recent span.`,
     );
   const limit = pLimit(6);
   const parts = await Promise.all(keys.map((key) => limit(() => getNdjsonGz<DeliveryRow>(bucket, key))));

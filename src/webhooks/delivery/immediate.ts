@@ -4,7 +4,7 @@ import { claimForFanOut, markFannedOut, relayEvents, requeueEvents } from "../..
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
-import { type Attempted, attemptDelivery } from "./consumer.ts";
+import { type Attempted, attemptDelivery } from "./attempt.ts";
 import { fanOut, findWebhooks, recordAttempts } from "./deliveries.ts";
 import { retryDelaySeconds } from "./schedule.ts";
 

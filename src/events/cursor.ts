@@ -1,0 +1,49 @@
+import { asc, eq, sql } from "drizzle-orm";
+import { ApiError } from "../http/errors.ts";
+import type { Database } from "../platform/db.ts";
+import { eventIdTime } from "../platform/ids.ts";
+import { eventArchive, events } from "../platform/tables.ts";
+import { readArchive } from "./archive-read.ts";
+
+/** A feed's cursor (`after`, an event id): where the next page starts, in D1 or in the archive (GET /events, GET /account/events). */
+
+/** The answer to a cursor naming an event older than the retention, or unknown (GET /events, GET /account/events). */
+export const cursorGone = (id: string) =>
+  new ApiError(
+    410,
+    `Event ${id} is older than 30 days or unknown: events are kept 30 days. Start again with since (an ISO-8601 time) instead of after.`,
+  );
+
+/**
+ * The seq of the event a cursor names: from D1, or from the archive object its id's timestamp falls in.
+ * An event older than the retention, or unknown, is 410.
+ */
+export async function cursorOf(
+  db: Database,
+  bucket: R2Bucket,
+  { id, oldest, archiveReads }: { id: string; oldest: string; archiveReads: number },
+) {
+  const gone = () => cursorGone(id);
+  const at = eventIdTime(id);
+  const [inD1, candidates] = await db.batch([
+    db.select({ seq: events.seq, timestamp: events.timestamp }).from(events).where(eq(events.id, id)),
+    db
+      .select()
+      .from(eventArchive)
+      .where(sql`${eventArchive.maxTimestamp} >= ${at} AND ${eventArchive.maxTimestamp} >= ${oldest}`)
+      .orderBy(asc(eventArchive.maxTimestamp))
+      .limit(archiveReads),
+  ]);
+  const row = inD1[0];
+  if (row) {
+    if (row.timestamp < oldest) throw gone();
+    return { seq: row.seq };
+  }
+  if (at < oldest) throw gone();
+  for (const range of candidates.filter((candidate) => candidate.minTimestamp <= at)) {
+    const archived = await readArchive(bucket, range);
+    const event = archived.find((candidate) => candidate.id === id);
+    if (event) return { seq: event.seq, cached: { range, events: archived } };
+  }
+  throw gone();
+}

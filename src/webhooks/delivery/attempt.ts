@@ -1,0 +1,96 @@
+import { deliveryBody, type WebhookEvent } from "../../events/messages.ts";
+import { decryptSecret } from "../secrets.ts";
+import type { DeliveryRow, WebhookRow } from "../service.ts";
+import type { NewDelivery } from "./deliveries.ts";
+import { responseExcerpt } from "./excerpt.ts";
+import { MAX_ATTEMPTS } from "./schedule.ts";
+import { signedHeaders } from "./signing.ts";
+
+/**
+ * One delivery attempt, made by the queue consumer (src/webhooks/delivery/consumer.ts) and by the first
+ * delivery right after a commit (src/webhooks/delivery/immediate.ts): the webhook's secrets, the signed POST,
+ * and the outcome to record.
+ */
+
+/** A 2xx within this time is success; the clock starts when the request is sent. */
+export const DELIVERY_TIMEOUT_MS = 15_000;
+
+export const USER_AGENT = "price-data-api-webhooks/1";
+
+type Outcome = DeliveryRow["outcome"];
+
+function outcomeOf(statusCode: number | null, attempt: number): Outcome {
+  if (statusCode !== null && statusCode >= 200 && statusCode < 300) return "delivered";
+  if (statusCode === 410) return "disabled";
+  return attempt < MAX_ATTEMPTS ? "retrying" : "failed";
+}
+
+/** An attempt made and not yet recorded (recordAttempts writes a batch's together). */
+export interface Attempted {
+  outcome: Outcome;
+  record: NewDelivery;
+}
+
+/**
+ * One attempt: sign and POST. "gone" when the webhook was deleted or disabled since the event (nothing
+ * sent). Throws only when the secret fails (the caller retries).
+ */
+export async function attemptDelivery(
+  secretKey: string,
+  { webhook, event, attempt }: { webhook: WebhookRow | undefined; event: WebhookEvent; attempt: number },
+): Promise<Attempted | "gone"> {
+  if (webhook?.status !== "enabled") return "gone";
+  const payload = deliveryBody(event);
+  const started = Date.now();
+  const secrets = await signingSecrets(secretKey, webhook, started);
+  const timestamp = Math.floor(started / 1000);
+  const headers = {
+    ...(await signedHeaders(secrets, { id: event.id, timestampSeconds: timestamp, body: payload })),
+    "content-type": "application/json",
+    "user-agent": USER_AGENT,
+  };
+  const { statusCode, error, excerpt } = await post(webhook.url, headers, payload);
+  const outcome = outcomeOf(statusCode, attempt);
+  return {
+    outcome,
+    record: {
+      eventId: event.id,
+      webhookId: webhook.id,
+      type: event.type,
+      attempt,
+      statusCode,
+      error,
+      durationMs: Date.now() - started,
+      outcome,
+      deliveredAt: new Date(started).toISOString(),
+      responseExcerpt: excerpt,
+    },
+  };
+}
+
+/** The current secret, then the previous one while a rotation's grace lasts (src/webhooks/rotation.ts). */
+async function signingSecrets(secretKey: string, webhook: WebhookRow, now: number): Promise<string[]> {
+  const secrets = [await decryptSecret(secretKey, { webhookId: webhook.id, stored: webhook.secretCiphertext })];
+  if (webhook.previousSecretCiphertext && webhook.previousSecretExpiresAt && Date.parse(webhook.previousSecretExpiresAt) > now) {
+    secrets.push(await decryptSecret(secretKey, { webhookId: webhook.id, stored: webhook.previousSecretCiphertext }));
+  }
+  return secrets;
+}
+
+interface PostResult {
+  statusCode: number | null;
+  error: string | null;
+  excerpt: string | null;
+}
+
+async function post(url: string, headers: Record<string, string>, body: string): Promise<PostResult> {
+  try {
+    const res = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) });
+    const excerpt = await responseExcerpt(res).catch(() => null); // a body cut short does not change the status
+    return { statusCode: res.status, error: res.ok ? null : `The endpoint answered ${res.status}.`, excerpt };
+  } catch (error) {
+    if (error instanceof Error && error.name === "TimeoutError")
+      return { statusCode: null, error: `No response within ${DELIVERY_TIMEOUT_MS / 1000} s.`, excerpt: null };
+    return { statusCode: null, error: `The request failed: ${error instanceof Error ? error.message : String(error)}`, excerpt: null };
+  }
+}
