@@ -1,4 +1,4 @@
-import { DIALOGS, feedback } from "./dialogs.ts";
+import { DIALOGS, feedback } from "./page-dialogs.ts";
 
 /** What the browser code needs to sign in; it reaches the page as data attributes on <body>. */
 export interface PageSettings {

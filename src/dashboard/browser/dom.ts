@@ -1,7 +1,8 @@
 import { ApiFailure } from "./api.ts";
 
 /**
- * Small DOM helpers: elements built with textContent only (no HTML strings), inline feedback, dialogs.
+ * Small DOM helpers: elements built with textContent only (no HTML strings), inline feedback, dates, "More" menus,
+ * and running an action (the modal dialogs are in dialogs.ts).
  *
  * Feedback goes next to what was done: every form, dialog, card and section has its own `.feedback`
  * slot (role="status", so screen readers hear it). Starting any action clears every slot, so a
@@ -108,13 +109,6 @@ export function facts(pairs: Array<[string, Node | string]>): HTMLDListElement {
   return list;
 }
 
-/** Cancel buttons are plain buttons (so Enter in a dialog's field submits, not cancels); they close it. */
-export function setUpDialogs(): void {
-  for (const button of document.querySelectorAll<HTMLButtonElement>("dialog [data-cancel]")) {
-    button.addEventListener("click", () => button.closest("dialog")?.close("cancel"));
-  }
-}
-
 /**
  * A "More" menu (a <details class="more">) of less frequent actions on `target`. Choosing an item
  * closes the menu first, and the focus goes to "More", where a dialog it opens returns it.
@@ -139,7 +133,7 @@ export function moreMenu(target: string, ...items: Array<HTMLButtonElement | fal
 }
 
 /** Closes every open "More" menu (a <details class="more">) but `keep`. */
-function closeMenus(keep?: Element | null): void {
+export function closeMenus(keep?: Element | null): void {
   for (const menu of document.querySelectorAll<HTMLDetailsElement>("details.more[open]")) if (menu !== keep) menu.open = false;
 }
 
@@ -155,78 +149,6 @@ export function setUpMenus(): void {
     open.querySelector("summary")?.focus();
   });
   document.addEventListener("click", (event) => closeMenus(event.target instanceof Element ? event.target.closest("details.more") : null));
-}
-
-/** Opens a modal <dialog>; resolves with its return value when it closes, and focus goes back to the opener. */
-export function openDialog(dialog: HTMLDialogElement, focus?: HTMLElement | null): Promise<string> {
-  const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
-  closeMenus();
-  clearFeedback();
-  return new Promise((resolve) => {
-    dialog.returnValue = "";
-    dialog.addEventListener(
-      "close",
-      () => {
-        if (opener?.isConnected) opener.focus();
-        resolve(dialog.returnValue);
-      },
-      { once: true },
-    );
-    dialog.showModal();
-    focus?.focus();
-  });
-}
-
-/** "Are you sure?" with the consequence spelled out; the safe choice has the focus. */
-export async function confirmAction(title: string, text: string, confirmLabel: string): Promise<boolean> {
-  const dialog = byId<HTMLDialogElement>("confirm-dialog");
-  byId("confirm-title").textContent = title;
-  byId("confirm-text").textContent = text;
-  byId("confirm-ok").textContent = confirmLabel;
-  return (await openDialog(dialog, dialog.querySelector<HTMLElement>("[data-cancel]"))) === "ok";
-}
-
-/** Asks for a new name; undefined when cancelled. */
-export async function askName(title: string, current: string): Promise<string | undefined> {
-  const input = byId<HTMLInputElement>("rename-input");
-  byId("rename-title").textContent = title;
-  input.value = current;
-  const answer = openDialog(byId<HTMLDialogElement>("rename-dialog"), input);
-  input.select();
-  return (await answer) === "ok" ? input.value.trim() : undefined;
-}
-
-/**
- * A secret shown once (a new API key, a webhook's signing secret): the value in a read-only field,
- * a Copy button with its own feedback, and a plain warning. The panel takes the focus so the warning is read first.
- */
-export function showOnce(slot: HTMLElement, options: { title: string; label: string; value: string; warning: string }): void {
-  const id = `${slot.id}-value`;
-  const field = el("input", { id, class: "secret", readonly: true, value: options.value, spellcheck: "false", autocomplete: "off" });
-  const copied = feedbackSlot();
-  const copy = el("button", { type: "button" }, "Copy");
-  copy.addEventListener("click", async () => {
-    try {
-      await navigator.clipboard.writeText(options.value);
-      say(copied, "Copied to the clipboard.");
-    } catch {
-      field.select();
-      say(copied, "Could not copy automatically; the text is selected, press Ctrl+C (or ⌘C) to copy it.");
-    }
-  });
-  const heading = el("h3", { tabindex: "-1" }, options.title);
-  slot.replaceChildren(
-    el(
-      "div",
-      { class: "once" },
-      heading,
-      el("p", { class: "warning" }, el("strong", {}, "Copy it now: it will not be shown again. "), options.warning),
-      el("label", { for: id }, options.label),
-      el("div", { class: "copy-row" }, field, copy),
-      copied,
-    ),
-  );
-  heading.focus();
 }
 
 /**
@@ -258,22 +180,4 @@ export function onSubmit(form: HTMLFormElement, action: () => Promise<unknown>, 
     event.preventDefault();
     void attempt(action, slot, form.querySelector<HTMLButtonElement>('button[type="submit"]'));
   });
-}
-
-/** Opens the rotate dialog (shared by a key and a webhook's secret) as a fresh form with this wording. */
-export function openRotateDialog(kind: "key" | "webhook", wording: { title: string; text: string; ok: string }): Promise<string> {
-  const form = byId<HTMLFormElement>("rotate-form");
-  form.dataset.kind = kind;
-  form.reset();
-  form.hidden = false;
-  byId("rotate-done").hidden = true;
-  byId("rotate-title").textContent = wording.title;
-  byId("rotate-text").textContent = wording.text;
-  byId("rotate-ok").textContent = wording.ok;
-  return openDialog(byId<HTMLDialogElement>("rotate-dialog"), form.querySelector<HTMLInputElement>('input[name="grace"]:checked'));
-}
-
-/** Grace-period choice of the rotate dialog, in seconds. */
-export function chosenGrace(form: HTMLFormElement): number {
-  return Number(new FormData(form).get("grace") ?? 86_400);
 }

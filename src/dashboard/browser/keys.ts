@@ -8,22 +8,17 @@ import { DAY_MS } from "../../platform/time.ts";
 import { KEY_SCOPES } from "../../rate-limit/key-scopes.ts";
 import { api } from "./api.ts";
 import type { ApiKey, CreatedApiKey } from "./api-types.ts";
+import { askName, chosenGrace, confirmAction, openDialog, openRotateDialog, showOnce } from "./dialogs.ts";
 import {
   actionButton,
-  askName,
   attempt,
   byId,
-  chosenGrace,
-  confirmAction,
   el,
   feedbackSlot,
   formatDateTime,
   moreMenu,
   onSubmit,
-  openDialog,
-  openRotateDialog,
   say,
-  showOnce,
   slotIn,
   when,
   whenRelative,
@@ -221,7 +216,7 @@ async function create(): Promise<void> {
 }
 
 async function rename(key: ApiKey): Promise<void> {
-  const name = await askName(`Rename “${key.name}”`, key.name);
+  const name = await askName({ title: `Rename “${key.name}”`, current: key.name });
   if (name === undefined || name === key.name) return;
   if (!name) throw new Error("A key's name cannot be empty.");
   await api("PATCH", keyPath(key), { name });
@@ -275,12 +270,13 @@ function replacedKeyNote(key: ApiKey): string {
 }
 
 async function revoke(key: ApiKey): Promise<void> {
-  const confirmed = await confirmAction(
-    `Revoke “${key.name}”?`,
-    `Revocation is permanent. Every request with this key (${key.prefix}…) is refused from now on, and the key ` +
+  const confirmed = await confirmAction({
+    title: `Revoke “${key.name}”?`,
+    text:
+      `Revocation is permanent. Every request with this key (${key.prefix}…) is refused from now on, and the key ` +
       `cannot be turned back on. If something still uses it, rotate it instead.${replacedKeyNote(key)}`,
-    "Revoke key",
-  );
+    confirm: "Revoke key",
+  });
   if (!confirmed) return;
   await api("DELETE", keyPath(key));
   await loadKeys(key.id, `“${key.name}” is revoked; requests with it are refused. It is listed under “Show revoked”.`);

@@ -16,7 +16,8 @@ import {
   startLogin,
   wasSignedIn,
 } from "./auth.ts";
-import { attempt, byId, clearFeedback, onSubmit, say, setUpDialogs, setUpMenus } from "./dom.ts";
+import { setUpDialogs } from "./dialogs.ts";
+import { attempt, byId, clearFeedback, onSubmit, say, setUpMenus } from "./dom.ts";
 import { finishKeyRotation, loadKeys, onKeysChanged, setUpKeys } from "./keys.ts";
 import { loadUsage, offerKeys, setUpUsage, useLimits } from "./usage.ts";
 import { finishSecretRotation, loadWebhooks, setUpWebhooks } from "./webhooks.ts";

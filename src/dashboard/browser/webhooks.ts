@@ -6,25 +6,8 @@ import type { components } from "../../../client/schema.d.ts";
 import { api } from "./api.ts";
 import type { Delivery, ReplayQueued, RotatedWebhookSecret, WebhookPatch } from "./api-types.ts";
 import { deliveryItem, healthFacts } from "./deliveries.ts";
-import {
-  actionButton,
-  attempt,
-  byId,
-  chosenGrace,
-  confirmAction,
-  el,
-  facts,
-  feedbackSlot,
-  formatDateTime,
-  moreMenu,
-  onSubmit,
-  openDialog,
-  openRotateDialog,
-  say,
-  showOnce,
-  slotIn,
-  when,
-} from "./dom.ts";
+import { chosenGrace, confirmAction, openDialog, openRotateDialog, showOnce } from "./dialogs.ts";
+import { actionButton, attempt, byId, el, facts, feedbackSlot, formatDateTime, moreMenu, onSubmit, say, slotIn, when } from "./dom.ts";
 
 type Webhook = components["schemas"]["Webhook"];
 type CreatedWebhook = components["schemas"]["CreatedWebhook"];
@@ -316,12 +299,13 @@ async function showDeliveries(hook: Webhook): Promise<void> {
 }
 
 async function remove(hook: Webhook): Promise<void> {
-  const confirmed = await confirmAction(
-    "Delete this webhook?",
-    `${hook.url} will receive no more events, and its delivery history goes with it. This cannot be undone; to pause ` +
-      `it, disable it instead.`,
-    "Delete webhook",
-  );
+  const confirmed = await confirmAction({
+    title: "Delete this webhook?",
+    text:
+      `${hook.url} will receive no more events, and its delivery history goes with it. This cannot be undone; to pause ` +
+      "it, disable it instead.",
+    confirm: "Delete webhook",
+  });
   if (!confirmed) return;
   await api("DELETE", webhookPath(hook));
   await loadWebhooks();

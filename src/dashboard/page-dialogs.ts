@@ -25,7 +25,14 @@ const formEnd = ({ submit, id, cancel = "Cancel" }: { submit: string; id?: strin
       <button type="submit"${id ? ` id="${id}"` : ""} class="primary">${submit}</button>
     </div>`;
 
-/** The page's forms and confirmations, each a modal <dialog> that the browser code opens (src/dashboard/browser/dom.ts). */
+/**
+ * Where a dialog shows a secret once (src/dashboard/browser/dialogs.ts showOnce) after its form hides, with the
+ * Done button that closes it.
+ */
+const shownOnce = ({ slot, done }: { slot: string; done: string }) => `<div id="${slot}"></div>
+  <form method="dialog" class="actions" id="${done}" hidden><button value="done" class="primary">Done</button></form>`;
+
+/** The page's forms and confirmations, each a modal <dialog> that the browser code opens (src/dashboard/browser/dialogs.ts). */
 export const DIALOGS = `<dialog id="create-key-dialog" aria-labelledby="create-key-title">
   <h2 id="create-key-title">Create an API key</h2>
   <form id="create-key">
@@ -48,8 +55,7 @@ export const DIALOGS = `<dialog id="create-key-dialog" aria-labelledby="create-k
     </div>
     ${formEnd({ submit: "Create key" })}
   </form>
-  <div id="new-key"></div>
-  <form method="dialog" class="actions" id="create-key-done" hidden><button value="done" class="primary">Done</button></form>
+  ${shownOnce({ slot: "new-key", done: "create-key-done" })}
 </dialog>
 
 <dialog id="rotate-dialog" aria-labelledby="rotate-title" aria-describedby="rotate-text">
@@ -66,8 +72,7 @@ export const DIALOGS = `<dialog id="create-key-dialog" aria-labelledby="create-k
     </fieldset>
     ${formEnd({ submit: "", id: "rotate-ok" })}
   </form>
-  <div id="rotated"></div>
-  <form method="dialog" class="actions" id="rotate-done" hidden><button value="done" class="primary">Done</button></form>
+  ${shownOnce({ slot: "rotated", done: "rotate-done" })}
 </dialog>
 
 <dialog id="webhook-dialog" aria-labelledby="webhook-dialog-title">
@@ -92,8 +97,7 @@ export const DIALOGS = `<dialog id="create-key-dialog" aria-labelledby="create-k
     </div>
     ${formEnd({ submit: "Add webhook", id: "webhook-submit" })}
   </form>
-  <div id="new-webhook"></div>
-  <form method="dialog" class="actions" id="webhook-done" hidden><button value="done" class="primary">Done</button></form>
+  ${shownOnce({ slot: "new-webhook", done: "webhook-done" })}
 </dialog>
 
 <dialog id="replay-dialog" aria-labelledby="replay-title">
