@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { BuildLimits } from "../../src/catalogue/snapshot/build.ts";
+import type { BuildLimits } from "../../src/catalogue/snapshot/limits.ts";
 import { POINTER_KEY, type Pointer, readManifest, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
 import { wholeCatalogue } from "../../src/catalogue/snapshot/read.ts";
 import { Faults, runBuildSteps, stepCatalogue } from "../helpers/build-steps.ts";

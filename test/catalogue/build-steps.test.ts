@@ -1,14 +1,9 @@
 import { env } from "cloudflare:workers";
 import { asc, inArray } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import {
-  BUILD_LIMITS,
-  type BuildWork,
-  compactTo,
-  MAX_EXTENTS,
-  STEP_D1_STATEMENTS,
-  STEP_R2_READS,
-} from "../../src/catalogue/snapshot/build.ts";
+import type { BuildWork } from "../../src/catalogue/snapshot/build-report.ts";
+import { compactTo, MAX_EXTENTS } from "../../src/catalogue/snapshot/compaction.ts";
+import { BUILD_LIMITS, STEP_D1_STATEMENTS, STEP_R2_READS } from "../../src/catalogue/snapshot/limits.ts";
 import {
   JSON_SEPARATOR,
   type Manifest,

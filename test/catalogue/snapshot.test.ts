@@ -4,7 +4,7 @@ import { eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ProductView } from "../../src/catalogue/schema.ts";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import { SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/snapshot/build.ts";
+import { SEGMENT_MAX, SEGMENT_TARGET } from "../../src/catalogue/snapshot/limits.ts";
 import { readManifest, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
 import { database } from "../../src/platform/db.ts";
 import { offers, priceHistory, products } from "../../src/platform/tables.ts";

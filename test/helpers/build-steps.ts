@@ -2,17 +2,10 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import {
-  BUILD_LIMITS,
-  type BuildLimits,
-  type BuildReport,
-  type BuildWork,
-  buildStep,
-  countingBucket,
-  noBuildWork,
-  type StepOutcome,
-} from "../../src/catalogue/snapshot/build.ts";
+import { buildStep, countingBucket, type StepOutcome } from "../../src/catalogue/snapshot/build.ts";
+import { type BuildReport, type BuildWork, noBuildWork } from "../../src/catalogue/snapshot/build-report.ts";
 import { collectStep, releaseObjects } from "../../src/catalogue/snapshot/builder.ts";
+import { BUILD_LIMITS, type BuildLimits } from "../../src/catalogue/snapshot/limits.ts";
 import { forgetManifest } from "../../src/catalogue/snapshot/read.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { database } from "../../src/platform/db.ts";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { inArray, sql } from "drizzle-orm";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import type { BuildReport } from "../../src/catalogue/snapshot/build.ts";
+import type { BuildReport } from "../../src/catalogue/snapshot/build-report.ts";
 import { forgetManifest } from "../../src/catalogue/snapshot/read.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { database } from "../../src/platform/db.ts";

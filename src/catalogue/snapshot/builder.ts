@@ -2,17 +2,9 @@ import { DurableObject } from "cloudflare:workers";
 import { database } from "../../platform/db.ts";
 import { products } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
-import {
-  BUILD_LIMITS,
-  type BuildDeps,
-  type BuilderStorage,
-  type BuildReport,
-  buildStep,
-  countingBucket,
-  noBuildWork,
-  type ReleaseObjects,
-  type StepOutcome,
-} from "./build.ts";
+import { type BuilderStorage, buildStep, countingBucket, type ReleaseObjects, type StepOutcome } from "./build.ts";
+import { type BuildReport, noBuildWork } from "./build-report.ts";
+import { BUILD_LIMITS, type BuildDeps } from "./limits.ts";
 import { readPointer } from "./manifest.ts";
 
 /**

@@ -120,6 +120,13 @@ export async function readManifest(bucket: R2Bucket, id: string): Promise<Manife
   return manifest;
 }
 
+/** A byte range of an R2 object, read. */
+export async function readExtent(bucket: R2Bucket, { key, offset, bytes }: Extent): Promise<Uint8Array> {
+  const object = await bucket.get(key, { range: { offset, length: bytes } });
+  if (!object) throw new Error(`The catalogue object ${key} is missing from R2`);
+  return new Uint8Array(await object.arrayBuffer());
+}
+
 /** The segment whose id range holds `id`: the last one whose `first` is not above it. */
 export function segmentIndexOf(segments: readonly Pick<Segment, "first">[], id: string): number {
   let low = 0;
@@ -149,19 +156,31 @@ export function bodyParts(segments: readonly Segment[], form: "json" | "ndjson")
 }
 
 /**
+ * Extents in order with those that follow one another in an object joined into one (JSON: a stored
+ * "," between the two, as between two parts): what is read as one range.
+ */
+export function mergedExtents(extents: Iterable<Extent>, form: "json" | "ndjson"): Extent[] {
+  const gap = form === "json" ? JSON_SEPARATOR.bytes.length : 0;
+  const merged: Extent[] = [];
+  for (const { key, offset, bytes } of extents) {
+    const last = merged.at(-1);
+    if (last && last.key === key && last.offset + last.bytes + gap === offset) last.bytes += gap + bytes;
+    else merged.push({ key, offset, bytes });
+  }
+  return merged;
+}
+
+/**
  * The same body as a response streams it: byte ranges of R2 objects and bytes at hand. JSON puts a
  * stored "," between two extents (of one segment or of two), as between two parts: a segment's JSON
  * checksum covers its parts joined that way.
  */
 export function bodyExtents(segments: readonly Segment[], form: "json" | "ndjson"): (Extent | Uint8Array)[] {
   // Ranges that follow one another in an object (segments written by one step) are read as one.
-  const gap = form === "json" ? JSON_SEPARATOR.bytes.length : 0;
-  const extents: Extent[] = [];
-  for (const extent of segments.flatMap((segment) => segment[form].extents)) {
-    const last = extents.at(-1);
-    if (last && last.key === extent.key && last.offset + last.bytes + gap === extent.offset) last.bytes += gap + extent.bytes;
-    else extents.push({ ...extent });
-  }
+  const extents = mergedExtents(
+    segments.flatMap((segment) => segment[form].extents),
+    form,
+  );
   if (form === "ndjson") return extents;
   return [LIST_OPEN.bytes, ...extents.flatMap((extent, i) => (i === 0 ? [extent] : [JSON_SEPARATOR.bytes, extent])), LIST_CLOSE.bytes];
 }

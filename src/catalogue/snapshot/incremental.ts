@@ -1,0 +1,108 @@
+import { and, gt, gte, lt } from "drizzle-orm";
+import pLimit from "p-limit";
+import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
+import { products } from "../../platform/tables.ts";
+import type { CompetitorRow } from "../views.ts";
+import { compacted, extentCap } from "./compaction.ts";
+import { type Encoded, encodeParts, type Piece, type Range, readRanges } from "./encode.ts";
+import type { BuildDeps } from "./limits.ts";
+import { type Part, PartIndex, readExtent, type Segment, segmentIndexOf } from "./manifest.ts";
+import { assembleSegment, type StepObjects, segmentGroups } from "./segments.ts";
+
+/**
+ * An incremental build's segment rewrite: which parts of a previous segment hold a change (its part
+ * index from R2, its changed ids from D1), and the segment again with those parts re-encoded and the
+ * others kept where they are.
+ */
+
+/** A previous segment's part index: each part with where its bytes are. */
+async function readPartIndex(bucket: R2Bucket, segment: Segment): Promise<Part[]> {
+  return PartIndex.parse(JSON.parse(decoder.decode(await readExtent(bucket, segment.parts))));
+}
+const decoder = new TextDecoder();
+
+/** A previous segment an incremental step rewrites: its part index, and which parts hold a product changed after `base`. */
+export interface SegmentChanges {
+  /** Its index in the previous manifest. */
+  i: number;
+  parts: Part[];
+  /** Indexes into `parts`, ascending. */
+  dirty: number[];
+}
+
+const segmentRange = (segments: readonly Segment[], i: number): Range => ({
+  first: segments[i]!.first,
+  below: segments[i + 1]?.first ?? null,
+});
+
+/** Part `j` of a segment as an id range: the first part from the segment's own first id, the last up to the next segment. */
+function partRange(segment: Range, parts: readonly Part[], j: number): Range {
+  return { first: j === 0 ? segment.first : parts[j]!.first, below: parts[j + 1]?.first ?? segment.below };
+}
+
+/**
+ * Where the changes in previous segments `indexes` are: one D1 batch of each segment's ids changed after
+ * `base` (a keyed range read), beside the segments' part indexes read from R2.
+ */
+export async function findChanges(
+  deps: BuildDeps,
+  base: number,
+  segments: readonly Segment[],
+  indexes: readonly number[],
+): Promise<SegmentChanges[]> {
+  const { db, bucket } = deps;
+  const queries = indexes.map((i) => {
+    const { first, below } = segmentRange(segments, i);
+    return db
+      .select({ id: products.id })
+      .from(products)
+      .where(and(gte(products.id, first), below === null ? undefined : lt(products.id, below), gt(products.changedVersion, base)));
+  });
+  const [changed, indexesRead] = await Promise.all([
+    db.batch(queries as unknown as Parameters<typeof db.batch>[0]) as unknown as Promise<{ id: string }[][]>,
+    pLimit(MAX_OPEN_CONNECTIONS).map(indexes, (i) => readPartIndex(bucket, segments[i]!)),
+  ]);
+  return indexes.map((i, k) => {
+    const parts = indexesRead[k]!;
+    const dirty = new Set(changed[k]!.map(({ id }) => segmentIndexOf(parts, id)));
+    return { i, parts, dirty: [...dirty].sort((a, b) => a - b) };
+  });
+}
+
+/**
+ * The segments replacing `changes`' (in order): their changed parts' products read in one D1 batch and
+ * re-encoded, the other parts kept where they are, and a group that would take over extentCap ranges
+ * compacted. Usually one segment each; none for a segment that holds no product any more; several
+ * for one grown past twice segmentTarget.
+ */
+export async function rewriteSegments(
+  deps: BuildDeps,
+  objects: StepObjects,
+  segments: readonly Segment[],
+  changes: readonly SegmentChanges[],
+  names: ReadonlyMap<string, CompetitorRow>,
+): Promise<Segment[][]> {
+  const ranges = changes.flatMap(({ i, parts, dirty }) => dirty.map((j) => partRange(segmentRange(segments, i), parts, j)));
+  const fresh = new Map<string, Encoded[]>(ranges.map((range) => [range.first, []]));
+  const owner = new Map(changes.map((change) => [change.i, change]));
+  for (const item of await readRanges(deps, ranges, names)) {
+    const change = owner.get(segmentIndexOf(segments, item.id))!;
+    fresh.get(partRange(segmentRange(segments, change.i), change.parts, segmentIndexOf(change.parts, item.id)).first)!.push(item);
+  }
+  const limit = pLimit(MAX_OPEN_CONNECTIONS);
+  const cap = extentCap(segments.length);
+  const grouped = await Promise.all(
+    changes.map(({ i, parts }) => {
+      const range = segmentRange(segments, i);
+      const pieces = parts.flatMap((part, j): Piece[] => {
+        const first = partRange(range, parts, j).first;
+        const items = fresh.get(first);
+        return items ? encodeParts(deps, first, items) : [{ part }];
+      });
+      return Promise.all(segmentGroups(deps.limits, pieces).map((group) => compacted(deps.bucket, group, cap, limit)));
+    }),
+  );
+  return grouped.map((groups, k) =>
+    groups.map((group, g) => assembleSegment(deps, objects, g === 0 ? segments[changes[k]!.i]!.first : group[0]!.part.first, group)),
+  );
+}

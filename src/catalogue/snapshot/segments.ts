@@ -1,0 +1,132 @@
+import type { Piece } from "./encode.ts";
+import { valueSet } from "./encode.ts";
+import type { Checked } from "./gzip-member.ts";
+import { concatenated } from "./gzip-member.ts";
+import type { BuildDeps, BuildLimits } from "./limits.ts";
+import { type Extent, JSON_SEPARATOR, mergedExtents, type Part, type Segment, type Summary, stepKeys } from "./manifest.ts";
+
+/**
+ * Segments put together from parts: new parts' bytes placed in the step's objects (StepObjects), kept
+ * parts left where they are, the segment's checksums combined from its parts' and its summaries merged.
+ */
+
+/** The union of the parts' summaries; a value set over MAX_SUMMARY_VALUES (or one already unknown) is null. */
+export function mergedSummary(parts: readonly Part[]): Summary {
+  const union = (sets: (string[] | null)[]) => {
+    if (sets.some((set) => set === null)) return null;
+    return valueSet(sets.flat());
+  };
+  const offerCounts: Record<string, number> = {};
+  for (const part of parts) for (const [id, n] of Object.entries(part.offers)) offerCounts[id] = (offerCounts[id] ?? 0) + n;
+  return {
+    maxUpdatedAt: parts.reduce((max, part) => (part.maxUpdatedAt > max ? part.maxUpdatedAt : max), ""),
+    brands: union(parts.map((part) => part.brands)),
+    categories: union(parts.map((part) => part.categories)),
+    offers: offerCounts,
+  };
+}
+
+function joined(chunks: readonly Uint8Array[]): Uint8Array {
+  const bytes = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return bytes;
+}
+
+/** A segment's JSON form: its parts' with a stored "," between each two (a part's JSON is its products joined by ","). */
+const jsonPieces = (parts: readonly Checked[]): Checked[] => parts.flatMap((part, i) => (i === 0 ? [part] : [JSON_SEPARATOR, part]));
+
+/**
+ * The objects one step writes (stepKeys): each form's parts one after another (JSON with a stored ","
+ * between each two, so parts placed one after another make one range) and the part indexes of the
+ * segments it writes. Written once the step's segments are assembled, before its progress is recorded.
+ */
+export class StepObjects {
+  readonly #keys: ReturnType<typeof stepKeys>;
+  readonly #chunks = { json: [] as Uint8Array[], ndjson: [] as Uint8Array[], parts: [] as Uint8Array[] };
+  readonly #size = { json: 0, ndjson: 0, parts: 0 };
+
+  constructor(buildId: string, step: number) {
+    this.#keys = stepKeys(buildId, step);
+  }
+
+  #append(form: "json" | "ndjson" | "parts", bytes: Uint8Array): number {
+    const offset = this.#size[form];
+    this.#chunks[form].push(bytes);
+    this.#size[form] += bytes.length;
+    return offset;
+  }
+
+  /** The piece's bytes appended; returns its index entry (from `first`) with where they are. */
+  place(piece: Piece, first = piece.part.first): Part {
+    if (!piece.bytes) return { ...piece.part, first };
+    const { part, bytes } = piece;
+    if (this.#size.json > 0) this.#append("json", JSON_SEPARATOR.bytes);
+    return {
+      ...part,
+      first,
+      json: { ...part.json, key: this.#keys.json, offset: this.#append("json", bytes.json) },
+      ndjson: { ...part.ndjson, key: this.#keys.ndjson, offset: this.#append("ndjson", bytes.ndjson) },
+    };
+  }
+
+  /** A segment's part index appended; returns its range. */
+  index(parts: readonly Part[]): Extent {
+    const bytes = encoder.encode(JSON.stringify(parts));
+    return { key: this.#keys.parts, offset: this.#append("parts", bytes), bytes: bytes.length };
+  }
+
+  async write({ bucket, work }: BuildDeps): Promise<void> {
+    const forms = (["json", "ndjson", "parts"] as const).filter((form) => this.#size[form] > 0);
+    await Promise.all(forms.map((form) => bucket.put(this.#keys[form], joined(this.#chunks[form]))));
+    for (const form of forms) work.r2BytesWritten += this.#size[form];
+  }
+}
+const encoder = new TextEncoder();
+
+/** A form's ranges: runs of parts lying one after another in one object (JSON: a stored "," between each two). */
+const extentsOfParts = (parts: readonly Part[], form: "json" | "ndjson"): Extent[] =>
+  mergedExtents(
+    parts.map((part) => part[form]),
+    form,
+  );
+
+/** One segment starting at `first` from its pieces: new bytes placed in the step's objects, kept parts left where they are. */
+export function assembleSegment(deps: BuildDeps, objects: StepObjects, first: string, pieces: readonly Piece[]): Segment {
+  const parts = pieces.map((piece, i) => objects.place(piece, i === 0 ? first : undefined));
+  const form = (name: "json" | "ndjson", checked: Checked) => {
+    const extents = extentsOfParts(parts, name);
+    const between = name === "json" ? JSON_SEPARATOR.bytes.length * (extents.length - 1) : 0;
+    return { extents, bytes: extents.reduce((sum, extent) => sum + extent.bytes, between), ...checked };
+  };
+  deps.work.segmentsWritten++;
+  return {
+    first,
+    count: parts.reduce((sum, part) => sum + part.count, 0),
+    json: form("json", concatenated(jsonPieces(parts.map((part) => part.json)))),
+    ndjson: form("ndjson", concatenated(parts.map((part) => part.ndjson))),
+    parts: objects.index(parts),
+    ...mergedSummary(parts),
+  };
+}
+
+/** Pieces grouped into segments: one, or (over twice segmentTarget products) groups of about segmentTarget. */
+export function segmentGroups({ segmentTarget }: BuildLimits, pieces: readonly Piece[]): Piece[][] {
+  const total = pieces.reduce((sum, piece) => sum + piece.part.count, 0);
+  if (total <= 2 * segmentTarget) return pieces.length === 0 ? [] : [[...pieces]];
+  const size = total / Math.ceil(total / segmentTarget);
+  const groups: Piece[][] = [[]];
+  let inGroup = 0;
+  for (const piece of pieces) {
+    if (inGroup >= size) {
+      groups.push([]);
+      inGroup = 0;
+    }
+    groups[groups.length - 1]!.push(piece);
+    inGroup += piece.part.count;
+  }
+  return groups;
+}
