@@ -1,7 +1,5 @@
-import type { Piece } from "./encode.ts";
-import { valueSet } from "./encode.ts";
-import type { Checked } from "./gzip-member.ts";
-import { concatenated } from "./gzip-member.ts";
+import { type Piece, valueSet } from "./encode.ts";
+import { type Checked, concatenated } from "./gzip-member.ts";
 import type { BuildDeps, BuildLimits } from "./limits.ts";
 import { type Extent, JSON_SEPARATOR, mergedExtents, type Part, type Segment, type Summary, stepKeys } from "./manifest.ts";
 
