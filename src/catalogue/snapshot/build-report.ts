@@ -12,8 +12,10 @@ export interface BuildWork {
   d1RowsRead: number;
   r2Reads: number;
   r2Writes: number;
-  /** Bytes written to R2 (new parts, copied parts, part indexes; not the manifest). */
+  /** Bytes written to R2 (new parts, copied parts; not the manifest). */
   r2BytesWritten: number;
+  /** Part indexes written to the builder's storage (one per segment written). */
+  partIndexesWritten: number;
   segmentsWritten: number;
   partsEncoded: number;
   productsEncoded: number;
@@ -25,6 +27,7 @@ export const noBuildWork = (): BuildWork => ({
   r2Reads: 0,
   r2Writes: 0,
   r2BytesWritten: 0,
+  partIndexesWritten: 0,
   segmentsWritten: 0,
   partsEncoded: 0,
   productsEncoded: 0,

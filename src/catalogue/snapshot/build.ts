@@ -65,6 +65,8 @@ interface BuildState {
   phase: "scan" | "segments" | "finish";
   /** Scan: the last changed product read, in (changed_version, id) order. */
   scanAfter: { changedVersion: number; id: string };
+  /** Scan: changed ids read (MAX_SAFE_INTEGER when it stopped early, every segment holding a change). */
+  changes: number;
   /** Incremental: the previous snapshot's segments holding a change, in order; `position` of them are rewritten. */
   dirty: number[];
   /** Full: segments written, and the last product id written (null before the first segment). */
@@ -76,6 +78,8 @@ interface BuildState {
 }
 
 const BUILD_KEY = "build";
+/** The manifest whose segments' part indexes the builder's storage holds: an incremental build needs them, else it is full. */
+const INDEXED_KEY = "indexed";
 const BUILT_PREFIX = "built:";
 const builtKey = (n: number) => `${BUILT_PREFIX}${String(n).padStart(7, "0")}`;
 
@@ -113,7 +117,8 @@ async function plan(deps: BuildDeps, now: number): Promise<BuildState | { curren
   const pointer = await readPointer(bucket);
   if (pointer && pointer.version >= version) return { current: pointer, version };
   const previous = pointer ? await cachedManifest(bucket, pointer.manifest) : null;
-  const full = !previous || previous.segments.length === 0 || (state?.resetVersion ?? 0) > previous.version;
+  const indexed = (await deps.storage.get<string>(INDEXED_KEY)) === pointer?.manifest;
+  const full = !previous || !indexed || previous.segments.length === 0 || (state?.resetVersion ?? 0) > previous.version;
   return {
     id: `${version}-${now.toString(36)}-${crypto.randomUUID().slice(0, 8)}`,
     version,
@@ -123,6 +128,7 @@ async function plan(deps: BuildDeps, now: number): Promise<BuildState | { curren
     base: previous?.version ?? 0,
     phase: full ? "segments" : "scan",
     scanAfter: { changedVersion: previous?.version ?? 0, id: "\uffff" },
+    changes: 0,
     dirty: [],
     position: 0,
     cursor: null,
@@ -152,8 +158,11 @@ async function scan(deps: BuildDeps, state: BuildState): Promise<void> {
       .limit(deps.limits.segmentTarget);
     for (const { id } of rows) dirty.add(segmentIndexOf(previous.segments, id));
     if (rows.length > 0) state.scanAfter = rows[rows.length - 1]!;
+    state.changes += rows.length;
     // Once every segment holds a change, the rest of the scan would tell nothing more.
-    if (rows.length < deps.limits.segmentTarget || dirty.size === previous.segments.length) {
+    const everySegment = dirty.size === previous.segments.length && rows.length === deps.limits.segmentTarget;
+    if (rows.length < deps.limits.segmentTarget || everySegment) {
+      if (everySegment) state.changes = Number.MAX_SAFE_INTEGER;
       Object.assign(state, { phase: dirty.size > 0 ? "segments" : "finish", dirty: [...dirty].sort((a, b) => a - b) });
       return;
     }
@@ -194,7 +203,12 @@ async function fullSegments(deps: BuildDeps, objects: StepObjects, state: BuildS
 async function incrementalSegments(deps: BuildDeps, objects: StepObjects, state: BuildState): Promise<Record<string, Segment[]>> {
   const { segments } = await cachedManifest(deps.bucket, state.previous!);
   const candidates = state.dirty.slice(state.position, state.position + deps.limits.stepSegments);
-  const [names, changes] = await Promise.all([competitorNames(deps), findChanges(deps, state.base, segments, candidates)]);
+  let inRange = 0;
+  for (let i = candidates[0]!; i <= candidates[candidates.length - 1]!; i++) inRange += segments[i]!.count;
+  const [names, changes] = await Promise.all([
+    competitorNames(deps),
+    findChanges(deps, state.base, segments, candidates, state.changes < inRange),
+  ]);
   const cap = extentCap(segments.length);
   const taken: SegmentChanges[] = [];
   let dirtyParts = 0;
@@ -228,18 +242,24 @@ function competitorViews(rows: readonly CompetitorRow[], segments: readonly Segm
   return rows.map((row) => ({ id: row.id, name: row.name, domain: row.domain, offer_count: counts.get(row.id) ?? 0 }));
 }
 
-/** Every object of a snapshot: its segments' (any layout's, each once) and then its manifest, deleted in that order. */
+/** Every R2 object of a snapshot: its segments' (each once) and then its manifest, deleted in that order. */
 export function snapshotObjects(manifest: Pick<Manifest, "id" | "segments">): string[] {
   const keys = new Set<string>();
   for (const segment of manifest.segments) {
     for (const extent of [...segment.json.extents, ...segment.ndjson.extents]) keys.add(extent.key);
-    keys.add(segment.parts.key);
   }
   return [...keys, manifestKey(manifest.id)];
 }
 
-/** The last step: the manifest, then the pointer; returns the manifest and the objects of the replaced snapshot it no longer uses. */
-async function finish(deps: BuildDeps, state: BuildState, now: number): Promise<{ manifest: Manifest; released: string[] }> {
+/**
+ * The last step: the manifest, then the pointer. Returns the manifest, the R2 objects of the replaced
+ * snapshot it no longer uses, and the replaced snapshot's part indexes it no longer uses.
+ */
+async function finish(
+  deps: BuildDeps,
+  state: BuildState,
+  now: number,
+): Promise<{ manifest: Manifest; released: string[]; unindexed: string[] }> {
   const { bucket, db } = deps;
   const built = new Map<string, Segment[]>(await deps.storage.list<Segment[]>({ prefix: BUILT_PREFIX }));
   let segments: Segment[];
@@ -263,13 +283,16 @@ async function finish(deps: BuildDeps, state: BuildState, now: number): Promise<
   await bucket.put(POINTER_KEY, JSON.stringify({ manifest: state.id, version: state.version } satisfies Pointer));
   manifestCache = manifest;
   let released: string[] = [];
+  let unindexed: string[] = [];
   if (state.previous !== null) {
     // A replaced manifest already gone releases nothing more: what it used is unknown.
     const replaced = await findManifest(bucket, state.previous);
     const kept = new Set(snapshotObjects(manifest));
     released = replaced ? snapshotObjects(replaced).filter((key) => !kept.has(key)) : [manifestKey(state.previous)];
+    const indexes = new Set(segments.map((segment) => segment.parts));
+    unindexed = (replaced?.segments ?? []).map((segment) => segment.parts).filter((key) => !indexes.has(key));
   }
-  return { manifest, released };
+  return { manifest, released, unindexed };
 }
 
 /** A step's work added to the build's totals, and kept as the largest step when it made the most D1 statements. */
@@ -339,16 +362,18 @@ export async function buildStep(deps: BuildDeps, onReleased: ReleaseObjects, now
     const written = state.full ? await fullSegments(deps, objects, state) : await incrementalSegments(deps, objects, state);
     await objects.write(deps);
     account(state, deps.work, Date.now() - now);
-    await deps.storage.put({ ...written, [BUILD_KEY]: state });
+    await deps.storage.put({ ...written, ...objects.partIndexes, [BUILD_KEY]: state });
     return { status: "building" };
   } else {
-    const { manifest, released } = await finish(deps, state, now);
+    const { manifest, released, unindexed } = await finish(deps, state, now);
     account(state, deps.work, Date.now() - now);
     const report = reportOf(state, manifest, Date.now());
     await deps.storage.transaction(async (txn) => {
       await onReleased(txn, { build: state.id, keys: released, at: now });
-      const keys = [...(await txn.list({ prefix: BUILT_PREFIX })).keys(), BUILD_KEY];
+      // Only builds read part indexes, and only the current snapshot's: the replaced one's go at once.
+      const keys = [...(await txn.list({ prefix: BUILT_PREFIX })).keys(), BUILD_KEY, ...unindexed];
       for (let i = 0; i < keys.length; i += 128) await txn.delete(keys.slice(i, i + 128));
+      await txn.put(INDEXED_KEY, manifest.id);
     });
     return { status: "built", report };
   }

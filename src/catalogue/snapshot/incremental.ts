@@ -1,4 +1,4 @@
-import { and, gt, gte, lt } from "drizzle-orm";
+import { and, type SQL, sql } from "drizzle-orm";
 import pLimit from "p-limit";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import { products } from "../../platform/tables.ts";
@@ -6,20 +6,25 @@ import type { CompetitorRow } from "../views.ts";
 import { compacted, extentCap } from "./compaction.ts";
 import { type Encoded, encodeParts, type Piece, type Range, readRanges } from "./encode.ts";
 import type { BuildDeps } from "./limits.ts";
-import { type Part, PartIndex, readExtent, type Segment, segmentIndexOf } from "./manifest.ts";
+import { type Part, type Segment, segmentIndexOf } from "./manifest.ts";
 import { assembleSegment, type StepObjects, segmentGroups } from "./segments.ts";
 
 /**
  * An incremental build's segment rewrite: which parts of a previous segment hold a change (its part
- * index from R2, its changed ids from D1), and the segment again with those parts re-encoded and the
- * others kept where they are.
+ * index from the builder's storage, its changed ids from D1), and the segment again with those parts
+ * re-encoded and the others kept where they are.
  */
 
-/** A previous segment's part index: each part with where its bytes are. */
-async function readPartIndex(bucket: R2Bucket, segment: Segment): Promise<Part[]> {
-  return PartIndex.parse(JSON.parse(decoder.decode(await readExtent(bucket, segment.parts))));
+/** Previous segments' part indexes, from the builder's storage (written there by the step that wrote each segment). */
+async function readPartIndexes(storage: DurableObjectStorage, segments: readonly Segment[]): Promise<Part[][]> {
+  const found = await storage.get<Part[]>(segments.map((segment) => segment.parts));
+  return segments.map((segment) => {
+    const parts = found.get(segment.parts);
+    // The build's plan checked that the builder's storage holds the snapshot's indexes (else the build is full).
+    if (!parts) throw new Error(`The part index ${segment.parts} is missing from the catalogue builder's storage`);
+    return parts;
+  });
 }
-const decoder = new TextDecoder();
 
 /** A previous segment an incremental step rewrites: its part index, and which parts hold a product changed after `base`. */
 export interface SegmentChanges {
@@ -41,30 +46,39 @@ function partRange(segment: Range, parts: readonly Part[], j: number): Range {
 }
 
 /**
- * Where the changes in previous segments `indexes` are: one D1 batch of each segment's ids changed after
- * `base` (a keyed range read), beside the segments' part indexes read from R2.
+ * Where the changes in previous segments `indexes` (consecutive dirty segments) are: one D1 statement
+ * for the ids changed after `base` in their id range, beside their part indexes from the builder's
+ * storage. `fewChanges` (the scan read fewer changed ids than the range holds products) reads them
+ * through the (changed_version, id) index: rows read are the changes. Otherwise through the id range:
+ * rows read are the range's products. A unary `+` keeps SQLite off the other index.
  */
 export async function findChanges(
   deps: BuildDeps,
   base: number,
   segments: readonly Segment[],
   indexes: readonly number[],
+  fewChanges: boolean,
 ): Promise<SegmentChanges[]> {
-  const { db, bucket } = deps;
-  const queries = indexes.map((i) => {
-    const { first, below } = segmentRange(segments, i);
-    return db
+  const first = segmentRange(segments, indexes[0]!).first;
+  const below = segmentRange(segments, indexes[indexes.length - 1]!).below;
+  const id: SQL = fewChanges ? sql`+${products.id}` : sql`${products.id}`;
+  const version: SQL = fewChanges ? sql`${products.changedVersion}` : sql`+${products.changedVersion}`;
+  const [changed, indexesRead] = await Promise.all([
+    deps.db
       .select({ id: products.id })
       .from(products)
-      .where(and(gte(products.id, first), below === null ? undefined : lt(products.id, below), gt(products.changedVersion, base)));
-  });
-  const [changed, indexesRead] = await Promise.all([
-    db.batch(queries as unknown as Parameters<typeof db.batch>[0]) as unknown as Promise<{ id: string }[][]>,
-    pLimit(MAX_OPEN_CONNECTIONS).map(indexes, (i) => readPartIndex(bucket, segments[i]!)),
+      .where(and(sql`${version} > ${base}`, sql`${id} >= ${first}`, below === null ? undefined : sql`${id} < ${below}`)),
+    readPartIndexes(
+      deps.storage,
+      indexes.map((i) => segments[i]!),
+    ),
   ]);
+  const ids = new Map<number, string[]>(indexes.map((i) => [i, []]));
+  // Ids of segments in the range but not among `indexes` (changed after the scan) wait for the next build.
+  for (const row of changed) ids.get(segmentIndexOf(segments, row.id))?.push(row.id);
   return indexes.map((i, k) => {
     const parts = indexesRead[k]!;
-    const dirty = new Set(changed[k]!.map(({ id }) => segmentIndexOf(parts, id)));
+    const dirty = new Set(ids.get(i)!.map((changedId) => segmentIndexOf(parts, changedId)));
     return { i, parts, dirty: [...dirty].sort((a, b) => a - b) };
   });
 }

@@ -7,18 +7,25 @@ import { type Checked, storedPart } from "./gzip-member.ts";
  * immutable segment objects and manifests, and one small mutable pointer naming the current manifest.
  */
 
-/** Names the current manifest. Segments are raw deflate parts of one gzip member (docs/catalogue.md). */
-export const POINTER_KEY = "catalogue/current.v2.json";
-export const manifestKey = (id: string) => `catalogue/manifests/${id}.json`;
 /**
- * The objects one build step writes: each form's new parts one after another, and the part indexes of
- * the segments it wrote (PartIndex arrays one after another, each read alone by its byte range).
+ * Names the current manifest. Segments are raw deflate parts of one gzip member (docs/catalogue.md).
+ * v3: part indexes live in the builder's storage, not in R2, so a state holding a v2 snapshot (a
+ * local one: no deployment held one) builds afresh rather than read a layout it cannot.
  */
+export const POINTER_KEY = "catalogue/current.v3.json";
+export const manifestKey = (id: string) => `catalogue/manifests/${id}.json`;
+/** The objects one build step writes: each form's new parts one after another. */
 export const stepKeys = (buildId: string, step: number) => ({
   json: `catalogue/segments/${buildId}/${step}.json.deflate`,
   ndjson: `catalogue/segments/${buildId}/${step}.ndjson.deflate`,
-  parts: `catalogue/segments/${buildId}/${step}.parts.json`,
 });
+/**
+ * Where a segment's part index is kept: in the CatalogueBuilder's storage, not R2, as only a build
+ * reads it (a read of the object's own storage, no parse, no subrequest). Unique per build, step and
+ * segment written, so a kept segment keeps pointing at its index.
+ */
+export const PART_INDEX_PREFIX = "parts:";
+export const partIndexKey = (buildId: string, step: number, n: number) => `${PART_INDEX_PREFIX}${buildId}/${step}/${n}`;
 
 /** A byte range of an R2 object. */
 export const Extent = z.object({ key: z.string(), offset: z.int(), bytes: z.int() });
@@ -57,7 +64,7 @@ export type Summary = z.infer<typeof Summary>;
  * itself a piece of one deflate stream, stored as byte ranges (extents) of the objects the build
  * steps wrote: an incremental build writes only the parts it re-encoded and points at the others
  * where they already are. `json` holds the products joined by "," (a piece of the `{"products":[…]}`
- * body), `ndjson` one per line. `parts` locates the segment's PartIndex.
+ * body), `ndjson` one per line. `parts` is the key of its part index (partIndexKey).
  */
 export const Segment = z
   .object({
@@ -65,7 +72,7 @@ export const Segment = z
     count: z.int(),
     json: SegmentForm,
     ndjson: SegmentForm,
-    parts: Extent,
+    parts: z.string(),
   })
   .extend(Summary.shape);
 export type Segment = z.infer<typeof Segment>;
@@ -79,10 +86,6 @@ const PartForm = Checksum.extend({ bytes: z.int(), key: z.string(), offset: z.in
  */
 export const Part = z.object({ first: z.string(), count: z.int(), json: PartForm, ndjson: PartForm }).extend(Summary.shape);
 export type Part = z.infer<typeof Part>;
-
-/** A segment's parts, in id order (its `parts` object): what an incremental build reads of a segment it rewrites. */
-export const PartIndex = z.array(Part);
-export type PartIndex = z.infer<typeof PartIndex>;
 
 export const Manifest = z.object({
   /** Unique per build; the ETag is made of it. */

@@ -1,7 +1,8 @@
+import type { BuildWork } from "./build-report.ts";
 import { type Piece, valueSet } from "./encode.ts";
 import { type Checked, concatenated } from "./gzip-member.ts";
 import type { BuildDeps, BuildLimits } from "./limits.ts";
-import { type Extent, JSON_SEPARATOR, mergedExtents, type Part, type Segment, type Summary, stepKeys } from "./manifest.ts";
+import { type Extent, JSON_SEPARATOR, mergedExtents, type Part, partIndexKey, type Segment, type Summary, stepKeys } from "./manifest.ts";
 
 /**
  * Segments put together from parts: new parts' bytes placed in the step's objects (StepObjects), kept
@@ -38,20 +39,26 @@ function joined(chunks: readonly Uint8Array[]): Uint8Array {
 const jsonPieces = (parts: readonly Checked[]): Checked[] => parts.flatMap((part, i) => (i === 0 ? [part] : [JSON_SEPARATOR, part]));
 
 /**
- * The objects one step writes (stepKeys): each form's parts one after another (JSON with a stored ","
- * between each two, so parts placed one after another make one range) and the part indexes of the
- * segments it writes. Written once the step's segments are assembled, before its progress is recorded.
+ * What one step writes: to R2, each form's parts one after another (stepKeys; JSON with a stored ","
+ * between each two, so parts placed one after another make one range); to the builder's storage, the
+ * part indexes of the segments it writes (partIndexes, put with the step's progress). The objects are
+ * written once the step's segments are assembled, before its progress is recorded.
  */
 export class StepObjects {
   readonly #keys: ReturnType<typeof stepKeys>;
-  readonly #chunks = { json: [] as Uint8Array[], ndjson: [] as Uint8Array[], parts: [] as Uint8Array[] };
-  readonly #size = { json: 0, ndjson: 0, parts: 0 };
+  readonly #chunks = { json: [] as Uint8Array[], ndjson: [] as Uint8Array[] };
+  readonly #size = { json: 0, ndjson: 0 };
+  /** The part indexes of the segments assembled, by key (partIndexKey): for the step's storage write. */
+  readonly partIndexes: Record<string, Part[]> = {};
 
-  constructor(buildId: string, step: number) {
+  constructor(
+    private readonly buildId: string,
+    private readonly step: number,
+  ) {
     this.#keys = stepKeys(buildId, step);
   }
 
-  #append(form: "json" | "ndjson" | "parts", bytes: Uint8Array): number {
+  #append(form: "json" | "ndjson", bytes: Uint8Array): number {
     const offset = this.#size[form];
     this.#chunks[form].push(bytes);
     this.#size[form] += bytes.length;
@@ -71,19 +78,20 @@ export class StepObjects {
     };
   }
 
-  /** A segment's part index appended; returns its range. */
-  index(parts: readonly Part[]): Extent {
-    const bytes = encoder.encode(JSON.stringify(parts));
-    return { key: this.#keys.parts, offset: this.#append("parts", bytes), bytes: bytes.length };
+  /** A segment's part index, kept for the step's storage write; returns its key. */
+  index(parts: Part[], work: BuildWork): string {
+    const key = partIndexKey(this.buildId, this.step, Object.keys(this.partIndexes).length);
+    this.partIndexes[key] = parts;
+    work.partIndexesWritten++;
+    return key;
   }
 
   async write({ bucket, work }: BuildDeps): Promise<void> {
-    const forms = (["json", "ndjson", "parts"] as const).filter((form) => this.#size[form] > 0);
+    const forms = (["json", "ndjson"] as const).filter((form) => this.#size[form] > 0);
     await Promise.all(forms.map((form) => bucket.put(this.#keys[form], joined(this.#chunks[form]))));
     for (const form of forms) work.r2BytesWritten += this.#size[form];
   }
 }
-const encoder = new TextEncoder();
 
 /** A form's ranges: runs of parts lying one after another in one object (JSON: a stored "," between each two). */
 const extentsOfParts = (parts: readonly Part[], form: "json" | "ndjson"): Extent[] =>
@@ -106,7 +114,7 @@ export function assembleSegment(deps: BuildDeps, objects: StepObjects, first: st
     count: parts.reduce((sum, part) => sum + part.count, 0),
     json: form("json", concatenated(jsonPieces(parts.map((part) => part.json)))),
     ndjson: form("ndjson", concatenated(parts.map((part) => part.ndjson))),
-    parts: objects.index(parts),
+    parts: objects.index(parts, deps.work),
     ...mergedSummary(parts),
   };
 }
