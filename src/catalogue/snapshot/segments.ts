@@ -10,7 +10,7 @@ import { type Extent, JSON_SEPARATOR, mergedExtents, type Part, partIndexKey, ty
  */
 
 /** The union of the parts' summaries; a value set over MAX_SUMMARY_VALUES (or one already unknown) is null. */
-export function mergedSummary(parts: readonly Part[]): Summary {
+function mergedSummary(parts: readonly Part[]): Summary {
   const union = (sets: (string[] | null)[]) => {
     if (sets.some((set) => set === null)) return null;
     return valueSet(sets.flat());
