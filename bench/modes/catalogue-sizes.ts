@@ -15,10 +15,13 @@ export const catalogueSeconds = (settings: Settings) =>
 
 /** One size after another, each on a worker of its own started from the real worker's frozen `config`. */
 export async function catalogueBySize(bench: Bench, config: string, settings: Settings): Promise<CatalogueResult[]> {
-  const idp = await bench.idp();
+  const vars = await bench.workerVars();
+  const adminToken = await bench.token("bench-admin", "prices:write");
   const results: CatalogueResult[] = [];
   for (const size of settings.catalogueSizes) {
-    results.push(await measureCatalogue(size, { work: bench.state, idp, config, changes: settings.catalogueChanges, step: bench.step }));
+    results.push(
+      await measureCatalogue(size, { work: bench.state, vars, adminToken, config, changes: settings.catalogueChanges, step: bench.step }),
+    );
   }
   return results;
 }

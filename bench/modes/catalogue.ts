@@ -10,13 +10,12 @@
 import { cpSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
-import { mintToken } from "../../scripts/mint-token.ts";
 import type { BuildReport, BuildWork } from "../../src/catalogue/snapshot/build-report.ts";
 import { formatMoney } from "../../src/platform/money.ts";
 import { heapUsage, type InspectorSession, liveHeapUsage, openInspector } from "../harness/inspector.ts";
 import { makeKeys } from "../harness/keys.ts";
 import { findDirectUrl, startWorker, stopWorker, type Worker, waitReady, workerCpu, wrangler } from "../harness/processes.ts";
-import { type Jwks, seedState } from "../harness/setup.ts";
+import { seedState } from "../harness/setup.ts";
 import { filteredReadRows, measureFilteredReads } from "./catalogue-filters.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -31,7 +30,10 @@ export const seedTimeoutMs = (products: number) => 120_000 + products * 3;
 export interface CatalogueContext {
   /** Where the state, SQL and logs go. */
   work: string;
-  idp: Jwks;
+  /** The real worker's variables (the run's IdP and webhook secret key, bench/harness/bench.ts). */
+  vars: Record<string, string>;
+  /** The run's token with prices:write, for the ingestions. */
+  adminToken: string;
   /** The real worker's frozen configuration (bench/harness/processes.ts freeze()). */
   config: string;
   /** How many one-product changes to time. */
@@ -144,19 +146,12 @@ async function onWorker<T>(
   context: CatalogueContext,
   use: (worker: Worker, log: string) => Promise<T>,
 ): Promise<T> {
-  const { idp } = context;
   const log = `${dir}.log`;
   const worker = await startWorker({
     name,
     config: context.config,
     persistTo: dir,
-    vars: {
-      IDP_ISSUER: idp.issuer,
-      IDP_AUDIENCE: "price-data-api",
-      IDP_JWKS_URL: idp.jwksUrl,
-      EXPOSE_WORK_COUNTS: "true",
-      WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
-    },
+    vars: { ...context.vars, EXPOSE_WORK_COUNTS: "true" },
     log,
     logLevel: "log",
   });
@@ -224,15 +219,9 @@ async function buildAndServe(worker: Worker, key: string, live: boolean) {
 
 /** One-product changes, one at a time: from the ingestion's answer until GET /products serves a new ETag. */
 async function oneProductChanges(worker: Worker, key: string, context: CatalogueContext): Promise<number[]> {
-  const { idp } = context;
   const url = `${worker.directUrl}/products`;
   const gzip = { Authorization: `Bearer ${key}`, "Accept-Encoding": "gzip" };
-  const admin = await mintToken(idp.privateJwk, {
-    issuer: idp.issuer,
-    audience: "price-data-api",
-    sub: "bench-admin",
-    scope: "prices:write",
-  });
+  const admin = context.adminToken;
   const product = JSON.parse(await firstLine(url, { Authorization: `Bearer ${key}`, Accept: "application/x-ndjson" })) as {
     sku: string;
     name: string;
@@ -292,12 +281,7 @@ async function scatteredChange(
 ) {
   const url = `${worker.directUrl}/products`;
   const gzip = { Authorization: `Bearer ${key}`, "Accept-Encoding": "gzip" };
-  const admin = await mintToken(context.idp.privateJwk, {
-    issuer: context.idp.issuer,
-    audience: "price-data-api",
-    sub: "bench-admin",
-    scope: "prices:write",
-  });
+  const admin = context.adminToken;
   const before = String((await timedGet(url, gzip)).headers.etag);
   const reportsBefore = buildReports(log).length;
   const observations = offers.map((offer) => ({
