@@ -1,7 +1,8 @@
-import { and, asc, eq, gt, gte, lte, type SQLWrapper, sql } from "drizzle-orm";
+import { and, asc, eq, gte, lte, type SQLWrapper, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
 import { catalogueState, offers, products } from "../platform/tables.ts";
 import type { ProductFilters } from "./schema.ts";
+import { changedInRange } from "./snapshot/encode.ts";
 import { type Manifest, type Segment, segmentIndexOf } from "./snapshot/manifest.ts";
 import { productLines } from "./snapshot/read.ts";
 import { type OfferRow, type ProductRow, productView } from "./views.ts";
@@ -200,12 +201,16 @@ export function idQueries(db: Database, f: FilterSet, limit: number) {
   };
 }
 
-/** Ids of products changed since the snapshot's version, above `after` and up to `upTo` (null: no end). */
-export const changedQuery = (db: Database, version: number, after: string, upTo: string | null) =>
+/**
+ * Ids of products changed since the snapshot's version, above `after` and up to `upTo` (null: no end).
+ * `fewChanges`: at most CHANGED_CAP were pending when the read began, so the changed-version index
+ * reads about them rather than every product of a page's id range (changedInRange).
+ */
+export const changedQuery = (db: Database, version: number, after: string, upTo: string | null, fewChanges: boolean) =>
   db
     .select({ id: products.id })
     .from(products)
-    .where(and(gt(products.changedVersion, version), gt(products.id, after), upTo === null ? undefined : lte(products.id, upTo)))
+    .where(changedInRange(version, (id) => [sql`${id} > ${after}`, upTo === null ? undefined : sql`${id} <= ${upTo}`], fewChanges))
     .limit(CHANGED_CAP + 1);
 
 const inJson = (column: SQLWrapper, ids: string) => sql`${column} in (select value from json_each(${ids}))`;
@@ -231,7 +236,7 @@ async function plan(db: Database, manifest: Manifest, f: FilterSet, limit: numbe
   if (queries.length === 0) return "scan";
   const [state, changed, ...sets] = await db.batch([
     db.select({ resetVersion: catalogueState.resetVersion }).from(catalogueState).where(eq(catalogueState.id, 1)),
-    changedQuery(db, manifest.version, "", null),
+    changedQuery(db, manifest.version, "", null, true),
     ...queries.map(([, query]) => query),
   ]);
   // After a reset (the seed replaced the catalogue) D1 no longer says what the snapshot holds.
@@ -318,6 +323,7 @@ export async function* matchingProducts(
   const mayMatch = segmentMayMatch(f);
   const { ids } = planned;
   let changed = planned.changed;
+  const fewChanges = changed.length <= CHANGED_CAP;
   let after = "";
   for (let start = 0; start === 0 || start < ids.length; start += PAGE) {
     const chunk = ids.slice(start, start + PAGE);
@@ -326,7 +332,7 @@ export async function* matchingProducts(
     if (chunk.length > 0) {
       const [rows, offerRows, changedRows] = await db.batch([
         ...pageQueries(db, chunk, manifest.version),
-        changedQuery(db, manifest.version, after, upTo),
+        changedQuery(db, manifest.version, after, upTo, fewChanges),
       ]);
       changed = changedRows.map((row) => row.id);
       const byProduct = new Map<string, OfferRow[]>();

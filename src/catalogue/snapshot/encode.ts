@@ -1,4 +1,4 @@
-import { and, asc, gt, gte, inArray, lt, or, type SQL } from "drizzle-orm";
+import { and, asc, gt, gte, inArray, lt, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "../../platform/db.ts";
 import { competitors, offers, products } from "../../platform/tables.ts";
 import { type CompetitorRow, type OfferRow, productView } from "../views.ts";
@@ -40,6 +40,18 @@ export function pageQueries(db: Database, page: number, from: string, inclusive:
     db.select().from(products).where(range).orderBy(asc(products.id)).limit(page),
     db.select().from(offers).where(inArray(offers.productId, ids)).orderBy(asc(offers.productId), asc(offers.competitorId)),
   ] as const;
+}
+
+/**
+ * Products changed after `version` within an id range (`range` builds its bounds on the id it is
+ * given): through the (changed_version, id) index when few changes are pending, so rows read are the
+ * changes, else through the id range, so rows read are the range's products. Given both, SQLite takes
+ * the id range; a unary `+` keeps it off the index not wanted.
+ */
+export function changedInRange(version: number, range: (id: SQL) => (SQL | undefined)[], fewChanges: boolean): SQL {
+  const id = fewChanges ? sql`+${products.id}` : sql`${products.id}`;
+  const changedVersion = fewChanges ? sql`${products.changedVersion}` : sql`+${products.changedVersion}`;
+  return and(sql`${changedVersion} > ${version}`, ...range(id)) as SQL;
 }
 
 type ProductRow = typeof products.$inferSelect;

@@ -1,10 +1,10 @@
-import { and, type SQL, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import pLimit from "p-limit";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import { products } from "../../platform/tables.ts";
 import type { CompetitorRow } from "../views.ts";
 import { compacted, extentCap } from "./compaction.ts";
-import { type Encoded, encodeParts, type Piece, type Range, readRanges } from "./encode.ts";
+import { changedInRange, type Encoded, encodeParts, type Piece, type Range, readRanges } from "./encode.ts";
 import type { BuildDeps } from "./limits.ts";
 import { type Part, type Segment, segmentIndexOf } from "./manifest.ts";
 import { assembleSegment, type StepObjects, segmentGroups } from "./segments.ts";
@@ -48,9 +48,7 @@ function partRange(segment: Range, parts: readonly Part[], j: number): Range {
 /**
  * Where the changes in previous segments `indexes` (consecutive dirty segments) are: one D1 statement
  * for the ids changed after `base` in their id range, beside their part indexes from the builder's
- * storage. `fewChanges` (the scan read fewer changed ids than the range holds products) reads them
- * through the (changed_version, id) index: rows read are the changes. Otherwise through the id range:
- * rows read are the range's products. A unary `+` keeps SQLite off the other index.
+ * storage. `fewChanges`: the scan read fewer changed ids than the range holds products (changedInRange).
  */
 export async function findChanges(
   deps: BuildDeps,
@@ -61,13 +59,11 @@ export async function findChanges(
 ): Promise<SegmentChanges[]> {
   const first = segmentRange(segments, indexes[0]!).first;
   const below = segmentRange(segments, indexes[indexes.length - 1]!).below;
-  const id: SQL = fewChanges ? sql`+${products.id}` : sql`${products.id}`;
-  const version: SQL = fewChanges ? sql`${products.changedVersion}` : sql`+${products.changedVersion}`;
   const [changed, indexesRead] = await Promise.all([
     deps.db
       .select({ id: products.id })
       .from(products)
-      .where(and(sql`${version} > ${base}`, sql`${id} >= ${first}`, below === null ? undefined : sql`${id} < ${below}`)),
+      .where(changedInRange(base, (id) => [sql`${id} >= ${first}`, below === null ? undefined : sql`${id} < ${below}`], fewChanges)),
     readPartIndexes(
       deps.storage,
       indexes.map((i) => segments[i]!),
