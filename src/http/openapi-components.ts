@@ -73,7 +73,7 @@ export const headerRefs = (names: readonly HeaderName[]) =>
 export const EVERY = Object.keys(EVERY_RESPONSE_HEADERS) as HeaderName[];
 
 /** components.responses are written as they are, not converted from zod: the body is a reference to ErrorBody's component. */
-const errorResponse = (description: string, extra: readonly HeaderName[] = []) => ({
+const documentedError = (description: string, extra: readonly HeaderName[] = []) => ({
   description,
   headers: headerRefs([...EVERY, ...extra]),
   content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
@@ -81,30 +81,30 @@ const errorResponse = (description: string, extra: readonly HeaderName[] = []) =
 
 /** The shared error responses (components.responses), referenced by the operations. */
 export const RESPONSE_COMPONENTS = {
-  BadRequest: errorResponse("The body, query or a path parameter failed validation; the detail names the field."),
-  Unauthorized: errorResponse("No credential, a malformed, unknown, revoked or expired one, or the wrong kind (a JWT on a data route).", [
+  BadRequest: documentedError("The body, query or a path parameter failed validation; the detail names the field."),
+  Unauthorized: documentedError("No credential, a malformed, unknown, revoked or expired one, or the wrong kind (a JWT on a data route).", [
     "WWW-Authenticate",
   ]),
-  BadSignature: errorResponse(
+  BadSignature: documentedError(
     "The report's GitHub signature is missing or does not verify, or names a key not in GitHub's list; nothing was changed.",
   ),
-  KeyRestricted: errorResponse(
+  KeyRestricted: documentedError(
     "The key may not be used from this address (its allowed_ips), or lacks the scope this route needs (its scopes); " +
       "the detail names which. Not counted against the key.",
   ),
-  Forbidden: errorResponse("An API key on an account or admin route, or a JWT without the operation's scope."),
-  NotFound: errorResponse("No such id in this account (another account's ids are 404 too), or no such route."),
-  MethodNotAllowed: errorResponse("The path exists but not with this method (any path in this document).", ["Allow"]),
-  Conflict: errorResponse("The account is at a limit (100 active keys, 20 webhooks), or the webhook is disabled."),
-  PayloadTooLarge: errorResponse("The body is over 1 MiB."),
-  TooManyRequests: errorResponse(
+  Forbidden: documentedError("An API key on an account or admin route, or a JWT without the operation's scope."),
+  NotFound: documentedError("No such id in this account (another account's ids are 404 too), or no such route."),
+  MethodNotAllowed: documentedError("The path exists but not with this method (any path in this document).", ["Allow"]),
+  Conflict: documentedError("The account is at a limit (100 active keys, 20 webhooks), or the webhook is disabled."),
+  PayloadTooLarge: documentedError("The body is over 1 MiB."),
+  TooManyRequests: documentedError(
     "Rate limit exceeded (`Rate limit exceeded: 10 requests per minute.`). Wait Retry-After seconds (60 when absent), " +
       "and back off exponentially on repeated 429s. Refused requests are not counted.",
     ["Retry-After"],
   ),
-  InternalError: errorResponse("A generic detail (the cause is logged), or the server is misconfigured (the detail names the variable)."),
-  Unavailable: errorResponse("The identity provider's keys could not be fetched; try again.", ["Retry-After"]),
-  CatalogueBuilding: errorResponse(
+  InternalError: documentedError("A generic detail (the cause is logged), or the server is misconfigured (the detail names the variable)."),
+  Unavailable: documentedError("The identity provider's keys could not be fetched; try again.", ["Retry-After"]),
+  CatalogueBuilding: documentedError(
     "The catalogue's first snapshot is being built (a new deployment, or a freshly seeded catalogue): retry after Retry-After seconds.",
     ["Retry-After"],
   ),
