@@ -21,51 +21,23 @@ export interface HotFunction {
   selfPercent: number;
 }
 
-interface Profile {
-  nodes: ProfileNode[];
-  /** The node of each sample, and the µs since the sample before it. */
-  samples: number[];
-  timeDeltas: number[];
-}
-
-/** V8's sampling profile of the isolate, one sample every 100 µs, while `during` runs. */
-async function recordProfile(worker: Worker, during: () => Promise<unknown>): Promise<Profile> {
+/**
+ * Samples the isolate every 100 µs while `during` runs; the `top` functions by self time. The whole
+ * profile is written to `saveTo` (a .cpuprofile that Chrome DevTools opens, with inclusive times).
+ */
+export async function cpuProfile(worker: Worker, during: () => Promise<unknown>, saveTo: string, top = 15): Promise<HotFunction[]> {
   const session = await openInspector(worker);
   try {
     await session.send("Profiler.enable");
     await session.send("Profiler.setSamplingInterval", { interval: 100 });
     await session.send("Profiler.start");
     await during();
-    return (await session.send<{ profile: Profile }>("Profiler.stop", {}, 60_000)).profile;
+    const { profile } = await session.send<{ profile: { nodes: ProfileNode[] } }>("Profiler.stop", {}, 60_000);
+    writeFileSync(saveTo, JSON.stringify(profile));
+    return hottest(profile.nodes, top);
   } finally {
     session.close();
   }
-}
-
-/**
- * Samples the isolate while `during` runs; the `top` functions by self time. The whole profile is
- * written to `saveTo` (a .cpuprofile that Chrome DevTools opens, with inclusive times).
- */
-export async function cpuProfile(worker: Worker, during: () => Promise<unknown>, saveTo: string, top = 15): Promise<HotFunction[]> {
-  const profile = await recordProfile(worker, during);
-  writeFileSync(saveTo, JSON.stringify(profile));
-  return hottest(profile.nodes, top);
-}
-
-/**
- * The isolate's own busy time (ms) while `during` runs: the time its samples stand for, but for the
- * idle ones. Unlike the runtime process's CPU (bench/harness/processes.ts runtimeCpuMs) it leaves out
- * the local D1 and R2, which run outside the isolate as they do on Cloudflare; V8's own work
- * ("(program)", the collector) counts. What Cloudflare's CPU limit measures, within the sampling's grain.
- */
-export async function isolateBusyMs(worker: Worker, during: () => Promise<unknown>): Promise<number> {
-  const { nodes, samples, timeDeltas } = await recordProfile(worker, during);
-  const idle = new Set(nodes.filter((node) => node.callFrame.functionName === "(idle)").map((node) => node.id));
-  let busyUs = 0;
-  samples.forEach((node, i) => {
-    if (!idle.has(node)) busyUs += timeDeltas[i] ?? 0;
-  });
-  return busyUs / 1000;
 }
 
 /** Idle time is left out: the percentages are of the time the isolate was running code. */

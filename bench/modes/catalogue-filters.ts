@@ -2,14 +2,12 @@
  * Filtered reads of GET /products (docs/catalogue.md, "Filtered reads"), a part of the catalogue
  * bench (bench/modes/catalogue.ts runs it on its worker once the snapshot serves): filters matching 0 %,
  * 1 % and 10 % of the products (the seed's categories of known share, scripts/seed.ts) and one
- * competitor, each read whole with gzip, as Cloudflare's edge asks: the worker isolate's busy time over
- * the request (V8's sampling profile: what Cloudflare's CPU limit counts), the CPU time of the runtime
- * workerd process (read from /proc: the isolate plus the local D1 and R2 it simulates, so an upper
- * bound of the worker's own), and the time.
+ * competitor, each read whole with gzip, as Cloudflare's edge asks: the CPU time of the runtime workerd
+ * process over the request (read from /proc: the isolate plus the local D1 and R2 it simulates, so
+ * an upper bound of the worker's own) and the time.
  */
 import { request } from "node:http";
 import { runtimeCpuMs, type Worker } from "../harness/processes.ts";
-import { isolateBusyMs } from "../harness/profile.ts";
 
 const FILTERED_READS = [
   { name: "0 %", query: "category=none-such" },
@@ -24,9 +22,6 @@ const RUNS = 3;
 export interface FilteredRead {
   name: string;
   query: string;
-  /** The worker isolate's busy time. */
-  isolateMs: number;
-  /** The runtime process's CPU time: the isolate, local D1 and R2. */
   cpuMs: number;
   totalMs: number;
   bytes: number;
@@ -72,19 +67,14 @@ export async function measureFilteredReads(worker: Worker, key: string): Promise
     // The product count from the NDJSON form, once; the timed reads are the gzip JSON form.
     const lines = await productCount(`${url}?${query}`, { ...auth, Accept: "application/x-ndjson", "Accept-Encoding": "gzip" });
     const runs: { cpuMs: number; totalMs: number; bytes: number; work: string }[] = [];
-    const read = () => timedRead(`${url}?${query}`, { ...auth, "Accept-Encoding": "gzip" });
     for (let run = 0; run < RUNS; run++) {
       const cpuBefore = runtimeCpuMs(worker);
-      const timed = await read();
-      runs.push({ ...timed, cpuMs: runtimeCpuMs(worker) - cpuBefore });
+      const read = await timedRead(`${url}?${query}`, { ...auth, "Accept-Encoding": "gzip" });
+      runs.push({ ...read, cpuMs: runtimeCpuMs(worker) - cpuBefore });
     }
-    // The isolate's time in reads of their own: the profiler slows what it samples, so not in the timed ones.
-    const isolateMs: number[] = [];
-    for (let run = 0; run < RUNS; run++) isolateMs.push(await isolateBusyMs(worker, read));
     results.push({
       name,
       query,
-      isolateMs: median(isolateMs),
       cpuMs: median(runs.map((r) => r.cpuMs)),
       totalMs: median(runs.map((r) => r.totalMs)),
       bytes: runs[0]!.bytes,
@@ -97,12 +87,12 @@ export async function measureFilteredReads(worker: Worker, key: string): Promise
 
 const seconds = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`);
 
-/** The report's rows: one per filter, isolate CPU / runtime CPU / time / products. */
+/** The report's rows: one per filter, CPU / time / products. */
 export const filteredReadRows = <R extends { filteredReads: FilteredRead[] }>(): [string, (r: R) => string][] =>
   FILTERED_READS.map(({ name, query }, i) => [
-    `?${query} (${name}), gzip: isolate CPU / runtime CPU / total / products`,
+    `?${query} (${name}), gzip: CPU / total / products`,
     (r: R) => {
       const read = r.filteredReads[i]!;
-      return `${seconds(read.isolateMs)} / ${seconds(read.cpuMs)} / ${seconds(read.totalMs)} / ${read.products.toLocaleString("en")}`;
+      return `${seconds(read.cpuMs)} / ${seconds(read.totalMs)} / ${read.products.toLocaleString("en")}`;
     },
   ]);
