@@ -50,10 +50,23 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
 /** Whatever the response, it carries the bucket's headers (and, when asked for, what the request cost). */
 function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: Work): Response {
   setRateLimitHeaders(res.headers, decision);
-  if (c.env.EXPOSE_WORK_COUNTS === "true")
-    res.headers.set("X-Work-Counts", `d1=${work.d1}; key-do=${work.keyObjectCalls}; other-do=${work.otherObjectCalls}`);
+  if (c.env.EXPOSE_WORK_COUNTS === "true") res.headers.set("X-Work-Counts", workCountsHeader(work));
   return res;
 }
+
+/** The contract's X-Work-Counts fields (those this code meters), in its order. */
+const workCountsHeader = (work: Work) =>
+  [
+    `d1=${work.d1}`,
+    `d1-statements=${work.d1Statements}`,
+    `d1-rows-read=${work.d1RowsRead}`,
+    `d1-rows-written=${work.d1RowsWritten}`,
+    `key-do=${work.keyObjectCalls}`,
+    `other-do=${work.otherObjectCalls}`,
+    `r2-a=${work.r2ClassA}`,
+    `r2-b=${work.r2ClassB}`,
+    `queue-sent=${work.queueSent}`,
+  ].join("; ");
 
 const tooMany = (c: Context<AppEnv>, decision: Decision) => errorResponse(c, new ApiError(429, rateLimitDetail(decision)));
 

@@ -9,21 +9,27 @@ const EXECUTING = new Set(["run", "all", "first", "raw"]);
 
 /**
  * Round trips to D1; `d1Statements`, when the tally has it, counts each statement (a batch's one by one),
- * as D1's per-invocation query limit does; `d1RowsRead`, the rows D1 says it read (what D1 bills, and what
- * shows a statement scanning a table it should seek in), from the results that carry it (`all`, `run`, batches).
+ * as D1's per-invocation query limit does; `d1RowsRead` and `d1RowsWritten`, the rows D1 says it read and wrote
+ * (what D1 bills, and what shows a statement scanning a table it should seek in), from the results that carry
+ * them (`all`, `run`, batches; `first` and `raw`, which drizzle's selects use, carry none).
  */
 export interface D1Work {
   d1: number;
   d1Statements?: number;
   d1RowsRead?: number;
+  d1RowsWritten?: number;
 }
 
 const ROWS_READ = new Set(["run", "all"]);
 
 function countRowsRead<T>(result: Promise<T>, work: D1Work): Promise<T> {
-  if (work.d1RowsRead === undefined) return result;
+  if (work.d1RowsRead === undefined && work.d1RowsWritten === undefined) return result;
   return result.then((value) => {
-    for (const one of Array.isArray(value) ? value : [value]) work.d1RowsRead! += (one as Partial<D1Result>).meta?.rows_read ?? 0;
+    for (const one of Array.isArray(value) ? value : [value]) {
+      const meta = (one as Partial<D1Result>).meta;
+      if (work.d1RowsRead !== undefined) work.d1RowsRead += meta?.rows_read ?? 0;
+      if (work.d1RowsWritten !== undefined) work.d1RowsWritten += meta?.rows_written ?? 0;
+    }
     return value;
   });
 }

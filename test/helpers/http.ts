@@ -96,11 +96,16 @@ export function randomTestIp(): string {
   return `198.51.${a}.${b}`;
 }
 
-/** The worker's own count of what a request cost (X-Work-Counts, on in the tests' config). */
-export function workCounts(res: Response): { d1: number; keyDo: number; otherDo: number } {
+/** Every field of X-Work-Counts (on in the tests' config): the worker's own meter of what a request cost. */
+export function workMeter(res: Response): Record<string, number> {
   const header = res.headers.get("X-Work-Counts") ?? "";
-  const value = (name: string) => Number(new RegExp(`${name}=(\\d+)`).exec(header)?.[1] ?? NaN);
-  return { d1: value("d1"), keyDo: value("key-do"), otherDo: value("other-do") };
+  return Object.fromEntries(header.split("; ").map((field) => [field.split("=")[0]!, Number(field.split("=")[1])]));
+}
+
+/** The D1 round trips and object calls of a request (X-Work-Counts). */
+export function workCounts(res: Response): { d1: number; keyDo: number; otherDo: number } {
+  const meter = workMeter(res);
+  return { d1: meter.d1 ?? NaN, keyDo: meter["key-do"] ?? NaN, otherDo: meter["other-do"] ?? NaN };
 }
 
 /** The rate-limit headers of a response, as numbers where they are numbers. */

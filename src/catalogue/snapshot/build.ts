@@ -1,4 +1,5 @@
 import { and, asc, eq, gt, sql } from "drizzle-orm";
+import { meteredBucket } from "../../platform/metered.ts";
 import { catalogueState, competitors, products } from "../../platform/tables.ts";
 import type { CompetitorView } from "../schema.ts";
 import type { CompetitorRow } from "../views.ts";
@@ -91,17 +92,11 @@ async function cachedManifest(bucket: R2Bucket, id: string): Promise<Manifest> {
 }
 
 /** An R2 bucket counting its reads and writes into `work` (what a step reports). */
-export function countingBucket(bucket: R2Bucket, work: Pick<BuildWork, "r2Reads" | "r2Writes">): R2Bucket {
-  return new Proxy(bucket, {
-    get(target, property) {
-      const value = Reflect.get(target, property, target);
-      if (typeof value !== "function") return value;
-      if (property === "get" || property === "head" || property === "list") work.r2Reads++;
-      if (property === "put" || property === "delete") work.r2Writes++;
-      return value.bind(target);
-    },
+export const countingBucket = (bucket: R2Bucket, work: Pick<BuildWork, "r2Reads" | "r2Writes">): R2Bucket =>
+  meteredBucket(bucket, (_operation, method) => {
+    if (method === "put" || method === "delete") work.r2Writes++;
+    else work.r2Reads++;
   });
-}
 
 // ---- The steps ------------------------------------------------------------------------------------------
 

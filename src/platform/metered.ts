@@ -1,0 +1,49 @@
+/**
+ * Meters on the bindings a request (or a task) reaches, so what it costs is counted by the code that pays it: the
+ * request's work tally (X-Work-Counts), the catalogue builder's step report and the bench all read these.
+ */
+
+/** R2 operations by billing class: A is put, list and multipart; B is get and head; delete is free. */
+export type R2Operation = "a" | "b" | "free";
+const R2_CLASS: Record<string, R2Operation> = {
+  get: "b",
+  head: "b",
+  put: "a",
+  list: "a",
+  createMultipartUpload: "a",
+  resumeMultipartUpload: "a",
+  delete: "free",
+};
+
+/** An R2 bucket that tells `count` the class and the method of each operation it starts. */
+export function meteredBucket(bucket: R2Bucket, count: (operation: R2Operation, method: string) => void): R2Bucket {
+  return new Proxy(bucket, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      const operation = R2_CLASS[property as string];
+      if (!operation) return value.bind(target);
+      return (...args: unknown[]) => {
+        count(operation, property as string);
+        return value.apply(target, args);
+      };
+    },
+  });
+}
+
+/** A queue producer that counts the messages it is asked to send. */
+export function meteredQueue<Body>(queue: Queue<Body>, work: { queueSent: number }): Queue<Body> {
+  return new Proxy(queue, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      if (property === "send") work.queueSent++;
+      if (property === "sendBatch")
+        return (messages: readonly unknown[], ...rest: unknown[]) => {
+          work.queueSent += messages.length;
+          return value.call(target, messages, ...rest);
+        };
+      return value.bind(target);
+    },
+  });
+}

@@ -1,0 +1,310 @@
+import { env, exports } from "cloudflare:workers";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { announceExpiringKeys } from "../../src/account-events/expiring.ts";
+import { eventMessageOf } from "../../src/events/outbox.ts";
+import { database } from "../../src/platform/db.ts";
+import { DAY_MS } from "../../src/platform/time.ts";
+import { fanOut } from "../../src/webhooks/delivery/deliveries.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
+import { fetchDocument, METHODS } from "../helpers/openapi.ts";
+import { found, report } from "../helpers/secret-scanning.ts";
+import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
+import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks.ts";
+
+/**
+ * Tenants apart: account A causes every kind of event (price and stock changes, a leaked key, an expiring key,
+ * a disabled webhook, a usage threshold) while account B uses everything a client can reach: every operation of
+ * the OpenAPI document, every MCP tool, the stream (live and backfill), replay and the webhook fan-out. Nothing B
+ * receives may carry A's account id, key ids, key names, key prefixes, webhook ids or webhook URLs. B also names
+ * A's ids wherever a route takes one, and must get nothing of A's back.
+ *
+ * The tables below are checked against the document and the MCP server's tool list: a route or tool added later
+ * that is not exercised here fails "every operation and every tool is exercised".
+ */
+
+const ALL_TYPES = ["price.changed", "stock.changed", "api_key.leaked", "api_key.expiring", "webhook.disabled", "usage.threshold"];
+const tag = `${Date.now().toString(36)}${crypto.getRandomValues(new Uint32Array(1))[0]!.toString(36)}`;
+
+interface Tenant {
+  sub: string;
+  token: string;
+  key: string;
+  keyId: string;
+  webhookId: string;
+  webhookUrl: string;
+}
+
+let receiver: Receiver;
+let a: Tenant & { markers: string[] };
+let b: Tenant;
+let productId: string;
+/** What B's streams showed while A acted (read in beforeAll, checked in a test of their own). */
+const streamed = { live: "", backfill: "" };
+const sku = `TENANTS-${tag}`;
+
+/** Everything that names A: what B must never be shown. */
+function markersOf(values: readonly string[]): string[] {
+  return values.filter((value) => value.length >= 8);
+}
+
+async function tenant(name: string, plan: "premium" | "standard"): Promise<Tenant> {
+  const account = await freshAccount({ plan, sub: `tenant-${name}-${tag}` });
+  const webhookUrl = hookUrl(`${name}-secret-token-${tag}`);
+  const hook = await createWebhook(account.token, { url: webhookUrl, events: ALL_TYPES });
+  return { sub: account.sub, token: account.token, key: account.key, keyId: account.keyId, webhookId: hook.id, webhookUrl };
+}
+
+/** An SSE response read in the background into text, until `until` appears or the time runs out. */
+function readStream(res: Response) {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  const done = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      text += decoder.decode(value, { stream: true });
+    }
+  })().catch(() => undefined);
+  return {
+    text: () => text,
+    async until(needle: string) {
+      await vi.waitFor(() => expect(text).toContain(needle), { timeout: 20_000, interval: 100 });
+    },
+    async close() {
+      await reader.cancel().catch(() => undefined);
+      await done;
+    },
+  };
+}
+
+const openStream = (key: string, query = "") =>
+  exports.default.fetch(
+    new Request(`https://api.test/events/stream${query}`, {
+      headers: { Authorization: `Bearer ${key}`, Accept: "text/event-stream", "CF-Connecting-IP": randomTestIp() },
+    }),
+  );
+
+/** Fails when `text`, shown to B at `where`, names anything of A's. */
+function expectNothingOfA(where: string, text: string, sentByB = "") {
+  for (const marker of a.markers) {
+    if (sentByB.includes(marker)) continue; // B's own request named it (an id B tried): echoing it back leaks nothing
+    expect(text.includes(marker), `${where} shows A's ${marker}:\n${text.slice(0, 2000)}`).toBe(false);
+  }
+}
+
+beforeAll(async () => {
+  receiver = installReceiver();
+  a = { ...(await tenant("a", "premium")), markers: [] };
+  b = await tenant("b", "premium");
+
+  // A's account events: a leaked key, a key about to expire, a webhook disabled by a 410, a usage threshold.
+  const leaked = await call("POST", "/api-keys", { token: a.token, body: { name: `a-leaked-${tag}` } }).then((r) => r.json<any>());
+  const expiring = await call("POST", "/api-keys", {
+    token: a.token,
+    body: { name: `a-expiring-${tag}`, expires_at: new Date(Date.now() + 3 * DAY_MS).toISOString() },
+  }).then((r) => r.json<any>());
+  const goneUrl = hookUrl(`a-gone-secret-token-${tag}`);
+  const gone = await createWebhook(a.token, { url: goneUrl, events: ["price.changed"] });
+  receiver.respond(goneUrl, () => new Response("gone", { status: 410 }));
+  a.markers = markersOf([
+    a.sub,
+    a.keyId,
+    a.key.slice(0, 17),
+    a.webhookId,
+    a.webhookUrl,
+    leaked.id,
+    leaked.name,
+    leaked.prefix,
+    expiring.id,
+    expiring.name,
+    expiring.prefix,
+    gone.id,
+    goneUrl,
+  ]);
+
+  // B is listening before A acts: the stream's live phase is what must keep A's events home.
+  const live = readStream(await openStream(b.key));
+  const since = new Date(Date.now() - 1000).toISOString();
+
+  await ingest([{ sku, price: "20.00", in_stock: true }]);
+  productId = (await call("GET", `/products?sku=${sku}`, { token: a.key }).then((r) => r.json<any>())).products?.[0]?.id;
+  await ingest([{ sku, price: "18.00", in_stock: false }]);
+  expect((await report([found(leaked.key)])).status).toBe(200);
+  await announceExpiringKeys(database(env.DB), env.WEBHOOK_QUEUE, Date.now());
+  await runQueue([deliveryTo(gone.id)]);
+  const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await sha256(a.key)));
+  await call("GET", "/competitors", { token: a.key });
+  await stub.setLimits({ per_minute: 1000, per_hour: 1000, per_day: 10 });
+  for (let i = 2; i <= 8; i++) await call("GET", "/competitors", { token: a.key }); // 80 % of a day of 10: usage.threshold
+  await vi.waitFor(
+    async () => {
+      const types = (await env.DB.prepare("SELECT DISTINCT type FROM events WHERE account_id = ?").bind(a.sub).all<{ type: string }>())
+        .results;
+      expect(types.map((t) => t.type).sort()).toEqual(["api_key.expiring", "api_key.leaked", "usage.threshold", "webhook.disabled"]);
+    },
+    { timeout: 10_000 },
+  );
+
+  // A sentinel price change after all of A's events: once B's stream shows it, it has passed every event before it.
+  await ingest([{ sku, price: "17.00", in_stock: true }]);
+  await live.until('"new_price":"17.00"');
+  await live.close();
+  streamed.live = live.text();
+
+  const backfill = readStream(await openStream(b.key, `?since=${encodeURIComponent(since)}`));
+  await backfill.until('"new_price":"17.00"');
+  await backfill.close();
+  streamed.backfill = backfill.text();
+  await publishCatalogue();
+}, 120_000);
+
+afterAll(() => {
+  receiver.assertNoStrayRequests();
+  vi.restoreAllMocks();
+});
+
+async function sha256(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/** B's call of an operation; `sent` is what B itself put in the request (A's ids it tries). */
+type Exercise = () => Promise<{ res: Response; sent?: string }>;
+const as = (token: () => string, method: string, path: () => string, body?: unknown, headers?: Record<string, string>): Exercise => {
+  return async () => {
+    const options: CallOptions = { token: token(), body, headers };
+    const url = path();
+    return { res: await call(method, url, options), sent: `${url} ${JSON.stringify(body ?? "")}` };
+  };
+};
+const login = () => b.token;
+const key = () => b.key;
+
+/**
+ * Every operation of the document, as B calls it; where a route takes an id, B tries A's (and gets a 404) and
+ * then its own.
+ */
+const OPERATIONS: Record<string, Exercise[]> = {
+  "GET /products": [as(key, "GET", () => "/products"), as(key, "GET", () => `/products?sku=${sku}`)],
+  "GET /products/{id}": [as(key, "GET", () => `/products/${productId}`)],
+  "GET /products/{id}/history": [as(key, "GET", () => `/products/${productId}/history`)],
+  "GET /competitors": [as(key, "GET", () => "/competitors")],
+  "GET /events/stream": [], // read in beforeAll, live and backfill
+  "GET /events": [as(key, "GET", () => "/events?limit=1000"), as(key, "GET", () => `/events?limit=1000&type=api_key.leaked`)],
+  "GET /account/events": [as(login, "GET", () => "/account/events?limit=1000")],
+  "GET /account": [as(login, "GET", () => "/account")],
+  "GET /account/usage": [as(login, "GET", () => "/account/usage?granularity=day")],
+  "GET /api-keys": [as(login, "GET", () => "/api-keys")],
+  "POST /api-keys": [as(login, "POST", () => "/api-keys", { name: "b's second key" })],
+  "POST /api-keys/{id}/rotate": [as(login, "POST", () => `/api-keys/${a.keyId}/rotate`, { grace_seconds: 60 })],
+  "GET /api-keys/{id}/usage": [as(login, "GET", () => `/api-keys/${a.keyId}/usage`), as(login, "GET", () => `/api-keys/${b.keyId}/usage`)],
+  "DELETE /api-keys/{id}": [as(login, "DELETE", () => `/api-keys/${a.keyId}`)],
+  "PATCH /api-keys/{id}": [as(login, "PATCH", () => `/api-keys/${a.keyId}`, { name: "taken" })],
+  "GET /webhooks": [as(login, "GET", () => "/webhooks")],
+  "POST /webhooks": [as(login, "POST", () => "/webhooks", { url: hookUrl("b-second") })],
+  "GET /webhooks/{id}": [as(login, "GET", () => `/webhooks/${a.webhookId}`), as(login, "GET", () => `/webhooks/${b.webhookId}`)],
+  "DELETE /webhooks/{id}": [as(login, "DELETE", () => `/webhooks/${a.webhookId}`)],
+  "PATCH /webhooks/{id}": [as(login, "PATCH", () => `/webhooks/${a.webhookId}`, { description: "taken" })],
+  "POST /webhooks/{id}/test": [as(login, "POST", () => `/webhooks/${a.webhookId}/test`)],
+  "POST /webhooks/{id}/rotate-secret": [as(login, "POST", () => `/webhooks/${a.webhookId}/rotate-secret`, {})],
+  "POST /webhooks/{id}/replay": [
+    as(login, "POST", () => `/webhooks/${a.webhookId}/replay`, { since: new Date(Date.now() - DAY_MS).toISOString() }),
+    as(login, "POST", () => `/webhooks/${b.webhookId}/replay`, { since: new Date(Date.now() - DAY_MS).toISOString() }),
+  ],
+  "GET /webhooks/{id}/deliveries": [
+    as(login, "GET", () => `/webhooks/${a.webhookId}/deliveries`),
+    as(login, "GET", () => `/webhooks/${b.webhookId}/deliveries`),
+  ],
+  // Admin and secret-scanning routes: B holds neither scope nor GitHub's key, with a login or a key.
+  "PUT /admin/accounts/{id}/plan": [as(login, "PUT", () => `/admin/accounts/${a.sub}/plan`, { plan: "free" })],
+  "POST /admin/observations": [as(key, "POST", () => "/admin/observations", { observations: [] })],
+  "PATCH /admin/competitors/{id}": [as(login, "PATCH", () => "/admin/competitors/cmp_amazon", { name: "x" })],
+  "POST /secret-scanning/github": [as(key, "POST", () => "/secret-scanning/github", [])],
+};
+
+const MCP_TOOLS: Record<string, Record<string, unknown>[]> = {
+  search_products: [{ query: "Product" }, { sku }],
+  get_product: [{ sku }],
+  price_history: [{ product_id: "" }],
+  list_competitors: [{}],
+  recent_changes: [{ limit: 100 }],
+};
+
+describe("tenants apart", () => {
+  it("every operation and every tool is exercised", async () => {
+    const doc = await fetchDocument();
+    const documented = Object.entries<Record<string, unknown>>(doc.paths).flatMap(([path, item]) =>
+      METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    expect(Object.keys(OPERATIONS).sort()).toEqual(documented.sort());
+    const tools = await mcpClient(b.key).then(async (client) => (await client.listTools()).tools.map((tool) => tool.name));
+    expect(Object.keys(MCP_TOOLS).sort()).toEqual(tools.sort());
+  });
+
+  it("B's responses on every route carry nothing of A's, and A's ids get B a 404", async () => {
+    for (const [operation, exercises] of Object.entries(OPERATIONS)) {
+      for (const exercise of exercises) {
+        const { res, sent = "" } = await exercise();
+        const text = await res.text();
+        expect(res.status, `${operation}: ${text}`).toBeLessThan(500);
+        if (sent.includes(a.keyId) || sent.includes(a.webhookId)) expect(res.status, `${operation} with A's id: ${text}`).toBe(404);
+        expectNothingOfA(operation, `${[...res.headers].map(([n, v]) => `${n}: ${v}`).join("\n")}\n${text}`, sent);
+      }
+    }
+  });
+
+  it("B's streams, live and backfill, carry A's price changes but nothing else of A's", () => {
+    for (const text of [streamed.live, streamed.backfill]) expect(text).toContain('"new_price":"18.00"');
+    expectNothingOfA("GET /events/stream (live)", streamed.live);
+    expectNothingOfA("GET /events/stream?since= (backfill)", streamed.backfill);
+  });
+
+  it("B's MCP tool results carry nothing of A's", async () => {
+    const client = await mcpClient(b.key);
+    for (const [tool, calls] of Object.entries(MCP_TOOLS)) {
+      for (const args of calls) {
+        const result = await client.callTool({ name: tool, arguments: tool === "price_history" ? { product_id: productId } : args });
+        expectNothingOfA(`MCP ${tool}`, JSON.stringify(result));
+      }
+    }
+  });
+
+  it("B's webhook receives A's price changes but none of A's account events, by fan-out and by replay", async () => {
+    const rows = await database(env.DB)
+      .$client.prepare("SELECT * FROM events WHERE timestamp >= ? ORDER BY seq")
+      .bind(new Date(Date.now() - DAY_MS).toISOString());
+    const events = (await rows.all<Record<string, unknown>>()).results;
+    const deliveries = await fanOut(
+      database(env.DB),
+      env.ARCHIVE,
+      events.map((row) => eventMessageOf(row as never)),
+    );
+    const toB = deliveries.filter((delivery) => delivery.webhook_id === b.webhookId);
+    expect(toB.map((d) => d.event.type)).toContain("price.changed");
+    expectNothingOfA("fan-out to B's webhook", JSON.stringify(toB));
+    await runQueue(toB.map((d) => d));
+    await vi.waitFor(() => expect(receiver.to(b.webhookUrl).length).toBeGreaterThan(0), { timeout: 10_000 });
+    for (const request of receiver.to(b.webhookUrl)) expectNothingOfA("a delivery to B's webhook", request.body);
+  });
+});
+
+async function mcpClient(apiKey: string): Promise<Client> {
+  const client = new Client({ name: "tenants-apart", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL("https://api.test/mcp"), {
+    fetch: async (url, init) => {
+      const request = new Request(url, init);
+      request.headers.set("CF-Connecting-IP", randomTestIp());
+      const res = await exports.default.fetch(request);
+      expectNothingOfA("an MCP response", await res.clone().text());
+      return res;
+    },
+    requestInit: { headers: { Authorization: `Bearer ${apiKey}` } },
+  });
+  await client.connect(transport);
+  return client;
+}

@@ -1,0 +1,366 @@
+import { createScheduledController, runDurableObjectAlarm } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { inArray } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
+import { eventMessageOf } from "../../src/events/outbox.ts";
+import worker from "../../src/index.ts";
+import { database } from "../../src/platform/db.ts";
+import { events } from "../../src/platform/tables.ts";
+import { DELIVERY_ARCHIVE_CRON } from "../../src/webhooks/delivery/delivery-archive.ts";
+import { addKey, freshAccount } from "../helpers/accounts.ts";
+import { createCompetitor, createProduct, insertProducts, publishCatalogue, randomProductId } from "../helpers/catalogue-factory.ts";
+import { commitEvents } from "../helpers/events.ts";
+import { call, randomTestIp, workMeter } from "../helpers/http.ts";
+import { fetchDocument, METHODS } from "../helpers/openapi.ts";
+import { found, report } from "../helpers/secret-scanning.ts";
+import { type Cost, costOf, statementsOf } from "../helpers/statements.ts";
+import { adminToken } from "../helpers/tokens.ts";
+import { hookUrl, installReceiver } from "../helpers/webhook-receiver.ts";
+import { createWebhook, ingest, runQueue } from "../helpers/webhooks.ts";
+
+/**
+ * A work budget per invocation that every route, MCP tool, the stream, a fan-out batch and each cron task joins:
+ * the D1 statements it makes, the rows each read statement reads and the R2 reads, measured at two data sizes
+ * (SIZES products, events, price points, other accounts' keys and webhooks), each held under a stated budget that
+ * is the same at both sizes. A read statement may read at most 2 × the rows it returns + 25 (an index range, not a
+ * scan). Measured at the bindings (D1 and R2 spied in the isolate the worker shares with the test), so work done
+ * in waitUntil or inside a handler's helpers counts too. The budget table is checked against the OpenAPI document
+ * and the MCP tool list: a route or tool added later without a budget fails "every operation has a budget".
+ */
+
+const SIZES = [2_000, 20_000] as const;
+/** A budget: the most D1 statements and R2 reads (get, head, list) one invocation of it may make at any size. */
+interface Budget {
+  statements: number;
+  r2Reads: number;
+}
+const budget = (statements: number, r2Reads = 0): Budget => ({ statements, r2Reads });
+
+interface Measured {
+  statements: number;
+  r2Reads: number;
+  costs: Cost[];
+}
+
+/**
+ * What `run` costs. Its D1 statements (with the rows each reads, re-run for `meta.rows_read`) and R2 reads are seen
+ * at the bindings, which every invocation in this isolate shares: right for a queue batch or a cron run called
+ * here, and for a response that keeps working after its headers (a stream). A request that returns its meter
+ * (X-Work-Counts) is counted by it instead, so a builder alarm or a queue batch running meanwhile is not
+ * charged to it.
+ */
+async function measure(run: () => Promise<Response | undefined>): Promise<Measured> {
+  let r2Reads = 0;
+  const spies = [env.ARCHIVE, env.CATALOGUE].flatMap((bucket) =>
+    (["get", "head"] as const).map((method) => {
+      const real = bucket[method].bind(bucket) as (...args: unknown[]) => unknown;
+      return vi.spyOn(bucket, method).mockImplementation(((...args: unknown[]) => {
+        r2Reads++;
+        return real(...args);
+      }) as never);
+    }),
+  );
+  try {
+    let res: Response | undefined;
+    const statements = await statementsOf(async () => {
+      res = await run();
+    });
+    const costs = await costOf(statements);
+    if (!res) return { statements: statements.length, r2Reads, costs };
+    const meter = workMeter(res);
+    return { statements: meter["d1-statements"]!, r2Reads: meter["r2-b"]!, costs };
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+}
+
+// ---- The data, grown from one size to the next -------------------------------------------------------------------
+
+const generate = (count: number, insert: string) =>
+  env.DB.prepare(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count}) ${insert}`).run();
+/** Another account's alert rules, about 2 KB each: what a fan-out must not read. */
+const OTHERS_FILTERS = JSON.stringify({ skus: Array.from({ length: 60 }, (_, i) => `NOT-OURS-${i}-${"x".repeat(20)}`) });
+
+let grown = 0;
+/**
+ * Grows every table to `size` rows as production fills it: in commit order, each new event and price point newer
+ * than what is stored (so seq and time agree), then a few hundred real price changes through ingestion (the windowed
+ * replay's events), then the snapshot.
+ */
+async function growTo(size: number) {
+  const add = size - grown;
+  const from = grown;
+  for (let done = 0; done < add; done += 1000) await insertProducts(from + done, Math.min(1000, add - done), 0, randomProductId);
+  const latest = await env.DB.prepare("SELECT max(timestamp) AS t FROM events").first<string | null>("t");
+  const start = Date.parse(latest ?? new Date(Date.now() - 20 * 3_600_000).toISOString()) + 1;
+  const stepMs = (Date.now() - 1000 - start) / add; // spread between the newest stored event and a second ago
+  const at = (column: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', (${start} + i * ${stepMs}) / 1000.0, 'unixepoch') AS ${column}`;
+  await generate(
+    add,
+    `INSERT INTO events (id, type, timestamp, payload, created_at, fanned_out_at)
+     SELECT printf('evt_%032x', ${from} + i), 'price.changed', t, '{"type":"price.changed","timestamp":"' || t || '","data":{"sku":"SNAP-' || i || '"}}', t, t
+     FROM (SELECT i, ${at("t")} FROM n)`,
+  );
+  await generate(
+    add,
+    `INSERT INTO price_history (product_id, competitor_id, price_minor, currency, in_stock, observed_at)
+     SELECT 'prd_budget_busy', 'cmp_a', i, 'USD', 1, t FROM (SELECT i, ${at("t")} FROM n)`,
+  );
+  await generate(add, `INSERT INTO accounts (id) SELECT printf('budget-other-%d', ${from} + i) FROM n`);
+  await generate(
+    add,
+    `INSERT INTO api_keys (id, account_id, name, prefix, key_hash)
+     SELECT printf('key_budget%d', ${from} + i), printf('budget-other-%d', ${from} + i), 'k', 'pda_x', printf('%064x', ${from} + i) FROM n`,
+  );
+  await generate(
+    add,
+    `INSERT INTO webhooks (id, account_id, url, events, filters, secret_ciphertext)
+     SELECT printf('whk_budget%d', ${from} + i), printf('budget-other-%d', ${from} + i), 'https://hooks.test/other', '["price.changed","stock.changed"]', '${OTHERS_FILTERS}', 'v1.x.y' FROM n`,
+  );
+  grown = size;
+  // Price changes of the last minutes for the windowed replay: each asks for its offer's prior prices.
+  for (let round = 0; round < 3; round++)
+    await ingest(Array.from({ length: 200 }, (_, k) => ({ sku: `BUDGET-WIN-${k}`, price: `${100 - round * 10 - (k % 7)}.${size % 97}` })));
+  await publishCatalogue();
+  await settle();
+}
+
+/** Runs the catalogue builder's pending alarm now (an ingestion's poke), so it is not counted as another's work. */
+const settle = () => runDurableObjectAlarm(catalogueBuilder(env));
+
+// ---- Who calls, and what --------------------------------------------------------------------------------------------
+
+let admin: string;
+let owner: Awaited<ReturnType<typeof freshAccount>>;
+let hookId: string;
+let windowHookId: string;
+let productId: string;
+const OURS = "BUDGET-OURS";
+
+/** A fresh key of the owner's for a call that uses one up (rotate, revoke). */
+const spareKey = async () => (await addKey(owner.token)).id;
+const spareHook = async () => (await createWebhook(owner.token, { url: hookUrl("budget-spare") })).id;
+
+/**
+ * One invocation of each route, as a client makes it, with what the route needs made beforehand (not measured).
+ * It hands back its response, whose meter counts it, unless the response streams (its work goes on after its
+ * headers, so the bindings count it).
+ */
+type Invocation = () => Promise<() => Promise<Response | undefined>>;
+const route =
+  (method: string, path: () => string | Promise<string>, token: () => string, body?: unknown, streams = false): Invocation =>
+  async () => {
+    const url = await path();
+    return async () => {
+      const res = await call(method, url, { token: token(), body });
+      expect(res.status, `${method} ${url}: ${await res.clone().text()}`).toBeLessThan(300);
+      await res.arrayBuffer();
+      return streams ? undefined : res;
+    };
+  };
+const key = () => owner.key;
+const login = () => owner.token;
+const adminLogin = () => admin;
+const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+
+const ROUTES: Record<string, [Invocation, Budget]> = {
+  "GET /products": [route("GET", () => "/products", key, undefined, true), budget(0, 4)],
+  "GET /products?sku=": [route("GET", () => `/products?sku=${OURS}`, key, undefined, true), budget(6, 2)],
+  "GET /products?updated_since=": [
+    route("GET", () => `/products?updated_since=${encodeURIComponent(ago(0))}`, key, undefined, true),
+    budget(6, 2),
+  ],
+  "GET /products/{id}": [route("GET", () => `/products/${productId}`, key), budget(4, 1)],
+  "GET /products/{id}/history": [route("GET", () => `/products/${productId}/history`, key), budget(4, 2)],
+  "GET /competitors": [route("GET", () => "/competitors", key), budget(3)],
+  "GET /events": [route("GET", () => "/events", key), budget(6, 2)],
+  "GET /events?since=": [route("GET", () => `/events?since=${encodeURIComponent(ago(3_600_000))}`, key), budget(6, 2)],
+  "GET /account/events": [route("GET", () => "/account/events", login), budget(6, 2)],
+  "GET /account": [route("GET", () => "/account", login), budget(3)],
+  "GET /account/usage": [route("GET", () => "/account/usage?granularity=hour", login), budget(4)],
+  "GET /api-keys": [route("GET", () => "/api-keys", login), budget(3)],
+  "POST /api-keys": [route("POST", () => "/api-keys", login, { name: "budget" }), budget(6)],
+  "POST /api-keys/{id}/rotate": [route("POST", async () => `/api-keys/${await spareKey()}/rotate`, login, {}), budget(8)],
+  "GET /api-keys/{id}/usage": [route("GET", () => `/api-keys/${owner.keyId}/usage?granularity=hour`, login), budget(3)],
+  "DELETE /api-keys/{id}": [route("DELETE", async () => `/api-keys/${await spareKey()}`, login), budget(6)],
+  "PATCH /api-keys/{id}": [route("PATCH", () => `/api-keys/${owner.keyId}`, login, { name: "renamed" }), budget(6)],
+  "GET /webhooks": [route("GET", () => "/webhooks", login), budget(3)],
+  "POST /webhooks": [route("POST", () => "/webhooks", login, { url: hookUrl("budget-new") }), budget(6)],
+  "GET /webhooks/{id}": [route("GET", () => `/webhooks/${hookId}`, login), budget(3)],
+  "DELETE /webhooks/{id}": [route("DELETE", async () => `/webhooks/${await spareHook()}`, login), budget(6)],
+  "PATCH /webhooks/{id}": [route("PATCH", () => `/webhooks/${hookId}`, login, { description: "budget" }), budget(6)],
+  "POST /webhooks/{id}/test": [route("POST", () => `/webhooks/${hookId}/test`, login), budget(4)],
+  "POST /webhooks/{id}/rotate-secret": [route("POST", () => `/webhooks/${hookId}/rotate-secret`, login, {}), budget(4)],
+  "POST /webhooks/{id}/replay": [route("POST", () => `/webhooks/${hookId}/replay`, login, { since: ago(3_600_000) }), budget(12, 4)],
+  // A replay of a day with new_low_days: each event's window is asked per page, never per event.
+  "POST /webhooks/{id}/replay (new_low_days)": [
+    route("POST", () => `/webhooks/${windowHookId}/replay`, login, { since: ago(86_400_000) }),
+    budget(60, 8),
+  ],
+  "GET /webhooks/{id}/deliveries": [route("GET", () => `/webhooks/${hookId}/deliveries`, login), budget(4, 2)],
+  "PUT /admin/accounts/{id}/plan": [route("PUT", () => `/admin/accounts/${owner.sub}/plan`, adminLogin, { plan: "premium" }), budget(4)],
+  "POST /admin/observations": [
+    route("POST", () => "/admin/observations", adminLogin, {
+      observations: [
+        {
+          sku: OURS,
+          name: "Ours",
+          competitor: { id: "cmp_a", name: "A" },
+          price: `${(grown % 90) + 10}.00`,
+          currency: "USD",
+          in_stock: true,
+        },
+      ],
+    }),
+    budget(12),
+  ],
+  "PATCH /admin/competitors/{id}": [route("PATCH", () => "/admin/competitors/cmp_a", adminLogin, { name: "A" }), budget(4, 2)],
+  "POST /secret-scanning/github": [
+    async () => {
+      const leaked = await addKey(owner.token);
+      return async () => {
+        const res = await report([found(leaked.key)]);
+        expect(res.status).toBe(200);
+        return res;
+      };
+    },
+    budget(8),
+  ],
+  "GET /events/stream": [
+    async () => async () => {
+      // Opened with no cursor: it starts at the present, and its first poll reads nothing old.
+      const res = await exports.default.fetch(
+        new Request("https://api.test/events/stream", {
+          headers: { Authorization: `Bearer ${owner.key}`, "CF-Connecting-IP": randomTestIp() },
+        }),
+      );
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      let text = "";
+      while (!text.includes(": connected")) text += new TextDecoder().decode((await reader.read()).value);
+      await new Promise((resolve) => setTimeout(resolve, 1500)); // a poll's worth of the live phase
+      await reader.cancel();
+      return undefined;
+    },
+    budget(8, 2),
+  ],
+};
+
+const MCP_TOOLS: Record<string, [Record<string, unknown>, Budget]> = {
+  search_products: [{ query: "Snapshot product", limit: 20 }, budget(4)],
+  "search_products (short query)": [{ query: "Sn" }, budget(4)],
+  "search_products (competitor)": [{ competitor: "cmp_a", limit: 20 }, budget(4)],
+  get_product: [{ sku: OURS }, budget(4)],
+  price_history: [{ product_id: "prd_budget_busy", points: 50 }, budget(4, 2)],
+  list_competitors: [{}, budget(3, 2)],
+  recent_changes: [{ limit: 20 }, budget(4, 2)],
+};
+
+const BACKGROUND: Record<string, [() => Promise<undefined>, Budget]> = {
+  "fan-out of a queue batch of 10 events": [
+    async () => {
+      const ids = await commitEvents(0, 10, { fannedOut: false });
+      const rows = await database(env.DB).select().from(events).where(inArray(events.id, ids));
+      await runQueue(rows.map(eventMessageOf));
+      return undefined;
+    },
+    budget(12, 2),
+  ],
+  "cron: sweeps (outbox, catalogue, archives, expiring keys)": [() => scheduled("* * * * *"), budget(40, 8)],
+  "cron: delivery archive": [() => scheduled(DELIVERY_ARCHIVE_CRON), budget(12, 8)],
+};
+
+async function scheduled(cron: string): Promise<undefined> {
+  await worker.scheduled(createScheduledController({ cron, scheduledTime: Date.now() }), env);
+  return undefined;
+}
+
+/** The last /mcp response, whose meter counts a tool call. */
+let lastMcpResponse: Response | undefined;
+async function mcpClient(): Promise<Client> {
+  const client = new Client({ name: "work-budget", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL("https://api.test/mcp"), {
+    fetch: async (url, init) => {
+      const request = new Request(url, init);
+      request.headers.set("CF-Connecting-IP", randomTestIp());
+      lastMcpResponse = await exports.default.fetch(request);
+      return lastMcpResponse;
+    },
+    requestInit: { headers: { Authorization: `Bearer ${owner.key}` } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+// ---- The measurements -----------------------------------------------------------------------------------------------
+
+/** What each entry measured, per size: printed when a test fails, to show how it grew. */
+const results = new Map<string, Measured[]>();
+
+function expectWithin(name: string, measured: Measured, { statements, r2Reads }: Budget) {
+  results.set(name, [...(results.get(name) ?? []), measured]);
+  const sizes = results.get(name)!.map((m) => `${m.statements} statements, ${m.r2Reads} R2 reads`);
+  expect(measured.statements, `${name}: D1 statements at each size: ${sizes.join(" → ")}`).toBeLessThanOrEqual(statements);
+  expect(measured.r2Reads, `${name}: R2 reads at each size: ${sizes.join(" → ")}`).toBeLessThanOrEqual(r2Reads);
+  for (const cost of measured.costs) {
+    const what = `${name}: ${cost.rowsRead} rows read for ${cost.rowsReturned} returned by ${cost.sql}\n${cost.plan.join("\n")}`;
+    expect(cost.rowsRead, what).toBeLessThanOrEqual(2 * cost.rowsReturned + 25);
+  }
+}
+
+beforeAll(async () => {
+  installReceiver();
+  admin = await adminToken();
+  owner = await freshAccount({ plan: "premium" });
+  await createCompetitor({ id: "cmp_a", name: "A" });
+  await createCompetitor({ id: "cmp_b", name: "B" });
+  await createProduct({ id: "prd_budget_busy", sku: "BUDGET-BUSY" });
+  await ingest([{ sku: OURS, competitor: { id: "cmp_a", name: "A" }, price: "50.00" }]);
+  productId = (await env.DB.prepare("SELECT id FROM products WHERE sku = ?").bind(OURS).first<string>("id"))!;
+  hookId = (await createWebhook(owner.token, { url: hookUrl("budget") })).id;
+  windowHookId = (await createWebhook(owner.token, { url: hookUrl("budget-window"), filters: { new_low_days: 30 } })).id;
+}, 300_000);
+
+afterAll(() => vi.restoreAllMocks());
+
+describe("work budgets", () => {
+  it("every operation and every tool has a budget", async () => {
+    const doc = await fetchDocument();
+    const documented = Object.entries<Record<string, unknown>>(doc.paths).flatMap(([path, item]) =>
+      METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    const budgeted = new Set(Object.keys(ROUTES).map((name) => name.replace(/(\?| \().*$/, "")));
+    expect([...budgeted].sort()).toEqual([...new Set(documented)].sort());
+    const tools = (await (await mcpClient()).listTools()).tools.map((tool) => tool.name);
+    expect([...new Set(Object.keys(MCP_TOOLS).map((name) => name.replace(/ .*$/, "")))].sort()).toEqual(tools.sort());
+  });
+
+  describe.each(SIZES)("at %i products, events, price points and other accounts", (size) => {
+    beforeAll(() => growTo(size), 600_000);
+
+    it.each(Object.keys(ROUTES))("%s", async (name) => {
+      const [invocation, limits] = ROUTES[name]!;
+      const run = await invocation();
+      expectWithin(name, await measure(run), limits);
+    });
+
+    it.each(Object.keys(MCP_TOOLS))("MCP %s", async (name) => {
+      const [args, limits] = MCP_TOOLS[name]!;
+      const client = await mcpClient();
+      const call = async () => {
+        await client.callTool({ name: name.replace(/ .*$/, ""), arguments: args });
+        return lastMcpResponse;
+      };
+      expectWithin(`MCP ${name}`, await measure(call), limits);
+    });
+
+    it.each(Object.keys(BACKGROUND))("%s", async (name) => {
+      const [run, limits] = BACKGROUND[name]!;
+      await settle();
+      expectWithin(name, await measure(run), limits);
+    });
+  });
+});
