@@ -143,9 +143,11 @@ export interface WorkCount {
 }
 
 function parseWork(header: string | null, status: number): WorkCount {
-  const match = /d1=(\d+); key-do=(\d+); other-do=(\d+)/.exec(header ?? "");
-  if (!match) throw new Error(`No X-Work-Counts header (status ${status}); is EXPOSE_WORK_COUNTS=true?`);
-  return { d1: Number(match[1]), keyDo: Number(match[2]), otherDo: Number(match[3]), status };
+  const field = (name: string) => new RegExp(`(?:^|; )${name}=(\\d+)`).exec(header ?? "")?.[1];
+  const [d1, keyDo, otherDo] = ["d1", "key-do", "other-do"].map(field);
+  if (d1 === undefined || keyDo === undefined || otherDo === undefined)
+    throw new Error(`No X-Work-Counts header (status ${status}); is EXPOSE_WORK_COUNTS=true?`);
+  return { d1: Number(d1), keyDo: Number(keyDo), otherDo: Number(otherDo), status };
 }
 
 async function workOf(url: string, key: string, path = SMALL_PATH): Promise<WorkCount> {
