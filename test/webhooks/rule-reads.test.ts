@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MAX_FILTERS_BYTES } from "../../src/alerts/schema.ts";
 import type { DeliveryMessage, EventMessage } from "../../src/events/messages.ts";
 import { freshAccount } from "../helpers/accounts.ts";
+import { createProduct } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { fetchDocument } from "../helpers/openapi.ts";
 import { costOf, statementsOf } from "../helpers/statements.ts";
@@ -63,10 +64,9 @@ describe("the fan-out of a batch", () => {
   });
 
   /** The D1 reads of one queue batch's fan-out (the deliveries it queues are captured, not sent). */
-  async function fanOutReads(sku: string) {
+  async function fanOutReads(event: EventMessage) {
     const sends = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
     try {
-      const event = priceEvent(sku);
       await storeEvents([event]);
       const statements = await statementsOf(() => runQueue([event]));
       const costs = await costOf(statements);
@@ -81,10 +81,40 @@ describe("the fan-out of a batch", () => {
     }
   }
 
+  it("follows each webhook's lists, types and status through POST, PATCH and DELETE", async () => {
+    const { token } = await freshAccount();
+    await createProduct({ id: "prd_reads", sku: "READS-P", brand: "Acme", category: "Headphones" });
+    const hook = await createWebhook(token, { url: hookUrl("follows"), filters: { brands: ["Acme"], skus: ["READS-P"] } });
+    const event = (): EventMessage => {
+      const message = priceEvent("READS-P");
+      message.event.data.product_id = "prd_reads";
+      return message;
+    };
+    const patch = async (body: Record<string, unknown>) => expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body }), 200);
+    const reaches = async () => (await fanOutReads(event())).to.includes(hook.id);
+
+    expect(await reaches()).toBe(true); // brand (from the product) and SKU both match
+    await patch({ filters: { brands: ["Acme"], skus: ["OTHER"] } });
+    expect(await reaches()).toBe(false); // one list of two does not
+    await patch({ filters: { categories: ["Headphones"], competitors: ["cmp_reads"] } });
+    expect(await reaches()).toBe(true);
+    await patch({ status: "disabled" });
+    expect(await reaches()).toBe(false);
+    await patch({ status: "enabled" });
+    expect(await reaches()).toBe(true);
+    await patch({ filters: null, events: ["stock.changed"] });
+    expect(await reaches()).toBe(false); // no list: filed under its types, and price.changed is not one
+    await patch({ events: ["price.changed"] });
+    expect(await reaches()).toBe(true);
+    expect((await call("DELETE", `/webhooks/${hook.id}`, { token })).status).toBe(204);
+    expect(await reaches()).toBe(false);
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM webhook_rule_values WHERE webhook_id = ?").bind(hook.id).first("n")).toBe(0);
+  });
+
   it("reads the same with 4 accounts × 20 webhooks of ~16 KiB rules that do not match beside it; the small webhook's deliveries still arrive", async () => {
     const { token } = await freshAccount();
     const small = await createWebhook(token, { url: hookUrl("small"), filters: { competitors: ["cmp_reads"] } });
-    const alone = await fanOutReads("READS-1");
+    const alone = await fanOutReads(priceEvent("READS-1"));
     expect(alone.to).toEqual([small.id]);
 
     for (let account = 0; account < 4; account++) {
@@ -94,7 +124,7 @@ describe("the fan-out of a batch", () => {
         await createWebhook(other, { url: hookUrl("big"), filters });
       }
     }
-    const beside = await fanOutReads("READS-2");
+    const beside = await fanOutReads(priceEvent("READS-2"));
     expect(beside.to).toEqual([small.id]);
     console.log(`fan-out reads: alone ${JSON.stringify(alone)}, beside 80 large webhooks ${JSON.stringify(beside)}`);
     expect(Math.abs(beside.rowsRead - alone.rowsRead)).toBeLessThanOrEqual(2);
