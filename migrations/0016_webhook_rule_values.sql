@@ -1,7 +1,7 @@
 -- The fan-out reads only the webhooks that may match a batch's events (docs/webhooks.md, "Who a batch reads"): each
 -- enabled webhook is filed under the values of its list rules (kind = competitors, brands, categories, skus), or, when
 -- it has none, under its event types (kind = events). `lists` is how many lists it is filed under, so a batch knows a
--- webhook passed every one of them. A view says what the rows of a webhook are, once; triggers keep the rows in step
+-- webhook passed every one of them; it is in the key so that single-list webhooks are found without the per-event count. A view says what the rows of a webhook are, once; triggers keep the rows in step
 -- in the same statement as every write of a webhook's events, filters or status (a disabled webhook has none), and
 -- the foreign key drops them with it.
 CREATE TABLE `webhook_rule_values` (
@@ -9,7 +9,7 @@ CREATE TABLE `webhook_rule_values` (
 	`kind` text NOT NULL,
 	`value` text NOT NULL,
 	`lists` integer NOT NULL,
-	PRIMARY KEY(`kind`, `value`, `webhook_id`),
+	PRIMARY KEY(`kind`, `value`, `lists`, `webhook_id`),
 	FOREIGN KEY (`webhook_id`) REFERENCES `webhooks`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint

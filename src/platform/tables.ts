@@ -233,7 +233,7 @@ export const webhookRuleValues = sqliteTable(
     value: text("value").notNull(),
     lists: integer("lists").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.kind, t.value, t.webhookId] }), index("webhook_rule_values_webhook").on(t.webhookId)],
+  (t) => [primaryKey({ columns: [t.kind, t.value, t.lists, t.webhookId] }), index("webhook_rule_values_webhook").on(t.webhookId)],
 );
 
 /**

@@ -14,11 +14,11 @@ const isAccountEvent = (message: EventMessage) => (ACCOUNT_EVENT_TYPES as readon
 
 /**
  * The enabled webhooks that may want one of these events, by webhook_rule_values (migrations/0016, rows of enabled
- * webhooks only): for a catalogue event,
- * those filed under every list they have by the event's values (its competitor, SKU, and its product's brand and category
- * now), and those with no list by its type; for an account event, its account's. Index seeks on what the events hold
- * (CROSS JOIN keeps SQLite from scanning the index instead), so what a batch reads does not grow with other webhooks'
- * rules (contract, "Tenants apart"). The rules are then decided in full on these alone.
+ * webhooks only): for a catalogue event, those with no list by its type, and those filed under every list they have
+ * by its values (its competitor and SKU, its product's brand and category now): a single-list webhook by any event's
+ * value, once per batch, a webhook of several lists counted per event. For an account event, its account's. Index
+ * seeks on what the events hold (CROSS JOIN keeps SQLite from scanning the index instead), so what a batch reads does
+ * not grow with other webhooks' rules (contract, "Tenants apart"). The rules are then decided in full on these alone.
  */
 function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly string[]) {
   const asked = catalogue.map((event) => ({
@@ -33,7 +33,10 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
       UNION ALL SELECT n, 'categories', category FROM asked UNION ALL SELECT n, 'skus', sku FROM asked)
   SELECT webhook_id FROM ${webhookRuleValues} WHERE kind = 'events' AND value IN (SELECT type FROM asked)
   UNION
-  SELECT r.webhook_id FROM listed CROSS JOIN ${webhookRuleValues} r ON r.kind = listed.kind AND r.value = listed.value
+  SELECT r.webhook_id FROM (SELECT DISTINCT kind, value FROM listed) d
+    CROSS JOIN ${webhookRuleValues} r ON r.kind = d.kind AND r.value = d.value AND r.lists = 1
+  UNION
+  SELECT r.webhook_id FROM listed CROSS JOIN ${webhookRuleValues} r ON r.kind = listed.kind AND r.value = listed.value AND r.lists > 1
     GROUP BY listed.n, r.webhook_id HAVING count(*) = max(r.lists)
   UNION
   SELECT w.id FROM json_each(${JSON.stringify(accounts)}) a CROSS JOIN ${webhooks} w ON w.account_id = a.value WHERE w.status = 'enabled'`;
