@@ -1342,7 +1342,7 @@ export interface components {
             secret: string;
         };
         /**
-         * @description Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`. On stock.changed only competitors, brands, categories and skus apply.
+         * @description Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`. On stock.changed only competitors, brands, categories and skus apply. At most 16 KiB (16,384 bytes) as JSON (UTF-8); larger is a 400.
          * @example {
          *       "direction": "down",
          *       "currency": "USD",

@@ -1,7 +1,9 @@
-import { and, eq, lt, sql } from "drizzle-orm";
+import { and, lt, sql } from "drizzle-orm";
+import pLimit from "p-limit";
 import { type ArchivedHistoryRow, mergeHistory, readHistoryYear } from "../catalogue/history-archive.ts";
 import type { EventMessage } from "../events/messages.ts";
 import { HISTORY_IN_D1_MS } from "../events/retention.ts";
+import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
 import { priceHistory, products } from "../platform/tables.ts";
 import { DAY_MS } from "../platform/time.ts";
@@ -12,9 +14,11 @@ import { type AlertRule, type AlertSubject, historyWindows, matchesAlert } from 
  * prior prices) and asks src/alerts/rules.ts. The fan-out (events × webhooks), the replay (events × one
  * webhook) and the stream (events × its query) all call `matchAlerts`, so they cannot disagree.
  *
- * Cost: at most two D1 round trips for any number of events and rules: one read of the products'
- * brand and category (only when a rule names brands or categories) and one batch of prior-price
- * statements (only for pairs that pass every other rule and ask for new_low_days or new_high_days).
+ * Cost: at most three D1 round trips for any number of events and rules: one read of the products'
+ * brand and category (only when a rule names brands or categories), one batch of prior-price
+ * statements (only for pairs that pass every other rule and ask for new_low_days or new_high_days),
+ * and, for windows reaching back past the history D1 keeps, one read of their products' rows beside
+ * one R2 read per product-year: per page of events, never per event.
  */
 
 /** An event as the queue, the outbox and the feed hold it. `change`: the price change in minor units (null: not comparable). */
@@ -58,9 +62,21 @@ export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(
       if (question) questions.set(question.k, question);
     }
   }
-  const answers = await readPriorPrices(db, [...questions.values()]);
-  // A window reaching back past the history D1 keeps is answered again from the archive and D1 together.
-  for (const [k, answer] of await readArchivedPriorPrices(db, archive, [...questions.values()])) answers.set(k, answer);
+  // A window reaching back past the history D1 keeps is answered from the archive and D1 together.
+  const horizon = new Date(Date.now() - HISTORY_IN_D1_MS).toISOString();
+  const asked = [...questions.values()];
+  const [recent, older] = await Promise.all([
+    readPriorPrices(
+      db,
+      asked.filter((question) => question.since >= horizon),
+    ),
+    readArchivedPriorPrices(
+      db,
+      archive,
+      asked.filter((question) => question.since < horizon),
+    ),
+  ]);
+  const answers = new Map([...recent, ...older]);
   return candidates
     .filter(({ index, event, rule }) => {
       const windows = historyWindows(subjects[index]!, rule);
@@ -161,32 +177,44 @@ async function readPriorPrices(
 /**
  * The same answers, for questions whose window opens before the history D1 surely still holds
  * (HISTORY_IN_D1_MS): from the offer's rows in D1 and in the product's archive objects (the window's
- * years and the one before, for the opening price), merged by id. One D1 query and at most three R2
- * reads a question; only rules with long new_low_days/new_high_days ask them.
+ * years and the one before, for the opening price), merged by id. Answered for the page at once, so
+ * its cost does not grow with its events: one D1 query for every question's products, and each
+ * product-year object read once (at most MAX_OPEN_CONNECTIONS at a time).
  */
 async function readArchivedPriorPrices(db: Database, archive: R2Bucket, questions: readonly PriorQuestion[]) {
   const answers = new Map<string, { low: number; high: number } | null>();
-  const horizon = new Date(Date.now() - HISTORY_IN_D1_MS).toISOString();
-  for (const question of questions.filter((q) => q.since < horizon)) {
-    const inD1 = await db
+  if (questions.length === 0) return answers;
+  const yearsOf = (question: PriorQuestion) => {
+    const years: string[] = [];
+    for (let year = Number(question.since.slice(0, 4)) - 1; year <= Number(question.before.slice(0, 4)); year++) years.push(String(year));
+    return years;
+  };
+  const objectKey = (productId: string, year: string) => `${productId}/${year}`;
+  const objects = new Map(questions.flatMap((q) => yearsOf(q).map((year) => [objectKey(q.p, year), { productId: q.p, year }] as const)));
+  const limit = pLimit(MAX_OPEN_CONNECTIONS);
+  const [inD1, ...archivedYears] = await Promise.all([
+    db
       .select()
       .from(priceHistory)
       .where(
         and(
-          eq(priceHistory.productId, question.p),
-          eq(priceHistory.competitorId, question.c),
-          lt(priceHistory.observedAt, question.before),
+          sql`${priceHistory.productId} IN (SELECT value FROM json_each(${JSON.stringify([...new Set(questions.map((q) => q.p))])}))`,
+          lt(
+            priceHistory.observedAt,
+            questions.reduce((latest, q) => (q.before > latest ? q.before : latest), ""),
+          ),
         ),
-      );
-    const archived: ArchivedHistoryRow[] = [];
-    for (let year = Number(question.since.slice(0, 4)) - 1; year <= Number(question.before.slice(0, 4)); year++) {
-      archived.push(
-        ...(await readHistoryYear(archive, question.p, String(year))).filter(
-          (row) => row.competitorId === question.c && row.observedAt < question.before,
-        ),
-      );
-    }
-    const rows = mergeHistory(archived, inD1);
+      ),
+    ...[...objects.values()].map(({ productId, year }) => limit(() => readHistoryYear(archive, productId, year))),
+  ]);
+  const archivedOf = new Map([...objects.keys()].map((key, index) => [key, archivedYears[index]!]));
+  for (const question of questions) {
+    const ofOffer = (row: ArchivedHistoryRow) => row.competitorId === question.c && row.observedAt < question.before;
+    const archived = yearsOf(question).flatMap((year) => archivedOf.get(objectKey(question.p, year))!.filter(ofOffer));
+    const rows = mergeHistory(
+      archived,
+      inD1.filter((row) => row.productId === question.p && ofOffer(row)),
+    );
     const opening = rows.filter((row) => row.observedAt < question.since).at(-1);
     const prices = rows.filter((row) => row.observedAt >= question.since && row.currency === question.cur).map((row) => row.priceMinor);
     if (opening && opening.currency === question.cur) prices.push(opening.priceMinor);

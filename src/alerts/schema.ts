@@ -10,6 +10,8 @@ import { currencySchema, moneyFieldsFit, moneyStringSchema } from "../platform/m
 
 export const MAX_LIST_ENTRIES = 1000;
 export const MAX_WINDOW_DAYS = 365;
+/** A webhook's rules as JSON (UTF-8): the fan-out reads a candidate's rules whole, so they stay small. */
+export const MAX_FILTERS_BYTES = 16 * 1024;
 
 /** The fields whose amounts are in `currency`. */
 export const MONEY_RULES = ["min_change_abs", "price_below", "price_above"] as const;
@@ -94,15 +96,21 @@ export const requireCurrency = (
   moneyFieldsFit(MONEY_RULES)({ ...value, currency: value.currency }, ctx);
 };
 
+const utf8 = new TextEncoder();
+
 const alertFiltersObject = z
   .strictObject(alertFilterFields, { error: (issue) => (issue.code === "invalid_type" ? "must be a JSON object or null" : undefined) })
-  .superRefine(requireCurrency);
+  .superRefine(requireCurrency)
+  .refine((filters) => utf8.encode(JSON.stringify(filters)).byteLength <= MAX_FILTERS_BYTES, {
+    error: `must be at most 16 KiB (${MAX_FILTERS_BYTES.toLocaleString("en")} bytes) as JSON`,
+  });
 
 export const alertFilters = alertFiltersObject.nullable().meta({
   id: "AlertFilters",
   description:
     "Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`. On " +
-    "stock.changed only competitors, brands, categories and skus apply.",
+    `stock.changed only competitors, brands, categories and skus apply. At most 16 KiB (${MAX_FILTERS_BYTES.toLocaleString("en")} ` +
+    "bytes) as JSON (UTF-8); larger is a 400.",
   example: { direction: "down", currency: "USD", price_below: "20.00", competitors: ["cmp_amazon"] },
 });
 export type AlertFilters = z.output<typeof alertFiltersObject>;

@@ -218,6 +218,25 @@ export const webhooks = sqliteTable(
 );
 
 /**
+ * What selects an enabled webhook for a batch (src/webhooks/delivery/deliveries.ts): the values of its list rules
+ * (`kind`: competitors, brands, categories, skus), or its event types (`kind`: events) when it has no list; `lists`:
+ * how many lists it is filed under. Kept in step with `webhooks` by triggers (migrations/0016_webhook_rule_values.sql),
+ * never written by the code.
+ */
+export const webhookRuleValues = sqliteTable(
+  "webhook_rule_values",
+  {
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    kind: text("kind", { enum: ["events", "competitors", "brands", "categories", "skus"] }).notNull(),
+    value: text("value").notNull(),
+    lists: integer("lists").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.kind, t.value, t.lists, t.webhookId] }), index("webhook_rule_values_webhook").on(t.webhookId)],
+);
+
+/**
  * One row per delivery attempt; the webhook's rows go with it when it is deleted. Attempts older than a few
  * minutes move to R2 (src/webhooks/delivery/delivery-archive.ts): AUTOINCREMENT, so an id is never given again once
  * its row has left (readers merge D1's rows and the archive's by id, and order them by it).

@@ -70,7 +70,8 @@ export async function createWebhook(
     SELECT ${row.id}, ${accountId}, ${row.url}, ${row.description}, ${JSON.stringify(row.events)}, ${row.minChangeBp},
       ${row.filters === null ? null : JSON.stringify(row.filters)}, 'enabled', ${row.secretCiphertext}, ${row.createdAt}
     WHERE (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId}) < ${MAX_WEBHOOKS_PER_ACCOUNT}`);
-  if (result.meta.changes !== 1) {
+  // D1's `changes` counts the rows its triggers write too (webhook_rule_values): none at all means the cap refused it.
+  if (result.meta.changes === 0) {
     throw new ApiError(409, `This account already has ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one before creating another.`);
   }
   return { ...webhookView(row), secret };

@@ -262,9 +262,9 @@ describe("filters on POST and PATCH /webhooks", () => {
     expect(await expectJson(await call("GET", "/webhooks", { token }), 200)).toEqual({ webhooks: [] }); // nothing stored
   });
 
-  it("1,000 entries a list are accepted", async () => {
+  it("1,000 entries a list are accepted (short ones: the rules are at most 16 KiB as JSON)", async () => {
     const token = (await freshAccount()).token;
-    const skus = Array.from({ length: 1000 }, (_, i) => `SKU-${i}-${"x".repeat(150)}`);
+    const skus = Array.from({ length: 1000 }, (_, i) => `SKU-${i}`);
     expect((await createWebhook(token, { url: hookUrl(), filters: { skus } })).filters).toEqual({ skus });
   });
 });

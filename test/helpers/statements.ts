@@ -41,9 +41,13 @@ export interface Cost {
   plan: string[];
   rowsRead: number;
   rowsReturned: number;
+  /** The UTF-8 bytes of the rows it returns, as JSON: what D1 sends the worker. */
+  bytesReturned: number;
 }
 
-/** Each read statement's query plan, and the rows D1 reads (`meta.rows_read`) against the rows it returns. */
+const utf8 = new TextEncoder();
+
+/** Each read statement's query plan, and the rows D1 reads (`meta.rows_read`) against the rows (and bytes) it returns. */
 export async function costOf(statements: readonly Statement[]): Promise<Cost[]> {
   const reads = statements.filter((s) => /^\s*select/i.test(s.sql));
   return Promise.all(
@@ -54,7 +58,13 @@ export async function costOf(statements: readonly Statement[]): Promise<Cost[]> 
       const result = await env.DB.prepare(sql)
         .bind(...params)
         .all();
-      return { sql, plan: plan.results.map((row) => row.detail), rowsRead: result.meta.rows_read, rowsReturned: result.results.length };
+      return {
+        sql,
+        plan: plan.results.map((row) => row.detail),
+        rowsRead: result.meta.rows_read,
+        rowsReturned: result.results.length,
+        bytesReturned: utf8.encode(JSON.stringify(result.results)).byteLength,
+      };
     }),
   );
 }

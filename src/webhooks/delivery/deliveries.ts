@@ -1,10 +1,10 @@
-import { eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { WEBHOOK_DISABLED_EVENTS, webhookDisabledEvents } from "../../account-events/webhook-disabled.ts";
-import { alertEventOf, matchAlerts } from "../../alerts/match.ts";
+import { type AlertEvent, alertEventOf, matchAlerts } from "../../alerts/match.ts";
 import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
 import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
-import { ACCOUNT_EVENT_TYPES, webhookDeliveries, webhooks } from "../../platform/tables.ts";
+import { ACCOUNT_EVENT_TYPES, products, webhookDeliveries, webhookRuleValues, webhooks } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 
@@ -13,12 +13,44 @@ import type { DeliveryRow, WebhookRow } from "../service.ts";
 const isAccountEvent = (message: EventMessage) => (ACCOUNT_EVENT_TYPES as readonly string[]).includes(message.event.type);
 
 /**
- * Every account's enabled webhooks that want the event (its types, min_change_pct and alert rules,
- * decided by src/alerts/rules.ts): one delivery message each. An account event (src/account-events/)
- * goes only to its own account's webhooks that subscribe to its type; the alert rules are about prices.
- * One D1 query for the webhooks, and at most two for the rules' facts, for the whole batch.
+ * The enabled webhooks that may want one of these events, by webhook_rule_values (migrations/0016, rows of enabled
+ * webhooks only): for a catalogue event, those with no list by its type, and those filed under every list they have
+ * by its values (its competitor and SKU, its product's brand and category now): a single-list webhook by any event's
+ * value, once per batch, a webhook of several lists counted per event. For an account event, its account's. Index
+ * seeks on what the events hold (CROSS JOIN keeps SQLite from scanning the index instead), so what a batch reads does
+ * not grow with other webhooks' rules (contract, "Tenants apart"). The rules are then decided in full on these alone.
+ */
+function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly string[]) {
+  const asked = catalogue.map((event) => ({
+    t: event.type,
+    c: event.data.competitor_id,
+    s: event.data.sku,
+    p: event.data.product_id,
+  }));
+  return sql`WITH asked AS MATERIALIZED (SELECT e.key AS n, e.value ->> 't' AS type, e.value ->> 'c' AS competitor,
+      e.value ->> 's' AS sku, p.brand, p.category FROM json_each(${JSON.stringify(asked)}) e LEFT JOIN ${products} p ON p.id = e.value ->> 'p'),
+    listed(n, kind, value) AS (SELECT n, 'competitors', competitor FROM asked UNION ALL SELECT n, 'brands', brand FROM asked
+      UNION ALL SELECT n, 'categories', category FROM asked UNION ALL SELECT n, 'skus', sku FROM asked)
+  SELECT webhook_id FROM ${webhookRuleValues} WHERE kind = 'events' AND value IN (SELECT type FROM asked)
+  UNION
+  SELECT r.webhook_id FROM (SELECT DISTINCT kind, value FROM listed) d
+    CROSS JOIN ${webhookRuleValues} r ON r.kind = d.kind AND r.value = d.value AND r.lists = 1
+  UNION
+  SELECT r.webhook_id FROM listed CROSS JOIN ${webhookRuleValues} r ON r.kind = listed.kind AND r.value = listed.value AND r.lists > 1
+    GROUP BY listed.n, r.webhook_id HAVING count(*) = max(r.lists)
+  UNION
+  SELECT w.id FROM json_each(${JSON.stringify(accounts)}) a CROSS JOIN ${webhooks} w ON w.account_id = a.value WHERE w.status = 'enabled'`;
+}
+
+/**
+ * The enabled webhooks that want the event (their types, min_change_pct and alert rules, decided by
+ * src/alerts/rules.ts): one delivery message each. An account event (src/account-events/) goes only to its
+ * own account's webhooks that subscribe to its type; the alert rules are about prices. One D1 query for the
+ * webhooks (candidateWebhooks), and at most two for the rules' facts, for the whole batch.
  */
 export async function fanOut(db: Database, archive: R2Bucket, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
+  const accountEvents = events.filter(isAccountEvent);
+  const catalogue = events.filter((message) => !isAccountEvent(message)).map((message) => ({ ...alertEventOf(message), message }));
   const enabled = await db
     .select({
       id: webhooks.id,
@@ -28,26 +60,23 @@ export async function fanOut(db: Database, archive: R2Bucket, events: readonly E
       filters: webhooks.filters,
     })
     .from(webhooks)
-    .where(eq(webhooks.status, "enabled"));
+    .where(
+      sql`${webhooks.id} IN (${candidateWebhooks(
+        catalogue,
+        accountEvents.map((message) => String(message.event.data.account_id)),
+      )})`,
+    );
   const delivery = (webhookId: string, message: EventMessage): DeliveryMessage => ({
     kind: "delivery",
     webhook_id: webhookId,
     event: message.event,
   });
-  const own = events
-    .filter(isAccountEvent)
-    .flatMap((message) =>
-      enabled
-        .filter((webhook) => webhook.accountId === message.event.data.account_id && webhook.types.includes(message.event.type as never))
-        .map((webhook) => delivery(webhook.id, message)),
-    );
-  const wanted = await matchAlerts(
-    { db, archive },
-    {
-      events: events.filter((message) => !isAccountEvent(message)).map((message) => ({ ...alertEventOf(message), message })),
-      rules: enabled,
-    },
+  const own = accountEvents.flatMap((message) =>
+    enabled
+      .filter((webhook) => webhook.accountId === message.event.data.account_id && webhook.types.includes(message.event.type as never))
+      .map((webhook) => delivery(webhook.id, message)),
   );
+  const wanted = await matchAlerts({ db, archive }, { events: catalogue, rules: enabled });
   return [...wanted.map(({ event, rule }) => delivery(rule.id, event.message)), ...own];
 }
 
