@@ -2,8 +2,11 @@ import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody, EVERY, headerRefs } from "../http/openapi-components.ts";
+import { keyRequestOf } from "../middleware/admission.ts";
 import { operation } from "../middleware/operation.ts";
 import { logger } from "../platform/log.ts";
+import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
+import { keyStillAdmits } from "../rate-limit/stub.ts";
 import { lastEventIdHeader, streamFilters, streamQuery } from "./schema.ts";
 import {
   closeSlot,
@@ -58,27 +61,44 @@ const streamEventsRoute = createRoute(
 export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) => {
   const { after, since, type, ...rest } = c.req.valid("query");
   const { db } = c.var.services;
-  const slot = await openSlot(db, c.var.apiKey.id, DEFAULT_TIMING.lifetimeMs);
+  const key = c.var.apiKey;
+  const slot = await openSlot(db, key, DEFAULT_TIMING.lifetimeMs);
   let released = false;
-  const release = async () => {
+  // Under waitUntil: a client that goes away ends the response, and the release must still reach D1.
+  const release = () => {
     if (released) return;
     released = true;
-    await closeSlot(db, slot).catch((error: unknown) => logger("stream").error("stream slot not released", { slot, error: String(error) }));
+    c.executionCtx.waitUntil(
+      closeSlot(db, slot).catch((error: unknown) => logger("stream").error("stream slot not released", { slot, error: String(error) })),
+    );
   };
+  const keyRequest = keyRequestOf(c);
+  const closed = new AbortController();
   try {
     const request = {
       after: after ?? c.req.valid("header")["last-event-id"],
       since,
-      rule: { types: type, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) },
+      // The feed's types when none is asked for: account events never reach a stream.
+      rule: { types: type ?? WEBHOOK_EVENT_TYPES, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) },
     };
-    const frames = await eventFrames(c.var.services, { request, timing: DEFAULT_TIMING, onEnd: release });
-    return c.body(frameStream(frames, release), 200, {
+    const frames = await eventFrames(c.var.services, {
+      request,
+      timing: DEFAULT_TIMING,
+      stillAdmitted: () => keyStillAdmits(c.env, key.keyHash, keyRequest),
+      closed: closed.signal,
+      onEnd: release,
+    });
+    const cancel = () => {
+      closed.abort();
+      release();
+    };
+    return c.body(frameStream(frames, cancel), 200, {
       "Content-Type": "text/event-stream; charset=utf-8",
       "Cache-Control": "no-cache",
       "X-Accel-Buffering": "no",
     });
   } catch (error) {
-    await release();
+    release();
     throw error;
   }
 });
