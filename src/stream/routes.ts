@@ -9,12 +9,14 @@ import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 import { keyStillAdmits } from "../rate-limit/stub.ts";
 import { lastEventIdHeader, streamFilters, streamQuery } from "./schema.ts";
 import {
+  BACKFILL_EXAMINED_MAX,
   closeSlot,
   DEFAULT_TIMING,
   eventFrames,
   frameStream,
   HEARTBEAT_MS,
   LIFETIME_MS,
+  MAX_STREAMS_PER_ACCOUNT,
   MAX_STREAMS_PER_KEY,
   openSlot,
   POLL_MS,
@@ -29,13 +31,20 @@ const streamEventsRoute = createRoute(
     operationId: "streamEvents",
     summary: "The catalogue's events as they happen (server-sent events)",
     description:
-      "GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). First the stored events after " +
-      "`after` (or `Last-Event-ID`, which EventSource sends when it reconnects), then new ones as they are committed (checked every " +
+      "GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). With `after` (or " +
+      "`Last-Event-ID`, which EventSource sends when it reconnects) or `since`, first the stored events from there; with " +
+      "neither, the stream starts at the present (no backfill). Then new events as they are committed (checked every " +
       `${POLL_MS / 1000} s). Each event is \`id: <event id>\`, \`event: <type>\`, ` +
       `\`data: <the event as GET /events gives it>\`; a comment line comes at least every ${HEARTBEAT_MS / 1000} s. ` +
-      "Opening a stream counts as one request; a key may hold " +
-      `${MAX_STREAMS_PER_KEY} streams at once (then 429). The server ends a stream after ${LIFETIME_MS / 60_000} minutes (or on a ` +
-      "deploy): reconnect with Last-Event-ID and nothing is missed.",
+      "Catalogue events only: account events never reach a stream. A backfill examines at most " +
+      `${BACKFILL_EXAMINED_MAX.toLocaleString("en")} events per connection; when it stops there the stream sends ` +
+      "`id: <the last event examined>` with no `data` and ends, so a reconnect resumes past what was examined even if " +
+      "nothing matched. Opening a stream counts as one request; a key may hold " +
+      `${MAX_STREAMS_PER_KEY} streams at once and an account ${MAX_STREAMS_PER_ACCOUNT} over all its keys (then 429 ` +
+      "naming the cap). A stream never sends an event written after its key stopped being admissible (revoked, leaked, " +
+      "expired, past its rotation's grace, or its `scopes` or `allowed_ips` no longer admitting it) and ends within " +
+      `${HEARTBEAT_MS / 1000} s of that. The server ends a stream after ${LIFETIME_MS / 60_000} minutes (or on a ` +
+      "deploy), with the last event examined as its `id`: reconnect with Last-Event-ID and nothing is missed.",
     request: { query: streamQuery, headers: lastEventIdHeader },
     responses: {
       200: {

@@ -163,11 +163,17 @@ export async function eventFrames(
   async function* run(): AsyncGenerator<string> {
     const started = Date.now();
     let lastWrite = started;
-    /** Sends the page's events that pass the rule, if the key still admits the stream; false when it does not (the stream ends). */
+    /** Whether the key still admits the stream; when it does not, the stream's last frame says so (the stream ends). */
+    async function* keyAdmits(): AsyncGenerator<string, boolean> {
+      if (await stillAdmitted()) return true;
+      yield KEY_GONE;
+      return false;
+    }
+    /** Sends the page's events that pass the rule, if the key still admits the stream; false when it does not. */
     async function* send(page: readonly FeedEvent[]): AsyncGenerator<string, boolean> {
       const wanted = await matchAlerts({ db, archive }, { events: page.map(alertEventOfFeed), rules: [request.rule] });
       if (wanted.length === 0) return true;
-      if (!(await stillAdmitted())) return false;
+      if (!(yield* keyAdmits())) return false;
       lastWrite = Date.now();
       yield wanted.map(({ event }) => frame(event.feed)).join("");
       return true;
@@ -178,10 +184,7 @@ export async function eventFrames(
         examined += page.events.length;
         // A page cut short by its archive budget may hold no event, but its cursor is the last one looked at.
         lastId = page.next_cursor ?? page.events.at(-1)?.id ?? lastId;
-        if (!(yield* send(page.events))) {
-          yield KEY_GONE;
-          return;
-        }
+        if (!(yield* send(page.events))) return;
         if (page.next_cursor === null) break;
         if (examined >= BACKFILL_EXAMINED_MAX || Date.now() - started >= timing.lifetimeMs) {
           yield cursorFrame(page.next_cursor);
@@ -206,17 +209,11 @@ export async function eventFrames(
         if (rows.length > 0) {
           lastId = rows.at(-1)!.id;
           const page = rows.map((row) => ({ id: row.id, ...(JSON.parse(row.payload) as Omit<FeedEvent, "id">) }) as FeedEvent);
-          if (!(yield* send(page))) {
-            yield KEY_GONE;
-            return;
-          }
+          if (!(yield* send(page))) return;
           if (rows.length === LIVE_PAGE) continue; // more waiting: no pause
         }
         if (Date.now() - lastWrite >= timing.heartbeatMs - timing.pollMs) {
-          if (!(await stillAdmitted())) {
-            yield KEY_GONE;
-            return;
-          }
+          if (!(yield* keyAdmits())) return;
           lastWrite = Date.now();
           yield ": keep-alive\n\n";
         }
