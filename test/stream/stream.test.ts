@@ -375,6 +375,25 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
     });
   });
 
+  it("asking the key's object whether the key still admits the stream counts no request", async () => {
+    const { key } = await freshAccount({ plan: "premium" });
+    const sku = newSku();
+    const opened = await openStream(key, `?skus=${encodeURIComponent(sku)}`);
+    const stream = readFrames(opened);
+    try {
+      await ingest([{ sku, price: "5.00" }]);
+      await ingest([{ sku, price: "4.00" }]);
+      await vi.waitFor(() => expect(stream.sentIds()).toHaveLength(1), { timeout: 5_000, interval: 20 });
+      await ingest([{ sku, price: "3.00" }]);
+      await vi.waitFor(() => expect(stream.sentIds()).toHaveLength(2), { timeout: 5_000, interval: 20 });
+      // Two writes, two questions to the object; the key's next request is its second counted.
+      const next = await call("GET", "/competitors", { token: key });
+      expect(rateLimitOf(next).remaining).toBe(rateLimitOf(opened).remaining! - 1);
+    } finally {
+      await stream.close();
+    }
+  });
+
   it(`an account holds at most ${MAX_STREAMS_PER_ACCOUNT} streams over all its keys: the next is 429 naming that cap`, async () => {
     const { token, key } = await freshAccount({ plan: "premium" });
     const keys = [key];
