@@ -13,6 +13,8 @@ import { type Identity, unauthorized, verifyIdpToken } from "./idp.ts";
 export interface ApiKeyOfRequest {
   id: string;
   accountId: string;
+  /** Names the key's rate-limit object, for a connection that asks it again while it lasts (an event stream). */
+  keyHash: string;
   /** What the key may read (null: everything); for routes that check per call, like /mcp's tools. */
   scopes?: string[] | null;
 }

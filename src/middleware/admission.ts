@@ -7,9 +7,11 @@ import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.t
 import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
 import { scopeForPath } from "../rate-limit/key-scopes.ts";
 import { admitBucket, admitKey, isSeenKey } from "../rate-limit/stub.ts";
-import type { Decision, Work } from "../rate-limit/types.ts";
+import type { Decision, KeyRequest, Work } from "../rate-limit/types.ts";
 
 const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
+/** What a key's object is asked about a request beyond counting it: the client's address and the scope its route needs. */
+export const keyRequestOf = (c: Context): KeyRequest => ({ ip: clientIp(c), scope: scopeForPath(c.req.path) });
 const ipBucket = (c: Context) => ipBucketName(clientIp(c));
 const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
@@ -25,9 +27,9 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
       const ip = await admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work, { count: false });
       if (!ip.allowed) return [credential, ip];
     }
-    const outcome = await admitKey(c.env, credential.keyHash, work, { ip: clientIp(c), scope: scopeForPath(c.req.path) });
+    const outcome = await admitKey(c.env, credential.keyHash, work, keyRequestOf(c));
     if (outcome.status === "active") {
-      const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes };
+      const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes, keyHash: credential.keyHash };
       return [{ ...credential, key }, outcome.decision];
     }
     if (outcome.status === "forbidden")

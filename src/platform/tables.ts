@@ -326,7 +326,9 @@ export const eventStreams = sqliteTable(
   {
     id: text("id").primaryKey(),
     keyId: text("key_id").notNull(),
+    /** The key's account: streams are capped per key and per account (src/stream/service.ts). */
+    accountId: text("account_id").notNull(),
     expiresAt: text("expires_at").notNull(),
   },
-  (t) => [index("event_streams_key").on(t.keyId, t.expiresAt)],
+  (t) => [index("event_streams_key").on(t.keyId, t.expiresAt), index("event_streams_account").on(t.accountId, t.expiresAt)],
 );

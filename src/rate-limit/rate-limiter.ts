@@ -141,7 +141,7 @@ export class RateLimiter extends DurableObject<Env> {
     const { key, d1Queries } = await this.knownKey(keyHash);
     if (!key) return { status: "unknown", d1Queries };
     const now = Date.now();
-    if (key.status !== "active" || (key.expiresAt !== null && now >= key.expiresAt)) {
+    if (key.status !== "active" || pastExpiry(key, now)) {
       this.count(now, false);
       return key.status === "active" ? { status: "expired", expiresAt: key.expiresAt!, d1Queries } : { status: key.status, d1Queries };
     }
@@ -159,6 +159,16 @@ export class RateLimiter extends DurableObject<Env> {
     }
     this.count(now, decision.allowed);
     return { status: "active", keyId: key.keyId, accountId: key.accountId, decision, scopes: key.scopes, d1Queries };
+  }
+
+  /**
+   * Whether the key would still be admitted for this request (not revoked, not expired, inside its address and scope
+   * restrictions), counting nothing and writing nothing: for a connection admitted once that must end with its key
+   * (an event stream). Revocations, expiries and restrictions are pushed here before the call that made them answers.
+   */
+  async stillAdmits(keyHash: string, request: KeyRequest): Promise<boolean> {
+    const { key } = await this.knownKey(keyHash);
+    return key?.status === "active" && !pastExpiry(key, Date.now()) && outsideRestrictions(key, request) === undefined;
   }
 
   /** Pushed by DELETE /api-keys/:id before it answers: the next request is refused. */
@@ -303,6 +313,9 @@ export class RateLimiter extends DurableObject<Env> {
     );
   }
 }
+
+/** Whether an active key has expired (a rotated key's grace ends at its `expiresAt` too). */
+const pastExpiry = (key: { expiresAt: number | null }, now: number) => key.expiresAt !== null && now >= key.expiresAt;
 
 /** Why the key may not make this request (its address or its route's scope), or undefined when it may. */
 function outsideRestrictions(key: KeyRestrictions, request: KeyRequest): string | undefined {

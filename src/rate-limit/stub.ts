@@ -65,6 +65,14 @@ export async function admitKey(env: Env, keyHash: string, work: Work, request: K
 }
 
 /**
+ * Whether the key (by its hash) would still be admitted for `request`, without counting a request: one call to its
+ * object, which reads D1 only if it was evicted and never saw the key since.
+ */
+export function keyStillAdmits(env: Env, keyHash: string, request: KeyRequest): Promise<boolean> {
+  return limiter(env, keyHash).stillAdmits(keyHash, request);
+}
+
+/**
  * Admission for a bucket whose limits are fixed (account, admin subject, client IP); with `count: false`, only
  * whether it would admit a request now (a look at the client IP's bucket before a key hash not seen yet is looked up).
  */

@@ -2,16 +2,21 @@ import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody, EVERY, headerRefs } from "../http/openapi-components.ts";
+import { keyRequestOf } from "../middleware/admission.ts";
 import { operation } from "../middleware/operation.ts";
 import { logger } from "../platform/log.ts";
+import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
+import { keyStillAdmits } from "../rate-limit/stub.ts";
 import { lastEventIdHeader, streamFilters, streamQuery } from "./schema.ts";
 import {
+  BACKFILL_EXAMINED_MAX,
   closeSlot,
   DEFAULT_TIMING,
   eventFrames,
   frameStream,
   HEARTBEAT_MS,
   LIFETIME_MS,
+  MAX_STREAMS_PER_ACCOUNT,
   MAX_STREAMS_PER_KEY,
   openSlot,
   POLL_MS,
@@ -26,13 +31,20 @@ const streamEventsRoute = createRoute(
     operationId: "streamEvents",
     summary: "The catalogue's events as they happen (server-sent events)",
     description:
-      "GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). First the stored events after " +
-      "`after` (or `Last-Event-ID`, which EventSource sends when it reconnects), then new ones as they are committed (checked every " +
+      "GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). With `after` (or " +
+      "`Last-Event-ID`, which EventSource sends when it reconnects) or `since`, first the stored events from there; with " +
+      "neither, the stream starts at the present (no backfill). Then new events as they are committed (checked every " +
       `${POLL_MS / 1000} s). Each event is \`id: <event id>\`, \`event: <type>\`, ` +
       `\`data: <the event as GET /events gives it>\`; a comment line comes at least every ${HEARTBEAT_MS / 1000} s. ` +
-      "Opening a stream counts as one request; a key may hold " +
-      `${MAX_STREAMS_PER_KEY} streams at once (then 429). The server ends a stream after ${LIFETIME_MS / 60_000} minutes (or on a ` +
-      "deploy): reconnect with Last-Event-ID and nothing is missed.",
+      "Catalogue events only: account events never reach a stream. A backfill examines at most " +
+      `${BACKFILL_EXAMINED_MAX.toLocaleString("en")} events per connection; when it stops there the stream sends ` +
+      "`id: <the last event examined>` with no `data` and ends, so a reconnect resumes past what was examined even if " +
+      "nothing matched. Opening a stream counts as one request; a key may hold " +
+      `${MAX_STREAMS_PER_KEY} streams at once and an account ${MAX_STREAMS_PER_ACCOUNT} over all its keys (then 429 ` +
+      "naming the cap). A stream never sends an event written after its key stopped being admissible (revoked, leaked, " +
+      "expired, past its rotation's grace, or its `scopes` or `allowed_ips` no longer admitting it) and ends within " +
+      `${HEARTBEAT_MS / 1000} s of that. The server ends a stream after ${LIFETIME_MS / 60_000} minutes (or on a ` +
+      "deploy), with the last event examined as its `id`: reconnect with Last-Event-ID and nothing is missed.",
     request: { query: streamQuery, headers: lastEventIdHeader },
     responses: {
       200: {
@@ -58,27 +70,44 @@ const streamEventsRoute = createRoute(
 export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) => {
   const { after, since, type, ...rest } = c.req.valid("query");
   const { db } = c.var.services;
-  const slot = await openSlot(db, c.var.apiKey.id, DEFAULT_TIMING.lifetimeMs);
+  const key = c.var.apiKey;
+  const slot = await openSlot(db, key, DEFAULT_TIMING.lifetimeMs);
   let released = false;
-  const release = async () => {
+  // Under waitUntil: a client that goes away ends the response, and the release must still reach D1.
+  const release = () => {
     if (released) return;
     released = true;
-    await closeSlot(db, slot).catch((error: unknown) => logger("stream").error("stream slot not released", { slot, error: String(error) }));
+    c.executionCtx.waitUntil(
+      closeSlot(db, slot).catch((error: unknown) => logger("stream").error("stream slot not released", { slot, error: String(error) })),
+    );
   };
+  const keyRequest = keyRequestOf(c);
+  const closed = new AbortController();
   try {
     const request = {
       after: after ?? c.req.valid("header")["last-event-id"],
       since,
-      rule: { types: type, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) },
+      // The feed's types when none is asked for: account events never reach a stream.
+      rule: { types: type ?? WEBHOOK_EVENT_TYPES, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) },
     };
-    const frames = await eventFrames(c.var.services, { request, timing: DEFAULT_TIMING, onEnd: release });
-    return c.body(frameStream(frames, release), 200, {
+    const frames = await eventFrames(c.var.services, {
+      request,
+      timing: DEFAULT_TIMING,
+      stillAdmitted: () => keyStillAdmits(c.env, key.keyHash, keyRequest),
+      closed: closed.signal,
+      onEnd: release,
+    });
+    const cancel = () => {
+      closed.abort();
+      release();
+    };
+    return c.body(frameStream(frames, cancel), 200, {
       "Content-Type": "text/event-stream; charset=utf-8",
       "Cache-Control": "no-cache",
       "X-Accel-Buffering": "no",
     });
   } catch (error) {
-    await release();
+    release();
     throw error;
   }
 });

@@ -1,12 +1,16 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
-import { asc, like } from "drizzle-orm";
+import { asc, eq, like } from "drizzle-orm";
 import { EventSource } from "eventsource";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
-import { events } from "../../src/platform/tables.ts";
-import { eventFrames, MAX_STREAMS_PER_KEY } from "../../src/stream/service.ts";
-import { freshAccount } from "../helpers/accounts.ts";
+import { ACCOUNT_EVENT_TYPES, eventStreams, events } from "../../src/platform/tables.ts";
+import { BACKFILL_EXAMINED_MAX, eventFrames, MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "../../src/stream/service.ts";
+import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
+import { found, report } from "../helpers/secret-scanning.ts";
+import { statementsOf } from "../helpers/statements.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
@@ -85,14 +89,18 @@ describe("GET /events/stream", () => {
       { sku: watched, price: "10.00" },
       { sku: other, price: "10.00" },
     ]);
-    const before = (await eventIdsOf("")).at(-1); // the feed's latest event before this test's changes
+    const since = new Date().toISOString(); // before this test's changes
     await ingest([{ sku: watched, price: "9.00" }]);
     await ingest([{ sku: other, price: "9.00" }]);
     await ingest([{ sku: watched, price: "8.00" }]);
 
     const net = network(key);
     const received: { id: string; type: string; data: { timestamp: string; data: { sku: string; new_price: string } } }[] = [];
-    const query = new URLSearchParams([...(before ? [["after", before]] : []), ["skus", watched], ["type", "price.changed"]]);
+    const query = new URLSearchParams([
+      ["since", since],
+      ["skus", watched],
+      ["type", "price.changed"],
+    ]);
     const source = new EventSource(`https://api.test/events/stream?${query}`, { fetch: net.fetch });
     source.addEventListener("price.changed", (message) =>
       received.push({ id: message.lastEventId, type: message.type, data: JSON.parse(message.data) }),
@@ -187,7 +195,9 @@ describe("the stream's frames", () => {
       {
         request: { after: undefined, since: new Date().toISOString(), rule: { minChangeBp: 0, filters: { skus: ["NONE"] } } },
         timing: { pollMs: 5, heartbeatMs: 10, lifetimeMs: 150 },
-        onEnd: async () => {
+        stillAdmitted: async () => true,
+        closed: new AbortController().signal,
+        onEnd: () => {
           ended++;
         },
       },
@@ -199,5 +209,282 @@ describe("the stream's frames", () => {
     expect(text.at(-1)).toContain("reconnect with Last-Event-ID");
     expect(text.some((frame) => frame.startsWith("id:"))).toBe(false);
     expect(ended).toBe(1);
+  });
+
+  it("an idle stream asks at each heartbeat whether its key still admits it, and ends once it does not", async () => {
+    let asked = 0;
+    const frames = await eventFrames(
+      { db: db(), archive: env.ARCHIVE },
+      {
+        request: { after: undefined, since: undefined, rule: { minChangeBp: 0, filters: { skus: ["NONE"] } } },
+        timing: { pollMs: 5, heartbeatMs: 10, lifetimeMs: 60_000 },
+        stillAdmitted: async () => ++asked < 3,
+        closed: new AbortController().signal,
+        onEnd: () => undefined,
+      },
+    );
+    const text: string[] = [];
+    for await (const frame of frames) text.push(frame);
+    expect(asked).toBe(3);
+    expect(text.filter((frame) => frame === ": keep-alive\n\n")).toHaveLength(2);
+    expect(text.at(-1)).toBe(": this API key no longer admits this stream; the stream ends\n\n");
+  });
+});
+
+/** Rows generated inside D1 (a recursive CTE), so thousands cost one statement. */
+const generate = (count: number, insert: string) =>
+  env.DB.prepare(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count}) ${insert}`).run();
+
+/** `count` stored price changes of `sku`, committed now: ids `evt_<tag><i>` (hex), in commit order. */
+async function storePriceChanges(count: number, sku: string): Promise<void> {
+  const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 16);
+  const at = new Date().toISOString();
+  const data = `{"product_id":"prd_none","sku":"${sku}","competitor_id":"cmp_none","old_price":"2.00","new_price":"1.00","currency":"USD"}`;
+  await generate(
+    count,
+    `INSERT INTO events (id, type, timestamp, payload, created_at, fanned_out_at) SELECT printf('evt_${tag}%016x', i), 'price.changed', '${at}', '{"type":"price.changed","timestamp":"${at}","data":${data}}', '${at}', '${at}' FROM n`,
+  );
+}
+
+/** A stream read as it comes: its frames so far, and `ended`, which settles when the server ends it. */
+function readFrames(res: Response) {
+  expect(res.status).toBe(200);
+  const frames: string[] = [];
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const ended = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      const parts = buffer.split("\n\n");
+      buffer = parts.pop()!;
+      frames.push(...parts);
+    }
+  })();
+  ended.catch(() => undefined); // a stream the test cancels
+  return {
+    frames,
+    ended,
+    /** The ids of the events sent (frames with data). */
+    sentIds: () => frames.filter((frame) => frame.includes("\ndata: ")).map((frame) => /^id: (.+)$/m.exec(frame)![1]!),
+    close: () => reader.cancel().catch(() => undefined),
+  };
+}
+
+const openStream = (key: string, query = "", headers: Record<string, string> = {}) =>
+  call("GET", `/events/stream${query}`, { token: key, headers: { Accept: "text/event-stream", ...headers } });
+
+describe("tenants apart: the stream", { timeout: 30_000 }, () => {
+  it("never carries an account event, live or in the backfill, with or without type", async () => {
+    const a = await freshAccount({ plan: "premium" });
+    const b = await freshAccount({ plan: "premium" });
+    const start = new Date().toISOString();
+    const untyped = readFrames(await openStream(b.key, `?since=${new Date().toISOString()}`));
+    const typed = readFrames(await openStream(b.key, `?type=price.changed&since=${new Date().toISOString()}`));
+    try {
+      await vi.waitFor(() => expect(untyped.frames.join("\n")).toContain(": connected"));
+      await vi.waitFor(() => expect(typed.frames.join("\n")).toContain(": connected"));
+      // A's account events, each kind: one through the worker (a leak report), the others as their writers store them.
+      await expectJson(await report([found(a.key)]), 200);
+      const at = new Date().toISOString();
+      await db()
+        .insert(events)
+        .values(
+          ACCOUNT_EVENT_TYPES.map((type) => ({
+            id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
+            type,
+            timestamp: at,
+            payload: JSON.stringify({ type, timestamp: at, data: { account_id: a.sub, key_id: a.keyId } }),
+            accountId: a.sub,
+          })),
+        );
+      const sku = newSku();
+      await ingest([{ sku, price: "3.00" }]);
+      await ingest([{ sku, price: "2.00" }]);
+      const [change] = await eventIdsOf(sku);
+      await vi.waitFor(() => expect(untyped.sentIds()).toContain(change), { timeout: 5_000, interval: 20 });
+      await vi.waitFor(() => expect(typed.sentIds()).toContain(change), { timeout: 5_000, interval: 20 });
+      const backfill = readFrames(await openStream(b.key, `?since=${start}`));
+      await vi.waitFor(() => expect(backfill.sentIds()).toContain(change), { timeout: 5_000, interval: 20 });
+      await backfill.close();
+      for (const stream of [untyped, typed, backfill]) {
+        const text = stream.frames.join("\n\n");
+        expect(text).not.toContain(a.sub);
+        expect(text).not.toContain(a.keyId);
+        for (const type of ACCOUNT_EVENT_TYPES) expect(text).not.toContain(`event: ${type}`);
+      }
+    } finally {
+      await untyped.close();
+      await typed.close();
+    }
+  });
+
+  /** Opens a stream for the key, shows it live, applies `change`, then commits an event: the stream must end without it. */
+  async function endsWithItsKey(key: string, change: () => Promise<void>, headers: Record<string, string> = {}) {
+    const sku = newSku();
+    const stream = readFrames(await openStream(key, `?skus=${encodeURIComponent(sku)}`, headers));
+    try {
+      await ingest([{ sku, price: "5.00" }]);
+      await ingest([{ sku, price: "4.00" }]);
+      await vi.waitFor(() => expect(stream.sentIds()).toHaveLength(1), { timeout: 5_000, interval: 20 });
+      await change();
+      await ingest([{ sku, price: "3.00" }]);
+      await vi.waitFor(() => expect(stream.ended).resolves.toBeUndefined(), { timeout: 10_000, interval: 50 });
+      expect(stream.sentIds()).toEqual([(await eventIdsOf(sku))[0]]);
+    } finally {
+      await stream.close();
+    }
+  }
+
+  it("ends with its key, sending nothing after: DELETE", async () => {
+    const { token, key, keyId } = await freshAccount({ plan: "premium" });
+    await endsWithItsKey(key, async () => void (await expectJson(await call("DELETE", `/api-keys/${keyId}`, { token }), 200)));
+  });
+
+  it("ends with its key, sending nothing after: a leak report", async () => {
+    const { key } = await freshAccount({ plan: "premium" });
+    await endsWithItsKey(key, async () => void (await expectJson(await report([found(key)]), 200)));
+  });
+
+  it("ends with its key, sending nothing after: a scope PATCH without events:read, and allowed_ips without its client", async () => {
+    const { token, key, keyId } = await freshAccount({ plan: "premium" });
+    await endsWithItsKey(
+      key,
+      async () => void (await expectJson(await call("PATCH", `/api-keys/${keyId}`, { token, body: { scopes: ["products:read"] } }), 200)),
+    );
+    const other = await addKey(token);
+    await endsWithItsKey(
+      other.key,
+      async () =>
+        void (await expectJson(await call("PATCH", `/api-keys/${other.id}`, { token, body: { allowed_ips: ["192.0.2.1"] } }), 200)),
+      { "CF-Connecting-IP": "198.51.100.7" },
+    );
+  });
+
+  it("ends with its key, sending nothing after: the end of a rotation's grace", async () => {
+    const { token, key, keyId } = await freshAccount({ plan: "premium" });
+    await endsWithItsKey(key, async () => {
+      await expectJson(await call("POST", `/api-keys/${keyId}/rotate`, { token, body: { grace_seconds: 1 } }), 201);
+      // The grace is over once the key is refused.
+      await vi.waitFor(async () => expect((await call("GET", "/competitors", { token: key })).status).toBe(401), {
+        timeout: 5_000,
+        interval: 200,
+      });
+    });
+  });
+
+  it("asking the key's object whether the key still admits the stream counts no request", async () => {
+    const { key } = await freshAccount({ plan: "premium" });
+    const sku = newSku();
+    const opened = await openStream(key, `?skus=${encodeURIComponent(sku)}`);
+    const stream = readFrames(opened);
+    try {
+      await ingest([{ sku, price: "5.00" }]);
+      await ingest([{ sku, price: "4.00" }]);
+      await vi.waitFor(() => expect(stream.sentIds()).toHaveLength(1), { timeout: 5_000, interval: 20 });
+      await ingest([{ sku, price: "3.00" }]);
+      await vi.waitFor(() => expect(stream.sentIds()).toHaveLength(2), { timeout: 5_000, interval: 20 });
+      // Two writes, two questions to the object; the key's next request is its second counted.
+      const next = await call("GET", "/competitors", { token: key });
+      expect(rateLimitOf(next).remaining).toBe(rateLimitOf(opened).remaining! - 1);
+    } finally {
+      await stream.close();
+    }
+  });
+
+  it(`an account holds at most ${MAX_STREAMS_PER_ACCOUNT} streams over all its keys: the next is 429 naming that cap`, async () => {
+    const { token, key } = await freshAccount({ plan: "premium" });
+    const keys = [key];
+    while (keys.length * MAX_STREAMS_PER_KEY <= MAX_STREAMS_PER_ACCOUNT) keys.push((await addKey(token)).key);
+    const open: Response[] = [];
+    try {
+      for (let i = 0; i < MAX_STREAMS_PER_ACCOUNT; i++) {
+        const res = await openStream(keys[Math.floor(i / MAX_STREAMS_PER_KEY)]!);
+        expect(res.status).toBe(200);
+        open.push(res);
+      }
+      const refused = await openStream(keys.at(-1)!);
+      expect((await expectJson<{ detail: string }>(refused, 429)).detail).toContain(
+        `account already has ${MAX_STREAMS_PER_ACCOUNT} event streams open`,
+      );
+    } finally {
+      for (const res of open) await res.body!.cancel();
+    }
+  });
+
+  it("releases its slot under waitUntil, so the release outlives the response", async () => {
+    const { key, keyId } = await freshAccount({ plan: "premium" });
+    const ctx = createExecutionContext();
+    const waitUntil = vi.spyOn(ctx, "waitUntil");
+    const res = await worker.fetch(
+      new Request("https://api.test/events/stream", { headers: { Authorization: `Bearer ${key}`, "CF-Connecting-IP": "198.51.100.8" } }),
+      env,
+      ctx,
+    );
+    expect(res.status).toBe(200);
+    const slots = () => db().select().from(eventStreams).where(eq(eventStreams.keyId, keyId)).all();
+    expect(await slots()).toHaveLength(1);
+    const calls = waitUntil.mock.calls.length;
+    await res.body!.cancel();
+    expect(waitUntil.mock.calls.length).toBeGreaterThan(calls);
+    await waitOnExecutionContext(ctx);
+    expect(await slots()).toHaveLength(0);
+  });
+
+  it("without Last-Event-ID, after or since, starts at the present: no old event, and two D1 statements before its first live poll", async () => {
+    const { key } = await freshAccount({ plan: "premium" });
+    const sku = newSku();
+    await storePriceChanges(3_000, sku);
+    const stream = readFrames(await openStream(key, `?skus=${encodeURIComponent(sku)}`));
+    try {
+      await vi.waitFor(() => expect(stream.frames.join("\n")).toContain(": connected"));
+      await ingest([{ sku, price: "5.00" }]);
+      await ingest([{ sku, price: "4.00" }]);
+      const newest = (await eventIdsOf(sku)).at(-1);
+      await vi.waitFor(() => expect(stream.sentIds()).toEqual([newest]), { timeout: 5_000, interval: 20 });
+    } finally {
+      await stream.close();
+    }
+    // The work before going live: everything up to the first heartbeat, which follows the first live poll.
+    const statements = await statementsOf(async () => {
+      const frames = await eventFrames(
+        { db: db(), archive: env.ARCHIVE },
+        {
+          request: { after: undefined, since: undefined, rule: { minChangeBp: 0, filters: { skus: [sku] } } },
+          timing: { pollMs: 10, heartbeatMs: 10, lifetimeMs: 60_000 },
+          stillAdmitted: async () => true,
+          closed: new AbortController().signal,
+          onEnd: () => undefined,
+        },
+      );
+      for await (const frame of frames) if (frame === ": keep-alive\n\n") break;
+    });
+    // Reads only: the slot release of the stream closed above may land meanwhile.
+    const reads = statements.filter((statement) => /^select/i.test(statement.sql));
+    expect(reads).toHaveLength(2); // where the present is, then the first poll
+  });
+
+  it(`a backfill examines at most ${BACKFILL_EXAMINED_MAX.toLocaleString("en")} events, then sends the last one's id alone and ends; a resume continues from there`, async () => {
+    const { key } = await freshAccount({ plan: "premium" });
+    const [watched, other] = [newSku(), newSku()];
+    const since = new Date().toISOString();
+    await storePriceChanges(BACKFILL_EXAMINED_MAX + 500, other);
+    const examined = (await eventIdsOf(other))[BACKFILL_EXAMINED_MAX - 1]!;
+    const query = `?since=${since}&skus=${encodeURIComponent(watched)}`;
+    const first = readFrames(await openStream(key, query));
+    await vi.waitFor(() => expect(first.ended).resolves.toBeUndefined(), { timeout: 20_000, interval: 100 });
+    expect(first.sentIds()).toEqual([]);
+    expect(first.frames.at(-1)).toBe(`id: ${examined}`);
+
+    await ingest([{ sku: watched, price: "5.00" }]);
+    await ingest([{ sku: watched, price: "4.00" }]);
+    const resumed = readFrames(await openStream(key, `?skus=${encodeURIComponent(watched)}`, { "Last-Event-ID": examined }));
+    try {
+      await vi.waitFor(async () => expect(resumed.sentIds()).toEqual(await eventIdsOf(watched)), { timeout: 10_000, interval: 50 });
+    } finally {
+      await resumed.close();
+    }
   });
 });
