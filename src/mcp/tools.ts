@@ -1,4 +1,5 @@
-import { sql } from "drizzle-orm";
+import { and, inArray, type SQL, sql } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { productHistory, unknownProduct } from "../catalogue/history.ts";
 import { historyQuery, productsQuery } from "../catalogue/schema.ts";
@@ -9,7 +10,7 @@ import { listEvents } from "../events/service.ts";
 import type { Database } from "../platform/db.ts";
 import { offers, products } from "../platform/tables.ts";
 import { DAY_MS } from "../platform/time.ts";
-import { textCondition } from "./search-text.ts";
+import { holdsText, productsHoldingText } from "./search-text.ts";
 
 /**
  * What the MCP tools do, as plain functions over the same services the REST routes call. Their inputs
@@ -33,7 +34,13 @@ const limit = (most: number, fallback: number) =>
     .default(fallback);
 
 export const searchProductsInput = {
-  query: z.string().min(1).max(200).optional().describe("Text to find in the product's name, brand or SKU (case-insensitive)"),
+  query: z
+    .string()
+    .regex(/^\P{Cc}*$/u, { error: "must not contain control characters (a NUL, a tab, a line break)" })
+    // The trigram index holds pieces of three characters: a shorter text could only be looked for by reading every product.
+    .regex(/^.{3,200}$/su, { error: "must be 3 to 200 characters" })
+    .optional()
+    .describe("Text to find in the product's name, brand or SKU (case-insensitive), 3 to 200 characters"),
   brand: brand.describe("Brand, case-insensitive (as GET /products?brand=)"),
   category: category.describe("Category, case-insensitive (as GET /products?category=)"),
   competitor: competitor.describe("Only products with an offer from this competitor id"),
@@ -62,7 +69,8 @@ export const priceHistoryInput = {
 
 const events = eventsQuery.shape;
 export const recentChangesInput = {
-  since: events.since.describe("Events at or after this instant (ISO-8601); the last 24 hours by default"),
+  after: events.after,
+  since: events.since.describe("Events at or after this instant (ISO-8601); the last 24 hours by default, unless after is given"),
   type: events.type,
   limit: limit(100, 20).describe("At most this many events (1 to 100, default 20)"),
 };
@@ -78,42 +86,72 @@ export interface ProductMatch {
   offer_count: number;
 }
 
-const lowerEquals = (column: string, value: string | undefined) =>
-  value === undefined ? sql`1` : sql`lower(${sql.raw(column)}) = lower(${value})`;
+type SearchInput = z.output<z.ZodObject<typeof searchProductsInput>>;
+type ExaminedProduct = Omit<ProductMatch, "min_price" | "currency" | "offer_count"> & { matches: 0 | 1 };
+
+const sameText = (column: SQLiteColumn, value: string | undefined) =>
+  value === undefined ? undefined : sql`lower(${column}) = lower(${value})`;
 
 /**
- * search_products: the filters decide in SQL (the SKU through its unique index, the text through its
- * index, textCondition); then one batch reads the matches' offers for their summary.
+ * The products a search examines: at most `limit` of its narrowest filter (the first given of sku, query,
+ * brand, category, competitor; none: the first products), read through that filter's index in the index's
+ * order, so the read follows the answer, not the catalogue. The other filters are checked on those products
+ * only: `matches` here for the text, brand and category, the competitor on the offers read next.
  */
-export async function searchProducts(
-  db: Database,
-  input: z.output<z.ZodObject<typeof searchProductsInput>>,
-): Promise<{ products: ProductMatch[] }> {
-  const rows = await db
-    .select({ id: products.id, sku: products.sku, name: products.name, brand: products.brand, category: products.category })
-    .from(products)
-    .where(
-      sql`${input.sku === undefined ? sql`1` : sql`${products.sku} = ${input.sku}`}
-        AND ${lowerEquals("brand", input.brand)} AND ${lowerEquals("category", input.category)}
-        AND ${
-          input.competitor === undefined
-            ? sql`1`
-            : sql`EXISTS (SELECT 1 FROM ${offers} o WHERE o.product_id = ${products.id} AND o.competitor_id = ${input.competitor})`
-        }
-        AND ${textCondition(input.query)}`,
-    )
-    .orderBy(products.name, products.id)
-    .limit(input.limit);
-  if (rows.length === 0) return { products: [] };
-  const offerRows = await db
-    .select()
-    .from(offers)
-    .where(sql`${offers.productId} IN (SELECT value FROM json_each(${JSON.stringify(rows.map((row) => row.id))}))`);
+function examinedProducts({ query, brand, category, competitor, sku, limit }: SearchInput): SQL {
+  const drivenByText = sku === undefined && query !== undefined;
+  const checked =
+    and(
+      query === undefined || drivenByText ? undefined : holdsText(query),
+      sameText(products.brand, brand),
+      sameText(products.category, category),
+    ) ?? sql`1`;
+  const columns = sql`${products.id} AS id, ${products.sku} AS sku, ${products.name} AS name, ${products.brand} AS brand,
+    ${products.category} AS category, ${checked} AS matches`;
+  if (sku !== undefined) return sql`SELECT ${columns} FROM ${products} WHERE ${products.sku} = ${sku}`;
+  if (drivenByText) return sql`SELECT ${columns} FROM ${productsHoldingText(query, limit)}`;
+  const byIndex = (where: SQL) => sql`SELECT ${columns} FROM ${products} WHERE ${where} ORDER BY ${products.id} LIMIT ${limit}`;
+  if (brand !== undefined) return byIndex(sameText(products.brand, brand)!);
+  if (category !== undefined) return byIndex(sameText(products.category, category)!);
+  if (competitor !== undefined)
+    return sql`SELECT ${columns} FROM ${offers} CROSS JOIN ${products} ON ${products.id} = ${offers.productId}
+      WHERE ${offers.competitorId} = ${competitor} ORDER BY ${offers.productId} LIMIT ${limit}`;
+  return byIndex(sql`1`);
+}
+
+/**
+ * search_products: the products examinedProducts reads (at most `limit`), then one read of their offers for the
+ * summaries, which also answers the competitor filter. Each read is bounded by `limit`, whatever the catalogue
+ * holds. `truncated`: the narrowest filter held more than `limit` products and the other filters left fewer
+ * than `limit` of those, so more may match beyond them (narrow the search).
+ */
+export async function searchProducts(db: Database, input: SearchInput): Promise<{ products: ProductMatch[]; truncated: boolean }> {
+  const examined = await db.all<ExaminedProduct>(examinedProducts(input));
+  // The ids as parameters (at most 100, D1's limit a statement): two rows read a product (its id, the index seek), one an offer.
+  const offerRows =
+    examined.length === 0
+      ? []
+      : await db
+          .select()
+          .from(offers)
+          .where(
+            inArray(
+              offers.productId,
+              examined.map((row) => row.id),
+            ),
+          );
+  const offersOf = (id: string) => offerRows.filter((offer) => offer.productId === id);
+  const found = examined.filter(
+    ({ id, matches }) =>
+      matches === 1 && (input.competitor === undefined || offersOf(id).some((offer) => offer.competitorId === input.competitor)),
+  );
   return {
-    products: rows.map((row) => {
-      const summary = summarise(offerRows.filter((offer) => offer.productId === row.id));
+    products: found.map(({ matches: _, ...row }) => {
+      const summary = summarise(offersOf(row.id));
       return { ...row, min_price: summary.min_price, currency: summary.currency, offer_count: summary.offer_count };
     }),
+    // A SKU names one product: nothing lies beyond it.
+    truncated: input.sku === undefined && examined.length === input.limit && found.length < input.limit,
   };
 }
 
@@ -154,9 +192,10 @@ export async function listCompetitors(catalogue: CatalogueStore) {
 
 export async function recentChanges(db: Database, archive: R2Bucket, input: z.output<z.ZodObject<typeof recentChangesInput>>) {
   return listEvents(db, archive, {
-    since: input.since ?? new Date(Date.now() - DAY_MS).toISOString(),
+    // A cursor says where to go on from, as in GET /events: the default window would skip what lies between.
+    since: input.since ?? (input.after === undefined ? new Date(Date.now() - DAY_MS).toISOString() : undefined),
     type: input.type,
     limit: input.limit,
-    after: undefined,
+    after: input.after,
   });
 }
