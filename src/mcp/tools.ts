@@ -36,11 +36,14 @@ const limit = (most: number, fallback: number) =>
 export const searchProductsInput = {
   query: z
     .string()
-    .regex(/^\P{Cc}*$/u, { error: "must not contain control characters (a NUL, a tab, a line break)" })
-    // The trigram index holds pieces of three characters: a shorter text could only be looked for by reading every product.
-    .regex(/^.{3,200}$/su, { error: "must be 3 to 200 characters" })
+    .refine((text) => !/\p{Cc}/u.test(text), { error: "must not contain control characters (a NUL, a tab, a line break)" })
+    // Counted in code points, as the trigram tokenizer counts. The index holds pieces of three characters: a shorter
+    // text could only be looked for by reading every product.
+    .refine((text) => [...text].length >= 3 && [...text].length <= 200, { error: "must be 3 to 200 characters" })
+    // \p{Cc} is U+0000–U+001F and U+007F–U+009F: spelled out, so that a client in any language compiles the pattern.
+    .meta({ minLength: 3, maxLength: 200, pattern: "^[^\\u0000-\\u001F\\u007F-\\u009F]*$" })
     .optional()
-    .describe("Text to find in the product's name, brand or SKU (case-insensitive), 3 to 200 characters"),
+    .describe("Text to find in the product's name, brand or SKU (case-insensitive), 3 to 200 characters, no control characters"),
   brand: brand.describe("Brand, case-insensitive (as GET /products?brand=)"),
   category: category.describe("Category, case-insensitive (as GET /products?category=)"),
   competitor: competitor.describe("Only products with an offer from this competitor id"),
