@@ -8,7 +8,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type SQL, sql } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { productsHoldingText } from "../../src/mcp/search-text.ts";
+import { matchedProduct, textMatches } from "../../src/mcp/search-text.ts";
 import { products } from "../../src/platform/tables.ts";
 import type { Bench } from "../harness/bench.ts";
 import { wrangler } from "../harness/processes.ts";
@@ -30,7 +30,10 @@ function inlined(query: SQL): string {
   });
 }
 
-const indexedRead = (text: string) => inlined(sql`SELECT id, sku, name, brand, category FROM ${productsHoldingText(text, PAGE)}`);
+function indexedRead(text: string) {
+  const matches = textMatches(text, PAGE);
+  return inlined(sql`SELECT id, sku, name, brand, category FROM ${matches} JOIN ${products} ON ${matchedProduct(matches)}`);
+}
 
 /** The read before the index: every product's three fields, the first by name. */
 function scannedRead(text: string) {

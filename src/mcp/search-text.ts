@@ -1,4 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
+import { QueryBuilder } from "drizzle-orm/sqlite-core";
 import { products } from "../platform/tables.ts";
 
 /**
@@ -10,13 +11,20 @@ import { products } from "../platform/tables.ts";
 const phrase = (query: string) => `"${query.replaceAll('"', '""')}"`;
 
 /**
- * The products holding the text, as a FROM clause: at most `limit` of them in the index's own order (rowid),
- * so FTS5 stops after `limit` matches instead of reading, then sorting, every product that holds a common
- * trigram.
+ * The rowids of at most `limit` products holding the text, in the index's own order, as a subquery to join
+ * products on: FTS5 stops after `limit` matches instead of reading, then sorting, every product that holds a
+ * common trigram.
  */
-export const productsHoldingText = (query: string, limit: number): SQL =>
-  sql`(SELECT rowid AS matched FROM products_search WHERE products_search MATCH ${phrase(query)} LIMIT ${limit}) AS text_match
-    CROSS JOIN ${products} ON ${products}.rowid = text_match.matched`;
+export const textMatches = (query: string, limit: number) =>
+  new QueryBuilder()
+    .select({ rowid: sql<number>`rowid`.as("matched") })
+    .from(sql`products_search`)
+    .where(sql`products_search MATCH ${phrase(query)}`)
+    .limit(limit)
+    .as("text_match");
+
+/** The join of products to textMatches' rows. */
+export const matchedProduct = (matches: ReturnType<typeof textMatches>): SQL => sql`${products}.rowid = ${matches.rowid}`;
 
 /** Whether the products row at hand holds the text: one rowid looked up in the index, not every match. */
 export const holdsText = (query: string): SQL =>

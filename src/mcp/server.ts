@@ -56,9 +56,9 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
     {
       description:
         "Find products by text (name, brand or SKU, at least 3 characters) and filters; a compact view of each with its lowest price " +
-        "and offer count, in the order of the narrowest filter's index (the text's, else product id). At most `limit` products of the " +
-        "narrowest filter (sku, query, brand, category, competitor, in that order) are checked against the others: `truncated` says " +
-        "more may match beyond them (narrow the search).",
+        "and offer count, in the order of the index read (the text's, else product id). Each filter reads at most `limit` of its " +
+        "products; when every one has more, the first of query, brand, category, competitor is checked against the others and " +
+        "`truncated` says more may match beyond them (narrow the search).",
       inputSchema: searchProductsInput,
       annotations: readOnly,
     },

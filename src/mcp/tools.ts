@@ -1,4 +1,4 @@
-import { and, inArray, type SQL, sql } from "drizzle-orm";
+import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { productHistory, unknownProduct } from "../catalogue/history.ts";
@@ -10,7 +10,7 @@ import { listEvents } from "../events/service.ts";
 import type { Database } from "../platform/db.ts";
 import { offers, products } from "../platform/tables.ts";
 import { DAY_MS } from "../platform/time.ts";
-import { holdsText, productsHoldingText } from "./search-text.ts";
+import { holdsText, matchedProduct, textMatches } from "./search-text.ts";
 
 /**
  * What the MCP tools do, as plain functions over the same services the REST routes call. Their inputs
@@ -90,46 +90,87 @@ export interface ProductMatch {
 }
 
 type SearchInput = z.output<z.ZodObject<typeof searchProductsInput>>;
-type ExaminedProduct = Omit<ProductMatch, "min_price" | "currency" | "offer_count"> & { matches: 0 | 1 };
 
 const sameText = (column: SQLiteColumn, value: string | undefined) =>
   value === undefined ? undefined : sql`lower(${column}) = lower(${value})`;
 
+/** The filters besides a SKU that a search can read its products through, in the usual order from narrow to wide. */
+const DRIVING_FILTERS = ["query", "brand", "category", "competitor"] as const;
+type DrivingFilter = "sku" | (typeof DRIVING_FILTERS)[number];
+
 /**
- * The products a search examines: at most `limit` of its narrowest filter (the first given of sku, query,
- * brand, category, competitor; none: the first products), read through that filter's index in the index's
- * order, so the read follows the answer, not the catalogue. The other filters are checked on those products
- * only: `matches` here for the text, brand and category, the competitor on the offers read next.
+ * At most `limit` products of one filter (none: the first products), read through that filter's index in the
+ * index's order, so the read follows the answer, not the catalogue; the other filters are checked on those
+ * products only: `matches` here for the text, brand and category, the competitor on the offers read next.
  */
-function examinedProducts({ query, brand, category, competitor, sku, limit }: SearchInput): SQL {
-  const drivenByText = sku === undefined && query !== undefined;
+function productsThrough(db: Database, driver: DrivingFilter | undefined, { query, brand, category, competitor, sku, limit }: SearchInput) {
   const checked =
     and(
-      query === undefined || drivenByText ? undefined : holdsText(query),
+      query === undefined || driver === "query" ? undefined : holdsText(query),
       sameText(products.brand, brand),
       sameText(products.category, category),
     ) ?? sql`1`;
-  const columns = sql`${products.id} AS id, ${products.sku} AS sku, ${products.name} AS name, ${products.brand} AS brand,
-    ${products.category} AS category, ${checked} AS matches`;
-  if (sku !== undefined) return sql`SELECT ${columns} FROM ${products} WHERE ${products.sku} = ${sku}`;
-  if (drivenByText) return sql`SELECT ${columns} FROM ${productsHoldingText(query, limit)}`;
-  const byIndex = (where: SQL) => sql`SELECT ${columns} FROM ${products} WHERE ${where} ORDER BY ${products.id} LIMIT ${limit}`;
-  if (brand !== undefined) return byIndex(sameText(products.brand, brand)!);
-  if (category !== undefined) return byIndex(sameText(products.category, category)!);
-  if (competitor !== undefined)
-    return sql`SELECT ${columns} FROM ${offers} CROSS JOIN ${products} ON ${products.id} = ${offers.productId}
-      WHERE ${offers.competitorId} = ${competitor} ORDER BY ${offers.productId} LIMIT ${limit}`;
-  return byIndex(sql`1`);
+  const columns = {
+    id: products.id,
+    sku: products.sku,
+    name: products.name,
+    brand: products.brand,
+    category: products.category,
+    // Named: D1 answers a batch's rows as objects, and an unnamed `1` column would be an integer key, listed first.
+    matches: sql<0 | 1>`${checked}`.as("matches"),
+  };
+  const byIndex = (where: SQL) => db.select(columns).from(products).where(where).orderBy(products.id).limit(limit);
+  switch (driver) {
+    case "sku":
+      return db.select(columns).from(products).where(eq(products.sku, sku!));
+    case "query": {
+      const holding = textMatches(query!, limit);
+      return db.select(columns).from(holding).innerJoin(products, matchedProduct(holding));
+    }
+    case "brand":
+      return byIndex(sameText(products.brand, brand)!);
+    case "category":
+      return byIndex(sameText(products.category, category)!);
+    case "competitor":
+      return db
+        .select(columns)
+        .from(offers)
+        .innerJoin(products, eq(products.id, offers.productId))
+        .where(eq(offers.competitorId, competitor!))
+        .orderBy(offers.productId)
+        .limit(limit);
+    default:
+      return byIndex(sql`1`);
+  }
 }
 
 /**
- * search_products: the products examinedProducts reads (at most `limit`), then one read of their offers for the
- * summaries, which also answers the competitor filter. Each read is bounded by `limit`, whatever the catalogue
- * holds. `truncated`: the narrowest filter held more than `limit` products and the other filters left fewer
- * than `limit` of those, so more may match beyond them (narrow the search).
+ * The products a search examines, and whether they hold every match. A SKU is one product. Otherwise each filter
+ * given reads at most `limit` of its products, in one batch: a filter with fewer than `limit` gave all of its
+ * products, so the fewest of those hold every match; when every filter has more, the first of query, brand,
+ * category, competitor (the usual order from narrow to wide) is examined, and more may match beyond it.
+ */
+async function examineProducts(
+  db: Database,
+  input: SearchInput,
+): Promise<{ examined: Awaited<ReturnType<typeof productsThrough>>; complete: boolean }> {
+  if (input.sku !== undefined) return { examined: await productsThrough(db, "sku", input), complete: true };
+  const [first, ...rest] = DRIVING_FILTERS.filter((filter) => input[filter] !== undefined).map((filter) =>
+    productsThrough(db, filter, input),
+  );
+  const reads = await db.batch([first ?? productsThrough(db, undefined, input), ...rest]);
+  const [fewest] = reads.filter((read) => read.length < input.limit).sort((a, b) => a.length - b.length);
+  return fewest ? { examined: fewest, complete: true } : { examined: reads[0], complete: false };
+}
+
+/**
+ * search_products: the products examineProducts reads, then one read of their offers for the summaries, which also
+ * answers the competitor filter. Each read is bounded by `limit`, whatever the catalogue holds. `truncated`: every
+ * filter had more than `limit` products and the others left fewer than `limit` of the narrowest's, so more may
+ * match beyond them (narrow the search).
  */
 export async function searchProducts(db: Database, input: SearchInput): Promise<{ products: ProductMatch[]; truncated: boolean }> {
-  const examined = await db.all<ExaminedProduct>(examinedProducts(input));
+  const { examined, complete } = await examineProducts(db, input);
   // The ids as parameters (at most 100, D1's limit a statement): two rows read a product (its id, the index seek), one an offer.
   const offerRows =
     examined.length === 0
@@ -153,8 +194,7 @@ export async function searchProducts(db: Database, input: SearchInput): Promise<
       const summary = summarise(offersOf(row.id));
       return { ...row, min_price: summary.min_price, currency: summary.currency, offer_count: summary.offer_count };
     }),
-    // A SKU names one product: nothing lies beyond it.
-    truncated: input.sku === undefined && examined.length === input.limit && found.length < input.limit,
+    truncated: !complete && found.length < input.limit,
   };
 }
 

@@ -51,7 +51,7 @@ describe("search_products' text", () => {
     await env.DB.prepare("INSERT INTO products_search (products_search, rank) VALUES ('integrity-check', 1)").run();
   });
 
-  it("checks the other filters on at most `limit` products of the narrowest, and says when more may match beyond them", async () => {
+  it("checks the other filters on at most `limit` products of one filter, complete when one has fewer, else says more may match", async () => {
     const shop = await createCompetitor({ id: `cmp_trunc_${run}` });
     const name = `Trunc ${run}`;
     const skus = [`TR-${run}-1`, `TR-${run}-2`, `TR-${run}-3`];
@@ -62,11 +62,12 @@ describe("search_products' text", () => {
       const { products, truncated } = await searchProducts(database(env.DB), { query: name, ...filters, limit });
       return { skus: products.map((product) => product.sku), truncated };
     };
-    // The text drives (in the index's order); brand and competitor are checked on the products it gave.
+    // Every filter has `limit` products or more: the text's first (in the index's order) are checked against the brand.
     expect(await filtered({ brand: "beta" }, 1)).toEqual({ skus: [], truncated: true });
+    // A filter with fewer than `limit` products gave them all: the answer is complete.
     expect(await filtered({ brand: "beta" }, 4)).toEqual({ skus: [skus[1]], truncated: false });
-    expect(await filtered({ competitor: shop.id }, 2)).toEqual({ skus: [skus[1]], truncated: true });
-    expect(await filtered({ competitor: shop.id }, 4)).toEqual({ skus: [skus[1]], truncated: false });
+    expect(await filtered({ competitor: shop.id }, 2)).toEqual({ skus: [skus[1]], truncated: false });
+    expect(await filtered({ brand: "alpha" }, 3)).toEqual({ skus: [skus[0], skus[2]], truncated: false });
     // A SKU drives, the text is checked on its one product.
     expect(await filtered({ sku: skus[2] }, 1)).toEqual({ skus: [skus[2]], truncated: false });
     expect(await filtered({ sku: `ZQ${run}-3` }, 1)).toEqual({ skus: [], truncated: false });
