@@ -1,6 +1,7 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env.ts";
+import { ApiError } from "../http/errors.ts";
 import { requireApiKey } from "../middleware/guards.ts";
 import { mcpServer } from "./server.ts";
 
@@ -10,13 +11,32 @@ import { mcpServer } from "./server.ts";
  * HTTP request to it is admitted and counted against the key's limits, with the usual headers, 401 and
  * 429. Not an OpenAPI operation: JSON-RPC is its own protocol (README: how to add it to a client).
  */
+
+/**
+ * One message per request: the SDK would run a JSON-RPC batch of up to 100 calls for one counted request,
+ * and the protocol's 2025-06-18 revision has no batches, so an array body is refused. It still counts once:
+ * admission runs before any body is read.
+ */
+const BATCH_REFUSED =
+  "This body is a JSON-RPC batch (an array); /mcp takes one message per request (the protocol's 2025-06-18 revision has no " +
+  "batches). Send each message in its own POST.";
+
 export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) => {
+  // Read once here, handed to the transport; a body that is not JSON is left to the transport's own answer.
+  const message: unknown =
+    c.req.method === "POST"
+      ? await c.req.raw
+          .clone()
+          .json()
+          .catch(() => undefined)
+      : undefined;
+  if (Array.isArray(message)) throw new ApiError(400, BATCH_REFUSED);
   const { db, archive, catalogue } = c.var.services;
   const server = mcpServer({ db, archive, catalogue }, c.var.apiKey.scopes);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {
-    return await transport.handleRequest(c.req.raw);
+    return await transport.handleRequest(c.req.raw, { parsedBody: message });
   } finally {
     c.executionCtx.waitUntil(server.close());
   }

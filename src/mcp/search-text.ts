@@ -1,27 +1,31 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
+import { QueryBuilder } from "drizzle-orm/sqlite-core";
 import { products } from "../platform/tables.ts";
 
-/** search_products' text condition, apart from the tools so that the bench (plain Node) can render it too (bench/modes/search.ts). */
+/**
+ * search_products' text (a substring of name, brand or SKU, case-insensitive) through the trigram index
+ * (migrations/0013_products_search.sql), apart from the tools so that the bench (plain Node) can render it too
+ * (bench/modes/search.ts). The text is one quoted phrase, so its own quotes and FTS operators mean nothing.
+ */
 
-/** The trigram index finds texts of at least this many characters; a shorter one is looked for by a scan. */
-const INDEXED_TEXT_LENGTH = 3;
+const phrase = (query: string) => `"${query.replaceAll('"', '""')}"`;
 
 /**
- * The text condition: a substring of name, brand or SKU, case-insensitive. Three characters or more go
- * through the trigram index (migrations/0013_products_search.sql), as one quoted phrase (so the text's
- * own quotes and FTS operators mean nothing); shorter texts, which no trigram holds, scan products.
+ * The rowids of at most `limit` products holding the text, in the index's own order, as a subquery to join
+ * products on: FTS5 stops after `limit` matches instead of reading, then sorting, every product that holds a
+ * common trigram.
  */
-export function textCondition(query: string | undefined) {
-  if (query === undefined) return sql`1`;
-  return [...query].length >= INDEXED_TEXT_LENGTH ? indexedText(query) : scannedText(query);
-}
+export const textMatches = (query: string, limit: number) =>
+  new QueryBuilder()
+    .select({ rowid: sql<number>`rowid`.as("matched") })
+    .from(sql`products_search`)
+    .where(sql`products_search MATCH ${phrase(query)}`)
+    .limit(limit)
+    .as("text_match");
 
-export const indexedText = (query: string) =>
-  sql`${products}.rowid IN (SELECT rowid FROM products_search WHERE products_search MATCH ${`"${query.replaceAll('"', '""')}"`})`;
+/** The join of products to textMatches' rows. */
+export const matchedProduct = (matches: ReturnType<typeof textMatches>): SQL => sql`${products}.rowid = ${matches.rowid}`;
 
-/** Every product's three fields read (the only way before the index, and still for texts under 3 characters). */
-export const scannedText = (query: string) => {
-  const needle = query.toLowerCase();
-  return sql`(instr(lower(${products.name}), ${needle}) > 0 OR instr(lower(coalesce(${products.brand}, '')), ${needle}) > 0
-    OR instr(lower(${products.sku}), ${needle}) > 0)`;
-};
+/** Whether the products row at hand holds the text: one rowid looked up in the index, not every match. */
+export const holdsText = (query: string): SQL =>
+  sql`EXISTS (SELECT 1 FROM products_search WHERE products_search MATCH ${phrase(query)} AND rowid = ${products}.rowid)`;

@@ -54,7 +54,11 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
   server.registerTool(
     "search_products",
     {
-      description: "Find products by text (name, brand or SKU) and filters; a compact view of each with its lowest price and offer count.",
+      description:
+        "Find products by text (name, brand or SKU, at least 3 characters) and filters; a compact view of each with its lowest price " +
+        "and offer count, in the order of the index read (the text's, else product id). Each filter reads at most `limit` of its " +
+        "products; when every one has more, the first of query, brand, category, competitor is checked against the others and " +
+        "`truncated` says more may match beyond them (narrow the search).",
       inputSchema: searchProductsInput,
       annotations: readOnly,
     },
@@ -98,8 +102,8 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
     "recent_changes",
     {
       description:
-        "Price and stock changes since an instant (the last 24 hours by default), oldest first, as GET /events gives them; next_cursor " +
-        "pages on.",
+        "Price and stock changes since an instant (the last 24 hours by default), oldest first, as GET /events gives them; pass a " +
+        "page's next_cursor as `after` for the next page (a cursor older than 30 days is refused: start again with `since`).",
       inputSchema: recentChangesInput,
       annotations: readOnly,
     },

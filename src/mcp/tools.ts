@@ -1,4 +1,5 @@
-import { sql } from "drizzle-orm";
+import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { productHistory, unknownProduct } from "../catalogue/history.ts";
 import { historyQuery, productsQuery } from "../catalogue/schema.ts";
@@ -9,7 +10,7 @@ import { listEvents } from "../events/service.ts";
 import type { Database } from "../platform/db.ts";
 import { offers, products } from "../platform/tables.ts";
 import { DAY_MS } from "../platform/time.ts";
-import { textCondition } from "./search-text.ts";
+import { holdsText, matchedProduct, textMatches } from "./search-text.ts";
 
 /**
  * What the MCP tools do, as plain functions over the same services the REST routes call. Their inputs
@@ -33,7 +34,16 @@ const limit = (most: number, fallback: number) =>
     .default(fallback);
 
 export const searchProductsInput = {
-  query: z.string().min(1).max(200).optional().describe("Text to find in the product's name, brand or SKU (case-insensitive)"),
+  query: z
+    .string()
+    .refine((text) => !/\p{Cc}/u.test(text), { error: "must not contain control characters (a NUL, a tab, a line break)" })
+    // Counted in code points, as the trigram tokenizer counts. The index holds pieces of three characters: a shorter
+    // text could only be looked for by reading every product.
+    .refine((text) => [...text].length >= 3 && [...text].length <= 200, { error: "must be 3 to 200 characters" })
+    // \p{Cc} is U+0000–U+001F and U+007F–U+009F: spelled out, so that a client in any language compiles the pattern.
+    .meta({ minLength: 3, maxLength: 200, pattern: "^[^\\u0000-\\u001F\\u007F-\\u009F]*$" })
+    .optional()
+    .describe("Text to find in the product's name, brand or SKU (case-insensitive), 3 to 200 characters, no control characters"),
   brand: brand.describe("Brand, case-insensitive (as GET /products?brand=)"),
   category: category.describe("Category, case-insensitive (as GET /products?category=)"),
   competitor: competitor.describe("Only products with an offer from this competitor id"),
@@ -62,7 +72,8 @@ export const priceHistoryInput = {
 
 const events = eventsQuery.shape;
 export const recentChangesInput = {
-  since: events.since.describe("Events at or after this instant (ISO-8601); the last 24 hours by default"),
+  after: events.after,
+  since: events.since.describe("Events at or after this instant (ISO-8601); the last 24 hours by default, unless after is given"),
   type: events.type,
   limit: limit(100, 20).describe("At most this many events (1 to 100, default 20)"),
 };
@@ -78,42 +89,112 @@ export interface ProductMatch {
   offer_count: number;
 }
 
-const lowerEquals = (column: string, value: string | undefined) =>
-  value === undefined ? sql`1` : sql`lower(${sql.raw(column)}) = lower(${value})`;
+type SearchInput = z.output<z.ZodObject<typeof searchProductsInput>>;
+
+const sameText = (column: SQLiteColumn, value: string | undefined) =>
+  value === undefined ? undefined : sql`lower(${column}) = lower(${value})`;
+
+/** The filters besides a SKU that a search can read its products through, in the usual order from narrow to wide. */
+const DRIVING_FILTERS = ["query", "brand", "category", "competitor"] as const;
+type DrivingFilter = "sku" | (typeof DRIVING_FILTERS)[number];
 
 /**
- * search_products: the filters decide in SQL (the SKU through its unique index, the text through its
- * index, textCondition); then one batch reads the matches' offers for their summary.
+ * At most `limit` products of one filter (none: the first products), read through that filter's index in the
+ * index's order, so the read follows the answer, not the catalogue; the other filters are checked on those
+ * products only: `matches` here for the text, brand and category, the competitor on the offers read next.
  */
-export async function searchProducts(
+function productsThrough(db: Database, driver: DrivingFilter | undefined, { query, brand, category, competitor, sku, limit }: SearchInput) {
+  const checked =
+    and(
+      query === undefined || driver === "query" ? undefined : holdsText(query),
+      sameText(products.brand, brand),
+      sameText(products.category, category),
+    ) ?? sql`1`;
+  const columns = {
+    id: products.id,
+    sku: products.sku,
+    name: products.name,
+    brand: products.brand,
+    category: products.category,
+    // Named: D1 answers a batch's rows as objects, and an unnamed `1` column would be an integer key, listed first.
+    matches: sql<0 | 1>`${checked}`.as("matches"),
+  };
+  const byIndex = (where: SQL) => db.select(columns).from(products).where(where).orderBy(products.id).limit(limit);
+  switch (driver) {
+    case "sku":
+      return db.select(columns).from(products).where(eq(products.sku, sku!));
+    case "query": {
+      const holding = textMatches(query!, limit);
+      return db.select(columns).from(holding).innerJoin(products, matchedProduct(holding));
+    }
+    case "brand":
+      return byIndex(sameText(products.brand, brand)!);
+    case "category":
+      return byIndex(sameText(products.category, category)!);
+    case "competitor":
+      return db
+        .select(columns)
+        .from(offers)
+        .innerJoin(products, eq(products.id, offers.productId))
+        .where(eq(offers.competitorId, competitor!))
+        .orderBy(offers.productId)
+        .limit(limit);
+    default:
+      return byIndex(sql`1`);
+  }
+}
+
+/**
+ * The products a search examines, and whether they hold every match. A SKU is one product. Otherwise each filter
+ * given reads at most `limit` of its products, in one batch: a filter with fewer than `limit` gave all of its
+ * products, so the fewest of those hold every match; when every filter has more, the first of query, brand,
+ * category, competitor (the usual order from narrow to wide) is examined, and more may match beyond it.
+ */
+async function examineProducts(
   db: Database,
-  input: z.output<z.ZodObject<typeof searchProductsInput>>,
-): Promise<{ products: ProductMatch[] }> {
-  const rows = await db
-    .select({ id: products.id, sku: products.sku, name: products.name, brand: products.brand, category: products.category })
-    .from(products)
-    .where(
-      sql`${input.sku === undefined ? sql`1` : sql`${products.sku} = ${input.sku}`}
-        AND ${lowerEquals("brand", input.brand)} AND ${lowerEquals("category", input.category)}
-        AND ${
-          input.competitor === undefined
-            ? sql`1`
-            : sql`EXISTS (SELECT 1 FROM ${offers} o WHERE o.product_id = ${products.id} AND o.competitor_id = ${input.competitor})`
-        }
-        AND ${textCondition(input.query)}`,
-    )
-    .orderBy(products.name, products.id)
-    .limit(input.limit);
-  if (rows.length === 0) return { products: [] };
-  const offerRows = await db
-    .select()
-    .from(offers)
-    .where(sql`${offers.productId} IN (SELECT value FROM json_each(${JSON.stringify(rows.map((row) => row.id))}))`);
+  input: SearchInput,
+): Promise<{ examined: Awaited<ReturnType<typeof productsThrough>>; complete: boolean }> {
+  if (input.sku !== undefined) return { examined: await productsThrough(db, "sku", input), complete: true };
+  const [first, ...rest] = DRIVING_FILTERS.filter((filter) => input[filter] !== undefined).map((filter) =>
+    productsThrough(db, filter, input),
+  );
+  const reads = await db.batch([first ?? productsThrough(db, undefined, input), ...rest]);
+  const [fewest] = reads.filter((read) => read.length < input.limit).sort((a, b) => a.length - b.length);
+  return fewest ? { examined: fewest, complete: true } : { examined: reads[0], complete: false };
+}
+
+/**
+ * search_products: the products examineProducts reads, then one read of their offers for the summaries, which also
+ * answers the competitor filter. Each read is bounded by `limit`, whatever the catalogue holds. `truncated`: every
+ * filter had more than `limit` products and the others left fewer than `limit` of the narrowest's, so more may
+ * match beyond them (narrow the search).
+ */
+export async function searchProducts(db: Database, input: SearchInput): Promise<{ products: ProductMatch[]; truncated: boolean }> {
+  const { examined, complete } = await examineProducts(db, input);
+  // The ids as parameters (at most 100, D1's limit a statement): two rows read a product (its id, the index seek), one an offer.
+  const offerRows =
+    examined.length === 0
+      ? []
+      : await db
+          .select()
+          .from(offers)
+          .where(
+            inArray(
+              offers.productId,
+              examined.map((row) => row.id),
+            ),
+          );
+  const offersOf = (id: string) => offerRows.filter((offer) => offer.productId === id);
+  const found = examined.filter(
+    ({ id, matches }) =>
+      matches === 1 && (input.competitor === undefined || offersOf(id).some((offer) => offer.competitorId === input.competitor)),
+  );
   return {
-    products: rows.map((row) => {
-      const summary = summarise(offerRows.filter((offer) => offer.productId === row.id));
+    products: found.map(({ matches: _, ...row }) => {
+      const summary = summarise(offersOf(row.id));
       return { ...row, min_price: summary.min_price, currency: summary.currency, offer_count: summary.offer_count };
     }),
+    truncated: !complete && found.length < input.limit,
   };
 }
 
@@ -154,9 +235,10 @@ export async function listCompetitors(catalogue: CatalogueStore) {
 
 export async function recentChanges(db: Database, archive: R2Bucket, input: z.output<z.ZodObject<typeof recentChangesInput>>) {
   return listEvents(db, archive, {
-    since: input.since ?? new Date(Date.now() - DAY_MS).toISOString(),
+    // A cursor says where to go on from, as in GET /events: the default window would skip what lies between.
+    since: input.since ?? (input.after === undefined ? new Date(Date.now() - DAY_MS).toISOString() : undefined),
     type: input.type,
     limit: input.limit,
-    after: undefined,
+    after: input.after,
   });
 }

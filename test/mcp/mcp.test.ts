@@ -1,10 +1,13 @@
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { HOUR_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson, randomTestIp, rateLimitOf } from "../helpers/http.ts";
+import { captureLogs } from "../helpers/logs.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
@@ -24,6 +27,27 @@ const workerFetch = async (url: string | URL | Request, init?: RequestInit) => {
   responses.push(res.clone());
   return res;
 };
+
+/** One raw POST to /mcp, as the README's curl sends it (no initialize: the server is stateless). */
+const post = (key: string, body: unknown) =>
+  exports.default.fetch(
+    new Request("https://api.test/mcp", {
+      method: "POST",
+      headers: {
+        Authorization: `Bearer ${key}`,
+        "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream",
+        "CF-Connecting-IP": randomTestIp(),
+      },
+      body: JSON.stringify(body),
+    }),
+  );
+const toolCall = (id: number, name: string, args: Record<string, unknown>) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name, arguments: args },
+});
 
 async function connect(key: string) {
   const client = new Client({ name: "test-agent", version: "1.0.0" });
@@ -197,23 +221,7 @@ describe("/mcp", () => {
 
     // Stateless: a lone tools/call, no initialize, as the README's curl sends it.
     const { key: other } = await freshAccount({ plan: "free" });
-    const raw = await exports.default.fetch(
-      new Request("https://api.test/mcp", {
-        method: "POST",
-        headers: {
-          Authorization: `Bearer ${other}`,
-          "Content-Type": "application/json",
-          Accept: "application/json, text/event-stream",
-          "CF-Connecting-IP": randomTestIp(),
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: { name: "search_products", arguments: { query: "deluxe" } },
-        }),
-      }),
-    );
+    const raw = await post(other, toolCall(1, "search_products", { query: "deluxe" }));
     expect(raw.status).toBe(200);
     expect(
       ((await raw.json()) as { result: { structuredContent: { products: { sku: string }[] } } }).result.structuredContent.products.map(
@@ -231,5 +239,87 @@ describe("/mcp", () => {
     );
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get("WWW-Authenticate")).toContain("Bearer");
+  });
+
+  it("takes one message per request: a JSON-RPC batch is refused whole with a detail, and counts once", async () => {
+    const { key: free } = await freshAccount({ plan: "free" });
+    const batch = Array.from({ length: 100 }, (_, i) => toolCall(i, "search_products", { query: "deluxe" }));
+    const refused = await post(free, batch);
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      detail:
+        "This body is a JSON-RPC batch (an array); /mcp takes one message per request (the protocol's 2025-06-18 revision has no " +
+        "batches). Send each message in its own POST.",
+    });
+    // Admission counts the request before its body is read: one of the Free key's 10 a minute, not 100 and not none.
+    expect(rateLimitOf(refused).remaining).toBe(9);
+    const single = await post(free, toolCall(1, "search_products", { query: "deluxe" }));
+    expect(single.status).toBe(200);
+    expect(rateLimitOf(single).remaining).toBe(8);
+  });
+
+  it("search_products' query has 3 to 200 characters and no control character: otherwise a tool error naming query, nothing logged", async () => {
+    const logged = captureLogs();
+    const client = await connect(key);
+    for (const query of ["de", "☕☕", "😀😀", "a\u0000bc", `deluxe\u0000`, "del\tuxe", "x".repeat(201)]) {
+      const result = await client
+        .callTool({ name: "search_products", arguments: { query } })
+        .catch((error: Error) => ({ isError: true, content: [{ type: "text", text: error.message }] }));
+      expect(errorText(result as never), JSON.stringify(query)).toMatch(/at query/);
+    }
+    // Three characters (counted as characters, not UTF-16 units: "😀😀" is two), one not ASCII: through the index.
+    expect(structured(await client.callTool({ name: "search_products", arguments: { query: "del" } })).products).toEqual(
+      expect.arrayContaining([expect.objectContaining({ id: productId })]),
+    );
+    expect(structured(await client.callTool({ name: "search_products", arguments: { query: "0 ☕" } })).products).toEqual(
+      expect.arrayContaining([expect.objectContaining({ id: productId })]),
+    );
+    expect(logged).toEqual([]);
+    await client.close();
+  });
+
+  it("recent_changes pages on with after (a page's next_cursor), as GET /events does, and never returns an account's events", async () => {
+    const since = new Date(Date.now() - HOUR_MS - 1000).toISOString();
+    const before = await commitEvents(1, 3);
+    const accountEvent = `evt_${"a".repeat(32)}`;
+    await env.DB.prepare(
+      "INSERT INTO events (id, type, timestamp, payload, account_id, fanned_out_at) VALUES (?, 'api_key.leaked', ?, '{}', 'acct_mcp_other', ?)",
+    )
+      .bind(accountEvent, new Date(Date.now() - HOUR_MS).toISOString(), new Date().toISOString())
+      .run();
+    const after = await commitEvents(1, 3);
+    const client = await connect(key);
+    const pages: string[][] = [];
+    let cursor: string | undefined;
+    do {
+      const page = structured(
+        await client.callTool({ name: "recent_changes", arguments: { since, limit: 2, ...(cursor && { after: cursor }) } }),
+      );
+      pages.push(page.events.map((event: { id: string }) => event.id));
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor && pages.length < 10); // a cursor not followed would give the first page for ever
+    expect(cursor).toBeUndefined();
+    const seen = pages.flat();
+    expect(seen.slice(0, 6)).toEqual([...before, ...after]);
+    expect(seen).not.toContain(accountEvent);
+    expect(pages.slice(0, -1).every((page) => page.length === 2)).toBe(true);
+    // The same pages as GET /events with the same query.
+    const feed: string[] = [];
+    let next: string | null = null;
+    do {
+      const path = `/events?since=${encodeURIComponent(since)}&limit=2${next ? `&after=${next}` : ""}`;
+      const page = (await expectJson(await call("GET", path, { token: key }), 200)) as {
+        events: { id: string }[];
+        next_cursor: string | null;
+      };
+      feed.push(...page.events.map((event) => event.id));
+      next = page.next_cursor;
+    } while (next);
+    expect(seen).toEqual(feed);
+    // A cursor older than the retention (or unknown): GET /events' 410, as a tool error.
+    expect(errorText(await client.callTool({ name: "recent_changes", arguments: { after: `evt_${"0".repeat(32)}` } }))).toContain(
+      "is older than 30 days or unknown",
+    );
+    await client.close();
   });
 });

@@ -2,13 +2,13 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { searchProducts } from "../../src/mcp/tools.ts";
 import { database } from "../../src/platform/db.ts";
-import { createProduct } from "../helpers/catalogue-factory.ts";
+import { createCompetitor, createProduct } from "../helpers/catalogue-factory.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
 /**
- * search_products' text: through the trigram index for 3 characters or more, by a scan below that; the
- * same answers either way (a substring of name, brand or SKU, case-insensitive), and the index follows
- * every write to products (ingestion's upserts included).
+ * search_products' text: through the trigram index (the tool refuses fewer than 3 characters, test/mcp/mcp.test.ts),
+ * a substring of name, brand or SKU, case-insensitive, and the index follows every write to products
+ * (ingestion's upserts included).
  */
 
 const run = Date.now().toString(36);
@@ -27,10 +27,9 @@ describe("search_products' text", () => {
     expect(await search(`grüße toaster ${run}`)).toEqual([skus.toaster]);
     expect(await search(`ünïcorn ${run}`)).toEqual([skus.toaster]); // the brand
     expect(await search(`${run}-3`)).toEqual([skus.plain]); // the SKU, lower case
-    expect(await search(run)).toEqual([skus.toaster, skus.kettle, skus.plain]); // by name
+    expect(await search(run)).toEqual([skus.kettle, skus.toaster, skus.plain]); // in the index's order: as they were written
     // Quotes and FTS operators are text: no error, and only a product holding them would match.
     expect(await search(`"${run}" OR NEAR(a b) *`)).toEqual([]);
-    expect(await search(`zq${run}`.slice(0, 2))).toContain(skus.plain); // two characters: the scan
   });
 
   it("follows every write: a product ingested, its brand filled by a later observation, a name corrected, a row deleted", async () => {
@@ -50,5 +49,27 @@ describe("search_products' text", () => {
     expect(await search(`after ${run}`)).toEqual([]);
     // The index agrees with the table (FTS5's own check).
     await env.DB.prepare("INSERT INTO products_search (products_search, rank) VALUES ('integrity-check', 1)").run();
+  });
+
+  it("checks the other filters on at most `limit` products of one filter, complete when one has fewer, else says more may match", async () => {
+    const shop = await createCompetitor({ id: `cmp_trunc_${run}` });
+    const name = `Trunc ${run}`;
+    const skus = [`TR-${run}-1`, `TR-${run}-2`, `TR-${run}-3`];
+    await createProduct({ sku: skus[0], name, brand: "Alpha" });
+    await createProduct({ sku: skus[1], name, brand: "Beta", offers: [{ competitor: shop.id, price: "5.00" }] });
+    await createProduct({ sku: skus[2], name, brand: "Alpha" });
+    const filtered = async (filters: { brand?: string; competitor?: string; sku?: string }, limit: number) => {
+      const { products, truncated } = await searchProducts(database(env.DB), { query: name, ...filters, limit });
+      return { skus: products.map((product) => product.sku), truncated };
+    };
+    // Every filter has `limit` products or more: the text's first (in the index's order) are checked against the brand.
+    expect(await filtered({ brand: "beta" }, 1)).toEqual({ skus: [], truncated: true });
+    // A filter with fewer than `limit` products gave them all: the answer is complete.
+    expect(await filtered({ brand: "beta" }, 4)).toEqual({ skus: [skus[1]], truncated: false });
+    expect(await filtered({ competitor: shop.id }, 2)).toEqual({ skus: [skus[1]], truncated: false });
+    expect(await filtered({ brand: "alpha" }, 3)).toEqual({ skus: [skus[0], skus[2]], truncated: false });
+    // A SKU drives, the text is checked on its one product.
+    expect(await filtered({ sku: skus[2] }, 1)).toEqual({ skus: [skus[2]], truncated: false });
+    expect(await filtered({ sku: `ZQ${run}-3` }, 1)).toEqual({ skus: [], truncated: false });
   });
 });
