@@ -145,13 +145,13 @@ export class RateLimiter extends DurableObject<Env> {
       this.count(now, false);
       return key.status === "active" ? { status: "expired", expiresAt: key.expiresAt!, d1Queries } : { status: key.status, d1Queries };
     }
-    this.usage.slide(now);
     const forbidden = request && outsideRestrictions(key, request);
     if (forbidden) {
-      // Refused, but not counted against the key's limits: its window is reported as it stands.
+      // Refused, but not counted against the key's limits (the worker counts it in the client IP's bucket).
       this.count(now, false);
-      return { status: "forbidden", detail: forbidden, decision: this.usage.peek(now, key.limits), d1Queries };
+      return { status: "forbidden", detail: forbidden, d1Queries };
     }
+    this.usage.slide(now);
     const decision = this.usage.decide(now, key.limits);
     if (decision.allowed) {
       this.markUse(key.keyId, now);

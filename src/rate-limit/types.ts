@@ -59,12 +59,11 @@ export interface KeyRequest {
 
 /**
  * The key object's answer to one admission, which the worker's stub hands on as it came (src/rate-limit/stub.ts).
- * `forbidden`: outside the key's allowed addresses or scopes, a 403 with `detail`, not counted (`decision` is the
- * key's window as it stands). `d1Queries`: the D1 reads the answer cost (one on the object's first wake, else none).
+ * `forbidden`: outside the key's allowed addresses or scopes, a 403 with `detail`, not counted against the key. `d1Queries`: the D1 reads the answer cost (one on the object's first wake, else none).
  */
 export type KeyAdmission = { d1Queries: number } & (
   | (KeyOwner & { status: "active"; decision: Decision; scopes: string[] | null })
-  | { status: "forbidden"; detail: string; decision: Decision }
+  | { status: "forbidden"; detail: string }
   | { status: "expired"; expiresAt: number }
   | { status: "revoked" | "unknown" }
 );
