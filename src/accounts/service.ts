@@ -1,4 +1,4 @@
-import { activeKeyHashes } from "../api-keys/service.ts";
+import { authenticatingKeyHashes } from "../api-keys/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { accounts, type PlanName } from "../platform/tables.ts";
 import { PLAN_LIMITS } from "../rate-limit/plans.ts";
@@ -6,7 +6,10 @@ import type { AccountView } from "./schema.ts";
 
 type AccountRow = typeof accounts.$inferSelect;
 
-/** Changes the plan (creating the account if it is new), then tells every active key's object before answering. */
+/**
+ * Changes the plan (creating the account if it is new), then tells the object of every key that can authenticate
+ * before answering; keys that cannot are never called (an account may have any number of expired ones).
+ */
 export async function setAccountPlan(
   { db, limiter }: Pick<RequestServices, "db" | "limiter">,
   { accountId, plan }: { accountId: string; plan: PlanName },
@@ -16,7 +19,7 @@ export async function setAccountPlan(
     .values({ id: accountId, plan })
     .onConflictDoUpdate({ target: accounts.id, set: { plan } })
     .returning();
-  await limiter.setLimits(await activeKeyHashes(db, accountId), PLAN_LIMITS[plan]);
+  await limiter.setLimits(await authenticatingKeyHashes(db, accountId), PLAN_LIMITS[plan]);
   return accountView(account!);
 }
 

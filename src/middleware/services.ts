@@ -28,7 +28,7 @@ export const requestServices =
       get db() {
         return (db ??= database(c.env.DB, work));
       },
-      limiter: rateLimitControl(c.env),
+      limiter: rateLimitControl(c.env, work),
       queue: c.env.WEBHOOK_QUEUE,
       catalogue: catalogueStore(c.env, work),
       archive: c.env.ARCHIVE,

@@ -10,7 +10,7 @@ import type { KeyState } from "./types.ts";
  */
 
 /**
- * The one D1 read of a key's object, on its first wake: what the key is, its expiry and its plan's limits, or undefined
+ * The D1 read of a key's object, on its first wake and then once a minute while the key is used: what the key is, its expiry and its plan's limits, or undefined
  * for no such key.
  */
 export async function loadKeyState(db: Database, keyHash: string): Promise<KeyState | undefined> {
@@ -38,6 +38,7 @@ export async function loadKeyState(db: Database, keyHash: string): Promise<KeySt
         expiresAt: found.expiresAt === null ? null : Date.parse(found.expiresAt),
         allowedIps: found.allowedIps,
         scopes: found.scopes,
+        checkedAt: Date.now(),
       }
     : { status: "revoked", keyId: found.id, accountId: found.accountId };
 }

@@ -72,8 +72,10 @@ export class RateLimiter extends DurableObject<Env> {
   private key: KeyState | undefined;
   private lastUseRecorded: number;
   private hasSchema: boolean;
-  /** The key's one D1 read while it is under way: pushes that land meanwhile wait for it, then apply on top. */
-  private loading: Promise<void> | undefined;
+  /** The key's D1 reads run one after another (see read()): the last one begun is the last one applied. */
+  private lastRead: Promise<unknown> = Promise.resolve();
+  /** A read queued behind another and not begun yet: whoever needs one meanwhile shares it. */
+  private queuedRead: Promise<void> | undefined;
   /** Until when this key hash is known to match no key (memory only: nothing is stored for a made-up key). */
   private unknownUntil = 0;
   /** When the state row was last written: refusals since then are written once it is a second old. */
@@ -174,18 +176,22 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Pushed by a plan change once D1 has it: the next request gets the new limits. A push that lands while the
-   * object's first D1 read is under way (which may have read the old plan) waits for that read and applies on top.
+   * Pushed by a plan change once D1 has it: the next request gets the new limits. A push that lands while a D1 read
+   * is under way (which may have read the old plan) waits for that read and applies on top.
    */
   async setLimits(limits: Limits): Promise<void> {
-    if (!this.key && this.loading) await this.loading;
+    await this.lastRead;
     if (this.key?.status === "active") this.storeKey({ ...this.key, limits });
   }
 
-  /** Pushed by PATCH /api-keys/:id once D1 has the key's new restrictions: the next request is decided by them. */
-  async restrict(keyHash: string, restrictions: KeyRestrictions): Promise<void> {
-    const { key } = await this.knownKey(keyHash);
-    if (key?.status === "active") this.storeKey({ ...key, ...restrictions });
+  /**
+   * Pushed by PATCH /api-keys/:id once D1 has the key's new restrictions: the object reads them from D1 itself, after
+   * any read under way, so however concurrent PATCHes' pushes interleave, the last read is of D1's last write and the
+   * next request is decided by what D1 holds. Returns the D1 reads it cost.
+   */
+  async refresh(keyHash: string): Promise<number> {
+    if (this.key?.status === "revoked") return 0;
+    return this.read(keyHash);
   }
 
   /** The key's usage in the span. */
@@ -193,21 +199,57 @@ export class RateLimiter extends DurableObject<Env> {
     return this.hasSchema ? this.usageLog.read(granularity, from, to) : [];
   }
 
-  /** The key's state. The first call reads D1 (and, for a hash that matched no key, one call a minute), once for all concurrent callers. */
+  /**
+   * The key's state. The first call reads D1 (and, for a hash that matched no key, one call a minute); an active key's
+   * record is read again once it is RECHECK_MS old, so a push that never arrived (a plan change that could not reach
+   * this object) holds within a minute. Concurrent callers share one read.
+   */
   private async knownKey(keyHash: string): Promise<{ key: KeyState | undefined; d1Queries: number }> {
-    if (this.key || Date.now() < this.unknownUntil) return { key: this.key, d1Queries: 0 };
-    const reads = this.loading ? 0 : 1;
-    this.loading ??= this.load(keyHash).finally(() => (this.loading = undefined));
-    await this.loading;
-    return { key: this.key, d1Queries: reads };
+    const held = this.key;
+    const now = Date.now();
+    if (held ? !isDue(held, now) : now < this.unknownUntil) return { key: held, d1Queries: 0 };
+    try {
+      return { d1Queries: await this.read(keyHash), key: this.key };
+    } catch (error) {
+      if (held?.status !== "active") throw error;
+      // D1 failing: the record held goes on deciding, and is tried again in RECHECK_RETRY_MS, not on every request.
+      log.warn("key record not rechecked; the one held still decides", { key_id: held.keyId, error: String(error) });
+      this.key = { ...held, checkedAt: now - RECHECK_MS + RECHECK_RETRY_MS };
+      return { key: this.key, d1Queries: 1 };
+    }
+  }
+
+  /**
+   * One read of the key in D1, begun after every read before it has been applied; a read queued and not begun yet is
+   * shared (it begins after the caller arrived, so it sees what the caller's D1 write left). Returns 1 for the caller
+   * whose read it is, 0 for one that shared it.
+   */
+  private async read(keyHash: string): Promise<number> {
+    if (this.queuedRead) {
+      await this.queuedRead;
+      return 0;
+    }
+    const queued = this.lastRead.then(() => {
+      this.queuedRead = undefined;
+      return this.load(keyHash);
+    });
+    this.queuedRead = queued;
+    this.lastRead = queued.catch(() => undefined);
+    await queued;
+    return 1;
   }
 
   private async load(keyHash: string) {
     const found = await loadKeyState(database(this.env.DB), keyHash);
-    // A revoke or expiry pushed while D1 answered has stored the key already; what it stored wins.
-    if (this.key) return;
-    if (found) this.storeKey(found);
-    else this.unknownUntil = Date.now() + UNKNOWN_KEY_MS;
+    if (!found) {
+      if (!this.key) this.unknownUntil = Date.now() + UNKNOWN_KEY_MS;
+      return;
+    }
+    const next = withPushes(this.key, found);
+    // A recheck that finds nothing new writes nothing (a storage write a minute per key in use would cost more than the
+    // read); a woken object then rechecks once at its first request.
+    if (this.key && sameRecord(this.key, next)) this.key = next;
+    else this.storeKey(next);
   }
 
   /** Writes the refusals counted since the last write (see count()), and a usage.threshold notice that failed. */
@@ -303,6 +345,27 @@ export class RateLimiter extends DurableObject<Env> {
     );
   }
 }
+
+/** How long a key's record is trusted before its object reads it from D1 again: one read a minute per key in use. */
+const RECHECK_MS = 60_000;
+/** After a failed recheck, the next try. */
+const RECHECK_RETRY_MS = 10_000;
+
+/** An active key's record is due for a recheck once RECHECK_MS old (a record stored before checkedAt existed, at once); a revocation is final. */
+const isDue = (key: KeyState, now: number) => key.status === "active" && !(now - key.checkedAt < RECHECK_MS);
+
+/**
+ * What a read of D1 leaves, given what pushes stored while it ran: a read may have begun before a revocation or a
+ * rotation's expiry reached D1, so a revocation stays, and of two expiries the earlier (an expiry only ever comes closer).
+ */
+function withPushes(held: KeyState | undefined, read: KeyState): KeyState {
+  if (held?.status === "revoked") return held;
+  if (held === undefined || read.status === "revoked") return read;
+  const expiresAt = held.expiresAt === null ? read.expiresAt : Math.min(held.expiresAt, read.expiresAt ?? held.expiresAt);
+  return { ...read, expiresAt };
+}
+
+const sameRecord = (a: KeyState, b: KeyState) => JSON.stringify({ ...a, checkedAt: 0 }) === JSON.stringify({ ...b, checkedAt: 0 });
 
 /** Why the key may not make this request (its address or its route's scope), or undefined when it may. */
 function outsideRestrictions(key: KeyRestrictions, request: KeyRequest): string | undefined {

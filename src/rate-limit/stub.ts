@@ -1,4 +1,7 @@
+import pLimit from "p-limit";
 import { remember } from "../platform/bounded-map.ts";
+import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
+import { logger } from "../platform/log.ts";
 import {
   type Decision,
   type KeyAdmission,
@@ -43,6 +46,8 @@ export function isSeenKey(keyHash: string): boolean {
   return seen === true || (seen !== undefined && Date.now() < seen);
 }
 
+const log = logger("rate-limit-control");
+
 const limiter = (env: Env, name: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(name));
 
 /**
@@ -78,20 +83,33 @@ export async function admitBucket(env: Env, name: string, limits: Limits, work: 
   return decision;
 }
 
-export const rateLimitControl = (env: Env): RateLimitControl => ({
-  async revoke(key) {
-    await limiter(env, key.keyHash).revoke(key.id, key.accountId);
-  },
-  async expire(keyHash, expiresAt) {
-    await limiter(env, keyHash).expire(keyHash, expiresAt);
-  },
-  usage(keyHash, span) {
-    return limiter(env, keyHash).usageBuckets(span);
-  },
-  async restrict(keyHash, restrictions) {
-    await limiter(env, keyHash).restrict(keyHash, restrictions);
-  },
-  async setLimits(keyHashes, limits) {
-    await Promise.all(keyHashes.map((hash) => limiter(env, hash).setLimits(limits)));
-  },
-});
+export function rateLimitControl(env: Env, work: Work): RateLimitControl {
+  const keyObject = (keyHash: string) => {
+    work.keyObjectCalls++;
+    return limiter(env, keyHash);
+  };
+  return {
+    async revoke(key) {
+      await keyObject(key.keyHash).revoke(key.id, key.accountId);
+    },
+    async expire(keyHash, expiresAt) {
+      await keyObject(keyHash).expire(keyHash, expiresAt);
+    },
+    usage(keyHash, span) {
+      return keyObject(keyHash).usageBuckets(span);
+    },
+    async refresh(keyHash) {
+      work.d1 += await keyObject(keyHash).refresh(keyHash);
+    },
+    async setLimits(keyHashes, limits) {
+      const limit = pLimit(MAX_OPEN_CONNECTIONS);
+      const pushed = await Promise.allSettled(keyHashes.map((hash) => limit(() => keyObject(hash).setLimits(limits))));
+      const unreached = pushed.filter((result) => result.status === "rejected");
+      if (unreached.length > 0)
+        log.warn("plan change not pushed to every key; they read it from D1 within a minute", {
+          keys: unreached.length,
+          error: String(unreached[0]!.reason),
+        });
+    },
+  };
+}

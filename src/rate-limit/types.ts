@@ -43,12 +43,13 @@ export interface KeyRestrictions {
 }
 
 /**
- * What a key's object keeps of its key, in its storage, so a seen key never asks D1 again. `expiresAt` (epoch ms,
- * or null) is the instant from which the object refuses the key. A record, not an answer: it holds what decides
- * a request (limits, restrictions), where KeyAdmission holds what was decided.
+ * What a key's object keeps of its key, in its storage, so a seen key asks D1 again only once a minute. `expiresAt`
+ * (epoch ms, or null) is the instant from which the object refuses the key; `checkedAt` (epoch ms) when D1 last
+ * confirmed the record. A record, not an answer: it holds what decides a request (limits, restrictions), where
+ * KeyAdmission holds what was decided.
  */
 export type KeyState =
-  | (KeyOwner & KeyRestrictions & { status: "active"; limits: Limits; expiresAt: number | null })
+  | (KeyOwner & KeyRestrictions & { status: "active"; limits: Limits; expiresAt: number | null; checkedAt: number })
   | (KeyOwner & { status: "revoked" });
 
 /** What the object needs of a request to decide it beyond counting: the client's address and the scope its route needs. */
@@ -96,14 +97,21 @@ export interface Work {
 
 export const noWork = (): Work => ({ d1: 0, keyObjectCalls: 0, otherObjectCalls: 0 });
 
-/** Revocations, expiries and plan changes reach each key's object before the caller answers: the very next request sees them. */
+/**
+ * Revocations, expiries, plan changes and restrictions reach each key's object before the caller answers: the very next
+ * request sees them. Each call to a key's object is counted in the request's `work`.
+ */
 export interface RateLimitControl {
   revoke(key: { keyHash: string; id: string; accountId: string }): Promise<void>;
   /** The key is refused from `expiresAt` (epoch ms) on; an earlier expiry the object already has stays. */
   expire(keyHash: string, expiresAt: number): Promise<void>;
+  /**
+   * The new plan's limits, to each key's object, MAX_OPEN_CONNECTIONS at a time. An object that cannot be reached is
+   * logged, not fatal: D1 has the plan, and the object reads it again within a minute (src/rate-limit/rate-limiter.ts).
+   */
   setLimits(keyHashes: readonly string[], limits: Limits): Promise<void>;
-  /** The key's new allowed addresses and scopes (after D1 has them): the next request is decided by them. */
-  restrict(keyHash: string, restrictions: KeyRestrictions): Promise<void>;
+  /** After D1 has the key's new allowed addresses and scopes: its object reads them, and the next request is decided by them. */
+  refresh(keyHash: string): Promise<void>;
   /** A key's usage in `span`, from its own object. */
   usage(keyHash: string, span: UsageSpan): Promise<UsageCount[]>;
 }

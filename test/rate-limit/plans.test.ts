@@ -179,4 +179,36 @@ describe("changes made through another isolate", () => {
     expect(limits[1]).toBe(300);
     expect((await get(key)).headers.get("X-RateLimit-Limit")).toBe("300");
   });
+
+  it("a plan change whose push never reached the key's object holds on the key within a minute, at one D1 read a minute", async () => {
+    at(0);
+    const { sub, key } = await freshAccount({ plan: "free" });
+    expect(workCounts(await get(key)).d1).toBe(1); // the object's first read
+    await env.DB.prepare("UPDATE accounts SET plan = 'premium' WHERE id = ?").bind(sub).run(); // no push: as if the object was unreachable
+    at(30_000);
+    const before = await get(key);
+    expect(rateLimitOf(before).limit).toBe(10);
+    expect(workCounts(before).d1).toBe(0); // a seen key: no D1 query
+    at(61_000);
+    const after = await get(key);
+    expect(rateLimitOf(after).limit).toBe(300);
+    expect(workCounts(after).d1).toBe(1); // the minute's recheck
+    at(62_000);
+    expect(workCounts(await get(key)).d1).toBe(0);
+  });
+
+  it("a restriction push that arrives after a later PATCH's leaves the key decided by what D1 holds", async () => {
+    at(0);
+    const { token, keyId, key } = await freshAccount({ plan: "premium" });
+    await expectJson(await get(key), 200);
+    const patch = (allowed_ips: string[]) => call("PATCH", `/api-keys/${keyId}`, { token, body: { allowed_ips } });
+    await expectJson(await patch(["192.0.2.1/32"]), 200);
+    await expectJson(await patch(["192.0.2.2/32"]), 200);
+    // The first PATCH's push, delayed in the network, lands last.
+    await (await objectOf(key)).refresh(await hashApiKey(key));
+    const fromSecond = await call("GET", "/competitors", { token: key, headers: { "CF-Connecting-IP": "192.0.2.2" } });
+    expect(fromSecond.status).toBe(200);
+    const fromFirst = await call("GET", "/competitors", { token: key, headers: { "CF-Connecting-IP": "192.0.2.1" } });
+    expect(fromFirst.status).toBe(403);
+  });
 });
