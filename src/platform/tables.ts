@@ -311,3 +311,13 @@ export const eventStreams = sqliteTable(
   },
   (t) => [index("event_streams_key").on(t.keyId, t.expiresAt)],
 );
+
+/**
+ * The leases of the cron tasks that must not overlap with themselves, one row per task while a run holds it
+ * (src/platform/cron-lease.ts). `expires_at` is epoch ms.
+ */
+export const cronLeases = sqliteTable("cron_leases", {
+  task: text("task").primaryKey(),
+  holder: text("holder").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+});
