@@ -72,10 +72,8 @@ export class RateLimiter extends DurableObject<Env> {
   private key: KeyState | undefined;
   private lastUseRecorded: number;
   private hasSchema: boolean;
-  /** The key's D1 reads run one after another (see read()): the last one begun is the last one applied. */
-  private lastRead: Promise<unknown> = Promise.resolve();
-  /** A read queued behind another and not begun yet: whoever needs one meanwhile shares it. */
-  private queuedRead: Promise<void> | undefined;
+  /** The key's latest D1 read not finished (queued or under way; see read()), and whether it has begun. */
+  private pendingRead: { done: Promise<void>; begun: boolean } | undefined;
   /** Until when this key hash is known to match no key (memory only: nothing is stored for a made-up key). */
   private unknownUntil = 0;
   /** When the state row was last written: refusals since then are written once it is a second old. */
@@ -180,7 +178,7 @@ export class RateLimiter extends DurableObject<Env> {
    * is under way (which may have read the old plan) waits for that read and applies on top.
    */
   async setLimits(limits: Limits): Promise<void> {
-    await this.lastRead;
+    await this.pendingRead?.done.catch(() => undefined);
     if (this.key?.status === "active") this.storeKey({ ...this.key, limits });
   }
 
@@ -191,7 +189,7 @@ export class RateLimiter extends DurableObject<Env> {
    */
   async refresh(keyHash: string): Promise<number> {
     if (this.key?.status === "revoked") return 0;
-    return this.read(keyHash);
+    return this.read(keyHash, { beginningNow: true });
   }
 
   /** The key's usage in the span. */
@@ -209,7 +207,7 @@ export class RateLimiter extends DurableObject<Env> {
     const now = Date.now();
     if (held ? !isDue(held, now) : now < this.unknownUntil) return { key: held, d1Queries: 0 };
     try {
-      return { d1Queries: await this.read(keyHash), key: this.key };
+      return { d1Queries: await this.read(keyHash, { beginningNow: false }), key: this.key };
     } catch (error) {
       if (held?.status !== "active") throw error;
       // D1 failing: the record held goes on deciding, and is tried again in RECHECK_RETRY_MS, not on every request.
@@ -220,22 +218,28 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   /**
-   * One read of the key in D1, begun after every read before it has been applied; a read queued and not begun yet is
-   * shared (it begins after the caller arrived, so it sees what the caller's D1 write left). Returns 1 for the caller
-   * whose read it is, 0 for one that shared it.
+   * One read of the key in D1, begun after the reads before it have been applied, so the last read begun is the last
+   * applied. A caller shares the pending read when it may: a request, any; a push (`beginningNow`), only one not begun
+   * yet, since one under way may have read D1 before the push's write. Returns 1 for the caller whose read it is, 0
+   * for one that shared it.
    */
-  private async read(keyHash: string): Promise<number> {
-    if (this.queuedRead) {
-      await this.queuedRead;
+  private async read(keyHash: string, { beginningNow }: { beginningNow: boolean }): Promise<number> {
+    const pending = this.pendingRead;
+    if (pending && !(beginningNow && pending.begun)) {
+      await pending.done;
       return 0;
     }
-    const queued = this.lastRead.then(() => {
-      this.queuedRead = undefined;
-      return this.load(keyHash);
+    const read = { begun: false, done: Promise.resolve() };
+    read.done = (pending?.done.catch(() => undefined) ?? Promise.resolve()).then(async () => {
+      read.begun = true;
+      try {
+        await this.load(keyHash);
+      } finally {
+        if (this.pendingRead === read) this.pendingRead = undefined;
+      }
     });
-    this.queuedRead = queued;
-    this.lastRead = queued.catch(() => undefined);
-    await queued;
+    this.pendingRead = read;
+    await read.done;
     return 1;
   }
 
