@@ -10,7 +10,7 @@ import type { KeyState } from "./types.ts";
  */
 
 /**
- * The D1 read of a key's object, on its first wake and then once a minute while the key is used: what the key is, its expiry and its plan's limits, or undefined
+ * The D1 read of a key's object, on its first wake and when a change is pushed as "read it again": what the key is, its expiry and its plan's limits, or undefined
  * for no such key.
  */
 export async function loadKeyState(db: Database, keyHash: string): Promise<KeyState | undefined> {
@@ -38,7 +38,6 @@ export async function loadKeyState(db: Database, keyHash: string): Promise<KeySt
         expiresAt: found.expiresAt === null ? null : Date.parse(found.expiresAt),
         allowedIps: found.allowedIps,
         scopes: found.scopes,
-        checkedAt: Date.now(),
       }
     : { status: "revoked", keyId: found.id, accountId: found.accountId };
 }

@@ -183,9 +183,10 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Pushed by PATCH /api-keys/:id once D1 has the key's new restrictions: the object reads them from D1 itself, after
-   * any read under way, so however concurrent PATCHes' pushes interleave, the last read is of D1's last write and the
-   * next request is decided by what D1 holds. Returns the D1 reads it cost.
+   * Pushed by PATCH /api-keys/:id once D1 has the key's new restrictions, and by the cron for a plan change whose push
+   * could not reach this object: the object reads the key from D1 itself, after any read under way, so however
+   * concurrent pushes interleave, the last read is of D1's last write and the next request is decided by what D1
+   * holds. Returns the D1 reads it cost.
    */
   async refresh(keyHash: string): Promise<number> {
     if (this.key?.status === "revoked") return 0;
@@ -197,24 +198,10 @@ export class RateLimiter extends DurableObject<Env> {
     return this.hasSchema ? this.usageLog.read(granularity, from, to) : [];
   }
 
-  /**
-   * The key's state. The first call reads D1 (and, for a hash that matched no key, one call a minute); an active key's
-   * record is read again once it is RECHECK_MS old, so a push that never arrived (a plan change that could not reach
-   * this object) holds within a minute. Concurrent callers share one read.
-   */
+  /** The key's state. The first call reads D1 (and, for a hash that matched no key, one call a minute), once for all concurrent callers. */
   private async knownKey(keyHash: string): Promise<{ key: KeyState | undefined; d1Queries: number }> {
-    const held = this.key;
-    const now = Date.now();
-    if (held ? !isDue(held, now) : now < this.unknownUntil) return { key: held, d1Queries: 0 };
-    try {
-      return { d1Queries: await this.read(keyHash, { beginningNow: false }), key: this.key };
-    } catch (error) {
-      if (held?.status !== "active") throw error;
-      // D1 failing: the record held goes on deciding, and is tried again in RECHECK_RETRY_MS, not on every request.
-      log.warn("key record not rechecked; the one held still decides", { key_id: held.keyId, error: String(error) });
-      this.key = { ...held, checkedAt: now - RECHECK_MS + RECHECK_RETRY_MS };
-      return { key: this.key, d1Queries: 1 };
-    }
+    if (this.key || Date.now() < this.unknownUntil) return { key: this.key, d1Queries: 0 };
+    return { d1Queries: await this.read(keyHash, { beginningNow: false }), key: this.key };
   }
 
   /**
@@ -249,11 +236,7 @@ export class RateLimiter extends DurableObject<Env> {
       if (!this.key) this.unknownUntil = Date.now() + UNKNOWN_KEY_MS;
       return;
     }
-    const next = withPushes(this.key, found);
-    // A recheck that finds nothing new writes nothing (a storage write a minute per key in use would cost more than the
-    // read); a woken object then rechecks once at its first request.
-    if (this.key && sameRecord(this.key, next)) this.key = next;
-    else this.storeKey(next);
+    this.storeKey(withPushes(this.key, found));
   }
 
   /** Writes the refusals counted since the last write (see count()), and a usage.threshold notice that failed. */
@@ -350,14 +333,6 @@ export class RateLimiter extends DurableObject<Env> {
   }
 }
 
-/** How long a key's record is trusted before its object reads it from D1 again: one read a minute per key in use. */
-const RECHECK_MS = 60_000;
-/** After a failed recheck, the next try. */
-const RECHECK_RETRY_MS = 10_000;
-
-/** An active key's record is due for a recheck once RECHECK_MS old (a record stored before checkedAt existed, at once); a revocation is final. */
-const isDue = (key: KeyState, now: number) => key.status === "active" && !(now - key.checkedAt < RECHECK_MS);
-
 /**
  * What a read of D1 leaves, given what pushes stored while it ran: a read may have begun before a revocation or a
  * rotation's expiry reached D1, so a revocation stays, and of two expiries the earlier (an expiry only ever comes closer).
@@ -368,8 +343,6 @@ function withPushes(held: KeyState | undefined, read: KeyState): KeyState {
   const expiresAt = held.expiresAt === null ? read.expiresAt : Math.min(held.expiresAt, read.expiresAt ?? held.expiresAt);
   return { ...read, expiresAt };
 }
-
-const sameRecord = (a: KeyState, b: KeyState) => JSON.stringify({ ...a, checkedAt: 0 }) === JSON.stringify({ ...b, checkedAt: 0 });
 
 /** Why the key may not make this request (its address or its route's scope), or undefined when it may. */
 function outsideRestrictions(key: KeyRestrictions, request: KeyRequest): string | undefined {

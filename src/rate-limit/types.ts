@@ -43,13 +43,12 @@ export interface KeyRestrictions {
 }
 
 /**
- * What a key's object keeps of its key, in its storage, so a seen key asks D1 again only once a minute. `expiresAt`
- * (epoch ms, or null) is the instant from which the object refuses the key; `checkedAt` (epoch ms) when D1 last
- * confirmed the record. A record, not an answer: it holds what decides a request (limits, restrictions), where
- * KeyAdmission holds what was decided.
+ * What a key's object keeps of its key, in its storage, so a seen key never asks D1 again. `expiresAt` (epoch ms,
+ * or null) is the instant from which the object refuses the key. A record, not an answer: it holds what decides
+ * a request (limits, restrictions), where KeyAdmission holds what was decided.
  */
 export type KeyState =
-  | (KeyOwner & KeyRestrictions & { status: "active"; limits: Limits; expiresAt: number | null; checkedAt: number })
+  | (KeyOwner & KeyRestrictions & { status: "active"; limits: Limits; expiresAt: number | null })
   | (KeyOwner & { status: "revoked" });
 
 /** What the object needs of a request to decide it beyond counting: the client's address and the scope its route needs. */
@@ -105,12 +104,9 @@ export interface RateLimitControl {
   revoke(key: { keyHash: string; id: string; accountId: string }): Promise<void>;
   /** The key is refused from `expiresAt` (epoch ms) on; an earlier expiry the object already has stays. */
   expire(keyHash: string, expiresAt: number): Promise<void>;
-  /**
-   * The new plan's limits, to each key's object, MAX_OPEN_CONNECTIONS at a time. An object that cannot be reached is
-   * logged, not fatal: D1 has the plan, and the object reads it again within a minute (src/rate-limit/rate-limiter.ts).
-   */
-  setLimits(keyHashes: readonly string[], limits: Limits): Promise<void>;
-  /** After D1 has the key's new allowed addresses and scopes: its object reads them, and the next request is decided by them. */
+  /** The new plan's limits, to each key's object, MAX_OPEN_CONNECTIONS at a time; returns the hashes whose object could not be reached. */
+  setLimits(keyHashes: readonly string[], limits: Limits): Promise<string[]>;
+  /** After D1 has the key's new allowed addresses, scopes or plan: its object reads the key, and the next request is decided by it. */
   refresh(keyHash: string): Promise<void>;
   /** A key's usage in `span`, from its own object. */
   usage(keyHash: string, span: UsageSpan): Promise<UsageCount[]>;

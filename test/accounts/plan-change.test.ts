@@ -1,5 +1,12 @@
+import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { setAccountPlan } from "../../src/accounts/service.ts";
+import { hashApiKey } from "../../src/auth/api-key.ts";
+import worker from "../../src/index.ts";
+import { database } from "../../src/platform/db.ts";
+import { rateLimitControl } from "../../src/rate-limit/stub.ts";
+import { noWork, type RateLimitControl } from "../../src/rate-limit/types.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { adminToken } from "../helpers/tokens.ts";
@@ -29,6 +36,23 @@ describe("a plan change", () => {
     expect(workCounts(res).keyDo).toBe(live.length); // not the 1,000 that expired
 
     for (const k of live) expect(rateLimitOf(await call("GET", "/competitors", { token: k })).limit).toBe(300);
+  });
+
+  it("that cannot reach a key's object still answers 200, and the key runs on the new plan after the next cron run", async () => {
+    const { sub, key } = await freshAccount();
+    expect(rateLimitOf(await call("GET", "/competitors", { token: key })).limit).toBe(10);
+    // Every object out of reach for the change itself.
+    const control = rateLimitControl(env, noWork());
+    const unreachable: RateLimitControl = { ...control, setLimits: async (hashes) => [...hashes] };
+    const account = await setAccountPlan({ db: database(env.DB), limiter: unreachable }, { accountId: sub, plan: "premium" });
+    expect(account.limits.per_minute).toBe(300);
+
+    await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env);
+    expect(rateLimitOf(await call("GET", "/competitors", { token: key })).limit).toBe(300);
+    const left = await env.DB.prepare("SELECT count(*) AS n FROM unreached_plan_pushes WHERE key_hash = ?")
+      .bind(await hashApiKey(key))
+      .first();
+    expect(left).toEqual({ n: 0 });
   });
 
   it("GET /account/usage calls at most 100 keys' objects", async () => {
