@@ -19,7 +19,8 @@ export type LeasedTask = "events-archive" | "history-archive" | "delivery-archiv
 
 /**
  * Runs `run` holding `task`'s lease and returns its result; returns `skipped` without running it when another run
- * holds the lease. Raw statements on the binding: they are the lease's alone, whatever the caller does with `db`.
+ * holds the lease. Its statements go to the binding itself (`db.$client`), not through drizzle, so whatever wraps the
+ * caller's `db` never keeps the lease from being taken or released.
  */
 export async function withCronLease<T>(db: Database, task: LeasedTask, skipped: T, run: () => Promise<T>): Promise<T> {
   const holder = crypto.randomUUID();
