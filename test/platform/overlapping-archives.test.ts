@@ -132,4 +132,17 @@ describe("overlapping cron runs", () => {
     expect(new Set([...archivedIds, ...inD1])).toEqual(new Set(stored));
     expect(archivedIds.length + inD1.length).toBe(stored.length);
   });
+
+  it("wait while a run that died holds its lease, and take the lease over once it has expired", async () => {
+    const ids = await commitEvents(30, 10);
+    const leftBy = (expiresAt: number) =>
+      env.DB.prepare("INSERT OR REPLACE INTO cron_leases (task, holder, expires_at) VALUES ('events-archive', 'a run that died', ?)")
+        .bind(expiresAt)
+        .run();
+    await leftBy(Date.now() + MINUTE_MS);
+    expect(await archiveEvents(db(), env.ARCHIVE)).toBe(0);
+    await leftBy(Date.now() - 1);
+    expect(await archiveEvents(db(), env.ARCHIVE)).toBe(ids.length);
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM cron_leases").first()).toEqual({ n: 0 }); // released
+  });
 });
