@@ -13,7 +13,8 @@ import { buildDocs } from "./scripts/build-docs.ts";
  * The private half reaches the tests as a binding, and test/helpers/tokens.ts signs with it.
  * `/switchable/<name>/jwks.json` serves the same set but can be taken down: POST `…/down` makes it
  * answer 503 until POST `…/up`; GET `…/fetches` counts the key-set fetches it had (test/auth/jwks-outage.test.ts).
- * A name per test, so test files running at once never see each other's outage.
+ * A name per test, so test files running at once never see each other's outage. `/two-keys/jwks.json` serves a set of
+ * two RS256 keys, another one's first and then the test IdP's, as an IdP mid-rotation does (test/auth/jwt-without-kid.test.ts).
  */
 async function serveTestJwks() {
   const { publicKey, privateKey } = await generateKeyPair("RS256", { extractable: true });
@@ -21,10 +22,15 @@ async function serveTestJwks() {
   const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: "RS256", use: "sig" };
   const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: "RS256" };
   const body = JSON.stringify({ keys: [publicJwk] });
+  const other = await generateKeyPair("RS256", { extractable: true });
+  const twoKeys = JSON.stringify({
+    keys: [{ ...(await exportJWK(other.publicKey)), kid: "test-key-0", alg: "RS256", use: "sig" }, publicJwk],
+  });
   const switchable = new Map<string, { down: boolean; fetches: number }>();
   const server = createServer((req, res) => {
     const json = (status: number, text: string) => res.writeHead(status, { "Content-Type": "application/json" }).end(text);
     if (req.url === "/jwks.json") return json(200, body);
+    if (req.url === "/two-keys/jwks.json") return json(200, twoKeys);
     const [, name, action] = /^\/switchable\/([\w-]+)\/(jwks\.json|down|up|fetches)$/.exec(req.url ?? "") ?? [];
     if (!name) return res.writeHead(404).end();
     const state = switchable.get(name) ?? { down: false, fetches: 0 };

@@ -1,10 +1,13 @@
 import { announceExpiringKeys } from "./account-events/expiring.ts";
+import { retryPlanPushes } from "./accounts/plan-pushes.ts";
 import { buildApp } from "./app.ts";
 import { archiveHistory } from "./catalogue/history-archive.ts";
 import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { database } from "./platform/db.ts";
+import { rateLimitControl } from "./rate-limit/stub.ts";
+import { noWork } from "./rate-limit/types.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 
@@ -36,6 +39,7 @@ export default {
       archiveEvents(db, env.ARCHIVE).then(() => expireArchive(db, env.ARCHIVE)),
       archiveHistory(db, env.ARCHIVE),
       announceExpiringKeys(db, env.WEBHOOK_QUEUE),
+      retryPlanPushes(db, rateLimitControl(env, noWork())),
     ]);
     for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
   },

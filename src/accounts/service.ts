@@ -1,12 +1,18 @@
-import { activeKeyHashes } from "../api-keys/service.ts";
+import { authenticatingKeyHashes } from "../api-keys/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { accounts, type PlanName } from "../platform/tables.ts";
 import { PLAN_LIMITS } from "../rate-limit/plans.ts";
+import { noteUnreachedKeys } from "./plan-pushes.ts";
 import type { AccountView } from "./schema.ts";
 
 type AccountRow = typeof accounts.$inferSelect;
 
-/** Changes the plan (creating the account if it is new), then tells every active key's object before answering. */
+/**
+ * Changes the plan (creating the account if it is new), then tells the object of every key that can authenticate
+ * before answering; keys that cannot are never called (an account may have any number of expired ones). An object
+ * that cannot be reached is noted for the cron to retry (src/accounts/plan-pushes.ts): D1 has the plan, so the answer
+ * is still 200.
+ */
 export async function setAccountPlan(
   { db, limiter }: Pick<RequestServices, "db" | "limiter">,
   { accountId, plan }: { accountId: string; plan: PlanName },
@@ -16,7 +22,8 @@ export async function setAccountPlan(
     .values({ id: accountId, plan })
     .onConflictDoUpdate({ target: accounts.id, set: { plan } })
     .returning();
-  await limiter.setLimits(await activeKeyHashes(db, accountId), PLAN_LIMITS[plan]);
+  const unreached = await limiter.setLimits(await authenticatingKeyHashes(db, accountId), PLAN_LIMITS[plan]);
+  if (unreached.length > 0) await noteUnreachedKeys(db, unreached);
   return accountView(account!);
 }
 

@@ -33,13 +33,15 @@ export function apiKeyView(row: ApiKeyRow, now = new Date().toISOString()): ApiK
   };
 }
 
+/** A key that can authenticate (binds: now): active and not expired, rotated keys still in their grace included. */
+const CAN_AUTHENTICATE = "status = 'active' AND (expires_at IS NULL OR expires_at > ?)";
+
 /**
- * How many keys of an account can authenticate (binds: account id, now): the cap counts every one of them,
- * active and not expired, rotated keys still in their grace included (else a chain of rotations would give
- * an account a working key per link). Raw SQL, so a statement inside a D1 batch can use it too.
+ * How many keys of an account can authenticate (binds: account id, now): the cap counts every one of them
+ * (else a chain of rotations would give an account a working key per link). Raw SQL, so a statement inside a
+ * D1 batch can use it too.
  */
-export const KEYS_THAT_CAN_AUTHENTICATE =
-  "(SELECT count(*) FROM api_keys WHERE account_id = ? AND status = 'active' AND (expires_at IS NULL OR expires_at > ?))";
+export const KEYS_THAT_CAN_AUTHENTICATE = `(SELECT count(*) FROM api_keys WHERE account_id = ? AND ${CAN_AUTHENTICATE})`;
 
 export const newKeyId = () => `key_${crypto.randomUUID().replaceAll("-", "")}`;
 
@@ -124,8 +126,9 @@ export async function findApiKey(db: Database, { accountId, id }: KeyOfAccount):
 }
 
 /**
- * Renames the key and changes its restrictions. D1 first, then the key's object (restrictions only reach
- * requests through it): the next request is decided by the new ones. Pushed on every call that names a
+ * Renames the key and changes its restrictions. D1 first, then the key's object reads them (restrictions only reach
+ * requests through it): the next request is decided by the new ones, and concurrent PATCHes leave it with what D1
+ * holds (the object reads D1 after each push, never a value a push carried). Pushed on every call that names a
  * restriction, so a call retried after a failed push completes it.
  */
 export async function updateApiKey(
@@ -144,7 +147,7 @@ export async function updateApiKey(
     .returning();
   if (!row) throw notFound(id);
   if ((patch.allowed_ips !== undefined || patch.scopes !== undefined) && row.status === "active") {
-    await limiter.restrict(row.keyHash, { allowedIps: row.allowedIps, scopes: row.scopes });
+    await limiter.refresh(row.keyHash);
   }
   return apiKeyView(row);
 }
@@ -170,10 +173,14 @@ export async function revokeApiKey(
   return apiKeyView(revoked ?? (await db.select().from(apiKeys).where(ownKey).get())!);
 }
 
-export async function activeKeyHashes(db: Database, accountId: string): Promise<string[]> {
-  const rows = await db
-    .select({ keyHash: apiKeys.keyHash })
-    .from(apiKeys)
-    .where(and(eq(apiKeys.accountId, accountId), eq(apiKeys.status, "active")));
-  return rows.map((r) => r.keyHash);
+/**
+ * The hashes of the account's keys that can authenticate: at most MAX_ACTIVE_KEYS (the cap), however many expired or
+ * rotated-out keys the account keeps.
+ */
+export async function authenticatingKeyHashes(db: Database, accountId: string): Promise<string[]> {
+  const { results } = await db.$client
+    .prepare(`SELECT key_hash FROM api_keys WHERE account_id = ? AND ${CAN_AUTHENTICATE} LIMIT ?`)
+    .bind(accountId, new Date().toISOString(), MAX_ACTIVE_KEYS)
+    .all<{ key_hash: string }>();
+  return results.map((row) => row.key_hash);
 }

@@ -1,4 +1,4 @@
-import { and, eq, gte, or, sql } from "drizzle-orm";
+import { and, desc, eq, gte, or, sql } from "drizzle-orm";
 import pLimit from "p-limit";
 import type { RequestServices } from "../http/app-env.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
@@ -6,7 +6,7 @@ import { apiKeys } from "../platform/tables.ts";
 import type { UsageCount } from "../rate-limit/types.ts";
 import { BUCKET_MS, clipRange, summed, zeroFilled } from "../rate-limit/usage-range.ts";
 import type { AccountUsageView, KeyUsageView, UsageQuery } from "./schema.ts";
-import { findApiKey, type KeyOfAccount } from "./service.ts";
+import { findApiKey, type KeyOfAccount, MAX_ACTIVE_KEYS } from "./service.ts";
 
 const spanOf = (query: UsageQuery) =>
   clipRange(query.granularity, {
@@ -33,7 +33,8 @@ export async function getApiKeyUsage(
  * The sum of the account's keys that can have something in the range: the active ones, and those used,
  * revoked or expired since a minute before it starts (`last_used_at` lags use by up to a minute).
  * A key revoked or expired before the range and not admitted since is left out: whatever it was refused
- * in the range is on its own usage, not in the total.
+ * in the range is on its own usage, not in the total. At most MAX_ACTIVE_KEYS objects are asked (the most
+ * recently used first), however many keys an account has revoked or let expire: a request's calls stay bounded.
  */
 export async function getAccountUsage(
   { db, limiter }: Pick<RequestServices, "db" | "limiter">,
@@ -56,6 +57,8 @@ export async function getAccountUsage(
               ),
             ),
           )
+          .orderBy(desc(apiKeys.lastUsedAt)) // SQLite sorts NULL lowest: keys never used come last
+          .limit(MAX_ACTIVE_KEYS)
           .all()
       : [];
   const limit = pLimit(MAX_OPEN_CONNECTIONS);

@@ -1,4 +1,4 @@
-import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey, jwtVerify } from "jose";
+import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey, type JWTVerifyOptions, jwtVerify } from "jose";
 import { ApiError } from "../http/errors.ts";
 import type { Config } from "../platform/config.ts";
 import { logger } from "../platform/log.ts";
@@ -122,14 +122,38 @@ function explain(error: unknown): ApiError {
   return new ApiError(503, "The identity provider's signing keys could not be fetched; try again in a minute.", { "Retry-After": "60" });
 }
 
+/** Keys of one algorithm a token without `kid` is tried against: an IdP publishes one or two (mid-rotation), rarely more. */
+const MAX_KEYS_TRIED = 5;
+
+/**
+ * A token without `kid` whose algorithm several keys of the set share: verified against each (at most MAX_KEYS_TRIED)
+ * until one signature matches. A claim that fails after a match fails the token (the key was the right one).
+ */
+async function verifyWithEachKey(token: string, candidates: errors.JWKSMultipleMatchingKeys, options: JWTVerifyOptions) {
+  let tried = 0;
+  for await (const key of candidates) {
+    try {
+      return await jwtVerify(token, key, options);
+    } catch (error) {
+      if (!(error instanceof errors.JWSSignatureVerificationFailed)) throw error;
+    }
+    if (++tried === MAX_KEYS_TRIED) break;
+  }
+  throw new errors.JWSSignatureVerificationFailed();
+}
+
 export async function verifyIdpToken(token: string, config: Config): Promise<Identity> {
+  const options: JWTVerifyOptions = {
+    issuer: config.IDP_ISSUER,
+    audience: config.IDP_AUDIENCE,
+    algorithms: ALGORITHMS,
+    clockTolerance: 60,
+    requiredClaims: ["iss", "aud", "exp", "sub"],
+  };
   try {
-    const { payload } = await jwtVerify(token, keySetFor(config.IDP_JWKS_URL), {
-      issuer: config.IDP_ISSUER,
-      audience: config.IDP_AUDIENCE,
-      algorithms: ALGORITHMS,
-      clockTolerance: 60,
-      requiredClaims: ["iss", "aud", "exp", "sub"],
+    const { payload } = await jwtVerify(token, keySetFor(config.IDP_JWKS_URL), options).catch((error: unknown) => {
+      if (error instanceof errors.JWKSMultipleMatchingKeys) return verifyWithEachKey(token, error, options);
+      throw error;
     });
     const sub = payload.sub as unknown;
     if (typeof sub !== "string" || sub === "")

@@ -2,6 +2,7 @@ import { and, asc, eq, getTableColumns, lt, sql } from "drizzle-orm";
 import pLimit from "p-limit";
 import { HISTORY_ARCHIVE_AFTER_MS, HISTORY_ARCHIVE_PRODUCTS_PER_RUN, HISTORY_IN_D1_MS } from "../events/retention.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
+import { withCronLease } from "../platform/cron-lease.ts";
 import type { Database } from "../platform/db.ts";
 import { getNdjsonGz, mergeById, putNdjsonGz } from "../platform/ndjson-archive.ts";
 import { priceHistory, products } from "../platform/tables.ts";
@@ -39,8 +40,12 @@ const byTime = (a: ArchivedHistoryRow, b: ArchivedHistoryRow) =>
 /** Rows in both places (a crash between write and delete, or a read racing a move) count once. */
 export const mergeHistory = (...parts: readonly ArchivedHistoryRow[][]): ArchivedHistoryRow[] => mergeById(parts, byTime);
 
-/** Moves the due products' old history to R2; returns the rows that left D1. */
-export async function archiveHistory(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
+/** Moves the due products' old history to R2, holding the task's lease (none moved when another run holds it); returns the rows that left D1. */
+export function archiveHistory(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
+  return withCronLease(db, "history-archive", 0, () => moveHistory(db, bucket, now));
+}
+
+async function moveHistory(db: Database, bucket: R2Bucket, now: number): Promise<number> {
   const due = new Date(now - HISTORY_ARCHIVE_AFTER_MS).toISOString();
   const keep = new Date(now - HISTORY_IN_D1_MS).toISOString();
   // The oldest rows first (the primary key's order); several rows of one product count once.

@@ -1,4 +1,5 @@
 import { asc, inArray, isNotNull, isNull, lt, sql } from "drizzle-orm";
+import { withCronLease } from "../platform/cron-lease.ts";
 import type { Database } from "../platform/db.ts";
 import { putNdjsonGz } from "../platform/ndjson-archive.ts";
 import { eventArchive, events } from "../platform/tables.ts";
@@ -41,8 +42,12 @@ export const archivedThrough = sql`coalesce((SELECT last_seq FROM event_archive 
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Moves the events due for the archive, in bounded steps. Returns how many left D1. */
-export async function archiveEvents(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
+/** Moves the events due for the archive, in bounded steps, holding the task's lease (none moved when another run holds it). Returns how many left D1. */
+export function archiveEvents(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
+  return withCronLease(db, "events-archive", 0, () => moveEvents(db, bucket, now));
+}
+
+async function moveEvents(db: Database, bucket: R2Bucket, now: number): Promise<number> {
   const due = iso(now - EVENTS_IN_D1_MS);
   let moved = 0;
   for (let step = 0; step < EVENT_ARCHIVE_OBJECTS_PER_RUN; step++) {

@@ -5,7 +5,7 @@ import type { WebhookMessage } from "../events/messages.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import type { accounts } from "../platform/tables.ts";
-import type { RateLimitControl, Work } from "../rate-limit/types.ts";
+import type { Decision, RateLimitControl, Work } from "../rate-limit/types.ts";
 
 /**
  * What a request's handlers and services need, built once per request by src/middleware/services.ts.
@@ -33,5 +33,7 @@ export interface AppEnv {
     credential: Credential;
     account: typeof accounts.$inferSelect;
     apiKey: ApiKeyOfRequest;
+    /** A secret-scanning report's decision in its own bucket, set once its signature verified (src/middleware/admission.ts). */
+    verifiedReport: Decision;
   };
 }

@@ -16,9 +16,6 @@ const ipBucket = (c: Context) => ipBucketName(clientIp(c));
 const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
 async function admitCredential(c: Context<AppEnv>, credential: Credential, work: Work): Promise<[Credential, Decision]> {
-  if (c.req.path.startsWith("/secret-scanning/")) {
-    return [credential, await admitBucket(c.env, bucketName("secret-scanning", "github"), FIXED_BUCKETS["secret-scanning"], work)];
-  }
   if (credential.kind === "api-key") {
     // A hash this isolate has not seen is looked up only while the client IP's bucket has room; once it is empty,
     // its 429 is the answer (made-up keys pass the public checksum). The look counts nothing: a request is counted
@@ -32,8 +29,10 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
       const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes, keyHash: credential.keyHash };
       return [{ ...credential, key }, outcome.decision];
     }
+    // Refused by the key's restrictions: the caller may not be the key's holder, so the client IP's bucket counts it,
+    // and its headers are what the caller sees (never the key's quota).
     if (outcome.status === "forbidden")
-      return [{ kind: "rejected", error: new ApiError(403, outcome.detail), wasApiKey: true }, outcome.decision];
+      return [{ kind: "rejected", error: new ApiError(403, outcome.detail), wasApiKey: true }, await admitIp(c, work)];
     const detail =
       outcome.status === "expired"
         ? `This API key expired at ${new Date(outcome.expiresAt).toISOString()}; use the key that replaced it, or create a new one.`
@@ -72,12 +71,38 @@ const workCountsHeader = (work: Work) =>
 
 const tooMany = (c: Context<AppEnv>, decision: Decision) => errorResponse(c, new ApiError(429, rateLimitDetail(decision)));
 
+const SECRET_SCANNING_PREFIX = "/secret-scanning/";
+
+/**
+ * A secret-scanning report is counted once its route knows who sent it: a report whose signature verifies in the
+ * `secret-scanning` bucket (admitVerifiedReport), anything else in the client IP's, so no one but GitHub can use up
+ * GitHub's quota. Before the route runs, the client IP's bucket is only looked at (counting nothing): a caller
+ * whose bucket is empty gets its 429 before any body is read or signature checked.
+ */
+async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: Work): Promise<Response> {
+  const room = await admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work, { count: false });
+  if (!room.allowed) return withBucketHeaders(c, tooMany(c, room), room, work);
+  c.set("credential", { kind: "none" });
+  await next();
+  const verified = c.get("verifiedReport");
+  const decision = verified ?? (await admitIp(c, work));
+  return withBucketHeaders(c, verified || decision.allowed ? c.res : tooMany(c, decision), decision, work);
+}
+
+/** Counts a report whose signature verified in the `secret-scanning` bucket; a refusal is a 429 (thrown). */
+export async function admitVerifiedReport(c: Context<AppEnv>): Promise<void> {
+  const decision = await admitBucket(c.env, bucketName("secret-scanning", "github"), FIXED_BUCKETS["secret-scanning"], c.var.services.work);
+  c.set("verifiedReport", decision);
+  if (!decision.allowed) throw new ApiError(429, rateLimitDetail(decision));
+}
+
 /**
  * Every request passes here after its context is built: its credential picks the bucket, the
  * bucket's object decides, and whatever response follows (success or error) carries that bucket's headers.
  */
 export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { config, work } = c.var.services;
+  if (c.req.path.startsWith(SECRET_SCANNING_PREFIX)) return admitReport(c, next, work);
   const [credential, decision] = await admitCredential(c, await identify(c.req.header("Authorization"), config), work);
   c.set("credential", credential);
   let res: Response;

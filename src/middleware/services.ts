@@ -33,7 +33,7 @@ export const requestServices =
       get db() {
         return (db ??= database(c.env.DB, work));
       },
-      limiter: rateLimitControl(c.env),
+      limiter: rateLimitControl(c.env, work),
       queue: meteredQueue(c.env.WEBHOOK_QUEUE, work),
       catalogue: catalogueStore({ ...c.env, CATALOGUE: meteredBucket(c.env.CATALOGUE, countR2) }, work),
       archive: meteredBucket(c.env.ARCHIVE, countR2),

@@ -332,3 +332,19 @@ export const eventStreams = sqliteTable(
   },
   (t) => [index("event_streams_key").on(t.keyId, t.expiresAt), index("event_streams_account").on(t.accountId, t.expiresAt)],
 );
+
+/**
+ * The leases of the cron tasks that must not overlap with themselves, one row per task while a run holds it
+ * (src/platform/cron-lease.ts). `expires_at` is epoch ms.
+ */
+export const cronLeases = sqliteTable("cron_leases", {
+  task: text("task").primaryKey(),
+  holder: text("holder").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+});
+
+/** Keys a plan change could not push its limits to, until the cron has made their objects read the key again (src/accounts/plan-pushes.ts). */
+export const unreachedPlanPushes = sqliteTable("unreached_plan_pushes", {
+  keyHash: text("key_hash").primaryKey(),
+  notedAt: integer("noted_at").notNull(),
+});

@@ -15,7 +15,7 @@ export const FIXED_BUCKETS = {
   account: perMinute(60),
   admin: perMinute(600),
   ip: perMinute(30),
-  /** GitHub's secret-scanning reports (src/secret-scanning/), signed or not: one bucket, whatever the caller. */
+  /** GitHub's secret-scanning reports (src/secret-scanning/) whose signature verified: one bucket, whatever the address. */
   "secret-scanning": perMinute(600),
 } as const;
 

@@ -72,8 +72,8 @@ export class RateLimiter extends DurableObject<Env> {
   private key: KeyState | undefined;
   private lastUseRecorded: number;
   private hasSchema: boolean;
-  /** The key's one D1 read while it is under way: pushes that land meanwhile wait for it, then apply on top. */
-  private loading: Promise<void> | undefined;
+  /** The key's latest D1 read not finished (queued or under way; see read()), and whether it has begun. */
+  private pendingRead: { done: Promise<void>; begun: boolean } | undefined;
   /** Until when this key hash is known to match no key (memory only: nothing is stored for a made-up key). */
   private unknownUntil = 0;
   /** When the state row was last written: refusals since then are written once it is a second old. */
@@ -145,13 +145,13 @@ export class RateLimiter extends DurableObject<Env> {
       this.count(now, false);
       return key.status === "active" ? { status: "expired", expiresAt: key.expiresAt!, d1Queries } : { status: key.status, d1Queries };
     }
-    this.usage.slide(now);
     const forbidden = request && outsideRestrictions(key, request);
     if (forbidden) {
-      // Refused, but not counted against the key's limits: its window is reported as it stands.
+      // Refused, but not counted against the key's limits (the worker counts it in the client IP's bucket).
       this.count(now, false);
-      return { status: "forbidden", detail: forbidden, decision: this.usage.peek(now, key.limits), d1Queries };
+      return { status: "forbidden", detail: forbidden, d1Queries };
     }
+    this.usage.slide(now);
     const decision = this.usage.decide(now, key.limits);
     if (decision.allowed) {
       this.markUse(key.keyId, now);
@@ -184,18 +184,23 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Pushed by a plan change once D1 has it: the next request gets the new limits. A push that lands while the
-   * object's first D1 read is under way (which may have read the old plan) waits for that read and applies on top.
+   * Pushed by a plan change once D1 has it: the next request gets the new limits. A push that lands while a D1 read
+   * is under way (which may have read the old plan) waits for that read and applies on top.
    */
   async setLimits(limits: Limits): Promise<void> {
-    if (!this.key && this.loading) await this.loading;
+    await this.pendingRead?.done.catch(() => undefined);
     if (this.key?.status === "active") this.storeKey({ ...this.key, limits });
   }
 
-  /** Pushed by PATCH /api-keys/:id once D1 has the key's new restrictions: the next request is decided by them. */
-  async restrict(keyHash: string, restrictions: KeyRestrictions): Promise<void> {
-    const { key } = await this.knownKey(keyHash);
-    if (key?.status === "active") this.storeKey({ ...key, ...restrictions });
+  /**
+   * Pushed by PATCH /api-keys/:id once D1 has the key's new restrictions, and by the cron for a plan change whose push
+   * could not reach this object: the object reads the key from D1 itself, after any read under way, so however
+   * concurrent pushes interleave, the last read is of D1's last write and the next request is decided by what D1
+   * holds. Returns the D1 reads it cost.
+   */
+  async refresh(keyHash: string): Promise<number> {
+    if (this.key?.status === "revoked") return 0;
+    return this.read(keyHash, { beginningNow: true });
   }
 
   /** The key's usage in the span. */
@@ -206,18 +211,42 @@ export class RateLimiter extends DurableObject<Env> {
   /** The key's state. The first call reads D1 (and, for a hash that matched no key, one call a minute), once for all concurrent callers. */
   private async knownKey(keyHash: string): Promise<{ key: KeyState | undefined; d1Queries: number }> {
     if (this.key || Date.now() < this.unknownUntil) return { key: this.key, d1Queries: 0 };
-    const reads = this.loading ? 0 : 1;
-    this.loading ??= this.load(keyHash).finally(() => (this.loading = undefined));
-    await this.loading;
-    return { key: this.key, d1Queries: reads };
+    return { d1Queries: await this.read(keyHash, { beginningNow: false }), key: this.key };
+  }
+
+  /**
+   * One read of the key in D1, begun after the reads before it have been applied, so the last read begun is the last
+   * applied. A caller shares the pending read when it may: a request, any; a push (`beginningNow`), only one not begun
+   * yet, since one under way may have read D1 before the push's write. Returns 1 for the caller whose read it is, 0
+   * for one that shared it.
+   */
+  private async read(keyHash: string, { beginningNow }: { beginningNow: boolean }): Promise<number> {
+    const pending = this.pendingRead;
+    if (pending && !(beginningNow && pending.begun)) {
+      await pending.done;
+      return 0;
+    }
+    const read = { begun: false, done: Promise.resolve() };
+    read.done = (pending?.done.catch(() => undefined) ?? Promise.resolve()).then(async () => {
+      read.begun = true;
+      try {
+        await this.load(keyHash);
+      } finally {
+        if (this.pendingRead === read) this.pendingRead = undefined;
+      }
+    });
+    this.pendingRead = read;
+    await read.done;
+    return 1;
   }
 
   private async load(keyHash: string) {
     const found = await loadKeyState(database(this.env.DB), keyHash);
-    // A revoke or expiry pushed while D1 answered has stored the key already; what it stored wins.
-    if (this.key) return;
-    if (found) this.storeKey(found);
-    else this.unknownUntil = Date.now() + UNKNOWN_KEY_MS;
+    if (!found) {
+      if (!this.key) this.unknownUntil = Date.now() + UNKNOWN_KEY_MS;
+      return;
+    }
+    this.storeKey(withPushes(this.key, found));
   }
 
   /** Writes the refusals counted since the last write (see count()), and a usage.threshold notice that failed. */
@@ -316,6 +345,17 @@ export class RateLimiter extends DurableObject<Env> {
 
 /** Whether an active key has expired (a rotated key's grace ends at its `expiresAt` too). */
 const pastExpiry = (key: { expiresAt: number | null }, now: number) => key.expiresAt !== null && now >= key.expiresAt;
+
+/**
+ * What a read of D1 leaves, given what pushes stored while it ran: a read may have begun before a revocation or a
+ * rotation's expiry reached D1, so a revocation stays, and of two expiries the earlier (an expiry only ever comes closer).
+ */
+function withPushes(held: KeyState | undefined, read: KeyState): KeyState {
+  if (held?.status === "revoked") return held;
+  if (held === undefined || read.status === "revoked") return read;
+  const expiresAt = held.expiresAt === null ? read.expiresAt : Math.min(held.expiresAt, read.expiresAt ?? held.expiresAt);
+  return { ...read, expiresAt };
+}
 
 /** Why the key may not make this request (its address or its route's scope), or undefined when it may. */
 function outsideRestrictions(key: KeyRestrictions, request: KeyRequest): string | undefined {

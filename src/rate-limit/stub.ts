@@ -1,4 +1,6 @@
+import pLimit from "p-limit";
 import { remember } from "../platform/bounded-map.ts";
+import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import {
   type Decision,
   type KeyAdmission,
@@ -86,20 +88,28 @@ export async function admitBucket(env: Env, name: string, limits: Limits, work: 
   return decision;
 }
 
-export const rateLimitControl = (env: Env): RateLimitControl => ({
-  async revoke(key) {
-    await limiter(env, key.keyHash).revoke(key.id, key.accountId);
-  },
-  async expire(keyHash, expiresAt) {
-    await limiter(env, keyHash).expire(keyHash, expiresAt);
-  },
-  usage(keyHash, span) {
-    return limiter(env, keyHash).usageBuckets(span);
-  },
-  async restrict(keyHash, restrictions) {
-    await limiter(env, keyHash).restrict(keyHash, restrictions);
-  },
-  async setLimits(keyHashes, limits) {
-    await Promise.all(keyHashes.map((hash) => limiter(env, hash).setLimits(limits)));
-  },
-});
+export function rateLimitControl(env: Env, work: Work): RateLimitControl {
+  const keyObject = (keyHash: string) => {
+    work.keyObjectCalls++;
+    return limiter(env, keyHash);
+  };
+  return {
+    async revoke(key) {
+      await keyObject(key.keyHash).revoke(key.id, key.accountId);
+    },
+    async expire(keyHash, expiresAt) {
+      await keyObject(keyHash).expire(keyHash, expiresAt);
+    },
+    usage(keyHash, span) {
+      return keyObject(keyHash).usageBuckets(span);
+    },
+    async refresh(keyHash) {
+      work.d1 += await keyObject(keyHash).refresh(keyHash);
+    },
+    async setLimits(keyHashes, limits) {
+      const limit = pLimit(MAX_OPEN_CONNECTIONS);
+      const pushed = await Promise.allSettled(keyHashes.map((hash) => limit(() => keyObject(hash).setLimits(limits))));
+      return keyHashes.filter((_, i) => pushed[i]!.status === "rejected");
+    },
+  };
+}

@@ -59,12 +59,11 @@ export interface KeyRequest {
 
 /**
  * The key object's answer to one admission, which the worker's stub hands on as it came (src/rate-limit/stub.ts).
- * `forbidden`: outside the key's allowed addresses or scopes, a 403 with `detail`, not counted (`decision` is the
- * key's window as it stands). `d1Queries`: the D1 reads the answer cost (one on the object's first wake, else none).
+ * `forbidden`: outside the key's allowed addresses or scopes, a 403 with `detail`, not counted against the key. `d1Queries`: the D1 reads the answer cost (one on the object's first wake, else none).
  */
 export type KeyAdmission = { d1Queries: number } & (
   | (KeyOwner & { status: "active"; decision: Decision; scopes: string[] | null })
-  | { status: "forbidden"; detail: string; decision: Decision }
+  | { status: "forbidden"; detail: string }
   | { status: "expired"; expiresAt: number }
   | { status: "revoked" | "unknown" }
 );
@@ -117,14 +116,18 @@ export const noWork = (): Work => ({
   queueSent: 0,
 });
 
-/** Revocations, expiries and plan changes reach each key's object before the caller answers: the very next request sees them. */
+/**
+ * Revocations, expiries, plan changes and restrictions reach each key's object before the caller answers: the very next
+ * request sees them. Each call to a key's object is counted in the request's `work`.
+ */
 export interface RateLimitControl {
   revoke(key: { keyHash: string; id: string; accountId: string }): Promise<void>;
   /** The key is refused from `expiresAt` (epoch ms) on; an earlier expiry the object already has stays. */
   expire(keyHash: string, expiresAt: number): Promise<void>;
-  setLimits(keyHashes: readonly string[], limits: Limits): Promise<void>;
-  /** The key's new allowed addresses and scopes (after D1 has them): the next request is decided by them. */
-  restrict(keyHash: string, restrictions: KeyRestrictions): Promise<void>;
+  /** The new plan's limits, to each key's object, MAX_OPEN_CONNECTIONS at a time; returns the hashes whose object could not be reached. */
+  setLimits(keyHashes: readonly string[], limits: Limits): Promise<string[]>;
+  /** After D1 has the key's new allowed addresses, scopes or plan: its object reads the key, and the next request is decided by it. */
+  refresh(keyHash: string): Promise<void>;
   /** A key's usage in `span`, from its own object. */
   usage(keyHash: string, span: UsageSpan): Promise<UsageCount[]>;
 }

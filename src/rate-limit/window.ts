@@ -57,17 +57,6 @@ export class Usage {
     return { allowed: true, limits, remaining, resetSeconds: seconds(resetMs), resetMs };
   }
 
-  /**
-   * The decision's headers for a request that is refused without being counted (it asks nothing of the windows). Call
-   * `slide(now)` first.
-   */
-  peek(now: number, limits: Limits): Decision {
-    const windows = this.windows(now, limits);
-    const remaining = Math.min(...windows.map((w) => w.remaining));
-    const resetMs = Math.max(0, windows[0]!.resetMs);
-    return { allowed: true, limits, remaining, resetSeconds: seconds(resetMs), resetMs };
-  }
-
   private windows(now: number, limits: Limits) {
     const log = this.minuteLog;
     // The entry whose leaving frees a slot: the oldest, or further in when a downgrade left the log over the limit.

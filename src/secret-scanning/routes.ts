@@ -5,6 +5,7 @@ import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
+import { admitVerifiedReport } from "../middleware/admission.ts";
 import { operation } from "../middleware/operation.ts";
 import { KeyListUnavailable, publicKey } from "./public-keys.ts";
 import {
@@ -20,15 +21,21 @@ import { verifyReportSignature } from "./signature.ts";
 
 const unsigned = (detail: string) => new ApiError(401, detail);
 
+/** First of all, before the body limit (which buffers a body sent without Content-Length): an unsigned body is never read. */
+const signatureHeadersSent: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (!c.req.header(IDENTIFIER_HEADER) || !c.req.header(SIGNATURE_HEADER))
+    throw unsigned(`Send the report signed: the ${IDENTIFIER_HEADER} and ${SIGNATURE_HEADER} headers are required.`);
+  await next();
+};
+
 /**
  * Nothing of the report is read before its signature verifies over the raw bytes, so an unsigned caller
  * learns nothing about any token, and a changed byte is a 401. The bytes stay cached for the body's parse.
+ * Only then is the report counted in GitHub's own bucket (anything refused here counts in the client IP's).
  */
 const verifiedByGitHub: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const identifier = c.req.header(IDENTIFIER_HEADER);
-  const signature = c.req.header(SIGNATURE_HEADER);
-  if (!identifier || !signature)
-    throw unsigned(`Send the report signed: the ${IDENTIFIER_HEADER} and ${SIGNATURE_HEADER} headers are required.`);
+  const identifier = c.req.header(IDENTIFIER_HEADER)!;
+  const signature = c.req.header(SIGNATURE_HEADER)!;
   let key: CryptoKey | undefined;
   try {
     key = await publicKey(c.var.services.config.SECRET_SCANNING_KEYS_URL, identifier);
@@ -43,6 +50,7 @@ const verifiedByGitHub: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!(await verifyReportSignature(key, signature, await c.req.arrayBuffer()))) {
     throw unsigned(`${SIGNATURE_HEADER} is not a valid signature of this body by the key ${IDENTIFIER_HEADER} names.`);
   }
+  await admitVerifiedReport(c);
   await next();
 };
 
@@ -57,7 +65,7 @@ const reportLeakedTokensRoute = createRoute(
   operation({
     tags: ["Secret scanning"],
     credential: "github",
-    middleware: [reportLimit, verifiedByGitHub],
+    middleware: [signatureHeadersSent, reportLimit, verifiedByGitHub],
     method: "post",
     path: "/github",
     operationId: "reportLeakedTokens",
@@ -65,9 +73,9 @@ const reportLeakedTokensRoute = createRoute(
     description:
       "GitHub posts the strings it found in public that match our key format (docs/key-format.md), signed with ECDSA P-256 / SHA-256 " +
       "over the raw body by a key from SECRET_SCANNING_KEYS_URL. A missing or bad signature, or an unknown key identifier, is 401 and " +
-      "changes nothing. Every live key reported is revoked before the answer (refused on its next request), recorded as leaked with " +
+      "changes nothing, and is counted in the client IP's bucket (30 a minute); only a report whose signature verifies counts in its own bucket, 600 a minute. Every live key reported is revoked before the answer (refused on its next request), recorded as leaked with " +
       "where it was found, and its account gets an `api_key.leaked` event. The answer labels each token: true_positive when it is or " +
-      "was one of our keys. Reporting a token again changes nothing. Counted in its own rate-limit bucket, 600 a minute.",
+      "was one of our keys. Reporting a token again changes nothing.",
     request: {
       headers: signatureHeaders,
       query: noQuery,

@@ -40,8 +40,7 @@ describe("allowed_ips", () => {
     for (let i = 0; i < 15; i++) {
       const res = await call("GET", "/competitors", { token: created.key, headers: from("198.51.100.1") });
       await expectJson(res, 403);
-      expect(rateLimitOf(res)).toMatchObject({ limit: 10, remaining: 9 });
-      expect(workCounts(res)).toEqual({ d1: 0, keyDo: 1, otherDo: 0 });
+      expect(workCounts(res)).toEqual({ d1: 0, keyDo: 1, otherDo: 1 }); // the key's object, then the client IP's bucket
     }
     for (let i = 0; i < 9; i++)
       await expectJson(await call("GET", "/competitors", { token: created.key, headers: from("192.0.2.1") }), 200);
@@ -108,7 +107,7 @@ describe("scopes", () => {
     const { created: withoutEvents } = await keyWith({ scopes: ["products:read", "history:read"] }, "free");
     const refused = await call("GET", "/events/stream", { token: withoutEvents.key, headers: { Accept: "text/event-stream" } });
     expect((await expectJson(refused, 403)).detail).toContain("lacks the events:read scope");
-    expect(rateLimitOf(refused).remaining).toBe(10); // not counted
+    expect(rateLimitOf(refused)).toMatchObject({ limit: 30, remaining: 29 }); // the client IP's bucket, not the key's
     const { created: eventsOnly } = await keyWith({ scopes: ["events:read"] }, "free");
     const stream = await call("GET", "/events/stream", { token: eventsOnly.key, headers: { Accept: "text/event-stream" } });
     expect(stream.status).toBe(200);
@@ -145,5 +144,38 @@ describe("rotation", () => {
     await expectJson(await call("GET", "/competitors", { token: successor.key, headers: from("192.0.2.3") }), 403);
     const listed = await expectJson(await call("GET", "/api-keys", { token }), 200);
     expect(listed.api_keys.find((k) => k.id === successor.id)).toMatchObject({ allowed_ips: ["192.0.2.0/24"], scopes: ["events:read"] });
+  });
+});
+
+describe("a request refused by the key's restrictions", () => {
+  /** 30 refusals from one address fill its bucket: the 31st is 429 with that bucket's headers, the key's quota never shown. */
+  async function refusedFromOneAddress(key: string, path: string, ip: string) {
+    for (let i = 1; i <= 30; i++) {
+      const res = await call("GET", path, { token: key, headers: from(ip) });
+      await expectJson(res, 403);
+      expect(rateLimitOf(res)).toMatchObject({ limit: 30, remaining: 30 - i });
+      expect(rateLimitOf(res).policy).toContain('"minute";q=30;');
+    }
+    const throttled = await call("GET", path, { token: key, headers: from(ip) });
+    expect((await expectJson<ApiError>(throttled, 429)).detail).toMatch(/30 requests per minute/);
+    expect(rateLimitOf(throttled)).toMatchObject({ limit: 30, remaining: 0 });
+    expect(rateLimitOf(throttled).retryAfter).toBeGreaterThan(0);
+  }
+
+  it("outside allowed_ips counts in the client IP's bucket (30 a minute) and carries its headers", async () => {
+    const { created } = await keyWith({ allowed_ips: ["192.0.2.0/24"] }, "free");
+    await refusedFromOneAddress(created.key, "/competitors", "203.0.113.201");
+    // The key's own quota is untouched: its address still gets all 10.
+    const admitted = await call("GET", "/competitors", { token: created.key, headers: from("192.0.2.1") });
+    await expectJson(admitted, 200);
+    expect(rateLimitOf(admitted)).toMatchObject({ limit: 10, remaining: 9 });
+  });
+
+  it("outside its scopes counts in the client IP's bucket (30 a minute) and carries its headers", async () => {
+    const { created } = await keyWith({ scopes: ["events:read"] }, "free");
+    await refusedFromOneAddress(created.key, "/competitors", "203.0.113.202");
+    const admitted = await call("GET", "/events", { token: created.key, headers: from("203.0.113.203") });
+    await expectJson(admitted, 200);
+    expect(rateLimitOf(admitted)).toMatchObject({ limit: 10, remaining: 9 });
   });
 });

@@ -179,4 +179,19 @@ describe("changes made through another isolate", () => {
     expect(limits[1]).toBe(300);
     expect((await get(key)).headers.get("X-RateLimit-Limit")).toBe("300");
   });
+
+  it("a restriction push that arrives after a later PATCH's leaves the key decided by what D1 holds", async () => {
+    at(0);
+    const { token, keyId, key } = await freshAccount({ plan: "premium" });
+    await expectJson(await get(key), 200);
+    const patch = (allowed_ips: string[]) => call("PATCH", `/api-keys/${keyId}`, { token, body: { allowed_ips } });
+    await expectJson(await patch(["192.0.2.1/32"]), 200);
+    await expectJson(await patch(["192.0.2.2/32"]), 200);
+    // The first PATCH's push, delayed in the network, lands last.
+    await (await objectOf(key)).refresh(await hashApiKey(key));
+    const fromSecond = await call("GET", "/competitors", { token: key, headers: { "CF-Connecting-IP": "192.0.2.2" } });
+    expect(fromSecond.status).toBe(200);
+    const fromFirst = await call("GET", "/competitors", { token: key, headers: { "CF-Connecting-IP": "192.0.2.1" } });
+    expect(fromFirst.status).toBe(403);
+  });
 });

@@ -1,4 +1,4 @@
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ApiError } from "../../client/index.ts";
 import { generateApiKey } from "../../src/auth/api-key.ts";
@@ -126,12 +126,56 @@ describe("POST /secret-scanning/github", () => {
     await expectJson(await call("GET", "/competitors", { token: key }), 401);
   });
 
-  it("refuses a signed body that is not a report (400) and counts every call in its own bucket", async () => {
+  it("refuses a signed body that is not a report (400), counted in the reports' own bucket", async () => {
     const res = await report({ token: "x" });
     expect((await expectJson(res, 400)).detail).toMatch(/body/);
     expect(rateLimitOf(res).limit).toBe(600);
     await expectJson(await report([{ type: "x" }]), 400);
     expect(rateLimitOf(await report("[]")).limit).toBe(600);
+  });
+
+  it("counts what is not GitHub's in the client IP's bucket: 600 unsigned POSTs cannot lock GitHub out", async () => {
+    const { key } = await freshAccount();
+    const attacker = { "CF-Connecting-IP": "203.0.113.66" };
+    const body = JSON.stringify([found(key)]);
+    const statuses = new Map<number, number>();
+    for (let i = 0; i < 600; i++) {
+      const unsigned =
+        i % 2 === 0
+          ? await call("POST", "/secret-scanning/github", { body, headers: attacker })
+          : await call("POST", "/secret-scanning/github", {
+              body,
+              headers: { ...attacker, "Github-Public-Key-Identifier": keyList.identifier, "Github-Public-Key-Signature": "MEUCIQ==" },
+            });
+      statuses.set(unsigned.status, (statuses.get(unsigned.status) ?? 0) + 1);
+      if (unsigned.status === 429) expect(rateLimitOf(unsigned).limit).toBe(30);
+      await unsigned.body?.cancel();
+    }
+    expect(statuses.get(401)).toBe(30); // the client IP's minute
+    expect(statuses.get(429)).toBe(570);
+
+    // GitHub's next correctly signed report still gets through, and the key is revoked.
+    const res = await report([found(key)]);
+    expect((await expectJson(res, 200))[0]!.label).toBe("true_positive");
+    expect(rateLimitOf(res).limit).toBe(600);
+    await expectJson(await call("GET", "/competitors", { token: key }), 401);
+  });
+
+  it("refuses a report without both signature headers before reading its body", async () => {
+    // A streamed body (no Content-Length) that fails if read: a 401 shows nothing waited for it.
+    const unread = new ReadableStream<Uint8Array>({
+      pull() {
+        throw new Error("the body was read");
+      },
+    });
+    const res = await exports.default.fetch(
+      new Request("https://api.test/secret-scanning/github", {
+        method: "POST",
+        body: unread,
+        headers: { "CF-Connecting-IP": "203.0.113.67", "Github-Public-Key-Identifier": keyList.identifier },
+      }),
+    );
+    expect((await expectJson<ApiError>(res, 401)).detail).toMatch(/headers are required/);
   });
 
   it("answers a 10,000-token report in a few D1 round trips, revoking the live keys among them", async () => {

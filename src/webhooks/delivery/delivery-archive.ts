@@ -10,6 +10,7 @@ import {
   DELIVERY_REPLAY_ARCHIVE_READS,
 } from "../../events/retention.ts";
 import { ApiError } from "../../http/errors.ts";
+import { withCronLease } from "../../platform/cron-lease.ts";
 import type { Database } from "../../platform/db.ts";
 import { getNdjsonGz, mergeById, putNdjsonGz } from "../../platform/ndjson-archive.ts";
 import { webhookDeliveries } from "../../platform/tables.ts";
@@ -59,8 +60,12 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const newestFirst = (a: DeliveryRow, b: DeliveryRow) => b.id - a.id;
 const oldestFirst = (a: DeliveryRow, b: DeliveryRow) => a.id - b.id;
 
-/** Moves the due webhooks' old attempts to R2, in bounded steps. Returns how many left D1. */
-export async function archiveDeliveries(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
+/** Moves the due webhooks' old attempts to R2, in bounded steps, holding the task's lease (none moved when another run holds it). Returns how many left D1. */
+export function archiveDeliveries(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
+  return withCronLease(db, "delivery-archive", 0, () => moveDeliveries(db, bucket, now));
+}
+
+async function moveDeliveries(db: Database, bucket: R2Bucket, now: number): Promise<number> {
   const due = iso(now - DELIVERY_ARCHIVE_AFTER_MS);
   const keep = iso(now - DELIVERIES_IN_D1_MS);
   // The oldest rows (the primary key's order), filtered here: filtered in SQL, a table with nothing due would be read whole.
