@@ -71,13 +71,13 @@ export async function runEndpointNow(webhookId: string): Promise<void> {
 }
 
 /** Waits until a webhook's object (src/webhooks/delivery/endpoint.ts) has made, and recorded, every delivery handed to it. */
-export async function endpointSettled(webhookId: string): Promise<void> {
+export async function endpointSettled(webhookId: string, timeout = 5_000): Promise<void> {
   const pending = () =>
     runInDurableObject(
       endpointOf(webhookId),
       (_, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n,
     );
-  await vi.waitFor(async () => expect(await pending()).toBe(0), { timeout: 5_000, interval: 20 });
+  await vi.waitFor(async () => expect(await pending()).toBe(0), { timeout, interval: 20 });
 }
 
 // ---- Observations -----------------------------------------------------------------------------------

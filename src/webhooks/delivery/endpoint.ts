@@ -31,14 +31,21 @@ import { retryDelaySeconds } from "./schedule.ts";
 const ROUND_ROWS = 100;
 /** A run's bound (an alarm has 15 minutes of wall time): what is left waits for the next run, at once. */
 const ROWS_PER_RUN = 1_000;
-/** When D1, the queue or the secret fail, the run is abandoned and tried again this much later; nothing pending is lost. */
-const AFTER_ERROR_MS = 30_000;
+/**
+ * When D1, the queue or the secret fail, the run stops and starts again after 1 s, doubling with each failure in a
+ * row up to a minute (so a D1 outage is not met by every object at once); nothing pending is lost.
+ */
+const AFTER_ERROR_MS = 1_000;
+const AFTER_ERRORS_MAX_MS = 60_000;
 
 const log = logger("webhook-endpoint");
 
 type Pending = { seq: number; delivery: DeliveryMessage };
 
 export class WebhookEndpoint extends DurableObject<Env> {
+  /** Runs that failed in a row (in memory: an object started afresh tries at once). */
+  private failedRuns = 0;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS pending (seq INTEGER PRIMARY KEY, message TEXT NOT NULL)");
@@ -46,22 +53,26 @@ export class WebhookEndpoint extends DurableObject<Env> {
 
   /** Stores deliveries of this object's webhook; the alarm, at once, makes them. */
   async accept(messages: readonly DeliveryMessage[]): Promise<void> {
-    for (const message of messages) this.ctx.storage.sql.exec("INSERT INTO pending (message) VALUES (?)", JSON.stringify(message));
+    this.store(messages);
     await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  private store(messages: readonly DeliveryMessage[]): void {
+    for (const message of messages) this.ctx.storage.sql.exec("INSERT INTO pending (message) VALUES (?)", JSON.stringify(message));
   }
 
   override async alarm(): Promise<void> {
     try {
       let handled = 0;
-      while (handled < ROWS_PER_RUN) {
-        const round = await this.nextRound();
-        if (round === 0) return;
+      for (let round = await this.nextRound(); round > 0; round = await this.nextRound()) {
+        this.failedRuns = 0;
         handled += round;
+        if (handled >= ROWS_PER_RUN) return await this.ctx.storage.setAlarm(Date.now());
       }
-      await this.ctx.storage.setAlarm(Date.now());
     } catch (error) {
-      log.error("delivery run failed; tried again later", { error: String(error) });
-      await this.ctx.storage.setAlarm(Date.now() + AFTER_ERROR_MS);
+      const after = Math.min(AFTER_ERRORS_MAX_MS, AFTER_ERROR_MS * 2 ** this.failedRuns++);
+      log.error("delivery run failed; tried again later", { error: String(error), after_ms: after });
+      await this.ctx.storage.setAlarm(Date.now() + after);
     }
   }
 
@@ -100,9 +111,15 @@ export class WebhookEndpoint extends DurableObject<Env> {
       const attempted = attempts[i]!;
       return attempted !== "gone" && attempted.outcome === "retrying" ? [{ ...delivery, attempts_before: attempted.record.attempt }] : [];
     });
-    await sendAll(this.env.WEBHOOK_QUEUE, retries, (retry) => retryDelaySeconds(retry.attempts_before));
+    const queued = await sendAll(this.env.WEBHOOK_QUEUE, retries, (retry) => retryDelaySeconds(retry.attempts_before)).then(
+      () => true,
+      () => false,
+    );
     this.ctx.storage.sql.exec("DELETE FROM pending WHERE seq <= ?", handled.at(-1)!.seq);
-    return handled.length;
+    if (queued) return handled.length;
+    // Retries the queue refused stay here, counted, and go with the next run rather than after their delay: early, never lost.
+    this.store(retries);
+    throw new Error("the queue refused this round's retries");
   }
 }
 
