@@ -82,7 +82,7 @@ const fannedOut = async (ids: string[]) =>
   (await db().select({ at: events.fannedOutAt }).from(events).where(inArray(events.id, ids)).all()).map((row) => row.at !== null);
 
 describe("the first delivery, right after the commit", () => {
-  it("reaches the receiver from the ingestion itself, signed, recorded as attempt 1; the relayed event is then acked by the consumer without a second fan-out", async () => {
+  it("reaches the receiver right after the ingestion (made by the webhook's object), signed, recorded as attempt 1; the relayed event is then acked by the consumer without a second fan-out", async () => {
     const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl("now"), events: ["price.changed"] });
     const queue = captureQueue();

@@ -79,7 +79,8 @@ export class WebhookEndpoint extends DurableObject<Env> {
   /**
    * The oldest pending deliveries: a round's attempts made (and, behind a probe that got no answer, the rest not
    * sent), recorded in one D1 batch, their retries queued, then forgotten. Returns how many it handled (0: nothing
-   * pending). Throws before forgetting anything.
+   * pending). Throws when D1 or the secret fail (having forgotten nothing: the round is made again), and when the
+   * queue refuses the retries (having kept them here, counted).
    */
   private async nextRound(): Promise<number> {
     const rows = this.ctx.storage.sql
