@@ -61,9 +61,9 @@ const encoder = new TextEncoder();
 const messageBytes = (message: WebhookMessage) => encoder.encode(JSON.stringify(message)).byteLength + 100;
 
 /** Chunks of at most SEND_BATCH_LIMIT messages and about SEND_BATCH_BYTES, each sent with one sendBatch. */
-export function chunkMessages(messages: readonly WebhookMessage[]): WebhookMessage[][] {
-  const chunks: WebhookMessage[][] = [];
-  let chunk: WebhookMessage[] = [];
+export function chunkMessages<Message extends WebhookMessage>(messages: readonly Message[]): Message[][] {
+  const chunks: Message[][] = [];
+  let chunk: Message[] = [];
   let bytes = 0;
   for (const message of messages) {
     const size = messageBytes(message);
@@ -79,6 +79,20 @@ export function chunkMessages(messages: readonly WebhookMessage[]): WebhookMessa
   return chunks;
 }
 
-export async function sendAll(queue: Queue<WebhookMessage>, messages: readonly WebhookMessage[]): Promise<void> {
-  await Promise.all(chunkMessages(messages).map((chunk) => queue.sendBatch(chunk.map((body) => ({ body, contentType: "json" as const })))));
+/** Sends every message, in chunks; `delaySecondsOf` gives a message's delay (a retry's), none by default. */
+export async function sendAll<Message extends WebhookMessage>(
+  queue: Queue<WebhookMessage>,
+  messages: readonly Message[],
+  delaySecondsOf: (message: Message) => number | undefined = () => undefined,
+): Promise<void> {
+  await Promise.all(
+    chunkMessages(messages).map((chunk) =>
+      queue.sendBatch(
+        chunk.map((body) => {
+          const delaySeconds = delaySecondsOf(body);
+          return { body, contentType: "json" as const, ...(delaySeconds === undefined ? {} : { delaySeconds }) };
+        }),
+      ),
+    ),
+  );
 }

@@ -8,7 +8,8 @@ import { RETENTION_MS } from "./retention.ts";
 /**
  * The outbox: the event rows an ingestion writes in its own D1 batch (src/observations/write.ts), the relay
  * that puts them on WEBHOOK_QUEUE right after the commit, and the sweep (the cron trigger) that
- * re-sends what the relay could not, and what was relayed but never fanned out. The consumer claims
+ * re-sends what the relay could not, and what was relayed but never fanned out (its claim lapsed, or no
+ * one claimed it). The consumer claims
  * each event before fanning it out (`claimForFanOut`), so a relay and a sweep sending the same event
  * cannot fan it out twice; the claim is a lease, so a consumer that dies holding it loses nothing.
  */
@@ -17,9 +18,14 @@ export type EventRow = typeof events.$inferSelect;
 
 /** An unsent event older than this is the sweep's: the relay had its chance. */
 export const SWEEP_AFTER_MS = 30_000;
-/** A consumer's claim on an event lasts this long: if it died before queuing the deliveries, another may take it. */
-const CLAIM_LEASE_MS = 5 * 60_000;
-/** A relayed event not fanned out this long after is sent again by the sweep (its claimer died, or its message was lost). */
+/**
+ * A claim on an event lasts this long: if its holder failed or died before queuing the deliveries, another may take
+ * it, and the sweep sends it again. A fan-out takes seconds (the first delivery's `waitUntil` ends 30 s after the
+ * answer); 45 s lets the once-a-minute sweep find a lapsed claim by its second run, so a failed first delivery is
+ * fanned out again within 2 minutes, whatever else failed with it. A claimer that outlives it may fan out twice.
+ */
+const CLAIM_LEASE_MS = 45_000;
+/** A relayed event neither claimed nor fanned out this long after is sent again by the sweep (its message was lost). */
 export const STUCK_AFTER_MS = 15 * 60_000;
 /** Rows a sweep sends, and rows it deletes, per run (once a minute). */
 const SWEEP_BATCH = 500;
@@ -78,23 +84,33 @@ export async function sweepOutbox(
     db
       .select()
       .from(events)
-      .where(and(isNull(events.fannedOutAt), lt(events.relayedAt, new Date(now - STUCK_AFTER_MS).toISOString())))
+      .where(
+        and(
+          isNull(events.fannedOutAt),
+          or(
+            lt(events.relayedAt, new Date(now - STUCK_AFTER_MS).toISOString()),
+            lt(events.claimedAt, new Date(now - CLAIM_LEASE_MS).toISOString()),
+          ),
+        ),
+      )
       .orderBy(asc(events.relayedAt))
       .limit(SWEEP_BATCH),
   ]);
   const again = [...unsent, ...stuck];
-  const relayed = (await relayEvents(db, queue, again.map(eventMessageOf))) ? again.length : 0;
-  // Stuck events were relayed before: relayEvents left their relayed_at alone; restart their clock.
-  if (stuck.length > 0)
+  const sent = await relayEvents(db, queue, again.map(eventMessageOf));
+  // Stuck events were relayed before: relayEvents left their relayed_at alone; once sent, restart their clock and drop
+  // the lapsed claim, so the next run does not send them again while their new message waits in the queue. Unsent,
+  // they stay as they are, for the next run.
+  if (sent && stuck.length > 0)
     await db
       .update(events)
-      .set({ relayedAt: new Date(now).toISOString() })
-      .where(idsIn(stuck.map((row) => row.id)));
+      .set({ relayedAt: new Date(now).toISOString(), claimedAt: null })
+      .where(and(idsIn(stuck.map((row) => row.id)), isNull(events.fannedOutAt)));
   const cutoff = new Date(now - RETENTION_MS).toISOString();
   const deleted = await db.run(
     sql`DELETE FROM ${events} WHERE seq IN (SELECT seq FROM ${events} WHERE timestamp < ${cutoff} ORDER BY seq LIMIT ${DELETE_BATCH})`,
   );
-  return { relayed, deleted: deleted.meta.changes };
+  return { relayed: sent ? again.length : 0, deleted: deleted.meta.changes };
 }
 
 /**

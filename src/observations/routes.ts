@@ -26,8 +26,8 @@ const ingestObservationsRoute = createRoute(
 
 /** POST /admin/observations (scope prices:write): all or nothing, see src/observations/service.ts. */
 export const observationRoutes = openApiApp().openapi(ingestObservationsRoute, async (c) => {
-  const { db, archive, queue, config } = c.var.services;
+  const { db, archive, queue } = c.var.services;
   const deliverNow = (events: readonly EventMessage[]) =>
-    c.executionCtx.waitUntil(deliverAfterCommit({ db, archive, queue, secretKey: config.WEBHOOK_SECRET_KEY }, events));
+    c.executionCtx.waitUntil(deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT }, events));
   return c.json(await ingestObservations(c.var.services, { observations: c.req.valid("json").observations, afterCommit: deliverNow }), 200);
 });

@@ -13,7 +13,7 @@ import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, deliveryTo, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, runEndpointNow, runQueue } from "../helpers/webhooks.ts";
 
 /** An account event of one type: for a feed the query or the test's own doing restricts to that type. */
 type AccountEventOf<Type extends Schemas["AccountFeedEvent"]["type"]> = Extract<Schemas["AccountFeedEvent"], { type: Type }>;
@@ -157,7 +157,8 @@ describe("webhook.disabled", () => {
       vi.useFakeTimers({ toFake: ["Date"], now: start });
       await runQueue([deliveryTo(hook.id)]);
       vi.setSystemTime(start + 5 * DAY_MS + 1000);
-      await runQueue([deliveryTo(hook.id)], 3);
+      await runQueue([deliveryTo(hook.id)], 3); // failing: handed to the webhook's object
+      await runEndpointNow(hook.id);
     } finally {
       vi.useRealTimers();
     }

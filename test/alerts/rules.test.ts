@@ -9,7 +9,7 @@ import { DAY_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, type ObservationInput } from "../helpers/webhooks.ts";
+import { createWebhook, endpointSettled, ingest, type ObservationInput } from "../helpers/webhooks.ts";
 
 /**
  * Alert rules (webhook `filters`), each on both sides of its boundary, decided the same way by the
@@ -63,7 +63,7 @@ async function decide(filters: unknown, steps: Step[], body: Record<string, unkn
         .filter((m) => m.kind === "delivery" && m.webhook_id === hook.id && ids.includes(m.event.id))
         .map((m) => m.event.id); // replay also sends the other cases' events this webhook takes
 
-    // The fan-out: right after each commit (src/webhooks/delivery/immediate.ts), which POSTs up to 6 deliveries and queues the rest.
+    // The fan-out: right after each commit (src/webhooks/delivery/immediate.ts), which hands the deliveries to the webhook's object.
     await vi.waitFor(
       async () =>
         expect((await db().select().from(events).where(inArray(events.id, ids)).all()).every((row) => row.fannedOutAt !== null)).toBe(true),
@@ -72,6 +72,7 @@ async function decide(filters: unknown, steps: Step[], body: Record<string, unkn
         interval: 20,
       },
     );
+    await endpointSettled(hook.id);
     const posted = receiver.to(hook.url).map((request) => request.headers["webhook-id"]!);
     const fannedOut = ids.filter((id) => posted.includes(id) || queued().includes(id));
     sends.mockClear();

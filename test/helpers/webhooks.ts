@@ -1,6 +1,6 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { expect } from "vitest";
+import { expect, vi } from "vitest";
 import type { DeliveryMessage, EventMessage, WebhookEvent, WebhookMessage } from "../../src/events/messages.ts";
 import { outboxRows } from "../../src/events/outbox-rows.ts";
 import worker from "../../src/index.ts";
@@ -58,6 +58,26 @@ export async function runQueue(bodies: readonly (WebhookMessage | unknown)[], at
   const result = await getQueueResult(batch, ctx);
   expect(result.retryMessages.map((r) => r.msgId)).toEqual(retryMessages.map((r) => r.msgId));
   return { ...result, retryMessages, ids: batch.messages.map((m) => m.id) };
+}
+
+const endpointOf = (webhookId: string) => env.WEBHOOK_ENDPOINT.get(env.WEBHOOK_ENDPOINT.idFromName(webhookId));
+
+/**
+ * Runs a webhook's object's alarm now, making what it holds. Under a fake clock the alarm it set for "now" is at the
+ * fake time, which the runtime's real clock would reach only then.
+ */
+export async function runEndpointNow(webhookId: string): Promise<void> {
+  await runDurableObjectAlarm(endpointOf(webhookId));
+}
+
+/** Waits until a webhook's object (src/webhooks/delivery/endpoint.ts) has made, and recorded, every delivery handed to it. */
+export async function endpointSettled(webhookId: string, timeout = 5_000): Promise<void> {
+  const pending = () =>
+    runInDurableObject(
+      endpointOf(webhookId),
+      (_, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n,
+    );
+  await vi.waitFor(async () => expect(await pending()).toBe(0), { timeout, interval: 20 });
 }
 
 // ---- Observations -----------------------------------------------------------------------------------

@@ -3,10 +3,11 @@ import { env } from "cloudflare:workers";
 import { desc, eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Schemas } from "../../client/index.ts";
+import type { WebhookMessage } from "../../src/events/messages.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../src/platform/connections.ts";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
-import { DELIVERY_TIMEOUT_MS, USER_AGENT } from "../../src/webhooks/delivery/attempt.ts";
+import { DELIVERY_TIMEOUT_MS, PROBE_TIMEOUT_MS, USER_AGENT } from "../../src/webhooks/delivery/attempt.ts";
 import { JITTER, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../src/webhooks/delivery/schedule.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
@@ -79,12 +80,34 @@ describe("a delivery", () => {
 });
 
 describe("failures are retried on the schedule, with the same webhook-id", () => {
-  /** Runs attempts 1…MAX_ATTEMPTS of one message as the queue would redeliver it; returns each result. */
+  /**
+   * Runs attempts 1…MAX_ATTEMPTS of one message as the queue would redeliver it: the first by the consumer; then,
+   * the endpoint failing, each by the webhook's object, which the consumer hands the message to and which queues
+   * the next retry itself (sendBatch, captured). Returns the delay asked before each retry.
+   */
   async function everyAttempt(webhookId: string) {
+    const sent = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
+    const retries = () => sent.mock.calls.flatMap(([batch]) => [...batch]);
     const message = deliveryTo(webhookId);
-    const results = [];
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) results.push(await runQueue([message], attempt));
-    return { message, results };
+    const first = await runQueue([message], 1);
+    expect(first.explicitAcks).toEqual([]);
+    expect(first.retryMessages).toHaveLength(1);
+    const delays = [first.retryMessages[0]!.delaySeconds];
+    let next: { body: WebhookMessage; attempts: number } = { body: message, attempts: 2 };
+    for (let attempt = 2; attempt <= MAX_ATTEMPTS; attempt++) {
+      const handed = await runQueue([next.body], next.attempts);
+      expect(handed.explicitAcks).toEqual(handed.ids);
+      await vi.waitFor(async () => expect(await attemptsOf(webhookId)).toHaveLength(attempt));
+      if (attempt === MAX_ATTEMPTS) break;
+      await vi.waitFor(() => expect(retries()).toHaveLength(attempt - 1));
+      const retry = retries().at(-1)!;
+      expect(retry.body).toMatchObject({ kind: "delivery", webhook_id: webhookId, attempts_before: attempt });
+      delays.push(retry.delaySeconds);
+      next = { body: retry.body as WebhookMessage, attempts: 1 };
+    }
+    const retriesFromObjects = retries().length;
+    sent.mockRestore();
+    return { message, delays, retriesFromObjects };
   }
 
   const inJitterRange = (delay: number | undefined, base: number) => {
@@ -92,23 +115,15 @@ describe("failures are retried on the schedule, with the same webhook-id", () =>
     expect(delay).toBeLessThanOrEqual(Math.min(43_200, Math.round(base * (1 + JITTER))));
   };
 
-  it("a 500: growing delays, each ≤ 12 h; then recorded as failed and left to the dead-letter queue", async () => {
+  it("a 500: growing delays, each ≤ 12 h; then recorded as failed, and nothing more is queued", async () => {
     const webhook = await newWebhook();
     receiver.respond(webhook.url, () => new Response("boom", { status: 500 }));
-    const { message, results } = await everyAttempt(webhook.id);
+    const { message, delays, retriesFromObjects } = await everyAttempt(webhook.id);
 
-    const delays = results.slice(0, -1).map((r) => {
-      expect(r.explicitAcks).toEqual([]);
-      expect(r.retryMessages).toHaveLength(1);
-      return r.retryMessages[0]!.delaySeconds;
-    });
+    expect(delays).toHaveLength(MAX_ATTEMPTS - 1);
     for (const [i, delay] of delays.entries()) inJitterRange(delay, RETRY_DELAYS_SECONDS[i]!);
     for (let i = 1; i < 6; i++) expect(delays[i]).toBeGreaterThan(delays[i - 1]!); // the jitter ranges do not overlap up to 10 h
-
-    // The last attempt: retried without a delay, which the queue (max_retries = 7) turns into dead-lettering.
-    const last = results.at(-1)!;
-    expect(last.explicitAcks).toEqual([]);
-    expect(last.retryMessages).toEqual([{ msgId: last.ids[0], delaySeconds: undefined }]);
+    expect(retriesFromObjects).toBe(MAX_ATTEMPTS - 2); // none after the last attempt
 
     const requests = receiver.to(webhook.url);
     expect(requests).toHaveLength(MAX_ATTEMPTS);
@@ -129,31 +144,35 @@ describe("failures are retried on the schedule, with the same webhook-id", () =>
     expect(await statusOf(webhook)).toMatchObject({ status: "enabled" }); // failing is not 410: the webhook stays
   });
 
-  it(`a timeout (no answer within ${DELIVERY_TIMEOUT_MS / 1000} s): retried the same way, recorded without a status`, async () => {
+  it(`a timeout (no answer within ${DELIVERY_TIMEOUT_MS / 1000} s, then ${PROBE_TIMEOUT_MS / 1000} s once failing): retried the same way, recorded without a status`, async () => {
     const webhook = await newWebhook();
     receiver.respond(webhook.url, hang);
-    // The delivery's signal is AbortSignal.timeout(15 000); here it fires at once instead of after 15 s.
+    // The delivery's signal is AbortSignal.timeout(15 000, or 5 000 for a probe); here it fires at once.
     const realTimeout = AbortSignal.timeout.bind(AbortSignal);
     const timeouts = vi.spyOn(AbortSignal, "timeout").mockImplementation((ms) => {
-      if (ms !== DELIVERY_TIMEOUT_MS) return realTimeout(ms);
+      if (ms !== DELIVERY_TIMEOUT_MS && ms !== PROBE_TIMEOUT_MS) return realTimeout(ms);
       const controller = new AbortController();
       setTimeout(() => controller.abort(new DOMException("The operation timed out.", "TimeoutError")), 1);
       return controller.signal;
     });
+    const sent = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
     try {
       const message = deliveryTo(webhook.id);
       const first = await runQueue([message], 1);
-      const second = await runQueue([message], 2);
+      await runQueue([message], 2); // failing now: made by the webhook's object
+      await vi.waitFor(() => expect(sent).toHaveBeenCalledTimes(1));
       expect(timeouts).toHaveBeenCalledWith(DELIVERY_TIMEOUT_MS);
+      expect(timeouts).toHaveBeenCalledWith(PROBE_TIMEOUT_MS);
       inJitterRange(first.retryMessages[0]?.delaySeconds, RETRY_DELAYS_SECONDS[0]);
-      inJitterRange(second.retryMessages[0]?.delaySeconds, RETRY_DELAYS_SECONDS[1]);
+      inJitterRange([...sent.mock.calls[0]![0]][0]!.delaySeconds, RETRY_DELAYS_SECONDS[1]);
       expect(receiver.to(webhook.url).map((r) => r.headers["webhook-id"])).toEqual([message.event.id, message.event.id]);
       expect((await attemptsOf(webhook.id)).map((a) => [a.attempt, a.statusCode, a.error, a.outcome])).toEqual([
         [1, null, "No response within 15 s.", "retrying"],
-        [2, null, "No response within 15 s.", "retrying"],
+        [2, null, "No response within 5 s.", "retrying"],
       ]);
     } finally {
       timeouts.mockRestore();
+      sent.mockRestore();
     }
   });
 
@@ -283,7 +302,8 @@ describe("the deliveries listing", () => {
     receiver.respond(webhook.url, () => new Response("no", { status: 503 }));
     const message = deliveryTo(webhook.id);
     await runQueue([message], 1);
-    await runQueue([message], 2);
+    await runQueue([message], 2); // failing now: made by the webhook's object
+    await vi.waitFor(async () => expect(await attemptsOf(webhook.id)).toHaveLength(2));
     const { webhook_id, deliveries } = await expectJson(await call("GET", `/webhooks/${webhook.id}/deliveries`, { token }), 200);
     expect(webhook_id).toBe(webhook.id);
     expect(deliveries.map((d) => d.attempt)).toEqual([2, 1]);

@@ -1,20 +1,22 @@
+import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
-import type { Schemas } from "../../client/index.ts";
 import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/events/messages.ts";
-import { SWEEP_AFTER_MS, sweepOutbox } from "../../src/events/outbox.ts";
+import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
+import { newId } from "../../src/platform/ids.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
-import { MAX_IMMEDIATE_DELIVERIES } from "../../src/webhooks/delivery/immediate.ts";
+import { deliverAfterCommit } from "../../src/webhooks/delivery/immediate.ts";
 import { freshAccount } from "../helpers/accounts.ts";
+import { captureLogs } from "../helpers/logs.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, ingest, runQueue, storeEvents } from "../helpers/webhooks.ts";
 
 /**
  * The first delivery right after the commit (src/webhooks/delivery/immediate.ts): the queue is watched and
  * kept from delivering (sendBatch and send captured), so whatever reaches a receiver came from the
- * ingestion's own invocation; failures and overflow must show up on the queue instead.
+ * ingestion's first delivery (made by the webhooks' objects); failures must show up on the queue instead.
  */
 
 const db = () => database(env.DB);
@@ -57,11 +59,30 @@ async function priceChange() {
   return sku;
 }
 
+const attemptsOf = (webhookId: string) =>
+  db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhookId)).orderBy(webhookDeliveries.id).all();
+
+/** The once-a-minute cron trigger, run at `at`. */
+async function cron(at: number) {
+  vi.useFakeTimers({ toFake: ["Date"], now: at });
+  try {
+    await worker.scheduled(createScheduledController({ scheduledTime: at, cron: "* * * * *" }), env);
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
+const priceChangedEvent = (): EventMessage => ({
+  kind: "event",
+  event: { id: newId("evt"), type: "price.changed", timestamp: new Date().toISOString(), data: {} },
+  price_change: { old_minor: 1000, new_minor: 900 },
+});
+
 const fannedOut = async (ids: string[]) =>
   (await db().select({ at: events.fannedOutAt }).from(events).where(inArray(events.id, ids)).all()).map((row) => row.at !== null);
 
 describe("the first delivery, right after the commit", () => {
-  it("reaches the receiver from the ingestion itself, signed, recorded as attempt 1; the relayed event is then acked by the consumer without a second fan-out", async () => {
+  it("reaches the receiver right after the ingestion (made by the webhook's object), signed, recorded as attempt 1; the relayed event is then acked by the consumer without a second fan-out", async () => {
     const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl("now"), events: ["price.changed"] });
     const queue = captureQueue();
@@ -99,19 +120,16 @@ describe("the first delivery, right after the commit", () => {
     expect(retry!.delaySeconds).toBeGreaterThanOrEqual(4);
     expect(retry!.delaySeconds).toBeLessThanOrEqual(6);
 
+    // The endpoint is failing now: the consumer hands the retry back to the webhook's object, which makes it.
     receiver.respond(hook.url, () => new Response("ok"));
     const result = await runQueue([retry!.body], 1);
     expect(result.explicitAcks).toEqual(result.ids);
-    const attempts = await db()
-      .select()
-      .from(webhookDeliveries)
-      .where(eq(webhookDeliveries.webhookId, hook.id))
-      .orderBy(webhookDeliveries.id)
-      .all();
-    expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
-      [1, "retrying"],
-      [2, "delivered"],
-    ]);
+    await vi.waitFor(async () =>
+      expect((await attemptsOf(hook.id)).map((a) => [a.attempt, a.outcome])).toEqual([
+        [1, "retrying"],
+        [2, "delivered"],
+      ]),
+    );
   });
 
   it("the last attempt of a message that started outside the queue is recorded as failed and acked, not tried a 9th time", async () => {
@@ -124,67 +142,52 @@ describe("the first delivery, right after the commit", () => {
     const result = await runQueue([queue.retries()[0]!.body], 7); // 1 before the queue + 7 = the 8th and last
     expect(result.explicitAcks).toEqual(result.ids);
     expect(result.retryMessages).toEqual([]);
-    const last = await db()
-      .select()
-      .from(webhookDeliveries)
-      .where(eq(webhookDeliveries.webhookId, hook.id))
-      .orderBy(webhookDeliveries.id)
-      .all();
-    expect(last.at(-1)).toMatchObject({ attempt: 8, outcome: "failed" });
+    await vi.waitFor(async () => expect((await attemptsOf(hook.id)).at(-1)).toMatchObject({ attempt: 8, outcome: "failed" }));
+    expect(queue.retries()).toHaveLength(1); // the first attempt's: none after the last
   });
 
-  it("when the queue refuses its retry and the hand-back too, the event is left unsent for the sweep, not claimed by nobody", async () => {
+  it("a first delivery that fails after its claim, and whose hand-back fails too, is fanned out by the next minute's cron, not left for the 15-minute sweep", async () => {
     const token = (await freshAccount()).token;
-    const hook = await createWebhook(token, { url: hookUrl("refused"), events: ["price.changed"] });
-    receiver.respond(hook.url, () => new Response("no", { status: 500 }));
-    captureQueue();
-    const quiet = vi.spyOn(console, "error").mockImplementation(() => {}); // the injected faults' logs
-    const sku = `NOW-${Date.now()}-${++skus}`;
-    await ingest([{ sku, price: "10.00" }]);
-    // The price change's relay succeeds; then every send fails: the first attempt's retry and the hand-back.
-    const before = batches.mock.calls.length;
-    batches.mockRejectedValue(new Error("injected fault: queue send failed")).mockResolvedValueOnce({} as QueueSendBatchResponse);
-    await ingest([{ sku, price: "9.00" }]);
-    await vi.waitFor(() => expect(batches.mock.calls.length).toBeGreaterThanOrEqual(before + 3), { timeout: 5_000, interval: 20 });
-    const sent = (call: number) => [...batches.mock.calls[call]![0]].map((m) => m.body);
-    const [relayed] = sent(before) as EventMessage[];
-    expect(sent(before + 1)).toMatchObject([{ kind: "delivery", attempts_before: 1 }]);
-    await vi.waitFor(async () => {
-      const [row] = await db().select().from(events).where(eq(events.id, relayed!.event.id)).all();
-      expect(row).toMatchObject({ relayedAt: null, claimedAt: null, fannedOutAt: null });
-    });
-
-    // The sweep's next run sends it again.
-    batches.mockResolvedValue({} as QueueSendBatchResponse);
-    await sweepOutbox(db(), env.WEBHOOK_QUEUE, Date.now() + SWEEP_AFTER_MS + 1000);
-    expect(sent(batches.mock.calls.length - 1)).toContainEqual(relayed);
-    quiet.mockRestore();
-  });
-
-  it(`at most ${MAX_IMMEDIATE_DELIVERIES} deliveries at once from the ingestion; the others are queued at once`, async () => {
-    const token = (await freshAccount()).token;
-    const hooks: Schemas["CreatedWebhook"][] = [];
-    for (let i = 0; i < MAX_IMMEDIATE_DELIVERIES + 3; i++)
-      hooks.push(await createWebhook(token, { url: hookUrl(`many${i}`), events: ["price.changed"] }));
-    let inFlight = 0;
-    let most = 0;
-    for (const hook of hooks) {
-      receiver.respond(hook.url, async () => {
-        most = Math.max(most, ++inFlight);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        inFlight--;
-        return new Response("ok");
-      });
-    }
+    const hook = await createWebhook(token, { url: hookUrl("late"), events: ["price.changed"] });
     const queue = captureQueue();
-    await priceChange();
-    await vi.waitFor(() => expect(queue.deliveries()).toHaveLength(3), { timeout: 5_000, interval: 20 });
-    await vi.waitFor(() => expect(hooks.filter((hook) => receiver.to(hook.url).length === 1)).toHaveLength(MAX_IMMEDIATE_DELIVERIES), {
-      timeout: 5_000,
-      interval: 20,
+    const event = priceChangedEvent();
+    await storeEvents([event]);
+    await db().update(events).set({ relayedAt: new Date().toISOString() }).where(eq(events.id, event.event.id)); // the relay
+    // D1 fails right after the claim: the fan-out fails, and so does handing the events back.
+    let statements = 0;
+    const failsAfterClaim = new Proxy(env.DB, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target);
+        if (property !== "prepare") return typeof value === "function" ? value.bind(target) : value;
+        return (query: string) => {
+          if (++statements > 1) throw new Error("injected: D1 is unavailable");
+          return value.call(target, query);
+        };
+      },
     });
-    expect(most).toBeLessThanOrEqual(MAX_IMMEDIATE_DELIVERIES);
-    const queuedFor = new Set(queue.deliveries().map((d) => d.webhook_id));
-    expect(hooks.filter((hook) => queuedFor.has(hook.id)).every((hook) => receiver.to(hook.url).length === 0)).toBe(true);
+    const logs = captureLogs();
+    await deliverAfterCommit(
+      { db: database(failsAfterClaim), archive: env.ARCHIVE, queue: env.WEBHOOK_QUEUE, endpoints: env.WEBHOOK_ENDPOINT },
+      [event],
+    );
+    expect(logs.map((log) => log.message)).toEqual([
+      "immediate delivery failed, the queue takes over",
+      "handing back failed, the claims lapse to the outbox sweep",
+    ]);
+    // The queue's copy finds the event claimed, and is acked without a fan-out.
+    const copy = await runQueue([event]);
+    expect(copy.explicitAcks).toEqual(copy.ids);
+    expect(queue.deliveries()).toEqual([]);
+
+    // The cron of this minute finds the claim still held; the next minute's finds it lapsed and sends the event again.
+    await cron(Date.now());
+    expect(queue.events()).toEqual([]);
+    await cron(Date.now() + 60_000);
+    expect(queue.events()).toEqual([event]);
+    await runQueue(queue.events());
+    expect(queue.deliveries()).toMatchObject([{ kind: "delivery", webhook_id: hook.id, event: { id: event.event.id } }]);
+    await runQueue(queue.deliveries());
+    expect(receiver.to(hook.url)).toHaveLength(1);
+    expect(await fannedOut([event.event.id])).toEqual([true]);
   });
 });

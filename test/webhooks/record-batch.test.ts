@@ -87,8 +87,9 @@ describe("recording a queue batch's attempts", () => {
     );
     expect(cost.total).toBe(D1_QUERIES_PER_DELIVERY_BATCH);
     expect(cost.batches).toEqual([4]); // the rows, failing_since, the disable, the account's webhook.disabled events
-    await runQueue([deliveryTo(recovered!.id)]);
+    await runQueue([deliveryTo(recovered!.id)]); // failing: its object makes it
     const state = async (id: string) => (await db().select().from(webhooks).where(eq(webhooks.id, id)).get())!;
+    await vi.waitFor(async () => expect(await state(recovered!.id)).toMatchObject({ failingSince: null }));
     expect((await state(failing!.id)).failingSince).not.toBeNull();
     expect(await state(failing!.id)).toMatchObject({ status: "enabled" });
     expect(await state(recovered!.id)).toMatchObject({ status: "enabled", failingSince: null });

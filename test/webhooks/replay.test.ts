@@ -86,15 +86,17 @@ describe("POST /webhooks/:id/replay", () => {
     await runQueue([delivered!]);
     receiver.respond(hook.url, () => new Response("down", { status: 503 }));
     await runQueue([failed!], MAX_ATTEMPTS); // the last attempt: recorded as failed
-    await runQueue([retrying!], 1);
+    await runQueue([retrying!], 1); // the endpoint is failing: its object makes this one
     expect(never).toBeDefined();
-    const outcomes = await db()
-      .select({ event: webhookDeliveries.eventId, outcome: webhookDeliveries.outcome })
-      .from(webhookDeliveries)
-      .where(eq(webhookDeliveries.webhookId, hook.id))
-      .orderBy(desc(webhookDeliveries.id))
-      .all();
-    expect(outcomes.map((o) => o.outcome)).toEqual(["retrying", "failed", "delivered"]);
+    await vi.waitFor(async () => {
+      const outcomes = await db()
+        .select({ event: webhookDeliveries.eventId, outcome: webhookDeliveries.outcome })
+        .from(webhookDeliveries)
+        .where(eq(webhookDeliveries.webhookId, hook.id))
+        .orderBy(desc(webhookDeliveries.id))
+        .all();
+      expect(outcomes.map((o) => o.outcome)).toEqual(["retrying", "failed", "delivered"]);
+    });
 
     sent.mockClear();
     expect(await expectJson(await replay(token, hook.id, { since, only_failed: true }), 202)).toEqual({ queued: 2 });

@@ -7,13 +7,19 @@ import { MAX_ATTEMPTS } from "./schedule.ts";
 import { signedHeaders } from "./signing.ts";
 
 /**
- * One delivery attempt, made by the queue consumer (src/webhooks/delivery/consumer.ts) and by the first
- * delivery right after a commit (src/webhooks/delivery/immediate.ts): the webhook's secrets, the signed POST,
- * and the outcome to record.
+ * One delivery attempt, made by the queue consumer (src/webhooks/delivery/consumer.ts) for an endpoint that is
+ * not failing, and by the webhook's own object (src/webhooks/delivery/endpoint.ts): the webhook's secrets, the
+ * signed POST, and the outcome to record.
  */
 
 /** A 2xx within this time is success; the clock starts when the request is sent. */
 export const DELIVERY_TIMEOUT_MS = 15_000;
+/**
+ * The timeout of a probe: an attempt to an endpoint whose last attempt failed (`failing_since` set). Such an
+ * endpoint is probed one attempt at a time by its own object (src/webhooks/delivery/endpoint.ts), which a shorter
+ * wait frees sooner. Its first success makes it healthy again, with the full 15 s.
+ */
+export const PROBE_TIMEOUT_MS = 5_000;
 
 export const USER_AGENT = "price-data-api-webhooks/1";
 
@@ -49,7 +55,34 @@ export async function attemptDelivery(
     "content-type": "application/json",
     "user-agent": USER_AGENT,
   };
-  const { statusCode, error, excerpt } = await post(webhook.url, headers, payload);
+  const timeoutMs = webhook.failingSince === null ? DELIVERY_TIMEOUT_MS : PROBE_TIMEOUT_MS;
+  return attempted({ webhook, event, attempt, started }, await post(webhook.url, headers, payload, timeoutMs));
+}
+
+/** Why an attempt was not sent: src/webhooks/delivery/endpoint.ts sends one probe at a time to a failing endpoint. */
+export const NOT_SENT_WHILE_FAILING = "Not sent: the endpoint is failing, and the probe just before got no answer.";
+
+/**
+ * An attempt not sent, because the probe just before got no answer: recorded and retried on the schedule like a
+ * failure, so the delivery keeps its place in it. "gone" as for attemptDelivery.
+ */
+export function attemptNotSent({
+  webhook,
+  event,
+  attempt,
+}: {
+  webhook: WebhookRow | undefined;
+  event: WebhookEvent;
+  attempt: number;
+}): Attempted | "gone" {
+  if (webhook?.status !== "enabled") return "gone";
+  return attempted({ webhook, event, attempt, started: Date.now() }, { statusCode: null, error: NOT_SENT_WHILE_FAILING, excerpt: null });
+}
+
+function attempted(
+  { webhook, event, attempt, started }: { webhook: WebhookRow; event: WebhookEvent; attempt: number; started: number },
+  { statusCode, error, excerpt }: PostResult,
+): Attempted {
   const outcome = outcomeOf(statusCode, attempt);
   return {
     outcome,
@@ -83,14 +116,14 @@ interface PostResult {
   excerpt: string | null;
 }
 
-async function post(url: string, headers: Record<string, string>, body: string): Promise<PostResult> {
+async function post(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<PostResult> {
   try {
-    const res = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) });
+    const res = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
     const excerpt = await responseExcerpt(res).catch(() => null); // a body cut short does not change the status
     return { statusCode: res.status, error: res.ok ? null : `The endpoint answered ${res.status}.`, excerpt };
   } catch (error) {
     if (error instanceof Error && error.name === "TimeoutError")
-      return { statusCode: null, error: `No response within ${DELIVERY_TIMEOUT_MS / 1000} s.`, excerpt: null };
+      return { statusCode: null, error: `No response within ${timeoutMs / 1000} s.`, excerpt: null };
     return { statusCode: null, error: `The request failed: ${error instanceof Error ? error.message : String(error)}`, excerpt: null };
   }
 }

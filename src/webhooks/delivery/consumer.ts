@@ -16,13 +16,15 @@ import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
 import { fanOut, findWebhooks, recordAttempts } from "./deliveries.ts";
+import { handToEndpoints, type WebhookEndpoint } from "./endpoint.ts";
 import { retryDelaySeconds } from "./schedule.ts";
 
 /**
  * The WEBHOOK_QUEUE consumer. It is the Worker's `queue` handler, not a route: deliveries never pass
  * the Hono app, so they never touch a rate-limit bucket. A batch's messages run concurrently:
  * events are fanned out together (one D1 query, one delivery message per matching webhook, sent in
- * chunks), and deliveries go out in parallel, at most MAX_OPEN_CONNECTIONS at a time.
+ * chunks), and deliveries go out in parallel, at most MAX_OPEN_CONNECTIONS at a time, except those to
+ * failing endpoints, which their webhooks' objects make.
  */
 
 type Parsed<T> = { message: Message<unknown>; body: T };
@@ -49,7 +51,7 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
   }
   await Promise.all([
     events.length > 0 && fanOutEvents({ db, archive: env.ARCHIVE, queue: env.WEBHOOK_QUEUE }, events),
-    deliveries.length > 0 && deliverAll(db, config.WEBHOOK_SECRET_KEY, deliveries),
+    deliveries.length > 0 && deliverAll({ db, secretKey: config.WEBHOOK_SECRET_KEY, endpoints: env.WEBHOOK_ENDPOINT }, deliveries),
   ]);
 }
 
@@ -90,13 +92,19 @@ async function fanOutEvents(
 }
 
 /**
- * A batch's queued deliveries: their webhooks read in one D1 query, the attempts made (at most
- * MAX_OPEN_CONNECTIONS at a time), then recorded in one D1 batch; then each message is acked
- * (delivered, 410, webhook gone) or retried. A message whose first attempt was made before it was
- * queued counts that attempt too, and is acked once its last attempt is recorded as failed (the queue's
- * own count would allow more). When D1 fails, every message is retried (its attempt made again). Never throws.
+ * A batch's queued deliveries: their webhooks read in one D1 query. A delivery to a failing endpoint
+ * (`failing_since` set) is handed to the webhook's own object (src/webhooks/delivery/endpoint.ts) with
+ * the attempts it has had, and acked: it would hold one of this batch's connections for its timeout
+ * while the others wait. The rest are attempted here (at most MAX_OPEN_CONNECTIONS at a time), then
+ * recorded in one D1 batch; then each message is acked (delivered, 410, webhook gone) or retried. A
+ * message whose first attempt was made before it was queued counts that attempt too, and is acked once
+ * its last attempt is recorded as failed (the queue's own count would allow more). When D1 fails, every
+ * message is retried (its attempt made again). Never throws.
  */
-async function deliverAll(db: Database, secretKey: string, deliveries: readonly Parsed<DeliveryMessage>[]): Promise<void> {
+async function deliverAll(
+  { db, secretKey, endpoints }: { db: Database; secretKey: string; endpoints: DurableObjectNamespace<WebhookEndpoint> },
+  deliveries: readonly Parsed<DeliveryMessage>[],
+): Promise<void> {
   const attemptOf = ({ message, body }: Parsed<DeliveryMessage>) => message.attempts + (body.attempts_before ?? 0);
   const fail = (error: unknown, which: readonly Parsed<DeliveryMessage>[]) => {
     for (const delivery of which) {
@@ -118,14 +126,31 @@ async function deliverAll(db: Database, secretKey: string, deliveries: readonly 
   } catch (error) {
     return fail(error, deliveries);
   }
+  const failing = new Map(
+    deliveries
+      .filter((delivery) => known.get(delivery.body.webhook_id)?.failingSince)
+      .map((delivery): [DeliveryMessage, Parsed<DeliveryMessage>] => [
+        { ...delivery.body, attempts_before: attemptOf(delivery) - 1 },
+        delivery,
+      ]),
+  );
+  const refused = new Set(await handToEndpoints(endpoints, [...failing.keys()]));
+  for (const [handed, delivery] of failing) {
+    if (refused.has(handed)) fail("its endpoint's object did not take it", [delivery]);
+    else delivery.message.ack();
+  }
   const made: { delivery: Parsed<DeliveryMessage>; attempted: Attempted | "gone" }[] = [];
-  await pLimit(MAX_OPEN_CONNECTIONS).map(deliveries, async (delivery) => {
-    const webhook = known.get(delivery.body.webhook_id);
-    const attempted = await attemptDelivery(secretKey, { webhook, event: delivery.body.event, attempt: attemptOf(delivery) }).catch(
-      (error: unknown) => fail(error, [delivery]),
-    );
-    if (attempted) made.push({ delivery, attempted });
-  });
+  const handedOver = new Set(failing.values());
+  await pLimit(MAX_OPEN_CONNECTIONS).map(
+    deliveries.filter((delivery) => !handedOver.has(delivery)),
+    async (delivery) => {
+      const webhook = known.get(delivery.body.webhook_id);
+      const attempted = await attemptDelivery(secretKey, { webhook, event: delivery.body.event, attempt: attemptOf(delivery) }).catch(
+        (error: unknown) => fail(error, [delivery]),
+      );
+      if (attempted) made.push({ delivery, attempted });
+    },
+  );
   try {
     await recordAttempts(
       db,
