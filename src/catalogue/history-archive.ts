@@ -48,14 +48,18 @@ export function archiveHistory(db: Database, bucket: R2Bucket, now = Date.now())
 async function moveHistory(db: Database, bucket: R2Bucket, now: number): Promise<number> {
   const due = new Date(now - HISTORY_ARCHIVE_AFTER_MS).toISOString();
   const keep = new Date(now - HISTORY_IN_D1_MS).toISOString();
-  // The oldest rows first (the primary key's order); several rows of one product count once.
+  // The oldest rows first (the primary key's order, which is commit order), due ones picked here rather than in SQL:
+  // a WHERE on observed_at would walk the whole table by id whenever none is due. A row back-filled long after its
+  // time waits behind the rows committed before it (at most HISTORY_ARCHIVE_AFTER_MS). Several rows of one product count once.
   const oldest = await db
-    .select({ productId: priceHistory.productId })
+    .select({ productId: priceHistory.productId, observedAt: priceHistory.observedAt })
     .from(priceHistory)
-    .where(lt(priceHistory.observedAt, due))
     .orderBy(asc(priceHistory.id))
     .limit(4 * HISTORY_ARCHIVE_PRODUCTS_PER_RUN);
-  const productIds = [...new Set(oldest.map((row) => row.productId))].slice(0, HISTORY_ARCHIVE_PRODUCTS_PER_RUN);
+  const productIds = [...new Set(oldest.filter((row) => row.observedAt < due).map((row) => row.productId))].slice(
+    0,
+    HISTORY_ARCHIVE_PRODUCTS_PER_RUN,
+  );
   if (productIds.length === 0) return 0;
   const rows = await db
     .select({ ...getTableColumns(priceHistory), createdAt: products.createdAt })
