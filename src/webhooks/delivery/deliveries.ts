@@ -13,7 +13,7 @@ import type { DeliveryRow, WebhookRow } from "../service.ts";
 const isAccountEvent = (message: EventMessage) => (ACCOUNT_EVENT_TYPES as readonly string[]).includes(message.event.type);
 
 /**
- * The enabled webhooks that may want one of these events, by webhook_rule_values (migrations/0016, rows of enabled
+ * The enabled webhooks that may want one of these events, by webhook_rule_values (migrations/0015, rows of enabled
  * webhooks only): for a catalogue event, those with no list by its type, and those filed under every list they have
  * by its values (its competitor and SKU, its product's brand and category now): a single-list webhook by any event's
  * value, once per batch, a webhook of several lists counted per event. For an account event, its account's. Index
