@@ -16,7 +16,8 @@ import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
 import { fanOut, findWebhooks, recordAttempts } from "./deliveries.ts";
-import { handToEndpoints, type WebhookEndpoint } from "./endpoint.ts";
+import type { WebhookEndpoint } from "./endpoint.ts";
+import { handToEndpoints } from "./endpoint-stub.ts";
 import { retryDelaySeconds } from "./schedule.ts";
 
 /**

@@ -1,5 +1,4 @@
 import { DurableObject } from "cloudflare:workers";
-import pLimit from "p-limit";
 import { type DeliveryMessage, sendAll } from "../../events/messages.ts";
 import { readConfig } from "../../platform/config.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
@@ -122,27 +121,4 @@ export class WebhookEndpoint extends DurableObject<Env> {
     this.store(retries);
     throw new Error("the queue refused this round's retries");
   }
-}
-
-/**
- * Hands deliveries to their webhooks' objects: one call per webhook, at most MAX_OPEN_CONNECTIONS at a time, each
- * returning once the object has stored them. Returns the deliveries whose object could not take them.
- */
-export async function handToEndpoints(
-  endpoints: DurableObjectNamespace<WebhookEndpoint>,
-  deliveries: readonly DeliveryMessage[],
-): Promise<DeliveryMessage[]> {
-  const byWebhook = new Map<string, DeliveryMessage[]>();
-  for (const delivery of deliveries) byWebhook.set(delivery.webhook_id, [...(byWebhook.get(delivery.webhook_id) ?? []), delivery]);
-  const refused: DeliveryMessage[] = [];
-  await pLimit(MAX_OPEN_CONNECTIONS).map([...byWebhook], async ([webhookId, messages]) => {
-    await endpoints
-      .get(endpoints.idFromName(webhookId))
-      .accept(messages)
-      .catch((error: unknown) => {
-        log.error("hand-off to the endpoint's object failed", { webhook_id: webhookId, error: String(error) });
-        refused.push(...messages);
-      });
-  });
-  return refused;
 }

@@ -3,7 +3,8 @@ import { claimForFanOut, markFannedOut, relayEvents, requeueEvents } from "../..
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { fanOut } from "./deliveries.ts";
-import { handToEndpoints, type WebhookEndpoint } from "./endpoint.ts";
+import type { WebhookEndpoint } from "./endpoint.ts";
+import { handToEndpoints } from "./endpoint-stub.ts";
 
 /**
  * The first delivery, right after an ingestion's commit (its `waitUntil`, so the answer does not wait
