@@ -385,7 +385,8 @@ describe("dashboard in Chromium", () => {
     // The views are reached by their tabs, and the hash keeps the view across a reload.
     await page.getByRole("link", { name: "Webhooks", exact: true }).click();
     await expect.poll(() => page.locator("#webhooks").textContent()).toContain("No webhooks yet");
-    expect(await page.locator("#view-keys").isHidden()).toBe(true);
+    // The webhooks' list can be filled before the tab switch hides the keys' view: wait for it rather than read it once.
+    await expect.poll(() => page.locator("#view-keys").isHidden()).toBe(true);
     await page.reload();
     await page.waitForURL(`${WORKER}/dashboard/**`);
     await expect.poll(() => page.locator("#view-webhooks").isVisible()).toBe(true);
