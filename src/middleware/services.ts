@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { CatalogueStore } from "../catalogue/service.ts";
+import type { WebhookMessage } from "../events/messages.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { readConfig } from "../platform/config.ts";
 import { type Database, database } from "../platform/db.ts";
@@ -20,23 +21,32 @@ export const requestServices =
   (catalogueStore: CatalogueStoreOf): MiddlewareHandler<AppEnv> =>
   async (c, next) => {
     const work = noWork();
+    const config = readConfig(c.env);
+    if (typeof config === "string") return refuseMisconfigured(c, work, config);
     const countR2 = (operation: R2Operation) => {
       if (operation === "a") work.r2ClassA++;
       else if (operation === "b") work.r2ClassB++;
     };
-    const config = readConfig(c.env);
-    if (typeof config === "string") return refuseMisconfigured(c, work, config);
+    // Each metered binding is built on first use: most data requests touch one of them, or none.
     let db: Database | undefined;
+    let queue: Queue<WebhookMessage> | undefined;
+    let catalogue: CatalogueStore | undefined;
+    let archive: R2Bucket | undefined;
     c.set("services", {
       config,
-      // Built on first use: a data request served from the catalogue snapshot never touches D1.
       get db() {
         return (db ??= database(c.env.DB, work));
       },
       limiter: rateLimitControl(c.env, work),
-      queue: meteredQueue(c.env.WEBHOOK_QUEUE, work),
-      catalogue: catalogueStore({ ...c.env, CATALOGUE: meteredBucket(c.env.CATALOGUE, countR2) }, work),
-      archive: meteredBucket(c.env.ARCHIVE, countR2),
+      get queue() {
+        return (queue ??= meteredQueue(c.env.WEBHOOK_QUEUE, work));
+      },
+      get catalogue() {
+        return (catalogue ??= catalogueStore({ ...c.env, CATALOGUE: meteredBucket(c.env.CATALOGUE, countR2) }, work));
+      },
+      get archive() {
+        return (archive ??= meteredBucket(c.env.ARCHIVE, countR2));
+      },
       work,
     });
     await next();
