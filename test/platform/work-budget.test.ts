@@ -19,11 +19,11 @@ import { found, report } from "../helpers/secret-scanning.ts";
 import { type Cost, costOf, statementsOf } from "../helpers/statements.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { hookUrl, installReceiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, endpointSettled, ingest, runQueue } from "../helpers/webhooks.ts";
 
 /**
- * A work budget per invocation that every route, MCP tool, the stream, a fan-out batch and each cron task joins:
- * the D1 statements it makes, the rows each read statement reads and the R2 reads, measured at two data sizes
+ * A work budget per invocation that every route, MCP tool, the stream, a fan-out batch, a webhook endpoint object's
+ * run and each cron task joins: the D1 statements it makes, the rows each read statement reads and the R2 reads, measured at two data sizes
  * (SIZES products, events, price points, other accounts' keys and webhooks), each held under a stated budget that
  * is the same at both sizes. A read statement may read at most 3 × the rows it returns + 25 (an index range, not a
  * scan). Measured at the bindings (D1 and R2 spied in the isolate the worker shares with the test), so work done
@@ -390,6 +390,16 @@ const BACKGROUND: Record<string, [() => Promise<undefined>, Budget]> = {
   ],
   "cron: sweeps (outbox, catalogue, archives, expiring keys)": [() => scheduled("* * * * *"), budget(40, 8)],
   "cron: delivery archive": [() => scheduled(DELIVERY_ARCHIVE_CRON), budget(12, 8)],
+  // A webhook's own object (src/webhooks/delivery/endpoint.ts) making 10 deliveries handed to it: its alarm's run.
+  "webhook endpoint object: a run of 10 deliveries": [
+    async () => {
+      const handed = Array.from({ length: 10 }, () => deliveryTo(hookId));
+      await env.WEBHOOK_ENDPOINT.get(env.WEBHOOK_ENDPOINT.idFromName(hookId)).accept(handed);
+      await endpointSettled(hookId);
+      return undefined;
+    },
+    budget(6),
+  ],
 };
 
 async function scheduled(cron: string): Promise<undefined> {
