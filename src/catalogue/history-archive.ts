@@ -40,7 +40,10 @@ const byTime = (a: ArchivedHistoryRow, b: ArchivedHistoryRow) =>
 /** Rows in both places (a crash between write and delete, or a read racing a move) count once. */
 export const mergeHistory = (...parts: readonly ArchivedHistoryRow[][]): ArchivedHistoryRow[] => mergeById(parts, byTime);
 
-/** Moves the due products' old history to R2, holding the task's lease (none moved when another run holds it); returns the rows that left D1. */
+/**
+ * Moves the due products' old history to R2, holding the task's lease (none moved when another run holds it); returns
+ * the rows that left D1.
+ */
 export function archiveHistory(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
   return withCronLease(db, "history-archive", 0, () => moveHistory(db, bucket, now));
 }

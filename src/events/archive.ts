@@ -42,7 +42,10 @@ export const archivedThrough = sql`coalesce((SELECT last_seq FROM event_archive 
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Moves the events due for the archive, in bounded steps, holding the task's lease (none moved when another run holds it). Returns how many left D1. */
+/**
+ * Moves the events due for the archive, in bounded steps, holding the task's lease (none moved when another run holds
+ * it). Returns how many left D1.
+ */
 export function archiveEvents(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
   return withCronLease(db, "events-archive", 0, () => moveEvents(db, bucket, now));
 }

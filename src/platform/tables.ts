@@ -343,7 +343,10 @@ export const cronLeases = sqliteTable("cron_leases", {
   expiresAt: integer("expires_at").notNull(),
 });
 
-/** Keys a plan change could not push its limits to, until the cron has made their objects read the key again (src/accounts/plan-pushes.ts). */
+/**
+ * Keys a plan change could not push its limits to, until the cron has made their objects read the key again
+ * (src/accounts/plan-pushes.ts).
+ */
 export const unreachedPlanPushes = sqliteTable("unreached_plan_pushes", {
   keyHash: text("key_hash").primaryKey(),
   notedAt: integer("noted_at").notNull(),

@@ -10,8 +10,8 @@ import type { KeyState } from "./types.ts";
  */
 
 /**
- * The D1 read of a key's object, on its first wake and when a change is pushed as "read it again": what the key is, its expiry and its plan's limits, or undefined
- * for no such key.
+ * The D1 read of a key's object, on its first wake and when a change is pushed as "read it again": what the key is,
+ * its expiry and its plan's limits, or undefined for no such key.
  */
 export async function loadKeyState(db: Database, keyHash: string): Promise<KeyState | undefined> {
   const found = await db

@@ -59,7 +59,8 @@ export interface KeyRequest {
 
 /**
  * The key object's answer to one admission, which the worker's stub hands on as it came (src/rate-limit/stub.ts).
- * `forbidden`: outside the key's allowed addresses or scopes, a 403 with `detail`, not counted against the key. `d1Queries`: the D1 reads the answer cost (one on the object's first wake, else none).
+ * `forbidden`: outside the key's allowed addresses or scopes, a 403 with `detail`, not counted against the key.
+ * `d1Queries`: the D1 reads the answer cost (one on the object's first wake, else none).
  */
 export type KeyAdmission = { d1Queries: number } & (
   | (KeyOwner & { status: "active"; decision: Decision; scopes: string[] | null })

@@ -73,9 +73,10 @@ const reportLeakedTokensRoute = createRoute(
     description:
       "GitHub posts the strings it found in public that match our key format (docs/key-format.md), signed with ECDSA P-256 / SHA-256 " +
       "over the raw body by a key from SECRET_SCANNING_KEYS_URL. A missing or bad signature, or an unknown key identifier, is 401 and " +
-      "changes nothing, and is counted in the client IP's bucket (30 a minute); only a report whose signature verifies counts in its own bucket, 600 a minute. Every live key reported is revoked before the answer (refused on its next request), recorded as leaked with " +
-      "where it was found, and its account gets an `api_key.leaked` event. The answer labels each token: true_positive when it is or " +
-      "was one of our keys. Reporting a token again changes nothing.",
+      "changes nothing, and is counted in the client IP's bucket (30 a minute); only a report whose signature verifies counts in " +
+      "its own bucket, 600 a minute. Every live key reported is revoked before the answer (refused on its next request), " +
+      "recorded as leaked with where it was found, and its account gets an `api_key.leaked` event. The answer labels each " +
+      "token: true_positive when it is or was one of our keys. Reporting a token again changes nothing.",
     request: {
       headers: signatureHeaders,
       query: noQuery,

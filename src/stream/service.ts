@@ -70,7 +70,8 @@ export async function openSlot(db: Database, key: { id: string; accountId: strin
     d1
       .prepare(
         `INSERT INTO event_streams (id, key_id, account_id, expires_at) SELECT ?1, ?2, ?3, ?4
-          WHERE (SELECT count(*) FROM event_streams WHERE key_id = ?2) < ?5 AND (SELECT count(*) FROM event_streams WHERE account_id = ?3) < ?6`,
+          WHERE (SELECT count(*) FROM event_streams WHERE key_id = ?2) < ?5
+            AND (SELECT count(*) FROM event_streams WHERE account_id = ?3) < ?6`,
       )
       .bind(
         id,
@@ -202,7 +203,8 @@ export async function eventFrames(
           .from(events)
           .where(
             // Catalogue events only: account events are their account's alone (contract: "Account events stay home").
-            sql`${events.seq} > coalesce((SELECT seq FROM ${events} WHERE id = ${lastId ?? ""}), 0) AND ${events.accountId} IS NULL AND ${events.timestamp} >= ${since}`,
+            sql`${events.seq} > coalesce((SELECT seq FROM ${events} WHERE id = ${lastId ?? ""}), 0)
+              AND ${events.accountId} IS NULL AND ${events.timestamp} >= ${since}`,
           )
           .orderBy(events.seq)
           .limit(LIVE_PAGE);

@@ -28,7 +28,8 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
     p: event.data.product_id,
   }));
   return sql`WITH asked AS MATERIALIZED (SELECT e.key AS n, e.value ->> 't' AS type, e.value ->> 'c' AS competitor,
-      e.value ->> 's' AS sku, p.brand, p.category FROM json_each(${JSON.stringify(asked)}) e LEFT JOIN ${products} p ON p.id = e.value ->> 'p'),
+      e.value ->> 's' AS sku, p.brand, p.category
+      FROM json_each(${JSON.stringify(asked)}) e LEFT JOIN ${products} p ON p.id = e.value ->> 'p'),
     listed(n, kind, value) AS (SELECT n, 'competitors', competitor FROM asked UNION ALL SELECT n, 'brands', brand FROM asked
       UNION ALL SELECT n, 'categories', category FROM asked UNION ALL SELECT n, 'skus', sku FROM asked)
   SELECT webhook_id FROM ${webhookRuleValues} WHERE kind = 'events' AND value IN (SELECT type FROM asked)

@@ -60,7 +60,10 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const newestFirst = (a: DeliveryRow, b: DeliveryRow) => b.id - a.id;
 const oldestFirst = (a: DeliveryRow, b: DeliveryRow) => a.id - b.id;
 
-/** Moves the due webhooks' old attempts to R2, in bounded steps, holding the task's lease (none moved when another run holds it). Returns how many left D1. */
+/**
+ * Moves the due webhooks' old attempts to R2, in bounded steps, holding the task's lease (none moved when another run
+ * holds it). Returns how many left D1.
+ */
 export function archiveDeliveries(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
   return withCronLease(db, "delivery-archive", 0, () => moveDeliveries(db, bucket, now));
 }
