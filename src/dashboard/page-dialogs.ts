@@ -45,7 +45,7 @@ const ruleField = ({ field, label, hint, attributes = "" }: { field: string; lab
 const ruleList = ({ field, label, placeholder }: { field: string; label: string; placeholder: string }) =>
   `<div class="field">
         <label for="rule-${field}">${label}</label>
-        <textarea id="rule-${field}" name="filters.${field}" rows="2" spellcheck="false" autocomplete="off"
+        <textarea id="rule-${field}" name="filters.${field}" rows="3" spellcheck="false" autocomplete="off"
           aria-describedby="rule-lists-hint" placeholder="${placeholder}"></textarea>
       </div>`;
 
@@ -95,14 +95,14 @@ const ALERT_RULES = `<details class="rules" id="webhook-rules">
       <div class="field-row">
         ${ruleField({
           field: "new_low_days",
-          label: "New low over the last … days",
-          hint: "The new price is below every price of that offer in those days.",
+          label: "New low over (days)",
+          hint: "The new price is below every price of that offer in the last N days.",
           attributes: DAYS,
         })}
         ${ruleField({
           field: "new_high_days",
-          label: "New high over the last … days",
-          hint: "The new price is above every price of that offer in those days.",
+          label: "New high over (days)",
+          hint: "The new price is above every price of that offer in the last N days.",
           attributes: DAYS,
         })}
       </div>
@@ -116,7 +116,7 @@ const ALERT_RULES = `<details class="rules" id="webhook-rules">
         ${ruleList({ field: "categories", label: "Categories", placeholder: "Headphones" })}
       </div>
       <div class="field-row">
-        ${ruleList({ field: "competitors", label: "Competitors (competitor ids)", placeholder: "cmp_amazon" })}
+        ${ruleList({ field: "competitors", label: "Competitor ids", placeholder: "cmp_amazon" })}
         ${ruleList({ field: "skus", label: "Products (SKUs)", placeholder: "SKU-12345" })}
       </div>
     </fieldset>

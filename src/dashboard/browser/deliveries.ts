@@ -82,9 +82,13 @@ export function healthFacts(deliveries: Delivery[], webhookDisabled: boolean): H
   const latest = newestPerEvent(deliveries);
   const notRetried = latest.filter((d) => abandoned(d, webhookDisabled)).length;
   if (notRetried) {
-    const events = notRetried === 1 ? "1 event was" : `${notRetried} events were`;
-    const enable = webhookDisabled ? "enable it, then " : "";
-    pairs.push(["Not retried", `${events} abandoned when the webhook was disabled: ${enable}replay them to send them.`]);
+    const events = notRetried === 1 ? "1 event" : `${notRetried} events`;
+    pairs.push([
+      "Not retried",
+      webhookDisabled
+        ? `${events}: abandoned, as the webhook is disabled. Enable it, then replay.`
+        : `${events}: abandoned while the webhook was disabled. Replay to send.`,
+    ]);
   }
   const retry = webhookDisabled ? undefined : nextRetry(latest);
   if (retry) {

@@ -158,6 +158,7 @@ export function setUpMenus(): void {
  */
 export async function attempt(action: () => Promise<unknown>, slot: HTMLElement, button?: HTMLButtonElement | null): Promise<void> {
   clearFeedback();
+  clearFieldErrors();
   const hadFocus = button && document.activeElement === button;
   if (button) button.disabled = true;
   try {
@@ -182,7 +183,6 @@ export async function attempt(action: () => Promise<unknown>, slot: HTMLElement,
 export function onSubmit(form: HTMLFormElement, action: () => Promise<unknown>, slot = slotIn(form)): void {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    clearFieldErrors(form);
     const run = () =>
       action().catch((error: unknown) => {
         throw inFormWords(form, error);

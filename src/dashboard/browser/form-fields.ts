@@ -43,9 +43,13 @@ function placeOf(control: Control, index: number | undefined): string {
   return line ? `${label}, line ${line}` : label;
 }
 
-/** Marks the form's fields as valid again (before each submit). */
-export function clearFieldErrors(form: HTMLFormElement): void {
-  for (const control of form.querySelectorAll("[aria-invalid]")) control.removeAttribute("aria-invalid");
+/** Marks every field valid again and removes the messages under them (when an action starts or a dialog opens). */
+export function clearFieldErrors(): void {
+  for (const control of document.querySelectorAll("[aria-invalid]")) {
+    control.removeAttribute("aria-invalid");
+    control.removeAttribute("aria-errormessage");
+  }
+  for (const message of document.querySelectorAll(".field-error")) message.remove();
 }
 
 /**
@@ -68,9 +72,17 @@ export function inFormWords(form: HTMLFormElement, error: unknown): unknown {
     );
     return named ? `“${labelOf(named)}”` : wire;
   });
+  const words = `${placeOf(control, index)}: ${message}`;
+  // Under the field too: a long form's own message slot, at its end, may be out of sight.
+  const note = document.createElement("p");
+  note.className = "field-error";
+  note.id = `${control.id}-error`;
+  note.textContent = words;
+  control.after(note);
   control.setAttribute("aria-invalid", "true");
+  control.setAttribute("aria-errormessage", note.id);
   const details = control.closest("details");
   if (details) details.open = true;
   control.focus();
-  return new ApiFailure(400, `${placeOf(control, index)}: ${message}`);
+  return new ApiFailure(400, words);
 }
