@@ -811,6 +811,10 @@ describe("dashboard in Chromium", () => {
       .evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll("td")].map((td) => Number(td.textContent))));
     expect([0, 1].map((column) => cells.reduce((sum, row) => sum + (row[column] ?? 0), 0))).toEqual([10, 2]);
     expect(await chart.locator(".limit-label").textContent()).toBe("limit 10 a minute");
+    // The key's limit is a line across the chart, its label in the legend above it, where it covers no bar.
+    expect(await chart.locator("svg line.limit").count()).toBe(1);
+    const label = (await chart.locator(".limit-label").boundingBox())!;
+    expect(label.y + label.height).toBeLessThanOrEqual((await chart.locator("svg").boundingBox())!.y);
     // The tooltip by keyboard: focusing the chart shows the busiest minute.
     await chart.locator("svg").focus();
     expect(await chart.locator(".chart-tip").textContent()).toMatch(/\d+ admitted\d+ refused/);
@@ -820,6 +824,10 @@ describe("dashboard in Chromium", () => {
     await page.getByLabel("Key", { exact: true }).selectOption({ label: "All keys (account total)" });
     await expect.poll(() => chart.locator("h2").textContent()).toContain("All keys");
     expect(await chart.locator(".chart-totals").textContent()).toContain("10 admitted");
+    // The limits are per key: none is drawn over the account's total, and the chart says why.
+    expect(await chart.locator("svg line.limit").count()).toBe(0);
+    expect(await chart.locator(".limit-label").count()).toBe(0);
+    expect(await chart.textContent()).toContain("Limits apply to each key on its own");
     await page.getByText("30 days", { exact: true }).click();
     await expect.poll(() => chart.locator("h2").textContent()).toContain("last 30 days");
     expect(await chart.locator(".chart-totals").textContent()).toContain("2 refused");
