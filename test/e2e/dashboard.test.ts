@@ -297,6 +297,18 @@ describe("dashboard in Chromium", () => {
     await dialog.evaluate((element) => Reflect.get(element, "closed")); // closed, so hidden too
   }
 
+  /** On the Webhooks view of an account without any, adds one for `url` in the dialog; its card and the dialog. */
+  async function addFirstWebhook(page: Page, url: string) {
+    await page.getByRole("link", { name: "Webhooks", exact: true }).click();
+    await page.getByRole("button", { name: "Add your first webhook" }).click();
+    const dialog = page.locator("#webhook-dialog");
+    await dialog.getByLabel("Endpoint URL").fill(url);
+    await dialog.getByRole("button", { name: "Add webhook" }).click();
+    await dialog.getByLabel("Signing secret").waitFor();
+    await closeDialog(page, "webhook-dialog");
+    return { dialog, card: page.locator("#webhooks li").first() };
+  }
+
   it("signs in at the IdP, creates a key shown once, reloads, revokes it, signs out", async () => {
     const { context, page, problems } = await openPage();
     await signIn(page, true);
@@ -547,14 +559,7 @@ describe("dashboard in Chromium", () => {
     try {
       const { context, page, problems } = await openPage();
       await signIn(page);
-      await page.getByRole("link", { name: "Webhooks", exact: true }).click();
-      await page.getByRole("button", { name: "Add your first webhook" }).click();
-      const dialog = page.locator("#webhook-dialog");
-      await dialog.getByLabel("Endpoint URL").fill(receiver.url);
-      await dialog.getByRole("button", { name: "Add webhook" }).click();
-      await dialog.getByLabel("Signing secret").waitFor();
-      await closeDialog(page, "webhook-dialog");
-      const card = page.locator("#webhooks li").first();
+      const { card } = await addFirstWebhook(page, receiver.url);
       await card.getByRole("button", { name: /^Send test/ }).click();
       // The receiver answers 500: the event waits for its next attempt.
       await expect.poll(() => receiver.received.length, { timeout: 30_000 }).toBeGreaterThan(0);
@@ -889,14 +894,7 @@ describe("dashboard in Chromium", () => {
     try {
       const { context, page, problems } = await openPage();
       await signIn(page);
-      await page.getByRole("link", { name: "Webhooks", exact: true }).click();
-      await page.getByRole("button", { name: "Add your first webhook" }).click();
-      const dialog = page.locator("#webhook-dialog");
-      await dialog.getByLabel("Endpoint URL").fill(receiver.url);
-      await dialog.getByRole("button", { name: "Add webhook" }).click();
-      await dialog.getByLabel("Signing secret").waitFor();
-      await closeDialog(page, "webhook-dialog");
-      const card = page.locator("#webhooks li").first();
+      const { dialog, card } = await addFirstWebhook(page, receiver.url);
       await card.waitFor();
 
       await card.getByRole("button", { name: /^Edit/ }).click();
@@ -1213,14 +1211,7 @@ describe("dashboard in Chromium", () => {
       await signIn(page);
       await page.getByRole("link", { name: "Activity", exact: true }).click();
       await expect.poll(() => page.locator("#activity").textContent()).toContain("Nothing to report in the last 30 days.");
-      await page.getByRole("link", { name: "Webhooks", exact: true }).click();
-      await page.getByRole("button", { name: "Add your first webhook" }).click();
-      const dialog = page.locator("#webhook-dialog");
-      await dialog.getByLabel("Endpoint URL").fill(receiver.url);
-      await dialog.getByRole("button", { name: "Add webhook" }).click();
-      await dialog.getByLabel("Signing secret").waitFor();
-      await closeDialog(page, "webhook-dialog");
-      const card = page.locator("#webhooks li").first();
+      const { card } = await addFirstWebhook(page, receiver.url);
       await card.getByRole("button", { name: /^Send test/ }).click();
       // The receiver answers 410 Gone: the webhook is disabled, and the account is told.
       await expect.poll(() => receiver.received.length, { timeout: 30_000 }).toBeGreaterThan(0);
