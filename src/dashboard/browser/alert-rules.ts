@@ -19,9 +19,12 @@ const ruleControls = (form: HTMLFormElement) =>
 /**
  * The rules the dialog's fields hold, null when all are empty. Values go to the API as typed (trimmed): a list
  * one entry a line, a number of days as a number when it is one, a currency in capitals; the API decides the rest.
+ * A rule of `current` (the webhook being edited) that the form has no field for is kept as it is, so an edit
+ * never drops a rule set through the API.
  */
-export function readRules(form: HTMLFormElement): AlertFilters | null {
-  const rules: Record<string, unknown> = {};
+export function readRules(form: HTMLFormElement, current: AlertFilters | null = null): AlertFilters | null {
+  const fields = new Set([...ruleControls(form)].map((control) => control.name.slice(RULE_PREFIX.length)));
+  const rules: Record<string, unknown> = Object.fromEntries(Object.entries(current ?? {}).filter(([rule]) => !fields.has(rule)));
   for (const control of ruleControls(form)) {
     const field = control.name.slice(RULE_PREFIX.length);
     if (control instanceof HTMLTextAreaElement) {

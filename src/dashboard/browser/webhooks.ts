@@ -153,7 +153,7 @@ function formFields(form: HTMLFormElement) {
     events,
     min_change_pct: Number(data.get("min_change_pct") || 0),
     description: String(data.get("description") ?? "").trim(),
-    filters: readRules(form),
+    filters: readRules(form, editing?.filters),
   };
 }
 
