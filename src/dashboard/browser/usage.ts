@@ -39,6 +39,8 @@ export function offerKeys(list: ApiKey[]): void {
     ),
   );
   picker.value = list.some((key) => key.id === chosen) ? chosen : "";
+  // A list that arrives while the view shows (a key created a moment before the tab was opened) redraws it.
+  if (!byId("view-usage").hidden) void attempt(loadUsage, byId("usage-feedback"));
 }
 
 function emptyState(): HTMLElement {
