@@ -12,7 +12,7 @@ import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import { signalGroup, spawnGroup, stopGroups, WRANGLER_ENV } from "../../scripts/process-group.ts";
 
@@ -309,6 +309,24 @@ describe("dashboard in Chromium", () => {
     return { dialog, card: page.locator("#webhooks li").first() };
   }
 
+  /** Opens a card's Deliveries until they show `text` (the consumer records an attempt after making it); left open. */
+  async function openDeliveriesShowing(page: Page, card: Locator, text: string): Promise<Locator> {
+    const deliveries = page.locator("#deliveries-dialog");
+    await expect
+      .poll(
+        async () => {
+          await card.getByRole("button", { name: /^Deliveries/ }).click();
+          await deliveries.waitFor();
+          const shown = (await deliveries.textContent()) ?? "";
+          if (!shown.includes(text)) await deliveries.getByRole("button", { name: "Close" }).click();
+          return shown;
+        },
+        { timeout: 30_000, interval: 1_000 },
+      )
+      .toContain(text);
+    return deliveries;
+  }
+
   it("signs in at the IdP, creates a key shown once, reloads, revokes it, signs out", async () => {
     const { context, page, problems } = await openPage();
     await signIn(page, true);
@@ -564,19 +582,8 @@ describe("dashboard in Chromium", () => {
       // The receiver answers 500: the event waits for its next attempt. The attempt is listed once the consumer
       // has recorded it (read in the Deliveries dialog: reloading the page in a loop would spend the client's 30 a minute).
       await expect.poll(() => receiver.received.length, { timeout: 30_000 }).toBeGreaterThan(0);
-      const deliveries = page.locator("#deliveries-dialog");
-      await expect
-        .poll(
-          async () => {
-            await card.getByRole("button", { name: /^Deliveries/ }).click();
-            await deliveries.waitFor();
-            const text = (await deliveries.textContent()) ?? "";
-            await deliveries.getByRole("button", { name: "Close" }).click();
-            return text;
-          },
-          { timeout: 30_000, interval: 1_000 },
-        )
-        .toContain("to be retried");
+      const deliveries = await openDeliveriesShowing(page, card, "to be retried");
+      await deliveries.getByRole("button", { name: "Close" }).click();
       await page.reload(); // the card reads its deliveries as the list loads
       const health = card.locator(".health");
       await expect.poll(() => health.textContent(), { timeout: 15_000 }).toContain("Next retry");
@@ -692,19 +699,7 @@ describe("dashboard in Chromium", () => {
       expect(delivery.headers["webhook-signature"]).toBe(`v1,${expected}`);
 
       // The delivery is listed once the consumer has recorded it.
-      const deliveries = page.locator("#deliveries-dialog");
-      await expect
-        .poll(
-          async () => {
-            await card.getByRole("button", { name: /^Deliveries/ }).click();
-            await deliveries.waitFor();
-            const text = (await deliveries.textContent()) ?? "";
-            if (!text.includes("HTTP 200")) await deliveries.getByRole("button", { name: "Close" }).click();
-            return text;
-          },
-          { timeout: 30_000, interval: 1_000 },
-        )
-        .toContain("HTTP 200");
+      const deliveries = await openDeliveriesShowing(page, card, "HTTP 200");
       expect(await deliveries.textContent()).toContain("webhook.test");
       await screenshotBoth(page, "webhook-deliveries");
       await deliveries.getByRole("button", { name: "Close" }).click();
