@@ -1,3 +1,4 @@
+import { CURRENCY_CODES } from "../platform/money.ts";
 import type { KeyScope } from "../rate-limit/key-scopes.ts";
 
 /** An empty slot for a message about the form or view it sits in (the browser code fills it). */
@@ -32,6 +33,95 @@ const formEnd = ({ submit, id, cancel = "Cancel" }: { submit: string; id?: strin
 const shownOnce = ({ slot, done }: { slot: string; done: string }) => `<div id="${slot}"></div>
   <form method="dialog" class="actions" id="${done}" hidden><button value="done" class="primary">Done</button></form>`;
 
+/** A rule's text field, named by its wire field (src/dashboard/browser/form-fields.ts reads the API's errors by it). */
+const ruleField = ({ field, label, hint, attributes = "" }: { field: string; label: string; hint: string; attributes?: string }) =>
+  `<div class="field">
+        <label for="rule-${field}">${label}</label>
+        <input id="rule-${field}" name="filters.${field}" autocomplete="off" aria-describedby="rule-${field}-hint" ${attributes}>
+        <p id="rule-${field}-hint" class="hint">${hint}</p>
+      </div>`;
+
+/** A list rule: one value a line, exact match. */
+const ruleList = ({ field, label, placeholder }: { field: string; label: string; placeholder: string }) =>
+  `<div class="field">
+        <label for="rule-${field}">${label}</label>
+        <textarea id="rule-${field}" name="filters.${field}" rows="3" spellcheck="false" autocomplete="off"
+          aria-describedby="rule-lists-hint" placeholder="${placeholder}"></textarea>
+      </div>`;
+
+const AMOUNT = 'inputmode="decimal" placeholder="12.00" aria-describedby="rule-money-hint"';
+const DAYS = 'inputmode="numeric" placeholder="30"';
+
+/**
+ * The webhook's alert rules (`filters`, src/alerts/schema.ts), each field named by its wire field: the API
+ * checks them (its 400 is shown in these labels' words). The currency list is the API's own.
+ */
+const ALERT_RULES = `<details class="rules" id="webhook-rules">
+    <summary>Alert rules: send only some events (optional)</summary>
+    <p class="hint">An event is sent only when it meets every rule you fill in. Leave them all empty to receive every
+      event of the types above.</p>
+    <div class="field">
+      <label for="rule-direction">Direction of the price change</label>
+      <select id="rule-direction" name="filters.direction">
+        <option value="">Up or down</option>
+        <option value="down">Down only</option>
+        <option value="up">Up only</option>
+      </select>
+    </div>
+    <fieldset class="field group">
+      <legend>Price thresholds</legend>
+      <p id="rule-money-hint" class="hint">Amounts are in the currency below, which is required as soon as you set
+        an amount: a price in another currency never matches. Use a point for decimals.</p>
+      ${ruleField({
+        field: "currency",
+        label: "Currency",
+        hint: "Three letters (ISO 4217), e.g. EUR or USD.",
+        attributes: 'list="currencies" maxlength="3" placeholder="EUR" autocapitalize="characters" spellcheck="false"',
+      })}
+      <datalist id="currencies">${CURRENCY_CODES.map((code) => `<option value="${code}"></option>`).join("")}</datalist>
+      <div class="field-row">
+        ${ruleField({ field: "price_below", label: "Price falls below", hint: "Sent once as it crosses below.", attributes: AMOUNT })}
+        ${ruleField({ field: "price_above", label: "Price rises above", hint: "Sent once as it crosses above.", attributes: AMOUNT })}
+      </div>
+      ${ruleField({
+        field: "min_change_abs",
+        label: "Smallest price change, as an amount",
+        hint: "Either way, e.g. 1.00 sends 10.00 → 8.99 but not 10.00 → 10.50.",
+        attributes: AMOUNT.replace("12.00", "1.00"),
+      })}
+    </fieldset>
+    <fieldset class="field group">
+      <legend>New lows and highs</legend>
+      <div class="field-row">
+        ${ruleField({
+          field: "new_low_days",
+          label: "New low over (days)",
+          hint: "The new price is below every price of that offer in the last N days.",
+          attributes: DAYS,
+        })}
+        ${ruleField({
+          field: "new_high_days",
+          label: "New high over (days)",
+          hint: "The new price is above every price of that offer in the last N days.",
+          attributes: DAYS,
+        })}
+      </div>
+    </fieldset>
+    <fieldset class="field group">
+      <legend>Which products and shops</legend>
+      <p id="rule-lists-hint" class="hint">One a line, exact match. These apply to stock changes too; the rules above
+        only to price changes.</p>
+      <div class="field-row">
+        ${ruleList({ field: "brands", label: "Brands", placeholder: "Acme" })}
+        ${ruleList({ field: "categories", label: "Categories", placeholder: "Headphones" })}
+      </div>
+      <div class="field-row">
+        ${ruleList({ field: "competitors", label: "Competitor ids", placeholder: "cmp_amazon" })}
+        ${ruleList({ field: "skus", label: "Products (SKUs)", placeholder: "SKU-12345" })}
+      </div>
+    </fieldset>
+  </details>`;
+
 /** The page's forms and confirmations, each a modal <dialog> that the browser code opens (src/dashboard/browser/dialogs.ts). */
 export const DIALOGS = `<dialog id="create-key-dialog" aria-labelledby="create-key-title">
   <h2 id="create-key-title">Create an API key</h2>
@@ -43,7 +133,7 @@ export const DIALOGS = `<dialog id="create-key-dialog" aria-labelledby="create-k
     </div>
     <div class="field">
       <label for="key-expiry">Expires</label>
-      <select id="key-expiry" name="expiry">
+      <select id="key-expiry" name="expires_at">
         <option value="">Never</option>
         <option value="7">In 7 days</option>
         <option value="30">In 30 days</option>
@@ -95,6 +185,7 @@ export const DIALOGS = `<dialog id="create-key-dialog" aria-labelledby="create-k
       <label for="webhook-description">Description (optional)</label>
       <input id="webhook-description" name="description" maxlength="500" autocomplete="off">
     </div>
+    ${ALERT_RULES}
     ${formEnd({ submit: "Add webhook", id: "webhook-submit" })}
   </form>
   ${shownOnce({ slot: "new-webhook", done: "webhook-done" })}
@@ -133,7 +224,7 @@ export const DIALOGS = `<dialog id="create-key-dialog" aria-labelledby="create-k
     </fieldset>
     <div class="field">
       <label for="access-ips">Allowed IP addresses (optional)</label>
-      <textarea id="access-ips" name="allowed_ips" rows="4" spellcheck="false" autocomplete="off"
+      <textarea id="access-ips" name="allowed_ips" data-list="words" rows="4" spellcheck="false" autocomplete="off"
         aria-describedby="access-ips-hint" placeholder="203.0.113.0/24&#10;2001:db8::/32"></textarea>
       <p id="access-ips-hint" class="hint">One IPv4 or IPv6 address or CIDR range a line, at most 50. Empty: any address.
         A request from elsewhere is refused (403) and not counted.</p>

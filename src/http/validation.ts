@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { ApiError } from "./errors.ts";
+import { fieldDetail } from "./field-detail.ts";
 
 /** The one validation path: a zod failure becomes a 400 whose detail names the field. */
 
 /** The 400 for one field of `what` ("body", "query", …), for rules a schema cannot hold (they depend on configuration). */
 export const invalidField = (what: string, { field, message }: { field: string; message: string }) =>
-  new ApiError(400, `Invalid ${what}: ${field ? `${field}: ` : ""}${message}`);
+  new ApiError(400, fieldDetail(what, field, message));
 
 /** The 400 for a failed parse of `what`: its detail names the first field that failed. */
 function invalid(what: string, error: z.ZodError): ApiError {

@@ -27,6 +27,9 @@ const CURRENCY_EXPONENTS: ReadonlyMap<string, number> = new Map(
   ).flatMap(([codes, exponent]) => codes.split(" ").map((code) => [code, exponent] as const)),
 );
 
+/** Every supported code, sorted: the document's enum and the dashboard's currency choices. */
+export const CURRENCY_CODES: readonly string[] = [...CURRENCY_EXPONENTS.keys()].sort();
+
 function isCurrency(code: string): boolean {
   return CURRENCY_EXPONENTS.has(code);
 }
@@ -90,7 +93,7 @@ export const currencySchema = z
   .refine(isCurrency, {
     error: (issue) => `${JSON.stringify(issue.input)} is not a supported ISO-4217 currency code (use upper case, e.g. "USD")`,
   })
-  .meta({ enum: [...CURRENCY_EXPONENTS.keys()].sort(), description: "ISO-4217 code, upper case", example: "USD" });
+  .meta({ enum: [...CURRENCY_CODES], description: "ISO-4217 code, upper case", example: "USD" });
 
 /**
  * A non-negative decimal string. Whether its decimals fit the currency needs the sibling `currency`

@@ -3,6 +3,7 @@
  * the shared confirmation, rename and rotate dialogs, and a secret shown once.
  */
 import { byId, clearFeedback, closeMenus, el, feedbackSlot, say } from "./dom.ts";
+import { clearFieldErrors } from "./form-fields.ts";
 
 /** Cancel buttons are plain buttons (so Enter in a dialog's field submits, not cancels); they close it. */
 export function setUpDialogs(): void {
@@ -16,6 +17,7 @@ export function openDialog(dialog: HTMLDialogElement, focus?: HTMLElement | null
   const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
   closeMenus();
   clearFeedback();
+  clearFieldErrors();
   return new Promise((resolve) => {
     dialog.returnValue = "";
     dialog.addEventListener(

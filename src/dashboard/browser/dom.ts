@@ -1,4 +1,5 @@
 import { ApiFailure } from "./api.ts";
+import { clearFieldErrors, inFormWords } from "./form-fields.ts";
 
 /**
  * Small DOM helpers: elements built with textContent only (no HTML strings), inline feedback, dates, "More" menus,
@@ -157,6 +158,7 @@ export function setUpMenus(): void {
  */
 export async function attempt(action: () => Promise<unknown>, slot: HTMLElement, button?: HTMLButtonElement | null): Promise<void> {
   clearFeedback();
+  clearFieldErrors();
   const hadFocus = button && document.activeElement === button;
   if (button) button.disabled = true;
   try {
@@ -174,10 +176,17 @@ export async function attempt(action: () => Promise<unknown>, slot: HTMLElement,
   }
 }
 
-/** A form's submit, without the page navigating; its submit button is disabled while it runs. */
+/**
+ * A form's submit, without the page navigating; its submit button is disabled while it runs, and the API's 400
+ * about one of its fields is told in the form's words (form-fields.ts).
+ */
 export function onSubmit(form: HTMLFormElement, action: () => Promise<unknown>, slot = slotIn(form)): void {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    void attempt(action, slot, form.querySelector<HTMLButtonElement>('button[type="submit"]'));
+    const run = () =>
+      action().catch((error: unknown) => {
+        throw inFormWords(form, error);
+      });
+    void attempt(run, slot, form.querySelector<HTMLButtonElement>('button[type="submit"]'));
   });
 }

@@ -23,6 +23,7 @@ import {
   when,
   whenRelative,
 } from "./dom.ts";
+import { listEntries } from "./form-fields.ts";
 
 type Scope = ApiKey["scopes"][number];
 
@@ -172,7 +173,7 @@ function keyRow(key: ApiKey, byKeyId: Map<string, ApiKey>): HTMLTableRowElement 
 /** The chosen expiry as ISO-8601, or undefined for a key that never expires. */
 function chosenExpiry(form: HTMLFormElement): string | undefined {
   const data = new FormData(form);
-  const choice = String(data.get("expiry") ?? "");
+  const choice = String(data.get("expires_at") ?? "");
   if (!choice) return undefined;
   if (choice === "date") {
     const date = String(data.get("expiry_date") ?? "");
@@ -301,9 +302,7 @@ async function saveAccess(form: HTMLFormElement): Promise<void> {
   const data = new FormData(form);
   const scopes = data.getAll("scopes").map(String) as Scope[];
   if (!scopes.length) throw new Error("Choose at least one kind of data the key may read.");
-  const ips = String(data.get("allowed_ips") ?? "")
-    .split(/[\s,]+/)
-    .filter(Boolean);
+  const ips = listEntries(byId<HTMLTextAreaElement>("access-ips")).map((entry) => entry.value);
   await api<ApiKey>("PATCH", keyPath(key), { scopes, allowed_ips: ips.length ? ips : null });
   byId<HTMLDialogElement>("access-dialog").close("saved");
   await loadKeys(key.id, `Access of “${key.name}” saved; it applies from the next request.`);

@@ -80,14 +80,17 @@ export interface ChartInput {
   title: string;
   granularity: Granularity;
   buckets: UsageBucket[];
-  /** The plan's limit per bucket (per minute, hour or day). */
-  limit: number;
+  /**
+   * The plan's limit per bucket (per minute, hour or day) for one key; undefined over the account's total, which
+   * no such limit caps (each key has its own), so no line is drawn there.
+   */
+  limit: number | undefined;
   width: number;
-  /** A line under the totals, e.g. why this range was picked. */
-  note?: string | undefined;
+  /** Lines under the totals, e.g. why this range was picked. */
+  notes?: string[];
 }
 
-export function usageChart({ title, granularity, buckets, limit, width, tableOpen = false, note }: ChartInput): HTMLElement {
+export function usageChart({ title, granularity, buckets, limit, width, tableOpen = false, notes = [] }: ChartInput): HTMLElement {
   const period = PERIODS[granularity];
   const sum = totals(buckets);
   const figure = el("figure", { class: "chart" });
@@ -105,7 +108,7 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
       el("span", { class: "hint" }, `busiest ${period.per}: ${count(sum.peak)}`),
     ),
   );
-  if (note) caption.append(el("p", { class: "hint" }, note));
+  for (const note of notes) caption.append(el("p", { class: "hint" }, note));
   figure.append(caption);
   if (!buckets.length) {
     figure.append(el("p", { class: "empty-state" }, "No usage recorded for this period."));
@@ -157,14 +160,17 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
   });
   chart.append(bars);
   chart.append(svg("line", { x1: margin.left, x2: width - margin.right, y1: y(0), y2: y(0), class: "axis" }));
-  const limitText = `limit ${count(limit)} ${period.rate}`;
-  if (axis.limitShown) {
-    chart.append(
-      svg("line", { x1: margin.left, x2: width - margin.right, y1: y(limit), y2: y(limit), class: "limit" }),
-      svg("text", { x: width - margin.right, y: y(limit) - 4, class: "limit-label", "text-anchor": "end" }, limitText),
-    );
-  } else {
-    caption.append(el("p", { class: "hint" }, `Your plan's ${limitText} is far above this scale.`));
+  if (limit !== undefined) {
+    const limitText = `limit ${count(limit)} ${period.rate}`;
+    if (axis.limitShown) {
+      // Its label goes in the legend above the chart, where it can never cover a bar.
+      chart.append(svg("line", { x1: margin.left, x2: width - margin.right, y1: y(limit), y2: y(limit), class: "limit" }));
+      caption
+        .querySelector(".chart-totals")
+        ?.append(el("span", { class: "swatch limit" }), el("span", { class: "limit-label" }, limitText));
+    } else {
+      caption.append(el("p", { class: "hint" }, `Your plan's ${limitText} is far above this scale.`));
+    }
   }
 
   // The tooltip: a marker over the bucket under the pointer (or chosen with the keyboard) and its numbers.

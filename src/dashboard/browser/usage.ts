@@ -19,7 +19,7 @@ const LIMIT_FOR: Record<Granularity, keyof Limits> = { minute: "per_minute", hou
 
 let limits: Limits | undefined;
 let keys: ApiKey[] = [];
-let shown: { title: string; granularity: Granularity; buckets: Usage["buckets"]; note?: string } | undefined;
+let shown: { title: string; granularity: Granularity; buckets: Usage["buckets"]; keyChosen: boolean; notes: string[] } | undefined;
 /** Until someone picks a Period, the view picks it: the last hour when all of the day's requests are in it. */
 let rangeChosen = false;
 
@@ -39,6 +39,8 @@ export function offerKeys(list: ApiKey[]): void {
     ),
   );
   picker.value = list.some((key) => key.id === chosen) ? chosen : "";
+  // A list that arrives while the view shows (a key created a moment before the tab was opened) redraws it.
+  if (!byId("view-usage").hidden) void attempt(loadUsage, byId("usage-feedback"));
 }
 
 function emptyState(): HTMLElement {
@@ -61,8 +63,10 @@ function draw(): void {
   if (!shown || !limits) return;
   const width = Math.max(280, area.clientWidth || 640);
   const tableOpen = area.querySelector("details")?.open ?? false;
-  const { title, granularity, buckets, note } = shown;
-  area.replaceChildren(usageChart({ title, granularity, buckets, limit: limits[LIMIT_FOR[granularity]], width, tableOpen, note }));
+  const { title, granularity, buckets, keyChosen, notes } = shown;
+  // The plan's limits are per key: over the account's total (many keys) a per-key line would mislead.
+  const limit = keyChosen ? limits[LIMIT_FOR[granularity]] : undefined;
+  area.replaceChildren(usageChart({ title, granularity, buckets, limit, width, tableOpen, notes }));
 }
 
 /** Fetches and draws what the controls say. */
@@ -83,18 +87,19 @@ export async function loadUsage(): Promise<void> {
   const key = keys.find((k) => k.id === keyId);
   const path = key ? `/api-keys/${encodeURIComponent(key.id)}/usage` : "/account/usage";
   const { buckets: all } = await api<Usage>("GET", `${path}?granularity=${granularity}`);
-  let note: string | undefined;
+  const notes: string[] = [];
   if (!rangeChosen && granularity === "minute") {
     const lastHour = all.slice(-RANGES["last-hour"].buckets);
     const busy = (buckets: typeof all) => buckets.some((b) => b.admitted + b.refused > 0);
     const next: Range = busy(lastHour) && !busy(all.slice(0, -lastHour.length)) ? "last-hour" : "minute";
-    if (next === "last-hour") note = "Showing the last hour: every request of the last 24 hours is in it.";
+    if (next === "last-hour") notes.push("Showing the last hour only: there were no requests in the 23 hours before it.");
     range = next;
     form.querySelector<HTMLInputElement>(`input[name="range"][value="${range}"]`)!.checked = true;
   }
   const wanted = RANGES[range].buckets;
   const buckets = wanted ? all.slice(-wanted) : all;
-  shown = { title: `${key ? `“${key.name}”` : "All keys"}, ${RANGES[range].title}`, granularity, buckets, note };
+  if (!key) notes.push("Limits apply to each key on its own, so none is drawn over the total: choose a key to see its limit.");
+  shown = { title: `${key ? `“${key.name}”` : "All keys"}, ${RANGES[range].title}`, granularity, buckets, keyChosen: !!key, notes };
   draw();
 }
 

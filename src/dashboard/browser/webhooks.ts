@@ -3,6 +3,7 @@
  * disable/enable, rotate the secret, replay events since a time, send a test, deliveries, delete.
  */
 import type { components } from "../../../client/schema.d.ts";
+import { fillRules, readRules, rulesSummary } from "./alert-rules.ts";
 import { api } from "./api.ts";
 import type { Delivery, ReplayQueued, RotatedWebhookSecret, WebhookPatch } from "./api-types.ts";
 import { deliveryItem, healthFacts } from "./deliveries.ts";
@@ -88,6 +89,7 @@ function webhookCard(hook: Webhook): HTMLLIElement {
     ),
     hook.disabled_reason ? el("p", { class: "reason" }, el("strong", {}, "Disabled because: "), hook.disabled_reason) : null,
     facts(details),
+    rulesSummary(hook),
     el("div", { class: "health", "aria-live": "polite" }, el("p", { class: "hint" }, "Checking recent deliveries…")),
     el(
       "div",
@@ -136,6 +138,7 @@ function openEditor(hook?: Webhook): Promise<string> {
     byId<HTMLInputElement>("webhook-min-change").value = String(hook.min_change_pct);
     byId<HTMLInputElement>("webhook-description").value = hook.description ?? "";
   }
+  fillRules(form, hook?.filters ?? null);
   return openDialog(byId<HTMLDialogElement>("webhook-dialog"), byId("webhook-url"));
 }
 
@@ -150,6 +153,7 @@ function formFields(form: HTMLFormElement) {
     events,
     min_change_pct: Number(data.get("min_change_pct") || 0),
     description: String(data.get("description") ?? "").trim(),
+    filters: readRules(form, editing?.filters),
   };
 }
 
@@ -163,8 +167,12 @@ async function save(form: HTMLFormElement): Promise<void> {
     await loadWebhooks(hook.id, "Changes saved.");
     return;
   }
-  const { description, ...rest } = fields;
-  const created = await api<CreatedWebhook>("POST", "/webhooks", { ...rest, ...(description ? { description } : {}) });
+  const { description, filters, ...rest } = fields;
+  const created = await api<CreatedWebhook>("POST", "/webhooks", {
+    ...rest,
+    ...(description ? { description } : {}),
+    ...(filters ? { filters } : {}),
+  });
   form.hidden = true;
   byId("webhook-done").hidden = false;
   showOnce(byId("new-webhook"), {
@@ -273,7 +281,7 @@ async function showHealth(hook: Webhook): Promise<void> {
   const slot = byId("webhooks").querySelector(`[data-id="${CSS.escape(hook.id)}"] .health`);
   if (!slot) return;
   try {
-    slot.replaceChildren(healthFacts(await deliveriesOf(hook)));
+    slot.replaceChildren(healthFacts(await deliveriesOf(hook), hook.status === "disabled"));
   } catch (error) {
     slot.replaceChildren(
       el("p", { class: "hint" }, `Recent deliveries could not be checked: ${error instanceof Error ? error.message : String(error)}`),
@@ -287,7 +295,7 @@ async function showDeliveries(hook: Webhook): Promise<void> {
   title.textContent = `Recent deliveries to ${hook.url}`;
   byId("deliveries").replaceChildren(
     deliveries.length
-      ? el("ul", { class: "deliveries" }, ...deliveries.map(deliveryItem))
+      ? el("ul", { class: "deliveries" }, ...deliveries.map((d) => deliveryItem(d, hook.status === "disabled")))
       : el("p", { class: "empty-state" }, "No deliveries yet. Use “Send test” on the webhook to see one here."),
   );
   // The focus goes to the title, at the top, where the newest attempt is (the Close button at the
