@@ -1,13 +1,13 @@
 import pLimit from "p-limit";
+import type { RateLimitControl } from "../api-keys/object/types.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
-import type { RateLimitControl } from "../rate-limit/types.ts";
 
 /**
  * A plan change pushes the new limits to every key's object before it answers (src/accounts/service.ts). An object
  * it cannot reach is noted here, and the every-minute cron asks each noted object to read its key from D1 again
- * (src/rate-limit/rate-limiter.ts refresh), so that key runs on the new plan from the next cron run, about a minute
+ * (src/api-keys/object/key-object.ts refresh), so that key runs on the new plan from the next cron run, about a minute
  * later at most, while a key's admission keeps costing no D1 read. A note stays until its object has been reached.
  */
 

@@ -1,6 +1,6 @@
-import { generateApiKey, hashApiKey } from "../auth/api-key.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
+import { generateApiKey, hashApiKey } from "./format.ts";
 import type { CreatedApiKeyView } from "./schema.ts";
 import {
   type ApiKeyRow,

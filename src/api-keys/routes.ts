@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
 import { rotateApiKey } from "./rotation.ts";
 import { ApiKey, ApiKeyList, apiKeyBody, CreatedApiKey, createKeyBody, KeyUsage, keyIdParam, rotateKeyBody, usageQuery } from "./schema.ts";
 import { createApiKey, listApiKeys, revokeApiKey, updateApiKey } from "./service.ts";

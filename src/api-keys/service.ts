@@ -1,11 +1,11 @@
 import { and, desc, eq } from "drizzle-orm";
-import { generateApiKey, hashApiKey } from "../auth/api-key.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { apiKeys } from "../platform/tables.ts";
-import { KEY_SCOPES } from "../rate-limit/key-scopes.ts";
+import { generateApiKey, hashApiKey } from "./format.ts";
 import type { ApiKeyListView, ApiKeyPatch, ApiKeyView, CreatedApiKeyView, CreateKeyBody } from "./schema.ts";
+import { KEY_SCOPES } from "./scopes.ts";
 
 export const MAX_ACTIVE_KEYS = 100;
 

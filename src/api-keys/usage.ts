@@ -3,8 +3,8 @@ import pLimit from "p-limit";
 import type { RequestServices } from "../http/app-env.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { apiKeys } from "../platform/tables.ts";
-import type { UsageCount } from "../rate-limit/types.ts";
-import { BUCKET_MS, clipRange, summed, zeroFilled } from "../rate-limit/usage-range.ts";
+import type { UsageCount } from "./object/types.ts";
+import { BUCKET_MS, clipRange, summed, zeroFilled } from "./object/usage-range.ts";
 import type { AccountUsageView, KeyUsageView, UsageQuery } from "./schema.ts";
 import { findApiKey, type KeyOfAccount, MAX_ACTIVE_KEYS } from "./service.ts";
 

@@ -5,7 +5,7 @@ import { CACHE_CONTROL, conditionalJson, ifNoneMatchHits } from "../http/conditi
 import { emptyResponse, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
 import { productHistory } from "./history.ts";
 import { CompetitorList, History, historyQuery, ifNoneMatch, Product, ProductList, productIdParam, productsQuery } from "./schema.ts";
 import {

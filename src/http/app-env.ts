@@ -1,14 +1,16 @@
 import type { RequestIdVariables } from "hono/request-id";
-import type { ApiKeyOfRequest, Credential } from "../auth/identify.ts";
+import type { RateLimitControl } from "../api-keys/object/types.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { WebhookMessage } from "../events/messages.ts";
+import type { ApiKeyOfRequest, Credential } from "../pipeline/identify.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
+import type { Work } from "../platform/metered.ts";
 import type { accounts } from "../platform/tables.ts";
-import type { Decision, RateLimitControl, Work } from "../rate-limit/types.ts";
+import type { Decision } from "../rate-limit/types.ts";
 
 /**
- * What a request's handlers and services need, built once per request by src/middleware/services.ts.
+ * What a request's handlers and services need, built once per request by src/pipeline/services.ts.
  * A service takes the parts it uses (`Pick<RequestServices, …>`, or the database alone) and then one object
  * naming what the call is about; never Hono's context.
  */
@@ -33,7 +35,7 @@ export interface AppEnv {
     credential: Credential;
     account: typeof accounts.$inferSelect;
     apiKey: ApiKeyOfRequest;
-    /** A secret-scanning report's decision in its own bucket, set once its signature verified (src/middleware/admission.ts). */
+    /** A secret-scanning report's decision in its own bucket, set once its signature verified (src/pipeline/admission.ts). */
     verifiedReport: Decision;
   };
 }

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { check, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import type { AlertFilters } from "../alerts/schema.ts";
-import type { KeyScope } from "../rate-limit/key-scopes.ts";
+import type { KeyScope } from "../api-keys/scopes.ts";
 
 /** The plans of spec section 8; the numbers live in src/rate-limit/plans.ts. */
 export const PLAN_NAMES = ["free", "standard", "premium"] as const;

@@ -1,6 +1,6 @@
 import pLimit from "p-limit";
 import { accountEventMessage, accountEventRow } from "../account-events/store.ts";
-import { hashApiKey, isWellFormedApiKey } from "../auth/api-key.ts";
+import { hashApiKey, isWellFormedApiKey } from "../api-keys/format.ts";
 import type { EventMessage } from "../events/messages.ts";
 import { relayEvents } from "../events/outbox.ts";
 import type { RequestServices } from "../http/app-env.ts";

@@ -2,7 +2,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { ApiError, Schemas } from "../../client/index.ts";
-import { hashApiKey } from "../../src/auth/api-key.ts";
+import { hashApiKey } from "../../src/api-keys/format.ts";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../src/platform/time.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";

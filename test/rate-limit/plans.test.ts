@@ -1,9 +1,9 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { hashApiKey } from "../../src/auth/api-key.ts";
+import { hashApiKey } from "../../src/api-keys/format.ts";
+import type { RateLimiter } from "../../src/api-keys/object/key-object.ts";
 import { PLAN_LIMITS } from "../../src/rate-limit/plans.ts";
-import type { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";

@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
-import type { Database } from "../platform/db.ts";
-import { accounts, apiKeys } from "../platform/tables.ts";
-import { PLAN_LIMITS } from "./plans.ts";
+import type { Database } from "../../platform/db.ts";
+import { accounts, apiKeys } from "../../platform/tables.ts";
+import { PLAN_LIMITS } from "../../rate-limit/plans.ts";
 import type { KeyState } from "./types.ts";
 
 /**

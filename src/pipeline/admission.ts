@@ -1,17 +1,20 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { type Credential, identify } from "../auth/identify.ts";
+import { admitKey, isSeenKey } from "../api-keys/object/stub.ts";
+import type { KeyRequest } from "../api-keys/object/types.ts";
+import { scopeForPath } from "../api-keys/scopes.ts";
 import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
+import type { Work } from "../platform/metered.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
 import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
-import { scopeForPath } from "../rate-limit/key-scopes.ts";
-import { admitBucket, admitKey, isSeenKey } from "../rate-limit/stub.ts";
-import type { Decision, KeyRequest, Work } from "../rate-limit/types.ts";
+import { admitBucket } from "../rate-limit/stub.ts";
+import type { Decision } from "../rate-limit/types.ts";
+import { type Credential, identify } from "./identify.ts";
 
 const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
 /** What a key's object is asked about a request beyond counting it: the client's address and the scope its route needs. */
-export const keyRequestOf = (c: Context): KeyRequest => ({ ip: clientIp(c), scope: scopeForPath(c.req.path) });
+const keyRequestOf = (c: Context): KeyRequest => ({ ip: clientIp(c), scope: scopeForPath(c.req.path) });
 const ipBucket = (c: Context) => ipBucketName(clientIp(c));
 const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
@@ -24,9 +27,10 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
       const ip = await admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work, { count: false });
       if (!ip.allowed) return [credential, ip];
     }
-    const outcome = await admitKey(c.env, credential.keyHash, work, keyRequestOf(c));
+    const request = keyRequestOf(c);
+    const outcome = await admitKey(c.env, credential.keyHash, work, request);
     if (outcome.status === "active") {
-      const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes, keyHash: credential.keyHash };
+      const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes, keyHash: credential.keyHash, request };
       return [{ ...credential, key }, outcome.decision];
     }
     // Refused by the key's restrictions: the caller may not be the key's holder, so the client IP's bucket counts it,
@@ -87,13 +91,6 @@ async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: 
   const verified = c.get("verifiedReport");
   const decision = verified ?? (await admitIp(c, work));
   return withBucketHeaders(c, verified || decision.allowed ? c.res : tooMany(c, decision), decision, work);
-}
-
-/** Counts a report whose signature verified in the `secret-scanning` bucket; a refusal is a 429 (thrown). */
-export async function admitVerifiedReport(c: Context<AppEnv>): Promise<void> {
-  const decision = await admitBucket(c.env, bucketName("secret-scanning", "github"), FIXED_BUCKETS["secret-scanning"], c.var.services.work);
-  c.set("verifiedReport", decision);
-  if (!decision.allowed) throw new ApiError(429, rateLimitDetail(decision));
 }
 
 /**

@@ -1,24 +1,23 @@
 import { DurableObject } from "cloudflare:workers";
-import { database } from "../platform/db.ts";
-import { logger } from "../platform/log.ts";
+import { database } from "../../platform/db.ts";
+import { logger } from "../../platform/log.ts";
+import type { Decision, Limits } from "../../rate-limit/types.ts";
+import { Usage } from "../../rate-limit/window.ts";
+import { holdsScope, missingScopeDetail } from "../scopes.ts";
 import { isAllowed } from "./allowed-ips.ts";
-import { holdsScope, missingScopeDetail } from "./key-scopes.ts";
 import { loadKeyState } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import {
-  type Decision,
   type KeyAdmission,
   type KeyRequest,
   type KeyRestrictions,
   type KeyState,
-  type Limits,
   UNKNOWN_KEY_MS,
   type UsageCount,
   type UsageSpan,
 } from "./types.ts";
 import { OLDEST_COLUMNS, type OldestColumns, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
 import { announceUsage, thresholdReached, thresholdsReached } from "./usage-threshold.ts";
-import { Usage } from "./window.ts";
 
 /** The one row that holds a bucket's counters: written once per decision, read once per wake. */
 interface StateRow extends Record<string, SqlStorageValue> {
@@ -269,7 +268,7 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   /**
-   * usage.threshold (src/rate-limit/usage-threshold.ts): only the admission that reaches 80 % or 100 % of the
+   * usage.threshold (src/api-keys/object/usage-threshold.ts): only the admission that reaches 80 % or 100 % of the
    * day's quota writes anything, off the request path; should that fail, a stored flag and the alarm write it again.
    */
   private noticeUsage(keyId: string, perDay: number, now: number) {
@@ -286,7 +285,7 @@ export class RateLimiter extends DurableObject<Env> {
     this.ctx.waitUntil(written);
   }
 
-  /** Marks a use for `last_used_at` at most every MARK_EVERY_MS, handed to its shard off the request path (src/rate-limit/last-used.ts). */
+  /** Marks a use for `last_used_at` at most every MARK_EVERY_MS, handed to its shard off the request path (src/api-keys/object/last-used.ts). */
   private markUse(keyId: string, now: number) {
     if (now - this.lastUseRecorded < MARK_EVERY_MS) return;
     const previous = this.lastUseRecorded;

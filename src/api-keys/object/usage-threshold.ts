@@ -1,8 +1,8 @@
 import { eq, sql } from "drizzle-orm";
-import { insertAccountEventFrom } from "../platform/account-event-insert.ts";
-import type { Database } from "../platform/db.ts";
-import { derivedEventId } from "../platform/ids.ts";
-import { apiKeys } from "../platform/tables.ts";
+import type { Database } from "../../platform/db.ts";
+import { derivedEventId } from "../../platform/ids.ts";
+import { apiKeys } from "../../platform/tables.ts";
+import { insertAccountEventFrom } from "./account-event-insert.ts";
 
 /**
  * `usage.threshold`: a key reached 80 % or 100 % of its day quota. Decided where the count is kept, the

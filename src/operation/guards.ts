@@ -6,7 +6,7 @@ import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { accounts } from "../platform/tables.ts";
 
-/** The route middlewares that say which credential a route needs, from what src/auth/identify.ts found. */
+/** The route middlewares that say which credential a route needs, from what src/pipeline/identify.ts found. */
 
 const noCredential = (what: string) => unauthorized(`Send ${what} as Authorization: Bearer <token>.`, false);
 

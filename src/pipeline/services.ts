@@ -1,12 +1,11 @@
 import type { MiddlewareHandler } from "hono";
+import { rateLimitControl } from "../api-keys/object/stub.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { WebhookMessage } from "../events/messages.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { readConfig } from "../platform/config.ts";
 import { type Database, database } from "../platform/db.ts";
-import { meteredBucket, meteredQueue, type R2Operation } from "../platform/metered.ts";
-import { rateLimitControl } from "../rate-limit/stub.ts";
-import { noWork, type Work } from "../rate-limit/types.ts";
+import { meteredBucket, meteredQueue, noWork, type R2Operation, type Work } from "../platform/metered.ts";
 import { refuseMisconfigured } from "./admission.ts";
 
 /** The catalogue's store comes from its folder, handed in by the app (src/app.ts), so this layer imports no resource. */

@@ -1,6 +1,6 @@
 /**
  * What an API key may read. Each data route needs one scope; a key holds a non-empty subset (all by default).
- * The key's rate-limit object compares them on each admission (src/rate-limit/rate-limiter.ts).
+ * The key's rate-limit object compares them on each admission (src/api-keys/object/key-object.ts).
  */
 export const KEY_SCOPES = ["products:read", "history:read", "events:read"] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];

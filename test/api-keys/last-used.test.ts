@@ -1,8 +1,8 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { hashApiKey } from "../../src/auth/api-key.ts";
-import { type LastUsedLog, lastUsedShardName, lastUsedShardOf, MARK_EVERY_MS } from "../../src/rate-limit/last-used.ts";
+import { hashApiKey } from "../../src/api-keys/format.ts";
+import { type LastUsedLog, lastUsedShardName, lastUsedShardOf, MARK_EVERY_MS } from "../../src/api-keys/object/last-used.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";

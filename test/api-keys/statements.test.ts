@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it, vi } from "vitest";
-import { hashApiKey } from "../../src/auth/api-key.ts";
-import type { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
+import { hashApiKey } from "../../src/api-keys/format.ts";
+import type { RateLimiter } from "../../src/api-keys/object/key-object.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 
