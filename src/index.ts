@@ -11,9 +11,10 @@ import { noWork } from "./platform/metered.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 
-export { RateLimiter } from "./api-keys/object/key-object.ts";
+export { ApiKeyObject } from "./api-keys/object/key-object.ts";
 export { LastUsedLog } from "./api-keys/object/last-used.ts";
 export { CatalogueBuilder } from "./catalogue/snapshot/builder.ts";
+export { RateLimitBucket } from "./rate-limit/bucket.ts";
 export { WebhookEndpoint } from "./webhooks/delivery/endpoint.ts";
 
 const app = buildApp();

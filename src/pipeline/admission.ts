@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { admitKey, isSeenKey } from "../api-keys/object/stub.ts";
 import type { KeyRequest } from "../api-keys/object/types.ts";
+import { keyRefusalDetail } from "../api-keys/refusal.ts";
 import { scopeForPath } from "../api-keys/scopes.ts";
 import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
@@ -33,18 +34,11 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
       const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes, keyHash: credential.keyHash, request };
       return [{ ...credential, key }, outcome.decision];
     }
-    // Refused by the key's restrictions: the caller may not be the key's holder, so the client IP's bucket counts it,
-    // and its headers are what the caller sees (never the key's quota).
-    if (outcome.status === "forbidden")
-      return [{ kind: "rejected", error: new ApiError(403, outcome.detail), wasApiKey: true }, await admitIp(c, work)];
-    const detail =
-      outcome.status === "expired"
-        ? `This API key expired at ${new Date(outcome.expiresAt).toISOString()}; use the key that replaced it, or create a new one.`
-        : outcome.status === "revoked"
-          ? "This API key has been revoked; create a new one."
-          : "This API key is not recognised.";
-    const rejected: Credential = { kind: "rejected", error: unauthorized(detail, true), wasApiKey: true };
-    return [rejected, await admitIp(c, work)];
+    // Refused (a key that does not work, or its restrictions): the caller may not be the key's holder, so the client
+    // IP's bucket counts it, and its headers are what the caller sees (never the key's quota).
+    const detail = keyRefusalDetail(outcome);
+    const error = outcome.status === "forbidden" ? new ApiError(403, detail) : unauthorized(detail, true);
+    return [{ kind: "rejected", error, wasApiKey: true }, await admitIp(c, work)];
   } else if (credential.kind === "login") {
     const kind = c.req.path.startsWith("/admin/") ? "admin" : "account";
     return [credential, await admitBucket(c.env, bucketName(kind, credential.identity.sub), FIXED_BUCKETS[kind], work)];

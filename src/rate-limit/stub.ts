@@ -23,7 +23,7 @@ function rememberedRefusal(name: string): Decision | undefined {
   return { ...entry.decision, resetSeconds: Math.ceil(left / 1000), resetMs: left };
 }
 
-const limiter = (env: Env, name: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(name));
+const bucket = (env: Env, name: string) => env.RATE_LIMIT_BUCKETS.get(env.RATE_LIMIT_BUCKETS.idFromName(name));
 
 /**
  * Admission for a bucket whose limits are fixed (account, admin subject, client IP); with `count: false`, only
@@ -33,8 +33,8 @@ export async function admitBucket(env: Env, name: string, limits: Limits, work: 
   const refused = rememberedRefusal(name);
   if (refused) return refused;
   work.otherObjectCalls++;
-  const bucket = limiter(env, name);
-  const decision = await (count ? bucket.admit(limits) : bucket.peek(limits));
+  const object = bucket(env, name);
+  const decision = await (count ? object.admit(limits) : object.peek(limits));
   if (!decision.allowed) remember(refusals, name, { until: Date.now() + decision.resetMs, decision });
   return decision;
 }

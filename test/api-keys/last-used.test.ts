@@ -55,7 +55,7 @@ describe("last_used_at", () => {
     vi.setSystemTime(T0 + 20_000);
     const seen = await call("GET", "/competitors", { token: key });
     expect(workCounts(seen)).toEqual({ d1: 0, keyDo: 1, otherDo: 0 });
-    await evictDurableObject(env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key))));
+    await evictDurableObject(env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(key))));
     vi.setSystemTime(T0 + MARK_EVERY_MS - 1);
     expect((await call("GET", "/competitors", { token: key })).status).toBe(200);
     expect(await flush([keyId])).toEqual({ marks: 0, statements: 0 });

@@ -1,14 +1,15 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
-import type { Decision, Limits } from "../../rate-limit/types.ts";
+import type { Limits } from "../../rate-limit/types.ts";
 import { Usage } from "../../rate-limit/window.ts";
-import { holdsScope, missingScopeDetail } from "../scopes.ts";
+import { holdsScope } from "../scopes.ts";
 import { isAllowed } from "./allowed-ips.ts";
 import { loadKeyState } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import {
   type KeyAdmission,
+  type KeyRefusal,
   type KeyRequest,
   type KeyRestrictions,
   type KeyState,
@@ -49,7 +50,7 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (
  */
 type WokenRow = { [K in keyof StateRow]: StateRow[K] | null } & OldestColumns & { key_state: string | null };
 
-const log = logger("rate-limiter");
+const log = logger("api-key-object");
 
 /** Storage key set while a usage.threshold notice could not be written: the alarm writes it again. */
 const NOTICE_PENDING = "usage_notice_pending";
@@ -59,13 +60,15 @@ const NOTICE_RETRY_MS = 10_000;
 const REFUSALS_WRITTEN_EVERY_MS = 1_000;
 
 /**
- * One object per bucket: an API key (named by its hash), an account, an admin subject or a client IP.
- * It decides admission and counts in one round trip. Calls run one at a time and the counters are in
- * its SQLite storage, written before the answer leaves, so neither concurrency nor eviction admits extra.
- * All of a decision's counting (the minute log, the hour and day counters, this minute's usage) is one
- * row, written with one statement: a storage write is what an admission costs most, here and deployed.
+ * One object per API key, named by the key's hash (`idFromName`): the key's live record (status, expiry, plan limits,
+ * restrictions, read from D1 once and then pushed to), its rate-limit bucket and its usage. It decides admission and
+ * counts in one round trip. Calls run one at a time and the counters are in its SQLite storage, written before the
+ * answer leaves, so neither concurrency nor eviction admits extra. All of a decision's counting (the minute log, the
+ * hour and day counters, this minute's usage) is one row, written with one statement: a storage write is what an
+ * admission costs most, here and deployed. Until wrangler.toml's v5 this class was `RateLimiter`, which held the fixed
+ * buckets too; the rename kept every key's storage.
  */
-export class RateLimiter extends DurableObject<Env> {
+export class ApiKeyObject extends DurableObject<Env> {
   private readonly usage: Usage;
   private readonly usageLog: UsageLog;
   private key: KeyState | undefined;
@@ -111,26 +114,6 @@ export class RateLimiter extends DurableObject<Env> {
     this.key = woken.key_state != null ? (JSON.parse(woken.key_state) as KeyState) : undefined;
   }
 
-  /** Admission for a bucket whose limits the caller knows (account, admin subject, client IP). */
-  admit(limits: Limits): Decision {
-    const now = Date.now();
-    const slid = this.usage.slide(now);
-    const decision = this.usage.decide(now, limits);
-    if (decision.allowed || slid > 0) this.persist(now); // a refusal changes nothing to keep
-    return decision;
-  }
-
-  /**
-   * Whether the bucket would admit a request now, without counting one (the client IP's bucket, before a key hash not
-   * seen yet is looked up).
-   */
-  peek(limits: Limits): Decision {
-    const now = Date.now();
-    const usage = new Usage([...this.usage.minuteLog], { ...this.usage.hour }, { ...this.usage.day });
-    usage.slide(now);
-    return usage.decide(now, limits);
-  }
-
   /**
    * Admission for an API key: its status, expiry and limits come from D1 the first time, then from storage.
    * Every decision is counted in the key's usage. A hash that matches no key is remembered for a minute,
@@ -148,7 +131,7 @@ export class RateLimiter extends DurableObject<Env> {
     if (forbidden) {
       // Refused, but not counted against the key's limits (the worker counts it in the client IP's bucket).
       this.count(now, false);
-      return { status: "forbidden", detail: forbidden, d1Queries };
+      return { status: "forbidden", reason: forbidden, d1Queries };
     }
     this.usage.slide(now);
     const decision = this.usage.decide(now, key.limits);
@@ -357,13 +340,8 @@ function withPushes(held: KeyState | undefined, read: KeyState): KeyState {
 }
 
 /** Why the key may not make this request (its address or its route's scope), or undefined when it may. */
-function outsideRestrictions(key: KeyRestrictions, request: KeyRequest): string | undefined {
-  if (key.allowedIps && !isAllowed(request.ip, key.allowedIps)) {
-    return (
-      `This API key may not be used from ${request.ip}; add the address to the key's allowed_ips (PATCH /api-keys/{id}) ` +
-      "or call from an allowed one."
-    );
-  }
-  if (request.scope !== undefined && !holdsScope(key.scopes, request.scope)) return missingScopeDetail(request.scope);
+function outsideRestrictions(key: KeyRestrictions, request: KeyRequest): KeyRefusal | undefined {
+  if (key.allowedIps && !isAllowed(request.ip, key.allowedIps)) return { kind: "ip", ip: request.ip };
+  if (request.scope !== undefined && !holdsScope(key.scopes, request.scope)) return { kind: "scope", needed: request.scope };
   return undefined;
 }

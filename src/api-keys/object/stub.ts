@@ -18,7 +18,8 @@ export function isSeenKey(keyHash: string): boolean {
   return seen === true || (seen !== undefined && Date.now() < seen);
 }
 
-const limiter = (env: Env, name: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(name));
+/** A key's object, named by the key's hash (as since before the v5 rename: the same ids, the same storage). */
+const keyObject = (env: Env, keyHash: string) => env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(keyHash));
 
 /**
  * Admission for an API key, named by its hash: the key object's answer as it came (its D1 reads added to `work`);
@@ -31,7 +32,7 @@ export async function admitKey(env: Env, keyHash: string, work: Work, request: K
     seenKeys.delete(keyHash);
   }
   work.keyObjectCalls++;
-  const result = await limiter(env, keyHash).admitKey(keyHash, request);
+  const result = await keyObject(env, keyHash).admitKey(keyHash, request);
   work.d1 += result.d1Queries;
   if (result.status === "unknown") remember(seenKeys, keyHash, Date.now() + UNKNOWN_KEY_MS);
   else if (result.status === "active" || result.status === "forbidden") remember(seenKeys, keyHash, true);
@@ -44,30 +45,30 @@ export async function admitKey(env: Env, keyHash: string, work: Work, request: K
  * object, which reads D1 only if it was evicted and never saw the key since.
  */
 export function keyStillAdmits(env: Env, keyHash: string, request: KeyRequest): Promise<boolean> {
-  return limiter(env, keyHash).stillAdmits(keyHash, request);
+  return keyObject(env, keyHash).stillAdmits(keyHash, request);
 }
 
 export function rateLimitControl(env: Env, work: Work): RateLimitControl {
-  const keyObject = (keyHash: string) => {
+  const counted = (keyHash: string) => {
     work.keyObjectCalls++;
-    return limiter(env, keyHash);
+    return keyObject(env, keyHash);
   };
   return {
     async revoke(key) {
-      await keyObject(key.keyHash).revoke(key.id, key.accountId);
+      await counted(key.keyHash).revoke(key.id, key.accountId);
     },
     async expire(keyHash, expiresAt) {
-      await keyObject(keyHash).expire(keyHash, expiresAt);
+      await counted(keyHash).expire(keyHash, expiresAt);
     },
     usage(keyHash, span) {
-      return keyObject(keyHash).usageBuckets(span);
+      return counted(keyHash).usageBuckets(span);
     },
     async refresh(keyHash) {
-      work.d1 += await keyObject(keyHash).refresh(keyHash);
+      work.d1 += await counted(keyHash).refresh(keyHash);
     },
     async setLimits(keyHashes, limits) {
       const limit = pLimit(MAX_OPEN_CONNECTIONS);
-      const pushed = await Promise.allSettled(keyHashes.map((hash) => limit(() => keyObject(hash).setLimits(limits))));
+      const pushed = await Promise.allSettled(keyHashes.map((hash) => limit(() => counted(hash).setLimits(limits))));
       return keyHashes.filter((_, i) => pushed[i]!.status === "rejected");
     },
   };

@@ -34,14 +34,18 @@ export interface KeyRequest {
   scope: string | undefined;
 }
 
+/** Why a key's restrictions refuse a request: its address is outside `allowed_ips`, or its route needs a scope the key lacks. */
+export type KeyRefusal = { kind: "ip"; ip: string } | { kind: "scope"; needed: string };
+
 /**
  * The key object's answer to one admission, which the worker's stub hands on as it came (src/api-keys/object/stub.ts).
- * `forbidden`: outside the key's allowed addresses or scopes, a 403 with `detail`, not counted against the key.
+ * `forbidden`: outside the key's allowed addresses or scopes, not counted against the key; the object says why, and
+ * src/api-keys/refusal.ts says it to the caller.
  * `d1Queries`: the D1 reads the answer cost (one on the object's first wake, else none).
  */
 export type KeyAdmission = { d1Queries: number } & (
   | (KeyOwner & { status: "active"; decision: Decision; scopes: string[] | null })
-  | { status: "forbidden"; detail: string }
+  | { status: "forbidden"; reason: KeyRefusal }
   | { status: "expired"; expiresAt: number }
   | { status: "revoked" | "unknown" }
 );

@@ -11,7 +11,7 @@ import { insertAccountEventFrom } from "./account-event-insert.ts";
  * the others: the hot path gains no I/O. The event is written off the request path with one D1 statement.
  *
  * Once, whatever fails: its id is derived from (key, UTC day, threshold) and written with INSERT OR IGNORE,
- * so a write retried (the object's alarm after a failure, see rate-limiter.ts) adds nothing. The row
+ * so a write retried (the object's alarm after a failure, see key-object.ts) adds nothing. The row
  * waits in the outbox (`relayed_at` null) and the cron's sweep puts it on the queue like any event
  * (within about 1.5 minutes); from there it is fanned out once (the outbox's claim), signed and retried.
  */
