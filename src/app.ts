@@ -16,6 +16,7 @@ import { openApiApp } from "./http/openapi.ts";
 import { namedQueryParameters } from "./http/query.ts";
 import { mcpRoutes } from "./mcp/routes.ts";
 import { observationRoutes } from "./observations/routes.ts";
+import { declarationOf } from "./operation/operation.ts";
 import { admission } from "./pipeline/admission.ts";
 import { requestServices } from "./pipeline/services.ts";
 import { secretScanningRoutes } from "./secret-scanning/routes.ts";
@@ -45,7 +46,6 @@ const ROUTE_TABLE: readonly RouteGroup[] = [
 ];
 
 export const MAX_BODY_BYTES = 1024 * 1024;
-const SECRET_SCANNING_PATH = "/secret-scanning/github";
 
 /**
  * The app: the middleware every request passes, in order, then one table of every route under its
@@ -64,8 +64,8 @@ export function buildApp() {
       throw new ApiError(413, "The request body is over 1 MiB; send less at a time.");
     },
   });
-  // A secret-scanning report can hold 10,000 tokens and more: its route sets its own limit.
-  app.use((c, next) => (c.req.path === SECRET_SCANNING_PATH ? next() : oneMiB(c, next)));
+  // A route that declares its own body limit (a secret-scanning report can hold 10,000 tokens and more) sets it.
+  app.use((c, next) => (declarationOf(c)?.ownBodyLimit ? next() : oneMiB(c, next)));
 
   for (const { path, routes } of ROUTE_TABLE) app.route(path, routes);
   app.get("/", home(ROUTE_TABLE));

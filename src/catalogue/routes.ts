@@ -30,7 +30,7 @@ const productsOk = jsonResponse('The products: `{"products":[…]}` as JSON, or 
 ]);
 /** The NDJSON form's schema is that of one line: a reference to Product, with its own description. */
 const ProductLine = Product.openapi({ description: "One line of the NDJSON body: one product (JSON, then a newline), in id order" });
-const common = { tags: ["Catalogue"], credential: "api-key" as const };
+const common = { tags: ["Catalogue"], credential: "api-key" as const, scope: "products:read" as const };
 
 const listProductsRoute = createRoute(
   operation({
@@ -72,6 +72,7 @@ const getProductHistoryRoute = createRoute(
     method: "get",
     path: "/{id}/history",
     operationId: "getProductHistory",
+    scope: "history:read",
     summary: "A product's price and stock history",
     description:
       "Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`.",

@@ -10,6 +10,7 @@ const listEventsRoute = createRoute(
   operation({
     tags: ["Events"],
     credential: "api-key",
+    scope: "events:read",
     method: "get",
     path: "/",
     operationId: "listEvents",

@@ -2,10 +2,10 @@ import type { Context, MiddlewareHandler } from "hono";
 import { admitKey, isSeenKey } from "../api-keys/object/stub.ts";
 import type { KeyRequest } from "../api-keys/object/types.ts";
 import { keyRefusalDetail } from "../api-keys/refusal.ts";
-import { scopeForPath } from "../api-keys/scopes.ts";
 import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
+import { declarationOf, type RouteDeclaration } from "../operation/operation.ts";
 import type { Work } from "../platform/metered.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
 import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
@@ -14,12 +14,19 @@ import type { Decision } from "../rate-limit/types.ts";
 import { type Credential, identify } from "./identify.ts";
 
 const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
-/** What a key's object is asked about a request beyond counting it: the client's address and the scope its route needs. */
-const keyRequestOf = (c: Context): KeyRequest => ({ ip: clientIp(c), scope: scopeForPath(c.req.path) });
+/** What a key's object is asked about a request beyond counting it: the client's address and the scope its route declares. */
+function keyRequestOf(c: Context, declared: RouteDeclaration | undefined): KeyRequest {
+  return { ip: clientIp(c), scope: declared?.credential === "api-key" ? declared.scope : undefined };
+}
 const ipBucket = (c: Context) => ipBucketName(clientIp(c));
 const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
-async function admitCredential(c: Context<AppEnv>, credential: Credential, work: Work): Promise<[Credential, Decision]> {
+async function admitCredential(
+  c: Context<AppEnv>,
+  credential: Credential,
+  declared: RouteDeclaration | undefined,
+  work: Work,
+): Promise<[Credential, Decision]> {
   if (credential.kind === "api-key") {
     // A hash this isolate has not seen is looked up only while the client IP's bucket has room; once it is empty,
     // its 429 is the answer (made-up keys pass the public checksum). The look counts nothing: a request is counted
@@ -28,7 +35,7 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
       const ip = await admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work, { count: false });
       if (!ip.allowed) return [credential, ip];
     }
-    const request = keyRequestOf(c);
+    const request = keyRequestOf(c, declared);
     const outcome = await admitKey(c.env, credential.keyHash, work, request);
     if (outcome.status === "active") {
       const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes, keyHash: credential.keyHash, request };
@@ -40,7 +47,8 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
     const error = outcome.status === "forbidden" ? new ApiError(403, detail) : unauthorized(detail, true);
     return [{ kind: "rejected", error, wasApiKey: true }, await admitIp(c, work)];
   } else if (credential.kind === "login") {
-    const kind = c.req.path.startsWith("/admin/") ? "admin" : "account";
+    // The route's credential names the bucket; a login on a path no route serves counts as the account's.
+    const kind = declared?.credential === "admin" ? "admin" : "account";
     return [credential, await admitBucket(c.env, bucketName(kind, credential.identity.sub), FIXED_BUCKETS[kind], work)];
   }
   return [credential, await admitIp(c, work)];
@@ -69,8 +77,6 @@ const workCountsHeader = (work: Work) =>
 
 const tooMany = (c: Context<AppEnv>, decision: Decision) => errorResponse(c, new ApiError(429, rateLimitDetail(decision)));
 
-const SECRET_SCANNING_PREFIX = "/secret-scanning/";
-
 /**
  * A secret-scanning report is counted once its route knows who sent it: a report whose signature verifies in the
  * `secret-scanning` bucket (admitVerifiedReport), anything else in the client IP's, so no one but GitHub can use up
@@ -93,8 +99,9 @@ async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: 
  */
 export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { config, work } = c.var.services;
-  if (c.req.path.startsWith(SECRET_SCANNING_PREFIX)) return admitReport(c, next, work);
-  const [credential, decision] = await admitCredential(c, await identify(c.req.header("Authorization"), config), work);
+  const declared = declarationOf(c);
+  if (declared?.credential === "github") return admitReport(c, next, work);
+  const [credential, decision] = await admitCredential(c, await identify(c.req.header("Authorization"), config), declared, work);
   c.set("credential", credential);
   let res: Response;
   if (decision.allowed) {

@@ -74,6 +74,7 @@ const reportLeakedTokensRoute = createRoute(
   operation({
     tags: ["Secret scanning"],
     credential: "github",
+    ownBodyLimit: true,
     middleware: [signatureHeadersSent, reportLimit, verifiedByGitHub],
     method: "post",
     path: "/github",

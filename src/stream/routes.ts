@@ -25,6 +25,7 @@ const streamEventsRoute = createRoute(
   operation({
     tags: ["Events"],
     credential: "api-key",
+    scope: "events:read",
     method: "get",
     path: "/",
     operationId: "streamEvents",
