@@ -7,7 +7,7 @@ import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { database } from "./platform/db.ts";
-import { noWork } from "./platform/metered.ts";
+import { noRequestWork } from "./platform/metered.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 
@@ -41,7 +41,7 @@ export default {
       archiveEvents(db, env.ARCHIVE).then(() => expireArchive(db, env.ARCHIVE)),
       archiveHistory(db, env.ARCHIVE),
       announceExpiringKeys(db, env.WEBHOOK_QUEUE),
-      retryPlanPushes(db, rateLimitControl(env, noWork())),
+      retryPlanPushes(db, rateLimitControl(env, noRequestWork())),
     ]);
     for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
   },

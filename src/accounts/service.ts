@@ -1,11 +1,9 @@
 import { authenticatingKeyHashes } from "../api-keys/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
-import { accounts, type PlanName } from "../platform/tables.ts";
+import { type AccountRow, accounts, type PlanName } from "../platform/tables.ts";
 import { PLAN_LIMITS } from "../rate-limit/plans.ts";
 import { noteUnreachedKeys } from "./plan-pushes.ts";
 import type { AccountView } from "./schema.ts";
-
-type AccountRow = typeof accounts.$inferSelect;
 
 /**
  * Changes the plan (creating the account if it is new), then tells the object of every key that can authenticate

@@ -1,16 +1,9 @@
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
+import { newId } from "../platform/ids.ts";
 import { generateApiKey, hashApiKey } from "./format.ts";
 import type { CreatedApiKeyView } from "./schema.ts";
-import {
-  type ApiKeyRow,
-  apiKeyView,
-  findApiKey,
-  KEYS_THAT_CAN_AUTHENTICATE,
-  type KeyOfAccount,
-  MAX_ACTIVE_KEYS,
-  newKeyId,
-} from "./service.ts";
+import { type ApiKeyRow, apiKeyView, findApiKey, KEYS_THAT_CAN_AUTHENTICATE, type KeyOfAccount, MAX_ACTIVE_KEYS } from "./service.ts";
 
 /** Why a key cannot be rotated, or undefined when it can. */
 function notRotatable(row: ApiKeyRow, now: string): string | undefined {
@@ -50,7 +43,7 @@ export async function rotateApiKey(
   // The old key ends now (grace 0, or an expiry already due) or keeps working beside its successor: then both count.
   const keepsWorking = oldExpiresAt > nowIso;
   const { key, prefix } = generateApiKey(config.KEY_PREFIX);
-  const successorId = newKeyId();
+  const successorId = newId("key");
   const d1 = db.$client;
   const [updated] = await d1.batch([
     d1

@@ -2,6 +2,7 @@ import { and, desc, eq } from "drizzle-orm";
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
+import { newId } from "../platform/ids.ts";
 import { apiKeys } from "../platform/tables.ts";
 import { generateApiKey, hashApiKey } from "./format.ts";
 import type { ApiKeyListView, ApiKeyPatch, ApiKeyView, CreatedApiKeyView, CreateKeyBody } from "./schema.ts";
@@ -43,8 +44,6 @@ const CAN_AUTHENTICATE = "status = 'active' AND (expires_at IS NULL OR expires_a
  */
 export const KEYS_THAT_CAN_AUTHENTICATE = `(SELECT count(*) FROM api_keys WHERE account_id = ? AND ${CAN_AUTHENTICATE})`;
 
-export const newKeyId = () => `key_${crypto.randomUUID().replaceAll("-", "")}`;
-
 const notFound = (id: string) => new ApiError(404, `No API key ${id} in this account.`);
 
 /** An account's key, by id; another account's key id is 404, as if it did not exist. */
@@ -58,7 +57,7 @@ export async function createApiKey(
   { accountId, fields }: { accountId: string; fields: CreateKeyBody },
 ): Promise<CreatedApiKeyView> {
   const { key, prefix } = generateApiKey(config.KEY_PREFIX);
-  const id = newKeyId();
+  const id = newId("key");
   const createdAt = new Date().toISOString();
   const expiresAt = fields.expires_at ?? null;
   // One statement, so two concurrent creates cannot both slip under the cap.

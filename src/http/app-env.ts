@@ -5,8 +5,8 @@ import type { WebhookMessage } from "../events/messages.ts";
 import type { ApiKeyOfRequest, Credential } from "../pipeline/identify.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
-import type { Work } from "../platform/metered.ts";
-import type { accounts } from "../platform/tables.ts";
+import type { RequestWork } from "../platform/metered.ts";
+import type { AccountRow } from "../platform/tables.ts";
 import type { Decision } from "../rate-limit/types.ts";
 
 /**
@@ -24,7 +24,7 @@ export interface RequestServices {
   catalogue: CatalogueStore;
   /** Events and price history that left D1 (src/events/archive.ts, src/catalogue/history-archive.ts). */
   archive: R2Bucket;
-  work: Work;
+  work: RequestWork;
 }
 
 /** Hono's type parameter: the bindings and what middleware leaves on the context. */
@@ -33,7 +33,7 @@ export interface AppEnv {
   Variables: RequestIdVariables & {
     services: RequestServices;
     credential: Credential;
-    account: typeof accounts.$inferSelect;
+    account: AccountRow;
     apiKey: ApiKeyOfRequest;
     /** A secret-scanning report's decision in its own bucket, set once its signature verified (src/pipeline/admission.ts). */
     verifiedReport: Decision;

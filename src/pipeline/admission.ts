@@ -6,7 +6,7 @@ import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
 import { declarationOf, type RouteDeclaration } from "../operation/operation.ts";
-import type { Work } from "../platform/metered.ts";
+import type { RequestWork } from "../platform/metered.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
 import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
 import { admitBucket } from "../rate-limit/stub.ts";
@@ -19,13 +19,13 @@ function keyRequestOf(c: Context, declared: RouteDeclaration | undefined): KeyRe
   return { ip: clientIp(c), scope: declared?.credential === "api-key" ? declared.scope : undefined };
 }
 const ipBucket = (c: Context) => ipBucketName(clientIp(c));
-const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
+const admitIp = (c: Context<AppEnv>, work: RequestWork) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
 async function admitCredential(
   c: Context<AppEnv>,
   credential: Credential,
   declared: RouteDeclaration | undefined,
-  work: Work,
+  work: RequestWork,
 ): Promise<[Credential, Decision]> {
   if (credential.kind === "api-key") {
     // A hash this isolate has not seen is looked up only while the client IP's bucket has room; once it is empty,
@@ -55,14 +55,14 @@ async function admitCredential(
 }
 
 /** Whatever the response, it carries the bucket's headers (and, when asked for, what the request cost). */
-function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: Work): Response {
+function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: RequestWork): Response {
   setRateLimitHeaders(res.headers, decision);
   if (c.env.EXPOSE_WORK_COUNTS === "true") res.headers.set("X-Work-Counts", workCountsHeader(work));
   return res;
 }
 
 /** The contract's X-Work-Counts fields (those this code meters), in its order. */
-const workCountsHeader = (work: Work) =>
+const workCountsHeader = (work: RequestWork) =>
   [
     `d1=${work.d1}`,
     `d1-statements=${work.d1Statements}`,
@@ -83,7 +83,7 @@ const tooMany = (c: Context<AppEnv>, decision: Decision) => errorResponse(c, new
  * GitHub's quota. Before the route runs, the client IP's bucket is only looked at (counting nothing): a caller
  * whose bucket is empty gets its 429 before any body is read or signature checked.
  */
-async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: Work): Promise<Response> {
+async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: RequestWork): Promise<Response> {
   const room = await admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work, { count: false });
   if (!room.allowed) return withBucketHeaders(c, tooMany(c, room), room, work);
   c.set("credential", { kind: "none" });
@@ -114,7 +114,7 @@ export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /** A misconfigured worker's 500, counted in the client IP's bucket like any request that cannot be identified. */
-export async function refuseMisconfigured(c: Context<AppEnv>, work: Work, problem: string): Promise<Response> {
+export async function refuseMisconfigured(c: Context<AppEnv>, work: RequestWork, problem: string): Promise<Response> {
   const decision = await admitIp(c, work);
   const res = decision.allowed ? errorResponse(c, new ApiError(500, problem)) : tooMany(c, decision);
   return withBucketHeaders(c, res, decision, work);

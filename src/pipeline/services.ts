@@ -5,11 +5,11 @@ import type { WebhookMessage } from "../events/messages.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { readConfig } from "../platform/config.ts";
 import { type Database, database } from "../platform/db.ts";
-import { meteredBucket, meteredQueue, noWork, type R2Operation, type Work } from "../platform/metered.ts";
+import { meteredBucket, meteredQueue, noRequestWork, type R2Operation, type RequestWork } from "../platform/metered.ts";
 import { refuseMisconfigured } from "./admission.ts";
 
 /** The catalogue's store comes from its folder, handed in by the app (src/app.ts), so this layer imports no resource. */
-type CatalogueStoreOf = (env: Env, work: Work) => CatalogueStore;
+type CatalogueStoreOf = (env: Env, work: RequestWork) => CatalogueStore;
 
 /**
  * Builds the request's context, once, before anything else runs: the validated configuration
@@ -19,7 +19,7 @@ type CatalogueStoreOf = (env: Env, work: Work) => CatalogueStore;
 export const requestServices =
   (catalogueStore: CatalogueStoreOf): MiddlewareHandler<AppEnv> =>
   async (c, next) => {
-    const work = noWork();
+    const work = noRequestWork();
     const config = readConfig(c.env);
     if (typeof config === "string") return refuseMisconfigured(c, work, config);
     const countR2 = (operation: R2Operation) => {

@@ -51,9 +51,10 @@ export function meteredQueue<Body>(queue: Queue<Body>, work: { queueSent: number
 /**
  * What a request cost, reported by X-Work-Counts when EXPOSE_WORK_COUNTS is on: D1 round trips and statements
  * (a batch's one by one) with the rows D1 says they read and wrote, object calls, R2 operations by billing class
- * and queue messages sent.
+ * and queue messages sent. One scheme for every meter's tally: `<what ran>Work` and its zero `no<what ran>Work()`
+ * (a catalogue build's is BuildWork); D1Work (src/platform/db.ts) is the part of either that the D1 client counts.
  */
-export interface Work {
+export interface RequestWork {
   d1: number;
   d1Statements: number;
   d1RowsRead: number;
@@ -67,7 +68,7 @@ export interface Work {
   queueSent: number;
 }
 
-export const noWork = (): Work => ({
+export const noRequestWork = (): RequestWork => ({
   d1: 0,
   d1Statements: 0,
   d1RowsRead: 0,

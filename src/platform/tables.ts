@@ -15,6 +15,8 @@ export const accounts = sqliteTable("accounts", {
   plan: text("plan", { enum: PLAN_NAMES }).notNull().default("free"),
   createdAt: text("created_at").notNull().default(now),
 });
+/** An account as read: the one declaration the guard, the request context and the accounts' service share. */
+export type AccountRow = typeof accounts.$inferSelect;
 
 export const apiKeys = sqliteTable(
   "api_keys",

@@ -1,5 +1,5 @@
 import { remember } from "../platform/bounded-map.ts";
-import type { Work } from "../platform/metered.ts";
+import type { RequestWork } from "../platform/metered.ts";
 import type { Decision, Limits } from "./types.ts";
 
 /**
@@ -29,7 +29,7 @@ const bucket = (env: Env, name: string) => env.RATE_LIMIT_BUCKETS.get(env.RATE_L
  * Admission for a bucket whose limits are fixed (account, admin subject, client IP); with `count: false`, only
  * whether it would admit a request now (a look at the client IP's bucket before a key hash not seen yet is looked up).
  */
-export async function admitBucket(env: Env, name: string, limits: Limits, work: Work, { count = true } = {}): Promise<Decision> {
+export async function admitBucket(env: Env, name: string, limits: Limits, work: RequestWork, { count = true } = {}): Promise<Decision> {
   const refused = rememberedRefusal(name);
   if (refused) return refused;
   work.otherObjectCalls++;

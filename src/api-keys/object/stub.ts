@@ -1,7 +1,7 @@
 import pLimit from "p-limit";
 import { remember } from "../../platform/bounded-map.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
-import type { Work } from "../../platform/metered.ts";
+import type { RequestWork } from "../../platform/metered.ts";
 import type { Limits } from "../../rate-limit/types.ts";
 import { type KeyAdmission, type KeyRequest, type RateLimitControl, UNKNOWN_KEY_MS } from "./types.ts";
 
@@ -25,7 +25,7 @@ const keyObject = (env: Env, keyHash: string) => env.API_KEY_OBJECTS.get(env.API
  * Admission for an API key, named by its hash: the key object's answer as it came (its D1 reads added to `work`);
  * a hash remembered as matching no key is answered without a call.
  */
-export async function admitKey(env: Env, keyHash: string, work: Work, request: KeyRequest): Promise<KeyAdmission> {
+export async function admitKey(env: Env, keyHash: string, work: RequestWork, request: KeyRequest): Promise<KeyAdmission> {
   const unknownUntil = seenKeys.get(keyHash);
   if (typeof unknownUntil === "number") {
     if (Date.now() < unknownUntil) return { status: "unknown", d1Queries: 0 };
@@ -48,7 +48,7 @@ export function keyStillAdmits(env: Env, keyHash: string, request: KeyRequest): 
   return keyObject(env, keyHash).stillAdmits(keyHash, request);
 }
 
-export function rateLimitControl(env: Env, work: Work): RateLimitControl {
+export function rateLimitControl(env: Env, work: RequestWork): RateLimitControl {
   const counted = (keyHash: string) => {
     work.keyObjectCalls++;
     return keyObject(env, keyHash);
