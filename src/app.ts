@@ -54,7 +54,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export function buildApp() {
   const app = openApiApp();
   app.use(requestId());
-  app.use(requestServices(catalogueStore)); // config, D1 client, limiter control, queue: built once
+  app.use(requestServices(catalogueStore)); // config, D1 client, the keys' objects, queue: built once
   app.use(admission); // the credential picks the rate-limit bucket; every response carries its headers
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
   app.use(namedQueryParameters);

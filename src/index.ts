@@ -1,6 +1,6 @@
 import { announceExpiringKeys } from "./account-events/expiring.ts";
 import { retryPlanPushes } from "./accounts/plan-pushes.ts";
-import { rateLimitControl } from "./api-keys/object/stub.ts";
+import { keyObjectControl } from "./api-keys/object/stub.ts";
 import { buildApp } from "./app.ts";
 import { archiveHistory } from "./catalogue/history-archive.ts";
 import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
@@ -41,7 +41,7 @@ export default {
       archiveEvents(db, env.ARCHIVE).then(() => expireArchive(db, env.ARCHIVE)),
       archiveHistory(db, env.ARCHIVE),
       announceExpiringKeys(db, env.WEBHOOK_QUEUE),
-      retryPlanPushes(db, rateLimitControl(env, noRequestWork())),
+      retryPlanPushes(db, keyObjectControl(env, noRequestWork())),
     ]);
     for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
   },

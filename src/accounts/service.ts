@@ -12,7 +12,7 @@ import type { AccountView } from "./schema.ts";
  * is still 200.
  */
 export async function setAccountPlan(
-  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { db, keyObjects }: Pick<RequestServices, "db" | "keyObjects">,
   { accountId, plan }: { accountId: string; plan: PlanName },
 ): Promise<AccountView> {
   const [account] = await db
@@ -20,7 +20,7 @@ export async function setAccountPlan(
     .values({ id: accountId, plan })
     .onConflictDoUpdate({ target: accounts.id, set: { plan } })
     .returning();
-  const unreached = await limiter.setLimits(await authenticatingKeyHashes(db, accountId), PLAN_LIMITS[plan]);
+  const unreached = await keyObjects.setLimits(await authenticatingKeyHashes(db, accountId), PLAN_LIMITS[plan]);
   if (unreached.length > 0) await noteUnreachedKeys(db, unreached);
   return accountView(account!);
 }

@@ -26,7 +26,7 @@ function notRotatable(row: ApiKeyRow, now: string): string | undefined {
  * rotation answers 409 ("already rotated") and pushes the stored expiry again.
  */
 export async function rotateApiKey(
-  { db, limiter, config }: Pick<RequestServices, "db" | "limiter" | "config">,
+  { db, keyObjects, config }: Pick<RequestServices, "db" | "keyObjects" | "config">,
   { accountId, id, graceSeconds }: KeyOfAccount & { graceSeconds: number },
 ): Promise<CreatedApiKeyView> {
   const old = await findApiKey(db, { accountId, id });
@@ -34,7 +34,7 @@ export async function rotateApiKey(
   const nowIso = now.toISOString();
   const refusal = notRotatable(old, nowIso);
   if (refusal) {
-    if (old.rotatedTo && old.expiresAt) await limiter.expire(old.keyHash, Date.parse(old.expiresAt));
+    if (old.rotatedTo && old.expiresAt) await keyObjects.expire(old.keyHash, Date.parse(old.expiresAt));
     throw new ApiError(409, refusal);
   }
 
@@ -63,7 +63,7 @@ export async function rotateApiKey(
     const current = await findApiKey(db, { accountId, id });
     throw new ApiError(409, notRotatable(current, nowIso) ?? (keepsWorking ? atTheCap : `API key ${id} cannot be rotated now; try again.`));
   }
-  await limiter.expire(old.keyHash, Date.parse(oldExpiresAt));
+  await keyObjects.expire(old.keyHash, Date.parse(oldExpiresAt));
   const { allowed_ips, scopes } = apiKeyView(old); // the successor has the old key's restrictions
   return {
     id: successorId,

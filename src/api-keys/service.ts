@@ -131,7 +131,7 @@ export async function findApiKey(db: Database, { accountId, id }: KeyOfAccount):
  * restriction, so a call retried after a failed push completes it.
  */
 export async function updateApiKey(
-  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { db, keyObjects }: Pick<RequestServices, "db" | "keyObjects">,
   { accountId, id, patch }: KeyOfAccount & { patch: ApiKeyPatch },
 ): Promise<ApiKeyView> {
   const changes = {
@@ -146,7 +146,7 @@ export async function updateApiKey(
     .returning();
   if (!row) throw notFound(id);
   if ((patch.allowed_ips !== undefined || patch.scopes !== undefined) && row.status === "active") {
-    await limiter.refresh(row.keyHash);
+    await keyObjects.refresh(row.keyHash);
   }
   return apiKeyView(row);
 }
@@ -156,13 +156,13 @@ export async function updateApiKey(
  * hears of it first: should D1 then fail, the key is already refused and a retried DELETE completes it.
  */
 export async function revokeApiKey(
-  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { db, keyObjects }: Pick<RequestServices, "db" | "keyObjects">,
   { accountId, id }: KeyOfAccount,
 ): Promise<ApiKeyView> {
   const ownKey = and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId));
   const existing = await db.select().from(apiKeys).where(ownKey).get();
   if (!existing) throw notFound(id);
-  await limiter.revoke(existing);
+  await keyObjects.revoke(existing);
   if (existing.status === "revoked") return apiKeyView(existing);
   const [revoked] = await db
     .update(apiKeys)

@@ -1,5 +1,5 @@
 import type { RequestIdVariables } from "hono/request-id";
-import type { RateLimitControl } from "../api-keys/object/types.ts";
+import type { KeyObjectControl } from "../api-keys/object/types.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { WebhookMessage } from "../events/messages.ts";
 import type { ApiKeyOfRequest, Credential } from "../pipeline/identify.ts";
@@ -18,7 +18,7 @@ export interface RequestServices {
   config: Config;
   /** Counts its round trips into `work`. */
   db: Database;
-  limiter: RateLimitControl;
+  keyObjects: KeyObjectControl;
   queue: Queue<WebhookMessage>;
   /** The catalogue snapshot in R2, and the builder's poke. */
   catalogue: CatalogueStore;

@@ -44,7 +44,7 @@ export const requireScope =
     await next();
   };
 
-/** Data routes: an active API key (the rate limiter has already confirmed it). */
+/** Data routes: an active API key (its object has already admitted it). */
 export const requireApiKey: MiddlewareHandler<AppEnv> = async (c, next) => {
   const credential = c.var.credential;
   if (credential.kind === "rejected") throw credential.error;

@@ -42,7 +42,7 @@ function bearerToken(header: string | undefined): string | undefined {
 /**
  * The hashes of API keys this isolate has checked: a key's checksum and SHA-256 are worked out on its first
  * request here, not on every request (the hot path's one per-request hash). Only well-formed keys are kept,
- * bounded like the rate limiter's memories; a key's hash never changes, so an entry is never stale.
+ * bounded like admission's memories; a key's hash never changes, so an entry is never stale.
  */
 const keyHashes = new Map<string, string>();
 
@@ -55,7 +55,7 @@ async function keyHashOf(token: string, prefix: string): Promise<string> {
   return keyHash;
 }
 
-/** Checks what can be checked without the rate limiter: a key's format and checksum, a JWT's signature and claims. */
+/** Checks what can be checked without any object: a key's format and checksum, a JWT's signature and claims. */
 export async function identify(header: string | undefined, config: Config): Promise<Credential> {
   let wasApiKey = false;
   try {

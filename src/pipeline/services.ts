@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { rateLimitControl } from "../api-keys/object/stub.ts";
+import { keyObjectControl } from "../api-keys/object/stub.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { WebhookMessage } from "../events/messages.ts";
 import type { AppEnv } from "../http/app-env.ts";
@@ -14,7 +14,7 @@ type CatalogueStoreOf = (env: Env, work: RequestWork) => CatalogueStore;
 /**
  * Builds the request's context, once, before anything else runs: the validated configuration
  * (cached per isolate), a D1 client, R2 buckets and a queue that count what they do into the request's work
- * tally, and the rate limiter's control. A misconfigured worker answers 500 naming the variable, counted like any anonymous call.
+ * tally, and the control of the keys' objects. A misconfigured worker answers 500 naming the variable, counted like any anonymous call.
  */
 export const requestServices =
   (catalogueStore: CatalogueStoreOf): MiddlewareHandler<AppEnv> =>
@@ -36,7 +36,7 @@ export const requestServices =
       get db() {
         return (db ??= database(c.env.DB, work));
       },
-      limiter: rateLimitControl(c.env, work),
+      keyObjects: keyObjectControl(c.env, work),
       get queue() {
         return (queue ??= meteredQueue(c.env.WEBHOOK_QUEUE, work));
       },

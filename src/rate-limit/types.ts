@@ -14,7 +14,7 @@ export interface Limits {
 export const GRANULARITIES = ["minute", "hour", "day"] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
 
-/** What the limiter tells the worker; everything the headers need. */
+/** A bucket's answer (a fixed bucket's or a key's): everything the headers need. */
 export interface Decision {
   allowed: boolean;
   limits: Limits;

@@ -3,7 +3,7 @@ import { remember } from "../../platform/bounded-map.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import type { RequestWork } from "../../platform/metered.ts";
 import type { Limits } from "../../rate-limit/types.ts";
-import { type KeyAdmission, type KeyRequest, type RateLimitControl, UNKNOWN_KEY_MS } from "./types.ts";
+import { type KeyAdmission, type KeyObjectControl, type KeyRequest, UNKNOWN_KEY_MS } from "./types.ts";
 
 /**
  * Key hashes this isolate has seen answered: as an active key (true), or as matching no key, until a minute
@@ -48,7 +48,7 @@ export function keyStillAdmits(env: Env, keyHash: string, request: KeyRequest): 
   return keyObject(env, keyHash).stillAdmits(keyHash, request);
 }
 
-export function rateLimitControl(env: Env, work: RequestWork): RateLimitControl {
+export function keyObjectControl(env: Env, work: RequestWork): KeyObjectControl {
   const counted = (keyHash: string) => {
     work.keyObjectCalls++;
     return keyObject(env, keyHash);

@@ -71,7 +71,7 @@ export interface UsageCount {
  * Revocations, expiries, plan changes and restrictions reach each key's object before the caller answers: the very next
  * request sees them. Each call to a key's object is counted in the request's `work`.
  */
-export interface RateLimitControl {
+export interface KeyObjectControl {
   revoke(key: { keyHash: string; id: string; accountId: string }): Promise<void>;
   /** The key is refused from `expiresAt` (epoch ms) on; an earlier expiry the object already has stays. */
   expire(keyHash: string, expiresAt: number): Promise<void>;
