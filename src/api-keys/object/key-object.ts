@@ -3,20 +3,9 @@ import { database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import type { Limits } from "../../rate-limit/types.ts";
 import { Usage } from "../../rate-limit/window.ts";
-import { holdsScope } from "../scopes.ts";
-import { isAllowed } from "./allowed-ips.ts";
-import { loadKeyState } from "./key-store.ts";
+import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
-import {
-  type KeyAdmission,
-  type KeyRefusal,
-  type KeyRequest,
-  type KeyRestrictions,
-  type KeyState,
-  UNKNOWN_KEY_MS,
-  type UsageCount,
-  type UsageSpan,
-} from "./types.ts";
+import { type KeyAdmission, type KeyRequest, type KeyState, UNKNOWN_KEY_MS, type UsageCount, type UsageSpan } from "./types.ts";
 import { OLDEST_COLUMNS, type OldestColumns, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
 import { announceUsage, thresholdReached, thresholdsReached } from "./usage-threshold.ts";
 
@@ -323,25 +312,4 @@ export class ApiKeyObject extends DurableObject<Env> {
       this.lastUseRecorded,
     );
   }
-}
-
-/** Whether an active key has expired (a rotated key's grace ends at its `expiresAt` too). */
-const pastExpiry = (key: { expiresAt: number | null }, now: number) => key.expiresAt !== null && now >= key.expiresAt;
-
-/**
- * What a read of D1 leaves, given what pushes stored while it ran: a read may have begun before a revocation or a
- * rotation's expiry reached D1, so a revocation stays, and of two expiries the earlier (an expiry only ever comes closer).
- */
-function withPushes(held: KeyState | undefined, read: KeyState): KeyState {
-  if (held?.status === "revoked") return held;
-  if (held === undefined || read.status === "revoked") return read;
-  const expiresAt = held.expiresAt === null ? read.expiresAt : Math.min(held.expiresAt, read.expiresAt ?? held.expiresAt);
-  return { ...read, expiresAt };
-}
-
-/** Why the key may not make this request (its address or its route's scope), or undefined when it may. */
-function outsideRestrictions(key: KeyRestrictions, request: KeyRequest): KeyRefusal | undefined {
-  if (key.allowedIps && !isAllowed(request.ip, key.allowedIps)) return { kind: "ip", ip: request.ip };
-  if (request.scope !== undefined && !holdsScope(key.scopes, request.scope)) return { kind: "scope", needed: request.scope };
-  return undefined;
 }

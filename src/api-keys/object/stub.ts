@@ -2,7 +2,6 @@ import pLimit from "p-limit";
 import { remember } from "../../platform/bounded-map.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import type { RequestWork } from "../../platform/metered.ts";
-import type { Limits } from "../../rate-limit/types.ts";
 import { type KeyAdmission, type KeyObjectControl, type KeyRequest, UNKNOWN_KEY_MS } from "./types.ts";
 
 /**
