@@ -1,15 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Decision, Limits } from "./types.ts";
-import { Usage } from "./window.ts";
+import { type StoredCounters, Usage } from "./window.ts";
 
 /** The bucket's counters: one row, written once per decision that changes them, read once per wake. */
-interface BucketRow extends Record<string, SqlStorageValue> {
-  log: string;
-  hour_start: number;
-  hour_count: number;
-  day_start: number;
-  day_count: number;
-}
+type BucketRow = StoredCounters & Record<string, SqlStorageValue>;
 
 /** Created by the first write: a bucket only ever looked at (a client IP's, before a key hash is looked up) stores nothing. */
 const SCHEMA = `CREATE TABLE IF NOT EXISTS bucket (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
@@ -31,13 +25,7 @@ export class RateLimitBucket extends DurableObject<Env> {
     const sql = ctx.storage.sql;
     this.hasSchema = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'bucket'").toArray().length > 0;
     const row = this.hasSchema ? sql.exec<BucketRow>("SELECT * FROM bucket").toArray()[0] : undefined;
-    this.usage = row
-      ? new Usage(
-          JSON.parse(row.log) as number[],
-          { start: row.hour_start, count: row.hour_count },
-          { start: row.day_start, count: row.day_count },
-        )
-      : new Usage();
+    this.usage = Usage.restored(row);
   }
 
   /** Decides and counts one request. */

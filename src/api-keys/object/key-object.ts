@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import type { Limits } from "../../rate-limit/types.ts";
-import { Usage } from "../../rate-limit/window.ts";
+import { type StoredCounters, Usage } from "../../rate-limit/window.ts";
 import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import { type KeyAdmission, type KeyRequest, type KeyState, UNKNOWN_KEY_MS, type UsageCount, type UsageSpan } from "./types.ts";
@@ -10,12 +10,7 @@ import { OLDEST_COLUMNS, type OldestColumns, USAGE_SCHEMA, UsageLog } from "./us
 import { announceUsage, thresholdReached, thresholdsReached } from "./usage-threshold.ts";
 
 /** The one row that holds a bucket's counters: written once per decision, read once per wake. */
-interface StateRow extends Record<string, SqlStorageValue> {
-  log: string;
-  hour_start: number;
-  hour_count: number;
-  day_start: number;
-  day_count: number;
+interface StateRow extends StoredCounters, Record<string, SqlStorageValue> {
   usage_minute: number;
   usage_admitted: number;
   usage_refused: number;
@@ -84,13 +79,7 @@ export class ApiKeyObject extends DurableObject<Env> {
           .one()
       : {};
     const row = woken.log == null ? undefined : (woken as StateRow);
-    this.usage = row
-      ? new Usage(
-          JSON.parse(row.log) as number[],
-          { start: row.hour_start, count: row.hour_count },
-          { start: row.day_start, count: row.day_count },
-        )
-      : new Usage();
+    this.usage = Usage.restored(row);
     const pending = row
       ? { minute: row.usage_minute, admitted: row.usage_admitted, refused: row.usage_refused }
       : { minute: 0, admitted: 0, refused: 0 };
@@ -227,14 +216,9 @@ export class ApiKeyObject extends DurableObject<Env> {
     // Every threshold the counted day reached, again: their ids make a notice already written a no-op. Throwing retries the alarm.
     const { start, count } = this.usage.day;
     const { keyId, limits } = this.key;
+    const perDay = limits.per_day;
     const at = new Date().toISOString();
-    const notices = thresholdsReached(count, limits.per_day).map((threshold) => ({
-      keyId,
-      dayStart: start,
-      perDay: limits.per_day,
-      threshold,
-      at,
-    }));
+    const notices = thresholdsReached(count, perDay).map((threshold) => ({ keyId, dayStart: start, perDay, threshold, at }));
     await announceUsage(database(this.env.DB), notices);
     await this.ctx.storage.delete(NOTICE_PENDING);
   }
