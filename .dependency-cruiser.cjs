@@ -1,14 +1,14 @@
 /**
  * The layer map of docs/architecture.md, enforced by `npm run layers` (part of `npm run check`);
  * import cycles are `npm run cycles`. From the bottom:
- *   platform/ → http/ → auth/, rate-limit/ → middleware/ → resource folders (every other folder) → the app
- *   (src/app.ts, src/index.ts, dashboard/, docs/).
+ *   platform/ → http/ → auth/, rate-limit/ → operation/ → resource folders (every other folder, api-keys/ among them)
+ *   → the app (src/app.ts, src/index.ts, pipeline/, dashboard/, docs/).
  * A file may import its own folder and any layer below, never a layer above. Type-only imports are exempt:
  * they are erased at build, and http/app-env.ts must name the services the request context carries.
  */
-const LOWER = ["platform", "http", "auth|rate-limit", "middleware"];
-const APP = ["^src/(dashboard|docs)/", "^src/(app|index)\\.ts$"];
-const RESOURCE = `^src/(?!(?:${LOWER.join("|")}|dashboard|docs)/)[^/]+/`;
+const LOWER = ["platform", "http", "auth|rate-limit", "operation"];
+const APP = ["^src/(dashboard|docs|pipeline)/", "^src/(app|index)\\.ts$"];
+const RESOURCE = `^src/(?!(?:${LOWER.join("|")}|dashboard|docs|pipeline)/)[^/]+/`;
 
 /** Everything above layer `i` of LOWER: the higher lower layers, every resource folder, the app. */
 const aboveLayer = (i) => [...LOWER.slice(i + 1).map((folders) => `^src/(${folders})/`), RESOURCE, ...APP];

@@ -260,7 +260,7 @@ export interface paths {
          * Rename a key, or change where it may be used from and what it may read
          * @description Any of name, allowed_ips and scopes; at least one. New restrictions apply from the key's next request. A revoked key can be renamed and stays revoked. Values the key already has: 200 with the record.
          */
-        patch: operations["renameApiKey"];
+        patch: operations["updateApiKey"];
         trace?: never;
     };
     "/webhooks": {
@@ -2463,7 +2463,7 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
-    renameApiKey: {
+    updateApiKey: {
         parameters: {
             query?: never;
             header?: never;

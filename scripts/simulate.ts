@@ -7,6 +7,7 @@
  * `npm run simulate -- --json` prints `{"limits":[{name,used,limit,ratio}],"cost_per_million_requests"}`.
  */
 import { readFileSync } from "node:fs";
+import { FLUSH_EVERY_MS, LAST_USED_SHARDS } from "../src/api-keys/object/last-used-schedule.ts";
 import {
   D1_QUERIES_PER_DELIVERY_BATCH,
   D1_QUERIES_PER_FEED_PAGE,
@@ -26,7 +27,6 @@ import {
   RETENTION_MS,
 } from "../src/events/retention.ts";
 import { DAY_MS, DAY_SECONDS } from "../src/platform/time.ts";
-import { FLUSH_EVERY_MS, LAST_USED_SHARDS } from "../src/rate-limit/last-used-schedule.ts";
 
 /** The delivery queue's consumer batch size, as wrangler.toml sets it (the first consumer is WEBHOOK_QUEUE's). */
 export function queueBatchSize(toml = readFileSync(new URL("../wrangler.toml", import.meta.url), "utf8")): number {
@@ -269,7 +269,7 @@ export function simulate(i: Inputs = INPUTS) {
   const deliveriesPerSecond = eventsPerSecond * w.webhooks * w.webhookMatchShare;
   const queueMessagesPerSecond = eventsPerSecond + deliveriesPerSecond;
 
-  // D1 queries/s: last_used_at, one statement per shard flush whatever the number of keys (src/rate-limit/last-used.ts);
+  // D1 queries/s: last_used_at, one statement per shard flush whatever the number of keys (src/api-keys/object/last-used.ts);
   // ingestion (its batch's share of one statement) and the relay's mark; the consumer's claims and records; reads.
   const lastUsedWritesPerSecond = LAST_USED_SHARDS / (FLUSH_EVERY_MS / 1000);
   const feedPerSecond = w.requestsPerSecond * w.feedShare;

@@ -15,9 +15,10 @@ import { home, type RouteGroup } from "./http/home.ts";
 import { openApiApp } from "./http/openapi.ts";
 import { namedQueryParameters } from "./http/query.ts";
 import { mcpRoutes } from "./mcp/routes.ts";
-import { admission } from "./middleware/admission.ts";
-import { requestServices } from "./middleware/services.ts";
 import { observationRoutes } from "./observations/routes.ts";
+import { declarationOf } from "./operation/operation.ts";
+import { admission } from "./pipeline/admission.ts";
+import { requestServices } from "./pipeline/services.ts";
 import { secretScanningRoutes } from "./secret-scanning/routes.ts";
 import { streamRoutes } from "./stream/routes.ts";
 import { webhookRoutes } from "./webhooks/routes.ts";
@@ -45,7 +46,6 @@ const ROUTE_TABLE: readonly RouteGroup[] = [
 ];
 
 export const MAX_BODY_BYTES = 1024 * 1024;
-const SECRET_SCANNING_PATH = "/secret-scanning/github";
 
 /**
  * The app: the middleware every request passes, in order, then one table of every route under its
@@ -54,7 +54,7 @@ const SECRET_SCANNING_PATH = "/secret-scanning/github";
 export function buildApp() {
   const app = openApiApp();
   app.use(requestId());
-  app.use(requestServices(catalogueStore)); // config, D1 client, limiter control, queue: built once
+  app.use(requestServices(catalogueStore)); // config, D1 client, the keys' objects, queue: built once
   app.use(admission); // the credential picks the rate-limit bucket; every response carries its headers
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
   app.use(namedQueryParameters);
@@ -64,8 +64,8 @@ export function buildApp() {
       throw new ApiError(413, "The request body is over 1 MiB; send less at a time.");
     },
   });
-  // A secret-scanning report can hold 10,000 tokens and more: its route sets its own limit.
-  app.use((c, next) => (c.req.path === SECRET_SCANNING_PATH ? next() : oneMiB(c, next)));
+  // A route that declares its own body limit (a secret-scanning report can hold 10,000 tokens and more) sets it.
+  app.use((c, next) => (declarationOf(c)?.ownBodyLimit ? next() : oneMiB(c, next)));
 
   for (const { path, routes } of ROUTE_TABLE) app.route(path, routes);
   app.get("/", home(ROUTE_TABLE));

@@ -1,19 +1,20 @@
 import { announceExpiringKeys } from "./account-events/expiring.ts";
 import { retryPlanPushes } from "./accounts/plan-pushes.ts";
+import { keyObjectControl } from "./api-keys/object/stub.ts";
 import { buildApp } from "./app.ts";
 import { archiveHistory } from "./catalogue/history-archive.ts";
 import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { database } from "./platform/db.ts";
-import { rateLimitControl } from "./rate-limit/stub.ts";
-import { noWork } from "./rate-limit/types.ts";
+import { noRequestWork } from "./platform/metered.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 
+export { ApiKeyObject } from "./api-keys/object/key-object.ts";
+export { LastUsedLog } from "./api-keys/object/last-used.ts";
 export { CatalogueBuilder } from "./catalogue/snapshot/builder.ts";
-export { LastUsedLog } from "./rate-limit/last-used.ts";
-export { RateLimiter } from "./rate-limit/rate-limiter.ts";
+export { RateLimitBucket } from "./rate-limit/bucket.ts";
 export { WebhookEndpoint } from "./webhooks/delivery/endpoint.ts";
 
 const app = buildApp();
@@ -40,7 +41,7 @@ export default {
       archiveEvents(db, env.ARCHIVE).then(() => expireArchive(db, env.ARCHIVE)),
       archiveHistory(db, env.ARCHIVE),
       announceExpiringKeys(db, env.WEBHOOK_QUEUE),
-      retryPlanPushes(db, rateLimitControl(env, noWork())),
+      retryPlanPushes(db, keyObjectControl(env, noRequestWork())),
     ]);
     for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
   },

@@ -4,7 +4,7 @@
  * Keys are made by the product's own generateApiKey and stored as its hashApiKey, exactly as
  * POST /api-keys stores them, so every worker checks them the way it checks a real key.
  */
-import { generateApiKey, hashApiKey } from "../../src/auth/api-key.ts";
+import { generateApiKey, hashApiKey } from "../../src/api-keys/format.ts";
 import type { PlanName } from "../../src/platform/tables.ts";
 
 export interface BenchKey {

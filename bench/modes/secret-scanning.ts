@@ -16,7 +16,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { generateApiKey } from "../../src/auth/api-key.ts";
+import { generateApiKey } from "../../src/api-keys/format.ts";
 import type { Bench } from "../harness/bench.ts";
 import { type BenchKey, makeKeys } from "../harness/keys.ts";
 import { workerCpu } from "../harness/processes.ts";

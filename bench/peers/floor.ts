@@ -28,7 +28,11 @@ export function floorWorker(call: "noop" | "write") {
     const stub = c.env.FLOOR.get(c.env.FLOOR.idFromName(key));
     await (call === "noop" ? stub.noop() : stub.write());
     // The data routes ask for an API key credential; the floor hands them one without checking anything.
-    c.set("credential", { kind: "api-key", keyHash: "", key: { id: "floor", accountId: "floor", keyHash: "" } });
+    c.set("credential", {
+      kind: "api-key",
+      keyHash: "",
+      key: { id: "floor", accountId: "floor", keyHash: "", request: { ip: "", scope: undefined } },
+    });
     await next();
   });
   return { fetch: app.fetch } satisfies ExportedHandler<Env>;

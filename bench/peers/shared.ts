@@ -1,17 +1,17 @@
 /**
  * What the peer workers share. They are measuring sticks for `npm run bench`, not product code:
  * each mounts the product's own data routes (src/catalogue/routes.ts) behind the product's own
- * request context (src/middleware/services.ts), so the handler is byte for byte the one the real worker
+ * request context (src/pipeline/services.ts), so the handler is byte for byte the one the real worker
  * runs; only what comes between them (authentication, rate limiting) differs.
  */
 import { Hono, type MiddlewareHandler } from "hono";
-import { hashApiKey } from "../../src/auth/api-key.ts";
+import { hashApiKey } from "../../src/api-keys/format.ts";
+import { loadKeyState } from "../../src/api-keys/object/key-store.ts";
 import { competitorRoutes, productRoutes } from "../../src/catalogue/routes.ts";
 import { catalogueStore } from "../../src/catalogue/snapshot/stub.ts";
 import type { AppEnv } from "../../src/http/app-env.ts";
 import { ApiError, notFound, onError } from "../../src/http/errors.ts";
-import { requestServices } from "../../src/middleware/services.ts";
-import { loadKeyState } from "../../src/rate-limit/key-store.ts";
+import { requestServices } from "../../src/pipeline/services.ts";
 import type { Limits } from "../../src/rate-limit/types.ts";
 
 /** Each peer exports it: the product's catalogue routes poke the snapshot's builder. */

@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { feedQuery } from "../events/query.ts";
 import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody } from "../http/openapi-components.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
 import { ACCOUNT_EVENT_TYPES } from "../platform/tables.ts";
 import { AccountEventFeed } from "./schema.ts";
 import { listAccountEvents } from "./service.ts";

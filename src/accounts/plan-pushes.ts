@@ -1,13 +1,13 @@
 import pLimit from "p-limit";
+import type { KeyObjectControl } from "../api-keys/object/types.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
-import type { RateLimitControl } from "../rate-limit/types.ts";
 
 /**
  * A plan change pushes the new limits to every key's object before it answers (src/accounts/service.ts). An object
  * it cannot reach is noted here, and the every-minute cron asks each noted object to read its key from D1 again
- * (src/rate-limit/rate-limiter.ts refresh), so that key runs on the new plan from the next cron run, about a minute
+ * (src/api-keys/object/key-object.ts refresh), so that key runs on the new plan from the next cron run, about a minute
  * later at most, while a key's admission keeps costing no D1 read. A note stays until its object has been reached.
  */
 
@@ -29,13 +29,13 @@ export async function noteUnreachedKeys(db: Database, keyHashes: readonly string
 }
 
 /** The cron's retry: each noted key's object reads its key again; a note goes once that worked (and was not noted again meanwhile). */
-export async function retryPlanPushes(db: Database, limiter: RateLimitControl): Promise<number> {
+export async function retryPlanPushes(db: Database, keyObjects: KeyObjectControl): Promise<number> {
   const { results: noted } = await db.$client
     .prepare("SELECT key_hash, noted_at FROM unreached_plan_pushes ORDER BY noted_at LIMIT ?")
     .bind(RETRIES_PER_RUN)
     .all<{ key_hash: string; noted_at: number }>();
   const limit = pLimit(MAX_OPEN_CONNECTIONS);
-  const retried = await Promise.allSettled(noted.map((note) => limit(() => limiter.refresh(note.key_hash))));
+  const retried = await Promise.allSettled(noted.map((note) => limit(() => keyObjects.refresh(note.key_hash))));
   const reached = noted.filter((_, i) => retried[i]!.status === "fulfilled");
   if (reached.length > 0)
     await db.$client

@@ -3,7 +3,7 @@ import { AccountUsage, usageQuery } from "../api-keys/schema.ts";
 import { getAccountUsage } from "../api-keys/usage.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
 import { Account, accountIdParam, planBody } from "./schema.ts";
 import { accountView, setAccountPlan } from "./service.ts";
 

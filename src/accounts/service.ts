@@ -1,11 +1,9 @@
 import { authenticatingKeyHashes } from "../api-keys/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
-import { accounts, type PlanName } from "../platform/tables.ts";
+import { type AccountRow, accounts, type PlanName } from "../platform/tables.ts";
 import { PLAN_LIMITS } from "../rate-limit/plans.ts";
 import { noteUnreachedKeys } from "./plan-pushes.ts";
 import type { AccountView } from "./schema.ts";
-
-type AccountRow = typeof accounts.$inferSelect;
 
 /**
  * Changes the plan (creating the account if it is new), then tells the object of every key that can authenticate
@@ -14,7 +12,7 @@ type AccountRow = typeof accounts.$inferSelect;
  * is still 200.
  */
 export async function setAccountPlan(
-  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { db, keyObjects }: Pick<RequestServices, "db" | "keyObjects">,
   { accountId, plan }: { accountId: string; plan: PlanName },
 ): Promise<AccountView> {
   const [account] = await db
@@ -22,7 +20,7 @@ export async function setAccountPlan(
     .values({ id: accountId, plan })
     .onConflictDoUpdate({ target: accounts.id, set: { plan } })
     .returning();
-  const unreached = await limiter.setLimits(await authenticatingKeyHashes(db, accountId), PLAN_LIMITS[plan]);
+  const unreached = await keyObjects.setLimits(await authenticatingKeyHashes(db, accountId), PLAN_LIMITS[plan]);
   if (unreached.length > 0) await noteUnreachedKeys(db, unreached);
   return accountView(account!);
 }

@@ -1,16 +1,9 @@
-import { generateApiKey, hashApiKey } from "../auth/api-key.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
+import { newId } from "../platform/ids.ts";
+import { generateApiKey, hashApiKey } from "./format.ts";
 import type { CreatedApiKeyView } from "./schema.ts";
-import {
-  type ApiKeyRow,
-  apiKeyView,
-  findApiKey,
-  KEYS_THAT_CAN_AUTHENTICATE,
-  type KeyOfAccount,
-  MAX_ACTIVE_KEYS,
-  newKeyId,
-} from "./service.ts";
+import { type ApiKeyRow, apiKeyView, findApiKey, KEYS_THAT_CAN_AUTHENTICATE, type KeyOfAccount, MAX_ACTIVE_KEYS } from "./service.ts";
 
 /** Why a key cannot be rotated, or undefined when it can. */
 function notRotatable(row: ApiKeyRow, now: string): string | undefined {
@@ -33,7 +26,7 @@ function notRotatable(row: ApiKeyRow, now: string): string | undefined {
  * rotation answers 409 ("already rotated") and pushes the stored expiry again.
  */
 export async function rotateApiKey(
-  { db, limiter, config }: Pick<RequestServices, "db" | "limiter" | "config">,
+  { db, keyObjects, config }: Pick<RequestServices, "db" | "keyObjects" | "config">,
   { accountId, id, graceSeconds }: KeyOfAccount & { graceSeconds: number },
 ): Promise<CreatedApiKeyView> {
   const old = await findApiKey(db, { accountId, id });
@@ -41,7 +34,7 @@ export async function rotateApiKey(
   const nowIso = now.toISOString();
   const refusal = notRotatable(old, nowIso);
   if (refusal) {
-    if (old.rotatedTo && old.expiresAt) await limiter.expire(old.keyHash, Date.parse(old.expiresAt));
+    if (old.rotatedTo && old.expiresAt) await keyObjects.expire(old.keyHash, Date.parse(old.expiresAt));
     throw new ApiError(409, refusal);
   }
 
@@ -50,7 +43,7 @@ export async function rotateApiKey(
   // The old key ends now (grace 0, or an expiry already due) or keeps working beside its successor: then both count.
   const keepsWorking = oldExpiresAt > nowIso;
   const { key, prefix } = generateApiKey(config.KEY_PREFIX);
-  const successorId = newKeyId();
+  const successorId = newId("key");
   const d1 = db.$client;
   const [updated] = await d1.batch([
     d1
@@ -70,7 +63,7 @@ export async function rotateApiKey(
     const current = await findApiKey(db, { accountId, id });
     throw new ApiError(409, notRotatable(current, nowIso) ?? (keepsWorking ? atTheCap : `API key ${id} cannot be rotated now; try again.`));
   }
-  await limiter.expire(old.keyHash, Date.parse(oldExpiresAt));
+  await keyObjects.expire(old.keyHash, Date.parse(oldExpiresAt));
   const { allowed_ips, scopes } = apiKeyView(old); // the successor has the old key's restrictions
   return {
     id: successorId,

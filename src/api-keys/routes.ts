@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
 import { rotateApiKey } from "./rotation.ts";
 import { ApiKey, ApiKeyList, apiKeyBody, CreatedApiKey, createKeyBody, KeyUsage, keyIdParam, rotateKeyBody, usageQuery } from "./schema.ts";
 import { createApiKey, listApiKeys, revokeApiKey, updateApiKey } from "./service.ts";
@@ -42,12 +42,12 @@ const listApiKeysRoute = createRoute(
   }),
 );
 
-const renameApiKeyRoute = createRoute(
+const updateApiKeyRoute = createRoute(
   operation({
     ...common,
     method: "patch",
     path: "/{id}",
-    operationId: "renameApiKey",
+    operationId: "updateApiKey",
     summary: "Rename a key, or change where it may be used from and what it may read",
     description:
       "Any of name, allowed_ips and scopes; at least one. New restrictions apply from the key's next request. A revoked key can be " +
@@ -125,7 +125,7 @@ export const apiKeyRoutes = openApiApp()
     const key = { accountId: c.var.account.id, id: c.req.valid("param").id };
     return c.json(await getApiKeyUsage(c.var.services, { ...key, query: c.req.valid("query") }), 200);
   })
-  .openapi(renameApiKeyRoute, async (c) => {
+  .openapi(updateApiKeyRoute, async (c) => {
     const key = { accountId: c.var.account.id, id: c.req.valid("param").id };
     return c.json(await updateApiKey(c.var.services, { ...key, patch: c.req.valid("json") }), 200);
   })

@@ -2,10 +2,10 @@ import { z } from "zod";
 import { DATE_OR_DATE_TIME, isoTimestamp, strictQuery, when } from "../http/query.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
-import { allowedIpsInput, restrictionFields, scopesInput } from "../key-restrictions/schema.ts";
 import { DAY_MS } from "../platform/time.ts";
-import { KEY_SCOPES } from "../rate-limit/key-scopes.ts";
 import { GRANULARITIES } from "../rate-limit/types.ts";
+import { allowedIpsInput, restrictionFields, scopesInput } from "./restriction-schema.ts";
+import { KEY_SCOPES } from "./scopes.ts";
 
 /** No control character (\p{Cc} is U+0000–U+001F and U+007F–U+009F) and a non-space one somewhere. */
 const NO_CONTROL = "[^\\u0000-\\u001F\\u007F-\\u009F]";

@@ -1,11 +1,12 @@
 import { and, desc, eq } from "drizzle-orm";
-import { generateApiKey, hashApiKey } from "../auth/api-key.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
+import { newId } from "../platform/ids.ts";
 import { apiKeys } from "../platform/tables.ts";
-import { KEY_SCOPES } from "../rate-limit/key-scopes.ts";
+import { generateApiKey, hashApiKey } from "./format.ts";
 import type { ApiKeyListView, ApiKeyPatch, ApiKeyView, CreatedApiKeyView, CreateKeyBody } from "./schema.ts";
+import { KEY_SCOPES } from "./scopes.ts";
 
 export const MAX_ACTIVE_KEYS = 100;
 
@@ -43,8 +44,6 @@ const CAN_AUTHENTICATE = "status = 'active' AND (expires_at IS NULL OR expires_a
  */
 export const KEYS_THAT_CAN_AUTHENTICATE = `(SELECT count(*) FROM api_keys WHERE account_id = ? AND ${CAN_AUTHENTICATE})`;
 
-export const newKeyId = () => `key_${crypto.randomUUID().replaceAll("-", "")}`;
-
 const notFound = (id: string) => new ApiError(404, `No API key ${id} in this account.`);
 
 /** An account's key, by id; another account's key id is 404, as if it did not exist. */
@@ -58,7 +57,7 @@ export async function createApiKey(
   { accountId, fields }: { accountId: string; fields: CreateKeyBody },
 ): Promise<CreatedApiKeyView> {
   const { key, prefix } = generateApiKey(config.KEY_PREFIX);
-  const id = newKeyId();
+  const id = newId("key");
   const createdAt = new Date().toISOString();
   const expiresAt = fields.expires_at ?? null;
   // One statement, so two concurrent creates cannot both slip under the cap.
@@ -132,7 +131,7 @@ export async function findApiKey(db: Database, { accountId, id }: KeyOfAccount):
  * restriction, so a call retried after a failed push completes it.
  */
 export async function updateApiKey(
-  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { db, keyObjects }: Pick<RequestServices, "db" | "keyObjects">,
   { accountId, id, patch }: KeyOfAccount & { patch: ApiKeyPatch },
 ): Promise<ApiKeyView> {
   const changes = {
@@ -147,7 +146,7 @@ export async function updateApiKey(
     .returning();
   if (!row) throw notFound(id);
   if ((patch.allowed_ips !== undefined || patch.scopes !== undefined) && row.status === "active") {
-    await limiter.refresh(row.keyHash);
+    await keyObjects.refresh(row.keyHash);
   }
   return apiKeyView(row);
 }
@@ -157,13 +156,13 @@ export async function updateApiKey(
  * hears of it first: should D1 then fail, the key is already refused and a retried DELETE completes it.
  */
 export async function revokeApiKey(
-  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { db, keyObjects }: Pick<RequestServices, "db" | "keyObjects">,
   { accountId, id }: KeyOfAccount,
 ): Promise<ApiKeyView> {
   const ownKey = and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId));
   const existing = await db.select().from(apiKeys).where(ownKey).get();
   if (!existing) throw notFound(id);
-  await limiter.revoke(existing);
+  await keyObjects.revoke(existing);
   if (existing.status === "revoked") return apiKeyView(existing);
   const [revoked] = await db
     .update(apiKeys)

@@ -3,8 +3,8 @@ import pLimit from "p-limit";
 import type { RequestServices } from "../http/app-env.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { apiKeys } from "../platform/tables.ts";
-import type { UsageCount } from "../rate-limit/types.ts";
-import { BUCKET_MS, clipRange, summed, zeroFilled } from "../rate-limit/usage-range.ts";
+import type { UsageCount } from "./object/types.ts";
+import { BUCKET_MS, clipRange, summed, zeroFilled } from "./object/usage-range.ts";
 import type { AccountUsageView, KeyUsageView, UsageQuery } from "./schema.ts";
 import { findApiKey, type KeyOfAccount, MAX_ACTIVE_KEYS } from "./service.ts";
 
@@ -20,12 +20,12 @@ const wire = (buckets: UsageCount[]) =>
 
 /** One key's usage, from its own object; another account's key is 404. */
 export async function getApiKeyUsage(
-  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { db, keyObjects }: Pick<RequestServices, "db" | "keyObjects">,
   { accountId, id, query }: KeyOfAccount & { query: UsageQuery },
 ): Promise<KeyUsageView> {
   const key = await findApiKey(db, { accountId, id });
   const span = spanOf(query);
-  const counted = span.from < span.to ? await limiter.usage(key.keyHash, span) : [];
+  const counted = span.from < span.to ? await keyObjects.usage(key.keyHash, span) : [];
   return { key_id: key.id, granularity: query.granularity, buckets: wire(zeroFilled(span, counted)) };
 }
 
@@ -37,7 +37,7 @@ export async function getApiKeyUsage(
  * recently used first), however many keys an account has revoked or let expire: a request's calls stay bounded.
  */
 export async function getAccountUsage(
-  { db, limiter }: Pick<RequestServices, "db" | "limiter">,
+  { db, keyObjects }: Pick<RequestServices, "db" | "keyObjects">,
   { accountId, query }: { accountId: string; query: UsageQuery },
 ): Promise<AccountUsageView> {
   const span = spanOf(query);
@@ -62,6 +62,6 @@ export async function getAccountUsage(
           .all()
       : [];
   const limit = pLimit(MAX_OPEN_CONNECTIONS);
-  const series = await Promise.all(keys.map(({ keyHash }) => limit(async () => zeroFilled(span, await limiter.usage(keyHash, span)))));
+  const series = await Promise.all(keys.map(({ keyHash }) => limit(async () => zeroFilled(span, await keyObjects.usage(keyHash, span)))));
   return { account_id: accountId, granularity: query.granularity, buckets: wire(summed(span, series)) };
 }

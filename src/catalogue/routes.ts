@@ -5,7 +5,7 @@ import { CACHE_CONTROL, conditionalJson, ifNoneMatchHits } from "../http/conditi
 import { emptyResponse, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
 import { productHistory } from "./history.ts";
 import { CompetitorList, History, historyQuery, ifNoneMatch, Product, ProductList, productIdParam, productsQuery } from "./schema.ts";
 import {
@@ -30,7 +30,7 @@ const productsOk = jsonResponse('The products: `{"products":[…]}` as JSON, or 
 ]);
 /** The NDJSON form's schema is that of one line: a reference to Product, with its own description. */
 const ProductLine = Product.openapi({ description: "One line of the NDJSON body: one product (JSON, then a newline), in id order" });
-const common = { tags: ["Catalogue"], credential: "api-key" as const };
+const common = { tags: ["Catalogue"], credential: "api-key" as const, scope: "products:read" as const };
 
 const listProductsRoute = createRoute(
   operation({
@@ -72,6 +72,7 @@ const getProductHistoryRoute = createRoute(
     method: "get",
     path: "/{id}/history",
     operationId: "getProductHistory",
+    scope: "history:read",
     summary: "A product's price and stock history",
     description:
       "Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`.",

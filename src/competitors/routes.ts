@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { Competitor } from "../catalogue/schema.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
 import { competitorIdParam, competitorPatchBody } from "./schema.ts";
 import { updateCompetitor } from "./service.ts";
 

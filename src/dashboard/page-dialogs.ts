@@ -1,10 +1,10 @@
+import type { KeyScope } from "../api-keys/scopes.ts";
 import { CURRENCY_CODES } from "../platform/money.ts";
-import type { KeyScope } from "../rate-limit/key-scopes.ts";
 
 /** An empty slot for a message about the form or view it sits in (the browser code fills it). */
 export const feedback = (id = "") => `<p class="feedback" role="status"${id ? ` id="${id}"` : ""}></p>`;
 
-/** The scopes a key may hold (src/rate-limit/key-scopes.ts), as the access dialog names them. */
+/** The scopes a key may hold (src/api-keys/scopes.ts), as the access dialog names them. */
 const SCOPE_LABELS: Record<KeyScope, string> = {
   "products:read": "Products and competitors",
   "history:read": "Price history",

@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody } from "../http/openapi-components.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
 import { eventsQuery } from "./query.ts";
 import { EventFeed } from "./schema.ts";
 import { listEvents } from "./service.ts";
@@ -10,6 +10,7 @@ const listEventsRoute = createRoute(
   operation({
     tags: ["Events"],
     credential: "api-key",
+    scope: "events:read",
     method: "get",
     path: "/",
     operationId: "listEvents",

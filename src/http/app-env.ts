@@ -1,14 +1,16 @@
 import type { RequestIdVariables } from "hono/request-id";
-import type { ApiKeyOfRequest, Credential } from "../auth/identify.ts";
+import type { KeyObjectControl } from "../api-keys/object/types.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { WebhookMessage } from "../events/messages.ts";
+import type { ApiKeyOfRequest, Credential } from "../pipeline/identify.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
-import type { accounts } from "../platform/tables.ts";
-import type { Decision, RateLimitControl, Work } from "../rate-limit/types.ts";
+import type { RequestWork } from "../platform/metered.ts";
+import type { AccountRow } from "../platform/tables.ts";
+import type { Decision } from "../rate-limit/types.ts";
 
 /**
- * What a request's handlers and services need, built once per request by src/middleware/services.ts.
+ * What a request's handlers and services need, built once per request by src/pipeline/services.ts.
  * A service takes the parts it uses (`Pick<RequestServices, …>`, or the database alone) and then one object
  * naming what the call is about; never Hono's context.
  */
@@ -16,13 +18,13 @@ export interface RequestServices {
   config: Config;
   /** Counts its round trips into `work`. */
   db: Database;
-  limiter: RateLimitControl;
+  keyObjects: KeyObjectControl;
   queue: Queue<WebhookMessage>;
   /** The catalogue snapshot in R2, and the builder's poke. */
   catalogue: CatalogueStore;
   /** Events and price history that left D1 (src/events/archive.ts, src/catalogue/history-archive.ts). */
   archive: R2Bucket;
-  work: Work;
+  work: RequestWork;
 }
 
 /** Hono's type parameter: the bindings and what middleware leaves on the context. */
@@ -31,9 +33,9 @@ export interface AppEnv {
   Variables: RequestIdVariables & {
     services: RequestServices;
     credential: Credential;
-    account: typeof accounts.$inferSelect;
+    account: AccountRow;
     apiKey: ApiKeyOfRequest;
-    /** A secret-scanning report's decision in its own bucket, set once its signature verified (src/middleware/admission.ts). */
+    /** A secret-scanning report's decision in its own bucket, set once its signature verified (src/pipeline/admission.ts). */
     verifiedReport: Decision;
   };
 }

@@ -16,7 +16,8 @@ export const SECURITY_SCHEMES = {
     bearerFormat: "pda_live_<46 characters>",
     description:
       "An API key, for the data routes only. Create one with POST /api-keys (account login). Each key has its own rate limit, set by " +
-      "its account's plan. Keep keys in server-side code.",
+      "its account's plan. Keep keys in server-side code. Each operation's security requirement names the key scope it needs " +
+      '(`ApiKey: ["products:read"]`); a key without it is refused (403).',
   },
   AccountLogin: {
     type: "http",

@@ -9,7 +9,7 @@ import { validationHook } from "./validation.ts";
  * its query, path and body schemas are what the request is validated with (through `validationHook`,
  * one 400 for all), its response schemas are what the handler is type-checked against, and
  * GET /openapi.json is generated from those declarations (src/docs/document.ts). A route's credential, its
- * guard and its security come from `operation` (src/middleware/operation.ts).
+ * guard and its security come from `operation` (src/operation/operation.ts).
  */
 
 /** Every route module's app: validation failures become our ApiError 400 (src/http/validation.ts). */

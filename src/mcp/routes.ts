@@ -2,7 +2,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
-import { requireApiKey } from "../middleware/guards.ts";
+import { requireApiKey } from "../operation/guards.ts";
 import { mcpServer } from "./server.ts";
 
 /**

@@ -1,8 +1,8 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { holdsScope, type KeyScope, missingScopeDetail } from "../api-keys/scopes.ts";
 import { ApiError } from "../http/errors.ts";
 import { logger } from "../platform/log.ts";
-import { holdsScope, type KeyScope, missingScopeDetail } from "../rate-limit/key-scopes.ts";
 import {
   getProduct,
   getProductInput,

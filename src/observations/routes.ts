@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import type { EventMessage } from "../events/messages.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
 import { deliverAfterCommit } from "../webhooks/delivery/immediate.ts";
 import { IngestionSummary, observationsBody } from "./schema.ts";
 import { ingestObservations } from "./service.ts";

@@ -47,3 +47,35 @@ export function meteredQueue<Body>(queue: Queue<Body>, work: { queueSent: number
     },
   });
 }
+
+/**
+ * What a request cost, reported by X-Work-Counts when EXPOSE_WORK_COUNTS is on: D1 round trips and statements
+ * (a batch's one by one) with the rows D1 says they read and wrote, object calls, R2 operations by billing class
+ * and queue messages sent. One scheme for every meter's tally: `<what ran>Work` and its zero `no<what ran>Work()`
+ * (a catalogue build's is BuildWork); D1Work (src/platform/db.ts) is the part of either that the D1 client counts.
+ */
+export interface RequestWork {
+  d1: number;
+  d1Statements: number;
+  d1RowsRead: number;
+  d1RowsWritten: number;
+  /** Calls to an API key's own object. */
+  keyObjectCalls: number;
+  /** Calls to the objects of the other buckets (account, admin subject, client IP) and to the catalogue builder. */
+  otherObjectCalls: number;
+  r2ClassA: number;
+  r2ClassB: number;
+  queueSent: number;
+}
+
+export const noRequestWork = (): RequestWork => ({
+  d1: 0,
+  d1Statements: 0,
+  d1RowsRead: 0,
+  d1RowsWritten: 0,
+  keyObjectCalls: 0,
+  otherObjectCalls: 0,
+  r2ClassA: 0,
+  r2ClassB: 0,
+  queueSent: 0,
+});

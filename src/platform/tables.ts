@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { check, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import type { AlertFilters } from "../alerts/schema.ts";
-import type { KeyScope } from "../rate-limit/key-scopes.ts";
+import type { KeyScope } from "../api-keys/scopes.ts";
 
 /** The plans of spec section 8; the numbers live in src/rate-limit/plans.ts. */
 export const PLAN_NAMES = ["free", "standard", "premium"] as const;
@@ -15,6 +15,8 @@ export const accounts = sqliteTable("accounts", {
   plan: text("plan", { enum: PLAN_NAMES }).notNull().default("free"),
   createdAt: text("created_at").notNull().default(now),
 });
+/** An account as read: the one declaration the guard, the request context and the accounts' service share. */
+export type AccountRow = typeof accounts.$inferSelect;
 
 export const apiKeys = sqliteTable(
   "api_keys",

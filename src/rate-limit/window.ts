@@ -7,6 +7,15 @@ export interface Counter {
   count: number;
 }
 
+/** The columns a bucket's counters are kept in, in its object's one row (a fixed bucket's or a key's). */
+export interface StoredCounters {
+  log: string;
+  hour_start: number;
+  hour_count: number;
+  day_start: number;
+  day_count: number;
+}
+
 /**
  * The usage of one bucket: an exact log of the admitted requests of the last minute (oldest first,
  * never more entries than the largest limit it has had) and hour and day counters.
@@ -18,6 +27,13 @@ export class Usage {
     public hour: Counter = { start: 0, count: 0 },
     public day: Counter = { start: 0, count: 0 },
   ) {}
+
+  /** The usage a stored row holds; an empty one for no row. */
+  static restored(row: StoredCounters | undefined): Usage {
+    if (!row) return new Usage();
+    const log = JSON.parse(row.log) as number[];
+    return new Usage(log, { start: row.hour_start, count: row.hour_count }, { start: row.day_start, count: row.day_count });
+  }
 
   /** Drops the log entries that have left the minute; returns how many, so storage can follow. */
   slide(now: number): number {

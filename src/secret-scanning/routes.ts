@@ -1,12 +1,14 @@
 import { createRoute } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { admitVerifiedReport } from "../middleware/admission.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
+import { bucketName, FIXED_BUCKETS } from "../rate-limit/buckets.ts";
+import { rateLimitDetail } from "../rate-limit/headers.ts";
+import { admitBucket } from "../rate-limit/stub.ts";
 import { KeyListUnavailable, publicKey } from "./public-keys.ts";
 import {
   IDENTIFIER_HEADER,
@@ -54,6 +56,13 @@ const verifiedByGitHub: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
+/** Counts a report whose signature verified in the `secret-scanning` bucket; a refusal is a 429 (thrown). */
+async function admitVerifiedReport(c: Context<AppEnv>): Promise<void> {
+  const decision = await admitBucket(c.env, bucketName("secret-scanning", "github"), FIXED_BUCKETS["secret-scanning"], c.var.services.work);
+  c.set("verifiedReport", decision);
+  if (!decision.allowed) throw new ApiError(429, rateLimitDetail(decision));
+}
+
 const reportLimit = bodyLimit({
   maxSize: MAX_REPORT_BYTES,
   onError: () => {
@@ -65,6 +74,7 @@ const reportLeakedTokensRoute = createRoute(
   operation({
     tags: ["Secret scanning"],
     credential: "github",
+    ownBodyLimit: true,
     middleware: [signatureHeadersSent, reportLimit, verifiedByGitHub],
     method: "post",
     path: "/github",

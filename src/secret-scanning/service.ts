@@ -1,6 +1,6 @@
 import pLimit from "p-limit";
 import { accountEventMessage, accountEventRow } from "../account-events/store.ts";
-import { hashApiKey, isWellFormedApiKey } from "../auth/api-key.ts";
+import { hashApiKey, isWellFormedApiKey } from "../api-keys/format.ts";
 import type { EventMessage } from "../events/messages.ts";
 import { relayEvents } from "../events/outbox.ts";
 import type { RequestServices } from "../http/app-env.ts";
@@ -94,7 +94,7 @@ async function recordLeaks(
 }
 
 export async function reportLeakedTokens(
-  { db, limiter, queue, config }: Pick<RequestServices, "db" | "limiter" | "queue" | "config">,
+  { db, keyObjects, queue, config }: Pick<RequestServices, "db" | "keyObjects" | "queue" | "config">,
   report: readonly ReportedToken[],
 ): Promise<TokenFeedback[]> {
   const hashes = await Promise.all(report.map((reported) => hashApiKey(reported.token)));
@@ -110,7 +110,7 @@ export async function reportLeakedTokens(
   // The objects first, as DELETE /api-keys does: should D1 then fail, the keys are refused already and GitHub's retry completes the record.
   const limit = pLimit(MAX_OPEN_CONNECTIONS);
   await Promise.all(
-    [...leaks.values()].map(({ key }) => limit(() => limiter.revoke({ keyHash: key.key_hash, id: key.id, accountId: key.account_id }))),
+    [...leaks.values()].map(({ key }) => limit(() => keyObjects.revoke({ keyHash: key.key_hash, id: key.id, accountId: key.account_id }))),
   );
   const events = await recordLeaks(db, [...leaks.values()], new Date().toISOString());
   await relayEvents(db, queue, events);

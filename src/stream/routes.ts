@@ -1,12 +1,11 @@
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
+import { keyStillAdmits } from "../api-keys/object/stub.ts";
 import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody, EVERY, headerRefs } from "../http/openapi-components.ts";
-import { keyRequestOf } from "../middleware/admission.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
 import { logger } from "../platform/log.ts";
 import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
-import { keyStillAdmits } from "../rate-limit/stub.ts";
 import { lastEventIdHeader, streamFilters, streamQuery } from "./schema.ts";
 import {
   BACKFILL_EXAMINED_MAX,
@@ -26,6 +25,7 @@ const streamEventsRoute = createRoute(
   operation({
     tags: ["Events"],
     credential: "api-key",
+    scope: "events:read",
     method: "get",
     path: "/",
     operationId: "streamEvents",
@@ -81,7 +81,6 @@ export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) =>
       closeSlot(db, slot).catch((error: unknown) => logger("stream").error("stream slot not released", { slot, error: String(error) })),
     );
   };
-  const keyRequest = keyRequestOf(c);
   const closed = new AbortController();
   try {
     const request = {
@@ -93,7 +92,7 @@ export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) =>
     const frames = await eventFrames(c.var.services, {
       request,
       timing: DEFAULT_TIMING,
-      stillAdmitted: () => keyStillAdmits(c.env, key.keyHash, keyRequest),
+      stillAdmitted: () => keyStillAdmits(c.env, key.keyHash, key.request),
       closed: closed.signal,
       onEnd: release,
     });

@@ -19,7 +19,7 @@ import { eventStreams, events } from "../platform/tables.ts";
  * events committed after the last one it examined (one query a poll, so 60 D1 queries a minute per open
  * stream while nothing happens; a poll that finds events a rule needs history for adds at most two). Each
  * event that passes the query's rules (src/alerts/rules.ts, the webhooks' decision) is sent as `id`,
- * `event`, `data`, once the key's object says the key still admits the stream (src/rate-limit/stub.ts,
+ * `event`, `data`, once the key's object says the key still admits the stream (src/api-keys/object/stub.ts,
  * `keyStillAdmits`), which it also asks at every heartbeat. The server ends a stream after LIFETIME_MS (one
  * invocation's work stays bounded: at most LIFETIME_MS / POLL_MS polls, far below D1's 1,000 queries an
  * invocation); EventSource clients reconnect on their own with Last-Event-ID.

@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { operation } from "../middleware/operation.ts";
+import { operation } from "../operation/operation.ts";
 import { listWebhookDeliveries } from "./delivery-log.ts";
 import { replayWebhookEvents } from "./replay.ts";
 import { rotateWebhookSecret } from "./rotation.ts";

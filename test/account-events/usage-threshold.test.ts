@@ -2,10 +2,10 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { ACCOUNT_EVENTS } from "../../src/account-events/schema.ts";
-import { hashApiKey } from "../../src/auth/api-key.ts";
+import { hashApiKey } from "../../src/api-keys/format.ts";
+import { announceUsage } from "../../src/api-keys/object/usage-threshold.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
-import { announceUsage } from "../../src/rate-limit/usage-threshold.ts";
 import { fanOut } from "../../src/webhooks/delivery/deliveries.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
@@ -33,7 +33,7 @@ describe("usage.threshold", () => {
   it("is written once at 80 % and once at 100 % of the day quota, by the admission that reaches it, never in GET /events", async () => {
     const { key, keyId, sub, token } = await freshAccount({ plan: "premium" });
     const hook = await createWebhook(token, { url: hookUrl("usage"), events: ["usage.threshold"] });
-    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
+    const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(key)));
     const get = () => call("GET", "/competitors", { token: key });
     await expectJson(await get(), 200); // the object knows the key now: 1 of the day
     await stub.setLimits({ per_minute: 1000, per_hour: 1000, per_day: 10 });
@@ -86,7 +86,7 @@ describe("usage.threshold", () => {
 
   it("once, whatever retries: the same notice written again, or by the object's alarm after a failure, adds nothing; a lost one is written again", async () => {
     const { key, keyId } = await freshAccount({ plan: "premium" });
-    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
+    const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(key)));
     await expectJson(await call("GET", "/competitors", { token: key }), 200);
     await stub.setLimits({ per_minute: 1000, per_hour: 1000, per_day: 5 });
     for (let i = 2; i <= 4; i++) await expectJson(await call("GET", "/competitors", { token: key }), 200); // 4 of 5: 80 %

@@ -2,11 +2,12 @@ import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { setAccountPlan } from "../../src/accounts/service.ts";
-import { hashApiKey } from "../../src/auth/api-key.ts";
+import { hashApiKey } from "../../src/api-keys/format.ts";
+import { keyObjectControl } from "../../src/api-keys/object/stub.ts";
+import type { KeyObjectControl } from "../../src/api-keys/object/types.ts";
 import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
-import { rateLimitControl } from "../../src/rate-limit/stub.ts";
-import { noWork, type RateLimitControl } from "../../src/rate-limit/types.ts";
+import { noRequestWork } from "../../src/platform/metered.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { adminToken } from "../helpers/tokens.ts";
@@ -42,9 +43,9 @@ describe("a plan change", () => {
     const { sub, key } = await freshAccount();
     expect(rateLimitOf(await call("GET", "/competitors", { token: key })).limit).toBe(10);
     // Every object out of reach for the change itself.
-    const control = rateLimitControl(env, noWork());
-    const unreachable: RateLimitControl = { ...control, setLimits: async (hashes) => [...hashes] };
-    const account = await setAccountPlan({ db: database(env.DB), limiter: unreachable }, { accountId: sub, plan: "premium" });
+    const control = keyObjectControl(env, noRequestWork());
+    const unreachable: KeyObjectControl = { ...control, setLimits: async (hashes) => [...hashes] };
+    const account = await setAccountPlan({ db: database(env.DB), keyObjects: unreachable }, { accountId: sub, plan: "premium" });
     expect(account.limits.per_minute).toBe(300);
 
     await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env);

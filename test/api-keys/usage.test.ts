@@ -2,7 +2,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { ApiError, Schemas } from "../../client/index.ts";
-import { hashApiKey } from "../../src/auth/api-key.ts";
+import { hashApiKey } from "../../src/api-keys/format.ts";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../src/platform/time.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
@@ -54,7 +54,7 @@ describe("a key's usage", () => {
     at(MINUTE_MS);
     expect(await send(key, 13)).toEqual({ admitted: 10, refused: 3 });
 
-    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
+    const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(key)));
     // Refusals within a second of the object's last write are written by its alarm at that second's end.
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     await evictDurableObject(stub);
@@ -105,7 +105,7 @@ describe("a key's usage", () => {
     expect(nonZero((await usage(token, path, "?granularity=day")).buckets)).toEqual([
       { start: "2031-04-14T00:00:00.000Z", admitted: 1, refused: 0 },
     ]);
-    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
+    const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(key)));
     const stored = await runInDurableObject(stub, (_o, state) => ({
       table: state.storage.sql.exec("SELECT level, count(*) AS n FROM usage GROUP BY level").toArray(),
       current: state.storage.sql.exec("SELECT usage_admitted AS admitted, usage_refused AS refused FROM state").toArray(),

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { crc32 } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { generateApiKey, isWellFormedApiKey } from "../../src/auth/api-key.ts";
+import { generateApiKey, isWellFormedApiKey } from "../../src/api-keys/format.ts";
 
 /** docs/key-format.md is what scanners implement: its regular expression and its checksum code must agree with the keys we issue. */
 

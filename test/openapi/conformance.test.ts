@@ -530,7 +530,7 @@ describe("every operation", () => {
 describe("after every other call", () => {
   it("POST /secret-scanning/github: 429 for a signed report once its own bucket (600 a minute) is spent, whoever sends it", async () => {
     // Spent in its object directly (600 calls through the worker would be slow); last, as it stays spent for a minute.
-    const bucket = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName("secret-scanning:github"));
+    const bucket = env.RATE_LIMIT_BUCKETS.get(env.RATE_LIMIT_BUCKETS.idFromName("secret-scanning:github"));
     for (let i = 0; i < 600; i++) await bucket.admit({ per_minute: 600, per_hour: 36_000, per_day: 864_000 });
     const res = await report([]);
     expect(res.status, await bodyText(res)).toBe(429);

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { KEY_SCOPES } from "../../src/api-keys/scopes.ts";
 import { call, rateLimitOf } from "../helpers/http.ts";
+import { fetchDocument, METHODS } from "../helpers/openapi.ts";
 
 describe("GET /docs", () => {
   it("serves the reference page with a 'self'-only policy, and every asset it names from this worker", async () => {
@@ -40,5 +42,29 @@ describe("GET /openapi.json", () => {
     const doc = (await res.json()) as { openapi: string; components: { securitySchemes: Record<string, unknown> } };
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["AccountLogin", "AdminJWT", "ApiKey", "GitHubSignature"]);
+  });
+
+  it("names the one key scope each API-key operation needs in its security requirement (a route declared without one fails here)", async () => {
+    const doc = await fetchDocument();
+    const keyOperations: string[] = [];
+    for (const [path, item] of Object.entries<Record<string, { security: Record<string, string[]>[] }>>(doc.paths)) {
+      for (const method of METHODS.filter((m) => item[m])) {
+        const { security } = item[method]!;
+        if (!security.some((requirement) => "ApiKey" in requirement)) continue;
+        keyOperations.push(`${method} ${path}`);
+        expect(security, `${method} ${path}`).toEqual([{ ApiKey: [expect.any(String)] }]);
+        expect(KEY_SCOPES, `${method} ${path}`).toContain(security[0]!.ApiKey![0]);
+      }
+    }
+    expect(keyOperations).toEqual(
+      expect.arrayContaining([
+        "get /competitors",
+        "get /events",
+        "get /events/stream",
+        "get /products",
+        "get /products/{id}",
+        "get /products/{id}/history",
+      ]),
+    );
   });
 });

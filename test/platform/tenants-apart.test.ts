@@ -137,7 +137,7 @@ beforeAll(async () => {
   expect((await report([found(leaked.key)])).status).toBe(200);
   await announceExpiringKeys(database(env.DB), env.WEBHOOK_QUEUE, Date.now());
   await runQueue([deliveryTo(gone.id)]);
-  const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await sha256(a.key)));
+  const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await sha256(a.key)));
   await call("GET", "/competitors", { token: a.key });
   await stub.setLimits({ per_minute: 1000, per_hour: 1000, per_day: 10 });
   for (let i = 2; i <= 8; i++) await call("GET", "/competitors", { token: a.key }); // 80 % of a day of 10: usage.threshold

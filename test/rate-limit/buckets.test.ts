@@ -2,8 +2,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ApiError } from "../../client/index.ts";
+import { generateApiKey, hashApiKey } from "../../src/api-keys/format.ts";
 import { buildApp } from "../../src/app.ts";
-import { generateApiKey, hashApiKey } from "../../src/auth/api-key.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { captureLogs } from "../helpers/logs.ts";
@@ -66,7 +66,7 @@ describe("well-formed keys that match no key", () => {
       expect(workCounts(again)).toEqual({ d1: 0, keyDo: 0, otherDo: 1 });
     }
     // Another isolate would call the object: it too answers from memory within the minute.
-    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(madeUp)));
+    const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(madeUp)));
     expect(await stub.admitKey(await hashApiKey(madeUp))).toEqual({ status: "unknown", d1Queries: 0 });
     vi.setSystemTime(Date.now() + 60_000);
     expect(workCounts(await call("GET", "/products", { token: madeUp }))).toEqual({ d1: 1, keyDo: 1, otherDo: 2 });
@@ -75,7 +75,7 @@ describe("well-formed keys that match no key", () => {
   it("a made-up key's object stores nothing", async () => {
     const madeUp = generateApiKey("pda").key;
     await expectJson(await call("GET", "/products", { token: madeUp }), 401);
-    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(madeUp)));
+    const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(madeUp)));
     const tables = await runInDurableObject(stub, (_object, state) =>
       state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'").toArray(),
     );

@@ -1,9 +1,9 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { hashApiKey } from "../../src/auth/api-key.ts";
+import { hashApiKey } from "../../src/api-keys/format.ts";
+import type { ApiKeyObject } from "../../src/api-keys/object/key-object.ts";
 import { PLAN_LIMITS } from "../../src/rate-limit/plans.ts";
-import type { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
@@ -71,7 +71,7 @@ describe("counters", () => {
   it("survive the eviction of the key's object", async () => {
     const { key } = await freshAccount({ plan: "free" });
     for (let i = 0; i < 6; i++) await get(key);
-    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
+    const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(key)));
     await evictDurableObject(stub);
     const res = await get(key);
     expect(rateLimitOf(res).remaining).toBe(3);
@@ -142,7 +142,7 @@ describe("changes pushed to the key's object", () => {
  * D1 written, then the key's object called directly, with nothing of this isolate's memory touched.
  */
 describe("changes made through another isolate", () => {
-  const objectOf = async (key: string) => env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(await hashApiKey(key)));
+  const objectOf = async (key: string) => env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(key)));
 
   it("a plan upgrade: the key refused at the old limit is admitted on its next request here", async () => {
     const { sub, key } = await freshAccount({ plan: "free" });
@@ -167,7 +167,7 @@ describe("changes made through another isolate", () => {
   it("a plan push that lands while the key's object reads D1 for the first time is not lost", async () => {
     const { key } = await freshAccount({ plan: "free" }); // never used: its object has read nothing yet
     const keyHash = await hashApiKey(key);
-    const limits = await runInDurableObject(await objectOf(key), async (object: RateLimiter) => {
+    const limits = await runInDurableObject(await objectOf(key), async (object: ApiKeyObject) => {
       const admission = object.admitKey(keyHash); // reads D1 (the free plan, as it stood when the read began)
       const push = object.setLimits(PLAN_LIMITS.premium); // the upgrade's push, landing during that read
       const first = await admission;

@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ApiError } from "../../client/index.ts";
-import { generateApiKey } from "../../src/auth/api-key.ts";
+import { generateApiKey } from "../../src/api-keys/format.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { base64, found, keyList, p1363ToDer, rawSignature, report, sha256Hex } from "../helpers/secret-scanning.ts";

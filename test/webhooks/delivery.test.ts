@@ -14,6 +14,10 @@ import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
 import { hang, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
 
+/** The objects admission uses: the keys' and the fixed buckets'. */
+const rateLimitObjects = async () =>
+  (await listDurableObjectIds(env.API_KEY_OBJECTS)).length + (await listDurableObjectIds(env.RATE_LIMIT_BUCKETS)).length;
+
 /**
  * The consumer, called as the queue calls it (createMessageBatch / getQueueResult): what it sends,
  * what it records, and what it acks or retries with which delay. Receivers are mocked in the isolate
@@ -269,12 +273,12 @@ describe("deliveries and the rate limiter", () => {
     const key = (await freshAccount({ plan: "premium" })).key;
     const hooks = await Promise.all([newWebhook(), newWebhook()]);
     const before = rateLimitOf(await call("GET", "/competitors", { token: key }));
-    const objects = (await listDurableObjectIds(env.RATE_LIMITER)).length;
+    const objects = await rateLimitObjects();
 
     const result = await runQueue(hooks.flatMap((hook) => [deliveryTo(hook.id), deliveryTo(hook.id, testEvent("stock.changed"))]));
     expect(result.explicitAcks).toHaveLength(4);
     expect(receiver.received.filter((r) => hooks.some((hook) => hook.url === r.url))).toHaveLength(4);
-    expect((await listDurableObjectIds(env.RATE_LIMITER)).length).toBe(objects);
+    expect(await rateLimitObjects()).toBe(objects);
 
     const after = rateLimitOf(await call("GET", "/competitors", { token: key }));
     expect(after.remaining).toBe(before.remaining! - 1); // only the second GET counted

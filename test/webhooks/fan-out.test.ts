@@ -13,6 +13,10 @@ import { call, rateLimitOf } from "../helpers/http.ts";
 import { HOOKS_ORIGIN, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, ingest, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
 
+/** The objects admission uses: the keys' and the fixed buckets'. */
+const rateLimitObjects = async () =>
+  (await listDurableObjectIds(env.API_KEY_OBJECTS)).length + (await listDurableObjectIds(env.RATE_LIMIT_BUCKETS)).length;
+
 /**
  * Fan-out: an "event" message becomes one "delivery" message per matching webhook, of any account.
  * The queue's sendBatch is watched (and, for these unit tests, not passed on), so each test sees
@@ -180,7 +184,7 @@ describe("from ingestion to the receiver, through the real queue", () => {
     await ingest([{ sku: "E2E-1", price: "100.00", observed_at: "2026-05-01T00:00:00Z" }]);
 
     const before = rateLimitOf(await call("GET", "/competitors", { token: key }));
-    const objects = (await listDurableObjectIds(env.RATE_LIMITER)).length;
+    const objects = await rateLimitObjects();
     const sent = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch"); // watched, passed on
     let kinds: string[];
     try {
@@ -209,7 +213,7 @@ describe("from ingestion to the receiver, through the real queue", () => {
     expect(kinds.filter((k) => k === "delivery")).toEqual([]);
 
     // The admin's ingestion counted in the admin bucket; the queue's work counted nowhere.
-    expect((await listDurableObjectIds(env.RATE_LIMITER)).length).toBe(objects);
+    expect(await rateLimitObjects()).toBe(objects);
     expect(rateLimitOf(await call("GET", "/competitors", { token: key })).remaining).toBe(before.remaining! - 1);
   });
 });

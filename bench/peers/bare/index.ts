@@ -5,7 +5,11 @@ export { CatalogueBuilder } from "../shared.ts";
 
 const app = peerApp<PeerEnv<object>>(async (c, next) => {
   // The data routes ask for an API key credential; the floor hands them one without checking anything.
-  c.set("credential", { kind: "api-key", keyHash: "", key: { id: "bare", accountId: "bare", keyHash: "" } });
+  c.set("credential", {
+    kind: "api-key",
+    keyHash: "",
+    key: { id: "bare", accountId: "bare", keyHash: "", request: { ip: "", scope: undefined } },
+  });
   await next();
 });
 

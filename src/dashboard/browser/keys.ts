@@ -4,8 +4,8 @@
  * expiring; the full key shown once), rename, edit access (scopes, allowed IPs), rotate, revoke.
  */
 
+import { KEY_SCOPES } from "../../api-keys/scopes.ts";
 import { DAY_MS } from "../../platform/time.ts";
-import { KEY_SCOPES } from "../../rate-limit/key-scopes.ts";
 import { api } from "./api.ts";
 import type { ApiKey, CreatedApiKey } from "./api-types.ts";
 import { askName, chosenGrace, confirmAction, openDialog, openRotateDialog, showOnce } from "./dialogs.ts";

@@ -1,8 +1,8 @@
 import { eq, sql } from "drizzle-orm";
-import { insertAccountEventFrom } from "../platform/account-event-insert.ts";
-import type { Database } from "../platform/db.ts";
-import { derivedEventId } from "../platform/ids.ts";
-import { apiKeys } from "../platform/tables.ts";
+import type { Database } from "../../platform/db.ts";
+import { derivedEventId } from "../../platform/ids.ts";
+import { apiKeys } from "../../platform/tables.ts";
+import { insertAccountEventFrom } from "./account-event-insert.ts";
 
 /**
  * `usage.threshold`: a key reached 80 % or 100 % of its day quota. Decided where the count is kept, the
@@ -11,7 +11,7 @@ import { apiKeys } from "../platform/tables.ts";
  * the others: the hot path gains no I/O. The event is written off the request path with one D1 statement.
  *
  * Once, whatever fails: its id is derived from (key, UTC day, threshold) and written with INSERT OR IGNORE,
- * so a write retried (the object's alarm after a failure, see rate-limiter.ts) adds nothing. The row
+ * so a write retried (the object's alarm after a failure, see key-object.ts) adds nothing. The row
  * waits in the outbox (`relayed_at` null) and the cron's sweep puts it on the queue like any event
  * (within about 1.5 minutes); from there it is fanned out once (the outbox's claim), signed and retried.
  */

@@ -1,5 +1,5 @@
 /**
- * The schedule of `last_used_at` (src/rate-limit/last-used.ts), in a leaf of its own so the scale model
+ * The schedule of `last_used_at` (src/api-keys/object/last-used.ts), in a leaf of its own so the scale model
  * (scripts/simulate.ts) reads the same numbers the code runs with.
  */
 export const LAST_USED_SHARDS = 64;

@@ -1,21 +1,32 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { type Credential, identify } from "../auth/identify.ts";
+import { admitKey, isSeenKey } from "../api-keys/object/stub.ts";
+import type { KeyRequest } from "../api-keys/object/types.ts";
+import { keyRefusalDetail } from "../api-keys/refusal.ts";
 import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
+import { declarationOf, type RouteDeclaration } from "../operation/operation.ts";
+import type { RequestWork } from "../platform/metered.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
 import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
-import { scopeForPath } from "../rate-limit/key-scopes.ts";
-import { admitBucket, admitKey, isSeenKey } from "../rate-limit/stub.ts";
-import type { Decision, KeyRequest, Work } from "../rate-limit/types.ts";
+import { admitBucket } from "../rate-limit/stub.ts";
+import type { Decision } from "../rate-limit/types.ts";
+import { type Credential, identify } from "./identify.ts";
 
 const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
-/** What a key's object is asked about a request beyond counting it: the client's address and the scope its route needs. */
-export const keyRequestOf = (c: Context): KeyRequest => ({ ip: clientIp(c), scope: scopeForPath(c.req.path) });
+/** What a key's object is asked about a request beyond counting it: the client's address and the scope its route declares. */
+function keyRequestOf(c: Context, declared: RouteDeclaration | undefined): KeyRequest {
+  return { ip: clientIp(c), scope: declared?.credential === "api-key" ? declared.scope : undefined };
+}
 const ipBucket = (c: Context) => ipBucketName(clientIp(c));
-const admitIp = (c: Context<AppEnv>, work: Work) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
+const admitIp = (c: Context<AppEnv>, work: RequestWork) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
-async function admitCredential(c: Context<AppEnv>, credential: Credential, work: Work): Promise<[Credential, Decision]> {
+async function admitCredential(
+  c: Context<AppEnv>,
+  credential: Credential,
+  declared: RouteDeclaration | undefined,
+  work: RequestWork,
+): Promise<[Credential, Decision]> {
   if (credential.kind === "api-key") {
     // A hash this isolate has not seen is looked up only while the client IP's bucket has room; once it is empty,
     // its 429 is the answer (made-up keys pass the public checksum). The look counts nothing: a request is counted
@@ -24,39 +35,34 @@ async function admitCredential(c: Context<AppEnv>, credential: Credential, work:
       const ip = await admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work, { count: false });
       if (!ip.allowed) return [credential, ip];
     }
-    const outcome = await admitKey(c.env, credential.keyHash, work, keyRequestOf(c));
+    const request = keyRequestOf(c, declared);
+    const outcome = await admitKey(c.env, credential.keyHash, work, request);
     if (outcome.status === "active") {
-      const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes, keyHash: credential.keyHash };
+      const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes, keyHash: credential.keyHash, request };
       return [{ ...credential, key }, outcome.decision];
     }
-    // Refused by the key's restrictions: the caller may not be the key's holder, so the client IP's bucket counts it,
-    // and its headers are what the caller sees (never the key's quota).
-    if (outcome.status === "forbidden")
-      return [{ kind: "rejected", error: new ApiError(403, outcome.detail), wasApiKey: true }, await admitIp(c, work)];
-    const detail =
-      outcome.status === "expired"
-        ? `This API key expired at ${new Date(outcome.expiresAt).toISOString()}; use the key that replaced it, or create a new one.`
-        : outcome.status === "revoked"
-          ? "This API key has been revoked; create a new one."
-          : "This API key is not recognised.";
-    const rejected: Credential = { kind: "rejected", error: unauthorized(detail, true), wasApiKey: true };
-    return [rejected, await admitIp(c, work)];
+    // Refused (a key that does not work, or its restrictions): the caller may not be the key's holder, so the client
+    // IP's bucket counts it, and its headers are what the caller sees (never the key's quota).
+    const detail = keyRefusalDetail(outcome);
+    const error = outcome.status === "forbidden" ? new ApiError(403, detail) : unauthorized(detail, true);
+    return [{ kind: "rejected", error, wasApiKey: true }, await admitIp(c, work)];
   } else if (credential.kind === "login") {
-    const kind = c.req.path.startsWith("/admin/") ? "admin" : "account";
+    // The route's credential names the bucket; a login on a path no route serves counts as the account's.
+    const kind = declared?.credential === "admin" ? "admin" : "account";
     return [credential, await admitBucket(c.env, bucketName(kind, credential.identity.sub), FIXED_BUCKETS[kind], work)];
   }
   return [credential, await admitIp(c, work)];
 }
 
 /** Whatever the response, it carries the bucket's headers (and, when asked for, what the request cost). */
-function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: Work): Response {
+function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: RequestWork): Response {
   setRateLimitHeaders(res.headers, decision);
   if (c.env.EXPOSE_WORK_COUNTS === "true") res.headers.set("X-Work-Counts", workCountsHeader(work));
   return res;
 }
 
 /** The contract's X-Work-Counts fields (those this code meters), in its order. */
-const workCountsHeader = (work: Work) =>
+const workCountsHeader = (work: RequestWork) =>
   [
     `d1=${work.d1}`,
     `d1-statements=${work.d1Statements}`,
@@ -71,15 +77,13 @@ const workCountsHeader = (work: Work) =>
 
 const tooMany = (c: Context<AppEnv>, decision: Decision) => errorResponse(c, new ApiError(429, rateLimitDetail(decision)));
 
-const SECRET_SCANNING_PREFIX = "/secret-scanning/";
-
 /**
  * A secret-scanning report is counted once its route knows who sent it: a report whose signature verifies in the
  * `secret-scanning` bucket (admitVerifiedReport), anything else in the client IP's, so no one but GitHub can use up
  * GitHub's quota. Before the route runs, the client IP's bucket is only looked at (counting nothing): a caller
  * whose bucket is empty gets its 429 before any body is read or signature checked.
  */
-async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: Work): Promise<Response> {
+async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: RequestWork): Promise<Response> {
   const room = await admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work, { count: false });
   if (!room.allowed) return withBucketHeaders(c, tooMany(c, room), room, work);
   c.set("credential", { kind: "none" });
@@ -89,21 +93,15 @@ async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: 
   return withBucketHeaders(c, verified || decision.allowed ? c.res : tooMany(c, decision), decision, work);
 }
 
-/** Counts a report whose signature verified in the `secret-scanning` bucket; a refusal is a 429 (thrown). */
-export async function admitVerifiedReport(c: Context<AppEnv>): Promise<void> {
-  const decision = await admitBucket(c.env, bucketName("secret-scanning", "github"), FIXED_BUCKETS["secret-scanning"], c.var.services.work);
-  c.set("verifiedReport", decision);
-  if (!decision.allowed) throw new ApiError(429, rateLimitDetail(decision));
-}
-
 /**
  * Every request passes here after its context is built: its credential picks the bucket, the
  * bucket's object decides, and whatever response follows (success or error) carries that bucket's headers.
  */
 export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { config, work } = c.var.services;
-  if (c.req.path.startsWith(SECRET_SCANNING_PREFIX)) return admitReport(c, next, work);
-  const [credential, decision] = await admitCredential(c, await identify(c.req.header("Authorization"), config), work);
+  const declared = declarationOf(c);
+  if (declared?.credential === "github") return admitReport(c, next, work);
+  const [credential, decision] = await admitCredential(c, await identify(c.req.header("Authorization"), config), declared, work);
   c.set("credential", credential);
   let res: Response;
   if (decision.allowed) {
@@ -116,7 +114,7 @@ export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /** A misconfigured worker's 500, counted in the client IP's bucket like any request that cannot be identified. */
-export async function refuseMisconfigured(c: Context<AppEnv>, work: Work, problem: string): Promise<Response> {
+export async function refuseMisconfigured(c: Context<AppEnv>, work: RequestWork, problem: string): Promise<Response> {
   const decision = await admitIp(c, work);
   const res = decision.allowed ? errorResponse(c, new ApiError(500, problem)) : tooMany(c, decision);
   return withBucketHeaders(c, res, decision, work);

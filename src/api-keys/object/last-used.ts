@@ -55,12 +55,12 @@ export class LastUsedLog extends DurableObject<Env> {
   /**
    * Writes every mark to D1 in one batch (one statement per 5,000 marks), then forgets the marks it wrote
    * (a mark replaced meanwhile stays for the next flush). Should D1 fail, nothing is forgotten and the
-   * alarm is retried. Returns what it wrote, for the tests.
+   * alarm is retried.
    */
-  async flush(): Promise<{ marks: number; statements: number }> {
+  private async flush(): Promise<void> {
     this.alarmSet = false;
     const marks = this.ctx.storage.sql.exec<{ key_id: string; at: string }>("SELECT key_id, at FROM marks").toArray();
-    if (marks.length === 0) return { marks: 0, statements: 0 };
+    if (marks.length === 0) return;
     const chunks: string[] = [];
     for (let i = 0; i < marks.length; i += MARKS_PER_STATEMENT) {
       chunks.push(JSON.stringify(Object.fromEntries(marks.slice(i, i + MARKS_PER_STATEMENT).map((m) => [m.key_id, m.at]))));
@@ -76,6 +76,5 @@ export class LastUsedLog extends DurableObject<Env> {
       this.alarmSet = true;
       await this.ctx.storage.setAlarm(this.flushedAt + FLUSH_EVERY_MS);
     }
-    return { marks: marks.length, statements: chunks.length };
   }
 }

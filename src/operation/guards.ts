@@ -4,9 +4,9 @@ import { type Identity, unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
-import { accounts } from "../platform/tables.ts";
+import { type AccountRow, accounts } from "../platform/tables.ts";
 
-/** The route middlewares that say which credential a route needs, from what src/auth/identify.ts found. */
+/** The route middlewares that say which credential a route needs, from what src/pipeline/identify.ts found. */
 
 const noCredential = (what: string) => unauthorized(`Send ${what} as Authorization: Bearer <token>.`, false);
 
@@ -21,7 +21,7 @@ function requireLogin(c: Context<AppEnv>): Identity {
 }
 
 /** The account for an IdP subject, created on the Free plan the first time the subject is seen. */
-async function ensureAccount(db: Database, id: string): Promise<typeof accounts.$inferSelect> {
+async function ensureAccount(db: Database, id: string): Promise<AccountRow> {
   const existing = await db.select().from(accounts).where(eq(accounts.id, id)).get();
   if (existing) return existing;
   await db.insert(accounts).values({ id }).onConflictDoNothing();
@@ -44,7 +44,7 @@ export const requireScope =
     await next();
   };
 
-/** Data routes: an active API key (the rate limiter has already confirmed it). */
+/** Data routes: an active API key (its object has already admitted it). */
 export const requireApiKey: MiddlewareHandler<AppEnv> = async (c, next) => {
   const credential = c.var.credential;
   if (credential.kind === "rejected") throw credential.error;

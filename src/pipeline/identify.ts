@@ -1,20 +1,23 @@
+import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from "../api-keys/format.ts";
+import type { KeyRequest } from "../api-keys/object/types.ts";
+import { type Identity, unauthorized, verifyIdpToken } from "../auth/idp.ts";
 import { ApiError } from "../http/errors.ts";
 import { remember } from "../platform/bounded-map.ts";
 import type { Config } from "../platform/config.ts";
-import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from "./api-key.ts";
-import { type Identity, unauthorized, verifyIdpToken } from "./idp.ts";
 
 /**
  * What the request's `Authorization` header turned out to be. Worked out once, before admission,
  * because the credential picks the rate-limit bucket; routes then say which kind they need
- * (src/middleware/guards.ts). No Hono here: this is plain input in, credential out.
+ * (src/operation/guards.ts). No Hono here: this is plain input in, credential out.
  */
 /** The key a request was admitted with. */
 export interface ApiKeyOfRequest {
   id: string;
   accountId: string;
-  /** Names the key's rate-limit object, for a connection that asks it again while it lasts (an event stream). */
+  /** Names the key's object, for a connection that asks it again while it lasts (an event stream). */
   keyHash: string;
+  /** What the key was admitted for (the client's address, the route's scope): what such a connection asks again. */
+  request: KeyRequest;
   /** What the key may read (null: everything); for routes that check per call, like /mcp's tools. */
   scopes?: string[] | null;
 }
@@ -39,7 +42,7 @@ function bearerToken(header: string | undefined): string | undefined {
 /**
  * The hashes of API keys this isolate has checked: a key's checksum and SHA-256 are worked out on its first
  * request here, not on every request (the hot path's one per-request hash). Only well-formed keys are kept,
- * bounded like the rate limiter's memories; a key's hash never changes, so an entry is never stale.
+ * bounded like admission's memories; a key's hash never changes, so an entry is never stale.
  */
 const keyHashes = new Map<string, string>();
 
@@ -52,7 +55,7 @@ async function keyHashOf(token: string, prefix: string): Promise<string> {
   return keyHash;
 }
 
-/** Checks what can be checked without the rate limiter: a key's format and checksum, a JWT's signature and claims. */
+/** Checks what can be checked without any object: a key's format and checksum, a JWT's signature and claims. */
 export async function identify(header: string | undefined, config: Config): Promise<Credential> {
   let wasApiKey = false;
   try {

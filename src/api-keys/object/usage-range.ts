@@ -1,5 +1,6 @@
-import { DAY_MS, HOUR_MS, MINUTE_MS } from "../platform/time.ts";
-import type { Granularity, UsageCount, UsageSpan } from "./types.ts";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../platform/time.ts";
+import type { Granularity } from "../../rate-limit/types.ts";
+import type { UsageCount, UsageSpan } from "./types.ts";
 
 /** Bucket widths, and how many buckets each granularity keeps: 24 h of minutes, 30 days of hours, a year of days. */
 export const BUCKET_MS: Record<Granularity, number> = { minute: MINUTE_MS, hour: HOUR_MS, day: DAY_MS };

@@ -1,26 +1,25 @@
 import type { MiddlewareHandler } from "hono";
+import { keyObjectControl } from "../api-keys/object/stub.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { WebhookMessage } from "../events/messages.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { readConfig } from "../platform/config.ts";
 import { type Database, database } from "../platform/db.ts";
-import { meteredBucket, meteredQueue, type R2Operation } from "../platform/metered.ts";
-import { rateLimitControl } from "../rate-limit/stub.ts";
-import { noWork, type Work } from "../rate-limit/types.ts";
+import { meteredBucket, meteredQueue, noRequestWork, type R2Operation, type RequestWork } from "../platform/metered.ts";
 import { refuseMisconfigured } from "./admission.ts";
 
 /** The catalogue's store comes from its folder, handed in by the app (src/app.ts), so this layer imports no resource. */
-type CatalogueStoreOf = (env: Env, work: Work) => CatalogueStore;
+type CatalogueStoreOf = (env: Env, work: RequestWork) => CatalogueStore;
 
 /**
  * Builds the request's context, once, before anything else runs: the validated configuration
  * (cached per isolate), a D1 client, R2 buckets and a queue that count what they do into the request's work
- * tally, and the rate limiter's control. A misconfigured worker answers 500 naming the variable, counted like any anonymous call.
+ * tally, and the control of the keys' objects. A misconfigured worker answers 500 naming the variable, counted like any anonymous call.
  */
 export const requestServices =
   (catalogueStore: CatalogueStoreOf): MiddlewareHandler<AppEnv> =>
   async (c, next) => {
-    const work = noWork();
+    const work = noRequestWork();
     const config = readConfig(c.env);
     if (typeof config === "string") return refuseMisconfigured(c, work, config);
     const countR2 = (operation: R2Operation) => {
@@ -37,7 +36,7 @@ export const requestServices =
       get db() {
         return (db ??= database(c.env.DB, work));
       },
-      limiter: rateLimitControl(c.env, work),
+      keyObjects: keyObjectControl(c.env, work),
       get queue() {
         return (queue ??= meteredQueue(c.env.WEBHOOK_QUEUE, work));
       },

@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it, vi } from "vitest";
-import { hashApiKey } from "../../src/auth/api-key.ts";
-import type { RateLimiter } from "../../src/rate-limit/rate-limiter.ts";
+import { hashApiKey } from "../../src/api-keys/format.ts";
+import type { ApiKeyObject } from "../../src/api-keys/object/key-object.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 
@@ -18,8 +18,8 @@ fakeDateAt(T0);
 it("an admission runs 1 SQL statement and a refusal none within the second; a new minute adds one, folding old usage adds none until it is due", async () => {
   const { key } = await freshAccount({ plan: "free" });
   const keyHash = await hashApiKey(key);
-  const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(keyHash));
-  const statements = await runInDurableObject(stub, async (object: RateLimiter, state) => {
+  const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(keyHash));
+  const statements = await runInDurableObject(stub, async (object: ApiKeyObject, state) => {
     const sql = state.storage.sql;
     const exec = sql.exec.bind(sql);
     let count = 0;

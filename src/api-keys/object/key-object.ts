@@ -1,32 +1,16 @@
 import { DurableObject } from "cloudflare:workers";
-import { database } from "../platform/db.ts";
-import { logger } from "../platform/log.ts";
-import { isAllowed } from "./allowed-ips.ts";
-import { holdsScope, missingScopeDetail } from "./key-scopes.ts";
-import { loadKeyState } from "./key-store.ts";
+import { database } from "../../platform/db.ts";
+import { logger } from "../../platform/log.ts";
+import type { Limits } from "../../rate-limit/types.ts";
+import { type StoredCounters, Usage } from "../../rate-limit/window.ts";
+import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
-import {
-  type Decision,
-  type KeyAdmission,
-  type KeyRequest,
-  type KeyRestrictions,
-  type KeyState,
-  type Limits,
-  UNKNOWN_KEY_MS,
-  type UsageCount,
-  type UsageSpan,
-} from "./types.ts";
+import { type KeyAdmission, type KeyRequest, type KeyState, UNKNOWN_KEY_MS, type UsageCount, type UsageSpan } from "./types.ts";
 import { OLDEST_COLUMNS, type OldestColumns, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
 import { announceUsage, thresholdReached, thresholdsReached } from "./usage-threshold.ts";
-import { Usage } from "./window.ts";
 
 /** The one row that holds a bucket's counters: written once per decision, read once per wake. */
-interface StateRow extends Record<string, SqlStorageValue> {
-  log: string;
-  hour_start: number;
-  hour_count: number;
-  day_start: number;
-  day_count: number;
+interface StateRow extends StoredCounters, Record<string, SqlStorageValue> {
   usage_minute: number;
   usage_admitted: number;
   usage_refused: number;
@@ -50,7 +34,7 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (
  */
 type WokenRow = { [K in keyof StateRow]: StateRow[K] | null } & OldestColumns & { key_state: string | null };
 
-const log = logger("rate-limiter");
+const log = logger("api-key-object");
 
 /** Storage key set while a usage.threshold notice could not be written: the alarm writes it again. */
 const NOTICE_PENDING = "usage_notice_pending";
@@ -60,13 +44,15 @@ const NOTICE_RETRY_MS = 10_000;
 const REFUSALS_WRITTEN_EVERY_MS = 1_000;
 
 /**
- * One object per bucket: an API key (named by its hash), an account, an admin subject or a client IP.
- * It decides admission and counts in one round trip. Calls run one at a time and the counters are in
- * its SQLite storage, written before the answer leaves, so neither concurrency nor eviction admits extra.
- * All of a decision's counting (the minute log, the hour and day counters, this minute's usage) is one
- * row, written with one statement: a storage write is what an admission costs most, here and deployed.
+ * One object per API key, named by the key's hash (`idFromName`): the key's live record (status, expiry, plan limits,
+ * restrictions, read from D1 once and then pushed to), its rate-limit bucket and its usage. It decides admission and
+ * counts in one round trip. Calls run one at a time and the counters are in its SQLite storage, written before the
+ * answer leaves, so neither concurrency nor eviction admits extra. All of a decision's counting (the minute log, the
+ * hour and day counters, this minute's usage) is one row, written with one statement: a storage write is what an
+ * admission costs most, here and deployed. Until wrangler.toml's v5 this class was `RateLimiter`, which held the fixed
+ * buckets too; the rename kept every key's storage.
  */
-export class RateLimiter extends DurableObject<Env> {
+export class ApiKeyObject extends DurableObject<Env> {
   private readonly usage: Usage;
   private readonly usageLog: UsageLog;
   private key: KeyState | undefined;
@@ -93,13 +79,7 @@ export class RateLimiter extends DurableObject<Env> {
           .one()
       : {};
     const row = woken.log == null ? undefined : (woken as StateRow);
-    this.usage = row
-      ? new Usage(
-          JSON.parse(row.log) as number[],
-          { start: row.hour_start, count: row.hour_count },
-          { start: row.day_start, count: row.day_count },
-        )
-      : new Usage();
+    this.usage = Usage.restored(row);
     const pending = row
       ? { minute: row.usage_minute, admitted: row.usage_admitted, refused: row.usage_refused }
       : { minute: 0, admitted: 0, refused: 0 };
@@ -110,26 +90,6 @@ export class RateLimiter extends DurableObject<Env> {
     });
     this.lastUseRecorded = row?.last_used ?? 0;
     this.key = woken.key_state != null ? (JSON.parse(woken.key_state) as KeyState) : undefined;
-  }
-
-  /** Admission for a bucket whose limits the caller knows (account, admin subject, client IP). */
-  admit(limits: Limits): Decision {
-    const now = Date.now();
-    const slid = this.usage.slide(now);
-    const decision = this.usage.decide(now, limits);
-    if (decision.allowed || slid > 0) this.persist(now); // a refusal changes nothing to keep
-    return decision;
-  }
-
-  /**
-   * Whether the bucket would admit a request now, without counting one (the client IP's bucket, before a key hash not
-   * seen yet is looked up).
-   */
-  peek(limits: Limits): Decision {
-    const now = Date.now();
-    const usage = new Usage([...this.usage.minuteLog], { ...this.usage.hour }, { ...this.usage.day });
-    usage.slide(now);
-    return usage.decide(now, limits);
   }
 
   /**
@@ -149,7 +109,7 @@ export class RateLimiter extends DurableObject<Env> {
     if (forbidden) {
       // Refused, but not counted against the key's limits (the worker counts it in the client IP's bucket).
       this.count(now, false);
-      return { status: "forbidden", detail: forbidden, d1Queries };
+      return { status: "forbidden", reason: forbidden, d1Queries };
     }
     this.usage.slide(now);
     const decision = this.usage.decide(now, key.limits);
@@ -256,20 +216,15 @@ export class RateLimiter extends DurableObject<Env> {
     // Every threshold the counted day reached, again: their ids make a notice already written a no-op. Throwing retries the alarm.
     const { start, count } = this.usage.day;
     const { keyId, limits } = this.key;
+    const perDay = limits.per_day;
     const at = new Date().toISOString();
-    const notices = thresholdsReached(count, limits.per_day).map((threshold) => ({
-      keyId,
-      dayStart: start,
-      perDay: limits.per_day,
-      threshold,
-      at,
-    }));
+    const notices = thresholdsReached(count, perDay).map((threshold) => ({ keyId, dayStart: start, perDay, threshold, at }));
     await announceUsage(database(this.env.DB), notices);
     await this.ctx.storage.delete(NOTICE_PENDING);
   }
 
   /**
-   * usage.threshold (src/rate-limit/usage-threshold.ts): only the admission that reaches 80 % or 100 % of the
+   * usage.threshold (src/api-keys/object/usage-threshold.ts): only the admission that reaches 80 % or 100 % of the
    * day's quota writes anything, off the request path; should that fail, a stored flag and the alarm write it again.
    */
   private noticeUsage(keyId: string, perDay: number, now: number) {
@@ -286,7 +241,7 @@ export class RateLimiter extends DurableObject<Env> {
     this.ctx.waitUntil(written);
   }
 
-  /** Marks a use for `last_used_at` at most every MARK_EVERY_MS, handed to its shard off the request path (src/rate-limit/last-used.ts). */
+  /** Marks a use for `last_used_at` at most every MARK_EVERY_MS, handed to its shard off the request path (src/api-keys/object/last-used.ts). */
   private markUse(keyId: string, now: number) {
     if (now - this.lastUseRecorded < MARK_EVERY_MS) return;
     const previous = this.lastUseRecorded;
@@ -341,30 +296,4 @@ export class RateLimiter extends DurableObject<Env> {
       this.lastUseRecorded,
     );
   }
-}
-
-/** Whether an active key has expired (a rotated key's grace ends at its `expiresAt` too). */
-const pastExpiry = (key: { expiresAt: number | null }, now: number) => key.expiresAt !== null && now >= key.expiresAt;
-
-/**
- * What a read of D1 leaves, given what pushes stored while it ran: a read may have begun before a revocation or a
- * rotation's expiry reached D1, so a revocation stays, and of two expiries the earlier (an expiry only ever comes closer).
- */
-function withPushes(held: KeyState | undefined, read: KeyState): KeyState {
-  if (held?.status === "revoked") return held;
-  if (held === undefined || read.status === "revoked") return read;
-  const expiresAt = held.expiresAt === null ? read.expiresAt : Math.min(held.expiresAt, read.expiresAt ?? held.expiresAt);
-  return { ...read, expiresAt };
-}
-
-/** Why the key may not make this request (its address or its route's scope), or undefined when it may. */
-function outsideRestrictions(key: KeyRestrictions, request: KeyRequest): string | undefined {
-  if (key.allowedIps && !isAllowed(request.ip, key.allowedIps)) {
-    return (
-      `This API key may not be used from ${request.ip}; add the address to the key's allowed_ips (PATCH /api-keys/{id}) ` +
-      "or call from an allowed one."
-    );
-  }
-  if (request.scope !== undefined && !holdsScope(key.scopes, request.scope)) return missingScopeDetail(request.scope);
-  return undefined;
 }

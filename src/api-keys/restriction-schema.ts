@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { required } from "../http/validation.ts";
-import { CIDR_PATTERN, canonicalCidr, MAX_ALLOWED_IPS } from "../rate-limit/allowed-ips.ts";
-import { KEY_SCOPES } from "../rate-limit/key-scopes.ts";
+import { CIDR_PATTERN, canonicalCidr, MAX_ALLOWED_IPS } from "./object/allowed-ips.ts";
+import { KEY_SCOPES } from "./scopes.ts";
 
 /** `allowed_ips` and `scopes` of POST and PATCH /api-keys, and of key records; declared once. */
 

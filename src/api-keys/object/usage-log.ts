@@ -1,4 +1,5 @@
-import type { Granularity, UsageCount } from "./types.ts";
+import type { Granularity } from "../../rate-limit/types.ts";
+import type { UsageCount } from "./types.ts";
 import { BUCKET_MS, bucketStart, keptWindow } from "./usage-range.ts";
 
 const LEVEL: Record<Granularity, number> = { minute: 0, hour: 1, day: 2 };
@@ -14,7 +15,7 @@ export interface PendingMinute {
   refused: number;
 }
 
-/** The usage table: created by the object's wake-up script (src/rate-limit/rate-limiter.ts) with its other tables. */
+/** The usage table: created by the object's wake-up script (src/api-keys/object/key-object.ts) with its other tables. */
 export const USAGE_SCHEMA = `CREATE TABLE IF NOT EXISTS usage (level INTEGER NOT NULL, start INTEGER NOT NULL,
   admitted INTEGER NOT NULL, refused INTEGER NOT NULL, PRIMARY KEY (level, start)) WITHOUT ROWID;`;
 
@@ -27,7 +28,7 @@ const oldestPerLevel = (row: OldestColumns) => LEVELS.map((_, level) => row[`old
 
 /**
  * A key's admitted and refused requests, in its object's SQLite, so an eviction loses none.
- * The current minute's counts travel in the object's one state row (src/rate-limit/rate-limiter.ts
+ * The current minute's counts travel in the object's one state row (src/api-keys/object/key-object.ts
  * writes it once per decision); when a decision falls in a new minute, the finished one becomes a row here.
  * Rows that have left their window are folded into the next coarser level (minutes older than 24 h into hours,
  * hours older than 30 days into days) and days older than a year are dropped, lazily: once the oldest row of a

@@ -1,7 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import type { Database } from "./db.ts";
-import { type AccountEventType, type apiKeys, events } from "./tables.ts";
+import type { Database } from "../../platform/db.ts";
+import { type AccountEventType, type apiKeys, events } from "../../platform/tables.ts";
 
 export interface AccountEventFromRow {
   /** A derived id (ids.ts derivedEventId): the same for the same announcement, so the insert is a no-op the second time. */

@@ -1,0 +1,74 @@
+import pLimit from "p-limit";
+import { remember } from "../../platform/bounded-map.ts";
+import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
+import type { RequestWork } from "../../platform/metered.ts";
+import { type KeyAdmission, type KeyObjectControl, type KeyRequest, UNKNOWN_KEY_MS } from "./types.ts";
+
+/**
+ * Key hashes this isolate has seen answered: as an active key (true), or as matching no key, until a minute
+ * after its object said so (a number). A hash not seen yet is looked up only while the client IP's bucket has
+ * room (src/pipeline/admission.ts), so made-up keys cost a client its IP's quota, not D1 reads.
+ */
+const seenKeys = new Map<string, true | number>();
+
+/** True when this isolate has seen the hash answered, as a key or as matching none (within the minute it remembers that). */
+export function isSeenKey(keyHash: string): boolean {
+  const seen = seenKeys.get(keyHash);
+  return seen === true || (seen !== undefined && Date.now() < seen);
+}
+
+/** A key's object, named by the key's hash (as since before the v5 rename: the same ids, the same storage). */
+const keyObject = (env: Env, keyHash: string) => env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(keyHash));
+
+/**
+ * Admission for an API key, named by its hash: the key object's answer as it came (its D1 reads added to `work`);
+ * a hash remembered as matching no key is answered without a call.
+ */
+export async function admitKey(env: Env, keyHash: string, work: RequestWork, request: KeyRequest): Promise<KeyAdmission> {
+  const unknownUntil = seenKeys.get(keyHash);
+  if (typeof unknownUntil === "number") {
+    if (Date.now() < unknownUntil) return { status: "unknown", d1Queries: 0 };
+    seenKeys.delete(keyHash);
+  }
+  work.keyObjectCalls++;
+  const result = await keyObject(env, keyHash).admitKey(keyHash, request);
+  work.d1 += result.d1Queries;
+  if (result.status === "unknown") remember(seenKeys, keyHash, Date.now() + UNKNOWN_KEY_MS);
+  else if (result.status === "active" || result.status === "forbidden") remember(seenKeys, keyHash, true);
+  else seenKeys.delete(keyHash);
+  return result;
+}
+
+/**
+ * Whether the key (by its hash) would still be admitted for `request`, without counting a request: one call to its
+ * object, which reads D1 only if it was evicted and never saw the key since.
+ */
+export function keyStillAdmits(env: Env, keyHash: string, request: KeyRequest): Promise<boolean> {
+  return keyObject(env, keyHash).stillAdmits(keyHash, request);
+}
+
+export function keyObjectControl(env: Env, work: RequestWork): KeyObjectControl {
+  const counted = (keyHash: string) => {
+    work.keyObjectCalls++;
+    return keyObject(env, keyHash);
+  };
+  return {
+    async revoke(key) {
+      await counted(key.keyHash).revoke(key.id, key.accountId);
+    },
+    async expire(keyHash, expiresAt) {
+      await counted(keyHash).expire(keyHash, expiresAt);
+    },
+    usage(keyHash, span) {
+      return counted(keyHash).usageBuckets(span);
+    },
+    async refresh(keyHash) {
+      work.d1 += await counted(keyHash).refresh(keyHash);
+    },
+    async setLimits(keyHashes, limits) {
+      const limit = pLimit(MAX_OPEN_CONNECTIONS);
+      const pushed = await Promise.allSettled(keyHashes.map((hash) => limit(() => counted(hash).setLimits(limits))));
+      return keyHashes.filter((_, i) => pushed[i]!.status === "rejected");
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import { DurableObject } from "cloudflare:workers";
+import type { Decision, Limits } from "./types.ts";
+import { type StoredCounters, Usage } from "./window.ts";
+
+/** The bucket's counters: one row, written once per decision that changes them, read once per wake. */
+type BucketRow = StoredCounters & Record<string, SqlStorageValue>;
+
+/** Created by the first write: a bucket only ever looked at (a client IP's, before a key hash is looked up) stores nothing. */
+const SCHEMA = `CREATE TABLE IF NOT EXISTS bucket (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
+  hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL)`;
+
+/**
+ * One object per fixed bucket (src/rate-limit/buckets.ts): a client IP, an account, an admin subject, the
+ * secret-scanning reports. The caller knows the limits, which never change. Calls run one at a time and the
+ * counters are written to its SQLite storage before the answer leaves, so neither concurrency nor eviction admits
+ * extra. An API key's bucket is the key's own object (src/api-keys/object/key-object.ts), which also keeps what
+ * the key may do.
+ */
+export class RateLimitBucket extends DurableObject<Env> {
+  private readonly usage: Usage;
+  private hasSchema: boolean;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    const sql = ctx.storage.sql;
+    this.hasSchema = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'bucket'").toArray().length > 0;
+    const row = this.hasSchema ? sql.exec<BucketRow>("SELECT * FROM bucket").toArray()[0] : undefined;
+    this.usage = Usage.restored(row);
+  }
+
+  /** Decides and counts one request. */
+  admit(limits: Limits): Decision {
+    const now = Date.now();
+    const slid = this.usage.slide(now);
+    const decision = this.usage.decide(now, limits);
+    if (decision.allowed || slid > 0) this.persist(); // a refusal changes nothing to keep
+    return decision;
+  }
+
+  /** Whether the bucket would admit a request now, without counting one. */
+  peek(limits: Limits): Decision {
+    const now = Date.now();
+    const usage = new Usage([...this.usage.minuteLog], { ...this.usage.hour }, { ...this.usage.day });
+    usage.slide(now);
+    return usage.decide(now, limits);
+  }
+
+  private persist() {
+    const sql = this.ctx.storage.sql;
+    if (!this.hasSchema) {
+      sql.exec(SCHEMA);
+      this.hasSchema = true;
+    }
+    const { minuteLog, hour, day } = this.usage;
+    sql.exec(
+      "INSERT OR REPLACE INTO bucket VALUES (1, ?, ?, ?, ?, ?)",
+      JSON.stringify(minuteLog),
+      hour.start,
+      hour.count,
+      day.start,
+      day.count,
+    );
+  }
+}
