@@ -103,13 +103,14 @@ function selectedProjects(argv = process.argv): Set<string> | "all" {
 }
 
 /**
- * The MCP SDK's published files carry source maps that name its unpublished src/, so Vite warns once per file that
- * the sources are missing. Loaded without their maps, they read the same, and their stack frames point at dist/.
+ * Some dependencies publish source maps that name sources they do not publish (the MCP SDK's src/, standardwebhooks'),
+ * so Vite warns once per file, in every run, that they are missing. Loaded without their maps, dependencies read the
+ * same and their stack frames point at the published files.
  */
-const mcpSdkWithoutSourceMaps = {
-  name: "mcp-sdk-without-source-maps",
+const dependenciesWithoutSourceMaps = {
+  name: "dependencies-without-source-maps",
   async load(id: string) {
-    if (!id.includes("/node_modules/@modelcontextprotocol/sdk/dist/") || !id.endsWith(".js")) return null;
+    if (!id.includes("/node_modules/") || !/\.[cm]?js$/.test(id)) return null;
     return { code: (await readFile(id, "utf8")).replace(/\n\/\/# sourceMappingURL=\S+\s*$/, "\n"), map: null };
   },
 };
@@ -187,7 +188,7 @@ export default defineConfig(async () => {
       },
     });
   const workers = {
-    plugins: [workerPlugin(), mcpSdkWithoutSourceMaps],
+    plugins: [workerPlugin(), dependenciesWithoutSourceMaps],
     test: {
       name: "workers",
       include: ["test/**/*.test.ts"],
@@ -198,7 +199,7 @@ export default defineConfig(async () => {
   // `npm run chaos` (CHAOS=1): fault injection on the outbox and the deliveries (test/chaos/). Not part of `npm test`;
   // CHAOS_CHANGES sets how many price changes it ingests (default 400, about half a minute).
   const chaos = {
-    plugins: [workerPlugin({ CHAOS_CHANGES: process.env.CHAOS_CHANGES ?? "400" }), mcpSdkWithoutSourceMaps],
+    plugins: [workerPlugin({ CHAOS_CHANGES: process.env.CHAOS_CHANGES ?? "400" }), dependenciesWithoutSourceMaps],
     test: {
       name: "chaos",
       include: ["test/chaos/**/*.test.ts"],
