@@ -62,7 +62,7 @@ export const observationsBody = z.strictObject(
 
 export type Observation = z.output<typeof observation>;
 
-export const IngestionSummary = z
+export const IngestionResult = z
   .object({ received: z.int(), products_created: z.int(), offers_created: z.int(), price_changes: z.int(), stock_changes: z.int() })
   .meta({ id: "IngestionResult" });
-export type IngestionResult = z.infer<typeof IngestionSummary>;
+export type IngestionResult = z.infer<typeof IngestionResult>;
