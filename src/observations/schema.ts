@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { competitorDomain, competitorId, competitorName } from "../competitors/schema.ts";
+import { competitorDomain, competitorId, competitorName } from "../catalogue/schema.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required, trimmedText } from "../http/validation.ts";
