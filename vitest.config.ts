@@ -1,4 +1,5 @@
 import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
@@ -87,7 +88,96 @@ async function serveSecretScanningKeys() {
   };
 }
 
+/**
+ * The projects this run selects (`--project a --project b` or `--project=a`); none named means every project. Only the
+ * workers and chaos projects run the worker under test, so only they need its generated assets and the stand-in
+ * servers: `npm test -- --project node` (or `npm run test:e2e`) bundles nothing and starts no server here.
+ */
+function selectedProjects(argv = process.argv): Set<string> | "all" {
+  const names = new Set<string>();
+  argv.forEach((arg, i) => {
+    if (arg === "--project") names.add(argv[i + 1] ?? "");
+    else if (arg.startsWith("--project=")) names.add(arg.slice("--project=".length));
+  });
+  return names.size === 0 ? "all" : names;
+}
+
+/**
+ * Some dependencies publish source maps that name sources they do not publish (the MCP SDK's src/, standardwebhooks'),
+ * so Vite warns once per file, in every run, that they are missing. Loaded without their maps, dependencies read the
+ * same and their stack frames point at the published files.
+ */
+const dependenciesWithoutSourceMaps = {
+  name: "dependencies-without-source-maps",
+  async load(id: string) {
+    if (!id.includes("/node_modules/") || !/\.[cm]?js$/.test(id)) return null;
+    return { code: (await readFile(id, "utf8")).replace(/\n\/\/# sourceMappingURL=\S+\s*$/, "\n"), map: null };
+  },
+};
+
+/**
+ * workerd notes, on stderr, each time the catalogue builder's alarm handler re-arms its own alarm (its steps do, by
+ * design): "SQLite alarm handler canceled with requestScheduledAlarm". The pool prints workerd's lines as they come
+ * and offers no filter, and the line says nothing about a test, so that one line is dropped; every other line prints.
+ */
+function dropAlarmRearmNotes(): void {
+  const write = process.stderr.write.bind(process.stderr) as (chunk: unknown, ...rest: unknown[]) => boolean;
+  process.stderr.write = ((chunk: unknown, ...rest: unknown[]) =>
+    typeof chunk === "string" && chunk.includes("alarm handler canceled with requestScheduledAlarm")
+      ? true
+      : write(chunk, ...rest)) as typeof process.stderr.write;
+}
+
 export default defineConfig(async () => {
+  const selected = selectedProjects();
+  const runsTheWorker = Boolean(process.env.CHAOS) || selected === "all" || selected.has("workers");
+  // Pure logic and Node tools' checks (test/node/ and test/**/*.node.test.ts): plain Node, no worker, no binding.
+  const node = {
+    test: {
+      name: "node",
+      include: ["test/node/**/*.test.ts", "test/**/*.node.test.ts"],
+      environment: "node",
+    },
+  };
+  // The dashboard in a real browser (test/e2e/): plain Node; it starts `wrangler dev` and an IdP on 8787 and 4000.
+  // `npm run test:e2e`, with the dev-server project after it.
+  const e2e = {
+    test: {
+      name: "e2e",
+      include: ["test/e2e/**/*.test.ts"],
+      environment: "node",
+      testTimeout: 180_000,
+      hookTimeout: 120_000,
+      // A page load after a silent sign-in can take seconds on a loaded machine; poll for longer than the default 1 s.
+      expect: { poll: { timeout: 15_000 } },
+      sequence: { groupOrder: 1 },
+    },
+  };
+  // `npm run dev` itself, called on its ports as a user calls it (test/dev/): after the browser test, which binds the same ports.
+  const dev = {
+    test: {
+      name: "dev",
+      include: ["test/dev/**/*.test.ts"],
+      environment: "node",
+      testTimeout: 60_000,
+      hookTimeout: 240_000,
+      sequence: { groupOrder: 2 },
+    },
+  };
+  const test = {
+    // Two test files at once, whatever the core count (Vitest's default is one fewer than the cores: one, here). A
+    // workers file spends most of its time waiting (modules fetched into workerd, D1 and Durable Object calls), so
+    // a second one overlaps it: about a third off the workers project's wall time on two cores.
+    maxWorkers: 2,
+    // The code's routine info lines (a snapshot built, …) say nothing about a test; its warnings and errors still
+    // print, except where a test causes them on purpose and checks them (test/helpers/logs.ts).
+    onConsoleLog: (log: string) => !log.startsWith('{"level":"info"'),
+  };
+  if (!runsTheWorker) return { test: { ...test, projects: [e2e, node, dev] } };
+
+  // Wrangler's own info lines ("Using secrets defined in .dev.vars", once per test file) say nothing about a test.
+  process.env.WRANGLER_LOG ??= "warn";
+  dropAlarmRearmNotes();
   await buildDashboard(); // src/dashboard/assets.gen.js, which the worker imports
   buildDocs(); // src/docs/assets.gen.js, likewise
   const idp = await serveTestJwks();
@@ -116,18 +206,20 @@ export default defineConfig(async () => {
       },
     });
   const workers = {
-    plugins: [workerPlugin()],
+    plugins: [workerPlugin(), dependenciesWithoutSourceMaps],
     test: {
       name: "workers",
       include: ["test/**/*.test.ts"],
-      exclude: ["test/e2e/**", "test/node/**", "test/chaos/**", "test/dev/**"],
+      exclude: ["test/e2e/**", "test/node/**", "test/**/*.node.test.ts", "test/chaos/**", "test/dev/**"],
       setupFiles: ["./test/helpers/setup.ts"],
+      // Two files at once on two busy cores can take a request past Vitest's 5 s default; no test asserts a time.
+      testTimeout: 20_000,
     },
   };
   // `npm run chaos` (CHAOS=1): fault injection on the outbox and the deliveries (test/chaos/). Not part of `npm test`;
   // CHAOS_CHANGES sets how many price changes it ingests (default 400, about half a minute).
   const chaos = {
-    plugins: [workerPlugin({ CHAOS_CHANGES: process.env.CHAOS_CHANGES ?? "400" })],
+    plugins: [workerPlugin({ CHAOS_CHANGES: process.env.CHAOS_CHANGES ?? "400" }), dependenciesWithoutSourceMaps],
     test: {
       name: "chaos",
       include: ["test/chaos/**/*.test.ts"],
@@ -135,46 +227,5 @@ export default defineConfig(async () => {
       testTimeout: 3_600_000,
     },
   };
-  // The dashboard in a real browser (test/e2e/): plain Node. A group of its own, so it never runs
-  // alongside the workers tests (the machine has two cores).
-  const e2e = {
-    test: {
-      name: "e2e",
-      include: ["test/e2e/**/*.test.ts"],
-      environment: "node",
-      testTimeout: 180_000,
-      hookTimeout: 120_000,
-      // A page load after a silent sign-in can take seconds on a loaded machine; poll for longer than the default 1 s.
-      expect: { poll: { timeout: 15_000 } },
-      sequence: { groupOrder: 1 },
-    },
-  };
-  // `npm run dev` itself, called on its ports as a user calls it (test/dev/): after the browser test, which binds the same ports.
-  const dev = {
-    test: {
-      name: "dev",
-      include: ["test/dev/**/*.test.ts"],
-      environment: "node",
-      testTimeout: 60_000,
-      hookTimeout: 240_000,
-      sequence: { groupOrder: 2 },
-    },
-  };
-  // Node tools' checks (test/node/): the typed client's generated files against the routes.
-  const node = {
-    test: {
-      name: "node",
-      include: ["test/node/**/*.test.ts"],
-      environment: "node",
-      sequence: { groupOrder: 1 },
-    },
-  };
-  return {
-    test: {
-      // The code's routine info lines (a snapshot built, …) say nothing about a test; its warnings and errors still
-      // print, except where a test causes them on purpose and checks them (test/helpers/logs.ts).
-      onConsoleLog: (log: string) => !log.startsWith('{"level":"info"'),
-      projects: process.env.CHAOS ? [chaos] : [workers, e2e, node, dev],
-    },
-  };
+  return { test: { ...test, projects: process.env.CHAOS ? [chaos] : [workers, e2e, node, dev] } };
 });

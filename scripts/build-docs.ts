@@ -1,7 +1,7 @@
 /**
  * The API reference's assets: Swagger UI's browser bundle and styles from the npm registry
  * (swagger-ui-dist, never a CDN), with src/docs/swagger-init.js and docs.css, into
- * src/docs/assets.gen.js, a module of strings the worker serves at /docs/assets/ (src/routes/docs.ts).
+ * src/docs/assets.gen.js, a module of strings the worker serves at /docs/assets/ (src/docs/routes.ts).
  * Run beside build-dashboard.ts (the same mechanism): by wrangler's [build] and by vitest.config.ts. Not committed.
  */
 import { createHash } from "node:crypto";

@@ -6,7 +6,7 @@
  * It answers `--status` (204 by default) to verified requests, so 500 or 410 show the worker's
  * retries and disabling; a request whose signature does not verify gets 401 and is printed as such.
  * The secret is the `whsec_…` that POST /webhooks returned (also read from WEBHOOK_SECRET).
- * Point a webhook at it with WEBHOOK_ALLOW_INSECURE_URLS=true (the .dev.vars default); see docs/observations.md.
+ * Point a webhook at it with WEBHOOK_ALLOW_INSECURE_URLS=true (the .dev.vars default); see docs/webhooks.md.
  */
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";

@@ -17,6 +17,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { generateApiKey } from "../../src/api-keys/format.ts";
+import { p1363ToDer } from "../../test/helpers/der.ts";
 import type { Bench } from "../harness/bench.ts";
 import { type BenchKey, makeKeys } from "../harness/keys.ts";
 import { workerCpu } from "../harness/processes.ts";
@@ -33,21 +34,6 @@ interface ReportSigner {
 }
 
 const IDENTIFIER = "bench-secret-scanning-key";
-
-/** ASN.1 DER of one positive INTEGER from big-endian bytes: no needless leading zeros, a zero byte before a high bit. */
-function derInteger(bytes: Uint8Array): number[] {
-  let start = 0;
-  while (start < bytes.length - 1 && bytes[start] === 0) start++;
-  const value = [...bytes.subarray(start)];
-  if (value[0]! & 0x80) value.unshift(0);
-  return [0x02, value.length, ...value];
-}
-
-/** WebCrypto's r‖s (IEEE P1363) as the DER SEQUENCE GitHub sends. */
-function p1363ToDer(raw: Uint8Array): Uint8Array {
-  const body = [...derInteger(raw.subarray(0, 32)), ...derInteger(raw.subarray(32))];
-  return new Uint8Array([0x30, body.length, ...body]);
-}
 
 /** GitHub's side: a key pair, its public key served as GitHub's list is, and a signer. */
 async function startReportSigner(): Promise<ReportSigner> {

@@ -228,8 +228,14 @@ export function pageQueries(db: Database, ids: readonly string[], version: numbe
   ] as const;
 }
 
-/** What the first batch says: "scan", or the ids to read from D1 and the products changed since the snapshot. */
-async function plan(db: Database, manifest: Manifest, f: FilterSet, limit: number): Promise<"scan" | { ids: string[]; changed: string[] }> {
+/** Where a filtered read looks, as its first batch decides: "scan" the segments, or the ids to read from D1 and the
+ * products changed since the snapshot. */
+async function chooseSource(
+  db: Database,
+  manifest: Manifest,
+  f: FilterSet,
+  limit: number,
+): Promise<"scan" | { ids: string[]; changed: string[] }> {
   const queries = Object.entries(idQueries(db, f, limit)).filter(
     (entry): entry is [string, NonNullable<(typeof entry)[1]>] => entry[1] !== undefined && entry[1] !== null,
   );
@@ -315,14 +321,14 @@ export async function* matchingProducts(
   f: FilterSet,
   options: FilteredReadOptions = {},
 ): AsyncGenerator<string[]> {
-  const planned = await plan(db, manifest, f, d1Limit(manifest, options));
-  if (planned === "scan") return yield* scan(bucket, manifest, f, "");
+  const source = await chooseSource(db, manifest, f, d1Limit(manifest, options));
+  if (source === "scan") return yield* scan(bucket, manifest, f, "");
   const names = new Map(manifest.competitors.map((competitor) => [competitor.id, competitor]));
   const matchesRow = rowMatcher(f);
   const matchesLine = lineMatcher(f);
   const mayMatch = segmentMayMatch(f);
-  const { ids } = planned;
-  let changed = planned.changed;
+  const { ids } = source;
+  let changed = source.changed;
   const fewChanges = changed.length <= CHANGED_CAP;
   let after = "";
   for (let start = 0; start === 0 || start < ids.length; start += PAGE) {

@@ -2,12 +2,24 @@ import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { accepts } from "hono/accepts";
 import { CACHE_CONTROL, conditionalJson, ifNoneMatchHits } from "../http/conditional.ts";
-import { emptyResponse, jsonResponse, openApiApp } from "../http/openapi.ts";
+import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
 import { productHistory } from "./history.ts";
-import { CompetitorList, History, historyQuery, ifNoneMatch, Product, ProductList, productIdParam, productsQuery } from "./schema.ts";
+import {
+  Competitor,
+  CompetitorList,
+  competitorIdParam,
+  competitorPatchBody,
+  History,
+  historyQuery,
+  ifNoneMatch,
+  Product,
+  ProductList,
+  productIdParam,
+  productsQuery,
+} from "./schema.ts";
 import {
   competitorsJson,
   contentEtag,
@@ -18,6 +30,7 @@ import {
   productsEtag,
   servingManifest,
   snapshotEtag,
+  updateCompetitor,
 } from "./service.ts";
 import { streamOf, wholeCatalogue } from "./snapshot/read.ts";
 
@@ -169,3 +182,27 @@ export const competitorRoutes = openApiApp().openapi(listCompetitorsRoute, async
   const manifest = await servingManifest(c.var.services.catalogue);
   return conditionalJson(c, snapshotEtag(manifest), () => competitorsJson(manifest));
 });
+
+const updateCompetitorRoute = createRoute(
+  operation({
+    method: "patch",
+    path: "/{id}",
+    operationId: "updateCompetitor",
+    tags: ["Admin"],
+    summary: "Rename a competitor, or change its domain",
+    description:
+      "Observations never rename a stored competitor; this does. Any of name and domain; at least one. Values the competitor already has " +
+      "change nothing. A change shows in every offer's `competitor_name` once the catalogue snapshot is rebuilt (one full build). " +
+      "`offer_count` is the competitor's count in the snapshot being served, as GET /competitors gives it.",
+    credential: "admin",
+    scope: "prices:write",
+    request: { params: competitorIdParam, query: noQuery, body: jsonBody(competitorPatchBody, "The fields to change") },
+    errors: { notFound: true },
+    responses: { 200: jsonResponse("The competitor as it now is", Competitor) },
+  }),
+);
+
+/** PATCH /admin/competitors/:id (admin, scope prices:write). */
+export const adminCompetitorRoutes = openApiApp().openapi(updateCompetitorRoute, async (c) =>
+  c.json(await updateCompetitor(c.var.services, { id: c.req.valid("param").id, patch: c.req.valid("json") }), 200),
+);

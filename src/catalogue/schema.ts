@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { filterValue, strictQuery, when } from "../http/query.ts";
+import { jsonObject, required, trimmedText } from "../http/validation.ts";
 import { currency, money, prefixedId, timestamp } from "../http/wire.ts";
 
 /** The catalogue's wire shapes, declared once; the service builds values of the inferred types. */
@@ -103,3 +104,27 @@ export const Competitor = z
 export type CompetitorView = z.infer<typeof Competitor>;
 
 export const CompetitorList = z.object({ competitors: z.array(Competitor) }).meta({ id: "CompetitorList" });
+
+/** A competitor's fields as the API takes them (observations create competitors, PATCH renames them), declared once. */
+export const competitorId = z
+  .string({ error: required("string") })
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, { error: 'must be 1-64 letters, digits, "_", "." or "-", such as "cmp_amazon"' });
+export const competitorName = trimmedText(200);
+export const competitorDomain = trimmedText(253).nullable();
+
+export const competitorIdParam = z.object({ id: competitorId.meta({ description: "The competitor's id", example: "cmp_amazon" }) });
+
+/** PATCH /admin/competitors/:id: a new name, a new domain (null clears it), or both. */
+export const competitorPatchBody = z
+  .strictObject(
+    {
+      name: competitorName
+        .optional()
+        .meta({ description: "The name every offer of this competitor shows (`competitor_name`), up to 200 characters" }),
+      domain: competitorDomain.optional().meta({ description: "The shop's domain, up to 253 characters; null clears it" }),
+    },
+    jsonObject,
+  )
+  .refine((body) => body.name !== undefined || body.domain !== undefined, { error: "name at least one of name, domain" })
+  .meta({ minProperties: 1 });
+export type CompetitorPatch = z.output<typeof competitorPatchBody>;

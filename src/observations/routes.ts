@@ -4,7 +4,7 @@ import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
 import { deliverAfterCommit } from "../webhooks/delivery/immediate.ts";
-import { IngestionSummary, observationsBody } from "./schema.ts";
+import { IngestionResult, observationsBody } from "./schema.ts";
 import { ingestObservations } from "./service.ts";
 
 const ingestObservationsRoute = createRoute(
@@ -20,7 +20,7 @@ const ingestObservationsRoute = createRoute(
     credential: "admin",
     scope: "prices:write",
     request: { query: noQuery, body: jsonBody(observationsBody, "The observations") },
-    responses: { 200: jsonResponse("What the observations changed", IngestionSummary) },
+    responses: { 200: jsonResponse("What the observations changed", IngestionResult) },
   }),
 );
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { competitorDomain, competitorId, competitorName } from "../competitors/schema.ts";
+import { competitorDomain, competitorId, competitorName } from "../catalogue/schema.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required, trimmedText } from "../http/validation.ts";
@@ -62,7 +62,7 @@ export const observationsBody = z.strictObject(
 
 export type Observation = z.output<typeof observation>;
 
-export const IngestionSummary = z
+export const IngestionResult = z
   .object({ received: z.int(), products_created: z.int(), offers_created: z.int(), price_changes: z.int(), stock_changes: z.int() })
   .meta({ id: "IngestionResult" });
-export type IngestionResult = z.infer<typeof IngestionSummary>;
+export type IngestionResult = z.infer<typeof IngestionResult>;

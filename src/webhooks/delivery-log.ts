@@ -4,7 +4,7 @@ import type { Database } from "../platform/db.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
 import { latestAttempts } from "./delivery/delivery-archive.ts";
 import type { DeliveryListView, DeliveryView } from "./schema.ts";
-import { type DeliveryRow, findWebhook, type WebhookOfAccount } from "./service.ts";
+import { type DeliveryRow, findAccountWebhook, type WebhookOfAccount } from "./service.ts";
 
 /** GET /webhooks/:id/deliveries: a webhook's delivery log as the account reads it. */
 
@@ -36,7 +36,7 @@ export async function listWebhookDeliveries(
   { db, archive }: Pick<RequestServices, "db" | "archive">,
   { accountId, id }: WebhookOfAccount,
 ): Promise<DeliveryListView> {
-  await findWebhook(db, { accountId, id });
+  await findAccountWebhook(db, { accountId, id });
   const inD1 = await db
     .select()
     .from(webhookDeliveries)

@@ -4,7 +4,7 @@ import { ApiError } from "../http/errors.ts";
 import { webhooks } from "../platform/tables.ts";
 import type { CreatedWebhookView } from "./schema.ts";
 import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
-import { findWebhook, type WebhookOfAccount, webhookView } from "./service.ts";
+import { findAccountWebhook, type WebhookOfAccount, webhookView } from "./service.ts";
 
 /**
  * A new secret, shown in this answer only. The previous one is kept (encrypted like the current one)
@@ -16,7 +16,7 @@ export async function rotateWebhookSecret(
   { db, config }: Pick<RequestServices, "db" | "config">,
   { accountId, id, graceSeconds }: WebhookOfAccount & { graceSeconds: number },
 ): Promise<CreatedWebhookView> {
-  const current = await findWebhook(db, { accountId, id });
+  const current = await findAccountWebhook(db, { accountId, id });
   const secret = generateWebhookSecret();
   const [row] = await db
     .update(webhooks)
@@ -28,7 +28,7 @@ export async function rotateWebhookSecret(
     .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId), eq(webhooks.secretCiphertext, current.secretCiphertext)))
     .returning();
   if (!row) {
-    await findWebhook(db, { accountId, id }); // deleted meanwhile: 404
+    await findAccountWebhook(db, { accountId, id }); // deleted meanwhile: 404
     throw new ApiError(
       409,
       `Another rotation of webhook ${id}'s secret took effect while this one ran; the secret that call showed is the ` +

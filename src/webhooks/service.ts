@@ -88,10 +88,10 @@ export async function listWebhooks(db: Database, accountId: string): Promise<Web
 }
 
 export const getWebhook = async (db: Database, webhook: WebhookOfAccount): Promise<WebhookView> =>
-  webhookView(await findWebhook(db, webhook));
+  webhookView(await findAccountWebhook(db, webhook));
 
-/** The webhook's row, for the services that act on it. */
-export async function findWebhook(db: Database, { accountId, id }: WebhookOfAccount): Promise<WebhookRow> {
+/** The account's webhook row, for the services that act on it: 404 for an unknown id and for another account's webhook alike. */
+export async function findAccountWebhook(db: Database, { accountId, id }: WebhookOfAccount): Promise<WebhookRow> {
   const row = await db
     .select()
     .from(webhooks)
@@ -103,7 +103,7 @@ export async function findWebhook(db: Database, { accountId, id }: WebhookOfAcco
 
 /** The webhook, for an action that sends to it (test, replay): 409 when it is disabled. */
 export async function findEnabledWebhook(db: Database, { accountId, id }: WebhookOfAccount): Promise<WebhookRow> {
-  const webhook = await findWebhook(db, { accountId, id });
+  const webhook = await findAccountWebhook(db, { accountId, id });
   if (webhook.status !== "enabled")
     throw new ApiError(
       409,
@@ -132,7 +132,7 @@ export async function updateWebhook(
   { accountId, id, patch }: WebhookOfAccount & { patch: WebhookPatch },
 ): Promise<WebhookView> {
   const url = patch.url === undefined ? undefined : acceptedWebhookUrl(patch.url, config.WEBHOOK_ALLOW_INSECURE_URLS);
-  const current = await findWebhook(db, { accountId, id });
+  const current = await findAccountWebhook(db, { accountId, id });
   const changes: Partial<WebhookRow> = {
     url,
     events: patch.events,

@@ -3,8 +3,9 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ApiError } from "../../client/index.ts";
 import { generateApiKey } from "../../src/api-keys/format.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
+import { base64, p1363ToDer } from "../helpers/der.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
-import { base64, found, keyList, p1363ToDer, rawSignature, report, sha256Hex } from "../helpers/secret-scanning.ts";
+import { found, keyList, rawSignature, report, sha256Hex } from "../helpers/secret-scanning.ts";
 
 const keyRecord = async (token: string, id: string) => {
   const { api_keys } = await expectJson(await call("GET", "/api-keys", { token }), 200);

@@ -105,7 +105,7 @@ export const countingBucket = (bucket: R2Bucket, work: Pick<BuildWork, "r2Reads"
  * for the first snapshot or after a reset (`reset_version`, moved by the seed and by a competitor's
  * rename), else incremental from the snapshot the pointer names.
  */
-async function plan(deps: BuildDeps, now: number): Promise<BuildState | { current: Pointer | null; version: number }> {
+async function startBuild(deps: BuildDeps, now: number): Promise<BuildState | { current: Pointer | null; version: number }> {
   const { db, bucket } = deps;
   const [state] = await db.select().from(catalogueState).where(eq(catalogueState.id, 1));
   const version = state?.version ?? 0;
@@ -331,14 +331,14 @@ export type ReleaseObjects = (storage: BuilderStorage, released: { build: string
 export async function buildStep(deps: BuildDeps, onReleased: ReleaseObjects, now = Date.now()): Promise<StepOutcome> {
   let state = await deps.storage.get<BuildState>(BUILD_KEY);
   if (!state) {
-    const planned = await plan(deps, now);
-    if (!("id" in planned)) {
+    const started = await startBuild(deps, now);
+    if (!("id" in started)) {
       return {
         status: "current",
         report: {
           built: false,
-          manifest: planned.current?.manifest ?? null,
-          version: planned.version,
+          manifest: started.current?.manifest ?? null,
+          version: started.version,
           full: false,
           segmentsWritten: 0,
           products: 0,
@@ -349,7 +349,7 @@ export async function buildStep(deps: BuildDeps, onReleased: ReleaseObjects, now
         },
       };
     }
-    state = planned;
+    state = started;
   }
   if (state.phase === "scan") await scan(deps, state);
   else if (state.phase === "segments") {

@@ -80,7 +80,8 @@ export class CatalogueBuilder extends DurableObject<Env> {
 
   /**
    * Runs steps now until the snapshot holds the catalogue version, then the clean-up steps that are
-   * due (the tests, the first empty snapshot): what the alarms would do one step at a time.
+   * due: what the alarms would do one step at a time. For the first, empty, snapshot (ensureSnapshot),
+   * which a request waits for; the tests call it too, to finish at once the build an ingestion started.
    */
   build(): Promise<BuildReport> {
     return this.#serial(async () => {

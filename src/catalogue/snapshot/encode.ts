@@ -1,7 +1,7 @@
 import { and, asc, gt, gte, inArray, lt, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "../../platform/db.ts";
 import { competitors, offers, products } from "../../platform/tables.ts";
-import { type CompetitorRow, type OfferRow, productView } from "../views.ts";
+import { type CompetitorRow, type OfferRow, type ProductRow, productView } from "../views.ts";
 import type { BuildWork } from "./build-report.ts";
 import { deflatePart } from "./gzip-member.ts";
 import type { BuildDeps } from "./limits.ts";
@@ -53,8 +53,6 @@ export function changedInRange(version: number, range: (id: SQL) => (SQL | undef
   const changedVersion = fewChanges ? sql`${products.changedVersion}` : sql`+${products.changedVersion}`;
   return and(sql`${changedVersion} > ${version}`, ...range(id)) as SQL;
 }
-
-type ProductRow = typeof products.$inferSelect;
 
 export function encode(rows: readonly ProductRow[], offerRows: readonly OfferRow[], names: ReadonlyMap<string, CompetitorRow>): Encoded[] {
   const byProduct = new Map<string, OfferRow[]>();

@@ -20,7 +20,7 @@ async function readPartIndexes(storage: DurableObjectStorage, segments: readonly
   const found = await storage.get<Part[]>(segments.map((segment) => segment.parts));
   return segments.map((segment) => {
     const parts = found.get(segment.parts);
-    // The build's plan checked that the builder's storage holds the snapshot's indexes (else the build is full).
+    // startBuild (build.ts) checked that the builder's storage holds the snapshot's indexes (else the build is full).
     if (!parts) throw new Error(`The part index ${segment.parts} is missing from the catalogue builder's storage`);
     return parts;
   });

@@ -17,7 +17,7 @@ const PREFETCH = 4;
 let cached: { manifest: Manifest | null; checkedAt: number } | undefined;
 let checkingSince = 0;
 
-/** Forget the cached manifest: the next read checks the pointer (the tests, after a build). */
+/** Forget the cached manifest: the next read checks the pointer (after this isolate had a snapshot built: servingManifest). */
 export function forgetManifest(): void {
   cached = undefined;
 }
