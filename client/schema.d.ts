@@ -1407,8 +1407,11 @@ export interface components {
             status_code: number | null;
             error: string | null;
             duration_ms: number;
-            /** @enum {string} */
-            outcome: "delivered" | "retrying" | "failed" | "disabled";
+            /**
+             * @description delivered (a 2xx); retrying (it is tried again on the schedule); failed (the last attempt failed: no more tries); disabled (the endpoint answered 410, which disabled the webhook); abandoned (it was to be retried, but the webhook was disabled: no retry is pending)
+             * @enum {string}
+             */
+            outcome: "delivered" | "retrying" | "failed" | "disabled" | "abandoned";
             /**
              * Format: date-time
              * @description When the attempt was made (its webhook-timestamp)
