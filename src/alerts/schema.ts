@@ -34,7 +34,7 @@ const scopeList = (what: string, example: string) =>
       example: [example],
     });
 
-export const windowDays = (description: string) =>
+const windowDays = (description: string) =>
   z
     .int({ error: `must be a whole number of days from 1 to ${MAX_WINDOW_DAYS}` })
     .min(1, { error: `must be from 1 to ${MAX_WINDOW_DAYS}` })

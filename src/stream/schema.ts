@@ -1,13 +1,5 @@
 import { z } from "zod";
-import {
-  type AlertFilters,
-  alertFilterFields,
-  MAX_LIST_ENTRIES,
-  MAX_WINDOW_DAYS,
-  requireCurrency,
-  scopeValue,
-  windowDays,
-} from "../alerts/schema.ts";
+import { type AlertFilters, alertFilterFields, MAX_LIST_ENTRIES, MAX_WINDOW_DAYS, requireCurrency, scopeValue } from "../alerts/schema.ts";
 import { eventsQuery } from "../events/query.ts";
 import { single, strictQuery, wholeNumberParameter } from "../http/query.ts";
 import { moneyStringSchema } from "../platform/money.ts";
