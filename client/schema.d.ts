@@ -617,43 +617,50 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description Also the webhook-id header: the same on every retry; use it to drop duplicates */
-                event_id: string;
-                product_id: string;
-                sku: string;
-                name: string;
-                competitor_id: string;
-                competitor_name: string;
-                url: string | null;
-                currency: string;
-                /**
-                 * Format: date-time
-                 * @description UTC, ISO-8601
-                 * @example 2026-01-31T12:00:00.000Z
-                 */
-                observed_at: string;
-                /**
-                 * @description null when the currency changed (prices cannot be compared)
-                 * @example 14.99
-                 */
-                old_price: string | null;
-                /**
-                 * @description A decimal string with the currency's own minor-unit digits, never a float
-                 * @example 14.99
-                 */
-                new_price: string;
-                /**
-                 * @description new − old, signed
-                 * @example -1.50
-                 */
-                change_abs: string | null;
-                /** @description change_abs as a percentage of the old price, 2 decimals; null from a price of 0 */
-                change_pct: number | null;
-                /** @enum {string|null} */
-                direction: "up" | "down" | null;
-            };
+            data: components["schemas"]["PriceChangedData"];
         };
+        PriceChangedData: {
+            /** @description Also the webhook-id header: the same on every retry; use it to drop duplicates */
+            event_id: string;
+            product_id: string;
+            sku: string;
+            name: string;
+            competitor_id: string;
+            competitor_name: string;
+            url: string | null;
+            currency: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            observed_at: string;
+            /**
+             * @description null when the currency changed (prices cannot be compared)
+             * @example 14.99
+             */
+            old_price: string | null;
+            /**
+             * @description A decimal string with the currency's own minor-unit digits, never a float
+             * @example 14.99
+             */
+            new_price: string;
+            /**
+             * @description new − old, signed
+             * @example -1.50
+             */
+            change_abs: string | null;
+            /** @description change_abs as a percentage of the old price, 2 decimals; null from a price of 0 */
+            change_pct: number | null;
+            /** @description null when the currency changed */
+            direction: components["schemas"]["PriceDirection"] | null;
+        };
+        /**
+         * @description Which way a price moved. As an alert rule, only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 (nor a change of currency)
+         * @example down
+         * @enum {string}
+         */
+        PriceDirection: "up" | "down";
         StockChangedEvent: {
             /** @enum {string} */
             type: "stock.changed";
@@ -663,30 +670,31 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description Also the webhook-id header: the same on every retry; use it to drop duplicates */
-                event_id: string;
-                product_id: string;
-                sku: string;
-                name: string;
-                competitor_id: string;
-                competitor_name: string;
-                url: string | null;
-                currency: string;
-                /**
-                 * Format: date-time
-                 * @description UTC, ISO-8601
-                 * @example 2026-01-31T12:00:00.000Z
-                 */
-                observed_at: string;
-                /**
-                 * @description A decimal string with the currency's own minor-unit digits, never a float
-                 * @example 14.99
-                 */
-                price: string;
-                in_stock_before: boolean;
-                in_stock: boolean;
-            };
+            data: components["schemas"]["StockChangedData"];
+        };
+        StockChangedData: {
+            /** @description Also the webhook-id header: the same on every retry; use it to drop duplicates */
+            event_id: string;
+            product_id: string;
+            sku: string;
+            name: string;
+            competitor_id: string;
+            competitor_name: string;
+            url: string | null;
+            currency: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            observed_at: string;
+            /**
+             * @description A decimal string with the currency's own minor-unit digits, never a float
+             * @example 14.99
+             */
+            price: string;
+            in_stock_before: boolean;
+            in_stock: boolean;
         };
         TestEvent: {
             /** @enum {string} */
@@ -713,25 +721,26 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description The account the event belongs to */
-                account_id: string;
-                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
-                key_id: string;
-                /** @example pda_live_Ab12Cd34 */
-                prefix: string;
-                name: string;
-                /** @description Where it was found, as the scanner reported it */
-                url: string | null;
-                /** @description What the scanner was reading (content, commit, gist, …) */
-                source: string | null;
-                /**
-                 * Format: date-time
-                 * @description UTC, ISO-8601
-                 * @example 2026-01-31T12:00:00.000Z
-                 */
-                revoked_at: string;
-            };
+            data: components["schemas"]["ApiKeyLeakedEventData"];
+        };
+        ApiKeyLeakedEventData: {
+            /** @description The account the event belongs to */
+            account_id: string;
+            /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+            key_id: string;
+            /** @example pda_live_Ab12Cd34 */
+            prefix: string;
+            name: string;
+            /** @description Where it was found, as the scanner reported it */
+            url: string | null;
+            /** @description What the scanner was reading (content, commit, gist, …) */
+            source: string | null;
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            revoked_at: string;
         };
         /** @description The key expires in 7 days, or in 1 day */
         ApiKeyExpiringEvent: {
@@ -743,22 +752,24 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description The account the event belongs to */
-                account_id: string;
-                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
-                key_id: string;
-                /** @example pda_live_Ab12Cd34 */
-                prefix: string;
-                name: string;
-                /**
-                 * Format: date-time
-                 * @description UTC, ISO-8601
-                 * @example 2026-01-31T12:00:00.000Z
-                 */
-                expires_at: string;
-                days_left: 7 | 1;
-            };
+            data: components["schemas"]["ApiKeyExpiringEventData"];
+        };
+        ApiKeyExpiringEventData: {
+            /** @description The account the event belongs to */
+            account_id: string;
+            /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+            key_id: string;
+            /** @example pda_live_Ab12Cd34 */
+            prefix: string;
+            name: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            expires_at: string;
+            /** @enum {integer} */
+            days_left: 7 | 1;
         };
         /** @description A webhook stopped receiving events, and why */
         WebhookDisabledEvent: {
@@ -770,14 +781,15 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description The account the event belongs to */
-                account_id: string;
-                /** @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
-                webhook_id: string;
-                url: string;
-                disabled_reason: string;
-            };
+            data: components["schemas"]["WebhookDisabledEventData"];
+        };
+        WebhookDisabledEventData: {
+            /** @description The account the event belongs to */
+            account_id: string;
+            /** @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+            webhook_id: string;
+            url: string;
+            disabled_reason: string;
         };
         /** @description A key used 80 % or 100 % of its day quota (once each a day) */
         UsageThresholdEvent: {
@@ -789,19 +801,21 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description The account the event belongs to */
-                account_id: string;
-                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
-                key_id: string;
-                /** @example pda_live_Ab12Cd34 */
-                prefix: string;
-                /** @enum {string} */
-                period: "day";
-                limit: number;
-                used: number;
-                threshold: 80 | 100;
-            };
+            data: components["schemas"]["UsageThresholdEventData"];
+        };
+        UsageThresholdEventData: {
+            /** @description The account the event belongs to */
+            account_id: string;
+            /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+            key_id: string;
+            /** @example pda_live_Ab12Cd34 */
+            prefix: string;
+            /** @enum {string} */
+            period: "day";
+            limit: number;
+            used: number;
+            /** @enum {integer} */
+            threshold: 80 | 100;
         };
         /** @description Every error: one sentence saying what went wrong and what to do. */
         Error: {
@@ -940,14 +954,25 @@ export interface components {
             domain: string | null;
             offer_count: number;
         };
+        /** @enum {string} */
+        EventType: "price.changed" | "stock.changed";
         EventFeed: {
             /** @description Oldest first */
             events: components["schemas"]["FeedEvent"][];
             /** @description Pass as `after` for the next page; null when there is none yet (poll later with `after` = the last id you saw) */
             next_cursor: string | null;
         };
-        FeedEvent: {
-            /** @enum {string} */
+        FeedEvent: components["schemas"]["PriceChangedFeedEvent"] | components["schemas"]["StockChangedFeedEvent"];
+        PriceChangedFeedEvent: {
+            /**
+             * @description The event's id: webhook-id of its deliveries, and the `after` cursor
+             * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "price.changed";
             /**
              * Format: date-time
@@ -955,49 +980,18 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description Also the webhook-id header: the same on every retry; use it to drop duplicates */
-                event_id: string;
-                product_id: string;
-                sku: string;
-                name: string;
-                competitor_id: string;
-                competitor_name: string;
-                url: string | null;
-                currency: string;
-                /**
-                 * Format: date-time
-                 * @description UTC, ISO-8601
-                 * @example 2026-01-31T12:00:00.000Z
-                 */
-                observed_at: string;
-                /**
-                 * @description null when the currency changed (prices cannot be compared)
-                 * @example 14.99
-                 */
-                old_price: string | null;
-                /**
-                 * @description A decimal string with the currency's own minor-unit digits, never a float
-                 * @example 14.99
-                 */
-                new_price: string;
-                /**
-                 * @description new − old, signed
-                 * @example -1.50
-                 */
-                change_abs: string | null;
-                /** @description change_abs as a percentage of the old price, 2 decimals; null from a price of 0 */
-                change_pct: number | null;
-                /** @enum {string|null} */
-                direction: "up" | "down" | null;
-            };
+            data: components["schemas"]["PriceChangedData"];
+        };
+        StockChangedFeedEvent: {
             /**
              * @description The event's id: webhook-id of its deliveries, and the `after` cursor
              * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
              */
             id: string;
-        } | {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "stock.changed";
             /**
              * Format: date-time
@@ -1005,35 +999,7 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description Also the webhook-id header: the same on every retry; use it to drop duplicates */
-                event_id: string;
-                product_id: string;
-                sku: string;
-                name: string;
-                competitor_id: string;
-                competitor_name: string;
-                url: string | null;
-                currency: string;
-                /**
-                 * Format: date-time
-                 * @description UTC, ISO-8601
-                 * @example 2026-01-31T12:00:00.000Z
-                 */
-                observed_at: string;
-                /**
-                 * @description A decimal string with the currency's own minor-unit digits, never a float
-                 * @example 14.99
-                 */
-                price: string;
-                in_stock_before: boolean;
-                in_stock: boolean;
-            };
-            /**
-             * @description The event's id: webhook-id of its deliveries, and the `after` cursor
-             * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
-             */
-            id: string;
+            data: components["schemas"]["StockChangedData"];
         };
         AccountEventFeed: {
             /** @description Oldest first */
@@ -1041,8 +1007,18 @@ export interface components {
             /** @description Pass as `after` for the next page; null when there is none yet */
             next_cursor: string | null;
         };
-        AccountFeedEvent: {
-            /** @enum {string} */
+        AccountFeedEvent: components["schemas"]["ApiKeyLeakedFeedEvent"] | components["schemas"]["ApiKeyExpiringFeedEvent"] | components["schemas"]["WebhookDisabledFeedEvent"] | components["schemas"]["UsageThresholdFeedEvent"];
+        /** @description A secret scanner found the key in public; it was revoked before this was sent */
+        ApiKeyLeakedFeedEvent: {
+            /**
+             * @description The event's id: webhook-id of its deliveries, and the `after` cursor
+             * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "api_key.leaked";
             /**
              * Format: date-time
@@ -1050,32 +1026,19 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description The account the event belongs to */
-                account_id: string;
-                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
-                key_id: string;
-                /** @example pda_live_Ab12Cd34 */
-                prefix: string;
-                name: string;
-                /** @description Where it was found, as the scanner reported it */
-                url: string | null;
-                /** @description What the scanner was reading (content, commit, gist, …) */
-                source: string | null;
-                /**
-                 * Format: date-time
-                 * @description UTC, ISO-8601
-                 * @example 2026-01-31T12:00:00.000Z
-                 */
-                revoked_at: string;
-            };
+            data: components["schemas"]["ApiKeyLeakedEventData"];
+        };
+        /** @description The key expires in 7 days, or in 1 day */
+        ApiKeyExpiringFeedEvent: {
             /**
              * @description The event's id: webhook-id of its deliveries, and the `after` cursor
              * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
              */
             id: string;
-        } | {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "api_key.expiring";
             /**
              * Format: date-time
@@ -1083,29 +1046,19 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description The account the event belongs to */
-                account_id: string;
-                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
-                key_id: string;
-                /** @example pda_live_Ab12Cd34 */
-                prefix: string;
-                name: string;
-                /**
-                 * Format: date-time
-                 * @description UTC, ISO-8601
-                 * @example 2026-01-31T12:00:00.000Z
-                 */
-                expires_at: string;
-                days_left: 7 | 1;
-            };
+            data: components["schemas"]["ApiKeyExpiringEventData"];
+        };
+        /** @description A webhook stopped receiving events, and why */
+        WebhookDisabledFeedEvent: {
             /**
              * @description The event's id: webhook-id of its deliveries, and the `after` cursor
              * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
              */
             id: string;
-        } | {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "webhook.disabled";
             /**
              * Format: date-time
@@ -1113,21 +1066,19 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description The account the event belongs to */
-                account_id: string;
-                /** @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
-                webhook_id: string;
-                url: string;
-                disabled_reason: string;
-            };
+            data: components["schemas"]["WebhookDisabledEventData"];
+        };
+        /** @description A key used 80 % or 100 % of its day quota (once each a day) */
+        UsageThresholdFeedEvent: {
             /**
              * @description The event's id: webhook-id of its deliveries, and the `after` cursor
              * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
              */
             id: string;
-        } | {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "usage.threshold";
             /**
              * Format: date-time
@@ -1135,25 +1086,10 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             timestamp: string;
-            data: {
-                /** @description The account the event belongs to */
-                account_id: string;
-                /** @example key_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
-                key_id: string;
-                /** @example pda_live_Ab12Cd34 */
-                prefix: string;
-                /** @enum {string} */
-                period: "day";
-                limit: number;
-                used: number;
-                threshold: 80 | 100;
-            };
-            /**
-             * @description The event's id: webhook-id of its deliveries, and the `after` cursor
-             * @example evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
-             */
-            id: string;
+            data: components["schemas"]["UsageThresholdEventData"];
         };
+        /** @enum {string} */
+        AccountEventType: "api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold";
         Account: {
             /** @description The account login's `sub` */
             id: string;
@@ -1272,11 +1208,8 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             revoked_at: string | null;
-            /**
-             * @description deleted: by DELETE /api-keys/{id}; leaked: a secret scanner found it in public (docs/key-format.md)
-             * @enum {string|null}
-             */
-            revoked_reason: "deleted" | "leaked" | null;
+            /** @description null while the key is not revoked */
+            revoked_reason: components["schemas"]["RevokedReason"] | null;
             /**
              * Format: date-time
              * @description When a secret scanner reported the key
@@ -1306,6 +1239,11 @@ export interface components {
              */
             rotated_to: string | null;
         };
+        /**
+         * @description deleted: by DELETE /api-keys/{id}; leaked: a secret scanner found it in public (docs/key-format.md)
+         * @enum {string}
+         */
+        RevokedReason: "deleted" | "leaked";
         KeyUsage: {
             /** @example key_3f2a… */
             key_id: string;
@@ -1342,7 +1280,7 @@ export interface components {
             secret: string;
         };
         /**
-         * @description Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`. On stock.changed only competitors, brands, categories and skus apply. At most 16 KiB (16,384 bytes) as JSON (UTF-8); larger is a 400.
+         * @description Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`, with no more decimals than its minor unit (JPY none, USD 2, KWD 3). On stock.changed only competitors, brands, categories and skus apply. At most 16 KiB (16,384 bytes) as JSON (UTF-8); larger is a 400.
          * @example {
          *       "direction": "down",
          *       "currency": "USD",
@@ -1353,12 +1291,7 @@ export interface components {
          *     }
          */
         AlertFilters: {
-            /**
-             * @description Only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 (nor a change of currency)
-             * @example down
-             * @enum {string}
-             */
-            direction?: "up" | "down";
+            direction?: components["schemas"]["PriceDirection"];
             /**
              * @description The currency of min_change_abs, price_below and price_above (required with any of them); events in another currency do not match
              * @example USD
@@ -1474,8 +1407,11 @@ export interface components {
             status_code: number | null;
             error: string | null;
             duration_ms: number;
-            /** @enum {string} */
-            outcome: "delivered" | "retrying" | "failed" | "disabled";
+            /**
+             * @description delivered (a 2xx); retrying (it is tried again on the schedule); failed (the last attempt failed: no more tries); disabled (the endpoint answered 410, which disabled the webhook); abandoned (it was to be retried, but the webhook was disabled: no retry is pending)
+             * @enum {string}
+             */
+            outcome: "delivered" | "retrying" | "failed" | "disabled" | "abandoned";
             /**
              * Format: date-time
              * @description When the attempt was made (its webhook-timestamp)
@@ -1979,9 +1915,9 @@ export interface operations {
                 /** @description Events at or after this instant; an ISO-8601 date or date-time */
                 since?: string;
                 /** @description Only these types; repeat the parameter for several */
-                type?: ("price.changed" | "stock.changed") | ("price.changed" | "stock.changed")[];
-                /** @description Only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 (nor a change of currency) */
-                direction?: "up" | "down";
+                type?: components["schemas"]["EventType"] | components["schemas"]["EventType"][];
+                /** @description Which way a price moved. As an alert rule, only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 (nor a change of currency) */
+                direction?: components["schemas"]["PriceDirection"];
                 /** @description The currency of min_change_abs, price_below and price_above (required with any of them); events in another currency do not match */
                 currency?: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
                 /** @description Only price changes of at least this amount either way: 1.00 sends 10.00 → 8.99 and 10.00 → 11.00, not 10.00 → 10.99 */
@@ -1990,15 +1926,17 @@ export interface operations {
                 price_below?: string;
                 /** @description A crossing upwards: old_price ≤ this and new_price > it. 30.00 sends 30.00 → 30.01 and 25.00 → 31.00, not 31.00 → 32.00 (already above) nor 25.00 → 30.00 */
                 price_above?: string;
-                new_low_days?: string;
-                new_high_days?: string;
-                /** @description undefined; repeat the parameter for several */
+                /** @description A new N-day low: new_price is below every price this offer had in the N days before the change (the price it held when the window opened included). 30 sends 12.00 → 9.00 when the offer was never 9.00 or less in 30 days */
+                new_low_days?: number;
+                /** @description A new N-day high: new_price is above every price this offer had in the N days before the change */
+                new_high_days?: number;
+                /** @description Only events of these competitors (competitor_id) (exact match, at most 1,000); applies to stock.changed too; repeat the parameter for several */
                 competitors?: string | string[];
-                /** @description undefined; repeat the parameter for several */
+                /** @description Only events of these brands (the product's brand now) (exact match, at most 1,000); applies to stock.changed too; repeat the parameter for several */
                 brands?: string | string[];
-                /** @description undefined; repeat the parameter for several */
+                /** @description Only events of these categories (the product's category now) (exact match, at most 1,000); applies to stock.changed too; repeat the parameter for several */
                 categories?: string | string[];
-                /** @description undefined; repeat the parameter for several */
+                /** @description Only events of these SKUs (exact match, at most 1,000); applies to stock.changed too; repeat the parameter for several */
                 skus?: string | string[];
             };
             header?: {
@@ -2055,9 +1993,9 @@ export interface operations {
                 /** @description Events at or after this instant; an ISO-8601 date or date-time */
                 since?: string;
                 /** @description Only these types; repeat the parameter for several */
-                type?: ("price.changed" | "stock.changed") | ("price.changed" | "stock.changed")[];
+                type?: components["schemas"]["EventType"] | components["schemas"]["EventType"][];
                 /** @description Events a page, 1 to 1000 (default 100) */
-                limit?: string;
+                limit?: number;
             };
             header?: never;
             path?: never;
@@ -2110,9 +2048,9 @@ export interface operations {
                 /** @description Events at or after this instant; an ISO-8601 date or date-time */
                 since?: string;
                 /** @description Only these types; repeat the parameter for several */
-                type?: ("api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold") | ("api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold")[];
+                type?: components["schemas"]["AccountEventType"] | components["schemas"]["AccountEventType"][];
                 /** @description Events a page, 1 to 1000 (default 100) */
-                limit?: string;
+                limit?: number;
             };
             header?: never;
             path?: never;

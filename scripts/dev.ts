@@ -6,7 +6,8 @@
  *   3. the local IdP on http://127.0.0.1:4000;
  *   4. the worker on http://127.0.0.1:8787 (extra arguments go to `wrangler dev`, e.g. --var NAME:VALUE;
  *      `--persist-to DIR` also puts the migrated and seeded D1 there, as the dev-server test does);
- *   5. once both answer and the catalogue's first snapshot serves, the addresses to open and the commands to try.
+ *   5. once both answer and the catalogue's first snapshot serves, the addresses to open and the commands to try
+ *      (wrangler's own start-up output held back until then: only its errors and warnings show before).
  */
 import { type ChildProcess, type StdioOptions, spawnSync } from "node:child_process";
 import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
@@ -68,10 +69,33 @@ if (!existsSync(seedFile)) run("node", ["scripts/seed.ts", "--out", seedFile, ..
 // package.json runs this script with `exec`, so a SIGTERM to `npm run dev` reaches it too (not only the shell npm starts).
 // No stdin: a process outside the terminal's foreground group that read it would be stopped (SIGTTIN).
 const stdio: StdioOptions = ["ignore", "inherit", "inherit"];
-const children: ChildProcess[] = [
-  spawnGroup("node", ["scripts/idp.ts"], { stdio }),
-  spawnGroup("wrangler", ["dev", "--ip", "127.0.0.1", "--port", "8787", ...wranglerDevArgs], { stdio }),
-];
+const wrangler = spawnGroup("wrangler", ["dev", "--ip", "127.0.0.1", "--port", "8787", ...wranglerDevArgs], {
+  stdio: ["ignore", "pipe", "pipe"],
+});
+const children: ChildProcess[] = [spawnGroup("node", ["scripts/idp.ts"], { stdio }), wrangler];
+
+/**
+ * Until the banner, wrangler's output is held back: its bindings table (printed twice, as the first build's generated
+ * assets make it build again) and the log of this script's own warm-up requests (a 503 while the first snapshot
+ * builds) tell a newcomer nothing. Its errors and warnings pass at once; the rest is printed only if the worker never
+ * comes up, to show why. After the banner everything passes through.
+ */
+let held: [NodeJS.WriteStream, Buffer][] | undefined = [];
+const PASS_AT_ONCE = /\[ERROR\]|\[WARNING\]|✘|▲/;
+for (const [from, to] of [
+  [wrangler.stdout, process.stdout],
+  [wrangler.stderr, process.stderr],
+] as const) {
+  from?.on("data", (chunk: Buffer) => {
+    if (held && !PASS_AT_ONCE.test(chunk.toString())) held.push([to, chunk]);
+    else to.write(chunk);
+  });
+}
+/** From now on wrangler's output passes through; `show` prints what was held back first. */
+function release(show: boolean) {
+  if (show) for (const [to, chunk] of held ?? []) to.write(chunk);
+  held = undefined;
+}
 
 /** How long the children have to exit on SIGTERM before what is left of their groups is killed. */
 const STOP_GRACE_MS = 3_000;
@@ -143,9 +167,12 @@ async function firstSnapshotServes(seconds: number): Promise<string | null> {
   }
 }
 
-// Wrangler's own output scrolls by; once the worker and the IdP answer and the catalogue serves, say where everything is.
-if ((await answers(`${API}/`, 120)) && (await answers(`${IDP}/.well-known/openid-configuration`, 30))) {
-  const problem = await firstSnapshotServes(SNAPSHOT_WAIT_SECONDS).catch((error: unknown) => String(error));
+// Once the worker and the IdP answer and the catalogue serves, say where everything is.
+const up = (await answers(`${API}/`, 120)) && (await answers(`${IDP}/.well-known/openid-configuration`, 30));
+const problem = up ? await firstSnapshotServes(SNAPSHOT_WAIT_SECONDS).catch((error: unknown) => String(error)) : null;
+await sleep(250); // wrangler logs a request once it has answered it: the warm-up's last lines arrive while still held
+release(!up || problem !== null);
+if (up) {
   if (problem) {
     console.warn(`
   The catalogue is not serving yet (${problem}).

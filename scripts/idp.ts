@@ -27,6 +27,16 @@ import {
 
 const signingKey = devSigningKey();
 
+// oidc-provider warns about the defaults a production provider must replace (its in-memory store, its development
+// login pages): here they are the point, so its warnings and notices would only alarm whoever runs `npm run dev`.
+for (const level of ["warn", "info"] as const) {
+  const print = console[level].bind(console);
+  console[level] = (...args: unknown[]) => {
+    if (typeof args[0] === "string" && args[0].includes("oidc-provider ")) return;
+    print(...args);
+  };
+}
+
 const provider = new Provider(DEV_ISSUER, {
   clients: [
     {

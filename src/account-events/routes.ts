@@ -19,7 +19,7 @@ const listAccountEventsRoute = createRoute(
       "The account's own api_key.leaked, api_key.expiring, webhook.disabled and usage.threshold events, oldest first, as its webhooks " +
       "that subscribe to them receive them, plus `id`. Never another account's, and never in GET /events. The query and paging of GET " +
       "/events: `after` (the previous page's next_cursor), `since`, `type` (repeatable), `limit` (1–1000, default 100).",
-    request: { query: feedQuery(ACCOUNT_EVENT_TYPES) },
+    request: { query: feedQuery(ACCOUNT_EVENT_TYPES, "AccountEventType") },
     responses: {
       200: jsonResponse("A page of the account's events", AccountEventFeed),
       410: jsonResponse("The cursor's event is no longer kept, or is not this account's", ErrorBody),

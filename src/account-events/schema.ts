@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { feedEventId } from "../events/schema.ts";
 import { prefixedId, timestamp } from "../http/wire.ts";
 import type { AccountEventType } from "../platform/tables.ts";
 
@@ -12,10 +13,16 @@ const keyId = prefixedId("key", "0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d");
 const accountId = z.string().meta({ description: "The account the event belongs to" });
 const keyFields = { account_id: accountId, key_id: keyId, prefix: z.string().meta({ example: "pda_live_Ab12Cd34" }) };
 
-const event = <T extends AccountEventType, D extends z.ZodRawShape>(type: T, id: string, description: string, data: D) =>
-  z.object({ type: z.literal(type), timestamp, data: z.object(data) }).meta({ id, description });
+/** An account event's payload (`id`: its component, `<id>Data` its data's) and, for the feeds, the same with the event's id. */
+const event = <T extends AccountEventType, D extends z.ZodRawShape>(type: T, id: string, description: string, data: D) => {
+  const fields = { type: z.literal(type), timestamp, data: z.object(data).meta({ id: `${id}Data` }) };
+  return [
+    z.object(fields).meta({ id, description }),
+    z.object({ ...feedEventId, ...fields }).meta({ id: id.replace(/Event$/, "FeedEvent"), description }),
+  ] as const;
+};
 
-const ApiKeyLeakedEvent = event(
+const [ApiKeyLeakedEvent, ApiKeyLeakedFeedEvent] = event(
   "api_key.leaked",
   "ApiKeyLeakedEvent",
   "A secret scanner found the key in public; it was revoked before this was sent",
@@ -28,27 +35,43 @@ const ApiKeyLeakedEvent = event(
   },
 );
 
-const ApiKeyExpiringEvent = event("api_key.expiring", "ApiKeyExpiringEvent", "The key expires in 7 days, or in 1 day", {
-  ...keyFields,
-  name: z.string(),
-  expires_at: timestamp,
-  days_left: z.union([z.literal(7), z.literal(1)]),
-});
+const [ApiKeyExpiringEvent, ApiKeyExpiringFeedEvent] = event(
+  "api_key.expiring",
+  "ApiKeyExpiringEvent",
+  "The key expires in 7 days, or in 1 day",
+  {
+    ...keyFields,
+    name: z.string(),
+    expires_at: timestamp,
+    // An enum of numbers (a union of literals would come out as one class per value in a generated client).
+    days_left: z.enum({ week: 7, day: 1 }),
+  },
+);
 
-const WebhookDisabledEvent = event("webhook.disabled", "WebhookDisabledEvent", "A webhook stopped receiving events, and why", {
-  account_id: accountId,
-  webhook_id: prefixedId("whk", "0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d"),
-  url: z.string(),
-  disabled_reason: z.string(),
-});
+const [WebhookDisabledEvent, WebhookDisabledFeedEvent] = event(
+  "webhook.disabled",
+  "WebhookDisabledEvent",
+  "A webhook stopped receiving events, and why",
+  {
+    account_id: accountId,
+    webhook_id: prefixedId("whk", "0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d"),
+    url: z.string(),
+    disabled_reason: z.string(),
+  },
+);
 
-const UsageThresholdEvent = event("usage.threshold", "UsageThresholdEvent", "A key used 80 % or 100 % of its day quota (once each a day)", {
-  ...keyFields,
-  period: z.literal("day"),
-  limit: z.int(),
-  used: z.int(),
-  threshold: z.union([z.literal(80), z.literal(100)]),
-});
+const [UsageThresholdEvent, UsageThresholdFeedEvent] = event(
+  "usage.threshold",
+  "UsageThresholdEvent",
+  "A key used 80 % or 100 % of its day quota (once each a day)",
+  {
+    ...keyFields,
+    period: z.literal("day"),
+    limit: z.int(),
+    used: z.int(),
+    threshold: z.enum({ warning: 80, reached: 100 }),
+  },
+);
 
 /** Each account event with what the OpenAPI document's webhooks say of it (src/docs/document.ts). */
 export const ACCOUNT_EVENTS = [
@@ -60,16 +83,9 @@ export const ACCOUNT_EVENTS = [
 type Payload = z.infer<(typeof ACCOUNT_EVENTS)[number][0]>;
 export type AccountEventData<T extends AccountEventType> = Extract<Payload, { type: T }>["data"];
 
-const withId = {
-  id: z
-    .string()
-    .regex(/^evt_[0-9a-f]{32}$/)
-    .meta({
-      description: "The event's id: webhook-id of its deliveries, and the `after` cursor",
-      example: "evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d",
-    }),
-};
-export const AccountFeedEvent = z.union(ACCOUNT_EVENTS.map(([event]) => event.extend(withId))).meta({ id: "AccountFeedEvent" });
+export const AccountFeedEvent = z
+  .discriminatedUnion("type", [ApiKeyLeakedFeedEvent, ApiKeyExpiringFeedEvent, WebhookDisabledFeedEvent, UsageThresholdFeedEvent])
+  .meta({ id: "AccountFeedEvent" });
 export type AccountFeedEvent = z.infer<typeof AccountFeedEvent>;
 
 export const AccountEventFeed = z

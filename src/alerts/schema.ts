@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { PriceDirection } from "../events/schema.ts";
 import { required } from "../http/validation.ts";
 import { currencySchema, moneyFieldsFit, moneyStringSchema } from "../platform/money.ts";
 
@@ -33,7 +34,7 @@ const scopeList = (what: string, example: string) =>
       example: [example],
     });
 
-export const windowDays = (description: string) =>
+const windowDays = (description: string) =>
   z
     .int({ error: `must be a whole number of days from 1 to ${MAX_WINDOW_DAYS}` })
     .min(1, { error: `must be from 1 to ${MAX_WINDOW_DAYS}` })
@@ -43,10 +44,8 @@ export const windowDays = (description: string) =>
 const amount = (description: string, example: string) => moneyStringSchema.optional().meta({ description, example });
 
 export const alertFilterFields = {
-  direction: z.enum(["up", "down"], { error: "must be up or down" }).optional().meta({
-    description: 'Only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 (nor a change of currency)',
-    example: "down",
-  }),
+  // The component alone (its description says what the rule does): a description beside it would inline a copy.
+  direction: PriceDirection.optional(),
   currency: currencySchema.optional().meta({
     description:
       "The currency of min_change_abs, price_below and price_above (required with any of them); events in another currency do not match",
@@ -107,8 +106,11 @@ const alertFiltersObject = z
 
 export const alertFilters = alertFiltersObject.nullable().meta({
   id: "AlertFilters",
+  // What requireCurrency checks, as JSON Schema says it (a client generated from the document sends the currency too).
+  dependentRequired: Object.fromEntries(MONEY_RULES.map((field) => [field, ["currency"]])),
   description:
-    "Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`. On " +
+    "Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`, with no more " +
+    "decimals than its minor unit (JPY none, USD 2, KWD 3). On " +
     `stock.changed only competitors, brands, categories and skus apply. At most 16 KiB (${MAX_FILTERS_BYTES.toLocaleString("en")} ` +
     "bytes) as JSON (UTF-8); larger is a 400.",
   example: { direction: "down", currency: "USD", price_below: "20.00", competitors: ["cmp_amazon"] },

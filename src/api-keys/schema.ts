@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { DATE_OR_DATE_TIME, isoTimestamp, strictQuery, when } from "../http/query.ts";
 import { jsonObject, required } from "../http/validation.ts";
-import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
+import { graceSeconds, orNull, prefixedId, timestamp } from "../http/wire.ts";
 import { DAY_MS } from "../platform/time.ts";
 import { GRANULARITIES } from "../rate-limit/types.ts";
 import { allowedIpsInput, restrictionFields, scopesInput } from "./restriction-schema.ts";
@@ -78,6 +78,11 @@ const lifecycleFields = {
 
 const KEY_STATUSES = ["active", "expired", "revoked"] as const;
 
+const RevokedReason = z.enum(["deleted", "leaked"]).meta({
+  id: "RevokedReason",
+  description: "deleted: by DELETE /api-keys/{id}; leaked: a secret scanner found it in public (docs/key-format.md)",
+});
+
 export const ApiKey = z
   .object({
     ...keyFields,
@@ -85,10 +90,7 @@ export const ApiKey = z
     created_at: timestamp,
     last_used_at: timestamp.nullable().meta({ description: "The last admitted request, at most a minute late" }),
     revoked_at: timestamp.nullable(),
-    revoked_reason: z
-      .enum(["deleted", "leaked"])
-      .nullable()
-      .meta({ description: "deleted: by DELETE /api-keys/{id}; leaked: a secret scanner found it in public (docs/key-format.md)" }),
+    revoked_reason: orNull(RevokedReason).meta({ description: "null while the key is not revoked" }),
     leaked_at: timestamp.nullable().meta({ description: "When a secret scanner reported the key" }),
     leak_url: z.string().nullable().meta({ description: "Where the scanner found it, as reported" }),
     ...lifecycleFields,

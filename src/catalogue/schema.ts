@@ -52,7 +52,7 @@ export type OfferView = z.infer<typeof Offer>;
  * alphabetically first code), named by `currency`: prices in different currencies are never compared.
  * Stock does not matter for min/max (in_stock_count says how many can be bought); shipping is excluded.
  */
-const Summary = z
+export const Summary = z
   .object({
     min_price: money.nullable(),
     max_price: money.nullable(),

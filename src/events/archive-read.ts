@@ -25,6 +25,13 @@ export function firstSeqSince(since: string): SQL {
   return sql`coalesce((SELECT min(seq) FROM events WHERE timestamp >= ${since} AND timestamp < ${plusSkew(first)}), 9e18)`;
 }
 
+/** As SQL, the lowest first_seq of an archive object that may hold an event at or after `since` (9e18 when none), as firstSeqSince. */
+export function archiveFirstSeqSince(since: string): SQL {
+  const firstArchivedMax = sql`(SELECT min(max_timestamp) FROM event_archive WHERE max_timestamp >= ${since})`;
+  return sql`coalesce((SELECT min(first_seq) FROM event_archive
+    WHERE max_timestamp >= ${since} AND max_timestamp < ${plusSkew(firstArchivedMax)}), 9e18)`;
+}
+
 /** The events of one archive object, in seq order. */
 export async function readArchive(bucket: R2Bucket, range: ArchiveRange): Promise<ArchivedEvent[]> {
   const object = await bucket.get(archiveKey(range.firstSeq));
@@ -73,11 +80,7 @@ export async function scanEvents(db: Database, bucket: R2Bucket, scan: EventScan
   const { afterSeq, since, until } = scan;
   // Only some types: one is an index range of (type, seq); every type is no filter at all.
   const types = scan.types && WEBHOOK_EVENT_TYPES.every((type) => scan.types!.includes(type)) ? undefined : scan.types;
-  const firstArchivedMax = sql`(SELECT min(max_timestamp) FROM event_archive WHERE max_timestamp >= ${since})`;
-  const sinceRange = scan.seek
-    ? sql`coalesce((SELECT min(first_seq) FROM event_archive
-        WHERE max_timestamp >= ${since} AND max_timestamp < ${plusSkew(firstArchivedMax)}), 9e18)`
-    : sql`0`;
+  const sinceRange = scan.seek ? archiveFirstSeqSince(since) : sql`0`;
   const afterRange = sql`coalesce((SELECT max(first_seq) FROM event_archive WHERE first_seq <= ${afterSeq}), 0)`;
   const sinceSeq = scan.seek ? firstSeqSince(since) : sql`0`;
   const [ranges, recent] = await db.batch([
@@ -138,9 +141,7 @@ export async function archivedBetween(
   bucket: R2Bucket,
   { since, until, through }: { since: string; until: string; through: number },
 ): Promise<ArchivedEvent[]> {
-  const firstArchivedMax = sql`(SELECT min(max_timestamp) FROM event_archive WHERE max_timestamp >= ${since})`;
-  const sinceRange = sql`coalesce((SELECT min(first_seq) FROM event_archive
-    WHERE max_timestamp >= ${since} AND max_timestamp < ${plusSkew(firstArchivedMax)}), 9e18)`;
+  const sinceRange = archiveFirstSeqSince(since);
   const untilRange = sql`coalesce((SELECT last_seq FROM event_archive
     WHERE max_timestamp >= ${plusSkew(sql`${until}`)} ORDER BY max_timestamp LIMIT 1), 9e18)`;
   const ranges = await db

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { single, strictQuery, when } from "../http/query.ts";
+import { single, strictQuery, when, wholeNumberParameter } from "../http/query.ts";
 import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 
 /** GET /events' query (and GET /account/events'). `type` may be given several times (`?type=a&type=b`): the router hands over an array. */
@@ -7,9 +7,12 @@ import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 export const DEFAULT_FEED_LIMIT = 100;
 const MAX_FEED_LIMIT = 1000;
 
-/** The query of an events feed whose events are of `types` (GET /events, GET /account/events). */
-export function feedQuery<const T extends readonly [string, ...string[]]>(types: T) {
-  const eventType = z.enum(types, { error: `must be one of ${types.join(", ")}` });
+/**
+ * The query of an events feed whose events are of `types` (GET /events, GET /account/events). The type enum is a
+ * named component (`typeName`), so a generated client has one type for `type` given once or repeated.
+ */
+export function feedQuery<const T extends readonly [string, ...string[]]>(types: T, typeName: string) {
+  const eventType = z.enum(types, { error: `must be one of ${types.join(", ")}` }).meta({ id: typeName });
   return strictQuery({
     after: z
       .string(single)
@@ -25,25 +28,17 @@ export function feedQuery<const T extends readonly [string, ...string[]]>(types:
       .optional()
       .transform((type) => (type === undefined ? undefined : [type].flat()))
       .meta({ description: "Only these types; repeat the parameter for several" }),
-    limit: z
-      .string(single)
-      .regex(/^\d+$/, { error: `must be a whole number from 1 to ${MAX_FEED_LIMIT}` })
-      .transform(Number)
-      .pipe(
-        z
-          .int()
-          .min(1, { error: `must be from 1 to ${MAX_FEED_LIMIT}` })
-          .max(MAX_FEED_LIMIT, { error: `must be from 1 to ${MAX_FEED_LIMIT}` }),
-      )
+    limit: wholeNumberParameter(
+      `must be a whole number from 1 to ${MAX_FEED_LIMIT}`,
+      z
+        .int()
+        .min(1, { error: `must be from 1 to ${MAX_FEED_LIMIT}` })
+        .max(MAX_FEED_LIMIT, { error: `must be from 1 to ${MAX_FEED_LIMIT}` }),
+    )
       .optional()
-      // The digits the pipe lets through (leading zeros included), so the document states the range.
-      .meta({
-        pattern: "^0*(?:[1-9][0-9]{0,2}|1000)$",
-        description: `Events a page, 1 to ${MAX_FEED_LIMIT} (default ${DEFAULT_FEED_LIMIT})`,
-        example: "100",
-      }),
+      .meta({ description: `Events a page, 1 to ${MAX_FEED_LIMIT} (default ${DEFAULT_FEED_LIMIT})`, example: DEFAULT_FEED_LIMIT }),
   });
 }
 
-export const eventsQuery = feedQuery(WEBHOOK_EVENT_TYPES);
+export const eventsQuery = feedQuery(WEBHOOK_EVENT_TYPES, "EventType");
 export type EventsQuery = z.output<typeof eventsQuery>;

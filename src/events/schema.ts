@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { money, signedMoney, timestamp } from "../http/wire.ts";
+import { money, orNull, signedMoney, timestamp } from "../http/wire.ts";
 
 /**
  * What a webhook receives, declared once: src/observations/events.ts and the test event build values of
@@ -23,11 +23,20 @@ const offerFields = {
   observed_at: timestamp,
 };
 
-export const PriceChangedEvent = z
-  .object({
-    type: z.literal("price.changed"),
-    timestamp,
-    data: z.object({
+/** Up or down: a named enum, so a client generated from the document has one type for it wherever it is used. */
+export const PriceDirection = z.enum(["up", "down"], { error: "must be up or down" }).meta({
+  id: "PriceDirection",
+  description:
+    'Which way a price moved. As an alert rule, only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 ' +
+    "(nor a change of currency)",
+  example: "down",
+});
+
+const priceChangedFields = {
+  type: z.literal("price.changed"),
+  timestamp,
+  data: z
+    .object({
       ...offerFields,
       old_price: money.nullable().meta({ description: "null when the currency changed (prices cannot be compared)" }),
       new_price: money,
@@ -36,19 +45,19 @@ export const PriceChangedEvent = z
         .number()
         .nullable()
         .meta({ description: "change_abs as a percentage of the old price, 2 decimals; null from a price of 0" }),
-      direction: z.enum(["up", "down"]).nullable(),
-    }),
-  })
-  .meta({ id: "PriceChangedEvent" });
+      direction: orNull(PriceDirection).meta({ description: "null when the currency changed" }),
+    })
+    .meta({ id: "PriceChangedData" }),
+};
+export const PriceChangedEvent = z.object(priceChangedFields).meta({ id: "PriceChangedEvent" });
 export type PriceChangedData = z.infer<typeof PriceChangedEvent>["data"];
 
-export const StockChangedEvent = z
-  .object({
-    type: z.literal("stock.changed"),
-    timestamp,
-    data: z.object({ ...offerFields, price: money, in_stock_before: z.boolean(), in_stock: z.boolean() }),
-  })
-  .meta({ id: "StockChangedEvent" });
+const stockChangedFields = {
+  type: z.literal("stock.changed"),
+  timestamp,
+  data: z.object({ ...offerFields, price: money, in_stock_before: z.boolean(), in_stock: z.boolean() }).meta({ id: "StockChangedData" }),
+};
+export const StockChangedEvent = z.object(stockChangedFields).meta({ id: "StockChangedEvent" });
 export type StockChangedData = z.infer<typeof StockChangedEvent>["data"];
 
 export const TestEvent = z
@@ -60,14 +69,20 @@ export const TestEvent = z
   .meta({ id: "TestEvent" });
 export type TestEventData = z.infer<typeof TestEvent>["data"];
 
-/** GET /events: the catalogue's events, as webhooks carry them, with their id. */
-const withId = {
+/**
+ * GET /events and the stream: the catalogue's events, as webhooks carry them, with their id. Each is a named
+ * component (its `data` too) and the feed's item is a union discriminated by `type`, so a generated client
+ * gets one class per event and picks it by `type`.
+ */
+export const feedEventId = {
   id: eventId.meta({
     description: "The event's id: webhook-id of its deliveries, and the `after` cursor",
     example: "evt_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d",
   }),
 };
-export const FeedEvent = z.union([PriceChangedEvent.extend(withId), StockChangedEvent.extend(withId)]).meta({ id: "FeedEvent" });
+const PriceChangedFeedEvent = z.object({ ...feedEventId, ...priceChangedFields }).meta({ id: "PriceChangedFeedEvent" });
+const StockChangedFeedEvent = z.object({ ...feedEventId, ...stockChangedFields }).meta({ id: "StockChangedFeedEvent" });
+export const FeedEvent = z.discriminatedUnion("type", [PriceChangedFeedEvent, StockChangedFeedEvent]).meta({ id: "FeedEvent" });
 export type FeedEvent = z.infer<typeof FeedEvent>;
 
 export const EventFeed = z

@@ -27,6 +27,18 @@ export const DATE_OR_DATE_TIME = {
   ],
 };
 
+/**
+ * A whole-number query parameter: digits only (`notDigits` otherwise; given twice, "must be given once"), then `range`
+ * (a zod integer with its bounds and messages). Parsed as a preprocess step, so the document states the parameter
+ * as `range` says it (`type: integer` with its minimum and maximum) while a query string's text is what arrives.
+ */
+export const wholeNumberParameter = <T extends z.ZodType<number>>(notDigits: string, range: T) =>
+  z.preprocess((raw, ctx) => {
+    if (typeof raw === "string" && /^\d+$/.test(raw)) return Number(raw);
+    ctx.issues.push({ code: "custom", input: raw, message: Array.isArray(raw) ? "must be given once" : notDigits });
+    return z.NEVER;
+  }, range);
+
 export const filterValue = z.string(single).min(1, { error: "must not be empty" }).max(200, { error: "must be at most 200 characters" });
 
 /**

@@ -7,6 +7,13 @@ import { DAY_SECONDS } from "../platform/time.ts";
  * same things (which says more, and why) is in src/platform/money.ts and src/http/query.ts.
  */
 
+/**
+ * A response field holding a named component (an enum) or null, documented as `anyOf: [$ref, {type: "null"}]`, which
+ * generated clients turn into that one type or None. (zod's `.nullable()` of a component comes out as a copy of the
+ * enum with null added, which generators turn into a class of its own at every use.)
+ */
+export const orNull = <T extends z.ZodType>(component: T) => z.union([component, z.null()]);
+
 export const timestamp = z.iso.datetime().meta({ description: "UTC, ISO-8601", example: "2026-01-31T12:00:00.000Z" });
 
 const MONEY_DESCRIPTION = "A decimal string with the currency's own minor-unit digits, never a float";

@@ -4,6 +4,13 @@ import { holdsScope, type KeyScope, missingScopeDetail } from "../api-keys/scope
 import { ApiError } from "../http/errors.ts";
 import { logger } from "../platform/log.ts";
 import {
+  getProductOutput,
+  listCompetitorsOutput,
+  priceHistoryOutput,
+  recentChangesOutput,
+  searchProductsOutput,
+} from "./output-schemas.ts";
+import {
   getProduct,
   getProductInput,
   listCompetitors,
@@ -17,13 +24,13 @@ import {
 } from "./tools.ts";
 
 /**
- * The MCP server of one HTTP request (stateless: a new one each time, as the SDK's stateless
- * Streamable HTTP mode wants). Each tool answers with `structuredContent` (the JSON its REST route
- * would give) and the same JSON as text for clients that read only text. An ApiError (a 404, a rule a
- * schema cannot hold) becomes a tool error whose text is its detail; anything else is logged and
- * answered with a generic error, never a stack trace. Each tool needs the scope of the REST route it
- * reads; a key without it gets a tool error naming the scope (the HTTP request itself, admitted before
- * any tool is known, is counted like every request to /mcp).
+ * The MCP server of one HTTP request (stateless: a new one each time, as the SDK's stateless Streamable HTTP mode
+ * wants). Each tool declares its `outputSchema` (src/mcp/output-schemas.ts) and answers with `structuredContent` (the
+ * JSON its REST route would give) and the same JSON as text for clients that read only text. An ApiError (a 404, a
+ * rule a schema cannot hold) becomes a tool error whose text is its detail; anything else is logged and answered with
+ * a generic error, never a stack trace. Each tool needs the scope of the REST route it reads; a key without it gets a
+ * tool error naming the scope (the HTTP request itself, admitted before any tool is known, is counted like every
+ * request to /mcp).
  */
 
 const SERVER_INFO = { name: "price-data-api", version: "1.0.0" };
@@ -60,6 +67,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
         "products; when every one has more, the first of query, brand, category, competitor is checked against the others and " +
         "`truncated` says more may match beyond them (narrow the search).",
       inputSchema: searchProductsInput,
+      outputSchema: searchProductsOutput,
       annotations: readOnly,
     },
     (input) => answerIf("products:read", () => searchProducts(db, input)),
@@ -69,6 +77,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
     {
       description: "One product with all its offers and summary, by id or by SKU (give exactly one), as GET /products/{id} gives it.",
       inputSchema: getProductInput,
+      outputSchema: getProductOutput,
       annotations: readOnly,
     },
     (input) =>
@@ -84,6 +93,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
         "A product's price history, oldest first (as GET /products/{id}/history), optionally downsampled to a number of points per " +
         "competitor.",
       inputSchema: priceHistoryInput,
+      outputSchema: priceHistoryOutput,
       annotations: readOnly,
     },
     (input) =>
@@ -95,19 +105,28 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
   );
   server.registerTool(
     "list_competitors",
-    { description: "Every competitor with its id, name, domain and offer count.", inputSchema: {}, annotations: readOnly },
+    {
+      description: "Every competitor with its id, name, domain and offer count.",
+      inputSchema: {},
+      outputSchema: listCompetitorsOutput,
+      annotations: readOnly,
+    },
     () => answerIf("products:read", () => listCompetitors(catalogue)),
   );
   server.registerTool(
     "recent_changes",
     {
       description:
-        "Price and stock changes since an instant (the last 24 hours by default), oldest first, as GET /events gives them; pass a " +
-        "page's next_cursor as `after` for the next page (a cursor older than 30 days is refused: start again with `since`).",
+        "Price and stock changes since an instant (the last 24 hours by default), newest first, each as GET /events gives it; pass " +
+        "a page's next_cursor as `after` for the next page, of older changes, down to `since` (then next_cursor is null; a cursor " +
+        "older than 30 days is refused: start again with `since`).",
       inputSchema: recentChangesInput,
+      outputSchema: recentChangesOutput,
       annotations: readOnly,
     },
     (input) => answerIf("events:read", () => recentChanges(db, archive, input)),
   );
+  // A new server for each request, whose tools never change while it lives: nothing to announce (the SDK offers it by default).
+  server.server.registerCapabilities({ tools: { listChanged: false } });
   return server;
 }

@@ -6,7 +6,7 @@ import { historyQuery, productsQuery } from "../catalogue/schema.ts";
 import { type CatalogueStore, productJson, servingManifest } from "../catalogue/service.ts";
 import { summarise } from "../catalogue/views.ts";
 import { eventsQuery } from "../events/query.ts";
-import { listEvents } from "../events/service.ts";
+import { listEventsNewestFirst } from "../events/service.ts";
 import type { Database } from "../platform/db.ts";
 import { offers, products } from "../platform/tables.ts";
 import { DAY_MS } from "../platform/time.ts";
@@ -72,8 +72,10 @@ export const priceHistoryInput = {
 
 const events = eventsQuery.shape;
 export const recentChangesInput = {
-  after: events.after,
-  since: events.since.describe("Events at or after this instant (ISO-8601); the last 24 hours by default, unless after is given"),
+  after: events.after.describe(
+    "Events older than this one: the next_cursor of the previous page (an event older than 30 days or unknown is refused)",
+  ),
+  since: events.since.describe("Events at or after this instant (ISO-8601); the last 24 hours by default"),
   type: events.type,
   limit: limit(100, 20).describe("At most this many events (1 to 100, default 20)"),
 };
@@ -234,9 +236,9 @@ export async function listCompetitors(catalogue: CatalogueStore) {
 }
 
 export async function recentChanges(db: Database, archive: R2Bucket, input: z.output<z.ZodObject<typeof recentChangesInput>>) {
-  return listEvents(db, archive, {
-    // A cursor says where to go on from, as in GET /events: the default window would skip what lies between.
-    since: input.since ?? (input.after === undefined ? new Date(Date.now() - DAY_MS).toISOString() : undefined),
+  return listEventsNewestFirst(db, archive, {
+    // The window holds for every page: a cursor pages back through it, to its start.
+    since: input.since ?? new Date(Date.now() - DAY_MS).toISOString(),
     type: input.type,
     limit: input.limit,
     after: input.after,

@@ -258,7 +258,7 @@ export const webhookDeliveries = sqliteTable(
     error: text("error"),
     durationMs: integer("duration_ms").notNull(),
     /** "delivered"; "retrying" (another attempt is scheduled); "failed" (the last attempt, dead-lettered); "disabled" (410). */
-    outcome: text("outcome", { enum: ["delivered", "retrying", "failed", "disabled"] }).notNull(),
+    outcome: text("outcome", { enum: ["delivered", "retrying", "failed", "disabled", "abandoned"] }).notNull(),
     /** When the attempt was made (its webhook-timestamp). */
     deliveredAt: text("delivered_at").notNull(),
     /** The first 1 KiB of the receiver's answer (cut on a UTF-8 character boundary); null without one. */

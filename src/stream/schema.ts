@@ -1,15 +1,7 @@
 import { z } from "zod";
-import {
-  type AlertFilters,
-  alertFilterFields,
-  MAX_LIST_ENTRIES,
-  MAX_WINDOW_DAYS,
-  requireCurrency,
-  scopeValue,
-  windowDays,
-} from "../alerts/schema.ts";
+import { type AlertFilters, alertFilterFields, MAX_LIST_ENTRIES, MAX_WINDOW_DAYS, requireCurrency, scopeValue } from "../alerts/schema.ts";
 import { eventsQuery } from "../events/query.ts";
-import { single, strictQuery } from "../http/query.ts";
+import { single, strictQuery, wholeNumberParameter } from "../http/query.ts";
 import { moneyStringSchema } from "../platform/money.ts";
 
 /**
@@ -19,19 +11,8 @@ import { moneyStringSchema } from "../platform/money.ts";
 
 const once = <T extends z.ZodType<unknown, string>>(schema: T) => z.string(single).pipe(schema);
 
-const days = (field: keyof typeof alertFilterFields) =>
-  z
-    .string(single)
-    .regex(/^\d+$/, { error: `must be a whole number of days from 1 to ${MAX_WINDOW_DAYS}` })
-    .transform(Number)
-    .pipe(windowDays(alertFilterFields[field].description ?? ""))
-    .optional()
-    // The digits the pipe lets through, so the document states the range.
-    .meta({
-      pattern: "^0*(?:[1-9][0-9]?|[12][0-9]{2}|3[0-5][0-9]|36[0-5])$",
-      description: alertFilterFields[field].description,
-      example: "30",
-    });
+const days = (field: "new_low_days" | "new_high_days") =>
+  wholeNumberParameter(`must be a whole number of days from 1 to ${MAX_WINDOW_DAYS}`, alertFilterFields[field].unwrap()).optional();
 
 const list = (field: "competitors" | "brands" | "categories" | "skus") =>
   z
@@ -39,7 +20,7 @@ const list = (field: "competitors" | "brands" | "categories" | "skus") =>
     .transform((value) => [value].flat())
     .pipe(z.array(scopeValue).max(MAX_LIST_ENTRIES, { error: `must be given at most ${MAX_LIST_ENTRIES.toLocaleString("en")} times` }))
     .optional()
-    .meta({ description: `${alertFilterFields[field].description}; repeat the parameter for several` });
+    .meta({ description: `${alertFilterFields[field].unwrap().description}; repeat the parameter for several` });
 
 const { after, since, type } = eventsQuery.shape;
 

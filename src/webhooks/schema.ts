@@ -170,7 +170,12 @@ const Delivery = z
     status_code: z.int().nullable().meta({ description: "null when no response came (timeout, connection error)" }),
     error: z.string().nullable(),
     duration_ms: z.int(),
-    outcome: z.enum(["delivered", "retrying", "failed", "disabled"]),
+    outcome: z.enum(["delivered", "retrying", "failed", "disabled", "abandoned"]).meta({
+      description:
+        "delivered (a 2xx); retrying (it is tried again on the schedule); failed (the last attempt failed: no more tries); disabled " +
+        "(the endpoint answered 410, which disabled the webhook); abandoned (it was to be retried, but the webhook was disabled: " +
+        "no retry is pending)",
+    }),
     attempted_at: timestamp.meta({ description: "When the attempt was made (its webhook-timestamp)" }),
     delivered_at: timestamp
       .nullable()

@@ -6,6 +6,7 @@ import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { type webhookDeliveries, webhooks } from "../platform/tables.ts";
+import { abandonRetries } from "./abandoned-retries.ts";
 import type { CreatedWebhookView, TestEventQueuedView, WebhookBody, WebhookListView, WebhookPatch, WebhookView } from "./schema.ts";
 import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
 import { acceptedWebhookUrl } from "./url-policy.ts";
@@ -125,7 +126,8 @@ export const DISABLED_BY_ACCOUNT = "Disabled by the account.";
 
 /**
  * Edits a webhook. The URL passes the same policy as at creation; enabling clears the reason (and the
- * 5-day failure clock), disabling records that the account did it. A status it already has changes nothing.
+ * 5-day failure clock), disabling records that the account did it and abandons its retries. A status it already has
+ * changes nothing.
  */
 export async function updateWebhook(
   { db, config }: Pick<RequestServices, "db" | "config">,
@@ -147,11 +149,12 @@ export async function updateWebhook(
   const setting = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
   // Values it already has (a stale "Disable" on a webhook the 5-day rule disabled) change nothing: the record as it is.
   if (Object.keys(setting).length === 0) return webhookView(current);
-  const [row] = await db
+  const update = db
     .update(webhooks)
     .set(setting)
     .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId)))
     .returning();
+  const [[row]] = setting.status === "disabled" ? await db.batch([update, abandonRetries(db, [id])]) : [await update];
   if (!row) throw notFound(id);
   return webhookView(row);
 }

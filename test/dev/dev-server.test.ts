@@ -4,7 +4,7 @@
  * Plain Node (the "dev" project in vitest.config.ts), after the browser test: both bind ports 8787 and 4000.
  * The D1, R2 and Durable Objects live in a temporary directory (`--persist-to`), removed at the end.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
@@ -26,6 +26,8 @@ let output = "";
 /** What it printed before its ready banner. */
 let beforeBanner = "";
 let key = "";
+/** The account login of the test's account (as the README's $TOKEN). */
+let token = "";
 /** An admin token (accounts:write prices:write), signed with the local IdP's key. */
 let admin = "";
 
@@ -98,9 +100,8 @@ describe("npm run dev, called as a newcomer calls it", () => {
       dev!.once("exit", (code) => reject(new Error(`npm run dev exited (${code}) before it was ready:\n${output}`)));
     });
     await ready;
-    const login = {
-      Authorization: `Bearer ${await mintToken(devSigningKey(), { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, sub: "dev-test" })}`,
-    };
+    token = await mintToken(devSigningKey(), { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, sub: "dev-test" });
+    const login = { Authorization: `Bearer ${token}` };
     admin = await mintToken(devSigningKey(), { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, sub: "dev-test-admin", scope: ADMIN_SCOPES });
     // Premium, as the README does: a Free key's 10 requests a minute would not last this file.
     const plan = await call(
@@ -124,6 +125,13 @@ describe("npm run dev, called as a newcomer calls it", () => {
     expect(beforeBanner).toMatch(/^Local D1: applied \d+ migration\(s\) from migrations\/\.$/m);
     expect(beforeBanner).not.toContain("0000_init.sql");
     expect(beforeBanner).not.toContain("┌");
+  });
+
+  it("says before its banner only what a user needs: no IdP warnings, no bindings table, no log of its own warm-up", () => {
+    expect(beforeBanner).not.toContain("oidc-provider");
+    expect(beforeBanner).not.toMatch(/following bindings/i);
+    expect(beforeBanner).not.toMatch(/GET \/products/);
+    expect(beforeBanner).toContain("Local IdP: http://127.0.0.1:4000");
   });
 
   it("answers JSON, not gzip, to a client that sends no Accept-Encoding (as curl without --compressed)", async () => {
@@ -202,6 +210,48 @@ describe("npm run dev, called as a newcomer calls it", () => {
     };
     await expect.poll(synced, { timeout: 10_000, interval: 250 }).toEqual([observation.sku]);
   });
+
+  it("the README's rotation leaves $KEY working past its grace, for the blocks after it (the stream, MCP)", async () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    // The "Call it" block from the rotation to its end, with a 1-second grace instead of an hour, run by bash as pasted.
+    const rotation = /\n(# Rotate it[\s\S]*?)\n```/.exec(readme)?.[1];
+    expect(rotation).toContain('"grace_seconds":3600');
+    const mcpCall = /\n(curl -s \$API\/mcp [\s\S]*?)\n```/.exec(readme)?.[1];
+    expect(mcpCall).toBeDefined();
+    const keys = await call("/api-keys", { Authorization: `Bearer ${token}` });
+    const keyId = (JSON.parse(keys.body.toString()) as { api_keys: { id: string; prefix: string }[] }).api_keys.find((k) =>
+      key.startsWith(k.prefix),
+    )!.id;
+    const bash = (script: string, vars: Record<string, string>) =>
+      new Promise<string>((resolve, reject) =>
+        execFile(
+          "bash",
+          ["-c", `set -eo pipefail\n${script}`],
+          { env: { ...process.env, API, TOKEN: token, ...vars } },
+          (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
+        ),
+      );
+    const rotated = await bash(`${rotation!.replace('"grace_seconds":3600', '"grace_seconds":1')}\necho "KEY=$KEY"`, {
+      KEY: key,
+      KEY_ID: keyId,
+    });
+    const newKey = /^KEY=(\S+)$/m.exec(rotated)?.[1];
+    expect(newKey).toMatch(/^pda_live_/);
+    expect(newKey).not.toBe(key);
+    await new Promise((resolve) => setTimeout(resolve, 2_000)); // the grace is over: the old key no longer works
+    expect((await call("/products?sku=SON-HP-000066", { Authorization: `Bearer ${key}` })).status).toBe(401);
+    // The MCP block, pasted with $KEY as the rotation left it.
+    const found = JSON.parse(await bash(mcpCall!, { KEY: newKey! })) as { products: unknown[] };
+    expect(found.products.length).toBeGreaterThan(0);
+    // The stream's block opens (200, text/event-stream) with it; curl's --max-time ends it here.
+    const stream = await bash(
+      `curl -s -o /dev/null -w '%{http_code} %{content_type}' --max-time 2 "$API/events/stream?type=price.changed" ` +
+        `-H "Authorization: Bearer $KEY" || true`,
+      { KEY: newKey! },
+    );
+    expect(stream).toMatch(/^200 text\/event-stream/);
+    key = newKey!; // the tests after this one call with the key that works, as the README's later blocks do
+  }, 30_000);
 
   it("runs each cron by hand at the address wrangler's banner, the README and wrangler.toml give", async () => {
     // 200 once the scheduled handler has run without throwing (a failure is a 500).

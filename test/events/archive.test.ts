@@ -3,7 +3,9 @@ import { env } from "cloudflare:workers";
 import { asc, sql } from "drizzle-orm";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { archiveEvents, archiveKey, expireArchive } from "../../src/events/archive.ts";
+import type { EventsQuery } from "../../src/events/query.ts";
 import { EVENT_ARCHIVE_READS_PER_PAGE, EVENTS_IN_D1_MS, RETENTION_MS } from "../../src/events/retention.ts";
+import { listEventsNewestFirst } from "../../src/events/service.ts";
 import worker from "../../src/index.ts";
 import { type Database, database } from "../../src/platform/db.ts";
 import { eventIdTime, newEventId } from "../../src/platform/ids.ts";
@@ -25,6 +27,9 @@ let key: string;
 /** GET /events with `query` ("" or from "?" on). */
 const feed = async <Status extends number = 200>(query: string, status = 200 as Status) =>
   expectJson(await call("GET", `/events${query}` as `/events?${string}`, { token: key }), status);
+
+/** A page of the events newest first (MCP's recent_changes). */
+const newestFirstPage = (query: Partial<EventsQuery>) => listEventsNewestFirst(db(), env.ARCHIVE, { type: undefined, ...query });
 
 const commit = (hoursAgo: number, count: number, type: "price.changed" | "stock.changed" = "price.changed", fannedOut = true) =>
   commitEvents(hoursAgo, count, { type, fannedOut });
@@ -89,6 +94,37 @@ describe("the events archive", () => {
     expect((await feed(`?limit=1`)).events[0]!.data.name).toMatch(/^Café ☕ x{200} \d+$/);
   });
 
+  it("newest first (MCP's recent_changes) reads the same events backwards across D1 and the archive, paged with after", async () => {
+    const old = [...(await commit(70, 5)), ...(await commit(60, 4, "stock.changed"))];
+    await archiveEvents(db(), env.ARCHIVE);
+    old.push(...(await commit(50, 6)));
+    await archiveEvents(db(), env.ARCHIVE);
+    const recent = [...(await commit(2, 4)), ...(await commit(1, 3, "stock.changed"))];
+    const all = [...old, ...recent];
+    const since = (hoursAgo: number) => new Date(Date.now() - hoursAgo * HOUR_MS).toISOString();
+    const newestFirst = async (query: Partial<EventsQuery>) => {
+      const seen: string[] = [];
+      let after: string | undefined;
+      do {
+        const page = await newestFirstPage({ ...query, ...(after && { after }) });
+        seen.push(...page.events.map((event) => event.id));
+        after = page.next_cursor ?? undefined;
+      } while (after);
+      return seen;
+    };
+    for (const limit of [1, 4, 100]) expect(await newestFirst({ limit })).toEqual(all.toReversed());
+    expect((await newestFirstPage({ limit: 3 })).events.map((e) => e.id)).toEqual(recent.slice(-3).reverse());
+    // After an archived event, and after the oldest event in D1.
+    const afterOld = await newestFirstPage({ after: old[6], limit: 5 });
+    expect(afterOld.events.map((e) => e.id)).toEqual(old.slice(1, 6).reverse());
+    const afterRecent = await newestFirstPage({ after: recent[0], limit: 2 });
+    expect(afterRecent.events.map((e) => e.id)).toEqual(old.slice(-2).reverse());
+    // since (down to it, then no cursor) and types, on both sides.
+    expect(await newestFirst({ since: since(55), limit: 4 })).toEqual(all.slice(9).reverse());
+    expect(await newestFirst({ since: since(1.5), limit: 2 })).toEqual(recent.slice(4).reverse());
+    expect(await newestFirst({ type: ["stock.changed"], limit: 2 })).toEqual([...old.slice(5, 9), ...recent.slice(4)].reverse());
+  });
+
   it("a page whose filter matches nothing in the objects it may read ends early with a cursor, and nothing is skipped", async () => {
     for (let i = 0; i < EVENT_ARCHIVE_READS_PER_PAGE + 2; i++) {
       await commit(70 - i, 3);
@@ -99,6 +135,12 @@ describe("the events archive", () => {
     expect(first.events).toEqual([]);
     expect(first.next_cursor).not.toBeNull();
     expect(await walk("?type=stock.changed", 10)).toEqual(stock);
+    // Newest first likewise: the stock events, then a page that stops at its archive budget with the cursor to go on from.
+    const latest = await newestFirstPage({ type: ["stock.changed"], limit: 10 });
+    expect(latest.events.map((e) => e.id)).toEqual(stock.toReversed());
+    expect(latest.next_cursor).not.toBeNull();
+    const rest = await newestFirstPage({ type: ["stock.changed"], limit: 10, after: latest.next_cursor! });
+    expect(rest).toEqual({ events: [], next_cursor: null });
   });
 
   it("keeps events not yet fanned out in D1 for the outbox, and lists them once", async () => {

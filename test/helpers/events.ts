@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { inArray } from "drizzle-orm";
 import type { EventMessage } from "../../src/events/messages.ts";
 import { outboxRows } from "../../src/events/outbox-rows.ts";
+import type { PriceChangedData, StockChangedData } from "../../src/events/schema.ts";
 import { database } from "../../src/platform/db.ts";
 import { newEventId } from "../../src/platform/ids.ts";
 import { events } from "../../src/platform/tables.ts";
@@ -29,10 +30,23 @@ export async function commitEvents(
   const at = new Date(Date.now() - hoursAgo * HOUR_MS).toISOString();
   const messages = Array.from({ length: count }, (_, i): EventMessage => {
     const id = newEventId(at);
-    const message: EventMessage = {
-      kind: "event",
-      event: { id, type, timestamp: at, data: { event_id: id, sku: `SKU-${++n}`, name: `Café ☕ ${"x".repeat(200)} ${n}` } },
+    const offer = {
+      event_id: id,
+      product_id: `prd_test${++n}`,
+      sku: `SKU-${n}`,
+      name: `Café ☕ ${"x".repeat(200)} ${n}`,
+      competitor_id: "cmp_test",
+      competitor_name: "Test shop",
+      url: null,
+      currency: "USD",
+      observed_at: at,
     };
+    // A whole payload, as the ingestion writes it (the MCP tools check theirs against the document's shapes).
+    const data: PriceChangedData | StockChangedData =
+      type === "price.changed"
+        ? { ...offer, old_price: "10.00", new_price: "9.00", change_abs: "-1.00", change_pct: -10, direction: "down" }
+        : { ...offer, price: "9.00", in_stock_before: true, in_stock: false };
+    const message: EventMessage = { kind: "event", event: { id, type, timestamp: at, data } };
     const price = prices?.[i];
     if (price) message.price_change = { old_minor: price[0], new_minor: price[1] };
     return message;

@@ -5,7 +5,7 @@ import { DAY_MS } from "../../src/platform/time.ts";
  * fast-check arbitraries from JSON Schema, for the keywords GET /openapi.json uses in its request
  * schemas: $ref, const, enum, anyOf/oneOf, type (and type lists with "null"), pattern,
  * format date/date-time/uri, min/maxLength, minimum/maximum/multipleOf, properties/required/minProperties/
- * additionalProperties, items/minItems/maxItems. And `mutations`: one-change variants of a valid
+ * dependentRequired/additionalProperties, items/minItems/maxItems. And `mutations`: one-change variants of a valid
  * value that the same schema refuses, each with the field it breaks.
  *
  * Where a description narrows what JSON Schema says, the generator follows the description:
@@ -61,7 +61,16 @@ function numberArbitrary(schema: Schema, integer: boolean): fc.Arbitrary<number>
 function objectArbitrary(schema: Schema, resolve: Resolve): fc.Arbitrary<Record<string, unknown>> {
   const properties: Record<string, Schema> = schema.properties ?? {};
   const record = Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, arbitrary(property, resolve)]));
-  const objects = fc.record(record, { requiredKeys: (schema.required ?? []) as string[] }) as fc.Arbitrary<Record<string, unknown>>;
+  const dependents = Object.entries<string[]>(schema.dependentRequired ?? {});
+  // dependentRequired: a field whose dependencies were left out is left out too.
+  const objects = (fc.record(record, { requiredKeys: (schema.required ?? []) as string[] }) as fc.Arbitrary<Record<string, unknown>>).map(
+    (value) =>
+      Object.fromEntries(
+        Object.entries(value).filter(
+          ([name]) => !dependents.some(([field, needs]) => field === name && needs.some((need) => !(need in value))),
+        ),
+      ),
+  );
   const least: number = schema.minProperties ?? 0;
   return least > 0 ? objects.filter((value) => Object.keys(value).length >= least) : objects;
 }
@@ -149,7 +158,7 @@ const setAt = (root: unknown, path: (string | number)[], replace: (old: any) => 
 
 /**
  * One-change variants of `value` (valid per `schema`): a wrong type, a value out of range, a string
- * breaking its length/pattern/format/enum, an unknown field, a missing required field. `strings`
+ * breaking its length/pattern/format/enum, an unknown field, a missing required field (or one another field requires). `strings`
  * only: query and path values, which are text on the wire.
  */
 export function mutations(schema: Schema, value: unknown, resolve: Resolve, { strings = false } = {}): Mutation[] {
@@ -180,6 +189,17 @@ export function mutations(schema: Schema, value: unknown, resolve: Resolve, { st
           value: setAt(value, path, ({ [name]: _dropped, ...rest }) => rest),
           what: "missing required field",
         });
+      }
+      for (const [field, needs] of Object.entries<string[]>(node.dependentRequired ?? {})) {
+        if (!(field in at)) continue;
+        for (const name of needs) {
+          found.push({
+            path: [...path, name],
+            named: [...path, name].join("."),
+            value: setAt(value, path, ({ [name]: _dropped, ...rest }) => rest),
+            what: `missing field required with ${field}`,
+          });
+        }
       }
       for (const [name, property] of Object.entries<Schema>(node.properties))
         if (name in at) visit(property, (at as any)[name], [...path, name]);

@@ -106,6 +106,13 @@ describe("/mcp", () => {
       "recent_changes",
       "search_products",
     ]);
+    // Every tool says what it answers (the client checks each answer's structuredContent against it), and the
+    // stateless server announces no tool list changes.
+    for (const tool of tools) expect(tool.outputSchema?.type, tool.name).toBe("object");
+    const outputOf = (name: string) => tools.find((tool) => tool.name === name)!.outputSchema!;
+    expect(Object.keys(outputOf("recent_changes").properties!).sort()).toEqual(["events", "next_cursor"]);
+    expect(Object.keys(outputOf("get_product").properties!)).toEqual(expect.arrayContaining(["id", "sku", "offers", "summary"]));
+    expect(client.getServerCapabilities()?.tools?.listChanged ?? false).toBe(false);
 
     const found = structured(await client.callTool({ name: "search_products", arguments: { query: "deluxe", brand: "acme", limit: 5 } }));
     expect(found.products).toEqual([
@@ -140,12 +147,13 @@ describe("/mcp", () => {
 
     await ingest([{ sku, price: "19.99", competitor: { id: "cmp_mcp_live", name: "Live Shop" } }]);
     await ingest([{ sku, price: "18.99", competitor: { id: "cmp_mcp_live", name: "Live Shop" } }]);
-    const changes = structured(await client.callTool({ name: "recent_changes", arguments: { type: "price.changed", limit: 100 } }));
-    expect(
-      changes.events.some(
-        (event: { data: { sku: string; new_price: string } }) => event.data.sku === sku && event.data.new_price === "18.99",
-      ),
-    ).toBe(true);
+    await ingest([{ sku, price: "17.99", competitor: { id: "cmp_mcp_live", name: "Live Shop" } }]);
+    // The most recent change comes first.
+    const changes = structured(await client.callTool({ name: "recent_changes", arguments: { type: "price.changed", limit: 2 } }));
+    expect(changes.events.map((event: { data: { sku: string; new_price: string } }) => [event.data.sku, event.data.new_price])).toEqual([
+      [sku, "17.99"],
+      [sku, "18.99"],
+    ]);
     await client.close();
   });
 
@@ -278,7 +286,7 @@ describe("/mcp", () => {
     await client.close();
   });
 
-  it("recent_changes pages on with after (a page's next_cursor), as GET /events does, and never returns an account's events", async () => {
+  it("recent_changes gives the newest first, pages back with after (a page's next_cursor), and never returns an account's events", async () => {
     const since = new Date(Date.now() - HOUR_MS - 1000).toISOString();
     const before = await commitEvents(1, 3);
     const accountEvent = `evt_${"a".repeat(32)}`;
@@ -300,10 +308,10 @@ describe("/mcp", () => {
     } while (cursor && pages.length < 10); // a cursor not followed would give the first page for ever
     expect(cursor).toBeUndefined();
     const seen = pages.flat();
-    expect(seen.slice(0, 6)).toEqual([...before, ...after]);
+    expect(seen.slice(0, 6)).toEqual([...before, ...after].reverse());
     expect(seen).not.toContain(accountEvent);
     expect(pages.slice(0, -1).every((page) => page.length === 2)).toBe(true);
-    // The same pages as GET /events with the same query.
+    // The events GET /events gives for the same query, the other way round.
     const feed: string[] = [];
     let next: string | null = null;
     do {
@@ -315,7 +323,7 @@ describe("/mcp", () => {
       feed.push(...page.events.map((event) => event.id));
       next = page.next_cursor;
     } while (next);
-    expect(seen).toEqual(feed);
+    expect(seen).toEqual(feed.toReversed());
     // A cursor older than the retention (or unknown): GET /events' 410, as a tool error.
     expect(errorText(await client.callTool({ name: "recent_changes", arguments: { after: `evt_${"0".repeat(32)}` } }))).toContain(
       "is older than 30 days or unknown",

@@ -20,6 +20,12 @@ const ago = (hours: number) => new Date(Date.now() - hours * HOUR_MS).toISOStrin
 const generate = (from: number, to: number, insert: string) =>
   env.DB.prepare(`WITH RECURSIVE n(i) AS (SELECT ${from + 1} UNION ALL SELECT i + 1 FROM n WHERE i < ${to}) ${insert}`).run();
 
+/** A whole price.changed payload of event i at t, in SQL (recent_changes' answers are checked against the document's shape). */
+const PAYLOAD = `json_object('type', 'price.changed', 'timestamp', t, 'data', json_object('event_id', printf('evt_%032x', i),
+  'product_id', printf('prd_wb%06d', i), 'sku', printf('WB-%06d', i), 'name', 'Widget ' || i, 'competitor_id', 'cmp_wb_all',
+  'competitor_name', 'Everything', 'url', NULL, 'currency', 'USD', 'observed_at', t, 'old_price', '11.00', 'new_price', '10.00',
+  'change_abs', '-1.00', 'change_pct', -9.09, 'direction', 'down'))`;
+
 /**
  * The catalogue at `size`: products `prd_wb<i>` named "Widget <i>" (so "widget" is a trigram every one
  * holds) over 40 brands and 10 categories, each offered by cmp_wb_all, one of them by cmp_wb_one too;
@@ -46,7 +52,7 @@ async function grow(from: number, to: number) {
   await generate(
     from,
     to,
-    `INSERT INTO events (seq, id, type, timestamp, payload, created_at, fanned_out_at, account_id) SELECT 1000000 - i, printf('evt_%032x', i), 'price.changed', t, '{"type":"price.changed","timestamp":"' || t || '","data":{}}', t, t, CASE WHEN i % 10 = 0 THEN 'acct_wb_other' END FROM (SELECT i, strftime('%Y-%m-%dT%H:%M:%fZ', '${ago(0.1)}', printf('-%d seconds', 10 * i)) AS t FROM n)`,
+    `INSERT INTO events (seq, id, type, timestamp, payload, created_at, fanned_out_at, account_id) SELECT 1000000 - i, printf('evt_%032x', i), 'price.changed', t, ${PAYLOAD}, t, t, CASE WHEN i % 10 = 0 THEN 'acct_wb_other' END FROM (SELECT i, strftime('%Y-%m-%dT%H:%M:%fZ', '${ago(0.1)}', printf('-%d seconds', 10 * i)) AS t FROM n)`,
   );
 }
 

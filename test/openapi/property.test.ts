@@ -124,7 +124,6 @@ function describedRuleBroken(operation: Operation, request: Request): string | u
     (request.body as { filters?: Record<string, any> } | undefined)?.filters;
   if (filters) {
     const amounts = ["min_change_abs", "price_below", "price_above"].filter((field) => typeof filters[field] === "string");
-    if (amounts.length > 0 && filters.currency === undefined) return "filters.currency: is required with";
     for (const field of amounts) {
       try {
         parseMoney(filters[field], filters.currency);

@@ -180,18 +180,28 @@ describe("failures are retried on the schedule, with the same webhook-id", () =>
     }
   });
 
-  it("a network error, and a redirect (not followed), are failures too", async () => {
+  it("a network error, an unreachable host, and a redirect (not followed), are failures too", async () => {
     const broken = await newWebhook();
     receiver.respond(broken.url, () => {
       throw new TypeError("Network connection lost.");
     });
+    // What workerd's fetch says of a host it cannot resolve or connect to.
+    const unreachable = await newWebhook();
+    receiver.respond(unreachable.url, () => {
+      throw new Error("internal error; reference = 0123456789abcdef");
+    });
     const moved = await newWebhook();
     receiver.respond(moved.url, () => new Response(null, { status: 301, headers: { Location: "http://127.0.0.1/" } }));
-    const result = await runQueue([deliveryTo(broken.id), deliveryTo(moved.id)]);
+    const result = await runQueue([deliveryTo(broken.id), deliveryTo(unreachable.id), deliveryTo(moved.id)]);
     expect(result.retryMessages.map((r) => r.msgId).sort()).toEqual([...result.ids].sort());
     expect((await attemptsOf(broken.id))[0]).toMatchObject({
       statusCode: null,
-      error: "The request failed: Network connection lost.",
+      error: `Could not reach the host ${new URL(broken.url).host} (Network connection lost).`,
+      outcome: "retrying",
+    });
+    expect((await attemptsOf(unreachable.id))[0]).toMatchObject({
+      statusCode: null,
+      error: `Could not reach the host ${new URL(unreachable.url).host}.`,
       outcome: "retrying",
     });
     expect((await attemptsOf(moved.id))[0]).toMatchObject({ statusCode: 301, outcome: "retrying" });

@@ -4,14 +4,14 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
-import { FAILING_DAYS_TO_DISABLE } from "../../src/webhooks/delivery/deliveries.ts";
+import { FAILING_DAYS_TO_DISABLE, findWebhooks, recordAttempts } from "../../src/webhooks/delivery/deliveries.ts";
 import { EXCERPT_BYTES, utf8Excerpt } from "../../src/webhooks/delivery/excerpt.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, runEndpointNow, runQueue } from "../helpers/webhooks.ts";
 
-/** The 5-day rule (with a fake clock) and the response excerpts of delivery records. */
+/** The 5-day rule (with a fake clock), what disabling does to pending retries, and the response excerpts of delivery records. */
 
 let receiver: Receiver;
 
@@ -46,6 +46,22 @@ const statusOf = async (_token: string, id: string) => {
   return { status: row.status, disabled_reason: row.disabledReason };
 };
 
+/** The outcomes of a webhook's deliveries, newest first, as GET /webhooks/{id}/deliveries lists them. */
+async function outcomesOf(token: string, id: string): Promise<string[]> {
+  const { deliveries } = await expectJson(await call("GET", `/webhooks/${id}/deliveries`, { token }), 200);
+  return deliveries.map((delivery) => delivery.outcome);
+}
+
+/** A retry still queued for a disabled webhook: acked, nothing sent, nothing recorded. */
+async function expectDroppedUnsent(hook: { id: string; url: string }) {
+  const sentBefore = receiver.to(hook.url).length;
+  const rowsBefore = await database(env.DB).$count(webhookDeliveries, eq(webhookDeliveries.webhookId, hook.id));
+  const retry = await runQueue([deliveryTo(hook.id)], 2);
+  expect(retry.explicitAcks).toEqual(retry.ids);
+  expect(receiver.to(hook.url)).toHaveLength(sentBefore);
+  expect(await database(env.DB).$count(webhookDeliveries, eq(webhookDeliveries.webhookId, hook.id))).toBe(rowsBefore);
+}
+
 describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} days`, () => {
   it("is disabled, with a reason that says so; up to then it stays enabled", async () => {
     const token = (await freshAccount()).token;
@@ -68,8 +84,12 @@ describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} day
       disabled_reason: `Every delivery has failed for ${FAILING_DAYS_TO_DISABLE} days (since ${new Date(start).toISOString()}).`,
     });
 
-    // Enabling starts the clock again: the next failure does not disable it.
+    // Its retries are abandoned: nothing shows a next retry.
     vi.useRealTimers();
+    expect(await outcomesOf(token, hook.id)).toEqual(["abandoned", "abandoned", "abandoned", "abandoned"]);
+    await expectDroppedUnsent(hook);
+
+    // Enabling starts the clock again: the next failure does not disable it.
     await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "enabled" } }), 200);
     await attemptAt(hook.id);
     expect(await statusOf(token, hook.id)).toMatchObject({ status: "enabled" });
@@ -128,5 +148,59 @@ describe("a delivery record's response_excerpt", () => {
     expect(utf8Excerpt(bytes)).toBe("x".repeat(1022));
     const exact = new TextEncoder().encode(`${"x".repeat(1021)}€🙂`); // € ends at byte 1023
     expect(utf8Excerpt(exact)).toBe(`${"x".repeat(1021)}€`);
+  });
+});
+
+describe("a disabled webhook has no pending retry", () => {
+  it("a 410 abandons the retries before it", async () => {
+    const token = (await freshAccount()).token;
+    const hook = await createWebhook(token, { url: hookUrl() });
+    let status = 500;
+    receiver.respond(hook.url, () => new Response("no", { status }));
+    await attemptAt(hook.id);
+    expect(await outcomesOf(token, hook.id)).toEqual(["retrying"]);
+    status = 410;
+    await attemptAt(hook.id, 2);
+    expect(await statusOf(token, hook.id)).toMatchObject({ status: "disabled" });
+    expect(await outcomesOf(token, hook.id)).toEqual(["disabled", "abandoned"]);
+    await expectDroppedUnsent(hook);
+  });
+
+  it("disabling by PATCH abandons its retries; enabling it again does not bring them back", async () => {
+    const token = (await freshAccount()).token;
+    const hook = await createWebhook(token, { url: hookUrl() });
+    const other = await createWebhook(token, { url: hookUrl() });
+    for (const { url } of [hook, other]) receiver.respond(url, () => new Response("down", { status: 503 }));
+    await attemptAt(hook.id);
+    await attemptAt(other.id);
+    await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "disabled" } }), 200);
+    expect(await outcomesOf(token, hook.id)).toEqual(["abandoned"]);
+    expect(await outcomesOf(token, other.id)).toEqual(["retrying"]); // another webhook's retries are its own
+    await expectDroppedUnsent(hook);
+    await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "enabled" } }), 200);
+    expect(await outcomesOf(token, hook.id)).toEqual(["abandoned"]);
+  });
+
+  it("an attempt recorded as retrying after another request disabled its webhook reads abandoned", async () => {
+    const token = (await freshAccount()).token;
+    const hook = await createWebhook(token, { url: hookUrl() });
+    const db = database(env.DB);
+    const known = await findWebhooks(db, [hook.id]); // read while it was enabled, as a batch's attempts are
+    await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "disabled" } }), 200);
+    await recordAttempts(db, known, [
+      {
+        eventId: `evt_${"1".repeat(32)}`,
+        webhookId: hook.id,
+        type: "price.changed",
+        attempt: 1,
+        statusCode: 500,
+        error: "The endpoint answered 500.",
+        durationMs: 3,
+        outcome: "retrying",
+        deliveredAt: new Date().toISOString(),
+        responseExcerpt: null,
+      },
+    ]);
+    expect(await outcomesOf(token, hook.id)).toEqual(["abandoned"]);
   });
 });

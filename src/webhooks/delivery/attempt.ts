@@ -124,6 +124,9 @@ async function post(url: string, headers: Record<string, string>, body: string, 
   } catch (error) {
     if (error instanceof Error && error.name === "TimeoutError")
       return { statusCode: null, error: `No response within ${timeoutMs / 1000} s.`, excerpt: null };
-    return { statusCode: null, error: `The request failed: ${error instanceof Error ? error.message : String(error)}`, excerpt: null };
+    const reason = error instanceof Error ? error.message : String(error);
+    // workerd says "internal error; reference = …" for a host it cannot resolve or connect to: nothing a reader can act on.
+    const said = /^internal error/i.test(reason) ? "" : ` (${reason.replace(/\.$/, "")})`;
+    return { statusCode: null, error: `Could not reach the host ${new URL(url).host}${said}.`, excerpt: null };
   }
 }

@@ -6,6 +6,7 @@ import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
 import { ACCOUNT_EVENT_TYPES, products, webhookDeliveries, webhookRuleValues, webhooks } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
+import { abandonRetries } from "../abandoned-retries.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 
 /** The queue consumer's reads and writes of D1 (src/webhooks/delivery/consumer.ts). */
@@ -115,7 +116,8 @@ const DISABLE = `UPDATE webhooks SET status = 'disabled', disabled_at = coalesce
 /**
  * A batch's attempts recorded in ONE D1 batch: their rows (one statement, the rows as a JSON parameter) and
  * what they mean for their webhooks (FAILING_SINCE, DISABLE, and the account's webhook.disabled events of those
- * it disabled: src/account-events/webhook-disabled.ts), each statement only when some webhook needs it.
+ * it disabled: src/account-events/webhook-disabled.ts; a disabled webhook's retries abandoned: abandonRetries),
+ * each statement only when some webhook needs it.
  * `known` is the webhooks as read before the attempts: a webhook whose attempts all succeeded and whose
  * failing_since was unset needs no update, so a batch of successes is one statement.
  */
@@ -151,6 +153,10 @@ export async function recordAttempts(
       });
   }
   const disabledAt = disabling.map(({ id, gone_at, last_failure }) => ({ id, at: (gone_at ?? last_failure)! }));
+  // Retries of the webhooks this batch disabled, or that another request disabled while an attempt was on its way.
+  const retried = [...byWebhook].filter(([, made]) => made.some((attempt) => attempt.outcome === "retrying")).map(([id]) => id);
+  const abandoning = [...new Set([...disabling.map(({ id }) => id), ...retried])];
+  const abandon = abandoning.length > 0 ? abandonRetries(db, abandoning).toSQL() : undefined;
   await d1.batch([
     ...insertRows(d1, { table: webhookDeliveries, rows: attempts }),
     ...(failing.length > 0 ? [d1.prepare(FAILING_SINCE).bind(JSON.stringify(failing))] : []),
@@ -160,5 +166,6 @@ export async function recordAttempts(
           d1.prepare(WEBHOOK_DISABLED_EVENTS).bind(await webhookDisabledEvents(disabledAt)),
         ]
       : []),
+    ...(abandon ? [d1.prepare(abandon.sql).bind(...abandon.params)] : []),
   ]);
 }
