@@ -481,6 +481,8 @@ describe("work budgets", () => {
       // A fresh key per size: the two sizes' calls together can pass the premium plan's 300 a minute.
       const fresh = await addKey(owner.token);
       owner = { ...owner, key: fresh.key, keyId: fresh.id };
+      // Its object's first request reads the key from D1 once; the entries measure a key already seen.
+      expect((await call("GET", "/competitors", { token: fresh.key, headers: { "CF-Connecting-IP": randomTestIp() } })).status).toBe(200);
     }, 600_000);
 
     it.each(Object.keys(ROUTES))("%s", async (name) => {
