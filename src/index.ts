@@ -14,6 +14,7 @@ import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/de
 export { CatalogueBuilder } from "./catalogue/snapshot/builder.ts";
 export { LastUsedLog } from "./rate-limit/last-used.ts";
 export { RateLimiter } from "./rate-limit/rate-limiter.ts";
+export { StreamHub } from "./stream/hub.ts";
 export { WebhookEndpoint } from "./webhooks/delivery/endpoint.ts";
 
 const app = buildApp();

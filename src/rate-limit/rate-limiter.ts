@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
+import { keyStreamsChanged } from "../platform/stream-hubs.ts";
 import { isAllowed } from "./allowed-ips.ts";
 import { holdsScope, missingScopeDetail } from "./key-scopes.ts";
 import { loadKeyState } from "./key-store.ts";
@@ -297,6 +298,8 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   private storeKey(state: KeyState) {
+    // A change to a key already held reaches its open event streams; a first read is no change.
+    if (this.key) this.ctx.waitUntil(keyStreamsChanged(this.env, state));
     this.key = state;
     this.ensureSchema();
     this.ctx.storage.sql.exec("INSERT OR REPLACE INTO key_state (id, state) VALUES (1, ?)", JSON.stringify(state));
