@@ -6,11 +6,10 @@
  * then price changes ingested at a steady rate, one observation each, every stream receiving every change. The
  * latency is from the ingestion's answer to each stream's frame of it.
  */
-import { join } from "node:path";
 import type { Bench } from "../harness/bench.ts";
-import { type Worker, workerCpu, wrangler } from "../harness/processes.ts";
+import { type Worker, workerCpu } from "../harness/processes.ts";
 import type { Run } from "../harness/settings.ts";
-import { freezeWorkers, openApiProbe, startReady } from "../harness/start.ts";
+import { startOursAlone } from "../harness/start.ts";
 
 const STREAM_COUNTS = [100, 500] as const;
 const STREAMS_PER_KEY = 5;
@@ -35,18 +34,9 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function streamMode(bench: Bench, _run: Run): Promise<string> {
-  const { ours } = await freezeWorkers(bench, ["ours"]);
-  const d1 = join(bench.state, "d1");
-  await wrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", d1]);
-  const {
-    workers: [worker],
-  } = await startReady(
-    bench,
-    [{ name: "ours", config: ours, persistTo: d1, vars: await bench.workerVars() }],
-    openApiProbe({ direct: true }),
-  );
+  const worker = await startOursAlone(bench, { direct: true });
   const rounds: Round[] = [];
-  for (const streams of STREAM_COUNTS) rounds.push(await round(bench, worker!, streams));
+  for (const streams of STREAM_COUNTS) rounds.push(await round(bench, worker, streams));
   return report(rounds);
 }
 
