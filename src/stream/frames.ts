@@ -27,6 +27,12 @@ export const SUBSCRIPTION_HEADER = "X-Stream-Subscription";
 /** What a hub sends a stream's worker: events that passed its rule, or its key's new expiry (epoch ms, or null). */
 export type HubMessage = { kind: "events"; events: { id: string; frame: string }[] } | { kind: "key"; expiresAt: number | null };
 
+/**
+ * What a stream's worker sends its hub at each heartbeat, and the answer the runtime gives for the hub without waking
+ * it (its WebSocket auto-response): traffic that keeps an idle socket from being closed as idle, at no duration.
+ */
+export const KEEPALIVE = { ping: "ping", pong: "pong" } as const;
+
 /** The close code of a socket whose key no longer admits its stream: the worker says so and ends the stream. */
 export const KEY_GONE_CLOSE = 4001;
 

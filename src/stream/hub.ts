@@ -5,7 +5,15 @@ import type { EventMessage } from "../events/messages.ts";
 import { database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { keyStillAdmits } from "../rate-limit/stub.ts";
-import { type CapReached, eventFrame, type HubMessage, KEY_GONE_CLOSE, SUBSCRIPTION_HEADER, type Subscription } from "./frames.ts";
+import {
+  type CapReached,
+  eventFrame,
+  type HubMessage,
+  KEEPALIVE,
+  KEY_GONE_CLOSE,
+  SUBSCRIPTION_HEADER,
+  type Subscription,
+} from "./frames.ts";
 import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
 
 /**
@@ -41,6 +49,11 @@ const log = logger("stream-hub");
 export class StreamHub extends DurableObject<Env> {
   /** Rules read back from storage, by socket: once per wake. */
   private readonly storedRules = new Map<string, AlertRule>();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE.ping, KEEPALIVE.pong));
+  }
 
   /** A stream's worker connects (a WebSocket upgrade carrying its subscription). */
   override async fetch(request: Request): Promise<Response> {
@@ -105,15 +118,19 @@ export class StreamHub extends DurableObject<Env> {
 
   override webSocketClose(ws: WebSocket, code: number): void {
     this.forget(ws);
-    // Answers the worker's close (1005/1006 cannot be sent back: those close without a code).
-    ws.close(code === 1005 || code === 1006 ? 1000 : code);
+    // Answers the worker's close (1005/1006 cannot be sent back: those close without a code); the runtime may have already.
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code);
+    } catch {
+      // closed both ways already
+    }
   }
 
   override webSocketError(ws: WebSocket): void {
     this.forget(ws);
   }
 
-  /** A hub holds nothing a stream needs on a message from its worker: the worker only ever closes. */
+  /** A worker sends only its keep-alive, which the runtime answers without waking the hub; nothing else is expected. */
   override webSocketMessage(): void {}
 
   private capReached({ keyId, accountId }: Subscription): CapReached | undefined {

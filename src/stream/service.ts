@@ -8,7 +8,15 @@ import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { parseMoney } from "../platform/money.ts";
 import { apiKeys, events } from "../platform/tables.ts";
-import { type CapReached, eventFrame, type HubMessage, KEY_GONE_CLOSE, SUBSCRIPTION_HEADER, type Subscription } from "./frames.ts";
+import {
+  type CapReached,
+  eventFrame,
+  type HubMessage,
+  KEEPALIVE,
+  KEY_GONE_CLOSE,
+  SUBSCRIPTION_HEADER,
+  type Subscription,
+} from "./frames.ts";
 import type { StreamHub } from "./hub.ts";
 import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
 
@@ -116,7 +124,9 @@ function inboxOf(socket: WebSocket, closed: AbortSignal) {
     queue.push(arrival);
     wake?.();
   };
-  socket.addEventListener("message", (message) => arrive(JSON.parse(String(message.data)) as HubMessage));
+  socket.addEventListener("message", (message) => {
+    if (message.data !== KEEPALIVE.pong) arrive(JSON.parse(String(message.data)) as HubMessage);
+  });
   socket.addEventListener("close", (close) => arrive({ kind: "closed", code: close.code }));
   socket.addEventListener("error", () => arrive({ kind: "closed", code: 1006 }));
   closed.addEventListener("abort", () => wake?.());
@@ -136,6 +146,15 @@ function inboxOf(socket: WebSocket, closed: AbortSignal) {
       return queue.shift();
     },
   };
+}
+
+/** The socket's keep-alive, beside the client's: a socket closing meanwhile is the inbox's news, not an error here. */
+function keepAlive(socket: WebSocket) {
+  try {
+    socket.send(KEEPALIVE.ping);
+  } catch {
+    // closing: its close event ends the stream
+  }
 }
 
 /** Closes the hub's socket, which may have closed already. */
@@ -217,6 +236,7 @@ export async function eventFrames(
         }
         if (Date.now() - lastWrite >= timing.heartbeatMs) {
           lastWrite = Date.now();
+          keepAlive(socket);
           yield ": keep-alive\n\n";
         }
         const arrival = await inbox.next(Math.min(ends, lastWrite + timing.heartbeatMs, expiresAt ?? ends) - Date.now());
