@@ -27,7 +27,7 @@ import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
  * `since` backfills, read through GET /events' own service (`listEvents`: its cursor, its 410, wherever it keeps
  * older events), examining at most BACKFILL_EXAMINED_MAX events; one opened with neither starts at the present.
  * Then live: what the hub pushes (each ingestion's commit publishes its events to the hubs, which run the rules and
- * send each stream its matches), no D1 query while nothing happens; an event the backfill sent already is dropped.
+ * send each stream its matches), no D1 query while nothing happens; an event this connection sent already is dropped.
  * The worker writes a comment every HEARTBEAT_MS. The stream ends: when its key stops admitting it (the key's object
  * pushes the change to the hub, which closes the socket; an expiry the worker knows ends it at that instant), when
  * the hub's socket closes (a hub restart: the client resumes with Last-Event-ID and catches up from D1), and after
@@ -199,8 +199,11 @@ export async function eventFrames(
   async function* run(): AsyncGenerator<string> {
     const started = Date.now();
     let lastWrite = started;
-    /** What the backfill sent: a push of one of them (committed as the stream subscribed) is not sent twice. */
-    const backfilled = new Set<string>();
+    /**
+     * What this connection sent: a push of an event the backfill sent (committed as the stream subscribed), or one
+     * pushed again (a publish retried), is not sent twice.
+     */
+    const sent = new Set<string>();
     try {
       yield `retry: ${RECONNECT_MS}\n: connected\n\n`;
       for (let page = first, examined = 0; page; ) {
@@ -213,7 +216,7 @@ export async function eventFrames(
             yield KEY_GONE;
             return;
           }
-          for (const { event } of wanted) backfilled.add(event.id);
+          for (const { event } of wanted) sent.add(event.id);
           lastWrite = Date.now();
           yield wanted.map(({ event }) => eventFrame(event.feed)).join("");
         }
@@ -248,12 +251,13 @@ export async function eventFrames(
           }
           break; // the hub went away (a restart, a deploy): the client resumes from D1 with Last-Event-ID
         } else if (arrival?.kind === "events") {
-          const fresh = arrival.events.filter((event) => !backfilled.has(event.id));
+          const fresh = arrival.events.filter((event) => !sent.has(event.id));
           if (fresh.length === 0) continue;
           if (expired()) {
             yield KEY_GONE;
             return;
           }
+          for (const event of fresh) sent.add(event.id);
           lastId = fresh.at(-1)!.id;
           lastWrite = Date.now();
           yield fresh.map((event) => event.frame).join("");
