@@ -33,7 +33,8 @@ import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
  * attachment (2 KiB) is kept in the hub's storage for as long as its socket is open.
  */
 
-const ATTACHMENT_MAX_BYTES = 2048;
+/** A socket's attachment may hold 2,048 bytes as the runtime serializes it; a subscription's JSON within this leaves it room. */
+const ATTACHMENT_JSON_MAX_BYTES = 1536;
 const RULES_SCHEMA = "CREATE TABLE IF NOT EXISTS rules (socket TEXT PRIMARY KEY, rule TEXT NOT NULL)";
 
 interface Attachment extends Omit<Subscription, "rule"> {
@@ -66,7 +67,7 @@ export class StreamHub extends DurableObject<Env> {
     const socket = crypto.randomUUID();
     const { rule, ...who } = subscription;
     let attachment: Attachment = { ...who, socket, rule };
-    if (JSON.stringify(attachment).length > ATTACHMENT_MAX_BYTES) {
+    if (new TextEncoder().encode(JSON.stringify(attachment)).length > ATTACHMENT_JSON_MAX_BYTES) {
       this.ctx.storage.sql.exec(RULES_SCHEMA);
       this.ctx.storage.sql.exec("INSERT INTO rules (socket, rule) VALUES (?, ?)", socket, JSON.stringify(rule));
       this.storedRules.set(socket, rule);
@@ -98,7 +99,10 @@ export class StreamHub extends DurableObject<Env> {
       const { message } = event;
       let frame = frames.get(message);
       if (frame === undefined) frames.set(message, (frame = eventFrame(message.event)));
-      byStream.set(rule.ws, [...(byStream.get(rule.ws) ?? []), { id: message.event.id, frame }]);
+      const sent = { id: message.event.id, frame };
+      const stream = byStream.get(rule.ws);
+      if (stream) stream.push(sent);
+      else byStream.set(rule.ws, [sent]);
     }
     for (const [ws, events] of byStream) send(ws, { kind: "events", events });
     return byStream.size;

@@ -526,3 +526,29 @@ describe("pushed, not polled", { timeout: 30_000 }, () => {
     for (const stream of streams) expect(stream.frames.at(-1)).toBe(": this API key no longer admits this stream; the stream ends");
   });
 });
+
+describe("a hub's stored rules", { timeout: 30_000 }, () => {
+  it("a rule too big for a socket's attachment is kept in the hub's storage while its stream is open, and matches as any other", async () => {
+    const { sub, key } = await freshAccount({ plan: "premium" });
+    const sku = newSku();
+    const skus = [sku, ...Array.from({ length: 60 }, (_, i) => `OTHER-${i}-${"x".repeat(30)}`)];
+    const stored = () =>
+      runInDurableObject(hubOf(env, sub), (_, state: DurableObjectState) =>
+        state.storage.sql.exec("SELECT count(*) AS n FROM sqlite_master WHERE name = 'rules'").one().n === 0
+          ? 0
+          : Number(state.storage.sql.exec("SELECT count(*) AS n FROM rules").one().n),
+      );
+    const before = await stored();
+    await ingest([{ sku, price: "5.00" }]);
+    const stream = readFrames(await openStream(key, `?${skus.map((s) => `skus=${encodeURIComponent(s)}`).join("&")}`));
+    try {
+      await vi.waitFor(() => expect(stream.frames.join("\n")).toContain(": connected"));
+      expect(await stored()).toBe(before + 1);
+      await ingest([{ sku, price: "4.00" }]);
+      await vi.waitFor(async () => expect(stream.sentIds()).toEqual(await eventIdsOf(sku)), { timeout: 2_000, interval: 10 });
+    } finally {
+      await stream.close();
+    }
+    await vi.waitFor(async () => expect(await stored()).toBe(before));
+  });
+});
