@@ -78,10 +78,13 @@ async function round(bench: Bench, worker: Worker, count: number): Promise<Round
 
   // The streams, each recording when each change's frame arrived.
   const arrivals: Map<string, number>[] = [];
-  const abort = new AbortController();
+  // One controller a stream: one signal shared by hundreds of requests would collect hundreds of listeners.
+  const aborts: AbortController[] = [];
   const readers: Promise<void>[] = [];
   for (let i = 0; i < count; i++) {
     const key = keys[Math.floor(i / STREAMS_PER_KEY)]!;
+    const abort = new AbortController();
+    aborts.push(abort);
     const res = await fetch(`${base}/events/stream?type=price.changed`, {
       headers: { Authorization: `Bearer ${key}` },
       signal: abort.signal,
@@ -141,7 +144,7 @@ async function round(bench: Bench, worker: Worker, count: number): Promise<Round
   for (const until = Date.now() + 10_000; !complete() && Date.now() < until; ) await sleep(100);
   await sleep(1000); // the publish's tail, so its CPU is counted
   const cpuMs = (workerCpu(worker).runtime - cpuStart) * 1000;
-  abort.abort();
+  for (const abort of aborts) abort.abort();
   await Promise.all(readers);
 
   const latencies = arrivals
