@@ -5,15 +5,8 @@ import type { EventMessage } from "../events/messages.ts";
 import { database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { keyStillAdmits } from "../rate-limit/stub.ts";
-import {
-  type CapReached,
-  eventFrame,
-  type HubMessage,
-  KEEPALIVE,
-  KEY_GONE_CLOSE,
-  SUBSCRIPTION_HEADER,
-  type Subscription,
-} from "./frames.ts";
+import type { CapReached, HubMessage, Subscription } from "./frames.ts";
+import { eventFrame, KEEPALIVE, KEY_GONE_CLOSE, SUBSCRIPTION_HEADER } from "./frames.ts";
 import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
 
 /**
