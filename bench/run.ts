@@ -4,6 +4,8 @@
  * `npm run bench -- --soak [--seconds S]`: the soak instead (bench/modes/soak.ts; 600 s unless told).
  * `npm run bench -- --webhooks`: only the webhook latency, the stream's latency and MCP's cost beside REST
  *   (bench/modes/webhooks.ts), on the real worker alone.
+ * `npm run bench -- --stream`: only the event stream fed by push: 100 and 500 open streams, an idle minute and a
+ *   steady rate of changes (bench/modes/stream.ts).
  * `npm run bench -- --secret-scanning [--quick]`: only a secret-scanning report's time to the key's first
  *   refusal and what a report of 1,000 and 10,000 tokens costs (bench/modes/secret-scanning.ts).
  * `npm run bench -- --search [--quick] [--products-max]`: only search_products' text, through its index and
@@ -25,6 +27,7 @@ import { hotPathBudgetSeconds, hotPathMode } from "./modes/hot-path.ts";
 import { searchMode } from "./modes/search.ts";
 import { secretScanningMode } from "./modes/secret-scanning.ts";
 import { soakBudgetSeconds, soakMode } from "./modes/soak.ts";
+import { streamMode } from "./modes/stream.ts";
 import { webhooksMode } from "./modes/webhooks.ts";
 
 interface Mode {
@@ -42,15 +45,17 @@ const mode: Mode = args.soak
   ? { name: "soak", budgetSeconds: ({ soakSeconds }) => soakBudgetSeconds(soakSeconds), measure: soakMode }
   : args.webhooks
     ? { name: "hooks", budgetSeconds: fullBudgetSeconds, measure: webhooksMode }
-    : args.search
-      ? { name: "search", budgetSeconds: fullBudgetSeconds, measure: searchMode }
-      : args["secret-scanning"]
-        ? { name: "secret-scanning", budgetSeconds: fullBudgetSeconds, measure: secretScanningMode }
-        : args["hot-path"]
-          ? { name: "hot-path", budgetSeconds: hotPathBudgetSeconds, measure: hotPathMode }
-          : args.catalogue
-            ? { name: "catalogue", budgetSeconds: ({ settings }) => catalogueSeconds(settings), measure: catalogueMode }
-            : { name: "bench", budgetSeconds: fullBudgetSeconds, measure: fullMode };
+    : args.stream
+      ? { name: "stream", budgetSeconds: fullBudgetSeconds, measure: streamMode }
+      : args.search
+        ? { name: "search", budgetSeconds: fullBudgetSeconds, measure: searchMode }
+        : args["secret-scanning"]
+          ? { name: "secret-scanning", budgetSeconds: fullBudgetSeconds, measure: secretScanningMode }
+          : args["hot-path"]
+            ? { name: "hot-path", budgetSeconds: hotPathBudgetSeconds, measure: hotPathMode }
+            : args.catalogue
+              ? { name: "catalogue", budgetSeconds: ({ settings }) => catalogueSeconds(settings), measure: catalogueMode }
+              : { name: "bench", budgetSeconds: fullBudgetSeconds, measure: fullMode };
 
 const bench = openBench(mode.name, { keepState: args["keep-state"] });
 /** Why the run is being stopped from outside (a signal, the watchdog), if it is. */

@@ -15,6 +15,7 @@ export { ApiKeyObject } from "./api-keys/object/key-object.ts";
 export { LastUsedLog } from "./api-keys/object/last-used.ts";
 export { CatalogueBuilder } from "./catalogue/snapshot/builder.ts";
 export { RateLimitBucket } from "./rate-limit/bucket.ts";
+export { StreamHub } from "./stream/hub.ts";
 export { WebhookEndpoint } from "./webhooks/delivery/endpoint.ts";
 
 const app = buildApp();

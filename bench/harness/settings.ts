@@ -41,6 +41,7 @@ export function readSettings() {
       quick: { type: "boolean", default: false },
       soak: { type: "boolean", default: false },
       webhooks: { type: "boolean", default: false },
+      stream: { type: "boolean", default: false },
       catalogue: { type: "boolean", default: false },
       "hot-path": { type: "boolean", default: false },
       profile: { type: "boolean", default: false },

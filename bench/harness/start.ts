@@ -6,7 +6,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Bench } from "./bench.ts";
-import { findDirectUrl, freeze, startWorker, type Worker, waitReady } from "./processes.ts";
+import { findDirectUrl, freeze, startWorker, type Worker, waitReady, wrangler } from "./processes.ts";
 import { CONFIGS, type WorkerName } from "./workers.ts";
 
 /**
@@ -89,4 +89,23 @@ export async function startReady(
     for (const worker of workers) if (!(await findDirectUrl(worker, probe.direct))) viaProxy.push(worker.name);
   }
   return { workers, viaProxy };
+}
+
+/**
+ * The real worker alone on an empty, migrated D1 (no seeded catalogue or keys), ready; `direct`: loaded on the
+ * runtime's own socket (its `directUrl`) rather than through wrangler's proxy.
+ */
+export async function startOursAlone(
+  bench: Bench,
+  { vars = {}, direct }: { vars?: Record<string, string>; direct: boolean },
+): Promise<Worker> {
+  const { ours } = await freezeWorkers(bench, ["ours"]);
+  const d1 = join(bench.state, "d1");
+  await wrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", d1]);
+  const { workers } = await startReady(
+    bench,
+    [{ name: "ours", config: ours, persistTo: d1, vars: await bench.workerVars(vars) }],
+    openApiProbe({ direct }),
+  );
+  return workers[0]!;
 }

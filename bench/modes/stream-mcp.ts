@@ -128,7 +128,7 @@ const ms = (n: number) => (Number.isNaN(n) ? "–" : n.toFixed(0));
 export function streamAndMcpReport(r: StreamAndMcp): string[] {
   return [
     `**GET /events/stream** (one open stream, one change at a time, from the ingestion's answer to the event's frame): ` +
-      `${r.stream.received}/${r.stream.samples} received, p50 ${ms(r.stream.p50)} ms, p99 ${ms(r.stream.p99)} ms, max ${ms(r.stream.max)} ms (the stream polls D1 every 1 s).`,
+      `${r.stream.received}/${r.stream.samples} received, p50 ${ms(r.stream.p50)} ms, p99 ${ms(r.stream.p99)} ms, max ${ms(r.stream.max)} ms (pushed by the account's stream hub; \`npm run bench -- --stream\` measures it at 100 and 500 streams).`,
     "",
     `**MCP beside REST** (${r.mcp.calls} calls each, alternating, one at a time; an MCP call is one stateless POST /mcp):`,
     "",

@@ -320,22 +320,6 @@ export const eventArchive = sqliteTable(
 );
 
 /**
- * The open GET /events/stream responses, one row each, so a key holds at most a few (src/stream/service.ts).
- * A row goes when its stream ends; one whose invocation died goes once `expires_at` (its lifetime bound) passes.
- */
-export const eventStreams = sqliteTable(
-  "event_streams",
-  {
-    id: text("id").primaryKey(),
-    keyId: text("key_id").notNull(),
-    /** The key's account: streams are capped per key and per account (src/stream/service.ts). */
-    accountId: text("account_id").notNull(),
-    expiresAt: text("expires_at").notNull(),
-  },
-  (t) => [index("event_streams_key").on(t.keyId, t.expiresAt), index("event_streams_account").on(t.accountId, t.expiresAt)],
-);
-
-/**
  * The leases of the cron tasks that must not overlap with themselves, one row per task while a run holds it
  * (src/platform/cron-lease.ts). `expires_at` is epoch ms.
  */

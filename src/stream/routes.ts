@@ -1,24 +1,21 @@
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { keyStillAdmits } from "../api-keys/object/stub.ts";
 import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody, EVERY, headerRefs } from "../http/openapi-components.ts";
 import { operation } from "../operation/operation.ts";
-import { logger } from "../platform/log.ts";
 import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
+import { hubOf } from "./hubs.ts";
+import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
 import { lastEventIdHeader, streamFilters, streamQuery } from "./schema.ts";
 import {
   BACKFILL_EXAMINED_MAX,
-  closeSlot,
+  closeSocket,
   DEFAULT_TIMING,
   eventFrames,
   frameStream,
   HEARTBEAT_MS,
   LIFETIME_MS,
-  MAX_STREAMS_PER_ACCOUNT,
-  MAX_STREAMS_PER_KEY,
-  openSlot,
-  POLL_MS,
+  subscribe,
 } from "./service.ts";
 
 const streamEventsRoute = createRoute(
@@ -33,8 +30,8 @@ const streamEventsRoute = createRoute(
     description:
       "GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). With `after` (or " +
       "`Last-Event-ID`, which EventSource sends when it reconnects) or `since`, first the stored events from there; with " +
-      "neither, the stream starts at the present (no backfill). Then new events as they are committed (checked every " +
-      `${POLL_MS / 1000} s). Each event is \`id: <event id>\`, \`event: <type>\`, ` +
+      "neither, the stream starts at the present (no backfill). Then new events, pushed as each ingestion commits them. " +
+      "Each event is `id: <event id>`, `event: <type>`, " +
       `\`data: <the event as GET /events gives it>\`; a comment line comes at least every ${HEARTBEAT_MS / 1000} s. ` +
       "Catalogue events only: account events never reach a stream. A backfill examines at most " +
       `${BACKFILL_EXAMINED_MAX.toLocaleString("en")} events per connection; when it stops there the stream sends ` +
@@ -44,7 +41,7 @@ const streamEventsRoute = createRoute(
       "naming the cap). A stream never sends an event written after its key stopped being admissible (revoked, leaked, " +
       "expired, past its rotation's grace, or its `scopes` or `allowed_ips` no longer admitting it) and ends within " +
       `${HEARTBEAT_MS / 1000} s of that. The server ends a stream after ${LIFETIME_MS / 60_000} minutes (or on a ` +
-      "deploy), with the last event examined as its `id`: reconnect with Last-Event-ID and nothing is missed.",
+      "deploy, or a restart of the server's side of it), with the last event examined as its `id`: reconnect with Last-Event-ID and nothing is missed.",
     request: { query: streamQuery, headers: lastEventIdHeader },
     responses: {
       200: {
@@ -69,36 +66,27 @@ const streamEventsRoute = createRoute(
 /** GET /events/stream (API key). */
 export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) => {
   const { after, since, type, ...rest } = c.req.valid("query");
-  const { db } = c.var.services;
   const key = c.var.apiKey;
-  const slot = await openSlot(db, key, DEFAULT_TIMING.lifetimeMs);
-  let released = false;
-  // Under waitUntil: a client that goes away ends the response, and the release must still reach D1.
-  const release = () => {
-    if (released) return;
-    released = true;
-    c.executionCtx.waitUntil(
-      closeSlot(db, slot).catch((error: unknown) => logger("stream").error("stream slot not released", { slot, error: String(error) })),
-    );
+  const request = {
+    after: after ?? c.req.valid("header")["last-event-id"],
+    since,
+    // The feed's types when none is asked for: account events never reach a stream.
+    rule: { types: type ?? WEBHOOK_EVENT_TYPES, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) },
   };
+  const socket = await subscribe(hubOf(c.env, key.accountId), {
+    keyId: key.id,
+    keyHash: key.keyHash,
+    accountId: key.accountId,
+    request: key.request,
+    rule: request.rule,
+  });
   const closed = new AbortController();
   try {
-    const request = {
-      after: after ?? c.req.valid("header")["last-event-id"],
-      since,
-      // The feed's types when none is asked for: account events never reach a stream.
-      rule: { types: type ?? WEBHOOK_EVENT_TYPES, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) },
-    };
-    const frames = await eventFrames(c.var.services, {
-      request,
-      timing: DEFAULT_TIMING,
-      stillAdmitted: () => keyStillAdmits(c.env, key.keyHash, key.request),
-      closed: closed.signal,
-      onEnd: release,
-    });
+    const frames = await eventFrames(c.var.services, { request, keyId: key.id, socket, timing: DEFAULT_TIMING, closed: closed.signal });
+    // A client gone before the frames began: their generator never ran, so its end cannot close the socket.
     const cancel = () => {
       closed.abort();
-      release();
+      closeSocket(socket);
     };
     return c.body(frameStream(frames, cancel), 200, {
       "Content-Type": "text/event-stream; charset=utf-8",
@@ -106,7 +94,7 @@ export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) =>
       "X-Accel-Buffering": "no",
     });
   } catch (error) {
-    release();
+    closeSocket(socket);
     throw error;
   }
 });

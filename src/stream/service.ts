@@ -1,49 +1,58 @@
-import { desc, eq, sql } from "drizzle-orm";
+import { desc, eq } from "drizzle-orm";
 import { type AlertEvent, matchAlerts } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
-import { RETENTION_MS } from "../events/retention.ts";
 import type { FeedEvent } from "../events/schema.ts";
 import { listEvents } from "../events/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
-import { newId } from "../platform/ids.ts";
 import { parseMoney } from "../platform/money.ts";
-import { eventStreams, events } from "../platform/tables.ts";
+import { apiKeys, events } from "../platform/tables.ts";
+import {
+  type CapReached,
+  eventFrame,
+  type HubMessage,
+  KEEPALIVE,
+  KEY_GONE_CLOSE,
+  SUBSCRIPTION_HEADER,
+  type Subscription,
+} from "./frames.ts";
+import type { StreamHub } from "./hub.ts";
+import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
 
 /**
- * GET /events/stream: the feed as server-sent events. A stream opened with a cursor (`after`,
- * Last-Event-ID) or `since` first backfills, read through GET /events' own service (`listEvents`: its
- * cursor, its 410, wherever it keeps older events), examining at most BACKFILL_EXAMINED_MAX events; one
- * opened with neither starts at the present. Then live: the stream polls D1 every POLL_MS for catalogue
- * events committed after the last one it examined (one query a poll, so 60 D1 queries a minute per open
- * stream while nothing happens; a poll that finds events a rule needs history for adds at most two). Each
- * event that passes the query's rules (src/alerts/rules.ts, the webhooks' decision) is sent as `id`,
- * `event`, `data`, once the key's object says the key still admits the stream (src/api-keys/object/stub.ts,
- * `keyStillAdmits`), which it also asks at every heartbeat. The server ends a stream after LIFETIME_MS (one
- * invocation's work stays bounded: at most LIFETIME_MS / POLL_MS polls, far below D1's 1,000 queries an
- * invocation); EventSource clients reconnect on their own with Last-Event-ID.
+ * GET /events/stream: the feed as server-sent events, pushed. The worker serving a stream first opens a WebSocket to
+ * its account's hub (src/stream/hub.ts), which registers the stream's rule, or refuses it when the key or the
+ * account holds all its streams (429). Then, from D1, a stream opened with a cursor (`after`, Last-Event-ID) or
+ * `since` backfills, read through GET /events' own service (`listEvents`: its cursor, its 410, wherever it keeps
+ * older events), examining at most BACKFILL_EXAMINED_MAX events; one opened with neither starts at the present.
+ * Then live: what the hub pushes (each ingestion's commit publishes its events to the hubs, which run the rules and
+ * send each stream its matches), no D1 query while nothing happens; an event this connection sent already is dropped.
+ * The worker writes a comment every HEARTBEAT_MS. The stream ends: when its key stops admitting it (the key's object
+ * pushes the change to the hub, which closes the socket; an expiry the worker knows ends it at that instant), when
+ * the hub's socket closes (a hub restart: the client resumes with Last-Event-ID and catches up from D1), and after
+ * LIFETIME_MS, handing the client the last event examined as its cursor.
  */
 
-export const POLL_MS = 1000;
 export const HEARTBEAT_MS = 15_000;
 export const LIFETIME_MS = 5 * 60_000;
-export const MAX_STREAMS_PER_KEY = 5;
-/** Over all of an account's keys: so an account's streams cost a bounded share of D1 however many keys it makes. */
-export const MAX_STREAMS_PER_ACCOUNT = 25;
 /** Events one connection's backfill examines at most (matching or not): then it hands the client a cursor and ends. */
 export const BACKFILL_EXAMINED_MAX = 10_000;
+/**
+ * How often the worker pings its hub's socket (at a heartbeat): often enough that the socket never sits idle for
+ * minutes, rarely enough that the pings (incoming messages, billed 20 to 1 as requests even when the runtime answers
+ * them without waking the hub) cost a quarter of what a ping every heartbeat would.
+ */
+const SOCKET_PING_MS = 60_000;
 /** The `retry:` the stream announces: how soon a client reconnects after the stream ends (ms). */
 const RECONNECT_MS = 1000;
 const BACKFILL_PAGE = 500;
-const LIVE_PAGE = 200;
 
 export interface StreamTiming {
-  pollMs: number;
   heartbeatMs: number;
   lifetimeMs: number;
 }
-export const DEFAULT_TIMING: StreamTiming = { pollMs: POLL_MS, heartbeatMs: HEARTBEAT_MS, lifetimeMs: LIFETIME_MS };
+export const DEFAULT_TIMING: StreamTiming = { heartbeatMs: HEARTBEAT_MS, lifetimeMs: LIFETIME_MS };
 
 export interface StreamRequest {
   after: string | undefined;
@@ -54,44 +63,26 @@ export interface StreamRequest {
 /** A refused stream's Retry-After: a hint, since a slot frees when a client closes a stream (or at the latest when one ends). */
 const SLOT_RETRY_SECONDS = 10;
 
-/** A stream's slot: its row lives until the stream ends, or (if the invocation died) until its lease expires. */
-const LEASE_GRACE_MS = 60_000;
+const CAP_DETAIL: Record<CapReached["cap"], string> = {
+  key: `This API key already has ${MAX_STREAMS_PER_KEY} event streams open; close one (or use another key) before opening another.`,
+  account: `This account already has ${MAX_STREAMS_PER_ACCOUNT} event streams open over its API keys; close one before opening another.`,
+};
 
 /**
- * Takes one of the key's MAX_STREAMS_PER_KEY slots, within the account's MAX_STREAMS_PER_ACCOUNT, or answers 429
- * naming the cap. One D1 batch (two statements); a refusal reads the key's count once more, to name its cap.
+ * Registers the stream with its account's hub: the socket the hub pushes to, accepted; or 429 naming the cap the key
+ * or the account reached. The socket's close is the stream's release: nothing is stored for a stream.
  */
-export async function openSlot(db: Database, key: { id: string; accountId: string }, lifetimeMs: number): Promise<string> {
-  const id = newId("str");
-  // the (counting) binding drizzle wraps; drizzle cannot batch a raw statement
-  const d1 = (db as Database & { $client: D1Database }).$client;
-  const [, taken] = await d1.batch([
-    d1.prepare("DELETE FROM event_streams WHERE account_id = ? AND expires_at <= ?").bind(key.accountId, new Date().toISOString()),
-    d1
-      .prepare(
-        `INSERT INTO event_streams (id, key_id, account_id, expires_at) SELECT ?1, ?2, ?3, ?4
-          WHERE (SELECT count(*) FROM event_streams WHERE key_id = ?2) < ?5
-            AND (SELECT count(*) FROM event_streams WHERE account_id = ?3) < ?6`,
-      )
-      .bind(
-        id,
-        key.id,
-        key.accountId,
-        new Date(Date.now() + lifetimeMs + LEASE_GRACE_MS).toISOString(),
-        MAX_STREAMS_PER_KEY,
-        MAX_STREAMS_PER_ACCOUNT,
-      ),
-  ]);
-  if (taken!.meta.changes === 1) return id;
-  const detail =
-    (await db.$count(eventStreams, eq(eventStreams.keyId, key.id))) >= MAX_STREAMS_PER_KEY
-      ? `This API key already has ${MAX_STREAMS_PER_KEY} event streams open; close one (or use another key) before opening another.`
-      : `This account already has ${MAX_STREAMS_PER_ACCOUNT} event streams open over its API keys; close one before opening another.`;
-  throw new ApiError(429, detail, { "Retry-After": String(SLOT_RETRY_SECONDS) });
-}
-
-export async function closeSlot(db: Database, slot: string): Promise<void> {
-  await db.delete(eventStreams).where(eq(eventStreams.id, slot));
+export async function subscribe(hub: DurableObjectStub<StreamHub>, subscription: Subscription): Promise<WebSocket> {
+  const res = await hub.fetch("https://stream-hub/subscribe", {
+    headers: { Upgrade: "websocket", [SUBSCRIPTION_HEADER]: encodeURIComponent(JSON.stringify(subscription)) },
+  });
+  if (res.status === 429) {
+    const { cap } = await res.json<CapReached>();
+    throw new ApiError(429, CAP_DETAIL[cap], { "Retry-After": String(SLOT_RETRY_SECONDS) });
+  }
+  if (!res.webSocket) throw new Error(`the stream's hub answered ${res.status} to a connect`);
+  res.webSocket.accept();
+  return res.webSocket;
 }
 
 /**
@@ -109,46 +100,95 @@ function alertEventOfFeed(event: FeedEvent): AlertEvent & { feed: FeedEvent } {
   };
 }
 
-const frame = (event: FeedEvent) => `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 /** A frame with an id and no data: the client's Last-Event-ID moves past events examined but not sent, and nothing is dispatched. */
 const cursorFrame = (id: string) => `id: ${id}\n\n`;
 const KEY_GONE = ": this API key no longer admits this stream; the stream ends\n\n";
 
-/** The id of the latest event committed, catalogue or account (a cursor only, never sent): where a stream with no cursor starts. */
-async function presentEventId(db: Database): Promise<string | undefined> {
-  const [latest] = await db.select({ id: events.id }).from(events).orderBy(desc(events.seq)).limit(1);
-  return latest?.id;
+/**
+ * What a stream reads of D1 when it opens, in one round trip: the key's expiry (the instant the stream must end by, unless
+ * its key's object pushes an earlier one), and, for a stream with no cursor, where the present is: the latest event
+ * committed, catalogue or account (a cursor only, never sent), which it hands its client if it ends having sent nothing.
+ */
+async function openingReads(db: Database, keyId: string): Promise<{ expiresAt: number | null; present: string | undefined }> {
+  const [[key], [latest]] = await db.batch([
+    db.select({ expiresAt: apiKeys.expiresAt }).from(apiKeys).where(eq(apiKeys.id, keyId)),
+    db.select({ id: events.id }).from(events).orderBy(desc(events.seq)).limit(1),
+  ]);
+  return { expiresAt: key?.expiresAt ? Date.parse(key.expiresAt) : null, present: latest?.id };
 }
 
-/** Waits `ms`, or less if the stream is closed meanwhile. */
-function pause(ms: number, closed: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      closed.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    closed.addEventListener("abort", done);
+type Arrival = HubMessage | { kind: "closed"; code: number };
+
+/**
+ * What the hub's socket brings, queued from the moment the stream subscribed (pushes during the backfill wait their
+ * turn). `next` waits at most `ms` (less if `closed` aborts) and returns the next arrival, or undefined for none.
+ */
+function inboxOf(socket: WebSocket, closed: AbortSignal) {
+  const queue: Arrival[] = [];
+  let wake: (() => void) | undefined;
+  const arrive = (arrival: Arrival) => {
+    queue.push(arrival);
+    wake?.();
+  };
+  socket.addEventListener("message", (message) => {
+    if (message.data !== KEEPALIVE.pong) arrive(JSON.parse(String(message.data)) as HubMessage);
   });
+  socket.addEventListener("close", (close) => arrive({ kind: "closed", code: close.code }));
+  socket.addEventListener("error", () => arrive({ kind: "closed", code: 1006 }));
+  closed.addEventListener("abort", () => wake?.());
+  return {
+    async next(ms: number): Promise<Arrival | undefined> {
+      if (queue.length === 0 && !closed.aborted) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, ms);
+          wake = done;
+          function done() {
+            clearTimeout(timer);
+            wake = undefined;
+            resolve();
+          }
+        });
+      }
+      return queue.shift();
+    },
+  };
+}
+
+/** The socket's keep-alive, beside the client's: a socket closing meanwhile is the inbox's news, not an error here. */
+function keepAlive(socket: WebSocket) {
+  try {
+    socket.send(KEEPALIVE.ping);
+  } catch {
+    // closing: its close event ends the stream
+  }
+}
+
+/** Closes the hub's socket, which may have closed already. */
+export function closeSocket(socket: WebSocket) {
+  try {
+    socket.close(1000, "the stream ended");
+  } catch {
+    // closed already: the hub let go of it
+  }
 }
 
 /**
- * The stream's text, frame by frame. Reads the first backfill page (or, with no cursor and no `since`, where the
- * present is) before returning, so a bad cursor is the caller's 410 rather than a broken stream. `stillAdmitted`
- * asks whether the key still admits the stream: before each write of events, and at each heartbeat. `closed`
- * (the client went away) stops the polling at once rather than at the next frame. `onEnd` runs once, however it ends.
+ * The stream's text, frame by frame, from a socket `subscribe` opened. Reads the first backfill page (or, with no cursor
+ * and no `since`, where the present is) before returning, so a bad cursor is the caller's 410 rather than a broken
+ * stream. `closed` (the client went away) ends it at once rather than at the next frame. However it ends, the socket
+ * is closed, which frees the stream's place in its hub.
  */
 export async function eventFrames(
   { db, archive }: Pick<RequestServices, "db" | "archive">,
   {
     request,
+    keyId,
+    socket,
     timing,
-    stillAdmitted,
     closed,
-    onEnd,
-  }: { request: StreamRequest; timing: StreamTiming; stillAdmitted: () => Promise<boolean>; closed: AbortSignal; onEnd: () => void },
+  }: { request: StreamRequest; keyId: string; socket: WebSocket; timing: StreamTiming; closed: AbortSignal },
 ): Promise<AsyncGenerator<string>> {
+  const inbox = inboxOf(socket, closed);
   const feedQuery = {
     after: request.after,
     since: request.since,
@@ -156,36 +196,37 @@ export async function eventFrames(
     limit: BACKFILL_PAGE,
   } as Parameters<typeof listEvents>[2];
   const backfills = request.after !== undefined || request.since !== undefined;
-  const first = backfills ? await listEvents(db, archive, feedQuery) : undefined;
+  const [first, opening] = await Promise.all([backfills ? listEvents(db, archive, feedQuery) : undefined, openingReads(db, keyId)]);
   /** The last event examined (sent or not): where the stream goes on from, and where its client resumes. */
-  let lastId = backfills ? request.after : await presentEventId(db);
-  const since = request.since ?? new Date(Date.now() - RETENTION_MS).toISOString();
+  let lastId = backfills ? request.after : opening.present;
+  let { expiresAt } = opening;
+  const expired = () => expiresAt !== null && Date.now() >= expiresAt;
 
   async function* run(): AsyncGenerator<string> {
     const started = Date.now();
     let lastWrite = started;
-    /** Whether the key still admits the stream; when it does not, the stream's last frame says so (the stream ends). */
-    async function* keyAdmits(): AsyncGenerator<string, boolean> {
-      if (await stillAdmitted()) return true;
-      yield KEY_GONE;
-      return false;
-    }
-    /** Sends the page's events that pass the rule, if the key still admits the stream; false when it does not. */
-    async function* send(page: readonly FeedEvent[]): AsyncGenerator<string, boolean> {
-      const wanted = await matchAlerts({ db, archive }, { events: page.map(alertEventOfFeed), rules: [request.rule] });
-      if (wanted.length === 0) return true;
-      if (!(yield* keyAdmits())) return false;
-      lastWrite = Date.now();
-      yield wanted.map(({ event }) => frame(event.feed)).join("");
-      return true;
-    }
+    let lastPing = started;
+    /**
+     * What this connection sent: a push of an event the backfill sent (committed as the stream subscribed), or one
+     * pushed again (a publish retried), is not sent twice.
+     */
+    const sent = new Set<string>();
     try {
       yield `retry: ${RECONNECT_MS}\n: connected\n\n`;
       for (let page = first, examined = 0; page; ) {
         examined += page.events.length;
         // A page cut short by its archive budget may hold no event, but its cursor is the last one looked at.
         lastId = page.next_cursor ?? page.events.at(-1)?.id ?? lastId;
-        if (!(yield* send(page.events))) return;
+        const wanted = await matchAlerts({ db, archive }, { events: page.events.map(alertEventOfFeed), rules: [request.rule] });
+        if (wanted.length > 0) {
+          if (expired()) {
+            yield KEY_GONE;
+            return;
+          }
+          for (const { event } of wanted) sent.add(event.id);
+          lastWrite = Date.now();
+          yield wanted.map(({ event }) => eventFrame(event.feed)).join("");
+        }
         if (page.next_cursor === null) break;
         if (examined >= BACKFILL_EXAMINED_MAX || Date.now() - started >= timing.lifetimeMs) {
           yield cursorFrame(page.next_cursor);
@@ -197,34 +238,45 @@ export async function eventFrames(
           limit: Math.min(BACKFILL_PAGE, BACKFILL_EXAMINED_MAX - examined),
         });
       }
-      while (!closed.aborted && Date.now() - started < timing.lifetimeMs) {
-        const rows = await db
-          .select({ id: events.id, payload: events.payload })
-          .from(events)
-          .where(
-            // Catalogue events only: account events are their account's alone (contract: "Account events stay home").
-            sql`${events.seq} > coalesce((SELECT seq FROM ${events} WHERE id = ${lastId ?? ""}), 0)
-              AND ${events.accountId} IS NULL AND ${events.timestamp} >= ${since}`,
-          )
-          .orderBy(events.seq)
-          .limit(LIVE_PAGE);
-        if (rows.length > 0) {
-          lastId = rows.at(-1)!.id;
-          const page = rows.map((row) => ({ id: row.id, ...(JSON.parse(row.payload) as Omit<FeedEvent, "id">) }) as FeedEvent);
-          if (!(yield* send(page))) return;
-          if (rows.length === LIVE_PAGE) continue; // more waiting: no pause
+      const ends = started + timing.lifetimeMs;
+      while (!closed.aborted && Date.now() < ends) {
+        if (expired()) {
+          yield KEY_GONE;
+          return;
         }
-        if (Date.now() - lastWrite >= timing.heartbeatMs - timing.pollMs) {
-          if (!(yield* keyAdmits())) return;
+        if (Date.now() - lastWrite >= timing.heartbeatMs) {
           lastWrite = Date.now();
+          if (lastWrite - lastPing >= SOCKET_PING_MS) {
+            lastPing = lastWrite;
+            keepAlive(socket);
+          }
           yield ": keep-alive\n\n";
         }
-        await pause(timing.pollMs, closed);
+        const arrival = await inbox.next(Math.min(ends, lastWrite + timing.heartbeatMs, expiresAt ?? ends) - Date.now());
+        if (arrival?.kind === "key") expiresAt = arrival.expiresAt;
+        else if (arrival?.kind === "closed") {
+          if (arrival.code === KEY_GONE_CLOSE) {
+            yield KEY_GONE;
+            return;
+          }
+          break; // the hub went away (a restart, a deploy): the client resumes from D1 with Last-Event-ID
+        } else if (arrival?.kind === "events") {
+          const fresh = arrival.events.filter((event) => !sent.has(event.id));
+          if (fresh.length === 0) continue;
+          if (expired()) {
+            yield KEY_GONE;
+            return;
+          }
+          for (const event of fresh) sent.add(event.id);
+          lastId = fresh.at(-1)!.id;
+          lastWrite = Date.now();
+          yield fresh.map((event) => event.frame).join("");
+        }
       }
       // The last event examined, so a client whose rules matched nothing resumes past it rather than at the present.
       yield `: the server ends this stream; reconnect with Last-Event-ID\n\n${lastId === undefined ? "" : cursorFrame(lastId)}`;
     } finally {
-      onEnd();
+      closeSocket(socket);
     }
   }
   return run();

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.ts";
-import { MAX_STREAMS_PER_KEY } from "../../src/stream/service.ts";
+import { MAX_STREAMS_PER_KEY } from "../../src/stream/limits.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";

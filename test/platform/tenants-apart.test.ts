@@ -6,6 +6,7 @@ import { announceExpiringKeys } from "../../src/account-events/expiring.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
+import { publishToStreams } from "../../src/stream/publish.ts";
 import { fanOut } from "../../src/webhooks/delivery/deliveries.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
@@ -18,7 +19,7 @@ import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks
 /**
  * Tenants apart: account A causes every kind of event (price and stock changes, a leaked key, an expiring key,
  * a disabled webhook, a usage threshold) while account B uses everything a client can reach: every operation of
- * the OpenAPI document, every MCP tool, the stream (live and backfill), replay and the webhook fan-out. Nothing B
+ * the OpenAPI document, every MCP tool, the stream (live, backfill and its hubs' publish), replay and the webhook fan-out. Nothing B
  * receives may carry A's account id, key ids, key names, key prefixes, webhook ids or webhook URLs. B also names
  * A's ids wherever a route takes one, and must get nothing of A's back.
  *
@@ -262,6 +263,26 @@ describe("tenants apart", () => {
     for (const text of [streamed.live, streamed.backfill]) expect(text).toContain('"new_price":"18.00"');
     expectNothingOfA("GET /events/stream (live)", streamed.live);
     expectNothingOfA("GET /events/stream?since= (backfill)", streamed.backfill);
+  });
+
+  it("the stream hubs' publish (an ingestion's background path), given every event of the day with A's account events, sends B's stream nothing else of A's", async () => {
+    const stream = readStream(await openStream(b.key));
+    try {
+      await stream.until(": connected");
+      const rows = await env.DB.prepare("SELECT * FROM events WHERE timestamp >= ? ORDER BY seq")
+        .bind(new Date(Date.now() - DAY_MS).toISOString())
+        .all<Record<string, unknown>>();
+      expect(rows.results.some((row) => row.account_id === a.sub)).toBe(true);
+      await publishToStreams(
+        env,
+        rows.results.map((row) => eventMessageOf(row as never)),
+      );
+      await stream.until('"new_price":"17.00"');
+      expectNothingOfA("the stream hubs' publish to B's stream", stream.text());
+      for (const type of ALL_TYPES.slice(2)) expect(stream.text()).not.toContain(`event: ${type}`);
+    } finally {
+      await stream.close();
+    }
   });
 
   it("B's MCP tool results carry nothing of A's", async () => {

@@ -5,10 +5,13 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { inArray } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
+import type { EventMessage } from "../../src/events/messages.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
+import { newEventId } from "../../src/platform/ids.ts";
 import { events } from "../../src/platform/tables.ts";
+import { publishToStreams } from "../../src/stream/publish.ts";
 import { DELIVERY_ARCHIVE_CRON } from "../../src/webhooks/delivery/delivery-archive.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { createCompetitor, createProduct, insertProducts, publishCatalogue, randomProductId } from "../helpers/catalogue-factory.ts";
@@ -23,7 +26,7 @@ import { createWebhook, deliveryTo, endpointSettled, ingest, runQueue } from "..
 
 /**
  * A work budget per invocation that every route, MCP tool, the stream, a fan-out batch, a webhook endpoint object's
- * run and each cron task joins: the D1 statements it makes, the rows each read statement reads and the R2 reads, measured at two data sizes
+ * run, the stream hubs' publish and each cron task joins: the D1 statements it makes, the rows each read statement reads and the R2 reads, measured at two data sizes
  * (SIZES products, events, price points, other accounts' keys and webhooks), each held under a stated budget that
  * is the same at both sizes. A read statement may read at most 3 × the rows it returns + 25 (an index range, not a
  * scan). Measured at the bindings (D1 and R2 spied in the isolate the worker shares with the test), so work done
@@ -170,6 +173,8 @@ let admin: string;
 let owner: Awaited<ReturnType<typeof freshAccount>>;
 let hookId: string;
 let windowHookId: string;
+/** The hubs' publish entry's streams' key: the owner's own key has spent its minute on the routes by then. */
+let streamKey: string;
 let productId: string;
 const OURS = "BUDGET-OURS";
 let priceChanges = 10;
@@ -350,23 +355,30 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
   ],
   "GET /events/stream": [
     async () => async () => {
-      // Opened with no cursor: it starts at the present, and its first poll reads nothing old.
-      const res = await exports.default.fetch(
-        new Request("https://api.test/events/stream", {
-          headers: { Authorization: `Bearer ${owner.key}`, "CF-Connecting-IP": randomTestIp() },
-        }),
-      );
-      expect(res.status).toBe(200);
-      const reader = res.body!.getReader();
-      let text = "";
-      while (!text.includes(": connected")) text += new TextDecoder().decode((await reader.read()).value);
-      await new Promise((resolve) => setTimeout(resolve, 1500)); // a poll's worth of the live phase
-      await reader.cancel();
+      // Opened with no cursor: its admission (the key's object may read the key), its opening reads (the key's expiry,
+      // where the present is), then idle: nothing at all.
+      const stream = await openStream(owner.key);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await stream.cancel();
       return undefined;
     },
-    budget(8, 2),
+    budget(4),
   ],
 };
+
+/** A stream of the owner's, open once its first frame has come; `query` its rules. */
+async function openStream(key: string, query = "") {
+  const res = await exports.default.fetch(
+    new Request(`https://api.test/events/stream${query}`, {
+      headers: { Authorization: `Bearer ${key}`, "CF-Connecting-IP": randomTestIp() },
+    }),
+  );
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  let text = "";
+  while (!text.includes(": connected")) text += new TextDecoder().decode((await reader.read()).value);
+  return reader;
+}
 
 const MCP_TOOLS: Record<string, [Record<string, unknown>, Budget]> = {
   search_products: [{ query: "Snapshot product", limit: 20 }, budget(4)],
@@ -400,7 +412,40 @@ const BACKGROUND: Record<string, [() => Promise<undefined>, Budget]> = {
     },
     budget(6),
   ],
+  // The stream hubs' publish after an ingestion's commit (src/stream/publish.ts): 10 price changes of the busy product
+  // to every hub, one of which holds two streams whose rules read the product (brands) and its history (new_low_days).
+  // Counted with the two streams' opening reads (2 statements each); the publish itself reads the product once and
+  // answers every history question of the batch together.
+  "stream hubs: a publish of 10 price changes": [
+    async () => {
+      const streams = [await openStream(streamKey, "?new_low_days=30"), await openStream(streamKey, "?brands=Acme")];
+      try {
+        await publishToStreams(env, busyPriceChanges(10));
+      } finally {
+        for (const stream of streams) await stream.cancel();
+      }
+      return undefined;
+    },
+    budget(8, 2),
+  ],
 };
+
+/** Price changes of the busy product (its history grows with the size), as an ingestion would publish them. */
+function busyPriceChanges(count: number): EventMessage[] {
+  const at = new Date().toISOString();
+  return Array.from({ length: count }, () => {
+    const id = newEventId(at);
+    const data = {
+      product_id: "prd_budget_busy",
+      competitor_id: "cmp_a",
+      currency: "USD",
+      old_price: "12.00",
+      new_price: "11.50",
+      observed_at: at,
+    };
+    return { kind: "event", event: { id, type: "price.changed", timestamp: at, data }, price_change: { old_minor: 1200, new_minor: 1150 } };
+  });
+}
 
 async function scheduled(cron: string): Promise<undefined> {
   await worker.scheduled(createScheduledController({ cron, scheduledTime: Date.now() }), env);
@@ -458,6 +503,7 @@ beforeAll(async () => {
   await ingest([{ sku: OURS, competitor: { id: "cmp_a", name: "A" }, price: "50.00" }]);
   productId = (await env.DB.prepare("SELECT id FROM products WHERE sku = ?").bind(OURS).first<string>("id"))!;
   hookId = (await createWebhook(owner.token, { url: hookUrl("budget") })).id;
+  streamKey = (await addKey(owner.token)).key;
   windowHookId = (await createWebhook(owner.token, { url: hookUrl("budget-window"), filters: { new_low_days: 30 } })).id;
 }, 300_000);
 

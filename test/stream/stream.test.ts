@@ -1,12 +1,14 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
-import { asc, eq, like } from "drizzle-orm";
+import { asc, like } from "drizzle-orm";
 import { EventSource } from "eventsource";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import worker from "../../src/index.ts";
+import type { AlertFilters } from "../../src/alerts/schema.ts";
 import { database } from "../../src/platform/db.ts";
-import { ACCOUNT_EVENT_TYPES, eventStreams, events } from "../../src/platform/tables.ts";
-import { BACKFILL_EXAMINED_MAX, eventFrames, MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "../../src/stream/service.ts";
+import { hubOf } from "../../src/stream/hubs.ts";
+import { ACCOUNT_EVENT_TYPES, events, WEBHOOK_EVENT_TYPES } from "../../src/platform/tables.ts";
+import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "../../src/stream/limits.ts";
+import { BACKFILL_EXAMINED_MAX, eventFrames, type StreamTiming, subscribe } from "../../src/stream/service.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
@@ -187,47 +189,51 @@ describe("GET /events/stream", () => {
   });
 });
 
+/**
+ * A stream's frames as its worker makes them, from a real subscription to the account's hub, with shorter timings
+ * than the route's: the heartbeats of many minutes in a few seconds.
+ */
+async function framesOf(filters: AlertFilters, timing: StreamTiming, account?: { sub: string; keyId: string }) {
+  account ??= await freshAccount({ plan: "premium" });
+  const rule = { types: WEBHOOK_EVENT_TYPES, minChangeBp: 0, filters };
+  const socket = await subscribe(hubOf(env, account.sub), {
+    keyId: account.keyId,
+    keyHash: "unused: this key does not change",
+    accountId: account.sub,
+    request: { ip: "198.51.100.9", scope: undefined },
+    rule,
+  });
+  const request = { after: undefined, since: undefined, rule };
+  return eventFrames(
+    { db: db(), archive: env.ARCHIVE },
+    { request, keyId: account.keyId, socket, timing, closed: new AbortController().signal },
+  );
+}
+
 describe("the stream's frames", () => {
-  it("comment lines keep an idle stream open, and the server ends it after its lifetime (releasing its slot)", async () => {
-    let ended = 0;
-    const frames = await eventFrames(
-      { db: db(), archive: env.ARCHIVE },
-      {
-        request: { after: undefined, since: new Date().toISOString(), rule: { minChangeBp: 0, filters: { skus: ["NONE"] } } },
-        timing: { pollMs: 5, heartbeatMs: 10, lifetimeMs: 150 },
-        stillAdmitted: async () => true,
-        closed: new AbortController().signal,
-        onEnd: () => {
-          ended++;
-        },
-      },
-    );
+  it("comment lines keep an idle stream open, and the server ends it after its lifetime, handing the present as its cursor", async () => {
+    const frames = await framesOf({ skus: ["NONE"] }, { heartbeatMs: 10, lifetimeMs: 150 });
     const text: string[] = [];
     for await (const frame of frames) text.push(frame);
     expect(text[0]).toBe("retry: 1000\n: connected\n\n");
     expect(text).toContain(": keep-alive\n\n");
     expect(text.at(-1)).toContain("reconnect with Last-Event-ID");
-    expect(text.some((frame) => frame.startsWith("id:"))).toBe(false);
-    expect(ended).toBe(1);
+    expect(text.at(-1)).toMatch(/\nid: evt_[0-9a-f]{32}\n\n$/);
+    expect(text.some((frame) => frame.includes("data:"))).toBe(false);
   });
 
-  it("an idle stream asks at each heartbeat whether its key still admits it, and ends once it does not", async () => {
-    let asked = 0;
-    const frames = await eventFrames(
-      { db: db(), archive: env.ARCHIVE },
-      {
-        request: { after: undefined, since: undefined, rule: { minChangeBp: 0, filters: { skus: ["NONE"] } } },
-        timing: { pollMs: 5, heartbeatMs: 10, lifetimeMs: 60_000 },
-        stillAdmitted: async () => ++asked < 3,
-        closed: new AbortController().signal,
-        onEnd: () => undefined,
-      },
-    );
-    const text: string[] = [];
-    for await (const frame of frames) text.push(frame);
-    expect(asked).toBe(3);
-    expect(text.filter((frame) => frame === ": keep-alive\n\n")).toHaveLength(2);
-    expect(text.at(-1)).toBe(": this API key no longer admits this stream; the stream ends\n\n");
+  it("an idle stream makes no D1 query: its heartbeats come from its worker, and nothing else happens", async () => {
+    // 50 ms heartbeats for 3 s: 60 heartbeats, fifteen minutes' worth at the route's 15 s.
+    const frames = await framesOf({ skus: ["NONE"] }, { heartbeatMs: 50, lifetimeMs: 60_000 });
+    expect((await frames.next()).value).toContain(": connected");
+    let heartbeats = 0;
+    const statements = await statementsOf(async () => {
+      const until = Date.now() + 3_000;
+      while (Date.now() < until) if ((await frames.next()).value === ": keep-alive\n\n") heartbeats++;
+    });
+    await frames.return(undefined);
+    expect(heartbeats).toBeGreaterThanOrEqual(40);
+    expect(statements).toEqual([]);
   });
 });
 
@@ -375,7 +381,7 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
     });
   });
 
-  it("asking the key's object whether the key still admits the stream counts no request", async () => {
+  it("the events a stream sends count no request against its key", async () => {
     const { key } = await freshAccount({ plan: "premium" });
     const sku = newSku();
     const opened = await openStream(key, `?skus=${encodeURIComponent(sku)}`);
@@ -386,7 +392,7 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
       await vi.waitFor(() => expect(stream.sentIds()).toHaveLength(1), { timeout: 5_000, interval: 20 });
       await ingest([{ sku, price: "3.00" }]);
       await vi.waitFor(() => expect(stream.sentIds()).toHaveLength(2), { timeout: 5_000, interval: 20 });
-      // Two writes, two questions to the object; the key's next request is its second counted.
+      // Two writes, nothing asked of the key's object; the key's next request is its second counted.
       const next = await call("GET", "/competitors", { token: key });
       expect(rateLimitOf(next).remaining).toBe(rateLimitOf(opened).remaining! - 1);
     } finally {
@@ -414,26 +420,7 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
     }
   });
 
-  it("releases its slot under waitUntil, so the release outlives the response", async () => {
-    const { key, keyId } = await freshAccount({ plan: "premium" });
-    const ctx = createExecutionContext();
-    const waitUntil = vi.spyOn(ctx, "waitUntil");
-    const res = await worker.fetch(
-      new Request("https://api.test/events/stream", { headers: { Authorization: `Bearer ${key}`, "CF-Connecting-IP": "198.51.100.8" } }),
-      env,
-      ctx,
-    );
-    expect(res.status).toBe(200);
-    const slots = () => db().select().from(eventStreams).where(eq(eventStreams.keyId, keyId)).all();
-    expect(await slots()).toHaveLength(1);
-    const calls = waitUntil.mock.calls.length;
-    await res.body!.cancel();
-    expect(waitUntil.mock.calls.length).toBeGreaterThan(calls);
-    await waitOnExecutionContext(ctx);
-    expect(await slots()).toHaveLength(0);
-  });
-
-  it("without Last-Event-ID, after or since, starts at the present: no old event, and two D1 statements before its first live poll", async () => {
+  it("without Last-Event-ID, after or since, starts at the present: no old event, and one batch of two D1 reads before going live", async () => {
     const { key } = await freshAccount({ plan: "premium" });
     const sku = newSku();
     await storePriceChanges(3_000, sku);
@@ -447,23 +434,16 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
     } finally {
       await stream.close();
     }
-    // The work before going live: everything up to the first heartbeat, which follows the first live poll.
+    // The work before going live: everything up to the first heartbeat.
+    const account = await freshAccount({ plan: "premium" });
     const statements = await statementsOf(async () => {
-      const frames = await eventFrames(
-        { db: db(), archive: env.ARCHIVE },
-        {
-          request: { after: undefined, since: undefined, rule: { minChangeBp: 0, filters: { skus: [sku] } } },
-          timing: { pollMs: 10, heartbeatMs: 10, lifetimeMs: 60_000 },
-          stillAdmitted: async () => true,
-          closed: new AbortController().signal,
-          onEnd: () => undefined,
-        },
-      );
+      const frames = await framesOf({ skus: [sku] }, { heartbeatMs: 10, lifetimeMs: 60_000 }, account);
       for await (const frame of frames) if (frame === ": keep-alive\n\n") break;
     });
-    // Reads only: the slot release of the stream closed above may land meanwhile.
-    const reads = statements.filter((statement) => /^select/i.test(statement.sql));
-    expect(reads).toHaveLength(2); // where the present is, then the first poll
+    // The key's expiry and where the present is, in one batch.
+    // (The catalogue builder, woken by the ingestions above, may read its own tables meanwhile.)
+    const streams = statements.filter((statement) => /"(events|api_keys)"/.test(statement.sql));
+    expect(streams.map((statement) => statement.sql.slice(0, 6).toLowerCase())).toEqual(["select", "select"]);
   });
 
   it(`a backfill examines at most ${BACKFILL_EXAMINED_MAX.toLocaleString("en")} events, then sends the last one's id alone and ends; a resume continues from there`, async () => {
@@ -486,5 +466,89 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
     } finally {
       await resumed.close();
     }
+  });
+});
+
+describe("pushed, not polled", { timeout: 30_000 }, () => {
+  it("a change reaches streams opened through different requests, of accounts on different hubs", async () => {
+    const a = await freshAccount({ plan: "premium" });
+    let b = await freshAccount({ plan: "premium" });
+    while (hubOf(env, b.sub).id.equals(hubOf(env, a.sub).id)) b = await freshAccount({ plan: "premium" });
+    const sku = newSku();
+    await ingest([{ sku, price: "5.00" }]);
+    const streams = [readFrames(await openStream(a.key, `?skus=${encodeURIComponent(sku)}`)), readFrames(await openStream(b.key))];
+    try {
+      for (const stream of streams) await vi.waitFor(() => expect(stream.frames.join("\n")).toContain(": connected"));
+      await ingest([{ sku, price: "4.00" }]);
+      const [change] = await eventIdsOf(sku);
+      for (const stream of streams) await vi.waitFor(() => expect(stream.sentIds()).toEqual([change]), { timeout: 2_000, interval: 10 });
+    } finally {
+      for (const stream of streams) await stream.close();
+    }
+  });
+
+  it("a hub restarted between two publishes loses nothing: the stream ends, and its client catches up with Last-Event-ID", async () => {
+    const { sub, key } = await freshAccount({ plan: "premium" });
+    const sku = newSku();
+    await ingest([{ sku, price: "10.00" }]);
+    const net = network(key);
+    const received: string[] = [];
+    const source = new EventSource(`https://api.test/events/stream?skus=${encodeURIComponent(sku)}`, { fetch: net.fetch });
+    source.addEventListener("price.changed", (message) => received.push(message.lastEventId));
+    try {
+      await vi.waitFor(() => expect(source.readyState).toBe(EventSource.OPEN)); // its response began: it is subscribed
+      await ingest([{ sku, price: "9.00" }]);
+      await vi.waitFor(() => expect(received).toHaveLength(1), { timeout: 2_000, interval: 10 });
+      const before = received.length;
+      // The hub goes away (as on an eviction or a deploy): its sockets with it.
+      await runInDurableObject(hubOf(env, sub), (_, state: DurableObjectState) => state.abort("the test restarts the hub")).catch(
+        () => undefined,
+      );
+      await ingest([{ sku, price: "1.00" }]);
+      await vi.waitFor(() => expect(received.length).toBeGreaterThan(before), { timeout: 10_000, interval: 20 });
+      // Reconnected with the last id it had, and caught up from D1: every change once, in commit order.
+      expect(net.requests.length).toBeGreaterThanOrEqual(2);
+      expect(net.requests[1]!.headers.get("Last-Event-ID")).toBe(received[before - 1]);
+      expect(received).toEqual(await eventIdsOf(sku));
+    } finally {
+      source.close();
+    }
+  });
+
+  it("a key's revocation ends its streams within a second", async () => {
+    const { token, key, keyId } = await freshAccount({ plan: "premium" });
+    const streams = [readFrames(await openStream(key)), readFrames(await openStream(key, "?type=stock.changed"))];
+    for (const stream of streams) await vi.waitFor(() => expect(stream.frames.join("\n")).toContain(": connected"));
+    const revoked = Date.now();
+    await expectJson(await call("DELETE", `/api-keys/${keyId}`, { token }), 200);
+    await Promise.all(streams.map((stream) => stream.ended));
+    expect(Date.now() - revoked).toBeLessThan(1_000);
+    for (const stream of streams) expect(stream.frames.at(-1)).toBe(": this API key no longer admits this stream; the stream ends");
+  });
+});
+
+describe("a hub's stored rules", { timeout: 30_000 }, () => {
+  it("a rule too big for a socket's attachment is kept in the hub's storage while its stream is open, and matches as any other", async () => {
+    const { sub, key } = await freshAccount({ plan: "premium" });
+    const sku = newSku();
+    const skus = [sku, ...Array.from({ length: 60 }, (_, i) => `OTHER-${i}-${"x".repeat(30)}`)];
+    const stored = () =>
+      runInDurableObject(hubOf(env, sub), (_, state: DurableObjectState) =>
+        state.storage.sql.exec("SELECT count(*) AS n FROM sqlite_master WHERE name = 'rules'").one().n === 0
+          ? 0
+          : Number(state.storage.sql.exec("SELECT count(*) AS n FROM rules").one().n),
+      );
+    const before = await stored();
+    await ingest([{ sku, price: "5.00" }]);
+    const stream = readFrames(await openStream(key, `?${skus.map((s) => `skus=${encodeURIComponent(s)}`).join("&")}`));
+    try {
+      await vi.waitFor(() => expect(stream.frames.join("\n")).toContain(": connected"));
+      expect(await stored()).toBe(before + 1);
+      await ingest([{ sku, price: "4.00" }]);
+      await vi.waitFor(async () => expect(stream.sentIds()).toEqual(await eventIdsOf(sku)), { timeout: 2_000, interval: 10 });
+    } finally {
+      await stream.close();
+    }
+    await vi.waitFor(async () => expect(await stored()).toBe(before));
   });
 });

@@ -3,6 +3,7 @@ import { database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import type { Limits } from "../../rate-limit/types.ts";
 import { type StoredCounters, Usage } from "../../rate-limit/window.ts";
+import { keyStreamsChanged } from "../../stream/hubs.ts";
 import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import { type KeyAdmission, type KeyRequest, type KeyState, UNKNOWN_KEY_MS, type UsageCount, type UsageSpan } from "./types.ts";
@@ -252,6 +253,8 @@ export class ApiKeyObject extends DurableObject<Env> {
   }
 
   private storeKey(state: KeyState) {
+    // A change to a key already held reaches its open event streams; a first read is no change.
+    if (this.key) this.ctx.waitUntil(keyStreamsChanged(this.env, state));
     this.key = state;
     this.ensureSchema();
     this.ctx.storage.sql.exec("INSERT OR REPLACE INTO key_state (id, state) VALUES (1, ?)", JSON.stringify(state));

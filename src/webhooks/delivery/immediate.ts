@@ -8,7 +8,7 @@ import { handToEndpoints } from "./endpoint-stub.ts";
 
 /**
  * The first delivery, right after an ingestion's commit (its `waitUntil`, so the answer does not wait
- * for it): claim the events as the queue consumer would, fan them out, and hand each webhook's deliveries
+ * for it; beside the event stream's publish, src/observations/routes.ts): claim the events as the queue consumer would, fan them out, and hand each webhook's deliveries
  * to its own object (src/webhooks/delivery/endpoint.ts), which makes them at once. This invocation makes
  * no POST itself: it cannot tell which endpoints hang, and 6 connections shared among them would make a
  * healthy endpoint wait behind a hanging one. What an object cannot take goes to WEBHOOK_QUEUE, which stays
@@ -22,7 +22,7 @@ import { handToEndpoints } from "./endpoint-stub.ts";
 /** A bulk ingestion goes through the queue as before. */
 const MAX_IMMEDIATE_EVENTS = 100;
 
-export interface ImmediateDeps {
+export interface FirstDeliveryServices {
   db: Database;
   /** Price history that left D1: new_low_days/new_high_days may look back into it. */
   archive: R2Bucket;
@@ -32,7 +32,10 @@ export interface ImmediateDeps {
 
 const log = logger("webhook-immediate");
 
-export async function deliverAfterCommit({ db, archive, queue, endpoints }: ImmediateDeps, events: readonly EventMessage[]): Promise<void> {
+export async function deliverAfterCommit(
+  { db, archive, queue, endpoints }: FirstDeliveryServices,
+  events: readonly EventMessage[],
+): Promise<void> {
   if (events.length === 0 || events.length > MAX_IMMEDIATE_EVENTS) return;
   let claimed = new Set<string>();
   try {

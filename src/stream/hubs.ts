@@ -1,0 +1,48 @@
+import type { KeyState } from "../api-keys/object/types.ts";
+import { logger } from "../platform/log.ts";
+import type { StreamHub } from "./hub.ts";
+
+/**
+ * The way to the event stream's hubs (src/stream/hub.ts): which hub holds an account's streams, and the push a key's
+ * object makes when its key changes.
+ *
+ * STREAM_HUB_COUNT: an account's streams all live in one hub (so the hub keeps its caps alone), and a hub serves every
+ * account hashed to it. At 10,000 open streams, 16 hubs hold ~625 each: a publish is one request per hub, so the
+ * hubs' share of the ~1,000 requests a second a Durable Object serves is the ingestion rate (one publish per
+ * ingestion that changed something) plus the streams' connects (10,000 streams reconnecting every 5 minutes: ~2 a
+ * second per hub), far below it; and ~625 sockets' attachments (at most 2 KiB each) are ~1.3 MB of a hub's 128 MB.
+ * More hubs would cost one more request per hub on every publish; fewer would crowd a hub that also wakes on every
+ * connect. docs/architecture.md "The event stream" prices it.
+ */
+const STREAM_HUB_COUNT = 16;
+
+/** A stable 32-bit hash (FNV-1a) of the account id, so the same account always meets the same hub. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash >>> 0;
+}
+
+const hubNamed = (env: Pick<Env, "STREAM_HUB">, index: number) => env.STREAM_HUB.get(env.STREAM_HUB.idFromName(`hub:${index}`));
+
+/** The hub that holds the account's streams. */
+export const hubOf = (env: Pick<Env, "STREAM_HUB">, accountId: string): DurableObjectStub<StreamHub> =>
+  hubNamed(env, fnv1a(accountId) % STREAM_HUB_COUNT);
+
+/** Every hub: a publish reaches them all (any account's stream may match a catalogue event). */
+export const everyHub = (env: Pick<Env, "STREAM_HUB">): DurableObjectStub<StreamHub>[] =>
+  Array.from({ length: STREAM_HUB_COUNT }, (_, index) => hubNamed(env, index));
+
+/**
+ * A key's object stored a change to its key (a revocation, a leak, a rotation's expiry, new restrictions or limits):
+ * the account's hub closes the key's open streams that the key no longer admits, and tells the others of a new
+ * expiry. A failure is logged: a stream also ends within its lifetime, and every reconnect is admitted afresh.
+ */
+export async function keyStreamsChanged(env: Pick<Env, "STREAM_HUB">, key: KeyState): Promise<void> {
+  const change = { keyId: key.keyId, active: key.status === "active", expiresAt: key.status === "active" ? key.expiresAt : null };
+  await hubOf(env, key.accountId)
+    .keyChanged(change)
+    .catch((error: unknown) =>
+      logger("stream-hub").error("key change not pushed to its streams", { key_id: key.keyId, error: String(error) }),
+    );
+}

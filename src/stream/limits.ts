@@ -1,0 +1,5 @@
+/** The stream's limits, which its worker (src/stream/service.ts) and its hub (src/stream/hub.ts) both keep. */
+
+export const MAX_STREAMS_PER_KEY = 5;
+/** Over all of an account's keys: so an account's streams cost a bounded share of its hub however many keys it makes. */
+export const MAX_STREAMS_PER_ACCOUNT = 25;

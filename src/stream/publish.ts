@@ -1,0 +1,25 @@
+import pLimit from "p-limit";
+import type { EventMessage } from "../events/messages.ts";
+import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
+import { logger } from "../platform/log.ts";
+import { everyHub } from "./hubs.ts";
+
+const log = logger("stream-publish");
+
+/**
+ * Publishes an ingestion's committed events to every stream hub (src/stream/hub.ts), which push each open stream what
+ * its rule matches: one call per hub, MAX_OPEN_CONNECTIONS at a time. Only catalogue events come here (an ingestion
+ * emits no other), so nothing of an account reaches a stream. A failed call is made once more (a hub being replaced or
+ * overloaded); a hub that restarts closes its sockets, and their clients catch up from the feed with Last-Event-ID.
+ * One still unreachable after that is logged: its streams miss these events unless they end before sending a later
+ * one (then the reconnect's backfill has them).
+ */
+export async function publishToStreams(env: Pick<Env, "STREAM_HUB">, events: readonly EventMessage[]): Promise<void> {
+  if (events.length === 0) return;
+  await pLimit(MAX_OPEN_CONNECTIONS).map(everyHub(env), (hub, index) =>
+    hub
+      .publish(events)
+      .catch(() => hub.publish(events))
+      .catch((error: unknown) => log.error("publish to a stream hub failed twice", { hub: index, error: String(error) })),
+  );
+}
