@@ -275,7 +275,7 @@ export function simulate(i: Inputs = INPUTS) {
   const feedPerSecond = w.requestsPerSecond * w.feedShare;
   const historyPerSecond = w.requestsPerSecond * w.historyShare;
   const d1ReadQueriesPerSecond = feedPerSecond * D1_QUERIES_PER_FEED_PAGE + historyPerSecond * D1_QUERIES_PER_HISTORY_READ;
-  // A queue batch's deliveries: one read of their webhooks, one batch recording their attempts (src/webhooks/delivery/deliveries.ts).
+  // A queue batch's deliveries: one read of their webhooks, one batch recording their attempts (src/webhooks/delivery/store.ts).
   const deliveryRecordsPerSecond = (deliveriesPerSecond / w.deliveriesPerQueueBatch) * D1_QUERIES_PER_DELIVERY_BATCH;
   // The cron: besides its sweeps, each archive object costs a read and a batch, the history step three queries.
   const cronQueriesPerRun = d.d1QueriesPerCronRunBesidesArchive + 2 * EVENT_ARCHIVE_OBJECTS_PER_RUN + 2 + 3;

@@ -56,7 +56,7 @@ export function historyWindows(subject: AlertSubject, rule: AlertRule): number[]
 
 export function matchesAlert(subject: AlertSubject, rule: AlertRule, prior: PriorPrices): boolean {
   if (rule.types && !rule.types.includes(subject.type)) return false;
-  // An account event (its owner decided before: src/webhooks/delivery/deliveries.ts, replay) is about keys and webhooks, not products.
+  // An account event (its owner decided before: src/webhooks/delivery/store.ts, replay) is about keys and webhooks, not products.
   if ((ACCOUNT_EVENT_TYPES as readonly string[]).includes(subject.type)) return true;
   const filters = rule.filters ?? {};
   if (!inList(filters.competitors, subject.competitorId) || !inList(filters.skus, subject.sku)) return false;

@@ -60,6 +60,6 @@ export const DELIVERY_LISTING_ARCHIVE_READS = 10;
 export const DELIVERY_REPLAY_ARCHIVE_READS = 100;
 /**
  * D1 round trips of one queue batch's deliveries (and of one fan-out's first deliveries after a commit):
- * their webhooks read in one query, their attempts recorded in one batch (src/webhooks/delivery/deliveries.ts).
+ * their webhooks read in one query, their attempts recorded in one batch (src/webhooks/delivery/store.ts).
  */
 export const D1_QUERIES_PER_DELIVERY_BATCH = 2;

@@ -7,7 +7,7 @@ import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
 import { publishToStreams } from "../../src/stream/publish.ts";
-import { fanOut } from "../../src/webhooks/delivery/deliveries.ts";
+import { fanOut } from "../../src/webhooks/delivery/store.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";

@@ -4,8 +4,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
-import { FAILING_DAYS_TO_DISABLE, findWebhooks, recordAttempts } from "../../src/webhooks/delivery/deliveries.ts";
 import { EXCERPT_BYTES, utf8Excerpt } from "../../src/webhooks/delivery/excerpt.ts";
+import { FAILING_DAYS_TO_DISABLE, recordAttempts, webhooksByIds } from "../../src/webhooks/delivery/store.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
@@ -185,7 +185,7 @@ describe("a disabled webhook has no pending retry", () => {
     const token = (await freshAccount()).token;
     const hook = await createWebhook(token, { url: hookUrl() });
     const db = database(env.DB);
-    const known = await findWebhooks(db, [hook.id]); // read while it was enabled, as a batch's attempts are
+    const known = await webhooksByIds(db, [hook.id]); // read while it was enabled, as a batch's attempts are
     await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "disabled" } }), 200);
     await recordAttempts(db, known, [
       {

@@ -6,7 +6,7 @@ import type { components } from "../../../client/schema.d.ts";
 import { fillRules, readRules, rulesSummary } from "./alert-rules.ts";
 import { api } from "./api.ts";
 import type { Delivery, ReplayQueued, RotatedWebhookSecret, WebhookPatch } from "./api-types.ts";
-import { deliveryItem, healthFacts } from "./deliveries.ts";
+import { deliveryItem, healthFacts } from "./delivery-view.ts";
 import { chosenGrace, confirmAction, openDialog, openRotateDialog, showOnce } from "./dialogs.ts";
 import { actionButton, attempt, byId, el, facts, feedbackSlot, formatDateTime, moreMenu, onSubmit, say, slotIn, when } from "./dom.ts";
 

@@ -1,10 +1,10 @@
 import { deliveryBody, type WebhookEvent } from "../../events/messages.ts";
 import { decryptSecret } from "../secrets.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
-import type { NewDelivery } from "./deliveries.ts";
 import { responseExcerpt } from "./excerpt.ts";
 import { MAX_ATTEMPTS } from "./schedule.ts";
 import { signedHeaders } from "./signing.ts";
+import type { NewDelivery } from "./store.ts";
 
 /**
  * One delivery attempt, made by the queue consumer (src/webhooks/delivery/consumer.ts) for an endpoint that is

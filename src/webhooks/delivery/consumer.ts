@@ -15,10 +15,10 @@ import { logger } from "../../platform/log.ts";
 import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
-import { fanOut, findWebhooks, recordAttempts } from "./deliveries.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
 import { retryDelaySeconds } from "./schedule.ts";
+import { fanOut, recordAttempts, webhooksByIds } from "./store.ts";
 
 /**
  * The WEBHOOK_QUEUE consumer. It is the Worker's `queue` handler, not a route: deliveries never pass
@@ -120,7 +120,7 @@ async function deliverAll(
   };
   let known: Map<string, WebhookRow>;
   try {
-    known = await findWebhooks(
+    known = await webhooksByIds(
       db,
       deliveries.map((delivery) => delivery.body.webhook_id),
     );

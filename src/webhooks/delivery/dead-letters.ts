@@ -4,7 +4,7 @@ import { requeueEvents } from "../../events/outbox.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { webhookDeliveries } from "../../platform/tables.ts";
-import { findWebhooks } from "./deliveries.ts";
+import { webhooksByIds } from "./store.ts";
 
 /**
  * The dead-letter queue's consumer: what WEBHOOK_QUEUE gave up on.
@@ -50,7 +50,7 @@ export async function handleDeadLetters(db: Database, batch: MessageBatch<unknow
 }
 
 async function recordFinalFailure(db: Database, message: DeliveryMessage, attempts: number): Promise<void> {
-  if (!(await findWebhooks(db, [message.webhook_id])).has(message.webhook_id)) return; // deleted since
+  if (!(await webhooksByIds(db, [message.webhook_id])).has(message.webhook_id)) return; // deleted since
   const last = await db
     .select({ outcome: webhookDeliveries.outcome, attempt: webhookDeliveries.attempt })
     .from(webhookDeliveries)

@@ -15,6 +15,7 @@ import type { Database } from "../../platform/db.ts";
 import { getNdjsonGz, mergeById, putNdjsonGz } from "../../platform/ndjson-archive.ts";
 import { webhookDeliveries } from "../../platform/tables.ts";
 import { HOUR_MS } from "../../platform/time.ts";
+import type { DeliveryRow } from "../service.ts";
 import { JITTER, RETRY_DELAYS_SECONDS } from "./schedule.ts";
 
 /**
@@ -34,8 +35,6 @@ import { JITTER, RETRY_DELAYS_SECONDS } from "./schedule.ts";
 
 /** The delivery archive's cron trigger (wrangler.toml lists it beside the every-minute sweeps' "* * * * *"). */
 export const DELIVERY_ARCHIVE_CRON = "*/1 * * * *";
-
-type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 
 const LAST_MS = 9_999_999_999_999;
 const digits = (n: number) => String(n).padStart(13, "0");

@@ -5,8 +5,8 @@ import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import { database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { attemptDelivery, attemptNotSent } from "./attempt.ts";
-import { findWebhooks, recordAttempts } from "./deliveries.ts";
 import { retryDelaySeconds } from "./schedule.ts";
+import { recordAttempts, webhooksByIds } from "./store.ts";
 
 /**
  * One object per webhook (named by its id): where that webhook's deliveries are made when the invocation that has
@@ -91,7 +91,7 @@ export class WebhookEndpoint extends DurableObject<Env> {
     const config = readConfig(this.env);
     if (typeof config === "string") throw new Error(config);
     const db = database(this.env.DB);
-    const known = await findWebhooks(db, [first.delivery.webhook_id]);
+    const known = await webhooksByIds(db, [first.delivery.webhook_id]);
     const webhook = known.get(first.delivery.webhook_id);
     const probing = Boolean(webhook?.failingSince);
     const what = ({ delivery }: Pending) => ({ webhook, event: delivery.event, attempt: (delivery.attempts_before ?? 0) + 1 });

@@ -2,9 +2,9 @@ import { type EventMessage, sendAll, type WebhookMessage } from "../../events/me
 import { claimForFanOut, markFannedOut, relayEvents, requeueEvents } from "../../events/outbox.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
-import { fanOut } from "./deliveries.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
+import { fanOut } from "./store.ts";
 
 /**
  * The first delivery, right after an ingestion's commit (its `waitUntil`, so the answer does not wait

@@ -83,7 +83,7 @@ export async function fanOut(db: Database, archive: R2Bucket, events: readonly E
 }
 
 /** The webhooks a queue batch's deliveries go to, in one D1 query. */
-export async function findWebhooks(db: Database, ids: readonly string[]): Promise<Map<string, WebhookRow>> {
+export async function webhooksByIds(db: Database, ids: readonly string[]): Promise<Map<string, WebhookRow>> {
   if (ids.length === 0) return new Map();
   const rows = await db
     .select()
