@@ -1,0 +1,88 @@
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import type { Schemas } from "../../client/index.ts";
+import { hashApiKey } from "../../src/api-keys/format.ts";
+import { MINUTE_MS } from "../../src/platform/time.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { fakeDateAt } from "../helpers/clock.ts";
+import { call, expectJson } from "../helpers/http.ts";
+import { accountToken } from "../helpers/tokens.ts";
+
+// A fake Date, shared by the worker and its Durable Objects. T0 is 10 s into an hour.
+const T0 = Date.parse("2030-05-06T09:00:10Z");
+fakeDateAt(T0);
+
+const keyObject = async (key: string) => env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(key)));
+
+/**
+ * Counts the storage rows the key's object writes while `run` runs, from its SQL cursors' own `rowsWritten` (every
+ * statement the object executes goes through its SqlStorage's `exec`, which is wrapped here for the span).
+ */
+async function rowsWrittenBy(key: string, run: () => Promise<void>): Promise<number> {
+  const stub = await keyObject(key);
+  const sql = await runInDurableObject(stub, (_object, state) => state.storage.sql);
+  const prototype = Object.getPrototypeOf(sql) as { exec: SqlStorage["exec"] };
+  const exec = prototype.exec;
+  const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+  prototype.exec = function (this: SqlStorage, query, ...bindings) {
+    const cursor = exec.call(this, query, ...bindings);
+    if (this === sql) cursors.push(cursor);
+    return cursor;
+  };
+  try {
+    await run();
+  } finally {
+    prototype.exec = exec;
+  }
+  return cursors.reduce((sum, cursor) => sum + cursor.rowsWritten, 0);
+}
+
+const get = (key: string) => call("GET", "/competitors", { token: key });
+
+describe("the key object's storage writes", () => {
+  it("100 admitted requests within a minute write at most 120 rows, and the usage stays exact", async () => {
+    const { token, key, keyId } = await freshAccount({ plan: "premium" });
+    expect((await get(key)).status).toBe(200); // the object reads the key once
+    const written = await rowsWrittenBy(key, async () => {
+      for (let i = 0; i < 100; i++) {
+        vi.setSystemTime(T0 + 100 + i * 400);
+        expect((await get(key)).status).toBe(200);
+      }
+      vi.setSystemTime(T0 + MINUTE_MS + 50_000); // the next minute: one more decision
+      expect((await get(key)).status).toBe(200);
+    });
+    console.log(`dense: ${written} rows for 101 admitted requests`);
+    expect(written).toBeLessThanOrEqual(121 * 1.2);
+    const usage = await expectJson<Schemas["KeyUsage"]>(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
+    const counted = usage.buckets.filter((b) => b.admitted + b.refused > 0);
+    expect(counted.map((b) => b.admitted)).toEqual([101, 1]);
+  });
+
+  it("a key used every 100 s for 26 hours writes at most 1.2 rows per request, evictions included", async () => {
+    const { sub, key, keyId } = await freshAccount({ plan: "standard" });
+    expect((await get(key)).status).toBe(200);
+    const requests = 26 * 36; // past the day of minutes, so the usage log's folding runs too
+    let written = 0;
+    // Counted a stretch at a time, as each eviction brings a new instance (and its own SqlStorage).
+    for (let stretch = 0; stretch < requests / 12; stretch++) {
+      written += await rowsWrittenBy(key, async () => {
+        for (let i = stretch * 12 + 1; i <= (stretch + 1) * 12; i++) {
+          vi.setSystemTime(T0 + i * 100_000);
+          expect((await get(key)).status).toBe(200);
+        }
+      });
+      await evictDurableObject(await keyObject(key));
+    }
+    console.log(`sparse: ${written} rows for ${requests} admitted requests`);
+    expect(written / requests).toBeLessThanOrEqual(1.2);
+    const token = await accountToken(sub); // the first has expired meanwhile
+    const hours = await expectJson<Schemas["KeyUsage"]>(await call("GET", `/api-keys/${keyId}/usage?granularity=hour`, { token }), 200);
+    const total = hours.buckets.reduce((sum, b) => sum + b.admitted, 0);
+    expect(total).toBe(requests + 1);
+    // 36 an hour (the first hour's one more), and the minutes the last 24 hours keep.
+    expect(hours.buckets.filter((b) => b.admitted > 0).map((b) => b.admitted)).toEqual([37, ...Array(25).fill(36), 1]);
+    const minutes = await expectJson<Schemas["KeyUsage"]>(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
+    expect(minutes.buckets.filter((b) => b.admitted > 0)).toHaveLength(24 * 36);
+  }, 120_000);
+});
