@@ -1,9 +1,8 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { Schemas } from "../../client/index.ts";
 import { hashApiKey } from "../../src/api-keys/format.ts";
-import { MINUTE_MS } from "../../src/platform/time.ts";
+import { HOUR_MS, MINUTE_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson } from "../helpers/http.ts";
@@ -22,10 +21,11 @@ const keyObject = async (key: string) => env.API_KEY_OBJECTS.get(env.API_KEY_OBJ
 async function rowsWrittenBy(key: string, run: () => Promise<void>): Promise<number> {
   const stub = await keyObject(key);
   const sql = await runInDurableObject(stub, (_object, state) => state.storage.sql);
-  const prototype = Object.getPrototypeOf(sql) as { exec: SqlStorage["exec"] };
+  type Exec = (this: SqlStorage, query: string, ...bindings: unknown[]) => SqlStorageCursor<Record<string, SqlStorageValue>>;
+  const prototype = Object.getPrototypeOf(sql) as { exec: Exec };
   const exec = prototype.exec;
   const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-  prototype.exec = function (this: SqlStorage, query, ...bindings) {
+  prototype.exec = function (query, ...bindings) {
     const cursor = exec.call(this, query, ...bindings);
     if (this === sql) cursors.push(cursor);
     return cursor;
@@ -54,7 +54,7 @@ describe("the key object's storage writes", () => {
     });
     console.log(`dense: ${written} rows for 101 admitted requests`);
     expect(written).toBeLessThanOrEqual(121 * 1.2);
-    const usage = await expectJson<Schemas["KeyUsage"]>(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
+    const usage = await expectJson(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
     const counted = usage.buckets.filter((b) => b.admitted + b.refused > 0);
     expect(counted.map((b) => b.admitted)).toEqual([101, 1]);
   });
@@ -77,12 +77,44 @@ describe("the key object's storage writes", () => {
     console.log(`sparse: ${written} rows for ${requests} admitted requests`);
     expect(written / requests).toBeLessThanOrEqual(1.2);
     const token = await accountToken(sub); // the first has expired meanwhile
-    const hours = await expectJson<Schemas["KeyUsage"]>(await call("GET", `/api-keys/${keyId}/usage?granularity=hour`, { token }), 200);
+    const hours = await expectJson(await call("GET", `/api-keys/${keyId}/usage?granularity=hour`, { token }), 200);
     const total = hours.buckets.reduce((sum, b) => sum + b.admitted, 0);
     expect(total).toBe(requests + 1);
-    // 36 an hour (the first hour's one more), and the minutes the last 24 hours keep.
-    expect(hours.buckets.filter((b) => b.admitted > 0).map((b) => b.admitted)).toEqual([37, ...Array(25).fill(36), 1]);
-    const minutes = await expectJson<Schemas["KeyUsage"]>(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
-    expect(minutes.buckets.filter((b) => b.admitted > 0)).toHaveLength(24 * 36);
+    // 36 an hour, and the minutes the last 24 hours keep, one request each.
+    expect(hours.buckets.filter((b) => b.admitted > 0).map((b) => b.admitted)).toEqual([...Array(26).fill(36), 1]);
+    const minutes = await expectJson(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
+    const lastDay = minutes.buckets.filter((b) => b.admitted > 0);
+    const windowFrom = Date.parse(minutes.buckets[0]!.start);
+    const times = Array.from({ length: requests + 1 }, (_, i) => T0 + i * 100_000);
+    expect(lastDay.map((b) => Date.parse(b.start))).toEqual(times.filter((t) => t >= windowFrom).map((t) => t - (t % MINUTE_MS)));
+    expect(lastDay.every((b) => b.admitted === 1)).toBe(true);
   }, 120_000);
+
+  it("an object stored before hours kept their minutes keeps its counts", async () => {
+    const { token, key, keyId } = await freshAccount({ plan: "standard" });
+    expect((await get(key)).status).toBe(200);
+    const minute = T0 - 10_000;
+    // The shape such an object stored: the current minute in the state row, finished minutes as rows of their own.
+    await runInDurableObject(await keyObject(key), (_object, state) => {
+      state.storage.sql.exec(`DROP TABLE state; DROP TABLE usage;
+        CREATE TABLE state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
+          hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL,
+          usage_minute INTEGER NOT NULL, usage_admitted INTEGER NOT NULL, usage_refused INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0);
+        CREATE TABLE usage (level INTEGER NOT NULL, start INTEGER NOT NULL, admitted INTEGER NOT NULL, refused INTEGER NOT NULL,
+          PRIMARY KEY (level, start)) WITHOUT ROWID;`);
+      state.storage.sql.exec("INSERT INTO state VALUES (1, '[]', ?, 5, ?, 5, ?, 3, 1, 0)", minute, minute - 9 * HOUR_MS, minute);
+      state.storage.sql.exec("INSERT INTO usage VALUES (0, ?, 2, 0)", minute - 2 * MINUTE_MS);
+    });
+    await evictDurableObject(await keyObject(key));
+    vi.setSystemTime(T0 + 20 * MINUTE_MS);
+    expect((await get(key)).status).toBe(200);
+    const minutes = await expectJson(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
+    expect(
+      minutes.buckets.filter((b) => b.admitted + b.refused > 0).map((b) => [Date.parse(b.start) - minute, b.admitted, b.refused]),
+    ).toEqual([
+      [-2 * MINUTE_MS, 2, 0],
+      [0, 3, 1],
+      [20 * MINUTE_MS, 1, 0],
+    ]);
+  });
 });

@@ -6,27 +6,41 @@ import { type StoredCounters, Usage } from "../../rate-limit/window.ts";
 import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import { type KeyAdmission, type KeyRequest, type KeyState, UNKNOWN_KEY_MS, type UsageCount, type UsageSpan } from "./types.ts";
-import { OLDEST_COLUMNS, type OldestColumns, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
+import { NO_PENDING_HOUR, OLDEST_COLUMNS, type OldestColumns, type PendingHour, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
 import { announceUsage, thresholdReached, thresholdsReached } from "./usage-threshold.ts";
 
 /** The one row that holds a bucket's counters: written once per decision, read once per wake. */
 interface StateRow extends StoredCounters, Record<string, SqlStorageValue> {
-  usage_minute: number;
-  usage_admitted: number;
-  usage_refused: number;
+  /** The current hour's usage, minute by minute (a PendingHour as JSON): moved to the usage table when the hour ends. */
+  usage_hour: string;
   /** When a use was last marked for `last_used_at`: kept, so a woken object does not mark again too soon. */
   last_used: number;
 }
 
-/** Writes the whole state row: one statement per decision that must be kept. */
-const WRITE_STATE = "INSERT OR REPLACE INTO state VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+/** Writes the whole state row: one statement, and one row, per decision that must be kept. */
+const WRITE_STATE = `INSERT OR REPLACE INTO state (id, log, hour_start, hour_count, day_start, day_count, usage_hour, last_used)
+  VALUES (1, ?, ?, ?, ?, ?, ?, ?)`;
 
 /** The object's tables, created by its first write: an object that only ever answers "unknown key" stores nothing. */
 const SCHEMA = `CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
     hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL,
-    usage_minute INTEGER NOT NULL, usage_admitted INTEGER NOT NULL, usage_refused INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0);
+    usage_hour TEXT NOT NULL, last_used INTEGER NOT NULL DEFAULT 0);
   CREATE TABLE IF NOT EXISTS key_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);
   ${USAGE_SCHEMA}`;
+
+/**
+ * An object whose state row still holds only the current minute (as written before hours kept their minutes): that
+ * minute goes to the usage table as a minute row, which reads and folds count as ever, and the tables take their
+ * present shape. Once per object, in one synchronous run, so it is whole or not at all.
+ */
+const UPGRADE_SCHEMA = `INSERT INTO usage (level, start, admitted, refused)
+    SELECT 0, usage_minute, usage_admitted, usage_refused FROM state WHERE usage_admitted + usage_refused > 0
+    ON CONFLICT (level, start) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused;
+  ALTER TABLE usage ADD COLUMN minutes TEXT;
+  ALTER TABLE state ADD COLUMN usage_hour TEXT NOT NULL DEFAULT '${JSON.stringify(NO_PENDING_HOUR)}';
+  ALTER TABLE state DROP COLUMN usage_minute;
+  ALTER TABLE state DROP COLUMN usage_admitted;
+  ALTER TABLE state DROP COLUMN usage_refused;`;
 
 /**
  * What a wake reads in one statement: the state row (all null before the first decision), the key's state and the usage
@@ -69,8 +83,10 @@ export class ApiKeyObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const sql = ctx.storage.sql;
-    // A wake asks whether the tables exist, then reads everything the object keeps in memory in one statement.
-    this.hasSchema = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state'").toArray().length > 0;
+    // A wake asks whether the tables exist (and in which shape), then reads everything the object keeps in memory in one statement.
+    const state = sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'state'").toArray()[0];
+    this.hasSchema = state !== undefined;
+    if (state && !state.sql.includes("usage_hour")) sql.exec(UPGRADE_SCHEMA);
     const woken: Partial<WokenRow> = this.hasSchema
       ? sql
           .exec<WokenRow>(
@@ -80,9 +96,7 @@ export class ApiKeyObject extends DurableObject<Env> {
       : {};
     const row = woken.log == null ? undefined : (woken as StateRow);
     this.usage = Usage.restored(row);
-    const pending = row
-      ? { minute: row.usage_minute, admitted: row.usage_admitted, refused: row.usage_refused }
-      : { minute: 0, admitted: 0, refused: 0 };
+    const pending = row ? (JSON.parse(row.usage_hour) as PendingHour) : NO_PENDING_HOUR;
     this.usageLog = new UsageLog(sql, pending, {
       oldest_0: woken.oldest_0 ?? null,
       oldest_1: woken.oldest_1 ?? null,
@@ -282,7 +296,6 @@ export class ApiKeyObject extends DurableObject<Env> {
     this.writtenAt = now;
     this.refusalsUnwritten = false;
     const { minuteLog, hour, day } = this.usage;
-    const { minute, admitted, refused } = this.usageLog.pending;
     this.ctx.storage.sql.exec(
       WRITE_STATE,
       JSON.stringify(minuteLog),
@@ -290,9 +303,7 @@ export class ApiKeyObject extends DurableObject<Env> {
       hour.count,
       day.start,
       day.count,
-      minute,
-      admitted,
-      refused,
+      JSON.stringify(this.usageLog.pending),
       this.lastUseRecorded,
     );
   }
