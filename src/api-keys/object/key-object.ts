@@ -109,9 +109,12 @@ export class ApiKeyObject extends DurableObject<Env> {
   /**
    * Admission for an API key: its status, expiry and limits come from D1 the first time, then from storage.
    * Every decision is counted in the key's usage. A hash that matches no key is remembered for a minute,
-   * in memory only: no D1 read meanwhile, and no storage for a made-up key.
+   * in memory only: no D1 read meanwhile, and no storage for a made-up key. With `lookUp: false`, an object that
+   * would have to read D1 answers "unchecked" instead, counting nothing: the worker looks up a key it cannot vouch
+   * for only while the client IP's bucket has room (src/pipeline/admission.ts).
    */
-  async admitKey(keyHash: string, request?: KeyRequest): Promise<KeyAdmission> {
+  async admitKey(keyHash: string, request?: KeyRequest, { lookUp = true } = {}): Promise<KeyAdmission> {
+    if (!lookUp && !this.key && Date.now() >= this.unknownUntil) return { status: "unchecked", d1Queries: 0 };
     const { key, d1Queries } = await this.knownKey(keyHash);
     if (!key) return { status: "unknown", d1Queries };
     const now = Date.now();
