@@ -62,8 +62,9 @@ const REFUSALS_WRITTEN_EVERY_MS = 1_000;
  * restrictions, read from D1 once and then pushed to), its rate-limit bucket and its usage. It decides admission and
  * counts in one round trip. Calls run one at a time and the counters are in its SQLite storage, written before the
  * answer leaves, so neither concurrency nor eviction admits extra. All of a decision's counting (the minute log, the
- * hour and day counters, this minute's usage) is one row, written with one statement: a storage write is what an
- * admission costs most, here and deployed. Until wrangler.toml's v5 this class was `RateLimiter`, which held the fixed
+ * hour and day counters, this hour's usage minute by minute) is one row, written with one statement: a storage write
+ * is what an admission costs most, here and deployed (src/api-keys/object/usage-log.ts moves an hour's usage to a row
+ * of its own when the hour ends). Until wrangler.toml's v5 this class was `RateLimiter`, which held the fixed
  * buckets too; the rename kept every key's storage.
  */
 export class ApiKeyObject extends DurableObject<Env> {
