@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/api-keys/format.ts";
 import { MARK_EVERY_MS } from "../../src/api-keys/object/last-used-schedule.ts";
-import { HOUR_MS, MINUTE_MS } from "../../src/platform/time.ts";
+import { MINUTE_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson } from "../helpers/http.ts";
@@ -96,32 +96,4 @@ describe("the key object's storage writes", () => {
     expect(lastDay.map((b) => Date.parse(b.start))).toEqual(times.filter((t) => t >= windowFrom).map((t) => t - (t % MINUTE_MS)));
     expect(lastDay.every((b) => b.admitted === 1)).toBe(true);
   }, 120_000);
-
-  it("an object stored before hours kept their minutes keeps its counts", async () => {
-    const { token, key, keyId } = await freshAccount({ plan: "standard" });
-    expect((await get(key)).status).toBe(200);
-    const minute = T0 - 10_000;
-    // The shape such an object stored: the current minute in the state row, finished minutes as rows of their own.
-    await runInDurableObject(await keyObject(key), (_object, state) => {
-      state.storage.sql.exec(`DROP TABLE state; DROP TABLE usage;
-        CREATE TABLE state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
-          hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL,
-          usage_minute INTEGER NOT NULL, usage_admitted INTEGER NOT NULL, usage_refused INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0);
-        CREATE TABLE usage (level INTEGER NOT NULL, start INTEGER NOT NULL, admitted INTEGER NOT NULL, refused INTEGER NOT NULL,
-          PRIMARY KEY (level, start)) WITHOUT ROWID;`);
-      state.storage.sql.exec("INSERT INTO state VALUES (1, '[]', ?, 5, ?, 5, ?, 3, 1, 0)", minute, minute - 9 * HOUR_MS, minute);
-      state.storage.sql.exec("INSERT INTO usage VALUES (0, ?, 2, 0)", minute - 2 * MINUTE_MS);
-    });
-    await evictDurableObject(await keyObject(key));
-    vi.setSystemTime(T0 + 20 * MINUTE_MS);
-    expect((await get(key)).status).toBe(200);
-    const minutes = await expectJson(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
-    expect(
-      minutes.buckets.filter((b) => b.admitted + b.refused > 0).map((b) => [Date.parse(b.start) - minute, b.admitted, b.refused]),
-    ).toEqual([
-      [-2 * MINUTE_MS, 2, 0],
-      [0, 3, 1],
-      [20 * MINUTE_MS, 1, 0],
-    ]);
-  });
 });

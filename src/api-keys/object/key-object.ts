@@ -6,7 +6,7 @@ import { type StoredCounters, Usage } from "../../rate-limit/window.ts";
 import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import { type KeyAdmission, type KeyRequest, type KeyState, UNKNOWN_KEY_MS, type UsageCount, type UsageSpan } from "./types.ts";
-import { NO_PENDING_HOUR, OLDEST_COLUMNS, type OldestColumns, type PendingHour, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
+import { OLDEST_COLUMNS, type OldestColumns, type PendingHour, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
 import { announceUsage, thresholdReached, thresholdsReached } from "./usage-threshold.ts";
 
 /** The one row that holds a bucket's counters: written once per decision, read once per wake. */
@@ -27,20 +27,6 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (
     usage_hour TEXT NOT NULL, last_used INTEGER NOT NULL DEFAULT 0);
   CREATE TABLE IF NOT EXISTS key_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);
   ${USAGE_SCHEMA}`;
-
-/**
- * An object whose state row still holds only the current minute (as written before hours kept their minutes): that
- * minute goes to the usage table as a minute row, which reads and folds count as ever, and the tables take their
- * present shape. Once per object, in one synchronous run, so it is whole or not at all.
- */
-const UPGRADE_SCHEMA = `INSERT INTO usage (level, start, admitted, refused)
-    SELECT 0, usage_minute, usage_admitted, usage_refused FROM state WHERE usage_admitted + usage_refused > 0
-    ON CONFLICT (level, start) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused;
-  ALTER TABLE usage ADD COLUMN minutes TEXT;
-  ALTER TABLE state ADD COLUMN usage_hour TEXT NOT NULL DEFAULT '${JSON.stringify(NO_PENDING_HOUR)}';
-  ALTER TABLE state DROP COLUMN usage_minute;
-  ALTER TABLE state DROP COLUMN usage_admitted;
-  ALTER TABLE state DROP COLUMN usage_refused;`;
 
 /**
  * What a wake reads in one statement: the state row (all null before the first decision), the key's state and the usage
@@ -84,10 +70,8 @@ export class ApiKeyObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const sql = ctx.storage.sql;
-    // A wake asks whether the tables exist (and in which shape), then reads everything the object keeps in memory in one statement.
-    const state = sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'state'").toArray()[0];
-    this.hasSchema = state !== undefined;
-    if (state && !state.sql.includes("usage_hour")) sql.exec(UPGRADE_SCHEMA);
+    // A wake asks whether the tables exist, then reads everything the object keeps in memory in one statement.
+    this.hasSchema = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state'").toArray().length > 0;
     const woken: Partial<WokenRow> = this.hasSchema
       ? sql
           .exec<WokenRow>(
@@ -97,12 +81,8 @@ export class ApiKeyObject extends DurableObject<Env> {
       : {};
     const row = woken.log == null ? undefined : (woken as StateRow);
     this.usage = Usage.restored(row);
-    const pending = row ? (JSON.parse(row.usage_hour) as PendingHour) : NO_PENDING_HOUR;
-    this.usageLog = new UsageLog(sql, pending, {
-      oldest_0: woken.oldest_0 ?? null,
-      oldest_1: woken.oldest_1 ?? null,
-      oldest_2: woken.oldest_2 ?? null,
-    });
+    const pending: PendingHour = row ? JSON.parse(row.usage_hour) : { start: 0, minutes: {} };
+    this.usageLog = new UsageLog(sql, pending, { oldest_hour: woken.oldest_hour ?? null, oldest_day: woken.oldest_day ?? null });
     this.lastUseRecorded = row?.last_used ?? 0;
     this.key = woken.key_state != null ? (JSON.parse(woken.key_state) as KeyState) : undefined;
   }

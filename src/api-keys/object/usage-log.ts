@@ -2,11 +2,13 @@ import type { Granularity } from "../../rate-limit/types.ts";
 import type { UsageCount } from "./types.ts";
 import { BUCKET_MS, bucketStart, keptWindow } from "./usage-range.ts";
 
-const LEVEL: Record<Granularity, number> = { minute: 0, hour: 1, day: 2 };
-const LEVELS = ["minute", "hour", "day"] as const;
+/** The table's two levels: hours (with their minutes inside) and, once older than 30 days, days. */
+const LEVEL = { hour: 1, day: 2 } as const;
+type Level = keyof typeof LEVEL;
+const LEVELS = ["hour", "day"] as const;
 
 /** How long a row may outstay its window before a fold is due: folds come in batches, not on every decision. */
-const FOLD_SLACK_MS: Record<Granularity, number> = { minute: BUCKET_MS.hour, hour: BUCKET_MS.day, day: BUCKET_MS.day };
+const FOLD_SLACK_MS = BUCKET_MS.day;
 
 /**
  * The current hour's counts, minute by minute (the minute's index in the hour → [admitted, refused], only minutes
@@ -18,36 +20,33 @@ export interface PendingHour {
   minutes: Record<string, [number, number]>;
 }
 
-export const NO_PENDING_HOUR: PendingHour = { start: 0, minutes: {} };
-
 /**
  * The usage table: created by the object's wake-up script (src/api-keys/object/key-object.ts) with its other tables.
- * An hour row (level 1) written when its hour ended carries that hour's minutes as JSON (`minutes`, a PendingHour's);
- * minute rows (level 0) are what objects wrote before hours carried their minutes, read and folded as ever.
+ * An hour row, written when its hour ended, carries that hour's minutes as JSON (`minutes`, a PendingHour's); a day
+ * row, folded from hours, carries none.
  */
 export const USAGE_SCHEMA = `CREATE TABLE IF NOT EXISTS usage (level INTEGER NOT NULL, start INTEGER NOT NULL,
   admitted INTEGER NOT NULL, refused INTEGER NOT NULL, minutes TEXT, PRIMARY KEY (level, start)) WITHOUT ROWID;`;
 
 /** The oldest row's start per level (null for none), as columns of the object's one wake-up read. */
-export const OLDEST_COLUMNS = LEVELS.map((_, level) => `(SELECT min(start) FROM usage WHERE level = ${level}) AS oldest_${level}`).join(
+export const OLDEST_COLUMNS = LEVELS.map((level) => `(SELECT min(start) FROM usage WHERE level = ${LEVEL[level]}) AS oldest_${level}`).join(
   ", ",
 );
-export type OldestColumns = Record<`oldest_${0 | 1 | 2}`, number | null>;
-const oldestPerLevel = (row: OldestColumns) => LEVELS.map((_, level) => row[`oldest_${level as 0 | 1 | 2}`] ?? Infinity);
+export type OldestColumns = Record<`oldest_${Level}`, number | null>;
+const oldestPerLevel = (row: OldestColumns) => ({ hour: row.oldest_hour ?? Infinity, day: row.oldest_day ?? Infinity });
 
 /**
  * A key's admitted and refused requests, in its object's SQLite, so an eviction loses none.
  * The current hour's counts travel in the object's one state row (src/api-keys/object/key-object.ts writes it once
  * per decision); when a decision falls in a new hour, the finished one becomes one row here, its minutes inside it.
- * So a decision writes one row, and an hour one more, however the requests are spread over it.
- * Rows that have left their window are folded into the next coarser level (legacy minute rows older than 24 h into
- * hours, hours older than 30 days into days) and days older than a year are dropped, lazily: once the oldest row of
- * a level is more than its slack past the window (an hour for minutes, a day for hours and days). Each level holds
- * only what the finer ones no longer do, so a read adds the levels up and is exact whenever the folding last ran.
+ * So a decision writes one row, and an hour one more, however the requests are spread over it (until issue 34 each
+ * minute became a row, which the fold later deleted). Hours older than 30 days are folded into days and days older
+ * than a year dropped, lazily: once the oldest row of a level is more than a day past its window. Days hold only what
+ * hours no longer do, so a read adds the levels up and is exact whenever the folding last ran.
  */
 export class UsageLog {
   /** The oldest row's start per level (Infinity for none), so a decision knows without a query whether a fold is due. */
-  private oldest: number[];
+  private oldest: Record<Level, number>;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -84,16 +83,15 @@ export class UsageLog {
         bucket.refused += refused;
       } else buckets.set(start, { start, admitted, refused });
     };
-    // Minutes come from the minute rows and from the hour rows' minutes; coarser buckets from the rows' totals.
-    const level = granularity === "minute" ? LEVEL.hour : LEVEL[granularity];
-    const rows = this.sql.exec<{ level: number; start: number; admitted: number; refused: number; minutes: string | null }>(
-      "SELECT level, start, admitted, refused, minutes FROM usage WHERE level <= ? AND start >= ? AND start < ?",
-      level,
+    // Minutes come from the hour rows' minutes (the 24 hours of minutes are all still hours); hours and days from the totals.
+    const rows = this.sql.exec<{ start: number; admitted: number; refused: number; minutes: string | null }>(
+      "SELECT start, admitted, refused, minutes FROM usage WHERE level <= ? AND start >= ? AND start < ?",
+      granularity === "day" ? LEVEL.day : LEVEL.hour,
       from - (from % BUCKET_MS.hour),
       to,
     );
     for (const row of rows) {
-      if (granularity !== "minute" || row.level === LEVEL.minute) add(row.start, row.admitted, row.refused);
+      if (granularity !== "minute") add(row.start, row.admitted, row.refused);
       else if (row.minutes !== null) this.addMinutes({ start: row.start, minutes: JSON.parse(row.minutes) as PendingHour["minutes"] }, add);
     }
     this.addMinutes(this.pending, add);
@@ -112,42 +110,36 @@ export class UsageLog {
       admitted += counts[0];
       refused += counts[1];
     }
-    this.oldest[1] = Math.min(this.oldest[1]!, start);
-    // A conflict only with legacy minute rows folded into this hour: the counts add up, the minutes stay this hour's.
+    this.oldest.hour = Math.min(this.oldest.hour, start);
     this.sql.exec(
-      `INSERT INTO usage (level, start, admitted, refused, minutes) VALUES (1, ?, ?, ?, ?)
-       ON CONFLICT (level, start) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused,
-       minutes = excluded.minutes`,
+      "INSERT INTO usage (level, start, admitted, refused, minutes) VALUES (?, ?, ?, ?, ?)",
+      LEVEL.hour,
       start,
       admitted,
       refused,
       JSON.stringify(minutes),
     );
   }
+
   private readOldest() {
     this.oldest = oldestPerLevel(this.sql.exec<OldestColumns>(`SELECT ${OLDEST_COLUMNS}`).one());
   }
 
   /** Folds and drops what is due; touches only rows that have left their window. */
   private fold(now: number) {
-    const due = LEVELS.some((level, i) => this.oldest[i]! < keptWindow(level, now).from - FOLD_SLACK_MS[level]);
+    const due = LEVELS.some((level) => this.oldest[level] < keptWindow(level, now).from - FOLD_SLACK_MS);
     if (!due) return;
-    for (const [finer, coarser] of [
-      ["minute", "hour"],
-      ["hour", "day"],
-    ] as const) {
-      const before = keptWindow(finer, now).from;
-      this.sql.exec(
-        `INSERT INTO usage (level, start, admitted, refused)
-         SELECT ?, start - start % ?, sum(admitted), sum(refused) FROM usage WHERE level = ? AND start < ? GROUP BY 2
-         ON CONFLICT (level, start) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused`,
-        LEVEL[coarser],
-        BUCKET_MS[coarser],
-        LEVEL[finer],
-        before,
-      );
-      this.sql.exec("DELETE FROM usage WHERE level = ? AND start < ?", LEVEL[finer], before);
-    }
+    const before = keptWindow("hour", now).from;
+    this.sql.exec(
+      `INSERT INTO usage (level, start, admitted, refused)
+       SELECT ?, start - start % ?, sum(admitted), sum(refused) FROM usage WHERE level = ? AND start < ? GROUP BY 2
+       ON CONFLICT (level, start) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused`,
+      LEVEL.day,
+      BUCKET_MS.day,
+      LEVEL.hour,
+      before,
+    );
+    this.sql.exec("DELETE FROM usage WHERE level = ? AND start < ?", LEVEL.hour, before);
     this.sql.exec("DELETE FROM usage WHERE level = ? AND start < ?", LEVEL.day, keptWindow("day", now).from);
     this.readOldest();
   }
