@@ -1198,7 +1198,7 @@ export interface components {
             created_at: string;
             /**
              * Format: date-time
-             * @description The last admitted request, at most a minute late
+             * @description The last admitted request, at most 15 minutes late
              * @example 2026-01-31T12:00:00.000Z
              */
             last_used_at: string | null;

@@ -243,7 +243,7 @@ export function report(r: Results): string {
     "",
     "| request | work |",
     "|---|---|",
-    `| a key's first request (the client IP's bucket first, as for any key hash the isolate has not seen; then its object wakes and reads D1 once) | ${workText(r.work.coldKey)} |`,
+    `| a key's first request (its object has never read it: the client IP's bucket is looked at, then the object reads D1 once) | ${workText(r.work.coldKey)} |`,
     `| a seen key, ${seen.samples} sequential requests | D1 ${seen.d1Total} in total (${seen.withD1} requests), key-do ${seen.keyDoTotal}, other-do ${seen.otherDoTotal}; ${statuses(seen.statuses)} |`,
     `| a malformed key (bad checksum) | ${workText(r.work.malformed)} |`,
     `| a key over its limit: the refusal its object makes | ${workText(r.work.firstRefusal)} |`,

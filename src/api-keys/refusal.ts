@@ -1,8 +1,8 @@
-import type { KeyAdmission } from "./object/types.ts";
+import type { CheckedAdmission } from "./object/types.ts";
 import { missingScopeDetail } from "./scopes.ts";
 
 /** A key's object refused the request: what the caller is told (a 401, or a 403 for `forbidden`), and how to go on. */
-export function keyRefusalDetail(refused: Exclude<KeyAdmission, { status: "active" }>): string {
+export function keyRefusalDetail(refused: Exclude<CheckedAdmission, { status: "active" }>): string {
   switch (refused.status) {
     case "forbidden":
       return refused.reason.kind === "scope"

@@ -88,7 +88,7 @@ export const ApiKey = z
     ...keyFields,
     status: z.enum(KEY_STATUSES).meta({ description: "`expired` once `expires_at` has passed" }),
     created_at: timestamp,
-    last_used_at: timestamp.nullable().meta({ description: "The last admitted request, at most a minute late" }),
+    last_used_at: timestamp.nullable().meta({ description: "The last admitted request, at most 15 minutes late" }),
     revoked_at: timestamp.nullable(),
     revoked_reason: orNull(RevokedReason).meta({ description: "null while the key is not revoked" }),
     leaked_at: timestamp.nullable().meta({ description: "When a secret scanner reported the key" }),

@@ -3,8 +3,9 @@ import pLimit from "p-limit";
 import type { RequestServices } from "../http/app-env.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { apiKeys } from "../platform/tables.ts";
+import { LAST_USED_LAG_MS } from "./object/last-used-schedule.ts";
 import type { UsageCount } from "./object/types.ts";
-import { BUCKET_MS, clipRange, summed, zeroFilled } from "./object/usage-range.ts";
+import { clipRange, summed, zeroFilled } from "./object/usage-range.ts";
 import type { AccountUsageView, KeyUsageView, UsageQuery } from "./schema.ts";
 import { findApiKey, type KeyOfAccount, MAX_ACTIVE_KEYS } from "./service.ts";
 
@@ -31,7 +32,7 @@ export async function getApiKeyUsage(
 
 /**
  * The sum of the account's keys that can have something in the range: the active ones, and those used,
- * revoked or expired since a minute before it starts (`last_used_at` lags use by up to a minute).
+ * revoked or expired since LAST_USED_LAG_MS before it starts (`last_used_at` lags use by up to that).
  * A key revoked or expired before the range and not admitted since is left out: whatever it was refused
  * in the range is on its own usage, not in the total. At most MAX_ACTIVE_KEYS objects are asked (the most
  * recently used first), however many keys an account has revoked or let expire: a request's calls stay bounded.
@@ -41,7 +42,7 @@ export async function getAccountUsage(
   { accountId, query }: { accountId: string; query: UsageQuery },
 ): Promise<AccountUsageView> {
   const span = spanOf(query);
-  const since = new Date(span.from - BUCKET_MS.minute).toISOString();
+  const since = new Date(span.from - LAST_USED_LAG_MS).toISOString();
   const keys =
     span.from < span.to
       ? await db

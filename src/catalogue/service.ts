@@ -1,6 +1,6 @@
 import { Buffer } from "node:buffer";
 import { constants, crc32, deflateRawSync } from "node:zlib";
-import { asc, eq, inArray, sql } from "drizzle-orm";
+import { asc, eq, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { sha256Hex } from "../platform/hash.ts";
@@ -145,18 +145,31 @@ export async function* gzipMember(chunks: AsyncGenerator<Uint8Array>): AsyncGene
   yield gzipTrailer(body);
 }
 
-/** One product, read from D1 (its row, offers and their competitors' names in one batch): always current. */
+/**
+ * One product, read from D1 (its row, and its offers with their competitors' names, in one batch of two statements):
+ * always current.
+ */
 export async function productJson(db: Database, id: string): Promise<string> {
-  const [rows, offerRows, competitorRows] = await db.batch([
+  const [rows, offerRows] = await db.batch([
     db.select().from(products).where(eq(products.id, id)),
-    db.select().from(offers).where(eq(offers.productId, id)).orderBy(asc(offers.competitorId)),
     db
-      .select()
-      .from(competitors)
-      .where(inArray(competitors.id, db.select({ id: offers.competitorId }).from(offers).where(eq(offers.productId, id)))),
+      .select({ offer: offers, competitorName: competitors.name })
+      .from(offers)
+      .leftJoin(competitors, eq(competitors.id, offers.competitorId))
+      .where(eq(offers.productId, id))
+      .orderBy(asc(offers.competitorId)),
   ]);
   if (!rows[0]) throw unknownProduct(id);
-  return JSON.stringify(productView(rows[0], offerRows, new Map(competitorRows.map((row) => [row.id, row]))));
+  const names = new Map(
+    offerRows.flatMap(({ offer, competitorName }) => (competitorName === null ? [] : [[offer.competitorId, { name: competitorName }]])),
+  );
+  return JSON.stringify(
+    productView(
+      rows[0],
+      offerRows.map(({ offer }) => offer),
+      names,
+    ),
+  );
 }
 
 /** A strong ETag from a body's bytes. */

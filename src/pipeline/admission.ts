@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { admitKey, isSeenKey } from "../api-keys/object/stub.ts";
-import type { KeyRequest } from "../api-keys/object/types.ts";
+import type { CheckedAdmission, KeyRequest } from "../api-keys/object/types.ts";
 import { keyRefusalDetail } from "../api-keys/refusal.ts";
 import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
@@ -9,7 +9,7 @@ import { declarationOf, type RouteDeclaration } from "../operation/operation.ts"
 import type { RequestWork } from "../platform/metered.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
 import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
-import { admitBucket } from "../rate-limit/stub.ts";
+import { admitBucket, rememberedRefusal } from "../rate-limit/stub.ts";
 import type { Decision } from "../rate-limit/types.ts";
 import { type Credential, identify } from "./identify.ts";
 
@@ -28,15 +28,22 @@ async function admitCredential(
   work: RequestWork,
 ): Promise<[Credential, Decision]> {
   if (credential.kind === "api-key") {
-    // A hash this isolate has not seen is looked up only while the client IP's bucket has room; once it is empty,
-    // its 429 is the answer (made-up keys pass the public checksum). The look counts nothing: a request is counted
-    // there only if the key turns out not to work, so a client with many keys loses no IP quota to them.
-    if (!isSeenKey(credential.keyHash)) {
+    // Made-up keys pass the public checksum, so a key costs D1 a lookup only while the client IP's bucket has room;
+    // once it is empty, its 429 is the answer. The key's object is asked first, not to look up: a key it has read
+    // before (every key after its first request) is decided in that one call. Only a key it has never read
+    // ("unchecked") makes the worker look at the IP's bucket, counting nothing there (a request is counted in it only
+    // if the key turns out not to work, so a client with many keys loses no IP quota to them), then ask again. A hash
+    // this isolate has not seen answered gets a 429 with no call at all while the isolate remembers the IP's refusal.
+    const refused = isSeenKey(credential.keyHash) ? undefined : rememberedRefusal(ipBucket(c));
+    if (refused) return [credential, refused];
+    const request = keyRequestOf(c, declared);
+    const asked = await admitKey(c.env, credential.keyHash, work, request, { lookUp: false });
+    let outcome: CheckedAdmission;
+    if (asked.status === "unchecked") {
       const ip = await admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work, { count: false });
       if (!ip.allowed) return [credential, ip];
-    }
-    const request = keyRequestOf(c, declared);
-    const outcome = await admitKey(c.env, credential.keyHash, work, request);
+      outcome = await admitKey(c.env, credential.keyHash, work, request, { lookUp: true });
+    } else outcome = asked;
     if (outcome.status === "active") {
       const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes, keyHash: credential.keyHash, request };
       return [{ ...credential, key }, outcome.decision];

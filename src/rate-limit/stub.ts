@@ -12,7 +12,8 @@ import type { Decision, Limits } from "./types.ts";
  */
 const refusals = new Map<string, { until: number; decision: Decision }>();
 
-function rememberedRefusal(name: string): Decision | undefined {
+/** A refusal of the bucket this isolate remembers (see `refusals`), if any: known without a call. */
+export function rememberedRefusal(name: string): Decision | undefined {
   const entry = refusals.get(name);
   if (!entry) return undefined;
   const left = entry.until - Date.now();
@@ -27,7 +28,7 @@ const bucket = (env: Env, name: string) => env.RATE_LIMIT_BUCKETS.get(env.RATE_L
 
 /**
  * Admission for a bucket whose limits are fixed (account, admin subject, client IP); with `count: false`, only
- * whether it would admit a request now (a look at the client IP's bucket before a key hash not seen yet is looked up).
+ * whether it would admit a request now (a look at the client IP's bucket before a key's object looks up a key it has never read).
  */
 export async function admitBucket(env: Env, name: string, limits: Limits, work: RequestWork, { count = true } = {}): Promise<Decision> {
   const refused = rememberedRefusal(name);

@@ -108,11 +108,14 @@ describe("a key's usage", () => {
     const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(key)));
     const stored = await runInDurableObject(stub, (_o, state) => ({
       table: state.storage.sql.exec("SELECT level, count(*) AS n FROM usage GROUP BY level").toArray(),
-      current: state.storage.sql.exec("SELECT usage_admitted AS admitted, usage_refused AS refused FROM state").toArray(),
+      current: state.storage.sql
+        .exec<{ usage_hour: string }>("SELECT usage_hour FROM state")
+        .toArray()
+        .map((row) => JSON.parse(row.usage_hour)),
     }));
-    // Only the latest minute is stored (in the object's state row, where the current minute is counted):
+    // Only the latest minute is stored (in the object's state row, where the current hour is counted minute by minute):
     // the older counts were folded into hours, then days, then dropped.
-    expect(stored).toEqual({ table: [], current: [{ admitted: 1, refused: 0 }] });
+    expect(stored).toEqual({ table: [], current: [{ start: T0 - 30_000 + 400 * DAY_MS, minutes: { 0: [1, 0] } }] });
   });
 
   it("from and to pick whole buckets, clipped to the window", async () => {

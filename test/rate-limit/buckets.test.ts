@@ -58,8 +58,9 @@ describe("well-formed keys that match no key", () => {
     const madeUp = generateApiKey("pda").key;
     const first = await call("GET", "/products", { token: madeUp });
     await expectJson(first, 401);
-    // A look at the IP's bucket, one lookup, then the 401 counted in the IP's bucket.
-    expect(workCounts(first)).toEqual({ d1: 1, keyDo: 1, otherDo: 2 });
+    // The key's object, which has never read the key ("unchecked"), a look at the IP's bucket, the object again with
+    // one lookup, then the 401 counted in the IP's bucket.
+    expect(workCounts(first)).toEqual({ d1: 1, keyDo: 2, otherDo: 2 });
     for (let i = 0; i < 3; i++) {
       const again = await call("GET", "/products", { token: madeUp });
       expect((await expectJson(again, 401)).detail).toContain("not recognised");
@@ -69,7 +70,7 @@ describe("well-formed keys that match no key", () => {
     const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(madeUp)));
     expect(await stub.admitKey(await hashApiKey(madeUp))).toEqual({ status: "unknown", d1Queries: 0 });
     vi.setSystemTime(Date.now() + 60_000);
-    expect(workCounts(await call("GET", "/products", { token: madeUp }))).toEqual({ d1: 1, keyDo: 1, otherDo: 2 });
+    expect(workCounts(await call("GET", "/products", { token: madeUp }))).toEqual({ d1: 1, keyDo: 2, otherDo: 2 });
   });
 
   it("a made-up key's object stores nothing", async () => {
@@ -97,7 +98,8 @@ describe("well-formed keys that match no key", () => {
       await expectJson(await call("GET", "/products", { token: generateApiKey("pda").key, headers: { "CF-Connecting-IP": ip } }), 401);
     const res = await call("GET", "/products", { token: generateApiKey("pda").key, headers: { "CF-Connecting-IP": ip } });
     expect((await expectJson(res, 429)).detail).toBe("Rate limit exceeded: 30 requests per minute.");
-    expect(workCounts(res)).toEqual({ d1: 0, keyDo: 0, otherDo: 1 }); // a look at the IP's bucket: no key object, no D1
+    // The key's object ("unchecked": it reads nothing) and a look at the IP's bucket: no D1.
+    expect(workCounts(res)).toEqual({ d1: 0, keyDo: 1, otherDo: 1 });
     expectBucketHeaders(res, 30);
     const next = await call("GET", "/products", { token: generateApiKey("pda").key, headers: { "CF-Connecting-IP": ip } });
     expect(next.status).toBe(429);
@@ -134,13 +136,20 @@ describe("work per request", () => {
     await call("GET", "/competitors", { token: (await freshAccount({ plan: "standard" })).key });
     vi.useFakeTimers({ toFake: ["Date"], now: Date.now() });
     const first = await call("GET", "/competitors", { token: key });
-    // Not seen by this isolate yet: the client IP's bucket first, then the key's object, which reads D1 once.
-    expect(workCounts(first)).toEqual({ d1: 1, keyDo: 1, otherDo: 1 });
+    // Never read by its object yet: the object says so, the client IP's bucket is looked at, then the object reads D1 once.
+    expect(workCounts(first)).toEqual({ d1: 1, keyDo: 2, otherDo: 1 });
     for (let i = 0; i < 3; i++) {
       const res = await call("GET", "/competitors", { token: key });
       expect(res.status, await res.clone().text()).toBe(200);
       expect(workCounts(res)).toEqual({ d1: 0, keyDo: 1, otherDo: 0 });
     }
+    // An isolate that has not seen the key asks its object first, which decides in that one call: no look at the IP's bucket.
+    const keyHash = await hashApiKey(key);
+    const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(keyHash));
+    expect(await stub.admitKey(keyHash, { ip: "192.0.2.93", scope: undefined }, { lookUp: false })).toMatchObject({
+      status: "active",
+      d1Queries: 0,
+    });
   });
 
   it("a key over its limit is refused by its object every time (no isolate remembers a key's refusal)", async () => {

@@ -7,25 +7,25 @@ import { keyStreamsChanged } from "../../stream/hubs.ts";
 import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import { type KeyAdmission, type KeyRequest, type KeyState, UNKNOWN_KEY_MS, type UsageCount, type UsageSpan } from "./types.ts";
-import { OLDEST_COLUMNS, type OldestColumns, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
+import { OLDEST_COLUMNS, type OldestColumns, type PendingHour, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
 import { announceUsage, thresholdReached, thresholdsReached } from "./usage-threshold.ts";
 
 /** The one row that holds a bucket's counters: written once per decision, read once per wake. */
 interface StateRow extends StoredCounters, Record<string, SqlStorageValue> {
-  usage_minute: number;
-  usage_admitted: number;
-  usage_refused: number;
+  /** The current hour's usage, minute by minute (a PendingHour as JSON): moved to the usage table when the hour ends. */
+  usage_hour: string;
   /** When a use was last marked for `last_used_at`: kept, so a woken object does not mark again too soon. */
   last_used: number;
 }
 
-/** Writes the whole state row: one statement per decision that must be kept. */
-const WRITE_STATE = "INSERT OR REPLACE INTO state VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+/** Writes the whole state row: one statement, and one row, per decision that must be kept. */
+const WRITE_STATE = `INSERT OR REPLACE INTO state (id, log, hour_start, hour_count, day_start, day_count, usage_hour, last_used)
+  VALUES (1, ?, ?, ?, ?, ?, ?, ?)`;
 
 /** The object's tables, created by its first write: an object that only ever answers "unknown key" stores nothing. */
 const SCHEMA = `CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
     hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL,
-    usage_minute INTEGER NOT NULL, usage_admitted INTEGER NOT NULL, usage_refused INTEGER NOT NULL, last_used INTEGER NOT NULL DEFAULT 0);
+    usage_hour TEXT NOT NULL, last_used INTEGER NOT NULL DEFAULT 0);
   CREATE TABLE IF NOT EXISTS key_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);
   ${USAGE_SCHEMA}`;
 
@@ -49,8 +49,9 @@ const REFUSALS_WRITTEN_EVERY_MS = 1_000;
  * restrictions, read from D1 once and then pushed to), its rate-limit bucket and its usage. It decides admission and
  * counts in one round trip. Calls run one at a time and the counters are in its SQLite storage, written before the
  * answer leaves, so neither concurrency nor eviction admits extra. All of a decision's counting (the minute log, the
- * hour and day counters, this minute's usage) is one row, written with one statement: a storage write is what an
- * admission costs most, here and deployed. Until wrangler.toml's v5 this class was `RateLimiter`, which held the fixed
+ * hour and day counters, this hour's usage minute by minute) is one row, written with one statement: a storage write
+ * is what an admission costs most, here and deployed (src/api-keys/object/usage-log.ts moves an hour's usage to a row
+ * of its own when the hour ends). Until wrangler.toml's v5 this class was `RateLimiter`, which held the fixed
  * buckets too; the rename kept every key's storage.
  */
 export class ApiKeyObject extends DurableObject<Env> {
@@ -81,14 +82,8 @@ export class ApiKeyObject extends DurableObject<Env> {
       : {};
     const row = woken.log == null ? undefined : (woken as StateRow);
     this.usage = Usage.restored(row);
-    const pending = row
-      ? { minute: row.usage_minute, admitted: row.usage_admitted, refused: row.usage_refused }
-      : { minute: 0, admitted: 0, refused: 0 };
-    this.usageLog = new UsageLog(sql, pending, {
-      oldest_0: woken.oldest_0 ?? null,
-      oldest_1: woken.oldest_1 ?? null,
-      oldest_2: woken.oldest_2 ?? null,
-    });
+    const pending: PendingHour = row ? JSON.parse(row.usage_hour) : { start: 0, minutes: {} };
+    this.usageLog = new UsageLog(sql, pending, { oldest_hour: woken.oldest_hour ?? null, oldest_day: woken.oldest_day ?? null });
     this.lastUseRecorded = row?.last_used ?? 0;
     this.key = woken.key_state != null ? (JSON.parse(woken.key_state) as KeyState) : undefined;
   }
@@ -96,9 +91,12 @@ export class ApiKeyObject extends DurableObject<Env> {
   /**
    * Admission for an API key: its status, expiry and limits come from D1 the first time, then from storage.
    * Every decision is counted in the key's usage. A hash that matches no key is remembered for a minute,
-   * in memory only: no D1 read meanwhile, and no storage for a made-up key.
+   * in memory only: no D1 read meanwhile, and no storage for a made-up key. With `lookUp: false`, an object that
+   * would have to read D1 answers "unchecked" instead, counting nothing: the worker looks up a key it cannot vouch
+   * for only while the client IP's bucket has room (src/pipeline/admission.ts).
    */
-  async admitKey(keyHash: string, request?: KeyRequest): Promise<KeyAdmission> {
+  async admitKey(keyHash: string, request?: KeyRequest, { lookUp = true } = {}): Promise<KeyAdmission> {
+    if (!lookUp && !this.key && Date.now() >= this.unknownUntil) return { status: "unchecked", d1Queries: 0 };
     const { key, d1Queries } = await this.knownKey(keyHash);
     if (!key) return { status: "unknown", d1Queries };
     const now = Date.now();
@@ -285,7 +283,6 @@ export class ApiKeyObject extends DurableObject<Env> {
     this.writtenAt = now;
     this.refusalsUnwritten = false;
     const { minuteLog, hour, day } = this.usage;
-    const { minute, admitted, refused } = this.usageLog.pending;
     this.ctx.storage.sql.exec(
       WRITE_STATE,
       JSON.stringify(minuteLog),
@@ -293,9 +290,7 @@ export class ApiKeyObject extends DurableObject<Env> {
       hour.count,
       day.start,
       day.count,
-      minute,
-      admitted,
-      refused,
+      JSON.stringify(this.usageLog.pending),
       this.lastUseRecorded,
     );
   }

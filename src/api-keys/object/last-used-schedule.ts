@@ -3,6 +3,12 @@
  * (scripts/simulate.ts) reads the same numbers the code runs with.
  */
 export const LAST_USED_SHARDS = 64;
-/** How often a key's object marks a use: with the shard's flush delay, a listing is at most a minute behind. */
-export const MARK_EVERY_MS = 50_000;
-export const FLUSH_EVERY_MS = 10_000;
+/**
+ * How often a key's object marks a use, and how soon a shard writes a mark to D1: together, with time to spare for
+ * the write, a listing is at most 15 minutes behind (the contract's bound). D1 writes one row per mark, so the longer
+ * the interval, the fewer rows: a key in steady use costs D1 one row per 14 minutes.
+ */
+export const MARK_EVERY_MS = 14 * 60_000;
+export const FLUSH_EVERY_MS = 45_000;
+/** How far `last_used_at` may lag a key's last admitted request. */
+export const LAST_USED_LAG_MS = 15 * 60_000;

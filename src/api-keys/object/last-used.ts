@@ -8,8 +8,10 @@ export { MARK_EVERY_MS };
  * kept in its state row, so eviction does not re-mark) and hands the mark to one of LAST_USED_SHARDS
  * objects, picked by the key id; each shard keeps the marks it was handed in its storage and writes them
  * all to D1 with one statement (a JSON array bound as one value), at most every FLUSH_EVERY_MS. So D1's
- * writes for `last_used_at` grow with the number of shards and with time (≤ 64 × 6 a minute), never with
- * the number of active keys, and a listing shows a key's last use at most a minute late.
+ * statements for `last_used_at` grow with the number of shards and with time (≤ 64 every 45 s), never with
+ * the number of active keys; its rows written are one per mark, at most one per key in use per 14 minutes; and a
+ * listing shows a key's last use at most 15 minutes late (14 minutes of marking interval, 45 s of flush delay,
+ * and the write).
  */
 /** Marks per UPDATE: 5,000 × ~70 bytes of JSON stays far under D1's 2,000,000-byte value limit. */
 const MARKS_PER_STATEMENT = 5_000;

@@ -2,12 +2,12 @@ import pLimit from "p-limit";
 import { remember } from "../../platform/bounded-map.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import type { RequestWork } from "../../platform/metered.ts";
-import { type KeyAdmission, type KeyObjectControl, type KeyRequest, UNKNOWN_KEY_MS } from "./types.ts";
+import { type CheckedAdmission, type KeyAdmission, type KeyObjectControl, type KeyRequest, UNKNOWN_KEY_MS } from "./types.ts";
 
 /**
  * Key hashes this isolate has seen answered: as an active key (true), or as matching no key, until a minute
- * after its object said so (a number). A hash not seen yet is looked up only while the client IP's bucket has
- * room (src/pipeline/admission.ts), so made-up keys cost a client its IP's quota, not D1 reads.
+ * after its object said so (a number). A hash not seen yet is not even asked about once this isolate knows the client
+ * IP's bucket to be empty (src/pipeline/admission.ts), so a flood of made-up keys from such a client costs no call.
  */
 const seenKeys = new Map<string, true | number>();
 
@@ -20,23 +20,33 @@ export function isSeenKey(keyHash: string): boolean {
 /** A key's object, named by the key's hash (as since before the v5 rename: the same ids, the same storage). */
 const keyObject = (env: Env, keyHash: string) => env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(keyHash));
 
+/** What admitKey may answer: never "unchecked" when the object may look the key up. */
+type AdmissionAnswer<LookUp extends boolean> = LookUp extends true ? CheckedAdmission : KeyAdmission;
+
 /**
  * Admission for an API key, named by its hash: the key object's answer as it came (its D1 reads added to `work`);
- * a hash remembered as matching no key is answered without a call.
+ * a hash remembered as matching no key is answered without a call. `lookUp`: see ApiKeyObject.admitKey.
  */
-export async function admitKey(env: Env, keyHash: string, work: RequestWork, request: KeyRequest): Promise<KeyAdmission> {
+export async function admitKey<LookUp extends boolean>(
+  env: Env,
+  keyHash: string,
+  work: RequestWork,
+  request: KeyRequest,
+  lookUp: { lookUp: LookUp },
+): Promise<AdmissionAnswer<LookUp>> {
   const unknownUntil = seenKeys.get(keyHash);
   if (typeof unknownUntil === "number") {
-    if (Date.now() < unknownUntil) return { status: "unknown", d1Queries: 0 };
+    if (Date.now() < unknownUntil) return { status: "unknown", d1Queries: 0 } as AdmissionAnswer<LookUp>;
     seenKeys.delete(keyHash);
   }
   work.keyObjectCalls++;
-  const result = await keyObject(env, keyHash).admitKey(keyHash, request);
+  const result: KeyAdmission = await keyObject(env, keyHash).admitKey(keyHash, request, lookUp);
   work.d1 += result.d1Queries;
   if (result.status === "unknown") remember(seenKeys, keyHash, Date.now() + UNKNOWN_KEY_MS);
   else if (result.status === "active" || result.status === "forbidden") remember(seenKeys, keyHash, true);
-  else seenKeys.delete(keyHash);
-  return result;
+  else if (result.status !== "unchecked") seenKeys.delete(keyHash);
+  // The object answers "unchecked" only when told not to look the key up.
+  return result as AdmissionAnswer<LookUp>;
 }
 
 /**

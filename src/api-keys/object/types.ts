@@ -41,6 +41,7 @@ export type KeyRefusal = { kind: "ip"; ip: string } | { kind: "scope"; needed: s
  * The key object's answer to one admission, which the worker's stub hands on as it came (src/api-keys/object/stub.ts).
  * `forbidden`: outside the key's allowed addresses or scopes, not counted against the key; the object says why, and
  * src/api-keys/refusal.ts says it to the caller.
+ * `unchecked`: asked not to look the key up, the object has never read it (a new key's first request, or a made-up one).
  * `d1Queries`: the D1 reads the answer cost (one on the object's first wake, else none).
  */
 export type KeyAdmission = { d1Queries: number } & (
@@ -48,7 +49,11 @@ export type KeyAdmission = { d1Queries: number } & (
   | { status: "forbidden"; reason: KeyRefusal }
   | { status: "expired"; expiresAt: number }
   | { status: "revoked" | "unknown" }
+  | { status: "unchecked" }
 );
+
+/** An answer of an object allowed to look the key up: never "unchecked". */
+export type CheckedAdmission = Exclude<KeyAdmission, { status: "unchecked" }>;
 
 /** How long a key hash that matched no key is answered "unknown" (by its object and by each isolate) without asking D1 again. */
 export const UNKNOWN_KEY_MS = 60_000;

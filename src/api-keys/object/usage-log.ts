@@ -2,48 +2,56 @@ import type { Granularity } from "../../rate-limit/types.ts";
 import type { UsageCount } from "./types.ts";
 import { BUCKET_MS, bucketStart, keptWindow } from "./usage-range.ts";
 
-const LEVEL: Record<Granularity, number> = { minute: 0, hour: 1, day: 2 };
-const LEVELS = ["minute", "hour", "day"] as const;
+/** The table's two levels: hours (with their minutes inside) and, once older than 30 days, days. */
+const LEVEL = { hour: 1, day: 2 } as const;
+type Level = keyof typeof LEVEL;
+const LEVELS = ["hour", "day"] as const;
 
 /** How long a row may outstay its window before a fold is due: folds come in batches, not on every decision. */
-const FOLD_SLACK_MS: Record<Granularity, number> = { minute: BUCKET_MS.hour, hour: BUCKET_MS.day, day: BUCKET_MS.day };
+const FOLD_SLACK_MS = BUCKET_MS.day;
 
-/** The current minute's counts: kept in the object's state row (one write per decision), moved to the table when the minute ends. */
-export interface PendingMinute {
-  minute: number;
-  admitted: number;
-  refused: number;
+/**
+ * The current hour's counts, minute by minute (the minute's index in the hour → [admitted, refused], only minutes
+ * with something counted): kept in the object's state row, which each decision writes anyway, and moved to the
+ * table as one row when the hour ends.
+ */
+export interface PendingHour {
+  start: number;
+  minutes: Record<string, [number, number]>;
 }
 
-/** The usage table: created by the object's wake-up script (src/api-keys/object/key-object.ts) with its other tables. */
+/**
+ * The usage table: created by the object's wake-up script (src/api-keys/object/key-object.ts) with its other tables.
+ * An hour row, written when its hour ended, carries that hour's minutes as JSON (`minutes`, a PendingHour's); a day
+ * row, folded from hours, carries none.
+ */
 export const USAGE_SCHEMA = `CREATE TABLE IF NOT EXISTS usage (level INTEGER NOT NULL, start INTEGER NOT NULL,
-  admitted INTEGER NOT NULL, refused INTEGER NOT NULL, PRIMARY KEY (level, start)) WITHOUT ROWID;`;
+  admitted INTEGER NOT NULL, refused INTEGER NOT NULL, minutes TEXT, PRIMARY KEY (level, start)) WITHOUT ROWID;`;
 
 /** The oldest row's start per level (null for none), as columns of the object's one wake-up read. */
-export const OLDEST_COLUMNS = LEVELS.map((_, level) => `(SELECT min(start) FROM usage WHERE level = ${level}) AS oldest_${level}`).join(
+export const OLDEST_COLUMNS = LEVELS.map((level) => `(SELECT min(start) FROM usage WHERE level = ${LEVEL[level]}) AS oldest_${level}`).join(
   ", ",
 );
-export type OldestColumns = Record<`oldest_${0 | 1 | 2}`, number | null>;
-const oldestPerLevel = (row: OldestColumns) => LEVELS.map((_, level) => row[`oldest_${level as 0 | 1 | 2}`] ?? Infinity);
+export type OldestColumns = Record<`oldest_${Level}`, number | null>;
+const oldestPerLevel = (row: OldestColumns) => ({ hour: row.oldest_hour ?? Infinity, day: row.oldest_day ?? Infinity });
 
 /**
  * A key's admitted and refused requests, in its object's SQLite, so an eviction loses none.
- * The current minute's counts travel in the object's one state row (src/api-keys/object/key-object.ts
- * writes it once per decision); when a decision falls in a new minute, the finished one becomes a row here.
- * Rows that have left their window are folded into the next coarser level (minutes older than 24 h into hours,
- * hours older than 30 days into days) and days older than a year are dropped, lazily: once the oldest row of a
- * level is more than its slack past the window (an hour for minutes, a day for hours and days). Each level holds
- * only what the finer ones no longer do,
- * so a read adds the levels up and is exact whenever the folding last ran.
+ * The current hour's counts travel in the object's one state row (src/api-keys/object/key-object.ts writes it once
+ * per decision); when a decision falls in a new hour, the finished one becomes one row here, its minutes inside it.
+ * So a decision writes one row, and an hour one more, however the requests are spread over it (until issue 34 each
+ * minute became a row, which the fold later deleted). Hours older than 30 days are folded into days and days older
+ * than a year dropped, lazily: once the oldest row of a level is more than a day past its window. Days hold only what
+ * hours no longer do, so a read adds the levels up and is exact whenever the folding last ran.
  */
 export class UsageLog {
   /** The oldest row's start per level (Infinity for none), so a decision knows without a query whether a fold is due. */
-  private oldest: number[];
+  private oldest: Record<Level, number>;
 
   constructor(
     private readonly sql: SqlStorage,
     /** Counted but not yet in the table; the caller persists it with its state. */
-    public pending: PendingMinute,
+    public pending: PendingHour,
     oldest: OldestColumns,
   ) {
     this.oldest = oldestPerLevel(oldest);
@@ -51,49 +59,65 @@ export class UsageLog {
 
   /** One decision at `now`. */
   record(now: number, allowed: boolean): void {
-    const minute = bucketStart(now, "minute");
-    if (minute !== this.pending.minute) {
-      if (this.pending.admitted + this.pending.refused > 0) this.add(this.pending.minute, this.pending.admitted, this.pending.refused);
-      this.pending = { minute, admitted: 0, refused: 0 };
+    const hour = bucketStart(now, "hour");
+    if (hour !== this.pending.start) {
+      if (Object.keys(this.pending.minutes).length > 0) this.addHour(this.pending);
+      this.pending = { start: hour, minutes: {} };
     }
-    this.fold(now); // after the finished minute is in the table, so a fold takes it too if it is old
-    if (allowed) this.pending.admitted++;
-    else this.pending.refused++;
+    this.fold(now); // after the finished hour is in the table, so a fold takes it too if it is old
+    const index = String(Math.floor((now - hour) / BUCKET_MS.minute));
+    const counts = (this.pending.minutes[index] ??= [0, 0]);
+    counts[allowed ? 0 : 1]++;
   }
 
   /** Buckets with something counted, `from` ≤ start < `to` (both aligned to `granularity`), oldest first. */
   read(granularity: Granularity, from: number, to: number): UsageCount[] {
     const width = BUCKET_MS[granularity];
-    const stored = this.sql
-      .exec<{ start: number; admitted: number; refused: number }>(
-        `SELECT start - start % ? AS start, sum(admitted) AS admitted, sum(refused) AS refused FROM usage
-         WHERE level <= ? AND start >= ? AND start < ? GROUP BY 1 ORDER BY 1`,
-        width,
-        LEVEL[granularity],
-        from,
-        to,
-      )
-      .toArray();
-    const { minute, admitted, refused } = this.pending;
-    if (admitted + refused === 0 || minute < from || minute >= to) return stored;
-    const start = minute - (minute % width);
-    const bucket = stored.find((row) => row.start === start);
-    if (bucket) {
-      bucket.admitted += admitted;
-      bucket.refused += refused;
-      return stored;
+    const buckets = new Map<number, UsageCount>();
+    const add = (at: number, admitted: number, refused: number) => {
+      if (at < from || at >= to) return;
+      const start = at - (at % width);
+      const bucket = buckets.get(start);
+      if (bucket) {
+        bucket.admitted += admitted;
+        bucket.refused += refused;
+      } else buckets.set(start, { start, admitted, refused });
+    };
+    // Minutes come from the hour rows' minutes (the 24 hours of minutes are all still hours); hours and days from the totals.
+    const rows = this.sql.exec<{ start: number; admitted: number; refused: number; minutes: string | null }>(
+      "SELECT start, admitted, refused, minutes FROM usage WHERE level <= ? AND start >= ? AND start < ?",
+      granularity === "day" ? LEVEL.day : LEVEL.hour,
+      from - (from % BUCKET_MS.hour),
+      to,
+    );
+    for (const row of rows) {
+      if (granularity !== "minute") add(row.start, row.admitted, row.refused);
+      else if (row.minutes !== null) this.addMinutes({ start: row.start, minutes: JSON.parse(row.minutes) as PendingHour["minutes"] }, add);
     }
-    return [...stored, { start, admitted, refused }].sort((a, b) => a.start - b.start);
+    this.addMinutes(this.pending, add);
+    return [...buckets.values()].sort((a, b) => a.start - b.start);
   }
 
-  private add(minute: number, admitted: number, refused: number) {
-    this.oldest[0] = Math.min(this.oldest[0]!, minute);
+  private addMinutes(hour: PendingHour, add: (at: number, admitted: number, refused: number) => void) {
+    for (const [index, [admitted, refused]] of Object.entries(hour.minutes))
+      add(hour.start + Number(index) * BUCKET_MS.minute, admitted, refused);
+  }
+
+  private addHour({ start, minutes }: PendingHour) {
+    let admitted = 0;
+    let refused = 0;
+    for (const counts of Object.values(minutes)) {
+      admitted += counts[0];
+      refused += counts[1];
+    }
+    this.oldest.hour = Math.min(this.oldest.hour, start);
     this.sql.exec(
-      `INSERT INTO usage (level, start, admitted, refused) VALUES (0, ?, ?, ?)
-       ON CONFLICT (level, start) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused`,
-      minute,
+      "INSERT INTO usage (level, start, admitted, refused, minutes) VALUES (?, ?, ?, ?, ?)",
+      LEVEL.hour,
+      start,
       admitted,
       refused,
+      JSON.stringify(minutes),
     );
   }
 
@@ -103,24 +127,19 @@ export class UsageLog {
 
   /** Folds and drops what is due; touches only rows that have left their window. */
   private fold(now: number) {
-    const due = LEVELS.some((level, i) => this.oldest[i]! < keptWindow(level, now).from - FOLD_SLACK_MS[level]);
+    const due = LEVELS.some((level) => this.oldest[level] < keptWindow(level, now).from - FOLD_SLACK_MS);
     if (!due) return;
-    for (const [finer, coarser] of [
-      ["minute", "hour"],
-      ["hour", "day"],
-    ] as const) {
-      const before = keptWindow(finer, now).from;
-      this.sql.exec(
-        `INSERT INTO usage (level, start, admitted, refused)
-         SELECT ?, start - start % ?, sum(admitted), sum(refused) FROM usage WHERE level = ? AND start < ? GROUP BY 2
-         ON CONFLICT (level, start) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused`,
-        LEVEL[coarser],
-        BUCKET_MS[coarser],
-        LEVEL[finer],
-        before,
-      );
-      this.sql.exec("DELETE FROM usage WHERE level = ? AND start < ?", LEVEL[finer], before);
-    }
+    const before = keptWindow("hour", now).from;
+    this.sql.exec(
+      `INSERT INTO usage (level, start, admitted, refused)
+       SELECT ?, start - start % ?, sum(admitted), sum(refused) FROM usage WHERE level = ? AND start < ? GROUP BY 2
+       ON CONFLICT (level, start) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused`,
+      LEVEL.day,
+      BUCKET_MS.day,
+      LEVEL.hour,
+      before,
+    );
+    this.sql.exec("DELETE FROM usage WHERE level = ? AND start < ?", LEVEL.hour, before);
     this.sql.exec("DELETE FROM usage WHERE level = ? AND start < ?", LEVEL.day, keptWindow("day", now).from);
     this.readOldest();
   }

@@ -1,0 +1,99 @@
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { hashApiKey } from "../../src/api-keys/format.ts";
+import { MARK_EVERY_MS } from "../../src/api-keys/object/last-used-schedule.ts";
+import { MINUTE_MS } from "../../src/platform/time.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { fakeDateAt } from "../helpers/clock.ts";
+import { call, expectJson } from "../helpers/http.ts";
+import { accountToken } from "../helpers/tokens.ts";
+
+// A fake Date, shared by the worker and its Durable Objects. T0 is 10 s into an hour.
+const T0 = Date.parse("2030-05-06T09:00:10Z");
+fakeDateAt(T0);
+
+const keyObject = async (key: string) => env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(key)));
+
+/**
+ * Counts the storage rows the key's object writes while `run` runs, from its SQL cursors' own `rowsWritten` (every
+ * statement the object executes goes through its SqlStorage's `exec`, which is wrapped here for the span), and those
+ * the other objects of this isolate write meanwhile (the `last_used_at` shards: the fixed buckets' looks write none).
+ */
+async function rowsWrittenBy(key: string, run: () => Promise<void>): Promise<{ key: number; others: number }> {
+  const stub = await keyObject(key);
+  const sql = await runInDurableObject(stub, (_object, state) => state.storage.sql);
+  type Exec = (this: SqlStorage, query: string, ...bindings: unknown[]) => SqlStorageCursor<Record<string, SqlStorageValue>>;
+  const prototype = Object.getPrototypeOf(sql) as { exec: Exec };
+  const exec = prototype.exec;
+  const cursors: { key: boolean; cursor: SqlStorageCursor<Record<string, SqlStorageValue>> }[] = [];
+  prototype.exec = function (query, ...bindings) {
+    const cursor = exec.call(this, query, ...bindings);
+    cursors.push({ key: this === sql, cursor });
+    return cursor;
+  };
+  try {
+    await run();
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the key object's mark reaches its shard after the answer
+  } finally {
+    prototype.exec = exec;
+  }
+  const sum = (key: boolean) => cursors.filter((c) => c.key === key).reduce((total, { cursor }) => total + cursor.rowsWritten, 0);
+  return { key: sum(true), others: sum(false) };
+}
+
+const get = (key: string) => call("GET", "/competitors", { token: key });
+
+describe("the key object's storage writes", () => {
+  it("100 admitted requests within a minute write at most 120 rows, and the usage stays exact", async () => {
+    const { token, key, keyId } = await freshAccount({ plan: "premium" });
+    expect((await get(key)).status).toBe(200); // the object reads the key once
+    const { key: written } = await rowsWrittenBy(key, async () => {
+      for (let i = 0; i < 100; i++) {
+        vi.setSystemTime(T0 + 100 + i * 400);
+        expect((await get(key)).status).toBe(200);
+      }
+      vi.setSystemTime(T0 + MINUTE_MS + 50_000); // the next minute: one more decision
+      expect((await get(key)).status).toBe(200);
+    });
+    expect(written).toBeLessThanOrEqual(121 * 1.2);
+    const usage = await expectJson(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
+    const counted = usage.buckets.filter((b) => b.admitted + b.refused > 0);
+    expect(counted.map((b) => b.admitted)).toEqual([101, 1]);
+  });
+
+  it("a key used every 100 s for 26 hours writes at most 1.2 rows per request, evictions included", async () => {
+    const { sub, key, keyId } = await freshAccount({ plan: "standard" });
+    expect((await get(key)).status).toBe(200);
+    const requests = 26 * 36; // past the day of minutes, so the usage log's folding runs too
+    let written = 0;
+    let shardRows = 0;
+    // Counted a stretch at a time, as each eviction brings a new instance (and its own SqlStorage).
+    for (let stretch = 0; stretch < requests / 12; stretch++) {
+      const rows = await rowsWrittenBy(key, async () => {
+        for (let i = stretch * 12 + 1; i <= (stretch + 1) * 12; i++) {
+          vi.setSystemTime(T0 + i * 100_000);
+          expect((await get(key)).status).toBe(200);
+        }
+      });
+      written += rows.key;
+      shardRows += rows.others;
+      await evictDurableObject(await keyObject(key));
+    }
+    expect(written / requests).toBeLessThanOrEqual(1.2);
+    // A mark at most every MARK_EVERY_MS, each one row in its shard (and one more when the shard's flush deletes it).
+    expect(shardRows).toBeLessThanOrEqual(Math.ceil((requests * 100_000) / MARK_EVERY_MS) + 1);
+    const token = await accountToken(sub); // the first has expired meanwhile
+    const hours = await expectJson(await call("GET", `/api-keys/${keyId}/usage?granularity=hour`, { token }), 200);
+    const total = hours.buckets.reduce((sum, b) => sum + b.admitted, 0);
+    expect(total).toBe(requests + 1);
+    // 36 an hour, and the minutes the last 24 hours keep, one request each.
+    expect(hours.buckets.filter((b) => b.admitted > 0).map((b) => b.admitted)).toEqual([...Array(26).fill(36), 1]);
+    const minutes = await expectJson(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
+    const lastDay = minutes.buckets.filter((b) => b.admitted > 0);
+    const windowFrom = Date.parse(minutes.buckets[0]!.start);
+    const times = Array.from({ length: requests + 1 }, (_, i) => T0 + i * 100_000);
+    expect(lastDay.map((b) => Date.parse(b.start))).toEqual(times.filter((t) => t >= windowFrom).map((t) => t - (t % MINUTE_MS)));
+    expect(lastDay.every((b) => b.admitted === 1)).toBe(true);
+  }, 120_000);
+});
