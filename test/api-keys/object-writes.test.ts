@@ -96,4 +96,30 @@ describe("the key object's storage writes", () => {
     expect(lastDay.map((b) => Date.parse(b.start))).toEqual(times.filter((t) => t >= windowFrom).map((t) => t - (t % MINUTE_MS)));
     expect(lastDay.every((b) => b.admitted === 1)).toBe(true);
   }, 120_000);
+
+  it("an hour met again after the clock steps back adds its counts to the stored hour, minute by minute", async () => {
+    const HOUR = 3_600_000;
+    vi.setSystemTime(T0 + 5 * HOUR);
+    const { sub, key, keyId } = await freshAccount({ plan: "premium" });
+    const at = async (time: number) => {
+      vi.setSystemTime(time);
+      expect((await get(key)).status).toBe(200);
+    };
+    await at(T0 + 5 * HOUR + 60_000); // minute 1 of hour 5 (T0's hour + 5), twice
+    await at(T0 + 5 * HOUR + 61_000);
+    await at(T0 + 6 * HOUR); // hour 5 ends: written as a row
+    await at(T0 + 5 * HOUR + 62_000); // the clock steps back into hour 5: minute 1 again, and minute 2
+    await at(T0 + 5 * HOUR + 120_000);
+    await at(T0 + 6 * HOUR + 1000); // hour 5 ends again: added to its row
+    vi.setSystemTime(T0 + 6 * HOUR + 2000);
+    const token = await accountToken(sub);
+    const minutes = await expectJson(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
+    const counted = minutes.buckets.filter((b) => b.admitted > 0).map((b) => [b.start, b.admitted]);
+    const minute = (offset: number) => new Date(T0 - (T0 % MINUTE_MS) + offset).toISOString();
+    expect(counted).toEqual([
+      [minute(5 * HOUR + 60_000), 3],
+      [minute(5 * HOUR + 120_000), 1],
+      [minute(6 * HOUR), 2],
+    ]);
+  });
 });

@@ -111,8 +111,15 @@ export class UsageLog {
       refused += counts[1];
     }
     this.oldest.hour = Math.min(this.oldest.hour, start);
+    // An hour already written is met again only when the clock steps back (a host's correction, a test's fake
+    // clock): its counts and minutes are then added to the stored ones, so none is lost or counted twice.
     this.sql.exec(
-      "INSERT INTO usage (level, start, admitted, refused, minutes) VALUES (?, ?, ?, ?, ?)",
+      `INSERT INTO usage (level, start, admitted, refused, minutes) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (level, start) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused,
+         minutes = (SELECT json_group_object(key, json_array(admitted, refused)) FROM (
+           SELECT key, sum(value ->> 0) AS admitted, sum(value ->> 1) AS refused
+           FROM (SELECT key, value FROM json_each(usage.minutes) UNION ALL SELECT key, value FROM json_each(excluded.minutes))
+           GROUP BY key))`,
       LEVEL.hour,
       start,
       admitted,
