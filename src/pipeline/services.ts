@@ -5,7 +5,7 @@ import type { WebhookMessage } from "../events/messages.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { readConfig } from "../platform/config.ts";
 import { type Database, database } from "../platform/db.ts";
-import { meteredBucket, meteredQueue, noRequestWork, type R2Operation, type RequestWork } from "../platform/metered.ts";
+import { countR2Into, meteredBucket, meteredQueue, noRequestWork, type RequestWork } from "../platform/metered.ts";
 import { refuseMisconfigured } from "./admission.ts";
 
 /** The catalogue's store comes from its folder, handed in by the app (src/app.ts), so this layer imports no resource. */
@@ -22,10 +22,7 @@ export const requestServices =
     const work = noRequestWork();
     const config = readConfig(c.env);
     if (typeof config === "string") return refuseMisconfigured(c, work, config);
-    const countR2 = (operation: R2Operation) => {
-      if (operation === "a") work.r2ClassA++;
-      else if (operation === "b") work.r2ClassB++;
-    };
+    const countR2 = countR2Into(work);
     // Each metered binding is built on first use: most data requests touch one of them, or none.
     let db: Database | undefined;
     let queue: Queue<WebhookMessage> | undefined;
