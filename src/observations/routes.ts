@@ -28,6 +28,6 @@ const ingestObservationsRoute = createRoute(
 export const observationRoutes = openApiApp().openapi(ingestObservationsRoute, async (c) => {
   const { db, archive, queue } = c.var.services;
   const deliverNow = (events: readonly EventMessage[]) =>
-    c.executionCtx.waitUntil(deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT }, events));
+    c.var.services.afterAnswer(deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT }, events));
   return c.json(await ingestObservations(c.var.services, { observations: c.req.valid("json").observations, afterCommit: deliverNow }), 200);
 });
