@@ -77,7 +77,8 @@ export function readCosts(file: URL = COSTS_FILE): Costs {
   return costs;
 }
 
-const FIELDS = [
+/** docs/costs.json's figures of an operation, in the contract's order. */
+export const COST_FIELDS = [
   "d1_statements",
   "d1_rows_read",
   "d1_rows_written",
@@ -88,7 +89,7 @@ const FIELDS = [
   "queue_messages",
   "cpu_ms",
 ] as const;
-type Figures = Record<(typeof FIELDS)[number], number>;
+type Figures = Record<(typeof COST_FIELDS)[number], number>;
 
 /** An operation's figures at `products`: a straight line through the two sizes measured (never below the larger's). */
 export function figuresAt(cost: Costs["operations"][OperationName], products: number): Figures {
@@ -98,7 +99,7 @@ export function figuresAt(cost: Costs["operations"][OperationName], products: nu
   const small = sizes[0]!;
   const large = sizes.at(-1)!;
   return Object.fromEntries(
-    FIELDS.map((field) => {
+    COST_FIELDS.map((field) => {
       const high = cost.by_products[large]![field];
       if (large === small) return [field, high];
       const slope = (high - cost.by_products[small]![field]) / (large - small);
@@ -383,8 +384,8 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     webhook_delivery: w.deliveriesPerSecond,
     cron_run: 1 / 60,
   };
-  const total = (field: (typeof FIELDS)[number]) => OPERATIONS.reduce((sum, name) => sum + rate[name] * f[name][field], 0);
-  const perSecond = Object.fromEntries(FIELDS.map((field) => [field, total(field)])) as Figures;
+  const total = (field: (typeof COST_FIELDS)[number]) => OPERATIONS.reduce((sum, name) => sum + rate[name] * f[name][field], 0);
+  const perSecond = Object.fromEntries(COST_FIELDS.map((field) => [field, total(field)])) as Figures;
 
   // D1's serial time: each database runs one statement at a time, each at least D1_STATEMENT_FLOOR_MS; reads spread
   // over its replicas, everything over its shards.
@@ -545,7 +546,7 @@ function print(w: Workload, r: Model) {
     `Inputs: ${r.inputs} (npm run bench -- --costs); D1: ${r.plan}.`,
     "",
     "Per second",
-    ...FIELDS.filter((field) => field !== "cpu_ms").map((field) => `  ${field.padEnd(44)} ${n(r.perSecond[field], 1)}`),
+    ...COST_FIELDS.filter((field) => field !== "cpu_ms").map((field) => `  ${field.padEnd(44)} ${n(r.perSecond[field], 1)}`),
     `  ${"worker CPU ms".padEnd(44)} ${n(r.perSecond.cpu_ms, 0)}`,
     ...Object.entries(r.d1BusyByDatabase).map(([db, s]) => `  ${`D1 busy seconds, "${db}"`.padEnd(44)} ${n(s, 2)}`),
     `  ${"queue consumers at once".padEnd(44)} ${n(r.consumerConcurrency, 0)}`,

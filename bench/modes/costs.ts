@@ -13,6 +13,8 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { COST_FIELDS, type Costs, type OperationCost } from "../../scripts/simulate.ts";
+import type { RequestWork } from "../../src/platform/metered.ts";
 import { formatMoney } from "../../src/platform/money.ts";
 import type { Bench } from "../harness/bench.ts";
 import { makeKeys } from "../harness/keys.ts";
@@ -22,26 +24,7 @@ import { seedState } from "../harness/setup.ts";
 import { freezeWorkers, SMALL_PATH } from "../harness/start.ts";
 import { randomOffers, seedTimeoutMs } from "./catalogue.ts";
 
-/** One operation's cost, in docs/costs.json's fields (the contract's "The model is the code"). */
-export interface OperationCost {
-  per: string;
-  d1_statements: number;
-  d1_rows_read: number;
-  d1_rows_written: number;
-  do_requests: number;
-  do_rows_written: number;
-  r2_class_a: number;
-  r2_class_b: number;
-  queue_messages: number;
-  cpu_ms: number;
-}
-
-export interface CostsFile {
-  commit: string;
-  measured_at: string;
-  products: number[];
-  operations: Record<string, OperationCost & { by_products: Record<string, OperationCost>; steps_per_ingestion?: number }>;
-}
+type CostsFile = Costs;
 
 type Tally = Omit<OperationCost, "per" | "cpu_ms">;
 const noTally = (): Tally => ({
@@ -76,19 +59,8 @@ function headerTally(res: Response): Tally {
   };
 }
 
-/** An invocation's tally as logged (RequestWork's names). */
-interface LoggedWork {
-  invocation: string;
-  d1Statements: number;
-  d1RowsRead: number;
-  d1RowsWritten: number;
-  keyObjectCalls: number;
-  otherObjectCalls: number;
-  doRowsWritten: number;
-  r2ClassA: number;
-  r2ClassB: number;
-  queueSent: number;
-}
+/** An invocation's tally as logged (logInvocationWork). */
+type LoggedWork = RequestWork & { invocation: string };
 
 const loggedTally = (w: LoggedWork): Tally => ({
   d1_statements: w.d1Statements,
@@ -355,12 +327,12 @@ export async function costsMode(bench: Bench, { settings }: Run): Promise<string
     buildSteps = measured.buildSteps; // the largest size's, measured last
   }
   const largest = bySize[Math.max(...settings.costSizes)]!;
-  const operations: CostsFile["operations"] = Object.fromEntries(
+  const operations = Object.fromEntries(
     Object.entries(largest).map(([name, cost]) => [
       name,
       { ...cost, by_products: Object.fromEntries(settings.costSizes.map((size) => [String(size), bySize[size]![name]!])) },
     ]),
-  );
+  ) as CostsFile["operations"];
   // How many alarm steps the build of one ingestion of 1,000 scattered observations took.
   operations.catalogue_build_step!.steps_per_ingestion = buildSteps;
   const file: CostsFile = { commit: commitOf(), measured_at: new Date().toISOString(), products: settings.costSizes, operations };
@@ -371,26 +343,17 @@ export async function costsMode(bench: Bench, { settings }: Run): Promise<string
 
 /** The figures as a table: each operation at each size. */
 function costsReport(file: CostsFile): string {
-  const columns = [
-    "d1_statements",
-    "d1_rows_read",
-    "d1_rows_written",
-    "do_requests",
-    "do_rows_written",
-    "r2_class_a",
-    "r2_class_b",
-  ] as const;
   const rows = Object.entries(file.operations).flatMap(([name, op]) =>
     file.products.map((size) => {
       const cost = op.by_products[String(size)]!;
-      return `| ${name} | ${size.toLocaleString("en")} | ${cost.per} | ${columns.map((c) => cost[c]).join(" | ")} | ${cost.queue_messages} | ${cost.cpu_ms} |`;
+      return `| ${name} | ${size.toLocaleString("en")} | ${cost.per} | ${COST_FIELDS.map((field) => cost[field]).join(" | ")} |`;
     }),
   );
   return [
     `**Costs** (docs/costs.json, commit ${file.commit.slice(0, 12)}):`,
     "",
-    `| operation | products | per | ${columns.join(" | ")} | queue | cpu ms |`,
-    `|---|---:|---|${columns.map(() => "---:").join("|")}|---:|---:|`,
+    `| operation | products | per | ${COST_FIELDS.join(" | ")} |`,
+    `|---|---:|---|${COST_FIELDS.map(() => "---:").join("|")}|`,
     ...rows,
   ].join("\n");
 }

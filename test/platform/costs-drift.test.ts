@@ -11,7 +11,10 @@ import { call, expectJson, workMeter } from "../helpers/http.ts";
  * (npm run simulate) is fed the new figures. Rows read grow with the data, so they are not compared.
  */
 
-type Measured = Record<"d1_statements" | "d1_rows_written" | "do_requests" | "do_rows_written" | "r2_class_a" | "r2_class_b" | "queue_messages", number>;
+type Measured = Record<
+  "d1_statements" | "d1_rows_written" | "do_requests" | "do_rows_written" | "r2_class_a" | "r2_class_b" | "queue_messages",
+  number
+>;
 
 /** The bench's small data request (bench/harness/start.ts SMALL_PATH): a brand no product has, answered from the manifest. */
 const SMALL_PATH = "/products?brand=bench-none";
@@ -19,29 +22,23 @@ const TIMES = 10;
 
 /** The operation's counts, averaged over TIMES runs as the bench averages them. */
 async function measured(send: () => Promise<Response>, status = 200): Promise<Measured> {
-  const sum: Measured = {
-    d1_statements: 0,
-    d1_rows_written: 0,
-    do_requests: 0,
-    do_rows_written: 0,
-    r2_class_a: 0,
-    r2_class_b: 0,
-    queue_messages: 0,
-  };
+  const meters: ReturnType<typeof workMeter>[] = [];
   for (let i = 0; i < TIMES; i++) {
     const res = await send();
     await res.arrayBuffer();
     expect(res.status).toBe(status);
-    const m = workMeter(res);
-    sum.d1_statements += m["d1-statements"];
-    sum.d1_rows_written += m["d1-rows-written"];
-    sum.do_requests += m["key-do"] + m["other-do"];
-    sum.do_rows_written += m["do-rows-written"];
-    sum.r2_class_a += m["r2-a"];
-    sum.r2_class_b += m["r2-b"];
-    sum.queue_messages += m["queue-sent"];
+    meters.push(workMeter(res));
   }
-  return Object.fromEntries(Object.entries(sum).map(([field, total]) => [field, total / TIMES])) as Measured;
+  const mean = (of: (meter: ReturnType<typeof workMeter>) => number) => meters.reduce((total, meter) => total + of(meter), 0) / TIMES;
+  return {
+    d1_statements: mean((m) => m["d1-statements"]),
+    d1_rows_written: mean((m) => m["d1-rows-written"]),
+    do_requests: mean((m) => m["key-do"] + m["other-do"]),
+    do_rows_written: mean((m) => m["do-rows-written"]),
+    r2_class_a: mean((m) => m["r2-a"]),
+    r2_class_b: mean((m) => m["r2-b"]),
+    queue_messages: mean((m) => m["queue-sent"]),
+  };
 }
 
 /**
