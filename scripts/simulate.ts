@@ -201,9 +201,13 @@ export interface Workload {
   deliveriesPerSecond: number;
   webhooks: number;
   openStreams: number;
-  /** Share of webhook endpoints that hang (never answer) and how long an attempt waits for them. */
+  /**
+   * Share of webhook endpoints that hang (never answer), how long an attempt waits for them, and how often each
+   * starts hanging again after answering (a flap: until then its deliveries go to its endpoint object).
+   */
   hangingEndpointShare: number;
   hangTimeoutSeconds: number;
+  hangingEndpointFlapSeconds: number;
   /** How long a receiver that answers takes (the slow end). */
   receiverSeconds: number;
   /** Isolates serving worldwide: each reads the snapshot's pointer in R2 once a second. */
@@ -249,6 +253,7 @@ export const WORKLOAD: Workload = {
   openStreams: 10_000,
   hangingEndpointShare: 0.05,
   hangTimeoutSeconds: 15,
+  hangingEndpointFlapSeconds: 3_600,
   receiverSeconds: 1,
   isolates: 2_000,
   busiestKeyRequestsPerSecond: 300 / 60,
@@ -398,14 +403,14 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     }
   }
 
-  // Queue consumers: a batch's healthy deliveries go six at a time; a hanging endpoint's first attempt holds its batch
-  // for the timeout, after which its deliveries go to its endpoint object (one probe at a time, off the consumer).
+  // Queue consumers: a batch's healthy deliveries go six at a time; a hanging endpoint's first attempt after it starts
+  // hanging holds its batch for the timeout, after which its deliveries go to its endpoint object (failing_since:
+  // one probe at a time, off the consumer) until it answers again.
   const batch = queueBatchSize();
   const batchesPerSecond = w.deliveriesPerSecond / batch;
   const healthyBatchSeconds = Math.ceil((batch * (1 - w.hangingEndpointShare)) / 6) * w.receiverSeconds;
   const hangingEndpoints = w.webhooks * w.hangingEndpointShare;
-  // Each hanging endpoint is found once per timeout window when its probe gives up (the worst case: every window).
-  const batchesHeldPerSecond = Math.min(batchesPerSecond, hangingEndpoints / w.hangTimeoutSeconds);
+  const batchesHeldPerSecond = Math.min(batchesPerSecond, hangingEndpoints / w.hangingEndpointFlapSeconds);
   const consumerConcurrency = batchesPerSecond * healthyBatchSeconds + batchesHeldPerSecond * w.hangTimeoutSeconds;
 
   // Objects: the busiest key's, the last-used shards (the calls besides the key's on an admitted request), the builder.
