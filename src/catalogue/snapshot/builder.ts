@@ -72,18 +72,8 @@ export class CatalogueBuilder extends MeteredObject {
       // The step's work as every invocation logs it (src/platform/metered.ts); R2's writes here are puts and deletes (free).
       const { rowsWritten, objectCalls } = this.reported({});
       const { d1, d1Statements, d1RowsRead, r2Reads, r2Writes } = work;
-      logInvocationWork(this.env, "catalogue_build_step", {
-        ...noRequestWork(),
-        ...{
-          d1,
-          d1Statements,
-          d1RowsRead,
-          r2ClassA: r2Writes,
-          r2ClassB: r2Reads,
-          doRowsWritten: rowsWritten,
-          otherObjectCalls: objectCalls,
-        },
-      });
+      const stepWork = { d1, d1Statements, d1RowsRead, r2ClassA: r2Writes, r2ClassB: r2Reads, doRowsWritten: rowsWritten };
+      logInvocationWork(this.env, "catalogue_build_step", { ...noRequestWork(), ...stepWork, otherObjectCalls: objectCalls });
     }
   }
 
