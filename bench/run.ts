@@ -14,6 +14,8 @@
  *   small response (bench/modes/hot-path.ts).
  * `npm run bench -- --catalogue [--quick] [--products-max]` (`npm run bench:catalogue`): only the catalogue
  *   snapshot at its sizes (bench/modes/catalogue-sizes.ts), written to bench/results/catalogue.md.
+ * `npm run bench -- --costs [--sizes 10000,100000] [--stream-seconds 60]`: what each operation the model prices
+ *   costs, from the worker's own meter, written to docs/costs.json (bench/modes/costs.ts).
  *
  * This file picks the mode, prints its report and stops everything it started: at the end, on error,
  * on a signal, and by a watchdog sized to the mode.
@@ -22,6 +24,7 @@ import { type Bench, openBench } from "./harness/bench.ts";
 import { stopAllNow } from "./harness/processes.ts";
 import { type Run, readSettings } from "./harness/settings.ts";
 import { catalogueMode, catalogueSeconds } from "./modes/catalogue-sizes.ts";
+import { costsBudgetSeconds, costsMode } from "./modes/costs.ts";
 import { fullBudgetSeconds, fullMode } from "./modes/full.ts";
 import { hotPathBudgetSeconds, hotPathMode } from "./modes/hot-path.ts";
 import { searchMode } from "./modes/search.ts";
@@ -55,7 +58,9 @@ const mode: Mode = args.soak
             ? { name: "hot-path", budgetSeconds: hotPathBudgetSeconds, measure: hotPathMode }
             : args.catalogue
               ? { name: "catalogue", budgetSeconds: ({ settings }) => catalogueSeconds(settings), measure: catalogueMode }
-              : { name: "bench", budgetSeconds: fullBudgetSeconds, measure: fullMode };
+              : args.costs
+                ? { name: "costs", budgetSeconds: costsBudgetSeconds, measure: costsMode }
+                : { name: "bench", budgetSeconds: fullBudgetSeconds, measure: fullMode };
 
 const bench = openBench(mode.name, { keepState: args["keep-state"] });
 /** Why the run is being stopped from outside (a signal, the watchdog), if it is. */

@@ -1,24 +1,23 @@
 /**
- * `npm run simulate`: the price-data API at a million keys for a year, on paper. A model, not a
- * measurement: its inputs are Cloudflare's published limits and list prices (docs/scale.md names the
- * pages), the workload, and the design's own costs. Where the code has the number (how long events and
- * history stay in D1, how much the cron moves per run, what a feed page may read), it is imported from
- * src/events/retention.ts, not typed here again. Change INPUTS and run it again;
- * `npm run simulate -- --json` prints `{"limits":[{name,used,limit,ratio}],"cost_per_million_requests"}`.
+ * `npm run simulate [-- --json] [--scale 10] [--plan split]`: the price-data API at the target load for a year, on
+ * paper, fed by the code. Every per-operation figure (D1 statements and rows, object requests and rows, R2
+ * operations by class, queue messages, CPU) comes from docs/costs.json, which `npm run bench -- --costs` measures
+ * with the worker's own meter; this file holds only Cloudflare's published limits and list prices (each with the
+ * page it comes from), the workload's shape and the storage a row takes. Where the code has a number (retention,
+ * archive sizes per run, the queue's batch size), it is imported or read, not typed again.
+ *
+ * Operations measured at two catalogue sizes are extrapolated linearly to the workload's catalogue (a full list's
+ * segment reads grow with it; a data request's do not). `--scale N` multiplies every rate of the workload (requests,
+ * keys, products, events, deliveries, webhooks, streams); `--plan split` puts keys and accounts, the catalogue, and
+ * events with deliveries in D1 databases of their own, the last sharded by account, and reads the catalogue from
+ * read replicas (docs/scale.md). `--json` prints `{"inputs","limits":[{name,used,limit,ratio}],"cost_per_million_requests"}`.
  */
 import { readFileSync } from "node:fs";
-import { FLUSH_EVERY_MS, LAST_USED_SHARDS } from "../src/api-keys/object/last-used-schedule.ts";
+import { parseArgs } from "node:util";
+import { LAST_USED_SHARDS } from "../src/api-keys/object/last-used-schedule.ts";
 import {
-  D1_QUERIES_PER_DELIVERY_BATCH,
-  D1_QUERIES_PER_FEED_PAGE,
-  D1_QUERIES_PER_HISTORY_READ,
-  DELIVERIES_IN_D1_MS,
   DELIVERY_ARCHIVE_AFTER_MS,
-  DELIVERY_ARCHIVE_PAGE,
-  DELIVERY_ARCHIVE_ROWS_PER_RUN,
-  DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN,
   EVENT_ARCHIVE_OBJECTS_PER_RUN,
-  EVENT_ARCHIVE_READS_PER_PAGE,
   EVENTS_IN_D1_MS,
   EVENTS_PER_ARCHIVE_OBJECT,
   HISTORY_ARCHIVE_AFTER_MS,
@@ -28,6 +27,87 @@ import {
 } from "../src/events/retention.ts";
 import { DAY_MS, DAY_SECONDS } from "../src/platform/time.ts";
 
+// ---- docs/costs.json ------------------------------------------------------------------------------------------------
+
+/** One operation's measured cost (bench/modes/costs.ts writes them). */
+export interface OperationCost {
+  per: string;
+  d1_statements: number;
+  d1_rows_read: number;
+  d1_rows_written: number;
+  do_requests: number;
+  do_rows_written: number;
+  r2_class_a: number;
+  r2_class_b: number;
+  queue_messages: number;
+  cpu_ms: number;
+}
+
+export interface Costs {
+  commit: string;
+  measured_at: string;
+  products: number[];
+  operations: Record<OperationName, OperationCost & { by_products: Record<string, OperationCost>; steps_per_ingestion?: number }>;
+}
+
+export const OPERATIONS = [
+  "data_request_admitted",
+  "data_request_refused",
+  "list_products_gzip",
+  "list_products_filtered_1pct",
+  "get_product",
+  "product_history",
+  "events_page",
+  "stream_connection_minute",
+  "mcp_tool_call",
+  "ingest_1000_scattered",
+  "webhook_delivery",
+  "catalogue_build_step",
+  "cron_run",
+  "key_management_request",
+] as const;
+export type OperationName = (typeof OPERATIONS)[number];
+
+export const COSTS_FILE = new URL("../docs/costs.json", import.meta.url);
+
+export function readCosts(file: URL = COSTS_FILE): Costs {
+  const costs = JSON.parse(readFileSync(file, "utf8")) as Costs;
+  const missing = OPERATIONS.filter((name) => !costs.operations[name]);
+  if (missing.length > 0) throw new Error(`docs/costs.json has no ${missing.join(", ")}: run npm run bench -- --costs`);
+  return costs;
+}
+
+/** docs/costs.json's figures of an operation, in the contract's order. */
+export const COST_FIELDS = [
+  "d1_statements",
+  "d1_rows_read",
+  "d1_rows_written",
+  "do_requests",
+  "do_rows_written",
+  "r2_class_a",
+  "r2_class_b",
+  "queue_messages",
+  "cpu_ms",
+] as const;
+type Figures = Record<(typeof COST_FIELDS)[number], number>;
+
+/** An operation's figures at `products`: a straight line through the two sizes measured (never below the larger's). */
+export function figuresAt(cost: Costs["operations"][OperationName], products: number): Figures {
+  const sizes = Object.keys(cost.by_products)
+    .map(Number)
+    .sort((a, b) => a - b);
+  const small = sizes[0]!;
+  const large = sizes.at(-1)!;
+  return Object.fromEntries(
+    COST_FIELDS.map((field) => {
+      const high = cost.by_products[large]![field];
+      if (large === small) return [field, high];
+      const slope = (high - cost.by_products[small]![field]) / (large - small);
+      return [field, Math.max(high, high + slope * (products - large))];
+    }),
+  ) as Figures;
+}
+
 /** The delivery queue's consumer batch size, as wrangler.toml sets it (the first consumer is WEBHOOK_QUEUE's). */
 export function queueBatchSize(toml = readFileSync(new URL("../wrangler.toml", import.meta.url), "utf8")): number {
   const size = /\[\[queues\.consumers\]\][^[]*?max_batch_size\s*=\s*(\d+)/.exec(toml)?.[1];
@@ -35,454 +115,424 @@ export function queueBatchSize(toml = readFileSync(new URL("../wrangler.toml", i
   return Number(size);
 }
 
-export interface Inputs {
-  workload: {
-    keys: number;
-    /** API requests per second, worldwide, spread evenly over the keys. */
-    requestsPerSecond: number;
-    /** Share of requests refused with 429 (a refusal writes nothing). */
-    refusedShare: number;
-    products: number;
-    offersPerProduct: number;
-    /** Price or stock changes per offer per day; each is one event. */
-    changesPerOfferPerDay: number;
-    /** Changes arrive in ingestion batches of this size (one snapshot rebuild per batch). */
-    changesPerIngestBatch: number;
-    webhooks: number;
-    /** Share of webhooks an event matches (its type, product and min_change_pct). */
-    webhookMatchShare: number;
-    /** Share of API requests that are the unfiltered full catalogue (GET /products). */
-    fullCatalogueShare: number;
-    /** Isolates serving worldwide at this rate (each reads the catalogue snapshot's pointer in R2 once a second). */
-    isolates: number;
-    /** Worker CPU per request (ms); measured locally by `npm run bench`, production is usually lower. */
-    cpuMsPerRequest: number;
-    /** Share of API requests that are GET /events pages, and of those the share reaching back past D1's day (read from R2). */
-    feedShare: number;
-    feedFromArchiveShare: number;
-    /** Share of API requests that are GET /products/:id/history, and the calendar years (archive objects) one reads. */
-    historyShare: number;
-    historyYearsRead: number;
-    /** Deliveries per queue batch (wrangler.toml's max_batch_size): the consumer's D1 round trips are per batch. */
-    deliveriesPerQueueBatch: number;
-  };
-  design: {
-    /** Rows written in the key's object per admission: its one state row (minute log, counters, this minute's usage); plus one usage row per active minute, amortised. */
-    objectRowsWrittenPerAdmission: number;
-    /** A key's object stays in memory this long after its last request before it is evicted. */
-    objectIdleSeconds: number;
-    /** Wall time an object is active per call, for duration billing (its answer waits for the storage flush). */
-    objectActiveMsPerCall: number;
-    objectMemoryGb: number;
-    objectStorageBytesPerKey: number;
-    /** `last_used_at` goes to D1 at most once a minute per key (the object keeps when it last did, across evictions). */
-    productsPerSegment: number;
-    gzipBytesPerProduct: number;
-    /** D1 bytes per stored row (data and indexes), by table. */
+/** The CPU an invocation may use, as wrangler.toml's [limits] sets it. */
+export function configuredCpuMs(toml = readFileSync(new URL("../wrangler.toml", import.meta.url), "utf8")): number {
+  const ms = /\[limits\][^[]*?cpu_ms\s*=\s*(\d+)/.exec(toml)?.[1];
+  if (!ms) throw new Error("wrangler.toml: no cpu_ms in [limits]");
+  return Number(ms);
+}
+
+// ---- Published limits and prices, each with its source ---------------------------------------------------------------
+
+const WORKERS_LIMITS = "https://developers.cloudflare.com/workers/platform/limits/";
+const WORKERS_PRICING = "https://developers.cloudflare.com/workers/platform/pricing/";
+const D1_LIMITS = "https://developers.cloudflare.com/d1/platform/limits/";
+const D1_PRICING = "https://developers.cloudflare.com/d1/platform/pricing/";
+const DO_LIMITS = "https://developers.cloudflare.com/durable-objects/platform/limits/";
+const DO_PRICING = "https://developers.cloudflare.com/durable-objects/platform/pricing/";
+const QUEUES_LIMITS = "https://developers.cloudflare.com/queues/platform/limits/";
+const QUEUES_PRICING = "https://developers.cloudflare.com/queues/platform/pricing/";
+const R2_LIMITS = "https://developers.cloudflare.com/r2/platform/limits/";
+const R2_PRICING = "https://developers.cloudflare.com/r2/pricing/";
+
+/** A published figure and the page that publishes it. */
+type Published = { value: number; source: string };
+const at = (value: number, source: string): Published => ({ value, source });
+
+export const LIMITS = {
+  /** Workers Paid: D1 queries one invocation may make. */
+  d1QueriesPerInvocation: at(1_000, D1_LIMITS),
+  /** Workers Paid: subrequests (fetch, R2, Durable Object and queue calls) per invocation. */
+  subrequestsPerInvocation: at(10_000, WORKERS_LIMITS),
+  /** D1 runs one query at a time per database; its largest database. */
+  d1MaxDatabaseGb: at(10, D1_LIMITS),
+  /** One object: a soft limit of requests a second. */
+  objectRequestsPerSecond: at(1_000, DO_LIMITS),
+  queueMessagesPerSecond: at(5_000, QUEUES_LIMITS),
+  queueConcurrentConsumers: at(250, QUEUES_LIMITS),
+  r2WritesPerSecondPerKey: at(1, R2_LIMITS),
+};
+
+export const PRICES = {
+  workersMonthly: at(5, WORKERS_PRICING),
+  workersIncludedRequests: at(10e6, WORKERS_PRICING),
+  workersPerMillionRequests: at(0.3, WORKERS_PRICING),
+  workersIncludedCpuMs: at(30e6, WORKERS_PRICING),
+  workersPerMillionCpuMs: at(0.02, WORKERS_PRICING),
+  objectIncludedRequests: at(1e6, DO_PRICING),
+  objectPerMillionRequests: at(0.15, DO_PRICING),
+  objectIncludedRowsWritten: at(50e6, DO_PRICING),
+  objectPerMillionRowsWritten: at(1, DO_PRICING),
+  objectIncludedStorageGb: at(5, DO_PRICING),
+  objectPerGbMonth: at(0.2, DO_PRICING),
+  d1IncludedRowsRead: at(25e9, D1_PRICING),
+  d1PerMillionRowsRead: at(0.001, D1_PRICING),
+  d1IncludedRowsWritten: at(50e6, D1_PRICING),
+  d1PerMillionRowsWritten: at(1, D1_PRICING),
+  d1IncludedStorageGb: at(5, D1_PRICING),
+  d1PerGbMonth: at(0.75, D1_PRICING),
+  r2IncludedClassA: at(1e6, R2_PRICING),
+  r2PerMillionClassA: at(4.5, R2_PRICING),
+  r2IncludedClassB: at(10e6, R2_PRICING),
+  r2PerMillionClassB: at(0.36, R2_PRICING),
+  r2IncludedStorageGb: at(10, R2_PRICING),
+  r2PerGbMonth: at(0.015, R2_PRICING),
+  queuesIncludedOperations: at(1e6, QUEUES_PRICING),
+  queuesPerMillionOperations: at(0.4, QUEUES_PRICING),
+  /** A message is written, read and deleted: three operations (per 64 KB). */
+  queuesOperationsPerMessage: at(3, QUEUES_PRICING),
+};
+
+/** D1 bills and queues at least this long for a statement, however fast it ran locally. */
+const D1_STATEMENT_FLOOR_MS = 1;
+
+// ---- The workload's shape -------------------------------------------------------------------------------------------
+
+export interface Workload {
+  keys: number;
+  requestsPerSecond: number;
+  /** Share of each request operation; data_request_admitted takes what the others leave. */
+  requestMix: Partial<Record<OperationName, number>>;
+  products: number;
+  /** Price changes a second (each an event, from an observation that changed something). */
+  eventsPerSecond: number;
+  /** Observations come in ingestions of this many, scattered over the catalogue (the measured shape). */
+  observationsPerIngestion: number;
+  deliveriesPerSecond: number;
+  webhooks: number;
+  openStreams: number;
+  /**
+   * Share of webhook endpoints that hang (never answer), how long an attempt waits for them, and how often each
+   * starts hanging again after answering (a flap: until then its deliveries go to its endpoint object).
+   */
+  hangingEndpointShare: number;
+  hangTimeoutSeconds: number;
+  hangingEndpointFlapSeconds: number;
+  /** How long a receiver that answers takes (the slow end). */
+  receiverSeconds: number;
+  /** Isolates serving worldwide: each reads the snapshot's pointer in R2 once a second. */
+  isolates: number;
+  /** The busiest key: Premium caps one at 300 a minute. */
+  busiestKeyRequestsPerSecond: number;
+  /** What a stored row takes, data and indexes (bytes), and how long attempts stay in R2. */
+  storage: {
     d1BytesPerProduct: number;
     d1BytesPerOffer: number;
-    d1BytesPerHistoryRow: number;
-    d1BytesPerEvent: number;
+    offersPerProduct: number;
     d1BytesPerKey: number;
+    d1BytesPerEvent: number;
+    d1BytesPerHistoryRow: number;
     d1BytesPerDelivery: number;
-    /** Days the delivery archive keeps attempts in R2 (the bucket's lifecycle rule on deliveries/). */
-    deliveryArchiveDays: number;
-    r2BytesPerArchivedDelivery: number;
-    /** Gzip NDJSON bytes in R2 per archived event and history row. */
+    objectBytesPerKey: number;
+    gzipBytesPerProduct: number;
     r2BytesPerArchivedEvent: number;
     r2BytesPerArchivedHistoryRow: number;
-    /** D1 rows written per event: the change row, its history row, the outbox row, the relay's sent mark. */
-    d1RowsWrittenPerEvent: number;
-    /** D1 queries per event on the consumer's side (claim, fan-out read, mark), amortised over a queue batch of 10. */
-    d1QueriesPerEventFanOut: number;
-    /** D1 queries of one cron run outside the archive (outbox sweep, catalogue sweep). */
-    d1QueriesPerCronRunBesidesArchive: number;
-  };
-  limits: {
-    /** Writing requests a second one object serves (production, replicated storage): low and high. */
-    objectWritesPerSecond: [number, number];
-    d1MaxDatabaseGb: number;
-    /** D1 runs one query at a time per database: about 1,000 queries/s at 1 ms each. */
-    d1QueriesPerSecond: number;
-    queueMessagesPerSecond: number;
-    r2WritesPerSecondPerKey: number;
-    /** Per invocation (request, cron run): D1 queries, subrequests (R2 operations count), CPU ms. */
-    d1QueriesPerInvocation: number;
-    subrequestsPerInvocation: number;
-    cronsPerDay: number;
-  };
-  prices: {
-    workersMonthly: number;
-    workersIncludedRequests: number;
-    workersPerMillionRequests: number;
-    workersIncludedCpuMs: number;
-    workersPerMillionCpuMs: number;
-    objectIncludedRequests: number;
-    objectPerMillionRequests: number;
-    objectIncludedGbSeconds: number;
-    objectPerMillionGbSeconds: number;
-    objectIncludedRowsWritten: number;
-    objectPerMillionRowsWritten: number;
-    objectIncludedRowsRead: number;
-    objectPerMillionRowsRead: number;
-    objectIncludedStorageGb: number;
-    objectPerGbMonth: number;
-    d1IncludedRowsRead: number;
-    d1PerMillionRowsRead: number;
-    d1IncludedRowsWritten: number;
-    d1PerMillionRowsWritten: number;
-    d1IncludedStorageGb: number;
-    d1PerGbMonth: number;
-    r2IncludedClassA: number;
-    r2PerMillionClassA: number;
-    r2IncludedClassB: number;
-    r2PerMillionClassB: number;
-    r2IncludedStorageGb: number;
-    r2PerGbMonth: number;
-    queuesIncludedOperations: number;
-    queuesPerMillionOperations: number;
-    /** Operations per message: write, read, delete (per 64 KB). */
-    queuesOperationsPerMessage: number;
+    r2BytesPerArchivedDelivery: number;
+    deliveryArchiveDays: number;
   };
 }
 
-export const INPUTS: Inputs = {
-  workload: {
-    keys: 1_000_000,
-    requestsPerSecond: 10_000,
-    refusedShare: 0.05,
-    products: 1_000_000,
-    offersPerProduct: 5,
-    changesPerOfferPerDay: 0.2,
-    changesPerIngestBatch: 500,
-    webhooks: 10_000,
-    webhookMatchShare: 0.01,
-    fullCatalogueShare: 0.0001,
-    isolates: 2_000,
-    cpuMsPerRequest: 1.4,
-    feedShare: 0.005,
-    feedFromArchiveShare: 0.1,
-    historyShare: 0.005,
-    historyYearsRead: 2,
-    deliveriesPerQueueBatch: queueBatchSize(),
+export const WORKLOAD: Workload = {
+  keys: 1_000_000,
+  requestsPerSecond: 10_000,
+  requestMix: {
+    data_request_refused: 0.05,
+    list_products_gzip: 0.0001,
+    list_products_filtered_1pct: 0.001,
+    get_product: 0.3,
+    product_history: 0.005,
+    events_page: 0.005,
+    mcp_tool_call: 0.01,
+    key_management_request: 0.0001,
   },
-  design: {
-    objectRowsWrittenPerAdmission: 1.1,
-    objectIdleSeconds: 70,
-    objectActiveMsPerCall: 10,
-    objectMemoryGb: 0.128,
-    objectStorageBytesPerKey: 24_000,
-    productsPerSegment: 1_000,
-    gzipBytesPerProduct: 250,
+  products: 1_000_000,
+  eventsPerSecond: 11.6,
+  observationsPerIngestion: 1_000,
+  deliveriesPerSecond: 1_157,
+  webhooks: 10_000,
+  openStreams: 10_000,
+  hangingEndpointShare: 0.05,
+  hangTimeoutSeconds: 15,
+  hangingEndpointFlapSeconds: 3_600,
+  receiverSeconds: 1,
+  isolates: 2_000,
+  busiestKeyRequestsPerSecond: 300 / 60,
+  storage: {
     d1BytesPerProduct: 600,
     d1BytesPerOffer: 300,
-    d1BytesPerHistoryRow: 120,
-    d1BytesPerEvent: 400,
+    offersPerProduct: 5,
     d1BytesPerKey: 300,
+    d1BytesPerEvent: 400,
+    d1BytesPerHistoryRow: 120,
     d1BytesPerDelivery: 150,
-    deliveryArchiveDays: 31,
-    r2BytesPerArchivedDelivery: 60,
+    objectBytesPerKey: 24_000,
+    gzipBytesPerProduct: 250,
     r2BytesPerArchivedEvent: 120,
     r2BytesPerArchivedHistoryRow: 40,
-    d1RowsWrittenPerEvent: 4,
-    d1QueriesPerEventFanOut: 0.3,
-    d1QueriesPerCronRunBesidesArchive: 10,
-  },
-  limits: {
-    objectWritesPerSecond: [200, 500],
-    d1MaxDatabaseGb: 10,
-    d1QueriesPerSecond: 1_000,
-    queueMessagesPerSecond: 5_000,
-    r2WritesPerSecondPerKey: 1,
-    d1QueriesPerInvocation: 1_000,
-    subrequestsPerInvocation: 1_000,
-    cronsPerDay: 1_440,
-  },
-  prices: {
-    workersMonthly: 5,
-    workersIncludedRequests: 10e6,
-    workersPerMillionRequests: 0.3,
-    workersIncludedCpuMs: 30e6,
-    workersPerMillionCpuMs: 0.02,
-    objectIncludedRequests: 1e6,
-    objectPerMillionRequests: 0.15,
-    objectIncludedGbSeconds: 400_000,
-    objectPerMillionGbSeconds: 12.5,
-    objectIncludedRowsWritten: 50e6,
-    objectPerMillionRowsWritten: 1,
-    objectIncludedRowsRead: 25e9,
-    objectPerMillionRowsRead: 0.001,
-    objectIncludedStorageGb: 5,
-    objectPerGbMonth: 0.2,
-    d1IncludedRowsRead: 25e9,
-    d1PerMillionRowsRead: 0.001,
-    d1IncludedRowsWritten: 50e6,
-    d1PerMillionRowsWritten: 1,
-    d1IncludedStorageGb: 5,
-    d1PerGbMonth: 0.75,
-    r2IncludedClassA: 1e6,
-    r2PerMillionClassA: 4.5,
-    r2IncludedClassB: 10e6,
-    r2PerMillionClassB: 0.36,
-    r2IncludedStorageGb: 10,
-    r2PerGbMonth: 0.015,
-    queuesIncludedOperations: 1e6,
-    queuesPerMillionOperations: 0.4,
-    queuesOperationsPerMessage: 3,
+    r2BytesPerArchivedDelivery: 60,
+    deliveryArchiveDays: 31,
   },
 };
+
+/** Multiplies every rate and count of the workload by `factor` (the busiest key stays capped by its plan). */
+export function scaled(workload: Workload, factor: number): Workload {
+  return {
+    ...workload,
+    keys: workload.keys * factor,
+    requestsPerSecond: workload.requestsPerSecond * factor,
+    products: workload.products * factor,
+    eventsPerSecond: workload.eventsPerSecond * factor,
+    deliveriesPerSecond: workload.deliveriesPerSecond * factor,
+    webhooks: workload.webhooks * factor,
+    openStreams: workload.openStreams * factor,
+    isolates: workload.isolates * factor,
+  };
+}
+
+// ---- Where D1's statements go ----------------------------------------------------------------------------------------
+
+/**
+ * A layout of D1: which database each operation's statements go to (shares by database), how many shards a
+ * database has (split by account) and how many copies serve its reads (read replicas).
+ */
+export interface Plan {
+  name: string;
+  databases: Record<string, { shards: number; readReplicas: number }>;
+  /** Per operation, the share of its statements each database gets, and the share of those that only read. */
+  route: Record<OperationName, { database: string; share: number; reads: number }[]>;
+}
+
+const one = (database: string, reads = 0) => [{ database, share: 1, reads }];
+
+/** Today's: one database for everything. */
+export const ONE_DATABASE: Plan = {
+  name: "one D1 database",
+  databases: { main: { shards: 1, readReplicas: 1 } },
+  route: Object.fromEntries(OPERATIONS.map((name) => [name, one("main")])) as Plan["route"],
+};
+
+/**
+ * The plan for 10 × (docs/scale.md): keys and accounts; the catalogue, its reads served by read replicas; events,
+ * deliveries and streams' slots sharded by account.
+ */
+export const SPLIT: Plan = {
+  name: "split: keys, catalogue (read replicas), events and deliveries (8 shards by account)",
+  databases: {
+    keys: { shards: 1, readReplicas: 1 },
+    catalogue: { shards: 1, readReplicas: 6 },
+    events: { shards: 8, readReplicas: 1 },
+  },
+  route: {
+    data_request_admitted: one("keys"),
+    data_request_refused: one("keys"),
+    key_management_request: one("keys"),
+    list_products_gzip: one("catalogue", 1),
+    list_products_filtered_1pct: one("catalogue", 1),
+    get_product: one("catalogue", 1),
+    product_history: one("catalogue", 1),
+    mcp_tool_call: one("catalogue", 1),
+    catalogue_build_step: one("catalogue", 0.5),
+    ingest_1000_scattered: [
+      { database: "catalogue", share: 0.5, reads: 0.3 },
+      { database: "events", share: 0.5, reads: 0 },
+    ],
+    events_page: one("events", 1),
+    stream_connection_minute: one("events", 1),
+    webhook_delivery: one("events"),
+    cron_run: [
+      { database: "keys", share: 0.2, reads: 0.5 },
+      { database: "catalogue", share: 0.3, reads: 0.5 },
+      { database: "events", share: 0.5, reads: 0.5 },
+    ],
+  },
+};
+
+const PLANS: Record<string, Plan> = { one: ONE_DATABASE, split: SPLIT };
+
+// ---- The model ----------------------------------------------------------------------------------------------------
 
 const MONTH_SECONDS = 30 * DAY_SECONDS;
 const GB = 1e9;
 
 /** Monthly cost of `used` units with `included` free and `perMillion` dollars per million beyond. */
-export const overage = (used: number, included: number, perMillion: number) => (Math.max(0, used - included) / 1e6) * perMillion;
+export const overage = (used: number, included: Published, perMillion: Published) =>
+  (Math.max(0, used - included.value) / 1e6) * perMillion.value;
 
 export interface Limit {
   name: string;
   used: number;
   limit: number;
-  /** used ÷ limit: above 1 the design breaks there; the aim is under 0.5 for the whole year. */
+  /** used ÷ limit: above 1 the design breaks there; the aim is at most 0.5 for the whole year. */
   ratio: number;
-  /** What would change at that point (or what already did). */
-  change: string;
+  source: string;
 }
 
-export function simulate(i: Inputs = INPUTS) {
-  const w = i.workload;
-  const d = i.design;
-  const p = i.prices;
-  const L = i.limits;
-  const perKeyRate = w.requestsPerSecond / w.keys;
-  const admittedPerSecond = w.requestsPerSecond * (1 - w.refusedShare);
+export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLOAD, plan: Plan = ONE_DATABASE) {
+  const w = workload;
+  const f = Object.fromEntries(OPERATIONS.map((name) => [name, figuresAt(costs.operations[name], w.products)])) as Record<
+    OperationName,
+    Figures
+  >;
 
-  // Objects: a key's object is in memory when it had a request within the idle window (Poisson arrivals).
-  const inMemory = (window: number) => 1 - Math.exp(-perKeyRate * window);
-  const objectsAlive = w.keys * inMemory(d.objectIdleSeconds);
-  const objectWritesPerSecond = admittedPerSecond * d.objectRowsWrittenPerAdmission;
-  // The busiest object serves one key, which its own plan caps: Premium's 300 a minute.
-  const busiestKeyWritesPerSecond = (300 / 60) * d.objectRowsWrittenPerAdmission;
+  // How often each operation runs, a second.
+  const requestShares = { ...w.requestMix };
+  const others = Object.values(requestShares).reduce((a, b) => a + (b ?? 0), 0);
+  requestShares.data_request_admitted = 1 - others;
+  const ingestionsPerSecond = w.eventsPerSecond / w.observationsPerIngestion;
+  const buildStepsPerIngestion = costs.operations.catalogue_build_step.steps_per_ingestion ?? 1;
+  const rate: Record<OperationName, number> = {
+    ...(Object.fromEntries(OPERATIONS.map((name) => [name, 0])) as Record<OperationName, number>),
+    ...Object.fromEntries(Object.entries(requestShares).map(([name, share]) => [name, (share ?? 0) * w.requestsPerSecond])),
+    stream_connection_minute: w.openStreams / 60,
+    ingest_1000_scattered: w.eventsPerSecond,
+    catalogue_build_step: ingestionsPerSecond * buildStepsPerIngestion,
+    webhook_delivery: w.deliveriesPerSecond,
+    cron_run: 1 / 60,
+  };
+  const total = (field: (typeof COST_FIELDS)[number]) => OPERATIONS.reduce((sum, name) => sum + rate[name] * f[name][field], 0);
+  const perSecond = Object.fromEntries(COST_FIELDS.map((field) => [field, total(field)])) as Figures;
 
-  // Events and deliveries.
-  const eventsPerDay = w.products * w.offersPerProduct * w.changesPerOfferPerDay;
-  const eventsPerSecond = eventsPerDay / DAY_SECONDS;
-  const deliveriesPerSecond = eventsPerSecond * w.webhooks * w.webhookMatchShare;
-  const queueMessagesPerSecond = eventsPerSecond + deliveriesPerSecond;
+  // D1's serial time: each database runs one statement at a time, each at least D1_STATEMENT_FLOOR_MS; reads spread
+  // over its replicas, everything over its shards.
+  const busy: Record<string, number> = Object.fromEntries(Object.keys(plan.databases).map((name) => [name, 0]));
+  for (const name of OPERATIONS) {
+    for (const { database, share, reads } of plan.route[name]) {
+      const { shards, readReplicas } = plan.databases[database]!;
+      const statements = rate[name] * f[name].d1_statements * share;
+      busy[database]! += (statements * (D1_STATEMENT_FLOOR_MS / 1000) * (reads / readReplicas + (1 - reads))) / shards;
+    }
+  }
 
-  // D1 queries/s: last_used_at, one statement per shard flush whatever the number of keys (src/api-keys/object/last-used.ts);
-  // ingestion (its batch's share of one statement) and the relay's mark; the consumer's claims and records; reads.
-  const lastUsedWritesPerSecond = LAST_USED_SHARDS / (FLUSH_EVERY_MS / 1000);
-  const feedPerSecond = w.requestsPerSecond * w.feedShare;
-  const historyPerSecond = w.requestsPerSecond * w.historyShare;
-  const d1ReadQueriesPerSecond = feedPerSecond * D1_QUERIES_PER_FEED_PAGE + historyPerSecond * D1_QUERIES_PER_HISTORY_READ;
-  // A queue batch's deliveries: one read of their webhooks, one batch recording their attempts (src/webhooks/delivery/store.ts).
-  const deliveryRecordsPerSecond = (deliveriesPerSecond / w.deliveriesPerQueueBatch) * D1_QUERIES_PER_DELIVERY_BATCH;
-  // The cron: besides its sweeps, each archive object costs a read and a batch, the history step three queries.
-  const cronQueriesPerRun = d.d1QueriesPerCronRunBesidesArchive + 2 * EVENT_ARCHIVE_OBJECTS_PER_RUN + 2 + 3;
-  // The delivery archive (its own cron trigger, src/webhooks/delivery/delivery-archive.ts): a webhook's attempts leave D1 about once
-  // per (after − keep); a run reads the oldest rows once, then pages of its webhooks' rows, each page one R2 write per webhook and one delete.
-  const deliveriesPerDay = deliveriesPerSecond * DAY_SECONDS;
-  const deliveryCycleDays = (DELIVERY_ARCHIVE_AFTER_MS - DELIVERIES_IN_D1_MS) / DAY_MS;
-  const deliveriesPerWebhookPerDay = deliveriesPerDay / w.webhooks;
-  const webhooksArchivedPerDay = (w.webhooks * (1 - Math.exp(-deliveriesPerWebhookPerDay * deliveryCycleDays))) / deliveryCycleDays;
-  const deliveryRowsPerRun = deliveriesPerDay / L.cronsPerDay;
-  const deliveryPagesPerRun = Math.ceil(Math.min(deliveryRowsPerRun, DELIVERY_ARCHIVE_ROWS_PER_RUN) / DELIVERY_ARCHIVE_PAGE);
-  const deliveryArchiveQueriesPerRun = 1 + 2 * deliveryPagesPerRun;
-  const deliveryArchiveSubrequestsPerRun = DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN + deliveryPagesPerRun + deliveryArchiveQueriesPerRun;
-  const d1QueriesPerSecond =
-    lastUsedWritesPerSecond +
-    eventsPerSecond * (2 + d.d1QueriesPerEventFanOut) +
-    deliveryRecordsPerSecond +
-    d1ReadQueriesPerSecond +
-    ((cronQueriesPerRun + deliveryArchiveQueriesPerRun) * L.cronsPerDay) / DAY_SECONDS;
-  // An attempt's row is written, then deleted when it moves to R2 (a delete counts as a row written).
-  const d1WritesPerSecond = lastUsedWritesPerSecond + eventsPerSecond * d.d1RowsWrittenPerEvent + 2 * deliveriesPerSecond;
+  // Queue consumers: a batch's healthy deliveries go six at a time; a hanging endpoint's first attempt after it starts
+  // hanging holds its batch for the timeout, after which its deliveries go to its endpoint object (failing_since:
+  // one probe at a time, off the consumer) until it answers again.
+  const batch = queueBatchSize();
+  const batchesPerSecond = w.deliveriesPerSecond / batch;
+  const healthyBatchSeconds = Math.ceil((batch * (1 - w.hangingEndpointShare)) / 6) * w.receiverSeconds;
+  const hangingEndpoints = w.webhooks * w.hangingEndpointShare;
+  const batchesHeldPerSecond = Math.min(batchesPerSecond, hangingEndpoints / w.hangingEndpointFlapSeconds);
+  const consumerConcurrency = batchesPerSecond * healthyBatchSeconds + batchesHeldPerSecond * w.hangTimeoutSeconds;
 
-  // D1 size after a year: the catalogue and keys; events of the last day (plus the archive's index);
-  // history of at most HISTORY_ARCHIVE_AFTER_MS (a product's oldest row that old sends it to R2).
-  const historyRowsPerDay = eventsPerDay; // one history row per price or stock change
-  const d1CatalogueGb =
-    (w.products * d.d1BytesPerProduct + w.products * w.offersPerProduct * d.d1BytesPerOffer + w.keys * d.d1BytesPerKey) / GB;
-  const d1EventsGb =
-    (((eventsPerDay * EVENTS_IN_D1_MS) / DAY_MS) * d.d1BytesPerEvent) / GB +
-    (((eventsPerDay * RETENTION_MS) / DAY_MS / EVENTS_PER_ARCHIVE_OBJECT) * 100) / GB;
-  const d1HistoryGb = (((historyRowsPerDay * HISTORY_ARCHIVE_AFTER_MS) / DAY_MS) * d.d1BytesPerHistoryRow) / GB;
-  // Attempts stay in D1 at most DELIVERY_ARCHIVE_AFTER_MS (a webhook whose oldest is that old has them moved).
-  const d1DeliveriesGb = (deliveriesPerSecond * (DELIVERY_ARCHIVE_AFTER_MS / 1000) * d.d1BytesPerDelivery) / GB;
-  const d1Gb = d1CatalogueGb + d1EventsGb + d1HistoryGb + d1DeliveriesGb;
+  // Objects: the busiest key's, the last-used shards (the calls besides the key's on an admitted request), the builder.
+  const otherCallsPerAdmission = Math.max(0, f.data_request_admitted.do_requests - 1);
+  const lastUsedShardRequestsPerSecond = (rate.data_request_admitted * otherCallsPerAdmission) / LAST_USED_SHARDS;
+  const builderRequestsPerSecond = rate.catalogue_build_step + ingestionsPerSecond + rate.cron_run;
 
-  // The cron's archive: can it keep up, inside one invocation's limits?
-  const eventArchiveCapacityPerDay = EVENT_ARCHIVE_OBJECTS_PER_RUN * EVENTS_PER_ARCHIVE_OBJECT * L.cronsPerDay;
-  // A product is archived when its oldest D1 row is `after` old and keeps `keep`: about once per (after − keep).
-  const archiveCycleDays = (HISTORY_ARCHIVE_AFTER_MS - HISTORY_IN_D1_MS) / DAY_MS;
-  const changesPerProductPerDay = w.offersPerProduct * w.changesPerOfferPerDay;
-  const productsArchivedPerDay = (w.products * (1 - Math.exp(-changesPerProductPerDay * archiveCycleDays))) / archiveCycleDays;
-  const historyArchiveCapacityPerDay = HISTORY_ARCHIVE_PRODUCTS_PER_RUN * L.cronsPerDay;
-  // One R2 read and one write per product-year (a run rarely spans a new year), events' writes, expiry's delete, the catalogue sweep's few.
-  const cronSubrequestsPerRun = 2 * HISTORY_ARCHIVE_PRODUCTS_PER_RUN * 1.05 + EVENT_ARCHIVE_OBJECTS_PER_RUN + 1 + 10;
-
-  // R2: a full list reads the manifest and every segment; a batch rewrites the segments it touches and the manifest.
-  const segments = Math.ceil(w.products / d.productsPerSegment);
-  const fullListsPerSecond = w.requestsPerSecond * w.fullCatalogueShare;
-  const versionChecksPerSecond = w.isolates;
-  const archiveReadsPerSecond = feedPerSecond * w.feedFromArchiveShare * 1.5 + historyPerSecond * w.historyYearsRead;
-  const r2ReadsPerSecond =
-    fullListsPerSecond * (segments + 1) + versionChecksPerSecond + archiveReadsPerSecond + (productsArchivedPerDay * 1.05) / DAY_SECONDS;
-  const batchesPerSecond = eventsPerSecond / w.changesPerIngestBatch;
-  const segmentsTouchedPerBatch = segments * (1 - Math.exp(-w.changesPerIngestBatch / segments));
-  const archiveWritesPerSecond =
-    (eventsPerDay / EVENTS_PER_ARCHIVE_OBJECT +
-      productsArchivedPerDay * 1.05 +
-      webhooksArchivedPerDay +
-      deliveryPagesPerRun * L.cronsPerDay) /
-    DAY_SECONDS;
-  const r2WritesPerSecond = batchesPerSecond * (segmentsTouchedPerBatch + 1) + archiveWritesPerSecond;
-  const manifestWritesPerSecond = batchesPerSecond;
-  // Archive keys are each written at most once a cron run (a product-year once per run; an event object once).
-  const archiveKeyWritesPerSecond = 1 / (DAY_SECONDS / L.cronsPerDay);
+  // Storage after a year.
+  const s = w.storage;
+  const eventsPerDay = w.eventsPerSecond * DAY_SECONDS;
+  const deliveriesPerDay = w.deliveriesPerSecond * DAY_SECONDS;
+  const d1Gb =
+    (w.products * (s.d1BytesPerProduct + s.offersPerProduct * s.d1BytesPerOffer) +
+      w.keys * s.d1BytesPerKey +
+      ((eventsPerDay * EVENTS_IN_D1_MS) / DAY_MS) * s.d1BytesPerEvent +
+      ((eventsPerDay * HISTORY_ARCHIVE_AFTER_MS) / DAY_MS) * s.d1BytesPerHistoryRow +
+      w.deliveriesPerSecond * (DELIVERY_ARCHIVE_AFTER_MS / 1000) * s.d1BytesPerDelivery) /
+    GB;
+  const d1GbPerDatabase = d1Gb / Object.values(plan.databases).reduce((n, db) => n + db.shards, 0);
   const r2Gb =
-    (w.products * d.gzipBytesPerProduct * 2 +
-      ((eventsPerDay * RETENTION_MS) / DAY_MS) * d.r2BytesPerArchivedEvent +
-      historyRowsPerDay * 365 * d.r2BytesPerArchivedHistoryRow +
-      deliveriesPerDay * d.deliveryArchiveDays * d.r2BytesPerArchivedDelivery) /
+    (w.products * s.gzipBytesPerProduct * 2 +
+      ((eventsPerDay * RETENTION_MS) / DAY_MS) * s.r2BytesPerArchivedEvent +
+      eventsPerDay * 365 * s.r2BytesPerArchivedHistoryRow +
+      deliveriesPerDay * s.deliveryArchiveDays * s.r2BytesPerArchivedDelivery) /
     GB;
 
-  // A feed page: its D1 queries, and its R2 reads (a cursor's object, then up to the page's budget).
-  const feedSubrequests = D1_QUERIES_PER_FEED_PAGE + 2 * EVENT_ARCHIVE_READS_PER_PAGE;
-
   // Cost per month at list prices.
-  const requests = w.requestsPerSecond * MONTH_SECONDS;
+  const p = PRICES;
+  const month = (perSecondFigure: number) => perSecondFigure * MONTH_SECONDS;
+  const requests = month(w.requestsPerSecond);
+  const workerInvocations = month(w.requestsPerSecond + batchesPerSecond + rate.cron_run * 2);
+  const r2ClassB = perSecond.r2_class_b + w.isolates;
   const cost = {
     workers:
-      p.workersMonthly +
-      overage(requests, p.workersIncludedRequests, p.workersPerMillionRequests) +
-      overage(requests * w.cpuMsPerRequest, p.workersIncludedCpuMs, p.workersPerMillionCpuMs),
-    objectRequests: overage(requests, p.objectIncludedRequests, p.objectPerMillionRequests),
-    objectDuration: overage(
-      requests * (d.objectActiveMsPerCall / 1000) * d.objectMemoryGb,
-      p.objectIncludedGbSeconds,
-      p.objectPerMillionGbSeconds,
-    ),
-    objectRowsWritten: overage(objectWritesPerSecond * MONTH_SECONDS, p.objectIncludedRowsWritten, p.objectPerMillionRowsWritten),
-    objectStorage: Math.max(0, (w.keys * d.objectStorageBytesPerKey) / GB - p.objectIncludedStorageGb) * p.objectPerGbMonth,
+      p.workersMonthly.value +
+      overage(workerInvocations, p.workersIncludedRequests, p.workersPerMillionRequests) +
+      overage(month(perSecond.cpu_ms), p.workersIncludedCpuMs, p.workersPerMillionCpuMs),
+    objectRequests: overage(month(perSecond.do_requests), p.objectIncludedRequests, p.objectPerMillionRequests),
+    objectRowsWritten: overage(month(perSecond.do_rows_written), p.objectIncludedRowsWritten, p.objectPerMillionRowsWritten),
+    objectStorage: Math.max(0, (w.keys * s.objectBytesPerKey) / GB - p.objectIncludedStorageGb.value) * p.objectPerGbMonth.value,
     d1:
-      overage(eventsPerDay * 30, p.d1IncludedRowsRead, p.d1PerMillionRowsRead) +
-      overage(d1WritesPerSecond * MONTH_SECONDS, p.d1IncludedRowsWritten, p.d1PerMillionRowsWritten) +
-      Math.max(0, d1Gb - p.d1IncludedStorageGb) * p.d1PerGbMonth,
+      overage(month(perSecond.d1_rows_read), p.d1IncludedRowsRead, p.d1PerMillionRowsRead) +
+      overage(month(perSecond.d1_rows_written), p.d1IncludedRowsWritten, p.d1PerMillionRowsWritten) +
+      Math.max(0, d1Gb - p.d1IncludedStorageGb.value) * p.d1PerGbMonth.value,
     r2:
-      overage(r2WritesPerSecond * MONTH_SECONDS, p.r2IncludedClassA, p.r2PerMillionClassA) +
-      overage(r2ReadsPerSecond * MONTH_SECONDS, p.r2IncludedClassB, p.r2PerMillionClassB) +
-      Math.max(0, r2Gb - p.r2IncludedStorageGb) * p.r2PerGbMonth,
+      overage(month(perSecond.r2_class_a), p.r2IncludedClassA, p.r2PerMillionClassA) +
+      overage(month(r2ClassB), p.r2IncludedClassB, p.r2PerMillionClassB) +
+      Math.max(0, r2Gb - p.r2IncludedStorageGb.value) * p.r2PerGbMonth.value,
     queues: overage(
-      queueMessagesPerSecond * MONTH_SECONDS * p.queuesOperationsPerMessage,
+      month(perSecond.queue_messages) * p.queuesOperationsPerMessage.value,
       p.queuesIncludedOperations,
       p.queuesPerMillionOperations,
     ),
   };
   const monthly = Object.values(cost).reduce((a, b) => a + b, 0);
 
-  const limit = (name: string, used: number, max: number, change: string): Limit => ({ name, used, limit: max, ratio: used / max, change });
+  const limit = (name: string, used: number, max: Published | number, source?: string): Limit => {
+    const value = typeof max === "number" ? max : max.value;
+    return { name, used, limit: value, ratio: used / value, source: source ?? (typeof max === "number" ? "" : max.source) };
+  };
+  const cpuLimit = configuredCpuMs();
+  // An invocation of each kind: a request per route, a stream connection (its lifetime, an hour at most), an MCP
+  // call, a queue batch, an alarm step, a cron run.
+  const perInvocation: Record<OperationName, number> = {
+    ...(Object.fromEntries(OPERATIONS.map((name) => [name, 1])) as Record<OperationName, number>),
+    stream_connection_minute: 60,
+    ingest_1000_scattered: w.observationsPerIngestion,
+    webhook_delivery: batch,
+  };
+  const invocationLimits = OPERATIONS.flatMap((name) => {
+    const times = perInvocation[name];
+    const subrequests = f[name].do_requests + f[name].r2_class_a + f[name].r2_class_b + f[name].queue_messages;
+    return [
+      limit(`D1 queries per invocation: ${name}`, f[name].d1_statements * times, LIMITS.d1QueriesPerInvocation),
+      limit(`subrequests per invocation: ${name}`, subrequests * times, LIMITS.subrequestsPerInvocation),
+      limit(`CPU ms per invocation: ${name}`, f[name].cpu_ms * times, cpuLimit, "wrangler.toml [limits] cpu_ms"),
+    ];
+  });
   const limits: Limit[] = [
-    limit(
-      "D1 queries/s (one database runs one query at a time)",
-      d1QueriesPerSecond,
-      L.d1QueriesPerSecond,
-      `last_used_at ${Math.round(lastUsedWritesPerSecond)}/s, delivery records ${Math.round(deliveryRecordsPerSecond)}/s (${D1_QUERIES_PER_DELIVERY_BATCH} a queue batch of ${w.deliveriesPerQueueBatch}), feed and history ${Math.round(d1ReadQueriesPerSecond)}/s, events ${Math.round(eventsPerSecond * (2 + d.d1QueriesPerEventFanOut))}/s. ` +
-        "Next: larger queue batches (round trips fall with the batch size), then the delivery log in a D1 database of its own",
+    ...Object.entries(busy).map(([database, seconds]) =>
+      limit(`D1 serial time per second, database "${database}" (each statement ≥ ${D1_STATEMENT_FLOOR_MS} ms)`, seconds, 1, D1_LIMITS),
     ),
+    limit("D1 size after a year, largest database (GB)", d1GbPerDatabase, LIMITS.d1MaxDatabaseGb),
     limit(
-      "D1 size after a year: catalogue, keys, the last day of events, the last days of history, the last minutes of delivery attempts (GB)",
-      d1Gb,
-      L.d1MaxDatabaseGb,
-      `catalogue and keys ${d1CatalogueGb.toFixed(1)} GB, events ${d1EventsGb.toFixed(2)} GB, history ${d1HistoryGb.toFixed(2)} GB, delivery attempts ${d1DeliveriesGb.toFixed(2)} GB: bounded by the catalogue and the delivery rate, not by time (events after ${EVENTS_IN_D1_MS / DAY_MS} day, history after ${HISTORY_ARCHIVE_AFTER_MS / DAY_MS} days, a webhook's attempts once its oldest is ${DELIVERY_ARCHIVE_AFTER_MS / 60_000} minutes old move to R2). At twice the catalogue or the delivery rate: shard D1 (the delivery log in a database of its own first)`,
+      `queue consumers at once (${w.hangingEndpointShare * 100} % of endpoints hanging ${w.hangTimeoutSeconds} s)`,
+      consumerConcurrency,
+      LIMITS.queueConcurrentConsumers,
     ),
+    limit("queue messages/s", perSecond.queue_messages, LIMITS.queueMessagesPerSecond),
     limit(
-      "webhooks whose attempts the delivery archive moves per day: what it must ÷ what it can",
-      webhooksArchivedPerDay,
-      DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN * L.cronsPerDay,
-      "more webhooks per run (each one R2 write: subrequests, below), or a longer wait before a webhook's attempts move (D1 size, above)",
+      "requests/s to the busiest key's object",
+      w.busiestKeyRequestsPerSecond * Math.max(1, f.data_request_admitted.do_requests),
+      LIMITS.objectRequestsPerSecond,
     ),
-    limit(
-      "delivery attempts the delivery archive moves per day: what it must ÷ what it can",
-      deliveriesPerDay,
-      DELIVERY_ARCHIVE_ROWS_PER_RUN * L.cronsPerDay,
-      "more rows per run (CPU: ≈ 1 s of gzip per 150,000), or the archive on a Durable Object alarm that runs more often",
-    ),
-    limit(
-      "subrequests per delivery-archive run (its own cron trigger; 1,000 per invocation)",
-      deliveryArchiveSubrequestsPerRun,
-      L.subrequestsPerInvocation,
-      "a second trigger splitting the webhooks by id",
-    ),
-    limit(
-      "writes/s of the busiest key's object (Premium caps a key at 5 req/s)",
-      busiestKeyWritesPerSecond,
-      L.objectWritesPerSecond[0],
-      "none needed: one object per key spreads the writes; an enterprise plan above ~100 req/s per key would need permits leased to isolates",
-    ),
-    limit(
-      "queue messages/s (5,000 per queue)",
-      queueMessagesPerSecond,
-      L.queueMessagesPerSecond,
-      "a second delivery queue sharded by webhook id, or one delivery message per webhook per batch of events",
-    ),
-    limit(
-      "R2 writes/s to the manifest key (1 per second per key)",
-      manifestWritesPerSecond,
-      L.r2WritesPerSecondPerKey,
-      "publish at most one manifest a second: coalesce ingestion batches before the snapshot step",
-    ),
-    limit(
-      "R2 writes/s to one archive key (an event object or a product-year: at most once a cron run)",
-      archiveKeyWritesPerSecond,
-      L.r2WritesPerSecondPerKey,
-      "none needed",
-    ),
+    limit("requests/s to one last-used shard", lastUsedShardRequestsPerSecond, LIMITS.objectRequestsPerSecond),
+    limit("requests/s to the catalogue builder", builderRequestsPerSecond, LIMITS.objectRequestsPerSecond),
+    limit("R2 writes/s to the snapshot's manifest key", ingestionsPerSecond, LIMITS.r2WritesPerSecondPerKey),
     limit(
       "events archived per day: what the cron must move ÷ what it can",
       eventsPerDay,
-      eventArchiveCapacityPerDay,
-      "more objects per run (each costs 2 D1 queries and 1 R2 write)",
+      EVENT_ARCHIVE_OBJECTS_PER_RUN * EVENTS_PER_ARCHIVE_OBJECT * 1440,
+      "src/events/retention.ts",
     ),
     limit(
       "products whose history is archived per day: what the cron must move ÷ what it can",
-      productsArchivedPerDay,
-      historyArchiveCapacityPerDay,
-      "more products per run costs subrequests (below); past that, a Durable Object alarm that archives more often than once a minute",
+      (w.products * (1 - Math.exp(-(eventsPerDay / w.products) * ((HISTORY_ARCHIVE_AFTER_MS - HISTORY_IN_D1_MS) / DAY_MS)))) /
+        ((HISTORY_ARCHIVE_AFTER_MS - HISTORY_IN_D1_MS) / DAY_MS),
+      HISTORY_ARCHIVE_PRODUCTS_PER_RUN * 1440,
+      "src/events/retention.ts",
     ),
-    limit("D1 queries per cron run (1,000 per invocation)", cronQueriesPerRun, L.d1QueriesPerInvocation, "none needed"),
-    limit(
-      "subrequests per cron run (1,000 per invocation; R2 operations count)",
-      cronSubrequestsPerRun,
-      L.subrequestsPerInvocation,
-      "fewer products per run, and a Durable Object alarm to run more often",
-    ),
-    limit("subrequests per GET /events page (1,000 per invocation)", feedSubrequests, L.subrequestsPerInvocation, "none needed"),
+    ...invocationLimits,
   ].sort((a, b) => b.ratio - a.ratio);
 
   return {
-    perKeyRate,
-    objectsAlive,
-    objectWritesPerSecond,
-    busiestKeyWritesPerSecond,
-    eventsPerSecond,
-    lastUsedWritesPerSecond,
-    deliveryRecordsPerSecond,
-    webhooksArchivedPerDay,
-    d1ReadQueriesPerSecond,
-    versionChecksPerSecond,
-    d1WritesPerSecond,
-    d1QueriesPerSecond,
+    inputs: `docs/costs.json@${costs.commit}`,
+    plan: plan.name,
+    rate,
+    perSecond,
+    d1BusyByDatabase: busy,
+    consumerConcurrency,
     d1Gb,
-    d1DeliveriesGb,
-    segments,
-    r2ReadsPerSecond,
-    r2WritesPerSecond,
-    manifestWritesPerSecond,
     r2Gb,
-    deliveriesPerSecond,
-    queueMessagesPerSecond,
-    productsArchivedPerDay,
     cost,
     monthly,
     perMillionRequests: monthly / (requests / 1e6),
@@ -490,52 +540,59 @@ export function simulate(i: Inputs = INPUTS) {
   };
 }
 
-function print(i: Inputs, r: ReturnType<typeof simulate>) {
+export type Model = ReturnType<typeof simulate>;
+
+function print(w: Workload, r: Model) {
   const n = (x: number, digits = 0) => x.toLocaleString("en", { maximumFractionDigits: digits, minimumFractionDigits: digits });
   const usd = (x: number) => `$${n(x, 2)}`;
-  const w = i.workload;
   const lines = [
-    `Model: ${n(w.keys)} keys, ${n(w.requestsPerSecond)} requests/s worldwide, ${n(w.products)} products, ${n(w.webhooks)} webhooks, for a year (edit INPUTS in scripts/simulate.ts).`,
+    `Model: ${n(w.keys)} keys, ${n(w.requestsPerSecond)} requests/s, ${n(w.products)} products, ${n(w.eventsPerSecond, 1)} events/s, ` +
+      `${n(w.deliveriesPerSecond)} deliveries/s, ${n(w.webhooks)} webhooks, ${n(w.openStreams)} open streams, for a year.`,
+    `Inputs: ${r.inputs} (npm run bench -- --costs); D1: ${r.plan}.`,
     "",
-    "Durable Objects (one per key)",
-    `  objects alive (a request within the last ${i.design.objectIdleSeconds} s)  ${n(r.objectsAlive)}`,
-    `  rows written/s (${i.design.objectRowsWrittenPerAdmission} per admission)         ${n(r.objectWritesPerSecond)}`,
-    "D1",
-    `  events/s                                     ${n(r.eventsPerSecond, 1)}`,
-    `  last_used_at writes/s                        ${n(r.lastUsedWritesPerSecond)}`,
-    `  delivery records/s                           ${n(r.deliveryRecordsPerSecond)}`,
-    `  feed and history queries/s                   ${n(r.d1ReadQueriesPerSecond)}`,
-    `  queries/s in all                             ${n(r.d1QueriesPerSecond)}`,
-    `  size (catalogue, keys, recent events/history/attempts) ${n(r.d1Gb, 1)} GB, of which delivery attempts ${n(r.d1DeliveriesGb, 2)} GB`,
-    "R2",
-    `  segments                                     ${n(r.segments)}`,
-    `  reads/s                                      ${n(r.r2ReadsPerSecond, 1)}`,
-    `  writes/s (segments, manifests, archive)      ${n(r.r2WritesPerSecond, 2)}; manifest ${n(r.manifestWritesPerSecond, 2)}/s`,
-    `  stored after a year                          ${n(r.r2Gb, 1)} GB`,
-    "Queues",
-    `  messages/s (events + deliveries)             ${n(r.queueMessagesPerSecond, 1)} (${n(r.deliveriesPerSecond, 1)} deliveries)`,
+    "Per second",
+    ...COST_FIELDS.filter((field) => field !== "cpu_ms").map((field) => `  ${field.padEnd(44)} ${n(r.perSecond[field], 1)}`),
+    `  ${"worker CPU ms".padEnd(44)} ${n(r.perSecond.cpu_ms, 0)}`,
+    ...Object.entries(r.d1BusyByDatabase).map(([db, s]) => `  ${`D1 busy seconds, "${db}"`.padEnd(44)} ${n(s, 2)}`),
+    `  ${"queue consumers at once".padEnd(44)} ${n(r.consumerConcurrency, 0)}`,
+    `Storage after a year: D1 ${n(r.d1Gb, 1)} GB, R2 ${n(r.r2Gb, 1)} GB`,
     "",
     "Cost per month at list prices",
     ...Object.entries(r.cost).map(([what, dollars]) => `  ${what.padEnd(44)} ${usd(dollars)}`),
     `  ${"total".padEnd(44)} ${usd(r.monthly)}`,
-    `  per million API requests                     ${usd(r.perMillionRequests)}`,
+    `  ${"per million API requests".padEnd(44)} ${usd(r.perMillionRequests)}`,
     "",
-    "Every limit, used ÷ limit, highest first (aim: under 0.5 for the whole year)",
-    ...r.limits.map((x) => `  ${n(x.ratio, 2).padStart(9)}×  ${x.name}: ${n(x.used, 2)} of ${n(x.limit)}\n              ${x.change}`),
+    "Limits, used ÷ limit, highest first (aim: at most 0.5 for the whole year); the 12 highest:",
+    ...r.limits.slice(0, 12).map((x) => `  ${n(x.ratio, 2).padStart(9)}×  ${x.name}: ${n(x.used, 2)} of ${n(x.limit)}  (${x.source})`),
   ];
   console.log(lines.join("\n"));
 }
 
-/** The machine-readable form: every limit, and the cost per million requests. */
-export function asJson(r: ReturnType<typeof simulate>) {
+/** The machine-readable form: the inputs' commit, every limit, and the cost per million requests. */
+export function asJson(r: Model) {
   return {
+    inputs: r.inputs,
     limits: r.limits.map(({ name, used, limit, ratio }) => ({ name, used, limit, ratio })),
     cost_per_million_requests: r.perMillionRequests,
   };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = simulate(INPUTS);
-  if (process.argv.includes("--json")) console.log(JSON.stringify(asJson(result)));
-  else print(INPUTS, result);
+  const { values } = parseArgs({
+    options: {
+      json: { type: "boolean", default: false },
+      scale: { type: "string", default: "1" },
+      plan: { type: "string", default: "one" },
+    },
+  });
+  const factor = Number(values.scale);
+  const plan = PLANS[values.plan];
+  if (!(factor > 0) || !plan) {
+    console.error(`--scale takes a positive number, --plan one of ${Object.keys(PLANS).join(", ")}.`);
+    process.exit(2);
+  }
+  const workload = scaled(WORKLOAD, factor);
+  const result = simulate(readCosts(), workload, plan);
+  if (values.json) console.log(JSON.stringify(asJson(result)));
+  else print(workload, result);
 }

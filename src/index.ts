@@ -7,7 +7,7 @@ import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { database } from "./platform/db.ts";
-import { noRequestWork } from "./platform/metered.ts";
+import { countR2Into, logInvocationWork, meteredBucket, meteredQueue, noRequestWork } from "./platform/metered.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 
@@ -29,21 +29,29 @@ export default {
    * have an invocation's subrequests to themselves; the rest, one named sweep a line.
    */
   async scheduled(controller, env) {
-    const db = database(env.DB);
-    if (controller.cron === DELIVERY_ARCHIVE_CRON) {
-      await archiveDeliveries(db, env.ARCHIVE);
-      return;
+    // Every binding counts into the run's tally, logged with the run (what `cron_run` costs in docs/costs.json).
+    const work = noRequestWork();
+    const db = database(env.DB, work);
+    const archive = meteredBucket(env.ARCHIVE, countR2Into(work));
+    const queue = meteredQueue(env.WEBHOOK_QUEUE, work);
+    try {
+      if (controller.cron === DELIVERY_ARCHIVE_CRON) {
+        await archiveDeliveries(db, archive);
+        return;
+      }
+      // Independent: one failing must not hold back another; a failure still fails the invocation (and is logged).
+      // The archive's two steps share D1 and R2 but not rows (events; price history); each is bounded per run (docs/scale.md).
+      const sweeps = await Promise.allSettled([
+        sweepOutbox(db, queue),
+        sweepCatalogue(env, work),
+        archiveEvents(db, archive).then(() => expireArchive(db, archive)),
+        archiveHistory(db, archive),
+        announceExpiringKeys(db, queue),
+        retryPlanPushes(db, keyObjectControl(env, work)),
+      ]);
+      for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
+    } finally {
+      logInvocationWork(env, controller.cron === DELIVERY_ARCHIVE_CRON ? "cron_delivery_archive" : "cron_sweeps", work);
     }
-    // Independent: one failing must not hold back another; a failure still fails the invocation (and is logged).
-    // The archive's two steps share D1 and R2 but not rows (events; price history); each is bounded per run (docs/scale.md).
-    const sweeps = await Promise.allSettled([
-      sweepOutbox(db, env.WEBHOOK_QUEUE),
-      sweepCatalogue(env),
-      archiveEvents(db, env.ARCHIVE).then(() => expireArchive(db, env.ARCHIVE)),
-      archiveHistory(db, env.ARCHIVE),
-      announceExpiringKeys(db, env.WEBHOOK_QUEUE),
-      retryPlanPushes(db, keyObjectControl(env, noRequestWork())),
-    ]);
-    for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
   },
 } satisfies ExportedHandler<Env>;

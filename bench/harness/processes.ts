@@ -140,6 +140,8 @@ export async function startWorker(options: {
   log: string;
   /** wrangler's --log-level: "warn" unless the worker's own console.log lines are wanted ("log"). */
   logLevel?: string;
+  /** wrangler's --test-scheduled: GET /cdn-cgi/handler/scheduled?cron=… runs the cron handler. */
+  testScheduled?: boolean;
 }): Promise<Worker> {
   const port = await freePort();
   const inspectorPort = await freePort();
@@ -161,6 +163,7 @@ export async function startWorker(options: {
     "--log-level",
     options.logLevel ?? "warn",
     "--show-interactive-dev-session=false",
+    ...(options.testScheduled ? ["--test-scheduled"] : []),
     ...Object.entries(options.vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
   ];
   // `kill -s SIG 0` signals the guard's own process group (dash's kill takes no negative pid). The

@@ -47,6 +47,9 @@ export function readSettings() {
       profile: { type: "boolean", default: false },
       "secret-scanning": { type: "boolean", default: false },
       search: { type: "boolean", default: false },
+      costs: { type: "boolean", default: false },
+      sizes: { type: "string" },
+      "stream-seconds": { type: "string" },
       rounds: { type: "string" },
       "products-max": { type: "boolean", default: false },
       connections: { type: "string" },
@@ -69,11 +72,23 @@ export function readSettings() {
     ...(args.seconds ? { loadSeconds: Number(args.seconds) } : {}),
     ...(args.rounds ? { rounds: Number(args.rounds) } : {}),
     ...(args["products-max"] ? { catalogueSizes: [...SIZES[size].catalogueSizes, 1_000_000] } : {}),
+    costSizes: costSizes(args.sizes),
+    streamSeconds: Number(args["stream-seconds"] ?? 60),
     products: 1000,
     catalogueProducts: 10_000,
     exactKeys: 20,
   };
   return { args, size, settings, soakSeconds: Number(args.seconds ?? SOAK_DEFAULT_SECONDS) } as const;
+}
+
+/** `--sizes 10000,100000` (the default, the contract's): the catalogue sizes `--costs` measures at. */
+function costSizes(given: string | undefined): number[] {
+  const sizes = (given ?? "10000,100000").split(",").map(Number);
+  if (!sizes.every((size) => Number.isInteger(size) && size >= 1000 && size <= 1_000_000)) {
+    console.error("--sizes takes catalogue sizes from 1,000 to 1,000,000, e.g. --sizes 10000,100000.");
+    process.exit(2);
+  }
+  return sizes;
 }
 
 export type Run = ReturnType<typeof readSettings>;

@@ -255,7 +255,7 @@ async function oneProductChanges(worker: Worker, key: string, context: Catalogue
 }
 
 /** One offer of each of `count` products picked at random, read from the seeded D1 before the worker starts. */
-async function randomOffers(dir: string, count: number) {
+export async function randomOffers(dir: string, count: number) {
   const query =
     "SELECT p.sku, p.name, o.competitor_id, c.name AS competitor_name, o.currency, o.price_minor FROM products p " +
     `JOIN offers o ON o.product_id = p.id JOIN competitors c ON c.id = o.competitor_id WHERE p.id IN (SELECT id FROM products ORDER BY random() LIMIT ${count}) GROUP BY p.id`;

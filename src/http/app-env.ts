@@ -25,6 +25,11 @@ export interface RequestServices {
   /** Events and price history that left D1 (src/events/archive.ts, src/catalogue/history-archive.ts). */
   archive: R2Bucket;
   work: RequestWork;
+  /**
+   * Work the request goes on with after its answer (waitUntil): with EXPOSE_WORK_COUNTS on, the request's whole
+   * tally is logged when it ends, as X-Work-Counts left before it.
+   */
+  afterAnswer(work: Promise<unknown>): void;
 }
 
 /** Hono's type parameter: the bindings and what middleware leaves on the context. */

@@ -32,7 +32,7 @@ const ingestObservationsRoute = createRoute(
 export const observationRoutes = openApiApp().openapi(ingestObservationsRoute, async (c) => {
   const { db, archive, queue } = c.var.services;
   const afterCommit = (events: readonly EventMessage[]) =>
-    c.executionCtx.waitUntil(
+    c.var.services.afterAnswer(
       Promise.all([publishToStreams(c.env, events), deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT }, events)]),
     );
   return c.json(await ingestObservations(c.var.services, { observations: c.req.valid("json").observations, afterCommit }), 200);

@@ -68,7 +68,7 @@ function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision
   return res;
 }
 
-/** The contract's X-Work-Counts fields (those this code meters), in its order. */
+/** The contract's X-Work-Counts fields, in its order. */
 const workCountsHeader = (work: RequestWork) =>
   [
     `d1=${work.d1}`,
@@ -77,6 +77,7 @@ const workCountsHeader = (work: RequestWork) =>
     `d1-rows-written=${work.d1RowsWritten}`,
     `key-do=${work.keyObjectCalls}`,
     `other-do=${work.otherObjectCalls}`,
+    `do-rows-written=${work.doRowsWritten}`,
     `r2-a=${work.r2ClassA}`,
     `r2-b=${work.r2ClassB}`,
     `queue-sent=${work.queueSent}`,

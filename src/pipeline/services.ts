@@ -5,7 +5,7 @@ import type { WebhookMessage } from "../events/messages.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { readConfig } from "../platform/config.ts";
 import { type Database, database } from "../platform/db.ts";
-import { meteredBucket, meteredQueue, noRequestWork, type R2Operation, type RequestWork } from "../platform/metered.ts";
+import { countR2Into, logInvocationWork, meteredBucket, meteredQueue, noRequestWork, type RequestWork } from "../platform/metered.ts";
 import { refuseMisconfigured } from "./admission.ts";
 
 /** The catalogue's store comes from its folder, handed in by the app (src/app.ts), so this layer imports no resource. */
@@ -22,10 +22,7 @@ export const requestServices =
     const work = noRequestWork();
     const config = readConfig(c.env);
     if (typeof config === "string") return refuseMisconfigured(c, work, config);
-    const countR2 = (operation: R2Operation) => {
-      if (operation === "a") work.r2ClassA++;
-      else if (operation === "b") work.r2ClassB++;
-    };
+    const countR2 = countR2Into(work);
     // Each metered binding is built on first use: most data requests touch one of them, or none.
     let db: Database | undefined;
     let queue: Queue<WebhookMessage> | undefined;
@@ -47,6 +44,33 @@ export const requestServices =
         return (archive ??= meteredBucket(c.env.ARCHIVE, countR2));
       },
       work,
+      afterAnswer(after) {
+        c.executionCtx.waitUntil(after.finally(() => logInvocationWork(c.env, `${c.req.method} ${c.req.path} after its answer`, work)));
+      },
     });
     await next();
+    // A stream's work goes on after its headers: with the meter on, its whole tally is logged when it ends.
+    if (c.env.EXPOSE_WORK_COUNTS === "true" && c.res.body && c.res.headers.get("Content-Type")?.startsWith("text/event-stream")) {
+      c.res = new Response(
+        whenEnded(c.res.body, () => logInvocationWork(c.env, `${c.req.method} ${c.req.path} stream`, work)),
+        c.res,
+      );
+    }
   };
+
+/** The body as it came, calling `ended` once it is done or the client went away. */
+function whenEnded(body: ReadableStream<Uint8Array>, ended: () => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (!done) return controller.enqueue(value);
+      ended();
+      controller.close();
+    },
+    cancel(reason) {
+      ended();
+      return reader.cancel(reason);
+    },
+  });
+}

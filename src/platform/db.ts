@@ -11,7 +11,9 @@ const EXECUTING = new Set(["run", "all", "first", "raw"]);
  * Round trips to D1; `d1Statements`, when the tally has it, counts each statement (a batch's one by one),
  * as D1's per-invocation query limit does; `d1RowsRead` and `d1RowsWritten`, the rows D1 says it read and wrote
  * (what D1 bills, and what shows a statement scanning a table it should seek in), from the results that carry
- * them (`all`, `run`, batches; `first` and `raw`, which drizzle's selects use, carry none).
+ * them (`all`, `run`, batches). `first` and `raw` carry none: a counting statement runs `first` as `all`, and a
+ * write's `raw` (drizzle's `returning`, one table's columns) as `all` too, so every row written is counted; a
+ * select's `raw` (drizzle's selects, whose joined columns may share a name) keeps its rows read uncounted.
  */
 export interface D1Work {
   d1: number;
@@ -34,18 +36,34 @@ function countRowsRead<T>(result: Promise<T>, work: D1Work): Promise<T> {
   });
 }
 
+const isWrite = (query: string) => !/^\s*(select|with\b[\s\S]*\)\s*select)/i.test(query);
+
 /** A statement that counts its executions; `bind` hands back a counting statement too. */
-function countingStatement(statement: D1PreparedStatement, work: D1Work): D1PreparedStatement {
+function countingStatement(statement: D1PreparedStatement, query: string, work: D1Work): D1PreparedStatement {
   return new Proxy(statement, {
     get(target, property) {
       const value = Reflect.get(target, property, target);
       if (typeof value !== "function") return value;
-      if (property === "bind") return (...args: unknown[]) => countingStatement(value.apply(target, args), work);
+      if (property === "bind") return (...args: unknown[]) => countingStatement(value.apply(target, args), query, work);
       if (EXECUTING.has(property as string)) {
         work.d1++;
         if (work.d1Statements !== undefined) work.d1Statements++;
       }
       if (ROWS_READ.has(property as string)) return (...args: unknown[]) => countRowsRead(value.apply(target, args), work);
+      const counted = () => countRowsRead(target.all<Record<string, unknown>>(), work).then(({ results }) => results);
+      if (property === "first") {
+        return async (column?: string) => {
+          const [row] = await counted();
+          return row === undefined ? null : column === undefined ? row : row[column];
+        };
+      }
+      if (property === "raw" && isWrite(query)) {
+        return async (options?: { columnNames?: boolean }) => {
+          const rows = await counted();
+          const values = rows.map((row) => Object.values(row));
+          return options?.columnNames ? [Object.keys(rows[0] ?? {}), ...values] : values;
+        };
+      }
       return value.bind(target);
     },
   });
@@ -57,7 +75,7 @@ function countingD1(d1: D1Database, work: D1Work): D1Database {
     get(target, property) {
       const value = Reflect.get(target, property, target);
       if (typeof value !== "function") return value;
-      if (property === "prepare") return (query: string) => countingStatement(value.call(target, query), work);
+      if (property === "prepare") return (query: string) => countingStatement(value.call(target, query), query, work);
       if (property === "batch") {
         return (statements: D1PreparedStatement[]) => {
           work.d1++;

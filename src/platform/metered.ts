@@ -63,6 +63,8 @@ export interface RequestWork {
   keyObjectCalls: number;
   /** Calls to the objects of the other buckets (account, admin subject, client IP) and to the catalogue builder. */
   otherObjectCalls: number;
+  /** Rows the objects it reached wrote to their own storage, as each reported with its answer (MeteredObject). */
+  doRowsWritten: number;
   r2ClassA: number;
   r2ClassB: number;
   queueSent: number;
@@ -75,7 +77,43 @@ export const noRequestWork = (): RequestWork => ({
   d1RowsWritten: 0,
   keyObjectCalls: 0,
   otherObjectCalls: 0,
+  doRowsWritten: 0,
   r2ClassA: 0,
   r2ClassB: 0,
   queueSent: 0,
 });
+
+/**
+ * What an object's answer reports (src/platform/metered-object.ts): the rows its own storage wrote and the calls it
+ * made to other objects.
+ */
+export interface ObjectWrites {
+  rowsWritten: number;
+  objectCalls: number;
+}
+
+/** The part of a tally that calls to objects count into. */
+export type ObjectCallWork = Pick<RequestWork, "otherObjectCalls" | "doRowsWritten">;
+
+/** Adds what an object's answer reports to the tally, and gives the answer back. */
+export function withObjectWrites<T extends ObjectWrites>(work: ObjectCallWork, answer: T): T {
+  work.doRowsWritten += answer.rowsWritten;
+  work.otherObjectCalls += answer.objectCalls;
+  return answer;
+}
+
+/** Counts each R2 operation into the tally by its billing class (deletes are free). */
+export const countR2Into =
+  (work: Pick<RequestWork, "r2ClassA" | "r2ClassB">) =>
+  (operation: R2Operation): void => {
+    if (operation === "a") work.r2ClassA++;
+    else if (operation === "b") work.r2ClassB++;
+  };
+
+/**
+ * A background invocation's work (a cron run, a queue batch, an object's alarm), which has no response to carry
+ * X-Work-Counts: one log line per invocation when EXPOSE_WORK_COUNTS is on, read by the bench (bench/modes/costs.ts).
+ */
+export function logInvocationWork(env: { EXPOSE_WORK_COUNTS: string }, invocation: string, work: RequestWork): void {
+  if (env.EXPOSE_WORK_COUNTS === "true") console.log(JSON.stringify({ level: "info", event: "invocation_work", invocation, ...work }));
+}

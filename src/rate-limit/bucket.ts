@@ -1,4 +1,5 @@
-import { DurableObject } from "cloudflare:workers";
+import type { ObjectWrites } from "../platform/metered.ts";
+import { MeteredObject } from "../platform/metered-object.ts";
 import type { Decision, Limits } from "./types.ts";
 import { type StoredCounters, Usage } from "./window.ts";
 
@@ -16,7 +17,7 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS bucket (id INTEGER PRIMARY KEY CHECK 
  * extra. An API key's bucket is the key's own object (src/api-keys/object/key-object.ts), which also keeps what
  * the key may do.
  */
-export class RateLimitBucket extends DurableObject<Env> {
+export class RateLimitBucket extends MeteredObject {
   private readonly usage: Usage;
   private hasSchema: boolean;
 
@@ -29,20 +30,20 @@ export class RateLimitBucket extends DurableObject<Env> {
   }
 
   /** Decides and counts one request. */
-  admit(limits: Limits): Decision {
+  admit(limits: Limits): Decision & ObjectWrites {
     const now = Date.now();
     const slid = this.usage.slide(now);
     const decision = this.usage.decide(now, limits);
     if (decision.allowed || slid > 0) this.persist(); // a refusal changes nothing to keep
-    return decision;
+    return this.reported(decision);
   }
 
   /** Whether the bucket would admit a request now, without counting one. */
-  peek(limits: Limits): Decision {
+  peek(limits: Limits): Decision & ObjectWrites {
     const now = Date.now();
     const usage = new Usage([...this.usage.minuteLog], { ...this.usage.hour }, { ...this.usage.day });
     usage.slide(now);
-    return usage.decide(now, limits);
+    return this.reported(usage.decide(now, limits));
   }
 
   private persist() {

@@ -1,5 +1,5 @@
 import { remember } from "../platform/bounded-map.ts";
-import type { RequestWork } from "../platform/metered.ts";
+import { type RequestWork, withObjectWrites } from "../platform/metered.ts";
 import type { Decision, Limits } from "./types.ts";
 
 /**
@@ -35,7 +35,7 @@ export async function admitBucket(env: Env, name: string, limits: Limits, work: 
   if (refused) return refused;
   work.otherObjectCalls++;
   const object = bucket(env, name);
-  const decision = await (count ? object.admit(limits) : object.peek(limits));
+  const decision: Decision = withObjectWrites(work, await (count ? object.admit(limits) : object.peek(limits)));
   if (!decision.allowed) remember(refusals, name, { until: Date.now() + decision.resetMs, decision });
   return decision;
 }

@@ -96,10 +96,33 @@ export function randomTestIp(): string {
   return `198.51.${a}.${b}`;
 }
 
-/** Every field of X-Work-Counts (on in the tests' config): the worker's own meter of what a request cost. */
-export function workMeter(res: Response): Record<string, number> {
+/** X-Work-Counts' fields, in the contract's order. */
+export const WORK_COUNT_FIELDS = [
+  "d1",
+  "d1-statements",
+  "d1-rows-read",
+  "d1-rows-written",
+  "key-do",
+  "other-do",
+  "do-rows-written",
+  "r2-a",
+  "r2-b",
+  "queue-sent",
+] as const;
+export type WorkCountField = (typeof WORK_COUNT_FIELDS)[number];
+
+/**
+ * Every field of X-Work-Counts (on in the tests' config): the worker's own meter of what a request cost. Throws
+ * unless the header holds exactly the contract's fields, in its order, each a whole number.
+ */
+export function workMeter(res: Response): Record<WorkCountField, number> {
   const header = res.headers.get("X-Work-Counts") ?? "";
-  return Object.fromEntries(header.split("; ").map((field) => [field.split("=")[0]!, Number(field.split("=")[1])]));
+  const fields = header.split("; ").map((field) => [field.split("=")[0]!, Number(field.split("=")[1])] as const);
+  const names = fields.map(([name]) => name).join(", ");
+  if (names !== WORK_COUNT_FIELDS.join(", ") || !fields.every(([, value]) => Number.isInteger(value) && value >= 0)) {
+    throw new Error(`X-Work-Counts is "${header}", not the contract's fields (${WORK_COUNT_FIELDS.join(", ")}) in order`);
+  }
+  return Object.fromEntries(fields) as Record<WorkCountField, number>;
 }
 
 /** The D1 round trips and object calls of a request (X-Work-Counts). */

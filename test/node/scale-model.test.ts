@@ -1,90 +1,112 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { mostInOneWindow } from "../../bench/load/soak-checks.ts";
-import { asJson, INPUTS, type Inputs, overage, queueBatchSize, simulate } from "../../scripts/simulate.ts";
 import {
-  D1_QUERIES_PER_DELIVERY_BATCH,
-  DELIVERY_ARCHIVE_AFTER_MS,
-  EVENTS_IN_D1_MS,
-  HISTORY_ARCHIVE_AFTER_MS,
-} from "../../src/events/retention.ts";
+  asJson,
+  type Costs,
+  figuresAt,
+  LIMITS,
+  OPERATIONS,
+  overage,
+  PRICES,
+  queueBatchSize,
+  readCosts,
+  SPLIT,
+  scaled,
+  simulate,
+  WORKLOAD,
+} from "../../scripts/simulate.ts";
 
-/** The arithmetic behind docs/scale.md (npm run simulate) and the soak's over-limit check. */
+/** The arithmetic behind docs/scale.md (npm run simulate), fed by docs/costs.json, and the soak's over-limit check. */
 describe("the scale model", () => {
+  const costs = readCosts();
+
+  /** docs/costs.json with one operation's field times `factor`, at every size. */
+  const withFigure = (name: (typeof OPERATIONS)[number], field: "do_rows_written" | "d1_statements", factor: number): Costs => {
+    const op = costs.operations[name];
+    const by = Object.fromEntries(Object.entries(op.by_products).map(([size, cost]) => [size, { ...cost, [field]: cost[field] * factor }]));
+    return { ...costs, operations: { ...costs.operations, [name]: { ...op, [field]: op[field] * factor, by_products: by } } };
+  };
+
   it("charges only what exceeds the included amount", () => {
-    expect(overage(5e6, 10e6, 0.3)).toBe(0);
-    expect(overage(12e6, 10e6, 0.3)).toBeCloseTo(0.6, 10);
+    const at = (value: number) => ({ value, source: "" });
+    expect(overage(5e6, at(10e6), at(0.3))).toBe(0);
+    expect(overage(12e6, at(10e6), at(0.3))).toBeCloseTo(0.6, 10);
   });
 
-  it("follows its inputs: twice the traffic writes twice the rows, and a million requests never cost more (storage and keys are shared)", () => {
-    const base = simulate(INPUTS);
-    // Twice the isolates too: each reads the snapshot pointer once a second whatever its traffic.
-    const doubled: Inputs = {
-      ...INPUTS,
-      workload: { ...INPUTS.workload, requestsPerSecond: 2 * INPUTS.workload.requestsPerSecond, isolates: 2 * INPUTS.workload.isolates },
+  it("names a published page beside every limit and price", () => {
+    for (const figure of [...Object.values(LIMITS), ...Object.values(PRICES)])
+      expect(figure.source).toMatch(/^https:\/\/developers\.cloudflare\.com\//);
+  });
+
+  it("reads every operation of the contract from docs/costs.json, with the commit it measured", () => {
+    expect(Object.keys(costs.operations).sort()).toEqual([...OPERATIONS].sort());
+    expect(costs.commit).toMatch(/^[0-9a-f]{40}$/);
+    expect(simulate(costs).inputs).toBe(`docs/costs.json@${costs.commit}`);
+  });
+
+  it("takes each figure from the file: twice an admission's object rows, twice their rate and more cost", () => {
+    const base = simulate(costs);
+    const doubled = simulate(withFigure("data_request_admitted", "do_rows_written", 2));
+    const admitted = base.rate.data_request_admitted * figuresAt(costs.operations.data_request_admitted, WORKLOAD.products).do_rows_written;
+    expect(doubled.perSecond.do_rows_written - base.perSecond.do_rows_written).toBeCloseTo(admitted, 6);
+    expect(doubled.cost.objectRowsWritten).toBeGreaterThan(base.cost.objectRowsWritten);
+  });
+
+  it("extrapolates a figure that grows with the catalogue along the two sizes measured, and never below the larger", () => {
+    const grows = {
+      ...costs.operations.list_products_gzip,
+      by_products: {
+        "10": { ...costs.operations.list_products_gzip, r2_class_b: 2 },
+        "20": { ...costs.operations.list_products_gzip, r2_class_b: 3 },
+      },
     };
-    const twice = simulate(doubled);
-    expect(base.objectWritesPerSecond).toBeCloseTo(10_000 * 0.95 * INPUTS.design.objectRowsWrittenPerAdmission, 6);
-    expect(twice.objectWritesPerSecond).toBe(2 * base.objectWritesPerSecond);
-    expect(twice.cost.objectRowsWritten).toBeGreaterThan(2 * base.cost.objectRowsWritten - 1);
-    expect(twice.perMillionRequests).toBeGreaterThan(0.5 * base.perMillionRequests);
-    expect(twice.perMillionRequests).toBeLessThanOrEqual(base.perMillionRequests);
+    expect(figuresAt(grows, 40).r2_class_b).toBeCloseTo(5, 10);
+    const shrinks = {
+      ...grows,
+      by_products: { "10": { ...grows.by_products["10"], r2_class_b: 3 }, "20": { ...grows.by_products["20"], r2_class_b: 2 } },
+    };
+    expect(figuresAt(shrinks, 40).r2_class_b).toBe(2);
   });
 
-  it("counts keys alive from the idle window: every key when each is used far more often than the window", () => {
-    const busy: Inputs = { ...INPUTS, workload: { ...INPUTS.workload, keys: 1000 } };
-    expect(simulate(busy).objectsAlive).toBeCloseTo(1000, 0);
-    expect(simulate(INPUTS).objectsAlive).toBeCloseTo(1e6 * (1 - Math.exp(-0.01 * 70)), 0);
+  it("follows the workload: ten times the load, ten times the statements; D1's serial time spread by the split plan", () => {
+    const base = simulate(costs);
+    const ten = simulate(costs, scaled(WORKLOAD, 10));
+    expect(ten.perSecond.d1_statements).toBeGreaterThanOrEqual(10 * base.perSecond.d1_statements * 0.999);
+    const split = simulate(costs, scaled(WORKLOAD, 10), SPLIT);
+    const busiest = (busy: Record<string, number>) => Math.max(...Object.values(busy));
+    expect(busiest(split.d1BusyByDatabase)).toBeLessThan(busiest(ten.d1BusyByDatabase));
+    // A statement added to a data request shows in D1's serial time.
+    const more = simulate(withFigure("get_product", "d1_statements", 2));
+    expect(more.d1BusyByDatabase.main).toBeGreaterThan(base.d1BusyByDatabase.main!);
+  });
+
+  it("reads the queue's batch size from wrangler.toml", () => {
+    expect(queueBatchSize('[[queues.consumers]]\nqueue = "a"\nmax_batch_size = 25\n\n[[queues.consumers]]\nmax_batch_size = 3')).toBe(25);
   });
 
   it("ranks the limits by pressure, highest first", () => {
-    const ratios = simulate(INPUTS).limits.map((limit) => limit.ratio);
+    const ratios = simulate(costs).limits.map((limit) => limit.ratio);
     expect([...ratios].sort((a, b) => b - a)).toEqual(ratios);
   });
 
-  it("follows the code's archive settings: D1 holds a day of events and the history of HISTORY_ARCHIVE_AFTER_MS, whatever the time", () => {
-    const { d1Gb, d1DeliveriesGb } = simulate(INPUTS);
-    const bytes = INPUTS.design;
-    const eventsPerDay = INPUTS.workload.products * INPUTS.workload.offersPerProduct * INPUTS.workload.changesPerOfferPerDay;
-    const recent =
-      (eventsPerDay *
-        ((EVENTS_IN_D1_MS / 86_400_000) * bytes.d1BytesPerEvent + (HISTORY_ARCHIVE_AFTER_MS / 86_400_000) * bytes.d1BytesPerHistoryRow)) /
-      1e9;
-    expect(d1Gb).toBeGreaterThan(recent);
-    expect(d1Gb).toBeLessThan(recent + d1DeliveriesGb + 2.5); // + the last minutes of delivery attempts, the catalogue and keys (and the archive's small index)
-    const size = simulate(INPUTS).limits.find((limit) => limit.name.startsWith("D1 size after a year"))!;
-    expect(size.ratio).toBeLessThan(0.5);
-  });
-
-  it("follows the code's delivery figures: round trips per queue batch of wrangler.toml's size, attempts in D1 for DELIVERY_ARCHIVE_AFTER_MS", () => {
-    expect(queueBatchSize('[[queues.consumers]]\nqueue = "a"\nmax_batch_size = 25\n\n[[queues.consumers]]\nmax_batch_size = 3')).toBe(25);
-    expect(INPUTS.workload.deliveriesPerQueueBatch).toBe(queueBatchSize());
-    const model = simulate(INPUTS);
-    expect(model.deliveryRecordsPerSecond).toBeCloseTo((model.deliveriesPerSecond / queueBatchSize()) * D1_QUERIES_PER_DELIVERY_BATCH, 6);
-    expect(model.d1DeliveriesGb).toBeCloseTo(
-      (model.deliveriesPerSecond * (DELIVERY_ARCHIVE_AFTER_MS / 1000) * INPUTS.design.d1BytesPerDelivery) / 1e9,
-      6,
-    );
-    // Twice the queue batch: half the consumer's round trips.
-    const larger = simulate({ ...INPUTS, workload: { ...INPUTS.workload, deliveriesPerQueueBatch: 2 * queueBatchSize() } });
-    expect(larger.deliveryRecordsPerSecond).toBeCloseTo(model.deliveryRecordsPerSecond / 2, 6);
-  });
-
-  it("holds every limit under half at the default inputs, for the whole year", () => {
-    for (const limit of simulate(INPUTS).limits) expect(limit.ratio, limit.name).toBeLessThan(0.5);
-  });
-
-  it("prints every limit as JSON with --json", () => {
+  it("prints every limit as JSON with --json, naming its inputs", () => {
     const printed = JSON.parse(execFileSync(process.execPath, ["scripts/simulate.ts", "--json"], { encoding: "utf8" })) as ReturnType<
       typeof asJson
     >;
-    expect(printed).toEqual(JSON.parse(JSON.stringify(asJson(simulate(INPUTS)))));
-    expect(printed.limits.length).toBeGreaterThan(8);
+    expect(printed).toEqual(JSON.parse(JSON.stringify(asJson(simulate(costs)))));
+    expect(printed.inputs).toBe(`docs/costs.json@${costs.commit}`);
     for (const limit of printed.limits) {
       expect(Object.keys(limit).sort()).toEqual(["limit", "name", "ratio", "used"]);
       expect(limit.ratio).toBeCloseTo(limit.used / limit.limit, 10);
     }
     expect(printed.cost_per_million_requests).toBeGreaterThan(0);
+  });
+
+  it("meets the contract's targets at the target load for a year: at most $2.50 per million requests, every limit at most 0.5 ×", () => {
+    const model = simulate(costs);
+    expect(model.perMillionRequests).toBeLessThanOrEqual(2.5);
+    for (const limit of model.limits) expect(limit.ratio, limit.name).toBeLessThanOrEqual(0.5);
   });
 });
 

@@ -1,6 +1,7 @@
-import { DurableObject } from "cloudflare:workers";
 import { database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
+import type { ObjectWrites } from "../../platform/metered.ts";
+import { MeteredObject } from "../../platform/metered-object.ts";
 import type { Limits } from "../../rate-limit/types.ts";
 import { type StoredCounters, Usage } from "../../rate-limit/window.ts";
 import { keyStreamsChanged } from "../../stream/hubs.ts";
@@ -54,7 +55,7 @@ const REFUSALS_WRITTEN_EVERY_MS = 1_000;
  * of its own when the hour ends). Until wrangler.toml's v5 this class was `RateLimiter`, which held the fixed
  * buckets too; the rename kept every key's storage.
  */
-export class ApiKeyObject extends DurableObject<Env> {
+export class ApiKeyObject extends MeteredObject {
   private readonly usage: Usage;
   private readonly usageLog: UsageLog;
   private key: KeyState | undefined;
@@ -95,7 +96,11 @@ export class ApiKeyObject extends DurableObject<Env> {
    * would have to read D1 answers "unchecked" instead, counting nothing: the worker looks up a key it cannot vouch
    * for only while the client IP's bucket has room (src/pipeline/admission.ts).
    */
-  async admitKey(keyHash: string, request?: KeyRequest, { lookUp = true } = {}): Promise<KeyAdmission> {
+  async admitKey(keyHash: string, request?: KeyRequest, { lookUp = true } = {}): Promise<KeyAdmission & ObjectWrites> {
+    return this.reported(await this.admission(keyHash, request, lookUp));
+  }
+
+  private async admission(keyHash: string, request: KeyRequest | undefined, lookUp: boolean): Promise<KeyAdmission> {
     if (!lookUp && !this.key && Date.now() >= this.unknownUntil) return { status: "unchecked", d1Queries: 0 };
     const { key, d1Queries } = await this.knownKey(keyHash);
     if (!key) return { status: "unknown", d1Queries };
@@ -131,24 +136,28 @@ export class ApiKeyObject extends DurableObject<Env> {
   }
 
   /** Pushed by DELETE /api-keys/:id before it answers: the next request is refused. */
-  revoke(keyId: string, accountId: string): void {
+  revoke(keyId: string, accountId: string): ObjectWrites {
     this.storeKey({ status: "revoked", keyId, accountId });
+    return this.reported({});
   }
 
   /** Pushed by a rotation once D1 has committed it. Never extends: an earlier expiry the key already has stays. */
-  async expire(keyHash: string, expiresAt: number): Promise<void> {
+  async expire(keyHash: string, expiresAt: number): Promise<ObjectWrites> {
     const { key } = await this.knownKey(keyHash);
-    if (key?.status !== "active") return;
-    this.storeKey({ ...key, expiresAt: key.expiresAt === null ? expiresAt : Math.min(key.expiresAt, expiresAt) });
+    if (key?.status === "active") {
+      this.storeKey({ ...key, expiresAt: key.expiresAt === null ? expiresAt : Math.min(key.expiresAt, expiresAt) });
+    }
+    return this.reported({});
   }
 
   /**
    * Pushed by a plan change once D1 has it: the next request gets the new limits. A push that lands while a D1 read
    * is under way (which may have read the old plan) waits for that read and applies on top.
    */
-  async setLimits(limits: Limits): Promise<void> {
+  async setLimits(limits: Limits): Promise<ObjectWrites> {
     await this.pendingRead?.done.catch(() => undefined);
     if (this.key?.status === "active") this.storeKey({ ...this.key, limits });
+    return this.reported({});
   }
 
   /**
@@ -157,9 +166,9 @@ export class ApiKeyObject extends DurableObject<Env> {
    * concurrent pushes interleave, the last read is of D1's last write and the next request is decided by what D1
    * holds. Returns the D1 reads it cost.
    */
-  async refresh(keyHash: string): Promise<number> {
-    if (this.key?.status === "revoked") return 0;
-    return this.read(keyHash, { beginningNow: true });
+  async refresh(keyHash: string): Promise<{ d1Queries: number } & ObjectWrites> {
+    const d1Queries = this.key?.status === "revoked" ? 0 : await this.read(keyHash, { beginningNow: true });
+    return this.reported({ d1Queries });
   }
 
   /** The key's usage in the span. */
@@ -245,7 +254,7 @@ export class ApiKeyObject extends DurableObject<Env> {
     if (now - this.lastUseRecorded < MARK_EVERY_MS) return;
     const previous = this.lastUseRecorded;
     this.lastUseRecorded = now;
-    const handed = lastUsedLog(this.env, keyId).note(keyId, new Date(now).toISOString());
+    const handed = this.calledObject(lastUsedLog(this.env, keyId).note(keyId, new Date(now).toISOString()));
     // Should the shard not take it, the next use marks again.
     this.ctx.waitUntil(handed.catch(() => (this.lastUseRecorded = previous)));
   }

@@ -1,4 +1,5 @@
-import { DurableObject } from "cloudflare:workers";
+import type { ObjectWrites } from "../../platform/metered.ts";
+import { MeteredObject } from "../../platform/metered-object.ts";
 import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS } from "./last-used-schedule.ts";
 
 export { MARK_EVERY_MS };
@@ -33,7 +34,7 @@ const UPDATE_LAST_USED = `UPDATE api_keys SET last_used_at = marks.value FROM js
   WHERE api_keys.id = marks.key AND (api_keys.last_used_at IS NULL OR api_keys.last_used_at < marks.value)`;
 
 /** One shard of the marks waiting for D1: a row per key, its newest mark. */
-export class LastUsedLog extends DurableObject<Env> {
+export class LastUsedLog extends MeteredObject {
   private alarmSet = false;
   private flushedAt = 0;
 
@@ -43,11 +44,13 @@ export class LastUsedLog extends DurableObject<Env> {
   }
 
   /** A key's use at `at` (ISO-8601): kept until the next flush, which comes within FLUSH_EVERY_MS. */
-  note(keyId: string, at: string): void {
+  note(keyId: string, at: string): ObjectWrites {
     this.ctx.storage.sql.exec("INSERT INTO marks VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET at = max(at, excluded.at)", keyId, at);
-    if (this.alarmSet) return;
-    this.alarmSet = true;
-    void this.ctx.storage.setAlarm(Math.max(Date.now(), this.flushedAt + FLUSH_EVERY_MS));
+    if (!this.alarmSet) {
+      this.alarmSet = true;
+      void this.ctx.storage.setAlarm(Math.max(Date.now(), this.flushedAt + FLUSH_EVERY_MS));
+    }
+    return this.reported({});
   }
 
   override async alarm(): Promise<void> {

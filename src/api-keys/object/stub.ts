@@ -1,7 +1,7 @@
 import pLimit from "p-limit";
 import { remember } from "../../platform/bounded-map.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
-import type { RequestWork } from "../../platform/metered.ts";
+import { type RequestWork, withObjectWrites } from "../../platform/metered.ts";
 import { type CheckedAdmission, type KeyAdmission, type KeyObjectControl, type KeyRequest, UNKNOWN_KEY_MS } from "./types.ts";
 
 /**
@@ -40,7 +40,7 @@ export async function admitKey<LookUp extends boolean>(
     seenKeys.delete(keyHash);
   }
   work.keyObjectCalls++;
-  const result: KeyAdmission = await keyObject(env, keyHash).admitKey(keyHash, request, lookUp);
+  const result: KeyAdmission = withObjectWrites(work, await keyObject(env, keyHash).admitKey(keyHash, request, lookUp));
   work.d1 += result.d1Queries;
   if (result.status === "unknown") remember(seenKeys, keyHash, Date.now() + UNKNOWN_KEY_MS);
   else if (result.status === "active" || result.status === "forbidden") remember(seenKeys, keyHash, true);
@@ -64,20 +64,22 @@ export function keyObjectControl(env: Env, work: RequestWork): KeyObjectControl 
   };
   return {
     async revoke(key) {
-      await counted(key.keyHash).revoke(key.id, key.accountId);
+      withObjectWrites(work, await counted(key.keyHash).revoke(key.id, key.accountId));
     },
     async expire(keyHash, expiresAt) {
-      await counted(keyHash).expire(keyHash, expiresAt);
+      withObjectWrites(work, await counted(keyHash).expire(keyHash, expiresAt));
     },
     usage(keyHash, span) {
       return counted(keyHash).usageBuckets(span);
     },
     async refresh(keyHash) {
-      work.d1 += await counted(keyHash).refresh(keyHash);
+      work.d1 += withObjectWrites(work, await counted(keyHash).refresh(keyHash)).d1Queries;
     },
     async setLimits(keyHashes, limits) {
       const limit = pLimit(MAX_OPEN_CONNECTIONS);
-      const pushed = await Promise.allSettled(keyHashes.map((hash) => limit(() => counted(hash).setLimits(limits))));
+      const pushed = await Promise.allSettled(
+        keyHashes.map((hash) => limit(async () => withObjectWrites(work, await counted(hash).setLimits(limits)))),
+      );
       return keyHashes.filter((_, i) => pushed[i]!.status === "rejected");
     },
   };

@@ -1,9 +1,10 @@
-import { DurableObject } from "cloudflare:workers";
 import { database } from "../../platform/db.ts";
+import { logInvocationWork, noRequestWork, type ObjectWrites } from "../../platform/metered.ts";
+import { MeteredObject } from "../../platform/metered-object.ts";
 import { products } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
 import { type BuilderStorage, buildStep, countingBucket, type ReleaseObjects, type StepOutcome } from "./build.ts";
-import { type BuildReport, noBuildWork } from "./build-report.ts";
+import { type BuildReport, type BuildWork, noBuildWork } from "./build-report.ts";
 import { BUILD_LIMITS, type BuildDeps } from "./limits.ts";
 import { readPointer } from "./manifest.ts";
 
@@ -51,15 +52,29 @@ export async function collectStep(bucket: R2Bucket, storage: BuilderStorage, now
   return true;
 }
 
-export class CatalogueBuilder extends DurableObject<Env> {
+export class CatalogueBuilder extends MeteredObject {
   #running: Promise<unknown> = Promise.resolve();
 
-  async poke(): Promise<void> {
+  async poke(): Promise<ObjectWrites> {
+    await this.#arm();
+    return this.reported({});
+  }
+
+  async #arm(): Promise<void> {
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + COALESCE_MS);
   }
 
   override async alarm(): Promise<void> {
-    if (await this.#serial(() => this.#step())) await this.ctx.storage.setAlarm(Date.now());
+    const work = noBuildWork();
+    try {
+      if (await this.#serial(() => this.#step(work))) await this.ctx.storage.setAlarm(Date.now());
+    } finally {
+      // The step's work as every invocation logs it (src/platform/metered.ts); R2's writes here are puts and deletes (free).
+      const { rowsWritten, objectCalls } = this.reported({});
+      const { d1, d1Statements, d1RowsRead, r2Reads, r2Writes } = work;
+      const stepWork = { d1, d1Statements, d1RowsRead, r2ClassA: r2Writes, r2ClassB: r2Reads, doRowsWritten: rowsWritten };
+      logInvocationWork(this.env, "catalogue_build_step", { ...noRequestWork(), ...stepWork, otherObjectCalls: objectCalls });
+    }
   }
 
   /**
@@ -67,15 +82,15 @@ export class CatalogueBuilder extends DurableObject<Env> {
    * empty (one D1 read, nothing to write but the manifest); otherwise pokes and returns false, as a
    * request never waits for a build of products.
    */
-  async ensureSnapshot(): Promise<boolean> {
-    if (await readPointer(this.env.CATALOGUE)) return true;
+  async ensureSnapshot(): Promise<{ ready: boolean } & ObjectWrites> {
+    if (await readPointer(this.env.CATALOGUE)) return this.reported({ ready: true });
     const [anyProduct] = await database(this.env.DB).select({ id: products.id }).from(products).limit(1);
     if (anyProduct) {
-      await this.poke();
-      return false;
+      await this.#arm();
+      return this.reported({ ready: false });
     }
     await this.build();
-    return true;
+    return this.reported({ ready: true });
   }
 
   /**
@@ -107,14 +122,13 @@ export class CatalogueBuilder extends DurableObject<Env> {
   }
 
   /** One step: of the build in progress or due, else of the clean-up. True when more work is waiting. */
-  async #step(): Promise<boolean> {
-    const outcome = await this.#buildStep();
+  async #step(work: BuildWork): Promise<boolean> {
+    const outcome = await this.#buildStep(work);
     if (outcome.status !== "current") return true;
     return this.#collect();
   }
 
-  async #buildStep(): Promise<StepOutcome> {
-    const work = noBuildWork();
+  async #buildStep(work = noBuildWork()): Promise<StepOutcome> {
     const deps: BuildDeps = {
       db: database(this.env.DB, work),
       bucket: countingBucket(this.env.CATALOGUE, work),

@@ -12,6 +12,7 @@ import { readConfig } from "../../platform/config.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import { type Database, database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
+import { countR2Into, logInvocationWork, meteredBucket, meteredQueue, noRequestWork, type ObjectCallWork } from "../../platform/metered.ts";
 import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
@@ -35,8 +36,22 @@ const log = logger("webhook-queue");
 export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const config = readConfig(env);
   if (typeof config === "string") throw new Error(config); // the queue retries the whole batch
-  const db = database(env.DB);
-  if (batch.queue === DEAD_LETTER_QUEUE) return handleDeadLetters(db, batch);
+  // Every binding counts into the batch's tally, logged with it (what a delivery and a fan-out cost in docs/costs.json).
+  const work = noRequestWork();
+  const db = database(env.DB, work);
+  try {
+    if (batch.queue === DEAD_LETTER_QUEUE) return await handleDeadLetters(db, batch);
+    await handleMessages(batch, env, { db, work, secretKey: config.WEBHOOK_SECRET_KEY });
+  } finally {
+    logInvocationWork(env, batch.queue === DEAD_LETTER_QUEUE ? "dead_letter_batch" : "queue_batch", work);
+  }
+}
+
+async function handleMessages(
+  batch: MessageBatch<unknown>,
+  env: Env,
+  { db, work, secretKey }: { db: Database; work: ReturnType<typeof noRequestWork>; secretKey: string },
+): Promise<void> {
   const events: Parsed<EventMessage>[] = [];
   const deliveries: Parsed<DeliveryMessage>[] = [];
   for (const message of batch.messages) {
@@ -51,8 +66,9 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
     }
   }
   await Promise.all([
-    events.length > 0 && fanOutEvents({ db, archive: env.ARCHIVE, queue: env.WEBHOOK_QUEUE }, events),
-    deliveries.length > 0 && deliverAll({ db, secretKey: config.WEBHOOK_SECRET_KEY, endpoints: env.WEBHOOK_ENDPOINT }, deliveries),
+    events.length > 0 &&
+      fanOutEvents({ db, archive: meteredBucket(env.ARCHIVE, countR2Into(work)), queue: meteredQueue(env.WEBHOOK_QUEUE, work) }, events),
+    deliveries.length > 0 && deliverAll({ db, secretKey, endpoints: env.WEBHOOK_ENDPOINT, work }, deliveries),
   ]);
 }
 
@@ -103,7 +119,12 @@ async function fanOutEvents(
  * message is retried (its attempt made again). Never throws.
  */
 async function deliverAll(
-  { db, secretKey, endpoints }: { db: Database; secretKey: string; endpoints: DurableObjectNamespace<WebhookEndpoint> },
+  {
+    db,
+    secretKey,
+    endpoints,
+    work,
+  }: { db: Database; secretKey: string; endpoints: DurableObjectNamespace<WebhookEndpoint>; work: ObjectCallWork },
   deliveries: readonly Parsed<DeliveryMessage>[],
 ): Promise<void> {
   const attemptOf = ({ message, body }: Parsed<DeliveryMessage>) => message.attempts + (body.attempts_before ?? 0);
@@ -135,7 +156,7 @@ async function deliverAll(
         delivery,
       ]),
   );
-  const refused = new Set(await handToEndpoints(endpoints, [...failing.keys()]));
+  const refused = new Set(await handToEndpoints(endpoints, [...failing.keys()], work));
   for (const [handed, delivery] of failing) {
     if (refused.has(handed)) fail("its endpoint's object did not take it", [delivery]);
     else delivery.message.ack();

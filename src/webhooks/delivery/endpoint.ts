@@ -1,9 +1,10 @@
-import { DurableObject } from "cloudflare:workers";
 import { type DeliveryMessage, sendAll } from "../../events/messages.ts";
 import { readConfig } from "../../platform/config.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import { database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
+import { logInvocationWork, meteredQueue, noRequestWork, type ObjectWrites, type RequestWork } from "../../platform/metered.ts";
+import { MeteredObject } from "../../platform/metered-object.ts";
 import { attemptDelivery, attemptNotSent } from "./attempt.ts";
 import { retryDelaySeconds } from "./schedule.ts";
 import { recordAttempts, webhooksByIds } from "./store.ts";
@@ -41,7 +42,7 @@ const log = logger("webhook-endpoint");
 
 type Pending = { seq: number; delivery: DeliveryMessage };
 
-export class WebhookEndpoint extends DurableObject<Env> {
+export class WebhookEndpoint extends MeteredObject {
   /** Runs that failed in a row (in memory: an object started afresh tries at once). */
   private failedRuns = 0;
 
@@ -51,9 +52,10 @@ export class WebhookEndpoint extends DurableObject<Env> {
   }
 
   /** Stores deliveries of this object's webhook; the alarm, at once, makes them. */
-  async accept(messages: readonly DeliveryMessage[]): Promise<void> {
+  async accept(messages: readonly DeliveryMessage[]): Promise<ObjectWrites> {
     this.store(messages);
     await this.ctx.storage.setAlarm(Date.now());
+    return this.reported({});
   }
 
   private store(messages: readonly DeliveryMessage[]): void {
@@ -61,9 +63,20 @@ export class WebhookEndpoint extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
+    // The run's D1 and queue work and its own storage's writes, logged with it (src/platform/metered.ts).
+    const work = noRequestWork();
+    try {
+      await this.run(work);
+    } finally {
+      const { rowsWritten, objectCalls } = this.reported({});
+      logInvocationWork(this.env, "webhook_endpoint_alarm", { ...work, doRowsWritten: rowsWritten, otherObjectCalls: objectCalls });
+    }
+  }
+
+  private async run(work: RequestWork): Promise<void> {
     try {
       let handled = 0;
-      for (let round = await this.nextRound(); round > 0; round = await this.nextRound()) {
+      for (let round = await this.nextRound(work); round > 0; round = await this.nextRound(work)) {
         this.failedRuns = 0;
         handled += round;
         if (handled >= ROWS_PER_RUN) return await this.ctx.storage.setAlarm(Date.now());
@@ -81,7 +94,7 @@ export class WebhookEndpoint extends DurableObject<Env> {
    * pending). Throws when D1 or the secret fail (having forgotten nothing: the round is made again), and when the
    * queue refuses the retries (having kept them here, counted).
    */
-  private async nextRound(): Promise<number> {
+  private async nextRound(work: RequestWork): Promise<number> {
     const rows = this.ctx.storage.sql
       .exec<{ seq: number; message: string }>("SELECT seq, message FROM pending ORDER BY seq LIMIT ?", ROUND_ROWS)
       .toArray()
@@ -90,7 +103,7 @@ export class WebhookEndpoint extends DurableObject<Env> {
     if (!first) return 0;
     const config = readConfig(this.env);
     if (typeof config === "string") throw new Error(config);
-    const db = database(this.env.DB);
+    const db = database(this.env.DB, work);
     const known = await webhooksByIds(db, [first.delivery.webhook_id]);
     const webhook = known.get(first.delivery.webhook_id);
     const probing = Boolean(webhook?.failingSince);
@@ -111,7 +124,9 @@ export class WebhookEndpoint extends DurableObject<Env> {
       const attempted = attempts[i]!;
       return attempted !== "gone" && attempted.outcome === "retrying" ? [{ ...delivery, attempts_before: attempted.record.attempt }] : [];
     });
-    const queued = await sendAll(this.env.WEBHOOK_QUEUE, retries, (retry) => retryDelaySeconds(retry.attempts_before)).then(
+    const queued = await sendAll(meteredQueue(this.env.WEBHOOK_QUEUE, work), retries, (retry) =>
+      retryDelaySeconds(retry.attempts_before),
+    ).then(
       () => true,
       () => false,
     );

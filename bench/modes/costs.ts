@@ -1,0 +1,359 @@
+/**
+ * `npm run bench -- --costs [--sizes 10000,100000] [--stream-seconds 60]`: what each operation the model prices
+ * (scripts/simulate.ts) costs, read from the worker's own meter, at each catalogue size: the real worker under
+ * `wrangler dev` with EXPOSE_WORK_COUNTS on, a request's counts from its X-Work-Counts, the work an invocation does
+ * without a response (cron runs, queue batches, objects' alarms, a request's work after its answer, a stream) from
+ * the one line it logs with its tally (logInvocationWork, src/platform/metered.ts). CPU is the runtime workerd's
+ * over the operation (bench/harness/processes.ts workerCpu): the isolate and the local D1 and R2 it simulates, an
+ * upper bound of the worker's own. Writes docs/costs.json: each operation's figures at the largest size, and every
+ * size's under `by_products`.
+ */
+import { execFileSync } from "node:child_process";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { COST_FIELDS, type Costs, type OperationCost } from "../../scripts/simulate.ts";
+import type { RequestWork } from "../../src/platform/metered.ts";
+import { formatMoney } from "../../src/platform/money.ts";
+import type { Bench } from "../harness/bench.ts";
+import { makeKeys } from "../harness/keys.ts";
+import { findDirectUrl, ROOT, settle, startWorker, stopWorker, type Worker, waitReady, workerCpu } from "../harness/processes.ts";
+import type { Run } from "../harness/settings.ts";
+import { seedState } from "../harness/setup.ts";
+import { freezeWorkers, SMALL_PATH } from "../harness/start.ts";
+import { randomOffers, seedTimeoutMs } from "./catalogue.ts";
+
+type CostsFile = Costs;
+
+type Tally = Omit<OperationCost, "per" | "cpu_ms">;
+const noTally = (): Tally => ({
+  d1_statements: 0,
+  d1_rows_read: 0,
+  d1_rows_written: 0,
+  do_requests: 0,
+  do_rows_written: 0,
+  r2_class_a: 0,
+  r2_class_b: 0,
+  queue_messages: 0,
+});
+
+const add = (a: Tally, b: Tally, sign = 1): Tally =>
+  Object.fromEntries(Object.entries(a).map(([name, value]) => [name, value + sign * b[name as keyof Tally]])) as Tally;
+
+/** X-Work-Counts as docs/costs.json names it. */
+function headerTally(res: Response): Tally {
+  const fields = Object.fromEntries(
+    (res.headers.get("X-Work-Counts") ?? "").split("; ").map((field) => [field.split("=")[0], Number(field.split("=")[1])]),
+  );
+  if (fields["d1-statements"] === undefined) throw new Error(`${res.url} answered ${res.status} without X-Work-Counts`);
+  return {
+    d1_statements: fields["d1-statements"],
+    d1_rows_read: fields["d1-rows-read"],
+    d1_rows_written: fields["d1-rows-written"],
+    do_requests: fields["key-do"] + fields["other-do"],
+    do_rows_written: fields["do-rows-written"],
+    r2_class_a: fields["r2-a"],
+    r2_class_b: fields["r2-b"],
+    queue_messages: fields["queue-sent"],
+  };
+}
+
+/** An invocation's tally as logged (logInvocationWork). */
+type LoggedWork = RequestWork & { invocation: string };
+
+const loggedTally = (w: LoggedWork): Tally => ({
+  d1_statements: w.d1Statements,
+  d1_rows_read: w.d1RowsRead,
+  d1_rows_written: w.d1RowsWritten,
+  do_requests: w.keyObjectCalls + w.otherObjectCalls,
+  do_rows_written: w.doRowsWritten,
+  r2_class_a: w.r2ClassA,
+  r2_class_b: w.r2ClassB,
+  queue_messages: w.queueSent,
+});
+
+/** The worker's log, read from where it was at `from` (a byte offset) on: each invocation's logged tally. */
+function loggedSince(log: string, from: number): LoggedWork[] {
+  return readFileSync(log)
+    .subarray(from)
+    .toString("utf8")
+    .split("\n")
+    .filter((line) => line.includes('"event":"invocation_work"'))
+    .map((line) => JSON.parse(line.slice(line.indexOf("{"))) as LoggedWork);
+}
+
+const logSize = (log: string) => readFileSync(log).byteLength;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const round = (n: number) => Math.round(n * 1000) / 1000;
+
+/** An operation's figures: a tally over `count` units (requests, observations, deliveries, minutes) and the CPU they took. */
+function perUnit(per: string, tally: Tally, count: number, cpuSeconds: number): OperationCost {
+  const scaled = Object.fromEntries(Object.entries(tally).map(([name, value]) => [name, round(value / count)])) as Tally;
+  return { per, ...scaled, cpu_ms: round((cpuSeconds * 1000) / count) };
+}
+
+interface Context {
+  worker: Worker;
+  log: string;
+  url: string;
+}
+
+/** `times` requests one after another, each read to its end: their X-Work-Counts summed, and the runtime's CPU over them. */
+async function requests(ctx: Context, per: string, times: number, send: () => Promise<Response>, expected = 200): Promise<OperationCost> {
+  await settle(ctx.worker, 3000);
+  const cpuBefore = workerCpu(ctx.worker).runtime;
+  let tally = noTally();
+  for (let i = 0; i < times; i++) {
+    const res = await send();
+    await res.arrayBuffer();
+    if (res.status !== expected) throw new Error(`${per}: ${res.url} answered ${res.status}, not ${expected}`);
+    tally = add(tally, headerTally(res));
+  }
+  return perUnit(per, tally, times, workerCpu(ctx.worker).runtime - cpuBefore);
+}
+
+/** Waits until `done` holds for the log since `from` (at most `ms`), then, unless told, until the worker is idle. */
+async function logged(
+  ctx: Context,
+  from: number,
+  done: (lines: LoggedWork[]) => boolean,
+  { ms = 60_000, idle = true } = {},
+): Promise<LoggedWork[]> {
+  const deadline = Date.now() + ms;
+  while (!done(loggedSince(ctx.log, from)) && Date.now() < deadline) await sleep(100);
+  if (idle) await settle(ctx.worker, 10_000);
+  return loggedSince(ctx.log, from);
+}
+
+const BUILD_STEP = "catalogue_build_step";
+
+const sum = (lines: readonly LoggedWork[]) => lines.reduce((total, line) => add(total, loggedTally(line)), noTally());
+
+/** Every operation at one catalogue size, on a worker of its own. */
+async function measureSize(bench: Bench, config: string, vars: Record<string, string>, size: number, streamSeconds: number) {
+  const label = `costs, ${size.toLocaleString("en")} products`;
+  const keys = await makeKeys({ load: 8, exact: 0, revoke: 0 });
+  const [admitted, product, listing, stream, mcp, events, managed] = keys.load;
+  const dir = join(bench.state, `costs-${size}`);
+  bench.step(`${label}: seeding`);
+  await seedState(dir, size, keys.sql, seedTimeoutMs(size));
+  const offers = await randomOffers(dir, 1000);
+  const log = `${dir}.log`;
+  const worker = await startWorker({ name: label, config, persistTo: dir, vars, log, logLevel: "log", testScheduled: true });
+  try {
+    await waitReady(worker, (url) => fetch(url), 120_000);
+    await findDirectUrl(worker, async (url) => (await fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(2000) })).ok);
+    const ctx: Context = { worker, log, url: worker.directUrl };
+    const get = (path: string, key: string, headers: Record<string, string> = {}) =>
+      fetch(`${ctx.url}${path}`, { headers: { Authorization: `Bearer ${key}`, ...headers } });
+    const send = (method: string, path: string, token: string, body: unknown) =>
+      fetch(`${ctx.url}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+        body: JSON.stringify(body),
+      });
+    bench.step(`${label}: the first snapshot`);
+    for (let res = await get("/products", listing!.key); res.status !== 200; res = await get("/products", listing!.key)) {
+      await res.arrayBuffer();
+      if (res.status !== 503) throw new Error(`GET /products answered ${res.status}`);
+      await sleep(500);
+    }
+    const costs: Record<string, OperationCost> = {};
+    bench.step(`${label}: requests`);
+    for (let i = 0; i < 3; i++) await (await get(SMALL_PATH, admitted!.key)).arrayBuffer(); // wakes the key's object
+    costs.data_request_admitted = await requests(ctx, "request", 40, () => get(SMALL_PATH, admitted!.key));
+    for (let i = 0; i < 12; i++) await (await get(SMALL_PATH, keys.overLimit.key)).arrayBuffer(); // past its 10 a minute
+    costs.data_request_refused = await requests(ctx, "request", 20, () => get(SMALL_PATH, keys.overLimit.key), 429);
+    const gzip = { "Accept-Encoding": "gzip" };
+    costs.list_products_gzip = await requests(ctx, "request", 3, () => get("/products", listing!.key, gzip));
+    costs.list_products_filtered_1pct = await requests(ctx, "request", 3, () => get("/products?category=drones", listing!.key, gzip));
+    const found = (await (await get(`/products?sku=${encodeURIComponent(offers[0]!.sku)}`, product!.key)).json()) as {
+      products: { id: string }[];
+    };
+    const productId = found.products[0]!.id;
+    costs.get_product = await requests(ctx, "request", 20, () => get(`/products/${productId}`, product!.key));
+    costs.product_history = await requests(ctx, "request", 20, () => get(`/products/${productId}/history`, product!.key));
+    const account = await bench.token(managed!.accountId);
+    costs.key_management_request = await requests(ctx, "request", 10, () =>
+      send("PATCH", `/api-keys/${managed!.id}`, account, { name: `renamed ${Date.now()}` }),
+    );
+    const mcpCall = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_product", arguments: { id: productId } } };
+    costs.mcp_tool_call = await requests(ctx, "request", 20, () => send("POST", "/mcp", mcp!.key, mcpCall));
+
+    bench.step(`${label}: 1,000 scattered observations, the build steps they start`);
+    const admin = await bench.token("bench-admin", "prices:write");
+    const priced = (raise: number) =>
+      offers.map((offer) => ({
+        sku: offer.sku,
+        name: offer.name,
+        competitor: { id: offer.competitor_id, name: offer.competitor_name },
+        price: formatMoney(offer.price_minor + raise, offer.currency),
+        currency: offer.currency,
+        in_stock: true,
+      }));
+    const observations = priced(1);
+    await settle(worker, 3000);
+    let from = logSize(log);
+    let cpuBefore = workerCpu(worker).runtime;
+    const ingested = await send("POST", "/admin/observations", admin, { observations });
+    if (ingested.status !== 200) throw new Error(`POST /admin/observations answered ${ingested.status}: ${await ingested.text()}`);
+    await ingested.arrayBuffer();
+    // The request's whole tally, its work after the answer (the first deliveries of its events) included; the
+    // builder's steps wait COALESCE_MS after its poke, so they are not in its CPU.
+    const isIngestion = (line: LoggedWork) => line.invocation.startsWith("POST /admin/observations");
+    const ingestion = (await logged(ctx, from, (lines) => lines.some(isIngestion), { ms: 30_000, idle: false })).filter(isIngestion);
+    const cpuIngested = workerCpu(worker).runtime;
+    const ingestionTally = ingestion.length > 0 ? sum(ingestion) : headerTally(ingested);
+    costs.ingest_1000_scattered = perUnit("observation", ingestionTally, observations.length, cpuIngested - cpuBefore);
+    const steps = (await logged(ctx, from, () => false, { ms: 10_000 })).filter((line) => line.invocation === BUILD_STEP);
+    costs.catalogue_build_step = perUnit("alarm step", sum(steps), Math.max(1, steps.length), workerCpu(worker).runtime - cpuIngested);
+    const buildSteps = steps.length;
+
+    costs.events_page = await requests(ctx, "request", 10, () => get("/events?limit=100", events!.key));
+
+    bench.step(`${label}: webhook deliveries`);
+    costs.webhook_delivery = await webhookDeliveries(ctx, bench, managed!.accountId, admin, priced(2).slice(0, 50));
+
+    bench.step(`${label}: cron runs`);
+    await settle(worker, 3000);
+    from = logSize(log);
+    cpuBefore = workerCpu(worker).runtime;
+    for (const cron of ["* * * * *", "*/1 * * * *"])
+      await (await fetch(`${worker.url}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(cron)}`)).text();
+    const crons = (await logged(ctx, from, (lines) => lines.filter((line) => line.invocation.startsWith("cron_")).length >= 2)).filter(
+      (line) => line.invocation.startsWith("cron_"),
+    );
+    costs.cron_run = perUnit("minute (both crons)", sum(crons), 1, workerCpu(worker).runtime - cpuBefore);
+
+    bench.step(`${label}: an idle stream for ${streamSeconds} s`);
+    costs.stream_connection_minute = await idleStream(ctx, stream!.key, streamSeconds);
+    return { costs, buildSteps };
+  } finally {
+    await stopWorker(worker);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Deliveries to a receiver that answers at once: one webhook, `observations` price changes in one ingestion. Every
+ * invocation's work after the ingestion's answer (its first deliveries, queue batches, the endpoint objects' runs),
+ * per delivery received.
+ */
+async function webhookDeliveries(
+  ctx: Context,
+  bench: Bench,
+  accountId: string,
+  admin: string,
+  changed: readonly unknown[],
+): Promise<OperationCost> {
+  let received = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      received++;
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const account = await bench.token(accountId);
+    const { port } = server.address() as AddressInfo;
+    const hook = await fetch(`${ctx.url}/webhooks`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${account}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ url: `http://127.0.0.1:${port}/hook`, events: ["price.changed"] }),
+    });
+    if (hook.status !== 201) throw new Error(`POST /webhooks answered ${hook.status}: ${await hook.text()}`);
+    await settle(ctx.worker, 3000);
+    const from = logSize(ctx.log);
+    const cpuBefore = workerCpu(ctx.worker).runtime;
+    const res = await fetch(`${ctx.url}/admin/observations`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${admin}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ observations: changed }),
+    });
+    if (res.status !== 200) throw new Error(`POST /admin/observations answered ${res.status}: ${await res.text()}`);
+    const answered = headerTally(res);
+    const deadline = Date.now() + 60_000;
+    while (received < changed.length && Date.now() < deadline) await sleep(250);
+    // The ingestion's logged tally holds its answer's work too: only what came after it counts here. The catalogue
+    // build the changes start is not a delivery's (its tally is left out; its CPU, in this window, is not told apart).
+    const lines = (await logged(ctx, from, () => true, { ms: 0 })).filter((line) => line.invocation !== BUILD_STEP);
+    const after = add(sum(lines), answered, -1);
+    return perUnit("delivery", after, Math.max(1, received), workerCpu(ctx.worker).runtime - cpuBefore);
+  } finally {
+    server.close();
+  }
+}
+
+/** One stream open for `seconds` with nothing to send: its whole tally (logged when it ends), per minute. */
+async function idleStream(ctx: Context, key: string, seconds: number): Promise<OperationCost> {
+  await settle(ctx.worker, 3000);
+  const from = logSize(ctx.log);
+  const cpuBefore = workerCpu(ctx.worker).runtime;
+  const abort = new AbortController();
+  const res = await fetch(`${ctx.url}/events/stream?type=price.changed`, {
+    headers: { Authorization: `Bearer ${key}` },
+    signal: abort.signal,
+  });
+  if (res.status !== 200 || !res.body) throw new Error(`GET /events/stream answered ${res.status}`);
+  const reading = (async () => {
+    for await (const _ of res.body as unknown as AsyncIterable<Uint8Array>);
+  })().catch(() => {});
+  await sleep(seconds * 1000);
+  abort.abort();
+  await reading;
+  const lines = (await logged(ctx, from, (all) => all.some((line) => line.invocation.endsWith("stream")), { ms: 20_000 })).filter((line) =>
+    line.invocation.endsWith("stream"),
+  );
+  return perUnit("minute", sum(lines), seconds / 60, workerCpu(ctx.worker).runtime - cpuBefore);
+}
+
+/** Seeding and serving each size, its stream's minute, and room for the rest. */
+export const costsBudgetSeconds = ({ settings }: Run) =>
+  settings.costSizes.reduce((total, size) => total + seedTimeoutMs(size) / 1000 + settings.streamSeconds + 240, 60);
+
+const commitOf = () => execFileSync("git", ["rev-parse", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
+
+export async function costsMode(bench: Bench, { settings }: Run): Promise<string> {
+  const { ours } = await freezeWorkers(bench, ["ours"]);
+  const vars = await bench.workerVars({ EXPOSE_WORK_COUNTS: "true", WEBHOOK_ALLOW_INSECURE_URLS: "true" });
+  const bySize: Record<string, Record<string, OperationCost>> = {};
+  let buildSteps = 0;
+  for (const size of settings.costSizes) {
+    const measured = await measureSize(bench, ours, vars, size, settings.streamSeconds);
+    bySize[size] = measured.costs;
+    buildSteps = measured.buildSteps; // the largest size's, measured last
+  }
+  const largest = bySize[Math.max(...settings.costSizes)]!;
+  const operations = Object.fromEntries(
+    Object.entries(largest).map(([name, cost]) => [
+      name,
+      { ...cost, by_products: Object.fromEntries(settings.costSizes.map((size) => [String(size), bySize[size]![name]!])) },
+    ]),
+  ) as CostsFile["operations"];
+  // How many alarm steps the build of one ingestion of 1,000 scattered observations took.
+  operations.catalogue_build_step!.steps_per_ingestion = buildSteps;
+  const file: CostsFile = { commit: commitOf(), measured_at: new Date().toISOString(), products: settings.costSizes, operations };
+  writeFileSync(join(ROOT, "docs/costs.json"), `${JSON.stringify(file, null, 2)}\n`);
+  bench.step("written to docs/costs.json");
+  return costsReport(file);
+}
+
+/** The figures as a table: each operation at each size. */
+function costsReport(file: CostsFile): string {
+  const rows = Object.entries(file.operations).flatMap(([name, op]) =>
+    file.products.map((size) => {
+      const cost = op.by_products[String(size)]!;
+      return `| ${name} | ${size.toLocaleString("en")} | ${cost.per} | ${COST_FIELDS.map((field) => cost[field]).join(" | ")} |`;
+    }),
+  );
+  return [
+    `**Costs** (docs/costs.json, commit ${file.commit.slice(0, 12)}):`,
+    "",
+    `| operation | products | per | ${COST_FIELDS.join(" | ")} |`,
+    `|---|---:|---|${COST_FIELDS.map(() => "---:").join("|")}|`,
+    ...rows,
+  ].join("\n");
+}
