@@ -26,6 +26,7 @@ import {
   RETENTION_MS,
 } from "../src/events/retention.ts";
 import { DAY_MS, DAY_SECONDS } from "../src/platform/time.ts";
+import { LIFETIME_MS } from "../src/stream/limits.ts";
 
 // ---- docs/costs.json ------------------------------------------------------------------------------------------------
 
@@ -472,11 +473,11 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     return { name, used, limit: value, ratio: used / value, source: source ?? (typeof max === "number" ? "" : max.source) };
   };
   const cpuLimit = configuredCpuMs();
-  // An invocation of each kind: a request per route, a stream connection (its lifetime, an hour at most), an MCP
-  // call, a queue batch, an alarm step, a cron run.
+  // An invocation of each kind: a request per route, a stream connection (its lifetime, after which its client
+  // reconnects), an MCP call, a queue batch, an alarm step, a cron run.
   const perInvocation: Record<OperationName, number> = {
     ...(Object.fromEntries(OPERATIONS.map((name) => [name, 1])) as Record<OperationName, number>),
-    stream_connection_minute: 60,
+    stream_connection_minute: LIFETIME_MS / 60_000,
     ingest_1000_scattered: w.observationsPerIngestion,
     webhook_delivery: batch,
   };

@@ -18,7 +18,7 @@ import {
   type Subscription,
 } from "./frames.ts";
 import type { StreamHub } from "./hub.ts";
-import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
+import { LIFETIME_MS, MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
 
 /**
  * GET /events/stream: the feed as server-sent events, pushed. The worker serving a stream first opens a WebSocket to
@@ -35,7 +35,6 @@ import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
  */
 
 export const HEARTBEAT_MS = 15_000;
-export const LIFETIME_MS = 5 * 60_000;
 /** Events one connection's backfill examines at most (matching or not): then it hands the client a cursor and ends. */
 export const BACKFILL_EXAMINED_MAX = 10_000;
 /**
