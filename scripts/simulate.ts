@@ -26,6 +26,7 @@ import {
   RETENTION_MS,
 } from "../src/events/retention.ts";
 import { DAY_MS, DAY_SECONDS } from "../src/platform/time.ts";
+import { STREAM_HUB_COUNT } from "../src/stream/hubs.ts";
 import { LIFETIME_MS } from "../src/stream/limits.ts";
 
 // ---- docs/costs.json ------------------------------------------------------------------------------------------------
@@ -166,6 +167,10 @@ export const PRICES = {
   objectPerMillionRowsWritten: at(1, DO_PRICING),
   objectIncludedStorageGb: at(5, DO_PRICING),
   objectPerGbMonth: at(0.2, DO_PRICING),
+  objectIncludedGbSeconds: at(400_000, DO_PRICING),
+  objectPerMillionGbSeconds: at(12.5, DO_PRICING),
+  /** Duration is billed on the memory an object is given, whatever it uses. */
+  objectMemoryGb: at(0.128, DO_PRICING),
   d1IncludedRowsRead: at(25e9, D1_PRICING),
   d1PerMillionRowsRead: at(0.001, D1_PRICING),
   d1IncludedRowsWritten: at(50e6, D1_PRICING),
@@ -418,6 +423,10 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
   const otherCallsPerAdmission = Math.max(0, f.data_request_admitted.do_requests - 1);
   const lastUsedShardRequestsPerSecond = (rate.data_request_admitted * otherCallsPerAdmission) / LAST_USED_SHARDS;
   const builderRequestsPerSecond = rate.catalogue_build_step + ingestionsPerSecond + rate.cron_run;
+  // The stream hubs (src/stream/hubs.ts): each holds the streams of the accounts hashed to it; every ingestion publishes
+  // to each, and a stream's own object requests (its connect, its pings) reach its account's hub.
+  const hubRequestsPerSecond =
+    ingestionsPerSecond + (rate.stream_connection_minute * f.stream_connection_minute.do_requests) / STREAM_HUB_COUNT;
 
   // Storage after a year.
   const s = w.storage;
@@ -452,6 +461,12 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     objectRequests: overage(month(perSecond.do_requests), p.objectIncludedRequests, p.objectPerMillionRequests),
     objectRowsWritten: overage(month(perSecond.do_rows_written), p.objectIncludedRowsWritten, p.objectPerMillionRowsWritten),
     objectStorage: Math.max(0, (w.keys * s.objectBytesPerKey) / GB - p.objectIncludedStorageGb.value) * p.objectPerGbMonth.value,
+    // An upper bound: every hub awake the whole month (hibernation bills only the time a hub handles a message).
+    streamHubDuration: overage(
+      STREAM_HUB_COUNT * p.objectMemoryGb.value * MONTH_SECONDS,
+      p.objectIncludedGbSeconds,
+      p.objectPerMillionGbSeconds,
+    ),
     d1:
       overage(month(perSecond.d1_rows_read), p.d1IncludedRowsRead, p.d1PerMillionRowsRead) +
       overage(month(perSecond.d1_rows_written), p.d1IncludedRowsWritten, p.d1PerMillionRowsWritten) +
@@ -508,6 +523,7 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     ),
     limit("requests/s to one last-used shard", lastUsedShardRequestsPerSecond, LIMITS.objectRequestsPerSecond),
     limit("requests/s to the catalogue builder", builderRequestsPerSecond, LIMITS.objectRequestsPerSecond),
+    limit("requests/s to one stream hub", hubRequestsPerSecond, LIMITS.objectRequestsPerSecond),
     limit("R2 writes/s to the snapshot's manifest key", ingestionsPerSecond, LIMITS.r2WritesPerSecondPerKey),
     limit(
       "events archived per day: what the cron must move ÷ what it can",

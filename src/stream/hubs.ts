@@ -14,7 +14,7 @@ import type { StreamHub } from "./hub.ts";
  * More hubs would cost one more request per hub on every publish; fewer would crowd a hub that also wakes on every
  * connect. docs/architecture.md "The event stream" prices it.
  */
-const STREAM_HUB_COUNT = 16;
+export const STREAM_HUB_COUNT = 16;
 
 /** A stable 32-bit hash (FNV-1a) of the account id, so the same account always meets the same hub. */
 function fnv1a(text: string): number {
