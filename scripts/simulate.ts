@@ -26,8 +26,7 @@ import {
   RETENTION_MS,
 } from "../src/events/retention.ts";
 import { DAY_MS, DAY_SECONDS } from "../src/platform/time.ts";
-import { STREAM_HUB_COUNT } from "../src/stream/hubs.ts";
-import { LIFETIME_MS } from "../src/stream/limits.ts";
+import { LIFETIME_MS, STREAM_HUB_COUNT } from "../src/stream/limits.ts";
 
 // ---- docs/costs.json ------------------------------------------------------------------------------------------------
 

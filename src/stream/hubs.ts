@@ -1,20 +1,12 @@
 import type { KeyState } from "../api-keys/object/types.ts";
 import { logger } from "../platform/log.ts";
 import type { StreamHub } from "./hub.ts";
+import { STREAM_HUB_COUNT } from "./limits.ts";
 
 /**
  * The way to the event stream's hubs (src/stream/hub.ts): which hub holds an account's streams, and the push a key's
  * object makes when its key changes.
- *
- * STREAM_HUB_COUNT: an account's streams all live in one hub (so the hub keeps its caps alone), and a hub serves every
- * account hashed to it. At 10,000 open streams, 16 hubs hold ~625 each: a publish is one request per hub, so the
- * hubs' share of the ~1,000 requests a second a Durable Object serves is the ingestion rate (one publish per
- * ingestion that changed something) plus the streams' connects (10,000 streams reconnecting every 5 minutes: ~2 a
- * second per hub), far below it; and ~625 sockets' attachments (at most 2 KiB each) are ~1.3 MB of a hub's 128 MB.
- * More hubs would cost one more request per hub on every publish; fewer would crowd a hub that also wakes on every
- * connect. docs/architecture.md "The event stream" prices it.
  */
-export const STREAM_HUB_COUNT = 16;
 
 /** A stable 32-bit hash (FNV-1a) of the account id, so the same account always meets the same hub. */
 function fnv1a(text: string): number {
