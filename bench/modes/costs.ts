@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- --costs [--sizes 10000,100000] [--stream-seconds 60]`: what each operation the model prices
  * (scripts/simulate.ts) costs, read from the worker's own meter, at each catalogue size: the real worker under
- * `wrangler dev` with EXPOSE_WORK_COUNTS on, a request's counts from its X-Work-Counts, the work an invocation does
+ * `wrangler dev` with EXPOSE_WORK_COUNTS and LOG_INVOCATION_WORK on, a request's counts from its X-Work-Counts, the work an invocation does
  * without a response (cron runs, queue batches, objects' alarms, a request's work after its answer, a stream) from
  * the one line it logs with its tally (logInvocationWork, src/platform/metered.ts). CPU is the runtime workerd's
  * over the operation (bench/harness/processes.ts workerCpu): the isolate and the local D1 and R2 it simulates, an
@@ -318,7 +318,7 @@ const commitOf = () => execFileSync("git", ["rev-parse", "HEAD"], { cwd: ROOT, e
 
 export async function costsMode(bench: Bench, { settings }: Run): Promise<string> {
   const { ours } = await freezeWorkers(bench, ["ours"]);
-  const vars = await bench.workerVars({ EXPOSE_WORK_COUNTS: "true", WEBHOOK_ALLOW_INSECURE_URLS: "true" });
+  const vars = await bench.workerVars({ EXPOSE_WORK_COUNTS: "true", LOG_INVOCATION_WORK: "true", WEBHOOK_ALLOW_INSECURE_URLS: "true" });
   const bySize: Record<string, Record<string, OperationCost>> = {};
   let buildSteps = 0;
   for (const size of settings.costSizes) {

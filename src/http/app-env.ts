@@ -26,7 +26,7 @@ export interface RequestServices {
   archive: R2Bucket;
   work: RequestWork;
   /**
-   * Work the request goes on with after its answer (waitUntil): with EXPOSE_WORK_COUNTS on, the request's whole
+   * Work the request goes on with after its answer (waitUntil): with LOG_INVOCATION_WORK on, the request's whole
    * tally is logged when it ends, as X-Work-Counts left before it.
    */
   afterAnswer(work: Promise<unknown>): void;

@@ -50,7 +50,7 @@ export const requestServices =
     });
     await next();
     // A stream's work goes on after its headers: with the meter on, its whole tally is logged when it ends.
-    if (c.env.EXPOSE_WORK_COUNTS === "true" && c.res.body && c.res.headers.get("Content-Type")?.startsWith("text/event-stream")) {
+    if (c.env.LOG_INVOCATION_WORK === "true" && c.res.body && c.res.headers.get("Content-Type")?.startsWith("text/event-stream")) {
       c.res = new Response(
         whenEnded(c.res.body, () => logInvocationWork(c.env, `${c.req.method} ${c.req.path} stream`, work)),
         c.res,

@@ -112,8 +112,8 @@ export const countR2Into =
 
 /**
  * A background invocation's work (a cron run, a queue batch, an object's alarm), which has no response to carry
- * X-Work-Counts: one log line per invocation when EXPOSE_WORK_COUNTS is on, read by the bench (bench/modes/costs.ts).
+ * X-Work-Counts: one log line per invocation when LOG_INVOCATION_WORK is on, read by the bench (bench/modes/costs.ts).
  */
-export function logInvocationWork(env: { EXPOSE_WORK_COUNTS: string }, invocation: string, work: RequestWork): void {
-  if (env.EXPOSE_WORK_COUNTS === "true") console.log(JSON.stringify({ level: "info", event: "invocation_work", invocation, ...work }));
+export function logInvocationWork(env: { LOG_INVOCATION_WORK: string }, invocation: string, work: RequestWork): void {
+  if (env.LOG_INVOCATION_WORK === "true") console.log(JSON.stringify({ level: "info", event: "invocation_work", invocation, ...work }));
 }
