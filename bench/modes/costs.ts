@@ -6,7 +6,7 @@
  * the one line it logs with its tally (logInvocationWork, src/platform/metered.ts). CPU is the runtime workerd's
  * over the operation (bench/harness/processes.ts workerCpu): the isolate and the local D1 and R2 it simulates, an
  * upper bound of the worker's own. Writes docs/costs.json: each operation's figures at the largest size, and every
- * size's under `by_products`.
+ * size's under `by_products`. A stream's minute is its connect spread over its lifetime plus its idle time (streamMinute).
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { COST_FIELDS, type Costs, type OperationCost } from "../../scripts/simulate.ts";
 import type { RequestWork } from "../../src/platform/metered.ts";
 import { formatMoney } from "../../src/platform/money.ts";
+import { LIFETIME_MS } from "../../src/stream/limits.ts";
 import type { Bench } from "../harness/bench.ts";
 import { makeKeys } from "../harness/keys.ts";
 import { findDirectUrl, ROOT, settle, startWorker, stopWorker, type Worker, waitReady, workerCpu } from "../harness/processes.ts";
@@ -226,8 +227,9 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     );
     costs.cron_run = perUnit("minute (both crons)", sum(crons), 1, workerCpu(worker).runtime - cpuBefore);
 
-    bench.step(`${label}: an idle stream for ${streamSeconds} s`);
-    costs.stream_connection_minute = await idleStream(ctx, stream!.key, streamSeconds);
+    bench.step(`${label}: idle streams for ${CONNECT_SECONDS} s and ${streamSeconds} s`);
+    for (let i = 0; i < 3; i++) await (await get(SMALL_PATH, stream!.key)).arrayBuffer(); // wakes the key's object
+    costs.stream_connection_minute = await streamMinute(ctx, stream!.key, streamSeconds);
     return { costs, buildSteps };
   } finally {
     await stopWorker(worker);
@@ -287,8 +289,8 @@ async function webhookDeliveries(
   }
 }
 
-/** One stream open for `seconds` with nothing to send: its whole tally (logged when it ends), per minute. */
-async function idleStream(ctx: Context, key: string, seconds: number): Promise<OperationCost> {
+/** One stream open for `seconds` with nothing to send: its whole tally (logged once when it ends), and the CPU over it. */
+async function idleStreamFor(ctx: Context, key: string, seconds: number): Promise<{ tally: Tally; cpuSeconds: number }> {
   await settle(ctx.worker, 3000);
   const from = logSize(ctx.log);
   const cpuBefore = workerCpu(ctx.worker).runtime;
@@ -304,10 +306,32 @@ async function idleStream(ctx: Context, key: string, seconds: number): Promise<O
   await sleep(seconds * 1000);
   abort.abort();
   await reading;
-  const lines = (await logged(ctx, from, (all) => all.some((line) => line.invocation.endsWith("stream")), { ms: 20_000 })).filter((line) =>
-    line.invocation.endsWith("stream"),
+  const isStream = (line: LoggedWork) => line.invocation.endsWith("stream");
+  const lines = (await logged(ctx, from, (all) => all.some(isStream), { ms: 20_000 })).filter(isStream);
+  if (lines.length !== 1) throw new Error(`a stream logged its tally ${lines.length} times, not once`);
+  return { tally: sum(lines), cpuSeconds: workerCpu(ctx.worker).runtime - cpuBefore };
+}
+
+/** How long the short stream is held: its connect, and barely any idle time. */
+const CONNECT_SECONDS = 2;
+
+/**
+ * A stream-minute over a stream's whole life (LIFETIME_MS, after which its client reconnects): one connect (a stream
+ * held CONNECT_SECONDS) and its idle rest, at the rate a stream held `seconds` adds over the short one. A stream held
+ * one minute would price its connect as if every minute made one.
+ */
+async function streamMinute(ctx: Context, key: string, seconds: number): Promise<OperationCost> {
+  const connect = await idleStreamFor(ctx, key, CONNECT_SECONDS);
+  const held = await idleStreamFor(ctx, key, seconds);
+  const idleShare = (LIFETIME_MS / 1000 - CONNECT_SECONDS) / (seconds - CONNECT_SECONDS);
+  const lifetime = add(
+    connect.tally,
+    Object.fromEntries(
+      Object.entries(add(held.tally, connect.tally, -1)).map(([name, value]) => [name, Math.max(0, value) * idleShare]),
+    ) as Tally,
   );
-  return perUnit("minute", sum(lines), seconds / 60, workerCpu(ctx.worker).runtime - cpuBefore);
+  const cpuSeconds = connect.cpuSeconds + Math.max(0, held.cpuSeconds - connect.cpuSeconds) * idleShare;
+  return perUnit("minute", lifetime, LIFETIME_MS / 60_000, cpuSeconds);
 }
 
 /** Seeding and serving each size, its stream's minute, and room for the rest. */

@@ -33,7 +33,10 @@ export const observationRoutes = openApiApp().openapi(ingestObservationsRoute, a
   const { db, archive, queue } = c.var.services;
   const afterCommit = (events: readonly EventMessage[]) =>
     c.var.services.afterAnswer(
-      Promise.all([publishToStreams(c.env, events), deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT }, events)]),
+      Promise.all([
+        publishToStreams(c.env, events, c.var.services.work),
+        deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT }, events),
+      ]),
     );
   return c.json(await ingestObservations(c.var.services, { observations: c.req.valid("json").observations, afterCommit }), 200);
 });

@@ -58,18 +58,27 @@ export const requestServices =
     }
   };
 
-/** The body as it came, calling `ended` once it is done or the client went away. */
+/**
+ * The body as it came, calling `ended` once when it is done or the client went away (a read pending when the client
+ * cancels ends as done too: without the guard, one stream would log its tally twice).
+ */
 function whenEnded(body: ReadableStream<Uint8Array>, ended: () => void): ReadableStream<Uint8Array> {
   const reader = body.getReader();
+  let over = false;
+  const end = () => {
+    if (over) return;
+    over = true;
+    ended();
+  };
   return new ReadableStream({
     async pull(controller) {
       const { done, value } = await reader.read();
       if (!done) return controller.enqueue(value);
-      ended();
+      end();
       controller.close();
     },
     cancel(reason) {
-      ended();
+      end();
       return reader.cancel(reason);
     },
   });

@@ -1,12 +1,13 @@
-import { DurableObject } from "cloudflare:workers";
 import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
 import { keyStillAdmits } from "../api-keys/object/stub.ts";
 import type { EventMessage } from "../events/messages.ts";
 import { database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
+import type { ObjectWrites, RequestWork } from "../platform/metered.ts";
+import { MeteredObject } from "../platform/metered-object.ts";
 import type { CapReached, HubMessage, Subscription } from "./frames.ts";
-import { eventFrame, KEEPALIVE, KEY_GONE_CLOSE, SUBSCRIPTION_HEADER } from "./frames.ts";
+import { eventFrame, KEEPALIVE, KEY_GONE_CLOSE, ROWS_WRITTEN_HEADER, SUBSCRIPTION_HEADER } from "./frames.ts";
 import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
 
 /**
@@ -40,7 +41,10 @@ const keyTag = (keyId: string) => `key:${keyId}`;
 const accountTag = (accountId: string) => `account:${accountId}`;
 const log = logger("stream-hub");
 
-export class StreamHub extends DurableObject<Env> {
+/** The D1 work a publish did (its rules' reads), reported with its answer so the publishing invocation counts it. */
+export type HubD1Work = Pick<RequestWork, "d1" | "d1Statements" | "d1RowsRead" | "d1RowsWritten">;
+
+export class StreamHub extends MeteredObject {
   /** Rules read back from storage, by socket: once per wake. */
   private readonly storedRules = new Map<string, AlertRule>();
 
@@ -55,7 +59,7 @@ export class StreamHub extends DurableObject<Env> {
     if (request.headers.get("Upgrade") !== "websocket" || !subscription)
       return new Response("a WebSocket upgrade with a subscription", { status: 400 });
     const refused = this.capReached(subscription);
-    if (refused) return Response.json(refused satisfies CapReached, { status: 429 });
+    if (refused) return Response.json(refused satisfies CapReached, { status: 429, headers: this.rowsWrittenHeader() });
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     const socket = crypto.randomUUID();
     const { rule, ...who } = subscription;
@@ -68,14 +72,25 @@ export class StreamHub extends DurableObject<Env> {
     }
     this.ctx.acceptWebSocket(server, [keyTag(subscription.keyId), accountTag(subscription.accountId)]);
     server.serializeAttachment(attachment);
-    return new Response(null, { status: 101, webSocket: client });
+    return new Response(null, { status: 101, webSocket: client, headers: this.rowsWrittenHeader() });
+  }
+
+  /** A connect is a fetch, not an RPC: the rows it wrote ride in a header, which the stream's worker counts. */
+  private rowsWrittenHeader(): Record<string, string> {
+    return { [ROWS_WRITTEN_HEADER]: String(this.reported({}).rowsWritten) };
   }
 
   /**
-   * Sends each open stream the events its rule matches (one message per stream). Returns how many streams got any.
-   * Account events are never passed here (src/stream/publish.ts); a hub with no stream answers without work.
+   * Sends each open stream the events its rule matches (one message per stream). Answers how many streams got any, with
+   * the D1 work its rules did and its storage rows. Account events are never passed here (src/stream/publish.ts); a hub
+   * with no stream answers without work.
    */
-  async publish(messages: readonly EventMessage[]): Promise<number> {
+  async publish(messages: readonly EventMessage[]): Promise<{ streams: number; d1Work: HubD1Work } & ObjectWrites> {
+    const d1Work: HubD1Work = { d1: 0, d1Statements: 0, d1RowsRead: 0, d1RowsWritten: 0 };
+    return this.reported({ streams: await this.sendMatches(messages, d1Work), d1Work });
+  }
+
+  private async sendMatches(messages: readonly EventMessage[], d1Work: HubD1Work): Promise<number> {
     const subscribers = this.ctx.getWebSockets().flatMap((ws) => {
       const attachment = ws.deserializeAttachment() as Attachment | null;
       const rule = attachment && this.ruleOf(attachment);
@@ -83,7 +98,7 @@ export class StreamHub extends DurableObject<Env> {
     });
     if (subscribers.length === 0 || messages.length === 0) return 0;
     const matched = await matchAlerts(
-      { db: database(this.env.DB), archive: this.env.ARCHIVE },
+      { db: database(this.env.DB, d1Work), archive: this.env.ARCHIVE },
       { events: messages.map((message) => ({ ...alertEventOf(message), message })), rules: subscribers },
     );
     const frames = new Map<EventMessage, string>();
@@ -102,15 +117,16 @@ export class StreamHub extends DurableObject<Env> {
   }
 
   /** A key's object stored a change to the key: its streams the key no longer admits end; the others learn its expiry. */
-  async keyChanged({ keyId, active, expiresAt }: { keyId: string; active: boolean; expiresAt: number | null }): Promise<void> {
+  async keyChanged({ keyId, active, expiresAt }: { keyId: string; active: boolean; expiresAt: number | null }): Promise<ObjectWrites> {
     await Promise.all(
       this.ctx.getWebSockets(keyTag(keyId)).map(async (ws) => {
         const attachment = ws.deserializeAttachment() as Attachment;
-        const admits = active && (await keyStillAdmits(this.env, attachment.keyHash, attachment.request));
+        const admits = active && (await this.calledObject(keyStillAdmits(this.env, attachment.keyHash, attachment.request))).admits;
         if (admits) send(ws, { kind: "key", expiresAt });
         else ws.close(KEY_GONE_CLOSE, "the API key no longer admits this stream");
       }),
     );
+    return this.reported({});
   }
 
   override webSocketClose(ws: WebSocket, code: number): void {

@@ -2,6 +2,8 @@ import pLimit from "p-limit";
 import type { EventMessage } from "../events/messages.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { logger } from "../platform/log.ts";
+import { noRequestWork, type RequestWork, withObjectWrites } from "../platform/metered.ts";
+import type { StreamHub } from "./hub.ts";
 import { everyHub } from "./hubs.ts";
 
 const log = logger("stream-publish");
@@ -12,14 +14,27 @@ const log = logger("stream-publish");
  * emits no other), so nothing of an account reaches a stream. A failed call is made once more (a hub being replaced or
  * overloaded); a hub that restarts closes its sockets, and their clients catch up from the feed with Last-Event-ID.
  * One still unreachable after that is logged: its streams miss these events unless they end before sending a later
- * one (then the reconnect's backfill has them).
+ * one (then the reconnect's backfill has them). Each call, and the D1 work and storage rows each hub reports, counts
+ * in `work`: the publishing invocation's tally.
  */
-export async function publishToStreams(env: Pick<Env, "STREAM_HUB">, events: readonly EventMessage[]): Promise<void> {
+export async function publishToStreams(
+  env: Pick<Env, "STREAM_HUB">,
+  events: readonly EventMessage[],
+  work: RequestWork = noRequestWork(),
+): Promise<void> {
   if (events.length === 0) return;
+  const publish = async (hub: DurableObjectStub<StreamHub>) => {
+    work.otherObjectCalls++;
+    const { d1Work, ...answer } = withObjectWrites(work, await hub.publish(events));
+    work.d1 += d1Work.d1;
+    work.d1Statements += d1Work.d1Statements;
+    work.d1RowsRead += d1Work.d1RowsRead;
+    work.d1RowsWritten += d1Work.d1RowsWritten;
+    return answer;
+  };
   await pLimit(MAX_OPEN_CONNECTIONS).map(everyHub(env), (hub, index) =>
-    hub
-      .publish(events)
-      .catch(() => hub.publish(events))
+    publish(hub)
+      .catch(() => publish(hub))
       .catch((error: unknown) => log.error("publish to a stream hub failed twice", { hub: index, error: String(error) })),
   );
 }

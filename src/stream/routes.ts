@@ -64,13 +64,17 @@ export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) =>
     // The feed's types when none is asked for: account events never reach a stream.
     rule: { types: type ?? WEBHOOK_EVENT_TYPES, minChangeBp: 0, filters: streamFilters({ after, since, type, ...rest }) },
   };
-  const socket = await subscribe(hubOf(c.env, key.accountId), {
-    keyId: key.id,
-    keyHash: key.keyHash,
-    accountId: key.accountId,
-    request: key.request,
-    rule: request.rule,
-  });
+  const socket = await subscribe(
+    hubOf(c.env, key.accountId),
+    {
+      keyId: key.id,
+      keyHash: key.keyHash,
+      accountId: key.accountId,
+      request: key.request,
+      rule: request.rule,
+    },
+    c.var.services.work,
+  );
   const closed = new AbortController();
   try {
     const frames = await eventFrames(c.var.services, { request, keyId: key.id, socket, timing: DEFAULT_TIMING, closed: closed.signal });

@@ -6,6 +6,7 @@ import { listEvents } from "../events/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
+import type { ObjectCallWork } from "../platform/metered.ts";
 import { parseMoney } from "../platform/money.ts";
 import { apiKeys, events } from "../platform/tables.ts";
 import {
@@ -14,6 +15,7 @@ import {
   type HubMessage,
   KEEPALIVE,
   KEY_GONE_CLOSE,
+  ROWS_WRITTEN_HEADER,
   SUBSCRIPTION_HEADER,
   type Subscription,
 } from "./frames.ts";
@@ -71,10 +73,12 @@ const CAP_DETAIL: Record<CapReached["cap"], string> = {
  * Registers the stream with its account's hub: the socket the hub pushes to, accepted; or 429 naming the cap the key
  * or the account reached. The socket's close is the stream's release: nothing is stored for a stream.
  */
-export async function subscribe(hub: DurableObjectStub<StreamHub>, subscription: Subscription): Promise<WebSocket> {
+export async function subscribe(hub: DurableObjectStub<StreamHub>, subscription: Subscription, work: ObjectCallWork): Promise<WebSocket> {
+  work.otherObjectCalls++;
   const res = await hub.fetch("https://stream-hub/subscribe", {
     headers: { Upgrade: "websocket", [SUBSCRIPTION_HEADER]: encodeURIComponent(JSON.stringify(subscription)) },
   });
+  work.doRowsWritten += Number(res.headers.get(ROWS_WRITTEN_HEADER) ?? 0);
   if (res.status === 429) {
     const { cap } = await res.json<CapReached>();
     throw new ApiError(429, CAP_DETAIL[cap], { "Retry-After": String(SLOT_RETRY_SECONDS) });

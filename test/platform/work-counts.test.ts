@@ -1,5 +1,9 @@
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { newEventId } from "../../src/platform/ids.ts";
+import { noRequestWork } from "../../src/platform/metered.ts";
+import { STREAM_HUB_COUNT } from "../../src/stream/limits.ts";
+import { publishToStreams } from "../../src/stream/publish.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, WORK_COUNT_FIELDS, workMeter } from "../helpers/http.ts";
@@ -87,7 +91,44 @@ describe("X-Work-Counts", () => {
 
     const revoked = await call("DELETE", `/api-keys/${id}`, { token: owner.token });
     expect(revoked.status).toBeLessThan(300);
-    expect(workMeter(revoked)).toMatchObject({ "key-do": 1 });
+    // The account's bucket only: the key's object never held this key, so it has no stream to tell.
+    expect(workMeter(revoked)).toMatchObject({ "key-do": 1, "other-do": 1 });
     expect(workMeter(revoked)["do-rows-written"]).toBeGreaterThan(0); // the revocation stored in the key's object
+  });
+
+  it("a stream's connect counts its call to its hub; a revocation counts its object's push to that hub", async () => {
+    const streamer = await freshAccount({ plan: "premium" });
+    await (await call("GET", `/products/${productId}`, { token: streamer.key })).arrayBuffer(); // its object now holds the key
+    const abort = new AbortController();
+    const stream = await exports.default.fetch(
+      new Request("https://api.test/events/stream", { headers: { Authorization: `Bearer ${streamer.key}` }, signal: abort.signal }),
+    );
+    expect(stream.status).toBe(200);
+    expect(workMeter(stream)).toMatchObject({ "key-do": 1, "other-do": 1 }); // the key's object, then the account's hub
+
+    const revoked = await call("DELETE", `/api-keys/${streamer.keyId}`, { token: streamer.token });
+    expect(revoked.status).toBeLessThan(300);
+    // The account's own bucket (its login's admission), and the push the key's object makes to the account's hub.
+    expect(workMeter(revoked)).toMatchObject({ "key-do": 1, "other-do": 2 });
+    abort.abort();
+    await stream.body?.cancel().catch(() => {});
+  });
+
+  it("a publish to the stream hubs counts a call to each hub in the publishing invocation's tally", async () => {
+    const work = noRequestWork();
+    await publishToStreams(env, [], work);
+    expect(work.otherObjectCalls).toBe(0);
+    const at = new Date().toISOString();
+    const data = {
+      product_id: productId,
+      competitor_id: "cmp_a",
+      currency: "USD",
+      old_price: "12.00",
+      new_price: "11.50",
+      observed_at: at,
+    };
+    const event = { id: newEventId(at), type: "price.changed" as const, timestamp: at, data };
+    await publishToStreams(env, [{ kind: "event", event, price_change: { old_minor: 1200, new_minor: 1150 } }], work);
+    expect(work.otherObjectCalls).toBe(STREAM_HUB_COUNT);
   });
 });

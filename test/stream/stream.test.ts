@@ -5,6 +5,7 @@ import { EventSource } from "eventsource";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AlertFilters } from "../../src/alerts/schema.ts";
 import { database } from "../../src/platform/db.ts";
+import { noRequestWork } from "../../src/platform/metered.ts";
 import { ACCOUNT_EVENT_TYPES, events, WEBHOOK_EVENT_TYPES } from "../../src/platform/tables.ts";
 import { hubOf } from "../../src/stream/hubs.ts";
 import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "../../src/stream/limits.ts";
@@ -196,13 +197,17 @@ describe("GET /events/stream", () => {
 async function framesOf(filters: AlertFilters, timing: StreamTiming, account?: { sub: string; keyId: string }) {
   account ??= await freshAccount({ plan: "premium" });
   const rule = { types: WEBHOOK_EVENT_TYPES, minChangeBp: 0, filters };
-  const socket = await subscribe(hubOf(env, account.sub), {
-    keyId: account.keyId,
-    keyHash: "unused: this key does not change",
-    accountId: account.sub,
-    request: { ip: "198.51.100.9", scope: undefined },
-    rule,
-  });
+  const socket = await subscribe(
+    hubOf(env, account.sub),
+    {
+      keyId: account.keyId,
+      keyHash: "unused: this key does not change",
+      accountId: account.sub,
+      request: { ip: "198.51.100.9", scope: undefined },
+      rule,
+    },
+    noRequestWork(),
+  );
   const request = { after: undefined, since: undefined, rule };
   return eventFrames(
     { db: db(), archive: env.ARCHIVE },

@@ -130,9 +130,11 @@ export class ApiKeyObject extends MeteredObject {
    * restrictions), counting nothing and writing nothing: for a connection admitted once that must end with its key
    * (an event stream). Revocations, expiries and restrictions are pushed here before the call that made them answers.
    */
-  async stillAdmits(keyHash: string, request: KeyRequest): Promise<boolean> {
+  async stillAdmits(keyHash: string, request: KeyRequest): Promise<{ admits: boolean } & ObjectWrites> {
     const { key } = await this.knownKey(keyHash);
-    return key?.status === "active" && !pastExpiry(key, Date.now()) && outsideRestrictions(key, request) === undefined;
+    return this.reported({
+      admits: key?.status === "active" && !pastExpiry(key, Date.now()) && outsideRestrictions(key, request) === undefined,
+    });
   }
 
   /** Pushed by DELETE /api-keys/:id before it answers: the next request is refused. */
@@ -261,7 +263,7 @@ export class ApiKeyObject extends MeteredObject {
 
   private storeKey(state: KeyState) {
     // A change to a key already held reaches its open event streams; a first read is no change.
-    if (this.key) this.ctx.waitUntil(keyStreamsChanged(this.env, state));
+    if (this.key) this.ctx.waitUntil(this.calledObject(keyStreamsChanged(this.env, state)));
     this.key = state;
     this.ensureSchema();
     this.ctx.storage.sql.exec("INSERT OR REPLACE INTO key_state (id, state) VALUES (1, ?)", JSON.stringify(state));

@@ -1,7 +1,7 @@
 import pLimit from "p-limit";
 import { remember } from "../../platform/bounded-map.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
-import { type RequestWork, withObjectWrites } from "../../platform/metered.ts";
+import { type ObjectWrites, type RequestWork, withObjectWrites } from "../../platform/metered.ts";
 import { type CheckedAdmission, type KeyAdmission, type KeyObjectControl, type KeyRequest, UNKNOWN_KEY_MS } from "./types.ts";
 
 /**
@@ -53,7 +53,7 @@ export async function admitKey<LookUp extends boolean>(
  * Whether the key (by its hash) would still be admitted for `request`, without counting a request: one call to its
  * object, which reads D1 only if it was evicted and never saw the key since.
  */
-export function keyStillAdmits(env: Env, keyHash: string, request: KeyRequest): Promise<boolean> {
+export function keyStillAdmits(env: Env, keyHash: string, request: KeyRequest): Promise<{ admits: boolean } & ObjectWrites> {
   return keyObject(env, keyHash).stillAdmits(keyHash, request);
 }
 
