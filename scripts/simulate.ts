@@ -92,19 +92,28 @@ export const COST_FIELDS = [
 ] as const;
 type Figures = Record<(typeof COST_FIELDS)[number], number>;
 
-/** An operation's figures at `products`: a straight line through the two sizes measured (never below the larger's). */
+/** What shows an operation touching more of the data as the catalogue grows: the rows and objects it reads. */
+const DATA_READ: readonly (typeof COST_FIELDS)[number][] = ["d1_rows_read", "r2_class_b"];
+
+/**
+ * An operation's figures at `products`: a straight line through the two sizes measured (never below the larger's).
+ * CPU follows the data: it is extrapolated only when the operation reads more at the larger size (a full list's
+ * segments); otherwise the larger of the two measurements stands, since a line through two noisy figures of work
+ * that does not grow (a stream's idle minute, one product) would price noise a hundred times over.
+ */
 export function figuresAt(cost: Costs["operations"][OperationName], products: number): Figures {
   const sizes = Object.keys(cost.by_products)
     .map(Number)
     .sort((a, b) => a - b);
-  const small = sizes[0]!;
-  const large = sizes.at(-1)!;
+  const small = cost.by_products[sizes[0]!]!;
+  const largeSize = sizes.at(-1)!;
+  const large = cost.by_products[largeSize]!;
+  const grows = DATA_READ.some((field) => large[field] > small[field]);
   return Object.fromEntries(
     COST_FIELDS.map((field) => {
-      const high = cost.by_products[large]![field];
-      if (large === small) return [field, high];
-      const slope = (high - cost.by_products[small]![field]) / (large - small);
-      return [field, Math.max(high, high + slope * (products - large))];
+      if (largeSize === sizes[0] || (field === "cpu_ms" && !grows)) return [field, Math.max(small[field], large[field])];
+      const slope = (large[field] - small[field]) / (largeSize - sizes[0]!);
+      return [field, Math.max(large[field], large[field] + slope * (products - largeSize))];
     }),
   ) as Figures;
 }

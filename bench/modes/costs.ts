@@ -14,12 +14,13 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { COST_FIELDS, type Costs, type OperationCost } from "../../scripts/simulate.ts";
+import { SEGMENT_TARGET } from "../../src/catalogue/snapshot/limits.ts";
 import type { RequestWork } from "../../src/platform/metered.ts";
 import { formatMoney } from "../../src/platform/money.ts";
 import { LIFETIME_MS } from "../../src/stream/limits.ts";
 import type { Bench } from "../harness/bench.ts";
 import { makeKeys } from "../harness/keys.ts";
-import { findDirectUrl, ROOT, settle, startWorker, stopWorker, type Worker, waitReady, workerCpu } from "../harness/processes.ts";
+import { findDirectUrl, ROOT, settle, startWorker, stopWorker, type Worker, waitReady, workerCpu, wrangler } from "../harness/processes.ts";
 import type { Run } from "../harness/settings.ts";
 import { seedState } from "../harness/setup.ts";
 import { freezeWorkers, SMALL_PATH } from "../harness/start.ts";
@@ -140,6 +141,7 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
   bench.step(`${label}: seeding`);
   await seedState(dir, size, keys.sql, seedTimeoutMs(size));
   const offers = await randomOffers(dir, 1000);
+  const spread = await productsOfDistinctSegments(dir);
   const log = `${dir}.log`;
   const worker = await startWorker({ name: label, config, persistTo: dir, vars, log, logLevel: "log", testScheduled: true });
   try {
@@ -173,14 +175,25 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
       products: { id: string }[];
     };
     const productId = found.products[0]!.id;
-    costs.get_product = await requests(ctx, "request", 20, () => get(`/products/${productId}`, product!.key));
+    // One product from each of distinct segments, none asked for before: each read is its segment's first in this
+    // isolate (the cold path, which the model prices), half for GET /products/{id} and half for the MCP tool.
+    const half = Math.min(10, Math.floor(spread.length / 2));
+    const [byRoute, byTool] = [spread.slice(0, half), spread.slice(half, 2 * half)];
+    let asked = 0;
+    costs.get_product = await requests(ctx, "request", half, () => get(`/products/${byRoute[asked++]!}`, product!.key));
     costs.product_history = await requests(ctx, "request", 20, () => get(`/products/${productId}/history`, product!.key));
     const account = await bench.token(managed!.accountId);
     costs.key_management_request = await requests(ctx, "request", 10, () =>
       send("PATCH", `/api-keys/${managed!.id}`, account, { name: `renamed ${Date.now()}` }),
     );
-    const mcpCall = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_product", arguments: { id: productId } } };
-    costs.mcp_tool_call = await requests(ctx, "request", 20, () => send("POST", "/mcp", mcp!.key, mcpCall));
+    let called = 0;
+    const mcpCall = () => ({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "get_product", arguments: { id: byTool[called++]! } },
+    });
+    costs.mcp_tool_call = await requests(ctx, "request", half, () => send("POST", "/mcp", mcp!.key, mcpCall()));
 
     bench.step(`${label}: 1,000 scattered observations, the build steps they start`);
     const admin = await bench.token("bench-admin", "prices:write");
@@ -332,6 +345,18 @@ async function streamMinute(ctx: Context, key: string, seconds: number): Promise
   );
   const cpuSeconds = connect.cpuSeconds + Math.max(0, held.cpuSeconds - connect.cpuSeconds) * idleShare;
   return perUnit("minute", lifetime, LIFETIME_MS / 60_000, cpuSeconds);
+}
+
+/**
+ * A product from the middle of each segment of the seeded catalogue's snapshot (a full build: SEGMENT_TARGET products
+ * a segment, in id order), so no two share a segment.
+ */
+async function productsOfDistinctSegments(dir: string): Promise<string[]> {
+  const query =
+    "SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) - 1 AS n FROM products) " +
+    `WHERE n % ${SEGMENT_TARGET} = ${SEGMENT_TARGET / 2} ORDER BY n LIMIT 20`;
+  const out = await wrangler(["d1", "execute", "DB", "--local", "--persist-to", dir, "--json", "--command", query], 120_000);
+  return (JSON.parse(out.slice(out.indexOf("["))) as { results: { id: string }[] }[])[0]!.results.map((row) => row.id);
 }
 
 /** Seeding and serving each size, its stream's minute, and room for the rest. */

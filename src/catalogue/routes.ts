@@ -163,7 +163,7 @@ export const productRoutes = openApiApp()
     });
   })
   .openapi(getProductRoute, async (c) => {
-    const json = new TextEncoder().encode(await productJson(c.var.services.db, c.req.valid("param").id)) as Uint8Array<ArrayBuffer>;
+    const json = new TextEncoder().encode(await productJson(c.var.services, c.req.valid("param").id)) as Uint8Array<ArrayBuffer>;
     return conditionalJson(c, await contentEtag(json), () => json);
   })
   .openapi(getProductHistoryRoute, async (c) => {

@@ -11,6 +11,7 @@ import { unknownProduct } from "./history.ts";
 import type { CompetitorPatch, CompetitorView, ProductFilters } from "./schema.ts";
 import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./snapshot/gzip-member.ts";
 import type { Manifest } from "./snapshot/manifest.ts";
+import { snapshotProduct } from "./snapshot/product-read.ts";
 import { currentManifest, forgetManifest } from "./snapshot/read.ts";
 import { productView } from "./views.ts";
 
@@ -146,10 +147,18 @@ export async function* gzipMember(chunks: AsyncGenerator<Uint8Array>): AsyncGene
 }
 
 /**
- * One product, read from D1 (its row, and its offers with their competitors' names, in one batch of two statements):
- * always current.
+ * One product (GET /products/:id, the MCP tool get_product): from the snapshot being served, as fresh as the list (a
+ * second or two behind an ingestion's answer), with no D1 statement (src/catalogue/snapshot/product-read.ts); from D1
+ * when the snapshot has no such product (one created since it was built; an unknown id is D1's 404) or there is no
+ * snapshot yet.
  */
-export async function productJson(db: Database, id: string): Promise<string> {
+export async function productJson({ db, catalogue }: { db: Database; catalogue: CatalogueStore }, id: string): Promise<string> {
+  const manifest = await currentManifest(catalogue.bucket);
+  return (manifest && (await snapshotProduct(catalogue.bucket, manifest, id))) ?? (await productJsonOfD1(db, id));
+}
+
+/** One product read from D1: its row, and its offers with their competitors' names, in one batch of two statements. */
+async function productJsonOfD1(db: Database, id: string): Promise<string> {
   const [rows, offerRows] = await db.batch([
     db.select().from(products).where(eq(products.id, id)),
     db

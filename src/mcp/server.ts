@@ -83,7 +83,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
     (input) =>
       answerIf("products:read", async () => {
         if ((input.id === undefined) === (input.sku === undefined)) throw new ApiError(400, "Give exactly one of id and sku.");
-        return getProduct(db, input);
+        return getProduct({ db, catalogue }, input);
       }),
   );
   server.registerTool(

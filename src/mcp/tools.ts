@@ -200,14 +200,17 @@ export async function searchProducts(db: Database, input: SearchInput): Promise<
   };
 }
 
-export async function getProduct(db: Database, input: { id?: string | undefined; sku?: string | undefined }): Promise<unknown> {
+export async function getProduct(
+  { db, catalogue }: { db: Database; catalogue: CatalogueStore },
+  input: { id?: string | undefined; sku?: string | undefined },
+): Promise<unknown> {
   let id = input.id;
   if (id === undefined) {
     const row = await db.select({ id: products.id }).from(products).where(sql`${products.sku} = ${input.sku!}`).get();
     if (!row) throw unknownProduct(`sku ${input.sku}`);
     id = row.id;
   }
-  return JSON.parse(await productJson(db, id));
+  return JSON.parse(await productJson({ db, catalogue }, id));
 }
 
 /** Every `points`-th of n indexes, evenly spread, the first and the last always in. */

@@ -1,10 +1,19 @@
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ApiError } from "../../client/index.ts";
 import type { ProductView } from "../../src/catalogue/schema.ts";
+import { readManifest, readPointer, segmentIndexOf } from "../../src/catalogue/snapshot/manifest.ts";
+import { forgetKeptSegments } from "../../src/catalogue/snapshot/product-read.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
-import { call, expectJson, randomTestIp } from "../helpers/http.ts";
+import {
+  buildCatalogue,
+  changePrices,
+  createCompetitor,
+  createProduct,
+  insertProducts,
+  publishCatalogue,
+} from "../helpers/catalogue-factory.ts";
+import { call, expectJson, randomTestIp, workMeter } from "../helpers/http.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
 let key: string;
@@ -308,6 +317,34 @@ describe("GET /products/:id", () => {
     const body = await expectJson(await get("/products/prd_nope"), 404);
     expect(body).toEqual({ detail: expect.stringContaining("prd_nope") });
   });
+
+  it("is served from the snapshot with no D1 statement, one R2 read of its segment cold and none warm, and shows a change once built", async () => {
+    await publishCatalogue();
+    await (await get("/products")).arrayBuffer(); // this isolate reads the new snapshot's pointer and manifest
+    forgetKeptSegments();
+    const cold = await get("/products/prd_headphones");
+    const before = await expectJson(cold, 200);
+    expect(workMeter(cold)).toMatchObject({ "d1-statements": 0, "r2-b": 1 });
+    const warm = await get("/products/prd_headphones");
+    expect(await expectJson(warm, 200)).toEqual(before);
+    expect(workMeter(warm)).toMatchObject({ "d1-statements": 0, "r2-b": 0 });
+
+    await changePrices(["SONY-XM5"]);
+    expect(await expectJson(await get("/products/prd_headphones"), 200)).toEqual(before); // the snapshot's, until it is built
+    await buildCatalogue();
+    const after = await expectJson(await get("/products/prd_headphones"), 200);
+    expect(after.offers.map((offer) => offer.price)).not.toEqual(before.offers.map((offer) => offer.price));
+    const list = await expectJson(await get("/products"), 200);
+    expect(after).toEqual(list.products.find((p) => p.id === "prd_headphones"));
+  });
+
+  it("reads D1 for a product created since the snapshot was built", async () => {
+    await publishCatalogue();
+    const { id } = await createProduct({ sku: `NEW-${Date.now()}`, name: "Not in the snapshot yet" });
+    const res = await get(`/products/${id}`);
+    expect(await expectJson(res, 200)).toMatchObject({ id, name: "Not in the snapshot yet" });
+    expect(workMeter(res)["d1-statements"]).toBe(2);
+  });
 });
 
 describe("catalogue routes and credentials", () => {
@@ -329,5 +366,27 @@ describe("catalogue routes and credentials", () => {
     expect(res.headers.get("Access-Control-Allow-Origin")).toBeNull();
     const preflight = await call("OPTIONS", path, { headers: { Origin: "https://evil.example", "Access-Control-Request-Method": "GET" } });
     expect(preflight.headers.get("Access-Control-Allow-Origin")).toBeNull();
+  });
+});
+
+describe("GET /products/:id from a segment that incremental builds left in several ranges", () => {
+  it("reads the one range that holds the product", async () => {
+    await createCompetitor({ id: "cmp_a", name: "Range A", domain: null });
+    await createCompetitor({ id: "cmp_b", name: "Range B", domain: null });
+    await insertProducts(0, 60, 0, (i) => `prd_range_${String(i).padStart(3, "0")}`);
+    await publishCatalogue();
+    await changePrices(["SNAP-30"]); // a part in the middle re-encoded: the parts around it stay where they were
+    await buildCatalogue();
+    const manifest = await readManifest(env.CATALOGUE, (await readPointer(env.CATALOGUE))!.manifest);
+    const segment = manifest.segments[segmentIndexOf(manifest.segments, "prd_range_030")]!;
+    expect(segment.ndjson.extents.length).toBeGreaterThan(1);
+    expect(segment.ndjsonStarts).toHaveLength(segment.ndjson.extents.length);
+    const list = await expectJson(await get("/products"), 200);
+    for (const id of ["prd_range_000", "prd_range_030", "prd_range_059"]) {
+      forgetKeptSegments();
+      const res = await get(`/products/${id}`);
+      expect(await expectJson(res, 200)).toEqual(list.products.find((p) => p.id === id));
+      expect(workMeter(res)).toMatchObject({ "d1-statements": 0, "r2-b": 1 });
+    }
   });
 });

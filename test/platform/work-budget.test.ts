@@ -46,6 +46,8 @@ interface Budget {
   rowsRead?: number;
 }
 const budget = (statements: number, r2Reads = 0, rowsRead?: number): Budget => ({ statements, r2Reads, rowsRead });
+/** One product from the snapshot: the snapshot's pointer and manifest (at most once a second an isolate), and one range. */
+const SNAPSHOT_PRODUCT_READS = 3;
 
 interface Measured {
   statements: number;
@@ -212,7 +214,9 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
     route("GET", () => `/products?updated_since=${encodeURIComponent(ago(0))}`, key, undefined, true),
     budget(6, 2),
   ],
-  "GET /products/{id}": [route("GET", () => `/products/${productId}`, key), budget(4, 1)],
+  // From the snapshot: the range of its segment that holds it, and the pointer and manifest when this isolate last
+  // read them over a second ago (src/catalogue/snapshot/product-read.ts); D1 only for a product the snapshot lacks.
+  "GET /products/{id}": [route("GET", () => `/products/${productId}`, key), budget(4, SNAPSHOT_PRODUCT_READS)],
   "GET /products/{id}/history": [route("GET", () => `/products/${productId}/history`, key), budget(4, 2)],
   "GET /competitors": [route("GET", () => "/competitors", key), budget(3)],
   "GET /events": [route("GET", () => "/events", key), budget(6, 2)],
@@ -384,7 +388,7 @@ const MCP_TOOLS: Record<string, [Record<string, unknown>, Budget]> = {
   search_products: [{ query: "Snapshot product", limit: 20 }, budget(4)],
   "search_products (short query)": [{ query: "Sn" }, budget(4)],
   "search_products (competitor)": [{ competitor: "cmp_a", limit: 20 }, budget(4)],
-  get_product: [{ sku: OURS }, budget(4)],
+  get_product: [{ sku: OURS }, budget(4, SNAPSHOT_PRODUCT_READS)],
   price_history: [{ product_id: "prd_budget_busy", points: 50 }, budget(4, 2)],
   list_competitors: [{}, budget(3, 2)],
   recent_changes: [{ limit: 20 }, budget(4, 2)],

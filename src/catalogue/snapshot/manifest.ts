@@ -72,6 +72,11 @@ export const Segment = z
     count: z.int(),
     json: SegmentForm,
     ndjson: SegmentForm,
+    /**
+     * The first product id of each of the NDJSON form's extents, so one product is read from its extent alone
+     * (src/catalogue/snapshot/product-read.ts). Absent in a manifest built before it: the whole form is read.
+     */
+    ndjsonStarts: z.array(z.string()).optional(),
     parts: z.string(),
   })
   .extend(Summary.shape);

@@ -112,8 +112,15 @@ export function wholeCatalogue(bucket: R2Bucket, manifest: Manifest, form: "json
 }
 
 /** The products (one JSON text each, in id order) of the given segments: their NDJSON parts as one deflate stream. */
-export async function* productLines(bucket: R2Bucket, segments: readonly Segment[]): AsyncGenerator<string[]> {
-  const parts = [...segments.flatMap((segment) => segment.ndjson.extents), FINAL_BLOCK];
+export const productLines = (bucket: R2Bucket, segments: readonly Segment[]): AsyncGenerator<string[]> =>
+  extentLines(
+    bucket,
+    segments.flatMap((segment) => segment.ndjson.extents),
+  );
+
+/** The products (one JSON text each, in id order) of NDJSON extents, one after another: their parts as one deflate stream. */
+export async function* extentLines(bucket: R2Bucket, extents: readonly Extent[]): AsyncGenerator<string[]> {
+  const parts = [...extents, FINAL_BLOCK];
   const reader = concatenation(bucket, parts).pipeThrough(new DecompressionStream("deflate-raw")).getReader();
   const decoder = new TextDecoder();
   let pending = "";

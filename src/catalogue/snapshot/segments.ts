@@ -100,6 +100,17 @@ const extentsOfParts = (parts: readonly Part[], form: "json" | "ndjson"): Extent
     form,
   );
 
+/** The first id of each range extentsOfParts makes of the NDJSON form: a new range wherever a part does not follow the last. */
+function ndjsonStarts(parts: readonly Part[]): string[] {
+  const starts: string[] = [];
+  let end: { key: string; offset: number } | undefined;
+  for (const { first, ndjson } of parts) {
+    if (!end || end.key !== ndjson.key || end.offset !== ndjson.offset) starts.push(first);
+    end = { key: ndjson.key, offset: ndjson.offset + ndjson.bytes };
+  }
+  return starts;
+}
+
 /** One segment starting at `first` from its pieces: new bytes placed in the step's objects, kept parts left where they are. */
 export function assembleSegment(deps: BuildDeps, objects: StepObjects, first: string, pieces: readonly Piece[]): Segment {
   const parts = pieces.map((piece, i) => objects.place(piece, i === 0 ? first : undefined));
@@ -114,6 +125,7 @@ export function assembleSegment(deps: BuildDeps, objects: StepObjects, first: st
     count: parts.reduce((sum, part) => sum + part.count, 0),
     json: form("json", concatenated(jsonPieces(parts.map((part) => part.json)))),
     ndjson: form("ndjson", concatenated(parts.map((part) => part.ndjson))),
+    ndjsonStarts: ndjsonStarts(parts),
     parts: objects.index(parts, deps.work),
     ...mergedSummary(parts),
   };
