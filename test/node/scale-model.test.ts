@@ -69,6 +69,19 @@ describe("the scale model", () => {
     expect(figuresAt(shrinks, 40).r2_class_b).toBe(2);
   });
 
+  it("extrapolates CPU only for an operation that reads more at the larger size: noise in work that does not grow is not", () => {
+    const flat = {
+      ...costs.operations.stream_connection_minute,
+      by_products: {
+        "10": { ...costs.operations.stream_connection_minute, d1_rows_read: 4, r2_class_b: 0, cpu_ms: 40 },
+        "20": { ...costs.operations.stream_connection_minute, d1_rows_read: 4, r2_class_b: 0, cpu_ms: 120 },
+      },
+    };
+    expect(figuresAt(flat, 1000).cpu_ms).toBe(120);
+    const reading = { ...flat, by_products: { ...flat.by_products, "20": { ...flat.by_products["20"], r2_class_b: 1 } } };
+    expect(figuresAt(reading, 40).cpu_ms).toBeCloseTo(280, 10);
+  });
+
   it("follows the workload: ten times the load, ten times the statements; D1's serial time spread by the split plan", () => {
     const base = simulate(costs);
     const ten = simulate(costs, scaled(WORKLOAD, 10));
@@ -77,7 +90,7 @@ describe("the scale model", () => {
     const busiest = (busy: Record<string, number>) => Math.max(...Object.values(busy));
     expect(busiest(split.d1BusyByDatabase)).toBeLessThan(busiest(ten.d1BusyByDatabase));
     // A statement added to a data request shows in D1's serial time.
-    const more = simulate(withFigure("get_product", "d1_statements", 2));
+    const more = simulate(withFigure("product_history", "d1_statements", 2));
     expect(more.d1BusyByDatabase.main).toBeGreaterThan(base.d1BusyByDatabase.main!);
   });
 
