@@ -27,6 +27,7 @@ import {
 } from "../src/events/retention.ts";
 import { DAY_MS, DAY_SECONDS } from "../src/platform/time.ts";
 import { LIFETIME_MS, STREAM_HUB_COUNT } from "../src/stream/limits.ts";
+import { DELIVERY_QUEUES } from "../src/webhooks/delivery/queues.ts";
 
 // ---- docs/costs.json ------------------------------------------------------------------------------------------------
 
@@ -426,6 +427,12 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
   const hangingEndpoints = w.webhooks * w.hangingEndpointShare;
   const batchesHeldPerSecond = Math.min(batchesPerSecond, hangingEndpoints / w.hangingEndpointFlapSeconds);
   const consumerConcurrency = batchesPerSecond * healthyBatchSeconds + batchesHeldPerSecond * w.hangTimeoutSeconds;
+  // A fan-out spreads its deliveries over the delivery queues by webhook, each with its own consumers and message rate;
+  // the events' own messages (and a delivery's retries) stay on the first.
+  const deliveryQueues = DELIVERY_QUEUES.length;
+  const consumersPerQueue = consumerConcurrency / deliveryQueues;
+  const busiestQueueMessages =
+    perSecond.queue_messages - rate.webhook_delivery * f.webhook_delivery.queue_messages * (1 - 1 / deliveryQueues);
 
   // Objects: the busiest key's, the last-used shards (the calls besides the key's on an admitted request), the builder.
   const otherCallsPerAdmission = Math.max(0, f.data_request_admitted.do_requests - 1);
@@ -519,11 +526,11 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     ),
     limit("D1 size after a year, largest database (GB)", d1GbPerDatabase, LIMITS.d1MaxDatabaseGb),
     limit(
-      `queue consumers at once (${w.hangingEndpointShare * 100} % of endpoints hanging ${w.hangTimeoutSeconds} s)`,
-      consumerConcurrency,
+      `queue consumers at once, each of ${deliveryQueues} delivery queues (${w.hangingEndpointShare * 100} % of endpoints hanging ${w.hangTimeoutSeconds} s)`,
+      consumersPerQueue,
       LIMITS.queueConcurrentConsumers,
     ),
-    limit("queue messages/s", perSecond.queue_messages, LIMITS.queueMessagesPerSecond),
+    limit("queue messages/s, the busiest queue", busiestQueueMessages, LIMITS.queueMessagesPerSecond),
     limit(
       "requests/s to the busiest key's object",
       w.busiestKeyRequestsPerSecond * Math.max(1, f.data_request_admitted.do_requests),
@@ -579,7 +586,7 @@ function print(w: Workload, r: Model) {
     ...COST_FIELDS.filter((field) => field !== "cpu_ms").map((field) => `  ${field.padEnd(44)} ${n(r.perSecond[field], 1)}`),
     `  ${"worker CPU ms".padEnd(44)} ${n(r.perSecond.cpu_ms, 0)}`,
     ...Object.entries(r.d1BusyByDatabase).map(([db, s]) => `  ${`D1 busy seconds, "${db}"`.padEnd(44)} ${n(s, 2)}`),
-    `  ${"queue consumers at once".padEnd(44)} ${n(r.consumerConcurrency, 0)}`,
+    `  ${"queue consumers at once, all queues".padEnd(44)} ${n(r.consumerConcurrency, 0)}`,
     `Storage after a year: D1 ${n(r.d1Gb, 1)} GB, R2 ${n(r.r2Gb, 1)} GB`,
     "",
     "Cost per month at list prices",

@@ -1,4 +1,5 @@
 import type { KeyState } from "../api-keys/object/types.ts";
+import { fnv1a } from "../platform/hash.ts";
 import { logger } from "../platform/log.ts";
 import type { ObjectWrites } from "../platform/metered.ts";
 import type { StreamHub } from "./hub.ts";
@@ -9,16 +10,9 @@ import { STREAM_HUB_COUNT } from "./limits.ts";
  * object makes when its key changes.
  */
 
-/** A stable 32-bit hash (FNV-1a) of the account id, so the same account always meets the same hub. */
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
-  return hash >>> 0;
-}
-
 const hubNamed = (env: Pick<Env, "STREAM_HUB">, index: number) => env.STREAM_HUB.get(env.STREAM_HUB.idFromName(`hub:${index}`));
 
-/** The hub that holds the account's streams. */
+/** The hub that holds the account's streams (a hash of its id, so the same account always meets the same hub). */
 export const hubOf = (env: Pick<Env, "STREAM_HUB">, accountId: string): DurableObjectStub<StreamHub> =>
   hubNamed(env, fnv1a(accountId) % STREAM_HUB_COUNT);
 

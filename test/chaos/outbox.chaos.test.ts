@@ -16,7 +16,7 @@ import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { hang, hookUrl, installReceiver, type ReceivedRequest } from "../helpers/webhook-receiver.ts";
-import { createWebhook, endpointSettled, observation, QUEUE_NAME } from "../helpers/webhooks.ts";
+import { createWebhook, endpointSettled, observation, QUEUE_NAME, spyOnDeliveryQueues } from "../helpers/webhooks.ts";
 
 /**
  * "Nothing lost", by fault injection. Price changes are ingested while every send to WEBHOOK_QUEUE
@@ -64,16 +64,17 @@ const hookIds: string[] = [];
 
 afterAll(() => vi.restoreAllMocks());
 
-/** WEBHOOK_QUEUE.sendBatch: fails at random (an injected fault), else queues the messages here. */
+/** Every queue's sendBatch (events, and deliveries over every delivery queue): fails at random (an injected fault), else queues the messages here. */
 function injectQueueFaults() {
-  vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockImplementation(async (batch) => {
-    if (random() < SEND_FAILURE) {
-      counts.sendFailures++;
-      throw new Error("injected fault: queue send failed");
-    }
-    for (const message of batch) pending.push({ body: message.body as WebhookMessage, attempts: 1 });
-    return {} as QueueSendBatchResponse;
-  });
+  for (const spy of spyOnDeliveryQueues().spies)
+    spy.mockImplementation(async (batch) => {
+      if (random() < SEND_FAILURE) {
+        counts.sendFailures++;
+        throw new Error("injected fault: queue send failed");
+      }
+      for (const message of batch) pending.push({ body: message.body as WebhookMessage, attempts: 1 });
+      return {} as QueueSendBatchResponse;
+    });
   // The delivery timeouts (15 s, 5 s for a failing endpoint's probe) fire at once, so a hanging receiver costs nothing.
   const realTimeout = AbortSignal.timeout.bind(AbortSignal);
   vi.spyOn(AbortSignal, "timeout").mockImplementation((ms) => {

@@ -18,7 +18,7 @@ import { DEAD_LETTERED } from "../../src/webhooks/delivery/dead-letters.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { captureLogs } from "../helpers/logs.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { createWebhook, deliveryTo, ingest, runQueue, storeEvents } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, ingest, runQueue, spyOnDeliveryQueues, storeEvents } from "../helpers/webhooks.ts";
 
 /**
  * The outbox: events are stored with the change, relayed after the commit, swept when the relay
@@ -40,12 +40,13 @@ afterEach(async () => {
 });
 afterAll(() => vi.restoreAllMocks());
 
-/** Watches WEBHOOK_QUEUE.sendBatch without passing messages on: the test runs the consumer itself. */
+/** Watches the queues' sendBatch (events, and deliveries over every delivery queue) without passing messages on: the test runs the consumer itself. */
 function captureSends() {
-  const spy = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
+  const queues = spyOnDeliveryQueues();
+  for (const spy of queues.spies) spy.mockResolvedValue({} as QueueSendBatchResponse);
   return {
-    messages: () => spy.mock.calls.flatMap(([batch]) => [...batch].map((m) => m.body as WebhookMessage)),
-    restore: () => spy.mockRestore(),
+    messages: () => queues.sent().map((m) => m.body as WebhookMessage),
+    restore: queues.restore,
   };
 }
 
@@ -154,10 +155,11 @@ describe("an event sent twice (a relay and a sweep that raced)", () => {
       event: { id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, type: "stock.changed", timestamp: new Date().toISOString(), data: {} },
     } satisfies EventMessage;
     await storeEvents([event]);
-    const failing = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockRejectedValue(new Error("injected fault: queue unavailable"));
+    const failing = spyOnDeliveryQueues();
+    for (const spy of failing.spies) spy.mockRejectedValue(new Error("injected fault: queue unavailable"));
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const failed = await runQueue([event]);
-    failing.mockRestore();
+    failing.restore();
     errors.mockRestore();
     expect(failed.retryMessages).toHaveLength(1);
     expect((await rowsOf([event.event.id]))[0]).toMatchObject({ claimedAt: null, fannedOutAt: null });

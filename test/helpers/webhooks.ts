@@ -7,10 +7,26 @@ import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { events } from "../../src/platform/tables.ts";
+import { DELIVERY_QUEUES } from "../../src/webhooks/delivery/queues.ts";
 import { call, expectJson } from "./http.ts";
 import { adminToken } from "./tokens.ts";
 
 export const QUEUE_NAME = "price-data-webhooks";
+
+/**
+ * sendBatch of every queue a fan-out spreads its deliveries over (DELIVERY_QUEUES, WEBHOOK_QUEUE first: events and
+ * retries go there), spied on together; `sent` is every message any of them was given.
+ */
+export function spyOnDeliveryQueues() {
+  const spies = DELIVERY_QUEUES.map((binding) => vi.spyOn(env[binding], "sendBatch"));
+  return {
+    spies,
+    sent: () => spies.flatMap((spy) => spy.mock.calls.flatMap(([batch]) => [...batch])) as MessageSendRequest<WebhookMessage>[],
+    restore: () => {
+      for (const spy of spies) spy.mockRestore();
+    },
+  };
+}
 
 export async function createWebhook(token: string, body: Record<string, unknown>) {
   return expectJson(await call("POST", "/webhooks", { token, body }), 201);

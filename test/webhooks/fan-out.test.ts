@@ -11,7 +11,7 @@ import { webhooks } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, rateLimitOf } from "../helpers/http.ts";
 import { HOOKS_ORIGIN, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
+import { createWebhook, ingest, runQueue, spyOnDeliveryQueues, storeEvents, testEvent } from "../helpers/webhooks.ts";
 
 /** The objects admission uses: the keys' and the fixed buckets'. */
 const rateLimitObjects = async () =>
@@ -36,13 +36,14 @@ afterEach(async () => {
 });
 afterAll(() => vi.restoreAllMocks());
 
-/** Captures what the consumer sends to the queue instead of sending it. */
+/** Captures what the consumer sends to the delivery queues instead of sending it. */
 function captureSends() {
-  const spy = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
+  const queues = spyOnDeliveryQueues();
+  for (const spy of queues.spies) spy.mockResolvedValue({} as QueueSendBatchResponse);
   return {
-    spy,
-    deliveries: () => spy.mock.calls.flatMap(([batch]) => [...batch].map((m) => m.body as DeliveryMessage)),
-    restore: () => spy.mockRestore(),
+    queues,
+    deliveries: () => queues.sent().map((m) => m.body as DeliveryMessage),
+    restore: queues.restore,
   };
 }
 
@@ -106,7 +107,7 @@ describe("an event message", () => {
         [stockEvent(), [0, 1, 2, 3, 4]], // stock events ignore the threshold
       ];
       for (const [event, expected] of cases) {
-        sends.spy.mockClear();
+        for (const spy of sends.queues.spies) spy.mockClear();
         await storeEvents([event]);
         await runQueue([event]);
         expect(receivers(sends.deliveries(), hooks), JSON.stringify(event.price_change)).toEqual(expected);
@@ -137,8 +138,16 @@ describe("an event message", () => {
       const deliveries = sends.deliveries().filter((d) => ids.has(d.webhook_id));
       expect(deliveries).toHaveLength(251);
       expect(new Set(deliveries.map((d) => d.webhook_id)).size).toBe(251);
-      expect(sends.spy.mock.calls.every(([batch]) => [...batch].length <= 100)).toBe(true);
-      expect(sends.spy.mock.calls.length).toBe(Math.ceil(sends.deliveries().length / 100));
+      for (const spy of sends.queues.spies) {
+        expect(spy.mock.calls.every(([batch]) => [...batch].length <= 100)).toBe(true);
+        expect(spy.mock.calls.length).toBe(Math.ceil(spy.mock.calls.flatMap(([batch]) => [...batch]).length / 100));
+      }
+      // Spread by webhook over every delivery queue (DELIVERY_QUEUES).
+      const queueOf = new Map<string, number>();
+      sends.queues.spies.forEach((spy, i) => {
+        for (const [batch] of spy.mock.calls) for (const { body } of batch) queueOf.set((body as DeliveryMessage).webhook_id, i);
+      });
+      expect(new Set(deliveries.map((d) => queueOf.get(d.webhook_id))).size).toBe(sends.queues.spies.length);
     } finally {
       sends.restore();
       await db()
@@ -150,7 +159,8 @@ describe("an event message", () => {
   it("is retried on the schedule when the deliveries cannot be queued", async () => {
     const token = (await freshAccount()).token;
     await createWebhook(token, { url: hookUrl() });
-    const failing = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockRejectedValue(new Error("Queue unavailable"));
+    const failing = spyOnDeliveryQueues();
+    for (const spy of failing.spies) spy.mockRejectedValue(new Error("Queue unavailable"));
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
       const event = priceEvent(100, 200);
@@ -161,7 +171,7 @@ describe("an event message", () => {
       expect(result.retryMessages[0]!.delaySeconds).toBeGreaterThanOrEqual(240); // attempt 2 → about 5 minutes
       expect(errors).toHaveBeenCalled();
     } finally {
-      failing.mockRestore();
+      failing.restore();
       errors.mockRestore();
     }
   });
@@ -185,14 +195,14 @@ describe("from ingestion to the receiver, through the real queue", () => {
 
     const before = rateLimitOf(await call("GET", "/competitors", { token: key }));
     const objects = await rateLimitObjects();
-    const sent = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch"); // watched, passed on
+    const sent = spyOnDeliveryQueues(); // watched, passed on
     let kinds: string[];
     try {
       await ingest([{ sku: "E2E-1", price: "89.50", observed_at: "2026-05-02T00:00:00Z" }]);
       await vi.waitFor(() => expect(receiver.to(matching.url)).toHaveLength(1), { timeout: 10_000, interval: 50 });
-      kinds = sent.mock.calls.flatMap(([batch]) => [...batch].map((m) => (m.body as WebhookMessage).kind));
+      kinds = sent.sent().map((m) => (m.body as WebhookMessage).kind);
     } finally {
-      sent.mockRestore();
+      sent.restore();
     }
     const [request] = receiver.to(matching.url);
     const payload = verifyWithLibrary(matching.secret, request!) as { type: string; data: Record<string, unknown> };

@@ -1,8 +1,8 @@
 import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
-import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/events/messages.ts";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import type { DeliveryMessage, EventMessage } from "../../src/events/messages.ts";
 import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
@@ -11,7 +11,7 @@ import { deliverAfterCommit } from "../../src/webhooks/delivery/immediate.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { captureLogs } from "../helpers/logs.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, runQueue, storeEvents } from "../helpers/webhooks.ts";
+import { createWebhook, ingest, runQueue, spyOnDeliveryQueues, storeEvents } from "../helpers/webhooks.ts";
 
 /**
  * The first delivery right after the commit (src/webhooks/delivery/immediate.ts): the queue is watched and
@@ -21,22 +21,24 @@ import { createWebhook, ingest, runQueue, storeEvents } from "../helpers/webhook
 
 const db = () => database(env.DB);
 let receiver: Receiver;
-let batches: MockInstance<Queue<WebhookMessage>["sendBatch"]>;
+let queues: ReturnType<typeof spyOnDeliveryQueues>;
 
 beforeAll(() => {
   receiver = installReceiver();
 });
 afterEach(async () => {
-  batches.mockRestore();
+  queues.restore();
   receiver.assertNoStrayRequests();
   await db().update(webhooks).set({ status: "disabled" }).where(eq(webhooks.status, "enabled"));
 });
 afterAll(() => vi.restoreAllMocks());
 
 function captureQueue() {
-  batches = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
+  // Events, and deliveries over every delivery queue (a consumer's fan-out spreads them by webhook).
+  queues = spyOnDeliveryQueues();
+  for (const spy of queues.spies) spy.mockResolvedValue({} as QueueSendBatchResponse);
   // A failed first attempt is sent with its retry delay; everything else goes at once.
-  const sent = () => batches.mock.calls.flatMap(([batch]) => [...batch]);
+  const sent = queues.sent;
   const queued = () =>
     sent()
       .filter((m) => m.delaySeconds === undefined)

@@ -8,7 +8,7 @@ import { call, expectJson } from "../helpers/http.ts";
 import { fetchDocument } from "../helpers/openapi.ts";
 import { costOf, statementsOf } from "../helpers/statements.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, ingest, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
+import { createWebhook, ingest, runQueue, spyOnDeliveryQueues, storeEvents, testEvent } from "../helpers/webhooks.ts";
 
 /**
  * Webhook rules are bounded (16 KiB of JSON) and the fan-out reads only the webhooks that may match its
@@ -65,19 +65,20 @@ describe("the fan-out of a batch", () => {
 
   /** The D1 reads of one queue batch's fan-out (the deliveries it queues are captured, not sent). */
   async function fanOutReads(event: EventMessage) {
-    const sends = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
+    const sends = spyOnDeliveryQueues();
+    for (const spy of sends.spies) spy.mockResolvedValue({} as QueueSendBatchResponse);
     try {
       await storeEvents([event]);
       const statements = await statementsOf(() => runQueue([event]));
       const costs = await costOf(statements);
-      const deliveries = sends.mock.calls.flatMap(([batch]) => [...batch].map((m) => m.body as DeliveryMessage));
+      const deliveries = sends.sent().map((m) => m.body as DeliveryMessage);
       return {
         to: deliveries.map((d) => d.webhook_id),
         rowsRead: costs.reduce((sum, cost) => sum + cost.rowsRead, 0),
         bytes: costs.reduce((sum, cost) => sum + cost.bytesReturned, 0),
       };
     } finally {
-      sends.mockRestore();
+      sends.restore();
     }
   }
 

@@ -1,12 +1,5 @@
 import pLimit from "p-limit";
-import {
-  DEAD_LETTER_QUEUE,
-  type DeliveryMessage,
-  type EventMessage,
-  sendAll,
-  type WebhookMessage,
-  webhookMessage,
-} from "../../events/messages.ts";
+import { DEAD_LETTER_QUEUE, type DeliveryMessage, type EventMessage, type WebhookMessage, webhookMessage } from "../../events/messages.ts";
 import { claimForFanOut, markFannedOut, releaseFanOut } from "../../events/outbox.ts";
 import { readConfig } from "../../platform/config.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
@@ -18,11 +11,12 @@ import { type Attempted, attemptDelivery } from "./attempt.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
+import { DELIVERY_QUEUES, sendDeliveries } from "./queues.ts";
 import { retryDelaySeconds } from "./schedule.ts";
 import { fanOut, recordAttempts, webhooksByIds } from "./store.ts";
 
 /**
- * The WEBHOOK_QUEUE consumer. It is the Worker's `queue` handler, not a route: deliveries never pass
+ * The consumer of WEBHOOK_QUEUE and of the other delivery queues (DELIVERY_QUEUES), all alike. It is the Worker's `queue` handler, not a route: deliveries never pass
  * the Hono app, so they never touch a rate-limit bucket. A batch's messages run concurrently:
  * events are fanned out together (one D1 query, one delivery message per matching webhook, sent in
  * chunks), and deliveries go out in parallel, at most MAX_OPEN_CONNECTIONS at a time, except those to
@@ -67,7 +61,14 @@ async function handleMessages(
   }
   await Promise.all([
     events.length > 0 &&
-      fanOutEvents({ db, archive: meteredBucket(env.ARCHIVE, countR2Into(work)), queue: meteredQueue(env.WEBHOOK_QUEUE, work) }, events),
+      fanOutEvents(
+        {
+          db,
+          archive: meteredBucket(env.ARCHIVE, countR2Into(work)),
+          queues: DELIVERY_QUEUES.map((binding) => meteredQueue(env[binding], work)),
+        },
+        events,
+      ),
     deliveries.length > 0 && deliverAll({ db, secretKey, endpoints: env.WEBHOOK_ENDPOINT, work }, deliveries),
   ]);
 }
@@ -82,12 +83,12 @@ function retryLater(message: Message<unknown>, attempt: number): void {
 }
 
 /**
- * Fans out the events this consumer claims (src/events/outbox.ts); an event already claimed (sent
- * twice: relay and sweep) is acked unsent. If sending the deliveries fails, the claims are given back
+ * Fans out the events this consumer claims (src/events/outbox.ts), each delivery to its webhook's queue
+ * (src/webhooks/delivery/queues.ts); an event already claimed (sent twice: relay and sweep) is acked unsent. If sending the deliveries fails, the claims are given back
  * and the messages retried.
  */
 async function fanOutEvents(
-  { db, archive, queue }: { db: Database; archive: R2Bucket; queue: Queue<WebhookMessage> },
+  { db, archive, queues }: { db: Database; archive: R2Bucket; queues: Queue<WebhookMessage>[] },
   events: readonly Parsed<EventMessage>[],
 ): Promise<void> {
   let claimed = new Set<string>();
@@ -97,7 +98,7 @@ async function fanOutEvents(
       events.map((event) => event.body.event.id),
     );
     const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
-    await sendAll(queue, await fanOut(db, archive, fresh));
+    await sendDeliveries(queues, await fanOut(db, archive, fresh));
     await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();
   } catch (error) {
