@@ -7,7 +7,7 @@ import { fnv1a } from "../../platform/hash.ts";
  * answer time; each queue added carries as many again (docs/scale.md). Every queue is consumed the same way
  * (src/webhooks/delivery/consumer.ts); a delivery's retries stay on the queue that holds it.
  */
-export const DELIVERY_QUEUES = ["WEBHOOK_QUEUE", "WEBHOOK_QUEUE_2"] as const satisfies readonly (keyof Env)[];
+export const DELIVERY_QUEUES = ["WEBHOOK_QUEUE", "WEBHOOK_QUEUE_2"] as const;
 
 /** Sends each delivery to its webhook's queue (one of `queues`, in DELIVERY_QUEUES' order), in chunks as sendAll does. */
 export async function sendDeliveries(queues: readonly Queue<WebhookMessage>[], deliveries: readonly DeliveryMessage[]): Promise<void> {
