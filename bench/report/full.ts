@@ -163,18 +163,23 @@ export function report(r: Results): string {
     const [f, sm] = [measure(full), measure(small)];
     return [`GET /products ${show(f)}; small response ${show(sm)}`, ok(f) && ok(sm)];
   };
-  const rpsAim = (peer: WorkerName, factor: number): [string, string, boolean] => [
-    `ours ≥ ${factor} × ${peer} (req/s)`,
-    ...both(
+  const rpsRatio = (peer: WorkerName) =>
+    both(
       (t) => t.ours.rps / t[peer].rps,
       ratio,
-      (n) => n >= factor,
-    ),
-  ];
+      () => true,
+    )[0];
+  // The aim is the floor: floor-write is one RPC and one SQLite write a request, the least an exact, durable limiter does.
+  // The other peers are stated as measured (ours ÷ peer), without an aim: past floor-write they are past the design.
   const aims: [string, string, boolean][] = [
-    rpsAim("floor-write", 0.9),
-    rpsAim("hono-rate-limiter", 2),
-    rpsAim("native", 2),
+    [
+      "ours ≥ 1.0 × floor-write (req/s)",
+      ...both(
+        (t) => t.ours.rps / t["floor-write"].rps,
+        ratio,
+        (n) => n >= 1,
+      ),
+    ],
     [
       "ours' worker CPU/request within 0.1 ms of floor-write's",
       ...both(
@@ -200,8 +205,10 @@ export function report(r: Results): string {
     ],
   ];
   // A quick run's 2 s loads, one round, are a smoke test: its throughput verdicts are rough.
-  const judged = (i: number, ok: boolean) => (r.mode === "quick" && i < 4 ? `${verdict(ok)} (quick run, rough)` : verdict(ok));
+  const judged = (i: number, ok: boolean) => (r.mode === "quick" && i < 2 ? `${verdict(ok)} (quick run, rough)` : verdict(ok));
   push("", "| aim | measured | |", "|---|---|---|", ...aims.map(([aim, measured, ok], i) => `| ${aim} | ${measured} | ${judged(i, ok)} |`));
+  const peers: WorkerName[] = ["bare", "hono-rate-limiter", "native", "floor-rpc"];
+  push("", `Ours ÷ each other peer (req/s), measured, no aim: ${peers.map((peer) => `${peer}: ${rpsRatio(peer)}`).join("; ")}.`);
 
   // ---- Exactness ----
   push(
