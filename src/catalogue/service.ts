@@ -1,11 +1,14 @@
 import { Buffer } from "node:buffer";
 import { constants, crc32, deflateRawSync } from "node:zlib";
 import { asc, eq, sql } from "drizzle-orm";
+import type { RateDay } from "../fx-rates/rates.ts";
+import { latestRates } from "../fx-rates/service.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { sha256Hex } from "../platform/hash.ts";
 import { logger } from "../platform/log.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
+import { convertProduct, convertProductJson } from "./converted.ts";
 import { type FilteredReadOptions, filterSet, matchingProducts } from "./filtered.ts";
 import { unknownProduct } from "./history.ts";
 import type { CompetitorPatch, CompetitorView, ProductFilters } from "./schema.ts";
@@ -77,15 +80,34 @@ function normalise(filters: ProductFilters): [string, string][] {
   return normalised;
 }
 
-export const isFiltered = (filters: ProductFilters) => normalise(filters).length > 0;
+/** Whether the list is the snapshot's stored bytes as they are: no filter, no conversion. */
+export const isFiltered = (filters: ProductFilters) => normalise(filters).length > 0 || filters.currency !== undefined;
 
-/** The strong ETag of a list: the snapshot's id, a hash of the normalised filters, and the form. */
-export async function productsEtag(manifest: Manifest, filters: ProductFilters, form: "json" | "ndjson", gzip: boolean): Promise<string> {
+/** `?currency=`: the currency asked for and the rates to convert with (null: none stored yet). */
+export interface Conversion {
+  currency: string;
+  day: RateDay | null;
+}
+
+/** The rates for a `?currency=` read: one D1 statement (none without `currency`). */
+export const conversionOf = async (db: Database, currency: string | undefined): Promise<Conversion | undefined> =>
+  currency === undefined ? undefined : { currency, day: await latestRates(db) };
+
+/** The strong ETag of a list: the snapshot's id, a hash of the normalised filters (and of the conversion), and the form. */
+export async function productsEtag(
+  manifest: Manifest,
+  filters: ProductFilters,
+  form: "json" | "ndjson",
+  gzip: boolean,
+  conversion?: Conversion,
+): Promise<string> {
   const normalised = normalise(filters);
   let tag = `cat-${manifest.id}`;
   if (normalised.length > 0) {
     tag += `-${await sha256Hex(JSON.stringify(normalised), 8)}`;
   }
+  // New rates for the day change the body as much as a new snapshot does.
+  if (conversion) tag += `-${conversion.currency}-${await sha256Hex(JSON.stringify(conversion.day), 8)}`;
   if (form === "ndjson") tag += "-nd";
   if (gzip) tag += "-gz";
   return `"${tag}"`;
@@ -96,18 +118,21 @@ export const snapshotEtag = (manifest: Manifest) => `"cat-${manifest.id}"`;
 
 const encoder = new TextEncoder();
 
-/** The matching products, as `{"products":[…]}` or NDJSON, a page or a segment at a time (src/catalogue/filtered.ts). */
+/**
+ * The matching products, as `{"products":[…]}` or NDJSON, a page or a segment at a time (src/catalogue/filtered.ts);
+ * with a conversion, each converted (src/catalogue/converted.ts). No filter and a conversion reads every segment.
+ */
 export async function* filteredProducts(
   db: Database,
   bucket: R2Bucket,
   manifest: Manifest,
-  filters: ProductFilters,
-  form: "json" | "ndjson",
+  { filters, form, conversion }: { filters: ProductFilters; form: "json" | "ndjson"; conversion?: Conversion | undefined },
   options?: FilteredReadOptions,
 ): AsyncGenerator<Uint8Array> {
   let first = true;
   if (form === "json") yield encoder.encode('{"products":[');
-  for await (const hits of matchingProducts(db, bucket, manifest, filterSet(filters), options)) {
+  for await (const matched of matchingProducts(db, bucket, manifest, filterSet(filters), options)) {
+    const hits = conversion ? matched.map((json) => convertProductJson(json, conversion.day, conversion.currency)) : matched;
     yield encoder.encode(form === "json" ? (first ? "" : ",") + hits.join(",") : hits.map((line) => `${line}\n`).join(""));
     first = false;
   }
@@ -149,7 +174,7 @@ export async function* gzipMember(chunks: AsyncGenerator<Uint8Array>): AsyncGene
  * One product, read from D1 (its row, and its offers with their competitors' names, in one batch of two statements):
  * always current.
  */
-export async function productJson(db: Database, id: string): Promise<string> {
+export async function productJson(db: Database, id: string, conversion?: Conversion): Promise<string> {
   const [rows, offerRows] = await db.batch([
     db.select().from(products).where(eq(products.id, id)),
     db
@@ -163,13 +188,12 @@ export async function productJson(db: Database, id: string): Promise<string> {
   const names = new Map(
     offerRows.flatMap(({ offer, competitorName }) => (competitorName === null ? [] : [[offer.competitorId, { name: competitorName }]])),
   );
-  return JSON.stringify(
-    productView(
-      rows[0],
-      offerRows.map(({ offer }) => offer),
-      names,
-    ),
+  const view = productView(
+    rows[0],
+    offerRows.map(({ offer }) => offer),
+    names,
   );
+  return JSON.stringify(conversion ? convertProduct(view, conversion.day, conversion.currency) : view);
 }
 
 /** A strong ETag from a body's bytes. */
