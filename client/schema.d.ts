@@ -1067,6 +1067,12 @@ export interface components {
         };
         /** @enum {string} */
         EventType: "price.changed" | "stock.changed";
+        /**
+         * @description Which figure direction, min_change_abs, price_below and price_above compare: price (the default) or total_price (price + shipping; an event whose total is unknown, while shipping is, does not match a money rule)
+         * @example total_price
+         * @enum {string}
+         */
+        PriceFigure: "price" | "total_price";
         EventFeed: {
             /** @description Oldest first */
             events: components["schemas"]["FeedEvent"][];
@@ -1434,6 +1440,12 @@ export interface components {
              * @example 30
              */
             new_high_days?: number;
+            compare?: components["schemas"]["PriceFigure"];
+            /**
+             * @description true: only a price.changed whose new_price is below the offer's lowest_price_30d (the lowest price of the 30 days before the change: the EU's prior price), so a reduction that is a real one. 30 days at 12.00, 10.00, 11.00 then 9.50 sends the 9.50 (below 10.00), not 11.00 → 10.50
+             * @example true
+             */
+            below_lowest_30d?: boolean;
             /**
              * @description Only events of these competitors (competitor_id) (exact match, at most 1,000); applies to stock.changed too
              * @example [
@@ -2165,6 +2177,9 @@ export interface operations {
                 new_low_days?: number;
                 /** @description A new N-day high: new_price is above every price this offer had in the N days before the change */
                 new_high_days?: number;
+                /** @description Which figure direction, min_change_abs, price_below and price_above compare: price (the default) or total_price (price + shipping; an event whose total is unknown, while shipping is, does not match a money rule) */
+                compare?: components["schemas"]["PriceFigure"];
+                below_lowest_30d?: string;
                 /** @description Only events of these competitors (competitor_id) (exact match, at most 1,000); applies to stock.changed too; repeat the parameter for several */
                 competitors?: string | string[];
                 /** @description Only events of these brands (the product's brand now) (exact match, at most 1,000); applies to stock.changed too; repeat the parameter for several */
