@@ -41,7 +41,7 @@ export function convertProduct(view: ProductView, day: RateDay | null, target: s
 }
 
 /** The summary of offers (rows or views) with min/max over those that have a rate, in `target`; the counts count all. */
-export function summariseIn(rows: readonly SummaryRow[], day: RateDay | null, target: string): SummaryView {
+export function summariseIn(rows: readonly (SummaryRow & { priceMinor: number })[], day: RateDay | null, target: string): SummaryView {
   const converted = rows.flatMap((row) => {
     const rate = day && crossRate(day, row.currency, target);
     return rate ? [{ ...row, priceMinor: convertMinor(row.priceMinor, row.currency, target, rate), currency: target }] : [];

@@ -58,7 +58,7 @@ export function productView(
 }
 
 /** What the summary looks at in an offer: its row, or its converted price (src/catalogue/converted.ts). */
-export type SummaryRow = Pick<OfferRow, "priceMinor" | "currency" | "inStock" | "competitorId">;
+export type SummaryRow = Pick<OfferRow, "currency" | "inStock" | "competitorId"> & { priceMinor: number | bigint };
 
 /** The most common currency; ties go to the alphabetically first code, so the choice is stable. */
 function mainCurrency(rows: readonly SummaryRow[]): string | null {

@@ -35,10 +35,13 @@ export function crossRate(day: RateDay, from: string, to: string): CrossRate | n
   return { numerator: target.units * pow10(source.scale), denominator: source.units * pow10(target.scale) };
 }
 
-/** `minor` units of `from` in minor units of `to`, rounded half-even: 1999 USD cents at 0.9231… EUR/USD → 1845 cents. */
-export function convertMinor(minor: number, from: string, to: string, rate: CrossRate): number {
+/**
+ * `minor` units of `from` in minor units of `to`, rounded half-even: 1999 USD cents at 0.9231… EUR/USD → 1845 cents. A
+ * BigInt: a large amount in a currency of a high rate may pass 2^53 minor units.
+ */
+export function convertMinor(minor: number, from: string, to: string, rate: CrossRate): bigint {
   const numerator = BigInt(minor) * rate.numerator * pow10(currencyExponent(to));
-  return Number(divideHalfEven(numerator, rate.denominator * pow10(currencyExponent(from))));
+  return divideHalfEven(numerator, rate.denominator * pow10(currencyExponent(from)));
 }
 
 export const formatRate = (rate: CrossRate) => formatQuotient(rate.numerator, rate.denominator, RATE_DECIMALS);
