@@ -212,7 +212,10 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
     route("GET", () => `/products?updated_since=${encodeURIComponent(ago(0))}`, key, undefined, true),
     budget(6, 2),
   ],
+  // ?currency= reads the day's rates (one statement) beside what the read costs without it.
+  "GET /products?sku=&currency=": [route("GET", () => `/products?sku=${OURS}&currency=EUR`, key, undefined, true), budget(7, 2)],
   "GET /products/{id}": [route("GET", () => `/products/${productId}`, key), budget(4, 1)],
+  "GET /products/{id}?currency=": [route("GET", () => `/products/${productId}?currency=JPY`, key), budget(5, 1)],
   "GET /products/{id}/history": [route("GET", () => `/products/${productId}/history`, key), budget(4, 2)],
   "GET /competitors": [route("GET", () => "/competitors", key), budget(3)],
   "GET /events": [route("GET", () => "/events", key), budget(6, 2)],
@@ -342,6 +345,15 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
     ),
     budget(4, 2),
   ],
+  "PUT /admin/fx-rates": [
+    route(
+      "PUT",
+      () => "/admin/fx-rates",
+      adminLogin,
+      () => ({ base: "EUR", date: new Date().toISOString().slice(0, 10), rates: { USD: "1.0832", JPY: "162.45", KWD: "0.3331" } }),
+    ),
+    budget(4),
+  ],
   "POST /secret-scanning/github": [
     async () => {
       const leaked = await addKey(owner.token);
@@ -385,6 +397,8 @@ const MCP_TOOLS: Record<string, [Record<string, unknown>, Budget]> = {
   "search_products (short query)": [{ query: "Sn" }, budget(4)],
   "search_products (competitor)": [{ competitor: "cmp_a", limit: 20 }, budget(4)],
   get_product: [{ sku: OURS }, budget(4)],
+  "get_product (currency)": [{ sku: OURS, currency: "EUR" }, budget(5)],
+  "search_products (currency)": [{ query: "Snapshot product", limit: 20, currency: "EUR" }, budget(5)],
   price_history: [{ product_id: "prd_budget_busy", points: 50 }, budget(4, 2)],
   list_competitors: [{}, budget(3, 2)],
   recent_changes: [{ limit: 20 }, budget(4, 2)],
