@@ -50,14 +50,23 @@ function fail(message: string): never {
 
 // ---- Deterministic randomness (mulberry32) -------------------------------------------------------
 
-let state = Number(args.seed) >>> 0;
-function random(): number {
-  state = (state + 0x6d2b79f5) >>> 0;
-  let t = state;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
+const random = mulberry32(Number(args.seed));
+/**
+ * A second stream for what the sample gained later (pack sizes, sellers, conditions, failed checks): drawing those from
+ * the first would move every later draw, and with them the products, SKUs and prices the README's examples name.
+ */
+const extra = mulberry32(Number(args.seed) ^ 0x5eed);
+const pickExtra = <T>(items: ArrayLike<T>): T => items[Math.floor(extra() * items.length)]!;
 const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
 const pick = <T>(items: ArrayLike<T>): T => items[Math.floor(random() * items.length)]!;
 const chance = (p: number) => random() < p;
@@ -289,23 +298,25 @@ const CATEGORIES: readonly Category[] = [
       ["45mm", 1.08],
     ],
   },
-  {
-    // Sold by weight: each variant a pack size, so the offers have unit prices (per kg).
-    name: "Coffee",
-    code: "CF",
-    lines: [
-      ["Lavazza", "Super Crema Whole Bean Coffee", 27.99],
-      ["Illy", "Classico Ground Coffee, Medium Roast", 39.99],
-      ["Starbucks", "Pike Place Roast Whole Bean Coffee", 29.99],
-      ["Peet's", "Major Dickason's Blend Ground Coffee", 31.99],
-    ],
-    variants: [
-      ["250 g", 0.3],
-      ["500 g", 0.55],
-      ["1 kg", 1],
-    ],
-  },
 ];
+
+/** Sold by weight, each variant a pack size (unit prices per kg): every 50th product from the 22nd, drawn from `extra`. */
+const COFFEE: Category = {
+  name: "Coffee",
+  code: "CF",
+  lines: [
+    ["Lavazza", "Super Crema Whole Bean Coffee", 27.99],
+    ["Illy", "Classico Ground Coffee, Medium Roast", 39.99],
+    ["Starbucks", "Pike Place Roast Whole Bean Coffee", 29.99],
+    ["Peet's", "Major Dickason's Blend Ground Coffee", 31.99],
+  ],
+  variants: [
+    ["250 g", 0.3],
+    ["500 g", 0.55],
+    ["1 kg", 1],
+  ],
+};
+const isCoffee = (i: number) => i % 50 === 21;
 
 /** The pack size a variant names ("250 g", "1 kg", "2-pack"), as an observation's quantity and unit; none for others. */
 function packOf(variant: string): Pick<OfferRow, "quantity" | "unit"> {
@@ -423,18 +434,33 @@ interface Rows {
 /** Product `i` (its place in the sequence of random draws), its offers, their history and events, into `tables`. */
 function addProduct(i: number, tables: Rows) {
   const category = sharedCategory(i) ?? pick(CATEGORIES);
-  const { brand, line, listUsd, variant, factor, round } = nextListing(category);
+  const drawn = nextListing(category);
+  // Drawn either way, so the first stream moves as it always did.
+  const coffee = isCoffee(i) ? { line: pickExtra(COFFEE.lines), variant: pickExtra(COFFEE.variants) } : undefined;
+  const { brand, line, listUsd, variant, factor, round } = coffee
+    ? {
+        brand: coffee.line[0],
+        line: coffee.line[1],
+        listUsd: coffee.line[2],
+        variant: coffee.variant[0],
+        factor: coffee.variant[1],
+        round: 0,
+      }
+    : drawn;
   const name = `${brand} ${line}${variant ? `, ${variant}` : ""}${RELISTED[round - 1] ?? ""}`;
   const sku = `${brand
     .replace(/[^A-Za-z]/g, "")
     .slice(0, 3)
-    .toUpperCase()}-${category.code}-${String(i + 1).padStart(6, "0")}`;
+    .toUpperCase()}-${(coffee ? COFFEE : category).code}-${String(i + 1).padStart(6, "0")}`;
   const mpn = `${brand
     .replace(/[^A-Za-z]/g, "")
     .slice(0, 2)
     .toUpperCase()}${token(6, "0123456789ABCDEFGHJKLMNPRSTUVWXYZ")}`;
   const id = newId("prd", randomBytes);
-  const usdCents = Math.round(listUsd * factor * 100);
+  // The walks are drawn at the drawn listing's price (a price decides whether a later draw happens), then a coffee's
+  // are scaled to its own, so the first stream moves as it always did.
+  const usdCents = Math.round(drawn.listUsd * drawn.factor * 100);
+  const scale = Math.round(listUsd * factor * 100) / usdCents;
 
   const offerCount = Math.min(COMPETITORS.length, pick([1, 2, 2, 3, 3, 3, 4, 4, 5, 6]));
   const sellers = shuffled(COMPETITORS).slice(0, offerCount);
@@ -460,6 +486,8 @@ function addProduct(i: number, tables: Rows) {
         : last.price;
       walk.push({ price, inStock: price === last.price ? !last.inStock : chance(0.9), at: when });
     }
+    const { step } = CURRENCIES[seller.currency];
+    if (coffee) for (const row of walk) row.price = Math.max(step, Math.round((row.price * scale) / step) * step);
     const current = walk.at(-1)!;
     const lastPriceChange = walk.findLastIndex((row, i) => i === 0 || row.price !== walk[i - 1]!.price);
     const previous = lastPriceChange > 0 ? walk[lastPriceChange - 1] : undefined;
@@ -473,7 +501,7 @@ function addProduct(i: number, tables: Rows) {
       return prior.lowestMinor;
     });
     // A few checks fail (the page is gone, or the shop refused the check): the offer keeps its last price and stock.
-    const checkStatus = pick([
+    const checkStatus = pickExtra([
       "ok",
       "ok",
       "ok",
@@ -507,8 +535,23 @@ function addProduct(i: number, tables: Rows) {
       previousPriceMinor: previous?.price ?? null,
       priceChangedAt: iso(walk[lastPriceChange]!.at),
       checkedAt: iso(now - int(0, 3600) * 1000), // the shops are checked every hour or so
-      seller: MARKETPLACES.has(seller.id) && chance(0.4) ? pick(SELLERS) : null,
-      condition: pick(["new", "new", "new", "new", "new", "new", "new", "new", "new", "new", "new", "new", "refurbished", "used"] as const),
+      seller: MARKETPLACES.has(seller.id) && extra() < 0.4 ? pickExtra(SELLERS) : null,
+      condition: pickExtra([
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "refurbished",
+        "used",
+      ] as const),
       ...packOf(variant),
       checkStatus,
       lowestPrice30dMinor: lowestAt.at(-1)!,
@@ -538,7 +581,7 @@ function addProduct(i: number, tables: Rows) {
     mpn,
     name,
     brand,
-    category: category.name,
+    category: (coffee ? COFFEE : category).name,
     url: `https://www.${slug(brand)}.com/products/${mpn.toLowerCase()}`,
     imageUrl: `https://images.pricedata.example/${id}.jpg`,
     createdAt: iso(createdAt),
