@@ -678,20 +678,20 @@ export interface components {
             /** @description null when the currency changed */
             direction: components["schemas"]["PriceDirection"] | null;
             /**
-             * @description old_price + the shipping cost then; null while shipping was unknown, or when the currency changed
+             * @description old_price + the shipping cost then; null while shipping was unknown, or when the currency changed (absent on events recorded before 2026-11-27)
              * @example 14.99
              */
-            old_total_price: string | null;
+            old_total_price?: string | null;
             /**
-             * @description new_price + shipping_cost; null while shipping is unknown
+             * @description new_price + shipping_cost; null while shipping is unknown (absent on events recorded before 2026-11-27)
              * @example 14.99
              */
-            new_total_price: string | null;
+            new_total_price?: string | null;
             /**
-             * @description The offer's lowest price in the 30 days before this change (the EU's prior price); null when the currency changed. The alert rule below_lowest_30d matches when new_price is below it
+             * @description The offer's lowest price in the 30 days before this change (the EU's prior price); null when the currency changed (absent on events recorded before 2026-11-27). The alert rule below_lowest_30d matches when new_price is below it
              * @example 14.99
              */
-            lowest_price_30d: string | null;
+            lowest_price_30d?: string | null;
         };
         /**
          * @description Which way a price moved. As an alert rule, only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 (nor a change of currency)
