@@ -277,6 +277,17 @@ export async function randomOffers(dir: string, count: number) {
   )[0]!.results;
 }
 
+/** Each offer's observation with its price raised by `raise` minor units: a price change each. */
+const priceChanges = (offers: Awaited<ReturnType<typeof randomOffers>>, raise: number) =>
+  offers.map((offer) => ({
+    sku: offer.sku,
+    name: offer.name,
+    competitor: { id: offer.competitor_id, name: offer.competitor_name },
+    price: formatMoney(offer.price_minor + raise, offer.currency),
+    currency: offer.currency,
+    in_stock: true,
+  }));
+
 /**
  * A scattered change: one ingestion of SCATTERED products picked at random (a new price each), then
  * GET /products until it serves a new ETag. Returns the time from the ingestion's answer until then,
@@ -294,14 +305,7 @@ async function scatteredChange(
   const admin = context.adminToken;
   const before = String((await timedGet(url, gzip)).headers.etag);
   const reportsBefore = buildReports(log).length;
-  const observations = offers.map((offer) => ({
-    sku: offer.sku,
-    name: offer.name,
-    competitor: { id: offer.competitor_id, name: offer.competitor_name },
-    price: formatMoney(offer.price_minor + 1, offer.currency),
-    currency: offer.currency,
-    in_stock: true,
-  }));
+  const observations = priceChanges(offers, 1);
   const cpuBefore = workerCpu(worker).runtime;
   const res = await fetch(`${worker.directUrl}/admin/observations`, {
     method: "POST",
@@ -322,24 +326,10 @@ async function scatteredChange(
  * "Comparable prices" too (seller, condition, quantity and unit, shipping): its answer time and the runtime's CPU.
  */
 async function ingestionWith(worker: Worker, context: CatalogueContext, offers: Awaited<ReturnType<typeof randomOffers>>, step: number) {
-  const comparable = step === 2;
-  const observations = offers.map((offer) => ({
-    sku: offer.sku,
-    name: offer.name,
-    competitor: { id: offer.competitor_id, name: offer.competitor_name },
-    price: formatMoney(offer.price_minor + step, offer.currency),
-    currency: offer.currency,
-    in_stock: true,
-    ...(comparable
-      ? {
-          seller: "Bench Seller GmbH",
-          condition: "refurbished",
-          quantity: "500",
-          unit: "g",
-          shipping_cost: formatMoney(499, offer.currency),
-        }
-      : {}),
-  }));
+  const terms = { seller: "Bench Seller GmbH", condition: "refurbished", quantity: "500", unit: "g" };
+  const observations = priceChanges(offers, step).map((observation) =>
+    step === 2 ? { ...observation, ...terms, shipping_cost: formatMoney(499, observation.currency) } : observation,
+  );
   const cpuBefore = workerCpu(worker).runtime;
   const started = performance.now();
   const res = await fetch(`${worker.directUrl}/admin/observations`, {
