@@ -44,7 +44,7 @@ const windowDays = (description: string) =>
 const amount = (description: string, example: string) => moneyStringSchema.optional().meta({ description, example });
 
 /** Which figure the money rules compare: a named enum, one type in a generated client. */
-export const PriceFigure = z.enum(["price", "total_price"], { error: "must be price or total_price" }).meta({
+const PriceFigure = z.enum(["price", "total_price"], { error: "must be price or total_price" }).meta({
   id: "PriceFigure",
   description:
     "Which figure direction, min_change_abs, price_below and price_above compare: price (the default) or total_price (price + " +

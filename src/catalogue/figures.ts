@@ -20,7 +20,8 @@ export const UNIT_PRICE_PER = ["1 kg", "1 l", "1 m", "1 m2", "1 count"] as const
 export type UnitPricePer = (typeof UNIT_PRICE_PER)[number];
 
 /** price + shipping; unknown (null) while shipping is unknown; shipping 0 is free delivery. */
-export const totalMinor = (priceMinor: number, shippingMinor: number | null) => (shippingMinor === null ? null : priceMinor + shippingMinor);
+export const totalMinor = (priceMinor: number, shippingMinor: number | null) =>
+  shippingMinor === null ? null : priceMinor + shippingMinor;
 
 /**
  * The price per kg, litre, metre, square metre or piece: price ÷ quantity in that unit, rounded half-even to the

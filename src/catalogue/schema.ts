@@ -50,7 +50,7 @@ export const OfferCondition = z.enum(OFFER_CONDITIONS, { error: "must be new, us
   description: "The item's condition as the competitor sells it",
   example: "new",
 });
-export const CheckStatus = z.enum(CHECK_STATUSES, { error: "must be ok, not_found or blocked" }).meta({
+const CheckStatus = z.enum(CHECK_STATUSES, { error: "must be ok, not_found or blocked" }).meta({
   id: "CheckStatus",
   description:
     "How the offer's last check went: ok (a price was read), not_found (the page or product is gone) or blocked (the shop refused " +
@@ -63,14 +63,14 @@ export const QuantityUnit = z.enum(QUANTITY_UNITS, { error: "must be one of g, k
   example: "g",
 });
 
-export const UnitPrice = z
+const UnitPrice = z
   .object({
     amount: money.meta({ description: "price ÷ quantity in `per`'s unit, rounded half-even to the currency's minor unit" }),
     per: z.enum(UNIT_PRICE_PER).meta({ id: "UnitPricePer", description: "What the amount buys: g → 1 kg, ml → 1 l, cm → 1 m" }),
   })
   .meta({ id: "UnitPrice", description: "The price per kilogram, litre, metre, square metre or piece (docs/observations.md)" });
 
-export const ConvertedPrice = z
+const ConvertedPrice = z
   .object({
     currency,
     price: money.meta({ description: "price × rate, rounded half-even to the target currency's minor unit" }),

@@ -19,7 +19,7 @@ export interface CrossRate {
 }
 
 /** How many decimals a rate is shown with; the conversion itself uses the exact fraction. */
-export const RATE_DECIMALS = 10;
+const RATE_DECIMALS = 10;
 
 function rateOf(day: RateDay, currency: string) {
   if (currency === day.base) return { units: 1n, scale: 0 };

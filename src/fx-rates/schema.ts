@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { jsonObject, required } from "../http/validation.ts";
+import { jsonObject } from "../http/validation.ts";
 import { CURRENCY_CODES, currencySchema, POSITIVE_DECIMAL_PATTERN } from "../platform/money.ts";
 
 /** PUT /admin/fx-rates: a day's reference rates, declared once. */
@@ -28,7 +28,9 @@ export const fxRatesBody = z
   .strictObject(
     {
       base: currencySchema.meta({ description: "The currency the rates are for one unit of", example: "EUR" }),
-      date: z.iso.date({ error: "must be a date, YYYY-MM-DD" }).meta({ description: "The day the rates are for (YYYY-MM-DD); conversions use the latest day on or before today" }),
+      date: z.iso
+        .date({ error: "must be a date, YYYY-MM-DD" })
+        .meta({ description: "The day the rates are for (YYYY-MM-DD); conversions use the latest day on or before today" }),
       rates: rates.meta({
         description: `Units of each currency for one unit of base, at most ${MAX_RATES} (every supported code once); not the base itself`,
       }),

@@ -1,8 +1,8 @@
+import { totalMinor } from "../catalogue/figures.ts";
 import type { CompetitorRow, OfferRow, ProductRow } from "../catalogue/views.ts";
 import type { EventMessage } from "../events/messages.ts";
 import type { PriceChangedData, StockChangedData } from "../events/schema.ts";
 import { newEventId } from "../platform/ids.ts";
-import { totalMinor } from "../catalogue/figures.ts";
 import { formatMoney } from "../platform/money.ts";
 
 /** The events an ingestion emits, built as the types src/events/schema.ts declares. */

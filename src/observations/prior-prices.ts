@@ -12,12 +12,12 @@ import { DAY_MS } from "../platform/time.ts";
  * rises from oldest to newest, so the window's lowest is its first entry.
  */
 
-export const PRIOR_WINDOW_MS = 30 * DAY_MS;
+const PRIOR_WINDOW_MS = 30 * DAY_MS;
 /**
  * A bound on the row: 64 rises in a row within 30 days (each dearer than the last, none lower since) keep 64 entries;
  * a 65th forgets the oldest, the lowest, which then no longer counts. Prices that go up and down keep only a few.
  */
-export const MAX_PRIOR_PRICES = 64;
+const MAX_PRIOR_PRICES = 64;
 
 /**
  * The offer's prior prices and lowest_price_30d after its price changed at `changedAt` from `oldMinor` (in the same

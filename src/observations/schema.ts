@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CheckStatus, competitorDomain, competitorId, competitorName, OfferCondition, QuantityUnit } from "../catalogue/schema.ts";
+import { competitorDomain, competitorId, competitorName, OfferCondition, QuantityUnit } from "../catalogue/schema.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required, trimmedText } from "../http/validation.ts";
@@ -70,7 +70,10 @@ const PricedObservation = z
     {
       ...observed,
       ...offerTerms,
-      check_status: z.literal("ok", { error: CHECK_STATUS_ERROR }).optional().meta({ description: "ok (the default): the check read a price" }),
+      check_status: z
+        .literal("ok", { error: CHECK_STATUS_ERROR })
+        .optional()
+        .meta({ description: "ok (the default): the check read a price" }),
       price: moneyStringSchema,
       regular_price: optionalMoney,
       currency: currencySchema,

@@ -117,7 +117,9 @@ export function divideHalfEven(numerator: bigint, denominator: bigint): bigint {
 
 /** numerator / denominator as a decimal string rounded half-even to `decimals` places, trailing zeros dropped ("1.0832"). */
 export function formatQuotient(numerator: bigint, denominator: bigint, decimals: number): string {
-  const digits = divideHalfEven(numerator * pow10(decimals), denominator).toString().padStart(decimals + 1, "0");
+  const digits = divideHalfEven(numerator * pow10(decimals), denominator)
+    .toString()
+    .padStart(decimals + 1, "0");
   const whole = digits.slice(0, -decimals);
   const fraction = digits.slice(-decimals).replace(/0+$/, "");
   return fraction === "" ? whole : `${whole}.${fraction}`;
