@@ -1,14 +1,13 @@
 import { Buffer } from "node:buffer";
 import { constants, crc32, deflateRawSync } from "node:zlib";
 import { asc, eq, sql } from "drizzle-orm";
-import type { RateDay } from "../fx-rates/rates.ts";
 import { latestRates } from "../fx-rates/service.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { sha256Hex } from "../platform/hash.ts";
 import { logger } from "../platform/log.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
-import { convertProduct, convertProductJson } from "./converted.ts";
+import { type Conversion, conversionInto, convertProduct, convertProductJson } from "./converted.ts";
 import { type FilteredReadOptions, filterSet, matchingProducts } from "./filtered.ts";
 import { unknownProduct } from "./history.ts";
 import type { CompetitorPatch, CompetitorView, ProductFilters } from "./schema.ts";
@@ -83,15 +82,9 @@ function normalise(filters: ProductFilters): [string, string][] {
 /** Whether the list is the snapshot's stored bytes as they are: no filter, no conversion. */
 export const isFiltered = (filters: ProductFilters) => normalise(filters).length > 0 || filters.currency !== undefined;
 
-/** `?currency=`: the currency asked for and the rates to convert with (null: none stored yet). */
-export interface Conversion {
-  currency: string;
-  day: RateDay | null;
-}
-
-/** The rates for a `?currency=` read: one D1 statement (none without `currency`). */
+/** The conversion a `?currency=` read asks for: one D1 statement for the day's rates (none without `currency`). */
 export const conversionOf = async (db: Database, currency: string | undefined): Promise<Conversion | undefined> =>
-  currency === undefined ? undefined : { currency, day: await latestRates(db) };
+  currency === undefined ? undefined : conversionInto(currency, await latestRates(db));
 
 /** The strong ETag of a list: the snapshot's id, a hash of the normalised filters (and of the conversion), and the form. */
 export async function productsEtag(
@@ -132,7 +125,7 @@ export async function* filteredProducts(
   let first = true;
   if (form === "json") yield encoder.encode('{"products":[');
   for await (const matched of matchingProducts(db, bucket, manifest, filterSet(filters), options)) {
-    const hits = conversion ? matched.map((json) => convertProductJson(json, conversion.day, conversion.currency)) : matched;
+    const hits = conversion ? matched.map((json) => convertProductJson(json, conversion)) : matched;
     yield encoder.encode(form === "json" ? (first ? "" : ",") + hits.join(",") : hits.map((line) => `${line}\n`).join(""));
     first = false;
   }
@@ -193,7 +186,7 @@ export async function productJson(db: Database, id: string, conversion?: Convers
     offerRows.map(({ offer }) => offer),
     names,
   );
-  return JSON.stringify(conversion ? convertProduct(view, conversion.day, conversion.currency) : view);
+  return JSON.stringify(conversion ? convertProduct(view, conversion) : view);
 }
 
 /** A strong ETag from a body's bytes. */

@@ -199,7 +199,7 @@ export async function searchProducts(db: Database, input: SearchInput): Promise<
   );
   return {
     products: found.map(({ matches: _, ...row }) => {
-      const summary = conversion ? summariseIn(offersOf(row.id), conversion.day, conversion.currency) : summarise(offersOf(row.id));
+      const summary = conversion ? summariseIn(offersOf(row.id), conversion) : summarise(offersOf(row.id));
       return { ...row, min_price: summary.min_price, currency: summary.currency, offer_count: summary.offer_count };
     }),
     truncated: !complete && found.length < input.limit,
