@@ -10,7 +10,7 @@ export interface paths {
         };
         /**
          * All products, in one call
-         * @description Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: `Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. `updated_since` with the time of your last sync gives only what changed since.
+         * @description Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: `Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. `updated_since` with the time of your last sync gives only what changed since. `currency` converts every offer (`converted`) and the summaries: a read of the snapshot like a filtered one, costlier than the stored bytes.
          */
         get: operations["listProducts"];
         put?: never;
@@ -28,7 +28,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One product */
+        /**
+         * One product
+         * @description Read from D1: always current. `currency` converts each offer (`converted`) and the summary.
+         */
         get: operations["getProduct"];
         put?: never;
         post?: never;
@@ -443,6 +446,26 @@ export interface paths {
         patch: operations["updateCompetitor"];
         trace?: never;
     };
+    "/admin/fx-rates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Store a day's reference exchange rates
+         * @description Replaces the rates of `date`. `GET /products?currency=` and `GET /products/{id}?currency=` convert with the latest day on or before today, through `base` (cross rates), rounding half-even to the target currency's minor unit.
+         */
+        put: operations["putFxRates"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/secret-scanning/github": {
         parameters: {
             query?: never;
@@ -654,6 +677,21 @@ export interface components {
             change_pct: number | null;
             /** @description null when the currency changed */
             direction: components["schemas"]["PriceDirection"] | null;
+            /**
+             * @description old_price + the shipping cost then; null while shipping was unknown, or when the currency changed (absent on events recorded before 2026-11-27)
+             * @example 14.99
+             */
+            old_total_price?: string | null;
+            /**
+             * @description new_price + shipping_cost; null while shipping is unknown (absent on events recorded before 2026-11-27)
+             * @example 14.99
+             */
+            new_total_price?: string | null;
+            /**
+             * @description The offer's lowest price in the 30 days before this change (the EU's prior price); null when the currency changed (absent on events recorded before 2026-11-27). The alert rule below_lowest_30d matches when new_price is below it
+             * @example 14.99
+             */
+            lowest_price_30d?: string | null;
         };
         /**
          * @description Which way a price moved. As an alert rule, only price changes this way: "down" sends 10.00 → 9.50, not 10.00 → 10.50 (nor a change of currency)
@@ -878,11 +916,28 @@ export interface components {
              */
             currency: string;
             /**
-             * @description A decimal string with the currency's own minor-unit digits, never a float
+             * @description 0: free delivery; null: unknown
              * @example 14.99
              */
             shipping_cost: string | null;
+            /**
+             * @description price + shipping_cost; null while shipping is unknown
+             * @example 14.99
+             */
+            total_price: string | null;
+            /** @description null without a quantity and unit */
+            unit_price: components["schemas"]["UnitPrice"] | null;
+            /**
+             * @description The lowest price of this offer in the 30 days before its current price took effect (the EU's prior price for a reduction); null when the price never changed (or its currency did) since it was first seen
+             * @example 14.99
+             */
+            lowest_price_30d: string | null;
+            /** @description Who sells it on the competitor's site; null when not given */
+            seller: string | null;
+            condition: components["schemas"]["OfferCondition"];
+            /** @description As last read: a check that is not ok leaves it as it was */
             in_stock: boolean;
+            check_status: components["schemas"]["CheckStatus"];
             /**
              * @description The price before the latest change
              * @example 14.99
@@ -896,10 +951,66 @@ export interface components {
             price_changed_at: string | null;
             /**
              * Format: date-time
-             * @description UTC, ISO-8601
+             * @description The latest check, whatever its check_status
              * @example 2026-01-31T12:00:00.000Z
              */
             checked_at: string;
+            /** @description Only with `?currency=`: the offer in that currency; null when there is no rate for its currency */
+            converted?: components["schemas"]["ConvertedPrice"] | null;
+        };
+        /** @description The price per kilogram, litre, metre, square metre or piece (docs/observations.md) */
+        UnitPrice: {
+            /**
+             * @description price ÷ quantity in `per`'s unit, rounded half-even to the currency's minor unit
+             * @example 14.99
+             */
+            amount: string;
+            per: components["schemas"]["UnitPricePer"];
+        };
+        /**
+         * @description What the amount buys: g → 1 kg, ml → 1 l, cm → 1 m
+         * @enum {string}
+         */
+        UnitPricePer: "1 kg" | "1 l" | "1 m" | "1 m2" | "1 count";
+        /**
+         * @description The item's condition as the competitor sells it
+         * @example new
+         * @enum {string}
+         */
+        OfferCondition: "new" | "used" | "refurbished";
+        /**
+         * @description How the offer's last check went: ok (a price was read), not_found (the page or product is gone) or blocked (the shop refused the check). A check that is not ok says nothing about price or stock: both keep their last known values
+         * @example ok
+         * @enum {string}
+         */
+        CheckStatus: "ok" | "not_found" | "blocked";
+        /** @description The offer in the currency asked for (`?currency=`) */
+        ConvertedPrice: {
+            /**
+             * @description ISO-4217
+             * @example USD
+             */
+            currency: string;
+            /**
+             * @description price × rate, rounded half-even to the target currency's minor unit
+             * @example 14.99
+             */
+            price: string;
+            /**
+             * @description total_price converted the same way; null while shipping is unknown
+             * @example 14.99
+             */
+            total_price: string | null;
+            /**
+             * @description Units of `currency` for one unit of the offer's currency, through the rates' base (cross rate), rounded half-even to 10 decimal places for display: the prices are converted with the exact quotient
+             * @example 0.9231905465
+             */
+            rate: string;
+            /**
+             * Format: date
+             * @description The day of the rates used: the latest on or before today (UTC)
+             */
+            rate_date: string;
         };
         Summary: {
             /**
@@ -956,6 +1067,12 @@ export interface components {
         };
         /** @enum {string} */
         EventType: "price.changed" | "stock.changed";
+        /**
+         * @description Which figure direction, min_change_abs, price_below and price_above compare: price (the default) or total_price (price + shipping; an event whose total is unknown, while shipping is, does not match a money rule)
+         * @example total_price
+         * @enum {string}
+         */
+        PriceFigure: "price" | "total_price";
         EventFeed: {
             /** @description Oldest first */
             events: components["schemas"]["FeedEvent"][];
@@ -1323,6 +1440,12 @@ export interface components {
              * @example 30
              */
             new_high_days?: number;
+            compare?: components["schemas"]["PriceFigure"];
+            /**
+             * @description true: only a price.changed whose new_price is below the offer's lowest_price_30d (the lowest price of the 30 days before the change: the EU's prior price), so a reduction that is a real one. 30 days at 12.00, 10.00, 11.00 then 9.50 sends the 9.50 (below 10.00), not 11.00 → 10.50
+             * @example true
+             */
+            below_lowest_30d?: boolean;
             /**
              * @description Only events of these competitors (competitor_id) (exact match, at most 1,000); applies to stock.changed too
              * @example [
@@ -1447,6 +1570,125 @@ export interface components {
             price_changes: number;
             stock_changes: number;
         };
+        /** @description A check that read a price (check_status ok or absent) */
+        PricedObservation: {
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            sku: string;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            name: string;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            brand?: string | null;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            category?: string | null;
+            gtin?: string | null;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            mpn?: string | null;
+            competitor: {
+                id: string;
+                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                name: string;
+                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                domain?: string | null;
+            };
+            /**
+             * Format: uri
+             * @description The offer's page: an http(s) URL; an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
+             */
+            url?: string | null;
+            /** @description When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default */
+            observed_at?: string;
+            /** @description Who sells it on the competitor's site (a marketplace seller), up to 200 characters */
+            seller?: string | null;
+            condition?: components["schemas"]["OfferCondition"];
+            /**
+             * @description How much the price buys, in `unit` (required with it): a positive decimal string; the unit price's divisor
+             * @example 500
+             */
+            quantity?: string;
+            unit?: components["schemas"]["QuantityUnit"];
+            /**
+             * @description ok (the default): the check read a price
+             * @enum {string}
+             */
+            check_status?: "ok";
+            /**
+             * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
+             * @example 14.99
+             */
+            price: string;
+            /**
+             * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
+             * @example 14.99
+             */
+            regular_price?: string | null;
+            /**
+             * @description ISO-4217 code, upper case
+             * @example USD
+             * @enum {string}
+             */
+            currency: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
+            /**
+             * @description Delivery to the shop's home market; 0 is free delivery, absent or null unknown (then total_price is null)
+             * @example 14.99
+             */
+            shipping_cost?: string | null;
+            in_stock: boolean;
+        };
+        /**
+         * @description The unit of `quantity`: g, kg, ml, l, cm, m, m2 or count (pieces)
+         * @example g
+         * @enum {string}
+         */
+        QuantityUnit: "g" | "kg" | "ml" | "l" | "cm" | "m" | "m2" | "count";
+        /** @description A check that read no price (not_found, blocked): it changes no price, stock or history and emits no event, and must name an offer already known (else 400) */
+        FailedCheck: {
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            sku: string;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            name: string;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            brand?: string | null;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            category?: string | null;
+            gtin?: string | null;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            mpn?: string | null;
+            competitor: {
+                id: string;
+                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                name: string;
+                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                domain?: string | null;
+            };
+            /**
+             * Format: uri
+             * @description The offer's page: an http(s) URL; an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
+             */
+            url?: string | null;
+            /** @description When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default */
+            observed_at?: string;
+            /**
+             * @description The check read no price: the offer keeps its price and stock, and shows this status
+             * @enum {string}
+             */
+            check_status: "not_found" | "blocked";
+        };
+        /** @description A day's reference rates as stored */
+        FxRates: {
+            base: string;
+            /** Format: date */
+            date: string;
+            rates: {
+                [key: string]: string;
+            };
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * @description Units of this currency for one unit of base: a positive decimal string
+         * @example 1.0832
+         */
+        FxRate: string;
         SecretScanningFeedback: {
             /** @description Hex SHA-256 of the reported token */
             token_hash: string;
@@ -1706,6 +1948,8 @@ export interface operations {
                 category?: string;
                 /** @description Products whose updated_at is at or after this; an ISO-8601 date or date-time */
                 updated_since?: string;
+                /** @description Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT /admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price are in it */
+                currency?: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
             };
             header?: {
                 /** @description The ETag of a response you hold: 304 while the catalogue is unchanged */
@@ -1759,7 +2003,10 @@ export interface operations {
     };
     getProduct: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT /admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price are in it */
+                currency?: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
+            };
             header?: {
                 /** @description The ETag of a response you hold: 304 while the catalogue is unchanged */
                 "If-None-Match"?: string;
@@ -1930,6 +2177,9 @@ export interface operations {
                 new_low_days?: number;
                 /** @description A new N-day high: new_price is above every price this offer had in the N days before the change */
                 new_high_days?: number;
+                /** @description Which figure direction, min_change_abs, price_below and price_above compare: price (the default) or total_price (price + shipping; an event whose total is unknown, while shipping is, does not match a money rule) */
+                compare?: components["schemas"]["PriceFigure"];
+                below_lowest_30d?: string;
                 /** @description Only events of these competitors (competitor_id) (exact match, at most 1,000); applies to stock.changed too; repeat the parameter for several */
                 competitors?: string | string[];
                 /** @description Only events of these brands (the product's brand now) (exact match, at most 1,000); applies to stock.changed too; repeat the parameter for several */
@@ -2929,55 +3179,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    observations: {
-                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-                        sku: string;
-                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-                        name: string;
-                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-                        brand?: string | null;
-                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-                        category?: string | null;
-                        gtin?: string | null;
-                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-                        mpn?: string | null;
-                        competitor: {
-                            id: string;
-                            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-                            name: string;
-                            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-                            domain?: string | null;
-                        };
-                        /**
-                         * Format: uri
-                         * @description The offer's page: an http(s) URL; an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
-                         */
-                        url?: string | null;
-                        /**
-                         * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
-                         * @example 14.99
-                         */
-                        price: string;
-                        /**
-                         * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
-                         * @example 14.99
-                         */
-                        regular_price?: string | null;
-                        /**
-                         * @description ISO-4217 code, upper case
-                         * @example USD
-                         * @enum {string}
-                         */
-                        currency: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
-                        /**
-                         * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
-                         * @example 14.99
-                         */
-                        shipping_cost?: string | null;
-                        in_stock: boolean;
-                        /** @description When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default */
-                        observed_at?: string;
-                    }[];
+                    observations: (components["schemas"]["PricedObservation"] | components["schemas"]["FailedCheck"])[];
                 };
             };
         };
@@ -3047,6 +3249,232 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putFxRates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The day's rates */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The currency the rates are for one unit of
+                     * @example EUR
+                     * @enum {string}
+                     */
+                    base: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
+                    /**
+                     * Format: date
+                     * @description The day the rates are for (YYYY-MM-DD); conversions use the latest day on or before today
+                     */
+                    date: string;
+                    /**
+                     * @description Units of each currency for one unit of base, at most 200 (every supported code once); not the base itself
+                     * @example {
+                     *       "USD": "1.0832",
+                     *       "JPY": "162.45",
+                     *       "KWD": "0.3331"
+                     *     }
+                     */
+                    rates: {
+                        AED?: components["schemas"]["FxRate"];
+                        AFN?: components["schemas"]["FxRate"];
+                        ALL?: components["schemas"]["FxRate"];
+                        AMD?: components["schemas"]["FxRate"];
+                        ANG?: components["schemas"]["FxRate"];
+                        AOA?: components["schemas"]["FxRate"];
+                        ARS?: components["schemas"]["FxRate"];
+                        AUD?: components["schemas"]["FxRate"];
+                        AWG?: components["schemas"]["FxRate"];
+                        AZN?: components["schemas"]["FxRate"];
+                        BAM?: components["schemas"]["FxRate"];
+                        BBD?: components["schemas"]["FxRate"];
+                        BDT?: components["schemas"]["FxRate"];
+                        BGN?: components["schemas"]["FxRate"];
+                        BHD?: components["schemas"]["FxRate"];
+                        BIF?: components["schemas"]["FxRate"];
+                        BMD?: components["schemas"]["FxRate"];
+                        BND?: components["schemas"]["FxRate"];
+                        BOB?: components["schemas"]["FxRate"];
+                        BOV?: components["schemas"]["FxRate"];
+                        BRL?: components["schemas"]["FxRate"];
+                        BSD?: components["schemas"]["FxRate"];
+                        BTN?: components["schemas"]["FxRate"];
+                        BWP?: components["schemas"]["FxRate"];
+                        BYN?: components["schemas"]["FxRate"];
+                        BZD?: components["schemas"]["FxRate"];
+                        CAD?: components["schemas"]["FxRate"];
+                        CDF?: components["schemas"]["FxRate"];
+                        CHE?: components["schemas"]["FxRate"];
+                        CHF?: components["schemas"]["FxRate"];
+                        CHW?: components["schemas"]["FxRate"];
+                        CLF?: components["schemas"]["FxRate"];
+                        CLP?: components["schemas"]["FxRate"];
+                        CNY?: components["schemas"]["FxRate"];
+                        COP?: components["schemas"]["FxRate"];
+                        COU?: components["schemas"]["FxRate"];
+                        CRC?: components["schemas"]["FxRate"];
+                        CUP?: components["schemas"]["FxRate"];
+                        CVE?: components["schemas"]["FxRate"];
+                        CZK?: components["schemas"]["FxRate"];
+                        DJF?: components["schemas"]["FxRate"];
+                        DKK?: components["schemas"]["FxRate"];
+                        DOP?: components["schemas"]["FxRate"];
+                        DZD?: components["schemas"]["FxRate"];
+                        EGP?: components["schemas"]["FxRate"];
+                        ERN?: components["schemas"]["FxRate"];
+                        ETB?: components["schemas"]["FxRate"];
+                        EUR?: components["schemas"]["FxRate"];
+                        FJD?: components["schemas"]["FxRate"];
+                        FKP?: components["schemas"]["FxRate"];
+                        GBP?: components["schemas"]["FxRate"];
+                        GEL?: components["schemas"]["FxRate"];
+                        GHS?: components["schemas"]["FxRate"];
+                        GIP?: components["schemas"]["FxRate"];
+                        GMD?: components["schemas"]["FxRate"];
+                        GNF?: components["schemas"]["FxRate"];
+                        GTQ?: components["schemas"]["FxRate"];
+                        GYD?: components["schemas"]["FxRate"];
+                        HKD?: components["schemas"]["FxRate"];
+                        HNL?: components["schemas"]["FxRate"];
+                        HTG?: components["schemas"]["FxRate"];
+                        HUF?: components["schemas"]["FxRate"];
+                        IDR?: components["schemas"]["FxRate"];
+                        ILS?: components["schemas"]["FxRate"];
+                        INR?: components["schemas"]["FxRate"];
+                        IQD?: components["schemas"]["FxRate"];
+                        IRR?: components["schemas"]["FxRate"];
+                        ISK?: components["schemas"]["FxRate"];
+                        JMD?: components["schemas"]["FxRate"];
+                        JOD?: components["schemas"]["FxRate"];
+                        JPY?: components["schemas"]["FxRate"];
+                        KES?: components["schemas"]["FxRate"];
+                        KGS?: components["schemas"]["FxRate"];
+                        KHR?: components["schemas"]["FxRate"];
+                        KMF?: components["schemas"]["FxRate"];
+                        KPW?: components["schemas"]["FxRate"];
+                        KRW?: components["schemas"]["FxRate"];
+                        KWD?: components["schemas"]["FxRate"];
+                        KYD?: components["schemas"]["FxRate"];
+                        KZT?: components["schemas"]["FxRate"];
+                        LAK?: components["schemas"]["FxRate"];
+                        LBP?: components["schemas"]["FxRate"];
+                        LKR?: components["schemas"]["FxRate"];
+                        LRD?: components["schemas"]["FxRate"];
+                        LSL?: components["schemas"]["FxRate"];
+                        LYD?: components["schemas"]["FxRate"];
+                        MAD?: components["schemas"]["FxRate"];
+                        MDL?: components["schemas"]["FxRate"];
+                        MGA?: components["schemas"]["FxRate"];
+                        MKD?: components["schemas"]["FxRate"];
+                        MMK?: components["schemas"]["FxRate"];
+                        MNT?: components["schemas"]["FxRate"];
+                        MOP?: components["schemas"]["FxRate"];
+                        MRU?: components["schemas"]["FxRate"];
+                        MUR?: components["schemas"]["FxRate"];
+                        MVR?: components["schemas"]["FxRate"];
+                        MWK?: components["schemas"]["FxRate"];
+                        MXN?: components["schemas"]["FxRate"];
+                        MXV?: components["schemas"]["FxRate"];
+                        MYR?: components["schemas"]["FxRate"];
+                        MZN?: components["schemas"]["FxRate"];
+                        NAD?: components["schemas"]["FxRate"];
+                        NGN?: components["schemas"]["FxRate"];
+                        NIO?: components["schemas"]["FxRate"];
+                        NOK?: components["schemas"]["FxRate"];
+                        NPR?: components["schemas"]["FxRate"];
+                        NZD?: components["schemas"]["FxRate"];
+                        OMR?: components["schemas"]["FxRate"];
+                        PAB?: components["schemas"]["FxRate"];
+                        PEN?: components["schemas"]["FxRate"];
+                        PGK?: components["schemas"]["FxRate"];
+                        PHP?: components["schemas"]["FxRate"];
+                        PKR?: components["schemas"]["FxRate"];
+                        PLN?: components["schemas"]["FxRate"];
+                        PYG?: components["schemas"]["FxRate"];
+                        QAR?: components["schemas"]["FxRate"];
+                        RON?: components["schemas"]["FxRate"];
+                        RSD?: components["schemas"]["FxRate"];
+                        RUB?: components["schemas"]["FxRate"];
+                        RWF?: components["schemas"]["FxRate"];
+                        SAR?: components["schemas"]["FxRate"];
+                        SBD?: components["schemas"]["FxRate"];
+                        SCR?: components["schemas"]["FxRate"];
+                        SDG?: components["schemas"]["FxRate"];
+                        SEK?: components["schemas"]["FxRate"];
+                        SGD?: components["schemas"]["FxRate"];
+                        SHP?: components["schemas"]["FxRate"];
+                        SLE?: components["schemas"]["FxRate"];
+                        SOS?: components["schemas"]["FxRate"];
+                        SRD?: components["schemas"]["FxRate"];
+                        SSP?: components["schemas"]["FxRate"];
+                        STN?: components["schemas"]["FxRate"];
+                        SVC?: components["schemas"]["FxRate"];
+                        SYP?: components["schemas"]["FxRate"];
+                        SZL?: components["schemas"]["FxRate"];
+                        THB?: components["schemas"]["FxRate"];
+                        TJS?: components["schemas"]["FxRate"];
+                        TMT?: components["schemas"]["FxRate"];
+                        TND?: components["schemas"]["FxRate"];
+                        TOP?: components["schemas"]["FxRate"];
+                        TRY?: components["schemas"]["FxRate"];
+                        TTD?: components["schemas"]["FxRate"];
+                        TWD?: components["schemas"]["FxRate"];
+                        TZS?: components["schemas"]["FxRate"];
+                        UAH?: components["schemas"]["FxRate"];
+                        UGX?: components["schemas"]["FxRate"];
+                        USD?: components["schemas"]["FxRate"];
+                        USN?: components["schemas"]["FxRate"];
+                        UYI?: components["schemas"]["FxRate"];
+                        UYU?: components["schemas"]["FxRate"];
+                        UYW?: components["schemas"]["FxRate"];
+                        UZS?: components["schemas"]["FxRate"];
+                        VED?: components["schemas"]["FxRate"];
+                        VES?: components["schemas"]["FxRate"];
+                        VND?: components["schemas"]["FxRate"];
+                        VUV?: components["schemas"]["FxRate"];
+                        WST?: components["schemas"]["FxRate"];
+                        XAF?: components["schemas"]["FxRate"];
+                        XCD?: components["schemas"]["FxRate"];
+                        XCG?: components["schemas"]["FxRate"];
+                        XOF?: components["schemas"]["FxRate"];
+                        XPF?: components["schemas"]["FxRate"];
+                        YER?: components["schemas"]["FxRate"];
+                        ZAR?: components["schemas"]["FxRate"];
+                        ZMW?: components["schemas"]["FxRate"];
+                        ZWG?: components["schemas"]["FxRate"];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The rates as stored */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FxRates"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

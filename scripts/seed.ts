@@ -2,10 +2,10 @@
  * `npm run seed -- [--products N] [--seed S] [--now ISO] [--out FILE] [--persist-to DIR] [--no-apply]`
  *
  * Writes a realistic sample catalogue into the local D1: competitors in USD, GBP, EUR and JPY,
- * N products (default 300; real product lines at their list prices) with 1–6 offers each (some out of
- * stock, some on sale), a few history rows per offer ending within the last 12 days, `checked_at` within
+ * N products (default 300; real product lines at their list prices, coffee in pack sizes) with 1–6 offers each (some out
+ * of stock, some on sale, some with shipping, some from marketplace sellers or refurbished, a few whose last check failed), a few history rows per offer ending within the last 12 days, `checked_at` within
  * the last hour, and the events of the changes inside the events feed's 30 days (up to 1,000 products), all relative to --now
- * (default: the time of the run). The same --seed gives the same products, SKUs, ids and prices; the same
+ * (default: the time of the run), and that day's reference rates (EUR base) for `?currency=`. The same --seed gives the same products, SKUs, ids and prices; the same
  * --seed and --now the same rows (event ids are random, as an ingestion's are). No network. The SQL goes to a file
  * (default .wrangler/seed.sql) and, unless --no-apply, into the local D1 after the migrations, in parts of
  * 50,000 products (so a million products seed in bounded memory; about 1 s per 1,000 products locally).
@@ -22,8 +22,9 @@ import type { EventMessage } from "../src/events/messages.ts";
 import { outboxRows } from "../src/events/outbox-rows.ts";
 import { RETENTION_MS } from "../src/events/retention.ts";
 import { priceEvent, stockEvent } from "../src/observations/events.ts";
+import { afterPriceChange } from "../src/observations/prior-prices.ts";
 import { newId } from "../src/platform/ids.ts";
-import type { priceHistory } from "../src/platform/tables.ts";
+import type { PriorPrice, priceHistory } from "../src/platform/tables.ts";
 import { DAY_MS, HOUR_MS } from "../src/platform/time.ts";
 
 const { values: args } = parseArgs({
@@ -49,14 +50,23 @@ function fail(message: string): never {
 
 // ---- Deterministic randomness (mulberry32) -------------------------------------------------------
 
-let state = Number(args.seed) >>> 0;
-function random(): number {
-  state = (state + 0x6d2b79f5) >>> 0;
-  let t = state;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
+const random = mulberry32(Number(args.seed));
+/**
+ * A second stream for what the sample gained later (pack sizes, sellers, conditions, failed checks): drawing those from
+ * the first would move every later draw, and with them the products, SKUs and prices the README's examples name.
+ */
+const extra = mulberry32(Number(args.seed) ^ 0x5eed);
+const pickExtra = <T>(items: ArrayLike<T>): T => items[Math.floor(extra() * items.length)]!;
 const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
 const pick = <T>(items: ArrayLike<T>): T => items[Math.floor(random() * items.length)]!;
 const chance = (p: number) => random() < p;
@@ -290,6 +300,39 @@ const CATEGORIES: readonly Category[] = [
   },
 ];
 
+/** Sold by weight, each variant a pack size (unit prices per kg): every 50th product from the 22nd, drawn from `extra`. */
+const COFFEE: Category = {
+  name: "Coffee",
+  code: "CF",
+  lines: [
+    ["Lavazza", "Super Crema Whole Bean Coffee", 27.99],
+    ["Illy", "Classico Ground Coffee, Medium Roast", 39.99],
+    ["Starbucks", "Pike Place Roast Whole Bean Coffee", 29.99],
+    ["Peet's", "Major Dickason's Blend Ground Coffee", 31.99],
+  ],
+  variants: [
+    ["250 g", 0.3],
+    ["500 g", 0.55],
+    ["1 kg", 1],
+  ],
+};
+const isCoffee = (i: number) => i % 50 === 21;
+
+/** The pack size a variant names ("250 g", "1 kg", "2-pack"), as an observation's quantity and unit; none for others. */
+function packOf(variant: string): Pick<OfferRow, "quantity" | "unit"> {
+  const weight = /^(\d+(?:\.\d+)?) (g|kg)$/.exec(variant);
+  if (weight) return { quantity: weight[1]!, unit: weight[2] as "g" | "kg" };
+  const pack = /^(\d+)-pack$/.exec(variant);
+  return pack ? { quantity: pack[1]!, unit: "count" } : { quantity: null, unit: null };
+}
+
+/** Third-party sellers on the marketplaces (a marketplace's own offers name no seller). */
+const MARKETPLACES = new Set(["cmp_amazon", "cmp_walmart", "cmp_newegg", "cmp_rakuten", "cmp_fnac"]);
+const SELLERS = ["TechDeals Direct", "Gadget Outlet", "BrightStar Electronics", "NordicSound Trading", "Kyoto Camera Store"];
+
+/** A day of reference rates (EUR base), written beside the catalogue so ?currency= works on the sample. */
+const SAMPLE_RATES = { USD: "1.0832", GBP: "0.8571", JPY: "162.45", CHF: "0.9412", CAD: "1.5148", AUD: "1.6623", KWD: "0.3331" };
+
 /**
  * Categories of a known share, for the filtered-read bench (bench/modes/catalogue-filters.ts asks for them by name): 1 % of the
  * products are "Drones" and 10 % "Accessories", by their place in the sequence (ids are random, so
@@ -391,22 +434,42 @@ interface Rows {
 /** Product `i` (its place in the sequence of random draws), its offers, their history and events, into `tables`. */
 function addProduct(i: number, tables: Rows) {
   const category = sharedCategory(i) ?? pick(CATEGORIES);
-  const { brand, line, listUsd, variant, factor, round } = nextListing(category);
+  const drawn = nextListing(category);
+  // Drawn either way, so the first stream moves as it always did.
+  const coffee = isCoffee(i) ? { line: pickExtra(COFFEE.lines), variant: pickExtra(COFFEE.variants) } : undefined;
+  const { brand, line, listUsd, variant, factor, round } = coffee
+    ? {
+        brand: coffee.line[0],
+        line: coffee.line[1],
+        listUsd: coffee.line[2],
+        variant: coffee.variant[0],
+        factor: coffee.variant[1],
+        round: 0,
+      }
+    : drawn;
   const name = `${brand} ${line}${variant ? `, ${variant}` : ""}${RELISTED[round - 1] ?? ""}`;
   const sku = `${brand
     .replace(/[^A-Za-z]/g, "")
     .slice(0, 3)
-    .toUpperCase()}-${category.code}-${String(i + 1).padStart(6, "0")}`;
+    .toUpperCase()}-${(coffee ? COFFEE : category).code}-${String(i + 1).padStart(6, "0")}`;
   const mpn = `${brand
     .replace(/[^A-Za-z]/g, "")
     .slice(0, 2)
     .toUpperCase()}${token(6, "0123456789ABCDEFGHJKLMNPRSTUVWXYZ")}`;
   const id = newId("prd", randomBytes);
-  const usdCents = Math.round(listUsd * factor * 100);
+  // The walks are drawn at the drawn listing's price (a price decides whether a later draw happens), then a coffee's
+  // are scaled to its own, so the first stream moves as it always did.
+  const usdCents = Math.round(drawn.listUsd * drawn.factor * 100);
+  const scale = Math.round(listUsd * factor * 100) / usdCents;
 
   const offerCount = Math.min(COMPETITORS.length, pick([1, 2, 2, 3, 3, 3, 4, 4, 5, 6]));
   const sellers = shuffled(COMPETITORS).slice(0, offerCount);
-  const offerRows: { offer: OfferRow; seller: Competitor; walk: { price: number; inStock: boolean; at: number }[] }[] = [];
+  const offerRows: {
+    offer: OfferRow;
+    seller: Competitor;
+    walk: { price: number; inStock: boolean; at: number }[];
+    lowestAt: (number | null)[];
+  }[] = [];
 
   for (const seller of sellers.sort((a, b) => (a.id < b.id ? -1 : 1))) {
     // A short walk of observations, each changing the price (mostly down, as shops discount) or the stock; the last is
@@ -423,11 +486,43 @@ function addProduct(i: number, tables: Rows) {
         : last.price;
       walk.push({ price, inStock: price === last.price ? !last.inStock : chance(0.9), at: when });
     }
+    const { step } = CURRENCIES[seller.currency];
+    if (coffee) for (const row of walk) row.price = Math.max(step, Math.round((row.price * scale) / step) * step);
     const current = walk.at(-1)!;
     const lastPriceChange = walk.findLastIndex((row, i) => i === 0 || row.price !== walk[i - 1]!.price);
     const previous = lastPriceChange > 0 ? walk[lastPriceChange - 1] : undefined;
     const regular = chance(0.3) ? shopPrice((current.price / CURRENCIES[seller.currency].rate) * 1.2, seller.currency) : null;
     const shipping = seller.currency === "JPY" ? pick([0, 0, 500, null]) : pick([0, 0, 0, 499, 599, null]);
+    // Each price change's lowest_price_30d, as ingestion keeps it (src/observations/prior-prices.ts).
+    let prior: { priorPrices: PriorPrice[]; lowestMinor: number | null } = { priorPrices: [], lowestMinor: null };
+    const lowestAt = walk.map((row, step) => {
+      const before = walk[step - 1];
+      if (before && before.price !== row.price) prior = afterPriceChange(prior.priorPrices, before.price, iso(row.at));
+      return prior.lowestMinor;
+    });
+    // A few checks fail (the page is gone, or the shop refused the check): the offer keeps its last price and stock.
+    const checkStatus = pickExtra([
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "not_found",
+      "blocked",
+    ] as const);
     const offer: OfferRow = {
       productId: id,
       competitorId: seller.id,
@@ -440,8 +535,29 @@ function addProduct(i: number, tables: Rows) {
       previousPriceMinor: previous?.price ?? null,
       priceChangedAt: iso(walk[lastPriceChange]!.at),
       checkedAt: iso(now - int(0, 3600) * 1000), // the shops are checked every hour or so
+      seller: MARKETPLACES.has(seller.id) && extra() < 0.4 ? pickExtra(SELLERS) : null,
+      condition: pickExtra([
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "new",
+        "refurbished",
+        "used",
+      ] as const),
+      ...packOf(variant),
+      checkStatus,
+      lowestPrice30dMinor: lowestAt.at(-1)!,
+      priorPrices: prior.priorPrices,
     };
-    offerRows.push({ offer, seller, walk });
+    offerRows.push({ offer, seller, walk, lowestAt });
     tables.offers.push(offer);
     for (const row of walk) {
       tables.price_history.push({
@@ -465,7 +581,7 @@ function addProduct(i: number, tables: Rows) {
     mpn,
     name,
     brand,
-    category: category.name,
+    category: (coffee ? COFFEE : category).name,
     url: `https://www.${slug(brand)}.com/products/${mpn.toLowerCase()}`,
     imageUrl: `https://images.pricedata.example/${id}.jpg`,
     createdAt: iso(createdAt),
@@ -477,12 +593,18 @@ function addProduct(i: number, tables: Rows) {
 
   // The events an ingestion of each walk would have emitted, built as it builds them (src/observations/events.ts).
   if (productCount > EVENTS_UP_TO_PRODUCTS) return;
-  for (const { offer, seller, walk } of offerRows) {
+  for (const { offer, seller, walk, lowestAt } of offerRows) {
     for (let step = 1; step < walk.length; step++) {
       const [before, after] = [walk[step - 1]!, walk[step]!];
       if (after.at < now - FEED_WINDOW_MS) continue;
       const observed = iso(after.at);
-      const state = (row: typeof before): OfferRow => ({ ...offer, priceMinor: row.price, inStock: row.inStock, checkedAt: observed });
+      const state = (row: typeof before): OfferRow => ({
+        ...offer,
+        priceMinor: row.price,
+        inStock: row.inStock,
+        checkedAt: observed,
+        lowestPrice30dMinor: lowestAt[step]!,
+      });
       const context = {
         product,
         competitor: { id: seller.id, name: seller.name, domain: seller.domain },
@@ -524,7 +646,8 @@ const TABLES = {
   },
   offers: {
     columns:
-      "product_id, competitor_id, url, price_minor, regular_price_minor, currency, shipping_minor, in_stock, previous_price_minor, price_changed_at, checked_at",
+      "product_id, competitor_id, url, price_minor, regular_price_minor, currency, shipping_minor, in_stock, previous_price_minor, " +
+      "price_changed_at, checked_at, seller, condition, quantity, unit, check_status, lowest_price_30d_minor, prior_prices",
     values: (o: OfferRow): Value[] => [
       o.productId,
       o.competitorId,
@@ -537,6 +660,13 @@ const TABLES = {
       o.previousPriceMinor,
       o.priceChangedAt,
       o.checkedAt,
+      o.seller,
+      o.condition,
+      o.quantity,
+      o.unit,
+      o.checkStatus,
+      o.lowestPrice30dMinor,
+      JSON.stringify(o.priorPrices),
     ],
   },
   price_history: {
@@ -615,6 +745,8 @@ function* sqlParts(): Generator<{ sql: string; rows: Record<keyof typeof TABLES,
         "DELETE FROM products;",
         "DELETE FROM competitors;",
         ...inserts("competitors", COMPETITORS),
+        `INSERT OR REPLACE INTO fx_rates (date, base, rates, updated_at) VALUES (${literal(iso(now).slice(0, 10))}, 'EUR', ` +
+          `${literal(JSON.stringify(SAMPLE_RATES))}, ${literal(iso(now))});`,
       );
     }
     const tables: Rows = { products: [], offers: [], price_history: [], events: [] };

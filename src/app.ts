@@ -9,6 +9,7 @@ import { catalogueStore } from "./catalogue/snapshot/stub.ts";
 import { dashboardRoutes, serveDashboard } from "./dashboard/routes.ts";
 import { docsRoutes, openApiRoute } from "./docs/routes.ts";
 import { eventRoutes } from "./events/routes.ts";
+import { fxRateRoutes } from "./fx-rates/routes.ts";
 import { ApiError, methodNotAllowedResponse, notFound, onError } from "./http/errors.ts";
 import { home, type RouteGroup } from "./http/home.ts";
 import { openApiApp } from "./http/openapi.ts";
@@ -39,6 +40,7 @@ const ROUTE_TABLE: readonly RouteGroup[] = [
   { path: "/admin/accounts", routes: adminAccountRoutes, access: "admin token with accounts:write" },
   { path: "/admin/observations", routes: observationRoutes, access: "admin token with prices:write" },
   { path: "/admin/competitors", routes: adminCompetitorRoutes, access: "admin token with prices:write" },
+  { path: "/admin/fx-rates", routes: fxRateRoutes, access: "admin token with prices:write" },
   { path: "/secret-scanning", routes: secretScanningRoutes, access: "signed by GitHub" },
   { path: "/dashboard", routes: dashboardRoutes, access: "account login in the browser", link: "dashboard" },
   { path: "/docs", routes: docsRoutes, access: "public", link: "reference" },

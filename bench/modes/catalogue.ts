@@ -192,6 +192,14 @@ async function buildAndServe(worker: Worker, key: string, live: boolean) {
   const small = await timedGet(`${url}?sku=bench-none`, auth);
   const skipped = await timedGet(`${url}?updated_since=2100-01-01`, auth);
   const category = await timedGet(`${url}?category=headphones`, gzip);
+  // The stored bytes beside the same list converted (parsed, converted and compressed again), with the runtime's CPU.
+  const withCpu = async (target: string) => {
+    const before = workerCpu(worker).runtime;
+    const timed = await timedGet(target, gzip);
+    return { ...timed, cpuS: workerCpu(worker).runtime - before };
+  };
+  const plainWithCpu = await withCpu(url);
+  const converted = await withCpu(`${url}?currency=EUR`);
   const heapServing = await serving.stop();
   const header = (t: Timed, name: string) => String(t.headers[name] ?? "");
   const transfer = (t: Timed) => ({
@@ -212,6 +220,8 @@ async function buildAndServe(worker: Worker, key: string, live: boolean) {
     smallFiltered: transfer(small),
     updatedSinceNone: transfer(skipped),
     categoryGzip: transfer(category),
+    plainGzip: { ...transfer(plainWithCpu), cpuS: plainWithCpu.cpuS },
+    convertedGzip: { ...transfer(converted), cpuS: converted.cpuS, status: converted.status },
     heapBuilding,
     heapServing,
   };
@@ -267,6 +277,17 @@ export async function randomOffers(dir: string, count: number) {
   )[0]!.results;
 }
 
+/** Each offer's observation with its price raised by `raise` minor units: a price change each. */
+const priceChanges = (offers: Awaited<ReturnType<typeof randomOffers>>, raise: number) =>
+  offers.map((offer) => ({
+    sku: offer.sku,
+    name: offer.name,
+    competitor: { id: offer.competitor_id, name: offer.competitor_name },
+    price: formatMoney(offer.price_minor + raise, offer.currency),
+    currency: offer.currency,
+    in_stock: true,
+  }));
+
 /**
  * A scattered change: one ingestion of SCATTERED products picked at random (a new price each), then
  * GET /products until it serves a new ETag. Returns the time from the ingestion's answer until then,
@@ -284,14 +305,7 @@ async function scatteredChange(
   const admin = context.adminToken;
   const before = String((await timedGet(url, gzip)).headers.etag);
   const reportsBefore = buildReports(log).length;
-  const observations = offers.map((offer) => ({
-    sku: offer.sku,
-    name: offer.name,
-    competitor: { id: offer.competitor_id, name: offer.competitor_name },
-    price: formatMoney(offer.price_minor + 1, offer.currency),
-    currency: offer.currency,
-    in_stock: true,
-  }));
+  const observations = priceChanges(offers, 1);
   const cpuBefore = workerCpu(worker).runtime;
   const res = await fetch(`${worker.directUrl}/admin/observations`, {
     method: "POST",
@@ -305,6 +319,27 @@ async function scatteredChange(
   const cpuS = workerCpu(worker).runtime - cpuBefore;
   await sleep(500); // the build's log line
   return { products: offers.length, servedMs, cpuS, builds: buildReports(log).slice(reportsBefore) };
+}
+
+/**
+ * One ingestion of the given offers (a new price each) as today's observations, and one with the fields of the contract's
+ * "Comparable prices" too (seller, condition, quantity and unit, shipping): its answer time and the runtime's CPU.
+ */
+async function ingestionWith(worker: Worker, context: CatalogueContext, offers: Awaited<ReturnType<typeof randomOffers>>, step: number) {
+  const terms = { seller: "Bench Seller GmbH", condition: "refurbished", quantity: "500", unit: "g" };
+  const observations = priceChanges(offers, step).map((observation) =>
+    step === 2 ? { ...observation, ...terms, shipping_cost: formatMoney(499, observation.currency) } : observation,
+  );
+  const cpuBefore = workerCpu(worker).runtime;
+  const started = performance.now();
+  const res = await fetch(`${worker.directUrl}/admin/observations`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${context.adminToken}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ observations }),
+  });
+  if (!res.ok) throw new Error(`POST /admin/observations answered ${res.status}: ${await res.text()}`);
+  await res.arrayBuffer();
+  return { answeredMs: performance.now() - started, cpuS: workerCpu(worker).runtime - cpuBefore };
 }
 
 /** Products changed by the scattered change (bench/run.ts --catalogue). */
@@ -335,7 +370,11 @@ export async function measureCatalogue(size: number, context: CatalogueContext) 
     const changeServedMs = await oneProductChanges(worker, key, context);
     const reports = buildReports(log);
     const scattered = await scatteredChange(worker, key, log, context, scatteredOffers);
-    return { ...measured, filteredReads, changeServedMs, reports, scattered };
+    await sleep(2000); // the scattered change's builds
+    const ingestionPlain = await ingestionWith(worker, context, scatteredOffers, 3);
+    await sleep(2000);
+    const ingestionComparable = await ingestionWith(worker, context, scatteredOffers, 2);
+    return { ...measured, filteredReads, changeServedMs, reports, scattered, ingestionPlain, ingestionComparable };
   });
   context.step(`${label}: the same build and requests again, reading the live heap`);
   const live = await onWorker(`${label} (live heap)`, `${dir}-live`, context, (worker) => buildAndServe(worker, key, true));
@@ -417,6 +456,15 @@ export function catalogueReport(results: readonly CatalogueResult[]): string {
     ["?sku=none (small response): total / work", (r) => `${ms(r.smallFiltered.totalMs)} / ${r.smallFiltered.work}`],
     ["?updated_since=future (all segments skipped): total", (r) => ms(r.updatedSinceNone.totalMs)],
     ["?category=headphones gzip (about 10 %): total / bytes", (r) => `${ms(r.categoryGzip.totalMs)} / ${mib(r.categoryGzip.bytes)}`],
+    [
+      "GET /products gzip (stored bytes): total / runtime CPU / bytes",
+      (r) => `${ms(r.plainGzip.totalMs)} / ${r.plainGzip.cpuS.toFixed(2)} s / ${mib(r.plainGzip.bytes)}`,
+    ],
+    [
+      "GET /products?currency=EUR gzip (every product converted): total / runtime CPU / bytes / work",
+      (r) =>
+        `${ms(r.convertedGzip.totalMs)} / ${r.convertedGzip.cpuS.toFixed(2)} s / ${mib(r.convertedGzip.bytes)} / ${r.convertedGzip.work}`,
+    ],
     ...filteredReadRows<CatalogueResult>(),
     ["isolate heap in use, peak (garbage included): building / serving", (r) => heap(r.heapBuilding.usedMb, r.heapServing.usedMb)],
     ["isolate heap live, peak (after a forced full GC): building / serving", (r) => heap(r.heapBuilding.liveMb, r.heapServing.liveMb)],
@@ -440,6 +488,12 @@ export function catalogueReport(results: readonly CatalogueResult[]): string {
     ["… CPU as a share of the full build's", (r) => pct(r.scattered.cpuS / r.fullBuildCpuS)],
     ["… its builds' wall time, bytes written, D1 rows read: shares of the full build's", (r) => scatteredShareCell(r)],
     ["… its largest step", (r) => largestStepCell(r.scattered.builds.at(-1))],
+    [
+      `an ingestion of ${SCATTERED.toLocaleString("en")} price changes: answered / runtime CPU, without → with seller, condition, quantity, shipping`,
+      (r) =>
+        `${ms(r.ingestionPlain.answeredMs)} / ${r.ingestionPlain.cpuS.toFixed(2)} s → ${ms(r.ingestionComparable.answeredMs)} / ` +
+        `${r.ingestionComparable.cpuS.toFixed(2)} s`,
+    ],
     [
       "one-product rebuild (builder's log)",
       (r) => `${r.oneProductRebuildMs.map(ms).join(", ")} (segments written: ${r.oneProductSegmentsWritten.join(", ")})`,

@@ -171,6 +171,7 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     const gzip = { "Accept-Encoding": "gzip" };
     costs.list_products_gzip = await requests(ctx, "request", 3, () => get("/products", listing!.key, gzip));
     costs.list_products_filtered_1pct = await requests(ctx, "request", 3, () => get("/products?category=drones", listing!.key, gzip));
+    costs.list_products_converted = await requests(ctx, "request", 3, () => get("/products?currency=EUR", listing!.key, gzip));
     const found = (await (await get(`/products?sku=${encodeURIComponent(offers[0]!.sku)}`, product!.key)).json()) as {
       products: { id: string }[];
     };

@@ -5,6 +5,7 @@ import type { EventMessage } from "../events/messages.ts";
 import { HISTORY_IN_D1_MS } from "../events/retention.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import type { Database } from "../platform/db.ts";
+import { parseMoney } from "../platform/money.ts";
 import { priceHistory, products } from "../platform/tables.ts";
 import { DAY_MS } from "../platform/time.ts";
 import { type AlertRule, type AlertSubject, historyWindows, matchesAlert } from "./rules.ts";
@@ -86,12 +87,21 @@ export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(
     .map(({ event, rule }) => ({ event, rule }));
 }
 
+/** An amount of the event's data in minor units; null when absent (null, or an event from before the field). */
+function minorOf(event: AlertEvent, field: string): number | null {
+  const [amount, currency] = [text(event.data[field]), text(event.data.currency)];
+  return amount === undefined || currency === undefined ? null : parseMoney(amount, currency);
+}
+
 function subjectOf(event: AlertEvent, product: ProductFacts | undefined): AlertSubject {
   return {
     type: event.type,
     currency: text(event.data.currency),
     oldMinor: event.change?.old_minor ?? null,
     newMinor: event.change?.new_minor ?? null,
+    oldTotalMinor: minorOf(event, "old_total_price"),
+    newTotalMinor: minorOf(event, "new_total_price"),
+    lowestMinor: minorOf(event, "lowest_price_30d"),
     competitorId: text(event.data.competitor_id),
     sku: text(event.data.sku),
     brand: product?.brand,

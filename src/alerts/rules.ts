@@ -15,6 +15,11 @@ export interface AlertSubject {
   /** Both null when the change cannot be measured (the currency changed); absent on other types. */
   oldMinor: number | null;
   newMinor: number | null;
+  /** price + shipping before and after (null while shipping is unknown, or the currency changed): `compare: "total_price"`. */
+  oldTotalMinor: number | null;
+  newTotalMinor: number | null;
+  /** The offer's lowest_price_30d at the change (null: none). */
+  lowestMinor: number | null;
   competitorId: string | undefined;
   sku: string | undefined;
   /** The product's brand and category now (events do not carry them). */
@@ -54,6 +59,20 @@ export function historyWindows(subject: AlertSubject, rule: AlertRule): number[]
   return [rule.filters.new_low_days, rule.filters.new_high_days].filter((days): days is number => days !== undefined);
 }
 
+/** direction, min_change_abs, price_below and price_above over the figure `compare` names; an unknown total matches none. */
+function meetsMoneyRules(filters: AlertFilters, [before, after]: [number | null, number | null]): boolean {
+  if (before === null || after === null) return false;
+  if (filters.direction === "up" && !(after > before)) return false;
+  if (filters.direction === "down" && !(after < before)) return false;
+  // The schema requires currency with any amount, and the subject is in that currency (checked before).
+  const amount = (value: string | undefined) => (value === undefined ? undefined : parseMoney(value, filters.currency!));
+  const [minAbs, below, above] = [amount(filters.min_change_abs), amount(filters.price_below), amount(filters.price_above)];
+  if (minAbs !== undefined && Math.abs(after - before) < minAbs) return false;
+  if (below !== undefined && !(before >= below && after < below)) return false;
+  if (above !== undefined && !(before <= above && after > above)) return false;
+  return true;
+}
+
 export function matchesAlert(subject: AlertSubject, rule: AlertRule, prior: PriorPrices): boolean {
   if (rule.types && !rule.types.includes(subject.type)) return false;
   // An account event (its owner decided before: src/webhooks/delivery/store.ts, replay) is about keys and webhooks, not products.
@@ -65,22 +84,16 @@ export function matchesAlert(subject: AlertSubject, rule: AlertRule, prior: Prio
   const { oldMinor: before, newMinor: after } = subject;
   if (!meetsThreshold(rule.minChangeBp, before, after)) return false;
   if (filters.currency !== undefined && subject.currency !== filters.currency) return false;
-  const comparesPrices = [
-    filters.direction,
-    ...MONEY_RULES.map((field) => filters[field]),
-    filters.new_low_days,
-    filters.new_high_days,
-  ].some((rule) => rule !== undefined);
+  const moneyRules = [filters.direction, ...MONEY_RULES.map((field) => filters[field])].some((rule) => rule !== undefined);
+  const comparesPrices = moneyRules || [filters.new_low_days, filters.new_high_days, filters.below_lowest_30d].some((rule) => rule);
   if (!comparesPrices) return true;
   if (before === null || after === null) return false; // the currency changed: no rule can compare the prices
-  if (filters.direction === "up" && !(after > before)) return false;
-  if (filters.direction === "down" && !(after < before)) return false;
-  // The schema requires currency with any amount, and the subject is in that currency (checked above).
-  const amount = (value: string | undefined) => (value === undefined ? undefined : parseMoney(value, filters.currency!));
-  const [minAbs, below, above] = [amount(filters.min_change_abs), amount(filters.price_below), amount(filters.price_above)];
-  if (minAbs !== undefined && Math.abs(after - before) < minAbs) return false;
-  if (below !== undefined && !(before >= below && after < below)) return false;
-  if (above !== undefined && !(before <= above && after > above)) return false;
+  if (filters.below_lowest_30d && !(subject.lowestMinor !== null && after < subject.lowestMinor)) return false;
+  if (
+    moneyRules &&
+    !meetsMoneyRules(filters, filters.compare === "total_price" ? [subject.oldTotalMinor, subject.newTotalMinor] : [before, after])
+  )
+    return false;
   if (prior === "unchecked") return true;
   const range = (days: number) => {
     const found = prior.get(days);

@@ -43,6 +43,15 @@ const windowDays = (description: string) =>
 
 const amount = (description: string, example: string) => moneyStringSchema.optional().meta({ description, example });
 
+/** Which figure the money rules compare: a named enum, one type in a generated client. */
+const PriceFigure = z.enum(["price", "total_price"], { error: "must be price or total_price" }).meta({
+  id: "PriceFigure",
+  description:
+    "Which figure direction, min_change_abs, price_below and price_above compare: price (the default) or total_price (price + " +
+    "shipping; an event whose total is unknown, while shipping is, does not match a money rule)",
+  example: "total_price",
+});
+
 export const alertFilterFields = {
   // The component alone (its description says what the rule does): a description beside it would inline a copy.
   direction: PriceDirection.optional(),
@@ -70,6 +79,17 @@ export const alertFilterFields = {
       "held when the window opened included). 30 sends 12.00 → 9.00 when the offer was never 9.00 or less in 30 days",
   ).optional(),
   new_high_days: windowDays("A new N-day high: new_price is above every price this offer had in the N days before the change").optional(),
+  compare: PriceFigure.optional(),
+  below_lowest_30d: z
+    .boolean({ error: "must be true or false" })
+    .optional()
+    .meta({
+      description:
+        "true: only a price.changed whose new_price is below the offer's lowest_price_30d (the lowest price of the 30 days " +
+        "before the change: the EU's prior price), so a reduction that is a real one. 30 days at 12.00, 10.00, 11.00 then " +
+        "9.50 sends the 9.50 (below 10.00), not 11.00 → 10.50",
+      example: true,
+    }),
   competitors: scopeList("competitors (competitor_id)", "cmp_amazon").optional(),
   brands: scopeList("brands (the product's brand now)", "Acme").optional(),
   categories: scopeList("categories (the product's category now)", "Headphones").optional(),

@@ -18,11 +18,13 @@ import {
   Product,
   ProductList,
   productIdParam,
+  productQuery,
   productsQuery,
 } from "./schema.ts";
 import {
   competitorsJson,
   contentEtag,
+  conversionOf,
   filteredProducts,
   gzipMember,
   isFiltered,
@@ -56,7 +58,8 @@ const listProductsRoute = createRoute(
       "Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. " +
       "An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: " +
       "`Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. " +
-      "`updated_since` with the time of your last sync gives only what changed since.",
+      "`updated_since` with the time of your last sync gives only what changed since. `currency` converts every offer " +
+      "(`converted`) and the summaries: a read of the snapshot like a filtered one, costlier than the stored bytes.",
     request: { query: productsQuery, headers: ifNoneMatch },
     responses: {
       200: { ...productsOk, content: { ...productsOk.content, [NDJSON]: { schema: ProductLine } } },
@@ -73,7 +76,8 @@ const getProductRoute = createRoute(
     path: "/{id}",
     operationId: "getProduct",
     summary: "One product",
-    request: { params: productIdParam, query: noQuery, headers: ifNoneMatch },
+    description: "Read from D1: always current. `currency` converts each offer (`converted`) and the summary.",
+    request: { params: productIdParam, query: productQuery, headers: ifNoneMatch },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The product", Product, ["ETag", "Cache-Control"]), 304: notModified },
   }),
@@ -150,20 +154,21 @@ export const productRoutes = openApiApp()
   .openapi(listProductsRoute, async (c) => {
     const filters = c.req.valid("query");
     const { catalogue, db } = c.var.services;
-    const manifest = await servingManifest(catalogue);
+    const [manifest, conversion] = await Promise.all([servingManifest(catalogue), conversionOf(db, filters.currency)]);
     const form = requestedForm(c);
     const gzip = acceptsGzip(clientAcceptEncoding(c));
-    const etag = await productsEtag(manifest, filters, form, gzip);
+    const etag = await productsEtag(manifest, filters, form, gzip, conversion);
     const contentType = form === "ndjson" ? NDJSON : JSON_TYPE;
     if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));
     if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return streamed(c, etag, contentType, gzip, () => new ReadableStream());
     return streamed(c, etag, contentType, gzip, () => {
-      const body = filteredProducts(db, catalogue.bucket, manifest, filters, form);
+      const body = filteredProducts(db, catalogue.bucket, manifest, { filters, form, conversion });
       return streamOf(gzip ? gzipMember(body) : body);
     });
   })
   .openapi(getProductRoute, async (c) => {
-    const json = new TextEncoder().encode(await productJson(c.var.services, c.req.valid("param").id)) as Uint8Array<ArrayBuffer>;
+    const conversion = await conversionOf(c.var.services.db, c.req.valid("query").currency);
+    const json = new TextEncoder().encode(await productJson(c.var.services, c.req.valid("param").id, conversion)) as Uint8Array<ArrayBuffer>;
     return conditionalJson(c, await contentEtag(json), () => json);
   })
   .openapi(getProductHistoryRoute, async (c) => {

@@ -1,7 +1,10 @@
 import { z } from "zod";
 import { filterValue, strictQuery, when } from "../http/query.ts";
 import { jsonObject, required, trimmedText } from "../http/validation.ts";
-import { currency, money, prefixedId, timestamp } from "../http/wire.ts";
+import { currency, money, orNull, prefixedId, timestamp } from "../http/wire.ts";
+import { currencySchema } from "../platform/money.ts";
+import { CHECK_STATUSES, OFFER_CONDITIONS, QUANTITY_UNITS } from "../platform/tables.ts";
+import { UNIT_PRICE_PER } from "./figures.ts";
 
 /** The catalogue's wire shapes, declared once; the service builds values of the inferred types. */
 
@@ -13,13 +16,24 @@ export const ifNoneMatch = z.object({
   "If-None-Match": z.string().optional().meta({ description: "The ETag of a response you hold: 304 while the catalogue is unchanged" }),
 });
 
+/** `?currency=`: not a filter: every offer gains `converted`, and the summary is in this currency. */
+const targetCurrency = currencySchema.optional().meta({
+  description:
+    "Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT " +
+    "/admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price are in it",
+  example: "EUR",
+});
+
 export const productsQuery = strictQuery({
   sku: filterValue.optional().meta({ description: "Exactly this SKU", example: "KET-1000" }),
   competitor: filterValue.optional().meta({ description: "Products with an offer from this competitor id (exact)", example: "cmp_amazon" }),
   brand: filterValue.optional().meta({ description: "Brand, case-insensitive", example: "Acme" }),
   category: filterValue.optional().meta({ description: "Category, case-insensitive", example: "Kettles" }),
   updated_since: when("Products whose updated_at is at or after this", "2026-01-31T12:00:00Z"),
+  currency: targetCurrency,
 });
+
+export const productQuery = strictQuery({ currency: targetCurrency });
 
 export const historyQuery = strictQuery({
   competitor: filterValue.optional().meta({ description: "Only this competitor's rows", example: "cmp_amazon" }),
@@ -30,6 +44,50 @@ export const historyQuery = strictQuery({
 export type ProductFilters = z.output<typeof productsQuery>;
 export type HistoryQuery = z.output<typeof historyQuery>;
 
+/** Named enums (components), so a generated client has one type for each. */
+export const OfferCondition = z.enum(OFFER_CONDITIONS, { error: "must be new, used or refurbished" }).meta({
+  id: "OfferCondition",
+  description: "The item's condition as the competitor sells it",
+  example: "new",
+});
+const CheckStatus = z.enum(CHECK_STATUSES, { error: "must be ok, not_found or blocked" }).meta({
+  id: "CheckStatus",
+  description:
+    "How the offer's last check went: ok (a price was read), not_found (the page or product is gone) or blocked (the shop refused " +
+    "the check). A check that is not ok says nothing about price or stock: both keep their last known values",
+  example: "ok",
+});
+export const QuantityUnit = z.enum(QUANTITY_UNITS, { error: "must be one of g, kg, ml, l, cm, m, m2, count" }).meta({
+  id: "QuantityUnit",
+  description: "The unit of `quantity`: g, kg, ml, l, cm, m, m2 or count (pieces)",
+  example: "g",
+});
+
+const UnitPrice = z
+  .object({
+    amount: money.meta({ description: "price ÷ quantity in `per`'s unit, rounded half-even to the currency's minor unit" }),
+    per: z.enum(UNIT_PRICE_PER).meta({ id: "UnitPricePer", description: "What the amount buys: g → 1 kg, ml → 1 l, cm → 1 m" }),
+  })
+  .meta({ id: "UnitPrice", description: "The price per kilogram, litre, metre, square metre or piece (docs/observations.md)" });
+
+const ConvertedPrice = z
+  .object({
+    currency,
+    price: money.meta({ description: "price × rate, rounded half-even to the target currency's minor unit" }),
+    total_price: money.nullable().meta({ description: "total_price converted the same way; null while shipping is unknown" }),
+    rate: z
+      .string()
+      .regex(/^\d+(\.\d+)?$/)
+      .meta({
+        description:
+          "Units of `currency` for one unit of the offer's currency, through the rates' base (cross rate), rounded half-even to " +
+          "10 decimal places for display: the prices are converted with the exact quotient",
+        example: "0.9231905465",
+      }),
+    rate_date: z.iso.date().meta({ description: "The day of the rates used: the latest on or before today (UTC)" }),
+  })
+  .meta({ id: "ConvertedPrice", description: "The offer in the currency asked for (`?currency=`)" });
+
 const Offer = z
   .object({
     competitor_id: z.string(),
@@ -38,11 +96,24 @@ const Offer = z
     price: money,
     regular_price: money.nullable(),
     currency,
-    shipping_cost: money.nullable(),
-    in_stock: z.boolean(),
+    shipping_cost: money.nullable().meta({ description: "0: free delivery; null: unknown" }),
+    total_price: money.nullable().meta({ description: "price + shipping_cost; null while shipping is unknown" }),
+    unit_price: orNull(UnitPrice).meta({ description: "null without a quantity and unit" }),
+    lowest_price_30d: money.nullable().meta({
+      description:
+        "The lowest price of this offer in the 30 days before its current price took effect (the EU's prior price for a " +
+        "reduction); null when the price never changed (or its currency did) since it was first seen",
+    }),
+    seller: z.string().nullable().meta({ description: "Who sells it on the competitor's site; null when not given" }),
+    condition: OfferCondition,
+    in_stock: z.boolean().meta({ description: "As last read: a check that is not ok leaves it as it was" }),
+    check_status: CheckStatus,
     previous_price: money.nullable().meta({ description: "The price before the latest change" }),
     price_changed_at: timestamp.nullable(),
-    checked_at: timestamp,
+    checked_at: timestamp.meta({ description: "The latest check, whatever its check_status" }),
+    converted: orNull(ConvertedPrice)
+      .optional()
+      .meta({ description: "Only with `?currency=`: the offer in that currency; null when there is no rate for its currency" }),
   })
   .meta({ id: "Offer", description: "A competitor's current offer" });
 export type OfferView = z.infer<typeof Offer>;

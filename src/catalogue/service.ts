@@ -1,11 +1,13 @@
 import { Buffer } from "node:buffer";
 import { constants, crc32, deflateRawSync } from "node:zlib";
 import { asc, eq, sql } from "drizzle-orm";
+import { latestRates } from "../fx-rates/service.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { sha256Hex } from "../platform/hash.ts";
 import { logger } from "../platform/log.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
+import { type Conversion, conversionInto, convertProductJson } from "./converted.ts";
 import { type FilteredReadOptions, filterSet, matchingProducts } from "./filtered.ts";
 import { unknownProduct } from "./history.ts";
 import type { CompetitorPatch, CompetitorView, ProductFilters } from "./schema.ts";
@@ -78,15 +80,28 @@ function normalise(filters: ProductFilters): [string, string][] {
   return normalised;
 }
 
-export const isFiltered = (filters: ProductFilters) => normalise(filters).length > 0;
+/** Whether the list is the snapshot's stored bytes as they are: no filter, no conversion. */
+export const isFiltered = (filters: ProductFilters) => normalise(filters).length > 0 || filters.currency !== undefined;
 
-/** The strong ETag of a list: the snapshot's id, a hash of the normalised filters, and the form. */
-export async function productsEtag(manifest: Manifest, filters: ProductFilters, form: "json" | "ndjson", gzip: boolean): Promise<string> {
+/** The conversion a `?currency=` read asks for: one D1 statement for the day's rates (none without `currency`). */
+export const conversionOf = async (db: Database, currency: string | undefined): Promise<Conversion | undefined> =>
+  currency === undefined ? undefined : conversionInto(currency, await latestRates(db));
+
+/** The strong ETag of a list: the snapshot's id, a hash of the normalised filters (and of the conversion), and the form. */
+export async function productsEtag(
+  manifest: Manifest,
+  filters: ProductFilters,
+  form: "json" | "ndjson",
+  gzip: boolean,
+  conversion?: Conversion,
+): Promise<string> {
   const normalised = normalise(filters);
   let tag = `cat-${manifest.id}`;
   if (normalised.length > 0) {
     tag += `-${await sha256Hex(JSON.stringify(normalised), 8)}`;
   }
+  // New rates for the day change the body as much as a new snapshot does.
+  if (conversion) tag += `-${conversion.currency}-${await sha256Hex(JSON.stringify(conversion.day), 8)}`;
   if (form === "ndjson") tag += "-nd";
   if (gzip) tag += "-gz";
   return `"${tag}"`;
@@ -97,18 +112,21 @@ export const snapshotEtag = (manifest: Manifest) => `"cat-${manifest.id}"`;
 
 const encoder = new TextEncoder();
 
-/** The matching products, as `{"products":[…]}` or NDJSON, a page or a segment at a time (src/catalogue/filtered.ts). */
+/**
+ * The matching products, as `{"products":[…]}` or NDJSON, a page or a segment at a time (src/catalogue/filtered.ts);
+ * with a conversion, each converted (src/catalogue/converted.ts). No filter and a conversion reads every segment.
+ */
 export async function* filteredProducts(
   db: Database,
   bucket: R2Bucket,
   manifest: Manifest,
-  filters: ProductFilters,
-  form: "json" | "ndjson",
+  { filters, form, conversion }: { filters: ProductFilters; form: "json" | "ndjson"; conversion?: Conversion | undefined },
   options?: FilteredReadOptions,
 ): AsyncGenerator<Uint8Array> {
   let first = true;
   if (form === "json") yield encoder.encode('{"products":[');
-  for await (const hits of matchingProducts(db, bucket, manifest, filterSet(filters), options)) {
+  for await (const matched of matchingProducts(db, bucket, manifest, filterSet(filters), options)) {
+    const hits = conversion ? matched.map((json) => convertProductJson(json, conversion)) : matched;
     yield encoder.encode(form === "json" ? (first ? "" : ",") + hits.join(",") : hits.map((line) => `${line}\n`).join(""));
     first = false;
   }
@@ -152,9 +170,14 @@ export async function* gzipMember(chunks: AsyncGenerator<Uint8Array>): AsyncGene
  * when the snapshot has no such product (one created since it was built; an unknown id is D1's 404) or there is no
  * snapshot yet.
  */
-export async function productJson({ db, catalogue }: { db: Database; catalogue: CatalogueStore }, id: string): Promise<string> {
+export async function productJson(
+  { db, catalogue }: { db: Database; catalogue: CatalogueStore },
+  id: string,
+  conversion?: Conversion,
+): Promise<string> {
   const manifest = await currentManifest(catalogue.bucket);
-  return (manifest && (await snapshotProduct(catalogue.bucket, manifest, id))) ?? (await productJsonOfD1(db, id));
+  const json = (manifest && (await snapshotProduct(catalogue.bucket, manifest, id))) ?? (await productJsonOfD1(db, id));
+  return conversion ? convertProductJson(json, conversion) : json;
 }
 
 /** One product read from D1: its row, and its offers with their competitors' names, in one batch of two statements. */
@@ -172,13 +195,12 @@ async function productJsonOfD1(db: Database, id: string): Promise<string> {
   const names = new Map(
     offerRows.flatMap(({ offer, competitorName }) => (competitorName === null ? [] : [[offer.competitorId, { name: competitorName }]])),
   );
-  return JSON.stringify(
-    productView(
-      rows[0],
-      offerRows.map(({ offer }) => offer),
-      names,
-    ),
+  const view = productView(
+    rows[0],
+    offerRows.map(({ offer }) => offer),
+    names,
   );
+  return JSON.stringify(view);
 }
 
 /** A strong ETag from a body's bytes. */

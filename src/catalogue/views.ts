@@ -1,5 +1,6 @@
 import { formatMoney } from "../platform/money.ts";
 import type { competitors, offers, products } from "../platform/tables.ts";
+import { totalMinor, unitPrice } from "./figures.ts";
 import type { OfferView, ProductView, SummaryView } from "./schema.ts";
 
 /** Rows to the wire shapes of src/catalogue/schema.ts. */
@@ -19,7 +20,13 @@ function offerView(row: OfferRow, competitorName: string): OfferView {
     regular_price: money(row.regularPriceMinor, row.currency),
     currency: row.currency,
     shipping_cost: money(row.shippingMinor, row.currency),
+    total_price: money(totalMinor(row.priceMinor, row.shippingMinor), row.currency),
+    unit_price: unitPrice(row.priceMinor, row.currency, row.quantity, row.unit),
+    lowest_price_30d: money(row.lowestPrice30dMinor, row.currency),
+    seller: row.seller,
+    condition: row.condition,
     in_stock: row.inStock,
+    check_status: row.checkStatus,
     previous_price: money(row.previousPriceMinor, row.currency),
     price_changed_at: row.priceChangedAt,
     checked_at: row.checkedAt,
@@ -50,8 +57,11 @@ export function productView(
   };
 }
 
+/** What the summary looks at in an offer: its row, or its converted price (src/catalogue/converted.ts). */
+export type SummaryRow = Pick<OfferRow, "currency" | "inStock" | "competitorId"> & { priceMinor: number | bigint };
+
 /** The most common currency; ties go to the alphabetically first code, so the choice is stable. */
-function mainCurrency(rows: readonly OfferRow[]): string | null {
+function mainCurrency(rows: readonly SummaryRow[]): string | null {
   const counts = new Map<string, number>();
   for (const row of rows) counts.set(row.currency, (counts.get(row.currency) ?? 0) + 1);
   let best: string | null = null;
@@ -62,10 +72,10 @@ function mainCurrency(rows: readonly OfferRow[]): string | null {
   return best;
 }
 
-export function summarise(rows: readonly OfferRow[]): SummaryView {
+export function summarise(rows: readonly SummaryRow[]): SummaryView {
   const currency = mainCurrency(rows);
-  let lowest: OfferRow | undefined;
-  let highest: OfferRow | undefined;
+  let lowest: SummaryRow | undefined;
+  let highest: SummaryRow | undefined;
   for (const row of rows) {
     if (row.currency !== currency) continue;
     // Equal prices: an offer in stock beats one that is not; then the rows' competitor-id order.

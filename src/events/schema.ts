@@ -46,6 +46,27 @@ const priceChangedFields = {
         .nullable()
         .meta({ description: "change_abs as a percentage of the old price, 2 decimals; null from a price of 0" }),
       direction: orNull(PriceDirection).meta({ description: "null when the currency changed" }),
+      // Absent (not null) on the events recorded before these fields existed, which the feed and replay still hold.
+      old_total_price: money
+        .nullable()
+        .optional()
+        .meta({
+          description:
+            "old_price + the shipping cost then; null while shipping was unknown, or when the currency changed (absent on events " +
+            "recorded before 2026-11-27)",
+        }),
+      new_total_price: money
+        .nullable()
+        .optional()
+        .meta({ description: "new_price + shipping_cost; null while shipping is unknown (absent on events recorded before 2026-11-27)" }),
+      lowest_price_30d: money
+        .nullable()
+        .optional()
+        .meta({
+          description:
+            "The offer's lowest price in the 30 days before this change (the EU's prior price); null when the currency changed " +
+            "(absent on events recorded before 2026-11-27). The alert rule below_lowest_30d matches when new_price is below it",
+        }),
     })
     .meta({ id: "PriceChangedData" }),
 };

@@ -8,12 +8,29 @@ import { fieldDetail } from "./field-detail.ts";
 export const invalidField = (what: string, { field, message }: { field: string; message: string }) =>
   new ApiError(400, fieldDetail(what, field, message));
 
+type Issue = z.core.$ZodIssue;
+
+/**
+ * The issue to report. A union that no shape accepts (a value of one of several object shapes, told apart by a literal
+ * or enum field) failed most plausibly in the shape that refused the fewest values (invalid_value: the discriminating
+ * field, an enum): its first such refusal if any, else its first issue, under the union's path.
+ */
+function reported(issue: Issue): { path: PropertyKey[]; message: string } {
+  if (issue.code !== "invalid_union" || issue.errors.length === 0) return issue;
+  const refusals = (branch: Issue[]) => branch.filter((inner) => inner.code === "invalid_value");
+  const branch = issue.errors.reduce((best, next) => (refusals(next).length < refusals(best).length ? next : best));
+  const inner = refusals(branch)[0] ?? branch[0];
+  if (!inner) return issue;
+  const found = reported(inner);
+  return { path: [...issue.path, ...found.path], message: found.message };
+}
+
 /** The 400 for a failed parse of `what`: its detail names the first field that failed. */
 function invalid(what: string, error: z.ZodError): ApiError {
   const issue = error.issues[0];
-  return issue
-    ? invalidField(what, { field: issue.path.join("."), message: issue.message })
-    : new ApiError(400, `Invalid ${what}: the request is invalid.`);
+  if (!issue) return new ApiError(400, `Invalid ${what}: the request is invalid.`);
+  const { path, message } = reported(issue);
+  return invalidField(what, { field: path.join("."), message });
 }
 
 /** What each @hono/zod-openapi validation target is called in a 400's detail. */

@@ -63,7 +63,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
     {
       description:
         "Find products by text (name, brand or SKU, at least 3 characters) and filters; a compact view of each with its lowest price " +
-        "and offer count, in the order of the index read (the text's, else product id). Each filter reads at most `limit` of its " +
+        "and offer count (in `currency` when given), in the order of the index read (the text's, else product id). Each filter reads at most `limit` of its " +
         "products; when every one has more, the first of query, brand, category, competitor is checked against the others and " +
         "`truncated` says more may match beyond them (narrow the search).",
       inputSchema: searchProductsInput,
@@ -75,7 +75,9 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
   server.registerTool(
     "get_product",
     {
-      description: "One product with all its offers and summary, by id or by SKU (give exactly one), as GET /products/{id} gives it.",
+      description:
+        "One product with all its offers and summary, by id or by SKU (give exactly one), as GET /products/{id} gives it: total and " +
+        "unit prices, seller, condition, check_status and the 30-day lowest price; with `currency`, each offer's converted price.",
       inputSchema: getProductInput,
       outputSchema: getProductOutput,
       annotations: readOnly,

@@ -1,9 +1,10 @@
 import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
+import { summariseIn } from "../catalogue/converted.ts";
 import { productHistory, unknownProduct } from "../catalogue/history.ts";
 import { historyQuery, productsQuery } from "../catalogue/schema.ts";
-import { type CatalogueStore, productJson, servingManifest } from "../catalogue/service.ts";
+import { type CatalogueStore, conversionOf, productJson, servingManifest } from "../catalogue/service.ts";
 import { summarise } from "../catalogue/views.ts";
 import { eventsQuery } from "../events/query.ts";
 import { listEventsNewestFirst } from "../events/service.ts";
@@ -25,7 +26,10 @@ export interface ToolDeps {
   catalogue: CatalogueStore;
 }
 
-const { sku, competitor, brand, category } = productsQuery.shape;
+const { sku, competitor, brand, category, currency } = productsQuery.shape;
+const convertInto = currency.describe(
+  "Convert into this currency (ISO-4217, as ?currency=): prices from the latest rates on or before today; offers without a rate are left out of the summary",
+);
 const limit = (most: number, fallback: number) =>
   z
     .int({ error: `must be a whole number from 1 to ${most}` })
@@ -49,11 +53,13 @@ export const searchProductsInput = {
   competitor: competitor.describe("Only products with an offer from this competitor id"),
   sku: sku.describe("Exactly this SKU"),
   limit: limit(100, 20).describe("At most this many products (1 to 100, default 20)"),
+  currency: convertInto,
 };
 
 export const getProductInput = {
   id: z.string().min(1).max(200).optional().describe("The product's id (prd_…)"),
   sku: sku.describe("The product's SKU"),
+  currency: convertInto,
 };
 
 const history = historyQuery.shape;
@@ -172,7 +178,7 @@ async function examineProducts(
  * match beyond them (narrow the search).
  */
 export async function searchProducts(db: Database, input: SearchInput): Promise<{ products: ProductMatch[]; truncated: boolean }> {
-  const { examined, complete } = await examineProducts(db, input);
+  const [{ examined, complete }, conversion] = await Promise.all([examineProducts(db, input), conversionOf(db, input.currency)]);
   // The ids as parameters (at most 100, D1's limit a statement): two rows read a product (its id, the index seek), one an offer.
   const offerRows =
     examined.length === 0
@@ -193,7 +199,7 @@ export async function searchProducts(db: Database, input: SearchInput): Promise<
   );
   return {
     products: found.map(({ matches: _, ...row }) => {
-      const summary = summarise(offersOf(row.id));
+      const summary = conversion ? summariseIn(offersOf(row.id), conversion) : summarise(offersOf(row.id));
       return { ...row, min_price: summary.min_price, currency: summary.currency, offer_count: summary.offer_count };
     }),
     truncated: !complete && found.length < input.limit,
@@ -202,7 +208,7 @@ export async function searchProducts(db: Database, input: SearchInput): Promise<
 
 export async function getProduct(
   { db, catalogue }: { db: Database; catalogue: CatalogueStore },
-  input: { id?: string | undefined; sku?: string | undefined },
+  input: { id?: string | undefined; sku?: string | undefined; currency?: string | undefined },
 ): Promise<unknown> {
   let id = input.id;
   if (id === undefined) {
@@ -210,7 +216,7 @@ export async function getProduct(
     if (!row) throw unknownProduct(`sku ${input.sku}`);
     id = row.id;
   }
-  return JSON.parse(await productJson({ db, catalogue }, id));
+  return JSON.parse(await productJson({ db, catalogue }, id, await conversionOf(db, input.currency)));
 }
 
 /** Every `points`-th of n indexes, evenly spread, the first and the last always in. */

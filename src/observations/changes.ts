@@ -1,10 +1,13 @@
 import type { CompetitorRow, OfferRow, ProductRow } from "../catalogue/views.ts";
 import type { EventMessage } from "../events/messages.ts";
+import type { ApiError } from "../http/errors.ts";
+import { invalidField } from "../http/validation.ts";
 import { newId } from "../platform/ids.ts";
 import { parseMoney } from "../platform/money.ts";
 import type { priceHistory } from "../platform/tables.ts";
 import { priceEvent, stockEvent } from "./events.ts";
-import type { IngestionResult, Observation } from "./schema.ts";
+import { afterPriceChange } from "./prior-prices.ts";
+import { type IngestionResult, isFailedCheck, type Observation, type PricedObservation } from "./schema.ts";
 
 /** Step 2 of an ingestion (src/observations/service.ts): the observations applied in memory to what they touch. */
 
@@ -33,12 +36,33 @@ export interface IngestionChanges {
 const offerKey = (productId: string, competitorId: string) => `${productId}\u0000${competitorId}`;
 const minor = (amount: string | null | undefined, currency: string) => (amount == null ? null : parseMoney(amount, currency));
 
+/** The offer's fields beside price and stock whose change changes its view (and the product's updated_at). */
+const DETAILS = ["url", "regularPriceMinor", "shippingMinor", "seller", "condition", "quantity", "unit", "checkStatus"] as const;
+
+/** Prices in another currency cannot be compared: a change of currency starts the offer's prior prices afresh. */
+function priorPricesAfter(before: OfferRow, currency: string, changedAt: string): Pick<OfferRow, "priorPrices" | "lowestPrice30dMinor"> {
+  if (before.currency !== currency) return { priorPrices: [], lowestPrice30dMinor: null };
+  const { priorPrices, lowestMinor } = afterPriceChange(before.priorPrices, before.priceMinor, changedAt);
+  return { priorPrices, lowestPrice30dMinor: lowestMinor };
+}
+
+/** A failed check only updates an offer: one not known yet has no price to keep. */
+function unknownOfferCheck(observation: { index?: number; sku: string }, competitorId: string): ApiError {
+  return invalidField("body", {
+    field: `observations.${observation.index ?? 0}.check_status`,
+    message:
+      `${JSON.stringify(observation.sku)} has no offer from ${JSON.stringify(competitorId)} yet, so a failed check has nothing to ` +
+      "update; send its first observation with a price (check_status ok)",
+  });
+}
+
 /** Product details: the first observation of a product sets them; later ones only fill in what is missing. */
 const FILLABLE = ["brand", "category", "gtin", "mpn"] as const;
 
 export function computeChanges(
   touched: TouchedRows,
-  observations: readonly (Observation & { observed_at: string })[],
+  /** `index`: the observation's place in the request, for a 400's field path. */
+  observations: readonly (Observation & { observed_at: string; index?: number })[],
   now: string,
 ): IngestionChanges {
   const result: IngestionResult = {
@@ -88,17 +112,36 @@ export function computeChanges(
       }
     }
 
-    const { currency, observed_at: observedAt } = observation;
-    const next = {
-      url: observation.url ?? null,
-      priceMinor: parseMoney(observation.price, currency),
-      regularPriceMinor: minor(observation.regular_price, currency),
-      currency,
-      shippingMinor: minor(observation.shipping_cost, currency),
-      inStock: observation.in_stock,
-    };
     const key = offerKey(product.id, competitor.id);
     const offer = offersByKey.get(key);
+    const observedAt = observation.observed_at;
+    if (isFailedCheck(observation)) {
+      if (!offer) throw unknownOfferCheck(observation, competitor.id);
+      if (observedAt <= offer.checkedAt) continue; // stale, or a replay
+      // A failed check read no price: only how the check went, and when, change (no history, no event).
+      if (offer.checkStatus !== observation.check_status) {
+        product.updatedAt = now;
+        changed.products.add(product);
+      }
+      Object.assign(offer, { checkStatus: observation.check_status, checkedAt: observedAt });
+      changed.offers.add(offer);
+      continue;
+    }
+    const priced = observation as typeof observation & PricedObservation;
+    const { currency } = priced;
+    const next = {
+      url: observation.url ?? null,
+      priceMinor: parseMoney(priced.price, currency),
+      regularPriceMinor: minor(priced.regular_price, currency),
+      currency,
+      shippingMinor: minor(priced.shipping_cost, currency),
+      inStock: priced.in_stock,
+      seller: priced.seller ?? null,
+      condition: priced.condition ?? "new",
+      quantity: priced.quantity ?? null,
+      unit: priced.unit ?? null,
+      checkStatus: "ok" as const,
+    };
     if (!offer) {
       const created: OfferRow = {
         productId: product.id,
@@ -107,6 +150,8 @@ export function computeChanges(
         previousPriceMinor: null,
         priceChangedAt: null,
         checkedAt: observedAt,
+        lowestPrice30dMinor: null,
+        priorPrices: [],
       };
       offersByKey.set(key, created);
       changed.offers.add(created);
@@ -121,12 +166,13 @@ export function computeChanges(
     const before = { ...offer };
     const priceChanged = offer.priceMinor !== next.priceMinor || offer.currency !== next.currency;
     const stockChanged = offer.inStock !== next.inStock;
-    const detailsChanged =
-      offer.url !== next.url || offer.regularPriceMinor !== next.regularPriceMinor || offer.shippingMinor !== next.shippingMinor;
+    // A check that is ok again after a failed one changes the status only: the price and stock compare with the last known.
+    const detailsChanged = DETAILS.some((field) => offer[field] !== next[field]);
     Object.assign(offer, next, { checkedAt: observedAt });
     if (priceChanged) {
       offer.previousPriceMinor = before.currency === next.currency ? before.priceMinor : null;
       offer.priceChangedAt = observedAt;
+      Object.assign(offer, priorPricesAfter(before, next.currency, observedAt));
     }
     changed.offers.add(offer);
     if (priceChanged || stockChanged) {

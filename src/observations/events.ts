@@ -1,3 +1,4 @@
+import { totalMinor } from "../catalogue/figures.ts";
 import type { CompetitorRow, OfferRow, ProductRow } from "../catalogue/views.ts";
 import type { EventMessage } from "../events/messages.ts";
 import type { PriceChangedData, StockChangedData } from "../events/schema.ts";
@@ -36,6 +37,8 @@ function eventMessage<D extends PriceChangedData | StockChangedData>(
   return { kind: "event", event: { id, type, timestamp: now, data: payload } };
 }
 
+const money = (minor: number | null, currency: string) => (minor === null ? null : formatMoney(minor, currency));
+
 /**
  * change_abs is new − old (signed, a decimal string); change_pct the same as a percentage of the old
  * price, rounded to 2 decimals (null from a price of 0). When the currency changed, the prices
@@ -51,6 +54,9 @@ export function priceEvent(context: EventContext, before: OfferRow): EventMessag
     change_abs: comparable ? formatMoney(delta, offer.currency) : null,
     change_pct: comparable && before.priceMinor > 0 ? Math.round((delta / before.priceMinor) * 10_000) / 100 : null,
     direction: comparable ? (delta > 0 ? "up" : "down") : null,
+    old_total_price: comparable ? money(totalMinor(before.priceMinor, before.shippingMinor), offer.currency) : null,
+    new_total_price: money(totalMinor(offer.priceMinor, offer.shippingMinor), offer.currency),
+    lowest_price_30d: money(offer.lowestPrice30dMinor, offer.currency),
   });
   message.price_change = comparable ? { old_minor: before.priceMinor, new_minor: offer.priceMinor } : null;
   return message;

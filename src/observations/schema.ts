@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { competitorDomain, competitorId, competitorName } from "../catalogue/schema.ts";
+import { competitorDomain, competitorId, competitorName, OfferCondition, QuantityUnit } from "../catalogue/schema.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required, trimmedText } from "../http/validation.ts";
-import { currencySchema, moneyFieldsFit, moneyStringSchema } from "../platform/money.ts";
+import { currencySchema, moneyFieldsFit, moneyStringSchema, POSITIVE_DECIMAL_PATTERN } from "../platform/money.ts";
 
 /** POST /admin/observations: what it takes and what it answers, declared once. */
 
@@ -15,38 +15,108 @@ const MAX_CLOCK_SKEW_MS = 5 * 60 * 1000;
 const optionalText = (max: number) => trimmedText(max).nullable().optional();
 const optionalMoney = moneyStringSchema.nullable().optional();
 
-const observation = z
+/** What names the offer checked: every observation carries these, whatever its check_status. */
+const observed = {
+  sku: trimmedText(100),
+  name: trimmedText(500),
+  brand: optionalText(200),
+  category: optionalText(200),
+  gtin: z
+    .string({ error: required("string") })
+    .regex(/^\d{8,14}$/, { error: "must be 8 to 14 digits" })
+    .nullable()
+    .optional(),
+  mpn: optionalText(100),
+  competitor: z.strictObject({ id: competitorId, name: competitorName, domain: competitorDomain.optional() }, jsonObject),
+  url: uriSchema("The offer's page: an http(s) URL", ["http", "https"]).nullable().optional(),
+  observed_at: isoTimestamp
+    .refine((at) => Date.parse(at) <= Date.now() + MAX_CLOCK_SKEW_MS, { error: "must not be in the future" })
+    .optional()
+    .meta({
+      ...DATE_OR_DATE_TIME,
+      description: "When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default",
+    }),
+};
+
+/** What a check that read the page tells about the offer beside its price. */
+const offerTerms = {
+  seller: optionalText(200).meta({ description: "Who sells it on the competitor's site (a marketplace seller), up to 200 characters" }),
+  condition: OfferCondition.optional(),
+  quantity: z
+    .string({ error: required("string") })
+    .max(16, { error: "must be at most 16 characters" })
+    .regex(POSITIVE_DECIMAL_PATTERN, { error: 'must be a positive decimal string such as "500" or "0.75"' })
+    .optional()
+    .meta({
+      description: "How much the price buys, in `unit` (required with it): a positive decimal string; the unit price's divisor",
+      example: "500",
+    }),
+  unit: QuantityUnit.optional(),
+};
+
+/** `quantity` and `unit` come together: one without the other cannot make a unit price. */
+function quantityWithUnit(value: { quantity?: string | undefined; unit?: string | undefined }, ctx: z.RefinementCtx) {
+  if ((value.quantity === undefined) === (value.unit === undefined)) return;
+  const missing = value.quantity === undefined ? "quantity" : "unit";
+  const given = missing === "quantity" ? "unit" : "quantity";
+  ctx.addIssue({ code: "custom", path: [missing], message: `is required with ${given} (both or neither)`, input: undefined });
+}
+const bothOrNeither = { dependentRequired: { quantity: ["unit"], unit: ["quantity"] } };
+
+const CHECK_STATUS_ERROR = "must be ok, not_found or blocked";
+
+const PricedObservation = z
   .strictObject(
     {
-      sku: trimmedText(100),
-      name: trimmedText(500),
-      brand: optionalText(200),
-      category: optionalText(200),
-      gtin: z
-        .string({ error: required("string") })
-        .regex(/^\d{8,14}$/, { error: "must be 8 to 14 digits" })
-        .nullable()
-        .optional(),
-      mpn: optionalText(100),
-      competitor: z.strictObject({ id: competitorId, name: competitorName, domain: competitorDomain.optional() }, jsonObject),
-      url: uriSchema("The offer's page: an http(s) URL", ["http", "https"]).nullable().optional(),
+      ...observed,
+      ...offerTerms,
+      check_status: z
+        .literal("ok", { error: CHECK_STATUS_ERROR })
+        .optional()
+        .meta({ description: "ok (the default): the check read a price" }),
       price: moneyStringSchema,
       regular_price: optionalMoney,
       currency: currencySchema,
-      shipping_cost: optionalMoney,
+      shipping_cost: optionalMoney.meta({
+        description: "Delivery to the shop's home market; 0 is free delivery, absent or null unknown (then total_price is null)",
+      }),
       in_stock: z.boolean({ error: (issue) => (issue.input === undefined ? "is required" : "must be true or false") }),
-      observed_at: isoTimestamp
-        .refine((at) => Date.parse(at) <= Date.now() + MAX_CLOCK_SKEW_MS, { error: "must not be in the future" })
-        .optional()
-        .meta({
-          ...DATE_OR_DATE_TIME,
-          description:
-            "When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default",
-        }),
     },
     jsonObject,
   )
-  .superRefine(moneyFieldsFit(["price", "regular_price", "shipping_cost"]));
+  .superRefine(moneyFieldsFit(["price", "regular_price", "shipping_cost"]))
+  .superRefine(quantityWithUnit)
+  .meta({ id: "PricedObservation", description: "A check that read a price (check_status ok or absent)", ...bothOrNeither });
+
+const FailedCheck = z
+  .strictObject(
+    {
+      ...observed,
+      check_status: z.enum(["not_found", "blocked"], { error: CHECK_STATUS_ERROR }).meta({
+        description: "The check read no price: the offer keeps its price and stock, and shows this status",
+      }),
+    },
+    {
+      error: (issue) =>
+        issue.code === "unrecognized_keys"
+          ? `${issue.keys.join(", ")}: must be left out when check_status is not ok (a failed check carries no price, currency, ` +
+            "in_stock, shipping_cost or other offer terms: only the product, competitor, url and observed_at)"
+          : jsonObject.error(issue),
+    },
+  )
+  .meta({
+    id: "FailedCheck",
+    description:
+      "A check that read no price (not_found, blocked): it changes no price, stock or history and emits no event, and must " +
+      "name an offer already known (else 400)",
+  });
+
+/**
+ * One of the two shapes, told apart by check_status. A union, not a discriminated one: an OpenAPI discriminator must be a
+ * required property, and check_status may be left out (ok). A 400 names the field of the shape check_status chose
+ * (src/http/validation.ts reads a union's failure so).
+ */
+const observation = z.union([PricedObservation, FailedCheck], { error: "must be a JSON object" });
 
 export const observationsBody = z.strictObject(
   {
@@ -61,6 +131,10 @@ export const observationsBody = z.strictObject(
 );
 
 export type Observation = z.output<typeof observation>;
+export type PricedObservation = z.output<typeof PricedObservation>;
+type FailedCheck = z.output<typeof FailedCheck>;
+export const isFailedCheck = <O extends Observation>(observation: O): observation is O & FailedCheck =>
+  observation.check_status === "not_found" || observation.check_status === "blocked";
 
 export const IngestionResult = z
   .object({ received: z.int(), products_created: z.int(), offers_created: z.int(), price_changes: z.int(), stock_changes: z.int() })

@@ -48,7 +48,7 @@ export async function ingestObservations(
 ): Promise<IngestionResult> {
   const now = new Date().toISOString();
   const ordered = observations
-    .map((observation) => ({ ...observation, observed_at: observation.observed_at ?? now }))
+    .map((observation, index) => ({ ...observation, observed_at: observation.observed_at ?? now, index }))
     .sort((a, b) => (a.observed_at < b.observed_at ? -1 : a.observed_at > b.observed_at ? 1 : 0)); // stable: ties keep their order
   for (let attempt = 1; ; attempt++) {
     const touched = await readTouchedRows(db, ordered);

@@ -85,6 +85,46 @@ export function formatMoney(minor: number | bigint, currency: string): string {
   return `${sign}${digits.slice(0, -exponent)}.${digits.slice(-exponent)}`;
 }
 
+// Exact decimals: rates and quantities
+
+/** A positive decimal string (a rate, a quantity): no sign, no exponent, no leading zeros, not zero. */
+export const POSITIVE_DECIMAL_PATTERN = /^([1-9]\d*(\.\d+)?|0\.\d*[1-9]\d*)$/;
+
+/** "1.0832" → 10832 / 10^4, exactly. */
+export interface Decimal {
+  units: bigint;
+  scale: number;
+}
+
+export function parseDecimal(value: string): Decimal {
+  if (!POSITIVE_DECIMAL_PATTERN.test(value)) throw new MoneyError('must be a positive decimal string such as "1.0832"');
+  const [whole = "", fraction = ""] = value.split(".");
+  return { units: BigInt(whole + fraction), scale: fraction.length };
+}
+
+const TEN = 10n;
+export const pow10 = (digits: number) => TEN ** BigInt(digits);
+
+/** numerator / denominator (denominator > 0) rounded to the nearest integer, ties to the even one: banker's rounding. */
+export function divideHalfEven(numerator: bigint, denominator: bigint): bigint {
+  const negative = numerator < 0n;
+  const n = negative ? -numerator : numerator;
+  let quotient = n / denominator;
+  const twice = (n % denominator) * 2n;
+  if (twice > denominator || (twice === denominator && quotient % 2n === 1n)) quotient += 1n;
+  return negative ? -quotient : quotient;
+}
+
+/** numerator / denominator as a decimal string rounded half-even to `decimals` places, trailing zeros dropped ("1.0832"). */
+export function formatQuotient(numerator: bigint, denominator: bigint, decimals: number): string {
+  const digits = divideHalfEven(numerator * pow10(decimals), denominator)
+    .toString()
+    .padStart(decimals + 1, "0");
+  const whole = digits.slice(0, -decimals);
+  const fraction = digits.slice(-decimals).replace(/0+$/, "");
+  return fraction === "" ? whole : `${whole}.${fraction}`;
+}
+
 // zod, for request bodies and queries
 
 /** An ISO-4217 code we know the minor unit of; upper case on the wire. */

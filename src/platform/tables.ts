@@ -108,6 +108,13 @@ export const products = sqliteTable(
   ],
 );
 
+/** An offer's condition, how its last check went, and the units its quantity may be in (docs/observations.md). */
+export const OFFER_CONDITIONS = ["new", "used", "refurbished"] as const;
+export const CHECK_STATUSES = ["ok", "not_found", "blocked"] as const;
+export const QUANTITY_UNITS = ["g", "kg", "ml", "l", "cm", "m", "m2", "count"] as const;
+/** One price the offer held before its current one: [when it ended (ISO), its minor units]. */
+export type PriorPrice = [string, number];
+
 /** A competitor's current offer for a product: one per (product, competitor). */
 export const offers = sqliteTable(
   "offers",
@@ -128,6 +135,19 @@ export const offers = sqliteTable(
     previousPriceMinor: integer("previous_price_minor"),
     priceChangedAt: text("price_changed_at"),
     checkedAt: text("checked_at").notNull().default(now),
+    seller: text("seller"),
+    condition: text("condition", { enum: OFFER_CONDITIONS }).notNull().default("new"),
+    /** A positive decimal string, with its unit (both or neither): the unit price's divisor. */
+    quantity: text("quantity"),
+    unit: text("unit", { enum: QUANTITY_UNITS }),
+    checkStatus: text("check_status", { enum: CHECK_STATUSES }).notNull().default("ok"),
+    /**
+     * The lowest price of the 30 days before the current price took effect, set when the price changes
+     * (src/observations/prior-prices.ts), from `prior_prices`: the offer's own recent prices, so neither a read nor the
+     * history's move to R2 touches it.
+     */
+    lowestPrice30dMinor: integer("lowest_price_30d_minor"),
+    priorPrices: text("prior_prices", { mode: "json" }).$type<PriorPrice[]>().notNull().default(sql`'[]'`),
   },
   (t) => [
     primaryKey({ columns: [t.productId, t.competitorId] }),
@@ -139,6 +159,14 @@ export const offers = sqliteTable(
     ),
   ],
 );
+
+/** A day's reference rates (PUT /admin/fx-rates): units of each currency for one unit of `base`, decimal strings. */
+export const fxRates = sqliteTable("fx_rates", {
+  date: text("date").primaryKey(),
+  base: text("base").notNull(),
+  rates: text("rates", { mode: "json" }).$type<Record<string, string>>().notNull(),
+  updatedAt: text("updated_at").notNull().default(now),
+});
 
 /** Appended when an offer's price or stock changes; read by GET /products/:id/history. */
 export const priceHistory = sqliteTable(

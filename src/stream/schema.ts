@@ -41,6 +41,11 @@ export const streamQuery = strictQuery({
     .meta({ ...alertFilterFields.price_above.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
   new_low_days: days("new_low_days"),
   new_high_days: days("new_high_days"),
+  compare: alertFilterFields.compare,
+  below_lowest_30d: once(z.enum(["true", "false"], { error: "must be true or false" }))
+    .transform((value) => value === "true")
+    .optional()
+    .meta({ description: alertFilterFields.below_lowest_30d.unwrap().description }),
   competitors: list("competitors"),
   brands: list("brands"),
   categories: list("categories"),

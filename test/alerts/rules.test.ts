@@ -1,15 +1,10 @@
-import { env } from "cloudflare:workers";
-import { asc, eq, inArray, like } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { type AlertSubject, matchesAlert } from "../../src/alerts/rules.ts";
-import type { DeliveryMessage } from "../../src/events/messages.ts";
-import { database } from "../../src/platform/db.ts";
-import { events, webhooks } from "../../src/platform/tables.ts";
-import { DAY_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
+import { decide as decideWith, prices, type Step } from "../helpers/alert-decide.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, endpointSettled, ingest, type ObservationInput } from "../helpers/webhooks.ts";
+import { createWebhook } from "../helpers/webhooks.ts";
 
 /**
  * Alert rules (webhook `filters`), each on both sides of its boundary, decided the same way by the
@@ -17,7 +12,6 @@ import { createWebhook, endpointSettled, ingest, type ObservationInput } from ".
  * replay (POST /webhooks/:id/replay over the stored events). The queue's sendBatch is captured.
  */
 
-const db = () => database(env.DB);
 let receiver: Receiver;
 beforeAll(() => {
   receiver = installReceiver();
@@ -25,70 +19,7 @@ beforeAll(() => {
 afterEach(() => receiver.assertNoStrayRequests());
 afterAll(() => vi.restoreAllMocks());
 
-let cases = 0;
-
-interface Step extends Partial<ObservationInput> {
-  price: string;
-  /** When observed, in days before now (default: the step's order, seconds apart, ending now). */
-  daysAgo?: number;
-}
-
-/**
- * Ingests `steps` for one new product (in order), then asks the fan-out and the replay which of the
- * resulting events a webhook with `filters` (and `body`) takes; both answers must be the same.
- * Returns, per stored event in order, whether it was sent.
- */
-async function decide(filters: unknown, steps: Step[], body: Record<string, unknown> = {}): Promise<boolean[]> {
-  const sku = `ALERT-${Date.now()}-${++cases}-ü`;
-  const token = (await freshAccount()).token;
-  const hook = await createWebhook(token, { url: hookUrl("alert"), filters, ...body });
-  const sends = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
-  try {
-    const since = new Date(Date.now() - 400 * DAY_MS).toISOString();
-    const now = Date.now();
-    for (const [i, { daysAgo, ...step }] of steps.entries()) {
-      const observedAt = new Date(daysAgo === undefined ? now - (steps.length - i) * 1000 : now - daysAgo * DAY_MS).toISOString();
-      await ingest([{ sku, brand: "Acme", category: "Headphones", ...step, observed_at: observedAt }]);
-    }
-    const rows = await db()
-      .select()
-      .from(events)
-      .where(like(events.payload, `%${JSON.stringify(sku).slice(1, -1)}%`))
-      .orderBy(asc(events.seq))
-      .all();
-    const ids = rows.map((row) => row.id);
-    const queued = () =>
-      sends.mock.calls
-        .flatMap(([batch]) => [...batch].map((m) => m.body as DeliveryMessage))
-        .filter((m) => m.kind === "delivery" && m.webhook_id === hook.id && ids.includes(m.event.id))
-        .map((m) => m.event.id); // replay also sends the other cases' events this webhook takes
-
-    // The fan-out: right after each commit (src/webhooks/delivery/immediate.ts), which hands the deliveries to the webhook's object.
-    await vi.waitFor(
-      async () =>
-        expect((await db().select().from(events).where(inArray(events.id, ids)).all()).every((row) => row.fannedOutAt !== null)).toBe(true),
-      {
-        timeout: 5_000,
-        interval: 20,
-      },
-    );
-    await endpointSettled(hook.id);
-    const posted = receiver.to(hook.url).map((request) => request.headers["webhook-id"]!);
-    const fannedOut = ids.filter((id) => posted.includes(id) || queued().includes(id));
-    sends.mockClear();
-    expect(await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since } }), 202)).toEqual({
-      queued: expect.any(Number),
-    });
-    const replayed = queued();
-    expect(replayed, "replay decides as the fan-out does").toEqual(fannedOut);
-    await db().update(webhooks).set({ status: "disabled" }).where(eq(webhooks.id, hook.id)); // later cases' events are not its
-    return rows.map((row) => fannedOut.includes(row.id));
-  } finally {
-    sends.mockRestore();
-  }
-}
-
-const prices = (...values: string[]): Step[] => values.map((price) => ({ price }));
+const decide = (filters: unknown, steps: Step[], body?: Record<string, unknown>) => decideWith(receiver, filters, steps, body);
 
 // Each case ingests its steps one at a time and waits for their fan-out: seconds on a loaded machine.
 describe("each rule on both sides of its boundary, in fan-out and in replay", { timeout: 30_000 }, () => {
@@ -199,6 +130,9 @@ describe("matchesAlert (the one decision)", () => {
     currency: "USD",
     oldMinor,
     newMinor,
+    oldTotalMinor: null,
+    newTotalMinor: null,
+    lowestMinor: null,
     competitorId: "cmp_a",
     sku: "S-1",
     brand: null,

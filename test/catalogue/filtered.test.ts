@@ -71,8 +71,7 @@ async function readDirect(filters: ProductFilters, d1Limit?: number) {
     db(),
     bucket,
     await currentManifest(),
-    filters,
-    "ndjson",
+    { filters, form: "ndjson" },
     d1Limit === undefined ? {} : { d1Limit },
   ))
     body += decoder.decode(chunk, { stream: true });

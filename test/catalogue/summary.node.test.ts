@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { summarise } from "../../src/catalogue/views.ts";
+import { type OfferRow, summarise } from "../../src/catalogue/views.ts";
 
-type Row = Parameters<typeof summarise>[0][number];
+type Row = OfferRow;
 const offer = (competitorId: string, priceMinor: number, currency = "USD", inStock = true): Row => ({
   productId: "prd_x",
   competitorId,
@@ -14,6 +14,13 @@ const offer = (competitorId: string, priceMinor: number, currency = "USD", inSto
   previousPriceMinor: null,
   priceChangedAt: null,
   checkedAt: "2026-01-01T00:00:00.000Z",
+  seller: null,
+  condition: "new",
+  quantity: null,
+  unit: null,
+  checkStatus: "ok",
+  lowestPrice30dMinor: null,
+  priorPrices: [],
 });
 
 describe("summary", () => {

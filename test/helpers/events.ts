@@ -44,7 +44,17 @@ export async function commitEvents(
     // A whole payload, as the ingestion writes it (the MCP tools check theirs against the document's shapes).
     const data: PriceChangedData | StockChangedData =
       type === "price.changed"
-        ? { ...offer, old_price: "10.00", new_price: "9.00", change_abs: "-1.00", change_pct: -10, direction: "down" }
+        ? {
+            ...offer,
+            old_price: "10.00",
+            new_price: "9.00",
+            change_abs: "-1.00",
+            change_pct: -10,
+            direction: "down",
+            old_total_price: null,
+            new_total_price: null,
+            lowest_price_30d: "10.00",
+          }
         : { ...offer, price: "9.00", in_stock_before: true, in_stock: false };
     const message: EventMessage = { kind: "event", event: { id, type, timestamp: at, data } };
     const price = prices?.[i];

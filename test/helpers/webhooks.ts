@@ -113,6 +113,10 @@ export interface ObservationInput {
   shipping_cost?: string | null;
   in_stock?: boolean;
   observed_at?: string;
+  seller?: string | null;
+  condition?: "new" | "used" | "refurbished";
+  quantity?: string;
+  unit?: string;
 }
 
 export const observation = (input: ObservationInput) => ({

@@ -156,6 +156,9 @@ describe("changes", () => {
       change_abs: "-0.01",
       change_pct: -0.1,
       direction: "down",
+      old_total_price: null, // shipping unknown
+      new_total_price: null,
+      lowest_price_30d: "10.00", // the price held up to the change
       observed_at: T2,
     });
   });

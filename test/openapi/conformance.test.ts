@@ -106,6 +106,7 @@ describe("catalogue (API key)", () => {
     await expectCall(200, "get", path, `/products/${productId}`, { token: key });
     await expectCall(304, "get", path, `/products/${productId}`, { token: key, headers: { "If-None-Match": productEtag } });
     await expectCall(400, "get", path, `/products/${productId}?page=2`, { token: key });
+    await expectCall(400, "get", path, `/products/${productId}?currency=XXX`, { token: key });
     await expectCall(404, "get", path, "/products/prd_nope", { token: key });
     await expectCall(401, "get", path, `/products/${productId}`, { token: await accountToken("jwt-on-data") });
   });
@@ -280,6 +281,20 @@ describe("admin (scoped JWT)", () => {
     await expectCall(413, "patch", path, url, { token: admin, body: BIG });
     await expectCall(401, "patch", path, url, { body: { name: "X" } });
     await expectCall(403, "patch", path, url, { token: await adminToken("planner", "accounts:write"), body: { name: "X" } });
+  });
+
+  it("PUT /admin/fx-rates: 200, 400, 413, 401, 403; then ?currency= reads with converted offers", async () => {
+    const path = "/admin/fx-rates";
+    const rates = { base: "EUR", date: new Date().toISOString().slice(0, 10), rates: { USD: "1.0832", JPY: "162.45" } };
+    expect(await expectCall(200, "put", path, path, { token: admin, body: rates })).toMatchObject(rates);
+    await expectCall(400, "put", path, path, { token: admin, body: { ...rates, rates: { USD: 1.08 } } });
+    await expectCall(413, "put", path, path, { token: admin, body: BIG });
+    await expectCall(401, "put", path, path, { body: rates });
+    await expectCall(403, "put", path, path, { token: await adminToken("planner", "accounts:write"), body: rates });
+    const product = await expectCall(200, "get", "/products/{id}", `/products/${productId}?currency=JPY`, { token: key });
+    expect(product.offers[0]!.converted).toMatchObject({ currency: "JPY", rate_date: rates.date });
+    const list = await expectCall(200, "get", "/products", "/products?currency=EUR", { token: key });
+    expect(list.products.every((p: { summary: { currency: string | null } }) => p.summary.currency === "EUR")).toBe(true);
   });
 });
 

@@ -146,6 +146,15 @@ function describedRuleBroken(operation: Operation, request: Request): string | u
         }
       }
     }
+    // A failed check must name an offer already known: a generated SKU names none.
+    const failed = observations.findIndex(
+      (observation) => observation.check_status === "not_found" || observation.check_status === "blocked",
+    );
+    if (failed >= 0) return ".check_status: ";
+  }
+  if (operation.template === "/admin/fx-rates") {
+    const { base, rates } = request.body as { base: string; rates: Record<string, string> };
+    if (rates[base] !== undefined) return `rates.${base}: must be left out: the base's rate is 1`;
   }
   return undefined;
 }

@@ -191,8 +191,12 @@ const key = () => b.key;
  * then its own.
  */
 const OPERATIONS: Record<string, Exercise[]> = {
-  "GET /products": [as(key, "GET", () => "/products"), as(key, "GET", () => `/products?sku=${sku}`)],
-  "GET /products/{id}": [as(key, "GET", () => `/products/${productId}`)],
+  "GET /products": [
+    as(key, "GET", () => "/products"),
+    as(key, "GET", () => `/products?sku=${sku}`),
+    as(key, "GET", () => `/products?sku=${sku}&currency=EUR`),
+  ],
+  "GET /products/{id}": [as(key, "GET", () => `/products/${productId}`), as(key, "GET", () => `/products/${productId}?currency=JPY`)],
   "GET /products/{id}/history": [as(key, "GET", () => `/products/${productId}/history`)],
   "GET /competitors": [as(key, "GET", () => "/competitors")],
   "GET /events/stream": [], // read in beforeAll, live and backfill
@@ -225,12 +229,13 @@ const OPERATIONS: Record<string, Exercise[]> = {
   "PUT /admin/accounts/{id}/plan": [as(login, "PUT", () => `/admin/accounts/${a.sub}/plan`, { plan: "free" })],
   "POST /admin/observations": [as(key, "POST", () => "/admin/observations", { observations: [] })],
   "PATCH /admin/competitors/{id}": [as(login, "PATCH", () => "/admin/competitors/cmp_amazon", { name: "x" })],
+  "PUT /admin/fx-rates": [as(key, "PUT", () => "/admin/fx-rates", { base: "EUR", date: "2026-11-27", rates: { USD: "1.08" } })],
   "POST /secret-scanning/github": [as(key, "POST", () => "/secret-scanning/github", [])],
 };
 
 const MCP_TOOLS: Record<string, Record<string, unknown>[]> = {
-  search_products: [{ query: "Product" }, { sku }],
-  get_product: [{ sku }],
+  search_products: [{ query: "Product" }, { sku }, { sku, currency: "EUR" }],
+  get_product: [{ sku }, { sku, currency: "EUR" }],
   price_history: [{ product_id: "" }],
   list_competitors: [{}],
   recent_changes: [{ limit: 100 }],

@@ -217,6 +217,9 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
   // From the snapshot: the range of its segment that holds it, and the pointer and manifest when this isolate last
   // read them over a second ago (src/catalogue/snapshot/product-read.ts); D1 only for a product the snapshot lacks.
   "GET /products/{id}": [route("GET", () => `/products/${productId}`, key), budget(4, SNAPSHOT_PRODUCT_READS)],
+  // ?currency= reads the day's rates (one statement) beside what the read costs without it.
+  "GET /products?sku=&currency=": [route("GET", () => `/products?sku=${OURS}&currency=EUR`, key, undefined, true), budget(7, 2)],
+  "GET /products/{id}?currency=": [route("GET", () => `/products/${productId}?currency=JPY`, key), budget(5, SNAPSHOT_PRODUCT_READS)],
   "GET /products/{id}/history": [route("GET", () => `/products/${productId}/history`, key), budget(4, 2)],
   "GET /competitors": [route("GET", () => "/competitors", key), budget(3)],
   "GET /events": [route("GET", () => "/events", key), budget(6, 2)],
@@ -346,6 +349,15 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
     ),
     budget(4, 2),
   ],
+  "PUT /admin/fx-rates": [
+    route(
+      "PUT",
+      () => "/admin/fx-rates",
+      adminLogin,
+      () => ({ base: "EUR", date: new Date().toISOString().slice(0, 10), rates: { USD: "1.0832", JPY: "162.45", KWD: "0.3331" } }),
+    ),
+    budget(4),
+  ],
   "POST /secret-scanning/github": [
     async () => {
       const leaked = await addKey(owner.token);
@@ -389,6 +401,8 @@ const MCP_TOOLS: Record<string, [Record<string, unknown>, Budget]> = {
   "search_products (short query)": [{ query: "Sn" }, budget(4)],
   "search_products (competitor)": [{ competitor: "cmp_a", limit: 20 }, budget(4)],
   get_product: [{ sku: OURS }, budget(4, SNAPSHOT_PRODUCT_READS)],
+  "get_product (currency)": [{ sku: OURS, currency: "EUR" }, budget(5, SNAPSHOT_PRODUCT_READS)],
+  "search_products (currency)": [{ query: "Snapshot product", limit: 20, currency: "EUR" }, budget(5)],
   price_history: [{ product_id: "prd_budget_busy", points: 50 }, budget(4, 2)],
   list_competitors: [{}, budget(3, 2)],
   recent_changes: [{ limit: 20 }, budget(4, 2)],

@@ -14,6 +14,7 @@ import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
 import { statementsOf } from "../helpers/statements.ts";
+import { openStream, readFrames } from "../helpers/stream-frames.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
@@ -258,35 +259,6 @@ async function storePriceChanges(count: number, sku: string): Promise<void> {
 }
 
 /** A stream read as it comes: its frames so far, and `ended`, which settles when the server ends it. */
-function readFrames(res: Response) {
-  expect(res.status).toBe(200);
-  const frames: string[] = [];
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  const ended = (async () => {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      const parts = buffer.split("\n\n");
-      buffer = parts.pop()!;
-      frames.push(...parts);
-    }
-  })();
-  ended.catch(() => undefined); // a stream the test cancels
-  return {
-    frames,
-    ended,
-    /** The ids of the events sent (frames with data). */
-    sentIds: () => frames.filter((frame) => frame.includes("\ndata: ")).map((frame) => /^id: (.+)$/m.exec(frame)![1]!),
-    close: () => reader.cancel().catch(() => undefined),
-  };
-}
-
-const openStream = (key: string, query = "", headers: Record<string, string> = {}) =>
-  call("GET", `/events/stream${query}`, { token: key, headers: { Accept: "text/event-stream", ...headers } });
-
 describe("tenants apart: the stream", { timeout: 30_000 }, () => {
   it("never carries an account event, live or in the backfill, with or without type", async () => {
     const a = await freshAccount({ plan: "premium" });

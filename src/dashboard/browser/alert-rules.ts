@@ -65,6 +65,8 @@ const SAID: { [Rule in keyof AlertFilters]-?: (value: NonNullable<AlertFilters[R
   price_above: (amount, rules) => `price rises above ${amount} ${rules.currency}`,
   new_low_days: (days) => `new ${days}-day low`,
   new_high_days: (days) => `new ${days}-day high`,
+  compare: (figure) => (figure === "total_price" ? "amounts compare price + shipping" : ""),
+  below_lowest_30d: (below) => (below ? "below the 30-day lowest price" : ""),
   brands: (values) => `brands: ${listed(values)}`,
   categories: (values) => `categories: ${listed(values)}`,
   competitors: (values) => `competitors: ${listed(values)}`,

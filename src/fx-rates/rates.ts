@@ -1,0 +1,47 @@
+import { currencyExponent, divideHalfEven, formatQuotient, parseDecimal, pow10 } from "../platform/money.ts";
+
+/**
+ * Currency conversion with a day's reference rates, exactly: rates are decimal strings, amounts integer minor
+ * units, and the one division rounds half-even to the target's minor unit (BigInt; never a float). Pure.
+ */
+
+/** A day's rates: units of each currency for one unit of `base` (the base's own rate is 1). */
+export interface RateDay {
+  base: string;
+  date: string;
+  rates: Readonly<Record<string, string>>;
+}
+
+/** Units of `to` for one unit of `from` (major units), as an exact fraction. */
+export interface CrossRate {
+  numerator: bigint;
+  denominator: bigint;
+}
+
+/** How many decimals a rate is shown with; the conversion itself uses the exact fraction. */
+const RATE_DECIMALS = 10;
+
+function rateOf(day: RateDay, currency: string) {
+  if (currency === day.base) return { units: 1n, scale: 0 };
+  const rate = day.rates[currency];
+  return rate === undefined ? null : parseDecimal(rate);
+}
+
+/** from → to through the base: rate(to) ÷ rate(from); null when either has no rate that day. */
+export function crossRate(day: RateDay, from: string, to: string): CrossRate | null {
+  if (from === to) return { numerator: 1n, denominator: 1n };
+  const [source, target] = [rateOf(day, from), rateOf(day, to)];
+  if (!source || !target) return null;
+  return { numerator: target.units * pow10(source.scale), denominator: source.units * pow10(target.scale) };
+}
+
+/**
+ * `minor` units of `from` in minor units of `to`, rounded half-even: 1999 USD cents at 0.9231… EUR/USD → 1845 cents. A
+ * BigInt: a large amount in a currency of a high rate may pass 2^53 minor units.
+ */
+export function convertMinor(minor: number, from: string, to: string, rate: CrossRate): bigint {
+  const numerator = BigInt(minor) * rate.numerator * pow10(currencyExponent(to));
+  return divideHalfEven(numerator, rate.denominator * pow10(currencyExponent(from)));
+}
+
+export const formatRate = (rate: CrossRate) => formatQuotient(rate.numerator, rate.denominator, RATE_DECIMALS);

@@ -1,0 +1,28 @@
+import { createRoute } from "@hono/zod-openapi";
+import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
+import { noQuery } from "../http/query.ts";
+import { operation } from "../operation/operation.ts";
+import { FxRates, fxRatesBody } from "./schema.ts";
+import { putFxRates } from "./service.ts";
+
+const putFxRatesRoute = createRoute(
+  operation({
+    method: "put",
+    path: "/",
+    operationId: "putFxRates",
+    tags: ["Admin"],
+    summary: "Store a day's reference exchange rates",
+    description:
+      "Replaces the rates of `date`. `GET /products?currency=` and `GET /products/{id}?currency=` convert with the latest day on " +
+      "or before today, through `base` (cross rates), rounding half-even to the target currency's minor unit.",
+    credential: "admin",
+    scope: "prices:write",
+    request: { query: noQuery, body: jsonBody(fxRatesBody, "The day's rates") },
+    responses: { 200: jsonResponse("The rates as stored", FxRates) },
+  }),
+);
+
+/** PUT /admin/fx-rates (admin, scope prices:write). */
+export const fxRateRoutes = openApiApp().openapi(putFxRatesRoute, async (c) =>
+  c.json(await putFxRates(c.var.services.db, c.req.valid("json")), 200),
+);

@@ -1,0 +1,32 @@
+import { expect } from "vitest";
+import { call } from "./http.ts";
+
+/** A stream's frames as they arrive (split on the blank line), and the ids of the events it sent. */
+export function readFrames(res: Response) {
+  expect(res.status).toBe(200);
+  const frames: string[] = [];
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const ended = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      const parts = buffer.split("\n\n");
+      buffer = parts.pop()!;
+      frames.push(...parts);
+    }
+  })();
+  ended.catch(() => undefined); // a stream the test cancels
+  return {
+    frames,
+    ended,
+    /** The ids of the events sent (frames with data). */
+    sentIds: () => frames.filter((frame) => frame.includes("\ndata: ")).map((frame) => /^id: (.+)$/m.exec(frame)![1]!),
+    close: () => reader.cancel().catch(() => undefined),
+  };
+}
+
+export const openStream = (key: string, query = "", headers: Record<string, string> = {}) =>
+  call("GET", `/events/stream${query}`, { token: key, headers: { Accept: "text/event-stream", ...headers } });
