@@ -6,7 +6,7 @@ import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/opena
 import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
-import { sandboxCatalogue, sandboxCompetitors, sandboxProductHistory, sandboxProductJson, sandboxProductList } from "../sandbox/reads.ts";
+import { sandboxCatalogue, sandboxCompetitors, sandboxProductBody, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
 import { productHistory } from "./history.ts";
 import {
   Competitor,
@@ -157,10 +157,8 @@ export const productRoutes = openApiApp()
     const contentType = form === "ndjson" ? NDJSON : JSON_TYPE;
     if (c.var.apiKey.environment === "test") {
       const sandbox = await sandboxCatalogue(db, c.var.apiKey.accountId);
-      return streamed(c, await productsEtag(sandbox, filters, form, gzip), contentType, gzip, () => {
-        const body = sandboxProductList(sandbox, filters, form);
-        return streamOf(gzip ? gzipMember(body) : body);
-      });
+      const etag = await productsEtag(sandbox, filters, form, gzip);
+      return streamed(c, etag, contentType, gzip, () => streamOf(sandboxProductBody(sandbox, filters, form, gzip)));
     }
     const manifest = await servingManifest(catalogue);
     const etag = await productsEtag(manifest, filters, form, gzip);

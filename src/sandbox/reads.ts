@@ -2,6 +2,8 @@ import { filterSet, rowMatcher } from "../catalogue/filtered.ts";
 import { HISTORY_LIMIT, type HistoryPage, historyEntryView, unknownProduct } from "../catalogue/history.ts";
 import { type ArchivedHistoryRow, mergeHistory } from "../catalogue/history-archive.ts";
 import type { CompetitorView, HistoryQuery, ProductFilters } from "../catalogue/schema.ts";
+import { gzipMember, isFiltered } from "../catalogue/service.ts";
+import { concatenated, type Deflated, deflatePart, FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "../catalogue/snapshot/gzip-member.ts";
 import { productView } from "../catalogue/views.ts";
 import type { Database } from "../platform/db.ts";
 import { sha256Hex } from "../platform/hash.ts";
@@ -44,24 +46,95 @@ export async function sandboxCatalogue(db: Database, accountId: string): Promise
   return { base, overlay, id: `sbx-${base.hour.toString(36)}-${await sha256Hex(versions.join(","), 8)}` };
 }
 
-/** GET /products with a test key: the sandbox's products that pass the filters, as `{"products":[…]}` or NDJSON, in id order. */
-export async function* sandboxProductList(
+/** The products a part of the unfiltered list holds: its pieces are put together, not compressed, per request. */
+const PART_PRODUCTS = 100;
+
+/** The base's products in id order (the list's order), and each form's parts of the unfiltered list, made once per base. */
+interface ListParts {
+  order: number[];
+  texts: Map<"json" | "ndjson", string[]>;
+  deflated: Map<"json" | "ndjson", Deflated[]>;
+}
+const baseParts = new WeakMap<SandboxBase, ListParts>();
+function partsOf(base: SandboxBase): ListParts {
+  let parts = baseParts.get(base);
+  if (!parts) {
+    const order = base.products.map((_, index) => index).sort((a, b) => (base.products[a]!.id < base.products[b]!.id ? -1 : 1));
+    parts = { order, texts: new Map(), deflated: new Map() };
+    baseParts.set(base, parts);
+  }
+  return parts;
+}
+
+/** Part `k` of the unfiltered list as text: its products' lines, joined as the form has them. */
+function partText(form: "json" | "ndjson", k: number, lines: readonly string[]): string {
+  return form === "json" ? (k > 0 ? "," : "") + lines.join(",") : lines.map((line) => `${line}\n`).join("");
+}
+
+/**
+ * GET /products with a test key: the sandbox's products that pass the filters, as `{"products":[…]}` or NDJSON, in id
+ * order. The unfiltered list is put together from parts of PART_PRODUCTS products compressed once per base (the gzip
+ * member's pieces, as the catalogue's snapshot stores them: src/catalogue/snapshot/gzip-member.ts), so a request
+ * compresses only the parts holding products its account changed; a filtered one compresses what it returns.
+ */
+export async function* sandboxProductBody(
   { base, overlay }: SandboxCatalogue,
   filters: ProductFilters,
   form: "json" | "ndjson",
+  gzip: boolean,
 ): AsyncGenerator<Uint8Array> {
-  const matches = rowMatcher(filterSet(filters));
   const lines = baseLines(base);
   const competitorNames = names(base);
-  const order = base.products.map((product, index) => ({ id: product.id, index })).sort((a, b) => (a.id < b.id ? -1 : 1));
-  const picked: string[] = [];
-  for (const { id, index } of order) {
-    const own = overlay.get(id);
-    const state = own ?? productState(base, overlay, index);
-    if (!matches(state.product, state.offers)) continue;
-    picked.push(own ? JSON.stringify(productView(own.product, own.offers, competitorNames)) : lines[index]!);
+  const lineOf = (index: number) => {
+    const own = overlay.get(base.products[index]!.id);
+    return own ? JSON.stringify(productView(own.product, own.offers, competitorNames)) : lines[index]!;
+  };
+  const { order, texts, deflated } = partsOf(base);
+  if (isFiltered(filters)) {
+    const matches = rowMatcher(filterSet(filters));
+    const picked = order.filter((index) => {
+      const state = productState(base, overlay, index);
+      return matches(state.product, state.offers);
+    });
+    const body = [form === "json" ? `{"products":[${picked.map(lineOf).join(",")}]}` : picked.map((i) => `${lineOf(i)}\n`).join("")];
+    yield* gzip ? gzipMember(toBytes(body)) : toBytes(body);
+    return;
   }
-  yield encoder.encode(form === "json" ? `{"products":[${picked.join(",")}]}` : picked.map((line) => `${line}\n`).join(""));
+  const chunks = Array.from({ length: Math.ceil(order.length / PART_PRODUCTS) }, (_, k) =>
+    order.slice(k * PART_PRODUCTS, (k + 1) * PART_PRODUCTS),
+  );
+  const changed = (chunk: readonly number[]) => chunk.some((index) => overlay.has(base.products[index]!.id));
+  if (!texts.has(form))
+    texts.set(
+      form,
+      chunks.map((chunk, k) =>
+        partText(
+          form,
+          k,
+          chunk.map((index) => lines[index]!),
+        ),
+      ),
+    );
+  const textOf = (chunk: readonly number[], k: number) => (changed(chunk) ? partText(form, k, chunk.map(lineOf)) : texts.get(form)![k]!);
+  const [head, tail] = form === "json" ? ['{"products":[', "]}"] : ["", ""];
+  if (!gzip) {
+    yield* toBytes([head, ...chunks.map(textOf), tail]);
+    return;
+  }
+  if (!deflated.has(form)) deflated.set(form, texts.get(form)!.map(deflatePart));
+  const parts = [
+    deflatePart(head),
+    ...chunks.map((chunk, k) => (changed(chunk) ? deflatePart(textOf(chunk, k)) : deflated.get(form)![k]!)),
+    deflatePart(tail),
+  ];
+  yield GZIP_HEADER.slice();
+  for (const part of parts) yield part.bytes;
+  yield FINAL_BLOCK.slice();
+  yield gzipTrailer(concatenated(parts));
+}
+
+async function* toBytes(texts: readonly string[]): AsyncGenerator<Uint8Array> {
+  for (const text of texts) if (text.length > 0) yield encoder.encode(text);
 }
 
 /** The sandbox product, or 404 as for an unknown live product; one statement (the product's own row, if changed). */

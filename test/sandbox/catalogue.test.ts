@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { SANDBOX_SHOPS } from "../../src/sandbox/world.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { buildCatalogue } from "../helpers/catalogue-factory.ts";
+import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
@@ -82,6 +83,39 @@ describe("a test key reads the sandbox", () => {
     expect((await products(testKey, "?category=BOARD%20GAMES")).length).toBe(125);
     const ndjson = await call("GET", "/products?category=Monitors", { token: testKey, headers: { Accept: "application/x-ndjson" } });
     expect((await ndjson.text()).trim().split("\n")).toHaveLength(125);
+  });
+});
+
+describe("a test key's gzip list", () => {
+  it("is ONE gzip member of the same products as the plain list, before and after the account's changes, JSON and NDJSON", async () => {
+    const { testKey } = await testAccount();
+    const same = async () => {
+      const plain = await (await call("GET", "/products", { token: testKey, headers: { "Accept-Encoding": "identity" } })).text();
+      const zipped = await rawGet("/products", testKey, { "Accept-Encoding": "gzip" });
+      expect(zipped.headers.get("Content-Encoding")).toBe("gzip");
+      expect(oneGzipMember(new Uint8Array(await zipped.arrayBuffer()))).toBe(plain);
+      const lines = await rawGet("/products", testKey, { "Accept-Encoding": "gzip", Accept: "application/x-ndjson" });
+      const ndjson = oneGzipMember(new Uint8Array(await lines.arrayBuffer()));
+      expect(
+        ndjson
+          .trim()
+          .split("\n")
+          .map((line) => JSON.parse(line)),
+      ).toEqual(JSON.parse(plain).products);
+      return JSON.parse(plain).products as Product[];
+    };
+    const before = await same();
+    // Products spread over several of the list's parts change; the rest of the list stays as it was.
+    const changed = [before[5]!, before[450]!, before[999]!];
+    await expectJson(
+      await simulate(
+        testKey,
+        changed.map((product) => change(product, product.offers[0]!.currency === "JPY" ? "100" : "1.00")),
+      ),
+      200,
+    );
+    const after = await same();
+    expect(after.filter((product, i) => JSON.stringify(product) !== JSON.stringify(before[i]))).toHaveLength(3);
   });
 });
 
