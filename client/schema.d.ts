@@ -10,7 +10,7 @@ export interface paths {
         };
         /**
          * All products, in one call
-         * @description Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: `Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. `updated_since` with the time of your last sync gives only what changed since.
+         * @description Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: `Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. `updated_since` with the time of your last sync gives only what changed since. A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.
          */
         get: operations["listProducts"];
         put?: never;
@@ -28,7 +28,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One product */
+        /**
+         * One product
+         * @description A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.
+         */
         get: operations["getProduct"];
         put?: never;
         post?: never;
@@ -47,7 +50,7 @@ export interface paths {
         };
         /**
          * A product's price and stock history
-         * @description Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`.
+         * @description Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`. A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.
          */
         get: operations["getProductHistory"];
         put?: never;
@@ -65,7 +68,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Competitors, with their offer counts */
+        /**
+         * Competitors, with their offer counts
+         * @description A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.
+         */
         get: operations["listCompetitors"];
         put?: never;
         post?: never;
@@ -84,7 +90,7 @@ export interface paths {
         };
         /**
          * The catalogue's events as they happen (server-sent events)
-         * @description GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). With `after` (or `Last-Event-ID`, which EventSource sends when it reconnects) or `since`, first the stored events from there; with neither, the stream starts at the present (no backfill). Then new events, pushed as each ingestion commits them. Each event is `id: <event id>`, `event: <type>`, `data: <the event as GET /events gives it>`; a comment line comes at least every 15 s. Catalogue events only: account events never reach a stream. A backfill examines at most 10,000 events per connection; when it stops there the stream sends `id: <the last event examined>` with no `data` and ends, so a reconnect resumes past what was examined even if nothing matched. Opening a stream counts as one request; a key may hold 5 streams at once and an account 25 over all its keys (then 429 naming the cap). A stream never sends an event written after its key stopped being admissible (revoked, leaked, expired, past its rotation's grace, or its `scopes` or `allowed_ips` no longer admitting it) and ends within 15 s of that. The server ends a stream after 5 minutes (or on a deploy, or a restart of the server's side of it), with the last event examined as its `id`: reconnect with Last-Event-ID and nothing is missed.
+         * @description GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). With `after` (or `Last-Event-ID`, which EventSource sends when it reconnects) or `since`, first the stored events from there; with neither, the stream starts at the present (no backfill). Then new events, pushed as each ingestion commits them. Each event is `id: <event id>`, `event: <type>`, `data: <the event as GET /events gives it>`; a comment line comes at least every 15 s. Catalogue events only: account events never reach a stream. A test key's stream carries its account's sandbox events (POST /test/observations) and nothing else; a live key's never carries them. A backfill examines at most 10,000 events per connection; when it stops there the stream sends `id: <the last event examined>` with no `data` and ends, so a reconnect resumes past what was examined even if nothing matched. Opening a stream counts as one request; a key may hold 5 streams at once and an account 25 over all its keys (then 429 naming the cap). A stream never sends an event written after its key stopped being admissible (revoked, leaked, expired, past its rotation's grace, or its `scopes` or `allowed_ips` no longer admitting it) and ends within 15 s of that. The server ends a stream after 5 minutes (or on a deploy, or a restart of the server's side of it), with the last event examined as its `id`: reconnect with Last-Event-ID and nothing is missed.
          */
         get: operations["streamEvents"];
         put?: never;

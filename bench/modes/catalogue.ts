@@ -193,7 +193,7 @@ const transferOf = (t: Timed) => ({
 });
 
 /** A test key of an account of its own, as SQL beside the bench's keys (bench/harness/keys.ts stores them so). */
-async function sandboxKeySql() {
+export async function sandboxKeySql() {
   const { key, prefix } = generateApiKey("pda", "test");
   const sql =
     "INSERT INTO accounts (id, plan) VALUES ('bench-sandbox', 'premium');\n" +

@@ -46,6 +46,10 @@ const productsOk = jsonResponse('The products: `{"products":[…]}` as JSON, or 
 /** The NDJSON form's schema is that of one line: a reference to Product, with its own description. */
 const ProductLine = Product.openapi({ description: "One line of the NDJSON body: one product (JSON, then a newline), in id order" });
 const common = { tags: ["Catalogue"], credential: "api-key" as const, scope: "products:read" as const };
+/** What a test key reads instead (src/sandbox/), said on each catalogue read. */
+const TEST_KEY_READS =
+  "A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the " +
+  "account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.";
 
 const listProductsRoute = createRoute(
   operation({
@@ -58,7 +62,8 @@ const listProductsRoute = createRoute(
       "Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. " +
       "An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: " +
       "`Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. " +
-      "`updated_since` with the time of your last sync gives only what changed since.",
+      "`updated_since` with the time of your last sync gives only what changed since. " +
+      TEST_KEY_READS,
     request: { query: productsQuery, headers: ifNoneMatch },
     responses: {
       200: { ...productsOk, content: { ...productsOk.content, [NDJSON]: { schema: ProductLine } } },
@@ -75,6 +80,7 @@ const getProductRoute = createRoute(
     path: "/{id}",
     operationId: "getProduct",
     summary: "One product",
+    description: TEST_KEY_READS,
     request: { params: productIdParam, query: noQuery, headers: ifNoneMatch },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The product", Product, ["ETag", "Cache-Control"]), 304: notModified },
@@ -90,7 +96,8 @@ const getProductHistoryRoute = createRoute(
     scope: "history:read",
     summary: "A product's price and stock history",
     description:
-      "Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`.",
+      "Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`. " +
+      TEST_KEY_READS,
     request: { params: productIdParam, query: historyQuery },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The history", History, ["X-Result-Truncated"]) },
@@ -104,6 +111,7 @@ const listCompetitorsRoute = createRoute(
     path: "/",
     operationId: "listCompetitors",
     summary: "Competitors, with their offer counts",
+    description: TEST_KEY_READS,
     request: { query: noQuery, headers: ifNoneMatch },
     responses: {
       200: jsonResponse("The competitors", CompetitorList, ["ETag", "Cache-Control"]),
