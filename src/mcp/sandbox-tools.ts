@@ -4,6 +4,7 @@ import { summarise } from "../catalogue/views.ts";
 import type { FeedEvent } from "../events/schema.ts";
 import type { Database } from "../platform/db.ts";
 import { sandboxBase } from "../sandbox/catalogue.ts";
+import { productState } from "../sandbox/overlay.ts";
 import { sandboxCatalogue, sandboxCompetitors, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
 import type { ToolData } from "./tool-data.ts";
 import { recentChangesQuery } from "./tools.ts";
@@ -21,7 +22,7 @@ export function sandboxToolData(db: Database, accountId: string): ToolData {
       const same = (value: string | null, wanted: string | undefined) =>
         wanted === undefined || value?.toLowerCase() === wanted.toLowerCase();
       const found = base.products
-        .map((product) => overlay.get(product.id) ?? { product, offers: base.offers.get(product.id)! })
+        .map((_, index) => productState(base, overlay, index))
         .filter(
           ({ product, offers }) =>
             (input.sku === undefined || product.sku === input.sku) &&

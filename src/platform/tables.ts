@@ -356,7 +356,7 @@ export const unreachedPlanPushes = sqliteTable("unreached_plan_pushes", {
 // The sandbox (src/sandbox/): a fixed synthetic catalogue generated in the isolate, and each account's changes to it.
 
 /**
- * A sandbox product an account changed, whole: its row and its offers as the catalogue's own row types
+ * A sandbox product an account changed: its row and the offers it changed or added, as the catalogue's own row types
  * (src/catalogue/views.ts), as JSON, so a field the offers gain reaches the sandbox without a migration. `version`
  * moves on each write; a write is guarded by the version it read (src/sandbox/overlay.ts).
  */
@@ -368,7 +368,7 @@ export const sandboxProducts = sqliteTable(
       .references(() => accounts.id),
     productId: text("product_id").notNull(),
     version: integer("version").notNull(),
-    /** `{"product": ProductRow, "offers": OfferRow[]}`. */
+    /** `{"product": ProductRow, "offers": OfferRow[]}`: the account's own offers, laid over the base's of the same shops. */
     state: text("state").notNull(),
   },
   (t) => [primaryKey({ columns: [t.accountId, t.productId] })],

@@ -20,6 +20,7 @@ export interface ProductState {
   offers: OfferRow[];
 }
 
+/** An account's changed product as stored: its row, and only the offers the account changed or added. */
 export interface OverlayRow extends ProductState {
   version: number;
 }
@@ -35,10 +36,25 @@ export async function readOverlay(db: Database, accountId: string, productIds?: 
   return new Map(results.map((row) => [row.product_id, { version: row.version, ...(JSON.parse(row.state) as ProductState) }]));
 }
 
-/** A product as the account sees it: its own changed state, or the base's. */
+/**
+ * A product as the account sees it: the base's, with the account's own offers (those it changed or added) in place of
+ * the base's of the same shops, so an offer it never touched keeps following the base's days; the product's row is
+ * its own (the times of its latest change, a detail an observation filled in), never older than the base's.
+ */
 export function productState(base: SandboxBase, overlay: ReadonlyMap<string, OverlayRow>, index: number): ProductState {
   const product = base.products[index]!;
-  return overlay.get(product.id) ?? { product, offers: base.offers.get(product.id)! };
+  const offers = base.offers.get(product.id)!;
+  const own = overlay.get(product.id);
+  if (!own) return { product, offers };
+  const later = (a: string | null, b: string | null) => (a === null || (b !== null && b > a) ? b : a);
+  return {
+    product: {
+      ...own.product,
+      updatedAt: later(own.product.updatedAt, product.updatedAt)!,
+      lastChangedAt: later(own.product.lastChangedAt, product.lastChangedAt),
+    },
+    offers: mergedOffers(offers, own.offers),
+  };
 }
 
 /** The observations' SKUs that are not the sandbox's, and competitor ids that are not its shops: a 400 naming them. */
@@ -72,10 +88,12 @@ const GUARD = `INSERT INTO catalogue_state (id, version, updated_at) SELECT 0, 0
 export function sandboxStore(db: Database, accountId: string): ObservationStore {
   const base = sandboxBase();
   let versions = new Map<string, number>();
+  let stored = new Map<string, OverlayRow>();
   return {
     async read(observations) {
       const ids = [...new Set(observations.map((o) => base.products[base.bySku.get(o.sku)!]!.id))];
       const overlay = await readOverlay(db, accountId, ids);
+      stored = overlay;
       versions = new Map(ids.map((id) => [id, overlay.get(id)?.version ?? 0]));
       const states = ids.map((id) => productState(base, overlay, base.byId.get(id)!));
       const shops = new Set(observations.map((o) => o.competitor.id));
@@ -87,10 +105,11 @@ export function sandboxStore(db: Database, accountId: string): ObservationStore 
     },
     async write(touched, changes: IngestionChanges) {
       for (const message of changes.events) message.sandbox_account_id = accountId;
-      const changed = new Set([...changes.products.map((p) => p.id), ...changes.offers.map((o) => o.productId)]);
-      const rows = [...changed].map((id) => {
+      const touchedIds = new Set([...changes.products.map((p) => p.id), ...changes.offers.map((o) => o.productId)]);
+      const rows = [...touchedIds].map((id) => {
         const product = changes.products.find((p) => p.id === id) ?? touched.products.find((p) => p.id === id)!;
-        const state: ProductState = { product, offers: mergedOffers(touched.offers, changes.offers, id) };
+        const changed = changes.offers.filter((offer) => offer.productId === id);
+        const state: ProductState = { product, offers: mergedOffers(stored.get(id)?.offers ?? [], changed) };
         return { accountId, productId: id, version: versions.get(id)! + 1, state: JSON.stringify(state) };
       });
       const d1 = db.$client;
@@ -108,9 +127,9 @@ export function sandboxStore(db: Database, accountId: string): ObservationStore 
   };
 }
 
-/** The product's offers after the changes: each changed offer replaces the one read, a new one joins, in competitor order. */
-function mergedOffers(read: readonly OfferRow[], changed: readonly OfferRow[], productId: string): OfferRow[] {
-  const byCompetitor = new Map(read.filter((o) => o.productId === productId).map((o) => [o.competitorId, o]));
-  for (const offer of changed) if (offer.productId === productId) byCompetitor.set(offer.competitorId, offer);
+/** One product's offers with `over` in place of those of the same shops (a new shop's joins), in competitor order. */
+function mergedOffers(under: readonly OfferRow[], over: readonly OfferRow[]): OfferRow[] {
+  const byCompetitor = new Map(under.map((o) => [o.competitorId, o]));
+  for (const offer of over) byCompetitor.set(offer.competitorId, offer);
   return [...byCompetitor.values()].sort((a, b) => (a.competitorId < b.competitorId ? -1 : 1));
 }

@@ -86,8 +86,9 @@ export async function* sandboxProductBody(
   const lines = baseLines(base);
   const competitorNames = names(base);
   const lineOf = (index: number) => {
-    const own = overlay.get(base.products[index]!.id);
-    return own ? JSON.stringify(productView(own.product, own.offers, competitorNames)) : lines[index]!;
+    if (!overlay.has(base.products[index]!.id)) return lines[index]!;
+    const { product, offers } = productState(base, overlay, index);
+    return JSON.stringify(productView(product, offers, competitorNames));
   };
   const { order, texts, deflated } = partsOf(base);
   if (isFiltered(filters)) {

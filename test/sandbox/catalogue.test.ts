@@ -158,6 +158,9 @@ describe("POST /test/observations", () => {
 
     const after = await expectJson(await call("GET", `/products/${product!.id}`, { token: a.testKey }), 200);
     expect(after.offers.find((o) => o.competitor_id === offer.competitor_id)).toMatchObject({ price: "1.23", previous_price: offer.price });
+    // The offers it did not touch are the base's, as before.
+    const others = (offers: readonly { competitor_id: string }[]) => offers.filter((o) => o.competitor_id !== offer.competitor_id);
+    expect(others(after.offers)).toEqual(others(product!.offers));
     expect((await products(a.testKey, "?sku=TEST-VC-0005"))[0]).toEqual(after);
     const { history } = await expectJson(await call("GET", `/products/${product!.id}/history`, { token: a.testKey }), 200);
     expect(history.at(-1)).toMatchObject({ competitor_id: offer.competitor_id, price: "1.23" });
