@@ -1,11 +1,11 @@
 import { type AlertEvent, type AlertFacts, alertEventOf, matchAlerts, priorAnswer } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
-import { type ArchivedHistoryRow, mergeHistory } from "../catalogue/history-archive.ts";
+import { mergeHistory } from "../catalogue/history-archive.ts";
 import type { EventMessage } from "../events/messages.ts";
 import type { Database } from "../platform/db.ts";
 import type { Environment } from "../platform/tables.ts";
 import { baseHistory, sandboxBase } from "./catalogue.ts";
-import { productState, readOverlay } from "./overlay.ts";
+import { productState, readOverlay, readOwnHistory } from "./overlay.ts";
 
 /**
  * What the alert rules need to know about a sandbox event (src/alerts/match.ts): the product's brand and category and
@@ -26,15 +26,7 @@ export function sandboxFacts(db: Database, accountId: string): AlertFacts {
       );
     },
     async priorPrices(questions) {
-      const ids = [...new Set(questions.map((q) => q.p))];
-      const { results } = await db.$client
-        .prepare(
-          `SELECT id, product_id AS productId, competitor_id AS competitorId, price_minor AS priceMinor, currency,
-             in_stock AS inStock, observed_at AS observedAt
-           FROM sandbox_history WHERE account_id = ? AND product_id IN (SELECT value FROM json_each(?)) ORDER BY observed_at, id`,
-        )
-        .bind(accountId, JSON.stringify(ids))
-        .all<ArchivedHistoryRow & { productId: string }>();
+      const own = await readOwnHistory(db, accountId, [...new Set(questions.map((q) => q.p))]);
       return new Map(
         questions.map((q) => [
           q.k,
@@ -42,7 +34,7 @@ export function sandboxFacts(db: Database, accountId: string): AlertFacts {
             q,
             mergeHistory(
               baseHistory(base, q.p),
-              results.filter((row) => row.productId === q.p),
+              own.filter((row) => row.productId === q.p),
             ),
           ),
         ]),

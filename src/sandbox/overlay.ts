@@ -1,3 +1,4 @@
+import type { ArchivedHistoryRow } from "../catalogue/history-archive.ts";
 import type { OfferRow, ProductRow } from "../catalogue/views.ts";
 import { outboxRows } from "../events/outbox-rows.ts";
 import { ApiError } from "../http/errors.ts";
@@ -34,6 +35,26 @@ export async function readOverlay(db: Database, accountId: string, productIds?: 
     : statement.bind(accountId, JSON.stringify(productIds))
   ).all<{ product_id: string; version: number; state: string }>();
   return new Map(results.map((row) => [row.product_id, { version: row.version, ...(JSON.parse(row.state) as ProductState) }]));
+}
+
+/** The account's own history rows of these products, oldest first: within [from, to), of one shop when named (one statement). */
+export async function readOwnHistory(
+  db: Database,
+  accountId: string,
+  productIds: readonly string[],
+  { from = "", to = "9", competitor = null, limit = -1 }: { from?: string; to?: string; competitor?: string | null; limit?: number } = {},
+): Promise<(ArchivedHistoryRow & { productId: string })[]> {
+  const { results } = await db.$client
+    .prepare(
+      `SELECT id, product_id AS productId, competitor_id AS competitorId, price_minor AS priceMinor, currency, in_stock AS inStock,
+         observed_at AS observedAt
+       FROM sandbox_history WHERE account_id = ? AND product_id IN (SELECT value FROM json_each(?))
+         AND observed_at >= ? AND observed_at < ? AND (? IS NULL OR competitor_id = ?)
+       ORDER BY observed_at, id LIMIT ?`,
+    )
+    .bind(accountId, JSON.stringify(productIds), from, to, competitor, competitor, limit)
+    .all<ArchivedHistoryRow & { productId: string }>();
+  return results.map((row) => ({ ...row, inStock: Boolean(row.inStock) }));
 }
 
 /**

@@ -8,7 +8,7 @@ import { productView } from "../catalogue/views.ts";
 import type { Database } from "../platform/db.ts";
 import { sha256Hex } from "../platform/hash.ts";
 import { baseHistory, type SandboxBase, sandboxBase } from "./catalogue.ts";
-import { type OverlayRow, type ProductState, productState, readOverlay } from "./overlay.ts";
+import { type OverlayRow, type ProductState, productState, readOverlay, readOwnHistory } from "./overlay.ts";
 
 /**
  * A test key's catalogue reads: its account's sandbox, through the catalogue's own view builders (src/catalogue/views.ts),
@@ -160,16 +160,7 @@ export async function sandboxProductHistory(db: Database, accountId: string, id:
     (query.competitor === undefined || row.competitorId === query.competitor) &&
     (query.from === undefined || row.observedAt >= query.from) &&
     (query.to === undefined || row.observedAt < query.to);
-  const { results } = await db.$client
-    .prepare(
-      `SELECT id, competitor_id AS competitorId, price_minor AS priceMinor, currency, in_stock AS inStock, observed_at AS observedAt
-       FROM sandbox_history WHERE account_id = ? AND product_id = ? AND observed_at >= ? AND observed_at < ?
-         AND (? IS NULL OR competitor_id = ?)
-       ORDER BY observed_at, id LIMIT ?`,
-    )
-    .bind(accountId, id, query.from ?? "", query.to ?? "9", query.competitor ?? null, query.competitor ?? null, HISTORY_LIMIT + 1)
-    .all<ArchivedHistoryRow>();
-  const own = results.map((row) => ({ ...row, inStock: Boolean(row.inStock) }));
+  const own = await readOwnHistory(db, accountId, [id], { ...query, limit: HISTORY_LIMIT + 1 });
   const rows = mergeHistory(baseHistory(base, id).filter(wanted), own);
   return { product_id: id, history: rows.slice(0, HISTORY_LIMIT).map(historyEntryView), truncated: rows.length > HISTORY_LIMIT };
 }

@@ -167,8 +167,10 @@ beforeAll(async () => {
   // B is listening before A acts: the stream's live phase is what must keep A's events home.
   const live = readStream(await openStream(b.key));
   const testStream = readStream(await openStream(b.testKey));
-  const sold = await call("GET", "/products?competitor=test_harbor", { token: b.testKey }).then((r) => r.json<any>());
-  [sandboxSku, sandboxProductId] = [sold.products[0].sku, sold.products[0].id];
+  const sold = await call("GET", "/products?competitor=test_harbor", { token: b.testKey }).then((r) =>
+    r.json<{ products: { id: string; sku: string }[] }>(),
+  );
+  [sandboxSku, sandboxProductId] = [sold.products[0]!.sku, sold.products[0]!.id];
   // A changes its sandbox; the events it makes are A's alone.
   expect((await sandboxChange(a.testKey, A_SANDBOX_PRICE)).status).toBe(200);
   a.markers.push(
@@ -339,8 +341,10 @@ describe("tenants apart", () => {
   });
 
   it("B's test key reads B's sandbox: A's sandbox change is not in it, and B's own is", async () => {
-    const product = await call("GET", `/products/${sandboxProductId}`, { token: b.testKey }).then((r) => r.json<any>());
-    expect(product.offers.find((offer: { competitor_id: string }) => offer.competitor_id === "test_harbor").price).toBe("12.34");
+    const product = await call("GET", `/products/${sandboxProductId}`, { token: b.testKey }).then((r) =>
+      r.json<{ offers: { competitor_id: string; price: string }[] }>(),
+    );
+    expect(product.offers.find((offer) => offer.competitor_id === "test_harbor")!.price).toBe("12.34");
     expectNothingOfA("B's sandbox product", JSON.stringify(product));
   });
 

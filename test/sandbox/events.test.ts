@@ -199,6 +199,22 @@ function readStream(res: Response) {
 }
 
 describe("the stream", () => {
+  it("a test key's backfill (since) reads its sandbox's events", async () => {
+    const { testKey } = await testAccount();
+    const since = new Date(Date.now() - 1000).toISOString();
+    const { eventIds } = await sandboxChange(testKey);
+    const res = await call("GET", `/events/stream?since=${encodeURIComponent(since)}`, {
+      token: testKey,
+      headers: { Accept: "text/event-stream" },
+    });
+    const stream = readStream(res);
+    try {
+      await vi.waitFor(() => expect(stream.text()).toContain(`id: ${eventIds[0]}`), { timeout: 5_000, interval: 20 });
+    } finally {
+      await stream.close();
+    }
+  });
+
   it("a test key's stream gets its sandbox's events and never live ones; a live stream never gets sandbox ones", async () => {
     const { key: live, testKey } = await testAccount();
     const open = (key: string) => call("GET", "/events/stream", { token: key, headers: { Accept: "text/event-stream" } });
@@ -246,6 +262,12 @@ describe("/mcp", () => {
     const { eventIds } = await sandboxChange(a.testKey);
     expect((await mcpCall(a.testKey, "recent_changes", {})).events.map((e: { id: string }) => e.id)).toEqual(eventIds);
     expect((await mcpCall(b.testKey, "recent_changes", {})).events).toEqual([]);
+    // Newest first, paged back with after.
+    const { eventIds: later } = await sandboxChange(a.testKey);
+    const first = await mcpCall(a.testKey, "recent_changes", { limit: 1 });
+    expect(first.events.map((e: { id: string }) => e.id)).toEqual(later);
+    const second = await mcpCall(a.testKey, "recent_changes", { limit: 1, after: first.next_cursor });
+    expect(second.events.map((e: { id: string }) => e.id)).toEqual(eventIds);
     expect((await mcpCall(a.key, "recent_changes", { limit: 100 })).events.map((e: { id: string }) => e.id)).not.toContain(eventIds[0]);
     expect((await mcpCall(a.key, "search_products", { query: "TEST-CF" })).products).toEqual([]);
   });
