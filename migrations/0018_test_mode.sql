@@ -11,6 +11,7 @@ CREATE TABLE `sandbox_history` (
 );
 --> statement-breakpoint
 CREATE INDEX `sandbox_history_product` ON `sandbox_history` (`account_id`,`product_id`,`observed_at`);--> statement-breakpoint
+CREATE INDEX `sandbox_history_observed` ON `sandbox_history` (`observed_at`);--> statement-breakpoint
 CREATE TABLE `sandbox_products` (
 	`account_id` text NOT NULL,
 	`product_id` text NOT NULL,
@@ -27,7 +28,8 @@ ALTER TABLE `events` ADD `environment` text DEFAULT 'live' NOT NULL;--> statemen
 CREATE INDEX `events_sandbox` ON `events` (`account_id`,`seq`) WHERE environment = 'test';--> statement-breakpoint
 CREATE INDEX `events_account` ON `events` (`account_id`,`seq`) WHERE account_id IS NOT NULL AND environment = 'live';--> statement-breakpoint
 ALTER TABLE `api_keys` ADD `environment` text DEFAULT 'live' NOT NULL;--> statement-breakpoint
-ALTER TABLE `webhooks` ADD `environment` text DEFAULT 'live' NOT NULL;--> statement-breakpoint
+ALTER TABLE `webhooks` ADD `environment` text DEFAULT 'live' NOT NULL;
+--> statement-breakpoint
 -- A test webhook is never filed under rule values: the live fan-out never reads it; a sandbox batch reads its account's
 -- test webhooks by account (src/webhooks/delivery/store.ts). The triggers of 0015 read this view by name.
 DROP VIEW `webhook_rule_rows`;

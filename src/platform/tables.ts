@@ -389,5 +389,9 @@ export const sandboxHistory = sqliteTable(
     inStock: integer("in_stock", { mode: "boolean" }).notNull(),
     observedAt: text("observed_at").notNull(),
   },
-  (t) => [index("sandbox_history_product").on(t.accountId, t.productId, t.observedAt)],
+  (t) => [
+    index("sandbox_history_product").on(t.accountId, t.productId, t.observedAt),
+    // The cron's retention: the oldest rows first (src/sandbox/overlay.ts).
+    index("sandbox_history_observed").on(t.observedAt),
+  ],
 );

@@ -1,6 +1,7 @@
 import type { ArchivedHistoryRow } from "../catalogue/history-archive.ts";
 import type { OfferRow, ProductRow } from "../catalogue/views.ts";
 import { outboxRows } from "../events/outbox-rows.ts";
+import { RETENTION_MS } from "../events/retention.ts";
 import { ApiError } from "../http/errors.ts";
 import type { IngestionChanges, TouchedRows } from "../observations/changes.ts";
 import type { Observation } from "../observations/schema.ts";
@@ -153,4 +154,19 @@ function mergedOffers(under: readonly OfferRow[], over: readonly OfferRow[]): Of
   const byCompetitor = new Map(under.map((o) => [o.competitorId, o]));
   for (const offer of over) byCompetitor.set(offer.competitorId, offer);
   return [...byCompetitor.values()].sort((a, b) => (a.competitorId < b.competitorId ? -1 : 1));
+}
+
+/** Sandbox history rows the cron deletes a run, oldest first. */
+const EXPIRED_PER_RUN = 1000;
+
+/**
+ * The cron's retention for the accounts' own history rows: those older than the events' 30 days go (a sandbox's
+ * history is its last 30 days; its events leave with the outbox's sweep), EXPIRED_PER_RUN a run, through their time index.
+ */
+export async function expireSandboxHistory(db: Database, now = Date.now()): Promise<number> {
+  const result = await db.$client
+    .prepare("DELETE FROM sandbox_history WHERE id IN (SELECT id FROM sandbox_history WHERE observed_at < ? ORDER BY observed_at LIMIT ?)")
+    .bind(new Date(now - RETENTION_MS).toISOString(), EXPIRED_PER_RUN)
+    .run();
+  return result.meta.changes;
 }

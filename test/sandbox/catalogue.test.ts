@@ -1,5 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { database } from "../../src/platform/db.ts";
+import { expireSandboxHistory } from "../../src/sandbox/overlay.ts";
 import { SANDBOX_SHOPS } from "../../src/sandbox/world.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { buildCatalogue } from "../helpers/catalogue-factory.ts";
@@ -232,5 +234,20 @@ describe("POST /test/observations", () => {
     expect(stock).toMatchObject({ stock_changes: 1, price_changes: 0 });
     const after = await expectJson(await call("GET", `/products/${product!.id}`, { token: testKey }), 200);
     expect(after.offers).toHaveLength(product!.offers.length + 1);
+  });
+});
+
+describe("the sandbox's own history", () => {
+  it("leaves after 30 days, by the cron's retention; newer rows stay", async () => {
+    const { sub } = await testAccount();
+    const insert = env.DB.prepare(
+      "INSERT INTO sandbox_history (account_id, product_id, competitor_id, price_minor, currency, in_stock, observed_at) VALUES (?, 'prd_x', 'test_harbor', 1, 'USD', 1, ?)",
+    );
+    const old = new Date(Date.now() - 31 * 86_400_000).toISOString();
+    const recent = new Date(Date.now() - 29 * 86_400_000).toISOString();
+    await env.DB.batch([insert.bind(sub, old), insert.bind(sub, recent)]);
+    await expireSandboxHistory(database(env.DB));
+    const { results } = await env.DB.prepare("SELECT observed_at FROM sandbox_history WHERE account_id = ?").bind(sub).all();
+    expect(results).toEqual([{ observed_at: recent }]);
   });
 });
