@@ -10,7 +10,7 @@ export interface paths {
         };
         /**
          * All products, in one call
-         * @description Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: `Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. `updated_since` with the time of your last sync gives only what changed since. `currency` converts every offer (`converted`) and the summaries: a read of the snapshot like a filtered one, costlier than the stored bytes.
+         * @description Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: `Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. `updated_since` with the time of your last sync gives only what changed since. `currency` converts every offer (`converted`) and the summaries: a read of the snapshot like a filtered one, costlier than the stored bytes. A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.
          */
         get: operations["listProducts"];
         put?: never;
@@ -30,7 +30,7 @@ export interface paths {
         };
         /**
          * One product
-         * @description Read from D1: always current. `currency` converts each offer (`converted`) and the summary.
+         * @description `currency` converts each offer (`converted`) and the summary. A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.
          */
         get: operations["getProduct"];
         put?: never;
@@ -50,7 +50,7 @@ export interface paths {
         };
         /**
          * A product's price and stock history
-         * @description Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`.
+         * @description Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`. A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.
          */
         get: operations["getProductHistory"];
         put?: never;
@@ -68,7 +68,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Competitors, with their offer counts */
+        /**
+         * Competitors, with their offer counts
+         * @description A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.
+         */
         get: operations["listCompetitors"];
         put?: never;
         post?: never;
@@ -87,7 +90,7 @@ export interface paths {
         };
         /**
          * The catalogue's events as they happen (server-sent events)
-         * @description GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). With `after` (or `Last-Event-ID`, which EventSource sends when it reconnects) or `since`, first the stored events from there; with neither, the stream starts at the present (no backfill). Then new events, pushed as each ingestion commits them. Each event is `id: <event id>`, `event: <type>`, `data: <the event as GET /events gives it>`; a comment line comes at least every 15 s. Catalogue events only: account events never reach a stream. A backfill examines at most 10,000 events per connection; when it stops there the stream sends `id: <the last event examined>` with no `data` and ends, so a reconnect resumes past what was examined even if nothing matched. Opening a stream counts as one request; a key may hold 5 streams at once and an account 25 over all its keys (then 429 naming the cap). A stream never sends an event written after its key stopped being admissible (revoked, leaked, expired, past its rotation's grace, or its `scopes` or `allowed_ips` no longer admitting it) and ends within 15 s of that. The server ends a stream after 5 minutes (or on a deploy, or a restart of the server's side of it), with the last event examined as its `id`: reconnect with Last-Event-ID and nothing is missed.
+         * @description GET /events' query (not `limit`) plus the webhooks' alert rules as parameters (lists repeated). With `after` (or `Last-Event-ID`, which EventSource sends when it reconnects) or `since`, first the stored events from there; with neither, the stream starts at the present (no backfill). Then new events, pushed as each ingestion commits them. Each event is `id: <event id>`, `event: <type>`, `data: <the event as GET /events gives it>`; a comment line comes at least every 15 s. Catalogue events only: account events never reach a stream. A test key's stream carries its account's sandbox events (POST /test/observations) and nothing else; a live key's never carries them. A backfill examines at most 10,000 events per connection; when it stops there the stream sends `id: <the last event examined>` with no `data` and ends, so a reconnect resumes past what was examined even if nothing matched. Opening a stream counts as one request; a key may hold 5 streams at once and an account 25 over all its keys (then 429 naming the cap). A stream never sends an event written after its key stopped being admissible (revoked, leaked, expired, past its rotation's grace, or its `scopes` or `allowed_ips` no longer admitting it) and ends within 15 s of that. The server ends a stream after 5 minutes (or on a deploy, or a restart of the server's side of it), with the last event examined as its `id`: reconnect with Last-Event-ID and nothing is missed.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -107,11 +110,31 @@ export interface paths {
         };
         /**
          * The catalogue's events of the last 30 days
-         * @description Every price.changed and stock.changed event, oldest first, as webhooks carry them plus `id`: the way to catch up after a webhook was down. Page with `after` (the previous page's next_cursor); `since`, `type` (repeatable) and `limit` (1–1000, default 100) filter. Every API key sees every catalogue event. `after` naming an event older than 30 days is 410: start again with `since`. A page may hold fewer than `limit` events and still carry a `next_cursor` (older events are read in bounded steps): follow it.
+         * @description Every price.changed and stock.changed event, oldest first, as webhooks carry them plus `id`: the way to catch up after a webhook was down. Page with `after` (the previous page's next_cursor); `since`, `type` (repeatable) and `limit` (1–1000, default 100) filter. Every live API key sees every catalogue event; a test key sees its account's sandbox events only. `after` naming an event older than 30 days is 410: start again with `since`. A page may hold fewer than `limit` events and still carry a `next_cursor` (older events are read in bounded steps): follow it.
          */
         get: operations["listEvents"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test/observations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change your sandbox: simulated price observations
+         * @description A test key only (a live key is 403). The body of POST /admin/observations, at most 100 observations, on sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account.
+         */
+        post: operations["simulateObservations"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1118,6 +1141,116 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["StockChangedData"];
         };
+        IngestionResult: {
+            received: number;
+            products_created: number;
+            offers_created: number;
+            price_changes: number;
+            stock_changes: number;
+        };
+        /** @description A check that read a price (check_status ok or absent) */
+        PricedObservation: {
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            sku: string;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            name: string;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            brand?: string | null;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            category?: string | null;
+            gtin?: string | null;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            mpn?: string | null;
+            competitor: {
+                id: string;
+                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                name: string;
+                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                domain?: string | null;
+            };
+            /**
+             * Format: uri
+             * @description The offer's page: an http(s) URL; an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
+             */
+            url?: string | null;
+            /** @description When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default */
+            observed_at?: string;
+            /** @description Who sells it on the competitor's site (a marketplace seller), up to 200 characters */
+            seller?: string | null;
+            condition?: components["schemas"]["OfferCondition"];
+            /**
+             * @description How much the price buys, in `unit` (required with it): a positive decimal string; the unit price's divisor
+             * @example 500
+             */
+            quantity?: string;
+            unit?: components["schemas"]["QuantityUnit"];
+            /**
+             * @description ok (the default): the check read a price
+             * @enum {string}
+             */
+            check_status?: "ok";
+            /**
+             * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
+             * @example 14.99
+             */
+            price: string;
+            /**
+             * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
+             * @example 14.99
+             */
+            regular_price?: string | null;
+            /**
+             * @description ISO-4217 code, upper case
+             * @example USD
+             * @enum {string}
+             */
+            currency: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
+            /**
+             * @description Delivery to the shop's home market; 0 is free delivery, absent or null unknown (then total_price is null)
+             * @example 14.99
+             */
+            shipping_cost?: string | null;
+            in_stock: boolean;
+        };
+        /**
+         * @description The unit of `quantity`: g, kg, ml, l, cm, m, m2 or count (pieces)
+         * @example g
+         * @enum {string}
+         */
+        QuantityUnit: "g" | "kg" | "ml" | "l" | "cm" | "m" | "m2" | "count";
+        /** @description A check that read no price (not_found, blocked): it changes no price, stock or history and emits no event, and must name an offer already known (else 400) */
+        FailedCheck: {
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            sku: string;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            name: string;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            brand?: string | null;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            category?: string | null;
+            gtin?: string | null;
+            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+            mpn?: string | null;
+            competitor: {
+                id: string;
+                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                name: string;
+                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                domain?: string | null;
+            };
+            /**
+             * Format: uri
+             * @description The offer's page: an http(s) URL; an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
+             */
+            url?: string | null;
+            /** @description When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default */
+            observed_at?: string;
+            /**
+             * @description The check read no price: the offer keeps its price and stock, and shows this status
+             * @enum {string}
+             */
+            check_status: "not_found" | "blocked";
+        };
         AccountEventFeed: {
             /** @description Oldest first */
             events: components["schemas"]["AccountFeedEvent"][];
@@ -1254,6 +1387,7 @@ export interface components {
              * @example pda_live_Ab12Cd34
              */
             prefix: string;
+            environment: components["schemas"]["Environment"];
             /**
              * @description The full key: in this response only; store it now
              * @example pda_live_…
@@ -1270,7 +1404,7 @@ export interface components {
             /** @description Where the key may be used from (canonical CIDRs); null: anywhere */
             allowed_ips: string[] | null;
             /** @description What the key may read */
-            scopes: ("products:read" | "history:read" | "events:read")[];
+            scopes: ("products:read" | "history:read" | "events:read" | "sandbox:write")[];
             /**
              * Format: date-time
              * @description Refused from this instant on (set at creation, or by a rotation: now + grace)
@@ -1288,6 +1422,11 @@ export interface components {
              */
             rotated_to: string | null;
         };
+        /**
+         * @description live: the catalogue and its events; test: this account's sandbox (1,000 synthetic products, POST /test/observations)
+         * @enum {string}
+         */
+        Environment: "live" | "test";
         ApiKeyList: {
             /** @description Newest first, revoked keys included */
             api_keys: components["schemas"]["ApiKey"][];
@@ -1302,6 +1441,7 @@ export interface components {
              * @example pda_live_Ab12Cd34
              */
             prefix: string;
+            environment: components["schemas"]["Environment"];
             /**
              * @description `expired` once `expires_at` has passed
              * @enum {string}
@@ -1338,7 +1478,7 @@ export interface components {
             /** @description Where the key may be used from (canonical CIDRs); null: anywhere */
             allowed_ips: string[] | null;
             /** @description What the key may read */
-            scopes: ("products:read" | "history:read" | "events:read")[];
+            scopes: ("products:read" | "history:read" | "events:read" | "sandbox:write")[];
             /**
              * Format: date-time
              * @description Refused from this instant on (set at creation, or by a rotation: now + grace)
@@ -1374,6 +1514,7 @@ export interface components {
             id: string;
             url: string;
             description: string | null;
+            environment: components["schemas"]["Environment"];
             events: ("price.changed" | "stock.changed" | "api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold")[];
             /** @description A price change smaller than this (in %) is not sent */
             min_change_pct: number;
@@ -1485,6 +1626,7 @@ export interface components {
             id: string;
             url: string;
             description: string | null;
+            environment: components["schemas"]["Environment"];
             events: ("price.changed" | "stock.changed" | "api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold")[];
             /** @description A price change smaller than this (in %) is not sent */
             min_change_pct: number;
@@ -1562,116 +1704,6 @@ export interface components {
                     [key: string]: unknown;
                 };
             } | null;
-        };
-        IngestionResult: {
-            received: number;
-            products_created: number;
-            offers_created: number;
-            price_changes: number;
-            stock_changes: number;
-        };
-        /** @description A check that read a price (check_status ok or absent) */
-        PricedObservation: {
-            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-            sku: string;
-            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-            name: string;
-            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-            brand?: string | null;
-            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-            category?: string | null;
-            gtin?: string | null;
-            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-            mpn?: string | null;
-            competitor: {
-                id: string;
-                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-                name: string;
-                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-                domain?: string | null;
-            };
-            /**
-             * Format: uri
-             * @description The offer's page: an http(s) URL; an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
-             */
-            url?: string | null;
-            /** @description When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default */
-            observed_at?: string;
-            /** @description Who sells it on the competitor's site (a marketplace seller), up to 200 characters */
-            seller?: string | null;
-            condition?: components["schemas"]["OfferCondition"];
-            /**
-             * @description How much the price buys, in `unit` (required with it): a positive decimal string; the unit price's divisor
-             * @example 500
-             */
-            quantity?: string;
-            unit?: components["schemas"]["QuantityUnit"];
-            /**
-             * @description ok (the default): the check read a price
-             * @enum {string}
-             */
-            check_status?: "ok";
-            /**
-             * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
-             * @example 14.99
-             */
-            price: string;
-            /**
-             * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
-             * @example 14.99
-             */
-            regular_price?: string | null;
-            /**
-             * @description ISO-4217 code, upper case
-             * @example USD
-             * @enum {string}
-             */
-            currency: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
-            /**
-             * @description Delivery to the shop's home market; 0 is free delivery, absent or null unknown (then total_price is null)
-             * @example 14.99
-             */
-            shipping_cost?: string | null;
-            in_stock: boolean;
-        };
-        /**
-         * @description The unit of `quantity`: g, kg, ml, l, cm, m, m2 or count (pieces)
-         * @example g
-         * @enum {string}
-         */
-        QuantityUnit: "g" | "kg" | "ml" | "l" | "cm" | "m" | "m2" | "count";
-        /** @description A check that read no price (not_found, blocked): it changes no price, stock or history and emits no event, and must name an offer already known (else 400) */
-        FailedCheck: {
-            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-            sku: string;
-            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-            name: string;
-            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-            brand?: string | null;
-            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-            category?: string | null;
-            gtin?: string | null;
-            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-            mpn?: string | null;
-            competitor: {
-                id: string;
-                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-                name: string;
-                /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
-                domain?: string | null;
-            };
-            /**
-             * Format: uri
-             * @description The offer's page: an http(s) URL; an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
-             */
-            url?: string | null;
-            /** @description When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default */
-            observed_at?: string;
-            /**
-             * @description The check read no price: the offer keeps its price and stock, and shows this status
-             * @enum {string}
-             */
-            check_status: "not_found" | "blocked";
         };
         /** @description A day's reference rates as stored */
         FxRates: {
@@ -2290,6 +2322,45 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    simulateObservations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The observations */
+        requestBody: {
+            content: {
+                "application/json": {
+                    observations: (components["schemas"]["PricedObservation"] | components["schemas"]["FailedCheck"])[];
+                };
+            };
+        };
+        responses: {
+            /** @description What the observations changed in your sandbox */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestionResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["KeyRestricted"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     listAccountEvents: {
         parameters: {
             query?: {
@@ -2387,6 +2458,8 @@ export interface operations {
                 from?: string;
                 /** @description Buckets starting before this instant (clipped to the granularity's window); an ISO-8601 date or date-time */
                 to?: string;
+                /** @description Only the keys of this environment (live or test); every key when absent */
+                environment?: "live" | "test";
             };
             header?: never;
             path?: never;
@@ -2466,6 +2539,12 @@ export interface operations {
                      */
                     name: string;
                     /**
+                     * @description test: a `pda_test_` key, which reads this account's sandbox only, at the standard plan's limits
+                     * @default live
+                     * @enum {string}
+                     */
+                    environment?: "live" | "test";
+                    /**
                      * @description When the key stops working (ISO-8601 date or date-time, in the future, at most 1 year ahead); none by default
                      * @example 2027-01-31T12:00:00Z
                      */
@@ -2484,13 +2563,14 @@ export interface operations {
                      * @default [
                      *       "products:read",
                      *       "history:read",
-                     *       "events:read"
+                     *       "events:read",
+                     *       "sandbox:write"
                      *     ]
                      * @example [
                      *       "products:read"
                      *     ]
                      */
-                    scopes?: ("products:read" | "history:read" | "events:read")[];
+                    scopes?: ("products:read" | "history:read" | "events:read" | "sandbox:write")[];
                 };
             };
         };
@@ -2684,7 +2764,7 @@ export interface operations {
                      *       "products:read"
                      *     ]
                      */
-                    scopes?: ("products:read" | "history:read" | "events:read")[];
+                    scopes?: ("products:read" | "history:read" | "events:read" | "sandbox:write")[];
                 };
             };
         };
@@ -2763,6 +2843,12 @@ export interface operations {
                      * @example https://example.com/hooks/prices
                      */
                     url: string;
+                    /**
+                     * @description test: receives only this account's sandbox events (POST /test/observations), only price.changed and stock.changed; live never receives them
+                     * @default live
+                     * @enum {string}
+                     */
+                    environment?: "live" | "test";
                     /**
                      * @description The event types to receive: the catalogue's (price.changed, stock.changed; both by default) and the account's own (api_key.leaked, api_key.expiring, webhook.disabled, usage.threshold: only this account's are sent)
                      * @default [

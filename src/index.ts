@@ -8,6 +8,7 @@ import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { database } from "./platform/db.ts";
 import { countR2Into, logInvocationWork, meteredBucket, meteredQueue, noRequestWork } from "./platform/metered.ts";
+import { expireSandboxHistory } from "./sandbox/overlay.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 
@@ -48,6 +49,7 @@ export default {
         archiveHistory(db, archive),
         announceExpiringKeys(db, queue),
         retryPlanPushes(db, keyObjectControl(env, work)),
+        expireSandboxHistory(db),
       ]);
       for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
     } finally {

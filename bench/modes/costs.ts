@@ -24,7 +24,7 @@ import { findDirectUrl, ROOT, settle, startWorker, stopWorker, type Worker, wait
 import type { Run } from "../harness/settings.ts";
 import { seedState } from "../harness/setup.ts";
 import { freezeWorkers, SMALL_PATH } from "../harness/start.ts";
-import { randomOffers, seedTimeoutMs } from "./catalogue.ts";
+import { randomOffers, sandboxKeySql, seedTimeoutMs } from "./catalogue.ts";
 
 type CostsFile = Costs;
 
@@ -132,6 +132,8 @@ const BUILD_STEP = "catalogue_build_step";
 
 const sum = (lines: readonly LoggedWork[]) => lines.reduce((total, line) => add(total, loggedTally(line)), noTally());
 
+type SandboxList = { products: { offers: { competitor_id: string; currency: string }[] }[] };
+
 /** Every operation at one catalogue size, on a worker of its own. */
 async function measureSize(bench: Bench, config: string, vars: Record<string, string>, size: number, streamSeconds: number) {
   const label = `costs, ${size.toLocaleString("en")} products`;
@@ -139,7 +141,8 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
   const [admitted, product, listing, stream, mcp, events, managed] = keys.load;
   const dir = join(bench.state, `costs-${size}`);
   bench.step(`${label}: seeding`);
-  await seedState(dir, size, keys.sql, seedTimeoutMs(size));
+  const sandbox = await sandboxKeySql(); // test mode's operations (issue 37)
+  await seedState(dir, size, keys.sql + sandbox.sql, seedTimeoutMs(size));
   const offers = await randomOffers(dir, 1000);
   const spread = await productsOfDistinctSegments(dir);
   const log = `${dir}.log`;
@@ -195,6 +198,17 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
       params: { name: "get_product", arguments: { id: byTool[called++]! } },
     });
     costs.mcp_tool_call = await requests(ctx, "request", half, () => send("POST", "/mcp", mcp!.key, mcpCall()));
+    costs.test_list_products_gzip = await requests(ctx, "request", 3, () => get("/products", sandbox.key, gzip));
+    const [sandboxOffer] = ((await (await get("/products?sku=TEST-CF-0001", sandbox.key)).json()) as SandboxList).products[0]!.offers;
+    let simulated = 0;
+    const simulate = { sku: "TEST-CF-0001", name: "x", competitor: { id: sandboxOffer!.competitor_id, name: "x" }, in_stock: true };
+    costs.test_observations = await requests(ctx, "request", 5, () =>
+      send("POST", "/test/observations", sandbox.key, {
+        observations: [
+          { ...simulate, currency: sandboxOffer!.currency, price: formatMoney(1000 + 10 * ++simulated, sandboxOffer!.currency) },
+        ],
+      }),
+    );
 
     bench.step(`${label}: 1,000 scattered observations, the build steps they start`);
     const admin = await bench.token("bench-admin", "prices:write");

@@ -6,6 +6,7 @@ import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/opena
 import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
+import { sandboxCatalogue, sandboxCompetitors, sandboxProductBody, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
 import { productHistory } from "./history.ts";
 import {
   Competitor,
@@ -38,6 +39,7 @@ import { streamOf, wholeCatalogue } from "./snapshot/read.ts";
 
 const notModified = emptyResponse("Not modified: the catalogue is unchanged since the ETag sent", ["ETag", "Cache-Control"]);
 const JSON_TYPE = "application/json";
+const encoder = new TextEncoder();
 const NDJSON = "application/x-ndjson";
 const productsOk = jsonResponse('The products: `{"products":[…]}` as JSON, or one product per line as NDJSON', ProductList, [
   "ETag",
@@ -46,6 +48,10 @@ const productsOk = jsonResponse('The products: `{"products":[…]}` as JSON, or 
 /** The NDJSON form's schema is that of one line: a reference to Product, with its own description. */
 const ProductLine = Product.openapi({ description: "One line of the NDJSON body: one product (JSON, then a newline), in id order" });
 const common = { tags: ["Catalogue"], credential: "api-key" as const, scope: "products:read" as const };
+/** What a test key reads instead (src/sandbox/), said on each catalogue read. */
+const TEST_KEY_READS =
+  "A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the " +
+  "account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.";
 
 const listProductsRoute = createRoute(
   operation({
@@ -59,7 +65,8 @@ const listProductsRoute = createRoute(
       "An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: " +
       "`Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. " +
       "`updated_since` with the time of your last sync gives only what changed since. `currency` converts every offer " +
-      "(`converted`) and the summaries: a read of the snapshot like a filtered one, costlier than the stored bytes.",
+      "(`converted`) and the summaries: a read of the snapshot like a filtered one, costlier than the stored bytes. " +
+      TEST_KEY_READS,
     request: { query: productsQuery, headers: ifNoneMatch },
     responses: {
       200: { ...productsOk, content: { ...productsOk.content, [NDJSON]: { schema: ProductLine } } },
@@ -76,7 +83,7 @@ const getProductRoute = createRoute(
     path: "/{id}",
     operationId: "getProduct",
     summary: "One product",
-    description: "Read from D1: always current. `currency` converts each offer (`converted`) and the summary.",
+    description: `\`currency\` converts each offer (\`converted\`) and the summary. ${TEST_KEY_READS}`,
     request: { params: productIdParam, query: productQuery, headers: ifNoneMatch },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The product", Product, ["ETag", "Cache-Control"]), 304: notModified },
@@ -92,7 +99,8 @@ const getProductHistoryRoute = createRoute(
     scope: "history:read",
     summary: "A product's price and stock history",
     description:
-      "Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`.",
+      "Oldest first; `from` inclusive, `to` exclusive; at most 1,000 rows: when cut, X-Result-Truncated is true, and the next page starts `from` the last `observed_at`. " +
+      TEST_KEY_READS,
     request: { params: productIdParam, query: historyQuery },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The history", History, ["X-Result-Truncated"]) },
@@ -106,6 +114,7 @@ const listCompetitorsRoute = createRoute(
     path: "/",
     operationId: "listCompetitors",
     summary: "Competitors, with their offer counts",
+    description: TEST_KEY_READS,
     request: { query: noQuery, headers: ifNoneMatch },
     responses: {
       200: jsonResponse("The competitors", CompetitorList, ["ETag", "Cache-Control"]),
@@ -154,11 +163,17 @@ export const productRoutes = openApiApp()
   .openapi(listProductsRoute, async (c) => {
     const filters = c.req.valid("query");
     const { catalogue, db } = c.var.services;
-    const [manifest, conversion] = await Promise.all([servingManifest(catalogue), conversionOf(db, filters.currency)]);
     const form = requestedForm(c);
     const gzip = acceptsGzip(clientAcceptEncoding(c));
-    const etag = await productsEtag(manifest, filters, form, gzip, conversion);
+    const converting = conversionOf(db, filters.currency);
     const contentType = form === "ndjson" ? NDJSON : JSON_TYPE;
+    if (c.var.apiKey.environment === "test") {
+      const [sandbox, conversion] = await Promise.all([sandboxCatalogue(db, c.var.apiKey.accountId), converting]);
+      const etag = await productsEtag(sandbox, filters, form, gzip, conversion);
+      return streamed(c, etag, contentType, gzip, () => streamOf(sandboxProductBody(sandbox, { filters, form, conversion }, gzip)));
+    }
+    const [manifest, conversion] = await Promise.all([servingManifest(catalogue), converting]);
+    const etag = await productsEtag(manifest, filters, form, gzip, conversion);
     if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));
     if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return streamed(c, etag, contentType, gzip, () => new ReadableStream());
     return streamed(c, etag, contentType, gzip, () => {
@@ -167,23 +182,31 @@ export const productRoutes = openApiApp()
     });
   })
   .openapi(getProductRoute, async (c) => {
-    const conversion = await conversionOf(c.var.services.db, c.req.valid("query").currency);
-    const json = new TextEncoder().encode(await productJson(c.var.services, c.req.valid("param").id, conversion)) as Uint8Array<ArrayBuffer>;
+    const { db } = c.var.services;
+    const { id } = c.req.valid("param");
+    const { environment, accountId } = c.var.apiKey;
+    const conversion = await conversionOf(db, c.req.valid("query").currency);
+    const product =
+      environment === "test" ? await sandboxProductJson(db, accountId, id, conversion) : await productJson(c.var.services, id, conversion);
+    const json = encoder.encode(product) as Uint8Array<ArrayBuffer>;
     return conditionalJson(c, await contentEtag(json), () => json);
   })
   .openapi(getProductHistoryRoute, async (c) => {
-    const { truncated, ...page } = await productHistory(
-      c.var.services.db,
-      c.var.services.archive,
-      c.req.valid("param").id,
-      c.req.valid("query"),
-    );
+    const { db, archive } = c.var.services;
+    const [{ id }, query] = [c.req.valid("param"), c.req.valid("query")];
+    const { environment, accountId } = c.var.apiKey;
+    const { truncated, ...page } =
+      environment === "test" ? await sandboxProductHistory(db, accountId, id, query) : await productHistory(db, archive, id, query);
     if (truncated) c.header("X-Result-Truncated", "true");
     return c.json(page, 200);
   });
 
 /** GET /competitors (API key): from the snapshot's manifest, no offer is read. */
 export const competitorRoutes = openApiApp().openapi(listCompetitorsRoute, async (c) => {
+  if (c.var.apiKey.environment === "test") {
+    const json = encoder.encode(JSON.stringify({ competitors: await sandboxCompetitors(c.var.services.db, c.var.apiKey.accountId) }));
+    return conditionalJson(c, await contentEtag(json as Uint8Array<ArrayBuffer>), () => json as Uint8Array<ArrayBuffer>);
+  }
   const manifest = await servingManifest(c.var.services.catalogue);
   return conditionalJson(c, snapshotEtag(manifest), () => competitorsJson(manifest));
 });

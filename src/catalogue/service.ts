@@ -89,7 +89,7 @@ export const conversionOf = async (db: Database, currency: string | undefined): 
 
 /** The strong ETag of a list: the snapshot's id, a hash of the normalised filters (and of the conversion), and the form. */
 export async function productsEtag(
-  manifest: Manifest,
+  manifest: Pick<Manifest, "id">,
   filters: ProductFilters,
   form: "json" | "ndjson",
   gzip: boolean,

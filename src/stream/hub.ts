@@ -1,4 +1,3 @@
-import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
 import { keyStillAdmits } from "../api-keys/object/stub.ts";
 import type { EventMessage } from "../events/messages.ts";
@@ -6,6 +5,7 @@ import { database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import type { ObjectWrites, RequestWork } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
+import { matchInEnvironments } from "../sandbox/facts.ts";
 import type { CapReached, HubMessage, Subscription } from "./frames.ts";
 import { eventFrame, KEEPALIVE, KEY_GONE_CLOSE, ROWS_WRITTEN_HEADER, SUBSCRIPTION_HEADER } from "./frames.ts";
 import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
@@ -83,7 +83,8 @@ export class StreamHub extends MeteredObject {
   /**
    * Sends each open stream the events its rule matches (one message per stream). Answers how many streams got any, with
    * the D1 work its rules did and its storage rows. Account events are never passed here (src/stream/publish.ts); a hub
-   * with no stream answers without work.
+   * with no stream answers without work. A sandbox event reaches only its account's test streams, a live event only live
+   * streams (matchInEnvironments).
    */
   async publish(messages: readonly EventMessage[]): Promise<{ streams: number; d1Work: HubD1Work } & ObjectWrites> {
     const d1Work: HubD1Work = { d1: 0, d1Statements: 0, d1RowsRead: 0, d1RowsWritten: 0 };
@@ -94,13 +95,10 @@ export class StreamHub extends MeteredObject {
     const subscribers = this.ctx.getWebSockets().flatMap((ws) => {
       const attachment = ws.deserializeAttachment() as Attachment | null;
       const rule = attachment && this.ruleOf(attachment);
-      return rule ? [{ ...rule, ws }] : [];
+      return rule ? [{ ...rule, ws, accountId: attachment.accountId, environment: attachment.environment ?? "live" }] : [];
     });
     if (subscribers.length === 0 || messages.length === 0) return 0;
-    const matched = await matchAlerts(
-      { db: database(this.env.DB, d1Work), archive: this.env.ARCHIVE },
-      { events: messages.map((message) => ({ ...alertEventOf(message), message })), rules: subscribers },
-    );
+    const matched = await matchInEnvironments({ db: database(this.env.DB, d1Work), archive: this.env.ARCHIVE }, messages, subscribers);
     const frames = new Map<EventMessage, string>();
     const byStream = new Map<WebSocket, { id: string; frame: string }[]>();
     for (const { event, rule } of matched) {

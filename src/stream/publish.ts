@@ -4,13 +4,13 @@ import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { logger } from "../platform/log.ts";
 import { noRequestWork, type RequestWork, withObjectWrites } from "../platform/metered.ts";
 import type { StreamHub } from "./hub.ts";
-import { everyHub } from "./hubs.ts";
+import { everyHub, hubOf } from "./hubs.ts";
 
 const log = logger("stream-publish");
 
 /**
  * Publishes an ingestion's committed events to every stream hub (src/stream/hub.ts), which push each open stream what
- * its rule matches: one call per hub, MAX_OPEN_CONNECTIONS at a time. Only catalogue events come here (an ingestion
+ * its rule matches: one call per hub, MAX_OPEN_CONNECTIONS at a time (a sandbox's events: its account's hub alone). Only catalogue events come here (an ingestion
  * emits no other), so nothing of an account reaches a stream. A failed call is made once more (a hub being replaced or
  * overloaded); a hub that restarts closes its sockets, and their clients catch up from the feed with Last-Event-ID.
  * One still unreachable after that is logged: its streams miss these events unless they end before sending a later
@@ -32,7 +32,10 @@ export async function publishToStreams(
     work.d1RowsWritten += d1Work.d1RowsWritten;
     return answer;
   };
-  await pLimit(MAX_OPEN_CONNECTIONS).map(everyHub(env), (hub, index) =>
+  // A sandbox's events (POST /test/observations) concern their account alone, whose streams are all in its hub.
+  const sandboxes = new Set(events.map((event) => event.sandbox_account_id));
+  const hubs = sandboxes.has(undefined) ? everyHub(env) : [...sandboxes].map((accountId) => hubOf(env, accountId!));
+  await pLimit(MAX_OPEN_CONNECTIONS).map(hubs, (hub, index) =>
     publish(hub)
       .catch(() => publish(hub))
       .catch((error: unknown) => log.error("publish to a stream hub failed twice", { hub: index, error: String(error) })),

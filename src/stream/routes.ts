@@ -24,7 +24,8 @@ const streamEventsRoute = createRoute(
       "neither, the stream starts at the present (no backfill). Then new events, pushed as each ingestion commits them. " +
       "Each event is `id: <event id>`, `event: <type>`, " +
       `\`data: <the event as GET /events gives it>\`; a comment line comes at least every ${HEARTBEAT_MS / 1000} s. ` +
-      "Catalogue events only: account events never reach a stream. A backfill examines at most " +
+      "Catalogue events only: account events never reach a stream. A test key's stream carries its account's sandbox " +
+      "events (POST /test/observations) and nothing else; a live key's never carries them. A backfill examines at most " +
       `${BACKFILL_EXAMINED_MAX.toLocaleString("en")} events per connection; when it stops there the stream sends ` +
       "`id: <the last event examined>` with no `data` and ends, so a reconnect resumes past what was examined even if " +
       "nothing matched. Opening a stream counts as one request; a key may hold " +
@@ -70,6 +71,7 @@ export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) =>
       keyId: key.id,
       keyHash: key.keyHash,
       accountId: key.accountId,
+      environment: key.environment,
       request: key.request,
       rule: request.rule,
     },
@@ -77,7 +79,7 @@ export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) =>
   );
   const closed = new AbortController();
   try {
-    const frames = await eventFrames(c.var.services, { request, keyId: key.id, socket, timing: DEFAULT_TIMING, closed: closed.signal });
+    const frames = await eventFrames(c.var.services, { request, key, socket, timing: DEFAULT_TIMING, closed: closed.signal });
     // A client gone before the frames began: their generator never ran, so its end cannot close the socket.
     const cancel = () => {
       closed.abort();

@@ -1,11 +1,12 @@
 import { sql } from "drizzle-orm";
 import { WEBHOOK_DISABLED_EVENTS, webhookDisabledEvents } from "../../account-events/webhook-disabled.ts";
-import { type AlertEvent, alertEventOf, matchAlerts } from "../../alerts/match.ts";
+import { type AlertEvent, alertEventOf } from "../../alerts/match.ts";
 import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
 import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
 import { ACCOUNT_EVENT_TYPES, products, webhookDeliveries, webhookRuleValues, webhooks } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
+import { matchInEnvironments } from "../../sandbox/facts.ts";
 import { abandonRetries } from "../abandoned-retries.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 
@@ -20,8 +21,10 @@ const isAccountEvent = (message: EventMessage) => (ACCOUNT_EVENT_TYPES as readon
  * value, once per batch, a webhook of several lists counted per event. For an account event, its account's. Index
  * seeks on what the events hold (CROSS JOIN keeps SQLite from scanning the index instead), so what a batch reads does
  * not grow with other webhooks' rules (contract, "Tenants apart"). The rules are then decided in full on these alone.
+ * Only live webhooks are filed under rule values (migrations/0018_test_mode.sql); a sandbox event's candidates are its
+ * account's test webhooks, read by account.
  */
-function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly string[]) {
+function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly string[], sandboxes: readonly string[]) {
   const asked = catalogue.map((event) => ({
     t: event.type,
     c: event.data.competitor_id,
@@ -41,22 +44,30 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
   SELECT r.webhook_id FROM listed CROSS JOIN ${webhookRuleValues} r ON r.kind = listed.kind AND r.value = listed.value AND r.lists > 1
     GROUP BY listed.n, r.webhook_id HAVING count(*) = max(r.lists)
   UNION
-  SELECT w.id FROM json_each(${JSON.stringify(accounts)}) a CROSS JOIN ${webhooks} w ON w.account_id = a.value WHERE w.status = 'enabled'`;
+  SELECT w.id FROM json_each(${JSON.stringify(accounts)}) a CROSS JOIN ${webhooks} w ON w.account_id = a.value
+    WHERE w.status = 'enabled' AND w.environment = 'live'
+  UNION
+  SELECT w.id FROM json_each(${JSON.stringify(sandboxes)}) a CROSS JOIN ${webhooks} w ON w.account_id = a.value
+    WHERE w.status = 'enabled' AND w.environment = 'test'`;
 }
 
 /**
  * The enabled webhooks that want the event (their types, min_change_pct and alert rules, decided by
  * src/alerts/rules.ts): one delivery message each. An account event (src/account-events/) goes only to its
- * own account's webhooks that subscribe to its type; the alert rules are about prices. One D1 query for the
- * webhooks (candidateWebhooks), and at most two for the rules' facts, for the whole batch.
+ * own account's webhooks that subscribe to its type; the alert rules are about prices; a sandbox event only to its
+ * account's test webhooks. One D1 query for the webhooks (candidateWebhooks), and at most two for the rules' facts, for
+ * the whole batch (and for each account's sandbox in it).
  */
 export async function fanOut(db: Database, archive: R2Bucket, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
   const accountEvents = events.filter(isAccountEvent);
-  const catalogue = events.filter((message) => !isAccountEvent(message)).map((message) => ({ ...alertEventOf(message), message }));
+  const changes = events.filter((message) => !isAccountEvent(message));
+  const catalogue = changes.filter((message) => message.sandbox_account_id === undefined).map(alertEventOf);
+  const sandboxes = [...new Set(changes.flatMap((message) => message.sandbox_account_id ?? []))];
   const enabled = await db
     .select({
       id: webhooks.id,
       accountId: webhooks.accountId,
+      environment: webhooks.environment,
       types: webhooks.events,
       minChangeBp: webhooks.minChangeBp,
       filters: webhooks.filters,
@@ -66,6 +77,7 @@ export async function fanOut(db: Database, archive: R2Bucket, events: readonly E
       sql`${webhooks.id} IN (${candidateWebhooks(
         catalogue,
         accountEvents.map((message) => String(message.event.data.account_id)),
+        sandboxes,
       )})`,
     );
   const delivery = (webhookId: string, message: EventMessage): DeliveryMessage => ({
@@ -78,7 +90,8 @@ export async function fanOut(db: Database, archive: R2Bucket, events: readonly E
       .filter((webhook) => webhook.accountId === message.event.data.account_id && webhook.types.includes(message.event.type as never))
       .map((webhook) => delivery(webhook.id, message)),
   );
-  const wanted = await matchAlerts({ db, archive }, { events: catalogue, rules: enabled });
+  // Live changes to live webhooks; each account's sandbox changes to that account's test webhooks: never across.
+  const wanted = await matchInEnvironments({ db, archive }, changes, enabled);
   return [...wanted.map(({ event, rule }) => delivery(rule.id, event.message)), ...own];
 }
 

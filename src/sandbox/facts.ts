@@ -1,0 +1,71 @@
+import { type AlertEvent, type AlertFacts, alertEventOf, matchAlerts, priorAnswer } from "../alerts/match.ts";
+import type { AlertRule } from "../alerts/rules.ts";
+import { mergeHistory } from "../catalogue/history-archive.ts";
+import type { EventMessage } from "../events/messages.ts";
+import type { Database } from "../platform/db.ts";
+import type { Environment } from "../platform/tables.ts";
+import { baseHistory, sandboxBase } from "./catalogue.ts";
+import { productState, readOverlay, readOwnHistory } from "./overlay.ts";
+
+/**
+ * What the alert rules need to know about a sandbox event (src/alerts/match.ts): the product's brand and category and
+ * the offer's prior prices, from the account's sandbox (the generated base and the account's own changes), so a test
+ * webhook's or a test stream's rules decide as a live one's do. At most one D1 statement each.
+ */
+export function sandboxFacts(db: Database, accountId: string): AlertFacts {
+  const base = sandboxBase();
+  return {
+    async products(ids) {
+      const known = [...new Set(ids)].filter((id) => base.byId.has(id));
+      const overlay = known.length === 0 ? new Map() : await readOverlay(db, accountId, known);
+      return new Map(
+        known.map((id) => {
+          const { product } = productState(base, overlay, base.byId.get(id)!);
+          return [id, { brand: product.brand, category: product.category }];
+        }),
+      );
+    },
+    async priorPrices(questions) {
+      const own = await readOwnHistory(db, accountId, [...new Set(questions.map((q) => q.p))]);
+      return new Map(
+        questions.map((q) => [
+          q.k,
+          priorAnswer(
+            q,
+            mergeHistory(
+              baseHistory(base, q.p),
+              own.filter((row) => row.productId === q.p),
+            ),
+          ),
+        ]),
+      );
+    },
+  };
+}
+
+/**
+ * The (event, subscriber) pairs that match, environments kept apart: live events against live subscribers (webhooks,
+ * streams) with the catalogue's facts; each account's sandbox events against that account's test subscribers with its
+ * sandbox's facts. No other pair is ever asked, so no rule can let an event across.
+ */
+export async function matchInEnvironments<R extends AlertRule & { accountId: string; environment: Environment }>(
+  catalogue: { db: Database; archive: R2Bucket },
+  messages: readonly EventMessage[],
+  subscribers: readonly R[],
+): Promise<{ event: AlertEvent & { message: EventMessage }; rule: R }[]> {
+  const events = messages.map((message) => ({ ...alertEventOf(message), message }));
+  const sandboxes = [...new Set(messages.flatMap((message) => message.sandbox_account_id ?? []))];
+  const matched = await Promise.all([
+    matchAlerts(catalogue, {
+      events: events.filter(({ message }) => message.sandbox_account_id === undefined),
+      rules: subscribers.filter((rule) => rule.environment === "live"),
+    }),
+    ...sandboxes.map((accountId) =>
+      matchAlerts(sandboxFacts(catalogue.db, accountId), {
+        events: events.filter(({ message }) => message.sandbox_account_id === accountId),
+        rules: subscribers.filter((rule) => rule.environment === "test" && rule.accountId === accountId),
+      }),
+    ),
+  ]);
+  return matched.flat();
+}
