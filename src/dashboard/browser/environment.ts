@@ -1,0 +1,56 @@
+/**
+ * Live or test: which environment's keys, webhooks, usage and activity the page shows. The choice is the Test mode
+ * switch's, kept in the URL's hash (`#test/webhooks`; a bare `#webhooks` is live) and remembered per browser in
+ * localStorage for a visit without a hash. In test mode the page is marked (a banner, another colour: styles.css).
+ */
+import { PLAN_LIMITS } from "../../rate-limit/plans.ts";
+import type { Limits } from "../../rate-limit/types.ts";
+import { byId } from "./dom.ts";
+
+export type Environment = "live" | "test";
+
+/** How a test key begins (src/api-keys/format.ts); a live key begins pda_live_. */
+export const TEST_KEY_PREFIX = "pda_test_";
+
+const STORED = "price-data-dashboard:environment";
+const TEST_PREFIX = "test/";
+
+let current: Environment = localStorage.getItem(STORED) === "test" ? "test" : "live";
+const listeners: Array<() => void> = [];
+
+export const environment = (): Environment => current;
+
+/** A record's environment: keys and webhooks made before test mode existed are live. */
+export const environmentOf = (record: object): Environment => (record as { environment?: Environment }).environment ?? "live";
+
+/** The records of the environment shown. */
+export const ofShownEnvironment = <T extends object>(records: T[]): T[] => records.filter((record) => environmentOf(record) === current);
+
+/** Told after the environment changes (each view redraws from what it holds or reads again). */
+export function onEnvironmentChanged(listener: () => void): void {
+  listeners.push(listener);
+}
+
+/** Each key's limits in the environment shown: the plan's, or the standard plan's for every test key. */
+export const keyLimits = (planLimits: Limits): Limits => (current === "test" ? PLAN_LIMITS.standard : planLimits);
+
+/** The hash naming `view` in `env` ("#test/keys", "#keys"). */
+export const hashFor = (view: string, env: Environment = current): string => `#${env === "test" ? TEST_PREFIX : ""}${view}`;
+
+/** The environment and view a hash names ("#test/keys" → test, keys); no view for a hash that names none. */
+export function readHash(hash: string): { env: Environment; view: string } {
+  const fragment = hash.replace(/^#/, "");
+  return fragment.startsWith(TEST_PREFIX) ? { env: "test", view: fragment.slice(TEST_PREFIX.length) } : { env: "live", view: fragment };
+}
+
+/** Switches to `env`: remembered, marked on the page, and every view told; whether it changed. */
+export function useEnvironment(env: Environment): boolean {
+  const changed = env !== current;
+  current = env;
+  localStorage.setItem(STORED, env);
+  document.body.dataset.environment = env;
+  byId("test-banner").hidden = env !== "test";
+  byId("environment-switch").setAttribute("aria-checked", String(env === "test"));
+  if (changed) for (const listener of listeners) listener();
+  return changed;
+}
