@@ -17,7 +17,7 @@ import { type Browser, chromium, type Locator, type Page } from "playwright-core
 import { expect, onTestFailed } from "vitest";
 import { signalGroup, spawnGroup, stopGroups, WRANGLER_ENV } from "../../scripts/process-group.ts";
 
-export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const IDP = "http://127.0.0.1:4000";
 export const WORKER = "http://127.0.0.1:8787";
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";

@@ -34,10 +34,10 @@ export function onEnvironmentChanged(listener: () => void): void {
 /** Each key's limits in the environment shown: the plan's, or the standard plan's for every test key. */
 export const keyLimits = (planLimits: Limits): Limits => (current === "test" ? PLAN_LIMITS.standard : planLimits);
 
-/** The hash naming `view` in `env` ("#test/keys", "#keys"). */
+/** The hash naming `view` in `env` ("#test/webhooks", "#webhooks"). */
 export const hashFor = (view: string, env: Environment = current): string => `#${env === "test" ? TEST_PREFIX : ""}${view}`;
 
-/** The environment and view a hash names ("#test/keys" → test, keys); no view for a hash that names none. */
+/** The environment and view a hash names ("#test/webhooks" → test, webhooks); no view for a hash that names none. */
 export function readHash(hash: string): { env: Environment; view: string } {
   const fragment = hash.replace(/^#/, "");
   return fragment.startsWith(TEST_PREFIX) ? { env: "test", view: fragment.slice(TEST_PREFIX.length) } : { env: "live", view: fragment };

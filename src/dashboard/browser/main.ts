@@ -1,7 +1,7 @@
 /**
  * The dashboard: signs in through the IdP, then shows four views, chosen by the URL's hash:
  * Keys (#keys, the default), Webhooks (#webhooks), Usage (#usage) and Activity (#activity); in test mode the same
- * under #test/ (#test/keys, …: environment.ts).
+ * under #test/… (#test/webhooks: environment.ts).
  */
 import type { components } from "../../../client/schema.d.ts";
 import { loadActivity } from "./activity.ts";
@@ -35,7 +35,7 @@ let loaded = false;
 
 const VIEWS = ["keys", "webhooks", "usage", "activity"] as const;
 type View = (typeof VIEWS)[number];
-/** Across the silent sign-in of a reload, which loses the hash on its way through the IdP: "keys", "test/usage". */
+/** Across the silent sign-in of a reload, which loses the hash on its way through the IdP: "keys", "test/webhooks". */
 const VIEW_KEY = "price-data-dashboard:view";
 
 const viewIn = (hash: string): View | undefined => VIEWS.find((view) => view === readHash(hash).view);

@@ -133,7 +133,7 @@ async function send(): Promise<void> {
   );
 }
 
-export function openSendChange(): Promise<string> {
+function openSendChange(): Promise<string> {
   const sendForm = form();
   sendForm.reset();
   product = undefined;
