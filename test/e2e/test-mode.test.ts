@@ -26,7 +26,7 @@ async function shownEnvironment(page: Page) {
   return {
     switchedOn: await page.getByRole("switch", { name: "Test mode" }).getAttribute("aria-checked"),
     banner: await page.locator("#test-banner").isVisible(),
-    marked: await page.locator("body").getAttribute("data-environment"),
+    marked: await page.locator("html").getAttribute("data-environment"),
     hash: new URL(page.url()).hash,
   };
 }

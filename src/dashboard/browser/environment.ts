@@ -48,7 +48,7 @@ export function useEnvironment(env: Environment): boolean {
   const changed = env !== current;
   current = env;
   localStorage.setItem(STORED, env);
-  document.body.dataset.environment = env;
+  document.documentElement.dataset.environment = env; // the root: its background is the page's
   byId("test-banner").hidden = env !== "test";
   byId("environment-switch").setAttribute("aria-checked", String(env === "test"));
   if (changed) for (const listener of listeners) listener();

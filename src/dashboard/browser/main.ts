@@ -73,6 +73,8 @@ function route(focus = true): void {
 function toggleEnvironment(): void {
   history.pushState(null, "", hashFor(shownView() ?? "keys", environment() === "test" ? "live" : "test"));
   route(false);
+  byId("announcer").textContent =
+    environment() === "test" ? "Test mode on: test keys, test webhooks and the sandbox are shown." : "Test mode off: live data is shown.";
 }
 
 function showSignedOut(message?: string): void {

@@ -310,7 +310,11 @@ async function showDeliveries(hook: Webhook): Promise<void> {
   byId("deliveries").replaceChildren(
     deliveries.length
       ? el("ul", { class: "deliveries" }, ...deliveries.map((d) => deliveryItem(d, hook.status === "disabled")))
-      : el("p", { class: "empty-state" }, "No deliveries yet. Use “Send test” on the webhook to see one here."),
+      : el(
+          "p",
+          { class: "empty-state" },
+          `No deliveries yet. Use “Send test” on the webhook${environment() === "test" ? " or “Send a price change”" : ""} to see one here.`,
+        ),
   );
   // The focus goes to the title, at the top, where the newest attempt is (the Close button at the
   // bottom would scroll a phone's screen past all of them).
