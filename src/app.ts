@@ -18,6 +18,7 @@ import { observationRoutes } from "./observations/routes.ts";
 import { declarationOf } from "./operation/operation.ts";
 import { admission } from "./pipeline/admission.ts";
 import { requestServices } from "./pipeline/services.ts";
+import { testModeRoutes } from "./sandbox/routes.ts";
 import { secretScanningRoutes } from "./secret-scanning/routes.ts";
 import { streamRoutes } from "./stream/routes.ts";
 import { webhookRoutes } from "./webhooks/routes.ts";
@@ -31,6 +32,7 @@ const ROUTE_TABLE: readonly RouteGroup[] = [
   { path: "/competitors", routes: competitorRoutes, access: "API key", link: "competitors" },
   { path: "/events/stream", routes: streamRoutes, access: "API key, server-sent events", link: "event_stream" },
   { path: "/events", routes: eventRoutes, access: "API key", link: "events" },
+  { path: "/test", routes: testModeRoutes, access: "test API key (pda_test_), its account's sandbox" },
   { path: "/mcp", routes: mcpRoutes, access: "API key, Model Context Protocol (JSON-RPC over Streamable HTTP)", link: "mcp" },
   { path: "/account/events", routes: accountEventRoutes, access: "account login", link: "account_events" },
   { path: "/account", routes: accountRoutes, access: "account login", link: "account" },

@@ -20,7 +20,7 @@ export async function setAccountPlan(
     .values({ id: accountId, plan })
     .onConflictDoUpdate({ target: accounts.id, set: { plan } })
     .returning();
-  const unreached = await keyObjects.setLimits(await authenticatingKeyHashes(db, accountId), PLAN_LIMITS[plan]);
+  const unreached = await keyObjects.setLimits(await authenticatingKeyHashes(db, accountId, "live"), PLAN_LIMITS[plan]);
   if (unreached.length > 0) await noteUnreachedKeys(db, unreached);
   return accountView(account!);
 }

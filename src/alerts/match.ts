@@ -38,18 +38,45 @@ const PRIOR_CHUNK = 200;
 
 const text = (value: unknown) => (typeof value === "string" ? value : undefined);
 
+/**
+ * Where the facts come from: the catalogue's D1 and archive (the default, from `{db, archive}`), or an account's
+ * sandbox (src/sandbox/facts.ts), whose events are about its own products and history.
+ */
+export interface AlertFacts {
+  products(ids: readonly string[]): Promise<Map<string, ProductFacts>>;
+  priorPrices(questions: readonly PriorQuestion[]): Promise<Map<string, PriorAnswer>>;
+}
+
+const catalogueFacts = ({ db, archive }: { db: Database; archive: R2Bucket }): AlertFacts => ({
+  products: (ids) => readProducts(db, ids),
+  async priorPrices(asked) {
+    // A window reaching back past the history D1 keeps is answered from the archive and D1 together.
+    const horizon = new Date(Date.now() - HISTORY_IN_D1_MS).toISOString();
+    const [recent, older] = await Promise.all([
+      readPriorPrices(
+        db,
+        asked.filter((question) => question.since >= horizon),
+      ),
+      readArchivedPriorPrices(
+        db,
+        archive,
+        asked.filter((question) => question.since < horizon),
+      ),
+    ]);
+    return new Map([...recent, ...older]);
+  },
+});
+
 /** The pairs (event, rule) that match, in event order, then rule order. */
 export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(
-  { db, archive }: { db: Database; archive: R2Bucket },
+  source: { db: Database; archive: R2Bucket } | AlertFacts,
   { events, rules }: { events: readonly E[]; rules: readonly R[] },
 ): Promise<{ event: E; rule: R }[]> {
   if (events.length === 0 || rules.length === 0) return [];
+  const facts = "priorPrices" in source ? source : catalogueFacts(source);
   const needsProduct = rules.some((rule) => rule.filters?.brands !== undefined || rule.filters?.categories !== undefined);
   const productFacts = needsProduct
-    ? await readProducts(
-        db,
-        events.map((event) => text(event.data.product_id)).filter((id) => id !== undefined),
-      )
+    ? await facts.products(events.map((event) => text(event.data.product_id)).filter((id) => id !== undefined))
     : new Map<string, ProductFacts>();
   const subjects = events.map((event) => subjectOf(event, productFacts.get(text(event.data.product_id) ?? "")));
   const candidates = events.flatMap((event, index) =>
@@ -62,21 +89,7 @@ export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(
       if (question) questions.set(question.k, question);
     }
   }
-  // A window reaching back past the history D1 keeps is answered from the archive and D1 together.
-  const horizon = new Date(Date.now() - HISTORY_IN_D1_MS).toISOString();
-  const asked = [...questions.values()];
-  const [recent, older] = await Promise.all([
-    readPriorPrices(
-      db,
-      asked.filter((question) => question.since >= horizon),
-    ),
-    readArchivedPriorPrices(
-      db,
-      archive,
-      asked.filter((question) => question.since < horizon),
-    ),
-  ]);
-  const answers = new Map([...recent, ...older]);
+  const answers = questions.size === 0 ? new Map<string, PriorAnswer>() : await facts.priorPrices([...questions.values()]);
   return candidates
     .filter(({ index, event, rule }) => {
       const windows = historyWindows(subjects[index]!, rule);
@@ -99,7 +112,7 @@ function subjectOf(event: AlertEvent, product: ProductFacts | undefined): AlertS
   };
 }
 
-interface ProductFacts {
+export interface ProductFacts {
   brand: string | null;
   category: string | null;
 }
@@ -114,7 +127,7 @@ async function readProducts(db: Database, ids: readonly string[]): Promise<Map<s
 }
 
 /** "The offer's prices in [since, before), and the one it held at `since`", in `currency`. */
-interface PriorQuestion {
+export interface PriorQuestion {
   k: string;
   p: string;
   c: string;
@@ -122,6 +135,9 @@ interface PriorQuestion {
   since: string;
   before: string;
 }
+
+/** The offer's lowest and highest price in the window (the opening price included); null: none comparable. */
+export type PriorAnswer = { low: number; high: number } | null;
 
 const questionKey = (eventId: string, days: number) => `${eventId}/${days}`;
 
@@ -209,16 +225,26 @@ async function readArchivedPriorPrices(db: Database, archive: R2Bucket, question
   ]);
   const archivedOf = new Map([...objects.keys()].map((key, index) => [key, archivedYears[index]!]));
   for (const question of questions) {
-    const ofOffer = (row: ArchivedHistoryRow) => row.competitorId === question.c && row.observedAt < question.before;
-    const archived = yearsOf(question).flatMap((year) => archivedOf.get(objectKey(question.p, year))!.filter(ofOffer));
-    const rows = mergeHistory(
-      archived,
-      inD1.filter((row) => row.productId === question.p && ofOffer(row)),
+    const archived = yearsOf(question).flatMap((year) => archivedOf.get(objectKey(question.p, year))!);
+    answers.set(
+      question.k,
+      priorAnswer(
+        question,
+        mergeHistory(
+          archived,
+          inD1.filter((row) => row.productId === question.p),
+        ),
+      ),
     );
-    const opening = rows.filter((row) => row.observedAt < question.since).at(-1);
-    const prices = rows.filter((row) => row.observedAt >= question.since && row.currency === question.cur).map((row) => row.priceMinor);
-    if (opening && opening.currency === question.cur) prices.push(opening.priceMinor);
-    answers.set(question.k, prices.length === 0 ? null : { low: Math.min(...prices), high: Math.max(...prices) });
   }
   return answers;
+}
+
+/** A question answered from the product's history rows (oldest first), as PRIOR_PRICES answers it in SQL. */
+export function priorAnswer(question: PriorQuestion, history: readonly ArchivedHistoryRow[]): PriorAnswer {
+  const rows = history.filter((row) => row.competitorId === question.c && row.observedAt < question.before);
+  const opening = rows.filter((row) => row.observedAt < question.since).at(-1);
+  const prices = rows.filter((row) => row.observedAt >= question.since && row.currency === question.cur).map((row) => row.priceMinor);
+  if (opening && opening.currency === question.cur) prices.push(opening.priceMinor);
+  return prices.length === 0 ? null : { low: Math.min(...prices), high: Math.max(...prices) };
 }

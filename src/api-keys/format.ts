@@ -1,5 +1,6 @@
 import { crc32 } from "node:zlib";
 import { sha256Hex } from "../platform/hash.ts";
+import type { Environment } from "../platform/tables.ts";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const RANDOM_LENGTH = 40; // 40 base62 characters ≈ 238 bits
@@ -28,12 +29,20 @@ function checksum(body: string): string {
   return out;
 }
 
-const head = (servicePrefix: string) => `${servicePrefix}_live_`;
+/** `<service>_live_` or `<service>_test_`: both environments' heads are the same length (docs/key-format.md). */
+const head = (servicePrefix: string, environment: Environment) => `${servicePrefix}_${environment}_`;
 
-export function generateApiKey(servicePrefix: string): { key: string; prefix: string } {
-  const body = head(servicePrefix) + randomBase62(RANDOM_LENGTH);
+export function generateApiKey(servicePrefix: string, environment: Environment = "live"): { key: string; prefix: string } {
+  const body = head(servicePrefix, environment) + randomBase62(RANDOM_LENGTH);
   const key = body + checksum(body);
-  return { key, prefix: key.slice(0, head(servicePrefix).length + LISTED_IDENTIFIER_CHARS) };
+  return { key, prefix: key.slice(0, head(servicePrefix, environment).length + LISTED_IDENTIFIER_CHARS) };
+}
+
+/** The environment a key names (its head); undefined for a string that is not one of our keys' heads. */
+export function keyEnvironment(token: string, servicePrefix: string): Environment | undefined {
+  if (token.startsWith(head(servicePrefix, "live"))) return "live";
+  if (token.startsWith(head(servicePrefix, "test"))) return "test";
+  return undefined;
 }
 
 /** True when the string is shaped like one of our keys, whether or not it is well formed. */
@@ -46,10 +55,12 @@ export function looksLikeApiKey(token: string, servicePrefix: string): boolean {
  * Anything over the maximum length is refused before it is scanned.
  */
 export function isWellFormedApiKey(token: string, servicePrefix: string): boolean {
-  const start = head(servicePrefix);
+  const environment = keyEnvironment(token, servicePrefix);
+  if (environment === undefined) return false;
+  const start = head(servicePrefix, environment);
   const identifierLength = token.length - start.length;
   if (identifierLength < 32 + CHECKSUM_LENGTH || identifierLength > MAX_IDENTIFIER_LENGTH) return false;
-  if (!token.startsWith(start) || !/^[0-9A-Za-z]+$/.test(token.slice(start.length))) return false;
+  if (!/^[0-9A-Za-z]+$/.test(token.slice(start.length))) return false;
   const body = token.slice(0, -CHECKSUM_LENGTH);
   return checksum(body) === token.slice(-CHECKSUM_LENGTH);
 }

@@ -42,7 +42,7 @@ export async function rotateApiKey(
   const oldExpiresAt = old.expiresAt !== null && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
   // The old key ends now (grace 0, or an expiry already due) or keeps working beside its successor: then both count.
   const keepsWorking = oldExpiresAt > nowIso;
-  const { key, prefix } = generateApiKey(config.KEY_PREFIX);
+  const { key, prefix } = generateApiKey(config.KEY_PREFIX, old.environment); // a test key's successor is a test key
   const successorId = newId("key");
   const d1 = db.$client;
   const [updated] = await d1.batch([
@@ -54,8 +54,8 @@ export async function rotateApiKey(
       .bind(successorId, oldExpiresAt, id, accountId, nowIso, keepsWorking ? 1 : 0, accountId, nowIso, MAX_ACTIVE_KEYS),
     d1
       .prepare(
-        `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, rotated_from, allowed_ips, scopes)
-         SELECT ?, ?, ?, ?, ?, 'active', ?, ?, allowed_ips, scopes FROM api_keys WHERE id = ? AND rotated_to = ?`,
+        `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, rotated_from, allowed_ips, scopes, environment)
+         SELECT ?, ?, ?, ?, ?, 'active', ?, ?, allowed_ips, scopes, environment FROM api_keys WHERE id = ? AND rotated_to = ?`,
       )
       .bind(successorId, accountId, old.name, prefix, await hashApiKey(key), nowIso, id, id, successorId),
   ]);
@@ -69,6 +69,7 @@ export async function rotateApiKey(
     id: successorId,
     name: old.name,
     prefix,
+    environment: old.environment,
     key,
     status: "active",
     created_at: nowIso,

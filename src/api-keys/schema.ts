@@ -2,6 +2,7 @@ import { z } from "zod";
 import { DATE_OR_DATE_TIME, isoTimestamp, strictQuery, when } from "../http/query.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, orNull, prefixedId, timestamp } from "../http/wire.ts";
+import { ENVIRONMENTS } from "../platform/tables.ts";
 import { DAY_MS } from "../platform/time.ts";
 import { GRANULARITIES } from "../rate-limit/types.ts";
 import { allowedIpsInput, restrictionFields, scopesInput } from "./restriction-schema.ts";
@@ -46,9 +47,18 @@ const expiresAt = z
     example: "2027-01-31T12:00:00Z",
   });
 
+/** Live data, or the account's sandbox: a key's, a webhook's (src/webhooks/schema.ts) and a usage query's. */
+export const environmentField = z.enum(ENVIRONMENTS, { error: "must be live or test" }).meta({
+  id: "Environment",
+  description: "live: the catalogue and its events; test: this account's sandbox (1,000 synthetic products, POST /test/observations)",
+});
+
 export const createKeyBody = z.strictObject(
   {
     name: keyName,
+    environment: environmentField
+      .default("live")
+      .meta({ description: "test: a `pda_test_` key, which reads this account's sandbox only, at the standard plan's limits" }),
     expires_at: expiresAt.optional(),
     allowed_ips: allowedIpsInput.default(null),
     scopes: scopesInput.default([...KEY_SCOPES]),
@@ -67,6 +77,7 @@ const keyFields = {
   id: prefixedId("key", "3f2a…"),
   name: z.string(),
   prefix: z.string().meta({ description: "The only part of the key ever listed", example: "pda_live_Ab12Cd34" }),
+  environment: environmentField,
 };
 
 const lifecycleFields = {

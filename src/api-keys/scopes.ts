@@ -3,7 +3,8 @@
  * document shows as its security requirement, `ApiKey: ["products:read"]`); a key holds a non-empty subset (all by
  * default). The key's object compares them on each admission (src/api-keys/object/key-object.ts); an MCP tool, per call.
  */
-export const KEY_SCOPES = ["products:read", "history:read", "events:read"] as const;
+/** `sandbox:write`: change the account's sandbox (POST /test/observations), which only a test key may do. */
+export const KEY_SCOPES = ["products:read", "history:read", "events:read", "sandbox:write"] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];
 
 /** Whether a key holding `scopes` (null or absent: all of them) may read what `needed` guards. */

@@ -3,7 +3,7 @@ import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
-import { apiKeys } from "../platform/tables.ts";
+import { apiKeys, type Environment } from "../platform/tables.ts";
 import { generateApiKey, hashApiKey } from "./format.ts";
 import type { ApiKeyListView, ApiKeyPatch, ApiKeyView, CreatedApiKeyView, CreateKeyBody } from "./schema.ts";
 import { KEY_SCOPES } from "./scopes.ts";
@@ -19,6 +19,7 @@ export function apiKeyView(row: ApiKeyRow, now = new Date().toISOString()): ApiK
     id: row.id,
     name: row.name,
     prefix: row.prefix,
+    environment: row.environment,
     status: row.status === "revoked" ? "revoked" : expired ? "expired" : "active",
     created_at: row.createdAt,
     last_used_at: row.lastUsedAt,
@@ -56,15 +57,15 @@ export async function createApiKey(
   { db, config }: Pick<RequestServices, "db" | "config">,
   { accountId, fields }: { accountId: string; fields: CreateKeyBody },
 ): Promise<CreatedApiKeyView> {
-  const { key, prefix } = generateApiKey(config.KEY_PREFIX);
+  const { key, prefix } = generateApiKey(config.KEY_PREFIX, fields.environment);
   const id = newId("key");
   const createdAt = new Date().toISOString();
   const expiresAt = fields.expires_at ?? null;
   // One statement, so two concurrent creates cannot both slip under the cap.
   const result = await db.$client
     .prepare(
-      `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, expires_at, allowed_ips, scopes)
-       SELECT ?, ?, ?, ?, ?, 'active', ?, ?, ?, ? WHERE ${KEYS_THAT_CAN_AUTHENTICATE} < ?`,
+      `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, expires_at, allowed_ips, scopes, environment)
+       SELECT ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ? WHERE ${KEYS_THAT_CAN_AUTHENTICATE} < ?`,
     )
     .bind(
       id,
@@ -76,6 +77,7 @@ export async function createApiKey(
       expiresAt,
       fields.allowed_ips === null ? null : JSON.stringify(fields.allowed_ips),
       JSON.stringify(fields.scopes),
+      fields.environment,
       accountId,
       createdAt,
       MAX_ACTIVE_KEYS,
@@ -92,6 +94,7 @@ export async function createApiKey(
     id,
     name: fields.name,
     prefix,
+    environment: fields.environment,
     key,
     status: "active",
     created_at: createdAt,
@@ -173,13 +176,13 @@ export async function revokeApiKey(
 }
 
 /**
- * The hashes of the account's keys that can authenticate: at most MAX_ACTIVE_KEYS (the cap), however many expired or
- * rotated-out keys the account keeps.
+ * The hashes of the account's keys of an environment that can authenticate: at most MAX_ACTIVE_KEYS (the cap), however
+ * many expired or rotated-out keys the account keeps.
  */
-export async function authenticatingKeyHashes(db: Database, accountId: string): Promise<string[]> {
+export async function authenticatingKeyHashes(db: Database, accountId: string, environment: Environment): Promise<string[]> {
   const { results } = await db.$client
-    .prepare(`SELECT key_hash FROM api_keys WHERE account_id = ? AND ${CAN_AUTHENTICATE} LIMIT ?`)
-    .bind(accountId, new Date().toISOString(), MAX_ACTIVE_KEYS)
+    .prepare(`SELECT key_hash FROM api_keys WHERE account_id = ? AND environment = ? AND ${CAN_AUTHENTICATE} LIMIT ?`)
+    .bind(accountId, environment, new Date().toISOString(), MAX_ACTIVE_KEYS)
     .all<{ key_hash: string }>();
   return results.map((row) => row.key_hash);
 }

@@ -94,7 +94,7 @@ function lineMatcher(f: FilterSet): (line: string) => boolean {
 }
 
 /** Whether a product (its D1 row and offers) passes the filters: the same rules as lineMatcher. */
-function rowMatcher(f: FilterSet): (row: ProductRow, offerRows: readonly OfferRow[]) => boolean {
+export function rowMatcher(f: FilterSet): (row: ProductRow, offerRows: readonly OfferRow[]) => boolean {
   return (row, offerRows) =>
     (f.competitor === undefined || offerRows.some((offer) => offer.competitorId === f.competitor)) &&
     (f.sku === undefined || row.sku === f.sku) &&

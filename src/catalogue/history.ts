@@ -57,13 +57,16 @@ export async function productHistory(db: Database, archive: R2Bucket, productId:
   const rows = mergeHistory(archived, recent);
   return {
     product_id: productId,
-    history: rows.slice(0, HISTORY_LIMIT).map((row) => ({
-      competitor_id: row.competitorId,
-      price: formatMoney(row.priceMinor, row.currency),
-      currency: row.currency,
-      in_stock: row.inStock,
-      observed_at: row.observedAt,
-    })),
+    history: rows.slice(0, HISTORY_LIMIT).map(historyEntryView),
     truncated: rows.length > HISTORY_LIMIT,
   };
 }
+
+/** A history row on the wire (the catalogue's and the sandbox's: src/sandbox/reads.ts). */
+export const historyEntryView = (row: ArchivedHistoryRow): HistoryView["history"][number] => ({
+  competitor_id: row.competitorId,
+  price: formatMoney(row.priceMinor, row.currency),
+  currency: row.currency,
+  in_stock: row.inStock,
+  observed_at: row.observedAt,
+});

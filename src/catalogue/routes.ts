@@ -6,6 +6,7 @@ import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/opena
 import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
+import { sandboxCatalogue, sandboxCompetitors, sandboxProductHistory, sandboxProductJson, sandboxProductList } from "../sandbox/reads.ts";
 import { productHistory } from "./history.ts";
 import {
   Competitor,
@@ -36,6 +37,7 @@ import { streamOf, wholeCatalogue } from "./snapshot/read.ts";
 
 const notModified = emptyResponse("Not modified: the catalogue is unchanged since the ETag sent", ["ETag", "Cache-Control"]);
 const JSON_TYPE = "application/json";
+const encoder = new TextEncoder();
 const NDJSON = "application/x-ndjson";
 const productsOk = jsonResponse('The products: `{"products":[…]}` as JSON, or one product per line as NDJSON', ProductList, [
   "ETag",
@@ -150,11 +152,18 @@ export const productRoutes = openApiApp()
   .openapi(listProductsRoute, async (c) => {
     const filters = c.req.valid("query");
     const { catalogue, db } = c.var.services;
-    const manifest = await servingManifest(catalogue);
     const form = requestedForm(c);
     const gzip = acceptsGzip(clientAcceptEncoding(c));
-    const etag = await productsEtag(manifest, filters, form, gzip);
     const contentType = form === "ndjson" ? NDJSON : JSON_TYPE;
+    if (c.var.apiKey.environment === "test") {
+      const sandbox = await sandboxCatalogue(db, c.var.apiKey.accountId);
+      return streamed(c, await productsEtag(sandbox, filters, form, gzip), contentType, gzip, () => {
+        const body = sandboxProductList(sandbox, filters, form);
+        return streamOf(gzip ? gzipMember(body) : body);
+      });
+    }
+    const manifest = await servingManifest(catalogue);
+    const etag = await productsEtag(manifest, filters, form, gzip);
     if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));
     if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return streamed(c, etag, contentType, gzip, () => new ReadableStream());
     return streamed(c, etag, contentType, gzip, () => {
@@ -163,22 +172,29 @@ export const productRoutes = openApiApp()
     });
   })
   .openapi(getProductRoute, async (c) => {
-    const json = new TextEncoder().encode(await productJson(c.var.services.db, c.req.valid("param").id)) as Uint8Array<ArrayBuffer>;
+    const { db } = c.var.services;
+    const { id } = c.req.valid("param");
+    const { environment, accountId } = c.var.apiKey;
+    const product = environment === "test" ? await sandboxProductJson(db, accountId, id) : await productJson(db, id);
+    const json = encoder.encode(product) as Uint8Array<ArrayBuffer>;
     return conditionalJson(c, await contentEtag(json), () => json);
   })
   .openapi(getProductHistoryRoute, async (c) => {
-    const { truncated, ...page } = await productHistory(
-      c.var.services.db,
-      c.var.services.archive,
-      c.req.valid("param").id,
-      c.req.valid("query"),
-    );
+    const { db, archive } = c.var.services;
+    const [{ id }, query] = [c.req.valid("param"), c.req.valid("query")];
+    const { environment, accountId } = c.var.apiKey;
+    const { truncated, ...page } =
+      environment === "test" ? await sandboxProductHistory(db, accountId, id, query) : await productHistory(db, archive, id, query);
     if (truncated) c.header("X-Result-Truncated", "true");
     return c.json(page, 200);
   });
 
 /** GET /competitors (API key): from the snapshot's manifest, no offer is read. */
 export const competitorRoutes = openApiApp().openapi(listCompetitorsRoute, async (c) => {
+  if (c.var.apiKey.environment === "test") {
+    const json = encoder.encode(JSON.stringify({ competitors: await sandboxCompetitors(c.var.services.db, c.var.apiKey.accountId) }));
+    return conditionalJson(c, await contentEtag(json as Uint8Array<ArrayBuffer>), () => json as Uint8Array<ArrayBuffer>);
+  }
   const manifest = await servingManifest(c.var.services.catalogue);
   return conditionalJson(c, snapshotEtag(manifest), () => competitorsJson(manifest));
 });

@@ -28,6 +28,11 @@ const eventMessage = z.object({
    * when the change cannot be measured (the currency changed), which every threshold lets through.
    */
   price_change: z.object({ old_minor: minorUnits, new_minor: minorUnits }).nullable().optional(),
+  /**
+   * Set for a change to this account's sandbox (POST /test/observations, environment `test`): it reaches that account's
+   * test webhooks and test keys' streams only. Absent: a live catalogue event.
+   */
+  sandbox_account_id: z.string().min(1).optional(),
 });
 export type EventMessage = z.infer<typeof eventMessage>;
 

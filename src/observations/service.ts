@@ -6,7 +6,7 @@ import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { competitors, offers, products } from "../platform/tables.ts";
-import { computeChanges, type TouchedRows } from "./changes.ts";
+import { computeChanges, type IngestionChanges, type TouchedRows } from "./changes.ts";
 import type { IngestionResult, Observation } from "./schema.ts";
 import { isWriteConflict, writeBatch } from "./write.ts";
 
@@ -39,23 +39,50 @@ import { isWriteConflict, writeBatch } from "./write.ts";
 const MAX_WRITE_ATTEMPTS = 8;
 const pause = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
 
+/**
+ * Where an ingestion reads and writes: the catalogue (liveStore), or an account's sandbox (src/sandbox/overlay.ts).
+ * The steps, the change detection and the events are the same for both; only the data differs.
+ */
+export interface ObservationStore {
+  /** Step 1: what the observations touch. */
+  read(observations: readonly Observation[]): Promise<TouchedRows>;
+  /**
+   * Step 3: the changes and their events in one transaction, guarded by what was read (a conflict is an error that
+   * isWriteConflict recognises). The events are the store's from then on (a sandbox's carry its account).
+   */
+  write(touched: TouchedRows, changes: IngestionChanges): Promise<void>;
+  /** After the commit: what must hear of it (the catalogue's snapshot builder). */
+  committed(): Promise<void>;
+}
+
+/** The catalogue's store: D1's products, offers and history, and the snapshot builder's poke. */
+export const liveStore = ({ db, catalogue }: Pick<RequestServices, "db" | "catalogue">): ObservationStore => ({
+  read: (observations) => readTouchedRows(db, observations),
+  write: (touched, changes) => writeBatch(db, touched, changes),
+  committed: () =>
+    catalogue
+      .poke()
+      .catch((error: unknown) => logger("catalogue").error("builder poke failed; the sweep will catch up", { error: String(error) })),
+});
+
 export async function ingestObservations(
   { db, queue, catalogue }: Pick<RequestServices, "db" | "queue" | "catalogue">,
   {
     observations,
     afterCommit = () => {},
-  }: { observations: readonly Observation[]; afterCommit?: (events: readonly EventMessage[]) => void },
+    store = liveStore({ db, catalogue }),
+  }: { observations: readonly Observation[]; afterCommit?: (events: readonly EventMessage[]) => void; store?: ObservationStore },
 ): Promise<IngestionResult> {
   const now = new Date().toISOString();
   const ordered = observations
     .map((observation) => ({ ...observation, observed_at: observation.observed_at ?? now }))
     .sort((a, b) => (a.observed_at < b.observed_at ? -1 : a.observed_at > b.observed_at ? 1 : 0)); // stable: ties keep their order
   for (let attempt = 1; ; attempt++) {
-    const touched = await readTouchedRows(db, ordered);
+    const touched = await store.read(ordered);
     const changes = computeChanges(touched, ordered, now);
     if (changes.offers.length === 0 && changes.products.length === 0 && changes.competitors.length === 0) return changes.result;
     try {
-      await writeBatch(db, touched, changes);
+      await store.write(touched, changes);
     } catch (error) {
       if (!isWriteConflict(error)) throw error;
       if (attempt < MAX_WRITE_ATTEMPTS) {
@@ -66,9 +93,7 @@ export async function ingestObservations(
         "Retry-After": "1",
       });
     }
-    await catalogue
-      .poke()
-      .catch((error: unknown) => logger("catalogue").error("builder poke failed; the sweep will catch up", { error: String(error) }));
+    await store.committed();
     await relayEvents(db, queue, changes.events);
     afterCommit(changes.events);
     return changes.result;

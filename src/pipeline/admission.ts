@@ -45,7 +45,8 @@ async function admitCredential(
       outcome = await admitKey(c.env, credential.keyHash, work, request, { lookUp: true });
     } else outcome = asked;
     if (outcome.status === "active") {
-      const key = { id: outcome.keyId, accountId: outcome.accountId, scopes: outcome.scopes, keyHash: credential.keyHash, request };
+      const { keyHash, environment } = credential;
+      const key = { id: outcome.keyId, accountId: outcome.accountId, environment, scopes: outcome.scopes, keyHash, request };
       return [{ ...credential, key }, outcome.decision];
     }
     // Refused (a key that does not work, or its restrictions): the caller may not be the key's holder, so the client

@@ -1,9 +1,10 @@
-import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from "../api-keys/format.ts";
+import { hashApiKey, isWellFormedApiKey, keyEnvironment, looksLikeApiKey } from "../api-keys/format.ts";
 import type { KeyRequest } from "../api-keys/object/types.ts";
 import { type Identity, unauthorized, verifyIdpToken } from "../auth/idp.ts";
 import { ApiError } from "../http/errors.ts";
 import { remember } from "../platform/bounded-map.ts";
 import type { Config } from "../platform/config.ts";
+import type { Environment } from "../platform/tables.ts";
 
 /**
  * What the request's `Authorization` header turned out to be. Worked out once, before admission,
@@ -14,6 +15,8 @@ import type { Config } from "../platform/config.ts";
 export interface ApiKeyOfRequest {
   id: string;
   accountId: string;
+  /** What the key reads: live data, or its account's sandbox (src/sandbox/). Its head says it, and the hash covers the head. */
+  environment: Environment;
   /** Names the key's object, for a connection that asks it again while it lasts (an event stream). */
   keyHash: string;
   /** What the key was admitted for (the client's address, the route's scope): what such a connection asks again. */
@@ -27,6 +30,7 @@ export type Credential =
   | {
       kind: "api-key";
       keyHash: string;
+      environment: Environment;
       key?: ApiKeyOfRequest;
     }
   | { kind: "login"; identity: Identity }
@@ -62,7 +66,10 @@ export async function identify(header: string | undefined, config: Config): Prom
     const token = bearerToken(header);
     if (token === undefined) return { kind: "none" };
     wasApiKey = looksLikeApiKey(token, config.KEY_PREFIX);
-    if (wasApiKey) return { kind: "api-key", keyHash: await keyHashOf(token, config.KEY_PREFIX) };
+    if (wasApiKey) {
+      const keyHash = await keyHashOf(token, config.KEY_PREFIX);
+      return { kind: "api-key", keyHash, environment: keyEnvironment(token, config.KEY_PREFIX)! }; // well formed: it has one
+    }
     return { kind: "login", identity: await verifyIdpToken(token, config) };
   } catch (error) {
     if (error instanceof ApiError) return { kind: "rejected", error, wasApiKey };

@@ -7,6 +7,10 @@ import type { KeyScope } from "../api-keys/scopes.ts";
 export const PLAN_NAMES = ["free", "standard", "premium"] as const;
 export type PlanName = (typeof PLAN_NAMES)[number];
 
+/** Live data, or the account's sandbox (src/sandbox/): a key, a webhook and an event each belong to one. */
+export const ENVIRONMENTS = ["live", "test"] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+
 const now = sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
 
 /** One row per IdP subject; the account id is the JWT's `sub`. */
@@ -54,6 +58,8 @@ export const apiKeys = sqliteTable(
      * (src/account-events/expiring.ts).
      */
     expiryNoticeDays: integer("expiry_notice_days"),
+    /** `test`: a `pda_test_` key, which reads its account's sandbox (src/sandbox/); kept by a rotation. */
+    environment: text("environment", { enum: ENVIRONMENTS }).notNull().default("live"),
   },
   (t) => [
     index("api_keys_account_created").on(t.accountId, t.createdAt),
@@ -215,6 +221,8 @@ export const webhooks = sqliteTable(
     /** After a rotation: the previous secret (encrypted the same way) and until when deliveries still carry its signature. */
     previousSecretCiphertext: text("previous_secret_ciphertext"),
     previousSecretExpiresAt: text("previous_secret_expires_at"),
+    /** `test`: receives only its account's sandbox events; `live`: never them. Fixed at creation. */
+    environment: text("environment", { enum: ENVIRONMENTS }).notNull().default("live"),
   },
   (t) => [index("webhooks_account_created").on(t.accountId, t.createdAt), index("webhooks_status").on(t.status)],
 );
@@ -289,8 +297,13 @@ export const events = sqliteTable(
     relayedAt: text("relayed_at"),
     claimedAt: text("claimed_at"),
     fannedOutAt: text("fanned_out_at"),
-    /** Set for an account event (src/account-events/): delivered to that account's webhooks only, never in GET /events. */
+    /**
+     * Set for an account event (src/account-events/) and for a sandbox event (`environment` test): delivered to that
+     * account's webhooks only, never in GET /events of live keys.
+     */
     accountId: text("account_id"),
+    /** `test`: a change to `account_id`'s sandbox (POST /test/observations), seen only by that account's test keys and webhooks. */
+    environment: text("environment", { enum: ENVIRONMENTS }).notNull().default("live"),
   },
   (t) => [
     index("events_timestamp").on(t.timestamp),
@@ -298,7 +311,9 @@ export const events = sqliteTable(
     index("events_type_seq").on(t.type, t.seq),
     index("events_unrelayed").on(t.createdAt).where(sql`relayed_at IS NULL`),
     index("events_not_fanned_out").on(t.relayedAt).where(sql`fanned_out_at IS NULL`),
-    index("events_account").on(t.accountId, t.seq).where(sql`account_id IS NOT NULL`),
+    index("events_account").on(t.accountId, t.seq).where(sql`account_id IS NOT NULL AND environment = 'live'`),
+    // A test key's feed: its account's sandbox events in commit order.
+    index("events_sandbox").on(t.accountId, t.seq).where(sql`environment = 'test'`),
   ],
 );
 
@@ -337,3 +352,42 @@ export const unreachedPlanPushes = sqliteTable("unreached_plan_pushes", {
   keyHash: text("key_hash").primaryKey(),
   notedAt: integer("noted_at").notNull(),
 });
+
+// The sandbox (src/sandbox/): a fixed synthetic catalogue generated in the isolate, and each account's changes to it.
+
+/**
+ * A sandbox product an account changed, whole: its row and its offers as the catalogue's own row types
+ * (src/catalogue/views.ts), as JSON, so a field the offers gain reaches the sandbox without a migration. `version`
+ * moves on each write; a write is guarded by the version it read (src/sandbox/store.ts).
+ */
+export const sandboxProducts = sqliteTable(
+  "sandbox_products",
+  {
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    productId: text("product_id").notNull(),
+    version: integer("version").notNull(),
+    /** `{"product": ProductRow, "offers": OfferRow[]}`. */
+    state: text("state").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.productId] })],
+);
+
+/** The price and stock changes an account made to its sandbox, beside the generated history. */
+export const sandboxHistory = sqliteTable(
+  "sandbox_history",
+  {
+    id: integer("id").primaryKey(),
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    productId: text("product_id").notNull(),
+    competitorId: text("competitor_id").notNull(),
+    priceMinor: integer("price_minor").notNull(),
+    currency: text("currency").notNull(),
+    inStock: integer("in_stock", { mode: "boolean" }).notNull(),
+    observedAt: text("observed_at").notNull(),
+  },
+  (t) => [index("sandbox_history_product").on(t.accountId, t.productId, t.observedAt)],
+);

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { alertFilters } from "../alerts/schema.ts";
+import { environmentField } from "../api-keys/schema.ts";
 import { WEBHOOK_TEST_EVENT } from "../events/schema.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
@@ -40,24 +41,34 @@ const webhookDescription = z
   .max(500, { error: "must be at most 500 characters" })
   .nullable();
 
-export const webhookBody = z.strictObject(
-  {
-    url: webhookUrl,
-    events: webhookEvents.default([...WEBHOOK_EVENT_TYPES]).meta({
-      description:
-        "The event types to receive: the catalogue's (price.changed, stock.changed; both by default) and the account's own " +
-        "(api_key.leaked, api_key.expiring, webhook.disabled, usage.threshold: only this account's are sent)",
-    }),
-    min_change_pct: minChangePct
-      .default(0)
-      .meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)", example: 5 }),
-    filters: alertFilters.default(null),
-    description: webhookDescription
-      .default(null)
-      .meta({ description: "A note for you, up to 500 characters after trimming (UTF-16 code units: an emoji counts twice)" }),
-  },
-  jsonObject,
-);
+/** A test webhook receives its account's sandbox events, which are catalogue events only. */
+export const onlySandboxTypes = (events: readonly string[]) =>
+  events.every((type) => (WEBHOOK_EVENT_TYPES as readonly string[]).includes(type));
+export const SANDBOX_TYPES_ONLY = `a test webhook receives only its account's sandbox events: ${WEBHOOK_EVENT_TYPES.join(", ")}`;
+
+export const webhookBody = z
+  .strictObject(
+    {
+      url: webhookUrl,
+      environment: environmentField.default("live").meta({
+        description: `test: receives only this account's sandbox events (POST /test/observations), only ${WEBHOOK_EVENT_TYPES.join(" and ")}; live never receives them`,
+      }),
+      events: webhookEvents.default([...WEBHOOK_EVENT_TYPES]).meta({
+        description:
+          "The event types to receive: the catalogue's (price.changed, stock.changed; both by default) and the account's own " +
+          "(api_key.leaked, api_key.expiring, webhook.disabled, usage.threshold: only this account's are sent)",
+      }),
+      min_change_pct: minChangePct
+        .default(0)
+        .meta({ description: "Only price changes of at least this many percent (0 to 1000, 2 decimals)", example: 5 }),
+      filters: alertFilters.default(null),
+      description: webhookDescription
+        .default(null)
+        .meta({ description: "A note for you, up to 500 characters after trimming (UTF-16 code units: an emoji counts twice)" }),
+    },
+    jsonObject,
+  )
+  .refine((body) => body.environment === "live" || onlySandboxTypes(body.events), { path: ["events"], error: SANDBOX_TYPES_ONLY });
 export type WebhookBody = z.output<typeof webhookBody>;
 
 export const webhookIdParam = z.object({
@@ -135,6 +146,7 @@ export const Webhook = z
     id: prefixedId("whk", "0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d"),
     url: z.string(),
     description: z.string().nullable(),
+    environment: environmentField,
     events: z.array(z.enum(SUBSCRIBABLE)),
     min_change_pct: z.number().meta({ description: "A price change smaller than this (in %) is not sent" }),
     filters: alertFilters,

@@ -7,7 +7,16 @@ import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import { type webhookDeliveries, webhooks } from "../platform/tables.ts";
 import { abandonRetries } from "./abandoned-retries.ts";
-import type { CreatedWebhookView, TestEventQueuedView, WebhookBody, WebhookListView, WebhookPatch, WebhookView } from "./schema.ts";
+import {
+  type CreatedWebhookView,
+  onlySandboxTypes,
+  SANDBOX_TYPES_ONLY,
+  type TestEventQueuedView,
+  type WebhookBody,
+  type WebhookListView,
+  type WebhookPatch,
+  type WebhookView,
+} from "./schema.ts";
 import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
 import { acceptedWebhookUrl } from "./url-policy.ts";
 
@@ -22,6 +31,7 @@ export function webhookView(row: WebhookRow): WebhookView {
     id: row.id,
     url: row.url,
     description: row.description,
+    environment: row.environment,
     events: row.events,
     min_change_pct: row.minChangeBp / 100,
     filters: row.filters,
@@ -64,12 +74,14 @@ export async function createWebhook(
     failingSince: null,
     previousSecretCiphertext: null,
     previousSecretExpiresAt: null,
+    environment: input.environment,
   };
   // One statement, so two concurrent creates cannot both slip under the cap.
   const result = await db.run(sql`
-    INSERT INTO ${webhooks} (id, account_id, url, description, events, min_change_bp, filters, status, secret_ciphertext, created_at)
+    INSERT INTO ${webhooks} (id, account_id, url, description, events, min_change_bp, filters, status, secret_ciphertext, created_at,
+      environment)
     SELECT ${row.id}, ${accountId}, ${row.url}, ${row.description}, ${JSON.stringify(row.events)}, ${row.minChangeBp},
-      ${row.filters === null ? null : JSON.stringify(row.filters)}, 'enabled', ${row.secretCiphertext}, ${row.createdAt}
+      ${row.filters === null ? null : JSON.stringify(row.filters)}, 'enabled', ${row.secretCiphertext}, ${row.createdAt}, ${row.environment}
     WHERE (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId}) < ${MAX_WEBHOOKS_PER_ACCOUNT}`);
   // D1's `changes` counts the rows its triggers write too (webhook_rule_values): none at all means the cap refused it.
   if (result.meta.changes === 0) {
@@ -135,6 +147,8 @@ export async function updateWebhook(
 ): Promise<WebhookView> {
   const url = patch.url === undefined ? undefined : acceptedWebhookUrl(patch.url, config.WEBHOOK_ALLOW_INSECURE_URLS);
   const current = await findAccountWebhook(db, { accountId, id });
+  if (current.environment === "test" && patch.events !== undefined && !onlySandboxTypes(patch.events))
+    throw new ApiError(400, `Invalid body: events: ${SANDBOX_TYPES_ONLY}.`);
   const changes: Partial<WebhookRow> = {
     url,
     events: patch.events,

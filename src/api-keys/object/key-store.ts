@@ -14,7 +14,7 @@ import type { KeyRefusal, KeyRequest, KeyRestrictions, KeyState } from "./types.
 
 /**
  * The D1 read of a key's object, on its first wake and when a change is pushed as "read it again": what the key is,
- * its expiry and its plan's limits, or undefined for no such key.
+ * its expiry and its plan's limits (a test key's: standard), or undefined for no such key.
  */
 export async function loadKeyState(db: Database, keyHash: string): Promise<KeyState | undefined> {
   const found = await db
@@ -26,6 +26,7 @@ export async function loadKeyState(db: Database, keyHash: string): Promise<KeySt
       allowedIps: apiKeys.allowedIps,
       scopes: apiKeys.scopes,
       plan: accounts.plan,
+      environment: apiKeys.environment,
     })
     .from(apiKeys)
     .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
@@ -37,7 +38,8 @@ export async function loadKeyState(db: Database, keyHash: string): Promise<KeySt
         status: "active",
         keyId: found.id,
         accountId: found.accountId,
-        limits: PLAN_LIMITS[found.plan],
+        // A test key runs on the standard plan's limits whatever the account's plan (contract, "Test mode").
+        limits: PLAN_LIMITS[found.environment === "test" ? "standard" : found.plan],
         expiresAt: found.expiresAt === null ? null : Date.parse(found.expiresAt),
         allowedIps: found.allowedIps,
         scopes: found.scopes,

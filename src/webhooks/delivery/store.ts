@@ -6,6 +6,7 @@ import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
 import { ACCOUNT_EVENT_TYPES, products, webhookDeliveries, webhookRuleValues, webhooks } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
+import { sandboxFacts } from "../../sandbox/facts.ts";
 import { abandonRetries } from "../abandoned-retries.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 
@@ -20,8 +21,10 @@ const isAccountEvent = (message: EventMessage) => (ACCOUNT_EVENT_TYPES as readon
  * value, once per batch, a webhook of several lists counted per event. For an account event, its account's. Index
  * seeks on what the events hold (CROSS JOIN keeps SQLite from scanning the index instead), so what a batch reads does
  * not grow with other webhooks' rules (contract, "Tenants apart"). The rules are then decided in full on these alone.
+ * Only live webhooks are filed under rule values (migrations/0018_test_mode.sql); a sandbox event's candidates are its
+ * account's test webhooks, read by account.
  */
-function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly string[]) {
+function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly string[], sandboxes: readonly string[]) {
   const asked = catalogue.map((event) => ({
     t: event.type,
     c: event.data.competitor_id,
@@ -41,7 +44,11 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
   SELECT r.webhook_id FROM listed CROSS JOIN ${webhookRuleValues} r ON r.kind = listed.kind AND r.value = listed.value AND r.lists > 1
     GROUP BY listed.n, r.webhook_id HAVING count(*) = max(r.lists)
   UNION
-  SELECT w.id FROM json_each(${JSON.stringify(accounts)}) a CROSS JOIN ${webhooks} w ON w.account_id = a.value WHERE w.status = 'enabled'`;
+  SELECT w.id FROM json_each(${JSON.stringify(accounts)}) a CROSS JOIN ${webhooks} w ON w.account_id = a.value
+    WHERE w.status = 'enabled' AND w.environment = 'live'
+  UNION
+  SELECT w.id FROM json_each(${JSON.stringify(sandboxes)}) a CROSS JOIN ${webhooks} w ON w.account_id = a.value
+    WHERE w.status = 'enabled' AND w.environment = 'test'`;
 }
 
 /**
@@ -52,11 +59,14 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
  */
 export async function fanOut(db: Database, archive: R2Bucket, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
   const accountEvents = events.filter(isAccountEvent);
-  const catalogue = events.filter((message) => !isAccountEvent(message)).map((message) => ({ ...alertEventOf(message), message }));
+  const changes = events.filter((message) => !isAccountEvent(message)).map((message) => ({ ...alertEventOf(message), message }));
+  const catalogue = changes.filter(({ message }) => message.sandbox_account_id === undefined);
+  const sandboxes = [...new Set(changes.flatMap(({ message }) => message.sandbox_account_id ?? []))];
   const enabled = await db
     .select({
       id: webhooks.id,
       accountId: webhooks.accountId,
+      environment: webhooks.environment,
       types: webhooks.events,
       minChangeBp: webhooks.minChangeBp,
       filters: webhooks.filters,
@@ -66,6 +76,7 @@ export async function fanOut(db: Database, archive: R2Bucket, events: readonly E
       sql`${webhooks.id} IN (${candidateWebhooks(
         catalogue,
         accountEvents.map((message) => String(message.event.data.account_id)),
+        sandboxes,
       )})`,
     );
   const delivery = (webhookId: string, message: EventMessage): DeliveryMessage => ({
@@ -78,7 +89,19 @@ export async function fanOut(db: Database, archive: R2Bucket, events: readonly E
       .filter((webhook) => webhook.accountId === message.event.data.account_id && webhook.types.includes(message.event.type as never))
       .map((webhook) => delivery(webhook.id, message)),
   );
-  const wanted = await matchAlerts({ db, archive }, { events: catalogue, rules: enabled });
+  // Live changes to live webhooks; each account's sandbox changes to that account's test webhooks: never across.
+  const live = enabled.filter((webhook) => webhook.environment === "live");
+  const wanted = (
+    await Promise.all([
+      matchAlerts({ db, archive }, { events: catalogue, rules: live }),
+      ...sandboxes.map((accountId) =>
+        matchAlerts(sandboxFacts(db, accountId), {
+          events: changes.filter(({ message }) => message.sandbox_account_id === accountId),
+          rules: enabled.filter((webhook) => webhook.environment === "test" && webhook.accountId === accountId),
+        }),
+      ),
+    ])
+  ).flat();
   return [...wanted.map(({ event, rule }) => delivery(rule.id, event.message)), ...own];
 }
 

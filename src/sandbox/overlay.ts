@@ -1,0 +1,116 @@
+import type { OfferRow, ProductRow } from "../catalogue/views.ts";
+import { outboxRows } from "../events/outbox-rows.ts";
+import { ApiError } from "../http/errors.ts";
+import type { IngestionChanges, TouchedRows } from "../observations/changes.ts";
+import type { Observation } from "../observations/schema.ts";
+import type { ObservationStore } from "../observations/service.ts";
+import type { Database } from "../platform/db.ts";
+import { insertRows } from "../platform/json-rows.ts";
+import { events, sandboxHistory, sandboxProducts } from "../platform/tables.ts";
+import { SANDBOX_SKU_PREFIX, type SandboxBase, sandboxBase } from "./catalogue.ts";
+
+/**
+ * An account's sandbox: the generated base (src/sandbox/catalogue.ts) with the account's own changes laid over it.
+ * A changed product is stored whole (its row and offers) in `sandbox_products`, so a read replaces the base's product
+ * with it, and a change costs the rows of the products it touches, whatever the account changed before.
+ */
+
+export interface ProductState {
+  product: ProductRow;
+  offers: OfferRow[];
+}
+
+export interface OverlayRow extends ProductState {
+  version: number;
+}
+
+/** The account's changed products, by id: every one (a list), or those named (`productIds`). One statement. */
+export async function readOverlay(db: Database, accountId: string, productIds?: readonly string[]): Promise<Map<string, OverlayRow>> {
+  const named = productIds === undefined ? "" : " AND product_id IN (SELECT value FROM json_each(?))";
+  const statement = db.$client.prepare(`SELECT product_id, version, state FROM sandbox_products WHERE account_id = ?${named}`);
+  const { results } = await (productIds === undefined
+    ? statement.bind(accountId)
+    : statement.bind(accountId, JSON.stringify(productIds))
+  ).all<{ product_id: string; version: number; state: string }>();
+  return new Map(results.map((row) => [row.product_id, { version: row.version, ...(JSON.parse(row.state) as ProductState) }]));
+}
+
+/** A product as the account sees it: its own changed state, or the base's. */
+export function productState(base: SandboxBase, overlay: ReadonlyMap<string, OverlayRow>, index: number): ProductState {
+  const product = base.products[index]!;
+  return overlay.get(product.id) ?? { product, offers: base.offers.get(product.id)! };
+}
+
+/** The observations' SKUs that are not the sandbox's, and competitor ids that are not its shops: a 400 naming them. */
+export function checkSandboxObservations(base: SandboxBase, observations: readonly Observation[]): void {
+  const skus = [...new Set(observations.map((o) => o.sku).filter((sku) => !base.bySku.has(sku)))];
+  if (skus.length > 0)
+    throw new ApiError(
+      400,
+      `Invalid body: observations: not sandbox SKUs: ${skus.slice(0, 10).join(", ")}${skus.length > 10 ? ` and ${skus.length - 10} more` : ""}. ` +
+        `A test key changes only its sandbox: SKUs that begin "${SANDBOX_SKU_PREFIX}", as GET /products lists them.`,
+    );
+  const shops = new Set(base.competitors.map((c) => c.id));
+  const unknown = [...new Set(observations.map((o) => o.competitor.id).filter((id) => !shops.has(id)))];
+  if (unknown.length > 0)
+    throw new ApiError(
+      400,
+      `Invalid body: observations: competitor: not sandbox competitors: ${unknown.slice(0, 10).join(", ")}. ` +
+        `The sandbox's are ${[...shops].join(", ")} (GET /competitors).`,
+    );
+}
+
+/**
+ * Fails (a CHECK violation on catalogue_state, as the live guard: src/observations/write.ts) when a product read has
+ * another version now: another change to it committed since the read.
+ */
+const GUARD = `INSERT INTO catalogue_state (id, version, updated_at) SELECT 0, 0, '' WHERE EXISTS (
+  SELECT 1 FROM json_each(?) AS seen LEFT JOIN sandbox_products s ON s.account_id = ? AND s.product_id = seen.value ->> 0
+  WHERE coalesce(s.version, 0) <> seen.value ->> 1)`;
+
+/** The account's sandbox as an ingestion's store: the same steps as the catalogue's (src/observations/service.ts). */
+export function sandboxStore(db: Database, accountId: string): ObservationStore {
+  const base = sandboxBase();
+  let versions = new Map<string, number>();
+  return {
+    async read(observations) {
+      const ids = [...new Set(observations.map((o) => base.products[base.bySku.get(o.sku)!]!.id))];
+      const overlay = await readOverlay(db, accountId, ids);
+      versions = new Map(ids.map((id) => [id, overlay.get(id)?.version ?? 0]));
+      const states = ids.map((id) => productState(base, overlay, base.byId.get(id)!));
+      const shops = new Set(observations.map((o) => o.competitor.id));
+      return {
+        products: states.map((state) => state.product),
+        offers: states.flatMap((state) => state.offers),
+        competitors: base.competitors.filter((c) => shops.has(c.id)),
+      } satisfies TouchedRows;
+    },
+    async write(touched, changes: IngestionChanges) {
+      for (const message of changes.events) message.sandbox_account_id = accountId;
+      const changed = new Set([...changes.products.map((p) => p.id), ...changes.offers.map((o) => o.productId)]);
+      const rows = [...changed].map((id) => {
+        const product = changes.products.find((p) => p.id === id) ?? touched.products.find((p) => p.id === id)!;
+        const state: ProductState = { product, offers: mergedOffers(touched.offers, changes.offers, id) };
+        return { accountId, productId: id, version: versions.get(id)! + 1, state: JSON.stringify(state) };
+      });
+      const d1 = db.$client;
+      const statements = [
+        d1.prepare(GUARD).bind(JSON.stringify([...versions]), accountId),
+        ...insertRows(d1, { table: sandboxProducts, rows, conflict: { target: ["account_id", "product_id"], update: true } }),
+      ];
+      if (changes.history.length > 0)
+        statements.push(...insertRows(d1, { table: sandboxHistory, rows: changes.history.map((row) => ({ ...row, accountId })) }));
+      if (changes.events.length > 0)
+        statements.push(...insertRows(d1, { table: events, rows: outboxRows(changes.events, new Date().toISOString()) }));
+      await d1.batch(statements);
+    },
+    committed: async () => {},
+  };
+}
+
+/** The product's offers after the changes: each changed offer replaces the one read, a new one joins, in competitor order. */
+function mergedOffers(read: readonly OfferRow[], changed: readonly OfferRow[], productId: string): OfferRow[] {
+  const byCompetitor = new Map(read.filter((o) => o.productId === productId).map((o) => [o.competitorId, o]));
+  for (const offer of changed) if (offer.productId === productId) byCompetitor.set(offer.competitorId, offer);
+  return [...byCompetitor.values()].sort((a, b) => (a.competitorId < b.competitorId ? -1 : 1));
+}

@@ -1,0 +1,47 @@
+import { createRoute } from "@hono/zod-openapi";
+import type { EventMessage } from "../events/messages.ts";
+import { ApiError } from "../http/errors.ts";
+import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
+import { noQuery } from "../http/query.ts";
+import { IngestionResult } from "../observations/schema.ts";
+import { ingestObservations } from "../observations/service.ts";
+import { operation } from "../operation/operation.ts";
+import { publishToStreams } from "../stream/publish.ts";
+import { deliverAfterCommit } from "../webhooks/delivery/immediate.ts";
+import { sandboxBase } from "./catalogue.ts";
+import { checkSandboxObservations, sandboxStore } from "./overlay.ts";
+import { MAX_TEST_OBSERVATIONS, testObservationsBody } from "./schema.ts";
+
+const simulateObservationsRoute = createRoute(
+  operation({
+    method: "post",
+    path: "/observations",
+    operationId: "simulateObservations",
+    tags: ["Test mode"],
+    summary: "Change your sandbox: simulated price observations",
+    description:
+      `A test key only (a live key is 403). The body of POST /admin/observations, at most ${MAX_TEST_OBSERVATIONS} observations, on ` +
+      "sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). " +
+      "It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox " +
+      "events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account.",
+    credential: "api-key",
+    scope: "sandbox:write",
+    request: { query: noQuery, body: jsonBody(testObservationsBody, "The observations") },
+    responses: { 200: jsonResponse("What the observations changed in your sandbox", IngestionResult) },
+  }),
+);
+
+/** POST /test/observations (a test key, scope sandbox:write): an ingestion into the key's account's sandbox. */
+export const testModeRoutes = openApiApp().openapi(simulateObservationsRoute, async (c) => {
+  const { accountId, environment } = c.var.apiKey;
+  if (environment !== "test")
+    throw new ApiError(403, "This is a live key: POST /test/observations changes a sandbox, and takes a test key (pda_test_…) only.");
+  const { db, archive, queue } = c.var.services;
+  const { observations } = c.req.valid("json");
+  checkSandboxObservations(sandboxBase(), observations);
+  const afterCommit = (events: readonly EventMessage[]) =>
+    c.var.services.afterAnswer(
+      Promise.all([publishToStreams(c.env, events), deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT }, events)]),
+    );
+  return c.json(await ingestObservations(c.var.services, { observations, afterCommit, store: sandboxStore(db, accountId) }), 200);
+});
