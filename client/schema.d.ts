@@ -115,6 +115,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/test/observations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change your sandbox: simulated price observations
+         * @description A test key only (a live key is 403). The body of POST /admin/observations, at most 100 observations, on sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account.
+         */
+        post: operations["simulateObservations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/account/events": {
         parameters: {
             query?: never;
@@ -1001,6 +1021,13 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["StockChangedData"];
         };
+        IngestionResult: {
+            received: number;
+            products_created: number;
+            offers_created: number;
+            price_changes: number;
+            stock_changes: number;
+        };
         AccountEventFeed: {
             /** @description Oldest first */
             events: components["schemas"]["AccountFeedEvent"][];
@@ -1137,6 +1164,7 @@ export interface components {
              * @example pda_live_Ab12Cd34
              */
             prefix: string;
+            environment: components["schemas"]["Environment"];
             /**
              * @description The full key: in this response only; store it now
              * @example pda_live_…
@@ -1153,7 +1181,7 @@ export interface components {
             /** @description Where the key may be used from (canonical CIDRs); null: anywhere */
             allowed_ips: string[] | null;
             /** @description What the key may read */
-            scopes: ("products:read" | "history:read" | "events:read")[];
+            scopes: ("products:read" | "history:read" | "events:read" | "sandbox:write")[];
             /**
              * Format: date-time
              * @description Refused from this instant on (set at creation, or by a rotation: now + grace)
@@ -1171,6 +1199,11 @@ export interface components {
              */
             rotated_to: string | null;
         };
+        /**
+         * @description live: the catalogue and its events; test: this account's sandbox (1,000 synthetic products, POST /test/observations)
+         * @enum {string}
+         */
+        Environment: "live" | "test";
         ApiKeyList: {
             /** @description Newest first, revoked keys included */
             api_keys: components["schemas"]["ApiKey"][];
@@ -1185,6 +1218,7 @@ export interface components {
              * @example pda_live_Ab12Cd34
              */
             prefix: string;
+            environment: components["schemas"]["Environment"];
             /**
              * @description `expired` once `expires_at` has passed
              * @enum {string}
@@ -1221,7 +1255,7 @@ export interface components {
             /** @description Where the key may be used from (canonical CIDRs); null: anywhere */
             allowed_ips: string[] | null;
             /** @description What the key may read */
-            scopes: ("products:read" | "history:read" | "events:read")[];
+            scopes: ("products:read" | "history:read" | "events:read" | "sandbox:write")[];
             /**
              * Format: date-time
              * @description Refused from this instant on (set at creation, or by a rotation: now + grace)
@@ -1257,6 +1291,7 @@ export interface components {
             id: string;
             url: string;
             description: string | null;
+            environment: components["schemas"]["Environment"];
             events: ("price.changed" | "stock.changed" | "api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold")[];
             /** @description A price change smaller than this (in %) is not sent */
             min_change_pct: number;
@@ -1362,6 +1397,7 @@ export interface components {
             id: string;
             url: string;
             description: string | null;
+            environment: components["schemas"]["Environment"];
             events: ("price.changed" | "stock.changed" | "api_key.leaked" | "api_key.expiring" | "webhook.disabled" | "usage.threshold")[];
             /** @description A price change smaller than this (in %) is not sent */
             min_change_pct: number;
@@ -1439,13 +1475,6 @@ export interface components {
                     [key: string]: unknown;
                 };
             } | null;
-        };
-        IngestionResult: {
-            received: number;
-            products_created: number;
-            offers_created: number;
-            price_changes: number;
-            stock_changes: number;
         };
         SecretScanningFeedback: {
             /** @description Hex SHA-256 of the reported token */
@@ -2040,6 +2069,93 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    simulateObservations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The observations */
+        requestBody: {
+            content: {
+                "application/json": {
+                    observations: {
+                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                        sku: string;
+                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                        name: string;
+                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                        brand?: string | null;
+                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                        category?: string | null;
+                        gtin?: string | null;
+                        /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                        mpn?: string | null;
+                        competitor: {
+                            id: string;
+                            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                            name: string;
+                            /** @description Surrounding spaces are trimmed; must not be blank. The length counts UTF-16 code units (an emoji counts twice) */
+                            domain?: string | null;
+                        };
+                        /**
+                         * Format: uri
+                         * @description The offer's page: an http(s) URL; an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
+                         */
+                        url?: string | null;
+                        /**
+                         * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
+                         * @example 14.99
+                         */
+                        price: string;
+                        /**
+                         * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
+                         * @example 14.99
+                         */
+                        regular_price?: string | null;
+                        /**
+                         * @description ISO-4217 code, upper case
+                         * @example USD
+                         * @enum {string}
+                         */
+                        currency: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
+                        /**
+                         * @description A decimal string, never a JSON number, with at most the currency's minor-unit digits (0 for JPY, 2 for USD, 3 for KWD, 4 for CLF) and at most 2^53-1 minor units
+                         * @example 14.99
+                         */
+                        shipping_cost?: string | null;
+                        in_stock: boolean;
+                        /** @description When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default */
+                        observed_at?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description What the observations changed in your sandbox */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestionResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["KeyRestricted"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     listAccountEvents: {
         parameters: {
             query?: {
@@ -2216,6 +2332,12 @@ export interface operations {
                      */
                     name: string;
                     /**
+                     * @description test: a `pda_test_` key, which reads this account's sandbox only, at the standard plan's limits
+                     * @default live
+                     * @enum {string}
+                     */
+                    environment?: "live" | "test";
+                    /**
                      * @description When the key stops working (ISO-8601 date or date-time, in the future, at most 1 year ahead); none by default
                      * @example 2027-01-31T12:00:00Z
                      */
@@ -2234,13 +2356,14 @@ export interface operations {
                      * @default [
                      *       "products:read",
                      *       "history:read",
-                     *       "events:read"
+                     *       "events:read",
+                     *       "sandbox:write"
                      *     ]
                      * @example [
                      *       "products:read"
                      *     ]
                      */
-                    scopes?: ("products:read" | "history:read" | "events:read")[];
+                    scopes?: ("products:read" | "history:read" | "events:read" | "sandbox:write")[];
                 };
             };
         };
@@ -2434,7 +2557,7 @@ export interface operations {
                      *       "products:read"
                      *     ]
                      */
-                    scopes?: ("products:read" | "history:read" | "events:read")[];
+                    scopes?: ("products:read" | "history:read" | "events:read" | "sandbox:write")[];
                 };
             };
         };
@@ -2513,6 +2636,12 @@ export interface operations {
                      * @example https://example.com/hooks/prices
                      */
                     url: string;
+                    /**
+                     * @description test: receives only this account's sandbox events (POST /test/observations), only price.changed and stock.changed; live never receives them
+                     * @default live
+                     * @enum {string}
+                     */
+                    environment?: "live" | "test";
                     /**
                      * @description The event types to receive: the catalogue's (price.changed, stock.changed; both by default) and the account's own (api_key.leaked, api_key.expiring, webhook.disabled, usage.threshold: only this account's are sent)
                      * @default [

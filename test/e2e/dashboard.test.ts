@@ -643,6 +643,7 @@ describe("dashboard in Chromium", () => {
     // Fixtures for the layout only: the real records are covered above and by the workers tests.
     const hook = {
       id: "wh_fixture",
+      environment: "live",
       url: "https://receiver.example/hooks/prices",
       description: "Made-up webhook",
       events: ["price.changed"],
@@ -718,6 +719,7 @@ describe("dashboard in Chromium", () => {
     // newest failed with a 503 and is retrying (its 2nd attempt, so the 3rd is due about 5 minutes after it).
     const hook = {
       id: "wh_health",
+      environment: "live",
       url: "https://receiver.example/hooks/health",
       description: null,
       events: ["price.changed", "stock.changed"],
@@ -880,6 +882,7 @@ describe("dashboard in Chromium", () => {
         id: "key_leaked",
         name: "CI deploy",
         prefix: "pda_live_7Hq2LmX",
+        environment: "live",
         status: "revoked",
         created_at: "2026-10-01T09:00:00.000Z",
         last_used_at: "2026-11-24T22:10:00.000Z",

@@ -57,7 +57,7 @@ describe("dashboard test mode in Chromium", () => {
       // The switch: the same view in test mode, marked, with the focus still on the switch.
       await toggle.click();
       await expect.poll(() => shownEnvironment(page)).toEqual({ switchedOn: "true", banner: true, marked: "test", hash: "#test/keys" });
-      expect(await page.evaluate(() => document.activeElement?.id)).toBe("environment-switch");
+      expect(await page.evaluate("document.activeElement.id")).toBe("environment-switch");
       expect(await page.locator("#keys-title").textContent()).toBe("API keys · test mode");
       expect(await page.title()).toBe("Test mode · API keys · Price Data API");
       expect(await page.locator("#plan").textContent()).toContain("each test key (standard limits): 60 requests a minute");

@@ -3,11 +3,12 @@
  * switch's, kept in the URL's hash (`#test/webhooks`; a bare `#webhooks` is live) and remembered per browser in
  * localStorage for a visit without a hash. In test mode the page is marked (a banner, another colour: styles.css).
  */
+import type { components } from "../../../client/schema.d.ts";
 import { PLAN_LIMITS } from "../../rate-limit/plans.ts";
 import type { Limits } from "../../rate-limit/types.ts";
 import { byId } from "./dom.ts";
 
-export type Environment = "live" | "test";
+export type Environment = components["schemas"]["Environment"];
 
 /** How a test key begins (src/api-keys/format.ts); a live key begins pda_live_. */
 export const TEST_KEY_PREFIX = "pda_test_";
@@ -20,11 +21,9 @@ const listeners: Array<() => void> = [];
 
 export const environment = (): Environment => current;
 
-/** A record's environment: keys and webhooks made before test mode existed are live. */
-export const environmentOf = (record: object): Environment => (record as { environment?: Environment }).environment ?? "live";
-
-/** The records of the environment shown. */
-export const ofShownEnvironment = <T extends object>(records: T[]): T[] => records.filter((record) => environmentOf(record) === current);
+/** The records (keys, webhooks) of the environment shown. */
+export const ofShownEnvironment = <T extends { environment: Environment }>(records: T[]): T[] =>
+  records.filter((record) => record.environment === current);
 
 /** Told after the environment changes (each view redraws from what it holds or reads again). */
 export function onEnvironmentChanged(listener: () => void): void {

@@ -5,6 +5,7 @@
  * memory only, never in storage, gone with the page (docs/dashboard.md).
  */
 import type { components } from "../../../client/schema.d.ts";
+import { PRODUCT_LINES } from "../../sandbox/world.ts";
 import { api, apiWithKey } from "./api.ts";
 import type { CreatedApiKey } from "./api-types.ts";
 import { openDialog } from "./dialogs.ts";
@@ -14,8 +15,10 @@ import { TEST_KEY_PREFIX } from "./environment.ts";
 type Product = components["schemas"]["Product"];
 type IngestionResult = components["schemas"]["IngestionResult"];
 
-/** The dialog's first product: one of the sandbox's (the same in every account). */
-const FIRST_SKU = "TEST-0001";
+/** Every sandbox SKU begins so (the contract; src/sandbox/catalogue.ts, which the page cannot import: it reads R2 types). */
+const SANDBOX_SKU_PREFIX = "TEST-";
+/** The dialog's first product: the sandbox's first (the same in every account), as src/sandbox/catalogue.ts names it. */
+const FIRST_SKU = `${SANDBOX_SKU_PREFIX}${PRODUCT_LINES[0]!.code}-0001`;
 const PASTE = "paste";
 
 /** Test keys created in this page, by id: name, prefix and the full key. */
@@ -85,11 +88,12 @@ function suggestPrice(): void {
 
 async function lookUp(): Promise<void> {
   const sku = byId<HTMLInputElement>("change-sku").value.trim();
-  if (!sku) throw new Error("Type the SKU of a sandbox product (it begins TEST-).");
+  if (!sku) throw new Error(`Type the SKU of a sandbox product (it begins ${SANDBOX_SKU_PREFIX}).`);
   const { products } = await apiWithKey<{ products: Product[] }>(chosenKey(), "GET", `/products?sku=${encodeURIComponent(sku)}`);
   product = products[0];
   showOffers();
-  if (!product) throw new Error(`Your sandbox has no product with the SKU “${sku}”: its SKUs begin TEST-, e.g. ${FIRST_SKU}.`);
+  if (!product)
+    throw new Error(`Your sandbox has no product with the SKU “${sku}”: its SKUs begin ${SANDBOX_SKU_PREFIX}, e.g. ${FIRST_SKU}.`);
 }
 
 async function createKey(): Promise<void> {

@@ -9,7 +9,7 @@ import type { Delivery, ReplayQueued, RotatedWebhookSecret, WebhookPatch } from 
 import { deliveryItem, healthFacts } from "./delivery-view.ts";
 import { chosenGrace, confirmAction, openDialog, openRotateDialog, showOnce } from "./dialogs.ts";
 import { actionButton, attempt, byId, el, facts, feedbackSlot, formatDateTime, moreMenu, onSubmit, say, slotIn, when } from "./dom.ts";
-import { type Environment, environment, environmentOf, ofShownEnvironment, onEnvironmentChanged } from "./environment.ts";
+import { type Environment, environment, ofShownEnvironment, onEnvironmentChanged } from "./environment.ts";
 
 type Webhook = components["schemas"]["Webhook"];
 type CreatedWebhook = components["schemas"]["CreatedWebhook"];
@@ -23,7 +23,7 @@ const webhookPath = (hook: Webhook, rest = "") => `/webhooks/${encodeURIComponen
 let listed: Webhook[] = [];
 
 /** A webhook's environment, by its id (one no longer listed, i.e. deleted: live). */
-export const webhookEnvironment = (id: string): Environment => environmentOf(listed.find((hook) => hook.id === id) ?? {});
+export const webhookEnvironment = (id: string): Environment => listed.find((hook) => hook.id === id)?.environment ?? "live";
 
 /** Draws the webhooks of the environment shown (environment.ts). */
 function render(): void {
