@@ -71,6 +71,8 @@ describe("dashboard test mode in Chromium", () => {
       expect(await page.locator("#create-key-title").textContent()).toBe("Create a test key");
       await closeDialog(page, "create-key-dialog");
       await expect.poll(() => page.locator("#keys").textContent()).toContain("Sandbox script");
+      expect(await page.locator("#keys .prefix").first().textContent()).toMatch(/^pda_test_/);
+      await screenshotBoth(page, "test-mode-keys");
       const sandbox = (await (await getProducts(testKey)).json()) as { products: Array<{ sku: string }> };
       expect(sandbox.products.length).toBeGreaterThan(0);
       expect(sandbox.products.every((product) => product.sku.startsWith("TEST-"))).toBe(true);
@@ -111,8 +113,12 @@ describe("dashboard test mode in Chromium", () => {
       await send.getByRole("button", { name: "Close" }).click();
       const deliveries = await openDeliveriesShowing(page, card, "price.changed");
       expect(await deliveries.textContent()).toContain("HTTP 200");
+      await deliveries.getByText("Body sent").click();
+      expect(await deliveries.locator("pre").first().textContent()).toContain(sku);
       await screenshotBoth(page, "test-webhook-delivery");
       await deliveries.getByRole("button", { name: "Close" }).click();
+      // The card's health has caught up with the delivery the dialog showed.
+      await expect.poll(() => card.locator(".health").textContent()).toContain("HTTP 200");
 
       // A reload keeps test mode (the address says it).
       await page.reload();

@@ -291,11 +291,12 @@ async function sendTest(hook: Webhook): Promise<void> {
 
 const deliveriesOf = async (hook: Webhook) => (await api<{ deliveries: Delivery[] }>("GET", webhookPath(hook, "/deliveries"))).deliveries;
 
-async function showHealth(hook: Webhook): Promise<void> {
+/** The card's health, from `known` deliveries (just read for the dialog) or read now. */
+async function showHealth(hook: Webhook, known?: Delivery[]): Promise<void> {
   const slot = byId("webhooks").querySelector(`[data-id="${CSS.escape(hook.id)}"] .health`);
   if (!slot) return;
   try {
-    slot.replaceChildren(healthFacts(await deliveriesOf(hook), hook.status === "disabled"));
+    slot.replaceChildren(healthFacts(known ?? (await deliveriesOf(hook)), hook.status === "disabled"));
   } catch (error) {
     slot.replaceChildren(
       el("p", { class: "hint" }, `Recent deliveries could not be checked: ${error instanceof Error ? error.message : String(error)}`),
@@ -305,6 +306,7 @@ async function showHealth(hook: Webhook): Promise<void> {
 
 async function showDeliveries(hook: Webhook): Promise<void> {
   const deliveries = await deliveriesOf(hook);
+  void showHealth(hook, deliveries); // the card catches up with what the dialog shows (a delivery since the list was drawn)
   const title = byId("deliveries-title");
   title.textContent = `Recent deliveries to ${hook.url}`;
   byId("deliveries").replaceChildren(
