@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { AccountUsage, usageQuery } from "../api-keys/schema.ts";
+import { AccountUsage, accountUsageQuery } from "../api-keys/schema.ts";
 import { getAccountUsage } from "../api-keys/usage.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
@@ -32,7 +32,7 @@ const getAccountUsageRoute = createRoute(
       "The sum of the account's keys, bucket by bucket, with the same granularities and windows as a key's usage. " +
       "Keys revoked or expired before the range and not used since are left out.",
     credential: "account",
-    request: { query: usageQuery },
+    request: { query: accountUsageQuery },
     responses: { 200: jsonResponse("The account's usage", AccountUsage) },
   }),
 );

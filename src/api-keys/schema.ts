@@ -125,15 +125,26 @@ export const ApiKeyList = z
   .meta({ id: "ApiKeyList" });
 export type ApiKeyListView = z.infer<typeof ApiKeyList>;
 
-export const usageQuery = strictQuery({
+const usageQueryFields = {
   granularity: z
     .enum(GRANULARITIES, { error: `must be one of ${GRANULARITIES.join(", ")}` })
     .default("minute")
     .meta({ description: "minute (the last 24 h), hour (the last 30 days) or day (the last year); minute by default" }),
   from: when("The first bucket: the one holding this instant (clipped to the granularity's window); before to", "2026-01-31T00:00:00Z"),
   to: when("Buckets starting before this instant (clipped to the granularity's window)", "2026-01-31T12:00:00Z"),
-}).refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { error: "must be before to", path: ["from"] });
+};
+const fromBeforeTo = (q: { from?: string | undefined; to?: string | undefined }) =>
+  q.from === undefined || q.to === undefined || q.from < q.to;
+
+export const usageQuery = strictQuery(usageQueryFields).refine(fromBeforeTo, { error: "must be before to", path: ["from"] });
 export type UsageQuery = z.infer<typeof usageQuery>;
+
+/** GET /account/usage: the same, and which environment's keys to sum (the dashboard's Test mode switch). */
+export const accountUsageQuery = strictQuery({
+  ...usageQueryFields,
+  environment: environmentField.optional().meta({ description: "Only the keys of this environment (live or test); every key when absent" }),
+}).refine(fromBeforeTo, { error: "must be before to", path: ["from"] });
+export type AccountUsageQuery = z.infer<typeof accountUsageQuery>;
 
 const UsageBucket = z
   .object({

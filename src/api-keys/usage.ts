@@ -6,7 +6,7 @@ import { apiKeys } from "../platform/tables.ts";
 import { LAST_USED_LAG_MS } from "./object/last-used-schedule.ts";
 import type { UsageCount } from "./object/types.ts";
 import { clipRange, summed, zeroFilled } from "./object/usage-range.ts";
-import type { AccountUsageView, KeyUsageView, UsageQuery } from "./schema.ts";
+import type { AccountUsageQuery, AccountUsageView, KeyUsageView, UsageQuery } from "./schema.ts";
 import { findApiKey, type KeyOfAccount, MAX_ACTIVE_KEYS } from "./service.ts";
 
 const spanOf = (query: UsageQuery) =>
@@ -39,7 +39,7 @@ export async function getApiKeyUsage(
  */
 export async function getAccountUsage(
   { db, keyObjects }: Pick<RequestServices, "db" | "keyObjects">,
-  { accountId, query }: { accountId: string; query: UsageQuery },
+  { accountId, query }: { accountId: string; query: AccountUsageQuery },
 ): Promise<AccountUsageView> {
   const span = spanOf(query);
   const since = new Date(span.from - LAST_USED_LAG_MS).toISOString();
@@ -51,6 +51,7 @@ export async function getAccountUsage(
           .where(
             and(
               eq(apiKeys.accountId, accountId),
+              query.environment === undefined ? undefined : eq(apiKeys.environment, query.environment),
               or(
                 and(eq(apiKeys.status, "active"), sql`(${apiKeys.expiresAt} IS NULL OR ${apiKeys.expiresAt} >= ${since})`),
                 gte(apiKeys.lastUsedAt, since),

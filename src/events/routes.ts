@@ -1,9 +1,10 @@
 import { createRoute } from "@hono/zod-openapi";
+import { listOwnEvents } from "../account-events/service.ts";
 import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody } from "../http/openapi-components.ts";
 import { operation } from "../operation/operation.ts";
 import { eventsQuery } from "./query.ts";
-import { EventFeed } from "./schema.ts";
+import { EventFeed, type FeedEvent } from "./schema.ts";
 import { listEvents } from "./service.ts";
 
 const listEventsRoute = createRoute(
@@ -18,7 +19,7 @@ const listEventsRoute = createRoute(
     description:
       "Every price.changed and stock.changed event, oldest first, as webhooks carry them plus `id`: the way to catch up after a webhook " +
       "was down. Page with `after` (the previous page's next_cursor); `since`, `type` (repeatable) and `limit` (1–1000, default 100) " +
-      "filter. Every API key sees every catalogue event. `after` naming an event older than 30 days is 410: start again with `since`. A " +
+      "filter. Every live API key sees every catalogue event; a test key sees its account's sandbox events only. `after` naming an event older than 30 days is 410: start again with `since`. A " +
       "page may hold fewer than `limit` events and still carry a `next_cursor` (older events are read in bounded steps): follow it.",
     request: { query: eventsQuery },
     responses: { 200: jsonResponse("A page of events", EventFeed), 410: jsonResponse("The cursor's event is no longer kept", ErrorBody) },
@@ -26,6 +27,12 @@ const listEventsRoute = createRoute(
 );
 
 /** GET /events (API key). */
-export const eventRoutes = openApiApp().openapi(listEventsRoute, async (c) =>
-  c.json(await listEvents(c.var.services.db, c.var.services.archive, c.req.valid("query")), 200),
-);
+export const eventRoutes = openApiApp().openapi(listEventsRoute, async (c) => {
+  const { db, archive } = c.var.services;
+  const { environment, accountId } = c.var.apiKey;
+  const query = c.req.valid("query");
+  // A test key's feed is its account's sandbox events (POST /test/observations), and only those.
+  const feed =
+    environment === "test" ? await listOwnEvents<FeedEvent>(db, { accountId, environment }, query) : await listEvents(db, archive, query);
+  return c.json(feed, 200);
+});

@@ -3,7 +3,9 @@ import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import { requireApiKey } from "../operation/guards.ts";
+import { sandboxToolData } from "./sandbox-tools.ts";
 import { mcpServer } from "./server.ts";
+import { liveToolData } from "./tool-data.ts";
 
 /**
  * /mcp: the Model Context Protocol over Streamable HTTP, stateless (no session: every POST carries a
@@ -32,7 +34,10 @@ export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) =>
       : undefined;
   if (Array.isArray(message)) throw new ApiError(400, BATCH_REFUSED);
   const { db, archive, catalogue } = c.var.services;
-  const server = mcpServer({ db, archive, catalogue }, c.var.apiKey.scopes);
+  const { environment, accountId, scopes } = c.var.apiKey;
+  // A test key's tools read its account's sandbox; a live key's, the catalogue.
+  const data = environment === "test" ? sandboxToolData(db, accountId) : liveToolData({ db, archive, catalogue });
+  const server = mcpServer(data, scopes);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {

@@ -10,18 +10,8 @@ import {
   recentChangesOutput,
   searchProductsOutput,
 } from "./output-schemas.ts";
-import {
-  getProduct,
-  getProductInput,
-  listCompetitors,
-  priceHistoryInput,
-  priceHistoryOf,
-  recentChanges,
-  recentChangesInput,
-  searchProducts,
-  searchProductsInput,
-  type ToolDeps,
-} from "./tools.ts";
+import type { ToolData } from "./tool-data.ts";
+import { getProductInput, priceHistoryInput, priceHistoryOf, recentChangesInput, searchProductsInput } from "./tools.ts";
 
 /**
  * The MCP server of one HTTP request (stateless: a new one each time, as the SDK's stateless Streamable HTTP mode
@@ -54,7 +44,7 @@ const scoped =
   (scope: KeyScope, run: () => Promise<unknown>): Promise<CallToolResult> =>
     holdsScope(scopes, scope) ? answer(run) : Promise.resolve(refused(missingScopeDetail(scope, "tool")));
 
-export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: readonly string[] | null | undefined): McpServer {
+export function mcpServer(data: ToolData, keyScopes: readonly string[] | null | undefined): McpServer {
   const server = new McpServer(SERVER_INFO);
   const readOnly = { readOnlyHint: true, openWorldHint: false };
   const answerIf = scoped(keyScopes);
@@ -70,7 +60,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
       outputSchema: searchProductsOutput,
       annotations: readOnly,
     },
-    (input) => answerIf("products:read", () => searchProducts(db, input)),
+    (input) => answerIf("products:read", () => data.searchProducts(input)),
   );
   server.registerTool(
     "get_product",
@@ -83,7 +73,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
     (input) =>
       answerIf("products:read", async () => {
         if ((input.id === undefined) === (input.sku === undefined)) throw new ApiError(400, "Give exactly one of id and sku.");
-        return getProduct(db, input);
+        return data.getProduct(input);
       }),
   );
   server.registerTool(
@@ -100,7 +90,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
       answerIf("history:read", async () => {
         if (input.from !== undefined && input.to !== undefined && input.from >= input.to)
           throw new ApiError(400, "to: must be later than from");
-        return priceHistoryOf(db, archive, input);
+        return priceHistoryOf(data.history, input);
       }),
   );
   server.registerTool(
@@ -111,7 +101,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
       outputSchema: listCompetitorsOutput,
       annotations: readOnly,
     },
-    () => answerIf("products:read", () => listCompetitors(catalogue)),
+    () => answerIf("products:read", () => data.competitors()),
   );
   server.registerTool(
     "recent_changes",
@@ -124,7 +114,7 @@ export function mcpServer({ db, archive, catalogue }: ToolDeps, keyScopes: reado
       outputSchema: recentChangesOutput,
       annotations: readOnly,
     },
-    (input) => answerIf("events:read", () => recentChanges(db, archive, input)),
+    (input) => answerIf("events:read", () => data.recentChanges(input)),
   );
   // A new server for each request, whose tools never change while it lives: nothing to announce (the SDK offers it by default).
   server.server.registerCapabilities({ tools: { listChanged: false } });

@@ -1,8 +1,8 @@
 import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
-import { productHistory, unknownProduct } from "../catalogue/history.ts";
-import { historyQuery, productsQuery } from "../catalogue/schema.ts";
+import { type HistoryPage, unknownProduct } from "../catalogue/history.ts";
+import { type HistoryQuery, historyQuery, productsQuery } from "../catalogue/schema.ts";
 import { type CatalogueStore, productJson, servingManifest } from "../catalogue/service.ts";
 import { summarise } from "../catalogue/views.ts";
 import { eventsQuery } from "../events/query.ts";
@@ -91,7 +91,8 @@ export interface ProductMatch {
   offer_count: number;
 }
 
-type SearchInput = z.output<z.ZodObject<typeof searchProductsInput>>;
+export type SearchInput = z.output<z.ZodObject<typeof searchProductsInput>>;
+export type RecentChangesInput = z.output<z.ZodObject<typeof recentChangesInput>>;
 
 const sameText = (column: SQLiteColumn, value: string | undefined) =>
   value === undefined ? undefined : sql`lower(${column}) = lower(${value})`;
@@ -216,12 +217,12 @@ function downsample<T>(series: readonly T[], points: number): T[] {
   return Array.from({ length: points }, (_, i) => series[Math.round((i * (series.length - 1)) / (points - 1))]!);
 }
 
-export async function priceHistoryOf(db: Database, archive: R2Bucket, input: z.output<z.ZodObject<typeof priceHistoryInput>>) {
-  const { truncated, ...page } = await productHistory(db, archive, input.product_id, {
-    competitor: input.competitor,
-    from: input.from,
-    to: input.to,
-  });
+/** price_history: the product's history as `read` gives it (the catalogue's or the sandbox's), downsampled when asked. */
+export async function priceHistoryOf(
+  read: (productId: string, query: HistoryQuery) => Promise<HistoryPage>,
+  input: z.output<z.ZodObject<typeof priceHistoryInput>>,
+) {
+  const { truncated, ...page } = await read(input.product_id, { competitor: input.competitor, from: input.from, to: input.to });
   if (input.points === undefined) return { ...page, truncated };
   const byCompetitor = new Map<string, typeof page.history>();
   for (const entry of page.history) byCompetitor.set(entry.competitor_id, [...(byCompetitor.get(entry.competitor_id) ?? []), entry]);
@@ -235,12 +236,14 @@ export async function listCompetitors(catalogue: CatalogueStore) {
   return { competitors: (await servingManifest(catalogue)).competitors };
 }
 
-export async function recentChanges(db: Database, archive: R2Bucket, input: z.output<z.ZodObject<typeof recentChangesInput>>) {
-  return listEventsNewestFirst(db, archive, {
-    // The window holds for every page: a cursor pages back through it, to its start.
-    since: input.since ?? new Date(Date.now() - DAY_MS).toISOString(),
-    type: input.type,
-    limit: input.limit,
-    after: input.after,
-  });
+export async function recentChanges(db: Database, archive: R2Bucket, input: RecentChangesInput) {
+  return listEventsNewestFirst(db, archive, recentChangesQuery(input));
 }
+
+/** recent_changes' feed query: the window holds for every page (a cursor pages back through it, to its start). */
+export const recentChangesQuery = (input: RecentChangesInput) => ({
+  since: input.since ?? new Date(Date.now() - DAY_MS).toISOString(),
+  type: input.type,
+  limit: input.limit,
+  after: input.after,
+});

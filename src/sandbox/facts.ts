@@ -1,6 +1,9 @@
-import { type AlertFacts, priorAnswer } from "../alerts/match.ts";
+import { type AlertEvent, type AlertFacts, alertEventOf, matchAlerts, priorAnswer } from "../alerts/match.ts";
+import type { AlertRule } from "../alerts/rules.ts";
 import { type ArchivedHistoryRow, mergeHistory } from "../catalogue/history-archive.ts";
+import type { EventMessage } from "../events/messages.ts";
 import type { Database } from "../platform/db.ts";
+import type { Environment } from "../platform/tables.ts";
 import { baseHistory, sandboxBase } from "./catalogue.ts";
 import { productState, readOverlay } from "./overlay.ts";
 
@@ -46,4 +49,31 @@ export function sandboxFacts(db: Database, accountId: string): AlertFacts {
       );
     },
   };
+}
+
+/**
+ * The (event, subscriber) pairs that match, environments kept apart: live events against live subscribers (webhooks,
+ * streams) with the catalogue's facts; each account's sandbox events against that account's test subscribers with its
+ * sandbox's facts. No other pair is ever asked, so no rule can let an event across.
+ */
+export async function matchInEnvironments<R extends AlertRule & { accountId: string; environment: Environment }>(
+  catalogue: { db: Database; archive: R2Bucket },
+  messages: readonly EventMessage[],
+  subscribers: readonly R[],
+): Promise<{ event: AlertEvent & { message: EventMessage }; rule: R }[]> {
+  const events = messages.map((message) => ({ ...alertEventOf(message), message }));
+  const sandboxes = [...new Set(messages.flatMap((message) => message.sandbox_account_id ?? []))];
+  const matched = await Promise.all([
+    matchAlerts(catalogue, {
+      events: events.filter(({ message }) => message.sandbox_account_id === undefined),
+      rules: subscribers.filter((rule) => rule.environment === "live"),
+    }),
+    ...sandboxes.map((accountId) =>
+      matchAlerts(sandboxFacts(catalogue.db, accountId), {
+        events: events.filter(({ message }) => message.sandbox_account_id === accountId),
+        rules: subscribers.filter((rule) => rule.environment === "test" && rule.accountId === accountId),
+      }),
+    ),
+  ]);
+  return matched.flat();
 }

@@ -1,5 +1,6 @@
 import type { AlertRule } from "../alerts/rules.ts";
 import type { KeyRequest } from "../api-keys/object/types.ts";
+import type { Environment } from "../platform/tables.ts";
 
 /**
  * What the stream's worker and its hub (src/stream/hub.ts) say to each other, and the frames both write. A module of
@@ -16,6 +17,8 @@ export interface Subscription {
   /** Names the key's object, which the hub asks whether the key still admits this stream when the key changes. */
   keyHash: string;
   accountId: string;
+  /** The key's: a live stream gets the catalogue's events, a test stream its account's sandbox events (absent: live). */
+  environment?: Environment;
   /** The client's address and the route's scope, as the key's object decides them. */
   request: KeyRequest;
   rule: AlertRule;

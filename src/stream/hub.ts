@@ -1,10 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
-import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
 import { keyStillAdmits } from "../api-keys/object/stub.ts";
 import type { EventMessage } from "../events/messages.ts";
 import { database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
+import { matchInEnvironments } from "../sandbox/facts.ts";
 import type { CapReached, HubMessage, Subscription } from "./frames.ts";
 import { eventFrame, KEEPALIVE, KEY_GONE_CLOSE, SUBSCRIPTION_HEADER } from "./frames.ts";
 import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
@@ -73,19 +73,17 @@ export class StreamHub extends DurableObject<Env> {
 
   /**
    * Sends each open stream the events its rule matches (one message per stream). Returns how many streams got any.
-   * Account events are never passed here (src/stream/publish.ts); a hub with no stream answers without work.
+   * Account events are never passed here (src/stream/publish.ts); a hub with no stream answers without work. A sandbox
+   * event reaches only its account's test streams, a live event only live streams (matchInEnvironments).
    */
   async publish(messages: readonly EventMessage[]): Promise<number> {
     const subscribers = this.ctx.getWebSockets().flatMap((ws) => {
       const attachment = ws.deserializeAttachment() as Attachment | null;
       const rule = attachment && this.ruleOf(attachment);
-      return rule ? [{ ...rule, ws }] : [];
+      return rule ? [{ ...rule, ws, accountId: attachment.accountId, environment: attachment.environment ?? "live" }] : [];
     });
     if (subscribers.length === 0 || messages.length === 0) return 0;
-    const matched = await matchAlerts(
-      { db: database(this.env.DB), archive: this.env.ARCHIVE },
-      { events: messages.map((message) => ({ ...alertEventOf(message), message })), rules: subscribers },
-    );
+    const matched = await matchInEnvironments({ db: database(this.env.DB), archive: this.env.ARCHIVE }, messages, subscribers);
     const frames = new Map<EventMessage, string>();
     const byStream = new Map<WebSocket, { id: string; frame: string }[]>();
     for (const { event, rule } of matched) {

@@ -2,13 +2,13 @@ import pLimit from "p-limit";
 import type { EventMessage } from "../events/messages.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { logger } from "../platform/log.ts";
-import { everyHub } from "./hubs.ts";
+import { everyHub, hubOf } from "./hubs.ts";
 
 const log = logger("stream-publish");
 
 /**
  * Publishes an ingestion's committed events to every stream hub (src/stream/hub.ts), which push each open stream what
- * its rule matches: one call per hub, MAX_OPEN_CONNECTIONS at a time. Only catalogue events come here (an ingestion
+ * its rule matches: one call per hub, MAX_OPEN_CONNECTIONS at a time (a sandbox's events: its account's hub alone). Only catalogue events come here (an ingestion
  * emits no other), so nothing of an account reaches a stream. A failed call is made once more (a hub being replaced or
  * overloaded); a hub that restarts closes its sockets, and their clients catch up from the feed with Last-Event-ID.
  * One still unreachable after that is logged: its streams miss these events unless they end before sending a later
@@ -16,7 +16,10 @@ const log = logger("stream-publish");
  */
 export async function publishToStreams(env: Pick<Env, "STREAM_HUB">, events: readonly EventMessage[]): Promise<void> {
   if (events.length === 0) return;
-  await pLimit(MAX_OPEN_CONNECTIONS).map(everyHub(env), (hub, index) =>
+  // A sandbox's events (POST /test/observations) concern one account, whose streams are all in its hub.
+  const sandbox = events[0]!.sandbox_account_id;
+  const hubs = sandbox === undefined ? everyHub(env) : [hubOf(env, sandbox)];
+  await pLimit(MAX_OPEN_CONNECTIONS).map(hubs, (hub, index) =>
     hub
       .publish(events)
       .catch(() => hub.publish(events))

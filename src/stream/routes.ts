@@ -68,12 +68,13 @@ export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) =>
     keyId: key.id,
     keyHash: key.keyHash,
     accountId: key.accountId,
+    environment: key.environment,
     request: key.request,
     rule: request.rule,
   });
   const closed = new AbortController();
   try {
-    const frames = await eventFrames(c.var.services, { request, keyId: key.id, socket, timing: DEFAULT_TIMING, closed: closed.signal });
+    const frames = await eventFrames(c.var.services, { request, key, socket, timing: DEFAULT_TIMING, closed: closed.signal });
     // A client gone before the frames began: their generator never ran, so its end cannot close the socket.
     const cancel = () => {
       closed.abort();

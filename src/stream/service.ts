@@ -1,13 +1,16 @@
-import { desc, eq } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
+import { listOwnEvents } from "../account-events/service.ts";
 import { type AlertEvent, matchAlerts } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
 import type { FeedEvent } from "../events/schema.ts";
 import { listEvents } from "../events/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
+import type { ApiKeyOfRequest } from "../pipeline/identify.ts";
 import type { Database } from "../platform/db.ts";
 import { parseMoney } from "../platform/money.ts";
 import { apiKeys, events } from "../platform/tables.ts";
+import { sandboxFacts } from "../sandbox/facts.ts";
 import {
   type CapReached,
   eventFrame,
@@ -108,13 +111,24 @@ const KEY_GONE = ": this API key no longer admits this stream; the stream ends\n
  * its key's object pushes an earlier one), and, for a stream with no cursor, where the present is: the latest event
  * committed, catalogue or account (a cursor only, never sent), which it hands its client if it ends having sent nothing.
  */
-async function openingReads(db: Database, keyId: string): Promise<{ expiresAt: number | null; present: string | undefined }> {
-  const [[key], [latest]] = await db.batch([
-    db.select({ expiresAt: apiKeys.expiresAt }).from(apiKeys).where(eq(apiKeys.id, keyId)),
-    db.select({ id: events.id }).from(events).orderBy(desc(events.seq)).limit(1),
+async function openingReads(db: Database, key: StreamKey): Promise<{ expiresAt: number | null; present: string | undefined }> {
+  // A test stream's present is its sandbox's latest event: the cursor it may hand out is one its own feed knows.
+  const sandbox = and(eq(events.accountId, key.accountId), sql`${events.environment} = 'test'`);
+  const [[row], [latest]] = await db.batch([
+    db.select({ expiresAt: apiKeys.expiresAt }).from(apiKeys).where(eq(apiKeys.id, key.id)),
+    db
+      .select({ id: events.id })
+      .from(events)
+      .where(key.environment === "test" ? sandbox : undefined)
+      .orderBy(desc(events.seq))
+      .limit(1),
   ]);
-  return { expiresAt: key?.expiresAt ? Date.parse(key.expiresAt) : null, present: latest?.id };
+
+  return { expiresAt: row?.expiresAt ? Date.parse(row.expiresAt) : null, present: latest?.id };
 }
+
+/** The key a stream serves: its id (its expiry), its account and its environment (which data). */
+export type StreamKey = Pick<ApiKeyOfRequest, "id" | "accountId" | "environment">;
 
 type Arrival = HubMessage | { kind: "closed"; code: number };
 
@@ -181,13 +195,18 @@ export async function eventFrames(
   { db, archive }: Pick<RequestServices, "db" | "archive">,
   {
     request,
-    keyId,
+    key,
     socket,
     timing,
     closed,
-  }: { request: StreamRequest; keyId: string; socket: WebSocket; timing: StreamTiming; closed: AbortSignal },
+  }: { request: StreamRequest; key: StreamKey; socket: WebSocket; timing: StreamTiming; closed: AbortSignal },
 ): Promise<AsyncGenerator<string>> {
   const inbox = inboxOf(socket, closed);
+  // The key's environment chooses the data: the catalogue's feed and facts, or its account's sandbox's.
+  const { accountId } = key;
+  const listFeed = (query: Parameters<typeof listEvents>[2]) =>
+    key.environment === "test" ? listOwnEvents<FeedEvent>(db, { accountId, environment: "test" }, query) : listEvents(db, archive, query);
+  const facts = key.environment === "test" ? sandboxFacts(db, accountId) : { db, archive };
   const feedQuery = {
     after: request.after,
     since: request.since,
@@ -195,7 +214,7 @@ export async function eventFrames(
     limit: BACKFILL_PAGE,
   } as Parameters<typeof listEvents>[2];
   const backfills = request.after !== undefined || request.since !== undefined;
-  const [first, opening] = await Promise.all([backfills ? listEvents(db, archive, feedQuery) : undefined, openingReads(db, keyId)]);
+  const [first, opening] = await Promise.all([backfills ? listFeed(feedQuery) : undefined, openingReads(db, key)]);
   /** The last event examined (sent or not): where the stream goes on from, and where its client resumes. */
   let lastId = backfills ? request.after : opening.present;
   let { expiresAt } = opening;
@@ -216,7 +235,7 @@ export async function eventFrames(
         examined += page.events.length;
         // A page cut short by its archive budget may hold no event, but its cursor is the last one looked at.
         lastId = page.next_cursor ?? page.events.at(-1)?.id ?? lastId;
-        const wanted = await matchAlerts({ db, archive }, { events: page.events.map(alertEventOfFeed), rules: [request.rule] });
+        const wanted = await matchAlerts(facts, { events: page.events.map(alertEventOfFeed), rules: [request.rule] });
         if (wanted.length > 0) {
           if (expired()) {
             yield KEY_GONE;
@@ -231,7 +250,7 @@ export async function eventFrames(
           yield cursorFrame(page.next_cursor);
           return;
         }
-        page = await listEvents(db, archive, {
+        page = await listFeed({
           ...feedQuery,
           after: page.next_cursor,
           limit: Math.min(BACKFILL_PAGE, BACKFILL_EXAMINED_MAX - examined),

@@ -80,6 +80,7 @@ describe("one account cannot see or touch another's keys", () => {
         id: created.id,
         name: "Alice's key",
         prefix: created.prefix,
+        environment: "live",
         status: "active",
         created_at: created.created_at,
         last_used_at: null,
@@ -91,7 +92,7 @@ describe("one account cannot see or touch another's keys", () => {
         rotated_from: null,
         rotated_to: null,
         allowed_ips: null,
-        scopes: ["products:read", "history:read", "events:read"],
+        scopes: ["products:read", "history:read", "events:read", "sandbox:write"],
       },
     ]);
     const row = await env.DB.prepare("SELECT account_id, name, status, revoked_at FROM api_keys WHERE id = ?").bind(created.id).first();
@@ -136,6 +137,7 @@ describe("one account cannot see or touch another's keys", () => {
       expect(Object.keys(key).sort()).toEqual([
         "allowed_ips",
         "created_at",
+        "environment",
         "expires_at",
         "id",
         "last_used_at",

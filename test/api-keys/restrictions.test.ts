@@ -115,9 +115,9 @@ describe("scopes", () => {
     await stream.body!.cancel();
   });
 
-  it("defaults to all three, and a PATCH narrows them from the next request", async () => {
+  it("defaults to all four, and a PATCH narrows them from the next request", async () => {
     const { token, created } = await keyWith({});
-    expect(created.scopes).toEqual(["products:read", "history:read", "events:read"]);
+    expect(created.scopes).toEqual(["products:read", "history:read", "events:read", "sandbox:write"]);
     await expectJson(await call("GET", "/events", { token: created.key }), 200);
     const patched = await expectJson(
       await call("PATCH", `/api-keys/${created.id}`, { token, body: { scopes: ["history:read", "products:read", "products:read"] } }),

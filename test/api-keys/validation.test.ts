@@ -226,6 +226,7 @@ describe("PATCH /api-keys/:id body validation", () => {
       id: created.id,
       name: "After",
       prefix: created.prefix,
+      environment: "live",
       status: "active",
       created_at: created.created_at,
       last_used_at: null,
@@ -237,7 +238,7 @@ describe("PATCH /api-keys/:id body validation", () => {
       rotated_from: null,
       rotated_to: null,
       allowed_ips: null,
-      scopes: ["products:read", "history:read", "events:read"],
+      scopes: ["products:read", "history:read", "events:read", "sandbox:write"],
     });
   });
 

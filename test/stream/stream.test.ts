@@ -206,7 +206,13 @@ async function framesOf(filters: AlertFilters, timing: StreamTiming, account?: {
   const request = { after: undefined, since: undefined, rule };
   return eventFrames(
     { db: db(), archive: env.ARCHIVE },
-    { request, keyId: account.keyId, socket, timing, closed: new AbortController().signal },
+    {
+      request,
+      key: { id: account.keyId, accountId: account.sub, environment: "live" },
+      socket,
+      timing,
+      closed: new AbortController().signal,
+    },
   );
 }
 

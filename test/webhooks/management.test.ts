@@ -33,6 +33,7 @@ describe("POST /webhooks", () => {
       id: expect.stringMatching(/^whk_[0-9a-f]{32}$/),
       url,
       description: null,
+      environment: "live",
       events: ["price.changed", "stock.changed"],
       min_change_pct: 0,
       filters: null,

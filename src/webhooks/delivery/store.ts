@@ -1,12 +1,12 @@
 import { sql } from "drizzle-orm";
 import { WEBHOOK_DISABLED_EVENTS, webhookDisabledEvents } from "../../account-events/webhook-disabled.ts";
-import { type AlertEvent, alertEventOf, matchAlerts } from "../../alerts/match.ts";
+import { type AlertEvent, alertEventOf } from "../../alerts/match.ts";
 import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
 import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
 import { ACCOUNT_EVENT_TYPES, products, webhookDeliveries, webhookRuleValues, webhooks } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
-import { sandboxFacts } from "../../sandbox/facts.ts";
+import { matchInEnvironments } from "../../sandbox/facts.ts";
 import { abandonRetries } from "../abandoned-retries.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 
@@ -54,14 +54,15 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
 /**
  * The enabled webhooks that want the event (their types, min_change_pct and alert rules, decided by
  * src/alerts/rules.ts): one delivery message each. An account event (src/account-events/) goes only to its
- * own account's webhooks that subscribe to its type; the alert rules are about prices. One D1 query for the
- * webhooks (candidateWebhooks), and at most two for the rules' facts, for the whole batch.
+ * own account's webhooks that subscribe to its type; the alert rules are about prices; a sandbox event only to its
+ * account's test webhooks. One D1 query for the webhooks (candidateWebhooks), and at most two for the rules' facts, for
+ * the whole batch (and for each account's sandbox in it).
  */
 export async function fanOut(db: Database, archive: R2Bucket, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
   const accountEvents = events.filter(isAccountEvent);
-  const changes = events.filter((message) => !isAccountEvent(message)).map((message) => ({ ...alertEventOf(message), message }));
-  const catalogue = changes.filter(({ message }) => message.sandbox_account_id === undefined);
-  const sandboxes = [...new Set(changes.flatMap(({ message }) => message.sandbox_account_id ?? []))];
+  const changes = events.filter((message) => !isAccountEvent(message));
+  const catalogue = changes.filter((message) => message.sandbox_account_id === undefined).map(alertEventOf);
+  const sandboxes = [...new Set(changes.flatMap((message) => message.sandbox_account_id ?? []))];
   const enabled = await db
     .select({
       id: webhooks.id,
@@ -90,18 +91,7 @@ export async function fanOut(db: Database, archive: R2Bucket, events: readonly E
       .map((webhook) => delivery(webhook.id, message)),
   );
   // Live changes to live webhooks; each account's sandbox changes to that account's test webhooks: never across.
-  const live = enabled.filter((webhook) => webhook.environment === "live");
-  const wanted = (
-    await Promise.all([
-      matchAlerts({ db, archive }, { events: catalogue, rules: live }),
-      ...sandboxes.map((accountId) =>
-        matchAlerts(sandboxFacts(db, accountId), {
-          events: changes.filter(({ message }) => message.sandbox_account_id === accountId),
-          rules: enabled.filter((webhook) => webhook.environment === "test" && webhook.accountId === accountId),
-        }),
-      ),
-    ])
-  ).flat();
+  const wanted = await matchInEnvironments({ db, archive }, changes, enabled);
   return [...wanted.map(({ event, rule }) => delivery(rule.id, event.message)), ...own];
 }
 

@@ -1,0 +1,63 @@
+import { listOwnEvents } from "../account-events/service.ts";
+import { unknownProduct } from "../catalogue/history.ts";
+import { summarise } from "../catalogue/views.ts";
+import type { FeedEvent } from "../events/schema.ts";
+import type { Database } from "../platform/db.ts";
+import { sandboxBase } from "../sandbox/catalogue.ts";
+import { sandboxCatalogue, sandboxCompetitors, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
+import type { ToolData } from "./tool-data.ts";
+import { recentChangesQuery } from "./tools.ts";
+
+/**
+ * The tools' data for a test key: its account's sandbox, read as GET /products and the feed read it for a test key
+ * (src/sandbox/reads.ts, listOwnEvents). A search looks through the sandbox's 1,000 products in memory, after one read
+ * of the account's changes: what it reads does not grow with the live catalogue.
+ */
+export function sandboxToolData(db: Database, accountId: string): ToolData {
+  return {
+    async searchProducts(input) {
+      const { base, overlay } = await sandboxCatalogue(db, accountId);
+      const text = input.query?.toLowerCase();
+      const same = (value: string | null, wanted: string | undefined) =>
+        wanted === undefined || value?.toLowerCase() === wanted.toLowerCase();
+      const found = base.products
+        .map((product) => overlay.get(product.id) ?? { product, offers: base.offers.get(product.id)! })
+        .filter(
+          ({ product, offers }) =>
+            (input.sku === undefined || product.sku === input.sku) &&
+            (text === undefined || [product.name, product.brand ?? "", product.sku].some((field) => field.toLowerCase().includes(text))) &&
+            same(product.brand, input.brand) &&
+            same(product.category, input.category) &&
+            (input.competitor === undefined || offers.some((offer) => offer.competitorId === input.competitor)),
+        )
+        .sort((a, b) => (a.product.id < b.product.id ? -1 : 1));
+      return {
+        products: found.slice(0, input.limit).map(({ product, offers }) => {
+          const summary = summarise(offers);
+          const { id, sku, name, brand, category } = product;
+          return {
+            id,
+            sku,
+            name,
+            brand,
+            category,
+            min_price: summary.min_price,
+            currency: summary.currency,
+            offer_count: summary.offer_count,
+          };
+        }),
+        truncated: found.length > input.limit,
+      };
+    },
+    async getProduct(input) {
+      const index = input.id === undefined ? sandboxBase().bySku.get(input.sku!) : undefined;
+      if (input.id === undefined && index === undefined) throw unknownProduct(`sku ${input.sku}`);
+      const id = input.id ?? sandboxBase().products[index!]!.id;
+      return JSON.parse(await sandboxProductJson(db, accountId, id));
+    },
+    history: (productId, query) => sandboxProductHistory(db, accountId, productId, query),
+    competitors: async () => ({ competitors: await sandboxCompetitors(db, accountId) }),
+    recentChanges: (input) =>
+      listOwnEvents<FeedEvent>(db, { accountId, environment: "test", newestFirst: true }, recentChangesQuery(input)),
+  };
+}
