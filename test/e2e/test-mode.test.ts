@@ -46,10 +46,17 @@ describe("dashboard test mode in Chromium", () => {
       const { context, page, problems } = await openPage();
       await signIn(page);
 
-      // Live first: a live key, which test mode must not list.
+      // Live first: a live key, which test mode must not list, used once; it never reads the sandbox.
       const liveKey = await createKey(page, "Live server");
       expect(liveKey).toMatch(/^pda_live_/);
       await closeDialog(page, "create-key-dialog");
+      const live = (await (await getProducts(liveKey)).json()) as { products: Array<{ sku: string }> };
+      expect(live.products.some((product) => product.sku.startsWith("TEST-"))).toBe(false);
+      // The test key's requests from the page (the dialog's look-ups and its change), to find in the usage.
+      let testKeyRequests = 0;
+      page.on("request", (request) => {
+        if (request.headers().authorization?.startsWith("Bearer pda_test_")) testKeyRequests += 1;
+      });
       const toggle = page.getByRole("switch", { name: "Test mode" });
       expect(await shownEnvironment(page)).toMatchObject({ switchedOn: "false", banner: false, marked: "live" });
       await screenshotBoth(page, "live-with-switch");
@@ -120,6 +127,18 @@ describe("dashboard test mode in Chromium", () => {
       // The card's health has caught up with the delivery the dialog showed.
       await expect.poll(() => card.locator(".health").textContent()).toContain("HTTP 200");
 
+      // The usage of test keys only: this one's requests (one from here, the rest from the dialog); no live key offered.
+      await page.getByRole("link", { name: "Usage", exact: true }).click();
+      expect(testKeyRequests).toBeGreaterThanOrEqual(3); // the look-up on opening, the change, the look-up after it
+      const chart = page.locator("#usage figure");
+      await expect.poll(() => chart.locator("h2").textContent()).toContain("All test keys");
+      expect(await chart.locator(".chart-totals").textContent()).toMatch(new RegExp(`^${1 + testKeyRequests} admitted`));
+      const offeredInTest = await page.getByLabel("Key", { exact: true }).locator("option").allTextContents();
+      expect(offeredInTest.some((option) => option.includes("Sandbox script"))).toBe(true);
+      expect(offeredInTest.some((option) => option.includes("Live server"))).toBe(false);
+      await screenshotBoth(page, "test-mode-usage");
+      await page.getByRole("link", { name: "Webhooks", exact: true }).click();
+
       // A reload keeps test mode (the address says it).
       await page.reload();
       await page.waitForURL(`${WORKER}/dashboard/**`);
@@ -135,13 +154,12 @@ describe("dashboard test mode in Chromium", () => {
       await expect.poll(() => page.locator("#keys").textContent()).toContain("Live server");
       expect(await page.locator("#keys").textContent()).not.toContain("Sandbox script");
       await page.getByRole("link", { name: "Usage", exact: true }).click();
+      await expect.poll(() => chart.locator("h2").textContent()).toContain("All keys");
+      expect(await chart.locator(".chart-totals").textContent()).toMatch(/^1 admitted/); // the live key's one request
       const offered = await page.getByLabel("Key", { exact: true }).locator("option").allTextContents();
       expect(offered.some((option) => option.includes("Live server"))).toBe(true);
       expect(offered.some((option) => option.includes("Sandbox script"))).toBe(false);
       await screenshotBoth(page, "live-again");
-      // A live key never reads the sandbox.
-      const live = (await (await getProducts(liveKey)).json()) as { products: Array<{ sku: string }> };
-      expect(live.products.some((product) => product.sku.startsWith("TEST-"))).toBe(false);
 
       // The choice is remembered per browser: a new tab of this browser, at the bare address, opens in test mode.
       await toggle.click();
