@@ -28,6 +28,8 @@ import { listEntries } from "./form-fields.ts";
 import { holdTestKey } from "./send-change.ts";
 
 type Scope = ApiKey["scopes"][number];
+/** The scope only a test key can use (POST /test/observations): neither shown nor offered for a live key. */
+const TEST_KEYS_ONLY: Scope = "sandbox:write";
 
 const keyPath = (key: ApiKey, rest = "") => `/api-keys/${encodeURIComponent(key.id)}${rest}`;
 
@@ -130,7 +132,9 @@ const STATUS_LABEL: Record<ApiKey["status"], string> = { active: "Active", expir
 
 /** What the key may do: "All data" or its scopes, and where from. */
 function accessSummary(key: ApiKey): string {
-  const scopes = key.scopes.length === KEY_SCOPES.length ? "All data" : key.scopes.join(", ");
+  const meaningful = (scopes: readonly Scope[]) => scopes.filter((scope) => key.environment === "test" || scope !== TEST_KEYS_ONLY);
+  const held = meaningful(key.scopes);
+  const scopes = held.length === meaningful(KEY_SCOPES).length ? "All data" : held.join(", ");
   const ips = key.allowed_ips?.length;
   return `${scopes} · ${ips ? `${ips} IP range${ips === 1 ? "" : "s"}` : "any IP"}`;
 }
@@ -311,7 +315,11 @@ function editAccess(key: ApiKey): Promise<string> {
   const form = byId<HTMLFormElement>("access-form");
   form.reset();
   byId("access-title").textContent = `Access of “${key.name}”`;
-  for (const box of form.querySelectorAll<HTMLInputElement>('input[name="scopes"]')) box.checked = key.scopes.includes(box.value as Scope);
+  for (const box of form.querySelectorAll<HTMLInputElement>('input[name="scopes"]')) {
+    box.checked = key.scopes.includes(box.value as Scope);
+    // Offered for a test key only; a live key keeps it as it is (the hidden box is still sent).
+    if (box.value === TEST_KEYS_ONLY) box.closest("label")!.hidden = key.environment !== "test";
+  }
   byId<HTMLTextAreaElement>("access-ips").value = (key.allowed_ips ?? []).join("\n");
   return openDialog(byId<HTMLDialogElement>("access-dialog"), form.querySelector<HTMLInputElement>('input[name="scopes"]'));
 }
