@@ -41,10 +41,7 @@ describe("a test key", () => {
   it("rotation keeps the environment: a test key's successor is a test key", async () => {
     const { token } = await freshAccount();
     const created = await testKey(token);
-    const successor = await expectJson(
-      await call("POST", `/api-keys/${created.id}/rotate`, { token, body: { grace_seconds: 0 } }),
-      201,
-    );
+    const successor = await expectJson(await call("POST", `/api-keys/${created.id}/rotate`, { token, body: { grace_seconds: 0 } }), 201);
     expect(successor).toMatchObject({ environment: "test", rotated_from: created.id, key: expect.stringMatching(/^pda_test_/) });
     await expectJson(await call("GET", "/products?sku=TEST-CF-0001", { token: successor.key }), 200);
   });

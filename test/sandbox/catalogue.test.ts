@@ -1,0 +1,199 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { SANDBOX_SHOPS } from "../../src/sandbox/world.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { buildCatalogue } from "../helpers/catalogue-factory.ts";
+import { call, expectJson } from "../helpers/http.ts";
+import { ingest } from "../helpers/webhooks.ts";
+
+/**
+ * The sandbox (contract, "Test mode"): a test key reads a synthetic catalogue of 1,000 products, the same for every
+ * account, plus its own account's changes; it never sees live data, and a live key never sees sandbox data.
+ */
+
+interface Product {
+  id: string;
+  sku: string;
+  offers: { competitor_id: string; price: string; currency: string; in_stock: boolean }[];
+}
+
+async function testAccount() {
+  const account = await freshAccount();
+  const created = await expectJson(
+    await call("POST", "/api-keys", { token: account.token, body: { name: "sandbox", environment: "test" } }),
+    201,
+  );
+  return { ...account, testKey: created.key as string };
+}
+
+const products = async (key: string, query = ""): Promise<Product[]> =>
+  ((await expectJson(await call("GET", `/products${query}`, { token: key }), 200)) as unknown as { products: Product[] }).products;
+
+const change = (product: Product, price: string, competitor = product.offers[0]!) => ({
+  sku: product.sku,
+  name: "ignored: a stored product keeps its name",
+  competitor: { id: competitor.competitor_id, name: "ignored" },
+  price,
+  currency: competitor.currency,
+  in_stock: competitor.in_stock,
+});
+
+const simulate = (key: string, observations: unknown[]) => call("POST", "/test/observations", { token: key, body: { observations } });
+
+describe("a test key reads the sandbox", () => {
+  it("1,000 synthetic products, TEST- SKUs, the sandbox's own shops in several currencies, the same for every account", async () => {
+    const [a, b] = [await testAccount(), await testAccount()];
+    const listed = await products(a.testKey);
+    expect(listed).toHaveLength(1000);
+    expect(listed.every((p) => p.sku.startsWith("TEST-"))).toBe(true);
+    expect(new Set(listed.map((p) => p.sku)).size).toBe(1000);
+    const shops = new Set(listed.flatMap((p) => p.offers.map((o) => o.competitor_id)));
+    expect([...shops].sort()).toEqual(SANDBOX_SHOPS.map((s) => s.id).sort());
+    expect(new Set(listed.flatMap((p) => p.offers.map((o) => o.currency)))).toEqual(new Set(["USD", "GBP", "EUR", "JPY"]));
+    expect(listed.every((p) => p.offers.length >= 2)).toBe(true);
+    expect(await products(b.testKey)).toEqual(listed);
+    const { competitors } = await expectJson(await call("GET", "/competitors", { token: a.testKey }), 200);
+    expect(competitors.map((c) => c.id).sort()).toEqual(SANDBOX_SHOPS.map((s) => s.id).sort());
+    expect(competitors.reduce((sum, c) => sum + c.offer_count, 0)).toBe(listed.reduce((sum, p) => sum + p.offers.length, 0));
+  });
+
+  it("history over the last 30 days, ending now, as GET /products/{id}/history gives it", async () => {
+    const { testKey } = await testAccount();
+    const [first] = await products(testKey, "?sku=TEST-CF-0001");
+    const { history } = await expectJson(await call("GET", `/products/${first!.id}/history`, { token: testKey }), 200);
+    const times = history.map((row) => Date.parse(row.observed_at));
+    expect(Math.min(...times)).toBeGreaterThan(Date.now() - 31 * 86_400_000);
+    expect(Math.max(...times)).toBeLessThanOrEqual(Date.now());
+    expect(new Set(history.map((row) => row.competitor_id))).toEqual(new Set(first!.offers.map((o) => o.competitor_id)));
+    // Each offer's current price is its latest history row's.
+    for (const offer of first!.offers)
+      expect(history.filter((row) => row.competitor_id === offer.competitor_id).at(-1)!.price).toBe(offer.price);
+  });
+
+  it("filters as GET /products does for live keys: sku, competitor, brand and category case-insensitively, updated_since", async () => {
+    const { testKey } = await testAccount();
+    const all = await products(testKey);
+    expect(await products(testKey, "?sku=TEST-PT-0002")).toEqual(all.filter((p) => p.sku === "TEST-PT-0002"));
+    const sakura = await products(testKey, "?competitor=test_sakura");
+    expect(sakura).toEqual(all.filter((p) => p.offers.some((o) => o.competitor_id === "test_sakura")));
+    const brand = await products(testKey, "?brand=dewalt");
+    expect(brand.length).toBeGreaterThan(0);
+    expect(brand).toEqual(all.filter((p) => (p as unknown as { brand: string }).brand === "DeWalt"));
+    expect((await products(testKey, "?category=BOARD%20GAMES")).length).toBe(125);
+    const ndjson = await call("GET", "/products?category=Monitors", { token: testKey, headers: { Accept: "application/x-ndjson" } });
+    expect((await ndjson.text()).trim().split("\n")).toHaveLength(125);
+  });
+});
+
+describe("never mixed", () => {
+  it("a test key never sees live data: no live product in its list, a live product's id is 404, live competitors absent", async () => {
+    const { key: live, testKey } = await testAccount();
+    const sku = `LIVE-${Date.now()}`;
+    await ingest([{ sku, price: "12.00", competitor: { id: "cmp_live_only", name: "Live only" } }]);
+    expect((await expectJson(await call("GET", `/products/${await liveIdOf(sku)}`, { token: live }), 200)).sku).toBe(sku);
+    expect((await products(testKey)).some((p) => p.sku === sku)).toBe(false);
+    expect(await products(testKey, `?sku=${sku}`)).toEqual([]);
+    await expectJson(await call("GET", `/products/${await liveIdOf(sku)}`, { token: testKey }), 404);
+    await expectJson(await call("GET", `/products/${await liveIdOf(sku)}/history`, { token: testKey }), 404);
+    const { competitors } = await expectJson(await call("GET", "/competitors", { token: testKey }), 200);
+    expect(competitors.some((c) => c.id === "cmp_live_only")).toBe(false);
+  });
+
+  it("a live key never sees sandbox data: no TEST- product, a sandbox product's id is 404", async () => {
+    const { key: live, testKey } = await testAccount();
+    await buildCatalogue();
+    const [sandboxProduct] = await products(testKey, "?sku=TEST-SP-0004");
+    await expectJson(await call("GET", `/products/${sandboxProduct!.id}`, { token: live }), 404);
+    await expectJson(await call("GET", `/products/${sandboxProduct!.id}/history`, { token: live }), 404);
+    expect(await products(live, "?sku=TEST-SP-0004")).toEqual([]);
+    const { competitors } = await expectJson(await call("GET", "/competitors", { token: live }), 200);
+    expect(competitors.some((c) => c.id.startsWith("test_"))).toBe(false);
+  });
+});
+
+const liveIdOf = async (sku: string) =>
+  (await env.DB.prepare("SELECT id FROM products WHERE sku = ?").bind(sku).first<{ id: string }>())!.id;
+
+describe("POST /test/observations", () => {
+  it("changes this account's sandbox only, with the ingestion's answer, history and event", async () => {
+    const [a, b] = [await testAccount(), await testAccount()];
+    const [product] = await products(a.testKey, "?sku=TEST-VC-0005");
+    const offer = product!.offers[0]!;
+    const answer = await expectJson(await simulate(a.testKey, [change(product!, "1.23")]), 200);
+    expect(answer).toEqual({ received: 1, products_created: 0, offers_created: 0, price_changes: 1, stock_changes: 0 });
+
+    const after = await expectJson(await call("GET", `/products/${product!.id}`, { token: a.testKey }), 200);
+    expect(after.offers.find((o) => o.competitor_id === offer.competitor_id)).toMatchObject({ price: "1.23", previous_price: offer.price });
+    expect((await products(a.testKey, "?sku=TEST-VC-0005"))[0]).toEqual(after);
+    const { history } = await expectJson(await call("GET", `/products/${product!.id}/history`, { token: a.testKey }), 200);
+    expect(history.at(-1)).toMatchObject({ competitor_id: offer.competitor_id, price: "1.23" });
+    // The same call again is a replay of the same price: nothing changes.
+    expect(await expectJson(await simulate(a.testKey, [change(product!, "1.23")]), 200)).toMatchObject({ price_changes: 0 });
+
+    // Another account's sandbox is untouched.
+    const otherView = await expectJson(await call("GET", `/products/${product!.id}`, { token: b.testKey }), 200);
+    expect(otherView.offers.find((o) => o.competitor_id === offer.competitor_id)!.price).toBe(offer.price);
+    expect((await products(b.testKey, "?sku=TEST-VC-0005"))[0]!.offers[0]!.price).toBe(offer.price);
+  });
+
+  it("a live key is 403 naming the environment, and changes nothing", async () => {
+    const { key: live, testKey } = await testAccount();
+    const [product] = await products(testKey, "?sku=TEST-BK-0006");
+    const refused = await expectJson(await simulate(live, [change(product!, "2.00")]), 403);
+    expect(refused.detail).toMatch(/live key/);
+    expect(refused.detail).toMatch(/test key/);
+    expect((await products(testKey, "?sku=TEST-BK-0006"))[0]).toEqual(product);
+  });
+
+  it("only sandbox SKUs and competitors, at most 100 observations: 400 naming them, nothing written", async () => {
+    const { testKey } = await testAccount();
+    const [product] = await products(testKey, "?sku=TEST-SH-0007");
+    const bad = await expectJson(
+      await simulate(testKey, [change(product!, "3.00"), { ...change(product!, "3.00"), sku: "KET-1000" }]),
+      400,
+    );
+    expect(bad.detail).toMatch(/KET-1000/);
+    expect(bad.detail).toMatch(/TEST-/);
+    const shop = await expectJson(
+      await simulate(testKey, [{ ...change(product!, "3.00"), competitor: { id: "cmp_amazon", name: "Amazon" } }]),
+      400,
+    );
+    expect(shop.detail).toMatch(/cmp_amazon/);
+    const many = await expectJson(
+      await simulate(
+        testKey,
+        Array.from({ length: 101 }, () => change(product!, "3.00")),
+      ),
+      400,
+    );
+    expect(many.detail).toMatch(/observations: must hold at most 100/);
+    expect((await products(testKey, "?sku=TEST-SH-0007"))[0]).toEqual(product);
+  });
+
+  it("a new offer from a sandbox shop on a sandbox product is created, and a stock change is an event", async () => {
+    const { testKey } = await testAccount();
+    const [product] = await products(testKey, "?sku=TEST-BG-0008");
+    const absent = SANDBOX_SHOPS.find((shop) => !product!.offers.some((o) => o.competitor_id === shop.id))!;
+    const created = await expectJson(
+      await simulate(testKey, [
+        {
+          sku: product!.sku,
+          name: "x",
+          competitor: { id: absent.id, name: absent.name },
+          price: "100",
+          currency: absent.currency,
+          in_stock: true,
+        },
+      ]),
+      200,
+    );
+    expect(created).toMatchObject({ offers_created: 1 });
+    const stock = await expectJson(
+      await simulate(testKey, [{ ...change(product!, product!.offers[0]!.price), in_stock: !product!.offers[0]!.in_stock }]),
+      200,
+    );
+    expect(stock).toMatchObject({ stock_changes: 1, price_changes: 0 });
+    const after = await expectJson(await call("GET", `/products/${product!.id}`, { token: testKey }), 200);
+    expect(after.offers).toHaveLength(product!.offers.length + 1);
+  });
+});
