@@ -267,6 +267,7 @@ export async function finishKeyRotation(form: HTMLFormElement): Promise<void> {
   if (!key) return;
   const grace = chosenGrace(form);
   const created = await api<CreatedApiKey>("POST", keyPath(key, "/rotate"), { grace_seconds: grace });
+  holdTestKey(created); // a test key's successor is one "Send a price change" can use
   form.hidden = true;
   byId("rotate-done").hidden = false;
   const ends = grace
