@@ -173,6 +173,27 @@ describe("dashboard test mode in Chromium", () => {
       await screenshot(second, "new-tab-remembers-test-mode-phone");
       await second.setViewportSize(DESKTOP);
 
+      // The test key's secret stayed in the first page's memory: this page holds none (nor does any storage), so
+      // the dialog offers to paste one or create one, and a key created there is used at once.
+      for (const storage of ["localStorage", "sessionStorage"])
+        expect(await second.evaluate(`JSON.stringify(Object.values(${storage}))`)).not.toContain("pda_test_");
+      await second.getByRole("button", { name: "Send a price change" }).click();
+      const secondSend = second.locator("#send-change-dialog");
+      expect(await secondSend.getByLabel("Send with").locator("option").allTextContents()).toEqual(["A test key I paste"]);
+      expect(await secondSend.getByLabel("Paste a test key").isVisible()).toBe(true);
+      await secondSend.getByRole("button", { name: "Create a test key for this" }).click();
+      await expect.poll(() => secondSend.getByLabel("Offer to change").locator("option").count()).toBeGreaterThan(0);
+      expect(await secondSend.getByLabel("Send with").locator("option:checked").textContent()).toMatch(
+        /^Dashboard: send a price change \(pda_test_/,
+      );
+      expect(await secondSend.getByLabel("Paste a test key").isVisible()).toBe(false);
+      await secondSend.getByRole("button", { name: "Close" }).click();
+      await expect.poll(() => second.locator("#keys").textContent()).toContain("Dashboard: send a price change");
+
+      // Activity in test mode is about test keys and webhooks only: nothing has happened to them.
+      await second.getByRole("link", { name: "Activity", exact: true }).click();
+      await expect.poll(() => second.locator("#activity").textContent()).toContain("Nothing to report about your test keys and webhooks");
+
       expect(problems).toEqual([]);
       await context.close();
     } finally {
