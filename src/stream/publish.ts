@@ -16,9 +16,9 @@ const log = logger("stream-publish");
  */
 export async function publishToStreams(env: Pick<Env, "STREAM_HUB">, events: readonly EventMessage[]): Promise<void> {
   if (events.length === 0) return;
-  // A sandbox's events (POST /test/observations) concern one account, whose streams are all in its hub.
-  const sandbox = events[0]!.sandbox_account_id;
-  const hubs = sandbox === undefined ? everyHub(env) : [hubOf(env, sandbox)];
+  // A sandbox's events (POST /test/observations) concern their account alone, whose streams are all in its hub.
+  const sandboxes = new Set(events.map((event) => event.sandbox_account_id));
+  const hubs = sandboxes.has(undefined) ? everyHub(env) : [...sandboxes].map((accountId) => hubOf(env, accountId!));
   await pLimit(MAX_OPEN_CONNECTIONS).map(hubs, (hub, index) =>
     hub
       .publish(events)

@@ -21,7 +21,9 @@ import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks
  * a disabled webhook, a usage threshold) while account B uses everything a client can reach: every operation of
  * the OpenAPI document, every MCP tool, the stream (live, backfill and its hubs' publish), replay and the webhook fan-out. Nothing B
  * receives may carry A's account id, key ids, key names, key prefixes, webhook ids or webhook URLs. B also names
- * A's ids wherever a route takes one, and must get nothing of A's back.
+ * A's ids wherever a route takes one, and must get nothing of A's back. Both also work in test mode: A changes its
+ * sandbox (POST /test/observations, a price no one else sets) while B's test key reads its own sandbox, its feed, its
+ * stream and its tools, and B's test webhook is fanned out to: none may show A's sandbox change or its events.
  *
  * The tables below are checked against the document and the MCP server's tool list: a route or tool added later
  * that is not exercised here fails "every operation and every tool is exercised".
@@ -37,6 +39,10 @@ interface Tenant {
   keyId: string;
   webhookId: string;
   webhookUrl: string;
+  /** A test key (pda_test_) and a test webhook: the account's sandbox. */
+  testKey: string;
+  testKeyId: string;
+  testWebhookId: string;
 }
 
 let receiver: Receiver;
@@ -44,8 +50,12 @@ let a: Tenant & { markers: string[] };
 let b: Tenant;
 let productId: string;
 /** What B's streams showed while A acted (read in beforeAll, checked in a test of their own). */
-const streamed = { live: "", backfill: "" };
+const streamed = { live: "", backfill: "", test: "" };
 const sku = `TENANTS-${tag}`;
+/** The sandbox product both change (one that test_harbor sells, in USD); A's price for it is set by no one else. */
+let sandboxSku: string;
+const A_SANDBOX_PRICE = "98765.43";
+let sandboxProductId: string;
 
 /** Everything that names A: what B must never be shown. */
 function markersOf(values: readonly string[]): string[] {
@@ -56,8 +66,30 @@ async function tenant(name: string, plan: "premium" | "standard"): Promise<Tenan
   const account = await freshAccount({ plan, sub: `tenant-${name}-${tag}` });
   const webhookUrl = hookUrl(`${name}-secret-token-${tag}`);
   const hook = await createWebhook(account.token, { url: webhookUrl, events: ALL_TYPES });
-  return { sub: account.sub, token: account.token, key: account.key, keyId: account.keyId, webhookId: hook.id, webhookUrl };
+  const test = await call("POST", "/api-keys", { token: account.token, body: { name: `${name}-test-key-${tag}`, environment: "test" } });
+  const testKey = await test.json<{ id: string; key: string }>();
+  const testHook = await createWebhook(account.token, { url: hookUrl(`${name}-test-secret-token-${tag}`), environment: "test" });
+  return {
+    sub: account.sub,
+    token: account.token,
+    key: account.key,
+    keyId: account.keyId,
+    webhookId: hook.id,
+    webhookUrl,
+    testKey: testKey.key,
+    testKeyId: testKey.id,
+    testWebhookId: testHook.id,
+  };
 }
+
+/** A price change to the account's sandbox product (POST /test/observations, in the sandbox shop's USD). */
+const sandboxChange = (testKey: string, price: string) =>
+  call("POST", "/test/observations", {
+    token: testKey,
+    body: {
+      observations: [{ sku: sandboxSku, name: "x", competitor: { id: "test_harbor", name: "x" }, price, currency: "USD", in_stock: true }],
+    },
+  });
 
 /** An SSE response read in the background into text, until `until` appears or the time runs out. */
 function readStream(res: Response) {
@@ -126,10 +158,24 @@ beforeAll(async () => {
     expiring.prefix,
     gone.id,
     goneUrl,
+    a.testKeyId,
+    a.testKey.slice(0, 17),
+    a.testWebhookId,
+    A_SANDBOX_PRICE,
   ]);
 
   // B is listening before A acts: the stream's live phase is what must keep A's events home.
   const live = readStream(await openStream(b.key));
+  const testStream = readStream(await openStream(b.testKey));
+  const sold = await call("GET", "/products?competitor=test_harbor", { token: b.testKey }).then((r) => r.json<any>());
+  [sandboxSku, sandboxProductId] = [sold.products[0].sku, sold.products[0].id];
+  // A changes its sandbox; the events it makes are A's alone.
+  expect((await sandboxChange(a.testKey, A_SANDBOX_PRICE)).status).toBe(200);
+  a.markers.push(
+    ...(
+      await env.DB.prepare("SELECT id FROM events WHERE account_id = ? AND environment = 'test'").bind(a.sub).all<{ id: string }>()
+    ).results.map((row) => row.id),
+  );
   const since = new Date(Date.now() - 1000).toISOString();
 
   await ingest([{ sku, price: "20.00", in_stock: true }]);
@@ -144,8 +190,11 @@ beforeAll(async () => {
   for (let i = 2; i <= 8; i++) await call("GET", "/competitors", { token: a.key }); // 80 % of a day of 10: usage.threshold
   await vi.waitFor(
     async () => {
-      const types = (await env.DB.prepare("SELECT DISTINCT type FROM events WHERE account_id = ?").bind(a.sub).all<{ type: string }>())
-        .results;
+      const types = (
+        await env.DB.prepare("SELECT DISTINCT type FROM events WHERE account_id = ? AND environment = 'live'")
+          .bind(a.sub)
+          .all<{ type: string }>()
+      ).results;
       expect(types.map((t) => t.type).sort()).toEqual(["api_key.expiring", "api_key.leaked", "usage.threshold", "webhook.disabled"]);
     },
     { timeout: 10_000 },
@@ -156,6 +205,11 @@ beforeAll(async () => {
   await live.until('"new_price":"17.00"');
   await live.close();
   streamed.live = live.text();
+  // B's own sandbox change, after A's: once B's test stream shows it, A's went past (same publish path, one hub per account).
+  expect((await sandboxChange(b.testKey, "12.34")).status).toBe(200);
+  await testStream.until('"new_price":"12.34"');
+  await testStream.close();
+  streamed.test = testStream.text();
 
   const backfill = readStream(await openStream(b.key, `?since=${encodeURIComponent(since)}`));
   await backfill.until('"new_price":"17.00"');
@@ -185,21 +239,38 @@ const as = (token: () => string, method: string, path: () => string, body?: unkn
 };
 const login = () => b.token;
 const key = () => b.key;
+const testKey = () => b.testKey;
 
 /**
  * Every operation of the document, as B calls it; where a route takes an id, B tries A's (and gets a 404) and
  * then its own.
  */
 const OPERATIONS: Record<string, Exercise[]> = {
-  "GET /products": [as(key, "GET", () => "/products"), as(key, "GET", () => `/products?sku=${sku}`)],
-  "GET /products/{id}": [as(key, "GET", () => `/products/${productId}`)],
-  "GET /products/{id}/history": [as(key, "GET", () => `/products/${productId}/history`)],
-  "GET /competitors": [as(key, "GET", () => "/competitors")],
-  "GET /events/stream": [], // read in beforeAll, live and backfill
-  "GET /events": [as(key, "GET", () => "/events?limit=1000"), as(key, "GET", () => `/events?limit=1000&type=api_key.leaked`)],
+  "GET /products": [
+    as(key, "GET", () => "/products"),
+    as(key, "GET", () => `/products?sku=${sku}`),
+    as(testKey, "GET", () => "/products"),
+    as(testKey, "GET", () => `/products?sku=${sandboxSku}`),
+  ],
+  "GET /products/{id}": [as(key, "GET", () => `/products/${productId}`), as(testKey, "GET", () => `/products/${sandboxProductId}`)],
+  "GET /products/{id}/history": [
+    as(key, "GET", () => `/products/${productId}/history`),
+    as(testKey, "GET", () => `/products/${sandboxProductId}/history`),
+  ],
+  "GET /competitors": [as(key, "GET", () => "/competitors"), as(testKey, "GET", () => "/competitors")],
+  "GET /events/stream": [], // read in beforeAll, live, backfill and test mode
+  "GET /events": [
+    as(key, "GET", () => "/events?limit=1000"),
+    as(key, "GET", () => `/events?limit=1000&type=api_key.leaked`),
+    as(testKey, "GET", () => "/events?limit=1000"),
+  ],
+  "POST /test/observations": [as(testKey, "POST", () => "/test/observations", { observations: [] })],
   "GET /account/events": [as(login, "GET", () => "/account/events?limit=1000")],
   "GET /account": [as(login, "GET", () => "/account")],
-  "GET /account/usage": [as(login, "GET", () => "/account/usage?granularity=day")],
+  "GET /account/usage": [
+    as(login, "GET", () => "/account/usage?granularity=day"),
+    as(login, "GET", () => "/account/usage?granularity=day&environment=test"),
+  ],
   "GET /api-keys": [as(login, "GET", () => "/api-keys")],
   "POST /api-keys": [as(login, "POST", () => "/api-keys", { name: "b's second key" })],
   "POST /api-keys/{id}/rotate": [as(login, "POST", () => `/api-keys/${a.keyId}/rotate`, { grace_seconds: 60 })],
@@ -259,10 +330,18 @@ describe("tenants apart", () => {
     }
   });
 
-  it("B's streams, live and backfill, carry A's price changes but nothing else of A's", () => {
+  it("B's streams, live and backfill, carry A's price changes but nothing else of A's; B's test stream, only B's sandbox", () => {
     for (const text of [streamed.live, streamed.backfill]) expect(text).toContain('"new_price":"18.00"');
     expectNothingOfA("GET /events/stream (live)", streamed.live);
     expectNothingOfA("GET /events/stream?since= (backfill)", streamed.backfill);
+    expectNothingOfA("GET /events/stream (test key)", streamed.test);
+    expect(streamed.test).not.toContain('"new_price":"18.00"');
+  });
+
+  it("B's test key reads B's sandbox: A's sandbox change is not in it, and B's own is", async () => {
+    const product = await call("GET", `/products/${sandboxProductId}`, { token: b.testKey }).then((r) => r.json<any>());
+    expect(product.offers.find((offer: { competitor_id: string }) => offer.competitor_id === "test_harbor").price).toBe("12.34");
+    expectNothingOfA("B's sandbox product", JSON.stringify(product));
   });
 
   it("the stream hubs' publish (an ingestion's background path), given every event of the day with A's account events, sends B's stream nothing else of A's", async () => {
@@ -275,7 +354,7 @@ describe("tenants apart", () => {
       expect(rows.results.some((row) => row.account_id === a.sub)).toBe(true);
       await publishToStreams(
         env,
-        rows.results.map((row) => eventMessageOf(row as never)),
+        rows.results.map((row) => eventMessageOf({ ...row, accountId: row.account_id } as never)),
       );
       await stream.until('"new_price":"17.00"');
       expectNothingOfA("the stream hubs' publish to B's stream", stream.text());
@@ -285,12 +364,17 @@ describe("tenants apart", () => {
     }
   });
 
-  it("B's MCP tool results carry nothing of A's", async () => {
-    const client = await mcpClient(b.key);
-    for (const [tool, calls] of Object.entries(MCP_TOOLS)) {
-      for (const args of calls) {
-        const result = await client.callTool({ name: tool, arguments: tool === "price_history" ? { product_id: productId } : args });
-        expectNothingOfA(`MCP ${tool}`, JSON.stringify(result));
+  it("B's MCP tool results carry nothing of A's, with a live key and with a test key", async () => {
+    for (const [apiKey, product] of [
+      [b.key, productId],
+      [b.testKey, sandboxProductId],
+    ] as const) {
+      const client = await mcpClient(apiKey);
+      for (const [tool, calls] of Object.entries(MCP_TOOLS)) {
+        for (const args of calls) {
+          const result = await client.callTool({ name: tool, arguments: tool === "price_history" ? { product_id: product } : args });
+          expectNothingOfA(`MCP ${tool}`, JSON.stringify(result));
+        }
       }
     }
   });
@@ -303,11 +387,14 @@ describe("tenants apart", () => {
     const deliveries = await fanOut(
       database(env.DB),
       env.ARCHIVE,
-      events.map((row) => eventMessageOf(row as never)),
+      events.map((row) => eventMessageOf({ ...row, accountId: row.account_id } as never)),
     );
     const toB = deliveries.filter((delivery) => delivery.webhook_id === b.webhookId);
     expect(toB.map((d) => d.event.type)).toContain("price.changed");
     expectNothingOfA("fan-out to B's webhook", JSON.stringify(toB));
+    const toBTest = deliveries.filter((delivery) => delivery.webhook_id === b.testWebhookId);
+    expect(toBTest.map((d) => d.event.data.new_price)).toEqual(["12.34"]); // B's own sandbox change, nothing else
+    expectNothingOfA("fan-out to B's test webhook", JSON.stringify(toBTest));
     await runQueue(toB.map((d) => d));
     await vi.waitFor(() => expect(receiver.to(b.webhookUrl).length).toBeGreaterThan(0), { timeout: 10_000 });
     for (const request of receiver.to(b.webhookUrl)) expectNothingOfA("a delivery to B's webhook", request.body);
