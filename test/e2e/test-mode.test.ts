@@ -19,7 +19,7 @@ import {
   WORKER,
 } from "./harness.ts";
 
-const { setUp, openPage, signIn, screenshot, screenshotBoth } = browserHarness("test-mode");
+const { setUp, openPage, signIn, screenshot, screenshotBoth, screenshotTall } = browserHarness("test-mode");
 
 /** The environment the page says it shows: the switch, the banner, the body's mark and the address agree. */
 async function shownEnvironment(page: Page) {
@@ -108,7 +108,10 @@ describe("dashboard test mode in Chromium", () => {
       const newPrice = await send.getByLabel("New price").inputValue();
       expect(sku).toMatch(/^TEST-/);
       expect(newPrice).toMatch(/^\d+(\.\d+)?$/);
-      await screenshotBoth(page, "send-price-change-dialog");
+      await screenshot(page, "send-price-change-dialog-desktop");
+      await page.setViewportSize(PHONE);
+      await screenshotTall(page, "send-price-change-dialog-phone"); // the whole dialog, which scrolls on a phone
+      await page.setViewportSize(DESKTOP);
       await send.getByRole("button", { name: "Send price change" }).click();
       await expect.poll(() => send.locator(".feedback").textContent(), { timeout: 30_000 }).toContain("Sent (");
 
