@@ -10,6 +10,7 @@
 import { cpSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
+import { generateApiKey, hashApiKey } from "../../src/api-keys/format.ts";
 import type { BuildReport, BuildWork } from "../../src/catalogue/snapshot/build-report.ts";
 import { formatMoney } from "../../src/platform/money.ts";
 import { heapUsage, type InspectorSession, liveHeapUsage, openInspector } from "../harness/inspector.ts";
@@ -165,6 +166,42 @@ async function onWorker<T>(
   }
 }
 
+/**
+ * A test key's GET /products beside the live key's, on the same worker: its account's sandbox (1,000 generated products and
+ * the account's changes: src/sandbox/). The first is the isolate's first sandbox read (it generates the hour's base).
+ */
+async function sandboxReads(worker: Worker, sandboxKey: string) {
+  const url = `${worker.directUrl}/products`;
+  const auth = { Authorization: `Bearer ${sandboxKey}` };
+  const first = await timedGet(url, { ...auth, "Accept-Encoding": "gzip" });
+  if (first.status !== 200) throw new Error(`GET /products with a test key answered ${first.status}`);
+  return {
+    first: await transferOf(first),
+    gzip: await transferOf(await timedGet(url, { ...auth, "Accept-Encoding": "gzip" })),
+    identity: await transferOf(await timedGet(url, { ...auth, "Accept-Encoding": "identity" })),
+    categoryGzip: await transferOf(await timedGet(`${url}?category=coffee%20machines`, { ...auth, "Accept-Encoding": "gzip" })),
+  };
+}
+
+const header = (t: Timed, name: string) => String(t.headers[name] ?? "");
+const transferOf = (t: Timed) => ({
+  ttfbMs: t.ttfbMs,
+  totalMs: t.totalMs,
+  bytes: t.bytes,
+  encoding: header(t, "content-encoding") || "identity",
+  work: header(t, "x-work-counts"),
+});
+
+/** A test key of an account of its own, as SQL beside the bench's keys (bench/harness/keys.ts stores them so). */
+async function sandboxKeySql() {
+  const { key, prefix } = generateApiKey("pda", "test");
+  const sql =
+    "INSERT INTO accounts (id, plan) VALUES ('bench-sandbox', 'premium');\n" +
+    "INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, environment) VALUES " +
+    `('key_bench_sandbox', 'bench-sandbox', 'bench sandbox', '${prefix}', '${await hashApiKey(key)}', 'active', 'test');\n`;
+  return { key, sql };
+}
+
 /** The first full build (the first request pokes the builder; 503 until it is done), then every kind of GET /products, each with the heap's peaks. */
 async function buildAndServe(worker: Worker, key: string, live: boolean) {
   const url = `${worker.directUrl}/products`;
@@ -193,14 +230,7 @@ async function buildAndServe(worker: Worker, key: string, live: boolean) {
   const skipped = await timedGet(`${url}?updated_since=2100-01-01`, auth);
   const category = await timedGet(`${url}?category=headphones`, gzip);
   const heapServing = await serving.stop();
-  const header = (t: Timed, name: string) => String(t.headers[name] ?? "");
-  const transfer = (t: Timed) => ({
-    ttfbMs: t.ttfbMs,
-    totalMs: t.totalMs,
-    bytes: t.bytes,
-    encoding: header(t, "content-encoding") || "identity",
-    work: header(t, "x-work-counts"),
-  });
+  const transfer = transferOf;
   return {
     fullBuildServedMs,
     fullBuildCpuS,
@@ -319,10 +349,11 @@ export async function measureCatalogue(size: number, context: CatalogueContext) 
   const label = `catalogue, ${size.toLocaleString("en")} products`;
   const keys = await makeKeys({ load: 1, exact: 0, revoke: 0 });
   const key = keys.load[0]!.key;
+  const sandbox = await sandboxKeySql();
   const dir = join(context.work, `catalogue-${size}`);
   context.step(`${label}: seeding`);
   const seedStarted = performance.now();
-  await seedState(dir, size, keys.sql, seedTimeoutMs(size));
+  await seedState(dir, size, keys.sql + sandbox.sql, seedTimeoutMs(size));
   const seedMs = performance.now() - seedStarted;
   const scatteredOffers = await randomOffers(dir, SCATTERED);
   cpSync(dir, `${dir}-live`, { recursive: true });
@@ -330,12 +361,14 @@ export async function measureCatalogue(size: number, context: CatalogueContext) 
   context.step(`${label}: full build, GET /products, ${context.changes} one-product change(s)`);
   const timed = await onWorker(label, dir, context, async (worker, log) => {
     const measured = await buildAndServe(worker, key, false);
+    context.step(`${label}: a test key's GET /products (the sandbox) beside the live key's`);
+    const sandboxProducts = await sandboxReads(worker, sandbox.key);
     context.step(`${label}: filtered reads`);
     const filteredReads = await measureFilteredReads(worker, key);
     const changeServedMs = await oneProductChanges(worker, key, context);
     const reports = buildReports(log);
     const scattered = await scatteredChange(worker, key, log, context, scatteredOffers);
-    return { ...measured, filteredReads, changeServedMs, reports, scattered };
+    return { ...measured, sandboxProducts, filteredReads, changeServedMs, reports, scattered };
   });
   context.step(`${label}: the same build and requests again, reading the live heap`);
   const live = await onWorker(`${label} (live heap)`, `${dir}-live`, context, (worker) => buildAndServe(worker, key, true));
@@ -417,6 +450,19 @@ export function catalogueReport(results: readonly CatalogueResult[]): string {
     ["?sku=none (small response): total / work", (r) => `${ms(r.smallFiltered.totalMs)} / ${r.smallFiltered.work}`],
     ["?updated_since=future (all segments skipped): total", (r) => ms(r.updatedSinceNone.totalMs)],
     ["?category=headphones gzip (about 10 %): total / bytes", (r) => `${ms(r.categoryGzip.totalMs)} / ${mib(r.categoryGzip.bytes)}`],
+    [
+      "test key (sandbox, 1,000 products) gzip: TTFB / total / bytes / work",
+      (r) =>
+        `${ms(r.sandboxProducts.gzip.ttfbMs)} / ${ms(r.sandboxProducts.gzip.totalMs)} / ${mib(r.sandboxProducts.gzip.bytes)} / ${r.sandboxProducts.gzip.work}`,
+    ],
+    [
+      "test key identity: total / bytes; first in the isolate (generates the base): total",
+      (r) => `${ms(r.sandboxProducts.identity.totalMs)} / ${mib(r.sandboxProducts.identity.bytes)}; ${ms(r.sandboxProducts.first.totalMs)}`,
+    ],
+    [
+      "test key ?category=coffee machines gzip (12.5 %): total / bytes",
+      (r) => `${ms(r.sandboxProducts.categoryGzip.totalMs)} / ${mib(r.sandboxProducts.categoryGzip.bytes)}`,
+    ],
     ...filteredReadRows<CatalogueResult>(),
     ["isolate heap in use, peak (garbage included): building / serving", (r) => heap(r.heapBuilding.usedMb, r.heapServing.usedMb)],
     ["isolate heap live, peak (after a forced full GC): building / serving", (r) => heap(r.heapBuilding.liveMb, r.heapServing.liveMb)],

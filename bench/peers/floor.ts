@@ -31,7 +31,8 @@ export function floorWorker(call: "noop" | "write") {
     c.set("credential", {
       kind: "api-key",
       keyHash: "",
-      key: { id: "floor", accountId: "floor", keyHash: "", request: { ip: "", scope: undefined } },
+      environment: "live",
+      key: { id: "floor", accountId: "floor", environment: "live", keyHash: "", request: { ip: "", scope: undefined } },
     });
     await next();
   });

@@ -112,7 +112,7 @@ function subjectOf(event: AlertEvent, product: ProductFacts | undefined): AlertS
   };
 }
 
-export interface ProductFacts {
+interface ProductFacts {
   brand: string | null;
   category: string | null;
 }

@@ -80,7 +80,12 @@ function normalise(filters: ProductFilters): [string, string][] {
 export const isFiltered = (filters: ProductFilters) => normalise(filters).length > 0;
 
 /** The strong ETag of a list: the snapshot's id, a hash of the normalised filters, and the form. */
-export async function productsEtag(manifest: Pick<Manifest, "id">, filters: ProductFilters, form: "json" | "ndjson", gzip: boolean): Promise<string> {
+export async function productsEtag(
+  manifest: Pick<Manifest, "id">,
+  filters: ProductFilters,
+  form: "json" | "ndjson",
+  gzip: boolean,
+): Promise<string> {
   const normalised = normalise(filters);
   let tag = `cat-${manifest.id}`;
   if (normalised.length > 0) {

@@ -35,7 +35,8 @@ const log = logger("outbox");
 
 /** The queue message of a stored event, as the ingestion built it (a sandbox event's with its account: outbox-rows.ts). */
 export function eventMessageOf(
-  row: Pick<EventRow, "id" | "type" | "timestamp" | "payload" | "oldMinor" | "newMinor"> & Partial<Pick<EventRow, "accountId" | "environment">>,
+  row: Pick<EventRow, "id" | "type" | "timestamp" | "payload" | "oldMinor" | "newMinor"> &
+    Partial<Pick<EventRow, "accountId" | "environment">>,
 ): EventMessage {
   const { data } = JSON.parse(row.payload) as { data: Record<string, unknown> };
   const message: EventMessage = { kind: "event", event: { id: row.id, type: row.type, timestamp: row.timestamp, data } };

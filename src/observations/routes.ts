@@ -1,10 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
-import type { EventMessage } from "../events/messages.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
-import { publishToStreams } from "../stream/publish.ts";
-import { deliverAfterCommit } from "../webhooks/delivery/immediate.ts";
+import { afterCommitOf } from "./after-commit.ts";
 import { IngestionResult, observationsBody } from "./schema.ts";
 import { ingestObservations } from "./service.ts";
 
@@ -29,11 +27,6 @@ const ingestObservationsRoute = createRoute(
  * POST /admin/observations (scope prices:write): all or nothing, see src/observations/service.ts. Its committed events
  * reach the open streams (their hubs) and the webhooks (their first delivery) from here, in one step after the answer.
  */
-export const observationRoutes = openApiApp().openapi(ingestObservationsRoute, async (c) => {
-  const { db, archive, queue } = c.var.services;
-  const afterCommit = (events: readonly EventMessage[]) =>
-    c.var.services.afterAnswer(
-      Promise.all([publishToStreams(c.env, events), deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT }, events)]),
-    );
-  return c.json(await ingestObservations(c.var.services, { observations: c.req.valid("json").observations, afterCommit }), 200);
-});
+export const observationRoutes = openApiApp().openapi(ingestObservationsRoute, async (c) =>
+  c.json(await ingestObservations(c.var.services, { observations: c.req.valid("json").observations, afterCommit: afterCommitOf(c) }), 200),
+);

@@ -56,7 +56,7 @@ export interface ObservationStore {
 }
 
 /** The catalogue's store: D1's products, offers and history, and the snapshot builder's poke. */
-export const liveStore = ({ db, catalogue }: Pick<RequestServices, "db" | "catalogue">): ObservationStore => ({
+const liveStore = ({ db, catalogue }: Pick<RequestServices, "db" | "catalogue">): ObservationStore => ({
   read: (observations) => readTouchedRows(db, observations),
   write: (touched, changes) => writeBatch(db, touched, changes),
   committed: () =>

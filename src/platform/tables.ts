@@ -358,7 +358,7 @@ export const unreachedPlanPushes = sqliteTable("unreached_plan_pushes", {
 /**
  * A sandbox product an account changed, whole: its row and its offers as the catalogue's own row types
  * (src/catalogue/views.ts), as JSON, so a field the offers gain reaches the sandbox without a migration. `version`
- * moves on each write; a write is guarded by the version it read (src/sandbox/store.ts).
+ * moves on each write; a write is guarded by the version it read (src/sandbox/overlay.ts).
  */
 export const sandboxProducts = sqliteTable(
   "sandbox_products",

@@ -10,7 +10,7 @@ import { PRODUCT_LINES, SANDBOX_SHOPS, type SandboxShop, SHOP_CURRENCIES } from 
  * An isolate keeps the base of the current hour (src/sandbox/overlay.ts lays an account's changes over it).
  */
 
-export const SANDBOX_PRODUCT_COUNT = 1000;
+const SANDBOX_PRODUCT_COUNT = 1000;
 /** Every sandbox SKU starts so; POST /test/observations takes no other. */
 export const SANDBOX_SKU_PREFIX = "TEST-";
 const SEED = 0x7e57_2026;

@@ -1,13 +1,11 @@
 import { createRoute } from "@hono/zod-openapi";
-import type { EventMessage } from "../events/messages.ts";
 import { ApiError } from "../http/errors.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
+import { afterCommitOf } from "../observations/after-commit.ts";
 import { IngestionResult } from "../observations/schema.ts";
 import { ingestObservations } from "../observations/service.ts";
 import { operation } from "../operation/operation.ts";
-import { publishToStreams } from "../stream/publish.ts";
-import { deliverAfterCommit } from "../webhooks/delivery/immediate.ts";
 import { sandboxBase } from "./catalogue.ts";
 import { checkSandboxObservations, sandboxStore } from "./overlay.ts";
 import { MAX_TEST_OBSERVATIONS, testObservationsBody } from "./schema.ts";
@@ -36,12 +34,8 @@ export const testModeRoutes = openApiApp().openapi(simulateObservationsRoute, as
   const { accountId, environment } = c.var.apiKey;
   if (environment !== "test")
     throw new ApiError(403, "This is a live key: POST /test/observations changes a sandbox, and takes a test key (pda_test_…) only.");
-  const { db, archive, queue } = c.var.services;
   const { observations } = c.req.valid("json");
   checkSandboxObservations(sandboxBase(), observations);
-  const afterCommit = (events: readonly EventMessage[]) =>
-    c.var.services.afterAnswer(
-      Promise.all([publishToStreams(c.env, events), deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT }, events)]),
-    );
-  return c.json(await ingestObservations(c.var.services, { observations, afterCommit, store: sandboxStore(db, accountId) }), 200);
+  const store = sandboxStore(c.var.services.db, accountId);
+  return c.json(await ingestObservations(c.var.services, { observations, afterCommit: afterCommitOf(c), store }), 200);
 });

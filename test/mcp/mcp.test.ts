@@ -8,6 +8,7 @@ import { addHistory, createCompetitor, createProduct, publishCatalogue } from ".
 import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson, randomTestIp, rateLimitOf } from "../helpers/http.ts";
 import { captureLogs } from "../helpers/logs.ts";
+import { postMcp, toolCall } from "../helpers/mcp.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
@@ -28,26 +29,7 @@ const workerFetch = async (url: string | URL | Request, init?: RequestInit) => {
   return res;
 };
 
-/** One raw POST to /mcp, as the README's curl sends it (no initialize: the server is stateless). */
-const post = (key: string, body: unknown) =>
-  exports.default.fetch(
-    new Request("https://api.test/mcp", {
-      method: "POST",
-      headers: {
-        Authorization: `Bearer ${key}`,
-        "Content-Type": "application/json",
-        Accept: "application/json, text/event-stream",
-        "CF-Connecting-IP": randomTestIp(),
-      },
-      body: JSON.stringify(body),
-    }),
-  );
-const toolCall = (id: number, name: string, args: Record<string, unknown>) => ({
-  jsonrpc: "2.0",
-  id,
-  method: "tools/call",
-  params: { name, arguments: args },
-});
+const post = postMcp;
 
 async function connect(key: string) {
   const client = new Client({ name: "test-agent", version: "1.0.0" });

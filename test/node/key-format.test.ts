@@ -6,14 +6,14 @@ import { generateApiKey, isWellFormedApiKey } from "../../src/api-keys/format.ts
 /** docs/key-format.md is what scanners implement: its regular expression and its checksum code must agree with the keys we issue. */
 
 const page = readFileSync(new URL("../../docs/key-format.md", import.meta.url), "utf8");
-const regex = new RegExp(/```\n(\\bpda_live_.*)\n```/.exec(page)![1]!.replace(/^\\b|\\b$/g, ""));
+const regex = new RegExp(/```\n(\\bpda_.*)\n```/.exec(page)![1]!.replace(/^\\b|\\b$/g, ""));
 const code = /```js\n([\s\S]*?)```/.exec(page)![1]!.replace(/^import .*$/m, "");
 const isPriceDataApiKey = new Function("crc32", `${code}; return isPriceDataApiKey;`)(crc32) as (candidate: string) => boolean;
 
 describe("docs/key-format.md", () => {
-  it("recognises every key we issue, and only well-formed ones", () => {
+  it("recognises every key we issue, live and test, and only well-formed ones", () => {
     for (let i = 0; i < 500; i++) {
-      const { key } = generateApiKey("pda");
+      const { key } = generateApiKey("pda", i % 2 ? "test" : "live");
       expect(key).toMatch(new RegExp(`^${regex.source}$`));
       expect(isPriceDataApiKey(key), key).toBe(true);
       // One character changed anywhere in the random part or the checksum: the page's check and the server's agree.

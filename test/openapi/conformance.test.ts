@@ -283,6 +283,28 @@ describe("admin (scoped JWT)", () => {
   });
 });
 
+describe("POST /test/observations (a test key)", () => {
+  it("200, 400, 413, 401, 403 (a live key)", async () => {
+    const path = "/test/observations";
+    const testKey = (await expectCall(201, "post", "/api-keys", "/api-keys", { token, body: { name: "doc sandbox", environment: "test" } }))
+      .key as string;
+    const observation = {
+      sku: "TEST-CF-0001",
+      name: "Doc espresso machine",
+      competitor: { id: "test_harbor", name: "Harbor Outlet" },
+      price: "499.00",
+      currency: "USD",
+      in_stock: true,
+    };
+    const body = await expectCall(200, "post", path, path, { token: testKey, body: { observations: [observation] } });
+    expect(body.received).toBe(1);
+    await expectCall(400, "post", path, path, { token: testKey, body: { observations: [{ ...observation, sku: "OPENAPI-1" }] } });
+    await expectCall(413, "post", path, path, { token: testKey, body: BIG });
+    await expectCall(401, "post", path, path, { body: { observations: [observation] } });
+    await expectCall(403, "post", path, path, { token: key, body: { observations: [observation] } });
+  });
+});
+
 describe("GET /events (API key)", () => {
   it("200, 400, 410, 401", async () => {
     const page = await expectCall(200, "get", "/events", "/events?type=price.changed&type=stock.changed&limit=5", { token: key });

@@ -134,13 +134,53 @@ async function growTo(size: number) {
     `INSERT INTO webhooks (id, account_id, url, events, filters, secret_ciphertext)
      SELECT printf('whk_budget%d', ${from} + i), printf('budget-other-%d', ${from} + i), 'https://hooks.test/other', '["price.changed","stock.changed"]', '${OTHERS_FILTERS}', 'v1.x.y' FROM n`,
   );
+  // Other accounts' sandboxes: rows a test key's reads must not touch.
+  await generate(
+    add,
+    `INSERT INTO sandbox_products (account_id, product_id, version, state)
+     SELECT printf('budget-other-%d', ${from} + i), printf('prd_other%d', i), 1, '{}' FROM n`,
+  );
+  await generate(
+    add,
+    `INSERT INTO sandbox_history (account_id, product_id, competitor_id, price_minor, currency, in_stock, observed_at)
+     SELECT printf('budget-other-%d', ${from} + i), 'prd_other', 'test_harbor', i, 'USD', 1, ${at("t")} FROM n`,
+  );
   grown = size;
+  await growOverlay(size / 40);
   // Price changes of the last minutes for the windowed replay: each asks for its offer's prior prices.
   windowSince = new Date().toISOString();
   for (let round = 0; round < 3; round++)
     await ingest(Array.from({ length: 200 }, (_, k) => ({ sku: `BUDGET-WIN-${k}`, price: `${100 - round * 10 - (k % 7)}.${size % 97}` })));
   await publishCatalogue();
   await settle();
+}
+
+let overlaid = 0;
+/**
+ * The owner's own sandbox changes, through POST /test/observations: `count` sandbox products changed (50 at the smaller
+ * size, 500 at the larger), each with a history row and an event, so its test key's reads meet a small and a large
+ * overlay.
+ */
+async function growOverlay(count: number) {
+  const { products } = await (await call("GET", "/products", { token: sandboxKey })).json<{ products: SandboxProduct[] }>();
+  for (let start = overlaid; start < count; start += 100) {
+    const observations = products.slice(start, Math.min(count, start + 100)).map(({ sku, offers: [offer] }) => ({
+      sku,
+      name: "x",
+      competitor: { id: offer!.competitor_id, name: "x" },
+      price: offer!.currency === "JPY" ? "12340" : "123.40",
+      currency: offer!.currency,
+      in_stock: true,
+    }));
+    const res = await call("POST", "/test/observations", { token: sandboxKey, body: { observations } });
+    expect(res.status, await res.clone().text()).toBe(200);
+  }
+  overlaid = count;
+}
+interface SandboxProduct {
+  id: string;
+  sku: string;
+  offers: { competitor_id: string; currency: string }[];
 }
 
 /**
@@ -176,6 +216,9 @@ let windowHookId: string;
 /** The hubs' publish entry's streams' key: the owner's own key has spent its minute on the routes by then. */
 let streamKey: string;
 let productId: string;
+/** The owner's test key (a fresh one per size: a test key has the standard plan's 60 a minute), and a sandbox product. */
+let sandboxKey: string;
+let sandboxProductId: string;
 const OURS = "BUDGET-OURS";
 let priceChanges = 10;
 
@@ -201,6 +244,7 @@ const route =
     };
   };
 const key = () => owner.key;
+const testKey = () => sandboxKey;
 const login = () => owner.token;
 const adminLogin = () => admin;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
@@ -212,10 +256,36 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
     route("GET", () => `/products?updated_since=${encodeURIComponent(ago(0))}`, key, undefined, true),
     budget(6, 2),
   ],
+  // A test key's reads: its account's overlay (one statement), laid over the base the isolate generates; no R2.
+  "GET /products (test key)": [route("GET", () => "/products", testKey, undefined, true), budget(1)],
+  "GET /products?sku= (test key)": [route("GET", () => "/products?sku=TEST-CF-0001", testKey, undefined, true), budget(1)],
   "GET /products/{id}": [route("GET", () => `/products/${productId}`, key), budget(4, 1)],
+  "GET /products/{id} (test key)": [route("GET", () => `/products/${sandboxProductId}`, testKey), budget(1)],
   "GET /products/{id}/history": [route("GET", () => `/products/${productId}/history`, key), budget(4, 2)],
+  "GET /products/{id}/history (test key)": [route("GET", () => `/products/${sandboxProductId}/history`, testKey), budget(1)],
   "GET /competitors": [route("GET", () => "/competitors", key), budget(3)],
+  "GET /competitors (test key)": [route("GET", () => "/competitors", testKey), budget(1)],
   "GET /events": [route("GET", () => "/events", key), budget(6, 2)],
+  "GET /events (test key)": [route("GET", () => "/events", testKey), budget(1)],
+  // Ten sandbox products changed: one read of their overlay rows, one batch (guard, rows, history, events), the relay's mark.
+  "POST /test/observations": [
+    route(
+      "POST",
+      () => "/test/observations",
+      testKey,
+      () => ({
+        observations: Array.from({ length: 10 }, (_, k) => ({
+          sku: `TEST-SP-${String(4 + 8 * k).padStart(4, "0")}`,
+          name: "x",
+          competitor: { id: "test_harbor", name: "x" },
+          price: `${++priceChanges}.00`,
+          currency: "USD",
+          in_stock: true,
+        })),
+      }),
+    ),
+    budget(8),
+  ],
   "GET /events?since=": [route("GET", () => `/events?since=${encodeURIComponent(ago(3_600_000))}`, key), budget(6, 2)],
   "GET /account/events": [route("GET", () => "/account/events", login), budget(6, 2)],
   "GET /account": [route("GET", () => "/account", login), budget(3)],
@@ -380,7 +450,7 @@ async function openStream(key: string, query = "") {
   return reader;
 }
 
-const MCP_TOOLS: Record<string, [Record<string, unknown>, Budget]> = {
+const MCP_TOOLS: Record<string, [Record<string, unknown>, Budget, (() => string)?]> = {
   search_products: [{ query: "Snapshot product", limit: 20 }, budget(4)],
   "search_products (short query)": [{ query: "Sn" }, budget(4)],
   "search_products (competitor)": [{ competitor: "cmp_a", limit: 20 }, budget(4)],
@@ -388,6 +458,8 @@ const MCP_TOOLS: Record<string, [Record<string, unknown>, Budget]> = {
   price_history: [{ product_id: "prd_budget_busy", points: 50 }, budget(4, 2)],
   list_competitors: [{}, budget(3, 2)],
   recent_changes: [{ limit: 20 }, budget(4, 2)],
+  "search_products (test key)": [{ query: "Espresso", limit: 20 }, budget(1), testKey],
+  "recent_changes (test key)": [{ limit: 20 }, budget(1), testKey],
 };
 
 const BACKGROUND: Record<string, [() => Promise<undefined>, Budget]> = {
@@ -454,7 +526,7 @@ async function scheduled(cron: string): Promise<undefined> {
 
 /** The last /mcp response, whose meter counts a tool call. */
 let lastMcpResponse: Response | undefined;
-async function mcpClient(): Promise<Client> {
+async function mcpClient(apiKey = owner.key): Promise<Client> {
   const client = new Client({ name: "work-budget", version: "1.0.0" });
   const transport = new StreamableHTTPClientTransport(new URL("https://api.test/mcp"), {
     fetch: async (url, init) => {
@@ -463,7 +535,7 @@ async function mcpClient(): Promise<Client> {
       lastMcpResponse = await exports.default.fetch(request);
       return lastMcpResponse;
     },
-    requestInit: { headers: { Authorization: `Bearer ${owner.key}` } },
+    requestInit: { headers: { Authorization: `Bearer ${apiKey}` } },
   });
   await client.connect(transport);
   return client;
@@ -505,7 +577,15 @@ beforeAll(async () => {
   hookId = (await createWebhook(owner.token, { url: hookUrl("budget") })).id;
   streamKey = (await addKey(owner.token)).key;
   windowHookId = (await createWebhook(owner.token, { url: hookUrl("budget-window"), filters: { new_low_days: 30 } })).id;
+  await newSandboxKey();
+  sandboxProductId = (await (await call("GET", "/products?sku=TEST-CF-0001", { token: sandboxKey })).json<{ products: SandboxProduct[] }>())
+    .products[0]!.id;
 }, 300_000);
+
+async function newSandboxKey() {
+  const res = await call("POST", "/api-keys", { token: owner.token, body: { name: "budget sandbox", environment: "test" } });
+  sandboxKey = (await res.json<{ key: string }>()).key;
+}
 
 afterAll(() => vi.restoreAllMocks());
 
@@ -527,6 +607,8 @@ describe("work budgets", () => {
       // A fresh key per size: the two sizes' calls together can pass the premium plan's 300 a minute.
       const fresh = await addKey(owner.token);
       owner = { ...owner, key: fresh.key, keyId: fresh.id };
+      await newSandboxKey();
+      expect((await call("GET", "/competitors", { token: sandboxKey, headers: { "CF-Connecting-IP": randomTestIp() } })).status).toBe(200);
       // Its object's first request reads the key from D1 once; the entries measure a key already seen.
       expect((await call("GET", "/competitors", { token: fresh.key, headers: { "CF-Connecting-IP": randomTestIp() } })).status).toBe(200);
     }, 600_000);
@@ -540,8 +622,8 @@ describe("work budgets", () => {
     });
 
     it.each(Object.keys(MCP_TOOLS))("MCP %s", async (name) => {
-      const [args, limits] = MCP_TOOLS[name]!;
-      const client = await mcpClient();
+      const [args, limits, apiKey = key] = MCP_TOOLS[name]!;
+      const client = await mcpClient(apiKey());
       const call = async () => {
         await client.callTool({ name: name.replace(/ .*$/, ""), arguments: args });
         return lastMcpResponse;

@@ -1,10 +1,11 @@
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { fanOut } from "../../src/webhooks/delivery/store.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { call, expectJson, randomTestIp } from "../helpers/http.ts";
+import { call, expectJson } from "../helpers/http.ts";
+import { postMcp, toolCall } from "../helpers/mcp.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, ingest } from "../helpers/webhooks.ts";
 
@@ -221,18 +222,7 @@ describe("the stream", () => {
 });
 
 const mcpCall = async (key: string, name: string, args: Record<string, unknown>) => {
-  const res = await exports.default.fetch(
-    new Request("https://api.test/mcp", {
-      method: "POST",
-      headers: {
-        Authorization: `Bearer ${key}`,
-        "Content-Type": "application/json",
-        Accept: "application/json, text/event-stream",
-        "CF-Connecting-IP": randomTestIp(),
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
-    }),
-  );
+  const res = await postMcp(key, toolCall(1, name, args));
   expect(res.status).toBe(200);
   // biome-ignore lint/suspicious/noExplicitAny: a JSON-RPC answer, checked field by field below
   return ((await res.json()) as any).result.structuredContent;

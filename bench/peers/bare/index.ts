@@ -8,7 +8,8 @@ const app = peerApp<PeerEnv<object>>(async (c, next) => {
   c.set("credential", {
     kind: "api-key",
     keyHash: "",
-    key: { id: "bare", accountId: "bare", keyHash: "", request: { ip: "", scope: undefined } },
+    environment: "live",
+    key: { id: "bare", accountId: "bare", environment: "live", keyHash: "", request: { ip: "", scope: undefined } },
   });
   await next();
 });
