@@ -150,6 +150,8 @@ export default defineConfig(async () => {
       hookTimeout: 120_000,
       // A page load after a silent sign-in can take seconds on a loaded machine; poll for longer than the default 1 s.
       expect: { poll: { timeout: 15_000 } },
+      // Each file starts its own IdP and worker on the same ports (test/e2e/harness.ts): one file at a time.
+      fileParallelism: false,
       sequence: { groupOrder: 1 },
     },
   };

@@ -259,6 +259,49 @@ export const DIALOGS = `<dialog id="create-key-dialog" aria-labelledby="create-k
   </form>
 </dialog>
 
+<dialog id="send-change-dialog" aria-labelledby="send-change-title">
+  <h2 id="send-change-title">Send a price change</h2>
+  <form id="send-change-form">
+    <p class="hint">Changes one offer in your sandbox, as a price feed would (<code>POST /test/observations</code> with a
+      test key). Your test webhooks whose rules it meets get the event within seconds; live data and live webhooks never
+      see it.</p>
+    <fieldset class="field group">
+      <legend>Test key</legend>
+      <p id="change-key-hint" class="hint">The dashboard signs in as you, but this call takes an API key. A test key you
+        create or paste here is kept in this page's memory only (never stored), until you leave or reload it.</p>
+      <div class="field">
+        <label for="change-key">Send with</label>
+        <select id="change-key" aria-describedby="change-key-hint"></select>
+      </div>
+      <div class="field" id="change-key-paste">
+        <label for="change-key-secret">Paste a test key</label>
+        <input id="change-key-secret" type="password" autocomplete="off" spellcheck="false" placeholder="pda_test_…">
+      </div>
+      <button type="button" id="change-create-key">Create a test key for this</button>
+    </fieldset>
+    <div class="field">
+      <label for="change-sku">Product (SKU)</label>
+      <div class="copy-row">
+        <input id="change-sku" name="observations.sku" required autocomplete="off" spellcheck="false" aria-describedby="change-sku-hint">
+        <button type="button" id="change-look-up">Look up<span class="visually-hidden"> the product</span></button>
+      </div>
+      <p id="change-sku-hint" class="hint">A product of your sandbox: its SKU begins <code>TEST-</code>.</p>
+    </div>
+    <p id="change-product" class="product-line" aria-live="polite"></p>
+    <div class="field">
+      <label for="change-offer">Offer to change</label>
+      <select id="change-offer" name="observations.competitor.id" required></select>
+    </div>
+    <div class="field">
+      <label for="change-price">New price</label>
+      <input id="change-price" name="observations.price" required inputmode="decimal" autocomplete="off" aria-describedby="change-price-hint">
+      <p id="change-price-hint" class="hint">In the offer's currency, with a point for decimals.</p>
+    </div>
+    <label class="check"><input type="checkbox" id="change-in-stock" name="observations.in_stock"> In stock</label>
+    ${formEnd({ submit: "Send price change", cancel: "Close" })}
+  </form>
+</dialog>
+
 <dialog id="deliveries-dialog" aria-labelledby="deliveries-title" class="wide">
   <h2 id="deliveries-title" tabindex="-1">Recent deliveries</h2>
   <div id="deliveries"></div>

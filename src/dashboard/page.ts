@@ -20,11 +20,11 @@ function isLocalIdp(issuer: string): boolean {
   }
 }
 
-/** A view's heading row: the title, a line on what it is for, and its main button. */
+/** A view's heading row: the title (which says "test mode" in test mode), a line on what it is for, and its main button. */
 function viewHead({ name, title, intro, button = "" }: { name: string; title: string; intro: string; button?: string }): string {
   return `<div class="view-head">
       <div>
-        <h1 id="${name}-title" tabindex="-1">${title}</h1>
+        <h1 id="${name}-title" tabindex="-1">${title}<span class="test-tag"> · test mode</span></h1>
         <p class="hint">${intro}</p>
       </div>
       ${button}
@@ -65,6 +65,9 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
     <a href="#activity" data-view="activity">Activity</a>
   </nav>
   <div id="who" class="who" hidden>
+    <button id="environment-switch" type="button" role="switch" aria-checked="false" class="mode-switch"
+      aria-describedby="environment-switch-hint">Test mode</button>
+    <span id="environment-switch-hint" class="visually-hidden">Shows test keys, test webhooks and the sandbox instead of live ones</span>
     <span><span class="who-prefix">Signed in as </span><strong id="who-name"></strong></span>
     <button id="sign-out" type="button">Sign out</button>
   </div>
@@ -81,6 +84,11 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
   </section>
 
   <div id="app" hidden>
+    <section id="test-banner" class="test-banner" aria-labelledby="test-banner-title" hidden>
+      <p><strong id="test-banner-title">Test mode</strong>: test keys (<code>pda_test_…</code>), test webhooks, and the usage
+        and activity of your sandbox, a made-up catalogue of 1,000 products. Nothing here reads or changes live data.</p>
+      <button id="open-send-change" type="button">Send a price change</button>
+    </section>
     <p id="plan" class="plan">Loading your plan…</p>
 
     <section id="load-error" class="panel narrow load-error" role="alert" aria-labelledby="load-error-title" hidden>

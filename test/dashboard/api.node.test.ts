@@ -1,6 +1,6 @@
 // The dashboard's API client (browser code with no DOM use, so it runs here too): errors as people read them.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ApiFailure, api, duration, useAccessToken } from "../../src/dashboard/browser/api.ts";
+import { ApiFailure, api, apiWithKey, duration, useAccessToken } from "../../src/dashboard/browser/api.ts";
 
 function answer(status: number, body: unknown, headers: Record<string, string> = {}) {
   const fetchMock = vi.fn(
@@ -59,6 +59,18 @@ describe("dashboard API client", () => {
     answer(401, { detail: "The token has expired; sign in again." });
     await failure(api("GET", "/account"));
     expect(ended).toHaveBeenCalledWith("The token has expired; sign in again.");
+  });
+
+  it("calls with a test key in its place (Send a price change): its 401 is about that key and leaves the session", async () => {
+    const ended = vi.fn();
+    useAccessToken("token-1", ended);
+    const fetchMock = answer(200, { received: 1 });
+    expect(await apiWithKey("pda_test_abc", "POST", "/test/observations", { observations: [] })).toEqual({ received: 1 });
+    const [, init] = fetchMock.mock.calls[0] as unknown as [string, RequestInit];
+    expect(new Headers(init.headers).get("Authorization")).toBe("Bearer pda_test_abc");
+    answer(401, { detail: "This API key is revoked." });
+    expect((await failure(apiWithKey("pda_test_abc", "GET", "/products"))).message).toBe("This API key is revoked.");
+    expect(ended).not.toHaveBeenCalled();
   });
 
   it("explains a network failure and a bodiless server error", async () => {

@@ -1,10 +1,13 @@
 /**
  * The Activity view: what happened to the account's keys and webhooks in the last 30 days (GET /account/events),
- * newest first: a key found in public, a key about to expire, a webhook disabled, a key at 80 % or 100 % of its day.
+ * newest first: a key found in public, a key about to expire, a webhook disabled, a key at 80 % or 100 % of its day; those
+ * of the environment shown (environment.ts).
  */
 import type { components } from "../../../client/schema.d.ts";
 import { api } from "./api.ts";
 import { byId, el, formatDateTime, whenRelative } from "./dom.ts";
+import { type Environment, environment, TEST_KEY_PREFIX } from "./environment.ts";
+import { webhookEnvironment } from "./webhooks.ts";
 
 type AccountEvent = components["schemas"]["AccountFeedEvent"];
 type Feed = components["schemas"]["AccountEventFeed"];
@@ -25,6 +28,14 @@ async function accountEvents(): Promise<AccountEvent[]> {
   }
   return events.reverse();
 }
+
+/** Which environment an event is about: a key's by its prefix, a webhook's by the list. */
+const eventEnvironment = (event: AccountEvent): Environment =>
+  event.type === "webhook.disabled"
+    ? webhookEnvironment(event.data.webhook_id)
+    : event.data.prefix.startsWith(TEST_KEY_PREFIX)
+      ? "test"
+      : "live";
 
 const days = (n: number) => `${n} day${n === 1 ? "" : "s"}`;
 
@@ -64,7 +75,7 @@ function item(event: AccountEvent): HTMLLIElement {
 }
 
 export async function loadActivity(): Promise<void> {
-  const events = await accountEvents();
+  const events = (await accountEvents()).filter((event) => eventEnvironment(event) === environment());
   byId("activity").replaceChildren(
     events.length
       ? el("ul", { class: "activity" }, ...events.map(item))
@@ -74,7 +85,11 @@ export async function loadActivity(): Promise<void> {
           el(
             "p",
             {},
-            el("strong", {}, "Nothing to report in the last 30 days."),
+            el(
+              "strong",
+              {},
+              `Nothing to report${environment() === "test" ? " about your test keys and webhooks" : ""} in the last 30 days.`,
+            ),
             " A key found in public, a key about to expire, a disabled webhook, or a key reaching 80 % or 100 % of " +
               "its day quota shows here, and goes to your webhooks that subscribe to it.",
           ),

@@ -46,13 +46,13 @@ async function failureOf(res: Response): Promise<ApiFailure> {
   return new ApiFailure(res.status, `The request failed (HTTP ${res.status}).`);
 }
 
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  if (!accessToken) throw new ApiFailure(401, "You are not signed in.");
+/** `token` in the Authorization header; `session`: the account's token, whose 401 ends the page's session. */
+async function call<T>(token: string, session: boolean, method: string, path: string, body?: unknown): Promise<T> {
   let res: Response;
   try {
     res = await fetch(path, {
       method,
-      headers: { Authorization: `Bearer ${accessToken}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+      headers: { Authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
       body: body === undefined ? null : JSON.stringify(body),
       cache: "no-store",
     });
@@ -62,9 +62,19 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   if (!res.ok) {
     const failure = await failureOf(res);
     // A 401 with a token means it has expired or is no longer accepted: the session is over.
-    if (res.status === 401) onSessionEnded(failure.message);
+    if (res.status === 401 && session) onSessionEnded(failure.message);
     throw failure;
   }
   const text = await res.text();
   return (text ? JSON.parse(text) : undefined) as T;
 }
+
+/** A call as the signed-in account. */
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  if (!accessToken) throw new ApiFailure(401, "You are not signed in.");
+  return call<T>(accessToken, true, method, path, body);
+}
+
+/** A call with an API key (the test key "Send a price change" uses): its 401 is about that key, not the session. */
+export const apiWithKey = <T>(key: string, method: string, path: string, body?: unknown): Promise<T> =>
+  call<T>(key, false, method, path, body);

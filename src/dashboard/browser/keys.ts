@@ -23,9 +23,13 @@ import {
   when,
   whenRelative,
 } from "./dom.ts";
+import { environment, ofShownEnvironment, onEnvironmentChanged, TEST_KEY_PREFIX } from "./environment.ts";
 import { listEntries } from "./form-fields.ts";
+import { holdTestKey } from "./send-change.ts";
 
 type Scope = ApiKey["scopes"][number];
+/** The scope only a test key can use (POST /test/observations): neither shown nor offered for a live key. */
+const TEST_KEYS_ONLY: Scope = "sandbox:write";
 
 const keyPath = (key: ApiKey, rest = "") => `/api-keys/${encodeURIComponent(key.id)}${rest}`;
 
@@ -43,7 +47,6 @@ let showRevoked = false;
 export async function loadKeys(focusId?: string, message?: string): Promise<void> {
   const { api_keys: keys } = await api<{ api_keys: ApiKey[] }>("GET", "/api-keys");
   listed = keys;
-  keysChanged(keys);
   render();
   const row = focusId ? byId("keys").querySelector<HTMLElement>(`[data-id="${CSS.escape(focusId)}"]`) : null;
   if (row) {
@@ -59,9 +62,12 @@ export async function loadKeys(focusId?: string, message?: string): Promise<void
 /** Active keys first, then expired, then revoked; newest first within each (the API lists newest first). */
 const STATUS_ORDER: Record<ApiKey["status"], number> = { active: 0, expired: 1, revoked: 2 };
 
+/** The keys of the environment shown (environment.ts), whose list tells the Usage view. */
 function render(): void {
-  const revoked = listed.filter((key) => key.status === "revoked");
-  const shown = listed
+  const mine = ofShownEnvironment(listed);
+  keysChanged(mine);
+  const revoked = mine.filter((key) => key.status === "revoked");
+  const shown = mine
     .filter((key) => showRevoked || key.status !== "revoked")
     .sort((a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status]);
   const prefixes = new Map(listed.map((key) => [key.id, key]));
@@ -70,7 +76,7 @@ function render(): void {
   toggle.hidden = !revoked.length;
   toggle.setAttribute("aria-pressed", String(showRevoked));
   toggle.textContent = `${showRevoked ? "Hide" : "Show"} revoked (${revoked.length})`;
-  byId("leaks").replaceChildren(...listed.filter(recentlyLeaked).map(leakBanner));
+  byId("leaks").replaceChildren(...mine.filter(recentlyLeaked).map(leakBanner));
 }
 
 /** A leaked key's banner stays for 30 days after the report. */
@@ -97,17 +103,28 @@ function leakBanner(key: ApiKey): HTMLElement {
 }
 
 function emptyState(revoked: number): HTMLTableRowElement {
-  const button = el("button", { type: "button", class: "primary" }, revoked ? "Create a key" : "Create your first key");
+  const test = environment() === "test";
+  const button = el(
+    "button",
+    { type: "button", class: "primary" },
+    revoked ? "Create a key" : `Create your first ${test ? "test " : ""}key`,
+  );
   button.addEventListener("click", () => void openCreate());
   const text = revoked
     ? [
         el("strong", {}, "No active keys."),
         ` Your ${revoked === 1 ? "revoked key is" : `${revoked} revoked keys are`} under “Show revoked”.`,
       ]
-    : [
-        el("strong", {}, "No API keys yet."),
-        " Create one for each server or script that calls the API, so you can revoke one without touching the others.",
-      ];
+    : test
+      ? [
+          el("strong", {}, "No test keys yet."),
+          " A test key (pda_test_…) reads your sandbox only, with the standard plan's limits: build and try your " +
+            "integration with it, then send price changes to see your test webhooks fire.",
+        ]
+      : [
+          el("strong", {}, "No API keys yet."),
+          " Create one for each server or script that calls the API, so you can revoke one without touching the others.",
+        ];
   return el("tr", {}, el("td", { colspan: "7" }, el("div", { class: "empty-state" }, el("p", {}, ...text), button)));
 }
 
@@ -115,7 +132,9 @@ const STATUS_LABEL: Record<ApiKey["status"], string> = { active: "Active", expir
 
 /** What the key may do: "All data" or its scopes, and where from. */
 function accessSummary(key: ApiKey): string {
-  const scopes = key.scopes.length === KEY_SCOPES.length ? "All data" : key.scopes.join(", ");
+  const meaningful = (scopes: readonly Scope[]) => scopes.filter((scope) => key.environment === "test" || scope !== TEST_KEYS_ONLY);
+  const held = meaningful(key.scopes);
+  const scopes = held.length === meaningful(KEY_SCOPES).length ? "All data" : held.join(", ");
   const ips = key.allowed_ips?.length;
   return `${scopes} · ${ips ? `${ips} IP range${ips === 1 ? "" : "s"}` : "any IP"}`;
 }
@@ -192,6 +211,7 @@ function openCreate(): Promise<string> {
   dateField.max = isoDay(Date.now() + 364 * DAY_MS);
   form.hidden = false;
   byId("create-key-done").hidden = true;
+  byId("create-key-title").textContent = environment() === "test" ? "Create a test key" : "Create an API key";
   return openDialog(dialog, byId("key-name"));
 }
 
@@ -204,14 +224,18 @@ async function create(): Promise<void> {
     throw new Error("Give the key a name, so you can tell later where it is used.");
   }
   const expiresAt = chosenExpiry(form);
-  const created = await api<CreatedApiKey>("POST", "/api-keys", { name, ...(expiresAt ? { expires_at: expiresAt } : {}) });
+  const body = { name, environment: environment(), ...(expiresAt ? { expires_at: expiresAt } : {}) };
+  const created = await api<CreatedApiKey>("POST", "/api-keys", body);
+  holdTestKey(created);
   form.hidden = true;
   byId("create-key-done").hidden = false;
   showOnce(byId("new-key"), {
     title: `Key “${created.name}” created`,
     label: "Your new API key",
     value: created.key,
-    warning: "Only a fingerprint of it is stored, so nobody can show it to you again. If you lose it, revoke it and create another.",
+    warning:
+      "Only a fingerprint of it is stored, so nobody can show it to you again. If you lose it, revoke it and create another." +
+      (created.key.startsWith(TEST_KEY_PREFIX) ? " Until you leave or reload this page, “Send a price change” can use it." : ""),
   });
   await loadKeys();
 }
@@ -243,6 +267,7 @@ export async function finishKeyRotation(form: HTMLFormElement): Promise<void> {
   if (!key) return;
   const grace = chosenGrace(form);
   const created = await api<CreatedApiKey>("POST", keyPath(key, "/rotate"), { grace_seconds: grace });
+  holdTestKey(created); // a test key's successor is one "Send a price change" can use
   form.hidden = true;
   byId("rotate-done").hidden = false;
   const ends = grace
@@ -291,7 +316,11 @@ function editAccess(key: ApiKey): Promise<string> {
   const form = byId<HTMLFormElement>("access-form");
   form.reset();
   byId("access-title").textContent = `Access of “${key.name}”`;
-  for (const box of form.querySelectorAll<HTMLInputElement>('input[name="scopes"]')) box.checked = key.scopes.includes(box.value as Scope);
+  for (const box of form.querySelectorAll<HTMLInputElement>('input[name="scopes"]')) {
+    box.checked = key.scopes.includes(box.value as Scope);
+    // Offered for a test key only; a live key keeps it as it is (the hidden box is still sent).
+    if (box.value === TEST_KEYS_ONLY) box.closest("label")!.hidden = key.environment !== "test";
+  }
   byId<HTMLTextAreaElement>("access-ips").value = (key.allowed_ips ?? []).join("\n");
   return openDialog(byId<HTMLDialogElement>("access-dialog"), form.querySelector<HTMLInputElement>('input[name="scopes"]'));
 }
@@ -309,6 +338,7 @@ async function saveAccess(form: HTMLFormElement): Promise<void> {
 }
 
 export function setUpKeys(): void {
+  onEnvironmentChanged(render);
   byId("show-revoked").addEventListener("click", () => {
     showRevoked = !showRevoked;
     render();

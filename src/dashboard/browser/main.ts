@@ -1,6 +1,7 @@
 /**
  * The dashboard: signs in through the IdP, then shows four views, chosen by the URL's hash:
- * Keys (#keys, the default), Webhooks (#webhooks), Usage (#usage) and Activity (#activity).
+ * Keys (#keys, the default), Webhooks (#webhooks), Usage (#usage) and Activity (#activity); in test mode the same
+ * under #test/… (#test/webhooks: environment.ts).
  */
 import type { components } from "../../../client/schema.d.ts";
 import { loadActivity } from "./activity.ts";
@@ -18,7 +19,9 @@ import {
 } from "./auth.ts";
 import { setUpDialogs } from "./dialogs.ts";
 import { attempt, byId, clearFeedback, onSubmit, say, setUpMenus } from "./dom.ts";
+import { environment, hashFor, keyLimits, onEnvironmentChanged, readHash, useEnvironment } from "./environment.ts";
 import { finishKeyRotation, loadKeys, onKeysChanged, setUpKeys } from "./keys.ts";
+import { onTestKeyCreated, setUpSendChange } from "./send-change.ts";
 import { loadUsage, offerKeys, setUpUsage, useLimits } from "./usage.ts";
 import { finishSecretRotation, loadWebhooks, setUpWebhooks } from "./webhooks.ts";
 
@@ -32,27 +35,46 @@ let loaded = false;
 
 const VIEWS = ["keys", "webhooks", "usage", "activity"] as const;
 type View = (typeof VIEWS)[number];
-/** Across the silent sign-in of a reload, which loses the hash on its way through the IdP. */
+/** Across the silent sign-in of a reload, which loses the hash on its way through the IdP: "keys", "test/webhooks". */
 const VIEW_KEY = "price-data-dashboard:view";
 
-const viewInHash = (): View | undefined => VIEWS.find((view) => location.hash === `#${view}`);
+const viewIn = (hash: string): View | undefined => VIEWS.find((view) => view === readHash(hash).view);
+const viewInHash = (): View | undefined => viewIn(location.hash);
+const shownView = (): View | undefined => document.querySelector<HTMLElement>(".view:not([hidden])")?.id.replace("view-", "") as View;
 
-/** Shows the view the hash names (anything else, e.g. #main from the skip link, keeps the current one). */
+/**
+ * Shows the view and environment the hash names (a hash naming no view, e.g. #main from the skip link, keeps the current
+ * ones); `focus` moves the focus to the view's title.
+ */
 function route(focus = true): void {
   if (!session || !loaded) return;
-  const view =
-    viewInHash() ?? (document.querySelector<HTMLElement>(".view:not([hidden])")?.id.replace("view-", "") as View | undefined) ?? "keys";
+  const named = viewInHash();
+  const view = named ?? shownView() ?? "keys";
   for (const name of VIEWS) byId(`view-${name}`).hidden = name !== view;
+  // After the views are shown: a view told of a new environment redraws only if it shows.
+  const switched = useEnvironment(named ? readHash(location.hash).env : environment());
   for (const link of byId("tabs").querySelectorAll<HTMLAnchorElement>("a")) {
+    link.href = hashFor(link.dataset.view ?? "keys");
     if (link.dataset.view === view) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
-  sessionStorage.setItem(VIEW_KEY, view);
-  document.title = `${byId(`${view}-title`).textContent} · Price Data API`;
+  sessionStorage.setItem(VIEW_KEY, hashFor(view).slice(1));
+  // The title's own text, without its "· test mode" tag, which the title then starts with.
+  const title = byId(`${view}-title`).firstChild?.textContent;
+  document.title = `${environment() === "test" ? "Test mode · " : ""}${title} · Price Data API`;
   clearFeedback();
   if (focus) byId(`${view}-title`).focus();
-  if (view === "usage") void attempt(loadUsage, byId("usage-feedback"));
+  // A switch of environment has redrawn the usage already (its key list changed).
+  if (view === "usage" && !switched) void attempt(loadUsage, byId("usage-feedback"));
   if (view === "activity") void attempt(loadActivity, byId("activity-feedback"));
+}
+
+/** The Test mode switch: the same view in the other environment, the focus staying on the switch. */
+function toggleEnvironment(): void {
+  history.pushState(null, "", hashFor(shownView() ?? "keys", environment() === "test" ? "live" : "test"));
+  route(false);
+  byId("announcer").textContent =
+    environment() === "test" ? "Test mode on: test keys, test webhooks and the sandbox are shown." : "Test mode off: live data is shown.";
 }
 
 function showSignedOut(message?: string): void {
@@ -68,15 +90,24 @@ function showSignedOut(message?: string): void {
   byId("signed-out-title").focus();
 }
 
-async function loadAccount(): Promise<void> {
-  const account = await api<Account>("GET", "/account");
+let account: Account | undefined;
+
+/** The plan's limits, or in test mode the test keys' (the standard plan's, whatever the account's plan). */
+function showPlan(): void {
+  if (!account) return;
   const count = (n: number) => n.toLocaleString();
   const plan = account.plan.charAt(0).toUpperCase() + account.plan.slice(1);
+  const limits = keyLimits(account.limits);
+  const each = environment() === "test" ? `${plan} plan · each test key (standard limits)` : `${plan} plan · each key`;
+  byId("plan").textContent =
+    `${each}: ${count(limits.per_minute)} requests a minute, ${count(limits.per_hour)} an hour, ${count(limits.per_day)} a day`;
+}
+
+async function loadAccount(): Promise<void> {
+  account = await api<Account>("GET", "/account");
   byId("who-name").textContent = account.id;
   useLimits(account.limits);
-  byId("plan").textContent =
-    `${plan} plan · each key: ${count(account.limits.per_minute)} requests a minute, ` +
-    `${count(account.limits.per_hour)} an hour, ${count(account.limits.per_day)} a day`;
+  showPlan();
 }
 
 async function showApp(signedIn: Session): Promise<void> {
@@ -91,8 +122,11 @@ async function showApp(signedIn: Session): Promise<void> {
   byId("tabs").hidden = false;
   byId("app").hidden = false;
   byId("announcer").textContent = "Signed in.";
+  // The URL names the view and environment: the one saved across the sign-in, else the test keys when test mode is
+  // remembered (a bare address is live).
   const saved = sessionStorage.getItem(VIEW_KEY);
-  if (!viewInHash() && saved && VIEWS.includes(saved as View)) history.replaceState(null, "", `#${saved}`);
+  if (!viewInHash() && (saved || environment() === "test"))
+    history.replaceState(null, "", saved && viewIn(saved) ? `#${saved}` : hashFor("keys"));
   await firstLoad();
 }
 
@@ -152,11 +186,15 @@ async function start(): Promise<void> {
   setUpKeys();
   setUpWebhooks();
   setUpUsage();
+  setUpSendChange();
+  onTestKeyCreated(() => loadKeys());
   onKeysChanged(offerKeys);
+  onEnvironmentChanged(showPlan);
   const rotateForm = byId<HTMLFormElement>("rotate-form");
   onSubmit(rotateForm, () => (rotateForm.dataset.kind === "key" ? finishKeyRotation(rotateForm) : finishSecretRotation(rotateForm)));
   byId("rotate-dialog").addEventListener("close", () => byId("rotated").replaceChildren()); // the new secret leaves with the dialog
   window.addEventListener("hashchange", () => route());
+  byId("environment-switch").addEventListener("click", toggleEnvironment);
   const signedOutSlot = byId("signed-out-feedback");
   byId("sign-in").addEventListener(
     "click",
@@ -175,8 +213,7 @@ async function start(): Promise<void> {
   } else if (wasSignedIn()) {
     // A reload: the token was in memory only, so sign in again through the IdP's session (no page shown).
     byId("announcer").textContent = "Signing you in again…";
-    const view = viewInHash();
-    if (view) sessionStorage.setItem(VIEW_KEY, view);
+    if (viewInHash()) sessionStorage.setItem(VIEW_KEY, location.hash.slice(1));
     try {
       await startLogin(settings, true);
     } catch (error) {

@@ -3,6 +3,7 @@ import type { components } from "../../../client/schema.d.ts";
 import { api } from "./api.ts";
 import type { ApiKey, Granularity, Usage } from "./api-types.ts";
 import { attempt, byId, el, onSubmit } from "./dom.ts";
+import { environment, hashFor, keyLimits } from "./environment.ts";
 import { usageChart } from "./usage-chart.ts";
 
 type Limits = components["schemas"]["Limits"];
@@ -27,13 +28,16 @@ export function useLimits(planLimits: Limits): void {
   limits = planLimits;
 }
 
+/** What limits each key of the environment shown. */
+const perKeyLimits = (): Limits | undefined => limits && keyLimits(limits);
+
 /** Keeps the key picker in step with the key list (keys of every status: an expired key's past usage still counts). */
 export function offerKeys(list: ApiKey[]): void {
   keys = list;
   const picker = byId<HTMLSelectElement>("usage-key");
   const chosen = picker.value;
   picker.replaceChildren(
-    el("option", { value: "" }, "All keys (account total)"),
+    el("option", { value: "" }, environment() === "test" ? "All test keys (account total)" : "All keys (account total)"),
     ...list.map((key) =>
       el("option", { value: key.id }, `${key.name} (${key.prefix}…)${key.status === "active" ? "" : `, ${key.status}`}`),
     ),
@@ -44,14 +48,14 @@ export function offerKeys(list: ApiKey[]): void {
 }
 
 function emptyState(): HTMLElement {
-  const link = el("a", { href: "#keys", class: "button primary" }, "Go to Keys");
+  const link = el("a", { href: hashFor("keys"), class: "button primary" }, "Go to Keys");
   return el(
     "div",
     { class: "empty-state" },
     el(
       "p",
       {},
-      el("strong", {}, "No keys, so no usage yet."),
+      el("strong", {}, environment() === "test" ? "No test keys, so no test usage yet." : "No keys, so no usage yet."),
       " Create a key and call the API with it; each request shows here within the minute.",
     ),
     link,
@@ -60,12 +64,13 @@ function emptyState(): HTMLElement {
 
 function draw(): void {
   const area = byId("usage");
-  if (!shown || !limits) return;
+  const perKey = perKeyLimits();
+  if (!shown || !perKey) return;
   const width = Math.max(280, area.clientWidth || 640);
   const tableOpen = area.querySelector("details")?.open ?? false;
   const { title, granularity, buckets, keyChosen, notes } = shown;
   // The plan's limits are per key: over the account's total (many keys) a per-key line would mislead.
-  const limit = keyChosen ? limits[LIMIT_FOR[granularity]] : undefined;
+  const limit = keyChosen ? perKey[LIMIT_FOR[granularity]] : undefined;
   area.replaceChildren(usageChart({ title, granularity, buckets, limit, width, tableOpen, notes }));
 }
 
@@ -85,8 +90,9 @@ export async function loadUsage(): Promise<void> {
   let range: Range = picked in RANGES ? (picked as Range) : "minute";
   const { granularity } = RANGES[range];
   const key = keys.find((k) => k.id === keyId);
-  const path = key ? `/api-keys/${encodeURIComponent(key.id)}/usage` : "/account/usage";
-  const { buckets: all } = await api<Usage>("GET", `${path}?granularity=${granularity}`);
+  // The account's total is of the environment shown; a key's usage is its own.
+  const path = key ? `/api-keys/${encodeURIComponent(key.id)}/usage?` : `/account/usage?environment=${environment()}&`;
+  const { buckets: all } = await api<Usage>("GET", `${path}granularity=${granularity}`);
   const notes: string[] = [];
   if (!rangeChosen && granularity === "minute") {
     const lastHour = all.slice(-RANGES["last-hour"].buckets);
@@ -99,7 +105,8 @@ export async function loadUsage(): Promise<void> {
   const wanted = RANGES[range].buckets;
   const buckets = wanted ? all.slice(-wanted) : all;
   if (!key) notes.push("Limits apply to each key on its own, so none is drawn over the total: choose a key to see its limit.");
-  shown = { title: `${key ? `“${key.name}”` : "All keys"}, ${RANGES[range].title}`, granularity, buckets, keyChosen: !!key, notes };
+  const everyKey = environment() === "test" ? "All test keys" : "All keys";
+  shown = { title: `${key ? `“${key.name}”` : everyKey}, ${RANGES[range].title}`, granularity, buckets, keyChosen: !!key, notes };
   draw();
 }
 

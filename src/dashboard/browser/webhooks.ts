@@ -9,6 +9,7 @@ import type { Delivery, ReplayQueued, RotatedWebhookSecret, WebhookPatch } from 
 import { deliveryItem, healthFacts } from "./delivery-view.ts";
 import { chosenGrace, confirmAction, openDialog, openRotateDialog, showOnce } from "./dialogs.ts";
 import { actionButton, attempt, byId, el, facts, feedbackSlot, formatDateTime, moreMenu, onSubmit, say, slotIn, when } from "./dom.ts";
+import { type Environment, environment, ofShownEnvironment, onEnvironmentChanged } from "./environment.ts";
 
 type Webhook = components["schemas"]["Webhook"];
 type CreatedWebhook = components["schemas"]["CreatedWebhook"];
@@ -18,31 +19,43 @@ const REPLAY_WINDOW_MS = 30 * 86_400_000; // events are kept 30 days
 
 const webhookPath = (hook: Webhook, rest = "") => `/webhooks/${encodeURIComponent(hook.id)}${rest}`;
 
+/** The account's webhooks, of both environments, as last listed. */
+let listed: Webhook[] = [];
+
+/** A webhook's environment, by its id (one no longer listed, i.e. deleted: live). */
+export const webhookEnvironment = (id: string): Environment => listed.find((hook) => hook.id === id)?.environment ?? "live";
+
+/** Draws the webhooks of the environment shown (environment.ts). */
+function render(): void {
+  const hooks = ofShownEnvironment(listed);
+  byId("webhooks").replaceChildren(...(hooks.length ? hooks.map(webhookCard) : [emptyState()]));
+  // Each card's health comes from its latest deliveries, after the list shows (a failure stays in that card).
+  for (const hook of hooks) void showHealth(hook);
+}
+
 /** Lists the webhooks; `message` goes into the card of webhook `focusId`, which gets the focus. */
 export async function loadWebhooks(focusId?: string, message?: string): Promise<void> {
   const list = byId("webhooks");
-  const { webhooks: hooks } = await api<{ webhooks: Webhook[] }>("GET", "/webhooks");
-  list.replaceChildren(...(hooks.length ? hooks.map(webhookCard) : [emptyState()]));
-  // Each card's health comes from its latest deliveries, after the list shows (a failure stays in that card).
-  for (const hook of hooks) void showHealth(hook);
+  listed = (await api<{ webhooks: Webhook[] }>("GET", "/webhooks")).webhooks;
+  render();
   const card = focusId ? list.querySelector<HTMLElement>(`[data-id="${CSS.escape(focusId)}"]`) : null;
   if (card && message) say(slotIn(card), message);
   card?.querySelector<HTMLElement>("h3")?.focus();
 }
 
 function emptyState(): HTMLLIElement {
-  const button = el("button", { type: "button", class: "primary" }, "Add your first webhook");
+  const test = environment() === "test";
+  const button = el("button", { type: "button", class: "primary" }, `Add your first ${test ? "test " : ""}webhook`);
   button.addEventListener("click", () => void openEditor());
+  const text = test
+    ? " A test webhook receives your sandbox's events only: add your endpoint (a local one will do, e.g. from " +
+      "npm run webhook:listen), then “Send a price change” to see it fire."
+    : " Add your endpoint's URL and we POST each price or stock change to it, signed, within seconds. Until then you " +
+      "can poll the events feed.";
   return el(
     "li",
     { class: "empty-state" },
-    el(
-      "p",
-      {},
-      el("strong", {}, "No webhooks yet."),
-      " Add your endpoint's URL and we POST each price or stock change to it, signed, within seconds. Until then you " +
-        "can poll the events feed.",
-    ),
+    el("p", {}, el("strong", {}, test ? "No test webhooks yet." : "No webhooks yet."), text),
     button,
   );
 }
@@ -129,7 +142,7 @@ function openEditor(hook?: Webhook): Promise<string> {
   form.reset();
   form.hidden = false;
   byId("webhook-done").hidden = true;
-  byId("webhook-dialog-title").textContent = hook ? "Edit webhook" : "Add a webhook";
+  byId("webhook-dialog-title").textContent = hook ? "Edit webhook" : environment() === "test" ? "Add a test webhook" : "Add a webhook";
   byId("webhook-submit").textContent = hook ? "Save changes" : "Add webhook";
   if (hook) {
     byId<HTMLInputElement>("webhook-url").value = hook.url;
@@ -170,6 +183,7 @@ async function save(form: HTMLFormElement): Promise<void> {
   const { description, filters, ...rest } = fields;
   const created = await api<CreatedWebhook>("POST", "/webhooks", {
     ...rest,
+    environment: environment(),
     ...(description ? { description } : {}),
     ...(filters ? { filters } : {}),
   });
@@ -277,11 +291,12 @@ async function sendTest(hook: Webhook): Promise<void> {
 
 const deliveriesOf = async (hook: Webhook) => (await api<{ deliveries: Delivery[] }>("GET", webhookPath(hook, "/deliveries"))).deliveries;
 
-async function showHealth(hook: Webhook): Promise<void> {
+/** The card's health, from `known` deliveries (just read for the dialog) or read now. */
+async function showHealth(hook: Webhook, known?: Delivery[]): Promise<void> {
   const slot = byId("webhooks").querySelector(`[data-id="${CSS.escape(hook.id)}"] .health`);
   if (!slot) return;
   try {
-    slot.replaceChildren(healthFacts(await deliveriesOf(hook), hook.status === "disabled"));
+    slot.replaceChildren(healthFacts(known ?? (await deliveriesOf(hook)), hook.status === "disabled"));
   } catch (error) {
     slot.replaceChildren(
       el("p", { class: "hint" }, `Recent deliveries could not be checked: ${error instanceof Error ? error.message : String(error)}`),
@@ -291,12 +306,17 @@ async function showHealth(hook: Webhook): Promise<void> {
 
 async function showDeliveries(hook: Webhook): Promise<void> {
   const deliveries = await deliveriesOf(hook);
+  void showHealth(hook, deliveries); // the card catches up with what the dialog shows (a delivery since the list was drawn)
   const title = byId("deliveries-title");
   title.textContent = `Recent deliveries to ${hook.url}`;
   byId("deliveries").replaceChildren(
     deliveries.length
       ? el("ul", { class: "deliveries" }, ...deliveries.map((d) => deliveryItem(d, hook.status === "disabled")))
-      : el("p", { class: "empty-state" }, "No deliveries yet. Use “Send test” on the webhook to see one here."),
+      : el(
+          "p",
+          { class: "empty-state" },
+          `No deliveries yet. Use “Send test” on the webhook${environment() === "test" ? " or “Send a price change”" : ""} to see one here.`,
+        ),
   );
   // The focus goes to the title, at the top, where the newest attempt is (the Close button at the
   // bottom would scroll a phone's screen past all of them).
@@ -322,6 +342,7 @@ async function remove(hook: Webhook): Promise<void> {
 }
 
 export function setUpWebhooks(): void {
+  onEnvironmentChanged(render);
   byId("open-add-webhook").addEventListener("click", () => void openEditor());
   const form = byId<HTMLFormElement>("webhook-form");
   onSubmit(form, () => save(form));
