@@ -55,7 +55,7 @@ export function summariseIn(rows: readonly (SummaryRow & { priceMinor: number })
  * Every offer gains `converted` (null without a rate for its currency); the summary ranges over the converted offers
  * (all now comparable), in the target currency; offer_count and in_stock_count still count every offer.
  */
-export function convertProduct(view: ProductView, into: Conversion): ProductView {
+function convertProduct(view: ProductView, into: Conversion): ProductView {
   const target = into.currency;
   const rows: SummaryRow[] = [];
   const offers = view.offers.map((offer): OfferView => {
