@@ -8,7 +8,8 @@ import type { Observation } from "../observations/schema.ts";
 import type { ObservationStore } from "../observations/service.ts";
 import type { Database } from "../platform/db.ts";
 import { insertRows } from "../platform/json-rows.ts";
-import { events, sandboxHistory, sandboxProducts } from "../platform/tables.ts";
+import { events } from "../platform/tables.ts";
+import { sandboxHistory, sandboxProducts } from "./tables.ts";
 import { SANDBOX_SKU_PREFIX, type SandboxBase, sandboxBase } from "./catalogue.ts";
 
 /**
