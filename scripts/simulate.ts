@@ -57,6 +57,7 @@ export const OPERATIONS = [
   "data_request_refused",
   "list_products_gzip",
   "list_products_filtered_1pct",
+  "list_products_converted",
   "get_product",
   "product_history",
   "events_page",
@@ -67,6 +68,8 @@ export const OPERATIONS = [
   "catalogue_build_step",
   "cron_run",
   "key_management_request",
+  "test_list_products_gzip",
+  "test_observations",
 ] as const;
 export type OperationName = (typeof OPERATIONS)[number];
 
@@ -254,6 +257,11 @@ export const WORKLOAD: Workload = {
     data_request_refused: 0.05,
     list_products_gzip: 0.0001,
     list_products_filtered_1pct: 0.001,
+    // The whole catalogue converted (?currency=): as rare as the unfiltered list; a client converting often filters.
+    list_products_converted: 0.0001,
+    // Test keys (a developer integrating): a list now and then, and a simulated change to see a webhook fire.
+    test_list_products_gzip: 0.001,
+    test_observations: 0.0005,
     get_product: 0.3,
     product_history: 0.005,
     events_page: 0.005,
@@ -343,6 +351,7 @@ export const SPLIT: Plan = {
     key_management_request: one("keys"),
     list_products_gzip: one("catalogue", 1),
     list_products_filtered_1pct: one("catalogue", 1),
+    list_products_converted: one("catalogue", 1),
     get_product: one("catalogue", 1),
     product_history: one("catalogue", 1),
     mcp_tool_call: one("catalogue", 1),
@@ -352,6 +361,9 @@ export const SPLIT: Plan = {
       { database: "events", share: 0.5, reads: 0 },
     ],
     events_page: one("events", 1),
+    // A sandbox is an account's: its changes and its events live with the account's events.
+    test_list_products_gzip: one("events", 1),
+    test_observations: one("events"),
     stream_connection_minute: one("events", 1),
     webhook_delivery: one("events"),
     cron_run: [
