@@ -156,6 +156,8 @@ const at = (value: number, source: string): Published => ({ value, source });
 export const LIMITS = {
   /** Workers Paid: D1 queries one invocation may make. */
   d1QueriesPerInvocation: at(1_000, D1_LIMITS),
+  /** Workers Paid: the most CPU an invocation may be configured to spend (wrangler.toml [limits] cpu_ms). */
+  cpuMsPerInvocationMax: at(300_000, WORKERS_LIMITS),
   /** Workers Paid: subrequests (fetch, R2, Durable Object and queue calls) per invocation. */
   subrequestsPerInvocation: at(10_000, WORKERS_LIMITS),
   /** D1 runs one query at a time per database; its largest database. */
@@ -533,6 +535,7 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     ];
   });
   const limits: Limit[] = [
+    limit("CPU ms per invocation as configured ÷ the platform's most", cpuLimit, LIMITS.cpuMsPerInvocationMax),
     ...Object.entries(busy).map(([database, seconds]) =>
       limit(`D1 serial time per second, database "${database}" (each statement ≥ ${D1_STATEMENT_FLOOR_MS} ms)`, seconds, 1, D1_LIMITS),
     ),
