@@ -308,7 +308,7 @@ export async function randomOffers(dir: string, count: number) {
 }
 
 /** Each offer's observation with its price raised by `raise` minor units: a price change each. */
-const priceChanges = (offers: Awaited<ReturnType<typeof randomOffers>>, raise: number) =>
+export const priceChanges = (offers: Awaited<ReturnType<typeof randomOffers>>, raise: number) =>
   offers.map((offer) => ({
     sku: offer.sku,
     name: offer.name,

@@ -24,7 +24,7 @@ import { findDirectUrl, ROOT, settle, startWorker, stopWorker, type Worker, wait
 import type { Run } from "../harness/settings.ts";
 import { seedState } from "../harness/setup.ts";
 import { freezeWorkers, SMALL_PATH } from "../harness/start.ts";
-import { randomOffers, sandboxKeySql, seedTimeoutMs } from "./catalogue.ts";
+import { priceChanges, randomOffers, sandboxKeySql, seedTimeoutMs } from "./catalogue.ts";
 
 type CostsFile = Costs;
 
@@ -212,16 +212,7 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
 
     bench.step(`${label}: 1,000 scattered observations, the build steps they start`);
     const admin = await bench.token("bench-admin", "prices:write");
-    const priced = (raise: number) =>
-      offers.map((offer) => ({
-        sku: offer.sku,
-        name: offer.name,
-        competitor: { id: offer.competitor_id, name: offer.competitor_name },
-        price: formatMoney(offer.price_minor + raise, offer.currency),
-        currency: offer.currency,
-        in_stock: true,
-      }));
-    const observations = priced(1);
+    const observations = priceChanges(offers, 1);
     await settle(worker, 3000);
     let from = logSize(log);
     let cpuBefore = workerCpu(worker).runtime;
