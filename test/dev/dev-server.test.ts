@@ -57,7 +57,10 @@ function call(path: string, headers: Record<string, string> = {}, method = "GET"
 const portInUse = (port: number) =>
   new Promise<boolean>((resolve) => {
     const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => resolve(!socket.destroy()));
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once("error", () => resolve(false));
   });
 
@@ -257,5 +260,53 @@ describe("npm run dev, called as a newcomer calls it", () => {
     // 200 once the scheduled handler has run without throwing (a failure is a 500).
     expect((await call("/cdn-cgi/local/scheduled")).status).toBe(200);
     expect((await call("/cdn-cgi/local/scheduled?cron=*/1+*+*+*+*")).status).toBe(200);
+  });
+
+  it("the README's test-mode walk-through: a test key, its sandbox, a test webhook to npm run webhook:listen, a simulated change", async () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const login = { Authorization: `Bearer ${token}` };
+    const created = await call("/api-keys", login, "POST", JSON.stringify({ name: "my laptop", environment: "test" }));
+    expect(created.status).toBe(201);
+    const testKey = (JSON.parse(created.body.toString()) as { key: string }).key;
+    expect(testKey).toMatch(/^pda_test_/);
+    const coffee = await call("/products?category=Coffee%20Machines", { Authorization: `Bearer ${testKey}` });
+    const { products } = JSON.parse(coffee.body.toString()) as { products: { sku: string }[] };
+    expect(products.length).toBeGreaterThan(0);
+    expect(products.every((p) => p.sku.startsWith("TEST-"))).toBe(true);
+
+    const hook = await call("/webhooks", login, "POST", JSON.stringify({ url: "http://127.0.0.1:9000/", environment: "test" }));
+    expect(hook.status).toBe(201);
+    const { secret } = JSON.parse(hook.body.toString()) as { secret: string };
+    // The receiver the README starts in a second terminal, started as it says.
+    const listener = spawn("npm", ["run", "webhook:listen", "--", "--secret", secret], { cwd: ROOT, detached: true });
+    let heard = "";
+    listener.stdout!.on("data", (chunk: Buffer) => (heard += chunk.toString()));
+    listener.stderr!.on("data", (chunk: Buffer) => (heard += chunk.toString()));
+    try {
+      await expect
+        .poll(() => portInUse(9000), { timeout: 30_000, interval: 200 })
+        .toBe(true)
+        .catch((error: unknown) => {
+          throw new Error(`the webhook receiver is not listening on 9000; it said: ${heard}`, { cause: error });
+        });
+      // The simulated change exactly as the README sends it (its body spans lines there).
+      const [, body] = /POST \$API\/test\/observations [^']*-d '([^']*)'/.exec(readme) ?? [];
+      expect(body).toBeDefined();
+      const simulated = await call("/test/observations", { Authorization: `Bearer ${testKey}` }, "POST", body!.replace(/\n\s*/g, ""));
+      expect(simulated.status).toBe(200);
+      expect(JSON.parse(simulated.body.toString())).toMatchObject({ received: 1, price_changes: 1 });
+      await expect.poll(() => heard, { timeout: 15_000, interval: 250 }).toContain("price.changed");
+      const feed = await call("/events", { Authorization: `Bearer ${testKey}` });
+      const { events } = JSON.parse(feed.body.toString()) as { events: { type: string; data: { sku: string } }[] };
+      expect(events.map((e) => [e.type, e.data.sku])).toEqual([["price.changed", "TEST-CF-0001"]]);
+      // A live key sees none of it.
+      const live = await call("/events?type=price.changed&limit=1000", { Authorization: `Bearer ${key}` });
+      const liveEvents = (JSON.parse(live.body.toString()) as { events: { data: { sku: string } }[] }).events;
+      expect(liveEvents.some((e) => e.data.sku.startsWith("TEST-"))).toBe(false);
+    } finally {
+      try {
+        process.kill(-listener.pid!, "SIGTERM");
+      } catch {} // already gone
+    }
   });
 });
