@@ -309,4 +309,24 @@ describe("npm run dev, called as a newcomer calls it", () => {
       } catch {} // already gone
     }
   });
+
+  it("the README's comparable prices: the seed's coffee by the kilogram, its totals, and in euros from the seed's rates", async () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const [, sku] = /CF=\$\(curl -s "\$API\/products\?sku=([^"]+)"/.exec(readme) ?? [];
+    expect(sku).toBeDefined();
+    const auth = { Authorization: `Bearer ${key}` };
+    const listed = JSON.parse((await call(`/products?sku=${sku}`, auth)).body.toString()) as { products: { id: string }[] };
+    const id = listed.products[0]!.id;
+    type Offer = { price: string; currency: string; shipping_cost: string | null; total_price: string | null };
+    type Read = { offers: (Offer & { unit_price: { per: string } | null; converted: { currency: string } | null })[] };
+    const plain = JSON.parse((await call(`/products/${id}`, auth)).body.toString()) as Read;
+    expect(plain.offers.length).toBeGreaterThan(0);
+    expect(plain.offers.some((offer) => offer.unit_price?.per === "1 kg")).toBe(true); // the README's "by the kilogram"
+    for (const offer of plain.offers) if (offer.shipping_cost === null) expect(offer.total_price).toBeNull();
+    const euros = JSON.parse((await call(`/products/${id}?currency=EUR`, auth)).body.toString()) as Read & {
+      summary: { currency: string };
+    };
+    expect(euros.summary.currency).toBe("EUR");
+    expect(euros.offers.every((offer) => offer.converted?.currency === "EUR")).toBe(true); // the seed's day has every rate
+  });
 });
