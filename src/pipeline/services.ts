@@ -9,7 +9,7 @@ import { countR2Into, logInvocationWork, meteredBucket, meteredQueue, noRequestW
 import { refuseMisconfigured } from "./admission.ts";
 
 /** The catalogue's store comes from its folder, handed in by the app (src/app.ts), so this layer imports no resource. */
-type CatalogueStoreOf = (env: Env, work: RequestWork) => CatalogueStore;
+type CatalogueStoreOf = (env: Pick<Env, "CATALOGUE" | "CATALOGUE_BUILDER">, work: RequestWork) => CatalogueStore;
 
 /**
  * Builds the request's context, once, before anything else runs: the validated configuration
@@ -38,7 +38,10 @@ export const requestServices =
         return (queue ??= meteredQueue(c.env.WEBHOOK_QUEUE, work));
       },
       get catalogue() {
-        return (catalogue ??= catalogueStore({ ...c.env, CATALOGUE: meteredBucket(c.env.CATALOGUE, countR2) }, work));
+        // Only the two bindings it reads: a spread of the whole env was ~1 % of a small response's CPU in a profile.
+        const { CATALOGUE, CATALOGUE_BUILDER } = c.env;
+        catalogue ??= catalogueStore({ CATALOGUE: meteredBucket(CATALOGUE, countR2), CATALOGUE_BUILDER }, work);
+        return catalogue;
       },
       get archive() {
         return (archive ??= meteredBucket(c.env.ARCHIVE, countR2));
