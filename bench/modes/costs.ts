@@ -233,7 +233,13 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     costs.events_page = await requests(ctx, "request", 10, () => get("/events?limit=100", events!.key));
 
     bench.step(`${label}: webhook deliveries`);
-    costs.webhook_delivery = await webhookDeliveries(ctx, bench, managed!.accountId, admin, priced(2).slice(0, DELIVERY_EVENTS));
+    costs.webhook_delivery = await webhookDeliveries(
+      ctx,
+      bench,
+      managed!.accountId,
+      admin,
+      priceChanges(offers, 2).slice(0, DELIVERY_EVENTS),
+    );
 
     bench.step(`${label}: cron runs`);
     await settle(worker, 3000);

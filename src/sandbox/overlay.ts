@@ -9,8 +9,8 @@ import type { ObservationStore } from "../observations/service.ts";
 import type { Database } from "../platform/db.ts";
 import { insertRows } from "../platform/json-rows.ts";
 import { events } from "../platform/tables.ts";
-import { sandboxHistory, sandboxProducts } from "./tables.ts";
 import { SANDBOX_SKU_PREFIX, type SandboxBase, sandboxBase } from "./catalogue.ts";
+import { sandboxHistory, sandboxProducts } from "./tables.ts";
 
 /**
  * An account's sandbox: the generated base (src/sandbox/catalogue.ts) with the account's own changes laid over it.
