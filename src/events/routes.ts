@@ -19,7 +19,8 @@ const listEventsRoute = createRoute(
     description:
       "Every price.changed and stock.changed event, oldest first, as webhooks carry them plus `id`: the way to catch up after a webhook " +
       "was down. Page with `after` (the previous page's next_cursor); `since`, `type` (repeatable) and `limit` (1–1000, default 100) " +
-      "filter. Every live API key sees every catalogue event; a test key sees its account's sandbox events only. `after` naming an event older than 30 days is 410: start again with `since`. A " +
+      "filter. Every live API key sees every catalogue event; a test key sees its account's sandbox events only. " +
+      "`after` naming an event older than 30 days is 410: start again with `since`. A " +
       "page may hold fewer than `limit` events and still carry a `next_cursor` (older events are read in bounded steps): follow it.",
     request: { query: eventsQuery },
     responses: { 200: jsonResponse("A page of events", EventFeed), 410: jsonResponse("The cursor's event is no longer kept", ErrorBody) },

@@ -86,7 +86,8 @@ export function checkSandboxObservations(base: SandboxBase, observations: readon
   if (skus.length > 0)
     throw new ApiError(
       400,
-      `Invalid body: observations: not sandbox SKUs: ${skus.slice(0, 10).join(", ")}${skus.length > 10 ? ` and ${skus.length - 10} more` : ""}. ` +
+      `Invalid body: observations: not sandbox SKUs: ${skus.slice(0, 10).join(", ")}` +
+        `${skus.length > 10 ? ` and ${skus.length - 10} more` : ""}. ` +
         `A test key changes only its sandbox: SKUs that begin "${SANDBOX_SKU_PREFIX}", as GET /products lists them.`,
     );
   const shops = new Set(base.competitors.map((c) => c.id));

@@ -51,7 +51,9 @@ export const webhookBody = z
     {
       url: webhookUrl,
       environment: environmentField.default("live").meta({
-        description: `test: receives only this account's sandbox events (POST /test/observations), only ${WEBHOOK_EVENT_TYPES.join(" and ")}; live never receives them`,
+        description:
+          `test: receives only this account's sandbox events (POST /test/observations), only ` +
+          `${WEBHOOK_EVENT_TYPES.join(" and ")}; live never receives them`,
       }),
       events: webhookEvents.default([...WEBHOOK_EVENT_TYPES]).meta({
         description:

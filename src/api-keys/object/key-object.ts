@@ -251,7 +251,10 @@ export class ApiKeyObject extends MeteredObject {
     this.ctx.waitUntil(written);
   }
 
-  /** Marks a use for `last_used_at` at most every MARK_EVERY_MS, handed to its shard off the request path (src/api-keys/object/last-used.ts). */
+  /**
+   * Marks a use for `last_used_at` at most every MARK_EVERY_MS, handed to its shard off the request path
+   * (src/api-keys/object/last-used.ts).
+   */
   private markUse(keyId: string, now: number) {
     if (now - this.lastUseRecorded < MARK_EVERY_MS) return;
     const previous = this.lastUseRecorded;
