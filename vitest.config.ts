@@ -7,6 +7,7 @@ import { exportJWK, generateKeyPair } from "jose";
 import { defineConfig } from "vitest/config";
 import { buildDashboard } from "./scripts/build-dashboard.ts";
 import { buildDocs } from "./scripts/build-docs.ts";
+import { ABORTED_FOR_THE_NEXT_FILE } from "./test/helpers/abort-reason.ts";
 
 /**
  * A stand-in identity provider for the tests: a fresh RS256 key pair whose public half is served
@@ -116,16 +117,31 @@ const dependenciesWithoutSourceMaps = {
 };
 
 /**
- * workerd notes, on stderr, each time the catalogue builder's alarm handler re-arms its own alarm (its steps do, by
- * design): "SQLite alarm handler canceled with requestScheduledAlarm". The pool prints workerd's lines as they come
- * and offers no filter, and the line says nothing about a test, so that one line is dropped; every other line prints.
+ * Two notes workerd writes that say nothing about a test. The pool prints workerd's lines as they come (on stdout or
+ * stderr, by level) and offers no filter, so these are dropped here; every other line prints.
+ * - "SQLite alarm handler canceled with requestScheduledAlarm", each time the catalogue builder's alarm handler re-arms
+ *   its own alarm (its steps do, by design).
+ * - "uncaught exception; … jsg.Error: <ABORTED_FOR_THE_NEXT_FILE>" and the "stack:" line after it, each time a shared
+ *   Durable Object is aborted between two test files (test/helpers/fresh-storage.ts).
  */
-function dropAlarmRearmNotes(): void {
-  const write = process.stderr.write.bind(process.stderr) as (chunk: unknown, ...rest: unknown[]) => boolean;
-  process.stderr.write = ((chunk: unknown, ...rest: unknown[]) =>
-    typeof chunk === "string" && chunk.includes("alarm handler canceled with requestScheduledAlarm")
-      ? true
-      : write(chunk, ...rest)) as typeof process.stderr.write;
+function dropRoutineWorkerdNotes(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
+    let afterAbortNote = false;
+    const routine = (line: string) => {
+      const dropped =
+        line.includes("alarm handler canceled with requestScheduledAlarm") ||
+        line.includes(ABORTED_FOR_THE_NEXT_FILE) ||
+        (afterAbortNote && line.startsWith("stack: "));
+      afterAbortNote = line.includes(ABORTED_FOR_THE_NEXT_FILE);
+      return dropped;
+    };
+    stream.write = ((chunk: unknown, ...rest: unknown[]) => {
+      if (typeof chunk !== "string" || !chunk.includes("workerd")) return write(chunk, ...rest);
+      const kept = chunk.split(/(?<=\n)/).filter((line) => !routine(line));
+      return kept.length === 0 ? true : write(kept.join(""), ...rest);
+    }) as typeof stream.write;
+  }
 }
 
 export default defineConfig(async () => {
@@ -180,7 +196,7 @@ export default defineConfig(async () => {
 
   // Wrangler's own info lines ("Using secrets defined in .dev.vars", once per test file) say nothing about a test.
   process.env.WRANGLER_LOG ??= "warn";
-  dropAlarmRearmNotes();
+  dropRoutineWorkerdNotes();
   await buildDashboard(); // src/dashboard/assets.gen.js, which the worker imports
   buildDocs(); // src/docs/assets.gen.js, likewise
   const idp = await serveTestJwks();
@@ -217,6 +233,9 @@ export default defineConfig(async () => {
       setupFiles: ["./test/helpers/setup.ts"],
       // Two files at once on two busy cores can take a request past Vitest's 5 s default; no test asserts a time.
       testTimeout: 20_000,
+      // The files share four runtimes, one after another in each, instead of a runtime started per file (most of the
+      // run's CPU); test/helpers/fresh-storage.ts starts each file from nothing all the same.
+      isolate: false,
     },
   };
   // `npm run chaos` (CHAOS=1): fault injection on the outbox and the deliveries (test/chaos/). Not part of `npm test`;

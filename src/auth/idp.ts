@@ -1,6 +1,7 @@
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey, type JWTVerifyOptions, jwtVerify } from "jose";
 import { ApiError } from "../http/errors.ts";
 import type { Config } from "../platform/config.ts";
+import { isolateMap } from "../platform/isolate-memory.ts";
 import { logger } from "../platform/log.ts";
 import { DAY_MS, MINUTE_MS } from "../platform/time.ts";
 
@@ -83,7 +84,7 @@ class IdpKeySet {
   }
 }
 
-const keySets = new Map<string, IdpKeySet>();
+const keySets = isolateMap<string, IdpKeySet>();
 function keySetFor(url: string): JWTVerifyGetKey {
   let keySet = keySets.get(url);
   if (!keySet) {

@@ -5,6 +5,7 @@ import { latestRates } from "../fx-rates/service.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { sha256Hex } from "../platform/hash.ts";
+import { onForget } from "../platform/isolate-memory.ts";
 import { logger } from "../platform/log.ts";
 import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
 import { type Conversion, conversionInto, convertProductJson } from "./converted.ts";
@@ -43,6 +44,9 @@ export const bumpCatalogueVersion = (db: Database) =>
     });
 
 let pokedFromThisIsolate = false;
+onForget(() => {
+  pokedFromThisIsolate = false;
+});
 
 /**
  * The snapshot to serve. With none at all (a new deployment) the builder makes the first one at once

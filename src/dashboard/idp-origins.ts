@@ -1,3 +1,4 @@
+import { isolateMap } from "../platform/isolate-memory.ts";
 import { logger } from "../platform/log.ts";
 
 /**
@@ -46,7 +47,7 @@ async function readOrigins(issuer: string): Promise<{ origins: string[]; read: b
   }
 }
 
-const cache = new Map<string, { origins: Promise<string[]>; until: number }>();
+const cache = isolateMap<string, { origins: Promise<string[]>; until: number }>();
 
 /** The origins, from a document read at most 10 minutes ago; concurrent page loads share one read. */
 export function idpConnectOrigins(issuer: string, now = Date.now()): Promise<string[]> {

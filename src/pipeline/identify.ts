@@ -4,6 +4,7 @@ import { type Identity, unauthorized, verifyIdpToken } from "../auth/idp.ts";
 import { ApiError } from "../http/errors.ts";
 import { remember } from "../platform/bounded-map.ts";
 import type { Config } from "../platform/config.ts";
+import { isolateMap } from "../platform/isolate-memory.ts";
 import type { Environment } from "../platform/tables.ts";
 
 /**
@@ -48,7 +49,7 @@ function bearerToken(header: string | undefined): string | undefined {
  * request here, not on every request (the hot path's one per-request hash). Only well-formed keys are kept,
  * bounded like admission's memories; a key's hash never changes, so an entry is never stale.
  */
-const keyHashes = new Map<string, string>();
+const keyHashes = isolateMap<string, string>();
 
 async function keyHashOf(token: string, prefix: string): Promise<string> {
   const known = keyHashes.get(token);

@@ -1,4 +1,5 @@
 import { remember } from "../platform/bounded-map.ts";
+import { isolateMap } from "../platform/isolate-memory.ts";
 import { type RequestWork, withObjectWrites } from "../platform/metered.ts";
 import type { Decision, Limits } from "./types.ts";
 
@@ -10,7 +11,7 @@ import type { Decision, Limits } from "./types.ts";
  * revocation made through another isolate must show on the key's next request (the key's object makes
  * repeated refusals cheap instead).
  */
-const refusals = new Map<string, { until: number; decision: Decision }>();
+const refusals = isolateMap<string, { until: number; decision: Decision }>();
 
 /** A refusal of the bucket this isolate remembers (see `refusals`), if any: known without a call. */
 export function rememberedRefusal(name: string): Decision | undefined {

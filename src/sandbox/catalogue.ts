@@ -1,6 +1,7 @@
 import type { ArchivedHistoryRow } from "../catalogue/history-archive.ts";
 import type { CompetitorRow, OfferRow, ProductRow } from "../catalogue/views.ts";
 import { afterPriceChange } from "../observations/prior-prices.ts";
+import { onForget } from "../platform/isolate-memory.ts";
 import type { PriorPrice } from "../platform/tables.ts";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../platform/time.ts";
 import { PRODUCT_LINES, SANDBOX_SHOPS, type SandboxShop, SHOP_CURRENCIES } from "./world.ts";
@@ -199,6 +200,9 @@ function generate(hour: number): SandboxBase {
 }
 
 let cached: SandboxBase | undefined;
+onForget(() => {
+  cached = undefined;
+});
 
 /** The base of the hour `now` falls in, generated once an hour per isolate. */
 export function sandboxBase(now = Date.now()): SandboxBase {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isolateMap } from "../platform/isolate-memory.ts";
 import { logger } from "../platform/log.ts";
 import { HOUR_MS, MINUTE_MS } from "../platform/time.ts";
 
@@ -23,10 +24,10 @@ interface CachedKeys {
   fetchedAt: number;
 }
 
-const caches = new Map<string, CachedKeys>();
+const caches = isolateMap<string, CachedKeys>();
 /** The last fetch started per URL, failed or not: the once-a-minute rule holds while GitHub is down too. */
-const attempts = new Map<string, number>();
-const inFlight = new Map<string, Promise<CachedKeys>>();
+const attempts = isolateMap<string, number>();
+const inFlight = isolateMap<string, Promise<CachedKeys>>();
 
 /** The SubjectPublicKeyInfo bytes of a PEM public key. */
 function pemBody(pem: string): Uint8Array {

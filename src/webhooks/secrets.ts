@@ -1,4 +1,5 @@
 import { Buffer } from "node:buffer";
+import { isolateMap } from "../platform/isolate-memory.ts";
 
 /**
  * Webhook signing secrets: `whsec_` + base64 of 32 random bytes (the Standard Webhooks format), shown
@@ -25,7 +26,7 @@ export function secretKeyBytes(secret: string): Uint8Array {
   return fromBase64(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret);
 }
 
-const aesKeys = new Map<string, Promise<CryptoKey>>();
+const aesKeys = isolateMap<string, Promise<CryptoKey>>();
 
 /** The imported key, once per isolate (WEBHOOK_SECRET_KEY is validated by src/platform/config.ts). */
 function aesKey(keyBase64: string): Promise<CryptoKey> {

@@ -1,11 +1,15 @@
 import { applyD1Migrations, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterAll } from "vitest";
+import { afterAll, vi } from "vitest";
 import type { CatalogueBuilder } from "../../src/catalogue/snapshot/builder.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
+import { startAfresh } from "./fresh-storage.ts";
 
-// Storage is isolated per test file; each file starts from the migrated, empty schema.
+// Each file starts from the migrated, empty schema, whatever the files before it in this runtime left.
 await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+await startAfresh();
+vi.restoreAllMocks();
+vi.useRealTimers();
 
 /*
  * A file must leave no catalogue work behind. An ingestion pokes the builder, and its alarms then run

@@ -14,7 +14,9 @@ export const accountToken = (sub: string, overrides: Overrides = {}) =>
   mintToken(signingJwk, { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, sub, ...overrides });
 
 /** An admin JWT holding the given scopes (both admin scopes by default). */
-export const adminToken = (sub = "admin-user", scope = "accounts:write prices:write") =>
+/** The subject of an admin login unless a test names another. */
+export const ADMIN_SUBJECT = "admin-user";
+export const adminToken = (sub = ADMIN_SUBJECT, scope = "accounts:write prices:write") =>
   mintToken(signingJwk, { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, sub, scope });
 
 export const nowSeconds = () => Math.floor(Date.now() / 1000);

@@ -1,6 +1,7 @@
 import pLimit from "p-limit";
 import { remember } from "../../platform/bounded-map.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
+import { isolateMap } from "../../platform/isolate-memory.ts";
 import { type ObjectWrites, type RequestWork, withObjectWrites } from "../../platform/metered.ts";
 import { type CheckedAdmission, type KeyAdmission, type KeyObjectControl, type KeyRequest, UNKNOWN_KEY_MS } from "./types.ts";
 
@@ -9,7 +10,7 @@ import { type CheckedAdmission, type KeyAdmission, type KeyObjectControl, type K
  * after its object said so (a number). A hash not seen yet is not even asked about once this isolate knows the client
  * IP's bucket to be empty (src/pipeline/admission.ts), so a flood of made-up keys from such a client costs no call.
  */
-const seenKeys = new Map<string, true | number>();
+const seenKeys = isolateMap<string, true | number>();
 
 /** True when this isolate has seen the hash answered, as a key or as matching none (within the minute it remembers that). */
 export function isSeenKey(keyHash: string): boolean {

@@ -1,4 +1,5 @@
 import { and, asc, eq, gt, sql } from "drizzle-orm";
+import { onForget } from "../../platform/isolate-memory.ts";
 import { meteredBucket } from "../../platform/metered.ts";
 import { catalogueState, competitors, products } from "../../platform/tables.ts";
 import type { CompetitorView } from "../schema.ts";
@@ -86,6 +87,9 @@ const builtKey = (n: number) => `${BUILT_PREFIX}${String(n).padStart(7, "0")}`;
 
 /** The last manifest read by this isolate's builder: manifests are immutable, and every step of an incremental build needs its base. */
 let manifestCache: Manifest | undefined;
+onForget(() => {
+  manifestCache = undefined;
+});
 async function cachedManifest(bucket: R2Bucket, id: string): Promise<Manifest> {
   if (manifestCache?.id !== id) manifestCache = await readManifest(bucket, id);
   return manifestCache;

@@ -1,3 +1,4 @@
+import { isolateMap, onForget } from "../../platform/isolate-memory.ts";
 import { type Extent, type Manifest, type Segment, segmentIndexOf } from "./manifest.ts";
 import { extentLines } from "./read.ts";
 
@@ -13,8 +14,11 @@ import { extentLines } from "./read.ts";
 const KEPT_CHARS = 8_000_000;
 
 /** Kept ranges' lines (each a product's JSON, in id order), oldest use first. */
-const kept = new Map<string, string[]>();
+const kept = isolateMap<string, string[]>();
 let keptChars = 0;
+onForget(() => {
+  keptChars = 0;
+});
 
 const rangeName = (extents: readonly Extent[]) => extents.map(({ key, offset, bytes }) => `${key}@${offset}+${bytes}`).join(",");
 

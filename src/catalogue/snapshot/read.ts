@@ -1,3 +1,4 @@
+import { onForget } from "../../platform/isolate-memory.ts";
 import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./gzip-member.ts";
 import { bodyExtents, type Extent, type Manifest, readManifest, readPointer, type Segment } from "./manifest.ts";
 
@@ -16,6 +17,10 @@ const PREFETCH = 4;
 
 let cached: { manifest: Manifest | null; checkedAt: number } | undefined;
 let checkingSince = 0;
+onForget(() => {
+  cached = undefined;
+  checkingSince = 0;
+});
 
 /** Forget the cached manifest: the next read checks the pointer (after this isolate had a snapshot built: servingManifest). */
 export function forgetManifest(): void {
