@@ -3,7 +3,7 @@ import type { Decision, Limits } from "./types.ts";
 /**
  * The contract's headers for a decision: X-RateLimit-*, the IETF RateLimit fields and, on a refusal, Retry-After.
  * Set straight onto the response (every response carries them, so no intermediate object per request); the
- * policy line depends only on the limits, so it is built once per limits object.
+ * policy line depends only on the limits, so it is built again only when they differ from the last response's.
  */
 export function setRateLimitHeaders(headers: Headers, decision: Decision): void {
   const { limits, remaining, resetSeconds } = decision;
@@ -15,15 +15,15 @@ export function setRateLimitHeaders(headers: Headers, decision: Decision): void 
   if (!decision.allowed) headers.set("Retry-After", String(resetSeconds));
 }
 
-const policies = new WeakMap<Limits, string>();
+/** The last policy line built, by the limits' values: a key's limits arrive as a new object with each decision. */
+let lastPolicy: { perMinute: number; perHour: number; perDay: number; line: string } | undefined;
 
-function policyOf(limits: Limits): string {
-  let policy = policies.get(limits);
-  if (policy === undefined) {
-    policy = `"minute";q=${limits.per_minute};w=60, "hour";q=${limits.per_hour};w=3600, "day";q=${limits.per_day};w=86400`;
-    policies.set(limits, policy);
+function policyOf({ per_minute: perMinute, per_hour: perHour, per_day: perDay }: Limits): string {
+  if (lastPolicy?.perMinute !== perMinute || lastPolicy.perHour !== perHour || lastPolicy.perDay !== perDay) {
+    const line = `"minute";q=${perMinute};w=60, "hour";q=${perHour};w=3600, "day";q=${perDay};w=86400`;
+    lastPolicy = { perMinute, perHour, perDay, line };
   }
-  return policy;
+  return lastPolicy.line;
 }
 
 export function rateLimitDetail(decision: Decision): string {

@@ -22,6 +22,9 @@ interface StateRow extends StoredCounters, Record<string, SqlStorageValue> {
 /** Writes the whole state row: one statement, and one row, per decision that must be kept. */
 const WRITE_STATE = `INSERT OR REPLACE INTO state (id, log, hour_start, hour_count, day_start, day_count, usage_hour, last_used)
   VALUES (1, ?, ?, ?, ?, ?, ?, ?)`;
+/** The same write once the row exists: an update in place, where a replace deletes the row and inserts it again. */
+const UPDATE_STATE = `UPDATE state SET log = ?, hour_start = ?, hour_count = ?, day_start = ?, day_count = ?, usage_hour = ?, last_used = ?
+  WHERE id = 1`;
 
 /** The object's tables, created by its first write: an object that only ever answers "unknown key" stores nothing. */
 const SCHEMA = `CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
@@ -68,6 +71,8 @@ export class ApiKeyObject extends MeteredObject {
   /** When the state row was last written: refusals since then are written once it is a second old. */
   private writtenAt = 0;
   private refusalsUnwritten = false;
+  /** Whether the state row exists (read at the wake, or written since). */
+  private hasStateRow: boolean;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -82,6 +87,7 @@ export class ApiKeyObject extends MeteredObject {
           .one()
       : {};
     const row = woken.log == null ? undefined : (woken as StateRow);
+    this.hasStateRow = row !== undefined;
     this.usage = Usage.restored(row);
     const pending: PendingHour = row ? JSON.parse(row.usage_hour) : { start: 0, minutes: {} };
     this.usageLog = new UsageLog(sql, pending, { oldest_hour: woken.oldest_hour ?? null, oldest_day: woken.oldest_day ?? null });
@@ -298,7 +304,7 @@ export class ApiKeyObject extends MeteredObject {
     this.refusalsUnwritten = false;
     const { minuteLog, hour, day } = this.usage;
     this.ctx.storage.sql.exec(
-      WRITE_STATE,
+      this.hasStateRow ? UPDATE_STATE : WRITE_STATE,
       JSON.stringify(minuteLog),
       hour.start,
       hour.count,
@@ -307,5 +313,6 @@ export class ApiKeyObject extends MeteredObject {
       JSON.stringify(this.usageLog.pending),
       this.lastUseRecorded,
     );
+    this.hasStateRow = true;
   }
 }
