@@ -27,14 +27,12 @@ export async function startAfresh(): Promise<void> {
 async function emptyDatabase(): Promise<void> {
   const { results } = await env.DB.prepare(
     `SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'
-       AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'
+       AND (name NOT LIKE 'sqlite\\_%' ESCAPE '\\' OR name = 'sqlite_sequence') AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'
        AND name NOT LIKE 'products\\_search\\_%' ESCAPE '\\' AND name <> 'd1_migrations'`,
   ).all<{ name: string }>();
-  const sequences = await env.DB.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'sqlite_sequence'").first<number>("n");
   await env.DB.batch([
     env.DB.prepare("PRAGMA defer_foreign_keys = ON"),
     ...results.map(({ name }) => env.DB.prepare(`DELETE FROM "${name}"`)),
-    ...(sequences ? [env.DB.prepare("DELETE FROM sqlite_sequence")] : []),
   ]);
 }
 

@@ -13,6 +13,7 @@ import { publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
 import { fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
+import { readFrames } from "../helpers/stream-frames.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks.ts";
 
@@ -91,30 +92,6 @@ const sandboxChange = (testKey: string, price: string) =>
     },
   });
 
-/** An SSE response read in the background into text, until `until` appears or the time runs out. */
-function readStream(res: Response) {
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  const done = (async () => {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      text += decoder.decode(value, { stream: true });
-    }
-  })().catch(() => undefined);
-  return {
-    text: () => text,
-    async until(needle: string) {
-      await vi.waitFor(() => expect(text).toContain(needle), { timeout: 20_000, interval: 100 });
-    },
-    async close() {
-      await reader.cancel().catch(() => undefined);
-      await done;
-    },
-  };
-}
-
 const openStream = (key: string, query = "") =>
   exports.default.fetch(
     new Request(`https://api.test/events/stream${query}`, {
@@ -165,8 +142,8 @@ beforeAll(async () => {
   ]);
 
   // B is listening before A acts: the stream's live phase is what must keep A's events home.
-  const live = readStream(await openStream(b.key));
-  const testStream = readStream(await openStream(b.testKey));
+  const live = readFrames(await openStream(b.key));
+  const testStream = readFrames(await openStream(b.testKey));
   const sold = await call("GET", "/products?competitor=test_harbor", { token: b.testKey }).then((r) =>
     r.json<{ products: { id: string; sku: string }[] }>(),
   );
@@ -213,7 +190,7 @@ beforeAll(async () => {
   await testStream.close();
   streamed.test = testStream.text();
 
-  const backfill = readStream(await openStream(b.key, `?since=${encodeURIComponent(since)}`));
+  const backfill = readFrames(await openStream(b.key, `?since=${encodeURIComponent(since)}`));
   await backfill.until('"new_price":"17.00"');
   await backfill.close();
   streamed.backfill = backfill.text();
@@ -357,7 +334,7 @@ describe("tenants apart", () => {
   });
 
   it("the stream hubs' publish (an ingestion's background path), given every event of the day with A's account events, sends B's stream nothing else of A's", async () => {
-    const stream = readStream(await openStream(b.key));
+    const stream = readFrames(await openStream(b.key));
     try {
       await stream.until(": connected");
       const rows = await env.DB.prepare("SELECT * FROM events WHERE timestamp >= ? ORDER BY seq")

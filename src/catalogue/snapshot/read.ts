@@ -18,7 +18,7 @@ const PREFETCH = 4;
 let cached: { manifest: Manifest | null; checkedAt: number } | undefined;
 let checkingSince = 0;
 onForget(() => {
-  cached = undefined;
+  forgetManifest();
   checkingSince = 0;
 });
 
