@@ -12,7 +12,8 @@ import { competitors, offers, priceHistory, products } from "../../src/platform/
 /** Catalogue rows written straight into D1, as ingestion would leave them. Money goes in as strings. */
 
 let sequence = 0;
-const next = () => ++sequence;
+/** Zero-padded, so ids sort as they were made however many files ran before in this runtime (prd_test10 < prd_test9). */
+const next = () => String(++sequence).padStart(8, "0");
 const db = () => database(env.DB);
 
 export interface CompetitorInput {

@@ -6,14 +6,10 @@ export interface Statement {
   params: unknown[];
 }
 
-/**
- * The D1 statements `run` makes (the worker runs in the test's isolate and uses this same binding),
- * with their parameters, so a test can EXPLAIN and re-run each one.
- */
-export async function statementsOf(run: () => Promise<unknown>): Promise<Statement[]> {
-  const seen: Statement[] = [];
+/** `prepare`, recording each statement it makes and the parameters bound to it into `seen`. */
+function recordingPrepare(seen: Statement[]): (sql: string) => D1PreparedStatement {
   const prepare = env.DB.prepare.bind(env.DB);
-  const spy = vi.spyOn(env.DB, "prepare").mockImplementation((sql: string) => {
+  return (sql) => {
     const statement: Statement = { sql, params: [] };
     seen.push(statement);
     const prepared = prepare(sql);
@@ -27,13 +23,36 @@ export async function statementsOf(run: () => Promise<unknown>): Promise<Stateme
         };
       },
     });
-  });
+  };
+}
+
+/**
+ * The D1 statements `run` makes (the worker runs in the test's isolate and uses this same binding),
+ * with their parameters, so a test can EXPLAIN and re-run each one. Everything in the isolate is
+ * counted, background work included (a queue consumer, an object's alarm).
+ */
+export async function statementsOf(run: () => Promise<unknown>): Promise<Statement[]> {
+  const seen: Statement[] = [];
+  const prepare = recordingPrepare(seen); // before the spy: it calls the binding's own prepare
+  const spy = vi.spyOn(env.DB, "prepare").mockImplementation(prepare);
   try {
     await run();
   } finally {
     spy.mockRestore();
   }
   return seen;
+}
+
+/** The D1 binding for one piece of code, recording into `seen` only the statements made through it. */
+export function recordingD1(seen: Statement[]): D1Database {
+  const prepare = recordingPrepare(seen);
+  return new Proxy(env.DB, {
+    get(target, property) {
+      if (property === "prepare") return prepare;
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }
 
 export interface Cost {
