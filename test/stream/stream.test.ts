@@ -239,7 +239,7 @@ describe("the stream's frames", () => {
     expect(text.some((frame) => frame.includes("data:"))).toBe(false);
   });
 
-  it("an idle stream makes no D1 query: its heartbeats come from its worker, and nothing else happens", async () => {
+  it("an idle stream makes no D1 query: its heartbeats come from its worker, which reads nothing once connected", async () => {
     // 50 ms heartbeats for 3 s: 60 heartbeats, fifteen minutes' worth at the route's 15 s.
     const statements: Statement[] = [];
     const frames = await framesOf({ skus: ["NONE"] }, { heartbeatMs: 50, lifetimeMs: 60_000 }, { statements });
