@@ -11,9 +11,9 @@ const log = logger("stream-publish");
 /**
  * Publishes an ingestion's committed events to every stream hub (src/stream/hub.ts), which push each open stream what
  * its rule matches: one call per hub, MAX_OPEN_CONNECTIONS at a time (a sandbox's events: its account's hub alone).
- * Only catalogue events come here (an ingestion
- * emits no other), so nothing of an account reaches a stream. A failed call is made once more (a hub being replaced or
- * overloaded); a hub that restarts closes its sockets, and their clients catch up from the feed with Last-Event-ID.
+ * Only catalogue events come here (an ingestion emits no other), so nothing of an account reaches a stream. A failed
+ * call is made once more (a hub being replaced or overloaded); a hub that restarts closes its sockets, and their
+ * clients catch up from the feed with Last-Event-ID.
  * One still unreachable after that is logged: its streams miss these events unless they end before sending a later
  * one (then the reconnect's backfill has them). Each call, and the D1 work and storage rows each hub reports, counts
  * in `work`: the publishing invocation's tally.

@@ -13,9 +13,9 @@ type Overrides = Partial<TokenClaims>;
 export const accountToken = (sub: string, overrides: Overrides = {}) =>
   mintToken(signingJwk, { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, sub, ...overrides });
 
-/** An admin JWT holding the given scopes (both admin scopes by default). */
 /** The subject of an admin login unless a test names another. */
 export const ADMIN_SUBJECT = "admin-user";
+/** An admin JWT holding the given scopes (both admin scopes by default). */
 export const adminToken = (sub = ADMIN_SUBJECT, scope = "accounts:write prices:write") =>
   mintToken(signingJwk, { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, sub, scope });
 

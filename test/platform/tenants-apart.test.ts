@@ -13,7 +13,7 @@ import { publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
 import { fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
-import { readFrames } from "../helpers/stream-frames.ts";
+import { openStream, readFrames } from "../helpers/stream-frames.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks.ts";
 
@@ -91,13 +91,6 @@ const sandboxChange = (testKey: string, price: string) =>
       observations: [{ sku: sandboxSku, name: "x", competitor: { id: "test_harbor", name: "x" }, price, currency: "USD", in_stock: true }],
     },
   });
-
-const openStream = (key: string, query = "") =>
-  exports.default.fetch(
-    new Request(`https://api.test/events/stream${query}`, {
-      headers: { Authorization: `Bearer ${key}`, Accept: "text/event-stream", "CF-Connecting-IP": randomTestIp() },
-    }),
-  );
 
 /** Fails when `text`, shown to B at `where`, names anything of A's. */
 function expectNothingOfA(where: string, text: string, sentByB = "") {

@@ -17,8 +17,8 @@ import { fanOut, recordAttempts, webhooksByIds } from "./store.ts";
 
 /**
  * The consumer of WEBHOOK_QUEUE and of the other delivery queues (DELIVERY_QUEUES), all alike. It is the Worker's
- * `queue` handler, not a route: deliveries never pass
- * the Hono app, so they never touch a rate-limit bucket. A batch's messages run concurrently:
+ * `queue` handler, not a route: deliveries never pass the Hono app, so they never touch a rate-limit bucket. A
+ * batch's messages run concurrently:
  * events are fanned out together (one D1 query, one delivery message per matching webhook, sent in
  * chunks), and deliveries go out in parallel, at most MAX_OPEN_CONNECTIONS at a time, except those to
  * failing endpoints, which their webhooks' objects make.
@@ -86,8 +86,7 @@ function retryLater(message: Message<unknown>, attempt: number): void {
 /**
  * Fans out the events this consumer claims (src/events/outbox.ts), each delivery to its webhook's queue
  * (src/webhooks/delivery/queues.ts); an event already claimed (sent twice: relay and sweep) is acked unsent. If
- * sending the deliveries fails, the claims are given back
- * and the messages retried.
+ * sending the deliveries fails, the claims are given back and the messages retried.
  */
 async function fanOutEvents(
   { db, archive, queues }: { db: Database; archive: R2Bucket; queues: Queue<WebhookMessage>[] },

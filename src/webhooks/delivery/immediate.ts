@@ -9,8 +9,8 @@ import { fanOut } from "./store.ts";
 /**
  * The first delivery, right after an ingestion's commit (its `waitUntil`, so the answer does not wait
  * for it; beside the event stream's publish, src/observations/after-commit.ts): claim the events as the queue consumer
- * would, fan them out, and hand each webhook's deliveries
- * to its own object (src/webhooks/delivery/endpoint.ts), which makes them at once. This invocation makes
+ * would, fan them out, and hand each webhook's deliveries to its own object (src/webhooks/delivery/endpoint.ts), which
+ * makes them at once. This invocation makes
  * no POST itself: it cannot tell which endpoints hang, and 6 connections shared among them would make a
  * healthy endpoint wait behind a hanging one. What an object cannot take goes to WEBHOOK_QUEUE, which stays
  * the path for every retry. The relay still puts the events on the queue before the answer: if this never
