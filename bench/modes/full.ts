@@ -16,7 +16,7 @@ import { cpuProfile } from "../harness/profile.ts";
 import type { Run } from "../harness/settings.ts";
 import { seedState } from "../harness/setup.ts";
 import { dataProbe, freezeWorkers, SMALL_PATH, startReady } from "../harness/start.ts";
-import { LOADED, UNLIMITED, type WorkerName } from "../harness/workers.ts";
+import { LOAD_ORDER, LOADED, UNLIMITED, type WorkerName } from "../harness/workers.ts";
 import { type Measured, measuredLoad, warmKeys } from "../load/measured.ts";
 import { type Results, report } from "../report/full.ts";
 import { withResults } from "../report/results-doc.ts";
@@ -93,7 +93,7 @@ export async function fullMode(bench: Bench, { size, settings }: Run): Promise<s
   const loads: Results["loads"] = { full: {}, small: {} } as Results["loads"];
   for (let round = 1; round <= settings.rounds; round++) {
     // Every other round in reverse, so that no worker always comes first (or right after another).
-    for (const name of round % 2 === 1 ? LOADED : [...LOADED].reverse()) {
+    for (const name of round % 2 === 1 ? LOAD_ORDER : [...LOAD_ORDER].reverse()) {
       step(
         `round ${round}/${settings.rounds}: ${name}: GET /products and GET ${SMALL_PATH}, ${settings.loadSeconds} s each, every key once before each`,
       );

@@ -3,15 +3,16 @@
  * path, ours against floor-write on the small response only (the limiter's cost, not the body's), N
  * rounds (3 unless told) alternating which goes first, every key once and the worker idle before each
  * load, as in the full run. A couple of minutes. `--profile` then takes one more load of each under
- * V8's sampling profiler (as the full run does) and lists where each isolate's CPU went.
+ * V8's sampling profiler (as the full run does) and lists where each isolate's CPU went, and one more under its
+ * sampling heap profiler: what each allocates per request, and where (the garbage collector's work).
  * Writes bench/results/hot-path.md and hot-path.json.
  */
 import { cpSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Bench } from "../harness/bench.ts";
 import { makeKeys } from "../harness/keys.ts";
-import { ROOT } from "../harness/processes.ts";
-import { cpuProfile } from "../harness/profile.ts";
+import { ROOT, type Worker } from "../harness/processes.ts";
+import { allocationProfile, cpuProfile, type HotFunction } from "../harness/profile.ts";
 import type { Run } from "../harness/settings.ts";
 import { seedState } from "../harness/setup.ts";
 import { dataProbe, freezeWorkers, SMALL_PATH, startReady } from "../harness/start.ts";
@@ -19,8 +20,10 @@ import { type Measured, measuredLoad, warmKeys } from "../load/measured.ts";
 import { machine, nowUtc } from "../report/run-info.ts";
 
 const NAMES = ["ours", "floor-write"] as const;
+type Name = (typeof NAMES)[number];
 
-export const hotPathBudgetSeconds = ({ settings }: Run) => 180 + settings.rounds * 2 * (settings.loadSeconds + 30);
+export const hotPathBudgetSeconds = ({ args, settings }: Run) =>
+  180 + (settings.rounds + (args.profile ? 2 : 0)) * 2 * (settings.loadSeconds + 30);
 
 export async function hotPathMode(bench: Bench, { args, settings }: Run): Promise<string> {
   const { state, step } = bench;
@@ -43,14 +46,14 @@ export async function hotPathMode(bench: Bench, { args, settings }: Run): Promis
   for (const name of viaProxy) step(`could not find the runtime's own socket of ${name}: loading through wrangler's proxy`);
   const workers = { ours: ours!, "floor-write": floorWrite! };
   const loadKeys = keys.load.map((k) => k.key);
-  const measure = (name: (typeof NAMES)[number], label: string) =>
+  const measure = (name: Name, label: string) =>
     measuredLoad(
       bench,
       workers[name],
       { path: SMALL_PATH, connections: settings.connections, duration: settings.loadSeconds, keys: loadKeys },
       label,
     );
-  const rounds: Record<(typeof NAMES)[number], Measured[]> = { ours: [], "floor-write": [] };
+  const rounds: Record<Name, Measured[]> = { ours: [], "floor-write": [] };
   for (let round = 1; round <= settings.rounds; round++) {
     for (const name of round % 2 === 1 ? NAMES : [...NAMES].reverse()) {
       await warmKeys(bench, workers[name], loadKeys, settings.connections, `${name}-${round}`);
@@ -62,21 +65,38 @@ export async function hotPathMode(bench: Bench, { args, settings }: Run): Promis
     }
   }
   const profiled: string[] = [];
+  const allocated: string[] = [];
   if (args.profile) {
     mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+    const saved = (file: string) => join(ROOT, "bench/results", file);
+    /** One more load of `name`, every key used once first, while `profile` watches it; and its requests. */
+    const watched = async <T>(name: Name, label: string, profile: (worker: Worker, during: () => Promise<unknown>) => Promise<T>) => {
+      await warmKeys(bench, workers[name], loadKeys, settings.connections, `${name}-${label}`);
+      let requests = 0;
+      const found = await profile(workers[name], async () => (requests = (await measure(name, `${label}-${name}`)).requests));
+      return { found, requests };
+    };
+    const table = (title: string, unit: string, rows: HotFunction[]) => [
+      "",
+      `| ${title} | where | ${unit} |`,
+      "|---|---|---:|",
+      ...rows.map((f) => `| ${f.name} | ${f.where} | ${f.selfPercent.toFixed(1)} |`),
+    ];
     for (const name of NAMES) {
-      await warmKeys(bench, workers[name], loadKeys, settings.connections, `${name}-profile`);
-      const hot = await cpuProfile(
-        workers[name],
-        () => measure(name, `profile-${name}`),
-        join(ROOT, "bench/results", `hot-path-profile-${name}.cpuprofile`),
-        25,
+      const { found, requests } = await watched(name, "profile", (worker, during) =>
+        cpuProfile(worker, during, saved(`hot-path-profile-${name}.cpuprofile`), 25),
       );
-      profiled.push(
+      profiled.push("", `${name}: ${requests} requests profiled.`, ...table(`${name}: function`, "self %", found));
+    }
+    for (const name of NAMES) {
+      const { found, requests } = await watched(name, "allocations", (worker, during) =>
+        allocationProfile(worker, during, saved(`hot-path-allocations-${name}.heapprofile`), 20),
+      );
+      const perRequest = (found.sampledBytes / requests / 1024).toFixed(1);
+      allocated.push(
         "",
-        `| ${name}: function | where | self % |`,
-        "|---|---|---:|",
-        ...hot.map((f) => `| ${f.name} | ${f.where} | ${f.selfPercent.toFixed(1)} |`),
+        `${name}: ${perRequest} KiB sampled per request (${requests} requests).`,
+        ...table(`${name}: allocated in`, "% of bytes", found.sites),
       );
     }
   }
@@ -101,6 +121,7 @@ export async function hotPathMode(bench: Bench, { args, settings }: Run): Promis
     "",
     `Medians: ours ${oursRps.toFixed(0)}, floor-write ${floorRps.toFixed(0)} req/s: **${(oursRps / floorRps).toFixed(2)} × floor-write** (aim ≥ 1.0 ×); worker CPU ${cpu >= 0 ? "+" : "−"}${Math.abs(cpu).toFixed(2)} ms/request.`,
     ...(profiled.length > 0 ? ["", "Where the CPU goes (self time, % of the isolate's busy time, one more load each):", ...profiled] : []),
+    ...(allocated.length > 0 ? ["", "What it allocates (V8's sampling heap profiler, one more load each):", ...allocated] : []),
   );
   const text = lines.join("\n");
   bench.writeResults({

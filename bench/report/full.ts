@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Memory, ROOT } from "../harness/processes.ts";
 import type { HotFunction } from "../harness/profile.ts";
-import { LOADED, type WorkerName } from "../harness/workers.ts";
+import { LOAD_ORDER, LOADED, type WorkerName } from "../harness/workers.ts";
 import type { Measured } from "../load/measured.ts";
 import { CATALOGUE_NOTES, type CatalogueResult, catalogueReport } from "../modes/catalogue.ts";
 import type { Exactness, Revocation, WorkCount, WorkReport } from "../modes/probes.ts";
@@ -104,7 +104,7 @@ export function report(r: Results): string {
       `Load generator and workerd share these cores, so compare ratios within one run, not absolute numbers across runs.`,
     "",
     `Load: autocannon in a process of its own, ${s.connections} connections, ${s.loadSeconds} s per worker and request, ${s.rounds} round(s) ` +
-      `(${LOADED.join(", ")} in turn, every other round in reverse, each doing both requests), API keys round robin over ${int(s.loadKeys)} Premium keys (each stays well under 300/min). ` +
+      `(${LOAD_ORDER.join(", ")} in turn, every other round in reverse, each doing both requests), API keys round robin over ${int(s.loadKeys)} Premium keys (each stays well under 300/min). ` +
       `Right before each load, every key was used once on the worker (workerd evicts a Durable Object after ~10 s idle; the loads measure warm keys) ` +
       "and the bench waited (at most 5 s) until the worker was idle, so what that set off in the background (the real worker's `last_used_at` " +
       "marks, handed to their shards) is not charged to the loads; " +

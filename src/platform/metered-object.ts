@@ -53,16 +53,19 @@ const KV_ROWS: Record<string, (args: unknown[]) => number> = {
 };
 
 function meteredState<State extends { storage: DurableObjectStorage }>(ctx: State, count: (rows: number) => void): State {
-  const sql = new Proxy(ctx.storage.sql, {
-    get(target, property) {
+  const target = ctx.storage.sql;
+  // Made once, not per access: every admission writes through it.
+  const exec = (query: string, ...bindings: unknown[]) => {
+    const cursor = target.exec(query, ...bindings);
+    // A statement that returns no rows has run by the time exec returns, so its cursor's count is final here.
+    count(cursor.rowsWritten);
+    return cursor;
+  };
+  const sql = new Proxy(target, {
+    get(_, property) {
+      if (property === "exec") return exec;
       const value = Reflect.get(target, property, target);
-      if (property !== "exec") return typeof value === "function" ? value.bind(target) : value;
-      // A statement that returns no rows has run by the time exec returns, so its cursor's count is final here.
-      return (query: string, ...bindings: unknown[]) => {
-        const cursor = target.exec(query, ...bindings);
-        count(cursor.rowsWritten);
-        return cursor;
-      };
+      return typeof value === "function" ? value.bind(target) : value;
     },
   });
   const storage = new Proxy(ctx.storage, {
