@@ -10,9 +10,9 @@ import { findDirectUrl, freeze, startWorker, type Worker, waitReady, wrangler } 
 import { CONFIGS, type WorkerName } from "./workers.ts";
 
 /**
- * A query that matches nothing: the whole admission path, the handler, and a tiny body. A brand no
- * product has is answered from the snapshot's manifest alone (no segment read, no D1; a sku filter
- * looks the sku up in D1). The readiness probes ask for it too.
+ * A query that matches nothing: the whole admission path, the handler, and a tiny body. A brand filter
+ * asks D1's brand index (one batch of three reads: the catalogue's reset version, the products changed
+ * since the snapshot, the brand's ids) and reads no segment. The readiness probes ask for it too.
  */
 export const SMALL_PATH = "/products?brand=bench-none";
 
