@@ -61,6 +61,14 @@ function hottest(nodes: readonly ProfileNode[], top: number): HotFunction[] {
     .map(({ name, where, hits }) => ({ name, where, selfPercent: busy === 0 ? 0 : (100 * hits) / busy }));
 }
 
+export interface AllocationSite {
+  name: string;
+  /** As HotFunction's. */
+  where: string;
+  /** Its share of the bytes sampled. */
+  bytesPercent: number;
+}
+
 interface AllocationNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
   selfSize: number;
@@ -78,7 +86,7 @@ export async function allocationProfile(
   during: () => Promise<unknown>,
   saveTo: string,
   top = 15,
-): Promise<{ sampledBytes: number; sites: HotFunction[] }> {
+): Promise<{ sampledBytes: number; sites: AllocationSite[] }> {
   const session = await openInspector(worker);
   try {
     await session.send("HeapProfiler.enable");
@@ -107,7 +115,7 @@ export async function allocationProfile(
     };
     visit(profile.head);
     const ranked = [...sites.values()].sort((a, b) => b.bytes - a.bytes).slice(0, top);
-    return { sampledBytes, sites: ranked.map(({ name, where, bytes }) => ({ name, where, selfPercent: (100 * bytes) / sampledBytes })) };
+    return { sampledBytes, sites: ranked.map(({ name, where, bytes }) => ({ name, where, bytesPercent: (100 * bytes) / sampledBytes })) };
   } finally {
     session.close();
   }

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { Bench } from "../harness/bench.ts";
 import { makeKeys } from "../harness/keys.ts";
 import { ROOT, type Worker } from "../harness/processes.ts";
-import { allocationProfile, cpuProfile, type HotFunction } from "../harness/profile.ts";
+import { allocationProfile, cpuProfile } from "../harness/profile.ts";
 import type { Run } from "../harness/settings.ts";
 import { seedState } from "../harness/setup.ts";
 import { dataProbe, freezeWorkers, SMALL_PATH, startReady } from "../harness/start.ts";
@@ -76,17 +76,25 @@ export async function hotPathMode(bench: Bench, { args, settings }: Run): Promis
       const found = await profile(workers[name], async () => (requests = (await measure(name, `${label}-${name}`)).requests));
       return { found, requests };
     };
-    const table = (title: string, unit: string, rows: HotFunction[]) => [
+    const table = (title: string, unit: string, rows: { name: string; where: string; percent: number }[]) => [
       "",
       `| ${title} | where | ${unit} |`,
       "|---|---|---:|",
-      ...rows.map((f) => `| ${f.name} | ${f.where} | ${f.selfPercent.toFixed(1)} |`),
+      ...rows.map((f) => `| ${f.name} | ${f.where} | ${f.percent.toFixed(1)} |`),
     ];
     for (const name of NAMES) {
       const { found, requests } = await watched(name, "profile", (worker, during) =>
         cpuProfile(worker, during, saved(`hot-path-profile-${name}.cpuprofile`), 25),
       );
-      profiled.push("", `${name}: ${requests} requests profiled.`, ...table(`${name}: function`, "self %", found));
+      profiled.push(
+        "",
+        `${name}: ${requests} requests profiled.`,
+        ...table(
+          `${name}: function`,
+          "self %",
+          found.map((f) => ({ ...f, percent: f.selfPercent })),
+        ),
+      );
     }
     for (const name of NAMES) {
       const { found, requests } = await watched(name, "allocations", (worker, during) =>
@@ -96,7 +104,11 @@ export async function hotPathMode(bench: Bench, { args, settings }: Run): Promis
       allocated.push(
         "",
         `${name}: ${perRequest} KiB sampled per request (${requests} requests).`,
-        ...table(`${name}: allocated in`, "% of bytes", found.sites),
+        ...table(
+          `${name}: allocated in`,
+          "% of bytes",
+          found.sites.map((site) => ({ ...site, percent: site.bytesPercent })),
+        ),
       );
     }
   }
