@@ -92,7 +92,7 @@ export async function fullMode(bench: Bench, { size, settings }: Run): Promise<s
   const warm = (name: WorkerName, label: string) => warmKeys(bench, workers[name], loadKeys, settings.connections, label);
   const loads: Results["loads"] = { full: {}, small: {} } as Results["loads"];
   for (let round = 1; round <= settings.rounds; round++) {
-    // Every other round in reverse, so that no worker always comes first (or right after another).
+    // Every other round in reverse, so that no worker always comes first; ours and floor-write stay neighbours (LOAD_ORDER).
     for (const name of round % 2 === 1 ? LOAD_ORDER : [...LOAD_ORDER].reverse()) {
       step(
         `round ${round}/${settings.rounds}: ${name}: GET /products and GET ${SMALL_PATH}, ${settings.loadSeconds} s each, every key once before each`,
