@@ -40,25 +40,39 @@ export async function cpuProfile(worker: Worker, during: () => Promise<unknown>,
   }
 }
 
-/** Idle time is left out: the percentages are of the time the isolate was running code. */
-function hottest(nodes: readonly ProfileNode[], top: number): HotFunction[] {
-  const self = new Map<string, { name: string; where: string; hits: number }>();
-  let busy = 0;
-  for (const { callFrame, hitCount = 0 } of nodes) {
-    if (hitCount === 0 || callFrame.functionName === "(idle)" || callFrame.functionName === "(program)") continue;
+type CallFrame = ProfileNode["callFrame"];
+
+/**
+ * The `top` call sites by weight (samples, bytes), each with its share of the total, and the total: sites are
+ * grouped by function name and source position.
+ */
+function topSites(weighed: Iterable<{ callFrame: CallFrame; weight: number }>, top: number) {
+  const sites = new Map<string, { name: string; where: string; weight: number }>();
+  let total = 0;
+  for (const { callFrame, weight } of weighed) {
     const file = callFrame.url.split("/").pop() || "(runtime)";
     const where = callFrame.url ? `${file}:${callFrame.lineNumber + 1}` : "(runtime)";
     const name = callFrame.functionName || "(anonymous)";
     const key = `${name} ${where}`;
-    const entry = self.get(key) ?? { name, where, hits: 0 };
-    entry.hits += hitCount;
-    self.set(key, entry);
-    busy += hitCount;
+    const entry = sites.get(key) ?? { name, where, weight: 0 };
+    entry.weight += weight;
+    sites.set(key, entry);
+    total += weight;
   }
-  return [...self.values()]
-    .sort((a, b) => b.hits - a.hits)
-    .slice(0, top)
-    .map(({ name, where, hits }) => ({ name, where, selfPercent: busy === 0 ? 0 : (100 * hits) / busy }));
+  const ranked = [...sites.values()].sort((a, b) => b.weight - a.weight).slice(0, top);
+  return { total, sites: ranked.map(({ name, where, weight }) => ({ name, where, percent: total === 0 ? 0 : (100 * weight) / total })) };
+}
+
+/** Idle time is left out: the percentages are of the time the isolate was running code. */
+function hottest(nodes: readonly ProfileNode[], top: number): HotFunction[] {
+  const busy = nodes.filter(
+    ({ callFrame, hitCount = 0 }) => hitCount > 0 && callFrame.functionName !== "(idle)" && callFrame.functionName !== "(program)",
+  );
+  const { sites } = topSites(
+    busy.map(({ callFrame, hitCount = 0 }) => ({ callFrame, weight: hitCount })),
+    top,
+  );
+  return sites.map(({ name, where, percent }) => ({ name, where, selfPercent: percent }));
 }
 
 export interface AllocationSite {
@@ -70,7 +84,7 @@ export interface AllocationSite {
 }
 
 interface AllocationNode {
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: CallFrame;
   selfSize: number;
   children: AllocationNode[];
 }
@@ -99,23 +113,14 @@ export async function allocationProfile(
     await during();
     const { profile } = await session.send<{ profile: { head: AllocationNode } }>("HeapProfiler.stopSampling", {}, 60_000);
     writeFileSync(saveTo, JSON.stringify(profile));
-    const sites = new Map<string, { name: string; where: string; bytes: number }>();
-    let sampledBytes = 0;
+    const allocated: { callFrame: CallFrame; weight: number }[] = [];
     const visit = ({ callFrame, selfSize, children }: AllocationNode) => {
-      if (selfSize > 0) {
-        const file = callFrame.url.split("/").pop() || "(runtime)";
-        const where = callFrame.url ? `${file}:${callFrame.lineNumber + 1}` : "(runtime)";
-        const name = callFrame.functionName || "(anonymous)";
-        const entry = sites.get(`${name} ${where}`) ?? { name, where, bytes: 0 };
-        entry.bytes += selfSize;
-        sites.set(`${name} ${where}`, entry);
-        sampledBytes += selfSize;
-      }
+      if (selfSize > 0) allocated.push({ callFrame, weight: selfSize });
       for (const child of children) visit(child);
     };
     visit(profile.head);
-    const ranked = [...sites.values()].sort((a, b) => b.bytes - a.bytes).slice(0, top);
-    return { sampledBytes, sites: ranked.map(({ name, where, bytes }) => ({ name, where, bytesPercent: (100 * bytes) / sampledBytes })) };
+    const { total, sites } = topSites(allocated, top);
+    return { sampledBytes: total, sites: sites.map(({ name, where, percent }) => ({ name, where, bytesPercent: percent })) };
   } finally {
     session.close();
   }
