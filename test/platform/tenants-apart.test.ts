@@ -92,6 +92,14 @@ const sandboxChange = (testKey: string, price: string) =>
     },
   });
 
+/** What POST /api-keys answers, as far as this test reads it. */
+interface CreatedKey {
+  id: string;
+  name: string;
+  prefix: string;
+  key: string;
+}
+
 /** Fails when `text`, shown to B at `where`, names anything of A's. */
 function expectNothingOfA(where: string, text: string, sentByB = "") {
   for (const marker of a.markers) {
@@ -106,11 +114,11 @@ beforeAll(async () => {
   b = await tenant("b", "premium");
 
   // A's account events: a leaked key, a key about to expire, a webhook disabled by a 410, a usage threshold.
-  const leaked = await call("POST", "/api-keys", { token: a.token, body: { name: `a-leaked-${tag}` } }).then((r) => r.json<any>());
+  const leaked = await call("POST", "/api-keys", { token: a.token, body: { name: `a-leaked-${tag}` } }).then((r) => r.json<CreatedKey>());
   const expiring = await call("POST", "/api-keys", {
     token: a.token,
     body: { name: `a-expiring-${tag}`, expires_at: new Date(Date.now() + 3 * DAY_MS).toISOString() },
-  }).then((r) => r.json<any>());
+  }).then((r) => r.json<CreatedKey>());
   const goneUrl = hookUrl(`a-gone-secret-token-${tag}`);
   const gone = await createWebhook(a.token, { url: goneUrl, events: ["price.changed"] });
   receiver.respond(goneUrl, () => new Response("gone", { status: 410 }));
@@ -151,7 +159,10 @@ beforeAll(async () => {
   const since = new Date(Date.now() - 1000).toISOString();
 
   await ingest([{ sku, price: "20.00", in_stock: true }]);
-  productId = (await call("GET", `/products?sku=${sku}`, { token: a.key }).then((r) => r.json<any>())).products?.[0]?.id;
+  await publishCatalogue(); // the product is in the snapshot, so B's reads below find it (not a 503 or a 404)
+  const listed = await call("GET", `/products?sku=${sku}`, { token: a.key });
+  expect(listed.status).toBe(200);
+  productId = (await listed.json<{ products: { id: string }[] }>()).products[0]!.id;
   await ingest([{ sku, price: "18.00", in_stock: false }]);
   expect((await report([found(leaked.key)])).status).toBe(200);
   await announceExpiringKeys(database(env.DB), env.WEBHOOK_QUEUE, Date.now());
