@@ -86,14 +86,16 @@ export async function runEndpointNow(webhookId: string): Promise<void> {
   await runDurableObjectAlarm(endpointOf(webhookId));
 }
 
-/** Waits until a webhook's object (src/webhooks/delivery/endpoint.ts) has made, and recorded, every delivery handed to it. */
+/** How many deliveries a webhook's object (src/webhooks/delivery/endpoint.ts) holds, not yet made. */
+export const pendingAtEndpoint = (webhookId: string) =>
+  runInDurableObject(
+    endpointOf(webhookId),
+    (_, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n,
+  );
+
+/** Waits until a webhook's object has made, and recorded, every delivery handed to it. */
 export async function endpointSettled(webhookId: string, timeout = 5_000): Promise<void> {
-  const pending = () =>
-    runInDurableObject(
-      endpointOf(webhookId),
-      (_, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n,
-    );
-  await vi.waitFor(async () => expect(await pending()).toBe(0), { timeout, interval: 20 });
+  await vi.waitFor(async () => expect(await pendingAtEndpoint(webhookId)).toBe(0), { timeout, interval: 20 });
 }
 
 // ---- Observations -----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import { FAILING_DAYS_TO_DISABLE, recordAttempts, webhooksByIds } from "../../sr
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook, deliveryTo, runEndpointNow, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, pendingAtEndpoint, runEndpointNow, runQueue } from "../helpers/webhooks.ts";
 
 /** The 5-day rule (with a fake clock), what disabling does to pending retries, and the response excerpts of delivery records. */
 
@@ -58,6 +58,8 @@ async function expectDroppedUnsent(hook: { id: string; url: string }) {
   const rowsBefore = await database(env.DB).$count(webhookDeliveries, eq(webhookDeliveries.webhookId, hook.id));
   const retry = await runQueue([deliveryTo(hook.id)], 2);
   expect(retry.explicitAcks).toEqual(retry.ids);
+  // Nor handed to the webhook's object, whose alarm would send it if the webhook were enabled again by then.
+  expect(await pendingAtEndpoint(hook.id)).toBe(0);
   expect(receiver.to(hook.url)).toHaveLength(sentBefore);
   expect(await database(env.DB).$count(webhookDeliveries, eq(webhookDeliveries.webhookId, hook.id))).toBe(rowsBefore);
 }

@@ -111,8 +111,8 @@ async function fanOutEvents(
 }
 
 /**
- * A batch's queued deliveries: their webhooks read in one D1 query. A delivery to a failing endpoint
- * (`failing_since` set) is handed to the webhook's own object (src/webhooks/delivery/endpoint.ts) with
+ * A batch's queued deliveries: their webhooks read in one D1 query. A delivery to an enabled webhook whose endpoint
+ * is failing (`failing_since` set) is handed to the webhook's own object (src/webhooks/delivery/endpoint.ts) with
  * the attempts it has had, and acked: it would hold one of this batch's connections for its timeout
  * while the others wait. The rest are attempted here (at most MAX_OPEN_CONNECTIONS at a time), then
  * recorded in one D1 batch; then each message is acked (delivered, 410, webhook gone) or retried. A
@@ -150,9 +150,12 @@ async function deliverAll(
   } catch (error) {
     return fail(error, deliveries);
   }
+  // A disabled webhook's retry is not handed over (its object would send it should the webhook be enabled again
+  // before its alarm ran): it stays here, where attemptDelivery answers "gone" and the message is acked unsent.
+  const handsOver = (webhook: WebhookRow | undefined) => webhook?.status === "enabled" && Boolean(webhook.failingSince);
   const failing = new Map(
     deliveries
-      .filter((delivery) => known.get(delivery.body.webhook_id)?.failingSince)
+      .filter((delivery) => handsOver(known.get(delivery.body.webhook_id)))
       .map((delivery): [DeliveryMessage, Parsed<DeliveryMessage>] => [
         { ...delivery.body, attempts_before: attemptOf(delivery) - 1 },
         delivery,
