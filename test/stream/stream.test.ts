@@ -106,9 +106,9 @@ describe("GET /events/stream", () => {
       ["type", "price.changed"],
     ]);
     const source = new EventSource(`https://api.test/events/stream?${query}`, { fetch: net.fetch });
-    source.addEventListener("price.changed", (message) =>
-      received.push({ id: message.lastEventId, type: message.type, data: JSON.parse(message.data) }),
-    );
+    source.addEventListener("price.changed", (message) => {
+      received.push({ id: message.lastEventId, type: message.type, data: JSON.parse(message.data) });
+    });
     try {
       await vi.waitFor(() => expect(received).toHaveLength(2), { timeout: 5_000, interval: 20 }); // the backfill
       await ingest([{ sku: watched, price: "7.00" }]);
@@ -481,7 +481,9 @@ describe("pushed, not polled", { timeout: 30_000 }, () => {
     const net = network(key);
     const received: string[] = [];
     const source = new EventSource(`https://api.test/events/stream?skus=${encodeURIComponent(sku)}`, { fetch: net.fetch });
-    source.addEventListener("price.changed", (message) => received.push(message.lastEventId));
+    source.addEventListener("price.changed", (message) => {
+      received.push(message.lastEventId);
+    });
     try {
       await vi.waitFor(() => expect(source.readyState).toBe(EventSource.OPEN)); // its response began: it is subscribed
       await ingest([{ sku, price: "9.00" }]);
