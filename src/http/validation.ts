@@ -12,13 +12,19 @@ type Issue = z.core.$ZodIssue;
 
 /**
  * The issue to report. A union that no shape accepts (a value of one of several object shapes, told apart by a literal
- * or enum field) failed most plausibly in the shape that refused the fewest values (invalid_value: the discriminating
- * field, an enum): its first such refusal if any, else its first issue, under the union's path.
+ * or enum field; or one value or a list of them) failed most plausibly in a shape of the value's own type, and among
+ * those in the one that refused the fewest values (invalid_value: the discriminating field, an enum): its first such
+ * refusal if any, else its first issue, under the union's path. So `?type=nope` is told the types, not that a list was
+ * expected.
  */
 function reported(issue: Issue): { path: PropertyKey[]; message: string } {
   if (issue.code !== "invalid_union" || issue.errors.length === 0) return issue;
+  const ofAnotherType = (branch: Issue[]) => branch.some((inner) => inner.code === "invalid_type" && inner.path.length === 0);
+  const sameType = issue.errors.filter((branch) => !ofAnotherType(branch));
   const refusals = (branch: Issue[]) => branch.filter((inner) => inner.code === "invalid_value");
-  const branch = issue.errors.reduce((best, next) => (refusals(next).length < refusals(best).length ? next : best));
+  const branch = (sameType.length > 0 ? sameType : issue.errors).reduce((best, next) =>
+    refusals(next).length < refusals(best).length ? next : best,
+  );
   const inner = refusals(branch)[0] ?? branch[0];
   if (!inner) return issue;
   const found = reported(inner);

@@ -91,6 +91,14 @@ describe("GET /events", () => {
     expect(detail).toContain(field);
   });
 
+  it.each(["?type=price.dropped", "?type=stock.changed&type=price.dropped"])(
+    "400 for %s lists the types, given once or repeated",
+    async (query) => {
+      // Not "expected array, received string": the detail says which values the parameter takes.
+      expect((await feed(query, 400)).detail).toMatch(/^Invalid query: type(\.1)?: must be one of price\.changed, stock\.changed$/);
+    },
+  );
+
   it("410 for an after cursor older than 30 days, or unknown: start again with since", async () => {
     const [oldest] = (await feed(`?since=${since}&limit=1`)).events;
     await database(env.DB)
