@@ -291,13 +291,14 @@ const OPERATIONS: Record<string, Exercise[]> = {
   "POST /secret-scanning/github": [as(key, "POST", () => "/secret-scanning/github", [])],
 };
 
-const MCP_TOOLS: Record<string, Record<string, unknown>[]> = {
-  search_products: [{ query: "Product" }, { sku }, { sku, currency: "EUR" }],
-  get_product: [{ sku }, { sku, currency: "EUR" }],
-  price_history: [{ product_id: "" }],
+/** Each MCP tool's calls, about a product the key's data holds (its live one, or the sandbox one A changed in its own sandbox). */
+const mcpCalls = (product: { sku: string; id: string }): Record<string, Record<string, unknown>[]> => ({
+  search_products: [{ query: "Product" }, { sku: product.sku }, { sku: product.sku, currency: "EUR" }],
+  get_product: [{ sku: product.sku }, { sku: product.sku, currency: "EUR" }],
+  price_history: [{ product_id: product.id }],
   list_competitors: [{}],
   recent_changes: [{ limit: 100 }],
-};
+});
 
 /** The routes B cannot call with its credentials: an admin's, and GitHub's signed reports. */
 const NOT_B_S = /^[A-Z]+ \/(admin|secret-scanning)\//;
@@ -310,7 +311,7 @@ describe("tenants apart", () => {
     );
     expect(Object.keys(OPERATIONS).sort()).toEqual(documented.sort());
     const tools = await mcpClient(b.key).then(async (client) => (await client.listTools()).tools.map((tool) => tool.name));
-    expect(Object.keys(MCP_TOOLS).sort()).toEqual(tools.sort());
+    expect(Object.keys(mcpCalls({ sku, id: productId })).sort()).toEqual(tools.sort());
   });
 
   it("B's responses on every route carry nothing of A's, and A's ids get B a 404", async () => {
@@ -365,13 +366,15 @@ describe("tenants apart", () => {
 
   it("B's MCP tool results carry nothing of A's, with a live key and with a test key", async () => {
     for (const [apiKey, product] of [
-      [b.key, productId],
-      [b.testKey, sandboxProductId],
+      [b.key, { sku, id: productId }],
+      [b.testKey, { sku: sandboxSku, id: sandboxProductId }],
     ] as const) {
       const client = await mcpClient(apiKey);
-      for (const [tool, calls] of Object.entries(MCP_TOOLS)) {
+      for (const [tool, calls] of Object.entries(mcpCalls(product))) {
         for (const args of calls) {
-          const result = await client.callTool({ name: tool, arguments: tool === "price_history" ? { product_id: product } : args });
+          const result = await client.callTool({ name: tool, arguments: args });
+          // A real answer (not a tool error), so the check below reads data.
+          expect(result.isError, `MCP ${tool} ${JSON.stringify(args)}: ${JSON.stringify(result)}`).toBeFalsy();
           expectNothingOfA(`MCP ${tool}`, JSON.stringify(result));
         }
       }
