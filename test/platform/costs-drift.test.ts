@@ -17,7 +17,7 @@ type Measured = Record<
   number
 >;
 
-/** The bench's small data request (bench/harness/start.ts SMALL_PATH): a brand no product has, answered from the manifest. */
+/** The bench's small data request (bench/harness/start.ts SMALL_PATH): a brand no product has, one D1 batch of three reads. */
 const SMALL_PATH = "/products?brand=bench-none";
 const TIMES = 10;
 
@@ -44,8 +44,8 @@ async function measured(send: () => Promise<Response>, status = 200): Promise<Me
 
 /**
  * Exact for what a path does on every call (D1 statements and rows written, object calls, R2 reads and writes, queue
- * messages), to the nearest whole one; object rows within half a row, as a key's object writes its minute's usage
- * row on some admissions only.
+ * messages), to the nearest whole one; object rows within half a row, as a key's object also writes the hour's usage
+ * row on the first decision of an hour, and a refusal's row may wait for the next write.
  */
 function expectAsMeasured(name: keyof typeof costs.operations, got: Measured) {
   const file = costs.operations[name];
