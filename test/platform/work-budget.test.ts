@@ -499,6 +499,14 @@ const BACKGROUND: Record<string, [() => Promise<undefined>, Budget]> = {
   ],
   "cron: sweeps (outbox, catalogue, archives, expiring keys)": [() => scheduled("* * * * *"), budget(40, 8)],
   "cron: delivery archive": [() => scheduled(DELIVERY_ARCHIVE_CRON), budget(12, 8)],
+  // The queue consumer making a batch of 10 deliveries itself (src/webhooks/delivery/consumer.ts): the endpoint answers.
+  "queue batch of 10 deliveries": [
+    async () => {
+      await runQueue(Array.from({ length: 10 }, () => deliveryTo(hookId)));
+      return undefined;
+    },
+    budget(2), // the webhooks read once, the attempts recorded in one batch
+  ],
   // A webhook's own object (src/webhooks/delivery/endpoint.ts) making 10 deliveries handed to it: its alarm's run.
   "webhook endpoint object: a run of 10 deliveries": [
     async () => {
