@@ -21,6 +21,7 @@ import type { OfferRow, ProductRow } from "../src/catalogue/views.ts";
 import type { EventMessage } from "../src/events/messages.ts";
 import { outboxRows } from "../src/events/outbox-rows.ts";
 import { RETENTION_MS } from "../src/events/retention.ts";
+import { PUBLISHED_RATES_KEY } from "../src/fx-rates/published.ts";
 import { priceEvent, stockEvent } from "../src/observations/events.ts";
 import { afterPriceChange } from "../src/observations/prior-prices.ts";
 import { newId } from "../src/platform/ids.ts";
@@ -817,6 +818,9 @@ try {
   closeSync(out);
   rmSync(partFile, { force: true });
 }
+// The rates R2 holds for `?currency=` (src/fx-rates/service.ts) go with the seeded ones: the first converted read
+// publishes these from D1. (The catalogue's bucket as wrangler.toml names it.)
+if (apply) wrangler("r2", "object", "delete", `price-data-catalogue/${PUBLISHED_RATES_KEY}`, "--local");
 const counts = Object.entries(totals)
   .map(([table, n]) => `${n} ${table}`)
   .join(", ");

@@ -6,8 +6,7 @@ import { archiveHistory } from "./catalogue/history-archive.ts";
 import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
-import { database } from "./platform/db.ts";
-import { countR2Into, logInvocationWork, meteredBucket, meteredQueue, noRequestWork } from "./platform/metered.ts";
+import { WorkMeter } from "./platform/metered.ts";
 import { expireSandboxHistory } from "./sandbox/overlay.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
@@ -31,10 +30,10 @@ export default {
    */
   async scheduled(controller, env) {
     // Every binding counts into the run's tally, logged with the run (what `cron_run` costs in docs/costs.json).
-    const work = noRequestWork();
-    const db = database(env.DB, work);
-    const archive = meteredBucket(env.ARCHIVE, countR2Into(work));
-    const queue = meteredQueue(env.WEBHOOK_QUEUE, work);
+    const work = new WorkMeter();
+    const db = work.database(env.DB);
+    const archive = work.bucket(env.ARCHIVE);
+    const queue = work.queue(env.WEBHOOK_QUEUE);
     try {
       if (controller.cron === DELIVERY_ARCHIVE_CRON) {
         await archiveDeliveries(db, archive);
@@ -53,7 +52,7 @@ export default {
       ]);
       for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
     } finally {
-      logInvocationWork(env, controller.cron === DELIVERY_ARCHIVE_CRON ? "cron_delivery_archive" : "cron_sweeps", work);
+      work.log(env, controller.cron === DELIVERY_ARCHIVE_CRON ? "cron_delivery_archive" : "cron_sweeps");
     }
   },
 } satisfies ExportedHandler<Env>;

@@ -1,9 +1,10 @@
 /**
  * `npm run bench -- --costs [--sizes 10000,100000] [--stream-seconds 60]`: what each operation the model prices
  * (scripts/simulate.ts) costs, read from the worker's own meter, at each catalogue size: the real worker under
- * `wrangler dev` with EXPOSE_WORK_COUNTS and LOG_INVOCATION_WORK on, a request's counts from its X-Work-Counts, the work an invocation does
- * without a response (cron runs, queue batches, objects' alarms, a request's work after its answer, a stream) from
- * the one line it logs with its tally (logInvocationWork, src/platform/metered.ts). CPU is the runtime workerd's
+ * `wrangler dev` with EXPOSE_WORK_COUNTS and LOG_INVOCATION_WORK on, every invocation's counts (a request's, found by
+ * its X-Request-Id; cron runs, queue batches, objects' alarms and their work after an answer, by their kind) from the
+ * one line it logs with its final tally, once its body has streamed and its work after the answer has ended
+ * (WorkMeter.log, src/platform/metered.ts): X-Work-Counts leaves before a streamed body's work. CPU is the runtime workerd's
  * over the operation (bench/harness/processes.ts workerCpu): the isolate and the local D1 and R2 it simulates, an
  * upper bound of the worker's own. Writes docs/costs.json: each operation's figures at the largest size, and every
  * size's under `by_products`. A stream's minute is its connect spread over its lifetime plus its idle time (streamMinute).
@@ -15,7 +16,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { COST_FIELDS, type Costs, type OperationCost } from "../../scripts/simulate.ts";
 import { SEGMENT_TARGET } from "../../src/catalogue/snapshot/limits.ts";
-import type { RequestWork } from "../../src/platform/metered.ts";
+import type { WorkCounts } from "../../src/platform/metered.ts";
 import { formatMoney } from "../../src/platform/money.ts";
 import { LIFETIME_MS } from "../../src/stream/limits.ts";
 import type { Bench } from "../harness/bench.ts";
@@ -43,26 +44,8 @@ const noTally = (): Tally => ({
 const add = (a: Tally, b: Tally, sign = 1): Tally =>
   Object.fromEntries(Object.entries(a).map(([name, value]) => [name, value + sign * b[name as keyof Tally]])) as Tally;
 
-/** X-Work-Counts as docs/costs.json names it. */
-function headerTally(res: Response): Tally {
-  const fields = Object.fromEntries(
-    (res.headers.get("X-Work-Counts") ?? "").split("; ").map((field) => [field.split("=")[0], Number(field.split("=")[1])]),
-  );
-  if (fields["d1-statements"] === undefined) throw new Error(`${res.url} answered ${res.status} without X-Work-Counts`);
-  return {
-    d1_statements: fields["d1-statements"],
-    d1_rows_read: fields["d1-rows-read"],
-    d1_rows_written: fields["d1-rows-written"],
-    do_requests: fields["key-do"] + fields["other-do"],
-    do_rows_written: fields["do-rows-written"],
-    r2_class_a: fields["r2-a"],
-    r2_class_b: fields["r2-b"],
-    queue_messages: fields["queue-sent"],
-  };
-}
-
-/** An invocation's tally as logged (logInvocationWork). */
-type LoggedWork = RequestWork & { invocation: string };
+/** An invocation's final tally as logged (WorkMeter.log): a request's carries its request id. */
+type LoggedWork = WorkCounts & { invocation: string; request_id?: string };
 
 const loggedTally = (w: LoggedWork): Tally => ({
   d1_statements: w.d1Statements,
@@ -101,18 +84,32 @@ interface Context {
   url: string;
 }
 
-/** `times` requests one after another, each read to its end: their X-Work-Counts summed, and the runtime's CPU over them. */
+/**
+ * `times` requests one after another, each read to its end: their final tallies (each request's log line, by its
+ * X-Request-Id) summed, and the runtime's CPU over them.
+ */
 async function requests(ctx: Context, per: string, times: number, send: () => Promise<Response>, expected = 200): Promise<OperationCost> {
   await settle(ctx.worker, 3000);
+  const from = logSize(ctx.log);
   const cpuBefore = workerCpu(ctx.worker).runtime;
-  let tally = noTally();
+  const ids = new Set<string>();
   for (let i = 0; i < times; i++) {
     const res = await send();
     await res.arrayBuffer();
     if (res.status !== expected) throw new Error(`${per}: ${res.url} answered ${res.status}, not ${expected}`);
-    tally = add(tally, headerTally(res));
+    ids.add(requestIdOf(res));
   }
-  return perUnit(per, tally, times, workerCpu(ctx.worker).runtime - cpuBefore);
+  const cpu = workerCpu(ctx.worker).runtime - cpuBefore;
+  const ours = (lines: LoggedWork[]) => lines.filter((line) => line.request_id !== undefined && ids.has(line.request_id));
+  const lines = ours(await logged(ctx, from, (all) => ours(all).length >= ids.size, { ms: 30_000, idle: false }));
+  if (lines.length !== ids.size) throw new Error(`${per}: ${lines.length} of ${ids.size} requests logged their tally`);
+  return perUnit(per, sum(lines), times, cpu);
+}
+
+function requestIdOf(res: Response): string {
+  const id = res.headers.get("X-Request-Id");
+  if (!id) throw new Error(`${res.url} answered ${res.status} without X-Request-Id`);
+  return id;
 }
 
 /** Waits until `done` holds for the log since `from` (at most `ms`), then, unless told, until the worker is idle. */
@@ -129,6 +126,8 @@ async function logged(
 }
 
 const BUILD_STEP = "catalogue_build_step";
+/** A key's periodic work (src/api-keys/object/): invocations of their own, none of them a delivery's. */
+const KEY_PERIODIC_WORK = new Set(["last_used_mark", "last_used_flush", "usage_threshold_notice", "api_key_object_alarm"]);
 
 const sum = (lines: readonly LoggedWork[]) => lines.reduce((total, line) => add(total, loggedTally(line)), noTally());
 
@@ -219,13 +218,14 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     const ingested = await send("POST", "/admin/observations", admin, { observations });
     if (ingested.status !== 200) throw new Error(`POST /admin/observations answered ${ingested.status}: ${await ingested.text()}`);
     await ingested.arrayBuffer();
-    // The request's whole tally, its work after the answer (the first deliveries of its events) included; the
+    // The request's final tally, its work after the answer (the first deliveries of its events) included; the
     // builder's steps wait COALESCE_MS after its poke, so they are not in its CPU.
-    const isIngestion = (line: LoggedWork) => line.invocation.startsWith("POST /admin/observations");
+    const ingestionId = requestIdOf(ingested);
+    const isIngestion = (line: LoggedWork) => line.request_id === ingestionId;
     const ingestion = (await logged(ctx, from, (lines) => lines.some(isIngestion), { ms: 30_000, idle: false })).filter(isIngestion);
+    if (ingestion.length !== 1) throw new Error(`the ingestion logged its tally ${ingestion.length} times, not once`);
     const cpuIngested = workerCpu(worker).runtime;
-    const ingestionTally = ingestion.length > 0 ? sum(ingestion) : headerTally(ingested);
-    costs.ingest_1000_scattered = perUnit("observation", ingestionTally, observations.length, cpuIngested - cpuBefore);
+    costs.ingest_1000_scattered = perUnit("observation", sum(ingestion), observations.length, cpuIngested - cpuBefore);
     const steps = (await logged(ctx, from, () => false, { ms: 10_000 })).filter((line) => line.invocation === BUILD_STEP);
     costs.catalogue_build_step = perUnit("alarm step", sum(steps), Math.max(1, steps.length), workerCpu(worker).runtime - cpuIngested);
     const buildSteps = steps.length;
@@ -314,11 +314,14 @@ async function webhookDeliveries(
     const deadline = Date.now() + 90_000;
     while (received < expected && Date.now() < deadline) await sleep(250);
     if (received < expected) throw new Error(`${received} of ${expected} deliveries received in 90 s`);
-    // The ingestion's own work (its answer, its publish to the stream hubs after it) is ingest_1000_scattered's, and
-    // the catalogue build the changes start is catalogue_build_step's: both tallies are left out (their CPU, in this
-    // window, is not told apart).
+    // The ingestion's own work (its answer, its publish to the stream hubs after it) is ingest_1000_scattered's, the
+    // catalogue build the changes start is catalogue_build_step's, and a key's periodic work is its own: their tallies
+    // are left out (their CPU, in this window, is not told apart).
     const lines = (await logged(ctx, from, () => true, { ms: 0 })).filter(
-      (line) => line.invocation !== BUILD_STEP && !line.invocation.startsWith("POST /admin/observations"),
+      (line) =>
+        line.invocation !== BUILD_STEP &&
+        !KEY_PERIODIC_WORK.has(line.invocation) &&
+        !line.invocation.startsWith("POST /admin/observations"),
     );
     return perUnit("delivery", sum(lines), received, workerCpu(ctx.worker).runtime - cpuBefore);
   } finally {
@@ -326,7 +329,7 @@ async function webhookDeliveries(
   }
 }
 
-/** One stream open for `seconds` with nothing to send: its whole tally (logged once when it ends), and the CPU over it. */
+/** One stream open for `seconds` with nothing to send: its final tally (logged once, when it ends), and the CPU over it. */
 async function idleStreamFor(ctx: Context, key: string, seconds: number): Promise<{ tally: Tally; cpuSeconds: number }> {
   await settle(ctx.worker, 3000);
   const from = logSize(ctx.log);
@@ -343,7 +346,7 @@ async function idleStreamFor(ctx: Context, key: string, seconds: number): Promis
   await sleep(seconds * 1000);
   abort.abort();
   await reading;
-  const isStream = (line: LoggedWork) => line.invocation.endsWith("stream");
+  const isStream = (line: LoggedWork) => line.request_id === requestIdOf(res);
   const lines = (await logged(ctx, from, (all) => all.some(isStream), { ms: 20_000 })).filter(isStream);
   if (lines.length !== 1) throw new Error(`a stream logged its tally ${lines.length} times, not once`);
   return { tally: sum(lines), cpuSeconds: workerCpu(ctx.worker).runtime - cpuBefore };

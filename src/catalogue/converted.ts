@@ -1,6 +1,6 @@
-import { convertMinor, crossRate, formatRate, type RateDay } from "../fx-rates/rates.ts";
+import { crossRate, formatRate, minorConverter, type RateDay } from "../fx-rates/rates.ts";
 import { formatMoney, parseMoney } from "../platform/money.ts";
-import type { OfferView, ProductView, SummaryView } from "./schema.ts";
+import type { SummaryView } from "./schema.ts";
 import { type SummaryRow, summarise } from "./views.ts";
 
 /**
@@ -16,21 +16,36 @@ export interface Conversion {
   rateFrom(currency: string): FromCurrency | null;
 }
 
-/** A source currency's cross rate, shown, and as one exact step from its minor units to the target's. */
+/** A source currency's cross rate: shown, as one exact step from its minor units to the target's, and as an offer's `converted`. */
 interface FromCurrency {
   text: string;
-  convert(minor: number): bigint;
+  convert(minor: number): number | bigint;
+  /** The offer's `converted` as JSON text, from its price and total_price already converted and formatted. */
+  convertedJson(price: string, total: string | null): string;
 }
+
+/** An amount (or null) as JSON.stringify writes it: a money string holds nothing to escape. */
+const moneyJson = (amount: string | null) => (amount === null ? "null" : `"${amount}"`);
 
 export function conversionInto(currency: string, day: RateDay | null): Conversion {
   const rates = new Map<string, FromCurrency | null>();
+  const opening = `{"currency":${JSON.stringify(currency)},"price":"`;
   return {
     currency,
     day,
     rateFrom(from) {
       if (!rates.has(from)) {
         const rate = day && crossRate(day, from, currency);
-        rates.set(from, rate ? { text: formatRate(rate), convert: (minor) => convertMinor(minor, from, currency, rate) } : null);
+        if (!day || !rate) rates.set(from, null);
+        else {
+          const text = formatRate(rate);
+          const closing = `,"rate":${JSON.stringify(text)},"rate_date":${JSON.stringify(day.date)}}`;
+          rates.set(from, {
+            text,
+            convert: minorConverter(from, currency, rate),
+            convertedJson: (price, total) => `${opening}${price}","total_price":${moneyJson(total)}${closing}`,
+          });
+        }
       }
       return rates.get(from)!;
     },
@@ -51,31 +66,86 @@ export function summariseIn(rows: readonly (SummaryRow & { priceMinor: number })
   return { ...summarise(convertedRows(rows, into)), currency: into.currency, offer_count, in_stock_count };
 }
 
-/**
- * Every offer gains `converted` (null without a rate for its currency); the summary ranges over the converted offers
- * (all now comparable), in the target currency; offer_count and in_stock_count still count every offer.
+/*
+ * A product's JSON text is converted in place, not parsed and written again (a converted list converts every product
+ * of the catalogue). The text is JSON.stringify's of a ProductView, whose fields come in a fixed order; a field is found
+ * by its key as JSON.stringify writes it, after a comma. A string value holds a quote only escaped, so `,"price":"`
+ * is the field itself wherever it is found, and searching on from the previous field stays inside the offer.
  */
-function convertProduct(view: ProductView, into: Conversion): ProductView {
-  const target = into.currency;
-  const rows: SummaryRow[] = [];
-  const offers = view.offers.map((offer): OfferView => {
-    const found = into.rateFrom(offer.currency);
-    if (!found || !into.day) return { ...offer, converted: null };
-    const price = found.convert(parseMoney(offer.price, offer.currency));
-    rows.push({ priceMinor: price, currency: target, inStock: offer.in_stock, competitorId: offer.competitor_id });
-    const total = offer.total_price === null ? null : formatMoney(found.convert(parseMoney(offer.total_price, offer.currency)), target);
-    const converted = {
-      currency: target,
-      price: formatMoney(price, target),
-      total_price: total,
-      rate: found.text,
-      rate_date: into.day.date,
-    };
-    return { ...offer, converted };
-  });
-  const { offer_count, in_stock_count } = view.summary;
-  return { ...view, offers, summary: { ...summarise(rows), currency: target, offer_count, in_stock_count } };
+const OFFERS = ',"offers":[';
+const COMPETITOR_ID = '{"competitor_id":';
+const COMPETITOR_NAME = ',"competitor_name":';
+const PRICE = ',"price":"';
+const CURRENCY = ',"currency":"';
+const TOTAL_PRICE = ',"total_price":';
+const IN_STOCK = ',"in_stock":';
+const CHECKED_AT = ',"checked_at":"';
+const SUMMARY = ',"summary":';
+const OFFER_COUNT = ',"offer_count":';
+const LOWEST_COMPETITOR = ',"lowest_competitor_id":';
+const SUMMARY_END = '},"created_at":"';
+
+/** A text not shaped as a ProductView's: a field added to or moved in the view needs this reading changed too. */
+const notAProductView = (what: string) => new Error(`convertProductJson: ${what} is not where a ProductView has it`);
+
+/** Where the value of the field `key` (one of the above) starts, searching from `from`. */
+function valueAfter(json: string, key: string, from: number): number {
+  const at = json.indexOf(key, from);
+  if (at < 0) throw notAProductView(key);
+  return at + key.length;
 }
 
-/** A product's JSON text (a snapshot line), converted. */
-export const convertProductJson = (json: string, into: Conversion) => JSON.stringify(convertProduct(JSON.parse(json) as ProductView, into));
+/** The end of the string value starting at `at` (its closing quote): the values read here (money, codes, timestamps) hold no escape. */
+const stringEnd = (json: string, at: number) => json.indexOf('"', at);
+
+/**
+ * A product's JSON text (a snapshot line), converted: every offer gains `converted` (null without a rate for its
+ * currency); the summary ranges over the converted offers (all now comparable), in the target currency; offer_count
+ * and in_stock_count still count every offer. The same text as JSON.stringify of the converted view.
+ */
+export function convertProductJson(json: string, into: Conversion): string {
+  const target = into.currency;
+  // Each converted offer as the summary sees it; its competitorId is the id's JSON text, put back as it is.
+  const rows: SummaryRow[] = [];
+  let at = valueAfter(json, OFFERS, 0);
+  // Pieces joined once at the end: `+=` would make a deep rope that costs more to flatten than the conversion itself.
+  const out = [json.slice(0, at)];
+  while (json.startsWith("{", at)) {
+    if (!json.startsWith(COMPETITOR_ID, at)) throw notAProductView(COMPETITOR_ID);
+    const priceAt = valueAfter(json, PRICE, at);
+    const currencyAt = valueAfter(json, CURRENCY, priceAt);
+    const currency = json.slice(currencyAt, stringEnd(json, currencyAt));
+    const totalAt = valueAfter(json, TOTAL_PRICE, currencyAt);
+    const inStockAt = valueAfter(json, IN_STOCK, totalAt);
+    const end = stringEnd(json, valueAfter(json, CHECKED_AT, inStockAt)) + 1;
+    if (!json.startsWith("}", end)) throw notAProductView("an offer's end");
+    const found = into.rateFrom(currency);
+    let converted = "null";
+    if (found) {
+      const price = found.convert(parseMoney(json.slice(priceAt, stringEnd(json, priceAt)), currency));
+      const total = json.startsWith("null", totalAt)
+        ? null
+        : formatMoney(found.convert(parseMoney(json.slice(totalAt + 1, stringEnd(json, totalAt + 1)), currency)), target);
+      converted = found.convertedJson(formatMoney(price, target), total);
+      const competitorId = json.slice(at + COMPETITOR_ID.length, json.indexOf(COMPETITOR_NAME, at));
+      rows.push({ priceMinor: price, currency: target, inStock: json.startsWith("true", inStockAt), competitorId });
+    }
+    out.push(json.slice(at, end), ',"converted":', converted, "}");
+    at = end + 1;
+    if (json.startsWith(",", at)) {
+      out.push(",");
+      at++;
+    }
+  }
+  if (!json.startsWith("]", at)) throw notAProductView("the offers' end");
+  const summaryAt = valueAfter(json, SUMMARY, at);
+  const countsAt = valueAfter(json, OFFER_COUNT, summaryAt) - OFFER_COUNT.length;
+  const lowestAt = valueAfter(json, LOWEST_COMPETITOR, countsAt) - LOWEST_COMPETITOR.length;
+  const restAt = valueAfter(json, SUMMARY_END, lowestAt) - SUMMARY_END.length + 1;
+  const { min_price, max_price, lowest_competitor_id } = summarise(rows);
+  const summary =
+    `{"min_price":${moneyJson(min_price)},"max_price":${moneyJson(max_price)},"currency":${JSON.stringify(target)}` +
+    `${json.slice(countsAt, lowestAt)}${LOWEST_COMPETITOR}${lowest_competitor_id ?? "null"}}`;
+  out.push(json.slice(at, summaryAt), summary, json.slice(restAt));
+  return out.join("");
+}

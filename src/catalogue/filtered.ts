@@ -1,27 +1,24 @@
-import { and, asc, eq, gte, lte, type SQLWrapper, sql } from "drizzle-orm";
-import type { Database } from "../platform/db.ts";
-import { catalogueState, offers, products } from "../platform/tables.ts";
+import { isolateMap } from "../platform/isolate-memory.ts";
 import type { ProductFilters } from "./schema.ts";
-import { changedInRange } from "./snapshot/encode.ts";
-import { type Manifest, type Segment, segmentIndexOf } from "./snapshot/manifest.ts";
-import { productLines } from "./snapshot/read.ts";
-import { type OfferRow, type ProductRow, productView } from "./views.ts";
+import { Directory, filterMayHold } from "./snapshot/directory.ts";
+import { type Extent, type Manifest, ReadPart, type Segment } from "./snapshot/manifest.ts";
+import { extentLines } from "./snapshot/read.ts";
+import type { OfferRow, ProductRow } from "./views.ts";
 
 /**
- * Filtered reads of GET /products (docs/catalogue.md, "Filtered reads"): a cost that follows the result.
+ * Filtered reads of GET /products and the MCP catalogue tools (docs/catalogue.md, "Filtered reads"): from the
+ * snapshot alone, no D1 statement, at a cost that follows the result. The body is exactly the snapshot's products
+ * that match, in id order, so its ETag (the snapshot's id and the filter set) holds.
  *
- * The body is exactly the snapshot's products that match, in id order, whichever way it is read, so
- * its ETag (the snapshot's id and the filter set) holds for every path:
- *
- * - **D1 pages** when the filter matches few products: the matching ids come from an index (one
- *   statement, at most `limit + 1` rows read), then a page of PAGE products and their offers at a
- *   time in one batch, rendered with the builder's productView and the snapshot's competitor names.
- *   D1 can be a moment ahead of the snapshot: a product changed since the snapshot's version
- *   (`changed_version` above it) is left out of D1's page and taken from its segment instead, found in
- *   the same batch, so the page is what the snapshot holds.
- * - **The snapshot's segments** when it matches a large share (more than SCAN_SHARE of the catalogue,
- *   or more than the D1 query budget pages): every segment whose summaries allow a match is decompressed
- *   and tested line by line. Reading the whole catalogue costs then at most 1 / SCAN_SHARE times the result.
+ * 1. The snapshot's filter directory (src/catalogue/snapshot/directory.ts, kept by the isolate per snapshot) and the
+ *    manifest's summaries name the segments that may hold a match: exactly for brand and category (a value no
+ *    segment holds is answered from memory), by each segment's offers for a competitor, its newest update for
+ *    updated_since and a Bloom filter for a SKU.
+ * 2. Those segments' part indexes (a few hundred bytes a part, kept by the isolate) name the parts that may hold
+ *    one: a part's summaries are exact.
+ * 3. Only those parts are read, as byte ranges of NDJSON (parts lying one after another are one range), and their
+ *    products tested line by line. Past MAX_PART_READS ranges a response (a batch its segments' share), the ranges
+ *    closest to each other are read as one, so a broad filter costs a bounded number of R2 reads, as a scan does.
  */
 
 /** The filters as they are compared: brand and category lowercased (as JavaScript does), updated_since in ms. */
@@ -41,29 +38,6 @@ export function filterSet(filters: ProductFilters): FilterSet {
     ...(filters.category !== undefined && { category: filters.category.toLowerCase() }),
     ...(filters.updated_since !== undefined && { since: Date.parse(filters.updated_since) }),
   };
-}
-
-/** Products per D1 page: one batch reads their rows, their offers and the products changed since the snapshot near them. */
-const PAGE = 1000;
-/** D1 statements a filtered response may make, of the 1,000 a Worker invocation gets (the rest: authentication, limits). */
-const QUERY_BUDGET = 600;
-/** Statements of the first batch (state, changed ids, at most four filters' ids) and of each page. */
-const PLAN_STATEMENTS = 6;
-const PAGE_STATEMENTS = 3;
-/** A filter matching more than this share of the catalogue is read from the segments (measured: docs/catalogue.md). */
-const SCAN_SHARE = 0.2;
-/** Products changed since the snapshot that a page takes from their segments; beyond it, the rest is a scan. */
-const CHANGED_CAP = 1000;
-
-export interface FilteredReadOptions {
-  /** Tests: the most matches served from D1 (default: SCAN_SHARE of the catalogue, within the query budget). */
-  d1Limit?: number;
-}
-
-/** How many matches D1 serves before a scan is cheaper; at least one page, at most what the query budget pays for. */
-function d1Limit(manifest: Manifest, options: FilteredReadOptions = {}): number {
-  const budget = Math.floor((QUERY_BUDGET - PLAN_STATEMENTS) / PAGE_STATEMENTS) * PAGE;
-  return options.d1Limit ?? Math.min(budget, Math.max(PAGE, Math.floor(SCAN_SHARE * manifest.products)));
 }
 
 // ---- Matching --------------------------------------------------------------------------------------
@@ -103,257 +77,210 @@ export function rowMatcher(f: FilterSet): (row: ProductRow, offerRows: readonly 
     (f.since === undefined || Date.parse(row.updatedAt) >= f.since);
 }
 
-/** Whether a segment may hold a match, by its summaries. */
-function segmentMayMatch(f: FilterSet): (segment: Segment) => boolean {
-  return (segment) =>
-    (f.competitor === undefined || f.competitor in segment.offers) &&
-    (f.brand === undefined || segment.brands === null || segment.brands.includes(f.brand)) &&
-    (f.category === undefined || segment.categories === null || segment.categories.includes(f.category)) &&
-    (f.since === undefined || Date.parse(segment.maxUpdatedAt) >= f.since);
+/** Whether a segment may hold a match, by the manifest's summaries and the directory's SKU filter. */
+function segmentMayMatch(f: FilterSet, directory: Directory): (segment: Segment, i: number) => boolean {
+  return (segment, i) =>
+    (f.competitor === undefined || (segment.offers[f.competitor] ?? 0) > 0) &&
+    (f.since === undefined || Date.parse(segment.maxUpdatedAt) >= f.since) &&
+    (f.sku === undefined || filterMayHold(directory.skus[i]!, f.sku));
 }
 
-const ID = /^\{"id":("(?:[^"\\]|\\.)*")/;
-const lineId = (line: string) => JSON.parse(ID.exec(line)![1]!) as string;
-
-// ---- Case-insensitive values in an index ---------------------------------------------------------
-
-/** Variants of a filter value beyond this many: the filter is not read from its index. */
-const MAX_SPELLINGS = 16;
-let upperCases: Map<string, string[]> | undefined;
-
-/** For each lowercase character of the Basic Multilingual Plane, the other characters JavaScript lowercases to it. */
-function otherCases(): Map<string, string[]> {
-  if (upperCases) return upperCases;
-  upperCases = new Map();
-  for (let code = 0x80; code <= 0xffff; code++) {
-    if (code >= 0xd800 && code <= 0xdfff) continue;
-    const ch = String.fromCharCode(code);
-    const lower = ch.toLowerCase();
-    if (lower !== ch && lower.length === 1) upperCases.set(lower, [...(upperCases.get(lower) ?? []), ch]);
-  }
-  return upperCases;
-}
-
-/**
- * What SQLite's lower() (ASCII letters only) can make of the values JavaScript lowercases to `value`:
- * each non-ASCII letter in either case, and the characters outside ASCII that lowercase to an ASCII
- * one (the Kelvin sign). Null beyond MAX_SPELLINGS. The rows are checked again in JavaScript.
- */
-export function sqliteSpellings(value: string): string[] | null {
-  let spellings = [""];
-  for (const ch of value) {
-    const options = new Set([ch, ...(otherCases().get(ch) ?? [])]);
-    const upper = ch.toUpperCase();
-    if (ch > "\x7f" && [...upper].length === 1 && upper > "\x7f") options.add(upper);
-    spellings = spellings.flatMap((prefix) => [...options].map((option) => prefix + option));
-    if (spellings.length > MAX_SPELLINGS) return null;
-  }
-  return spellings;
-}
-
-// ---- D1 ------------------------------------------------------------------------------------------
-
-const inList = (values: readonly string[]) =>
-  sql.join(
-    values.map((value) => sql`${value}`),
-    sql`, `,
-  );
-
-/**
- * Each filter's matching product ids from its index, at most `limit + 1` (so "more than limit" is
- * known, never more rows read); null for a filter that cannot be read this way (too many spellings).
- */
-export function idQueries(db: Database, f: FilterSet, limit: number) {
-  const ids = () => db.select({ id: products.id }).from(products);
-  const byValue = (column: SQLWrapper, value: string | undefined) => {
-    if (value === undefined) return undefined;
-    const spellings = sqliteSpellings(value);
-    return (
-      spellings &&
-      ids()
-        .where(sql`lower(${column}) in (${inList(spellings)})`)
-        .limit(limit + 1)
+/** Whether a part holds a match: a product whose row (FilterRow) passes every filter. Exact, so no part is read for nothing. */
+function partMayMatch(f: FilterSet): (part: ReadPart) => boolean {
+  return (part) => {
+    const brand = f.brand === undefined ? undefined : (part.brands ?? []).indexOf(f.brand);
+    const category = f.category === undefined ? undefined : (part.categories ?? []).indexOf(f.category);
+    const competitor = f.competitor === undefined ? undefined : part.competitors.indexOf(f.competitor);
+    if (brand === -1 || category === -1 || competitor === -1) return false;
+    return part.rows.some(
+      (row, k) =>
+        (brand === undefined || row[0] === brand) &&
+        (category === undefined || row[1] === category) &&
+        (f.since === undefined || row[2]! >= f.since) &&
+        (competitor === undefined || row.indexOf(competitor, 3) >= 3) &&
+        (f.sku === undefined || part.skus[k] === f.sku),
     );
   };
-  if (f.sku !== undefined)
-    return {
-      sku: ids()
-        .where(eq(products.sku, f.sku))
-        .limit(limit + 1),
-    };
-  return {
-    brand: byValue(products.brand, f.brand),
-    category: byValue(products.category, f.category),
-    competitor:
-      f.competitor === undefined
-        ? undefined
-        : db
-            .select({ id: offers.productId })
-            .from(offers)
-            .where(eq(offers.competitorId, f.competitor))
-            .limit(limit + 1),
-    since:
-      f.since === undefined
-        ? undefined
-        : ids()
-            .where(gte(products.updatedAt, new Date(f.since).toISOString()))
-            .limit(limit + 1),
-  };
+}
+
+// ---- What the isolate keeps ---------------------------------------------------------------------------
+
+/**
+ * Directories of the snapshots read lately (a snapshot's is immutable): the current and the one before. Values, not
+ * promises: a request never waits on another's read (src/catalogue/snapshot/read.ts).
+ */
+const directories = isolateMap<string, Directory>();
+const DIRECTORIES_KEPT = 2;
+
+async function directoryOf(bucket: R2Bucket, manifest: Manifest): Promise<Directory> {
+  const kept = directories.get(manifest.id);
+  if (kept) return kept;
+  const object = await bucket.get(manifest.directory);
+  if (!object) throw new Error(`The catalogue directory ${manifest.directory} is missing from R2`);
+  const directory = Directory.parse(await object.json());
+  directories.set(manifest.id, directory);
+  for (const id of directories.keys()) if (directories.size > DIRECTORIES_KEPT && id !== manifest.id) directories.delete(id);
+  return directory;
 }
 
 /**
- * Ids of products changed since the snapshot's version, above `after` and up to `upTo` (null: no end).
- * `fewChanges`: at most CHANGED_CAP were pending when the read began, so the changed-version index
- * reads about them rather than every product of a page's id range (changedInRange).
+ * Segments' part indexes read lately, by where they are (an index extent is immutable and kept by the builds that
+ * do not rewrite its segment, so a new snapshot keeps most of them), oldest use first; at most KEPT_PARTS parts.
  */
-export const changedQuery = (db: Database, version: number, after: string, upTo: string | null, fewChanges: boolean) =>
-  db
-    .select({ id: products.id })
-    .from(products)
-    .where(changedInRange(version, (id) => [sql`${id} > ${after}`, upTo === null ? undefined : sql`${id} <= ${upTo}`], fewChanges))
-    .limit(CHANGED_CAP + 1);
+const partIndexes = isolateMap<string, ReadPart[]>();
+const KEPT_PARTS = 20_000;
+let keptParts = 0;
+const extentName = ({ key, offset, bytes }: Extent) => `${key}@${offset}+${bytes}`;
 
-const inJson = (column: SQLWrapper, ids: string) => sql`${column} in (select value from json_each(${ids}))`;
-
-/** A page: the products (unchanged since the snapshot) and the offers of the given ids, in id order. */
-export function pageQueries(db: Database, ids: readonly string[], version: number) {
-  const list = JSON.stringify(ids);
-  return [
-    db
-      .select()
-      .from(products)
-      .where(and(inJson(products.id, list), lte(products.changedVersion, version)))
-      .orderBy(asc(products.id)),
-    db.select().from(offers).where(inJson(offers.productId, list)).orderBy(asc(offers.productId), asc(offers.competitorId)),
-  ] as const;
+function keepIndex(name: string, parts: ReadPart[]): void {
+  partIndexes.set(name, parts);
+  keptParts += parts.length;
+  for (const [oldest, its] of partIndexes) {
+    if (keptParts <= KEPT_PARTS || oldest === name) break;
+    partIndexes.delete(oldest);
+    keptParts -= its.length;
+  }
 }
 
-/** Where a filtered read looks, as its first batch decides: "scan" the segments, or the ids to read from D1 and the
- * products changed since the snapshot. */
-async function chooseSource(
-  db: Database,
-  manifest: Manifest,
-  f: FilterSet,
-  limit: number,
-): Promise<"scan" | { ids: string[]; changed: string[] }> {
-  const queries = Object.entries(idQueries(db, f, limit)).filter(
-    (entry): entry is [string, NonNullable<(typeof entry)[1]>] => entry[1] !== undefined && entry[1] !== null,
+/** Forgets every kept part index: the next read of each is a cold one (the tests measure that path). */
+export function forgetKeptPartIndexes(): void {
+  partIndexes.clear();
+  keptParts = 0;
+}
+
+const IndexParts = ReadPart.array();
+
+/** The part indexes of the segments, in their order: kept ones from memory, the others read, runs of neighbours as one range. */
+async function readPartIndexes(bucket: R2Bucket, segments: readonly Segment[]): Promise<ReadPart[][]> {
+  const missing = segments.filter((segment) => !partIndexes.has(extentName(segment.index)));
+  const runs: Extent[][] = [];
+  for (const segment of missing) {
+    const run = runs.at(-1);
+    const last = run?.at(-1);
+    if (run && last!.key === segment.index.key && last!.offset + last!.bytes === segment.index.offset) run.push(segment.index);
+    else runs.push([segment.index]);
+  }
+  const decoder = new TextDecoder();
+  await Promise.all(
+    runs.map(async (run) => {
+      const first = run[0]!;
+      const length = run.reduce((sum, extent) => sum + extent.bytes, 0);
+      const object = await bucket.get(first.key, { range: { offset: first.offset, length } });
+      if (!object) throw new Error(`The catalogue index ${first.key} is missing from R2`);
+      const bytes = new Uint8Array(await object.arrayBuffer());
+      for (const extent of run) {
+        const at = extent.offset - first.offset;
+        keepIndex(extentName(extent), IndexParts.parse(JSON.parse(decoder.decode(bytes.subarray(at, at + extent.bytes)))));
+      }
+    }),
   );
-  if (queries.length === 0) return "scan";
-  const [state, changed, ...sets] = await db.batch([
-    db.select({ resetVersion: catalogueState.resetVersion }).from(catalogueState).where(eq(catalogueState.id, 1)),
-    changedQuery(db, manifest.version, "", null, true),
-    ...queries.map(([, query]) => query),
-  ]);
-  // After a reset (the seed replaced the catalogue) D1 no longer says what the snapshot holds.
-  if ((state[0]?.resetVersion ?? 0) > manifest.version) return "scan";
-  const complete = sets.map((rows) => rows.map((row) => row.id)).filter((ids) => ids.length <= limit);
-  if (complete.length === 0) return "scan";
-  complete.sort((a, b) => a.length - b.length);
-  const others = complete.slice(1).map((ids) => new Set(ids));
-  const ids = complete[0]!.filter((id) => others.every((set) => set.has(id))).sort();
-  return { ids, changed: changed.map((row) => row.id) };
+  return segments.map((segment) => {
+    const name = extentName(segment.index);
+    const parts = partIndexes.get(name)!;
+    partIndexes.delete(name);
+    partIndexes.set(name, parts); // the newest use
+    return parts;
+  });
 }
 
 // ---- Reading ------------------------------------------------------------------------------------
 
-interface Hit {
-  id: string;
-  json: string;
+/**
+ * Segments whose part indexes are read at once (and whose parts' reads are planned together): one, then twice as
+ * many each batch up to MAX_BATCH, so a reader that stops early (search_products' first `limit`) reads little.
+ */
+const MAX_BATCH = 64;
+/**
+ * R2 reads of products a response makes at most, half the 10,000 subrequests an invocation gets; each batch takes its
+ * segments' share, and at least PART_READS_PER_SEGMENT a segment (a read more than a segment's parts one range each).
+ */
+const MAX_PART_READS = 5000;
+const PART_READS_PER_SEGMENT = 4;
+
+/** A range to read: parts `from` to `to` (inclusive) of a batch's parts in id order, lying one after another in one object. */
+interface Run {
+  from: number;
+  to: number;
+  extent: Extent;
 }
 
-/** The snapshot's lines of the given products (sorted ids) that match. */
-async function snapshotHits(
-  bucket: R2Bucket,
-  manifest: Manifest,
-  ids: readonly string[],
-  matches: (line: string) => boolean,
-  mayMatch: (segment: Segment) => boolean,
-): Promise<Hit[]> {
-  const wanted = new Set(ids);
-  const indexes = [...new Set(ids.map((id) => segmentIndexOf(manifest.segments, id)))];
-  const segments = indexes.map((i) => manifest.segments[i]!).filter(mayMatch);
-  const hits: Hit[] = [];
-  if (segments.length === 0) return hits;
-  for await (const lines of productLines(bucket, segments)) {
-    for (const line of lines) {
-      const id = lineId(line);
-      if (wanted.has(id) && matches(line)) hits.push({ id, json: line });
-    }
+const follows = (before: Extent, after: Extent) => before.key === after.key && before.offset + before.bytes === after.offset;
+
+/**
+ * The ranges that read every wanted part (indexes into `parts`, ascending): a part beside the last one read, in id
+ * order and in its object, joins its range. Past `budget` ranges, the gaps of fewest bytes between ranges that can
+ * be joined (the parts between lie one after another) are read too, joining them.
+ */
+export function readPlan(parts: readonly ReadPart[], wanted: readonly number[], budget: number): Extent[] {
+  const runs: Run[] = [];
+  for (const i of wanted) {
+    const last = runs.at(-1);
+    if (last && last.to === i - 1 && follows(last.extent, parts[i]!.ndjson)) {
+      last.to = i;
+      last.extent = { ...last.extent, bytes: last.extent.bytes + parts[i]!.ndjson.bytes };
+    } else runs.push({ from: i, to: i, extent: { ...parts[i]!.ndjson } });
   }
-  return hits;
-}
-
-/** Matching products of the segments from the one holding `after` on, above `after` ("" for all). */
-async function* scan(bucket: R2Bucket, manifest: Manifest, f: FilterSet, after: string): AsyncGenerator<string[]> {
-  if (manifest.segments.length === 0) return;
-  const matches = lineMatcher(f);
-  const segments = manifest.segments.slice(after === "" ? 0 : segmentIndexOf(manifest.segments, after)).filter(segmentMayMatch(f));
-  let past = after === "";
-  for await (const lines of productLines(bucket, segments)) {
-    if (!past) {
-      const firstAbove = lines.findIndex((line) => lineId(line) > after);
-      if (firstAbove < 0) continue;
-      past = true;
-      lines.splice(0, firstAbove);
+  if (runs.length > budget) {
+    // The gap after each run: its bytes, when every part from the run's last to the next run's first follows the one before.
+    const gaps: { after: number; bytes: number }[] = [];
+    for (let k = 0; k + 1 < runs.length; k++) {
+      let joinable = true;
+      for (let i = runs[k]!.to; i < runs[k + 1]!.from && joinable; i++) joinable = follows(parts[i]!.ndjson, parts[i + 1]!.ndjson);
+      if (joinable) gaps.push({ after: k, bytes: runs[k + 1]!.extent.offset - (runs[k]!.extent.offset + runs[k]!.extent.bytes) });
     }
-    const hits = lines.filter(matches);
-    if (hits.length > 0) yield hits;
+    const joined = new Set(
+      gaps
+        .sort((a, b) => a.bytes - b.bytes)
+        .slice(0, runs.length - budget)
+        .map((gap) => gap.after),
+    );
+    const merged: Run[] = [];
+    for (const [k, run] of runs.entries()) {
+      const last = merged.at(-1);
+      if (last && joined.has(k - 1)) {
+        last.to = run.to;
+        last.extent = { ...last.extent, bytes: run.extent.offset + run.extent.bytes - last.extent.offset };
+      } else merged.push({ ...run });
+    }
+    return merged.map((run) => run.extent);
   }
+  return runs.map((run) => run.extent);
 }
 
-function merge(a: readonly Hit[], b: readonly Hit[]): string[] {
-  const out: string[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length || j < b.length) out.push(j >= b.length || (i < a.length && a[i]!.id < b[j]!.id) ? a[i++]!.json : b[j++]!.json);
-  return out;
+/** The segments (indexes into the manifest's) that may hold a match, ascending. */
+async function candidateSegments(bucket: R2Bucket, manifest: Manifest, f: FilterSet): Promise<number[]> {
+  if (manifest.segments.length === 0) return [];
+  const directory = await directoryOf(bucket, manifest);
+  const lists = [
+    f.brand === undefined ? undefined : (directory.brands[f.brand] ?? []),
+    f.category === undefined ? undefined : (directory.categories[f.category] ?? []),
+  ].filter((list) => list !== undefined);
+  let indexes = lists.length === 0 ? manifest.segments.map((_, i) => i) : lists.sort((a, b) => a.length - b.length)[0]!;
+  for (const other of lists.slice(1)) {
+    const set = new Set(other);
+    indexes = indexes.filter((i) => set.has(i));
+  }
+  const mayMatch = segmentMayMatch(f, directory);
+  return indexes.filter((i) => mayMatch(manifest.segments[i]!, i));
 }
 
 /**
- * The snapshot's products that match, in id order, a few at a time: from D1 pages or the segments,
- * as described at the top of this file.
+ * The snapshot's products that match, in id order, a batch of segments at a time, as described at the top of this
+ * file. Reads R2 only: the directory and part indexes (kept by the isolate) and the parts that may hold a match.
  */
-export async function* matchingProducts(
-  db: Database,
-  bucket: R2Bucket,
-  manifest: Manifest,
-  f: FilterSet,
-  options: FilteredReadOptions = {},
-): AsyncGenerator<string[]> {
-  const source = await chooseSource(db, manifest, f, d1Limit(manifest, options));
-  if (source === "scan") return yield* scan(bucket, manifest, f, "");
-  const names = new Map(manifest.competitors.map((competitor) => [competitor.id, competitor]));
-  const matchesRow = rowMatcher(f);
-  const matchesLine = lineMatcher(f);
-  const mayMatch = segmentMayMatch(f);
-  const { ids } = source;
-  let changed = source.changed;
-  const fewChanges = changed.length <= CHANGED_CAP;
-  let after = "";
-  for (let start = 0; start === 0 || start < ids.length; start += PAGE) {
-    const chunk = ids.slice(start, start + PAGE);
-    const upTo = start + PAGE < ids.length ? chunk[chunk.length - 1]! : null;
-    let fromD1: Hit[] = [];
-    if (chunk.length > 0) {
-      const [rows, offerRows, changedRows] = await db.batch([
-        ...pageQueries(db, chunk, manifest.version),
-        changedQuery(db, manifest.version, after, upTo, fewChanges),
-      ]);
-      changed = changedRows.map((row) => row.id);
-      const byProduct = new Map<string, OfferRow[]>();
-      for (const offer of offerRows) byProduct.set(offer.productId, [...(byProduct.get(offer.productId) ?? []), offer]);
-      fromD1 = rows.flatMap((row) => {
-        const own = byProduct.get(row.id) ?? [];
-        return matchesRow(row, own) ? [{ id: row.id, json: JSON.stringify(productView(row, own, names)) }] : [];
-      });
+export async function* matchingProducts(bucket: R2Bucket, manifest: Manifest, f: FilterSet): AsyncGenerator<string[]> {
+  const segments = await candidateSegments(bucket, manifest, f);
+  const matchesPart = partMayMatch(f);
+  const matches = lineMatcher(f);
+  for (let start = 0, size = 1; start < segments.length; start += size, size = Math.min(2 * size, MAX_BATCH)) {
+    const batch = segments.slice(start, start + size).map((i) => manifest.segments[i]!);
+    const parts = (await readPartIndexes(bucket, batch)).flat();
+    const wanted = parts.flatMap((part, i) => (matchesPart(part) ? [i] : []));
+    if (wanted.length === 0) continue;
+    const budget = Math.max(PART_READS_PER_SEGMENT * batch.length, Math.floor((MAX_PART_READS * batch.length) / segments.length));
+    for await (const lines of extentLines(bucket, readPlan(parts, wanted, budget))) {
+      const hits = lines.filter(matches);
+      if (hits.length > 0) yield hits;
     }
-    // Changed since the snapshot (or more changes pending than a page reads from their segments: a scan from here).
-    if (changed.length > CHANGED_CAP) return yield* scan(bucket, manifest, f, after);
-    const fromSnapshot = changed.length === 0 ? [] : await snapshotHits(bucket, manifest, changed.sort(), matchesLine, mayMatch);
-    const lines = merge(fromD1, fromSnapshot);
-    if (lines.length > 0) yield lines;
-    if (upTo === null) return;
-    after = upTo;
   }
 }

@@ -1,6 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { accepts } from "hono/accepts";
+import type { AppEnv } from "../http/app-env.ts";
 import { CACHE_CONTROL, conditionalJson, ifNoneMatchHits } from "../http/conditional.ts";
 import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ref } from "../http/openapi-components.ts";
@@ -142,11 +143,18 @@ function acceptsGzip(header: string | undefined): boolean {
   });
 }
 
-/** A streamed 200 with its ETag, or 304. Stored gzip bytes pass through as they are ("manual"), never re-encoded. */
-function streamed(c: Context, etag: string, contentType: string, gzip: boolean, body: () => ReadableStream<Uint8Array>): Response {
+/**
+ * A streamed 200 with its ETag, or 304. Stored gzip bytes pass through as they are ("manual"), never re-encoded. The
+ * body reads as it streams, so the request's tally carries it (its X-Work-Counts says final=0).
+ */
+function streamed(c: Context<AppEnv>, etag: string, contentType: string, gzip: boolean, body: () => ReadableStream<Uint8Array>): Response {
   const headers = { ETag: etag, "Cache-Control": CACHE_CONTROL, Vary: "Accept, Accept-Encoding" };
   if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return c.body(null, 304, headers);
-  const res = c.body(body(), 200, { ...headers, "Content-Type": contentType, ...(gzip ? { "Content-Encoding": "gzip" } : {}) });
+  const res = c.body(c.var.services.work.carry(body()), 200, {
+    ...headers,
+    "Content-Type": contentType,
+    ...(gzip ? { "Content-Encoding": "gzip" } : {}),
+  });
   return gzip ? new Response(res.body, { status: 200, headers: res.headers, encodeBody: "manual" }) : res;
 }
 
@@ -165,7 +173,7 @@ export const productRoutes = openApiApp()
     const { catalogue, db } = c.var.services;
     const form = requestedForm(c);
     const gzip = acceptsGzip(clientAcceptEncoding(c));
-    const converting = conversionOf(db, filters.currency);
+    const converting = conversionOf(c.var.services, filters.currency);
     const contentType = form === "ndjson" ? NDJSON : JSON_TYPE;
     if (c.var.apiKey.environment === "test") {
       const [sandbox, conversion] = await Promise.all([sandboxCatalogue(db, c.var.apiKey.accountId), converting]);
@@ -177,7 +185,7 @@ export const productRoutes = openApiApp()
     if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));
     if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return streamed(c, etag, contentType, gzip, () => new ReadableStream());
     return streamed(c, etag, contentType, gzip, () => {
-      const body = filteredProducts(db, catalogue.bucket, manifest, { filters, form, conversion });
+      const body = filteredProducts(catalogue.bucket, manifest, { filters, form, conversion });
       return streamOf(gzip ? gzipMember(body) : body);
     });
   })
@@ -185,9 +193,11 @@ export const productRoutes = openApiApp()
     const { db } = c.var.services;
     const { id } = c.req.valid("param");
     const { environment, accountId } = c.var.apiKey;
-    const conversion = await conversionOf(db, c.req.valid("query").currency);
+    const conversion = await conversionOf(c.var.services, c.req.valid("query").currency);
     const product =
-      environment === "test" ? await sandboxProductJson(db, accountId, id, conversion) : await productJson(c.var.services, id, conversion);
+      environment === "test"
+        ? await sandboxProductJson(db, accountId, id, conversion)
+        : await productJson(c.var.services.catalogue, id, conversion);
     const json = encoder.encode(product) as Uint8Array<ArrayBuffer>;
     return conditionalJson(c, await contentEtag(json), () => json);
   })

@@ -1,22 +1,21 @@
 import { Buffer } from "node:buffer";
 import { constants, crc32, deflateRawSync } from "node:zlib";
-import { asc, eq, sql } from "drizzle-orm";
-import { latestRates } from "../fx-rates/service.ts";
+import { eq, sql } from "drizzle-orm";
+import { todaysRates } from "../fx-rates/service.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { sha256Hex } from "../platform/hash.ts";
 import { onForget } from "../platform/isolate-memory.ts";
 import { logger } from "../platform/log.ts";
-import { catalogueState, competitors, offers, products } from "../platform/tables.ts";
+import { catalogueState, competitors } from "../platform/tables.ts";
 import { type Conversion, conversionInto, convertProductJson } from "./converted.ts";
-import { type FilteredReadOptions, filterSet, matchingProducts } from "./filtered.ts";
+import { filterSet, matchingProducts } from "./filtered.ts";
 import { unknownProduct } from "./history.ts";
 import type { CompetitorPatch, CompetitorView, ProductFilters } from "./schema.ts";
 import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./snapshot/gzip-member.ts";
 import type { Manifest } from "./snapshot/manifest.ts";
 import { snapshotProduct } from "./snapshot/product-read.ts";
 import { currentManifest, forgetManifest } from "./snapshot/read.ts";
-import { productView } from "./views.ts";
 
 /**
  * The catalogue read side, served from the snapshot in R2 that the CatalogueBuilder object builds
@@ -87,9 +86,12 @@ function normalise(filters: ProductFilters): [string, string][] {
 /** Whether the list is the snapshot's stored bytes as they are: no filter, no conversion. */
 export const isFiltered = (filters: ProductFilters) => normalise(filters).length > 0 || filters.currency !== undefined;
 
-/** The conversion a `?currency=` read asks for: one D1 statement for the day's rates (none without `currency`). */
-export const conversionOf = async (db: Database, currency: string | undefined): Promise<Conversion | undefined> =>
-  currency === undefined ? undefined : conversionInto(currency, await latestRates(db));
+/** The conversion a `?currency=` read asks for, with the day's rates as the isolate keeps them: no D1 statement when warm. */
+export const conversionOf = async (
+  services: { db: Database; catalogue: CatalogueStore },
+  currency: string | undefined,
+): Promise<Conversion | undefined> =>
+  currency === undefined ? undefined : conversionInto(currency, await todaysRates(services.db, services.catalogue.bucket));
 
 /** The strong ETag of a list: the snapshot's id, a hash of the normalised filters (and of the conversion), and the form. */
 export async function productsEtag(
@@ -121,15 +123,13 @@ const encoder = new TextEncoder();
  * with a conversion, each converted (src/catalogue/converted.ts). No filter and a conversion reads every segment.
  */
 export async function* filteredProducts(
-  db: Database,
   bucket: R2Bucket,
   manifest: Manifest,
   { filters, form, conversion }: { filters: ProductFilters; form: "json" | "ndjson"; conversion?: Conversion | undefined },
-  options?: FilteredReadOptions,
 ): AsyncGenerator<Uint8Array> {
   let first = true;
   if (form === "json") yield encoder.encode('{"products":[');
-  for await (const matched of matchingProducts(db, bucket, manifest, filterSet(filters), options)) {
+  for await (const matched of matchingProducts(bucket, manifest, filterSet(filters))) {
     const hits = conversion ? matched.map((json) => convertProductJson(json, conversion)) : matched;
     yield encoder.encode(form === "json" ? (first ? "" : ",") + hits.join(",") : hits.map((line) => `${line}\n`).join(""));
     first = false;
@@ -170,41 +170,15 @@ export async function* gzipMember(chunks: AsyncGenerator<Uint8Array>): AsyncGene
 
 /**
  * One product (GET /products/:id, the MCP tool get_product): from the snapshot being served, as fresh as the list (a
- * second or two behind an ingestion's answer), with no D1 statement (src/catalogue/snapshot/product-read.ts); from D1
- * when the snapshot has no such product (one created since it was built; an unknown id is D1's 404) or there is no
- * snapshot yet.
+ * second or two behind an ingestion's answer), with no D1 statement (src/catalogue/snapshot/product-read.ts). An id the
+ * snapshot does not hold is a 404, a product created since it was built included: D1 is not asked, so a client
+ * trying ids costs it nothing.
  */
-export async function productJson(
-  { db, catalogue }: { db: Database; catalogue: CatalogueStore },
-  id: string,
-  conversion?: Conversion,
-): Promise<string> {
-  const manifest = await currentManifest(catalogue.bucket);
-  const json = (manifest && (await snapshotProduct(catalogue.bucket, manifest, id))) ?? (await productJsonOfD1(db, id));
+export async function productJson(catalogue: CatalogueStore, id: string, conversion?: Conversion): Promise<string> {
+  const manifest = await servingManifest(catalogue);
+  const json = await snapshotProduct(catalogue.bucket, manifest, id);
+  if (json === undefined) throw unknownProduct(id);
   return conversion ? convertProductJson(json, conversion) : json;
-}
-
-/** One product read from D1: its row, and its offers with their competitors' names, in one batch of two statements. */
-async function productJsonOfD1(db: Database, id: string): Promise<string> {
-  const [rows, offerRows] = await db.batch([
-    db.select().from(products).where(eq(products.id, id)),
-    db
-      .select({ offer: offers, competitorName: competitors.name })
-      .from(offers)
-      .leftJoin(competitors, eq(competitors.id, offers.competitorId))
-      .where(eq(offers.productId, id))
-      .orderBy(asc(offers.competitorId)),
-  ]);
-  if (!rows[0]) throw unknownProduct(id);
-  const names = new Map(
-    offerRows.flatMap(({ offer, competitorName }) => (competitorName === null ? [] : [[offer.competitorId, { name: competitorName }]])),
-  );
-  const view = productView(
-    rows[0],
-    offerRows.map(({ offer }) => offer),
-    names,
-  );
-  return JSON.stringify(view);
 }
 
 /** A strong ETag from a body's bytes. */

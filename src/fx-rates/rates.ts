@@ -1,4 +1,4 @@
-import { currencyExponent, divideHalfEven, formatQuotient, parseDecimal, pow10 } from "../platform/money.ts";
+import { currencyExponent, divideHalfEven, divideSafeHalfEven, formatQuotient, parseDecimal, pow10 } from "../platform/money.ts";
 
 /**
  * Currency conversion with a day's reference rates, exactly: rates are decimal strings, amounts integer minor
@@ -42,6 +42,33 @@ export function crossRate(day: RateDay, from: string, to: string): CrossRate | n
 export function convertMinor(minor: number, from: string, to: string, rate: CrossRate): bigint {
   const numerator = BigInt(minor) * rate.numerator * pow10(currencyExponent(to));
   return divideHalfEven(numerator, rate.denominator * pow10(currencyExponent(from)));
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+function greatestCommonDivisor(a: bigint, b: bigint): bigint {
+  while (b !== 0n) [a, b] = [b, a % b];
+  return a;
+}
+
+/**
+ * convertMinor for one pair of currencies, set up once for the many amounts of a list: the fraction with both minor
+ * units in it, reduced, so a realistic amount converts with Numbers, exactly (divideSafeHalfEven: every value under
+ * 2^53), and without BigInt; convertMinor itself beyond that. A number, or a bigint only past Number.MAX_SAFE_INTEGER
+ * (so equal amounts are always of one type, and `===` compares them).
+ */
+export function minorConverter(from: string, to: string, rate: CrossRate): (minor: number) => number | bigint {
+  const scaledNumerator = rate.numerator * pow10(currencyExponent(to));
+  const scaledDenominator = rate.denominator * pow10(currencyExponent(from));
+  const common = greatestCommonDivisor(scaledNumerator, scaledDenominator);
+  const [numerator, denominator] = [Number(scaledNumerator / common), Number(scaledDenominator / common)];
+  const small = Number.isSafeInteger(numerator) && Number.isSafeInteger(denominator);
+  return (minor) => {
+    const scaled = minor * numerator;
+    if (small && minor >= 0 && scaled + denominator <= Number.MAX_SAFE_INTEGER) return divideSafeHalfEven(scaled, denominator);
+    const converted = convertMinor(minor, from, to, rate);
+    return converted <= MAX_SAFE && converted >= -MAX_SAFE ? Number(converted) : converted;
+  };
 }
 
 export const formatRate = (rate: CrossRate) => formatQuotient(rate.numerator, rate.denominator, RATE_DECIMALS);

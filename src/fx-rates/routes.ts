@@ -23,6 +23,7 @@ const putFxRatesRoute = createRoute(
 );
 
 /** PUT /admin/fx-rates (admin, scope prices:write). */
-export const fxRateRoutes = openApiApp().openapi(putFxRatesRoute, async (c) =>
-  c.json(await putFxRates(c.var.services.db, c.req.valid("json")), 200),
-);
+export const fxRateRoutes = openApiApp().openapi(putFxRatesRoute, async (c) => {
+  const { db, catalogue } = c.var.services;
+  return c.json(await putFxRates(db, catalogue.bucket, c.req.valid("json")), 200);
+});

@@ -5,7 +5,7 @@ import type { WebhookMessage } from "../events/messages.ts";
 import type { ApiKeyOfRequest, Credential } from "../pipeline/identify.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
-import type { RequestWork } from "../platform/metered.ts";
+import type { WorkMeter } from "../platform/metered.ts";
 import type { AccountRow } from "../platform/tables.ts";
 import type { Decision } from "../rate-limit/types.ts";
 
@@ -24,11 +24,9 @@ export interface RequestServices {
   catalogue: CatalogueStore;
   /** Events and price history that left D1 (src/events/archive.ts, src/catalogue/history-archive.ts). */
   archive: R2Bucket;
-  work: RequestWork;
-  /**
-   * Work the request goes on with after its answer (waitUntil): with LOG_INVOCATION_WORK on, the request's whole
-   * tally is logged when it ends, as X-Work-Counts left before it.
-   */
+  /** The request's tally; a body that does work as it streams passes through its `carry`. */
+  work: WorkMeter;
+  /** Work the request goes on with after its answer (waitUntil): the request's tally stays open until it ends. */
   afterAnswer(work: Promise<unknown>): void;
 }
 

@@ -36,7 +36,7 @@ export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) =>
   const { db, archive, catalogue } = c.var.services;
   const { environment, accountId, scopes } = c.var.apiKey;
   // A test key's tools read its account's sandbox; a live key's, the catalogue.
-  const data = environment === "test" ? sandboxToolData(db, accountId) : liveToolData({ db, archive, catalogue });
+  const data = environment === "test" ? sandboxToolData({ db, catalogue }, accountId) : liveToolData({ db, archive, catalogue });
   const server = mcpServer(data, scopes);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);

@@ -1,7 +1,7 @@
 import { listOwnEvents } from "../account-events/service.ts";
 import { summariseIn } from "../catalogue/converted.ts";
 import { unknownProduct } from "../catalogue/history.ts";
-import { conversionOf } from "../catalogue/service.ts";
+import { type CatalogueStore, conversionOf } from "../catalogue/service.ts";
 import { summarise } from "../catalogue/views.ts";
 import type { FeedEvent } from "../events/schema.ts";
 import type { Database } from "../platform/db.ts";
@@ -9,17 +9,20 @@ import { sandboxBase } from "../sandbox/catalogue.ts";
 import { productState } from "../sandbox/overlay.ts";
 import { sandboxCatalogue, sandboxCompetitors, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
 import type { ToolData } from "./tool-data.ts";
-import { recentChangesQuery } from "./tools.ts";
+import { productMatch, recentChangesQuery } from "./tools.ts";
 
 /**
  * The tools' data for a test key: its account's sandbox, read as GET /products and the feed read it for a test key
  * (src/sandbox/reads.ts, listOwnEvents). A search looks through the sandbox's 1,000 products in memory, after one read
  * of the account's changes: what it reads does not grow with the live catalogue.
  */
-export function sandboxToolData(db: Database, accountId: string): ToolData {
+export function sandboxToolData({ db, catalogue }: { db: Database; catalogue: CatalogueStore }, accountId: string): ToolData {
   return {
     async searchProducts(input) {
-      const [{ base, overlay }, conversion] = await Promise.all([sandboxCatalogue(db, accountId), conversionOf(db, input.currency)]);
+      const [{ base, overlay }, conversion] = await Promise.all([
+        sandboxCatalogue(db, accountId),
+        conversionOf({ db, catalogue }, input.currency),
+      ]);
       const text = input.query?.toLowerCase();
       const same = (value: string | null, wanted: string | undefined) =>
         wanted === undefined || value?.toLowerCase() === wanted.toLowerCase();
@@ -36,18 +39,7 @@ export function sandboxToolData(db: Database, accountId: string): ToolData {
         .sort((a, b) => (a.product.id < b.product.id ? -1 : 1));
       return {
         products: found.slice(0, input.limit).map(({ product, offers }) => {
-          const summary = conversion ? summariseIn(offers, conversion) : summarise(offers);
-          const { id, sku, name, brand, category } = product;
-          return {
-            id,
-            sku,
-            name,
-            brand,
-            category,
-            min_price: summary.min_price,
-            currency: summary.currency,
-            offer_count: summary.offer_count,
-          };
+          return productMatch(product, conversion ? summariseIn(offers, conversion) : summarise(offers));
         }),
         truncated: found.length > input.limit,
       };
@@ -56,7 +48,7 @@ export function sandboxToolData(db: Database, accountId: string): ToolData {
       const index = input.id === undefined ? sandboxBase().bySku.get(input.sku!) : undefined;
       if (input.id === undefined && index === undefined) throw unknownProduct(`sku ${input.sku}`);
       const id = input.id ?? sandboxBase().products[index!]!.id;
-      return JSON.parse(await sandboxProductJson(db, accountId, id, await conversionOf(db, input.currency)));
+      return JSON.parse(await sandboxProductJson(db, accountId, id, await conversionOf({ db, catalogue }, input.currency)));
     },
     history: (productId, query) => sandboxProductHistory(db, accountId, productId, query),
     competitors: async () => ({ competitors: await sandboxCompetitors(db, accountId) }),

@@ -26,7 +26,7 @@ export interface ToolData {
 }
 
 export const liveToolData = ({ db, archive, catalogue }: ToolDeps): ToolData => ({
-  searchProducts: (input) => searchProducts(db, input),
+  searchProducts: (input) => searchProducts({ db, catalogue }, input),
   getProduct: (input) => getProduct({ db, catalogue }, input),
   history: (productId, query) => productHistory(db, archive, productId, query),
   competitors: () => listCompetitors(catalogue),

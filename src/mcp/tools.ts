@@ -1,9 +1,10 @@
 import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
-import { summariseIn } from "../catalogue/converted.ts";
+import { type Conversion, convertProductJson, summariseIn } from "../catalogue/converted.ts";
+import { filterSet, matchingProducts } from "../catalogue/filtered.ts";
 import { type HistoryPage, unknownProduct } from "../catalogue/history.ts";
-import { type HistoryQuery, historyQuery, productsQuery } from "../catalogue/schema.ts";
+import { type HistoryQuery, historyQuery, type ProductView, productsQuery } from "../catalogue/schema.ts";
 import { type CatalogueStore, conversionOf, productJson, servingManifest } from "../catalogue/service.ts";
 import { summarise } from "../catalogue/views.ts";
 import { eventsQuery } from "../events/query.ts";
@@ -173,13 +174,23 @@ async function examineProducts(
 }
 
 /**
- * search_products: the products examineProducts reads, then one read of their offers for the summaries, which also
- * answers the competitor filter. Each read is bounded by `limit`, whatever the catalogue holds. `truncated`: every
- * filter had more than `limit` products and the others left fewer than `limit` of the narrowest's, so more may
- * match beyond them (narrow the search).
+ * search_products. Without a text query, from the catalogue snapshot as GET /products filters it (no D1 statement):
+ * the first `limit` products that match, in id order, so nothing is left unexamined. With one, through D1's text
+ * index (the snapshot has none): the products examineProducts reads, then one read of their offers for the
+ * summaries, which also answers the competitor filter. Each read is bounded by `limit`, whatever the catalogue
+ * holds. `truncated`: every filter had more than `limit` products and the others left fewer than `limit` of the
+ * narrowest's, so more may match beyond them (narrow the search).
  */
-export async function searchProducts(db: Database, input: SearchInput): Promise<{ products: ProductMatch[]; truncated: boolean }> {
-  const [{ examined, complete }, conversion] = await Promise.all([examineProducts(db, input), conversionOf(db, input.currency)]);
+export async function searchProducts(
+  { db, catalogue }: Pick<ToolDeps, "db" | "catalogue">,
+  input: SearchInput,
+): Promise<{ products: ProductMatch[]; truncated: boolean }> {
+  if (input.query === undefined)
+    return { products: await snapshotSearch(catalogue, input, await conversionOf({ db, catalogue }, input.currency)), truncated: false };
+  const [{ examined, complete }, conversion] = await Promise.all([
+    examineProducts(db, input),
+    conversionOf({ db, catalogue }, input.currency),
+  ]);
   // The ids as parameters (at most 100, D1's limit a statement): two rows read a product (its id, the index seek), one an offer.
   const offerRows =
     examined.length === 0
@@ -207,17 +218,53 @@ export async function searchProducts(db: Database, input: SearchInput): Promise<
   };
 }
 
+/** The snapshot's products matching the search's filters (the same as GET /products'), in id order. */
+async function* snapshotMatches(catalogue: CatalogueStore, { sku, brand, category, competitor }: Omit<SearchInput, "limit">) {
+  const manifest = await servingManifest(catalogue);
+  const filters = filterSet({
+    ...(sku !== undefined && { sku }),
+    ...(brand !== undefined && { brand }),
+    ...(category !== undefined && { category }),
+    ...(competitor !== undefined && { competitor }),
+  });
+  for await (const lines of matchingProducts(catalogue.bucket, manifest, filters)) yield* lines;
+}
+
+/** A product as search_products lists it: its names and its summary's lowest price and offer count. */
+export const productMatch = (
+  { id, sku, name, brand, category }: Pick<ProductMatch, "id" | "sku" | "name" | "brand" | "category">,
+  summary: Pick<ProductMatch, "min_price" | "currency" | "offer_count">,
+): ProductMatch => ({
+  id,
+  sku,
+  name,
+  brand,
+  category,
+  min_price: summary.min_price,
+  currency: summary.currency,
+  offer_count: summary.offer_count,
+});
+
+/** The first `limit` products of the snapshot that match, as search_products lists them. */
+async function snapshotSearch(catalogue: CatalogueStore, input: SearchInput, conversion: Conversion | undefined): Promise<ProductMatch[]> {
+  const found: ProductMatch[] = [];
+  for await (const line of snapshotMatches(catalogue, input)) {
+    if (found.length === input.limit) break;
+    const product = JSON.parse(conversion ? convertProductJson(line, conversion) : line) as ProductView;
+    found.push(productMatch(product, product.summary));
+  }
+  return found;
+}
+
 export async function getProduct(
   { db, catalogue }: { db: Database; catalogue: CatalogueStore },
   input: { id?: string | undefined; sku?: string | undefined; currency?: string | undefined },
 ): Promise<unknown> {
-  let id = input.id;
-  if (id === undefined) {
-    const row = await db.select({ id: products.id }).from(products).where(sql`${products.sku} = ${input.sku!}`).get();
-    if (!row) throw unknownProduct(`sku ${input.sku}`);
-    id = row.id;
-  }
-  return JSON.parse(await productJson({ db, catalogue }, id, await conversionOf(db, input.currency)));
+  const conversion = await conversionOf({ db, catalogue }, input.currency);
+  if (input.id !== undefined) return JSON.parse(await productJson(catalogue, input.id, conversion));
+  for await (const line of snapshotMatches(catalogue, { sku: input.sku }))
+    return JSON.parse(conversion ? convertProductJson(line, conversion) : line);
+  throw unknownProduct(`sku ${input.sku}`);
 }
 
 /** Every `points`-th of n indexes, evenly spread, the first and the last always in. */

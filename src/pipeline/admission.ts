@@ -6,7 +6,7 @@ import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
 import { declarationOf, type RouteDeclaration } from "../operation/operation.ts";
-import type { RequestWork } from "../platform/metered.ts";
+import type { WorkMeter } from "../platform/metered.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
 import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
 import { admitBucket, rememberedRefusal } from "../rate-limit/stub.ts";
@@ -19,13 +19,13 @@ function keyRequestOf(c: Context, declared: RouteDeclaration | undefined): KeyRe
   return { ip: clientIp(c), scope: declared?.credential === "api-key" ? declared.scope : undefined };
 }
 const ipBucket = (c: Context) => ipBucketName(clientIp(c));
-const admitIp = (c: Context<AppEnv>, work: RequestWork) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
+const admitIp = (c: Context<AppEnv>, work: WorkMeter) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
 async function admitCredential(
   c: Context<AppEnv>,
   credential: Credential,
   declared: RouteDeclaration | undefined,
-  work: RequestWork,
+  work: WorkMeter,
 ): Promise<[Credential, Decision]> {
   if (credential.kind === "api-key") {
     // Made-up keys pass the public checksum, so a key costs D1 a lookup only while the client IP's bucket has room;
@@ -62,27 +62,15 @@ async function admitCredential(
   return [credential, await admitIp(c, work)];
 }
 
-/** Whatever the response, it carries the bucket's headers (and, when asked for, what the request cost). */
-function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: RequestWork): Response {
+/**
+ * Whatever the response, it carries the bucket's headers (and, when asked for, what the request cost: X-Work-Counts,
+ * whose `final=0` says its body or its work after the answer can still add to it).
+ */
+function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: WorkMeter): Response {
   setRateLimitHeaders(res.headers, decision);
-  if (c.env.EXPOSE_WORK_COUNTS === "true") res.headers.set("X-Work-Counts", workCountsHeader(work));
+  if (c.env.EXPOSE_WORK_COUNTS === "true") res.headers.set("X-Work-Counts", work.header());
   return res;
 }
-
-/** The contract's X-Work-Counts fields, in its order. */
-const workCountsHeader = (work: RequestWork) =>
-  [
-    `d1=${work.d1}`,
-    `d1-statements=${work.d1Statements}`,
-    `d1-rows-read=${work.d1RowsRead}`,
-    `d1-rows-written=${work.d1RowsWritten}`,
-    `key-do=${work.keyObjectCalls}`,
-    `other-do=${work.otherObjectCalls}`,
-    `do-rows-written=${work.doRowsWritten}`,
-    `r2-a=${work.r2ClassA}`,
-    `r2-b=${work.r2ClassB}`,
-    `queue-sent=${work.queueSent}`,
-  ].join("; ");
 
 const tooMany = (c: Context<AppEnv>, decision: Decision) => errorResponse(c, new ApiError(429, rateLimitDetail(decision)));
 
@@ -92,7 +80,7 @@ const tooMany = (c: Context<AppEnv>, decision: Decision) => errorResponse(c, new
  * GitHub's quota. Before the route runs, the client IP's bucket is only looked at (counting nothing): a caller
  * whose bucket is empty gets its 429 before any body is read or signature checked.
  */
-async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: RequestWork): Promise<Response> {
+async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: WorkMeter): Promise<Response> {
   const room = await admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work, { count: false });
   if (!room.allowed) return withBucketHeaders(c, tooMany(c, room), room, work);
   c.set("credential", { kind: "none" });
@@ -123,7 +111,7 @@ export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /** A misconfigured worker's 500, counted in the client IP's bucket like any request that cannot be identified. */
-export async function refuseMisconfigured(c: Context<AppEnv>, work: RequestWork, problem: string): Promise<Response> {
+export async function refuseMisconfigured(c: Context<AppEnv>, work: WorkMeter, problem: string): Promise<Response> {
   const decision = await admitIp(c, work);
   const res = decision.allowed ? errorResponse(c, new ApiError(500, problem)) : tooMany(c, decision);
   return withBucketHeaders(c, res, decision, work);

@@ -70,7 +70,7 @@ function countingStatement(statement: D1PreparedStatement, query: string, work: 
 }
 
 /** Counts round trips to D1: each executed statement, and each batch once. */
-function countingD1(d1: D1Database, work: D1Work): D1Database {
+export function countingD1(d1: D1Database, work: D1Work): D1Database {
   return new Proxy(d1, {
     get(target, property) {
       const value = Reflect.get(target, property, target);

@@ -1,45 +1,50 @@
 import { DurableObject } from "cloudflare:workers";
-import type { ObjectWrites } from "./metered.ts";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { type ObjectAnswer, WorkMeter } from "./metered.ts";
 
 /**
- * A Durable Object that counts the rows its own storage writes, so each answer can carry what it wrote
- * (X-Work-Counts' do-rows-written): every SQL statement's `rowsWritten` as its cursor reports it, each key a KV
- * `put` or `delete` names (a row of the hidden KV table) and each `setAlarm` (stored, and billed, as a row).
- * Subclasses use `this.ctx.storage` as usual; it is the metered one. An RPC method returns `this.reported(answer)`,
- * which adds the rows written since the last report, and the caller adds them to its tally (reportedWork in
- * src/platform/metered.ts). Calls interleave only across awaits, so a call that awaits may carry another's rows;
- * an alarm's writes go with the next answer.
+ * A Durable Object that counts its own work for the invocation it does it for. Its storage is metered: every SQL
+ * statement's `rowsWritten` as its cursor reports it, each key a KV `put` or `delete` names (a row of the hidden KV
+ * table) and each `setAlarm` (stored, and billed, as a row); its other bindings and its calls to other objects count
+ * through `this.meter`. An RPC method returns `this.reported(answer)`, which carries the work done for answers since
+ * the last report, and the caller adds it to its own tally (WorkMeter.called). An alarm, and work it goes on with
+ * after an answer, are invocations of their own (`invocation`): their work is logged with them, never carried by the
+ * next answer. Calls interleave only across awaits, so an answer that awaits may carry another's work.
  */
-export abstract class MeteredObject<E = Env> extends DurableObject<E> {
-  #rowsWritten = 0;
-  #objectCalls = 0;
+export abstract class MeteredObject extends DurableObject<Env> {
+  /** The work done for answers, until the next report takes it. */
+  readonly #forAnswers = new WorkMeter();
+  /** The meter of the alarm or after-answer invocation under way, through its awaits. */
+  readonly #invocation = new AsyncLocalStorage<WorkMeter>();
 
-  constructor(ctx: DurableObjectState, env: E) {
+  constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.ctx = meteredState(this.ctx, (rows) => {
-      this.#rowsWritten += rows;
+      this.meter.doRowsWritten += rows;
     });
   }
 
-  /** The answer, with the storage rows written and the object calls made since the last report. */
-  protected reported<T extends object>(answer: T): T & ObjectWrites {
-    const work = { rowsWritten: this.#rowsWritten, objectCalls: this.#objectCalls };
-    this.#rowsWritten = 0;
-    this.#objectCalls = 0;
-    return { ...answer, ...work };
+  /** Where the work under way counts: its invocation's meter, or the next answer's. */
+  protected get meter(): WorkMeter {
+    return this.#invocation.getStore() ?? this.#forAnswers;
+  }
+
+  /** The answer, with the work done for answers since the last report. */
+  protected reported<T extends object>(answer: T): T & ObjectAnswer {
+    return { ...answer, work: this.#forAnswers.taken() };
   }
 
   /**
-   * A call this object makes to another (metered) object: it counts in this object's next report, with the rows
-   * that object reports (those of a call made after the answer, off its path, go with the answer after).
+   * Work that is no answer's (an alarm; what the object goes on with after an answer, in waitUntil), run as an
+   * invocation of its own: counted on its own meter and logged with it, as `kind`.
    */
-  protected calledObject<T extends ObjectWrites>(answer: Promise<T>): Promise<T> {
-    this.#objectCalls++;
-    return answer.then((reported) => {
-      this.#rowsWritten += reported.rowsWritten;
-      this.#objectCalls += reported.objectCalls;
-      return reported;
-    });
+  protected async invocation(kind: string, run: () => Promise<unknown>): Promise<void> {
+    const meter = new WorkMeter();
+    try {
+      await this.#invocation.run(meter, run);
+    } finally {
+      meter.log(this.env, kind);
+    }
   }
 }
 

@@ -58,10 +58,10 @@ function shapeProblem(value: string): string | undefined {
 
 /** "14.99" in USD → 1499. Throws MoneyError saying why for anything that is not an exact amount. */
 export function parseMoney(value: string, currency: string): number {
-  const problem = shapeProblem(value);
-  if (problem) throw new MoneyError(problem);
+  const decimal = DECIMAL.exec(value);
+  if (!decimal) throw new MoneyError(shapeProblem(value));
   const exponent = currencyExponent(currency);
-  const [, whole = "", fraction = ""] = DECIMAL.exec(value)!;
+  const [, whole = "", fraction = ""] = decimal;
   if (fraction.length > exponent) {
     throw new MoneyError(
       exponent === 0
@@ -69,7 +69,10 @@ export function parseMoney(value: string, currency: string): number {
         : `has ${fraction.length} decimal places; ${currency} allows at most ${exponent}`,
     );
   }
-  const minor = BigInt(whole + fraction.padEnd(exponent, "0"));
+  const digits = whole + fraction.padEnd(exponent, "0");
+  // 15 digits are always below 2^53: only a longer amount needs BigInt to tell (a converted list parses millions).
+  if (digits.length <= 15) return Number(digits);
+  const minor = BigInt(digits);
   if (minor > BigInt(Number.MAX_SAFE_INTEGER)) throw new MoneyError("is too large");
   return Number(minor);
 }
@@ -78,9 +81,10 @@ export function parseMoney(value: string, currency: string): number {
 export function formatMoney(minor: number | bigint, currency: string): string {
   if (typeof minor === "number" && !Number.isSafeInteger(minor)) throw new MoneyError(`${minor} is not a whole number of minor units`);
   const exponent = currencyExponent(currency);
-  const amount = BigInt(minor);
-  const digits = (amount < 0n ? -amount : amount).toString().padStart(exponent + 1, "0");
-  const sign = amount < 0n ? "-" : "";
+  // No BigInt made from a number: a converted list formats millions of amounts.
+  const magnitude = typeof minor === "number" ? Math.abs(minor) : minor < 0n ? -minor : minor;
+  const digits = magnitude.toString().padStart(exponent + 1, "0");
+  const sign = minor < 0 ? "-" : "";
   if (exponent === 0) return sign + digits;
   return `${sign}${digits.slice(0, -exponent)}.${digits.slice(-exponent)}`;
 }
@@ -113,6 +117,24 @@ export function divideHalfEven(numerator: bigint, denominator: bigint): bigint {
   const twice = (n % denominator) * 2n;
   if (twice > denominator || (twice === denominator && quotient % 2n === 1n)) quotient += 1n;
   return negative ? -quotient : quotient;
+}
+
+/**
+ * divideHalfEven for non-negative numbers whose sum is at most Number.MAX_SAFE_INTEGER, without BigInt: the float
+ * quotient is then within one of the true one, and every product and remainder below is exact.
+ */
+export function divideSafeHalfEven(numerator: number, denominator: number): number {
+  let quotient = Math.floor(numerator / denominator);
+  let remainder = numerator - quotient * denominator;
+  if (remainder < 0) {
+    quotient--;
+    remainder += denominator;
+  } else if (remainder >= denominator) {
+    quotient++;
+    remainder -= denominator;
+  }
+  const rest = denominator - remainder;
+  return remainder > rest || (remainder === rest && quotient % 2 === 1) ? quotient + 1 : quotient;
 }
 
 /** numerator / denominator as a decimal string rounded half-even to `decimals` places, trailing zeros dropped ("1.0832"). */

@@ -1,4 +1,4 @@
-import type { ObjectWrites } from "../platform/metered.ts";
+import type { ObjectAnswer } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
 import type { Decision, Limits } from "./types.ts";
 import { type StoredCounters, Usage } from "./window.ts";
@@ -30,7 +30,7 @@ export class RateLimitBucket extends MeteredObject {
   }
 
   /** Decides and counts one request. */
-  admit(limits: Limits): Decision & ObjectWrites {
+  admit(limits: Limits): Decision & ObjectAnswer {
     const now = Date.now();
     const slid = this.usage.slide(now);
     const decision = this.usage.decide(now, limits);
@@ -39,7 +39,7 @@ export class RateLimitBucket extends MeteredObject {
   }
 
   /** Whether the bucket would admit a request now, without counting one. */
-  peek(limits: Limits): Decision & ObjectWrites {
+  peek(limits: Limits): Decision & ObjectAnswer {
     const now = Date.now();
     const usage = new Usage([...this.usage.minuteLog], { ...this.usage.hour }, { ...this.usage.day });
     usage.slide(now);

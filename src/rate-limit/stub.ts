@@ -1,6 +1,6 @@
 import { remember } from "../platform/bounded-map.ts";
 import { isolateMap } from "../platform/isolate-memory.ts";
-import { type RequestWork, withObjectWrites } from "../platform/metered.ts";
+import type { WorkMeter } from "../platform/metered.ts";
 import type { Decision, Limits } from "./types.ts";
 
 /**
@@ -31,12 +31,11 @@ const bucket = (env: Env, name: string) => env.RATE_LIMIT_BUCKETS.get(env.RATE_L
  * Admission for a bucket whose limits are fixed (account, admin subject, client IP); with `count: false`, only
  * whether it would admit a request now (a look at the client IP's bucket before a key's object looks up a key it has never read).
  */
-export async function admitBucket(env: Env, name: string, limits: Limits, work: RequestWork, { count = true } = {}): Promise<Decision> {
+export async function admitBucket(env: Env, name: string, limits: Limits, work: WorkMeter, { count = true } = {}): Promise<Decision> {
   const refused = rememberedRefusal(name);
   if (refused) return refused;
-  work.otherObjectCalls++;
   const object = bucket(env, name);
-  const decision: Decision = withObjectWrites(work, await (count ? object.admit(limits) : object.peek(limits)));
+  const decision: Decision = await work.called(count ? object.admit(limits) : object.peek(limits));
   if (!decision.allowed) remember(refusals, name, { until: Date.now() + decision.resetMs, decision });
   return decision;
 }

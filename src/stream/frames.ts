@@ -27,8 +27,8 @@ export interface Subscription {
 /** The header that carries the subscription (JSON, URI-encoded: a header is ASCII) on the WebSocket upgrade to the hub. */
 export const SUBSCRIPTION_HEADER = "X-Stream-Subscription";
 
-/** The header of a hub's answer to a connect that carries the rows its storage wrote (X-Work-Counts' do-rows-written). */
-export const ROWS_WRITTEN_HEADER = "X-Object-Rows-Written";
+/** The header of a hub's answer to a connect that carries the work it did for it (a WorkCounts as JSON). */
+export const OBJECT_WORK_HEADER = "X-Object-Work";
 
 /** What a hub sends a stream's worker: events that passed its rule, or its key's new expiry (epoch ms, or null). */
 export type HubMessage = { kind: "events"; events: { id: string; frame: string }[] } | { kind: "key"; expiresAt: number | null };

@@ -1,13 +1,12 @@
 import type { AlertRule } from "../alerts/rules.ts";
 import { keyStillAdmits } from "../api-keys/object/stub.ts";
 import type { EventMessage } from "../events/messages.ts";
-import { database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
-import type { ObjectWrites, RequestWork } from "../platform/metered.ts";
+import type { ObjectAnswer } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
 import { matchInEnvironments } from "../sandbox/facts.ts";
 import type { CapReached, HubMessage, Subscription } from "./frames.ts";
-import { eventFrame, KEEPALIVE, KEY_GONE_CLOSE, ROWS_WRITTEN_HEADER, SUBSCRIPTION_HEADER } from "./frames.ts";
+import { eventFrame, KEEPALIVE, KEY_GONE_CLOSE, OBJECT_WORK_HEADER, SUBSCRIPTION_HEADER } from "./frames.ts";
 import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
 
 /**
@@ -41,9 +40,6 @@ const keyTag = (keyId: string) => `key:${keyId}`;
 const accountTag = (accountId: string) => `account:${accountId}`;
 const log = logger("stream-hub");
 
-/** The D1 work a publish did (its rules' reads), reported with its answer so the publishing invocation counts it. */
-export type HubD1Work = Pick<RequestWork, "d1" | "d1Statements" | "d1RowsRead" | "d1RowsWritten">;
-
 export class StreamHub extends MeteredObject {
   /** Rules read back from storage, by socket: once per wake. */
   private readonly storedRules = new Map<string, AlertRule>();
@@ -59,7 +55,7 @@ export class StreamHub extends MeteredObject {
     if (request.headers.get("Upgrade") !== "websocket" || !subscription)
       return new Response("a WebSocket upgrade with a subscription", { status: 400 });
     const refused = this.capReached(subscription);
-    if (refused) return Response.json(refused satisfies CapReached, { status: 429, headers: this.rowsWrittenHeader() });
+    if (refused) return Response.json(refused satisfies CapReached, { status: 429, headers: this.workHeader() });
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     const socket = crypto.randomUUID();
     const { rule, ...who } = subscription;
@@ -72,33 +68,33 @@ export class StreamHub extends MeteredObject {
     }
     this.ctx.acceptWebSocket(server, [keyTag(subscription.keyId), accountTag(subscription.accountId)]);
     server.serializeAttachment(attachment);
-    return new Response(null, { status: 101, webSocket: client, headers: this.rowsWrittenHeader() });
+    return new Response(null, { status: 101, webSocket: client, headers: this.workHeader() });
   }
 
-  /** A connect is a fetch, not an RPC: the rows it wrote ride in a header, which the stream's worker counts. */
-  private rowsWrittenHeader(): Record<string, string> {
-    return { [ROWS_WRITTEN_HEADER]: String(this.reported({}).rowsWritten) };
+  /** A connect is a fetch, not an RPC: its work rides in a header, which the stream's worker counts. */
+  private workHeader(): Record<string, string> {
+    return { [OBJECT_WORK_HEADER]: JSON.stringify(this.reported({}).work) };
   }
 
   /**
    * Sends each open stream the events its rule matches (one message per stream). Answers how many streams got any, with
-   * the D1 work its rules did and its storage rows. Account events are never passed here (src/stream/publish.ts); a hub
+   * its work (its rules' D1 and archive reads, its storage rows). Account events are never passed here (src/stream/publish.ts); a hub
    * with no stream answers without work. A sandbox event reaches only its account's test streams, a live event only live
    * streams (matchInEnvironments).
    */
-  async publish(messages: readonly EventMessage[]): Promise<{ streams: number; d1Work: HubD1Work } & ObjectWrites> {
-    const d1Work: HubD1Work = { d1: 0, d1Statements: 0, d1RowsRead: 0, d1RowsWritten: 0 };
-    return this.reported({ streams: await this.sendMatches(messages, d1Work), d1Work });
+  async publish(messages: readonly EventMessage[]): Promise<{ streams: number } & ObjectAnswer> {
+    return this.reported({ streams: await this.sendMatches(messages) });
   }
 
-  private async sendMatches(messages: readonly EventMessage[], d1Work: HubD1Work): Promise<number> {
+  private async sendMatches(messages: readonly EventMessage[]): Promise<number> {
     const subscribers = this.ctx.getWebSockets().flatMap((ws) => {
       const attachment = ws.deserializeAttachment() as Attachment | null;
       const rule = attachment && this.ruleOf(attachment);
       return rule ? [{ ...rule, ws, accountId: attachment.accountId, environment: attachment.environment ?? "live" }] : [];
     });
     if (subscribers.length === 0 || messages.length === 0) return 0;
-    const matched = await matchInEnvironments({ db: database(this.env.DB, d1Work), archive: this.env.ARCHIVE }, messages, subscribers);
+    const sources = { db: this.meter.database(this.env.DB), archive: this.meter.bucket(this.env.ARCHIVE) };
+    const matched = await matchInEnvironments(sources, messages, subscribers);
     const frames = new Map<EventMessage, string>();
     const byStream = new Map<WebSocket, { id: string; frame: string }[]>();
     for (const { event, rule } of matched) {
@@ -115,11 +111,11 @@ export class StreamHub extends MeteredObject {
   }
 
   /** A key's object stored a change to the key: its streams the key no longer admits end; the others learn its expiry. */
-  async keyChanged({ keyId, active, expiresAt }: { keyId: string; active: boolean; expiresAt: number | null }): Promise<ObjectWrites> {
+  async keyChanged({ keyId, active, expiresAt }: { keyId: string; active: boolean; expiresAt: number | null }): Promise<ObjectAnswer> {
     await Promise.all(
       this.ctx.getWebSockets(keyTag(keyId)).map(async (ws) => {
         const attachment = ws.deserializeAttachment() as Attachment;
-        const admits = active && (await this.calledObject(keyStillAdmits(this.env, attachment.keyHash, attachment.request))).admits;
+        const admits = active && (await this.meter.called(keyStillAdmits(this.env, attachment.keyHash, attachment.request), "key")).admits;
         if (admits) send(ws, { kind: "key", expiresAt });
         else ws.close(KEY_GONE_CLOSE, "the API key no longer admits this stream");
       }),

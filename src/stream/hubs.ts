@@ -1,7 +1,7 @@
 import type { KeyState } from "../api-keys/object/types.ts";
 import { fnv1a } from "../platform/hash.ts";
 import { logger } from "../platform/log.ts";
-import type { ObjectWrites } from "../platform/metered.ts";
+import { type ObjectAnswer, WorkMeter } from "../platform/metered.ts";
 import type { StreamHub } from "./hub.ts";
 import { STREAM_HUB_COUNT } from "./limits.ts";
 
@@ -25,12 +25,12 @@ export const everyHub = (env: Pick<Env, "STREAM_HUB">): DurableObjectStub<Stream
  * the account's hub closes the key's open streams that the key no longer admits, and tells the others of a new
  * expiry. A failure is logged: a stream also ends within its lifetime, and every reconnect is admitted afresh.
  */
-export async function keyStreamsChanged(env: Pick<Env, "STREAM_HUB">, key: KeyState): Promise<ObjectWrites> {
+export async function keyStreamsChanged(env: Pick<Env, "STREAM_HUB">, key: KeyState): Promise<ObjectAnswer> {
   const change = { keyId: key.keyId, active: key.status === "active", expiresAt: key.status === "active" ? key.expiresAt : null };
   return hubOf(env, key.accountId)
     .keyChanged(change)
     .catch((error: unknown) => {
       logger("stream-hub").error("key change not pushed to its streams", { key_id: key.keyId, error: String(error) });
-      return { rowsWritten: 0, objectCalls: 0 };
+      return { work: new WorkMeter().counts() };
     });
 }

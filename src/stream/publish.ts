@@ -2,7 +2,7 @@ import pLimit from "p-limit";
 import type { EventMessage } from "../events/messages.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { logger } from "../platform/log.ts";
-import { noRequestWork, type RequestWork, withObjectWrites } from "../platform/metered.ts";
+import type { WorkMeter } from "../platform/metered.ts";
 import type { StreamHub } from "./hub.ts";
 import { everyHub, hubOf } from "./hubs.ts";
 
@@ -15,24 +15,12 @@ const log = logger("stream-publish");
  * call is made once more (a hub being replaced or overloaded); a hub that restarts closes its sockets, and their
  * clients catch up from the feed with Last-Event-ID.
  * One still unreachable after that is logged: its streams miss these events unless they end before sending a later
- * one (then the reconnect's backfill has them). Each call, and the D1 work and storage rows each hub reports, counts
- * in `work`: the publishing invocation's tally.
+ * one (then the reconnect's backfill has them). Each call, and the work each hub reports (its rules' D1 and archive
+ * reads, its storage rows), counts in `work`: the publishing invocation's tally.
  */
-export async function publishToStreams(
-  env: Pick<Env, "STREAM_HUB">,
-  events: readonly EventMessage[],
-  work: RequestWork = noRequestWork(),
-): Promise<void> {
+export async function publishToStreams(env: Pick<Env, "STREAM_HUB">, events: readonly EventMessage[], work: WorkMeter): Promise<void> {
   if (events.length === 0) return;
-  const publish = async (hub: DurableObjectStub<StreamHub>) => {
-    work.otherObjectCalls++;
-    const { d1Work, ...answer } = withObjectWrites(work, await hub.publish(events));
-    work.d1 += d1Work.d1;
-    work.d1Statements += d1Work.d1Statements;
-    work.d1RowsRead += d1Work.d1RowsRead;
-    work.d1RowsWritten += d1Work.d1RowsWritten;
-    return answer;
-  };
+  const publish = (hub: DurableObjectStub<StreamHub>) => work.called(hub.publish(events));
   // A sandbox's events (POST /test/observations) concern their account alone, whose streams are all in its hub.
   const sandboxes = new Set(events.map((event) => event.sandbox_account_id));
   const hubs = sandboxes.has(undefined) ? everyHub(env) : [...sandboxes].map((accountId) => hubOf(env, accountId!));

@@ -85,7 +85,7 @@ export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) =>
       closed.abort();
       closeSocket(socket);
     };
-    return c.body(frameStream(frames, cancel), 200, {
+    return c.body(c.var.services.work.carry(frameStream(frames, cancel)), 200, {
       "Content-Type": "text/event-stream; charset=utf-8",
       "Cache-Control": "no-cache",
       "X-Accel-Buffering": "no",

@@ -8,7 +8,7 @@ import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { ApiKeyOfRequest } from "../pipeline/identify.ts";
 import type { Database } from "../platform/db.ts";
-import type { ObjectCallWork } from "../platform/metered.ts";
+import type { WorkCounts, WorkMeter } from "../platform/metered.ts";
 import { parseMoney } from "../platform/money.ts";
 import { apiKeys, events } from "../platform/tables.ts";
 import { sandboxFacts } from "../sandbox/facts.ts";
@@ -18,7 +18,7 @@ import {
   type HubMessage,
   KEEPALIVE,
   KEY_GONE_CLOSE,
-  ROWS_WRITTEN_HEADER,
+  OBJECT_WORK_HEADER,
   SUBSCRIPTION_HEADER,
   type Subscription,
 } from "./frames.ts";
@@ -76,12 +76,11 @@ const CAP_DETAIL: Record<CapReached["cap"], string> = {
  * Registers the stream with its account's hub: the socket the hub pushes to, accepted; or 429 naming the cap the key
  * or the account reached. The socket's close is the stream's release: nothing is stored for a stream.
  */
-export async function subscribe(hub: DurableObjectStub<StreamHub>, subscription: Subscription, work: ObjectCallWork): Promise<WebSocket> {
-  work.otherObjectCalls++;
-  const res = await hub.fetch("https://stream-hub/subscribe", {
+export async function subscribe(hub: DurableObjectStub<StreamHub>, subscription: Subscription, work: WorkMeter): Promise<WebSocket> {
+  const connect = hub.fetch("https://stream-hub/subscribe", {
     headers: { Upgrade: "websocket", [SUBSCRIPTION_HEADER]: encodeURIComponent(JSON.stringify(subscription)) },
   });
-  work.doRowsWritten += Number(res.headers.get(ROWS_WRITTEN_HEADER) ?? 0);
+  const { res } = await work.called(connect.then((res) => ({ res, work: JSON.parse(res.headers.get(OBJECT_WORK_HEADER)!) as WorkCounts })));
   if (res.status === 429) {
     const { cap } = await res.json<CapReached>();
     throw new ApiError(429, CAP_DETAIL[cap], { "Retry-After": String(SLOT_RETRY_SECONDS) });

@@ -7,7 +7,7 @@ import { keyObjectControl } from "../../src/api-keys/object/stub.ts";
 import type { KeyObjectControl } from "../../src/api-keys/object/types.ts";
 import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
-import { noRequestWork } from "../../src/platform/metered.ts";
+import { WorkMeter } from "../../src/platform/metered.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf, workCounts } from "../helpers/http.ts";
 import { adminToken } from "../helpers/tokens.ts";
@@ -43,7 +43,7 @@ describe("a plan change", () => {
     const { sub, key } = await freshAccount();
     expect(rateLimitOf(await call("GET", "/competitors", { token: key })).limit).toBe(10);
     // Every object out of reach for the change itself.
-    const control = keyObjectControl(env, noRequestWork());
+    const control = keyObjectControl(env, new WorkMeter());
     const unreachable: KeyObjectControl = { ...control, setLimits: async (hashes) => [...hashes] };
     const account = await setAccountPlan({ db: database(env.DB), keyObjects: unreachable }, { accountId: sub, plan: "premium" });
     expect(account.limits.per_minute).toBe(300);

@@ -5,7 +5,7 @@ import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
 import { snapshotObjects } from "../../src/catalogue/snapshot/build.ts";
 import { RETENTION_MS } from "../../src/catalogue/snapshot/builder.ts";
 import { SEGMENT_TARGET } from "../../src/catalogue/snapshot/limits.ts";
-import { type Manifest, manifestKey, POINTER_KEY, readManifest } from "../../src/catalogue/snapshot/manifest.ts";
+import { directoryKey, type Manifest, manifestKey, POINTER_KEY, readManifest } from "../../src/catalogue/snapshot/manifest.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { database } from "../../src/platform/db.ts";
 import { freshAccount } from "../helpers/accounts.ts";
@@ -121,7 +121,7 @@ describe("collecting retired snapshots", () => {
     const s1 = snapshot(1);
     const s2 = await buildAt(START, [IN_SEGMENT[1]]); // S1 retired at START
     expect(s2.segments[0]).toEqual(s1.segments[0]); // an incremental build shares what it did not rewrite
-    expect(objectsOf(s2)).toEqual(expect.arrayContaining(objectsOf(s1).slice(0, -1))); // segment 1's unchanged parts too
+    expect(objectsOf(s2)).toEqual(expect.arrayContaining(objectsOf(s1).slice(0, -2))); // segment 1's unchanged parts too (not its directory and manifest)
     const s3 = await buildAt(START + RETENTION_MS, [IN_SEGMENT[2]]); // S1 retired exactly RETENTION_MS ago: kept
     const listed = await listBucket();
     for (const object of [...objectsOf(s1), ...objectsOf(s2), ...objectsOf(s3), ...UNRELATED])
@@ -138,7 +138,7 @@ describe("collecting retired snapshots", () => {
       () => buildAt(START + RETENTION_MS + 1),
       () => releasedBy(snapshot(1), snapshot(2)),
     );
-    expect(releasedBy(snapshot(1), snapshot(2))).toEqual([manifestKey(snapshot(1).id)]);
+    expect(releasedBy(snapshot(1), snapshot(2))).toEqual([directoryKey(snapshot(1).id), manifestKey(snapshot(1).id)]);
     expect(s4.segments).toEqual(snapshot(3).segments);
     expect(s4.segments[0]).toEqual(snapshot(1).segments[0]); // shared with the current snapshot: kept
     expect(await served()).toEqual(before);
@@ -162,7 +162,7 @@ describe("collecting retired snapshots", () => {
     const before = await listBucket();
     const s6 = await buildAt(START + 2 * RETENTION_MS + 2, [IN_SEGMENT[1]]);
     const after = await listBucket();
-    const gone = [manifestKey(snapshot(3).id)];
+    const gone = [directoryKey(snapshot(3).id), manifestKey(snapshot(3).id)];
     expect([...after.keys()].sort()).toEqual(
       [...new Set([...before.keys(), ...objectsOf(s6)])].filter((object) => !gone.includes(object)).sort(),
     );

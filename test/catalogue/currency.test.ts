@@ -1,8 +1,11 @@
-import { beforeAll, describe, expect, it } from "vitest";
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { Schemas } from "../../client/index.ts";
+import { PUBLISHED_RATES_KEY } from "../../src/fx-rates/published.ts";
+import { forgetIsolateMemory } from "../../src/platform/isolate-memory.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
-import { call, expectJson } from "../helpers/http.ts";
+import { call, expectJson, workMeter } from "../helpers/http.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
@@ -13,6 +16,7 @@ import { ingest } from "../helpers/webhooks.ts";
 
 let key: string;
 const SKU = "FX-KETTLE";
+const BRAND = "Fx Kettles";
 const offers = [
   { competitor: { id: "fx-us", name: "US shop" }, price: "19.99", currency: "USD", shipping_cost: "5.00" },
   { competitor: { id: "fx-eu", name: "EU shop" }, price: "25.00", currency: "EUR" },
@@ -37,7 +41,7 @@ const pricesOf = (product: Schemas["Product"]) => offers.map(({ competitor }) =>
 
 beforeAll(async () => {
   key = (await freshAccount({ plan: "premium" })).key;
-  await ingest(offers.map((offer) => ({ sku: SKU, ...offer })));
+  await ingest(offers.map((offer) => ({ sku: SKU, brand: BRAND, ...offer })));
   await publishCatalogue();
   const list = await expectJson(await call("GET", `/products?sku=${SKU}`, { token: key }), 200);
   productId = list.products[0]!.id;
@@ -136,5 +140,46 @@ describe("?currency= with today's rates", () => {
     expect((await expectJson(await call("GET", `/products/${productId}?currency=XXX`, { token: key }), 400)).detail).toContain(
       'currency: "XXX" is not a supported ISO-4217 currency code',
     );
+  });
+});
+
+describe("?currency= reads its rates from R2, not D1", () => {
+  const statements = async (path: string) => workMeter(await call("GET", path, { token: key }))["d1-statements"];
+
+  it("a warm converted read makes no D1 statement for the rates: the product, and a filtered list", async () => {
+    await getProduct("EUR"); // this isolate now keeps the rates
+    expect(await statements(`/products/${productId}?currency=EUR`)).toBe(0);
+    expect(await statements(`/products/${productId}?currency=EUR`)).toBe(await statements(`/products/${productId}`));
+    const brand = `/products?brand=${encodeURIComponent(BRAND)}`;
+    expect(await statements(`${brand}&currency=EUR`)).toBe(await statements(brand));
+  });
+
+  it("another isolate's PUT shows within a second: the kept rates are read from R2 again once they are a second old", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 5000); // past what the isolate keeps: the next read reads R2
+      expect(convertedOf(await getProduct("EUR"))["fx-us"]?.rate).toBe("0.9174311927"); // 1 ÷ 1.0900, kept from here on
+      // What a PUT of USD 1.25 for today in another isolate leaves in R2 (its D1 row aside): this isolate has not seen it.
+      const published = await (await env.CATALOGUE.get(PUBLISHED_RATES_KEY))!.json<{
+        days: { date: string; rates: Record<string, string> }[];
+      }>();
+      const today = published.days.find((rates) => rates.date === day(0))!;
+      today.rates = { ...today.rates, USD: "1.25" };
+      await env.CATALOGUE.put(PUBLISHED_RATES_KEY, JSON.stringify(published));
+      vi.setSystemTime(Date.now() + 999);
+      expect(convertedOf(await getProduct("EUR"))["fx-us"]?.rate).toBe("0.9174311927");
+      vi.setSystemTime(Date.now() + 2);
+      expect(convertedOf(await getProduct("EUR"))["fx-us"]?.rate).toBe("0.8");
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("publishes D1's rates when R2 has none (a new deployment, or after the seed), once", async () => {
+    await env.CATALOGUE.delete(PUBLISHED_RATES_KEY);
+    forgetIsolateMemory();
+    expect(convertedOf(await getProduct("EUR"))["fx-us"]).toMatchObject({ rate: "0.9174311927", rate_date: day(0) }); // D1's USD 1.0900
+    expect(await env.CATALOGUE.head(PUBLISHED_RATES_KEY)).not.toBeNull();
+    expect(await statements(`/products/${productId}?currency=EUR`)).toBe(0);
   });
 });

@@ -356,12 +356,16 @@ describe("GET /products/:id", () => {
     expect(after).toEqual(list.products.find((p) => p.id === "prd_headphones"));
   });
 
-  it("reads D1 for a product created since the snapshot was built", async () => {
+  it("a product created since the snapshot was built is a 404 without a D1 statement, and served once the snapshot holds it", async () => {
     await publishCatalogue();
     const { id } = await createProduct({ sku: `NEW-${Date.now()}`, name: "Not in the snapshot yet" });
+    const missing = await get(`/products/${id}`);
+    expect((await expectJson(missing, 404)).detail).toContain(id);
+    expect(workMeter(missing)["d1-statements"]).toBe(0);
+    await publishCatalogue();
     const res = await get(`/products/${id}`);
     expect(await expectJson(res, 200)).toMatchObject({ id, name: "Not in the snapshot yet" });
-    expect(workMeter(res)["d1-statements"]).toBe(2);
+    expect(workMeter(res)["d1-statements"]).toBe(0);
   });
 });
 

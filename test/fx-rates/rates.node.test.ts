@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { convertMinor, crossRate, formatRate, type RateDay } from "../../src/fx-rates/rates.ts";
+import { convertMinor, crossRate, formatRate, minorConverter, type RateDay } from "../../src/fx-rates/rates.ts";
 import { currencyExponent, divideHalfEven } from "../../src/platform/money.ts";
 
 /**
@@ -92,5 +92,34 @@ describe("convertMinor", () => {
     expect(crossRate(table, "USD", "GBP")).toBeNull(); // no GBP rate that day
     expect(formatRate(crossRate(table, "USD", "EUR")!)).toBe("0.9231905465");
     expect(formatRate(crossRate(table, "EUR", "USD")!)).toBe("1.0832");
+  });
+});
+
+describe("minorConverter", () => {
+  const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+  /** Rates whose quotients often end in exactly a half, so ties are met as often as anything else. */
+  const tieRate = fc.constantFrom("2", "4", "0.5", "0.25", "1.25", "8", "20", "0.125", "2.5");
+  const tieDay = fc.record({
+    base: fc.constantFrom(...CURRENCIES),
+    rates: fc.record(Object.fromEntries(CURRENCIES.map((code) => [code, tieRate]))),
+  });
+
+  it("is convertMinor: a number while the amount is one, a bigint past 2^53, in Number arithmetic or BigInt", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(day, tieDay),
+        fc.constantFrom(...CURRENCIES),
+        fc.constantFrom(...CURRENCIES),
+        fc.oneof(fc.nat(100_000), fc.nat(Number.MAX_SAFE_INTEGER)),
+        ({ base, rates }, from, to, minor) => {
+          const rate = crossRate({ base, date: "2026-11-27", rates }, from, to)!;
+          const expected = convertMinor(minor, from, to, rate);
+          const converted = minorConverter(from, to, rate)(minor);
+          expect(typeof converted).toBe(expected <= MAX_SAFE ? "number" : "bigint");
+          expect(BigInt(converted)).toBe(expected);
+        },
+      ),
+      { numRuns: 3000 },
+    );
   });
 });

@@ -112,18 +112,24 @@ export const WORK_COUNT_FIELDS = [
 export type WorkCountField = (typeof WORK_COUNT_FIELDS)[number];
 
 /**
- * Every field of X-Work-Counts (on in the tests' config): the worker's own meter of what a request cost. Throws
- * unless the header holds exactly the contract's fields, in its order, each a whole number.
+ * Every field of X-Work-Counts (on in the tests' config): the worker's own meter of what a request cost, as it stood
+ * when the headers left. Throws unless the header holds exactly the contract's fields, in its order, each a whole
+ * number, then `final=0` or `final=1`. A tally with `final=0` may still grow: test/helpers/work-log.ts reads the final one.
  */
 export function workMeter(res: Response): Record<WorkCountField, number> {
   const header = res.headers.get("X-Work-Counts") ?? "";
   const fields = header.split("; ").map((field) => [field.split("=")[0]!, Number(field.split("=")[1])] as const);
+  const last = fields.pop();
   const names = fields.map(([name]) => name).join(", ");
-  if (names !== WORK_COUNT_FIELDS.join(", ") || !fields.every(([, value]) => Number.isInteger(value) && value >= 0)) {
-    throw new Error(`X-Work-Counts is "${header}", not the contract's fields (${WORK_COUNT_FIELDS.join(", ")}) in order`);
+  const counts = names === WORK_COUNT_FIELDS.join(", ") && fields.every(([, value]) => Number.isInteger(value) && value >= 0);
+  if (!counts || last?.[0] !== "final" || (last[1] !== 0 && last[1] !== 1)) {
+    throw new Error(`X-Work-Counts is "${header}", not the contract's fields (${WORK_COUNT_FIELDS.join(", ")}) in order, then final=0|1`);
   }
   return Object.fromEntries(fields) as Record<WorkCountField, number>;
 }
+
+/** Whether X-Work-Counts says nothing could follow the headers (`final=1`): its tally is then the final one. */
+export const workMeterIsFinal = (res: Response) => res.headers.get("X-Work-Counts")?.endsWith("; final=1") ?? false;
 
 /** The D1 round trips and object calls of a request (X-Work-Counts). */
 export function workCounts(res: Response): { d1: number; keyDo: number; otherDo: number } {

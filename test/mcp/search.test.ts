@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { catalogueStore } from "../../src/catalogue/snapshot/stub.ts";
 import { searchProducts } from "../../src/mcp/tools.ts";
 import { database } from "../../src/platform/db.ts";
+import { WorkMeter } from "../../src/platform/metered.ts";
 import { createCompetitor, createProduct } from "../helpers/catalogue-factory.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
@@ -12,8 +14,9 @@ import { ingest } from "../helpers/webhooks.ts";
  */
 
 const run = Date.now().toString(36);
+const stores = { db: database(env.DB), catalogue: catalogueStore(env, new WorkMeter()) };
 const search = async (query: string, limit = 100) =>
-  (await searchProducts(database(env.DB), { query, limit })).products.map((product) => product.sku);
+  (await searchProducts(stores, { query, limit })).products.map((product) => product.sku);
 
 describe("search_products' text", () => {
   it("finds a substring of name, brand or SKU in any case, unicode included, and treats the text as text", async () => {
@@ -59,7 +62,7 @@ describe("search_products' text", () => {
     await createProduct({ sku: skus[1], name, brand: "Beta", offers: [{ competitor: shop.id, price: "5.00" }] });
     await createProduct({ sku: skus[2], name, brand: "Alpha" });
     const filtered = async (filters: { brand?: string; competitor?: string; sku?: string }, limit: number) => {
-      const { products, truncated } = await searchProducts(database(env.DB), { query: name, ...filters, limit });
+      const { products, truncated } = await searchProducts(stores, { query: name, ...filters, limit });
       return { skus: products.map((product) => product.sku), truncated };
     };
     // Every filter has `limit` products or more: the text's first (in the index's order) are checked against the brand.

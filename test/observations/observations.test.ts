@@ -28,7 +28,9 @@ afterEach(() => {
 /** The event messages sent to WEBHOOK_QUEUE since the test began. */
 const sentEvents = () => sent.mock.calls.flatMap(([batch]) => [...batch].map((m) => m.body as EventMessage));
 
+/** The product as GET /products/:id serves it, once the snapshot holds what was ingested. */
 const product = async (sku: string) => {
+  await buildCatalogue();
   const row = await db().select().from(products).where(eq(products.sku, sku)).get();
   const body = await expectJson(await call("GET", `/products/${row!.id}`, { token: key }), 200);
   return body;

@@ -6,6 +6,7 @@ import { announceExpiringKeys } from "../../src/account-events/expiring.ts";
 import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
+import { WorkMeter } from "../../src/platform/metered.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
 import { publishToStreams } from "../../src/stream/publish.ts";
 import { fanOut } from "../../src/webhooks/delivery/store.ts";
@@ -356,6 +357,7 @@ describe("tenants apart", () => {
       await publishToStreams(
         env,
         rows.results.map((row) => eventMessageOf({ ...row, accountId: row.account_id } as never)),
+        new WorkMeter(),
       );
       await stream.until('"new_price":"17.00"');
       expectNothingOfA("the stream hubs' publish to B's stream", stream.text());

@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { newEventId } from "../../src/platform/ids.ts";
-import { noRequestWork } from "../../src/platform/metered.ts";
+import { WorkMeter } from "../../src/platform/metered.ts";
 import { STREAM_HUB_COUNT } from "../../src/stream/limits.ts";
 import { publishToStreams } from "../../src/stream/publish.ts";
 import { freshAccount } from "../helpers/accounts.ts";
@@ -30,7 +30,7 @@ beforeAll(async () => {
 const KEY_OBJECT_ROWS_PER_ADMISSION = 2;
 
 describe("X-Work-Counts", () => {
-  it("has every field of the contract, in its order, on a refusal, a data request and a login request", async () => {
+  it("has every field of the contract, in its order, then final=0|1, on a refusal, a data request and a login request", async () => {
     const responses = [
       await call("GET", "/products"),
       await call("GET", `/products/${productId}`, { token: owner.key }),
@@ -115,7 +115,7 @@ describe("X-Work-Counts", () => {
   });
 
   it("a publish to the stream hubs counts a call to each hub in the publishing invocation's tally", async () => {
-    const work = noRequestWork();
+    const work = new WorkMeter();
     await publishToStreams(env, [], work);
     expect(work.otherObjectCalls).toBe(0);
     const at = new Date().toISOString();

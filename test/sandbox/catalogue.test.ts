@@ -127,6 +127,7 @@ describe("never mixed", () => {
     const { key: live, testKey } = await testAccount();
     const sku = `LIVE-${Date.now()}`;
     await ingest([{ sku, price: "12.00", competitor: { id: "cmp_live_only", name: "Live only" } }]);
+    await buildCatalogue();
     expect((await expectJson(await call("GET", `/products/${await liveIdOf(sku)}`, { token: live }), 200)).sku).toBe(sku);
     expect((await products(testKey)).some((p) => p.sku === sku)).toBe(false);
     expect(await products(testKey, `?sku=${sku}`)).toEqual([]);

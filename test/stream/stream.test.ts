@@ -5,7 +5,7 @@ import { EventSource } from "eventsource";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AlertFilters } from "../../src/alerts/schema.ts";
 import { database } from "../../src/platform/db.ts";
-import { noRequestWork } from "../../src/platform/metered.ts";
+import { WorkMeter } from "../../src/platform/metered.ts";
 import { ACCOUNT_EVENT_TYPES, events, WEBHOOK_EVENT_TYPES } from "../../src/platform/tables.ts";
 import { hubOf } from "../../src/stream/hubs.ts";
 import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "../../src/stream/limits.ts";
@@ -212,7 +212,7 @@ async function framesOf(
       request: { ip: "198.51.100.9", scope: undefined },
       rule,
     },
-    noRequestWork(),
+    new WorkMeter(),
   );
   const request = { after: undefined, since: undefined, rule };
   return eventFrames(

@@ -6,6 +6,7 @@ import type { DeliveryMessage, EventMessage } from "../../src/events/messages.ts
 import worker from "../../src/index.ts";
 import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
+import { WorkMeter } from "../../src/platform/metered.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { deliverAfterCommit } from "../../src/webhooks/delivery/immediate.ts";
 import { freshAccount } from "../helpers/accounts.ts";
@@ -169,7 +170,13 @@ describe("the first delivery, right after the commit", () => {
     });
     const logs = captureLogs();
     await deliverAfterCommit(
-      { db: database(failsAfterClaim), archive: env.ARCHIVE, queue: env.WEBHOOK_QUEUE, endpoints: env.WEBHOOK_ENDPOINT },
+      {
+        db: database(failsAfterClaim),
+        archive: env.ARCHIVE,
+        queue: env.WEBHOOK_QUEUE,
+        endpoints: env.WEBHOOK_ENDPOINT,
+        work: new WorkMeter(),
+      },
       [event],
     );
     expect(logs.map((log) => log.message)).toEqual([

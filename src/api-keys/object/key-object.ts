@@ -1,6 +1,5 @@
-import { database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
-import type { ObjectWrites } from "../../platform/metered.ts";
+import type { ObjectAnswer } from "../../platform/metered.ts";
 import { MeteredObject } from "../../platform/metered-object.ts";
 import type { Limits } from "../../rate-limit/types.ts";
 import { type StoredCounters, Usage } from "../../rate-limit/window.ts";
@@ -73,6 +72,8 @@ export class ApiKeyObject extends MeteredObject {
   private refusalsUnwritten = false;
   /** Whether the state row exists (read at the wake, or written since). */
   private hasStateRow: boolean;
+  /** A key change's pushes to its open streams, which the call that made the change waits for (answered). */
+  private readonly pushes: Promise<unknown>[] = [];
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -102,24 +103,24 @@ export class ApiKeyObject extends MeteredObject {
    * would have to read D1 answers "unchecked" instead, counting nothing: the worker looks up a key it cannot vouch
    * for only while the client IP's bucket has room (src/pipeline/admission.ts).
    */
-  async admitKey(keyHash: string, request?: KeyRequest, { lookUp = true } = {}): Promise<KeyAdmission & ObjectWrites> {
+  async admitKey(keyHash: string, request?: KeyRequest, { lookUp = true } = {}): Promise<KeyAdmission & ObjectAnswer> {
     return this.reported(await this.admission(keyHash, request, lookUp));
   }
 
   private async admission(keyHash: string, request: KeyRequest | undefined, lookUp: boolean): Promise<KeyAdmission> {
-    if (!lookUp && !this.key && Date.now() >= this.unknownUntil) return { status: "unchecked", d1Queries: 0 };
-    const { key, d1Queries } = await this.knownKey(keyHash);
-    if (!key) return { status: "unknown", d1Queries };
+    if (!lookUp && !this.key && Date.now() >= this.unknownUntil) return { status: "unchecked" };
+    const key = await this.knownKey(keyHash);
+    if (!key) return { status: "unknown" };
     const now = Date.now();
     if (key.status !== "active" || pastExpiry(key, now)) {
       this.count(now, false);
-      return key.status === "active" ? { status: "expired", expiresAt: key.expiresAt!, d1Queries } : { status: key.status, d1Queries };
+      return key.status === "active" ? { status: "expired", expiresAt: key.expiresAt! } : { status: key.status };
     }
     const forbidden = request && outsideRestrictions(key, request);
     if (forbidden) {
       // Refused, but not counted against the key's limits (the worker counts it in the client IP's bucket).
       this.count(now, false);
-      return { status: "forbidden", reason: forbidden, d1Queries };
+      return { status: "forbidden", reason: forbidden };
     }
     this.usage.slide(now);
     const decision = this.usage.decide(now, key.limits);
@@ -128,7 +129,7 @@ export class ApiKeyObject extends MeteredObject {
       this.noticeUsage(key.keyId, key.limits.per_day, now);
     }
     this.count(now, decision.allowed);
-    return { status: "active", keyId: key.keyId, accountId: key.accountId, decision, scopes: key.scopes, d1Queries };
+    return { status: "active", keyId: key.keyId, accountId: key.accountId, decision, scopes: key.scopes };
   }
 
   /**
@@ -136,72 +137,75 @@ export class ApiKeyObject extends MeteredObject {
    * restrictions), counting nothing and writing nothing: for a connection admitted once that must end with its key
    * (an event stream). Revocations, expiries and restrictions are pushed here before the call that made them answers.
    */
-  async stillAdmits(keyHash: string, request: KeyRequest): Promise<{ admits: boolean } & ObjectWrites> {
-    const { key } = await this.knownKey(keyHash);
+  async stillAdmits(keyHash: string, request: KeyRequest): Promise<{ admits: boolean } & ObjectAnswer> {
+    const key = await this.knownKey(keyHash);
     return this.reported({
       admits: key?.status === "active" && !pastExpiry(key, Date.now()) && outsideRestrictions(key, request) === undefined,
     });
   }
 
   /** Pushed by DELETE /api-keys/:id before it answers: the next request is refused. */
-  revoke(keyId: string, accountId: string): ObjectWrites {
+  revoke(keyId: string, accountId: string): Promise<ObjectAnswer> {
     this.storeKey({ status: "revoked", keyId, accountId });
-    return this.reported({});
+    return this.answered();
   }
 
   /** Pushed by a rotation once D1 has committed it. Never extends: an earlier expiry the key already has stays. */
-  async expire(keyHash: string, expiresAt: number): Promise<ObjectWrites> {
-    const { key } = await this.knownKey(keyHash);
+  async expire(keyHash: string, expiresAt: number): Promise<ObjectAnswer> {
+    const key = await this.knownKey(keyHash);
     if (key?.status === "active") {
       this.storeKey({ ...key, expiresAt: key.expiresAt === null ? expiresAt : Math.min(key.expiresAt, expiresAt) });
     }
-    return this.reported({});
+    return this.answered();
   }
 
   /**
    * Pushed by a plan change once D1 has it: the next request gets the new limits. A push that lands while a D1 read
    * is under way (which may have read the old plan) waits for that read and applies on top.
    */
-  async setLimits(limits: Limits): Promise<ObjectWrites> {
+  async setLimits(limits: Limits): Promise<ObjectAnswer> {
     await this.pendingRead?.done.catch(() => undefined);
     if (this.key?.status === "active") this.storeKey({ ...this.key, limits });
-    return this.reported({});
+    return this.answered();
   }
 
   /**
    * Pushed by PATCH /api-keys/:id once D1 has the key's new restrictions, and by the cron for a plan change whose push
    * could not reach this object: the object reads the key from D1 itself, after any read under way, so however
    * concurrent pushes interleave, the last read is of D1's last write and the next request is decided by what D1
-   * holds. Returns the D1 reads it cost.
+   * holds.
    */
-  async refresh(keyHash: string): Promise<{ d1Queries: number } & ObjectWrites> {
-    const d1Queries = this.key?.status === "revoked" ? 0 : await this.read(keyHash, { beginningNow: true });
-    return this.reported({ d1Queries });
+  async refresh(keyHash: string): Promise<ObjectAnswer> {
+    if (this.key?.status !== "revoked") await this.read(keyHash, { beginningNow: true });
+    return this.answered();
   }
 
   /** The key's usage in the span. */
-  usageBuckets({ granularity, from, to }: UsageSpan): UsageCount[] {
-    return this.hasSchema ? this.usageLog.read(granularity, from, to) : [];
+  usageBuckets({ granularity, from, to }: UsageSpan): { buckets: UsageCount[] } & ObjectAnswer {
+    return this.reported({ buckets: this.hasSchema ? this.usageLog.read(granularity, from, to) : [] });
+  }
+
+  /** A change's answer, once its pushes to the key's streams are made: their work is the caller's, as the change is. */
+  private async answered(): Promise<ObjectAnswer> {
+    await Promise.all(this.pushes.splice(0));
+    return this.reported({});
   }
 
   /** The key's state. The first call reads D1 (and, for a hash that matched no key, one call a minute), once for all concurrent callers. */
-  private async knownKey(keyHash: string): Promise<{ key: KeyState | undefined; d1Queries: number }> {
-    if (this.key || Date.now() < this.unknownUntil) return { key: this.key, d1Queries: 0 };
-    return { d1Queries: await this.read(keyHash, { beginningNow: false }), key: this.key };
+  private async knownKey(keyHash: string): Promise<KeyState | undefined> {
+    if (this.key || Date.now() < this.unknownUntil) return this.key;
+    await this.read(keyHash, { beginningNow: false });
+    return this.key;
   }
 
   /**
    * One read of the key in D1, begun after the reads before it have been applied, so the last read begun is the last
    * applied. A caller shares the pending read when it may: a request, any; a push (`beginningNow`), only one not begun
-   * yet, since one under way may have read D1 before the push's write. Returns 1 for the caller whose read it is, 0
-   * for one that shared it.
+   * yet, since one under way may have read D1 before the push's write.
    */
-  private async read(keyHash: string, { beginningNow }: { beginningNow: boolean }): Promise<number> {
+  private async read(keyHash: string, { beginningNow }: { beginningNow: boolean }): Promise<void> {
     const pending = this.pendingRead;
-    if (pending && !(beginningNow && pending.begun)) {
-      await pending.done;
-      return 0;
-    }
+    if (pending && !(beginningNow && pending.begun)) return pending.done;
     const read = { begun: false, done: Promise.resolve() };
     read.done = (pending?.done.catch(() => undefined) ?? Promise.resolve()).then(async () => {
       read.begun = true;
@@ -213,11 +217,10 @@ export class ApiKeyObject extends MeteredObject {
     });
     this.pendingRead = read;
     await read.done;
-    return 1;
   }
 
   private async load(keyHash: string) {
-    const found = await loadKeyState(database(this.env.DB), keyHash);
+    const found = await loadKeyState(this.meter.database(this.env.DB), keyHash);
     if (!found) {
       if (!this.key) this.unknownUntil = Date.now() + UNKNOWN_KEY_MS;
       return;
@@ -226,53 +229,60 @@ export class ApiKeyObject extends MeteredObject {
   }
 
   /** Writes the refusals counted since the last write (see count()), and a usage.threshold notice that failed. */
-  override async alarm(): Promise<void> {
-    if (this.refusalsUnwritten) this.persist(Date.now());
-    if (this.key?.status !== "active" || !(await this.ctx.storage.get(NOTICE_PENDING))) return;
-    // Every threshold the counted day reached, again: their ids make a notice already written a no-op. Throwing retries the alarm.
-    const { start, count } = this.usage.day;
-    const { keyId, limits } = this.key;
-    const perDay = limits.per_day;
-    const at = new Date().toISOString();
-    const notices = thresholdsReached(count, perDay).map((threshold) => ({ keyId, dayStart: start, perDay, threshold, at }));
-    await announceUsage(database(this.env.DB), notices);
-    await this.ctx.storage.delete(NOTICE_PENDING);
+  override alarm(): Promise<void> {
+    return this.invocation("api_key_object_alarm", async () => {
+      if (this.refusalsUnwritten) this.persist(Date.now());
+      if (this.key?.status !== "active" || !(await this.ctx.storage.get(NOTICE_PENDING))) return;
+      // Every threshold the counted day reached, again: their ids make a notice already written a no-op. Throwing retries the alarm.
+      const { start, count } = this.usage.day;
+      const { keyId, limits } = this.key;
+      const perDay = limits.per_day;
+      const at = new Date().toISOString();
+      const notices = thresholdsReached(count, perDay).map((threshold) => ({ keyId, dayStart: start, perDay, threshold, at }));
+      await announceUsage(this.meter.database(this.env.DB), notices);
+      await this.ctx.storage.delete(NOTICE_PENDING);
+    });
   }
 
   /**
    * usage.threshold (src/api-keys/object/usage-threshold.ts): only the admission that reaches 80 % or 100 % of the
-   * day's quota writes anything, off the request path; should that fail, a stored flag and the alarm write it again.
+   * day's quota writes anything, off the request path (an invocation of its own); should that fail, a stored flag and
+   * the alarm write it again.
    */
   private noticeUsage(keyId: string, perDay: number, now: number) {
     const threshold = thresholdReached(this.usage.day.count, perDay);
     if (threshold === undefined) return;
     const notice = { keyId, dayStart: this.usage.day.start, perDay, threshold, at: new Date(now).toISOString() };
-    const written = announceUsage(database(this.env.DB), [notice]).catch(async (error: unknown) => {
-      log.error("usage.threshold not written; the alarm retries", { key_id: keyId, threshold, error: String(error) });
-      await this.ctx.storage.put(NOTICE_PENDING, true);
-      const due = Date.now() + NOTICE_RETRY_MS;
-      const set = await this.ctx.storage.getAlarm();
-      if (set === null || set > due) await this.ctx.storage.setAlarm(due);
-    });
-    this.ctx.waitUntil(written);
+    const written = () =>
+      announceUsage(this.meter.database(this.env.DB), [notice]).catch(async (error: unknown) => {
+        log.error("usage.threshold not written; the alarm retries", { key_id: keyId, threshold, error: String(error) });
+        await this.ctx.storage.put(NOTICE_PENDING, true);
+        const due = Date.now() + NOTICE_RETRY_MS;
+        const set = await this.ctx.storage.getAlarm();
+        if (set === null || set > due) await this.ctx.storage.setAlarm(due);
+      });
+    this.ctx.waitUntil(this.invocation("usage_threshold_notice", written));
   }
 
   /**
    * Marks a use for `last_used_at` at most every MARK_EVERY_MS, handed to its shard off the request path
-   * (src/api-keys/object/last-used.ts).
+   * (src/api-keys/object/last-used.ts): the key's periodic work, an invocation of its own (docs/costs.json prices it).
    */
   private markUse(keyId: string, now: number) {
     if (now - this.lastUseRecorded < MARK_EVERY_MS) return;
     const previous = this.lastUseRecorded;
     this.lastUseRecorded = now;
-    const handed = this.calledObject(lastUsedLog(this.env, keyId).note(keyId, new Date(now).toISOString()));
-    // Should the shard not take it, the next use marks again.
-    this.ctx.waitUntil(handed.catch(() => (this.lastUseRecorded = previous)));
+    const hand = () =>
+      this.meter
+        .called(lastUsedLog(this.env, keyId).note(keyId, new Date(now).toISOString()))
+        // Should the shard not take it, the next use marks again.
+        .catch(() => (this.lastUseRecorded = previous));
+    this.ctx.waitUntil(this.invocation("last_used_mark", hand));
   }
 
   private storeKey(state: KeyState) {
     // A change to a key already held reaches its open event streams; a first read is no change.
-    if (this.key) this.ctx.waitUntil(this.calledObject(keyStreamsChanged(this.env, state)));
+    if (this.key) this.pushes.push(this.meter.called(keyStreamsChanged(this.env, state)));
     this.key = state;
     this.ensureSchema();
     this.ctx.storage.sql.exec("INSERT OR REPLACE INTO key_state (id, state) VALUES (1, ?)", JSON.stringify(state));

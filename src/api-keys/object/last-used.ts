@@ -1,4 +1,4 @@
-import type { ObjectWrites } from "../../platform/metered.ts";
+import type { ObjectAnswer } from "../../platform/metered.ts";
 import { MeteredObject } from "../../platform/metered-object.ts";
 import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS } from "./last-used-schedule.ts";
 
@@ -44,7 +44,7 @@ export class LastUsedLog extends MeteredObject {
   }
 
   /** A key's use at `at` (ISO-8601): kept until the next flush, which comes within FLUSH_EVERY_MS. */
-  note(keyId: string, at: string): ObjectWrites {
+  note(keyId: string, at: string): ObjectAnswer {
     this.ctx.storage.sql.exec("INSERT INTO marks VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET at = max(at, excluded.at)", keyId, at);
     if (!this.alarmSet) {
       this.alarmSet = true;
@@ -53,8 +53,9 @@ export class LastUsedLog extends MeteredObject {
     return this.reported({});
   }
 
-  override async alarm(): Promise<void> {
-    await this.flush();
+  /** A flush is an invocation of its own (`last_used_flush`), its D1 write counted with it. */
+  override alarm(): Promise<void> {
+    return this.invocation("last_used_flush", () => this.flush());
   }
 
   /**
@@ -70,8 +71,9 @@ export class LastUsedLog extends MeteredObject {
     for (let i = 0; i < marks.length; i += MARKS_PER_STATEMENT) {
       chunks.push(JSON.stringify(Object.fromEntries(marks.slice(i, i + MARKS_PER_STATEMENT).map((m) => [m.key_id, m.at]))));
     }
-    const update = this.env.DB.prepare(UPDATE_LAST_USED);
-    await this.env.DB.batch(chunks.map((chunk) => update.bind(chunk)));
+    const db = this.meter.d1Binding(this.env.DB);
+    const update = db.prepare(UPDATE_LAST_USED);
+    await db.batch(chunks.map((chunk) => update.bind(chunk)));
     this.flushedAt = Date.now();
     this.ctx.storage.sql.exec(
       "DELETE FROM marks WHERE (key_id, at) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))",

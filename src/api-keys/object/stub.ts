@@ -2,7 +2,7 @@ import pLimit from "p-limit";
 import { remember } from "../../platform/bounded-map.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import { isolateMap } from "../../platform/isolate-memory.ts";
-import { type ObjectWrites, type RequestWork, withObjectWrites } from "../../platform/metered.ts";
+import type { ObjectAnswer, WorkMeter } from "../../platform/metered.ts";
 import { type CheckedAdmission, type KeyAdmission, type KeyObjectControl, type KeyRequest, UNKNOWN_KEY_MS } from "./types.ts";
 
 /**
@@ -25,24 +25,23 @@ const keyObject = (env: Env, keyHash: string) => env.API_KEY_OBJECTS.get(env.API
 type AdmissionAnswer<LookUp extends boolean> = LookUp extends true ? CheckedAdmission : KeyAdmission;
 
 /**
- * Admission for an API key, named by its hash: the key object's answer as it came (its D1 reads added to `work`);
+ * Admission for an API key, named by its hash: the key object's answer as it came (its work, D1 reads included, counted in `work`);
  * a hash remembered as matching no key is answered without a call. `lookUp`: see ApiKeyObject.admitKey.
  */
 export async function admitKey<LookUp extends boolean>(
   env: Env,
   keyHash: string,
-  work: RequestWork,
+  work: WorkMeter,
   request: KeyRequest,
   lookUp: { lookUp: LookUp },
 ): Promise<AdmissionAnswer<LookUp>> {
   const unknownUntil = seenKeys.get(keyHash);
   if (typeof unknownUntil === "number") {
-    if (Date.now() < unknownUntil) return { status: "unknown", d1Queries: 0 } as AdmissionAnswer<LookUp>;
+    if (Date.now() < unknownUntil) return { status: "unknown" } as AdmissionAnswer<LookUp>;
     seenKeys.delete(keyHash);
   }
-  work.keyObjectCalls++;
-  const result: KeyAdmission = withObjectWrites(work, await keyObject(env, keyHash).admitKey(keyHash, request, lookUp));
-  work.d1 += result.d1Queries;
+  // Typed here: the stub's answer is a union of promises, one per status, which inference does not join.
+  const result = await work.called<KeyAdmission & ObjectAnswer>(keyObject(env, keyHash).admitKey(keyHash, request, lookUp), "key");
   if (result.status === "unknown") remember(seenKeys, keyHash, Date.now() + UNKNOWN_KEY_MS);
   else if (result.status === "active" || result.status === "forbidden") remember(seenKeys, keyHash, true);
   else if (result.status !== "unchecked") seenKeys.delete(keyHash);
@@ -54,33 +53,28 @@ export async function admitKey<LookUp extends boolean>(
  * Whether the key (by its hash) would still be admitted for `request`, without counting a request: one call to its
  * object, which reads D1 only if it was evicted and never saw the key since.
  */
-export function keyStillAdmits(env: Env, keyHash: string, request: KeyRequest): Promise<{ admits: boolean } & ObjectWrites> {
+export function keyStillAdmits(env: Env, keyHash: string, request: KeyRequest): Promise<{ admits: boolean } & ObjectAnswer> {
   return keyObject(env, keyHash).stillAdmits(keyHash, request);
 }
 
-export function keyObjectControl(env: Env, work: RequestWork): KeyObjectControl {
-  const counted = (keyHash: string) => {
-    work.keyObjectCalls++;
-    return keyObject(env, keyHash);
-  };
+export function keyObjectControl(env: Env, work: WorkMeter): KeyObjectControl {
+  const called = <T extends ObjectAnswer>(answer: Promise<T>) => work.called(answer, "key");
   return {
     async revoke(key) {
-      withObjectWrites(work, await counted(key.keyHash).revoke(key.id, key.accountId));
+      await called(keyObject(env, key.keyHash).revoke(key.id, key.accountId));
     },
     async expire(keyHash, expiresAt) {
-      withObjectWrites(work, await counted(keyHash).expire(keyHash, expiresAt));
+      await called(keyObject(env, keyHash).expire(keyHash, expiresAt));
     },
-    usage(keyHash, span) {
-      return counted(keyHash).usageBuckets(span);
+    async usage(keyHash, span) {
+      return (await called(keyObject(env, keyHash).usageBuckets(span))).buckets;
     },
     async refresh(keyHash) {
-      work.d1 += withObjectWrites(work, await counted(keyHash).refresh(keyHash)).d1Queries;
+      await called(keyObject(env, keyHash).refresh(keyHash));
     },
     async setLimits(keyHashes, limits) {
       const limit = pLimit(MAX_OPEN_CONNECTIONS);
-      const pushed = await Promise.allSettled(
-        keyHashes.map((hash) => limit(async () => withObjectWrites(work, await counted(hash).setLimits(limits)))),
-      );
+      const pushed = await Promise.allSettled(keyHashes.map((hash) => limit(() => called(keyObject(env, hash).setLimits(limits)))));
       return keyHashes.filter((_, i) => pushed[i]!.status === "rejected");
     },
   };

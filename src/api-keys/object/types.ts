@@ -42,15 +42,13 @@ export type KeyRefusal = { kind: "ip"; ip: string } | { kind: "scope"; needed: s
  * `forbidden`: outside the key's allowed addresses or scopes, not counted against the key; the object says why, and
  * src/api-keys/refusal.ts says it to the caller.
  * `unchecked`: asked not to look the key up, the object has never read it (a new key's first request, or a made-up one).
- * `d1Queries`: the D1 reads the answer cost (one on the object's first wake, else none).
  */
-export type KeyAdmission = { d1Queries: number } & (
+export type KeyAdmission =
   | (KeyOwner & { status: "active"; decision: Decision; scopes: string[] | null })
   | { status: "forbidden"; reason: KeyRefusal }
   | { status: "expired"; expiresAt: number }
   | { status: "revoked" | "unknown" }
-  | { status: "unchecked" }
-);
+  | { status: "unchecked" };
 
 /** An answer of an object allowed to look the key up: never "unchecked". */
 export type CheckedAdmission = Exclude<KeyAdmission, { status: "unchecked" }>;

@@ -6,12 +6,14 @@ import type { CompetitorView } from "../schema.ts";
 import type { CompetitorRow } from "../views.ts";
 import { type BuildReport, type BuildWork, noBuildWork } from "./build-report.ts";
 import { compactTo, extentCap } from "./compaction.ts";
+import { valuesKey, writeDirectory } from "./directory.ts";
 import { competitorNames, encode, encodeParts, pageQueries, RANGES_PER_STATEMENT } from "./encode.ts";
 import { concatenated } from "./gzip-member.ts";
 import { findChanges, rewriteSegments, type SegmentChanges } from "./incremental.ts";
 import { type BuildDeps, STEP_D1_STATEMENTS, STEP_R2_READS } from "./limits.ts";
 import {
   bodyParts,
+  directoryKey,
   findManifest,
   type Manifest,
   manifestKey,
@@ -241,13 +243,13 @@ function competitorViews(rows: readonly CompetitorRow[], segments: readonly Segm
   return rows.map((row) => ({ id: row.id, name: row.name, domain: row.domain, offer_count: counts.get(row.id) ?? 0 }));
 }
 
-/** Every R2 object of a snapshot: its segments' (each once) and then its manifest, deleted in that order. */
-export function snapshotObjects(manifest: Pick<Manifest, "id" | "segments">): string[] {
+/** Every R2 object of a snapshot: its segments' (each once), its filter directory and then its manifest, deleted in that order. */
+export function snapshotObjects(manifest: Pick<Manifest, "id" | "segments" | "directory">): string[] {
   const keys = new Set<string>();
   for (const segment of manifest.segments) {
-    for (const extent of [...segment.json.extents, ...segment.ndjson.extents]) keys.add(extent.key);
+    for (const extent of [...segment.json.extents, ...segment.ndjson.extents, segment.index]) keys.add(extent.key);
   }
-  return [...keys, manifestKey(manifest.id)];
+  return [...keys, manifest.directory, manifestKey(manifest.id)];
 }
 
 /**
@@ -277,6 +279,7 @@ async function finish(
     segments,
     competitors: competitorViews(competitorRows, segments),
     body: { json: concatenated(bodyParts(segments, "json")), ndjson: concatenated(bodyParts(segments, "ndjson")) },
+    directory: await writeDirectory(deps, state.id, segments),
   };
   await bucket.put(manifestKey(state.id), JSON.stringify(manifest));
   await bucket.put(POINTER_KEY, JSON.stringify({ manifest: state.id, version: state.version } satisfies Pointer));
@@ -287,9 +290,14 @@ async function finish(
     // A replaced manifest already gone releases nothing more: what it used is unknown.
     const replaced = await findManifest(bucket, state.previous);
     const kept = new Set(snapshotObjects(manifest));
-    released = replaced ? snapshotObjects(replaced).filter((key) => !kept.has(key)) : [manifestKey(state.previous)];
+    released = replaced
+      ? snapshotObjects(replaced).filter((key) => !kept.has(key))
+      : [directoryKey(state.previous), manifestKey(state.previous)];
     const indexes = new Set(segments.map((segment) => segment.parts));
-    unindexed = (replaced?.segments ?? []).map((segment) => segment.parts).filter((key) => !indexes.has(key));
+    unindexed = (replaced?.segments ?? [])
+      .map((segment) => segment.parts)
+      .filter((key) => !indexes.has(key))
+      .flatMap((key) => [key, valuesKey(key)]);
   }
   return { manifest, released, unindexed };
 }

@@ -1,5 +1,5 @@
 import { database } from "../../platform/db.ts";
-import { logInvocationWork, noRequestWork, type ObjectWrites } from "../../platform/metered.ts";
+import type { ObjectAnswer } from "../../platform/metered.ts";
 import { MeteredObject } from "../../platform/metered-object.ts";
 import { products } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
@@ -55,7 +55,7 @@ export async function collectStep(bucket: R2Bucket, storage: BuilderStorage, now
 export class CatalogueBuilder extends MeteredObject {
   #running: Promise<unknown> = Promise.resolve();
 
-  async poke(): Promise<ObjectWrites> {
+  async poke(): Promise<ObjectAnswer> {
     await this.#arm();
     return this.reported({});
   }
@@ -64,17 +64,11 @@ export class CatalogueBuilder extends MeteredObject {
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + COALESCE_MS);
   }
 
-  override async alarm(): Promise<void> {
-    const work = noBuildWork();
-    try {
-      if (await this.#serial(() => this.#step(work))) await this.ctx.storage.setAlarm(Date.now());
-    } finally {
-      // The step's work as every invocation logs it (src/platform/metered.ts); R2's writes here are puts and deletes (free).
-      const { rowsWritten, objectCalls } = this.reported({});
-      const { d1, d1Statements, d1RowsRead, r2Reads, r2Writes } = work;
-      const stepWork = { d1, d1Statements, d1RowsRead, r2ClassA: r2Writes, r2ClassB: r2Reads, doRowsWritten: rowsWritten };
-      logInvocationWork(this.env, "catalogue_build_step", { ...noRequestWork(), ...stepWork, otherObjectCalls: objectCalls });
-    }
+  /** Each step is an invocation of its own, logged as `catalogue_build_step` with its work. */
+  override alarm(): Promise<void> {
+    return this.invocation("catalogue_build_step", async () => {
+      if (await this.#serial(() => this.#step(noBuildWork()))) await this.ctx.storage.setAlarm(Date.now());
+    });
   }
 
   /**
@@ -82,23 +76,32 @@ export class CatalogueBuilder extends MeteredObject {
    * empty (one D1 read, nothing to write but the manifest); otherwise pokes and returns false, as a
    * request never waits for a build of products.
    */
-  async ensureSnapshot(): Promise<{ ready: boolean } & ObjectWrites> {
+  async ensureSnapshot(): Promise<{ ready: boolean } & ObjectAnswer> {
     if (await readPointer(this.env.CATALOGUE)) return this.reported({ ready: true });
-    const [anyProduct] = await database(this.env.DB).select({ id: products.id }).from(products).limit(1);
+    const [anyProduct] = await this.meter.database(this.env.DB).select({ id: products.id }).from(products).limit(1);
     if (anyProduct) {
       await this.#arm();
       return this.reported({ ready: false });
     }
-    await this.build();
+    await this.#buildAll();
     return this.reported({ ready: true });
   }
 
   /**
    * Runs steps now until the snapshot holds the catalogue version, then the clean-up steps that are
    * due: what the alarms would do one step at a time. For the first, empty, snapshot (ensureSnapshot),
-   * which a request waits for; the tests call it too, to finish at once the build an ingestion started.
+   * which a request waits for; the tests call it too, to finish at once the build an ingestion started. Called so,
+   * it is an invocation of its own (`catalogue_build`), so its work never rides on the builder's next answer.
    */
-  build(): Promise<BuildReport> {
+  async build(): Promise<BuildReport> {
+    let report: BuildReport | undefined;
+    await this.invocation("catalogue_build", async () => {
+      report = await this.#buildAll();
+    });
+    return report!;
+  }
+
+  #buildAll(): Promise<BuildReport> {
     return this.#serial(async () => {
       let last: BuildReport | undefined;
       for (;;) {
@@ -129,9 +132,10 @@ export class CatalogueBuilder extends MeteredObject {
   }
 
   async #buildStep(work = noBuildWork()): Promise<StepOutcome> {
+    // Counted twice over: in the step's own report (`work`), and in the tally of the invocation it runs for (`meter`).
     const deps: BuildDeps = {
-      db: database(this.env.DB, work),
-      bucket: countingBucket(this.env.CATALOGUE, work),
+      db: database(this.meter.d1Binding(this.env.DB), work),
+      bucket: countingBucket(this.meter.bucket(this.env.CATALOGUE), work),
       storage: this.ctx.storage,
       work,
       limits: BUILD_LIMITS,
@@ -142,6 +146,6 @@ export class CatalogueBuilder extends MeteredObject {
   }
 
   #collect(): Promise<boolean> {
-    return collectStep(this.env.CATALOGUE, this.ctx.storage);
+    return collectStep(this.meter.bucket(this.env.CATALOGUE), this.ctx.storage);
   }
 }

@@ -5,7 +5,7 @@ import { type CompetitorRow, type OfferRow, type ProductRow, productView } from 
 import type { BuildWork } from "./build-report.ts";
 import { deflatePart } from "./gzip-member.ts";
 import type { BuildDeps } from "./limits.ts";
-import { MAX_SUMMARY_VALUES, type Part } from "./manifest.ts";
+import { type FilterRow, MAX_SUMMARY_VALUES, type Part, partCompetitors } from "./manifest.ts";
 
 /**
  * Products read from D1 and encoded into parts: a part is a few products, each form (JSON, NDJSON)
@@ -16,6 +16,7 @@ import { MAX_SUMMARY_VALUES, type Part } from "./manifest.ts";
 export interface Encoded {
   id: string;
   json: string;
+  sku: string;
   brand: string | null;
   category: string | null;
   updatedAt: string;
@@ -66,6 +67,7 @@ export function encode(rows: readonly ProductRow[], offerRows: readonly OfferRow
     return {
       id: row.id,
       json: JSON.stringify(productView(row, own, names)),
+      sku: row.sku,
       brand: row.brand?.toLowerCase() ?? null,
       category: row.category?.toLowerCase() ?? null,
       updatedAt: row.updatedAt,
@@ -133,6 +135,20 @@ function encodePart(first: string, items: readonly Encoded[], work: BuildWork): 
   work.productsEncoded += items.length;
   const offerCounts: Record<string, number> = {};
   for (const item of items) for (const id of item.competitorIds) offerCounts[id] = (offerCounts[id] ?? 0) + 1;
+  const brands = valueSet(items.map((item) => item.brand));
+  const categories = valueSet(items.map((item) => item.category));
+  const competitors = partCompetitors({ offers: offerCounts });
+  // A part's sets are never cut to null: it holds at most twice partTarget products, fewer than MAX_SUMMARY_VALUES.
+  if (!brands || !categories) throw new Error(`A part of ${items.length} products is over MAX_SUMMARY_VALUES`);
+  const position = (list: readonly string[], value: string | null) => (value === null ? -1 : list.indexOf(value));
+  const rows = items.map(
+    (item): FilterRow => [
+      position(brands, item.brand),
+      position(categories, item.category),
+      Date.parse(item.updatedAt),
+      ...item.competitorIds.map((id) => competitors.indexOf(id)),
+    ],
+  );
   return {
     part: {
       first,
@@ -140,9 +156,11 @@ function encodePart(first: string, items: readonly Encoded[], work: BuildWork): 
       json: { bytes: json.bytes.length, crc: json.crc, length: json.length },
       ndjson: { bytes: ndjson.bytes.length, crc: ndjson.crc, length: ndjson.length },
       maxUpdatedAt: items.reduce((max, item) => (item.updatedAt > max ? item.updatedAt : max), ""),
-      brands: valueSet(items.map((item) => item.brand)),
-      categories: valueSet(items.map((item) => item.category)),
+      brands,
+      categories,
       offers: offerCounts,
+      skus: items.map((item) => item.sku),
+      rows,
     },
     bytes: { json: json.bytes, ndjson: ndjson.bytes },
   };

@@ -10,15 +10,21 @@ import { type Checked, storedPart } from "./gzip-member.ts";
 /**
  * Names the current manifest. Segments are raw deflate parts of one gzip member (docs/catalogue.md).
  * v3: part indexes live in the builder's storage, not in R2, so a state holding a v2 snapshot (a
- * local one: no deployment held one) builds afresh rather than read a layout it cannot.
+ * local one: no deployment held one) builds afresh rather than read a layout it cannot. v4: parts list
+ * their SKUs and each snapshot has a filter directory (src/catalogue/snapshot/directory.ts), which a v3
+ * snapshot lacks: it is built afresh once.
  */
-export const POINTER_KEY = "catalogue/current.v3.json";
+export const POINTER_KEY = "catalogue/current.v4.json";
 export const manifestKey = (id: string) => `catalogue/manifests/${id}.json`;
 /** The objects one build step writes: each form's new parts one after another. */
 export const stepKeys = (buildId: string, step: number) => ({
   json: `catalogue/segments/${buildId}/${step}.json.deflate`,
   ndjson: `catalogue/segments/${buildId}/${step}.ndjson.deflate`,
+  /** The segments' part indexes as readers use them (ReadPart), one JSON array per segment, one after another. */
+  index: `catalogue/segments/${buildId}/${step}.index.json`,
 });
+/** A snapshot's filter directory (src/catalogue/snapshot/directory.ts). */
+export const directoryKey = (id: string) => `catalogue/directories/${id}.json`;
 /**
  * Where a segment's part index is kept: in the CatalogueBuilder's storage, not R2, as only a build
  * reads it (a read of the object's own storage, no parse, no subrequest). Unique per build, step and
@@ -78,6 +84,8 @@ export const Segment = z
      */
     ndjsonStarts: z.array(z.string()).optional(),
     parts: z.string(),
+    /** Where its parts' ReadPart index is: what a filtered read reads of a segment before its products. */
+    index: Extent,
   })
   .extend(Summary.shape);
 export type Segment = z.infer<typeof Segment>;
@@ -89,8 +97,45 @@ const PartForm = Checksum.extend({ bytes: z.int(), key: z.string(), offset: z.in
  * One part of a segment: products from `first` (inclusive) below the next part's `first`, and each
  * form's size, checksum and place. An incremental build keeps an unchanged part where it is.
  */
-export const Part = z.object({ first: z.string(), count: z.int(), json: PartForm, ndjson: PartForm }).extend(Summary.shape);
+export const Part = z
+  .object({
+    first: z.string(),
+    count: z.int(),
+    json: PartForm,
+    ndjson: PartForm,
+    /** Its products' SKUs, in id order (a part holds at most twice partTarget products): the `sku` filter. */
+    skus: z.array(z.string()),
+    /** What each product is filtered by, in id order (FilterRow): so a part is read only when one of its products matches every filter. */
+    rows: z.array(z.array(z.int())),
+  })
+  .extend(Summary.shape);
 export type Part = z.infer<typeof Part>;
+
+/**
+ * A product's filter values in its part: the index of its brand in the part's `brands` and of its category in
+ * `categories` (-1 for none), its updated_at in ms, then the indexes of its competitors in the part's sorted
+ * competitor ids (partCompetitors). Exact: a part holds fewer products than MAX_SUMMARY_VALUES, so its sets are lists.
+ */
+export type FilterRow = [brand: number, category: number, updatedAt: number, ...competitors: number[]];
+/** A part's competitor ids, in the order its rows name them. */
+export const partCompetitors = (part: Pick<Part, "offers">) => Object.keys(part.offers).sort();
+
+/**
+ * A part as a filtered read sees it (the segment's `index` extent holds its parts' in order): where its NDJSON
+ * bytes are, and what it holds. Its summaries are exact, as a part holds fewer products than MAX_SUMMARY_VALUES.
+ */
+export const ReadPart = z.object({
+  first: z.string(),
+  count: z.int(),
+  ndjson: Extent,
+  maxUpdatedAt: z.string(),
+  brands: z.array(z.string()).nullable(),
+  categories: z.array(z.string()).nullable(),
+  competitors: z.array(z.string()),
+  skus: z.array(z.string()),
+  rows: z.array(z.array(z.int())),
+});
+export type ReadPart = z.infer<typeof ReadPart>;
 
 export const Manifest = z.object({
   /** Unique per build; the ETag is made of it. */
@@ -103,6 +148,8 @@ export const Manifest = z.object({
   competitors: z.array(Competitor),
   /** CRC-32 and length of each form's whole uncompressed body (bodyParts): the gzip trailer, so serving only streams. */
   body: z.object({ json: Checksum, ndjson: Checksum }),
+  /** The R2 key of the snapshot's filter directory (directoryKey). */
+  directory: z.string(),
 });
 export type Manifest = z.infer<typeof Manifest>;
 

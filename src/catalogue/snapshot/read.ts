@@ -1,6 +1,6 @@
 import { onForget } from "../../platform/isolate-memory.ts";
 import { FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./gzip-member.ts";
-import { bodyExtents, type Extent, type Manifest, readManifest, readPointer, type Segment } from "./manifest.ts";
+import { bodyExtents, type Extent, type Manifest, readManifest, readPointer } from "./manifest.ts";
 
 /**
  * The read side of the snapshot: which manifest is current, and its segments as byte streams.
@@ -115,13 +115,6 @@ export function wholeCatalogue(bucket: R2Bucket, manifest: Manifest, form: "json
   const member = concatenation(bucket, parts);
   return gzip ? member : member.pipeThrough(new DecompressionStream("gzip"));
 }
-
-/** The products (one JSON text each, in id order) of the given segments: their NDJSON parts as one deflate stream. */
-export const productLines = (bucket: R2Bucket, segments: readonly Segment[]): AsyncGenerator<string[]> =>
-  extentLines(
-    bucket,
-    segments.flatMap((segment) => segment.ndjson.extents),
-  );
 
 /** The products (one JSON text each, in id order) of NDJSON extents, one after another: their parts as one deflate stream. */
 export async function* extentLines(bucket: R2Bucket, extents: readonly Extent[]): AsyncGenerator<string[]> {

@@ -1,8 +1,20 @@
 import type { BuildWork } from "./build-report.ts";
+import { type SegmentValues, segmentValues, valuesKey } from "./directory.ts";
 import { type Piece, valueSet } from "./encode.ts";
 import { type Checked, concatenated } from "./gzip-member.ts";
 import type { BuildDeps, BuildLimits } from "./limits.ts";
-import { type Extent, JSON_SEPARATOR, mergedExtents, type Part, partIndexKey, type Segment, type Summary, stepKeys } from "./manifest.ts";
+import {
+  type Extent,
+  JSON_SEPARATOR,
+  mergedExtents,
+  type Part,
+  partCompetitors,
+  partIndexKey,
+  type ReadPart,
+  type Segment,
+  type Summary,
+  stepKeys,
+} from "./manifest.ts";
 
 /**
  * Segments put together from parts: new parts' bytes placed in the step's objects (StepObjects), kept
@@ -38,18 +50,35 @@ function joined(chunks: readonly Uint8Array[]): Uint8Array {
 /** A segment's JSON form: its parts' with a stored "," between each two (a part's JSON is its products joined by ","). */
 const jsonPieces = (parts: readonly Checked[]): Checked[] => parts.flatMap((part, i) => (i === 0 ? [part] : [JSON_SEPARATOR, part]));
 
+/** A part as filtered reads see it: where its NDJSON bytes are and what it holds (src/catalogue/snapshot/directory.ts). */
+const readPart = (part: Part): ReadPart => ({
+  first: part.first,
+  count: part.count,
+  ndjson: { key: part.ndjson.key, offset: part.ndjson.offset, bytes: part.ndjson.bytes },
+  maxUpdatedAt: part.maxUpdatedAt,
+  brands: part.brands,
+  categories: part.categories,
+  competitors: partCompetitors(part),
+  skus: part.skus,
+  rows: part.rows,
+});
+
+const encoder = new TextEncoder();
+
 /**
  * What one step writes: to R2, each form's parts one after another (stepKeys; JSON with a stored ","
- * between each two, so parts placed one after another make one range); to the builder's storage, the
- * part indexes of the segments it writes (partIndexes, put with the step's progress). The objects are
+ * between each two, so parts placed one after another make one range) and the segments' part indexes as
+ * filtered reads use them (the `index` object); to the builder's storage, the part indexes of the segments it
+ * writes and their filter directory values (partIndexes, put with the step's progress). The objects are
  * written once the step's segments are assembled, before its progress is recorded.
  */
 export class StepObjects {
   readonly #keys: ReturnType<typeof stepKeys>;
-  readonly #chunks = { json: [] as Uint8Array[], ndjson: [] as Uint8Array[] };
-  readonly #size = { json: 0, ndjson: 0 };
-  /** The part indexes of the segments assembled, by key (partIndexKey): for the step's storage write. */
-  readonly partIndexes: Record<string, Part[]> = {};
+  readonly #chunks = { json: [] as Uint8Array[], ndjson: [] as Uint8Array[], index: [] as Uint8Array[] };
+  readonly #size = { json: 0, ndjson: 0, index: 0 };
+  #indexed = 0;
+  /** The part indexes of the segments assembled, by key (partIndexKey), and their values (valuesKey): for the step's storage write. */
+  readonly partIndexes: Record<string, Part[] | SegmentValues> = {};
 
   constructor(
     private readonly buildId: string,
@@ -58,7 +87,7 @@ export class StepObjects {
     this.#keys = stepKeys(buildId, step);
   }
 
-  #append(form: "json" | "ndjson", bytes: Uint8Array): number {
+  #append(form: "json" | "ndjson" | "index", bytes: Uint8Array): number {
     const offset = this.#size[form];
     this.#chunks[form].push(bytes);
     this.#size[form] += bytes.length;
@@ -78,16 +107,21 @@ export class StepObjects {
     };
   }
 
-  /** A segment's part index, kept for the step's storage write; returns its key. */
-  index(parts: Part[], work: BuildWork): string {
-    const key = partIndexKey(this.buildId, this.step, Object.keys(this.partIndexes).length);
+  /**
+   * A segment's part index, kept for the step's storage write with its directory values, and appended to the step's
+   * `index` object for readers; returns its storage key and where readers find it.
+   */
+  index(parts: Part[], work: BuildWork): { parts: string; index: Extent } {
+    const key = partIndexKey(this.buildId, this.step, this.#indexed++);
     this.partIndexes[key] = parts;
+    this.partIndexes[valuesKey(key)] = segmentValues(parts);
     work.partIndexesWritten++;
-    return key;
+    const bytes = encoder.encode(JSON.stringify(parts.map(readPart)));
+    return { parts: key, index: { key: this.#keys.index, offset: this.#append("index", bytes), bytes: bytes.length } };
   }
 
   async write({ bucket, work }: BuildDeps): Promise<void> {
-    const forms = (["json", "ndjson"] as const).filter((form) => this.#size[form] > 0);
+    const forms = (["json", "ndjson", "index"] as const).filter((form) => this.#size[form] > 0);
     await Promise.all(forms.map((form) => bucket.put(this.#keys[form], joined(this.#chunks[form]))));
     for (const form of forms) work.r2BytesWritten += this.#size[form];
   }
@@ -126,7 +160,7 @@ export function assembleSegment(deps: BuildDeps, objects: StepObjects, first: st
     json: form("json", concatenated(jsonPieces(parts.map((part) => part.json)))),
     ndjson: form("ndjson", concatenated(parts.map((part) => part.ndjson))),
     ndjsonStarts: ndjsonStarts(parts),
-    parts: objects.index(parts, deps.work),
+    ...objects.index(parts, deps.work),
     ...mergedSummary(parts),
   };
 }

@@ -1,4 +1,4 @@
-import { type ObjectCallWork, withObjectWrites } from "../../platform/metered.ts";
+import type { WorkMeter } from "../../platform/metered.ts";
 import type { CatalogueStore } from "../service.ts";
 
 /** The way to the CatalogueBuilder object (src/catalogue/snapshot/builder.ts), which owns the snapshot. */
@@ -11,22 +11,17 @@ export const catalogueBuilder = (env: Pick<Env, "CATALOGUE_BUILDER">) =>
  * was lost (an ingestion that died after its commit, a seed written straight into D1) are served
  * within a minute. Costs one alarm and one D1 read when nothing changed.
  */
-export async function sweepCatalogue(env: Pick<Env, "CATALOGUE_BUILDER">, work: ObjectCallWork): Promise<void> {
-  work.otherObjectCalls++;
-  withObjectWrites(work, await catalogueBuilder(env).poke());
+export async function sweepCatalogue(env: Pick<Env, "CATALOGUE_BUILDER">, work: WorkMeter): Promise<void> {
+  await work.called(catalogueBuilder(env).poke());
 }
 
 /** A request's way to the snapshot; its pokes count as Durable Object calls in its work tally. */
-export function catalogueStore(env: Pick<Env, "CATALOGUE" | "CATALOGUE_BUILDER">, work: ObjectCallWork): CatalogueStore {
+export function catalogueStore(env: Pick<Env, "CATALOGUE" | "CATALOGUE_BUILDER">, work: WorkMeter): CatalogueStore {
   return {
     bucket: env.CATALOGUE,
     poke: async () => {
-      work.otherObjectCalls++;
-      withObjectWrites(work, await catalogueBuilder(env).poke());
+      await work.called(catalogueBuilder(env).poke());
     },
-    ensureSnapshot: async () => {
-      work.otherObjectCalls++;
-      return withObjectWrites(work, await catalogueBuilder(env).ensureSnapshot()).ready;
-    },
+    ensureSnapshot: async () => (await work.called(catalogueBuilder(env).ensureSnapshot())).ready,
   };
 }

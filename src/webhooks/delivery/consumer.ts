@@ -3,9 +3,9 @@ import { DEAD_LETTER_QUEUE, type DeliveryMessage, type EventMessage, type Webhoo
 import { claimForFanOut, markFannedOut, releaseFanOut } from "../../events/outbox.ts";
 import { readConfig } from "../../platform/config.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
-import { type Database, database } from "../../platform/db.ts";
+import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
-import { countR2Into, logInvocationWork, meteredBucket, meteredQueue, noRequestWork, type ObjectCallWork } from "../../platform/metered.ts";
+import { WorkMeter } from "../../platform/metered.ts";
 import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
@@ -32,20 +32,20 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
   const config = readConfig(env);
   if (typeof config === "string") throw new Error(config); // the queue retries the whole batch
   // Every binding counts into the batch's tally, logged with it (what a delivery and a fan-out cost in docs/costs.json).
-  const work = noRequestWork();
-  const db = database(env.DB, work);
+  const work = new WorkMeter();
+  const db = work.database(env.DB);
   try {
     if (batch.queue === DEAD_LETTER_QUEUE) return await handleDeadLetters(db, batch);
     await handleMessages(batch, env, { db, work, secretKey: config.WEBHOOK_SECRET_KEY });
   } finally {
-    logInvocationWork(env, batch.queue === DEAD_LETTER_QUEUE ? "dead_letter_batch" : "queue_batch", work);
+    work.log(env, batch.queue === DEAD_LETTER_QUEUE ? "dead_letter_batch" : "queue_batch");
   }
 }
 
 async function handleMessages(
   batch: MessageBatch<unknown>,
   env: Env,
-  { db, work, secretKey }: { db: Database; work: ReturnType<typeof noRequestWork>; secretKey: string },
+  { db, work, secretKey }: { db: Database; work: WorkMeter; secretKey: string },
 ): Promise<void> {
   const events: Parsed<EventMessage>[] = [];
   const deliveries: Parsed<DeliveryMessage>[] = [];
@@ -65,8 +65,8 @@ async function handleMessages(
       fanOutEvents(
         {
           db,
-          archive: meteredBucket(env.ARCHIVE, countR2Into(work)),
-          queues: DELIVERY_QUEUES.map((binding) => meteredQueue(env[binding], work)),
+          archive: work.bucket(env.ARCHIVE),
+          queues: DELIVERY_QUEUES.map((binding) => work.queue(env[binding])),
         },
         events,
       ),
@@ -126,7 +126,7 @@ async function deliverAll(
     secretKey,
     endpoints,
     work,
-  }: { db: Database; secretKey: string; endpoints: DurableObjectNamespace<WebhookEndpoint>; work: ObjectCallWork },
+  }: { db: Database; secretKey: string; endpoints: DurableObjectNamespace<WebhookEndpoint>; work: WorkMeter },
   deliveries: readonly Parsed<DeliveryMessage>[],
 ): Promise<void> {
   const attemptOf = ({ message, body }: Parsed<DeliveryMessage>) => message.attempts + (body.attempts_before ?? 0);

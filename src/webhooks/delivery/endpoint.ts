@@ -1,9 +1,8 @@
 import { type DeliveryMessage, sendAll } from "../../events/messages.ts";
 import { readConfig } from "../../platform/config.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
-import { database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
-import { logInvocationWork, meteredQueue, noRequestWork, type ObjectWrites, type RequestWork } from "../../platform/metered.ts";
+import type { ObjectAnswer } from "../../platform/metered.ts";
 import { MeteredObject } from "../../platform/metered-object.ts";
 import { attemptDelivery, attemptNotSent } from "./attempt.ts";
 import { retryDelaySeconds } from "./schedule.ts";
@@ -52,7 +51,7 @@ export class WebhookEndpoint extends MeteredObject {
   }
 
   /** Stores deliveries of this object's webhook; the alarm, at once, makes them. */
-  async accept(messages: readonly DeliveryMessage[]): Promise<ObjectWrites> {
+  async accept(messages: readonly DeliveryMessage[]): Promise<ObjectAnswer> {
     this.store(messages);
     await this.ctx.storage.setAlarm(Date.now());
     return this.reported({});
@@ -62,21 +61,15 @@ export class WebhookEndpoint extends MeteredObject {
     for (const message of messages) this.ctx.storage.sql.exec("INSERT INTO pending (message) VALUES (?)", JSON.stringify(message));
   }
 
-  override async alarm(): Promise<void> {
-    // The run's D1 and queue work and its own storage's writes, logged with it (src/platform/metered.ts).
-    const work = noRequestWork();
-    try {
-      await this.run(work);
-    } finally {
-      const { rowsWritten, objectCalls } = this.reported({});
-      logInvocationWork(this.env, "webhook_endpoint_alarm", { ...work, doRowsWritten: rowsWritten, otherObjectCalls: objectCalls });
-    }
+  /** A run is an invocation of its own: its D1 and queue work and its storage's writes are logged with it. */
+  override alarm(): Promise<void> {
+    return this.invocation("webhook_endpoint_alarm", () => this.run());
   }
 
-  private async run(work: RequestWork): Promise<void> {
+  private async run(): Promise<void> {
     try {
       let handled = 0;
-      for (let round = await this.nextRound(work); round > 0; round = await this.nextRound(work)) {
+      for (let round = await this.nextRound(); round > 0; round = await this.nextRound()) {
         this.failedRuns = 0;
         handled += round;
         if (handled >= ROWS_PER_RUN) return await this.ctx.storage.setAlarm(Date.now());
@@ -94,7 +87,7 @@ export class WebhookEndpoint extends MeteredObject {
    * pending). Throws when D1 or the secret fail (having forgotten nothing: the round is made again), and when the
    * queue refuses the retries (having kept them here, counted).
    */
-  private async nextRound(work: RequestWork): Promise<number> {
+  private async nextRound(): Promise<number> {
     const rows = this.ctx.storage.sql
       .exec<{ seq: number; message: string }>("SELECT seq, message FROM pending ORDER BY seq LIMIT ?", ROUND_ROWS)
       .toArray()
@@ -103,7 +96,7 @@ export class WebhookEndpoint extends MeteredObject {
     if (!first) return 0;
     const config = readConfig(this.env);
     if (typeof config === "string") throw new Error(config);
-    const db = database(this.env.DB, work);
+    const db = this.meter.database(this.env.DB);
     const known = await webhooksByIds(db, [first.delivery.webhook_id]);
     const webhook = known.get(first.delivery.webhook_id);
     const probing = Boolean(webhook?.failingSince);
@@ -124,7 +117,7 @@ export class WebhookEndpoint extends MeteredObject {
       const attempted = attempts[i]!;
       return attempted !== "gone" && attempted.outcome === "retrying" ? [{ ...delivery, attempts_before: attempted.record.attempt }] : [];
     });
-    const queued = await sendAll(meteredQueue(this.env.WEBHOOK_QUEUE, work), retries, (retry) =>
+    const queued = await sendAll(this.meter.queue(this.env.WEBHOOK_QUEUE), retries, (retry) =>
       retryDelaySeconds(retry.attempts_before),
     ).then(
       () => true,

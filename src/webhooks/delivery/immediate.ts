@@ -2,6 +2,7 @@ import { type EventMessage, sendAll, type WebhookMessage } from "../../events/me
 import { claimForFanOut, markFannedOut, relayEvents, requeueEvents } from "../../events/outbox.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
+import type { WorkMeter } from "../../platform/metered.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
 import { fanOut } from "./store.ts";
@@ -29,12 +30,14 @@ export interface FirstDeliveryServices {
   archive: R2Bucket;
   queue: Queue<WebhookMessage>;
   endpoints: DurableObjectNamespace<WebhookEndpoint>;
+  /** The ingestion's tally, which its calls to the endpoints' objects count into. */
+  work: WorkMeter;
 }
 
 const log = logger("webhook-immediate");
 
 export async function deliverAfterCommit(
-  { db, archive, queue, endpoints }: FirstDeliveryServices,
+  { db, archive, queue, endpoints, work }: FirstDeliveryServices,
   events: readonly EventMessage[],
 ): Promise<void> {
   if (events.length === 0 || events.length > MAX_IMMEDIATE_EVENTS) return;
@@ -50,7 +53,7 @@ export async function deliverAfterCommit(
       archive,
       events.filter((message) => claimed.has(message.event.id)),
     );
-    await sendAll(queue, await handToEndpoints(endpoints, deliveries));
+    await sendAll(queue, await handToEndpoints(endpoints, deliveries, work));
     await markFannedOut(db, [...claimed]);
   } catch (error) {
     // Hand the events back to the queue path: a delivery already handed over may then be made again (receivers drop repeats by webhook-id).

@@ -22,7 +22,8 @@ const isAccountEvent = (message: EventMessage) => (ACCOUNT_EVENT_TYPES as readon
  * seeks on what the events hold (CROSS JOIN keeps SQLite from scanning the index instead), so what a batch reads does
  * not grow with other webhooks' rules (contract, "Tenants apart"). The rules are then decided in full on these alone.
  * Only live webhooks are filed under rule values (migrations/0018_test_mode.sql); a sandbox event's candidates are its
- * account's test webhooks, read by account.
+ * account's test webhooks, read by account: through the account's index (the unary `+` keeps SQLite off the status
+ * index, which read every other account's enabled webhooks, 20,000 rows for none returned).
  */
 function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly string[], sandboxes: readonly string[]) {
   const asked = catalogue.map((event) => ({
@@ -45,10 +46,10 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
     GROUP BY listed.n, r.webhook_id HAVING count(*) = max(r.lists)
   UNION
   SELECT w.id FROM json_each(${JSON.stringify(accounts)}) a CROSS JOIN ${webhooks} w ON w.account_id = a.value
-    WHERE w.status = 'enabled' AND w.environment = 'live'
+    WHERE +w.status = 'enabled' AND +w.environment = 'live'
   UNION
   SELECT w.id FROM json_each(${JSON.stringify(sandboxes)}) a CROSS JOIN ${webhooks} w ON w.account_id = a.value
-    WHERE w.status = 'enabled' AND w.environment = 'test'`;
+    WHERE +w.status = 'enabled' AND +w.environment = 'test'`;
 }
 
 /**

@@ -1,0 +1,122 @@
+import { env } from "cloudflare:workers";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { forgetKeptPartIndexes } from "../../src/catalogue/filtered.ts";
+import { POINTER_KEY } from "../../src/catalogue/snapshot/manifest.ts";
+import { freshAccount } from "../helpers/accounts.ts";
+import { type BulkProduct, createCompetitor, insertProductRows, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { call } from "../helpers/http.ts";
+
+/**
+ * Every catalogue read path from the snapshot (src/catalogue/filtered.ts), at two catalogue sizes: once the isolate
+ * has the snapshot's manifest, no D1 statement at all, and R2 reads and bytes that follow the result (at most 5 × the
+ * products and bytes returned, plus a constant), however large the catalogue. Counted at the bindings (D1 and R2
+ * spied in the isolate the worker shares with the test), so what a body does while it streams counts too.
+ */
+
+const SIZES = [10_000, 100_000] as const;
+const COMPETITORS = ["cmp_a", "cmp_b", "cmp_c", "cmp_d"];
+let key: string;
+const randomHex = (bytes: number) =>
+  [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+
+/** `count` products with random ids, brands of 1 % ("Rare") and 10 % ("Common"), categories, offers and update times. */
+async function addProducts(count: number, from: number) {
+  for (let start = 0; start < count; start += 2000) {
+    const rows: BulkProduct[] = Array.from({ length: Math.min(2000, count - start) }, (_, k) => {
+      const i = from + start + k;
+      return {
+        id: `prd_${randomHex(16)}`,
+        sku: `SR-${i}`,
+        name: `Product ${i} “${i % 3 === 0 ? "Ünïcødé" : "plain"}”`,
+        brand: i % 100 === 7 ? "Rare" : i % 10 === 3 ? "Common" : `Brand ${i % 997}`,
+        category: i % 50 === 1 ? "Drones" : `Category ${i % 211}`,
+        updated_at: new Date(Date.UTC(2026, 0, 1) + (i % 1000) * 3_600_000).toISOString(),
+        offers: COMPETITORS.filter((_, c) => (i + c) % (c + 2) === 0).map((competitor_id) => ({
+          competitor_id,
+          price_minor: 100 + (i % 9000),
+        })),
+      };
+    });
+    await insertProductRows(rows);
+  }
+}
+
+/** What a call cost at the bindings: D1 statements, and R2 reads with their bytes (not the snapshot's pointer, re-read at most once a second). */
+async function measured(path: string) {
+  let statements = 0;
+  let r2Reads = 0;
+  let r2Bytes = 0;
+  const prepare = env.DB.prepare.bind(env.DB);
+  const get = env.CATALOGUE.get.bind(env.CATALOGUE);
+  const spies = [
+    vi.spyOn(env.DB, "prepare").mockImplementation((...args: Parameters<D1Database["prepare"]>) => {
+      statements++;
+      return prepare(...args);
+    }),
+    vi.spyOn(env.CATALOGUE, "get").mockImplementation((async (...args: Parameters<R2Bucket["get"]>) => {
+      const object = await get(...args);
+      if (args[0] === POINTER_KEY) return object;
+      r2Reads++;
+      const range = object?.range as { length?: number } | undefined;
+      if (object) r2Bytes += range?.length ?? object.size;
+      return object;
+    }) as R2Bucket["get"]),
+  ];
+  try {
+    const res = await call("GET", path as "/products", { token: key });
+    const body = await res.text();
+    expect(res.status, body).toBe(200);
+    const products = path.startsWith("/products?") ? (JSON.parse(body) as { products: unknown[] }).products.length : 1;
+    return { statements, r2Reads, r2Bytes, bodyBytes: new TextEncoder().encode(body).length, products };
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+beforeAll(async () => {
+  key = (await freshAccount({ plan: "premium" })).key;
+  for (const id of COMPETITORS) await createCompetitor({ id, name: `Shop ${id}` });
+});
+
+const PATHS = [
+  "/products?brand=nobody-has-this",
+  "/products?sku=SR-17",
+  "/products?brand=rare",
+  "/products?category=DRONES",
+  "/products?competitor=cmp_d",
+  "/products?updated_since=2026-02-11T00:00:00Z",
+  "/products?brand=common&category=drones&competitor=cmp_a",
+  "/products?brand=rare&currency=EUR",
+  "/products?sku=SR-4242&brand=brand%20254",
+];
+
+describe.each(SIZES)("at %i products", (size) => {
+  let productId: string;
+
+  beforeAll(async () => {
+    const held = (await env.DB.prepare("SELECT count(*) AS n FROM products WHERE sku LIKE 'SR-%'").first<{ n: number }>())!.n;
+    await addProducts(size - held, held);
+    await publishCatalogue();
+    const list = await call("GET", "/products?sku=SR-17", { token: key });
+    productId = ((await list.json()) as { products: { id: string }[] }).products[0]!.id;
+  }, 300_000);
+
+  it.each(PATHS)("%s: no D1 statement once warm, R2 reads and bytes that follow the result", async (path) => {
+    forgetKeptPartIndexes();
+    await measured(path); // the isolate reads the snapshot's directory and the part indexes it needs
+    const warm = await measured(path);
+    expect(warm.statements).toBe(0);
+    expect(warm.r2Reads).toBeLessThanOrEqual(5 * warm.products + 2);
+    expect(warm.r2Bytes).toBeLessThanOrEqual(5 * warm.bodyBytes + 2048);
+    if (warm.products === 0) expect(warm.r2Reads).toBe(0);
+  });
+
+  it("GET /products/{id}, with and without currency: no D1 statement once warm", async () => {
+    for (const path of [`/products/${productId}`, `/products/${productId}?currency=EUR`]) {
+      await measured(path);
+      expect((await measured(path)).statements).toBe(0);
+    }
+  });
+});
