@@ -1,7 +1,7 @@
 import { isolateMap } from "../platform/isolate-memory.ts";
 import type { ProductFilters } from "./schema.ts";
 import { Directory, filterMayHold } from "./snapshot/directory.ts";
-import { type Extent, type Manifest, ReadPart, type Segment } from "./snapshot/manifest.ts";
+import { type Extent, type Manifest, mergedExtents, ReadPart, type Segment } from "./snapshot/manifest.ts";
 import { extentLines } from "./snapshot/read.ts";
 import type { OfferRow, ProductRow } from "./views.ts";
 
@@ -269,6 +269,15 @@ async function candidateSegments(bucket: R2Bucket, manifest: Manifest, f: Filter
  * file. Reads R2 only: the directory and part indexes (kept by the isolate) and the parts that may hold a match.
  */
 export async function* matchingProducts(bucket: R2Bucket, manifest: Manifest, f: FilterSet): AsyncGenerator<string[]> {
+  // No filter (a converted whole list): every product, so the segments' ranges as they are, no index read.
+  if (Object.keys(f).length === 0)
+    return yield* extentLines(
+      bucket,
+      mergedExtents(
+        manifest.segments.flatMap((segment) => segment.ndjson.extents),
+        "ndjson",
+      ),
+    );
   const segments = await candidateSegments(bucket, manifest, f);
   const matchesPart = partMayMatch(f);
   const matches = lineMatcher(f);

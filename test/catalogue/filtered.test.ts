@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
+import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { forgetKeptPartIndexes, readPlan } from "../../src/catalogue/filtered.ts";
 import type { ProductFilters, ProductView } from "../../src/catalogue/schema.ts";
@@ -135,6 +136,39 @@ describe("filtered GET /products: exactly the unfiltered list's products that ma
     expect(warm.reads.filter((key) => key.endsWith(".index.json") || key.includes("/directories/"))).toEqual([]);
     // Only products are read once warm: one range per matching part at most.
     expect(warm.reads.length).toBeLessThanOrEqual(expected.length);
+  });
+
+  it("any set of filters, drawn at random from the catalogue's own values and from none: the unfiltered list's products that match", async () => {
+    const all = (await unfiltered()).map((line) => ({ line, product: JSON.parse(line) as ProductView }));
+    const values = <T>(of: (p: ProductView) => T | null) =>
+      [...new Set(all.map(({ product }) => of(product)).filter((v) => v !== null))] as T[];
+    const maybe = <T>(arbitrary: fc.Arbitrary<T>) => fc.option(arbitrary, { nil: undefined });
+    const filters = fc.record(
+      {
+        sku: maybe(fc.constantFrom(...values((p) => p.sku), "NOPE")),
+        brand: maybe(fc.constantFrom(...values((p) => p.brand), "None Such").map((b) => (b.length % 2 ? b.toUpperCase() : b))),
+        category: maybe(fc.constantFrom(...values((p) => p.category), "nothing")),
+        competitor: maybe(fc.constantFrom("cmp_a", "cmp_b", "cmp_c", "cmp_idle", "cmp_none")),
+        updated_since: maybe(
+          fc.integer({ min: Date.UTC(2025, 11, 1), max: Date.UTC(2026, 11, 1) }).map((ms) => new Date(ms).toISOString()),
+        ),
+      },
+      { requiredKeys: [] },
+    );
+    await fc.assert(
+      fc.asyncProperty(filters, async (drawn) => {
+        const f = Object.fromEntries(Object.entries(drawn).filter(([, v]) => v !== undefined)) as ProductFilters;
+        const keep = ({ product: p }: (typeof all)[number]) =>
+          (f.sku === undefined || p.sku === f.sku) &&
+          (f.brand === undefined || lower(p.brand) === f.brand.toLowerCase()) &&
+          (f.category === undefined || lower(p.category) === f.category.toLowerCase()) &&
+          (f.competitor === undefined || p.offers.some((o) => o.competitor_id === f.competitor)) &&
+          (f.updated_since === undefined || Date.parse(p.updated_at) >= Date.parse(f.updated_since));
+        const expected = all.filter(keep).map(({ line }) => line);
+        expect((await readDirect(f)).lines).toEqual(expected);
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it("a filter matching nothing reads nothing once warm", async () => {
