@@ -202,11 +202,12 @@ export const productRoutes = openApiApp()
     return conditionalJson(c, await contentEtag(json), () => json);
   })
   .openapi(getProductHistoryRoute, async (c) => {
-    const { db, archive } = c.var.services;
+    const { db, replica, archive } = c.var.services;
     const [{ id }, query] = [c.req.valid("param"), c.req.valid("query")];
     const { environment, accountId } = c.var.apiKey;
+    // Live history may come from a read replica (RequestServices.replica).
     const { truncated, ...page } =
-      environment === "test" ? await sandboxProductHistory(db, accountId, id, query) : await productHistory(db, archive, id, query);
+      environment === "test" ? await sandboxProductHistory(db, accountId, id, query) : await productHistory(replica, archive, id, query);
     if (truncated) c.header("X-Result-Truncated", "true");
     return c.json(page, 200);
   });

@@ -29,11 +29,14 @@ const listEventsRoute = createRoute(
 
 /** GET /events (API key). */
 export const eventRoutes = openApiApp().openapi(listEventsRoute, async (c) => {
-  const { db, archive } = c.var.services;
+  const { db, replica, archive } = c.var.services;
   const { environment, accountId } = c.var.apiKey;
   const query = c.req.valid("query");
-  // A test key's feed is its account's sandbox events (POST /test/observations), and only those.
+  // A test key's feed is its account's sandbox events (POST /test/observations), and only those. The live feed's pages
+  // may come from a read replica: an event a replica does not hold yet shows in a read a moment later.
   const feed =
-    environment === "test" ? await listOwnEvents<FeedEvent>(db, { accountId, environment }, query) : await listEvents(db, archive, query);
+    environment === "test"
+      ? await listOwnEvents<FeedEvent>(db, { accountId, environment }, query)
+      : await listEvents(replica, archive, query);
   return c.json(feed, 200);
 });

@@ -18,6 +18,12 @@ export interface RequestServices {
   config: Config;
   /** Counts its round trips into `work`. */
   db: Database;
+  /**
+   * A D1 session that may be served by a read replica (the Sessions API, "first-unconstrained"), counted the same:
+   * for reads that need not see the very latest write (the feed's pages, price history), so they leave the primary
+   * to what must (docs/scale.md).
+   */
+  replica: Database;
   keyObjects: KeyObjectControl;
   queue: Queue<WebhookMessage>;
   /** The catalogue snapshot in R2, and the builder's poke. */

@@ -27,6 +27,7 @@ export const requestServices =
     else {
       // Each metered binding is built on first use: most data requests touch one of them, or none.
       let db: Database | undefined;
+      let replica: Database | undefined;
       let queue: Queue<WebhookMessage> | undefined;
       let catalogue: CatalogueStore | undefined;
       let archive: R2Bucket | undefined;
@@ -34,6 +35,10 @@ export const requestServices =
         config,
         get db() {
           return (db ??= work.database(c.env.DB));
+        },
+        get replica() {
+          // A session has prepare and batch, all drizzle's D1 driver calls.
+          return (replica ??= work.database(c.env.DB.withSession("first-unconstrained") as unknown as D1Database));
         },
         keyObjects: keyObjectControl(c.env, work),
         get queue() {

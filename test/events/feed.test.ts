@@ -113,3 +113,18 @@ describe("GET /events", () => {
     expect((await feed(`?since=2000-01-01`)).events.map((e) => e.id)).not.toContain(oldest!.id);
   });
 });
+
+describe("where the feed is read", () => {
+  it("a live feed page reads through a D1 session that a read replica may serve; the account's own events do not", async () => {
+    const sessions = vi.spyOn(env.DB, "withSession");
+    try {
+      await expectJson(await call("GET", "/events", { token: key }), 200);
+      expect(sessions.mock.calls).toEqual([["first-unconstrained"]]);
+      sessions.mockClear();
+      await expectJson(await call("GET", "/account/events", { token: await accountToken("feed-session") }), 200);
+      expect(sessions).not.toHaveBeenCalled();
+    } finally {
+      sessions.mockRestore();
+    }
+  });
+});
