@@ -5,6 +5,7 @@ import { POINTER_KEY } from "../../src/catalogue/snapshot/manifest.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { type BulkProduct, createCompetitor, insertProductRows, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call } from "../helpers/http.ts";
+import { postMcp, toolCall } from "../helpers/mcp.ts";
 
 /**
  * Every catalogue read path from the snapshot (src/catalogue/filtered.ts), at two catalogue sizes: once the isolate
@@ -42,7 +43,7 @@ async function addProducts(count: number, from: number) {
 }
 
 /** What a call cost at the bindings: D1 statements, and R2 reads with their bytes (not the snapshot's pointer, re-read at most once a second). */
-async function measured(path: string) {
+async function measured(path: string | [tool: string, args: Record<string, unknown>]) {
   let statements = 0;
   let r2Reads = 0;
   let r2Bytes = 0;
@@ -63,10 +64,17 @@ async function measured(path: string) {
     }) as R2Bucket["get"]),
   ];
   try {
-    const res = await call("GET", path as "/products", { token: key });
+    const res =
+      typeof path === "string" ? await call("GET", path as "/products", { token: key }) : await postMcp(key, toolCall(1, ...path));
     const body = await res.text();
     expect(res.status, body).toBe(200);
-    const products = path.startsWith("/products?") ? (JSON.parse(body) as { products: unknown[] }).products.length : 1;
+    let products = 1;
+    if (typeof path === "string" && path.startsWith("/products?")) products = (JSON.parse(body) as { products: unknown[] }).products.length;
+    if (typeof path !== "string") {
+      const answer = JSON.parse(body) as { result: { isError?: boolean; structuredContent: { products?: unknown[] } } };
+      expect(answer.result.isError, body).toBeFalsy();
+      products = answer.result.structuredContent.products?.length ?? 1;
+    }
     return { statements, r2Reads, r2Bytes, bodyBytes: new TextEncoder().encode(body).length, products };
   } finally {
     for (const spy of spies) spy.mockRestore();
@@ -111,6 +119,20 @@ describe.each(SIZES)("at %i products", (size) => {
     expect(warm.r2Reads).toBeLessThanOrEqual(5 * warm.products + 2);
     expect(warm.r2Bytes).toBeLessThanOrEqual(5 * warm.bodyBytes + 2048);
     if (warm.products === 0) expect(warm.r2Reads).toBe(0);
+  });
+
+  const TOOLS: [string, Record<string, unknown>][] = [
+    ["search_products", { brand: "Rare", limit: 20 }],
+    ["search_products", { category: "drones", competitor: "cmp_b", limit: 5 }],
+    ["search_products", { sku: "SR-99", currency: "EUR" }],
+    ["get_product", { sku: "SR-17" }],
+    ["list_competitors", {}],
+  ];
+  it.each(TOOLS)("MCP %s %j: no D1 statement once warm, R2 reads that follow the answer", async (...tool) => {
+    await measured(tool);
+    const warm = await measured(tool);
+    expect(warm.statements).toBe(0);
+    expect(warm.r2Reads).toBeLessThanOrEqual(5 * warm.products + 2);
   });
 
   it("GET /products/{id}, with and without currency: no D1 statement once warm", async () => {
