@@ -8,6 +8,7 @@ import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
 import { sandboxCatalogue, sandboxCompetitors, sandboxProductBody, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
+import { convertedCatalogue } from "./converted-list.ts";
 import { productHistory } from "./history.ts";
 import {
   Competitor,
@@ -32,6 +33,7 @@ import {
   isFiltered,
   productJson,
   productsEtag,
+  selectsProducts,
   servingManifest,
   snapshotEtag,
   updateCompetitor,
@@ -183,6 +185,10 @@ export const productRoutes = openApiApp()
     const [manifest, conversion] = await Promise.all([servingManifest(catalogue), converting]);
     const etag = await productsEtag(manifest, filters, form, gzip, conversion);
     if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));
+    if (conversion && !selectsProducts(filters)) {
+      const keep = (put: Promise<unknown>) => c.var.services.afterAnswer(put);
+      return streamed(c, etag, contentType, gzip, () => convertedCatalogue(catalogue.bucket, manifest, { conversion, form, gzip }, keep));
+    }
     if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return streamed(c, etag, contentType, gzip, () => new ReadableStream());
     return streamed(c, etag, contentType, gzip, () => {
       const body = filteredProducts(catalogue.bucket, manifest, { filters, form, conversion });

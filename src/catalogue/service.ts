@@ -84,7 +84,10 @@ function normalise(filters: ProductFilters): [string, string][] {
 }
 
 /** Whether the list is the snapshot's stored bytes as they are: no filter, no conversion. */
-export const isFiltered = (filters: ProductFilters) => normalise(filters).length > 0 || filters.currency !== undefined;
+export const isFiltered = (filters: ProductFilters) => selectsProducts(filters) || filters.currency !== undefined;
+
+/** Whether the list is some of the products (a filter), not every one. */
+export const selectsProducts = (filters: ProductFilters) => normalise(filters).length > 0;
 
 /** The conversion a `?currency=` read asks for, with the day's rates as the isolate keeps them: no D1 statement when warm. */
 export const conversionOf = async (

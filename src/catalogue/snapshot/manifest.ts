@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { Competitor } from "../schema.ts";
-import { type Checked, storedPart } from "./gzip-member.ts";
+import { type Checked, type Deflated, storedPart } from "./gzip-member.ts";
 
 /**
  * The catalogue snapshot's layout in R2 (binding CATALOGUE), described in docs/catalogue.md:
@@ -204,10 +204,16 @@ const LIST_CLOSE = storedPart("]}");
  * blocks of `{"products":[`, the commas between segments and `]}`: what the build combines the
  * body's CRC-32 from.
  */
-export function bodyParts(segments: readonly Segment[], form: "json" | "ndjson"): Checked[] {
-  const stored = segments.map((segment) => segment[form]);
-  if (form === "ndjson") return stored;
-  return [LIST_OPEN, ...stored.flatMap((part, i) => (i === 0 ? [part] : [JSON_SEPARATOR, part])), LIST_CLOSE];
+export const bodyParts = (segments: readonly Segment[], form: "json" | "ndjson"): Checked[] =>
+  listParts(
+    segments.map((segment) => segment[form]),
+    form,
+  );
+
+/** Pieces of products (each its products joined as the form joins them) as a whole body: JSON adds the list's brackets and commas. */
+export function listParts<Piece extends Checked>(pieces: readonly Piece[], form: "json" | "ndjson"): (Piece | Deflated)[] {
+  if (form === "ndjson") return [...pieces];
+  return [LIST_OPEN, ...pieces.flatMap((piece, i) => (i === 0 ? [piece] : [JSON_SEPARATOR, piece])), LIST_CLOSE];
 }
 
 /**

@@ -1,0 +1,91 @@
+import { sha256Hex } from "../platform/hash.ts";
+import { type Conversion, convertProductJson } from "./converted.ts";
+import { concatenated, type Deflated, deflatePart, FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./snapshot/gzip-member.ts";
+import { listParts, type Manifest, type Segment } from "./snapshot/manifest.ts";
+import { extentLines, streamOf } from "./snapshot/read.ts";
+
+/**
+ * The whole catalogue converted (`GET /products?currency=` with no filter), from converted segments kept in R2
+ * (docs/catalogue.md, "The converted list"). A segment's products converted into one currency at one day's rates are
+ * a deflate piece of their own, like the snapshot's parts: the first response that needs one converts the segment and
+ * keeps the piece (after its answer), and every later one, whoever asks, streams the stored bytes. A segment is named
+ * by where its products are (a build that does not rewrite it keeps it), so a new snapshot keeps the pieces of every
+ * segment it did not touch; new rates make new pieces. So a warm list costs about what the stored list does, and
+ * the conversion's CPU (about 30 µs a product) is paid once a segment, currency and day.
+ */
+
+/** Converted pieces read ahead of the one being streamed (a Worker has 6 connections at once). */
+const PREFETCH = 4;
+/** Where converted pieces are kept: by rates day, so a lifecycle rule on the prefix clears old days (docs/catalogue.md). */
+export const CONVERTED_PREFIX = "catalogue/converted/";
+
+const convertedKey = async (conversion: Conversion, segment: Segment, form: "json" | "ndjson") =>
+  `${CONVERTED_PREFIX}${conversion.day?.date ?? "no-rates"}/${conversion.currency}-${await sha256Hex(JSON.stringify(conversion.day), 8)}/` +
+  `${form}-${await sha256Hex(JSON.stringify(segment.ndjson.extents), 16)}`;
+
+/** A segment's products converted, as one deflate piece of the form: its products joined as the form joins them. */
+async function convertSegment(bucket: R2Bucket, segment: Segment, conversion: Conversion, form: "json" | "ndjson"): Promise<Deflated> {
+  const converted: string[] = [];
+  for await (const lines of extentLines(bucket, segment.ndjson.extents))
+    for (const line of lines) converted.push(convertProductJson(line, conversion));
+  return deflatePart(form === "json" ? converted.join(",") : converted.map((line) => `${line}\n`).join(""));
+}
+
+/** The segment's converted piece: kept in R2, or converted now and kept once the answer is sent (`keep`). */
+async function convertedPiece(
+  bucket: R2Bucket,
+  segment: Segment,
+  conversion: Conversion,
+  form: "json" | "ndjson",
+  keep: (put: Promise<unknown>) => void,
+): Promise<Deflated> {
+  const key = await convertedKey(conversion, segment, form);
+  const stored = await bucket.get(key);
+  const meta = stored?.customMetadata;
+  if (stored && meta?.crc !== undefined && meta.length !== undefined) {
+    return { bytes: new Uint8Array(await stored.arrayBuffer()), crc: Number(meta.crc), length: Number(meta.length) };
+  }
+  const piece = await convertSegment(bucket, segment, conversion, form);
+  keep(bucket.put(key, piece.bytes, { customMetadata: { crc: String(piece.crc), length: String(piece.length) } }));
+  return piece;
+}
+
+/** The list as one gzip member: the stored brackets and commas (JSON), each segment's converted piece, the trailer. */
+async function* convertedMember(
+  bucket: R2Bucket,
+  manifest: Manifest,
+  conversion: Conversion,
+  form: "json" | "ndjson",
+  keep: (put: Promise<unknown>) => void,
+): AsyncGenerator<Uint8Array> {
+  yield GZIP_HEADER.slice();
+  const pieces: Promise<Deflated>[] = [];
+  const piece = (i: number) => {
+    while (pieces.length < Math.min(manifest.segments.length, i + PREFETCH)) {
+      const pending = convertedPiece(bucket, manifest.segments[pieces.length]!, conversion, form, keep);
+      pending.catch(() => undefined); // awaited in turn; one left behind by a cancelled response is no unhandled rejection
+      pieces.push(pending);
+    }
+    return pieces[i]!;
+  };
+  const placeholders = manifest.segments.map((_, i) => ({ i, crc: 0, length: 0 }));
+  const checked: Deflated[] = [];
+  for (const part of listParts(placeholders, form)) {
+    const bytes = "i" in part ? await piece(part.i) : part;
+    checked.push(bytes);
+    yield bytes.bytes.slice();
+  }
+  yield FINAL_BLOCK.slice();
+  yield gzipTrailer(concatenated(checked));
+}
+
+/** The whole catalogue converted, `{"products":[…]}` or NDJSON, gzip or not: byte for byte what a filtered read of every product gives. */
+export function convertedCatalogue(
+  bucket: R2Bucket,
+  manifest: Manifest,
+  { conversion, form, gzip }: { conversion: Conversion; form: "json" | "ndjson"; gzip: boolean },
+  keep: (put: Promise<unknown>) => void,
+): ReadableStream<Uint8Array> {
+  const member = streamOf(convertedMember(bucket, manifest, conversion, form, keep));
+  return gzip ? member : member.pipeThrough(new DecompressionStream("gzip"));
+}
