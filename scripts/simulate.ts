@@ -14,7 +14,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { LAST_USED_SHARDS } from "../src/api-keys/object/last-used-schedule.ts";
+import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS, MARKS_PER_STATEMENT } from "../src/api-keys/object/last-used-schedule.ts";
 import {
   DELIVERY_ARCHIVE_AFTER_MS,
   EVENT_ARCHIVE_OBJECTS_PER_RUN,
@@ -25,6 +25,7 @@ import {
   HISTORY_IN_D1_MS,
   RETENTION_MS,
 } from "../src/events/retention.ts";
+import { D1_STATEMENT_FLOOR_MS } from "../src/platform/db.ts";
 import { DAY_MS, DAY_SECONDS } from "../src/platform/time.ts";
 import { LIFETIME_MS, STREAM_HUB_COUNT } from "../src/stream/limits.ts";
 import { DELIVERY_QUEUES } from "../src/webhooks/delivery/queues.ts";
@@ -35,6 +36,10 @@ import { DELIVERY_QUEUES } from "../src/webhooks/delivery/queues.ts";
 export interface OperationCost {
   per: string;
   d1_statements: number;
+  /** D1's serial time (ms): each statement at max(1 ms, the duration D1 reported for it). */
+  d1_ms: number;
+  /** Statements whose result reported no duration (drizzle's selects, `raw`): in d1_ms at the floor. */
+  d1_untimed: number;
   d1_rows_read: number;
   d1_rows_written: number;
   do_requests: number;
@@ -43,13 +48,37 @@ export interface OperationCost {
   r2_class_b: number;
   queue_messages: number;
   cpu_ms: number;
+  /** last_used_flush: the marks a flush wrote, at the bench. */
+  marks_per_flush?: number;
+  /** key_object_alarm: alarms per refused request, at the bench. */
+  per_refused_request?: number;
+}
+
+/** What a stored row takes, measured by the bench on its state (bench/modes/storage.ts). */
+export interface StoredBytes {
+  /** Per D1 table: its pages and its indexes' ÷ its rows. */
+  d1_bytes_per_row: Record<string, number>;
+  d1_rows: Record<string, number>;
+  /** An API key's object: its SQLite database's size. */
+  object_bytes_per_key: number;
+  key_objects: number;
+  /** The catalogue snapshot's segments in R2 (both forms and their index) per product. */
+  snapshot_bytes_per_product: number;
 }
 
 export interface Costs {
   commit: string;
   measured_at: string;
   products: number[];
-  operations: Record<OperationName, OperationCost & { by_products: Record<string, OperationCost>; steps_per_ingestion?: number }>;
+  operations: Record<
+    OperationName,
+    OperationCost & {
+      by_products: Record<string, OperationCost>;
+      steps_per_ingestion?: number;
+      steps_by_products?: Record<string, number>;
+    }
+  >;
+  storage: StoredBytes & { by_products: Record<string, StoredBytes> };
 }
 
 export const OPERATIONS = [
@@ -70,6 +99,11 @@ export const OPERATIONS = [
   "key_management_request",
   "test_list_products_gzip",
   "test_observations",
+  // A key's periodic work and the objects' alarms: operations of their own, at their own rates.
+  "key_last_used_mark",
+  "last_used_flush",
+  "key_object_alarm",
+  "webhook_endpoint_alarm",
 ] as const;
 export type OperationName = (typeof OPERATIONS)[number];
 
@@ -85,6 +119,7 @@ export function readCosts(file: URL = COSTS_FILE): Costs {
 /** docs/costs.json's figures of an operation, in the contract's order. */
 export const COST_FIELDS = [
   "d1_statements",
+  "d1_ms",
   "d1_rows_read",
   "d1_rows_written",
   "do_requests",
@@ -101,7 +136,7 @@ const DATA_READ: readonly (typeof COST_FIELDS)[number][] = ["d1_rows_read", "r2_
 
 /**
  * An operation's figures at `products`: a straight line through the two sizes measured (never below the larger's).
- * CPU follows the data: it is extrapolated only when the operation reads more at the larger size (a full list's
+ * CPU and D1's time follow the data: they are extrapolated only when the operation reads more at the larger size (a full list's
  * segments); otherwise the larger of the two measurements stands, since a line through two noisy figures of work
  * that does not grow (a stream's idle minute, one product) would price noise a hundred times over.
  */
@@ -115,11 +150,44 @@ export function figuresAt(cost: Costs["operations"][OperationName], products: nu
   const grows = DATA_READ.some((field) => large[field] > small[field]);
   return Object.fromEntries(
     COST_FIELDS.map((field) => {
-      if (largeSize === sizes[0] || (field === "cpu_ms" && !grows)) return [field, Math.max(small[field], large[field])];
+      if (largeSize === sizes[0] || ((field === "cpu_ms" || field === "d1_ms") && !grows))
+        return [field, Math.max(small[field], large[field])];
       const slope = (large[field] - small[field]) / (largeSize - sizes[0]!);
       return [field, Math.max(large[field], large[field] + slope * (products - largeSize))];
     }),
   ) as Figures;
+}
+
+/**
+ * The alarm steps one ingestion's build takes at `products`: a straight line through the sizes measured (never below
+ * the larger's), as the figures are; a file measured before steps were recorded by size gives its one count.
+ */
+function stepsAt(cost: Costs["operations"]["catalogue_build_step"], products: number): number {
+  const measured = Object.entries(cost.steps_by_products ?? {})
+    .map(([size, steps]) => [Number(size), steps] as const)
+    .sort((a, b) => a[0] - b[0]);
+  if (measured.length < 2) return cost.steps_per_ingestion ?? 1;
+  const [small, large] = [measured[0]!, measured.at(-1)!];
+  const slope = (large[1] - small[1]) / (large[0] - small[0]);
+  return Math.max(large[1], large[1] + slope * (products - large[0]));
+}
+
+/**
+ * A last_used flush carrying `marks` marks: its rows (one per mark) scale with the marks, its statements with the
+ * statements they need (one per MARKS_PER_STATEMENT), and its D1 time with its statements (what was measured is a
+ * flush of the bench's few marks: the duration of one statement of thousands is not).
+ */
+function flushAt(cost: Costs["operations"]["last_used_flush"], measured: Figures, marks: number): Figures {
+  const benchMarks = Math.max(1, cost.marks_per_flush ?? 1);
+  const byMarks = marks / benchMarks;
+  const byStatements = Math.ceil(marks / MARKS_PER_STATEMENT) / Math.ceil(benchMarks / MARKS_PER_STATEMENT);
+  return {
+    ...measured,
+    d1_statements: measured.d1_statements * byStatements,
+    d1_ms: measured.d1_ms * byStatements,
+    d1_rows_read: measured.d1_rows_read * byMarks,
+    d1_rows_written: measured.d1_rows_written * byMarks,
+  };
 }
 
 /** The delivery queue's consumer batch size, as wrangler.toml sets it (the first consumer is WEBHOOK_QUEUE's). */
@@ -203,9 +271,6 @@ export const PRICES = {
   queuesOperationsPerMessage: at(3, QUEUES_PRICING),
 };
 
-/** D1 bills and queues at least this long for a statement, however fast it ran locally. */
-const D1_STATEMENT_FLOOR_MS = 1;
-
 // ---- The workload's shape -------------------------------------------------------------------------------------------
 
 export interface Workload {
@@ -234,17 +299,11 @@ export interface Workload {
   isolates: number;
   /** The busiest key: Premium caps one at 300 a minute. */
   busiestKeyRequestsPerSecond: number;
-  /** What a stored row takes, data and indexes (bytes), and how long attempts stay in R2. */
+  /**
+   * What an archived row takes in R2 (bytes; not measured: the bench runs no archive, which waits days), and how
+   * long attempts stay in R2. What a row takes in D1, a key's object and the snapshot are measured (Costs.storage).
+   */
   storage: {
-    d1BytesPerProduct: number;
-    d1BytesPerOffer: number;
-    offersPerProduct: number;
-    d1BytesPerKey: number;
-    d1BytesPerEvent: number;
-    d1BytesPerHistoryRow: number;
-    d1BytesPerDelivery: number;
-    objectBytesPerKey: number;
-    gzipBytesPerProduct: number;
     r2BytesPerArchivedEvent: number;
     r2BytesPerArchivedHistoryRow: number;
     r2BytesPerArchivedDelivery: number;
@@ -283,15 +342,6 @@ export const WORKLOAD: Workload = {
   isolates: 2_000,
   busiestKeyRequestsPerSecond: 300 / 60,
   storage: {
-    d1BytesPerProduct: 600,
-    d1BytesPerOffer: 300,
-    offersPerProduct: 5,
-    d1BytesPerKey: 300,
-    d1BytesPerEvent: 400,
-    d1BytesPerHistoryRow: 120,
-    d1BytesPerDelivery: 150,
-    objectBytesPerKey: 24_000,
-    gzipBytesPerProduct: 250,
     r2BytesPerArchivedEvent: 120,
     r2BytesPerArchivedHistoryRow: 40,
     r2BytesPerArchivedDelivery: 60,
@@ -322,9 +372,16 @@ export function scaled(workload: Workload, factor: number): Workload {
  */
 export interface Plan {
   name: string;
+  /**
+   * Per database, its shards (split by account) and the copies that serve its reads. Read replicas count only where
+   * the code reads through D1's Sessions API (`withSession`), and only as Cloudflare documents them: it reads through
+   * none today, so every plan has one copy.
+   */
   databases: Record<string, { shards: number; readReplicas: number }>;
   /** Per operation, the share of its statements each database gets, and the share of those that only read. */
   route: Record<OperationName, { database: string; share: number; reads: number }[]>;
+  /** Which database holds each table the model sizes (Costs.storage). */
+  tables: Record<string, string>;
 }
 
 const one = (database: string, reads = 0) => [{ database, share: 1, reads }];
@@ -334,45 +391,68 @@ export const ONE_DATABASE: Plan = {
   name: "one D1 database",
   databases: { main: { shards: 1, readReplicas: 1 } },
   route: Object.fromEntries(OPERATIONS.map((name) => [name, one("main")])) as Plan["route"],
+  tables: Object.fromEntries(
+    ["products", "offers", "api_keys", "events", "price_history", "webhook_deliveries"].map((table) => [table, "main"]),
+  ),
 };
 
 /**
- * The plan for 10 × (docs/scale.md): keys and accounts; the catalogue, its reads served by read replicas; events,
- * deliveries and streams' slots sharded by account.
+ * The plan for 10 × (docs/scale.md), each database sized from the bytes a row takes as measured: keys and accounts;
+ * the catalogue (products, offers) and its price history, each sharded by product id; the feed (events: every
+ * account reads all of it, so it is one database, never split by account); webhook deliveries, an account's own,
+ * sharded by account. No read replicas counted: Cloudflare documents one per region, reached by the Sessions API
+ * from the client's nearest, and no capacity per replica the model could count.
  */
 export const SPLIT: Plan = {
-  name: "split: keys, catalogue (read replicas), events and deliveries (8 shards by account)",
+  name: "split: keys; catalogue and history (4 shards each by product); feed (1); deliveries (4 shards by account)",
   databases: {
     keys: { shards: 1, readReplicas: 1 },
-    catalogue: { shards: 1, readReplicas: 6 },
-    events: { shards: 8, readReplicas: 1 },
+    catalogue: { shards: 4, readReplicas: 1 },
+    history: { shards: 4, readReplicas: 1 },
+    feed: { shards: 1, readReplicas: 1 },
+    deliveries: { shards: 4, readReplicas: 1 },
   },
   route: {
-    data_request_admitted: one("keys"),
-    data_request_refused: one("keys"),
+    data_request_admitted: one("keys", 1),
+    data_request_refused: one("keys", 1),
     key_management_request: one("keys"),
+    key_last_used_mark: one("keys"),
+    last_used_flush: one("keys"),
+    key_object_alarm: one("keys"),
     list_products_gzip: one("catalogue", 1),
     list_products_filtered_1pct: one("catalogue", 1),
     list_products_converted: one("catalogue", 1),
     get_product: one("catalogue", 1),
-    product_history: one("catalogue", 1),
+    product_history: one("history", 1),
     mcp_tool_call: one("catalogue", 1),
     catalogue_build_step: one("catalogue", 0.5),
     ingest_1000_scattered: [
-      { database: "catalogue", share: 0.5, reads: 0.3 },
-      { database: "events", share: 0.5, reads: 0 },
+      { database: "catalogue", share: 0.4, reads: 0.3 },
+      { database: "history", share: 0.2, reads: 0 },
+      { database: "feed", share: 0.4, reads: 0 },
     ],
-    events_page: one("events", 1),
-    // A sandbox is an account's: its changes and its events live with the account's events.
-    test_list_products_gzip: one("events", 1),
-    test_observations: one("events"),
-    stream_connection_minute: one("events", 1),
-    webhook_delivery: one("events"),
+    events_page: one("feed", 1),
+    stream_connection_minute: one("feed", 1),
+    // A sandbox is an account's: its products, changes and events live with the account's deliveries.
+    test_list_products_gzip: one("deliveries", 1),
+    test_observations: one("deliveries"),
+    webhook_delivery: one("deliveries"),
+    webhook_endpoint_alarm: one("deliveries"),
     cron_run: [
       { database: "keys", share: 0.2, reads: 0.5 },
-      { database: "catalogue", share: 0.3, reads: 0.5 },
-      { database: "events", share: 0.5, reads: 0.5 },
+      { database: "catalogue", share: 0.15, reads: 0.5 },
+      { database: "history", share: 0.15, reads: 0.5 },
+      { database: "feed", share: 0.3, reads: 0.5 },
+      { database: "deliveries", share: 0.2, reads: 0.5 },
     ],
+  },
+  tables: {
+    api_keys: "keys",
+    products: "catalogue",
+    offers: "catalogue",
+    price_history: "history",
+    events: "feed",
+    webhook_deliveries: "deliveries",
   },
 };
 
@@ -408,7 +488,12 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
   const others = Object.values(requestShares).reduce((a, b) => a + (b ?? 0), 0);
   requestShares.data_request_admitted = 1 - others;
   const ingestionsPerSecond = w.eventsPerSecond / w.observationsPerIngestion;
-  const buildStepsPerIngestion = costs.operations.catalogue_build_step.steps_per_ingestion ?? 1;
+  const buildStepsPerIngestion = stepsAt(costs.operations.catalogue_build_step, w.products);
+  // A key's periodic work: every key in use (an upper bound) marks once per MARK_EVERY_MS; the shards flush what they
+  // hold at most every FLUSH_EVERY_MS each, so at this load a flush carries many more marks than the bench's did.
+  const marksPerSecond = w.keys / (MARK_EVERY_MS / 1000);
+  const flushesPerSecond = Math.min(LAST_USED_SHARDS / (FLUSH_EVERY_MS / 1000), marksPerSecond);
+  f.last_used_flush = flushAt(costs.operations.last_used_flush, f.last_used_flush, marksPerSecond / flushesPerSecond);
   const rate: Record<OperationName, number> = {
     ...(Object.fromEntries(OPERATIONS.map((name) => [name, 0])) as Record<OperationName, number>),
     ...Object.fromEntries(Object.entries(requestShares).map(([name, share]) => [name, (share ?? 0) * w.requestsPerSecond])),
@@ -417,18 +502,29 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     catalogue_build_step: ingestionsPerSecond * buildStepsPerIngestion,
     webhook_delivery: w.deliveriesPerSecond,
     cron_run: 1 / 60,
+    key_last_used_mark: marksPerSecond,
+    last_used_flush: flushesPerSecond,
+    // A key's alarm writes the refusals its answers left unwritten: as often, per refusal, as the bench saw.
+    key_object_alarm:
+      (requestShares.data_request_refused ?? 0) * w.requestsPerSecond * (costs.operations.key_object_alarm.per_refused_request ?? 0),
+    // A failing endpoint's deliveries are handed to its object, whose alarm attempts them and queues each one's retry:
+    // as many alarms as its deliveries ÷ the retries an alarm queued at the bench.
+    webhook_endpoint_alarm: (w.deliveriesPerSecond * w.hangingEndpointShare) / Math.max(1, f.webhook_endpoint_alarm.queue_messages),
   };
   const total = (field: (typeof COST_FIELDS)[number]) => OPERATIONS.reduce((sum, name) => sum + rate[name] * f[name][field], 0);
   const perSecond = Object.fromEntries(COST_FIELDS.map((field) => [field, total(field)])) as Figures;
 
-  // D1's serial time: each database runs one statement at a time, each at least D1_STATEMENT_FLOOR_MS; reads spread
-  // over its replicas, everything over its shards.
+  // D1's serial time: each database runs one statement at a time, each at max(D1_STATEMENT_FLOOR_MS, its measured
+  // duration) (d1_ms, summed so by the meter); reads spread over its replicas (none unless the code reads through
+  // the Sessions API), everything over its shards.
   const busy: Record<string, number> = Object.fromEntries(Object.keys(plan.databases).map((name) => [name, 0]));
+  const busyByOperation = Object.fromEntries(OPERATIONS.map((name) => [name, 0])) as Record<OperationName, number>;
   for (const name of OPERATIONS) {
     for (const { database, share, reads } of plan.route[name]) {
       const { shards, readReplicas } = plan.databases[database]!;
-      const statements = rate[name] * f[name].d1_statements * share;
-      busy[database]! += (statements * (D1_STATEMENT_FLOOR_MS / 1000) * (reads / readReplicas + (1 - reads))) / shards;
+      const seconds = (rate[name] * (f[name].d1_ms / 1000) * share * (reads / readReplicas + (1 - reads))) / shards;
+      busy[database]! += seconds;
+      busyByOperation[name] += seconds;
     }
   }
 
@@ -448,9 +544,8 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
   const busiestQueueMessages =
     perSecond.queue_messages - rate.webhook_delivery * f.webhook_delivery.queue_messages * (1 - 1 / deliveryQueues);
 
-  // Objects: the busiest key's, the last-used shards (the calls besides the key's on an admitted request), the builder.
-  const otherCallsPerAdmission = Math.max(0, f.data_request_admitted.do_requests - 1);
-  const lastUsedShardRequestsPerSecond = (rate.data_request_admitted * otherCallsPerAdmission) / LAST_USED_SHARDS;
+  // Objects: the busiest key's, the last-used shards (the marks handed to them and their flushes' alarms), the builder.
+  const lastUsedShardRequestsPerSecond = (rate.key_last_used_mark + rate.last_used_flush) / LAST_USED_SHARDS;
   const builderRequestsPerSecond = rate.catalogue_build_step + ingestionsPerSecond + rate.cron_run;
   // The stream hubs (src/stream/hubs.ts): each holds the streams of the accounts hashed to it; every ingestion publishes
   // to each, and a stream's own object requests (its connect, its pings) reach its account's hub.
@@ -459,18 +554,30 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
 
   // Storage after a year.
   const s = w.storage;
+  const stored = costs.storage;
+  const row = stored.d1_bytes_per_row;
   const eventsPerDay = w.eventsPerSecond * DAY_SECONDS;
   const deliveriesPerDay = w.deliveriesPerSecond * DAY_SECONDS;
-  const d1Gb =
-    (w.products * (s.d1BytesPerProduct + s.offersPerProduct * s.d1BytesPerOffer) +
-      w.keys * s.d1BytesPerKey +
-      ((eventsPerDay * EVENTS_IN_D1_MS) / DAY_MS) * s.d1BytesPerEvent +
-      ((eventsPerDay * HISTORY_ARCHIVE_AFTER_MS) / DAY_MS) * s.d1BytesPerHistoryRow +
-      w.deliveriesPerSecond * (DELIVERY_ARCHIVE_AFTER_MS / 1000) * s.d1BytesPerDelivery) /
-    GB;
-  const d1GbPerDatabase = d1Gb / Object.values(plan.databases).reduce((n, db) => n + db.shards, 0);
+  // Each table after a year (GB), from the bytes a row takes as measured (data and indexes).
+  const offersPerProduct = stored.d1_rows.offers! / stored.d1_rows.products!;
+  const d1GbByTable: Record<string, number> = {
+    products: (w.products * row.products!) / GB,
+    offers: (w.products * offersPerProduct * row.offers!) / GB,
+    api_keys: (w.keys * row.api_keys!) / GB,
+    events: (((eventsPerDay * EVENTS_IN_D1_MS) / DAY_MS) * row.events!) / GB,
+    price_history: (((eventsPerDay * HISTORY_ARCHIVE_AFTER_MS) / DAY_MS) * row.price_history!) / GB,
+    webhook_deliveries: (w.deliveriesPerSecond * (DELIVERY_ARCHIVE_AFTER_MS / 1000) * row.webhook_deliveries!) / GB,
+  };
+  const d1Gb = Object.values(d1GbByTable).reduce((a, b) => a + b, 0);
+  const d1GbByDatabase = Object.fromEntries(
+    Object.entries(plan.databases).map(([name, db]) => [
+      name,
+      Object.entries(d1GbByTable).reduce((n, [table, gb]) => n + (plan.tables[table] === name ? gb : 0), 0) / db.shards,
+    ]),
+  );
+  const d1GbPerDatabase = Math.max(...Object.values(d1GbByDatabase));
   const r2Gb =
-    (w.products * s.gzipBytesPerProduct * 2 +
+    (w.products * stored.snapshot_bytes_per_product +
       ((eventsPerDay * RETENTION_MS) / DAY_MS) * s.r2BytesPerArchivedEvent +
       eventsPerDay * 365 * s.r2BytesPerArchivedHistoryRow +
       deliveriesPerDay * s.deliveryArchiveDays * s.r2BytesPerArchivedDelivery) /
@@ -489,7 +596,7 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
       overage(month(perSecond.cpu_ms), p.workersIncludedCpuMs, p.workersPerMillionCpuMs),
     objectRequests: overage(month(perSecond.do_requests), p.objectIncludedRequests, p.objectPerMillionRequests),
     objectRowsWritten: overage(month(perSecond.do_rows_written), p.objectIncludedRowsWritten, p.objectPerMillionRowsWritten),
-    objectStorage: Math.max(0, (w.keys * s.objectBytesPerKey) / GB - p.objectIncludedStorageGb.value) * p.objectPerGbMonth.value,
+    objectStorage: Math.max(0, (w.keys * stored.object_bytes_per_key) / GB - p.objectIncludedStorageGb.value) * p.objectPerGbMonth.value,
     // An upper bound: every hub awake the whole month (hibernation bills only the time a hub handles a message).
     streamHubDuration: overage(
       STREAM_HUB_COUNT * p.objectMemoryGb.value * MONTH_SECONDS,
@@ -577,8 +684,11 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     rate,
     perSecond,
     d1BusyByDatabase: busy,
+    d1BusyByOperation: busyByOperation,
     consumerConcurrency,
     d1Gb,
+    d1GbByTable,
+    d1GbByDatabase,
     r2Gb,
     cost,
     monthly,
@@ -602,7 +712,18 @@ function print(w: Workload, r: Model) {
     `  ${"worker CPU ms".padEnd(44)} ${n(r.perSecond.cpu_ms, 0)}`,
     ...Object.entries(r.d1BusyByDatabase).map(([db, s]) => `  ${`D1 busy seconds, "${db}"`.padEnd(44)} ${n(s, 2)}`),
     `  ${"queue consumers at once, all queues".padEnd(44)} ${n(r.consumerConcurrency, 0)}`,
+    "D1 busy seconds a second by operation, the 6 highest",
+    ...Object.entries(r.d1BusyByOperation)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 6)
+      .map(([name, seconds]) => `  ${name.padEnd(44)} ${n(seconds, 3)}`),
     `Storage after a year: D1 ${n(r.d1Gb, 1)} GB, R2 ${n(r.r2Gb, 1)} GB`,
+    `  D1 by table (GB): ${Object.entries(r.d1GbByTable)
+      .map(([table, gb]) => `${table} ${n(gb, 2)}`)
+      .join(", ")}`,
+    `  D1 by database (GB, each shard): ${Object.entries(r.d1GbByDatabase)
+      .map(([db, gb]) => `${db} ${n(gb, 2)}`)
+      .join(", ")}`,
     "",
     "Cost per month at list prices",
     ...Object.entries(r.cost).map(([what, dollars]) => `  ${what.padEnd(44)} ${usd(dollars)}`),

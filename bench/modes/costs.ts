@@ -14,7 +14,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { COST_FIELDS, type Costs, type OperationCost } from "../../scripts/simulate.ts";
+import { COST_FIELDS, type Costs, type OperationCost, type StoredBytes } from "../../scripts/simulate.ts";
 import { SEGMENT_TARGET } from "../../src/catalogue/snapshot/limits.ts";
 import type { WorkCounts } from "../../src/platform/metered.ts";
 import { formatMoney } from "../../src/platform/money.ts";
@@ -26,12 +26,15 @@ import type { Run } from "../harness/settings.ts";
 import { seedState } from "../harness/setup.ts";
 import { freezeWorkers, SMALL_PATH } from "../harness/start.ts";
 import { priceChanges, randomOffers, sandboxKeySql, seedTimeoutMs } from "./catalogue.ts";
+import { storedBytes } from "./storage.ts";
 
 type CostsFile = Costs;
 
-type Tally = Omit<OperationCost, "per" | "cpu_ms">;
+type Tally = Omit<OperationCost, "per" | "cpu_ms" | "marks_per_flush" | "per_refused_request">;
 const noTally = (): Tally => ({
   d1_statements: 0,
+  d1_ms: 0,
+  d1_untimed: 0,
   d1_rows_read: 0,
   d1_rows_written: 0,
   do_requests: 0,
@@ -49,9 +52,12 @@ type LoggedWork = WorkCounts & { invocation: string; request_id?: string };
 
 const loggedTally = (w: LoggedWork): Tally => ({
   d1_statements: w.d1Statements,
+  d1_ms: w.d1Ms,
+  d1_untimed: w.d1Untimed,
   d1_rows_read: w.d1RowsRead,
   d1_rows_written: w.d1RowsWritten,
-  do_requests: w.keyObjectCalls + w.otherObjectCalls,
+  // An alarm is billed as a request to its object: counted with the invocation it starts.
+  do_requests: w.keyObjectCalls + w.otherObjectCalls + (ALARMS.has(w.invocation) ? 1 : 0),
   do_rows_written: w.doRowsWritten,
   r2_class_a: w.r2ClassA,
   r2_class_b: w.r2ClassB,
@@ -128,6 +134,8 @@ async function logged(
 const BUILD_STEP = "catalogue_build_step";
 /** A key's periodic work (src/api-keys/object/): invocations of their own, none of them a delivery's. */
 const KEY_PERIODIC_WORK = new Set(["last_used_mark", "last_used_flush", "usage_threshold_notice", "api_key_object_alarm"]);
+/** The invocations that are an object's alarm (MeteredObject.invocation's kinds): each one an object request. */
+const ALARMS = new Set([BUILD_STEP, "last_used_flush", "api_key_object_alarm", "webhook_endpoint_alarm"]);
 
 const sum = (lines: readonly LoggedWork[]) => lines.reduce((total, line) => add(total, loggedTally(line)), noTally());
 
@@ -146,6 +154,7 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
   const spread = await productsOfDistinctSegments(dir);
   const log = `${dir}.log`;
   const worker = await startWorker({ name: label, config, persistTo: dir, vars, log, logLevel: "log", testScheduled: true });
+  let stopped = false;
   try {
     await waitReady(worker, (url) => fetch(url), 120_000);
     await findDirectUrl(worker, async (url) => (await fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(2000) })).ok);
@@ -168,7 +177,12 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     bench.step(`${label}: requests`);
     for (let i = 0; i < 3; i++) await (await get(SMALL_PATH, admitted!.key)).arrayBuffer(); // wakes the key's object
     costs.data_request_admitted = await requests(ctx, "request", 40, () => get(SMALL_PATH, admitted!.key));
-    for (let i = 0; i < 12; i++) await (await get(SMALL_PATH, keys.overLimit.key)).arrayBuffer(); // past its 10 a minute
+    let refusals = 20;
+    for (let i = 0; i < 12; i++) {
+      const res = await get(SMALL_PATH, keys.overLimit.key); // past its 10 a minute
+      await res.arrayBuffer();
+      if (res.status === 429) refusals++;
+    }
     costs.data_request_refused = await requests(ctx, "request", 20, () => get(SMALL_PATH, keys.overLimit.key), 429);
     const gzip = { "Accept-Encoding": "gzip" };
     costs.list_products_gzip = await requests(ctx, "request", 3, () => get("/products", listing!.key, gzip));
@@ -227,6 +241,7 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     const cpuIngested = workerCpu(worker).runtime;
     costs.ingest_1000_scattered = perUnit("observation", sum(ingestion), observations.length, cpuIngested - cpuBefore);
     const steps = (await logged(ctx, from, () => false, { ms: 10_000 })).filter((line) => line.invocation === BUILD_STEP);
+    // Steps as the build writes them: CPU over the window they ran in, per step.
     costs.catalogue_build_step = perUnit("alarm step", sum(steps), Math.max(1, steps.length), workerCpu(worker).runtime - cpuIngested);
     const buildSteps = steps.length;
 
@@ -239,6 +254,15 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
       managed!.accountId,
       admin,
       priceChanges(offers, 2).slice(0, DELIVERY_EVENTS),
+    );
+
+    bench.step(`${label}: a failing endpoint's object and its alarms`);
+    costs.webhook_endpoint_alarm = await endpointAlarms(
+      ctx,
+      bench,
+      managed!.accountId,
+      admin,
+      priceChanges(offers, 3).slice(0, DELIVERY_EVENTS),
     );
 
     bench.step(`${label}: cron runs`);
@@ -255,12 +279,76 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     bench.step(`${label}: idle streams for ${CONNECT_SECONDS} s and ${streamSeconds} s`);
     for (let i = 0; i < 3; i++) await (await get(SMALL_PATH, stream!.key)).arrayBuffer(); // wakes the key's object
     costs.stream_connection_minute = await streamMinute(ctx, stream!.key, streamSeconds);
-    return { costs, buildSteps };
-  } finally {
+
+    // A key's periodic work and the objects' alarms, over the whole run (their own invocations, each logged by its
+    // kind): a key's last_used mark, its shard's flush to D1, a key's alarm (the refusals its answers left unwritten).
+    // Their CPU runs beside the requests' and is not told apart: 0 here, what the model cannot price.
+    await settle(worker, 3000);
+    const all = loggedSince(log, 0);
+    const ofKind = (kind: string) => all.filter((line) => line.invocation === kind);
+    const marks = ofKind("last_used_mark");
+    const flushes = ofKind("last_used_flush");
+    const keyAlarms = ofKind("api_key_object_alarm");
+    costs.key_last_used_mark = perUnit("mark (a key in use, every MARK_EVERY_MS)", sum(marks), Math.max(1, marks.length), 0);
+    costs.last_used_flush = {
+      ...perUnit("flush (a shard's alarm)", sum(flushes), Math.max(1, flushes.length), 0),
+      marks_per_flush: round(marks.length / Math.max(1, flushes.length)),
+    };
+    costs.key_object_alarm = {
+      ...perUnit("alarm (a key's refusals left unwritten)", sum(keyAlarms), Math.max(1, keyAlarms.length), 0),
+      per_refused_request: round(keyAlarms.length / refusals),
+    };
     await stopWorker(worker);
+    stopped = true;
+    bench.step(`${label}: bytes stored per row`);
+    return { costs, buildSteps, storage: storedBytes(dir, size) };
+  } finally {
+    if (!stopped) await stopWorker(worker);
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * An endpoint that fails every delivery: its webhook's failing_since set by its first failed batch, its later
+ * deliveries are handed to its own object (src/webhooks/delivery/endpoint.ts), whose alarm probes it. Each such
+ * alarm's final tally (the alarm itself an object request), over FAILING_SECONDS; the webhook deleted after.
+ */
+async function endpointAlarms(ctx: Context, bench: Bench, accountId: string, admin: string, changed: readonly unknown[]) {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.writeHead(500).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const account = await bench.token(accountId);
+  const { port } = server.address() as AddressInfo;
+  const hook = await fetch(`${ctx.url}/webhooks`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${account}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ url: `http://127.0.0.1:${port}/failing`, events: ["price.changed"] }),
+  });
+  if (hook.status !== 201) throw new Error(`POST /webhooks answered ${hook.status}: ${await hook.text()}`);
+  const { id } = (await hook.json()) as { id: string };
+  try {
+    await settle(ctx.worker, 3000);
+    const from = logSize(ctx.log);
+    const res = await fetch(`${ctx.url}/admin/observations`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${admin}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ observations: changed }),
+    });
+    if (res.status !== 200) throw new Error(`POST /admin/observations answered ${res.status}: ${await res.text()}`);
+    await res.arrayBuffer();
+    await sleep(FAILING_SECONDS * 1000);
+    const alarms = loggedSince(ctx.log, from).filter((line) => line.invocation === "webhook_endpoint_alarm");
+    return perUnit("alarm (a failing endpoint's object)", sum(alarms), Math.max(1, alarms.length), 0);
+  } finally {
+    await (await fetch(`${ctx.url}/webhooks/${id}`, { method: "DELETE", headers: { Authorization: `Bearer ${account}` } })).arrayBuffer();
+    server.close();
+  }
+}
+
+/** How long the failing endpoint's alarms are watched. */
+const FAILING_SECONDS = 30;
 
 /** Webhooks that each want every price change of the deliveries' ingestion. */
 const DELIVERY_WEBHOOKS = 4;
@@ -396,11 +484,13 @@ export async function costsMode(bench: Bench, { settings }: Run): Promise<string
   const { ours } = await freezeWorkers(bench, ["ours"]);
   const vars = await bench.workerVars({ EXPOSE_WORK_COUNTS: "true", LOG_INVOCATION_WORK: "true", WEBHOOK_ALLOW_INSECURE_URLS: "true" });
   const bySize: Record<string, Record<string, OperationCost>> = {};
-  let buildSteps = 0;
+  const stepsBySize: Record<string, number> = {};
+  const storageBySize: Record<string, StoredBytes> = {};
   for (const size of settings.costSizes) {
     const measured = await measureSize(bench, ours, vars, size, settings.streamSeconds);
     bySize[size] = measured.costs;
-    buildSteps = measured.buildSteps; // the largest size's, measured last
+    stepsBySize[size] = measured.buildSteps;
+    storageBySize[size] = measured.storage;
   }
   const largest = bySize[Math.max(...settings.costSizes)]!;
   const operations = Object.fromEntries(
@@ -409,9 +499,18 @@ export async function costsMode(bench: Bench, { settings }: Run): Promise<string
       { ...cost, by_products: Object.fromEntries(settings.costSizes.map((size) => [String(size), bySize[size]![name]!])) },
     ]),
   ) as CostsFile["operations"];
-  // How many alarm steps the build of one ingestion of 1,000 scattered observations took.
-  operations.catalogue_build_step!.steps_per_ingestion = buildSteps;
-  const file: CostsFile = { commit: commitOf(), measured_at: new Date().toISOString(), products: settings.costSizes, operations };
+  // How many alarm steps the build of one ingestion of 1,000 scattered observations took, at each size (the model
+  // extrapolates them to its catalogue, as it does the figures).
+  const largestSize = String(Math.max(...settings.costSizes));
+  operations.catalogue_build_step!.steps_per_ingestion = stepsBySize[largestSize]!;
+  operations.catalogue_build_step!.steps_by_products = stepsBySize;
+  const file: CostsFile = {
+    commit: commitOf(),
+    measured_at: new Date().toISOString(),
+    products: settings.costSizes,
+    operations,
+    storage: { ...storageBySize[largestSize]!, by_products: storageBySize },
+  };
   writeFileSync(join(ROOT, "docs/costs.json"), `${JSON.stringify(file, null, 2)}\n`);
   bench.step("written to docs/costs.json");
   return costsReport(file);

@@ -20,17 +20,38 @@ export interface D1Work {
   d1Statements?: number;
   d1RowsRead?: number;
   d1RowsWritten?: number;
+  /**
+   * D1's serial time (ms): each statement at max(D1_STATEMENT_FLOOR_MS, the duration D1 reports in its result's
+   * `meta.duration`); a statement whose result carries no meta (a select's `raw`) at the floor, and counted in
+   * `d1Untimed`.
+   */
+  d1Ms?: number;
+  d1Untimed?: number;
 }
+
+/** D1 bills and queues at least this long for a statement, however fast it ran (the scale model's floor). */
+export const D1_STATEMENT_FLOOR_MS = 1;
+
+const timed = (work: D1Work, meta: Partial<D1Result["meta"]> | undefined) => {
+  if (work.d1Ms === undefined) return;
+  const duration = typeof meta?.duration === "number" ? meta.duration : undefined;
+  work.d1Ms += Math.max(D1_STATEMENT_FLOOR_MS, duration ?? 0);
+  if (duration === undefined && work.d1Untimed !== undefined) work.d1Untimed++;
+};
+
+/** A statement whose result carries no meta (a select's `raw`): counted at the floor, as untimed. */
+const untimed = (work: D1Work) => timed(work, undefined);
 
 const ROWS_READ = new Set(["run", "all"]);
 
 function countRowsRead<T>(result: Promise<T>, work: D1Work): Promise<T> {
-  if (work.d1RowsRead === undefined && work.d1RowsWritten === undefined) return result;
+  if (work.d1RowsRead === undefined && work.d1RowsWritten === undefined && work.d1Ms === undefined) return result;
   return result.then((value) => {
     for (const one of Array.isArray(value) ? value : [value]) {
       const meta = (one as Partial<D1Result>).meta;
       if (work.d1RowsRead !== undefined) work.d1RowsRead += meta?.rows_read ?? 0;
       if (work.d1RowsWritten !== undefined) work.d1RowsWritten += meta?.rows_written ?? 0;
+      timed(work, meta);
     }
     return value;
   });
@@ -64,6 +85,11 @@ function countingStatement(statement: D1PreparedStatement, query: string, work: 
           return options?.columnNames ? [Object.keys(rows[0] ?? {}), ...values] : values;
         };
       }
+      if (property === "raw")
+        return (...args: unknown[]) => {
+          untimed(work);
+          return value.apply(target, args);
+        };
       return value.bind(target);
     },
   });

@@ -48,19 +48,26 @@ const FIELDS = {
 } as const;
 
 /**
- * What an invocation did: D1 round trips and statements (a batch's one by one) with the rows D1 says they read and
- * wrote, calls to an API key's own object and to other objects (the other buckets, the builder, hubs, shards,
- * endpoints), the rows the objects reached wrote to their own storage, R2 operations by billing class and queue
- * messages sent.
+ * Counted and logged, not in X-Work-Counts (the contract fixes its fields): D1's serial time, each statement at
+ * max(1 ms, the duration D1 reports for it), and the statements whose result reports none (src/platform/db.ts D1Work).
  */
-export type WorkCounts = Record<keyof typeof FIELDS, number>;
+const LOGGED_ONLY = ["d1Ms", "d1Untimed"] as const;
+
+/**
+ * What an invocation did: D1 round trips and statements (a batch's one by one) with the rows D1 says they read and
+ * wrote and the time they took, calls to an API key's own object and to other objects (the other buckets, the
+ * builder, hubs, shards, endpoints), the rows the objects reached wrote to their own storage, R2 operations by
+ * billing class and queue messages sent.
+ */
+export type WorkCounts = Record<keyof typeof FIELDS | (typeof LOGGED_ONLY)[number], number>;
 
 /** What a metered object's answer carries (src/platform/metered-object.ts): the work it did for the call. */
 export interface ObjectAnswer {
   work: WorkCounts;
 }
 
-const FIELD_NAMES = Object.keys(FIELDS) as (keyof WorkCounts)[];
+const HEADER_NAMES = Object.keys(FIELDS) as (keyof typeof FIELDS)[];
+const FIELD_NAMES: (keyof WorkCounts)[] = [...HEADER_NAMES, ...LOGGED_ONLY];
 
 /**
  * One invocation's tally (a request, a queue batch, a cron run, an object's alarm or its work after an answer): every
@@ -79,12 +86,14 @@ export class WorkMeter implements WorkCounts {
   r2ClassA = 0;
   r2ClassB = 0;
   queueSent = 0;
+  d1Ms = 0;
+  d1Untimed = 0;
   /** Pieces still under way that can add to the tally: a streaming body, work after the answer. */
   #open = 0;
   #whenFinal: (() => void) | undefined;
 
   add(other: WorkCounts): void {
-    for (const name of FIELD_NAMES) this[name] += other[name];
+    for (const name of FIELD_NAMES) this[name] += other[name] ?? 0;
   }
 
   countR2(operation: R2Operation): void {
@@ -192,7 +201,7 @@ export class WorkMeter implements WorkCounts {
 
   /** X-Work-Counts: every field in the contract's order, then whether anything can still add to it. */
   header(): string {
-    return [...FIELD_NAMES.map((name) => `${FIELDS[name]}=${this[name]}`), `final=${this.final ? 1 : 0}`].join("; ");
+    return [...HEADER_NAMES.map((name) => `${FIELDS[name]}=${this[name]}`), `final=${this.final ? 1 : 0}`].join("; ");
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { ObjectAnswer } from "../../platform/metered.ts";
 import { MeteredObject } from "../../platform/metered-object.ts";
-import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS } from "./last-used-schedule.ts";
+import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS, MARKS_PER_STATEMENT } from "./last-used-schedule.ts";
 
 export { MARK_EVERY_MS };
 
@@ -14,9 +14,6 @@ export { MARK_EVERY_MS };
  * listing shows a key's last use at most 15 minutes late (14 minutes of marking interval, 45 s of flush delay,
  * and the write).
  */
-/** Marks per UPDATE: 5,000 × ~70 bytes of JSON stays far under D1's 2,000,000-byte value limit. */
-const MARKS_PER_STATEMENT = 5_000;
-
 /** FNV-1a of the key id, so one key's marks always go to the same shard (the newest simply replaces the older). */
 export function lastUsedShardOf(keyId: string): number {
   let hash = 0x811c9dc5;
