@@ -128,7 +128,8 @@ async function directoryOf(bucket: R2Bucket, manifest: Manifest): Promise<Direct
  * do not rewrite its segment, so a new snapshot keeps most of them), oldest use first; at most KEPT_PARTS parts.
  */
 const partIndexes = isolateMap<string, ReadPart[]>();
-const KEPT_PARTS = 20_000;
+/** The index of about 120,000 products: a bound on this cache's share of the isolate's 128 MB. */
+const KEPT_PARTS = 10_000;
 let keptParts = 0;
 const extentName = ({ key, offset, bytes }: Extent) => `${key}@${offset}+${bytes}`;
 
@@ -191,8 +192,8 @@ async function readPartIndexes(bucket: R2Bucket, segments: readonly Segment[]): 
  */
 const MAX_BATCH = 64;
 /**
- * R2 reads of products a response makes at most, half the 10,000 subrequests an invocation gets; each batch takes its
- * segments' share, and at least PART_READS_PER_SEGMENT a segment (a read more than a segment's parts one range each).
+ * R2 reads of products a response makes at most, half the 10,000 subrequests an invocation gets: each batch may make
+ * its segments' share of them, and never fewer than PART_READS_PER_SEGMENT a segment.
  */
 const MAX_PART_READS = 5000;
 const PART_READS_PER_SEGMENT = 4;
