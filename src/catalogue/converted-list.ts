@@ -46,8 +46,50 @@ async function convertedPiece(
     return { bytes: new Uint8Array(await stored.arrayBuffer()), crc: Number(meta.crc), length: Number(meta.length) };
   }
   const piece = await convertSegment(bucket, segment, conversion, form);
-  keep(bucket.put(key, piece.bytes, { customMetadata: { crc: String(piece.crc), length: String(piece.length) } }));
+  keep(keepPiece(bucket, key, piece));
   return piece;
+}
+
+const keepPiece = (bucket: R2Bucket, key: string, piece: Deflated) =>
+  bucket.put(key, piece.bytes, { customMetadata: { crc: String(piece.crc), length: String(piece.length) } });
+
+/** What the catalogue builder knows of one currency and form kept warm: the rates, and the segments whose pieces are in R2. */
+export interface WarmPieces {
+  rates: string;
+  segments: string[];
+}
+
+/**
+ * One bounded step of keeping a currency's converted list warm (the catalogue builder's, after a build or new rates):
+ * the pieces of at most `most` segments of the snapshot that R2 does not hold yet are converted and kept. `known`
+ * names the segments seen kept before at these rates, so a new snapshot costs a look (an R2 head) at each segment it
+ * rewrote, not at every one. Returns what is known now, and whether segments are left for another step.
+ */
+export async function warmStep(
+  bucket: R2Bucket,
+  manifest: Manifest,
+  conversion: Conversion,
+  form: "json" | "ndjson",
+  known: WarmPieces | undefined,
+  most: number,
+): Promise<{ known: WarmPieces; more: boolean }> {
+  const rates = await sha256Hex(JSON.stringify(conversion.day), 8);
+  const seen = new Set(known?.rates === rates ? known.segments : []);
+  const kept: string[] = [];
+  let converted = 0;
+  for (const segment of manifest.segments) {
+    const key = await convertedKey(conversion, segment, form);
+    if (!seen.has(key)) {
+      if (converted === most) return { known: { rates, segments: [...new Set([...seen, ...kept])] }, more: true };
+      if (!(await bucket.head(key))) {
+        await keepPiece(bucket, key, await convertSegment(bucket, segment, conversion, form));
+        converted++;
+      }
+    }
+    kept.push(key);
+  }
+  // Only the current snapshot's segments are remembered, so what is known stays the size of one snapshot.
+  return { known: { rates, segments: kept }, more: false };
 }
 
 /** The list as one gzip member: the stored brackets and commas (JSON), each segment's converted piece, the trailer. */

@@ -186,7 +186,14 @@ export const productRoutes = openApiApp()
     const etag = await productsEtag(manifest, filters, form, gzip, conversion);
     if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));
     if (conversion && !selectsProducts(filters)) {
-      const keep = (put: Promise<unknown>) => c.var.services.afterAnswer(put);
+      // A piece this response had to convert: kept after the answer, and the builder asked to keep the currency warm.
+      let warmAsked = false;
+      const keep = (put: Promise<unknown>) => {
+        c.var.services.afterAnswer(put);
+        if (warmAsked) return;
+        warmAsked = true;
+        c.var.services.afterAnswer(catalogue.keepConvertedWarm(conversion.currency, form));
+      };
       return streamed(c, etag, contentType, gzip, () => convertedCatalogue(catalogue.bucket, manifest, { conversion, form, gzip }, keep));
     }
     if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return streamed(c, etag, contentType, gzip, () => new ReadableStream());

@@ -30,6 +30,8 @@ export interface CatalogueStore {
   poke(): Promise<void>;
   /** When there is no snapshot at all: true once there is one (an empty catalogue's is built at once). */
   ensureSnapshot(): Promise<boolean>;
+  /** Asks the builder to keep the converted whole list of a currency and form warm for a day (src/catalogue/converted-list.ts). */
+  keepConvertedWarm(currency: string, form: "json" | "ndjson"): Promise<void>;
 }
 
 /** Moves the version, in the same D1 batch as the change (ingestion and the tests use this). */

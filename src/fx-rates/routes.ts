@@ -24,6 +24,9 @@ const putFxRatesRoute = createRoute(
 
 /** PUT /admin/fx-rates (admin, scope prices:write). */
 export const fxRateRoutes = openApiApp().openapi(putFxRatesRoute, async (c) => {
-  const { db, catalogue } = c.var.services;
-  return c.json(await putFxRates(db, catalogue.bucket, c.req.valid("json")), 200);
+  const { db, catalogue, afterAnswer } = c.var.services;
+  const rates = await putFxRates(db, catalogue.bucket, c.req.valid("json"));
+  // New rates make new converted pieces: the builder converts those of the currencies it keeps warm.
+  afterAnswer(catalogue.poke());
+  return c.json(rates, 200);
 });

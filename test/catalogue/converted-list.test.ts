@@ -1,8 +1,17 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { CONVERTED_PREFIX } from "../../src/catalogue/converted-list.ts";
+import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { createCompetitor, insertProducts, publishCatalogue, randomProductId } from "../helpers/catalogue-factory.ts";
+import {
+  buildCatalogue,
+  changePrices,
+  createCompetitor,
+  insertProducts,
+  publishCatalogue,
+  randomProductId,
+} from "../helpers/catalogue-factory.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { call, utf8Text } from "../helpers/http.ts";
 import { adminToken } from "../helpers/tokens.ts";
@@ -107,5 +116,29 @@ describe("the converted whole list", () => {
     const { puts } = await convertedOperations(list);
     expect(puts).toEqual([]);
     expect(await list()).toBe(await utf8Text(await call("GET", `/products?currency=GBP&${EVERY}`, { token: key })));
+  });
+
+  it("kept warm by the builder: after a new snapshot and after new rates, the next response converts nothing", async () => {
+    const list = () => call("GET", "/products?currency=GBP", { token: key }).then(utf8Text);
+    const filtered = () => call("GET", `/products?currency=GBP&${EVERY}`, { token: key }).then(utf8Text);
+    // The builder's alarm steps, as production runs them one after another, until none is armed.
+    const runAlarms = async () => {
+      while (await runDurableObjectAlarm(catalogueBuilder(env))) {}
+    };
+    await list(); // a response that converted pieces asked the builder to keep GBP's JSON list warm
+    await changePrices(["SNAP-7", "SNAP-1999"]);
+    await buildCatalogue();
+    await catalogueBuilder(env).poke();
+    await runAlarms();
+    const afterBuild = await convertedOperations(list);
+    expect(afterBuild.puts).toEqual([]);
+    await putRates({ USD: "1.3100", GBP: "0.8500" }); // its answer pokes the builder
+    await runAlarms();
+    let body = "";
+    const afterRates = await convertedOperations(async () => {
+      body = await list();
+    });
+    expect(afterRates.puts).toEqual([]);
+    expect(body).toBe(await filtered());
   });
 });

@@ -1,12 +1,15 @@
+import { todaysRates } from "../../fx-rates/service.ts";
 import { database } from "../../platform/db.ts";
 import type { ObjectAnswer } from "../../platform/metered.ts";
 import { MeteredObject } from "../../platform/metered-object.ts";
 import { products } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
+import { conversionInto } from "../converted.ts";
+import { type WarmPieces, warmStep } from "../converted-list.ts";
 import { type BuilderStorage, buildStep, countingBucket, type ReleaseObjects, type StepOutcome } from "./build.ts";
 import { type BuildReport, type BuildWork, noBuildWork } from "./build-report.ts";
 import { BUILD_LIMITS, type BuildDeps } from "./limits.ts";
-import { readPointer } from "./manifest.ts";
+import { readManifest, readPointer } from "./manifest.ts";
 
 /**
  * The one object that builds the catalogue snapshot (one instance, "catalogue"). Ingestion pokes it
@@ -52,10 +55,32 @@ export async function collectStep(bucket: R2Bucket, storage: BuilderStorage, now
   return true;
 }
 
+/** A currency and form whose converted whole list the builder keeps warm (keepConvertedWarm), under warmKey. */
+interface WarmEntry {
+  askedAt: number;
+  known?: WarmPieces;
+}
+const WARM_PREFIX = "warm:";
+const warmKey = (currency: string, form: "json" | "ndjson") => `${WARM_PREFIX}${currency}:${form}`;
+/** Segments a warm step converts at most: about 5,000 products, a build step's work. */
+const WARM_SEGMENTS_PER_STEP = 5;
+
 export class CatalogueBuilder extends MeteredObject {
   #running: Promise<unknown> = Promise.resolve();
 
   async poke(): Promise<ObjectAnswer> {
+    await this.#arm();
+    return this.reported({});
+  }
+
+  /**
+   * A response converted whole-list pieces itself (src/catalogue/converted-list.ts): from now on, for a day, the builder
+   * converts that currency's pieces after each build and after new rates, in steps of its own, so responses find them.
+   */
+  async keepConvertedWarm(currency: string, form: "json" | "ndjson"): Promise<ObjectAnswer> {
+    const key = warmKey(currency, form);
+    const entry = await this.ctx.storage.get<WarmEntry>(key);
+    await this.ctx.storage.put(key, { ...entry, askedAt: Date.now() } satisfies WarmEntry);
     await this.#arm();
     return this.reported({});
   }
@@ -124,11 +149,31 @@ export class CatalogueBuilder extends MeteredObject {
     return run;
   }
 
-  /** One step: of the build in progress or due, else of the clean-up. True when more work is waiting. */
+  /** One step: of the build in progress or due, else of the clean-up, else of the converted lists kept warm. True when more work is waiting. */
   async #step(work: BuildWork): Promise<boolean> {
     const outcome = await this.#buildStep(work);
     if (outcome.status !== "current") return true;
-    return this.#collect();
+    return (await this.#collect()) || this.#warmStep();
+  }
+
+  /** Converts the next pieces of the first currency kept warm that lacks some; forgets a currency not asked for in a day. */
+  async #warmStep(): Promise<boolean> {
+    const bucket = this.meter.bucket(this.env.CATALOGUE);
+    const pointer = await readPointer(bucket);
+    if (!pointer) return false;
+    for (const [key, entry] of await this.ctx.storage.list<WarmEntry>({ prefix: WARM_PREFIX })) {
+      if (Date.now() - entry.askedAt > DAY_MS) {
+        await this.ctx.storage.delete(key);
+        continue;
+      }
+      const [currency, form] = key.slice(WARM_PREFIX.length).split(":") as [string, "json" | "ndjson"];
+      const manifest = await readManifest(bucket, pointer.manifest);
+      const conversion = conversionInto(currency, await todaysRates(this.meter.database(this.env.DB), bucket));
+      const { known, more } = await warmStep(bucket, manifest, conversion, form, entry.known, WARM_SEGMENTS_PER_STEP);
+      if (JSON.stringify(known) !== JSON.stringify(entry.known)) await this.ctx.storage.put(key, { ...entry, known } satisfies WarmEntry);
+      if (more) return true;
+    }
+    return false;
   }
 
   async #buildStep(work = noBuildWork()): Promise<StepOutcome> {

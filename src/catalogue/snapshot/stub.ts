@@ -23,5 +23,8 @@ export function catalogueStore(env: Pick<Env, "CATALOGUE" | "CATALOGUE_BUILDER">
       await work.called(catalogueBuilder(env).poke());
     },
     ensureSnapshot: async () => (await work.called(catalogueBuilder(env).ensureSnapshot())).ready,
+    keepConvertedWarm: async (currency, form) => {
+      await work.called(catalogueBuilder(env).keepConvertedWarm(currency, form));
+    },
   };
 }
