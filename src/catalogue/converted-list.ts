@@ -1,6 +1,6 @@
 import { sha256Hex } from "../platform/hash.ts";
 import { type Conversion, convertProductJson } from "./converted.ts";
-import { concatenated, type Deflated, deflatePart, FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./snapshot/gzip-member.ts";
+import { type Checked, concatenated, type Deflated, deflatePart, FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./snapshot/gzip-member.ts";
 import { listParts, type Manifest, type Segment } from "./snapshot/manifest.ts";
 import { extentLines, streamOf } from "./snapshot/read.ts";
 
@@ -11,7 +11,7 @@ import { extentLines, streamOf } from "./snapshot/read.ts";
  * keeps the piece (after its answer), and every later one, whoever asks, streams the stored bytes. A segment is named
  * by where its products are (a build that does not rewrite it keeps it), so a new snapshot keeps the pieces of every
  * segment it did not touch; new rates make new pieces. So a warm list costs about what the stored list does, and
- * the conversion's CPU (about 30 µs a product) is paid once a segment, currency and day.
+ * the conversion's CPU is paid once a segment, currency and day (the builder pays it ahead: warmStep).
  */
 
 /** Converted pieces read ahead of the one being streamed (a Worker has 6 connections at once). */
@@ -111,11 +111,13 @@ async function* convertedMember(
     return pieces[i]!;
   };
   const placeholders = manifest.segments.map((_, i) => ({ i, crc: 0, length: 0 }));
-  const checked: Deflated[] = [];
+  // Only each piece's checksum is kept for the trailer: a piece's bytes go once streamed (a list is hundreds of MB).
+  const checked: Checked[] = [];
   for (const part of listParts(placeholders, form)) {
-    const bytes = "i" in part ? await piece(part.i) : part;
-    checked.push(bytes);
-    yield bytes.bytes.slice();
+    const { bytes, crc, length } = "i" in part ? await piece(part.i) : part;
+    if ("i" in part) delete pieces[part.i];
+    checked.push({ crc, length });
+    yield bytes.slice();
   }
   yield FINAL_BLOCK.slice();
   yield gzipTrailer(concatenated(checked));

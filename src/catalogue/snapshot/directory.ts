@@ -1,5 +1,6 @@
 import { Buffer } from "node:buffer";
 import { z } from "zod";
+import { isolateMap } from "../../platform/isolate-memory.ts";
 import type { BuildDeps } from "./limits.ts";
 import { directoryKey, type Part, type Segment } from "./manifest.ts";
 
@@ -56,7 +57,8 @@ function skuFilter(skus: readonly string[]): string {
   return Buffer.from(bytes).toString("base64");
 }
 
-const decoded = new Map<string, Uint8Array>();
+/** SKU filters decoded by this isolate, by their text. */
+const decoded = isolateMap<string, Uint8Array>();
 
 /** Whether a segment's SKU filter may hold `sku` (false: it certainly does not). */
 export function filterMayHold(filter: string, sku: string): boolean {
