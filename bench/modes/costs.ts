@@ -90,6 +90,18 @@ interface Context {
   url: string;
 }
 
+/** An ingestion through POST /admin/observations, read to its end (its headers kept); anything but a 200 stops the bench. */
+async function ingest(ctx: Context, admin: string, observations: readonly unknown[]): Promise<Response> {
+  const res = await fetch(`${ctx.url}/admin/observations`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${admin}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ observations }),
+  });
+  if (res.status !== 200) throw new Error(`POST /admin/observations answered ${res.status}: ${await res.text()}`);
+  await res.arrayBuffer();
+  return res;
+}
+
 /**
  * `times` requests one after another, each read to its end: their final tallies (each request's log line, by its
  * X-Request-Id) summed, and the runtime's CPU over them.
@@ -229,9 +241,7 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     await settle(worker, 3000);
     let from = logSize(log);
     let cpuBefore = workerCpu(worker).runtime;
-    const ingested = await send("POST", "/admin/observations", admin, { observations });
-    if (ingested.status !== 200) throw new Error(`POST /admin/observations answered ${ingested.status}: ${await ingested.text()}`);
-    await ingested.arrayBuffer();
+    const ingested = await ingest(ctx, admin, observations);
     // The request's final tally, its work after the answer (the first deliveries of its events) included; the
     // builder's steps wait COALESCE_MS after its poke, so they are not in its CPU.
     const ingestionId = requestIdOf(ingested);
@@ -331,13 +341,7 @@ async function endpointAlarms(ctx: Context, bench: Bench, accountId: string, adm
   try {
     await settle(ctx.worker, 3000);
     const from = logSize(ctx.log);
-    const res = await fetch(`${ctx.url}/admin/observations`, {
-      method: "POST",
-      headers: { Authorization: `Bearer ${admin}`, "Content-Type": "application/json" },
-      body: JSON.stringify({ observations: changed }),
-    });
-    if (res.status !== 200) throw new Error(`POST /admin/observations answered ${res.status}: ${await res.text()}`);
-    await res.arrayBuffer();
+    await ingest(ctx, admin, changed);
     await sleep(FAILING_SECONDS * 1000);
     const alarms = loggedSince(ctx.log, from).filter((line) => line.invocation === "webhook_endpoint_alarm");
     return perUnit("alarm (a failing endpoint's object)", sum(alarms), Math.max(1, alarms.length), 0);
@@ -391,13 +395,7 @@ async function webhookDeliveries(
     await settle(ctx.worker, 3000);
     const from = logSize(ctx.log);
     const cpuBefore = workerCpu(ctx.worker).runtime;
-    const res = await fetch(`${ctx.url}/admin/observations`, {
-      method: "POST",
-      headers: { Authorization: `Bearer ${admin}`, "Content-Type": "application/json" },
-      body: JSON.stringify({ observations: changed }),
-    });
-    if (res.status !== 200) throw new Error(`POST /admin/observations answered ${res.status}: ${await res.text()}`);
-    await res.arrayBuffer();
+    await ingest(ctx, admin, changed);
     const expected = changed.length * DELIVERY_WEBHOOKS;
     const deadline = Date.now() + 90_000;
     while (received < expected && Date.now() < deadline) await sleep(250);
