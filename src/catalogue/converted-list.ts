@@ -1,5 +1,5 @@
 import { sha256Hex } from "../platform/hash.ts";
-import { type Conversion, convertProductJson } from "./converted.ts";
+import { type Conversion, convertProductJson, ratesTag } from "./converted.ts";
 import { type Checked, concatenated, type Deflated, deflatePart, FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "./snapshot/gzip-member.ts";
 import { listParts, type Manifest, type Segment } from "./snapshot/manifest.ts";
 import { extentLines, streamOf } from "./snapshot/read.ts";
@@ -19,9 +19,20 @@ const PREFETCH = 4;
 /** Where converted pieces are kept: by rates day, so a lifecycle rule on the prefix clears old days (docs/catalogue.md). */
 export const CONVERTED_PREFIX = "catalogue/converted/";
 
-const convertedKey = async (conversion: Conversion, segment: Segment, form: "json" | "ndjson") =>
-  `${CONVERTED_PREFIX}${conversion.day?.date ?? "no-rates"}/${conversion.currency}-${await sha256Hex(JSON.stringify(conversion.day), 8)}/` +
-  `${form}-${await sha256Hex(JSON.stringify(segment.ndjson.extents), 16)}`;
+/** Each segment's name among the pieces: a hash of where its products are, worked out once per segment an isolate reads. */
+const segmentHashes = new WeakMap<Segment, string>();
+async function segmentHash(segment: Segment): Promise<string> {
+  let hash = segmentHashes.get(segment);
+  if (hash === undefined) segmentHashes.set(segment, (hash = await sha256Hex(JSON.stringify(segment.ndjson.extents), 16)));
+  return hash;
+}
+
+/** Where a conversion's pieces of one form are kept (named by its rates), and each segment's key among them. */
+async function piecesOf(conversion: Conversion, form: "json" | "ndjson") {
+  const rates = await ratesTag(conversion);
+  const prefix = `${CONVERTED_PREFIX}${conversion.day?.date ?? "no-rates"}/${conversion.currency}-${rates}/${form}-`;
+  return { rates, keyOf: async (segment: Segment) => prefix + (await segmentHash(segment)) };
+}
 
 /** A segment's products converted, as one deflate piece of the form: its products joined as the form joins them. */
 async function convertSegment(bucket: R2Bucket, segment: Segment, conversion: Conversion, form: "json" | "ndjson"): Promise<Deflated> {
@@ -34,12 +45,11 @@ async function convertSegment(bucket: R2Bucket, segment: Segment, conversion: Co
 /** The segment's converted piece: kept in R2, or converted now and kept once the answer is sent (`keep`). */
 async function convertedPiece(
   bucket: R2Bucket,
-  segment: Segment,
+  { segment, key }: { segment: Segment; key: string },
   conversion: Conversion,
   form: "json" | "ndjson",
   keep: (put: Promise<unknown>) => void,
 ): Promise<Deflated> {
-  const key = await convertedKey(conversion, segment, form);
   const stored = await bucket.get(key);
   const meta = stored?.customMetadata;
   if (stored && meta?.crc !== undefined && meta.length !== undefined) {
@@ -73,12 +83,12 @@ export async function warmStep(
   known: WarmPieces | undefined,
   most: number,
 ): Promise<{ known: WarmPieces; more: boolean }> {
-  const rates = await sha256Hex(JSON.stringify(conversion.day), 8);
+  const { rates, keyOf } = await piecesOf(conversion, form);
   const seen = new Set(known?.rates === rates ? known.segments : []);
   const kept: string[] = [];
   let converted = 0;
   for (const segment of manifest.segments) {
-    const key = await convertedKey(conversion, segment, form);
+    const key = await keyOf(segment);
     if (!seen.has(key)) {
       if (converted === most) return { known: { rates, segments: [...new Set([...seen, ...kept])] }, more: true };
       if (!(await bucket.head(key))) {
@@ -101,10 +111,12 @@ async function* convertedMember(
   keep: (put: Promise<unknown>) => void,
 ): AsyncGenerator<Uint8Array> {
   yield GZIP_HEADER.slice();
+  const { keyOf } = await piecesOf(conversion, form);
   const pieces: Promise<Deflated>[] = [];
   const piece = (i: number) => {
     while (pieces.length < Math.min(manifest.segments.length, i + PREFETCH)) {
-      const pending = convertedPiece(bucket, manifest.segments[pieces.length]!, conversion, form, keep);
+      const segment = manifest.segments[pieces.length]!;
+      const pending = keyOf(segment).then((key) => convertedPiece(bucket, { segment, key }, conversion, form, keep));
       pending.catch(() => undefined); // awaited in turn; one left behind by a cancelled response is no unhandled rejection
       pieces.push(pending);
     }

@@ -1,4 +1,5 @@
 import { crossRate, formatRate, minorConverter, type RateDay } from "../fx-rates/rates.ts";
+import { sha256Hex } from "../platform/hash.ts";
 import { formatMoney, parseMoney } from "../platform/money.ts";
 import type { SummaryView } from "./schema.ts";
 import { type SummaryRow, summarise } from "./views.ts";
@@ -26,6 +27,9 @@ interface FromCurrency {
 
 /** An amount (or null) as JSON.stringify writes it: a money string holds nothing to escape. */
 const moneyJson = (amount: string | null) => (amount === null ? "null" : `"${amount}"`);
+
+/** What names the day's rates a conversion uses, in a list's ETag and in the converted pieces' keys: new rates, a new name. */
+export const ratesTag = (conversion: Conversion) => sha256Hex(JSON.stringify(conversion.day), 8);
 
 export function conversionInto(currency: string, day: RateDay | null): Conversion {
   const rates = new Map<string, FromCurrency | null>();

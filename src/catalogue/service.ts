@@ -8,7 +8,7 @@ import { sha256Hex } from "../platform/hash.ts";
 import { onForget } from "../platform/isolate-memory.ts";
 import { logger } from "../platform/log.ts";
 import { catalogueState, competitors } from "../platform/tables.ts";
-import { type Conversion, conversionInto, convertProductJson } from "./converted.ts";
+import { type Conversion, conversionInto, convertProductJson, ratesTag } from "./converted.ts";
 import { filterSet, matchingProducts } from "./filtered.ts";
 import { unknownProduct } from "./history.ts";
 import type { CompetitorPatch, CompetitorView, ProductFilters } from "./schema.ts";
@@ -112,7 +112,7 @@ export async function productsEtag(
     tag += `-${await sha256Hex(JSON.stringify(normalised), 8)}`;
   }
   // New rates for the day change the body as much as a new snapshot does.
-  if (conversion) tag += `-${conversion.currency}-${await sha256Hex(JSON.stringify(conversion.day), 8)}`;
+  if (conversion) tag += `-${conversion.currency}-${await ratesTag(conversion)}`;
   if (form === "ndjson") tag += "-nd";
   if (gzip) tag += "-gz";
   return `"${tag}"`;

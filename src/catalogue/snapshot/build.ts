@@ -87,12 +87,12 @@ const INDEXED_KEY = "indexed";
 const BUILT_PREFIX = "built:";
 const builtKey = (n: number) => `${BUILT_PREFIX}${String(n).padStart(7, "0")}`;
 
-/** The last manifest read by this isolate's builder: manifests are immutable, and every step of an incremental build needs its base. */
+/** The last manifest read by this isolate's builder: manifests are immutable, and every step of an incremental build (and of keeping converted lists warm) needs it. */
 let manifestCache: Manifest | undefined;
 onForget(() => {
   manifestCache = undefined;
 });
-async function cachedManifest(bucket: R2Bucket, id: string): Promise<Manifest> {
+export async function cachedManifest(bucket: R2Bucket, id: string): Promise<Manifest> {
   if (manifestCache?.id !== id) manifestCache = await readManifest(bucket, id);
   return manifestCache;
 }

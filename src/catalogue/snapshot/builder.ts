@@ -6,10 +6,10 @@ import { products } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
 import { conversionInto } from "../converted.ts";
 import { type WarmPieces, warmStep } from "../converted-list.ts";
-import { type BuilderStorage, buildStep, countingBucket, type ReleaseObjects, type StepOutcome } from "./build.ts";
+import { type BuilderStorage, buildStep, cachedManifest, countingBucket, type ReleaseObjects, type StepOutcome } from "./build.ts";
 import { type BuildReport, type BuildWork, noBuildWork } from "./build-report.ts";
 import { BUILD_LIMITS, type BuildDeps } from "./limits.ts";
-import { readManifest, readPointer } from "./manifest.ts";
+import { readPointer } from "./manifest.ts";
 
 /**
  * The one object that builds the catalogue snapshot (one instance, "catalogue"). Ingestion pokes it
@@ -159,16 +159,20 @@ export class CatalogueBuilder extends MeteredObject {
   /** Converts the next pieces of the first currency kept warm that lacks some; forgets a currency not asked for in a day. */
   async #warmStep(): Promise<boolean> {
     const bucket = this.meter.bucket(this.env.CATALOGUE);
-    const pointer = await readPointer(bucket);
+    const entries = [...(await this.ctx.storage.list<WarmEntry>({ prefix: WARM_PREFIX }))];
+    const stale = entries.filter(([, entry]) => Date.now() - entry.askedAt > DAY_MS).map(([key]) => key);
+    if (stale.length > 0) await this.ctx.storage.delete(stale);
+    const warm = entries.filter(([key]) => !stale.includes(key));
+    const pointer = warm.length > 0 ? await readPointer(bucket) : null;
     if (!pointer) return false;
-    for (const [key, entry] of await this.ctx.storage.list<WarmEntry>({ prefix: WARM_PREFIX })) {
-      if (Date.now() - entry.askedAt > DAY_MS) {
-        await this.ctx.storage.delete(key);
-        continue;
-      }
+    // Once a step, whatever the currencies: the snapshot (the one the last build left in this isolate) and the rates.
+    const [manifest, rates] = await Promise.all([
+      cachedManifest(bucket, pointer.manifest),
+      todaysRates(this.meter.database(this.env.DB), bucket),
+    ]);
+    for (const [key, entry] of warm) {
       const [currency, form] = key.slice(WARM_PREFIX.length).split(":") as [string, "json" | "ndjson"];
-      const manifest = await readManifest(bucket, pointer.manifest);
-      const conversion = conversionInto(currency, await todaysRates(this.meter.database(this.env.DB), bucket));
+      const conversion = conversionInto(currency, rates);
       const { known, more } = await warmStep(bucket, manifest, conversion, form, entry.known, WARM_SEGMENTS_PER_STEP);
       if (JSON.stringify(known) !== JSON.stringify(entry.known)) await this.ctx.storage.put(key, { ...entry, known } satisfies WarmEntry);
       if (more) return true;
