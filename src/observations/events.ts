@@ -3,7 +3,7 @@ import type { CompetitorRow, OfferRow, ProductRow } from "../catalogue/views.ts"
 import type { EventMessage } from "../events/messages.ts";
 import type { PriceChangedData, StockChangedData } from "../events/schema.ts";
 import { newEventId } from "../platform/ids.ts";
-import { formatMoney } from "../platform/money.ts";
+import { formatMoney, MAX_MINOR_UNITS } from "../platform/money.ts";
 
 /** The events an ingestion emits, built as the types src/events/schema.ts declares. */
 
@@ -48,13 +48,15 @@ export function priceEvent(context: EventContext, before: OfferRow): EventMessag
   const { offer } = context;
   const comparable = before.currency === offer.currency;
   const delta = offer.priceMinor - before.priceMinor;
+  // A total past 2^53-1 stored before ingestion refused such totals is not shown: the change that mends it still goes through.
+  const oldTotal = totalMinor(before.priceMinor, before.shippingMinor);
   const message = eventMessage<PriceChangedData>("price.changed", context, {
     old_price: comparable ? formatMoney(before.priceMinor, offer.currency) : null,
     new_price: formatMoney(offer.priceMinor, offer.currency),
     change_abs: comparable ? formatMoney(delta, offer.currency) : null,
     change_pct: comparable && before.priceMinor > 0 ? Math.round((delta / before.priceMinor) * 10_000) / 100 : null,
     direction: comparable ? (delta > 0 ? "up" : "down") : null,
-    old_total_price: comparable ? money(totalMinor(before.priceMinor, before.shippingMinor), offer.currency) : null,
+    old_total_price: comparable && oldTotal !== null && oldTotal <= MAX_MINOR_UNITS ? money(oldTotal, offer.currency) : null,
     new_total_price: money(totalMinor(offer.priceMinor, offer.shippingMinor), offer.currency),
     lowest_price_30d: money(offer.lowestPrice30dMinor, offer.currency),
   });

@@ -3,7 +3,7 @@ import { competitorDomain, competitorId, competitorName, OfferCondition, Quantit
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required, trimmedText } from "../http/validation.ts";
-import { currencySchema, moneyFieldsFit, moneyStringSchema, POSITIVE_DECIMAL_PATTERN } from "../platform/money.ts";
+import { currencySchema, moneyFieldsFit, moneyStringSchema, moneyTotalFits, POSITIVE_DECIMAL_PATTERN } from "../platform/money.ts";
 
 /** POST /admin/observations: what it takes and what it answers, declared once. */
 
@@ -74,17 +74,23 @@ const PricedObservation = z
         .literal("ok", { error: CHECK_STATUS_ERROR })
         .optional()
         .meta({ description: "ok (the default): the check read a price" }),
-      price: moneyStringSchema,
+      price: moneyStringSchema.meta({
+        description: `${moneyStringSchema.description}; with shipping_cost, the total (price + shipping_cost) too, else 400 naming price`,
+      }),
       regular_price: optionalMoney,
       currency: currencySchema,
       shipping_cost: optionalMoney.meta({
-        description: "Delivery to the shop's home market; 0 is free delivery, absent or null unknown (then total_price is null)",
+        description:
+          "Delivery to the shop's home market; 0 is free delivery, absent or null unknown (then total_price is null); price + " +
+          "shipping_cost at most 2^53-1 minor units",
       }),
       in_stock: z.boolean({ error: (issue) => (issue.input === undefined ? "is required" : "must be true or false") }),
     },
     jsonObject,
   )
   .superRefine(moneyFieldsFit(["price", "regular_price", "shipping_cost"]))
+  // A total no view can show exactly would break every catalogue build and price change after it.
+  .superRefine(moneyTotalFits("price", "shipping_cost"))
   .superRefine(quantityWithUnit)
   .meta({ id: "PricedObservation", description: "A check that read a price (check_status ok or absent)", ...bothOrNeither });
 

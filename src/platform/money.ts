@@ -73,7 +73,7 @@ export function parseMoney(value: string, currency: string): number {
   // 15 digits are always below 2^53: only a longer amount needs BigInt to tell (a converted list parses millions).
   if (digits.length <= 15) return Number(digits);
   const minor = BigInt(digits);
-  if (minor > BigInt(Number.MAX_SAFE_INTEGER)) throw new MoneyError("is too large");
+  if (minor > BigInt(MAX_MINOR_UNITS)) throw new MoneyError("is too large");
   return Number(minor);
 }
 
@@ -174,6 +174,36 @@ export const moneyStringSchema = z
       "CLF) and at most 2^53-1 minor units",
     example: "14.99",
   });
+
+/** The largest amount, in minor units, the API holds exactly: a JavaScript number beyond it is no longer a whole count. */
+export const MAX_MINOR_UNITS = Number.MAX_SAFE_INTEGER;
+
+/**
+ * A superRefine for an object holding `currency`, a price and the cost added to it: their total must be within
+ * MAX_MINOR_UNITS too (each alone may be), else every view showing the total would fail. Reported under the price.
+ */
+export function moneyTotalFits<P extends string, A extends string>(price: P, added: A) {
+  return (value: { currency: string } & Partial<Record<P | A, string | null | undefined>>, ctx: z.RefinementCtx) => {
+    const [amount, addition] = [value[price], value[added]];
+    if (!isCurrency(value.currency) || typeof amount !== "string" || typeof addition !== "string") return;
+    let total: number;
+    try {
+      total = parseMoney(amount, value.currency) + parseMoney(addition, value.currency);
+    } catch (error) {
+      if (error instanceof MoneyError) return; // moneyFieldsFit names that field
+      throw error;
+    }
+    if (total <= MAX_MINOR_UNITS) return;
+    ctx.addIssue({
+      code: "custom",
+      path: [price],
+      message:
+        `with ${added} ${addition}, the total is over ${MAX_MINOR_UNITS.toLocaleString("en")} minor units of ${value.currency} ` +
+        `(2^53-1, the most the API can add exactly); send the real ${price} and ${added}`,
+      input: amount,
+    });
+  };
+}
 
 /**
  * A superRefine for an object holding `currency` and money strings: reports each field whose amount

@@ -98,6 +98,17 @@ describe("POST /admin/observations refuses a bad observation with 400 naming it,
       /observations\.3\.url: must be an absolute RFC 3986 URI/,
     ],
     ["a gtin that is not digits", withBad({ gtin: "ABC" }), /observations\.3\.gtin: must be 8 to 14 digits/],
+    // Each amount fits, their total (2^53 minor units) does not: every catalogue build would fail on it.
+    [
+      "a total (price + shipping_cost) of 2^53 minor units",
+      withBad({ price: "90071992547409.91", shipping_cost: "0.01" }),
+      /observations\.3\.price: with shipping_cost 0\.01, the total is over 9,007,199,254,740,991 minor units of USD/,
+    ],
+    [
+      "a total of 2^53 yen",
+      withBad({ price: "9007199254740000", shipping_cost: "992", currency: "JPY" }),
+      /observations\.3\.price: with shipping_cost 992, the total is over .* minor units of JPY/,
+    ],
   ];
 
   for (const [what, observations, detail] of cases) {
@@ -105,6 +116,11 @@ describe("POST /admin/observations refuses a bad observation with 400 naming it,
       expect(await expectRefused(postObservations(observations))).toMatch(detail);
     });
   }
+
+  it("a total of exactly 2^53-1 minor units is taken, and served", async () => {
+    const res = await postObservations([{ ...good(9), price: "90071992547409.90", shipping_cost: "0.01" }]);
+    expect(res.status).toBe(200);
+  });
 
   it("1,001 observations (1,000 is the most a call takes)", async () => {
     const observations = Array.from({ length: 1001 }, (_, i) => good(i));

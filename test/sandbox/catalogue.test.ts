@@ -177,6 +177,16 @@ describe("POST /test/observations", () => {
     expect((await products(b.testKey, "?sku=TEST-VC-0005"))[0]!.offers[0]!.price).toBe(offer.price);
   });
 
+  it("a total (price + shipping_cost) beyond 2^53-1 minor units: 400 naming the field, nothing written", async () => {
+    const { testKey } = await testAccount();
+    const [product] = await products(testKey, "?sku=TEST-VC-0005");
+    const offer = product!.offers.find((o) => o.currency === "USD") ?? product!.offers[0]!;
+    const tooLarge = { ...change(product!, "90071992547409.91", offer), currency: "USD", shipping_cost: "0.01" };
+    const refused = await expectJson(await simulate(testKey, [change(product!, "4.00"), tooLarge]), 400);
+    expect(refused.detail).toMatch(/^Invalid body: observations\.1\.price: with shipping_cost 0\.01, the total is over/);
+    expect((await products(testKey, "?sku=TEST-VC-0005"))[0]).toEqual(product);
+  });
+
   it("a live key is 403 naming the environment, and changes nothing", async () => {
     const { key: live, testKey } = await testAccount();
     const [product] = await products(testKey, "?sku=TEST-BK-0006");

@@ -182,9 +182,12 @@ async function fullSegments(deps: BuildDeps, objects: StepObjects, state: BuildS
     );
     if (rows.length > 0) {
       const first = state.position === 0 ? "" : rows[0]!.id;
-      const segment = assembleSegment(deps, objects, first, encodeParts(deps, first, encode(rows, offerRows, names)));
-      written[builtKey(state.position)] = [segment];
-      state.position++;
+      const pieces = encodeParts(deps, first, encode(rows, offerRows, names));
+      // A page whose every product was left out (encode) makes no segment: the segment before covers its range.
+      if (pieces.length > 0) {
+        written[builtKey(state.position)] = [assembleSegment(deps, objects, first, pieces)];
+        state.position++;
+      }
       state.cursor = rows[rows.length - 1]!.id;
     }
     if (rows.length < limits.segmentTarget) {

@@ -1,5 +1,6 @@
 import { and, asc, gt, gte, inArray, lt, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "../../platform/db.ts";
+import { logger } from "../../platform/log.ts";
 import { competitors, offers, products } from "../../platform/tables.ts";
 import { type CompetitorRow, type OfferRow, type ProductRow, productView } from "../views.ts";
 import type { BuildWork } from "./build-report.ts";
@@ -55,6 +56,8 @@ export function changedInRange(version: number, range: (id: SQL) => (SQL | undef
   return and(sql`${changedVersion} > ${version}`, ...range(id)) as SQL;
 }
 
+const log = logger("catalogue-build");
+
 export function encode(rows: readonly ProductRow[], offerRows: readonly OfferRow[], names: ReadonlyMap<string, CompetitorRow>): Encoded[] {
   const byProduct = new Map<string, OfferRow[]>();
   for (const row of offerRows) {
@@ -62,18 +65,29 @@ export function encode(rows: readonly ProductRow[], offerRows: readonly OfferRow
     if (!list) byProduct.set(row.productId, (list = []));
     list.push(row);
   }
-  return rows.map((row) => {
+  const encoded: Encoded[] = [];
+  for (const row of rows) {
     const own = byProduct.get(row.id) ?? [];
-    return {
+    let json: string;
+    try {
+      json = JSON.stringify(productView(row, own, names));
+    } catch (error) {
+      // One product's bad row (a total past 2^53-1 stored before ingestion refused it) must not stop every build:
+      // it is left out of the snapshot, as if absent, until a change makes it whole again.
+      log.error("product left out of the snapshot: its rows cannot be shown", { product_id: row.id, sku: row.sku, error: String(error) });
+      continue;
+    }
+    encoded.push({
       id: row.id,
-      json: JSON.stringify(productView(row, own, names)),
+      json,
       sku: row.sku,
       brand: row.brand?.toLowerCase() ?? null,
       category: row.category?.toLowerCase() ?? null,
       updatedAt: row.updatedAt,
       competitorIds: own.map((offer) => offer.competitorId),
-    };
-  });
+    });
+  }
+  return encoded;
 }
 
 export interface Range {
