@@ -10,14 +10,14 @@ import { DAY_MS } from "../platform/time.ts";
  * pruned as a sliding-window minimum: a price is dropped once a later one is as low or lower (whenever the older is
  * inside a later window, so is the newer), or once it ended 30 days or more before the latest change. What is left
  * rises from oldest to newest, so the window's lowest is its first entry.
+ *
+ * Nothing else bounds it: each entry left may be a later window's lowest (once the ones before it leave the window),
+ * so forgetting one, however many there are, could report a lowest above the true one. Its size is the prices the
+ * offer rose to within 30 days and never fell below since: a few for prices that go up and down, one per change only
+ * for a rise after rise, at about 35 bytes each in the offer's row.
  */
 
 const PRIOR_WINDOW_MS = 30 * DAY_MS;
-/**
- * A bound on the row: 64 rises in a row within 30 days (each dearer than the last, none lower since) keep 64 entries;
- * a 65th forgets the oldest, the lowest, which then no longer counts. Prices that go up and down keep only a few.
- */
-const MAX_PRIOR_PRICES = 64;
 
 /**
  * The offer's prior prices and lowest_price_30d after its price changed at `changedAt` from `oldMinor` (in the same
@@ -31,6 +31,5 @@ export function afterPriceChange(
   const opens = new Date(Date.parse(changedAt) - PRIOR_WINDOW_MS).toISOString();
   const kept = prior.filter(([endedAt, minor]) => endedAt > opens && minor < oldMinor);
   kept.push([changedAt, oldMinor]);
-  const priorPrices = kept.slice(-MAX_PRIOR_PRICES);
-  return { priorPrices, lowestMinor: priorPrices[0]![1] };
+  return { priorPrices: kept, lowestMinor: kept[0]![1] };
 }

@@ -4,7 +4,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Schemas } from "../../client/index.ts";
 import { archiveHistory } from "../../src/catalogue/history-archive.ts";
 import { database } from "../../src/platform/db.ts";
-import { events, priceHistory, products } from "../../src/platform/tables.ts";
+import { events, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { buildCatalogue } from "../helpers/catalogue-factory.ts";
@@ -45,6 +45,7 @@ const historyRows = async (sku: string) =>
     .where(eq(priceHistory.productId, await productId(sku)))
     .get())!.n;
 const daysAgo = (days: number) => new Date(Date.now() - days * DAY_MS).toISOString();
+const cents = (minor: number) => (minor / 100).toFixed(2);
 
 describe("total_price", () => {
   it("is price + shipping_cost; null while shipping is unknown; free shipping (0) makes it the price", async () => {
@@ -208,6 +209,35 @@ describe("lowest_price_30d", () => {
       ["12.00", "11.00", "10.00"],
       ["11.00", "9.00", "10.00"],
     ]);
+  });
+
+  it("keeps the true low through any number of rises within 30 days (65 rises, then a reduction)", async () => {
+    const sku = "LOW-RISES";
+    await ingest([{ sku, price: "10.00", observed_at: daysAgo(20) }]);
+    // 65 rises of a cent, one an hour: each dearer than every price before, so each may be a later window's lowest.
+    const rises = Array.from({ length: 65 }, (_, i) => ({ sku, price: cents(1001 + i), observed_at: daysAgo(19 - i / 24) }));
+    await ingest(rises);
+    expect(await offerOf(sku)).toMatchObject({ price: "10.65", lowest_price_30d: "10.00" });
+    await ingest([{ sku, price: "9.50", observed_at: daysAgo(1) }]);
+    expect((await offerOf(sku)).lowest_price_30d).toBe("10.00");
+    // What the row keeps: 10.00 and every rise (10.01 … 10.65), none forgotten.
+    const row = await db()
+      .select({ prior: offers.priorPrices })
+      .from(offers)
+      .where(eq(offers.productId, await productId(sku)))
+      .get();
+    expect(row!.prior.map(([, minor]) => minor)).toEqual(Array.from({ length: 66 }, (_, i) => 1000 + i));
+  });
+
+  it("as the window slides past the low, the lowest is the first rise still inside it, exactly", async () => {
+    const sku = "LOW-SLIDE";
+    await ingest([{ sku, price: "10.00", observed_at: daysAgo(45) }]);
+    // 70 rises, 6 hours apart: price 10.01 + i cents from 44.1 − i/4 days ago, so 10.57 (i = 56) is the first price
+    // to end inside the 30 days before now (29.85 days ago; 10.56 ended 30.1 days ago).
+    const rises = Array.from({ length: 70 }, (_, i) => ({ sku, price: cents(1001 + i), observed_at: daysAgo(44.1 - i / 4) }));
+    await ingest(rises);
+    await ingest([{ sku, price: "10.50", observed_at: daysAgo(0) }]);
+    expect((await offerOf(sku)).lowest_price_30d).toBe("10.57");
   });
 
   it("starts afresh when the currency changes: prices in two currencies are not compared", async () => {
