@@ -143,6 +143,14 @@ async function verifyWithEachKey(token: string, candidates: errors.JWKSMultipleM
   throw new errors.JWSSignatureVerificationFailed();
 }
 
+/** IDP_TOKEN_TYPE for an IdP whose access tokens carry no `typ` header. */
+const NO_TYPE = "none";
+
+/** A media type's "application/" prefix may be left out, and case does not count (RFC 7515, 4.1.9). */
+const mediaType = (typ: string) => typ.toLowerCase().replace(/^application\//, "");
+const isTokenType = (typ: string | undefined, wanted: string) =>
+  wanted === NO_TYPE ? typ === undefined : typ !== undefined && mediaType(typ) === mediaType(wanted);
+
 export async function verifyIdpToken(token: string, config: Config): Promise<Identity> {
   const options: JWTVerifyOptions = {
     issuer: config.IDP_ISSUER,
@@ -152,10 +160,19 @@ export async function verifyIdpToken(token: string, config: Config): Promise<Ide
     requiredClaims: ["iss", "aud", "exp", "sub"],
   };
   try {
-    const { payload } = await jwtVerify(token, keySetFor(config.IDP_JWKS_URL), options).catch((error: unknown) => {
+    const { payload, protectedHeader } = await jwtVerify(token, keySetFor(config.IDP_JWKS_URL), options).catch((error: unknown) => {
       if (error instanceof errors.JWKSMultipleMatchingKeys) return verifyWithEachKey(token, error, options);
       throw error;
     });
+    // Once the signature holds: an ID token (or another JWT the IdP signs) of the same issuer and audience is no access token.
+    if (!isTokenType(protectedHeader.typ, config.IDP_TOKEN_TYPE)) {
+      const typ = protectedHeader.typ === undefined ? "missing" : JSON.stringify(protectedHeader.typ);
+      const wanted = config.IDP_TOKEN_TYPE === NO_TYPE ? "absent" : `"${config.IDP_TOKEN_TYPE}"`;
+      throw unauthorized(
+        `The token's "typ" header is ${typ}, not ${wanted}: this API takes the identity provider's access tokens only (not ID tokens or other JWTs).`,
+        true,
+      );
+    }
     const sub = payload.sub as unknown;
     if (typeof sub !== "string" || sub === "")
       throw unauthorized('The token\'s "sub" claim must be a non-empty string naming the account.', true);

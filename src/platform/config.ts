@@ -9,6 +9,8 @@ const configSchema = z.object({
   IDP_ISSUER: requiredVar("IDP_ISSUER"),
   IDP_AUDIENCE: requiredVar("IDP_AUDIENCE"),
   IDP_JWKS_URL: requiredVar("IDP_JWKS_URL").pipe(z.url({ error: "Server misconfigured: IDP_JWKS_URL is not a URL." })),
+  /** The `typ` header the IdP's access tokens carry: RFC 9068's by default (the local IdP's, and most IdPs' with that profile). */
+  IDP_TOKEN_TYPE: z.string().min(1, { error: "Server misconfigured: the IDP_TOKEN_TYPE variable is empty." }).default("at+jwt"),
   KEY_PREFIX: z
     .string()
     .regex(/^[a-z][a-z0-9]{1,15}$/, { error: "Server misconfigured: KEY_PREFIX must be 2-16 lowercase letters or digits." })

@@ -3,6 +3,8 @@ import { base64url, exportJWK, generateKeyPair, UnsecuredJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import type { ApiError } from "../../client/index.ts";
 import { mintToken } from "../../scripts/mint-token.ts";
+import { verifyIdpToken } from "../../src/auth/idp.ts";
+import { type Config, readConfig } from "../../src/platform/config.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import {
   accountToken,
@@ -175,6 +177,29 @@ describe("IdP JWTs that must be refused", () => {
     const data = new TextEncoder().encode(`${header}.${payload}`);
     const sig = new Uint8Array(await crypto.subtle.sign("RSASSA-PKCS1-v1_5", privateKey, data));
     await expectRejected(`${header}.${payload}.${base64url.encode(sig)}`, "forged-jwk-header");
+  });
+
+  // The IdP's access tokens carry typ "at+jwt" (RFC 9068): an ID token, or any other JWT it signs, is not one.
+  it.each([
+    ["an ID token's", "JWT", /"typ" header is "JWT", not "at\+jwt"/],
+    ["a logout token's", "logout+jwt", /"typ" header is "logout\+jwt", not "at\+jwt"/],
+    ["no", null, /"typ" header is missing, not "at\+jwt"/],
+  ])("%s typ header, signed by the IdP's key with valid claims", async (_, typ, why) => {
+    const detail = await expectRejected(await signClaims(validClaims("forged-typ"), { typ }), "forged-typ");
+    expect(detail).toMatch(why);
+    expect(detail).toMatch(/access tokens only/);
+  });
+
+  it('typ "application/AT+JWT" is the same type (RFC 7515: the prefix may be given, case does not count)', async () => {
+    const res = await call("GET", "/account", { token: await signClaims(validClaims("typ-with-prefix"), { typ: "application/AT+JWT" }) });
+    expect(res.status).toBe(200);
+  });
+
+  it('IDP_TOKEN_TYPE "none" (an IdP whose tokens carry no typ): a token without one passes, one with a typ is 401', async () => {
+    const config = { ...(readConfig(env) as Config), IDP_TOKEN_TYPE: "none" };
+    expect((await verifyIdpToken(await signClaims(validClaims("untyped"), { typ: null }), config)).sub).toBe("untyped");
+    const refused = await verifyIdpToken(await signClaims(validClaims("typed")), config).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ status: 401, detail: expect.stringMatching(/"typ" header is "at\+jwt", not absent/) });
   });
 
   it("no exp claim", async () => {

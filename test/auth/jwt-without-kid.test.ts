@@ -11,7 +11,9 @@ const config = { ...(readConfig(env) as Config), IDP_JWKS_URL: new URL("/two-key
 
 /** A token with no `kid` in its header, as some IdPs issue them. */
 async function withoutKid(sub: string, key?: CryptoKey) {
-  return new SignJWT(validClaims(sub)).setProtectedHeader({ alg: "RS256" }).sign(key ?? (await importJWK(signingJwk, "RS256")));
+  return new SignJWT(validClaims(sub))
+    .setProtectedHeader({ alg: "RS256", typ: "at+jwt" })
+    .sign(key ?? (await importJWK(signingJwk, "RS256")));
 }
 
 const outcome = (token: string) =>
@@ -36,7 +38,7 @@ describe("a JWT without kid, when the key set holds several keys of its algorith
 
   it("with claims that do not hold, it is 401 whichever key signed it", async () => {
     const expired = await new SignJWT({ ...validClaims("late"), exp: Math.floor(Date.now() / 1000) - 3600 })
-      .setProtectedHeader({ alg: "RS256" })
+      .setProtectedHeader({ alg: "RS256", typ: "at+jwt" })
       .sign(await importJWK(signingJwk, "RS256"));
     expect(await outcome(expired)).toBe(401);
   });

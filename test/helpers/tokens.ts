@@ -34,13 +34,18 @@ export interface SignOptions {
   key?: CryptoKey | Uint8Array;
   /** The `kid` header; the test IdP's kid by default. */
   kid?: string;
+  /** The `typ` header; an access token's (RFC 9068) by default, none when null. */
+  typ?: string | null;
 }
 
 /**
  * Signs exactly the given claims (nothing added, so a claim can be left out), for the forged and
  * malformed tokens `mintToken` cannot express.
  */
-export async function signClaims(claims: JWTPayload, { alg = "RS256", key, kid = signingJwk.kid }: SignOptions = {}): Promise<string> {
+export async function signClaims(
+  claims: JWTPayload,
+  { alg = "RS256", key, kid = signingJwk.kid, typ = "at+jwt" }: SignOptions = {},
+): Promise<string> {
   const signingKey = key ?? (await importJWK(signingJwk, "RS256"));
-  return new SignJWT(claims).setProtectedHeader({ alg, kid, typ: "at+jwt" }).sign(signingKey);
+  return new SignJWT(claims).setProtectedHeader({ alg, kid, ...(typ === null ? {} : { typ }) }).sign(signingKey);
 }
