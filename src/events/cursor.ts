@@ -1,4 +1,4 @@
-import { asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, isNull, sql } from "drizzle-orm";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { eventIdTime } from "../platform/ids.ts";
@@ -16,7 +16,8 @@ export const cursorGone = (id: string) =>
 
 /**
  * The seq of the event a cursor names: from D1, or from the archive object its id's timestamp falls in.
- * An event older than the retention, or unknown, is 410.
+ * An event older than the retention, or unknown, is 410; so is an account's own event (an account or sandbox event,
+ * which has an account): it is in no catalogue feed, and answering it as unknown tells no one that it exists.
  */
 export async function cursorOf(
   db: Database,
@@ -26,7 +27,10 @@ export async function cursorOf(
   const gone = () => cursorGone(id);
   const at = eventIdTime(id);
   const [inD1, candidates] = await db.batch([
-    db.select({ seq: events.seq, timestamp: events.timestamp }).from(events).where(eq(events.id, id)),
+    db
+      .select({ seq: events.seq, timestamp: events.timestamp })
+      .from(events)
+      .where(and(eq(events.id, id), isNull(events.accountId))),
     db
       .select()
       .from(eventArchive)

@@ -10,7 +10,7 @@ import type { ApiKeyOfRequest } from "../pipeline/identify.ts";
 import type { Database } from "../platform/db.ts";
 import type { WorkCounts, WorkMeter } from "../platform/metered.ts";
 import { parseMoney } from "../platform/money.ts";
-import { apiKeys, events } from "../platform/tables.ts";
+import { apiKeys, events, WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 import { sandboxFacts } from "../sandbox/facts.ts";
 import {
   type CapReached,
@@ -111,20 +111,23 @@ const KEY_GONE = ": this API key no longer admits this stream; the stream ends\n
 
 /**
  * What a stream reads of D1 when it opens, in one round trip: the key's expiry (the instant the stream must end by, unless
- * its key's object pushes an earlier one), and, for a stream with no cursor, where the present is: the latest event
- * committed, catalogue or account (a cursor only, never sent), which it hands its client if it ends having sent nothing.
+ * its key's object pushes an earlier one), and, for a stream with no cursor, where the present is: the latest event of
+ * its own feed (a cursor only, never sent), which it hands its client if it ends having sent nothing.
  */
 async function openingReads(db: Database, key: StreamKey): Promise<{ expiresAt: number | null; present: string | undefined }> {
-  // A test stream's present is its sandbox's latest event: the cursor it may hand out is one its own feed knows.
-  const sandbox = and(eq(events.accountId, key.accountId), sql`${events.environment} = 'test'`);
+  // The present is an event the stream's feed holds, never another account's: a live stream's is the catalogue's latest
+  // (account and sandbox events have an account), a test stream's its own sandbox's latest. The catalogue's is the newer
+  // of its two types' newest, each sought through the (type, seq) index, so other accounts' events (account events
+  // have types of their own) are not read on the way.
+  const catalogueNewest = (type: string) =>
+    sql`(SELECT seq FROM ${events} WHERE type = ${type} AND account_id IS NULL ORDER BY seq DESC LIMIT 1)`;
+  const ownFeed =
+    key.environment === "test"
+      ? and(eq(events.accountId, key.accountId), sql`${events.environment} = 'test'`)
+      : sql`${events.seq} IN (${sql.join(WEBHOOK_EVENT_TYPES.map(catalogueNewest), sql`, `)})`;
   const [[row], [latest]] = await db.batch([
     db.select({ expiresAt: apiKeys.expiresAt }).from(apiKeys).where(eq(apiKeys.id, key.id)),
-    db
-      .select({ id: events.id })
-      .from(events)
-      .where(key.environment === "test" ? sandbox : undefined)
-      .orderBy(desc(events.seq))
-      .limit(1),
+    db.select({ id: events.id }).from(events).where(ownFeed).orderBy(desc(events.seq)).limit(1),
   ]);
 
   return { expiresAt: row?.expiresAt ? Date.parse(row.expiresAt) : null, present: latest?.id };

@@ -5,6 +5,7 @@ import { EventSource } from "eventsource";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AlertFilters } from "../../src/alerts/schema.ts";
 import { database } from "../../src/platform/db.ts";
+import { newEventId } from "../../src/platform/ids.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { ACCOUNT_EVENT_TYPES, events, WEBHOOK_EVENT_TYPES } from "../../src/platform/tables.ts";
 import { hubOf } from "../../src/stream/hubs.ts";
@@ -313,6 +314,57 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
       await untyped.close();
       await typed.close();
     }
+  });
+
+  it("a stream that sent nothing ends with a catalogue event as its cursor, never another account's newer events; GET /events refuses those as unknown", async () => {
+    const [a, b] = [await freshAccount({ plan: "premium" }), await freshAccount({ plan: "premium" })];
+    const sku = newSku();
+    await ingest([{ sku, price: "3.00" }]);
+    await ingest([{ sku, price: "2.00" }]);
+    const [catalogueNewest] = await eventIdsOf(sku);
+    // B's events, newer than any catalogue event: an account event (live) and a sandbox change (test).
+    const at = new Date(Date.now() + 1000).toISOString();
+    const own = [
+      { type: "api_key.leaked", environment: "live" as const, data: { account_id: b.sub, key_id: b.keyId } },
+      { type: "price.changed", environment: "test" as const, data: { sku: "TEST-VC-0001" } },
+    ].map(({ type, environment, data }) => ({
+      id: newEventId(at),
+      type,
+      timestamp: at,
+      payload: JSON.stringify({ type, timestamp: at, data }),
+      accountId: b.sub,
+      environment,
+    }));
+    await db().insert(events).values(own);
+    // And 2,000 more of B's account events: finding the present must not read them.
+    const tag = crypto.randomUUID().replaceAll("-", "").slice(0, 16);
+    await generate(
+      2_000,
+      `INSERT INTO events (id, type, timestamp, payload, account_id) SELECT printf('evt_${tag}%016x', i), 'usage.threshold', '${at}', '{}', '${b.sub}' FROM n`,
+    );
+
+    const statements: Statement[] = [];
+    const frames = await framesOf({ skus: ["NONE"] }, { heartbeatMs: 10, lifetimeMs: 150 }, { account: a, statements });
+    const text: string[] = [];
+    for await (const frame of frames) text.push(frame);
+    const present = statements.find((statement) => /from "events"/i.test(statement.sql))!;
+    const { meta } = await env.DB.prepare(present.sql)
+      .bind(...present.params)
+      .all();
+    expect(meta.rows_read).toBeLessThanOrEqual(4);
+    expect(text.some((frame) => frame.includes("data:"))).toBe(false);
+    expect(text.at(-1)).toMatch(new RegExp(`\\nid: ${catalogueNewest}\\n\\n$`));
+    for (const event of own) expect(text.join("")).not.toContain(event.id);
+
+    // Another account's event id as a cursor is answered as an unknown one (410), so no answer tells it exists.
+    const unknown = newEventId(at);
+    const { detail: unknownDetail } = await expectJson(await call("GET", `/events?after=${unknown}`, { token: a.key }), 410);
+    for (const event of own) {
+      const { detail } = await expectJson(await call("GET", `/events?after=${event.id}`, { token: a.key }), 410);
+      expect(detail).toBe(unknownDetail.replace(unknown, event.id));
+    }
+    const resumed = await expectJson(await call("GET", `/events?after=${catalogueNewest}`, { token: a.key }), 200);
+    for (const event of own) expect(JSON.stringify(resumed)).not.toContain(event.id);
   });
 
   /** Opens a stream for the key, shows it live, applies `change`, then commits an event: the stream must end without it. */
