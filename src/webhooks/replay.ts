@@ -35,14 +35,13 @@ export async function replayWebhookEvents(
   const since = request.since > oldest ? request.since : oldest;
   const until = request.until ?? new Date().toISOString();
   // only_failed: D1's attempts decide in SQL; those that left D1 (src/webhooks/delivery/delivery-archive.ts) are read once, for
-  // the span's events and their retries (a delivery made by an earlier replay, later than that, is not seen: sent again).
-  const archivedAttemptsOf = request.only_failed
-    ? await archivedAttempts(archive, {
-        webhookId: id,
-        from: since,
-        to: new Date(Math.min(Date.now(), Date.parse(until) + ATTEMPTS_SPAN_MS)).toISOString(),
-      })
-    : [];
+  // the span's events and their retries (a delivery made by an earlier replay, later than that, is not seen: sent again),
+  // an archive object at a time, each folded into what it says of each event before the next is read.
+  const attempts = new AttemptOutcomes();
+  if (request.only_failed) {
+    const to = new Date(Math.min(Date.now(), Date.parse(until) + ATTEMPTS_SPAN_MS)).toISOString();
+    for await (const rows of archivedAttempts(archive, { webhookId: id, from: since, to })) attempts.add(rows);
+  }
   // "events"."id" spelled out: in a select list drizzle leaves a column unqualified (it would name the attempt's own id).
   const anyD1Attempt = sql<number>`EXISTS (SELECT 1 FROM ${webhookDeliveries} a WHERE a.webhook_id = ${id} AND a.event_id = "events"."id")`;
   const notReceived = sql`NOT EXISTS (SELECT 1 FROM ${webhookDeliveries} d WHERE d.webhook_id = ${id} AND d.event_id = ${events.id}
@@ -89,14 +88,7 @@ export async function replayWebhookEvents(
       .orderBy(events.seq)
       .limit(REPLAY_PAGE);
     // An event with no attempt left in D1 is judged by its archived ones.
-    await take(
-      request.only_failed
-        ? notYetReceived(
-            archivedAttemptsOf,
-            rows.filter((row) => !row.anyD1Attempt),
-          ).concat(rows.filter((row) => row.anyD1Attempt))
-        : rows,
-    );
+    await take(request.only_failed ? rows.filter((row) => row.anyD1Attempt || attempts.notReceived(row.id)) : rows);
     if (rows.length < REPLAY_PAGE) break;
     afterSeq = rows.at(-1)!.seq;
   }
@@ -106,7 +98,8 @@ export async function replayWebhookEvents(
   const archived = (sandbox ? [] : await archivedBetween(db, archive, { since, until, through })).filter((event) =>
     webhook.events.includes(event.type as never),
   );
-  await take(request.only_failed ? notYetReceived([...archivedAttemptsOf, ...(await attemptsInD1(db, id, archived))], archived) : archived);
+  if (request.only_failed) attempts.add(await attemptsInD1(db, id, archived));
+  await take(request.only_failed ? archived.filter((event) => attempts.notReceived(event.id)) : archived);
   const messages = [...taken.entries()].sort(([a], [b]) => a - b).map(([, message]) => message);
   try {
     await sendAll(queue, messages);
@@ -137,18 +130,26 @@ async function attemptsInD1(db: Database, id: string, archived: readonly Archive
 }
 
 /**
- * The events this webhook has not received, judged by these attempts (never delivered, and the last not still being
- * retried): the notReceived rule above, in JavaScript.
+ * What a webhook's attempts say of each event, folded as they are read (archive objects one at a time, then D1's): the
+ * notReceived rule above, in JavaScript. An event is not received when no attempt delivered it and its last attempt
+ * (the highest id) is not still being retried. One number per event: DELIVERED, or the last attempt's id, negative
+ * while it is retrying; an attempt read twice (in two places after a crash) changes nothing.
  */
-function notYetReceived<T extends { id: string }>(
-  attempts: readonly Pick<DeliveryRow, "id" | "eventId" | "outcome">[],
-  candidates: readonly T[],
-): T[] {
-  const last = new Map<string, string>();
-  const delivered = new Set<string>();
-  for (const attempt of [...new Map(attempts.map((a) => [a.id, a])).values()].sort((a, b) => a.id - b.id)) {
-    last.set(attempt.eventId, attempt.outcome);
-    if (attempt.outcome === "delivered") delivered.add(attempt.eventId);
+class AttemptOutcomes {
+  static readonly #DELIVERED = 0; // attempt ids start at 1
+  readonly #byEvent = new Map<string, number>();
+
+  add(attempts: Iterable<Pick<DeliveryRow, "id" | "eventId" | "outcome">>): void {
+    for (const { id, eventId, outcome } of attempts) {
+      const known = this.#byEvent.get(eventId);
+      if (known === AttemptOutcomes.#DELIVERED) continue;
+      if (outcome === "delivered") this.#byEvent.set(eventId, AttemptOutcomes.#DELIVERED);
+      else if (known === undefined || id > Math.abs(known)) this.#byEvent.set(eventId, outcome === "retrying" ? -id : id);
+    }
   }
-  return candidates.filter((event) => !delivered.has(event.id) && last.get(event.id) !== "retrying");
+
+  notReceived(eventId: string): boolean {
+    const known = this.#byEvent.get(eventId);
+    return known === undefined || known > 0;
+  }
 }

@@ -73,6 +73,14 @@ const listing = async (token: string, id: string) =>
 const archiveKeys = async (webhookId: string) =>
   (await env.ARCHIVE.list({ prefix: deliveryArchivePrefix(webhookId) })).objects.map((o) => o.key);
 
+/** Every attempt of the webhook's archive from OLD ago on, as only_failed reads them. */
+async function archivedOf(webhookId: string) {
+  const rows = [];
+  for await (const part of archivedAttempts(env.ARCHIVE, { webhookId, from: ago(OLD + MINUTE_MS), to: new Date().toISOString() }))
+    rows.push(...part);
+  return rows;
+}
+
 /** A Database whose deletes fail: the archiver dies between its R2 write and its D1 delete. */
 function crashingOnDelete(real: Database): Database {
   return new Proxy(real, {
@@ -104,7 +112,7 @@ describe("the webhook delivery archive", () => {
     expect(await archiveKeys(busy.id)).toHaveLength(1);
     expect(await archiveKeys(recent.id)).toEqual([]);
     expect(await listing(token, busy.id)).toEqual(before);
-    const archived = await archivedAttempts(env.ARCHIVE, { webhookId: busy.id, from: ago(OLD + MINUTE_MS), to: new Date().toISOString() });
+    const archived = await archivedOf(busy.id);
     expect(archived).toHaveLength(120);
     expect(archived[0]!.responseExcerpt).toMatch(/^Réponse ✓ /);
   });
@@ -156,11 +164,7 @@ describe("the webhook delivery archive", () => {
       [b, before.b],
     ] as const) {
       expect(await listing(token, hook.id)).toEqual(listed);
-      const archived = await archivedAttempts(env.ARCHIVE, {
-        webhookId: hook.id,
-        from: ago(OLD + MINUTE_MS),
-        to: new Date().toISOString(),
-      });
+      const archived = await archivedOf(hook.id);
       expect(archived.map((row) => row.id)).toEqual([...new Set(archived.map((row) => row.id))]);
       expect(archived).toHaveLength(40);
     }
@@ -191,5 +195,42 @@ describe("the webhook delivery archive", () => {
     await archiveDeliveries(db(), env.ARCHIVE);
     expect(await inD1(hook.id)).toBe(1);
     expect(await onlyFailed(), "after the move").toEqual(expected);
+  });
+
+  it("replay's only_failed holds one archive object at a time, however many its span has", async () => {
+    const token = (await freshAccount()).token;
+    const hook = await createWebhook(token, { url: hookUrl(), events: ["price.changed"] });
+    const OBJECTS = 12;
+    const events = await commitEvents(3, OBJECTS + 1);
+    // Each event delivered once, archived by a run of its own: one archive object per event; the last never attempted.
+    for (const [i, eventId] of events.slice(0, OBJECTS).entries()) {
+      await attempts(hook.id, [[eventId, "delivered", OLD - i * MINUTE_MS]]);
+      await archiveDeliveries(db(), env.ARCHIVE);
+    }
+    expect(await archiveKeys(hook.id)).toHaveLength(OBJECTS);
+
+    // Objects being read (asked for, body not yet read through), at most at once.
+    let reading = 0;
+    let most = 0;
+    const get = env.ARCHIVE.get.bind(env.ARCHIVE);
+    vi.spyOn(env.ARCHIVE, "get").mockImplementation((async (key: string, options?: R2GetOptions) => {
+      if (!key.startsWith(deliveryArchivePrefix(hook.id))) return get(key, options);
+      most = Math.max(most, ++reading);
+      await new Promise((resolve) => setTimeout(resolve, 5)); // a read takes time: concurrent ones would overlap
+      const object = await get(key, options);
+      if (!object) return object;
+      const body = await object.arrayBuffer();
+      reading--;
+      return Object.assign(object, { arrayBuffer: async () => body });
+    }) as R2Bucket["get"]);
+    const sent = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
+    const since = ago(4 * 3_600_000);
+    expect(await expectJson(await call("POST", `/webhooks/${hook.id}/replay`, { token, body: { since, only_failed: true } }), 202)).toEqual(
+      {
+        queued: 1,
+      },
+    );
+    expect(sent.mock.calls.flatMap(([batch]) => [...batch].map((m) => (m.body as DeliveryMessage).event.id))).toEqual([events.at(-1)]);
+    expect(most).toBe(1);
   });
 });

@@ -57,7 +57,6 @@ export const ATTEMPTS_SPAN_MS = RETRY_DELAYS_SECONDS.reduce((sum, delay) => sum 
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const newestFirst = (a: DeliveryRow, b: DeliveryRow) => b.id - a.id;
-const oldestFirst = (a: DeliveryRow, b: DeliveryRow) => a.id - b.id;
 
 /**
  * Moves the due webhooks' old attempts to R2, in bounded steps, holding the task's lease (none moved when another run
@@ -164,13 +163,15 @@ export async function latestAttempts(
 }
 
 /**
- * The webhook's archived attempts made in [from, to] (ISO times), oldest first; at most
- * DELIVERY_REPLAY_ARCHIVE_READS objects (then 400: the caller's span is too long to judge).
+ * The webhook's archived attempts made in [from, to] (ISO times), one archive object's at a time (newest object first), so
+ * a caller that folds each into what it needs holds one object, never the span's; at most DELIVERY_REPLAY_ARCHIVE_READS
+ * objects (else 400: the caller's span is too long to judge). An attempt in two objects (a crash between an archive
+ * write and its D1 delete) comes twice: what the caller folds must not count it twice.
  */
-export async function archivedAttempts(
+export async function* archivedAttempts(
   bucket: R2Bucket,
   { webhookId, from, to }: { webhookId: string; from: string; to: string },
-): Promise<DeliveryRow[]> {
+): AsyncGenerator<DeliveryRow[]> {
   const keys = await keysBetween(bucket, { webhookId, from: Date.parse(from), to: Date.parse(to), max: DELIVERY_REPLAY_ARCHIVE_READS });
   if (keys.length > DELIVERY_REPLAY_ARCHIVE_READS)
     throw new ApiError(
@@ -178,7 +179,8 @@ export async function archivedAttempts(
       `Invalid body: since: only_failed would read more than ${DELIVERY_REPLAY_ARCHIVE_READS} archive objects of ` +
         `this webhook's delivery attempts; replay a shorter or more recent span.`,
     );
-  const limit = pLimit(6);
-  const parts = await Promise.all(keys.map((key) => limit(() => getNdjsonGz<DeliveryRow>(bucket, key))));
-  return mergeById(parts, oldestFirst).filter((row) => row.deliveredAt >= from && row.deliveredAt <= to);
+  for (const key of keys) {
+    const rows = await getNdjsonGz<DeliveryRow>(bucket, key);
+    yield rows.filter((row) => row.deliveredAt >= from && row.deliveredAt <= to);
+  }
 }
