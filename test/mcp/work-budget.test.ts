@@ -104,7 +104,8 @@ const TOOL_CALLS: [string, string, Record<string, unknown>][] = [
   ["list_competitors", "list_competitors", {}],
   ["recent_changes", "recent_changes", {}],
   ["recent_changes, since an instant", "recent_changes", { since: ago(10), limit: 50 }],
-  ["recent_changes, after a cursor", "recent_changes", { after: `evt_${(1500).toString(16).padStart(32, "0")}`, limit: 100 }],
+  // A catalogue event's id (every tenth is another account's, which a cursor may not name: 410 as unknown).
+  ["recent_changes, after a cursor", "recent_changes", { after: `evt_${(1501).toString(16).padStart(32, "0")}`, limit: 100 }],
 ];
 
 interface Work {
