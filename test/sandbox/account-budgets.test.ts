@@ -1,12 +1,13 @@
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { WebhookMessage } from "../../src/events/messages.ts";
+import type { EventMessage, WebhookMessage } from "../../src/events/messages.ts";
+import { newId } from "../../src/platform/ids.ts";
 import type { AccountBudget } from "../../src/rate-limit/account-budgets.ts";
 import { bucketName } from "../../src/rate-limit/buckets.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
-import { createWebhook } from "../helpers/webhooks.ts";
+import { createWebhook, runQueue, spyOnDeliveryQueues, storeEvents } from "../helpers/webhooks.ts";
 
 /**
  * The per-account budgets of test mode and replay (contract, fifth wave, "Per-account budgets"): 10,000 sandbox changes
@@ -123,6 +124,33 @@ describe("test deliveries: 600 a minute per account", () => {
     // Nothing is lost: every change's event is in the feed.
     const { events } = await expectJson(await call("GET", "/events?limit=1000", { token: testKey }), 200);
     expect(events).toHaveLength(400);
+  });
+  it("the queue's fan-out (when the call's own failed) keeps to the same budget", async () => {
+    const { sub, token } = await testAccount();
+    const hook = await createWebhook(token, { url: hookUrl(), environment: "test" });
+    await use(sub, "test-deliveries", 598);
+    const messages = Array.from({ length: 4 }, (): EventMessage => {
+      const id = newId("evt");
+      return {
+        kind: "event",
+        event: { id, type: "price.changed", timestamp: new Date().toISOString(), data: { event_id: id, sku: "TEST-CF-0001" } },
+        price_change: { old_minor: 1000, new_minor: 900 },
+        sandbox_account_id: sub,
+      };
+    });
+    await storeEvents(messages);
+    const queues = spyOnDeliveryQueues();
+    for (const spy of queues.spies) spy.mockResolvedValue({} as QueueSendBatchResponse);
+    try {
+      const batch = await runQueue(messages);
+      expect(batch.explicitAcks).toEqual(batch.ids);
+      const delivered = queues.sent().flatMap(({ body }) => (body.kind === "delivery" ? [body] : []));
+      expect(delivered.map((delivery) => [delivery.webhook_id, delivery.event.id])).toEqual(
+        messages.slice(0, 2).map((message) => [hook.id, message.event.id]),
+      );
+    } finally {
+      queues.restore();
+    }
   });
 });
 
