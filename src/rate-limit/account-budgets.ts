@@ -87,7 +87,7 @@ export function budgetRefusal(budget: AccountBudget, amount: number, grant: Budg
   return new ApiError(
     429,
     `Budget exceeded: ${budgetLabel(budget)} per account (a rolling ${ACCOUNT_BUDGETS[budget].per}); ` +
-      `${grant.used.toLocaleString("en")} used, and these ${amount.toLocaleString("en")} would pass it, so nothing was done. ` +
+      `${grant.used.toLocaleString("en")} used, and ${amount.toLocaleString("en")} more would pass it, so nothing was done. ` +
       `There is room for them again in ${seconds} s (${refillsAt}).`,
     { "Retry-After": String(seconds) },
   );

@@ -71,7 +71,7 @@ describe("sandbox changes: 10,000 a day per account", () => {
     const refused = await simulate(testKey, observations);
     const { detail } = await expectJson(refused, 429);
     expect(detail).toMatch(/10,000 sandbox changes per day/);
-    expect(detail).toMatch(/9,950 used, and these 51 would pass it/);
+    expect(detail).toMatch(/9,950 used, and 51 more would pass it, so nothing was done/);
     const retryAfter = Number(refused.headers.get("Retry-After"));
     expect(retryAfter).toBeGreaterThan(23 * 3600);
     expect(retryAfter).toBeLessThanOrEqual(24 * 3600 + 15 * 60);
@@ -81,7 +81,9 @@ describe("sandbox changes: 10,000 a day per account", () => {
     const answer = await expectJson(await simulate(testKey, observations.slice(0, 50)), 200);
     expect(answer.price_changes).toBe(50);
     const last = await simulate(testKey, observations.slice(50));
-    expect((await expectJson(last, 429)).detail).toMatch(/10,000 sandbox changes per day per account.*10,000 used, and these 1 would/);
+    expect((await expectJson(last, 429)).detail).toMatch(
+      /10,000 sandbox changes per day per account.*10,000 used, and 1 more would pass it/,
+    );
     expect(await feed()).toHaveLength(100); // the 50 accepted changes' price and stock events, and no more
   });
 });

@@ -44,7 +44,7 @@ export async function withinTestDeliveryBudgets(
   for (const delivery of deliveries) {
     const accountId = sandboxOf.get(delivery.event.id);
     if (accountId === undefined) admitted.push(delivery);
-    else byAccount.set(accountId, [...(byAccount.get(accountId) ?? []), delivery]);
+    else byAccount.get(accountId)!.push(delivery);
   }
   const outcomes = new Map<string, DeliveriesQueuedView>();
   await Promise.all(
