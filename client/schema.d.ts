@@ -132,7 +132,7 @@ export interface paths {
         put?: never;
         /**
          * Change your sandbox: simulated price observations
-         * @description A test key only (a live key is 403). The body of POST /admin/observations, at most 100 observations, on sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account.
+         * @description A test key only (a live key is 403). The body of POST /admin/observations, at most 100 observations, on sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account. Each observation counts in the account's 10,000 sandbox changes per day (a rolling day): a call it cannot take whole is 429 (Retry-After: when it fits) and writes nothing. The deliveries to test webhooks count in the account's 600 test deliveries per minute; test_deliveries says how many were held back.
          */
         post: operations["simulateObservations"];
         delete?: never;
@@ -301,7 +301,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook
-         * @description The URL must be https:// and name a public host. The signing secret is in this response only. At most 20 webhooks per account (then 409). Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) and are retried for about a day; a 410 disables the webhook.
+         * @description The URL must be https:// and name a public host. The signing secret is in this response only. At most 20 webhooks per account (then 409), of which at most 2 test webhooks (environment test; then 400, naming the limit). Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) and are retried for about a day; a 410 disables the webhook.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -383,7 +383,7 @@ export interface paths {
         put?: never;
         /**
          * Send stored events to this webhook again
-         * @description The events of [since, until) within the last 30 days that this webhook takes (its events and min_change_pct), to this webhook only, with their original ids (webhook-id). only_failed: just those it has not received. At most 10,000 a call (more is a 400: replay a shorter span). 409 when the webhook is disabled; 503 when the queue did not take them all (send the request again).
+         * @description The events of [since, until) within the last 30 days that this webhook takes (its events and min_change_pct), to this webhook only, with their original ids (webhook-id). only_failed: just those it has not received. At most 10,000 a call (more is a 400: replay a shorter span). They count in the account's 20,000 replayed deliveries per hour, over all its webhooks: the oldest go first, the rest are held back (held_back, refills_at) and stay in the feed for a later replay. 409 when the webhook is disabled; 503 when the queue did not take them all (send the request again).
          */
         post: operations["replayWebhookEvents"];
         delete?: never;
@@ -1141,12 +1141,31 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["StockChangedData"];
         };
-        IngestionResult: {
+        SandboxIngestionResult: {
             received: number;
             products_created: number;
             offers_created: number;
             price_changes: number;
             stock_changes: number;
+            /** @description null when the queue makes these deliveries (this call's own fan-out failed); they count in the same budget there */
+            test_deliveries: components["schemas"]["TestDeliveriesQueued"] | null;
+        };
+        TestDeliveriesQueued: {
+            /** @description How many deliveries of these changes' sandbox events went to the account's test webhooks */
+            queued: number;
+            /** @description Deliveries not made: past the account's 600 test deliveries per minute. Never sent later on their own; their events stay in the feed (GET /events) and POST /webhooks/{id}/replay sends them once the budget has room */
+            held_back: number;
+            /**
+             * @description The per-account budget these deliveries count in
+             * @example 600 test deliveries per minute
+             */
+            budget: string;
+            /**
+             * Format: date-time
+             * @description When the budget has room for the deliveries held back; null when none was
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            refills_at: string | null;
         };
         /** @description A check that read a price (check_status ok or absent) */
         PricedObservation: {
@@ -1655,8 +1674,21 @@ export interface components {
             status: "queued";
         };
         ReplayQueued: {
-            /** @description How many events are queued for this webhook (at most 10,000 a call) */
+            /** @description How many events are queued for this webhook (at most 10,000 a call), oldest first */
             queued: number;
+            /** @description Deliveries not made: past the account's 20,000 replayed deliveries per hour. Never sent later on their own; their events stay in the feed (GET /events) and POST /webhooks/{id}/replay sends them once the budget has room */
+            held_back: number;
+            /**
+             * @description The per-account budget these deliveries count in
+             * @example 20,000 replayed deliveries per hour
+             */
+            budget: string;
+            /**
+             * Format: date-time
+             * @description When the budget has room for the deliveries held back; null when none was
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            refills_at: string | null;
         };
         DeliveryList: {
             webhook_id: string;
@@ -1704,6 +1736,13 @@ export interface components {
                     [key: string]: unknown;
                 };
             } | null;
+        };
+        IngestionResult: {
+            received: number;
+            products_created: number;
+            offers_created: number;
+            price_changes: number;
+            stock_changes: number;
         };
         /** @description A day's reference rates as stored */
         FxRates: {
@@ -2338,7 +2377,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description What the observations changed in your sandbox */
+            /** @description What the observations changed in your sandbox, and their test deliveries */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2350,7 +2389,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["IngestionResult"];
+                    "application/json": components["schemas"]["SandboxIngestionResult"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,20 +1,27 @@
 import type { Context } from "hono";
 import type { EventMessage } from "../events/messages.ts";
 import type { AppEnv } from "../http/app-env.ts";
+import { accountBudgets } from "../rate-limit/stub.ts";
 import { publishToStreams } from "../stream/publish.ts";
 import { deliverAfterCommit } from "../webhooks/delivery/immediate.ts";
+import type { DeliveriesQueuedView } from "../webhooks/schema.ts";
 
 /**
  * What an ingestion's route (the catalogue's, a sandbox's) does with its committed events: after the answer, in one
- * step, the stream hubs' publish and the webhooks' first delivery.
+ * step, the stream hubs' publish and the webhooks' first delivery. Returns the delivery's outcome, which a sandbox's
+ * route waits for (its events were claimed at their write: `claimedAtWrite`) to say what the test-delivery budget held back.
  */
-export function afterCommitOf(c: Context<AppEnv>): (events: readonly EventMessage[]) => void {
+export function afterCommitOf(
+  c: Context<AppEnv>,
+  { claimedAtWrite = false } = {},
+): (events: readonly EventMessage[]) => Promise<Map<string, DeliveriesQueuedView> | undefined> {
   const { db, archive, queue, work, afterAnswer } = c.var.services;
-  return (events) =>
-    afterAnswer(
-      Promise.all([
-        publishToStreams(c.env, events, work),
-        deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT, work }, events),
-      ]),
-    );
+  const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, work);
+  return (events) => {
+    const delivered = deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT, work, budgets }, events, {
+      claimedAtWrite,
+    });
+    afterAnswer(Promise.all([publishToStreams(c.env, events, work), delivered]));
+    return delivered;
+  };
 }

@@ -1,6 +1,8 @@
 import { remember } from "../platform/bounded-map.ts";
 import { isolateMap } from "../platform/isolate-memory.ts";
 import type { WorkMeter } from "../platform/metered.ts";
+import type { AccountBudget, BudgetGrant } from "./account-budgets.ts";
+import { bucketName } from "./buckets.ts";
 import type { Decision, Limits } from "./types.ts";
 
 /**
@@ -39,3 +41,10 @@ export async function admitBucket(env: Env, name: string, limits: Limits, work: 
   if (!decision.allowed) remember(refusals, name, { until: Date.now() + decision.resetMs, decision });
   return decision;
 }
+
+/** An account's budgets (src/rate-limit/account-budgets.ts), taken from its RateLimitBucket object; each call counts into `work`. */
+export const accountBudgets = (buckets: Env["RATE_LIMIT_BUCKETS"], work: WorkMeter) => ({
+  take: (accountId: string, budget: AccountBudget, amount: number, { whole }: { whole: boolean }): Promise<BudgetGrant> =>
+    work.called(buckets.get(buckets.idFromName(bucketName("account", accountId))).take(budget, amount, whole)),
+});
+export type AccountBudgets = ReturnType<typeof accountBudgets>;

@@ -143,8 +143,13 @@ export function sandboxStore(db: Database, accountId: string): ObservationStore 
       ];
       if (changes.history.length > 0)
         statements.push(...insertRows(d1, { table: sandboxHistory, rows: changes.history.map((row) => ({ ...row, accountId })) }));
+      // Claimed as they are stored: the route's first delivery fans them out before it answers (what the account's test-delivery
+      // budget held back is in its answer), and the queue's copy is acked unsent; should that delivery fail, its claim lapses.
+      const now = new Date().toISOString();
       if (changes.events.length > 0)
-        statements.push(...insertRows(d1, { table: events, rows: outboxRows(changes.events, new Date().toISOString()) }));
+        statements.push(
+          ...insertRows(d1, { table: events, rows: outboxRows(changes.events, now).map((row) => ({ ...row, claimedAt: now })) }),
+        );
       await d1.batch(statements);
     },
     committed: async () => {},

@@ -1,14 +1,17 @@
 import { createRoute } from "@hono/zod-openapi";
+import type { EventMessage } from "../events/messages.ts";
 import { ApiError } from "../http/errors.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { afterCommitOf } from "../observations/after-commit.ts";
-import { IngestionResult } from "../observations/schema.ts";
 import { ingestObservations } from "../observations/service.ts";
 import { operation } from "../operation/operation.ts";
+import { ACCOUNT_BUDGETS, budgetLabel, budgetRefusal, NOTHING_TAKEN } from "../rate-limit/account-budgets.ts";
+import { accountBudgets } from "../rate-limit/stub.ts";
+import { deliveriesQueued } from "../webhooks/delivery/budgets.ts";
 import { sandboxBase } from "./catalogue.ts";
 import { checkSandboxObservations, sandboxStore } from "./overlay.ts";
-import { MAX_TEST_OBSERVATIONS, testObservationsBody } from "./schema.ts";
+import { MAX_TEST_OBSERVATIONS, SandboxIngestionResult, testObservationsBody } from "./schema.ts";
 
 const simulateObservationsRoute = createRoute(
   operation({
@@ -21,11 +24,14 @@ const simulateObservationsRoute = createRoute(
       `A test key only (a live key is 403). The body of POST /admin/observations, at most ${MAX_TEST_OBSERVATIONS} observations, on ` +
       "sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). " +
       "It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox " +
-      "events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account.",
+      "events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account. " +
+      `Each observation counts in the account's ${budgetLabel("sandbox-changes")} (a rolling ${ACCOUNT_BUDGETS["sandbox-changes"].per}): ` +
+      "a call it cannot take whole is 429 (Retry-After: when it fits) and writes nothing. The deliveries to test webhooks count in the " +
+      `account's ${budgetLabel("test-deliveries")}; test_deliveries says how many were held back.`,
     credential: "api-key",
     scope: "sandbox:write",
     request: { query: noQuery, body: jsonBody(testObservationsBody, "The observations") },
-    responses: { 200: jsonResponse("What the observations changed in your sandbox", IngestionResult) },
+    responses: { 200: jsonResponse("What the observations changed in your sandbox, and their test deliveries", SandboxIngestionResult) },
   }),
 );
 
@@ -36,6 +42,20 @@ export const testModeRoutes = openApiApp().openapi(simulateObservationsRoute, as
     throw new ApiError(403, "This is a live key: POST /test/observations changes a sandbox, and takes a test key (pda_test_…) only.");
   const { observations } = c.req.valid("json");
   checkSandboxObservations(sandboxBase(), observations);
-  const store = sandboxStore(c.var.services.db, accountId);
-  return c.json(await ingestObservations(c.var.services, { observations, afterCommit: afterCommitOf(c), store }), 200);
+  // Whole or not at all, counted before anything is written: a call past the budget changes nothing.
+  const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, c.var.services.work);
+  const grant = await budgets.take(accountId, "sandbox-changes", observations.length, { whole: true });
+  if (grant.granted === 0) throw budgetRefusal("sandbox-changes", observations.length, grant);
+  const afterCommit = afterCommitOf(c, { claimedAtWrite: true });
+  let delivered: ReturnType<typeof afterCommit> = Promise.resolve(new Map()); // nothing changed: nothing to deliver
+  const result = await ingestObservations(c.var.services, {
+    observations,
+    store: sandboxStore(c.var.services.db, accountId),
+    afterCommit: (events: readonly EventMessage[]) => {
+      delivered = afterCommit(events);
+    },
+  });
+  const outcome = await delivered;
+  const testDeliveries = outcome === undefined ? null : (outcome.get(accountId) ?? deliveriesQueued("test-deliveries", 0, NOTHING_TAKEN));
+  return c.json({ ...result, test_deliveries: testDeliveries }, 200);
 });

@@ -10,9 +10,11 @@ import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
+import type { AccountBudgets } from "../rate-limit/stub.ts";
 import { sandboxFacts } from "../sandbox/facts.ts";
+import { deliveriesQueued, takeDeliveries } from "./delivery/budgets.ts";
 import { ATTEMPTS_SPAN_MS, archivedAttempts } from "./delivery/delivery-archive.ts";
-import { MAX_REPLAY_EVENTS, type ReplayQueuedView, type ReplayRequest } from "./schema.ts";
+import { type DeliveriesQueuedView, MAX_REPLAY_EVENTS, type ReplayRequest } from "./schema.ts";
 import { type DeliveryRow, findEnabledWebhook, type WebhookOfAccount } from "./service.ts";
 
 /** Stored events read a page at a time; at most REPLAY_SCAN_PAGES pages a call (then 400: narrow since/until). */
@@ -24,12 +26,13 @@ const REPLAY_SCAN_PAGES = 200;
  * types, min_change_pct and alert rules, decided as the fan-out decides: src/alerts/match.ts), sent
  * again to it alone with their original ids. only_failed keeps the events it has not received: never
  * delivered, and not still being retried. SQL narrows by time, type and only_failed; the rules are
- * decided page by page in JavaScript, by the one implementation (at most 3 D1 queries a page).
+ * decided page by page in JavaScript, by the one implementation (at most 3 D1 queries a page). The oldest go first, as
+ * many as the account's replayed-deliveries budget has room for; the rest are held back, and the answer says so.
  */
 export async function replayWebhookEvents(
-  { db, archive, queue }: Pick<RequestServices, "db" | "archive" | "queue">,
+  { db, archive, queue, budgets }: Pick<RequestServices, "db" | "archive" | "queue"> & { budgets: AccountBudgets },
   { accountId, id, request }: WebhookOfAccount & { request: ReplayRequest },
-): Promise<ReplayQueuedView> {
+): Promise<DeliveriesQueuedView> {
   const webhook = await findEnabledWebhook(db, { accountId, id });
   const oldest = new Date(Date.now() - RETENTION_MS).toISOString();
   const since = request.since > oldest ? request.since : oldest;
@@ -101,15 +104,16 @@ export async function replayWebhookEvents(
   if (request.only_failed) attempts.add(await attemptsInD1(db, id, archived));
   await take(request.only_failed ? archived.filter((event) => attempts.notReceived(event.id)) : archived);
   const messages = [...taken.entries()].sort(([a], [b]) => a - b).map(([, message]) => message);
+  const grant = await takeDeliveries(budgets, accountId, "replayed-deliveries", messages.length);
   try {
-    await sendAll(queue, messages);
+    await sendAll(queue, messages.slice(0, grant.granted));
   } catch (error) {
     logger("replay").error("queue send failed", { webhook_id: id, error: String(error) });
     throw new ApiError(503, "The queue did not take every event; send the same request again (receivers drop repeats by webhook-id).", {
       "Retry-After": "1",
     });
   }
-  return { queued: messages.length };
+  return deliveriesQueued("replayed-deliveries", messages.length, grant);
 }
 
 const tooMany = (what: string) =>

@@ -2,6 +2,8 @@ import { createRoute } from "@hono/zod-openapi";
 import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
+import { budgetLabel } from "../rate-limit/account-budgets.ts";
+import { accountBudgets } from "../rate-limit/stub.ts";
 import { listWebhookDeliveries } from "./delivery-log.ts";
 import { replayWebhookEvents } from "./replay.ts";
 import { rotateWebhookSecret } from "./rotation.ts";
@@ -19,7 +21,16 @@ import {
   webhookIdParam,
   webhookPatchBody,
 } from "./schema.ts";
-import { createWebhook, deleteWebhook, getWebhook, listWebhooks, testWebhook, updateWebhook } from "./service.ts";
+import {
+  createWebhook,
+  deleteWebhook,
+  getWebhook,
+  listWebhooks,
+  MAX_TEST_WEBHOOKS_PER_ACCOUNT,
+  MAX_WEBHOOKS_PER_ACCOUNT,
+  testWebhook,
+  updateWebhook,
+} from "./service.ts";
 
 const common = { tags: ["Webhooks"], credential: "account" as const };
 
@@ -31,8 +42,9 @@ const createWebhookRoute = createRoute(
     operationId: "createWebhook",
     summary: "Register a webhook",
     description:
-      "The URL must be https:// and name a public host. The signing secret is in this response only. At most 20 webhooks per account " +
-      "(then 409). Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) and are retried for about a " +
+      "The URL must be https:// and name a public host. The signing secret is in this response only. At most " +
+      `${MAX_WEBHOOKS_PER_ACCOUNT} webhooks per account (then 409), of which at most ${MAX_TEST_WEBHOOKS_PER_ACCOUNT} test webhooks ` +
+      "(environment test; then 400, naming the limit). Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) and are retried for about a " +
       "day; a 410 disables the webhook.",
     request: {
       query: noQuery,
@@ -155,8 +167,10 @@ const replayWebhookEventsRoute = createRoute(
     description:
       "The events of [since, until) within the last 30 days that this webhook takes (its events and min_change_pct), to this webhook " +
       "only, with their original ids (webhook-id). only_failed: just those it has not received. At most " +
-      `${MAX_REPLAY_EVENTS.toLocaleString("en")} a call (more is a 400: replay a shorter span). 409 when the webhook is disabled; 503 ` +
-      "when the queue did not take them all (send the request again).",
+      `${MAX_REPLAY_EVENTS.toLocaleString("en")} a call (more is a 400: replay a shorter span). They count in the account's ` +
+      `${budgetLabel("replayed-deliveries")}, over all its webhooks: the oldest go first, the rest are held back (held_back, ` +
+      "refills_at) and stay in the feed for a later replay. 409 when the webhook is disabled; 503 when the queue did not take them " +
+      "all (send the request again).",
     request: { params: webhookIdParam, query: noQuery, body: jsonBody(replayBody, "Which events to send again") },
     errors: { notFound: true, conflict: true },
     responses: { 202: jsonResponse("The events are queued", ReplayQueued) },
@@ -191,7 +205,9 @@ export const webhookRoutes = openApiApp()
   })
   .openapi(replayWebhookEventsRoute, async (c) => {
     const webhook = { accountId: c.var.account.id, id: c.req.valid("param").id };
-    return c.json(await replayWebhookEvents(c.var.services, { ...webhook, request: c.req.valid("json") }), 202);
+    const { db, archive, queue, work } = c.var.services;
+    const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, work);
+    return c.json(await replayWebhookEvents({ db, archive, queue, budgets }, { ...webhook, request: c.req.valid("json") }), 202);
   })
   .openapi(listWebhookDeliveriesRoute, async (c) =>
     c.json(await listWebhookDeliveries(c.var.services, { accountId: c.var.account.id, id: c.req.valid("param").id }), 200),

@@ -7,6 +7,7 @@ import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
 import { ACCOUNT_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
+import { type AccountBudget, budgetLabel } from "../rate-limit/account-budgets.ts";
 
 /** The webhooks' wire shapes, declared once. */
 
@@ -134,14 +135,34 @@ export const replayBody = z
   .refine((body) => body.until === undefined || body.since < body.until, { path: ["until"], error: "must be later than since" });
 export type ReplayRequest = z.output<typeof replayBody>;
 
-export const ReplayQueued = z
-  .object({
-    queued: z
+/**
+ * The answer of a call that makes deliveries: how many it handed on and how many the account's budget (`budget`) held
+ * back. One shape, named per call, each saying its budget.
+ */
+const deliveriesQueued = (budget: AccountBudget, queued: string) =>
+  z.object({
+    queued: z.int().min(0).meta({ description: queued }),
+    held_back: z
       .int()
-      .meta({ description: `How many events are queued for this webhook (at most ${MAX_REPLAY_EVENTS.toLocaleString("en")} a call)` }),
-  })
-  .meta({ id: "ReplayQueued" });
-export type ReplayQueuedView = z.infer<typeof ReplayQueued>;
+      .min(0)
+      .meta({
+        description:
+          `Deliveries not made: past the account's ${budgetLabel(budget)}. Never sent later on their own; their events stay in the ` +
+          "feed (GET /events) and POST /webhooks/{id}/replay sends them once the budget has room",
+      }),
+    budget: z.string().meta({ description: "The per-account budget these deliveries count in", example: budgetLabel(budget) }),
+    refills_at: timestamp.nullable().meta({ description: "When the budget has room for the deliveries held back; null when none was" }),
+  });
+
+export const ReplayQueued = deliveriesQueued(
+  "replayed-deliveries",
+  `How many events are queued for this webhook (at most ${MAX_REPLAY_EVENTS.toLocaleString("en")} a call), oldest first`,
+).meta({ id: "ReplayQueued" });
+export const TestDeliveriesQueued = deliveriesQueued(
+  "test-deliveries",
+  "How many deliveries of these changes' sandbox events went to the account's test webhooks",
+).meta({ id: "TestDeliveriesQueued" });
+export type DeliveriesQueuedView = z.infer<typeof TestDeliveriesQueued>;
 
 export const Webhook = z
   .object({

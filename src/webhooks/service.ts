@@ -22,6 +22,11 @@ import { acceptedWebhookUrl } from "./url-policy.ts";
 
 /** Per account, enabled or disabled: enough for an endpoint per environment and per system, small enough to fan out. */
 export const MAX_WEBHOOKS_PER_ACCOUNT = 20;
+/**
+ * Of those, test webhooks (environment test), enabled or disabled: a sandbox change is sent to each, so this bounds the
+ * signed POSTs one change makes (contract, fifth wave, "Per-account budgets").
+ */
+export const MAX_TEST_WEBHOOKS_PER_ACCOUNT = 2;
 
 export type WebhookRow = typeof webhooks.$inferSelect;
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -76,18 +81,30 @@ export async function createWebhook(
     previousSecretExpiresAt: null,
     environment: input.environment,
   };
-  // One statement, so two concurrent creates cannot both slip under the cap.
+  // One statement, so two concurrent creates cannot both slip under a cap.
   const result = await db.run(sql`
     INSERT INTO ${webhooks} (id, account_id, url, description, events, min_change_bp, filters, status, secret_ciphertext, created_at,
       environment)
     SELECT ${row.id}, ${accountId}, ${row.url}, ${row.description}, ${JSON.stringify(row.events)}, ${row.minChangeBp},
       ${row.filters === null ? null : JSON.stringify(row.filters)}, 'enabled', ${row.secretCiphertext}, ${row.createdAt}, ${row.environment}
-    WHERE (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId}) < ${MAX_WEBHOOKS_PER_ACCOUNT}`);
-  // D1's `changes` counts the rows its triggers write too (webhook_rule_values): none at all means the cap refused it.
-  if (result.meta.changes === 0) {
-    throw new ApiError(409, `This account already has ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one before creating another.`);
-  }
+    WHERE (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId}) < ${MAX_WEBHOOKS_PER_ACCOUNT}
+      AND (${row.environment} = 'live'
+        OR (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId} AND environment = 'test') < ${MAX_TEST_WEBHOOKS_PER_ACCOUNT})`);
+  // D1's `changes` counts the rows its triggers write too (webhook_rule_values): none at all means a cap refused it.
+  if (result.meta.changes === 0) throw await capRefusal(db, accountId, row.environment);
   return { ...webhookView(row), secret };
+}
+
+/** Which cap refused a creation: the test webhooks' (400, the contract's fifth wave) or all webhooks' (409). Read on refusal only. */
+async function capRefusal(db: Database, accountId: string, environment: WebhookRow["environment"]): Promise<ApiError> {
+  const tests = await db.$count(webhooks, and(eq(webhooks.accountId, accountId), eq(webhooks.environment, "test")));
+  if (environment === "test" && tests >= MAX_TEST_WEBHOOKS_PER_ACCOUNT)
+    return new ApiError(
+      400,
+      `Invalid body: environment: this account already has ${MAX_TEST_WEBHOOKS_PER_ACCOUNT} test webhooks, the most an account may ` +
+        "have (enabled or disabled); delete one, or point one at another URL with PATCH, before creating another.",
+    );
+  return new ApiError(409, `This account already has ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one before creating another.`);
 }
 
 export async function listWebhooks(db: Database, accountId: string): Promise<WebhookListView> {

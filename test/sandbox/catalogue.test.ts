@@ -158,7 +158,14 @@ describe("POST /test/observations", () => {
     const [product] = await products(a.testKey, "?sku=TEST-VC-0005");
     const offer = product!.offers[0]!;
     const answer = await expectJson(await simulate(a.testKey, [change(product!, "1.23")]), 200);
-    expect(answer).toEqual({ received: 1, products_created: 0, offers_created: 0, price_changes: 1, stock_changes: 0 });
+    expect(answer).toEqual({
+      received: 1,
+      products_created: 0,
+      offers_created: 0,
+      price_changes: 1,
+      stock_changes: 0,
+      test_deliveries: { queued: 0, held_back: 0, budget: "600 test deliveries per minute", refills_at: null }, // no test webhook
+    });
 
     const after = await expectJson(await call("GET", `/products/${product!.id}`, { token: a.testKey }), 200);
     expect(after.offers.find((o) => o.competitor_id === offer.competitor_id)).toMatchObject({ price: "1.23", previous_price: offer.price });

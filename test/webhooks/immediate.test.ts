@@ -8,6 +8,7 @@ import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
+import { accountBudgets } from "../../src/rate-limit/stub.ts";
 import { deliverAfterCommit } from "../../src/webhooks/delivery/immediate.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { captureLogs } from "../helpers/logs.ts";
@@ -169,13 +170,15 @@ describe("the first delivery, right after the commit", () => {
       },
     });
     const logs = captureLogs();
+    const work = new WorkMeter();
     await deliverAfterCommit(
       {
         db: database(failsAfterClaim),
         archive: env.ARCHIVE,
         queue: env.WEBHOOK_QUEUE,
         endpoints: env.WEBHOOK_ENDPOINT,
-        work: new WorkMeter(),
+        work,
+        budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
       },
       [event],
     );

@@ -274,12 +274,18 @@ async function replay(form: HTMLFormElement): Promise<void> {
   };
   const until = iso("until");
   const body = { since: iso("since"), ...(until ? { until } : {}), ...(data.get("only_failed") ? { only_failed: true } : {}) };
-  const { queued } = await api<ReplayQueued>("POST", webhookPath(hook, "/replay"), body);
+  const { queued, held_back, budget, refills_at } = await api<ReplayQueued>("POST", webhookPath(hook, "/replay"), body);
+  // Past the account's replay budget the newest are held back: say so, and when the same replay would fit.
+  const heldBack = held_back
+    ? ` ${held_back.toLocaleString()} more held back (${budget} per account); replay them after ${new Date(refills_at!).toLocaleTimeString()}.`
+    : "";
   say(
     slotIn(form),
     queued
-      ? `Queued ${queued.toLocaleString()} event${queued === 1 ? "" : "s"} for ${hook.url}. They show under Deliveries as they go out.`
-      : "Queued 0 events: none matched that period.",
+      ? `Queued ${queued.toLocaleString()} event${queued === 1 ? "" : "s"} for ${hook.url}. They show under Deliveries as they go out.${heldBack}`
+      : held_back
+        ? `Queued 0 events.${heldBack}`
+        : "Queued 0 events: none matched that period.",
   );
 }
 

@@ -6,8 +6,10 @@ import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { WorkMeter } from "../../platform/metered.ts";
+import { type AccountBudgets, accountBudgets } from "../../rate-limit/stub.ts";
 import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
+import { withinTestDeliveryBudgets } from "./budgets.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
@@ -67,6 +69,7 @@ async function handleMessages(
           db,
           archive: work.bucket(env.ARCHIVE),
           queues: DELIVERY_QUEUES.map((binding) => work.queue(env[binding])),
+          budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
         },
         events,
       ),
@@ -85,11 +88,12 @@ function retryLater(message: Message<unknown>, attempt: number): void {
 
 /**
  * Fans out the events this consumer claims (src/events/outbox.ts), each delivery to its webhook's queue
- * (src/webhooks/delivery/queues.ts); an event already claimed (sent twice: relay and sweep) is acked unsent. If
- * sending the deliveries fails, the claims are given back and the messages retried.
+ * (src/webhooks/delivery/queues.ts), within the accounts' test-delivery budgets (src/webhooks/delivery/budgets.ts); an
+ * event already claimed (sent twice: relay and sweep) is acked unsent. If sending the deliveries fails, the claims are
+ * given back and the messages retried.
  */
 async function fanOutEvents(
-  { db, archive, queues }: { db: Database; archive: R2Bucket; queues: Queue<WebhookMessage>[] },
+  { db, archive, queues, budgets }: { db: Database; archive: R2Bucket; queues: Queue<WebhookMessage>[]; budgets: AccountBudgets },
   events: readonly Parsed<EventMessage>[],
 ): Promise<void> {
   let claimed = new Set<string>();
@@ -99,7 +103,8 @@ async function fanOutEvents(
       events.map((event) => event.body.event.id),
     );
     const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
-    await sendDeliveries(queues, await fanOut(db, archive, fresh));
+    const { admitted } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(db, archive, fresh));
+    await sendDeliveries(queues, admitted);
     await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();
   } catch (error) {

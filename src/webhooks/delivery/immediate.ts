@@ -3,6 +3,9 @@ import { claimForFanOut, markFannedOut, relayEvents, requeueEvents } from "../..
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import type { WorkMeter } from "../../platform/metered.ts";
+import type { AccountBudgets } from "../../rate-limit/stub.ts";
+import type { DeliveriesQueuedView } from "../schema.ts";
+import { withinTestDeliveryBudgets } from "./budgets.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
 import { fanOut } from "./store.ts";
@@ -19,6 +22,8 @@ import { fanOut } from "./store.ts";
  * that died is picked up by the outbox sweep once its lease has passed (src/events/outbox.ts).
  * The consumer acks its copy of an event this path has claimed, so when this path fails, it hands the
  * events back as unsent: relayed again now, or else by the sweep's next run.
+ * A sandbox's events are claimed by the write that stores them (src/sandbox/overlay.ts), so this path, which its route
+ * waits for, is the one that fans them out and can say what the account's test-delivery budget held back.
  */
 
 /** A bulk ingestion goes through the queue as before. */
@@ -32,33 +37,38 @@ export interface FirstDeliveryServices {
   endpoints: DurableObjectNamespace<WebhookEndpoint>;
   /** The ingestion's tally, which its calls to the endpoints' objects count into. */
   work: WorkMeter;
+  /** The accounts' budgets: a sandbox's deliveries count in its account's test deliveries. */
+  budgets: AccountBudgets;
 }
 
 const log = logger("webhook-immediate");
 
+/**
+ * Fans the events out and hands their deliveries over; returns what each sandbox account's test-delivery budget let
+ * through, or undefined when the queue's path fans them out instead. `claimedAtWrite`: the events were claimed when stored.
+ */
 export async function deliverAfterCommit(
-  { db, archive, queue, endpoints, work }: FirstDeliveryServices,
+  { db, archive, queue, endpoints, work, budgets }: FirstDeliveryServices,
   events: readonly EventMessage[],
-): Promise<void> {
-  if (events.length === 0 || events.length > MAX_IMMEDIATE_EVENTS) return;
+  { claimedAtWrite = false } = {},
+): Promise<Map<string, DeliveriesQueuedView> | undefined> {
+  // A sandbox's ingestion is bounded by its own size cap (src/sandbox/schema.ts).
+  if (events.length === 0) return new Map();
+  if (!claimedAtWrite && events.length > MAX_IMMEDIATE_EVENTS) return undefined;
   let claimed = new Set<string>();
   try {
-    claimed = await claimForFanOut(
-      db,
-      events.map((message) => message.event.id),
-    );
-    if (claimed.size === 0) return; // the consumer got there first
-    const deliveries = await fanOut(
-      db,
-      archive,
-      events.filter((message) => claimed.has(message.event.id)),
-    );
-    await sendAll(queue, await handToEndpoints(endpoints, deliveries, work));
+    const ids = events.map((message) => message.event.id);
+    claimed = claimedAtWrite ? new Set(ids) : await claimForFanOut(db, ids);
+    if (claimed.size === 0) return undefined; // the consumer got there first
+    const fresh = events.filter((message) => claimed.has(message.event.id));
+    const { admitted, byAccount } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(db, archive, fresh));
+    await sendAll(queue, await handToEndpoints(endpoints, admitted, work));
     await markFannedOut(db, [...claimed]);
+    return byAccount;
   } catch (error) {
     // Hand the events back to the queue path: a delivery already handed over may then be made again (receivers drop repeats by webhook-id).
     log.error("immediate delivery failed, the queue takes over", { error: String(error), events: [...claimed] });
-    if (claimed.size === 0) return;
+    if (claimed.size === 0) return undefined;
     await requeueEvents(db, [...claimed])
       .then(() =>
         relayEvents(
@@ -68,5 +78,6 @@ export async function deliverAfterCommit(
         ),
       )
       .catch((again: unknown) => log.error("handing back failed, the claims lapse to the outbox sweep", { error: String(again) }));
+    return undefined;
   }
 }
