@@ -5,6 +5,7 @@ import type { KeyScope } from "../api-keys/scopes.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { readBodyAsJson } from "../http/json-body.ts";
 import { ref } from "../http/openapi-components.ts";
+import type { Environment } from "../platform/tables.ts";
 import { requireAccount, requireApiKey, requireScope } from "./guards.ts";
 
 /**
@@ -14,9 +15,18 @@ import { requireAccount, requireApiKey, requireScope } from "./guards.ts";
  * the admission cannot disagree. `github`: a secret-scanning report, whose signature the route's own middleware verifies.
  */
 type RouteCredential =
-  | { credential: "api-key" /** The key scope the route needs: a key without it is refused (403) by its object. */; scope: KeyScope }
+  | ({
+      credential: "api-key" /** The key scope the route needs: a key without it is refused (403) by its object. */;
+      scope: KeyScope;
+    } & KeyRoute)
   | { credential: "account" | "github" }
   | { credential: "admin" /** The token's `scope` claim must hold it. */; scope: string };
+
+/** What an API-key route declares beside its scope; its key's object checks both at admission, before the key's limits. */
+interface KeyRoute {
+  /** The environment whose keys the route takes (a sandbox's writes: `test`); absent, either. Another key: 403. */
+  environment?: Environment;
+}
 
 /** What the request pipeline (src/pipeline/) needs to know of a route before the route runs. */
 export type RouteDeclaration = RouteCredential & {
@@ -81,6 +91,10 @@ function errorResponses({ credential }: RouteCredential, cases: ErrorCases) {
   };
 }
 
+/** The document's words for a route's environment, from its declaration. */
+const takesOnly = (environment: Environment) =>
+  `Takes ${environment} keys only (pda_${environment}_…): another key is 403, before its limits are counted or the request is read.`;
+
 type OperationConfig = Omit<RouteConfig, "security" | "responses"> &
   RouteDeclaration & {
     errors?: ErrorCases;
@@ -94,11 +108,11 @@ type OperationConfig = Omit<RouteConfig, "security" | "responses"> &
  * own, is what the pipeline finds the declaration by.
  */
 export function operation<const C extends OperationConfig>(config: C) {
-  const { credential, scope, ownBodyLimit, errors = {}, responses, ...route }: C & { scope?: string } = config;
+  const { credential, scope, environment, ownBodyLimit, errors = {}, responses, ...route }: C & KeyRoute & { scope?: string } = config;
   const body = route.request?.body !== undefined;
   const guard = guardOf(config);
   const declared: MiddlewareHandler<AppEnv> = (c, next) => guard(c, next);
-  declarations.set(declared, { credential, scope, ...(ownBodyLimit && { ownBodyLimit }) } as RouteDeclaration);
+  declarations.set(declared, { credential, scope, environment, ...(ownBodyLimit && { ownBodyLimit }) } as RouteDeclaration);
   const middleware = [
     declared,
     ...[route.middleware ?? []].flat(),
@@ -106,13 +120,14 @@ export function operation<const C extends OperationConfig>(config: C) {
   ];
   return {
     ...route,
+    description: [route.description, environment && takesOnly(environment)].filter(Boolean).join(" ") || undefined,
     middleware,
     security: [{ [SCHEMES[credential]]: scope ? [scope] : [] }],
     responses: {
       ...responses,
       ...errorResponses(config, { ...errors, body: errors.body ?? body, validates: errors.validates ?? Boolean(route.request?.query) }),
     },
-  } as Omit<C, "credential" | "scope" | "ownBodyLimit" | "errors"> & {
+  } as Omit<C, "credential" | "scope" | "environment" | "ownBodyLimit" | "errors"> & {
     security: { [scheme: string]: string[] }[];
     responses: C["responses"];
   };
