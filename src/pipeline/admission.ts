@@ -18,15 +18,16 @@ import { type Credential, identify } from "./identify.ts";
 const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
 /**
  * What a key's object is asked about a request beyond counting it: the client's address, and what its route declares:
- * the scope and the environment (with the key's own, from its head).
+ * the scope, the environment (with the key's own, from its head) and, when this request counts in it, the budget.
  */
 function keyRequestOf(c: Context, declared: RouteDeclaration | undefined, key: Environment): KeyRequest {
   if (declared?.credential !== "api-key") return { ip: clientIp(c), scope: undefined };
-  const { scope, environment: needed } = declared;
+  const { scope, environment: needed, budget } = declared;
   return {
     ip: clientIp(c),
     scope,
     ...(needed && { environment: { needed, key } }),
+    ...(budget?.counts(c) && { budget: { name: budget.name, quota: budget.quota, windowSeconds: budget.windowSeconds } }),
   };
 }
 const ipBucket = (c: Context) => ipBucketName(clientIp(c));
@@ -83,7 +84,10 @@ function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision
   return res;
 }
 
-const tooMany = (c: Context<AppEnv>, decision: Decision) => errorResponse(c, new ApiError(429, rateLimitDetail(decision)));
+const tooMany = (c: Context<AppEnv>, decision: Decision, declared?: RouteDeclaration) => {
+  const covers = declared?.credential === "api-key" ? declared.budget?.covers : undefined;
+  return errorResponse(c, new ApiError(429, rateLimitDetail(decision, covers)));
+};
 
 /**
  * A secret-scanning report is counted once its route knows who sent it: a report whose signature verifies in the
@@ -131,7 +135,7 @@ export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
     await next();
     res = c.res;
   } else {
-    res = tooMany(c, decision);
+    res = tooMany(c, decision, declared);
   }
   return withBucketHeaders(c, res, decision, work);
 };

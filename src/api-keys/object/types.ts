@@ -1,5 +1,5 @@
 import type { Environment } from "../../platform/tables.ts";
-import type { Decision, Granularity, Limits } from "../../rate-limit/types.ts";
+import type { Budget, Decision, Granularity, Limits } from "../../rate-limit/types.ts";
 
 /**
  * The shapes the key's object shares with the rest of the worker: the object, its stub, the admission
@@ -31,7 +31,7 @@ export type KeyState =
 
 /**
  * What the object needs of a request to decide it beyond counting: the client's address, the scope its route needs,
- * and the environment its route takes.
+ * the environment its route takes, and a budget of the key's own the request counts in beside the key's limits.
  */
 export interface KeyRequest {
   ip: string;
@@ -41,6 +41,7 @@ export interface KeyRequest {
    * names the object covers, so the object can trust it).
    */
   environment?: { needed: Environment; key: Environment };
+  budget?: Budget;
 }
 
 /** Why a key's restrictions refuse a request: its address, its route's scope, or its route's environment. */
