@@ -207,3 +207,12 @@ describe.each(operations.map((operation) => [`${operation.method.toUpperCase()} 
     }, 30_000);
   },
 );
+
+describe("issue 47's case", () => {
+  it("a live key's POST /test/observations with a bad body is 403 naming the environment, not 400", async () => {
+    for (const body of ["{not json", { observations: "none" }]) {
+      const res = await call("POST", "/test/observations", { token: keys.get(keyName("live", "none", false)), body });
+      expect((await expectJson(res, 403)).detail).toMatch(/live key, and this route takes test keys only/);
+    }
+  });
+});
