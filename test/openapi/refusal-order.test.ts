@@ -8,7 +8,7 @@ import { bucketName, FIXED_BUCKETS } from "../../src/rate-limit/buckets.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { arbitrary, type Schema } from "../helpers/json-schema-arbitrary.ts";
-import { DocumentChecker, fetchDocument, type Json, METHODS } from "../helpers/openapi.ts";
+import { DocumentChecker, fetchDocument, type Json, METHODS, parametersSchema } from "../helpers/openapi.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 
 /**
@@ -36,13 +36,6 @@ interface Operation {
   schema: Schema;
 }
 
-const schemaOf = (params: Json[]): Schema => ({
-  type: "object",
-  properties: Object.fromEntries(params.map((p) => [p.name, p.schema])),
-  required: params.filter((p) => p.required).map((p) => p.name),
-  additionalProperties: false,
-});
-
 const operations: Operation[] = Object.entries<Json>(doc.paths).flatMap(([template, item]) =>
   METHODS.filter((method) => item[method]).map((method) => {
     const op = item[method];
@@ -51,7 +44,7 @@ const operations: Operation[] = Object.entries<Json>(doc.paths).flatMap(([templa
     const body = op.requestBody?.content?.["application/json"]?.schema;
     const schema: Schema = {
       type: "object",
-      properties: { path: schemaOf(params.filter((p) => p.in === "path")), ...(body ? { body } : {}) },
+      properties: { path: parametersSchema(params.filter((p) => p.in === "path")), ...(body ? { body } : {}) },
       required: ["path", ...(body ? ["body"] : [])],
       additionalProperties: false,
     };
