@@ -208,4 +208,13 @@ describe("issue 47's case", () => {
       expect((await expectJson(res, 403)).detail).toMatch(/live key, and this route takes test keys only/);
     }
   });
+
+  it("a body over 1 MiB is 413 only for a request that passed 401, 403 and 429", async () => {
+    const body = `{"observations":[],"pad":"${"x".repeat(1024 * 1024)}"}`;
+    const live = keys.get(keyName("live", "none", false));
+    expect((await call("POST", "/test/observations", { token: live, body })).status).toBe(403);
+    expect((await call("POST", "/test/observations", { token: keys.get(keyName("test", "none", true)), body })).status).toBe(429);
+    expect((await call("POST", "/api-keys", { token: live, body })).status).toBe(403);
+    expect((await call("POST", "/test/observations", { token: keys.get(keyName("test", "none", false)), body })).status).toBe(413);
+  });
 });
