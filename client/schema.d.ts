@@ -10,7 +10,7 @@ export interface paths {
         };
         /**
          * All products, in one call
-         * @description Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: `Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. `updated_since` with the time of your last sync gives only what changed since. `currency` converts every offer (`converted`) and the summaries: a read of the snapshot like a filtered one, costlier than the stored bytes. A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.
+         * @description Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. An unknown parameter is a 400. Streamed from the catalogue snapshot, a few seconds behind an ingestion at most: `Accept-Encoding: gzip` gets the stored gzip bytes, `Accept: application/x-ndjson` one product per line. `updated_since` with the time of your last sync gives only what changed since. `currency` converts every offer (`converted`) and the summaries: a read of the snapshot like a filtered one, costlier than the stored bytes. A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox. Reads of the whole list, unfiltered, with currency or without Accept-Encoding: gzip count in the key's "whole-list" budget, 60 per hour (clock-aligned), beside its limits: beyond it, 429 naming the budget and when it refills; RateLimit-Policy and RateLimit carry it as an entry of its own.
          */
         get: operations["listProducts"];
         put?: never;
@@ -132,7 +132,7 @@ export interface paths {
         put?: never;
         /**
          * Change your sandbox: simulated price observations
-         * @description A test key only (a live key is 403). The body of POST /admin/observations, at most 100 observations, on sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account. Each observation counts in the account's 10,000 sandbox changes per day (a rolling day): a call it cannot take whole is 429 (Retry-After: when it fits) and writes nothing. The deliveries to test webhooks count in the account's 600 test deliveries per minute; test_deliveries says how many were held back.
+         * @description The body of POST /admin/observations, at most 100 observations, on sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account. Each observation counts in the account's 10,000 sandbox changes per day (a rolling day): a call it cannot take whole is 429 (Retry-After: when it fits) and writes nothing. The deliveries to test webhooks count in the account's 600 test deliveries per minute; test_deliveries says how many were held back. Takes test keys only (pda_test_…): another key is 403, before its limits are counted or the request is read.
          */
         post: operations["simulateObservations"];
         delete?: never;
@@ -1819,7 +1819,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The key may not be used from this address (its allowed_ips), or lacks the scope this route needs (its scopes); the detail names which. Not counted against the key. */
+        /** @description The key is of an environment the route does not take (a live key on a test-mode route), may not be used from this address (its allowed_ips), or lacks the scope this route needs (its scopes); the detail names which. Not counted against the key, and answered before its limits or the request's body. */
         KeyRestricted: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1910,7 +1910,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Rate limit exceeded (`Rate limit exceeded: 10 requests per minute.`). Wait Retry-After seconds (60 when absent), and back off exponentially on repeated 429s. Refused requests are not counted. */
+        /** @description Rate limit exceeded (`Rate limit exceeded: 10 requests per minute.`), or a budget of the route's (its detail names it and when it refills). Wait Retry-After seconds (60 when absent), and back off exponentially on repeated 429s. Refused requests are not counted. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

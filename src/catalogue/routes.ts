@@ -6,7 +6,7 @@ import { CACHE_CONTROL, conditionalJson, ifNoneMatchHits } from "../http/conditi
 import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
-import { operation } from "../operation/operation.ts";
+import { operation, type RouteBudget } from "../operation/operation.ts";
 import { sandboxCatalogue, sandboxCompetitors, sandboxProductBody, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
 import { convertedCatalogue } from "./converted-list.ts";
 import { productHistory } from "./history.ts";
@@ -56,12 +56,29 @@ const TEST_KEY_READS =
   "A test key (`pda_test_…`) reads its account's sandbox instead: 1,000 synthetic products (`TEST-…` SKUs) and the " +
   "account's own changes (POST /test/observations), never the catalogue; a live key never reads a sandbox.";
 
+/**
+ * The whole list the stored gzip does not answer as it is: no filter, and `currency` (every offer converted) or no
+ * gzip (the list inflated as it streams): seconds of CPU a read at a million products, so at most 60 an hour per key
+ * (contract, fifth wave). Decided at admission from the query as sent, before it is validated.
+ */
+const wholeListBudget: RouteBudget = {
+  name: "whole-list",
+  quota: 60,
+  windowSeconds: 3600,
+  covers: "reads of the whole list, unfiltered, with currency or without Accept-Encoding: gzip",
+  counts: (c) => {
+    const query = c.req.query();
+    return !selectsProducts(query) && (query.currency !== undefined || !acceptsGzip(clientAcceptEncoding(c)));
+  },
+};
+
 const listProductsRoute = createRoute(
   operation({
     ...common,
     method: "get",
     path: "/",
     operationId: "listProducts",
+    budget: wholeListBudget,
     summary: "All products, in one call",
     description:
       "Filters select whole products: `sku` and `competitor` exactly, `brand` and `category` case-insensitively, `updated_since` inclusive. " +

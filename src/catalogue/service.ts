@@ -73,9 +73,11 @@ export async function servingManifest(store: CatalogueStore): Promise<Manifest> 
 }
 
 const FILTER_NAMES = ["sku", "competitor", "brand", "category", "updated_since"] as const;
+/** The filters' values: validated (ProductFilters), or as a query string gives them (admission's look before validation). */
+type FilterValues = Partial<Record<(typeof FILTER_NAMES)[number], string>>;
 
 /** Filter values as they are compared: brand and category ignore case, so "Sony" and "sony" are one filter. */
-function normalise(filters: ProductFilters): [string, string][] {
+function normalise(filters: FilterValues): [string, string][] {
   const normalised: [string, string][] = [];
   for (const name of FILTER_NAMES) {
     const value = filters[name];
@@ -89,7 +91,7 @@ function normalise(filters: ProductFilters): [string, string][] {
 export const isFiltered = (filters: ProductFilters) => selectsProducts(filters) || filters.currency !== undefined;
 
 /** Whether the list is some of the products (a filter), not every one. */
-export const selectsProducts = (filters: ProductFilters) => normalise(filters).length > 0;
+export const selectsProducts = (filters: FilterValues) => normalise(filters).length > 0;
 
 /** The conversion a `?currency=` read asks for, with the day's rates as the isolate keeps them: no D1 statement when warm. */
 export const conversionOf = async (

@@ -90,8 +90,9 @@ export const RESPONSE_COMPONENTS = {
     "The report's GitHub signature is missing or does not verify, or names a key not in GitHub's list; nothing was changed.",
   ),
   KeyRestricted: documentedError(
-    "The key may not be used from this address (its allowed_ips), or lacks the scope this route needs (its scopes); " +
-      "the detail names which. Not counted against the key.",
+    "The key is of an environment the route does not take (a live key on a test-mode route), may not be used from this " +
+      "address (its allowed_ips), or lacks the scope this route needs (its scopes); the detail names which. Not counted " +
+      "against the key, and answered before its limits or the request's body.",
   ),
   Forbidden: documentedError("An API key on an account or admin route, or a JWT without the operation's scope."),
   NotFound: documentedError("No such id in this account (another account's ids are 404 too), or no such route."),
@@ -99,7 +100,8 @@ export const RESPONSE_COMPONENTS = {
   Conflict: documentedError("The account is at a limit (100 active keys, 20 webhooks), or the webhook is disabled."),
   PayloadTooLarge: documentedError("The body is over 1 MiB."),
   TooManyRequests: documentedError(
-    "Rate limit exceeded (`Rate limit exceeded: 10 requests per minute.`). Wait Retry-After seconds (60 when absent), " +
+    "Rate limit exceeded (`Rate limit exceeded: 10 requests per minute.`), or a budget of the route's (its detail names it " +
+      "and when it refills). Wait Retry-After seconds (60 when absent), " +
       "and back off exponentially on repeated 429s. Refused requests are not counted.",
     ["Retry-After"],
   ),

@@ -1,8 +1,9 @@
 import { eq } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
-import { type Identity, unauthorized } from "../auth/idp.ts";
+import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
+import type { Credential } from "../pipeline/identify.ts";
 import type { Database } from "../platform/db.ts";
 import { type AccountRow, accounts } from "../platform/tables.ts";
 
@@ -10,14 +11,42 @@ import { type AccountRow, accounts } from "../platform/tables.ts";
 
 const noCredential = (what: string) => unauthorized(`Send ${what} as Authorization: Bearer <token>.`, false);
 
-function requireLogin(c: Context<AppEnv>): Identity {
-  const credential = c.var.credential;
-  if (credential.kind === "api-key" || (credential.kind === "rejected" && credential.wasApiKey)) {
-    throw new ApiError(403, "API keys cannot manage keys or accounts; use your account login (a JWT from the identity provider).");
+/** The credential a route takes, as its declaration says it (src/operation/operation.ts). */
+interface RequiredCredential {
+  credential: "api-key" | "account" | "admin" | "github";
+  scope?: string;
+}
+
+/**
+ * Why this credential may not call a route that takes `required`, from the credential alone: 401 (who are you: none,
+ * a bad one, a login on a data route) or 403 (may you: an API key on a login route, a token without the route's
+ * scope). Admission asks it before any bucket (src/pipeline/admission.ts), so it answers before any limit's 429 and
+ * the request is counted as refused; the route's guard throws it. A key's own checks (revoked, address, scope,
+ * environment) are its object's, which makes them before its limits too.
+ */
+export function credentialMisfit(required: RequiredCredential, credential: Credential): ApiError | undefined {
+  if (required.credential === "github") return undefined; // the report's signature, checked by its route
+  if (required.credential === "api-key") {
+    if (credential.kind === "rejected") return credential.error;
+    if (credential.kind === "login") return unauthorized("This route needs an API key, not an account login.", true);
+    return credential.kind === "none" ? noCredential("your API key") : undefined;
   }
-  if (credential.kind === "rejected") throw credential.error;
-  if (credential.kind === "none") throw noCredential("your account login (a JWT from the identity provider)");
-  return credential.identity;
+  if (credential.kind === "api-key" || (credential.kind === "rejected" && credential.wasApiKey)) {
+    return new ApiError(403, "API keys cannot manage keys or accounts; use your account login (a JWT from the identity provider).");
+  }
+  if (credential.kind === "rejected") return credential.error;
+  if (credential.kind === "none") return noCredential("your account login (a JWT from the identity provider)");
+  const scope = required.credential === "admin" ? required.scope : undefined;
+  if (scope !== undefined && !credential.identity.scopes.has(scope))
+    return new ApiError(403, `This route needs the "${scope}" scope, which your token does not hold.`);
+  return undefined;
+}
+
+/** The request's credential, once it fits the route (else its refusal is thrown). */
+function fitting(c: Context<AppEnv>, required: RequiredCredential): Credential {
+  const misfit = credentialMisfit(required, c.var.credential);
+  if (misfit) throw misfit;
+  return c.var.credential;
 }
 
 /** The account for an IdP subject, created on the Free plan the first time the subject is seen. */
@@ -30,8 +59,8 @@ async function ensureAccount(db: Database, id: string): Promise<AccountRow> {
 
 /** Account login: a valid IdP JWT; its `sub` names the account, created on first sight. */
 export const requireAccount: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const identity = requireLogin(c);
-  c.set("account", await ensureAccount(c.var.services.db, identity.sub));
+  const credential = fitting(c, { credential: "account" });
+  if (credential.kind === "login") c.set("account", await ensureAccount(c.var.services.db, credential.identity.sub));
   await next();
 };
 
@@ -39,17 +68,14 @@ export const requireAccount: MiddlewareHandler<AppEnv> = async (c, next) => {
 export const requireScope =
   (scope: string): MiddlewareHandler<AppEnv> =>
   async (c, next) => {
-    if (!requireLogin(c).scopes.has(scope))
-      throw new ApiError(403, `This route needs the "${scope}" scope, which your token does not hold.`);
+    fitting(c, { credential: "admin", scope });
     await next();
   };
 
 /** Data routes: an active API key (its object has already admitted it). */
 export const requireApiKey: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const credential = c.var.credential;
-  if (credential.kind === "rejected") throw credential.error;
-  if (credential.kind === "login") throw unauthorized("This route needs an API key, not an account login.", true);
-  if (credential.kind === "none" || !credential.key) throw noCredential("your API key");
+  const credential = fitting(c, { credential: "api-key" });
+  if (credential.kind !== "api-key" || !credential.key) throw noCredential("your API key");
   c.set("apiKey", credential.key);
   await next();
 };

@@ -5,6 +5,9 @@ import type { KeyScope } from "../api-keys/scopes.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { readBodyAsJson } from "../http/json-body.ts";
 import { ref } from "../http/openapi-components.ts";
+import type { Environment } from "../platform/tables.ts";
+import { budgetPeriod } from "../rate-limit/headers.ts";
+import type { Budget } from "../rate-limit/types.ts";
 import { requireAccount, requireApiKey, requireScope } from "./guards.ts";
 
 /**
@@ -14,9 +17,27 @@ import { requireAccount, requireApiKey, requireScope } from "./guards.ts";
  * the admission cannot disagree. `github`: a secret-scanning report, whose signature the route's own middleware verifies.
  */
 type RouteCredential =
-  | { credential: "api-key" /** The key scope the route needs: a key without it is refused (403) by its object. */; scope: KeyScope }
+  | ({
+      credential: "api-key" /** The key scope the route needs: a key without it is refused (403) by its object. */;
+      scope: KeyScope;
+    } & KeyRoute)
   | { credential: "account" | "github" }
   | { credential: "admin" /** The token's `scope` claim must hold it. */; scope: string };
+
+/** What an API-key route declares beside its scope; its key's object checks both at admission, before the key's limits. */
+interface KeyRoute {
+  /** The environment whose keys the route takes (a sandbox's writes: `test`); absent, either. Another key: 403. */
+  environment?: Environment;
+  /** A budget of the key's own that some of the route's requests count in beside the key's limits (src/rate-limit/types.ts). */
+  budget?: RouteBudget;
+}
+
+/** A route's budget, and which of its requests count in it: decided from the request before admission (its query, its headers). */
+export interface RouteBudget extends Budget {
+  counts(c: Context): boolean;
+  /** What it covers, in words: the 429's detail and the operation's description say it. */
+  covers: string;
+}
 
 /** What the request pipeline (src/pipeline/) needs to know of a route before the route runs. */
 export type RouteDeclaration = RouteCredential & {
@@ -81,6 +102,14 @@ function errorResponses({ credential }: RouteCredential, cases: ErrorCases) {
   };
 }
 
+/** The document's words for a route's environment and budget, from its declaration. */
+const takesOnly = (environment: Environment) =>
+  `Takes ${environment} keys only (pda_${environment}_…): another key is 403, before its limits are counted or the request is read.`;
+const countsIn = (budget: RouteBudget) =>
+  `${budget.covers[0]!.toUpperCase()}${budget.covers.slice(1)} count in the key's "${budget.name}" budget, ${budget.quota} per ` +
+  `${budgetPeriod(budget)} (clock-aligned), ` +
+  "beside its limits: beyond it, 429 naming the budget and when it refills; RateLimit-Policy and RateLimit carry it as an entry of its own.";
+
 type OperationConfig = Omit<RouteConfig, "security" | "responses"> &
   RouteDeclaration & {
     errors?: ErrorCases;
@@ -94,11 +123,20 @@ type OperationConfig = Omit<RouteConfig, "security" | "responses"> &
  * own, is what the pipeline finds the declaration by.
  */
 export function operation<const C extends OperationConfig>(config: C) {
-  const { credential, scope, ownBodyLimit, errors = {}, responses, ...route }: C & { scope?: string } = config;
+  const {
+    credential,
+    scope,
+    environment,
+    budget,
+    ownBodyLimit,
+    errors = {},
+    responses,
+    ...route
+  }: C & KeyRoute & { scope?: string } = config;
   const body = route.request?.body !== undefined;
   const guard = guardOf(config);
   const declared: MiddlewareHandler<AppEnv> = (c, next) => guard(c, next);
-  declarations.set(declared, { credential, scope, ...(ownBodyLimit && { ownBodyLimit }) } as RouteDeclaration);
+  declarations.set(declared, { credential, scope, environment, budget, ...(ownBodyLimit && { ownBodyLimit }) } as RouteDeclaration);
   const middleware = [
     declared,
     ...[route.middleware ?? []].flat(),
@@ -106,13 +144,15 @@ export function operation<const C extends OperationConfig>(config: C) {
   ];
   return {
     ...route,
+    description:
+      [route.description, environment && takesOnly(environment), budget && countsIn(budget)].filter(Boolean).join(" ") || undefined,
     middleware,
     security: [{ [SCHEMES[credential]]: scope ? [scope] : [] }],
     responses: {
       ...responses,
       ...errorResponses(config, { ...errors, body: errors.body ?? body, validates: errors.validates ?? Boolean(route.request?.query) }),
     },
-  } as Omit<C, "credential" | "scope" | "ownBodyLimit" | "errors"> & {
+  } as Omit<C, "credential" | "scope" | "environment" | "budget" | "ownBodyLimit" | "errors"> & {
     security: { [scheme: string]: string[] }[];
     responses: C["responses"];
   };

@@ -5,8 +5,10 @@ import { keyRefusalDetail } from "../api-keys/refusal.ts";
 import { unauthorized } from "../auth/idp.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
+import { credentialMisfit } from "../operation/guards.ts";
 import { declarationOf, type RouteDeclaration } from "../operation/operation.ts";
 import type { WorkMeter } from "../platform/metered.ts";
+import type { Environment } from "../platform/tables.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
 import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
 import { admitBucket, rememberedRefusal } from "../rate-limit/stub.ts";
@@ -14,9 +16,19 @@ import type { Decision } from "../rate-limit/types.ts";
 import { type Credential, identify } from "./identify.ts";
 
 const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
-/** What a key's object is asked about a request beyond counting it: the client's address and the scope its route declares. */
-function keyRequestOf(c: Context, declared: RouteDeclaration | undefined): KeyRequest {
-  return { ip: clientIp(c), scope: declared?.credential === "api-key" ? declared.scope : undefined };
+/**
+ * What a key's object is asked about a request beyond counting it: the client's address, and what its route declares:
+ * the scope, the environment (with the key's own, from its head) and, when this request counts in it, the budget.
+ */
+function keyRequestOf(c: Context, declared: RouteDeclaration | undefined, key: Environment): KeyRequest {
+  if (declared?.credential !== "api-key") return { ip: clientIp(c), scope: undefined };
+  const { scope, environment: needed, budget } = declared;
+  return {
+    ip: clientIp(c),
+    scope,
+    ...(needed && { environment: { needed, key } }),
+    ...(budget?.counts(c) && { budget: { name: budget.name, quota: budget.quota, windowSeconds: budget.windowSeconds } }),
+  };
 }
 const ipBucket = (c: Context) => ipBucketName(clientIp(c));
 const admitIp = (c: Context<AppEnv>, work: WorkMeter) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
@@ -36,7 +48,7 @@ async function admitCredential(
     // this isolate has not seen answered gets a 429 with no call at all while the isolate remembers the IP's refusal.
     const refused = isSeenKey(credential.keyHash) ? undefined : rememberedRefusal(ipBucket(c));
     if (refused) return [credential, refused];
-    const request = keyRequestOf(c, declared);
+    const request = keyRequestOf(c, declared, credential.environment);
     const asked = await admitKey(c.env, credential.keyHash, work, request, { lookUp: false });
     let outcome: CheckedAdmission;
     if (asked.status === "unchecked") {
@@ -72,7 +84,10 @@ function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision
   return res;
 }
 
-const tooMany = (c: Context<AppEnv>, decision: Decision) => errorResponse(c, new ApiError(429, rateLimitDetail(decision)));
+const tooMany = (c: Context<AppEnv>, decision: Decision, declared?: RouteDeclaration) => {
+  const covers = declared?.credential === "api-key" ? declared.budget?.covers : undefined;
+  return errorResponse(c, new ApiError(429, rateLimitDetail(decision, covers)));
+};
 
 /**
  * A secret-scanning report is counted once its route knows who sent it: a report whose signature verifies in the
@@ -91,6 +106,15 @@ async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: 
 }
 
 /**
+ * A credential of a kind the route does not take (a login on a data route, a key on a login route, a token without the
+ * route's scope): counted in its own bucket as the rate-limit rules say, but answered by its guard's 401 or 403 even
+ * when that bucket is empty, as who you are and what you may do come before your limits. A request with no credential
+ * or a bad one is not: the client IP's bucket is the only bound on what an unidentified caller costs, so its 429 stands.
+ */
+const wrongKind = (declared: RouteDeclaration, credential: Credential) =>
+  (credential.kind === "api-key" || credential.kind === "login") && credentialMisfit(declared, credential) !== undefined;
+
+/**
  * Every request passes here after its context is built: its credential picks the bucket, the
  * bucket's object decides, and whatever response follows (success or error) carries that bucket's headers.
  */
@@ -98,14 +122,20 @@ export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { config, work } = c.var.services;
   const declared = declarationOf(c);
   if (declared?.credential === "github") return admitReport(c, next, work);
-  const [credential, decision] = await admitCredential(c, await identify(c.req.header("Authorization"), config), declared, work);
+  const identified = await identify(c.req.header("Authorization"), config);
+  const [credential, decision] = await admitCredential(c, identified, declared, work);
   c.set("credential", credential);
+  // Who you are and what you may do are answered here, before the request is read (its query, its size, its body):
+  // 401 and 403 before 429 before 413 and 400 (contract, fifth wave: the order of refusals).
+  const misfit = declared && credentialMisfit(declared, credential);
   let res: Response;
-  if (decision.allowed) {
+  if (misfit && (decision.allowed || wrongKind(declared, identified))) {
+    res = errorResponse(c, misfit);
+  } else if (decision.allowed) {
     await next();
     res = c.res;
   } else {
-    res = tooMany(c, decision);
+    res = tooMany(c, decision, declared);
   }
   return withBucketHeaders(c, res, decision, work);
 };

@@ -14,6 +14,25 @@ export interface Limits {
 export const GRANULARITIES = ["minute", "hour", "day"] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
 
+/**
+ * A budget a route's costly requests count in beside the key's own limits, per key, in clock-aligned windows (the
+ * whole list with `currency` or without gzip: 60 an hour). Declared with the route (src/operation/operation.ts).
+ */
+export interface Budget {
+  /** Its name in RateLimit-Policy, RateLimit and the refusal's detail. */
+  name: string;
+  quota: number;
+  windowSeconds: number;
+}
+
+/** What is left of a budget the request counted in (or was refused by). */
+export interface BudgetUse extends Budget {
+  remaining: number;
+  /** Whole seconds until the budget refills (its window's end), and that instant (epoch ms). */
+  resetSeconds: number;
+  refillsAt: number;
+}
+
 /** A bucket's answer (a fixed bucket's or a key's): everything the headers need. */
 export interface Decision {
   allowed: boolean;
@@ -23,6 +42,8 @@ export interface Decision {
   resetSeconds: number;
   /** The same, exact, for the isolate's memory of refusals. */
   resetMs: number;
-  /** On a refusal, the quota that refused. */
-  exceeded?: Granularity;
+  /** On a refusal, the quota that refused: one of the key's limits, or the route's budget. */
+  exceeded?: Granularity | "budget";
+  /** The route's budget, when the request counted in it or was refused by it. */
+  budget?: BudgetUse;
 }

@@ -1,6 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { EventMessage } from "../events/messages.ts";
-import { ApiError } from "../http/errors.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { afterCommitOf } from "../observations/after-commit.ts";
@@ -21,7 +20,7 @@ const simulateObservationsRoute = createRoute(
     tags: ["Test mode"],
     summary: "Change your sandbox: simulated price observations",
     description:
-      `A test key only (a live key is 403). The body of POST /admin/observations, at most ${MAX_TEST_OBSERVATIONS} observations, on ` +
+      `The body of POST /admin/observations, at most ${MAX_TEST_OBSERVATIONS} observations, on ` +
       "sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). " +
       "It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox " +
       "events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account. " +
@@ -30,6 +29,7 @@ const simulateObservationsRoute = createRoute(
       `account's ${budgetLabel("test-deliveries")}; test_deliveries says how many were held back.`,
     credential: "api-key",
     scope: "sandbox:write",
+    environment: "test",
     request: { query: noQuery, body: jsonBody(testObservationsBody, "The observations") },
     responses: { 200: jsonResponse("What the observations changed in your sandbox, and their test deliveries", SandboxIngestionResult) },
   }),
@@ -37,9 +37,7 @@ const simulateObservationsRoute = createRoute(
 
 /** POST /test/observations (a test key, scope sandbox:write): an ingestion into the key's account's sandbox. */
 export const testModeRoutes = openApiApp().openapi(simulateObservationsRoute, async (c) => {
-  const { accountId, environment } = c.var.apiKey;
-  if (environment !== "test")
-    throw new ApiError(403, "This is a live key: POST /test/observations changes a sandbox, and takes a test key (pda_test_…) only.");
+  const { accountId } = c.var.apiKey;
   const { observations } = c.req.valid("json");
   checkSandboxObservations(sandboxBase(), observations);
   // Whole or not at all, counted before anything is written: a call past the budget changes nothing.

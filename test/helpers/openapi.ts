@@ -13,6 +13,14 @@ import { call } from "./http.ts";
 export type Json = Record<string, any>;
 
 export const METHODS = ["get", "put", "post", "delete", "patch"] as const;
+
+/** An operation's parameters of one kind (path, query), resolved, as one JSON Schema object: a generator's input. */
+export const parametersSchema = (params: Json[]): Json => ({
+  type: "object",
+  properties: Object.fromEntries(params.map((p) => [p.name, p.schema])),
+  required: params.filter((p) => p.required).map((p) => p.name),
+  additionalProperties: false,
+});
 /** Newline-delimited JSON: the document's schema for it is that of one line. */
 const NDJSON = "application/x-ndjson";
 

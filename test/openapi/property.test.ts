@@ -6,7 +6,7 @@ import { MoneyError, parseMoney } from "../../src/platform/money.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call } from "../helpers/http.ts";
 import { arbitrary, type Mutation, mutations, type Schema } from "../helpers/json-schema-arbitrary.ts";
-import { DocumentChecker, fetchDocument, type Json, METHODS } from "../helpers/openapi.ts";
+import { DocumentChecker, fetchDocument, type Json, METHODS, parametersSchema } from "../helpers/openapi.ts";
 import { report } from "../helpers/secret-scanning.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
@@ -43,13 +43,6 @@ interface Operation {
   validator: Validator;
 }
 
-const paramsSchema = (params: Json[]): Schema => ({
-  type: "object",
-  properties: Object.fromEntries(params.map((p) => [p.name, p.schema])),
-  required: params.filter((p) => p.required).map((p) => p.name),
-  additionalProperties: false,
-});
-
 // A server-sent event stream never ends, so its body cannot be read here; test/stream/ checks its query.
 const streams = (op: Json) => op.responses?.["200"]?.content?.["text/event-stream"] !== undefined;
 
@@ -61,8 +54,8 @@ const operations: Operation[] = Object.entries<Json>(doc.paths).flatMap(([templa
     const schema: Schema = {
       type: "object",
       properties: {
-        path: paramsSchema(params.filter((p) => p.in === "path")),
-        query: paramsSchema(params.filter((p) => p.in === "query")),
+        path: parametersSchema(params.filter((p) => p.in === "path")),
+        query: parametersSchema(params.filter((p) => p.in === "query")),
         ...(body ? { body } : {}),
       },
       required: ["path", "query", ...(body ? ["body"] : [])],

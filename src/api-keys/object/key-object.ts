@@ -4,6 +4,7 @@ import { MeteredObject } from "../../platform/metered-object.ts";
 import type { Limits } from "../../rate-limit/types.ts";
 import { type StoredCounters, Usage } from "../../rate-limit/window.ts";
 import { keyStreamsChanged } from "../../stream/hubs.ts";
+import { budgetSpent, KeyBudgets } from "./budgets.ts";
 import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import { type KeyAdmission, type KeyRequest, type KeyState, UNKNOWN_KEY_MS, type UsageCount, type UsageSpan } from "./types.ts";
@@ -60,6 +61,7 @@ const REFUSALS_WRITTEN_EVERY_MS = 1_000;
 export class ApiKeyObject extends MeteredObject {
   private readonly usage: Usage;
   private readonly usageLog: UsageLog;
+  private readonly budgets = new KeyBudgets(this.ctx.storage.sql);
   private key: KeyState | undefined;
   private lastUseRecorded: number;
   private hasSchema: boolean;
@@ -123,11 +125,14 @@ export class ApiKeyObject extends MeteredObject {
       return { status: "forbidden", reason: forbidden };
     }
     this.usage.slide(now);
-    const decision = this.usage.decide(now, key.limits);
+    // A request of a route's budget (the whole list) is refused, counting nothing, once the budget is spent.
+    const budget = request?.budget && this.budgets.left(request.budget, now);
+    const decision = budget?.remaining === 0 ? budgetSpent(budget, key.limits, now) : this.usage.decide(now, key.limits);
     if (decision.allowed) {
       this.markUse(key.keyId, now);
       this.noticeUsage(key.keyId, key.limits.per_day, now);
     }
+    if (budget) decision.budget = decision.allowed ? this.budgets.spend(budget, now) : budget;
     this.count(now, decision.allowed);
     return { status: "active", keyId: key.keyId, accountId: key.accountId, decision, scopes: key.scopes };
   }

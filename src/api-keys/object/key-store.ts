@@ -61,8 +61,10 @@ export function withPushes(held: KeyState | undefined, read: KeyState): KeyState
   return { ...read, expiresAt };
 }
 
-/** Why the key may not make this request (its address or its route's scope), or undefined when it may. */
+/** Why the key may not make this request (its route's environment, its address or its route's scope), or undefined when it may. */
 export function outsideRestrictions(key: KeyRestrictions, request: KeyRequest): KeyRefusal | undefined {
+  const environment = request.environment;
+  if (environment && environment.needed !== environment.key) return { kind: "environment", ...environment };
   if (key.allowedIps && !isAllowed(request.ip, key.allowedIps)) return { kind: "ip", ip: request.ip };
   if (request.scope !== undefined && !holdsScope(key.scopes, request.scope)) return { kind: "scope", needed: request.scope };
   return undefined;

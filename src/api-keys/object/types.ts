@@ -1,4 +1,5 @@
-import type { Decision, Granularity, Limits } from "../../rate-limit/types.ts";
+import type { Environment } from "../../platform/tables.ts";
+import type { Budget, Decision, Granularity, Limits } from "../../rate-limit/types.ts";
 
 /**
  * The shapes the key's object shares with the rest of the worker: the object, its stub, the admission
@@ -28,14 +29,26 @@ export type KeyState =
   | (KeyOwner & KeyRestrictions & { status: "active"; limits: Limits; expiresAt: number | null })
   | (KeyOwner & { status: "revoked" });
 
-/** What the object needs of a request to decide it beyond counting: the client's address and the scope its route needs. */
+/**
+ * What the object needs of a request to decide it beyond counting: the client's address, the scope its route needs,
+ * the environment its route takes, and a budget of the key's own the request counts in beside the key's limits.
+ */
 export interface KeyRequest {
   ip: string;
   scope: string | undefined;
+  /**
+   * The environment the route takes (absent: either) and the key's own, read from the key's head (which the hash that
+   * names the object covers, so the object can trust it).
+   */
+  environment?: { needed: Environment; key: Environment };
+  budget?: Budget;
 }
 
-/** Why a key's restrictions refuse a request: its address is outside `allowed_ips`, or its route needs a scope the key lacks. */
-export type KeyRefusal = { kind: "ip"; ip: string } | { kind: "scope"; needed: string };
+/** Why a key's restrictions refuse a request: its address, its route's scope, or its route's environment. */
+export type KeyRefusal =
+  | { kind: "ip"; ip: string }
+  | { kind: "scope"; needed: string }
+  | { kind: "environment"; needed: Environment; key: Environment };
 
 /**
  * The key object's answer to one admission, which the worker's stub hands on as it came (src/api-keys/object/stub.ts).
