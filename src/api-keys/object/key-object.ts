@@ -2,14 +2,14 @@ import { logger } from "../../platform/log.ts";
 import type { ObjectAnswer } from "../../platform/metered.ts";
 import { MeteredObject } from "../../platform/metered-object.ts";
 import type { Limits } from "../../rate-limit/types.ts";
-import type { StoredCounters } from "../../rate-limit/window.ts";
+import type { Counter, StoredCounters } from "../../rate-limit/window.ts";
 import { keyStreamsChanged } from "../../stream/hubs.ts";
 import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import { AdmissionWindow, type StoredBlock } from "./reservations.ts";
 import { type KeyAdmission, type KeyRequest, type KeyState, UNKNOWN_KEY_MS, type UsageCount, type UsageSpan } from "./types.ts";
 import { OLDEST_COLUMNS, type OldestColumns, type PendingHour, USAGE_SCHEMA, USAGE_UPGRADE, UsageLog } from "./usage-log.ts";
-import { announceUsage, thresholdReached, thresholdsReached } from "./usage-threshold.ts";
+import { announceUsage, thresholdsCrossed } from "./usage-threshold.ts";
 
 /** The one row that holds the key's counters and its block: written with each block, read once per wake. */
 interface StateRow extends StoredCounters, StoredBlock, Record<string, SqlStorageValue> {
@@ -81,6 +81,8 @@ export class ApiKeyObject extends MeteredObject {
   private countsUnwritten = false;
   /** When the alarm is set for (undefined: not set by this instance, or run since). */
   private alarmAt: number | undefined;
+  /** The day's count the usage thresholds were last looked at for: the stored one on a wake, before its block. */
+  private noticed: Counter;
   /** Whether the state row exists (read at the wake, or written since). */
   private hasStateRow: boolean;
   /** A key change's pushes to its open streams, which the call that made the change waits for (answered). */
@@ -105,6 +107,7 @@ export class ApiKeyObject extends MeteredObject {
     const pending: PendingHour = row ? JSON.parse(row.usage_hour) : { start: 0, minutes: {} };
     this.usageLog = new UsageLog(sql, pending, { oldest_hour: woken.oldest_hour ?? null, oldest_day: woken.oldest_day ?? null });
     // What the stored block may have admitted is counted as admitted, and shown in usage as uncertain.
+    this.noticed = { start: row?.day_start ?? 0, count: row?.day_count ?? 0 };
     const { window, assumed } = AdmissionWindow.woken(row, Date.now());
     this.window = window;
     if (assumed) this.usageLog.assume(assumed);
@@ -261,7 +264,7 @@ export class ApiKeyObject extends MeteredObject {
       const { keyId, limits } = this.key;
       const perDay = limits.per_day;
       const at = new Date().toISOString();
-      const notices = thresholdsReached(count, perDay).map((threshold) => ({ keyId, dayStart: start, perDay, threshold, at }));
+      const notices = thresholdsCrossed(0, count, perDay).map((threshold) => ({ keyId, dayStart: start, perDay, threshold, at }));
       await announceUsage(this.meter.database(this.env.DB), notices);
       await this.ctx.storage.delete(NOTICE_PENDING);
     });
@@ -270,16 +273,26 @@ export class ApiKeyObject extends MeteredObject {
   /**
    * usage.threshold (src/api-keys/object/usage-threshold.ts): only the admission that reaches 80 % or 100 % of the
    * day's quota writes anything, off the request path (an invocation of its own); should that fail, a stored flag and
-   * the alarm write it again.
+   * the alarm write it again. The day's count goes up by one per admission, or by a block at a wake (the admission
+   * after it announces what the block passed).
    */
   private noticeUsage(keyId: string, perDay: number, now: number) {
     const { day } = this.window.usage;
-    const threshold = thresholdReached(day.count, perDay);
-    if (threshold === undefined) return;
-    const notice = { keyId, dayStart: day.start, perDay, threshold, at: new Date(now).toISOString() };
+    const before = this.noticed.start === day.start ? this.noticed.count : 0;
+    this.noticed = { ...day };
+    const at = new Date(now).toISOString();
+    const notices = thresholdsCrossed(before, day.count, perDay).map((threshold) => ({
+      keyId,
+      dayStart: day.start,
+      perDay,
+      threshold,
+      at,
+    }));
+    if (notices.length === 0) return;
     const written = () =>
-      announceUsage(this.meter.database(this.env.DB), [notice]).catch(async (error: unknown) => {
-        log.error("usage.threshold not written; the alarm retries", { key_id: keyId, threshold, error: String(error) });
+      announceUsage(this.meter.database(this.env.DB), notices).catch(async (error: unknown) => {
+        const thresholds = notices.map((notice) => notice.threshold);
+        log.error("usage.threshold not written; the alarm retries", { key_id: keyId, thresholds, error: String(error) });
         await this.ctx.storage.put(NOTICE_PENDING, true);
         this.setAlarm(Date.now() + NOTICE_RETRY_MS);
       });
