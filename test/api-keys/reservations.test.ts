@@ -190,6 +190,22 @@ describe("admissions reserved in blocks, with the key's object restarted at rand
     }, 300_000);
   }
 
+  it("pushes apply to the very next request, whatever the block still holds", async () => {
+    vi.setSystemTime(T0);
+    const { key, keyId } = await freshAccount({ plan: "premium" });
+    const keyHash = await hashApiKey(key);
+    const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(keyHash));
+    const admit = () => stub.admitKey(keyHash, REQUEST);
+    for (let i = 0; i < 5; i++) expect(await admit()).toMatchObject({ status: "active", decision: { allowed: true } });
+    // The 4th's block of 4 has 2 left; a plan of 5 a minute refuses the 6th all the same.
+    await stub.setLimits({ per_minute: 5, per_hour: 100, per_day: 1000 });
+    expect(await admit()).toMatchObject({ status: "active", decision: { allowed: false, exceeded: "minute" } });
+    await stub.setLimits(PLAN_LIMITS.premium);
+    expect(await admit()).toMatchObject({ status: "active", decision: { allowed: true } });
+    await stub.revoke(keyId, "any");
+    expect(await admit()).toMatchObject({ status: "revoked" });
+  });
+
   it("a block left unused is released by the key's alarm once it has ended: usage exact through an eviction", async () => {
     vi.setSystemTime(T0);
     const key = await keyUnderRestarts("standard");
