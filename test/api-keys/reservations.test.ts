@@ -156,7 +156,7 @@ const PLANS = {
 
 describe("admissions reserved in blocks, with the key's object restarted at random points", () => {
   for (const plan of ["free", "premium"] as const) {
-    it(`${plan}: 0 over-admission in every minute, hour and day; usage never below what was admitted; at most a block uncertain per restart`, async () => {
+    it(`${plan}: 0 over-admission in any window; usage never below what was admitted; a block uncertain per restart at most`, async () => {
       const limits = PLANS[plan];
       let restarts = 0;
       let uncertain = 0;

@@ -35,10 +35,11 @@ export interface Assumed {
  * A key's rate-limit windows, exact in memory, kept in storage by reservation. An admission that no block covers
  * opens one: the admission and up to N − 1 more, N being the key's admissions of the last minute (this one
  * included), at most what every window has room for over the block's life (the hour and the day their remaining;
- * the minute its limit less the admissions still in it at the block's end). The caller writes the counts and the block before it answers;
- * the block's other admissions are answered from memory, with no write. On a wake, every admission the stored block
- * could still make is counted as made, at the latest moment it could have been made (the wake, or the block's
- * end), so no window holds fewer than were admitted: a restart can refuse too soon, never admit too much.
+ * the minute its limit less the admissions still in it at the block's end). The caller writes the counts and the
+ * block before it answers; the block's other admissions are answered from memory, with no write. On a wake, every
+ * admission the stored block could still make is counted as made, at the latest moment it could have been made (the
+ * wake, or the block's end), so no window holds fewer than were admitted: a restart can refuse too soon, never admit
+ * too much.
  */
 export class AdmissionWindow {
   private block: Block | undefined;

@@ -49,9 +49,10 @@ const oldestPerLevel = (row: OldestColumns) => ({ hour: row.oldest_hour ?? Infin
  * The current hour's counts travel in the object's one state row (src/api-keys/object/key-object.ts writes it with
  * each block it reserves, and with refusals); when a decision falls in a new hour, the finished one becomes one row
  * here, its minutes inside it, written with the state row. So an hour costs one row more, however the requests are
- * spread over it (until issue 34 each minute became a row, which the fold later deleted). Hours older than 30 days are folded into days and days older
- * than a year dropped, lazily: once the oldest row of a level is more than a day past its window. Days hold only what
- * hours no longer do, so a read adds the levels up and is exact whenever the folding last ran.
+ * spread over it (until issue 34 each minute became a row, which the fold later deleted). Hours older than 30 days
+ * are folded into days and days older than a year dropped, lazily: once the oldest row of a level is more than a day
+ * past its window. Days hold only what hours no longer do, so a read adds the levels up and is exact whenever the
+ * folding last ran.
  */
 export class UsageLog {
   /** The oldest row's start per level (Infinity for none), so a decision knows without a query whether a fold is due. */
