@@ -7,7 +7,7 @@ import { exportJWK, generateKeyPair } from "jose";
 import { defineConfig } from "vitest/config";
 import { buildDashboard } from "./scripts/build-dashboard.ts";
 import { buildDocs } from "./scripts/build-docs.ts";
-import { ABORTED_FOR_THE_NEXT_FILE } from "./test/helpers/abort-reason.ts";
+import { ABORTED_FOR_THE_NEXT_FILE, RESTARTED_BY_THE_TEST } from "./test/helpers/abort-reason.ts";
 
 /**
  * A stand-in identity provider for the tests: a fresh RS256 key pair whose public half is served
@@ -122,18 +122,18 @@ const dependenciesWithoutSourceMaps = {
  * - "SQLite alarm handler canceled with requestScheduledAlarm", each time the catalogue builder's alarm handler re-arms
  *   its own alarm (its steps do, by design).
  * - "uncaught exception; … jsg.Error: <ABORTED_FOR_THE_NEXT_FILE>" and the "stack:" line after it, each time a shared
- *   Durable Object is aborted between two test files (test/helpers/fresh-storage.ts).
+ *   Durable Object is aborted between two test files (test/helpers/fresh-storage.ts), and the same for
+ *   <RESTARTED_BY_THE_TEST>, each time a test restarts an object (test/api-keys/reservations.test.ts).
  */
 function dropRoutineWorkerdNotes(): void {
   for (const stream of [process.stdout, process.stderr]) {
     const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
     let afterAbortNote = false;
     const routine = (line: string) => {
+      const abortNote = line.includes(ABORTED_FOR_THE_NEXT_FILE) || line.includes(RESTARTED_BY_THE_TEST);
       const dropped =
-        line.includes("alarm handler canceled with requestScheduledAlarm") ||
-        line.includes(ABORTED_FOR_THE_NEXT_FILE) ||
-        (afterAbortNote && line.startsWith("stack: "));
-      afterAbortNote = line.includes(ABORTED_FOR_THE_NEXT_FILE);
+        line.includes("alarm handler canceled with requestScheduledAlarm") || abortNote || (afterAbortNote && line.startsWith("stack: "));
+      afterAbortNote = abortNote;
       return dropped;
     };
     stream.write = ((chunk: unknown, ...rest: unknown[]) => {

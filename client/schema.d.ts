@@ -1396,6 +1396,8 @@ export interface components {
             admitted: number;
             /** @description Refused: over a rate limit (429), or the key had expired or was revoked (401) */
             refused: number;
+            /** @description Of admitted, how many may not have been made: a restart of the key's rate limiter counts the admissions it had reserved as made, so no limit is exceeded and usage is never under-counted. Absent when none */
+            uncertain?: number;
         };
         CreatedApiKey: {
             /** @example key_3f2a… */

@@ -151,6 +151,14 @@ const UsageBucket = z
     start: timestamp,
     admitted: z.int(),
     refused: z.int().meta({ description: "Refused: over a rate limit (429), or the key had expired or was revoked (401)" }),
+    uncertain: z
+      .int()
+      .optional()
+      .meta({
+        description:
+          "Of admitted, how many may not have been made: a restart of the key's rate limiter counts the admissions it had " +
+          "reserved as made, so no limit is exceeded and usage is never under-counted. Absent when none",
+      }),
   })
   .meta({ id: "UsageBucket" });
 

@@ -16,8 +16,14 @@ const spanOf = (query: UsageQuery) =>
     to: query.to === undefined ? undefined : Date.parse(query.to),
   });
 
+/** `uncertain` only where a restart left some: a bucket is otherwise what it always was. */
 const wire = (buckets: UsageCount[]) =>
-  buckets.map((b) => ({ start: new Date(b.start).toISOString(), admitted: b.admitted, refused: b.refused }));
+  buckets.map(({ start, admitted, refused, uncertain }) => ({
+    start: new Date(start).toISOString(),
+    admitted,
+    refused,
+    ...(uncertain > 0 && { uncertain }),
+  }));
 
 /** One key's usage, from its own object; another account's key is 404. */
 export async function getApiKeyUsage(

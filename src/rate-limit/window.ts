@@ -47,6 +47,17 @@ export class Usage {
     return gone;
   }
 
+  /**
+   * Counts `count` admissions as made at `at` (no earlier than anything counted), whatever the limits: what a key's
+   * object must assume on a wake of the admissions a block it wrote may have made (src/api-keys/object/reservations.ts).
+   */
+  assumeMade(at: number, count: number): void {
+    this.slide(at);
+    for (let i = 0; i < count; i++) this.minuteLog.push(at);
+    this.hour.count += count;
+    this.day.count += count;
+  }
+
   /** Decides and, when the request is admitted, counts it. Call `slide(now)` first. */
   decide(now: number, limits: Limits): Decision {
     const before = this.windows(now, limits);

@@ -1,14 +1,17 @@
-import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/api-keys/format.ts";
 import { lastUsedLog } from "../../src/api-keys/object/last-used.ts";
 import { MARK_EVERY_MS } from "../../src/api-keys/object/last-used-schedule.ts";
+import type { PlanName } from "../../src/platform/tables.ts";
 import { MINUTE_MS } from "../../src/platform/time.ts";
+import { PLAN_LIMITS } from "../../src/rate-limit/plans.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { accountToken } from "../helpers/tokens.ts";
+import { invocationLog } from "../helpers/work-log.ts";
 
 // A fake Date, shared by the worker and its Durable Objects. T0 is 10 s into an hour.
 const T0 = Date.parse("2030-05-06T09:00:10Z");
@@ -48,7 +51,7 @@ async function rowsWrittenBy(key: string, keyId: string, run: () => Promise<void
 const get = (key: string) => call("GET", "/competitors", { token: key });
 
 describe("the key object's storage writes", () => {
-  it("100 admitted requests within a minute write at most 120 rows, and the usage stays exact", async () => {
+  it("100 admitted requests within a minute write a row per reserved block (at most 10), and the usage stays exact", async () => {
     const { token, key, keyId } = await freshAccount({ plan: "premium" });
     expect((await get(key)).status).toBe(200); // the object reads the key once
     const { key: written } = await rowsWrittenBy(key, keyId, async () => {
@@ -59,7 +62,8 @@ describe("the key object's storage writes", () => {
       vi.setSystemTime(T0 + MINUTE_MS + 50_000); // the next minute: one more decision
       expect((await get(key)).status).toBe(200);
     });
-    expect(written).toBeLessThanOrEqual(121 * 1.2);
+    // Blocks sized by the last minute: 1, 2, 4, … (src/api-keys/object/reservations.ts); a row each (7 here).
+    expect(written).toBeLessThanOrEqual(10);
     const usage = await expectJson(await call("GET", `/api-keys/${keyId}/usage?granularity=minute`, { token }), 200);
     const counted = usage.buckets.filter((b) => b.admitted + b.refused > 0);
     expect(counted.map((b) => b.admitted)).toEqual([101, 1]);
@@ -126,4 +130,54 @@ describe("the key object's storage writes", () => {
       [minute(6 * HOUR), 2],
     ]);
   });
+});
+
+/**
+ * A key at its plan's steady rate (its limit per minute, evenly spaced) for `minutes`, across an hour's end, so the
+ * span holds `last_used` marks and an hour's usage row: every row written by every object its requests reach, from
+ * the final tallies (the requests', the key's alarms', the marks' hand-over to their shard and the shard's flush), per
+ * admitted request. Alarms are run when the (fake) clock passes the time the object set them for.
+ */
+async function rowsPerAdmittedAtSteadyRate(plan: PlanName, minutes: number): Promise<number> {
+  const start = Date.parse("2030-05-06T10:00:00Z") - (minutes / 2) * MINUTE_MS;
+  vi.setSystemTime(start - MINUTE_MS);
+  const { key, keyId } = await freshAccount({ plan });
+  expect((await get(key)).status).toBe(200); // the object reads the key, and marks its first use
+  const stub = await keyObject(key);
+  const runDueAlarm = async (object: DurableObjectStub) => {
+    const due = await runInDurableObject(object, (_object, state) => state.storage.getAlarm());
+    if (due !== null && due <= Date.now()) await runDurableObjectAlarm(object);
+  };
+  const log = invocationLog();
+  const spacing = MINUTE_MS / PLAN_LIMITS[plan].per_minute;
+  let admitted = 0;
+  let second = 0;
+  for (let at = start; at < start + minutes * MINUTE_MS; at += spacing) {
+    vi.setSystemTime(at);
+    if (Math.floor(at / 1000) !== second) {
+      second = Math.floor(at / 1000);
+      await runDueAlarm(stub);
+    }
+    const res = await get(key);
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    admitted++;
+  }
+  vi.setSystemTime(start + (minutes + 1) * MINUTE_MS);
+  await runDueAlarm(stub);
+  await runDurableObjectAlarm(lastUsedLog(env, keyId)); // the shard's flush, which deletes the marks it wrote
+  await vi.waitFor(() => expect(log.lines.filter((line) => line.request_id !== undefined).length).toBeGreaterThanOrEqual(admitted));
+  return log.lines.reduce((rows, line) => rows + line.doRowsWritten, 0) / admitted;
+}
+
+describe("object rows written per admitted request at each plan's steady rate", () => {
+  // An hour at Free, whose marks and hour rows weigh most per request; shorter at the others (as many requests as it takes).
+  const minutes = { free: 60, standard: 30, premium: 10 } as const;
+  for (const plan of ["free", "standard", "premium"] as const) {
+    it(`${plan}: at most 0.25 over ${minutes[plan]} minutes`, async () => {
+      const rows = await rowsPerAdmittedAtSteadyRate(plan, minutes[plan]);
+      console.info(`${plan}: ${rows.toFixed(3)} object rows written per admitted request`);
+      expect(rows).toBeLessThanOrEqual(0.25);
+    }, 120_000);
+  }
 });

@@ -74,10 +74,12 @@ describe("counters", () => {
     const stub = env.API_KEY_OBJECTS.get(env.API_KEY_OBJECTS.idFromName(await hashApiKey(key)));
     await evictDurableObject(stub);
     const res = await get(key);
-    expect(rateLimitOf(res).remaining).toBe(3);
+    // The 4th request reserved a block of 4 (src/api-keys/object/reservations.ts) and the 6th left one unused: the
+    // wake counts it as made, so 7 are counted and this is the 8th.
+    expect(rateLimitOf(res).remaining).toBe(2);
     // Woken from its own storage: no D1 query.
     expect(workCounts(res)).toMatchObject({ d1: 0, keyDo: 1 });
-    for (let i = 0; i < 3; i++) await get(key);
+    for (let i = 0; i < 2; i++) expect((await get(key)).status).toBe(200);
     expect((await get(key)).status).toBe(429);
   });
 

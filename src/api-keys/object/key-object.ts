@@ -2,36 +2,42 @@ import { logger } from "../../platform/log.ts";
 import type { ObjectAnswer } from "../../platform/metered.ts";
 import { MeteredObject } from "../../platform/metered-object.ts";
 import type { Limits } from "../../rate-limit/types.ts";
-import { type StoredCounters, Usage } from "../../rate-limit/window.ts";
+import type { Counter, StoredCounters } from "../../rate-limit/window.ts";
 import { keyStreamsChanged } from "../../stream/hubs.ts";
 import { budgetSpent, KeyBudgets } from "./budgets.ts";
 import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
+import { AdmissionWindow, type StoredBlock } from "./reservations.ts";
 import { type KeyAdmission, type KeyRequest, type KeyState, UNKNOWN_KEY_MS, type UsageCount, type UsageSpan } from "./types.ts";
-import { OLDEST_COLUMNS, type OldestColumns, type PendingHour, USAGE_SCHEMA, UsageLog } from "./usage-log.ts";
-import { announceUsage, thresholdReached, thresholdsReached } from "./usage-threshold.ts";
+import { OLDEST_COLUMNS, type OldestColumns, type PendingHour, USAGE_SCHEMA, USAGE_UPGRADE, UsageLog } from "./usage-log.ts";
+import { announceUsage, thresholdsCrossed } from "./usage-threshold.ts";
 
-/** The one row that holds a bucket's counters: written once per decision, read once per wake. */
-interface StateRow extends StoredCounters, Record<string, SqlStorageValue> {
+/** The one row that holds the key's counters and its block: written with each block, read once per wake. */
+interface StateRow extends StoredCounters, StoredBlock, Record<string, SqlStorageValue> {
   /** The current hour's usage, minute by minute (a PendingHour as JSON): moved to the usage table when the hour ends. */
   usage_hour: string;
   /** When a use was last marked for `last_used_at`: kept, so a woken object does not mark again too soon. */
   last_used: number;
 }
 
-/** Writes the whole state row: one statement, and one row, per decision that must be kept. */
-const WRITE_STATE = `INSERT OR REPLACE INTO state (id, log, hour_start, hour_count, day_start, day_count, usage_hour, last_used)
-  VALUES (1, ?, ?, ?, ?, ?, ?, ?)`;
+/** Writes the whole state row: one statement, and one row, per write. */
+const WRITE_STATE = `INSERT OR REPLACE INTO state (id, log, hour_start, hour_count, day_start, day_count, usage_hour, last_used,
+    reserved, reserved_until) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 /** The same write once the row exists: an update in place, where a replace deletes the row and inserts it again. */
-const UPDATE_STATE = `UPDATE state SET log = ?, hour_start = ?, hour_count = ?, day_start = ?, day_count = ?, usage_hour = ?, last_used = ?
-  WHERE id = 1`;
+const UPDATE_STATE = `UPDATE state SET log = ?, hour_start = ?, hour_count = ?, day_start = ?, day_count = ?, usage_hour = ?, last_used = ?,
+    reserved = ?, reserved_until = ? WHERE id = 1`;
 
 /** The object's tables, created by its first write: an object that only ever answers "unknown key" stores nothing. */
 const SCHEMA = `CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), log TEXT NOT NULL,
     hour_start INTEGER NOT NULL, hour_count INTEGER NOT NULL, day_start INTEGER NOT NULL, day_count INTEGER NOT NULL,
-    usage_hour TEXT NOT NULL, last_used INTEGER NOT NULL DEFAULT 0);
+    usage_hour TEXT NOT NULL, last_used INTEGER NOT NULL DEFAULT 0,
+    reserved INTEGER NOT NULL DEFAULT 0, reserved_until INTEGER NOT NULL DEFAULT 0);
   CREATE TABLE IF NOT EXISTS key_state (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);
   ${USAGE_SCHEMA}`;
+/** The tables of an object made before blocks were reserved (issue 49), brought up to SCHEMA on its wake. */
+const UPGRADE = `ALTER TABLE state ADD COLUMN reserved INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE state ADD COLUMN reserved_until INTEGER NOT NULL DEFAULT 0;
+  ${USAGE_UPGRADE}`;
 
 /**
  * What a wake reads in one statement: the state row (all null before the first decision), the key's state and the usage
@@ -50,16 +56,17 @@ const REFUSALS_WRITTEN_EVERY_MS = 1_000;
 
 /**
  * One object per API key, named by the key's hash (`idFromName`): the key's live record (status, expiry, plan limits,
- * restrictions, read from D1 once and then pushed to), its rate-limit bucket and its usage. It decides admission and
- * counts in one round trip. Calls run one at a time and the counters are in its SQLite storage, written before the
- * answer leaves, so neither concurrency nor eviction admits extra. All of a decision's counting (the minute log, the
- * hour and day counters, this hour's usage minute by minute) is one row, written with one statement: a storage write
- * is what an admission costs most, here and deployed (src/api-keys/object/usage-log.ts moves an hour's usage to a row
- * of its own when the hour ends). Until wrangler.toml's v5 this class was `RateLimiter`, which held the fixed
+ * restrictions, read from D1 once and then pushed to), its rate-limit windows and its usage. It decides admission and
+ * counts in one round trip. Calls run one at a time, so the counts in memory are exact under concurrency. Storage
+ * holds them by reservation (src/api-keys/object/reservations.ts): an admission no block covers writes, before it
+ * answers, the counts and a block of admissions the key may still make; the block's others are answered from
+ * memory. A wake counts the stored block as used, so no eviction admits extra. A write is one row (the minute log, the
+ * hour and day counters, this hour's usage minute by minute, the block), plus one when an hour ends
+ * (src/api-keys/object/usage-log.ts). Until wrangler.toml's v5 this class was `RateLimiter`, which held the fixed
  * buckets too; the rename kept every key's storage.
  */
 export class ApiKeyObject extends MeteredObject {
-  private readonly usage: Usage;
+  private readonly window: AdmissionWindow;
   private readonly usageLog: UsageLog;
   private readonly budgets = new KeyBudgets(this.ctx.storage.sql);
   private key: KeyState | undefined;
@@ -72,6 +79,12 @@ export class ApiKeyObject extends MeteredObject {
   /** When the state row was last written: refusals since then are written once it is a second old. */
   private writtenAt = 0;
   private refusalsUnwritten = false;
+  /** Whether decisions were counted since the state row was last written (a block's, or refusals). */
+  private countsUnwritten = false;
+  /** When the alarm is set for (undefined: not set by this instance, or run since). */
+  private alarmAt: number | undefined;
+  /** The day's count the usage thresholds were last looked at for: the stored one on a wake, before its block. */
+  private noticed: Counter;
   /** Whether the state row exists (read at the wake, or written since). */
   private hasStateRow: boolean;
   /** A key change's pushes to its open streams, which the call that made the change waits for (answered). */
@@ -81,7 +94,9 @@ export class ApiKeyObject extends MeteredObject {
     super(ctx, env);
     const sql = ctx.storage.sql;
     // A wake asks whether the tables exist, then reads everything the object keeps in memory in one statement.
-    this.hasSchema = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state'").toArray().length > 0;
+    const [table] = sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'state'").toArray();
+    this.hasSchema = table !== undefined;
+    if (table && !table.sql.includes("reserved")) sql.exec(UPGRADE);
     const woken: Partial<WokenRow> = this.hasSchema
       ? sql
           .exec<WokenRow>(
@@ -91,9 +106,13 @@ export class ApiKeyObject extends MeteredObject {
       : {};
     const row = woken.log == null ? undefined : (woken as StateRow);
     this.hasStateRow = row !== undefined;
-    this.usage = Usage.restored(row);
     const pending: PendingHour = row ? JSON.parse(row.usage_hour) : { start: 0, minutes: {} };
     this.usageLog = new UsageLog(sql, pending, { oldest_hour: woken.oldest_hour ?? null, oldest_day: woken.oldest_day ?? null });
+    // What the stored block may have admitted is counted as admitted, and shown in usage as uncertain.
+    this.noticed = { start: row?.day_start ?? 0, count: row?.day_count ?? 0 };
+    const { window, assumed } = AdmissionWindow.woken(row, Date.now());
+    this.window = window;
+    if (assumed) this.usageLog.assume(assumed);
     this.lastUseRecorded = row?.last_used ?? 0;
     this.key = woken.key_state != null ? (JSON.parse(woken.key_state) as KeyState) : undefined;
   }
@@ -124,16 +143,16 @@ export class ApiKeyObject extends MeteredObject {
       this.count(now, false);
       return { status: "forbidden", reason: forbidden };
     }
-    this.usage.slide(now);
     // A request of a route's budget (the whole list) is refused, counting nothing, once the budget is spent.
     const budget = request?.budget && this.budgets.left(request.budget, now);
-    const decision = budget?.remaining === 0 ? budgetSpent(budget, key.limits, now) : this.usage.decide(now, key.limits);
+    const { decision, opened } =
+      budget?.remaining === 0 ? { decision: budgetSpent(budget, key.limits, now), opened: false } : this.window.decide(now, key.limits);
     if (decision.allowed) {
       this.markUse(key.keyId, now);
       this.noticeUsage(key.keyId, key.limits.per_day, now);
     }
     if (budget) decision.budget = decision.allowed ? this.budgets.spend(budget, now) : budget;
-    this.count(now, decision.allowed);
+    this.count(now, decision.allowed, { blockOpened: opened });
     return { status: "active", keyId: key.keyId, accountId: key.accountId, decision, scopes: key.scopes };
   }
 
@@ -233,17 +252,25 @@ export class ApiKeyObject extends MeteredObject {
     this.storeKey(withPushes(this.key, found));
   }
 
-  /** Writes the refusals counted since the last write (see count()), and a usage.threshold notice that failed. */
+  /**
+   * Writes the refusals counted since the last write (see count()); once the block has ended, what it admitted and
+   * left unused, so a key gone quiet keeps exact counts through its eviction; and a usage.threshold notice that failed.
+   */
   override alarm(): Promise<void> {
     return this.invocation("api_key_object_alarm", async () => {
-      if (this.refusalsUnwritten) this.persist(Date.now());
+      this.alarmAt = undefined;
+      const now = Date.now();
+      // A block still in use is written with the next one, or by this alarm again once it has ended.
+      const release = this.window.releaseAt(now);
+      if (release !== undefined) this.setAlarm(release);
+      if (this.refusalsUnwritten || (release === undefined && this.countsUnwritten)) this.persist(now);
       if (this.key?.status !== "active" || !(await this.ctx.storage.get(NOTICE_PENDING))) return;
       // Every threshold the counted day reached, again: their ids make a notice already written a no-op. Throwing retries the alarm.
-      const { start, count } = this.usage.day;
+      const { start, count } = this.window.usage.day;
       const { keyId, limits } = this.key;
       const perDay = limits.per_day;
       const at = new Date().toISOString();
-      const notices = thresholdsReached(count, perDay).map((threshold) => ({ keyId, dayStart: start, perDay, threshold, at }));
+      const notices = thresholdsCrossed(0, count, perDay).map((threshold) => ({ keyId, dayStart: start, perDay, threshold, at }));
       await announceUsage(this.meter.database(this.env.DB), notices);
       await this.ctx.storage.delete(NOTICE_PENDING);
     });
@@ -252,19 +279,28 @@ export class ApiKeyObject extends MeteredObject {
   /**
    * usage.threshold (src/api-keys/object/usage-threshold.ts): only the admission that reaches 80 % or 100 % of the
    * day's quota writes anything, off the request path (an invocation of its own); should that fail, a stored flag and
-   * the alarm write it again.
+   * the alarm write it again. The day's count goes up by one per admission, or by a block at a wake (the admission
+   * after it announces what the block passed).
    */
   private noticeUsage(keyId: string, perDay: number, now: number) {
-    const threshold = thresholdReached(this.usage.day.count, perDay);
-    if (threshold === undefined) return;
-    const notice = { keyId, dayStart: this.usage.day.start, perDay, threshold, at: new Date(now).toISOString() };
+    const { day } = this.window.usage;
+    const before = this.noticed.start === day.start ? this.noticed.count : 0;
+    this.noticed = { ...day };
+    const at = new Date(now).toISOString();
+    const notices = thresholdsCrossed(before, day.count, perDay).map((threshold) => ({
+      keyId,
+      dayStart: day.start,
+      perDay,
+      threshold,
+      at,
+    }));
+    if (notices.length === 0) return;
     const written = () =>
-      announceUsage(this.meter.database(this.env.DB), [notice]).catch(async (error: unknown) => {
-        log.error("usage.threshold not written; the alarm retries", { key_id: keyId, threshold, error: String(error) });
+      announceUsage(this.meter.database(this.env.DB), notices).catch(async (error: unknown) => {
+        const thresholds = notices.map((notice) => notice.threshold);
+        log.error("usage.threshold not written; the alarm retries", { key_id: keyId, thresholds, error: String(error) });
         await this.ctx.storage.put(NOTICE_PENDING, true);
-        const due = Date.now() + NOTICE_RETRY_MS;
-        const set = await this.ctx.storage.getAlarm();
-        if (set === null || set > due) await this.ctx.storage.setAlarm(due);
+        this.setAlarm(Date.now() + NOTICE_RETRY_MS);
       });
     this.ctx.waitUntil(this.invocation("usage_threshold_notice", written));
   }
@@ -294,17 +330,29 @@ export class ApiKeyObject extends MeteredObject {
   }
 
   /**
-   * Counts a key's decision. An admission is written before the answer leaves; a refusal within a second of the
-   * last write is written by an alarm at that second's end (or by an earlier write), so none is lost to eviction.
+   * Counts a key's decision. An admission that opened a block is written with it before the answer leaves; the
+   * block's others are in it already. A refusal within a second of the last write is written by an alarm at that
+   * second's end (or by an earlier write), so none is lost to eviction. A decision that ends an hour writes the
+   * state row with the hour's row, so the hour is never in both.
    */
-  private count(now: number, allowed: boolean) {
+  private count(now: number, allowed: boolean, { blockOpened = false } = {}) {
     this.ensureSchema();
-    this.usageLog.record(now, allowed);
-    if (allowed || now - this.writtenAt >= REFUSALS_WRITTEN_EVERY_MS) this.persist(now);
-    else if (!this.refusalsUnwritten) {
+    const hourEnded = this.usageLog.record(now, allowed);
+    this.countsUnwritten = true;
+    if (blockOpened || hourEnded || (!allowed && now - this.writtenAt >= REFUSALS_WRITTEN_EVERY_MS)) this.persist(now);
+    else if (!allowed) {
       this.refusalsUnwritten = true;
-      void this.ctx.storage.setAlarm(this.writtenAt + REFUSALS_WRITTEN_EVERY_MS);
+      this.setAlarm(this.writtenAt + REFUSALS_WRITTEN_EVERY_MS);
     }
+    const release = blockOpened ? this.window.releaseAt(now) : undefined;
+    if (release !== undefined) this.setAlarm(release);
+  }
+
+  /** Sets the alarm for `at`, unless it is set sooner already (the alarm sets itself again for what is still due). */
+  private setAlarm(at: number) {
+    if (this.alarmAt !== undefined && this.alarmAt <= at) return;
+    this.alarmAt = at;
+    void this.ctx.storage.setAlarm(at);
   }
 
   private ensureSchema() {
@@ -317,7 +365,9 @@ export class ApiKeyObject extends MeteredObject {
     this.ensureSchema();
     this.writtenAt = now;
     this.refusalsUnwritten = false;
-    const { minuteLog, hour, day } = this.usage;
+    this.countsUnwritten = false;
+    const { minuteLog, hour, day } = this.window.usage;
+    const { reserved, reserved_until } = this.window.stored(now);
     this.ctx.storage.sql.exec(
       this.hasStateRow ? UPDATE_STATE : WRITE_STATE,
       JSON.stringify(minuteLog),
@@ -327,6 +377,8 @@ export class ApiKeyObject extends MeteredObject {
       day.count,
       JSON.stringify(this.usageLog.pending),
       this.lastUseRecorded,
+      reserved,
+      reserved_until,
     );
     this.hasStateRow = true;
   }

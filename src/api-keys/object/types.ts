@@ -76,11 +76,15 @@ export interface UsageSpan {
   to: number;
 }
 
-/** One bucket of a key's usage: `start` is epoch ms. */
+/**
+ * One bucket of a key's usage: `start` is epoch ms. `uncertain`: of `admitted`, those a restart of the key's object
+ * counted as made without knowing (src/api-keys/object/reservations.ts).
+ */
 export interface UsageCount {
   start: number;
   admitted: number;
   refused: number;
+  uncertain: number;
 }
 
 /**

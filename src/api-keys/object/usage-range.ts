@@ -34,7 +34,8 @@ export function clipRange(
 export function zeroFilled({ granularity, from, to }: UsageSpan, counted: readonly UsageCount[]): UsageCount[] {
   const byStart = new Map(counted.map((c) => [c.start, c]));
   const out: UsageCount[] = [];
-  for (let start = from; start < to; start += BUCKET_MS[granularity]) out.push(byStart.get(start) ?? { start, admitted: 0, refused: 0 });
+  for (let start = from; start < to; start += BUCKET_MS[granularity])
+    out.push(byStart.get(start) ?? { start, admitted: 0, refused: 0, uncertain: 0 });
   return out;
 }
 
@@ -45,6 +46,7 @@ export function summed(span: UsageSpan, series: readonly UsageCount[][]): UsageC
     buckets.forEach((bucket, i) => {
       total[i]!.admitted += bucket.admitted;
       total[i]!.refused += bucket.refused;
+      total[i]!.uncertain += bucket.uncertain;
     });
   }
   return total;

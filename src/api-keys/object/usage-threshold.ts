@@ -6,9 +6,9 @@ import { insertAccountEventFrom } from "./account-event-insert.ts";
 
 /**
  * `usage.threshold`: a key reached 80 % or 100 % of its day quota. Decided where the count is kept, the
- * key's object, on the admission that reaches the threshold (the day's count goes up by one per admitted
- * request, and an object decides one request at a time, so that admission is one and only one), never on
- * the others: the hot path gains no I/O. The event is written off the request path with one D1 statement.
+ * key's object, on the admission that passes the threshold (an object decides one request at a time, so that
+ * admission is one and only one; after a wake that counted a block as made, the first admission passes what the
+ * block did), never on the others: the hot path gains no I/O. The event is written off the request path with one D1 statement.
  *
  * Once, whatever fails: its id is derived from (key, UTC day, threshold) and written with INSERT OR IGNORE,
  * so a write retried (the object's alarm after a failure, see key-object.ts) adds nothing. The row
@@ -22,14 +22,12 @@ export type UsageThreshold = (typeof USAGE_THRESHOLDS)[number];
 /** The admitted request of the day that reaches `threshold` % of `perDay`. */
 const countAt = (threshold: UsageThreshold, perDay: number) => Math.ceil((perDay * threshold) / 100);
 
-/** The threshold this day's `count` (after the admission) has just reached, if any. */
-export function thresholdReached(count: number, perDay: number): UsageThreshold | undefined {
-  return USAGE_THRESHOLDS.find((threshold) => count === countAt(threshold, perDay));
-}
-
-/** Every threshold this day's count has reached (the alarm's retry announces them again: the ids make it harmless). */
-export const thresholdsReached = (count: number, perDay: number) =>
-  USAGE_THRESHOLDS.filter((threshold) => count >= countAt(threshold, perDay));
+/**
+ * The thresholds the day's count passed going from `before` to `after` (from 0: every one it has reached, which the
+ * alarm's retry announces again; the ids make that harmless).
+ */
+export const thresholdsCrossed = (before: number, after: number, perDay: number) =>
+  USAGE_THRESHOLDS.filter((threshold) => before < countAt(threshold, perDay) && countAt(threshold, perDay) <= after);
 
 export interface UsageNotice {
   keyId: string;
