@@ -9,12 +9,12 @@ import { deliverAfterCommit } from "../webhooks/delivery/immediate.ts";
  * step, the stream hubs' publish and the webhooks' first delivery.
  */
 export function afterCommitOf(c: Context<AppEnv>): (events: readonly EventMessage[]) => void {
-  const { db, archive, queue, work, afterAnswer } = c.var.services;
+  const { db, queue, work, afterAnswer } = c.var.services;
   return (events) =>
     afterAnswer(
       Promise.all([
         publishToStreams(c.env, events, work),
-        deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT, work }, events),
+        deliverAfterCommit({ db, queue, endpoints: c.env.WEBHOOK_ENDPOINT, work }, events),
       ]),
     );
 }

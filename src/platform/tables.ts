@@ -197,6 +197,33 @@ export const priceHistory = sqliteTable(
 );
 
 /**
+ * What the alert windows (new_low_days, new_high_days over 2 days) keep of history that left D1: per offer, UTC day
+ * and currency, the day's lowest and highest price and its last one. Written by the history archiver in the batch
+ * that deletes the rows it moved (src/catalogue/history-archive.ts), so a row is always in price_history, here, or
+ * both; a window reads these by index range (src/alerts/windows.ts), never the archive's objects.
+ */
+export const offerPriceDays = sqliteTable(
+  "offer_price_days",
+  {
+    productId: text("product_id").notNull(),
+    competitorId: text("competitor_id").notNull(),
+    /** YYYY-MM-DD (UTC) of observed_at. */
+    day: text("day").notNull(),
+    currency: text("currency").notNull(),
+    lowMinor: integer("low_minor").notNull(),
+    highMinor: integer("high_minor").notNull(),
+    /** The day's last price in this currency, and when it took effect: the price held when a later window opens. */
+    closeMinor: integer("close_minor").notNull(),
+    closedAt: text("closed_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.productId, t.competitorId, t.day, t.currency] }),
+    // The archiver's prune of days no window reaches any more.
+    index("offer_price_days_day").on(t.day),
+  ],
+);
+
+/**
  * One row (id 1). `version` moves on every catalogue change (a write marks its products with the version it moved to);
  * the snapshot builder compares it with the version it last built (src/catalogue/snapshot/build.ts).
  */

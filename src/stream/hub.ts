@@ -93,7 +93,7 @@ export class StreamHub extends MeteredObject {
       return rule ? [{ ...rule, ws, accountId: attachment.accountId, environment: attachment.environment ?? "live" }] : [];
     });
     if (subscribers.length === 0 || messages.length === 0) return 0;
-    const sources = { db: this.meter.database(this.env.DB), archive: this.meter.bucket(this.env.ARCHIVE) };
+    const sources = { db: this.meter.database(this.env.DB) };
     const matched = await matchInEnvironments(sources, messages, subscribers);
     const frames = new Map<EventMessage, string>();
     const byStream = new Map<WebSocket, { id: string; frame: string }[]>();

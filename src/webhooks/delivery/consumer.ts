@@ -65,7 +65,6 @@ async function handleMessages(
       fanOutEvents(
         {
           db,
-          archive: work.bucket(env.ARCHIVE),
           queues: DELIVERY_QUEUES.map((binding) => work.queue(env[binding])),
         },
         events,
@@ -89,7 +88,7 @@ function retryLater(message: Message<unknown>, attempt: number): void {
  * sending the deliveries fails, the claims are given back and the messages retried.
  */
 async function fanOutEvents(
-  { db, archive, queues }: { db: Database; archive: R2Bucket; queues: Queue<WebhookMessage>[] },
+  { db, queues }: { db: Database; queues: Queue<WebhookMessage>[] },
   events: readonly Parsed<EventMessage>[],
 ): Promise<void> {
   let claimed = new Set<string>();
@@ -99,7 +98,7 @@ async function fanOutEvents(
       events.map((event) => event.body.event.id),
     );
     const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
-    await sendDeliveries(queues, await fanOut(db, archive, fresh));
+    await sendDeliveries(queues, await fanOut(db, fresh));
     await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();
   } catch (error) {

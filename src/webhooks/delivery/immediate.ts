@@ -26,8 +26,6 @@ const MAX_IMMEDIATE_EVENTS = 100;
 
 export interface FirstDeliveryServices {
   db: Database;
-  /** Price history that left D1: new_low_days/new_high_days may look back into it. */
-  archive: R2Bucket;
   queue: Queue<WebhookMessage>;
   endpoints: DurableObjectNamespace<WebhookEndpoint>;
   /** The ingestion's tally, which its calls to the endpoints' objects count into. */
@@ -37,7 +35,7 @@ export interface FirstDeliveryServices {
 const log = logger("webhook-immediate");
 
 export async function deliverAfterCommit(
-  { db, archive, queue, endpoints, work }: FirstDeliveryServices,
+  { db, queue, endpoints, work }: FirstDeliveryServices,
   events: readonly EventMessage[],
 ): Promise<void> {
   if (events.length === 0 || events.length > MAX_IMMEDIATE_EVENTS) return;
@@ -50,7 +48,6 @@ export async function deliverAfterCommit(
     if (claimed.size === 0) return; // the consumer got there first
     const deliveries = await fanOut(
       db,
-      archive,
       events.filter((message) => claimed.has(message.event.id)),
     );
     await sendAll(queue, await handToEndpoints(endpoints, deliveries, work));

@@ -1,0 +1,280 @@
+import { HISTORY_IN_D1_MS } from "../events/retention.ts";
+import type { Database } from "../platform/db.ts";
+
+/**
+ * The answers to a page's window questions (new_low_days, new_high_days: the offer's lowest and highest price in a
+ * window before a change), from rows read once for the page. Each offer's rows are indexed once (sorted, with sparse
+ * tables of their extremes per currency), then each question costs a few binary searches: a page's work is
+ * O(rows × log rows + questions × log rows), never questions × rows (a hub's publish of 300 changes × 160 windows
+ * looked at 14 million history rows; docs/webhooks.md).
+ *
+ * Two kinds of row: a price history row (exact: a price and when it took effect) and, for history the archiver moved
+ * out of D1, an offer's day (src/platform/tables.ts offerPriceDays: the day's lowest, highest and last price).
+ */
+
+/** "The offer's prices in [since, before), and the one it held at `since`", in `currency`. */
+export interface PriorQuestion {
+  k: string;
+  p: string;
+  c: string;
+  cur: string;
+  since: string;
+  before: string;
+}
+
+/** The offer's lowest and highest price in the window (the opening price included); null: none comparable. */
+export type PriorAnswer = { low: number; high: number } | null;
+
+/** What answering looked at: each binary search's probe, each range lookup, each entry indexed. Read by the tests. */
+export const windowWork = { steps: 0 };
+
+/**
+ * One indexed entry: `key` orders them (a time, or a day), then `lastAt` and `id` (rows of the same time keep their
+ * commit order); `last` is the price held after it, from `lastAt`.
+ */
+interface Entry {
+  key: string;
+  id: number;
+  currency: string;
+  low: number;
+  high: number;
+  last: number;
+  lastAt: string;
+}
+
+/** The first index whose key is ≥ `key` (keys sorted). */
+function lowerBound(keys: readonly string[], key: string): number {
+  let [lo, hi] = [0, keys.length];
+  while (lo < hi) {
+    windowWork.steps++;
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid]! < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Range minimum and maximum in O(1) after O(n log n): level j holds the extremes of 2^j entries from each index. */
+class SparseExtremes {
+  private readonly lows: number[][];
+  private readonly highs: number[][];
+
+  constructor(lows: number[], highs: number[]) {
+    this.lows = [lows];
+    this.highs = [highs];
+    for (let width = 1; 2 * width <= lows.length; width *= 2) {
+      const [low, high] = [this.lows.at(-1)!, this.highs.at(-1)!];
+      const size = low.length - width;
+      windowWork.steps += size;
+      this.lows.push(Array.from({ length: size }, (_, i) => Math.min(low[i]!, low[i + width]!)));
+      this.highs.push(Array.from({ length: size }, (_, i) => Math.max(high[i]!, high[i + width]!)));
+    }
+  }
+
+  /** The extremes of entries [from, to); null when empty. */
+  range(from: number, to: number): PriorAnswer {
+    if (from >= to) return null;
+    windowWork.steps++;
+    const level = 31 - Math.clz32(to - from);
+    const other = to - (1 << level);
+    return {
+      low: Math.min(this.lows[level]![from]!, this.lows[level]![other]!),
+      high: Math.max(this.highs[level]![from]!, this.highs[level]![other]!),
+    };
+  }
+}
+
+/** An offer's entries of one kind, sorted by key (then lastAt), with each currency's extremes. */
+class Series {
+  private readonly keys: string[];
+  private readonly byCurrency = new Map<string, { keys: string[]; extremes: SparseExtremes }>();
+
+  constructor(private readonly entries: Entry[]) {
+    const text = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    entries.sort((a, b) => text(a.key, b.key) || text(a.lastAt, b.lastAt) || a.id - b.id);
+    windowWork.steps += entries.length;
+    this.keys = entries.map((entry) => entry.key);
+    for (const currency of new Set(entries.map((entry) => entry.currency))) {
+      const own = entries.filter((entry) => entry.currency === currency);
+      this.byCurrency.set(currency, {
+        keys: own.map((entry) => entry.key),
+        extremes: new SparseExtremes(
+          own.map((entry) => entry.low),
+          own.map((entry) => entry.high),
+        ),
+      });
+    }
+  }
+
+  /** The extremes of the entries in `currency` with keys in [from, to). */
+  range(currency: string, from: string, to: string): PriorAnswer {
+    const own = this.byCurrency.get(currency);
+    return own ? own.extremes.range(lowerBound(own.keys, from), lowerBound(own.keys, to)) : null;
+  }
+
+  /** The price held after the last entry whose key is before `key` (any currency). */
+  lastBefore(key: string): { at: string; currency: string; minor: number } | undefined {
+    const entry = this.entries[lowerBound(this.keys, key) - 1];
+    return entry && { at: entry.lastAt, currency: entry.currency, minor: entry.last };
+  }
+}
+
+const merge = (...answers: PriorAnswer[]): PriorAnswer =>
+  answers.reduce<PriorAnswer>(
+    (sum, answer) =>
+      answer === null ? sum : sum === null ? answer : { low: Math.min(sum.low, answer.low), high: Math.max(sum.high, answer.high) },
+    null,
+  );
+
+const priceIn = (currency: string, held: { currency: string; minor: number } | undefined): PriorAnswer =>
+  held && held.currency === currency ? { low: held.minor, high: held.minor } : null;
+
+/** An offer's history rows as entries. */
+interface HistoryPrice {
+  id: number;
+  observedAt: string;
+  currency: string;
+  priceMinor: number;
+}
+
+const exactEntry = (row: HistoryPrice): Entry => ({
+  key: row.observedAt,
+  id: row.id,
+  currency: row.currency,
+  low: row.priceMinor,
+  high: row.priceMinor,
+  last: row.priceMinor,
+  lastAt: row.observedAt,
+});
+
+/** An offer's day as offer_price_days keeps it. */
+interface OfferDay {
+  day: string;
+  currency: string;
+  lowMinor: number;
+  highMinor: number;
+  closeMinor: number;
+  closedAt: string;
+}
+
+type OfferRow<T> = T & { productId: string; competitorId: string };
+
+const offerKey = (productId: string, competitorId: string) => `${productId}\u0000${competitorId}`;
+
+/** Groups rows by offer, once. */
+function byOffer<T extends { productId: string; competitorId: string }>(rows: readonly T[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const row of rows) {
+    const key = offerKey(row.productId, row.competitorId);
+    const group = groups.get(key);
+    if (group) group.push(row);
+    else groups.set(key, [row]);
+  }
+  return groups;
+}
+
+/**
+ * Exact answers from history rows (the sandbox's): the prices in [since, before) in the question's currency, and the
+ * price held when the window opened (the last row before `since`, if in that currency).
+ */
+export function exactAnswers(questions: readonly PriorQuestion[], rows: readonly OfferRow<HistoryPrice>[]): Map<string, PriorAnswer> {
+  const offers = new Map([...byOffer(rows)].map(([key, own]) => [key, new Series(own.map(exactEntry))]));
+  return new Map(
+    questions.map((q) => {
+      const history = offers.get(offerKey(q.p, q.c));
+      return [q.k, history ? merge(history.range(q.cur, q.since, q.before), priceIn(q.cur, history.lastBefore(q.since))) : null];
+    }),
+  );
+}
+
+/**
+ * Answers for windows that open before the history D1 surely holds: the window opens at 00:00 UTC of its first day,
+ * whose whole prices count (an offer's days keep no finer time). Its days before the change's day come from the offer's
+ * days, the rest from D1's rows; the price held when it opened is the later of the last day's close and D1's last row
+ * before it. A change older than D1's history (a replay, a backfill) does not see prices its offer held earlier that
+ * same day besides the one it changed from: its day's row holds later prices too, so it is left out.
+ */
+function dayAlignedAnswers(
+  questions: readonly PriorQuestion[],
+  days: readonly OfferRow<OfferDay>[],
+  rows: readonly OfferRow<HistoryPrice>[],
+): Map<string, PriorAnswer> {
+  const dayEntry = (day: OfferDay): Entry => ({
+    key: day.day,
+    id: 0,
+    currency: day.currency,
+    low: day.lowMinor,
+    high: day.highMinor,
+    last: day.closeMinor,
+    lastAt: day.closedAt,
+  });
+  const offerDays = new Map([...byOffer(days)].map(([key, own]) => [key, new Series(own.map(dayEntry))]));
+  const offerRows = new Map([...byOffer(rows)].map(([key, own]) => [key, new Series(own.map(exactEntry))]));
+  const none = new Series([]);
+  return new Map(
+    questions.map((q) => {
+      const [firstDay, lastDay] = [q.since.slice(0, 10), q.before.slice(0, 10)];
+      const opens = `${firstDay}T00:00:00.000Z`;
+      const [dayRows, exact] = [offerDays.get(offerKey(q.p, q.c)) ?? none, offerRows.get(offerKey(q.p, q.c)) ?? none];
+      const [dayClose, exactLast] = [dayRows.lastBefore(firstDay), exact.lastBefore(opens)];
+      const opening = dayClose && (!exactLast || dayClose.at > exactLast.at) ? dayClose : exactLast;
+      return [q.k, merge(dayRows.range(q.cur, firstDay, lastDay), exact.range(q.cur, opens, q.before), priceIn(q.cur, opening))];
+    }),
+  );
+}
+
+/** Offers per statement: one JSON parameter each. */
+const OFFERS_PER_STATEMENT = 200;
+
+/**
+ * The catalogue's answers, in one D1 batch for any number of questions: each asked offer's rows still in D1 before its
+ * latest change and, for the offers of windows that open before the history D1 surely holds (HISTORY_IN_D1_MS), its
+ * days from the earliest such window's first day to its latest change's day (an index range) and the last day before
+ * that (one seek). Windows within D1's history are exact; longer ones day-aligned. No archive object is read, whatever
+ * the number of products.
+ */
+export async function catalogueWindowAnswers(db: Database, questions: readonly PriorQuestion[]): Promise<Map<string, PriorAnswer>> {
+  if (questions.length === 0) return new Map();
+  const horizon = new Date(Date.now() - HISTORY_IN_D1_MS).toISOString();
+  const [exact, dayAligned] = [questions.filter((q) => q.since >= horizon), questions.filter((q) => q.since < horizon)];
+  const spans = (asked: readonly PriorQuestion[]) => {
+    const offers = new Map<string, { p: string; c: string; from: string; to: string; before: string }>();
+    for (const q of asked) {
+      const [from, to] = [q.since.slice(0, 10), q.before.slice(0, 10)];
+      const offer = offers.get(offerKey(q.p, q.c));
+      if (!offer) offers.set(offerKey(q.p, q.c), { p: q.p, c: q.c, from, to, before: q.before });
+      else Object.assign(offer, { from: min(offer.from, from), to: max(offer.to, to), before: max(offer.before, q.before) });
+    }
+    const all = [...offers.values()];
+    return Array.from({ length: Math.ceil(all.length / OFFERS_PER_STATEMENT) }, (_, i) =>
+      JSON.stringify(all.slice(i * OFFERS_PER_STATEMENT, (i + 1) * OFFERS_PER_STATEMENT)),
+    );
+  };
+  const d1 = (db as Database & { $client: D1Database }).$client; // the (counting) binding drizzle wraps
+  const [rowStatements, dayStatements] = [
+    spans(questions).map((json) => d1.prepare(OFFER_ROWS).bind(json)),
+    spans(dayAligned).map((json) => d1.prepare(OFFER_DAYS).bind(json, json)),
+  ];
+  const results = await d1.batch<Record<string, unknown>>([...rowStatements, ...dayStatements]);
+  const [rows, days] = [
+    results.slice(0, rowStatements.length).flatMap((result) => result.results) as unknown as OfferRow<HistoryPrice>[],
+    results.slice(rowStatements.length).flatMap((result) => result.results) as unknown as OfferRow<OfferDay>[],
+  ];
+  return new Map([...exactAnswers(exact, rows), ...dayAlignedAnswers(dayAligned, days, rows)]);
+}
+
+const min = (a: string, b: string) => (a < b ? a : b);
+const max = (a: string, b: string) => (a > b ? a : b);
+
+const DAY_COLUMNS = `d.product_id AS productId, d.competitor_id AS competitorId, d.day, d.currency, d.low_minor AS lowMinor,
+  d.high_minor AS highMinor, d.close_minor AS closeMinor, d.closed_at AS closedAt`;
+const OFFER_DAYS = `SELECT ${DAY_COLUMNS} FROM json_each(?) q JOIN offer_price_days d
+  ON d.product_id = q.value ->> 'p' AND d.competitor_id = q.value ->> 'c' AND d.day >= q.value ->> 'from' AND d.day < q.value ->> 'to'
+UNION ALL
+SELECT ${DAY_COLUMNS} FROM json_each(?) q JOIN offer_price_days d
+  ON d.product_id = q.value ->> 'p' AND d.competitor_id = q.value ->> 'c' AND d.day = (SELECT max(e.day) FROM offer_price_days e
+    WHERE e.product_id = q.value ->> 'p' AND e.competitor_id = q.value ->> 'c' AND e.day < q.value ->> 'from')`;
+const OFFER_ROWS = `SELECT h.id, h.product_id AS productId, h.competitor_id AS competitorId, h.observed_at AS observedAt, h.currency,
+  h.price_minor AS priceMinor
+FROM json_each(?) q JOIN price_history h
+  ON h.product_id = q.value ->> 'p' AND h.competitor_id = q.value ->> 'c' AND h.observed_at < q.value ->> 'before'`;
