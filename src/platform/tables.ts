@@ -407,3 +407,15 @@ export const unreachedPlanPushes = sqliteTable("unreached_plan_pushes", {
   keyHash: text("key_hash").primaryKey(),
   notedAt: integer("noted_at").notNull(),
 });
+
+/**
+ * Key changes the key's object could not push to its account's stream hub, until the cron has pushed them
+ * (src/stream/hubs.ts): one per key, the latest state and the earliest expiry noted.
+ */
+export const unreachedStreamPushes = sqliteTable("unreached_stream_pushes", {
+  keyId: text("key_id").primaryKey(),
+  accountId: text("account_id").notNull(),
+  active: integer("active", { mode: "boolean" }).notNull(),
+  expiresAt: integer("expires_at"),
+  notedAt: integer("noted_at").notNull(),
+});
