@@ -223,37 +223,38 @@ function dayAlignedAnswers(
   );
 }
 
-/** Offers per statement: one JSON parameter each. */
-const OFFERS_PER_STATEMENT = 200;
+/** Products or offers per statement: one JSON parameter each. */
+const SPANS_PER_STATEMENT = 200;
 
 /**
- * The catalogue's answers, in one D1 batch for any number of questions: each asked offer's rows still in D1 before its
- * latest change and, for the offers of windows that open before the history D1 surely holds (HISTORY_IN_D1_MS), its
- * days from the earliest such window's first day to its latest change's day (an index range) and the last day before
- * that (one seek). Windows within D1's history are exact; longer ones day-aligned. No archive object is read, whatever
- * the number of products.
+ * The catalogue's answers, in one D1 batch for any number of questions: each asked product's rows still in D1 before
+ * its latest change (one index range; every row read is returned, its other offers' rows too) and, for the offers of
+ * windows that open before the history D1 surely holds (HISTORY_IN_D1_MS), their days from the earliest such window's
+ * first day to the latest change's day (an index range) and the last day before that (one seek). Windows within D1's
+ * history are exact; longer ones day-aligned. No archive object is read, whatever the number of products.
  */
 export async function catalogueWindowAnswers(db: Database, questions: readonly PriorQuestion[]): Promise<Map<string, PriorAnswer>> {
   if (questions.length === 0) return new Map();
   const horizon = new Date(Date.now() - HISTORY_IN_D1_MS).toISOString();
   const [exact, dayAligned] = [questions.filter((q) => q.since >= horizon), questions.filter((q) => q.since < horizon)];
-  const spans = (asked: readonly PriorQuestion[]) => {
-    const offers = new Map<string, { p: string; c: string; from: string; to: string; before: string }>();
+  /** Each key's span of the questions (the earliest first day, the latest change), in JSON parameters of 200. */
+  const spans = (asked: readonly PriorQuestion[], keyOf: (q: PriorQuestion) => string) => {
+    const spanned = new Map<string, { p: string; c: string; from: string; to: string; before: string }>();
     for (const q of asked) {
       const [from, to] = [q.since.slice(0, 10), q.before.slice(0, 10)];
-      const offer = offers.get(offerKey(q.p, q.c));
-      if (!offer) offers.set(offerKey(q.p, q.c), { p: q.p, c: q.c, from, to, before: q.before });
-      else Object.assign(offer, { from: min(offer.from, from), to: max(offer.to, to), before: max(offer.before, q.before) });
+      const span = spanned.get(keyOf(q));
+      if (!span) spanned.set(keyOf(q), { p: q.p, c: q.c, from, to, before: q.before });
+      else Object.assign(span, { from: min(span.from, from), to: max(span.to, to), before: max(span.before, q.before) });
     }
-    const all = [...offers.values()];
-    return Array.from({ length: Math.ceil(all.length / OFFERS_PER_STATEMENT) }, (_, i) =>
-      JSON.stringify(all.slice(i * OFFERS_PER_STATEMENT, (i + 1) * OFFERS_PER_STATEMENT)),
+    const all = [...spanned.values()];
+    return Array.from({ length: Math.ceil(all.length / SPANS_PER_STATEMENT) }, (_, i) =>
+      JSON.stringify(all.slice(i * SPANS_PER_STATEMENT, (i + 1) * SPANS_PER_STATEMENT)),
     );
   };
   const d1 = (db as Database & { $client: D1Database }).$client; // the (counting) binding drizzle wraps
   const [rowStatements, dayStatements] = [
-    spans(questions).map((json) => d1.prepare(OFFER_ROWS).bind(json)),
-    spans(dayAligned).map((json) => d1.prepare(OFFER_DAYS).bind(json, json)),
+    spans(questions, (q) => q.p).map((json) => d1.prepare(PRODUCT_ROWS).bind(json)),
+    spans(dayAligned, (q) => offerKey(q.p, q.c)).map((json) => d1.prepare(OFFER_DAYS).bind(json, json)),
   ];
   const results = await d1.batch<Record<string, unknown>>([...rowStatements, ...dayStatements]);
   const [rows, days] = [
@@ -274,7 +275,6 @@ UNION ALL
 SELECT ${DAY_COLUMNS} FROM json_each(?) q JOIN offer_price_days d
   ON d.product_id = q.value ->> 'p' AND d.competitor_id = q.value ->> 'c' AND d.day = (SELECT max(e.day) FROM offer_price_days e
     WHERE e.product_id = q.value ->> 'p' AND e.competitor_id = q.value ->> 'c' AND e.day < q.value ->> 'from')`;
-const OFFER_ROWS = `SELECT h.id, h.product_id AS productId, h.competitor_id AS competitorId, h.observed_at AS observedAt, h.currency,
-  h.price_minor AS priceMinor
-FROM json_each(?) q JOIN price_history h
-  ON h.product_id = q.value ->> 'p' AND h.competitor_id = q.value ->> 'c' AND h.observed_at < q.value ->> 'before'`;
+const PRODUCT_ROWS = `SELECT h.id, h.product_id AS productId, h.competitor_id AS competitorId, h.observed_at AS observedAt,
+  h.currency, h.price_minor AS priceMinor
+FROM json_each(?) q JOIN price_history h ON h.product_id = q.value ->> 'p' AND h.observed_at < q.value ->> 'before'`;

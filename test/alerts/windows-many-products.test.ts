@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { archiveHistory } from "../../src/catalogue/history-archive.ts";
 import type { EventMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
+import { WorkMeter } from "../../src/platform/metered.ts";
 import { DAY_MS, MINUTE_MS } from "../../src/platform/time.ts";
+import { matchInEnvironments } from "../../src/sandbox/facts.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { openStream, readFrames } from "../helpers/stream-frames.ts";
@@ -20,6 +22,7 @@ const PRODUCTS = 500;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
 const productId = (i: number) => `prd_many_${String(i).padStart(4, "0")}`;
 const d1 = () => database(env.DB).$client;
+let messages: EventMessage[] = [];
 
 beforeAll(async () => {
   installReceiver();
@@ -50,7 +53,7 @@ beforeAll(async () => {
   while ((await archiveHistory(database(env.DB), env.ARCHIVE)) > 0);
   const inD1 = await d1().prepare("SELECT count(*) AS n FROM price_history WHERE product_id LIKE 'prd_many_%'").first<{ n: number }>();
   expect(inD1!.n).toBe(0); // all of it is in R2 now
-  const messages: EventMessage[] = ids.map((id, i) => ({
+  messages = ids.map((id, i) => ({
     kind: "event",
     event: testEvent("price.changed", {
       product_id: id,
@@ -111,5 +114,18 @@ describe("windows over 2 days, over many products", () => {
     expect(sent).toEqual(oddProducts);
     expect(reads.filter((key) => key.startsWith("history/"))).toEqual([]);
     expect(reads.length).toBeLessThanOrEqual(2);
+  });
+
+  it("reads in D1 what it returns (the 500 offers' days) and a few rows per offer, in one batch", async () => {
+    const work = new WorkMeter();
+    const matched = await matchInEnvironments({ db: work.database(env.DB) }, messages, [
+      { minChangeBp: 0, filters: { new_low_days: 30 }, accountId: "acc_many", environment: "live" },
+    ]);
+    expect(matched).toHaveLength(PRODUCTS / 2);
+    const days = await d1().prepare("SELECT count(*) AS n FROM offer_price_days WHERE product_id LIKE 'prd_many_%'").first<{ n: number }>();
+    console.log(`500 offers' windows: ${work.d1} round trip(s), ${work.d1RowsRead} rows read, ${days!.n} days held`);
+    expect(work.d1).toBe(1);
+    // The days it returns, and a few rows per offer asked: its JSON entries and the seek of its last earlier day.
+    expect(work.d1RowsRead).toBeLessThanOrEqual(3 * days!.n + 6 * PRODUCTS);
   });
 });
