@@ -8,8 +8,10 @@ import type { Database } from "../platform/db.ts";
  * O(rows × log rows + questions × log rows), never questions × rows (a hub's publish of 300 changes × 160 windows
  * looked at 14 million history rows; docs/webhooks.md).
  *
- * Two kinds of row: a price history row (exact: a price and when it took effect) and, for history the archiver moved
- * out of D1, an offer's day (src/platform/tables.ts offerPriceDays: the day's lowest, highest and last price).
+ * Three kinds of row: a price history row (exact: a price and when it took effect); for history the archiver moved
+ * out of D1, an offer's day (src/platform/tables.ts offerPriceDays: the day's lowest, highest and last price); and for
+ * days older than any change the feed holds can end a window among, the offer's far row (offerPriceFar: its suffix
+ * extremes by the last day each price was held, foldDays).
  */
 
 /** "The offer's prices in [since, before), and the one it held at `since`", in `currency`. */
@@ -148,7 +150,7 @@ const exactEntry = (row: HistoryPrice): Entry => ({
 });
 
 /** An offer's day as offer_price_days keeps it. */
-interface OfferDay {
+export interface OfferDay {
   day: string;
   currency: string;
   lowMinor: number;
@@ -198,6 +200,7 @@ function dayAlignedAnswers(
   questions: readonly PriorQuestion[],
   days: readonly OfferRow<OfferDay>[],
   rows: readonly OfferRow<HistoryPrice>[],
+  fars: readonly OfferRow<OfferFar>[],
 ): Map<string, PriorAnswer> {
   const dayEntry = (day: OfferDay): Entry => ({
     key: day.day,
@@ -210,17 +213,81 @@ function dayAlignedAnswers(
   });
   const offerDays = new Map([...byOffer(days)].map(([key, own]) => [key, new Series(own.map(dayEntry))]));
   const offerRows = new Map([...byOffer(rows)].map(([key, own]) => [key, new Series(own.map(exactEntry))]));
+  const offerFars = new Map(fars.map((far) => [offerKey(far.productId, far.competitorId), far]));
   const none = new Series([]);
   return new Map(
     questions.map((q) => {
       const [firstDay, lastDay] = [q.since.slice(0, 10), q.before.slice(0, 10)];
       const opens = `${firstDay}T00:00:00.000Z`;
       const [dayRows, exact] = [offerDays.get(offerKey(q.p, q.c)) ?? none, offerRows.get(offerKey(q.p, q.c)) ?? none];
-      const [dayClose, exactLast] = [dayRows.lastBefore(firstDay), exact.lastBefore(opens)];
-      const opening = dayClose && (!exactLast || dayClose.at > exactLast.at) ? dayClose : exactLast;
-      return [q.k, merge(dayRows.range(q.cur, firstDay, lastDay), exact.range(q.cur, opens, q.before), priceIn(q.cur, opening))];
+      const far = offerFars.get(offerKey(q.p, q.c));
+      const farClose = far && { at: far.closedAt, currency: far.closeCurrency, minor: far.closeMinor };
+      const recent = merge(dayRows.range(q.cur, firstDay, lastDay), exact.range(q.cur, opens, q.before));
+      // A window opening among the folded days: their extremes from its first day on, and the price held past them.
+      if (far && firstDay < far.through) return [q.k, merge(recent, farExtremes(far, q.cur, firstDay), priceIn(q.cur, farClose))];
+      const opening = [dayRows.lastBefore(firstDay), exact.lastBefore(opens), farClose].reduce((latest, held) =>
+        held && (!latest || held.at > latest.at) ? held : latest,
+      );
+      return [q.k, merge(recent, priceIn(q.cur, opening))];
     }),
   );
+}
+
+/** An offer's far row: its days before `through` folded (foldDays), and the price it held then. */
+export interface OfferFar {
+  through: string;
+  extremes: Record<string, { lows: [string, number][]; highs: [string, number][] }>;
+  closeMinor: number;
+  closeCurrency: string;
+  closedAt: string;
+}
+
+/** The extremes of the folded prices held on `firstDay` or later: the first suffix minimum and maximum from it. */
+function farExtremes(far: OfferFar, currency: string, firstDay: string): PriorAnswer {
+  const own = far.extremes[currency];
+  if (!own) return null;
+  const from = (entries: [string, number][]) =>
+    entries[
+      lowerBound(
+        entries.map(([day]) => day),
+        firstDay,
+      )
+    ]?.[1];
+  const [low, high] = [from(own.lows), from(own.highs)];
+  return low === undefined || high === undefined ? null : { low, high };
+}
+
+/**
+ * Folds an offer's days (before `through`) into its far row: each price enters its currency's suffix minima and
+ * maxima under the last day it was held (a day's prices on that day; the price held before them up to it), so the
+ * extremes of the prices held on a day or later are the first entry from that day: the `prior_prices` algorithm
+ * (src/observations/prior-prices.ts) run over days. Entries last held before `oldest` go: no window reaches them.
+ */
+export function foldDays(far: OfferFar | undefined, days: readonly OfferDay[], through: string, oldest: string): OfferFar | undefined {
+  const extremes = structuredClone(far?.extremes ?? {});
+  const enter = (currency: string, day: string, low: number, high: number) => {
+    const own = (extremes[currency] ??= { lows: [], highs: [] });
+    // A day folded late (a back-filled row) is entered no earlier than what is there, which keeps the order.
+    const tail = own.lows.at(-1)?.[0];
+    const last = tail !== undefined && tail > day ? tail : day;
+    while (own.lows.length > 0 && own.lows.at(-1)![1] >= low) own.lows.pop();
+    own.lows.push([last, low]);
+    while (own.highs.length > 0 && own.highs.at(-1)![1] <= high) own.highs.pop();
+    own.highs.push([last, high]);
+  };
+  let close = far && { minor: far.closeMinor, currency: far.closeCurrency, at: far.closedAt };
+  for (const day of [...days].sort((a, b) => (a.day < b.day ? -1 : a.day > b.day ? 1 : a.closedAt < b.closedAt ? -1 : 1))) {
+    if (close) enter(close.currency, day.day, close.minor, close.minor);
+    enter(day.currency, day.day, day.lowMinor, day.highMinor);
+    if (!close || day.closedAt >= close.at) close = { minor: day.closeMinor, currency: day.currency, at: day.closedAt };
+  }
+  if (!close) return undefined;
+  for (const [currency, own] of Object.entries(extremes)) {
+    own.lows = own.lows.filter(([day]) => day >= oldest);
+    own.highs = own.highs.filter(([day]) => day >= oldest);
+    if (own.lows.length === 0) delete extremes[currency];
+  }
+  return { through, extremes, closeMinor: close.minor, closeCurrency: close.currency, closedAt: close.at };
 }
 
 /** Products or offers per statement: one JSON parameter each. */
@@ -252,16 +319,18 @@ export async function catalogueWindowAnswers(db: Database, questions: readonly P
     );
   };
   const d1 = (db as Database & { $client: D1Database }).$client; // the (counting) binding drizzle wraps
-  const [rowStatements, dayStatements] = [
-    spans(questions, (q) => q.p).map((json) => d1.prepare(PRODUCT_ROWS).bind(json)),
-    spans(dayAligned, (q) => offerKey(q.p, q.c)).map((json) => d1.prepare(OFFER_DAYS).bind(json, json)),
-  ];
-  const results = await d1.batch<Record<string, unknown>>([...rowStatements, ...dayStatements]);
-  const [rows, days] = [
-    results.slice(0, rowStatements.length).flatMap((result) => result.results) as unknown as OfferRow<HistoryPrice>[],
-    results.slice(rowStatements.length).flatMap((result) => result.results) as unknown as OfferRow<OfferDay>[],
-  ];
-  return new Map([...exactAnswers(exact, rows), ...dayAlignedAnswers(dayAligned, days, rows)]);
+  const [productSpans, offerSpans] = [spans(questions, (q) => q.p), spans(dayAligned, (q) => offerKey(q.p, q.c))];
+  const results = await d1.batch<Record<string, unknown>>([
+    ...productSpans.map((json) => d1.prepare(PRODUCT_ROWS).bind(json)),
+    ...offerSpans.map((json) => d1.prepare(OFFER_DAYS).bind(json, json)),
+    ...offerSpans.map((json) => d1.prepare(OFFER_FARS).bind(json)),
+  ]);
+  const part = (from: number, count: number): unknown[] => results.slice(from, from + count).flatMap((result) => result.results);
+  const rows = part(0, productSpans.length) as OfferRow<HistoryPrice>[];
+  const days = part(productSpans.length, offerSpans.length) as OfferRow<OfferDay>[];
+  const fars = part(productSpans.length + offerSpans.length, offerSpans.length) as (OfferRow<OfferFar> & { extremes: string })[];
+  const parsed = fars.map((far) => ({ ...far, extremes: JSON.parse(far.extremes) as OfferFar["extremes"] }));
+  return new Map([...exactAnswers(exact, rows), ...dayAlignedAnswers(dayAligned, days, rows, parsed)]);
 }
 
 const min = (a: string, b: string) => (a < b ? a : b);
@@ -275,6 +344,9 @@ UNION ALL
 SELECT ${DAY_COLUMNS} FROM json_each(?) q JOIN offer_price_days d
   ON d.product_id = q.value ->> 'p' AND d.competitor_id = q.value ->> 'c' AND d.day = (SELECT max(e.day) FROM offer_price_days e
     WHERE e.product_id = q.value ->> 'p' AND e.competitor_id = q.value ->> 'c' AND e.day < q.value ->> 'from')`;
+const OFFER_FARS = `SELECT f.product_id AS productId, f.competitor_id AS competitorId, f.through, f.extremes,
+  f.close_minor AS closeMinor, f.close_currency AS closeCurrency, f.closed_at AS closedAt
+FROM json_each(?) q JOIN offer_price_far f ON f.product_id = q.value ->> 'p' AND f.competitor_id = q.value ->> 'c'`;
 const PRODUCT_ROWS = `SELECT h.id, h.product_id AS productId, h.competitor_id AS competitorId, h.observed_at AS observedAt,
   h.currency, h.price_minor AS priceMinor
 FROM json_each(?) q JOIN price_history h ON h.product_id = q.value ->> 'p' AND h.observed_at < q.value ->> 'before'`;

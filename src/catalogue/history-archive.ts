@@ -1,13 +1,14 @@
 import { and, asc, eq, getTableColumns, lt, sql } from "drizzle-orm";
 import pLimit from "p-limit";
 import { MAX_WINDOW_DAYS } from "../alerts/schema.ts";
+import { foldDays, type OfferDay, type OfferFar } from "../alerts/windows.ts";
 import { HISTORY_ARCHIVE_AFTER_MS, HISTORY_ARCHIVE_PRODUCTS_PER_RUN, HISTORY_IN_D1_MS, RETENTION_MS } from "../events/retention.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { withCronLease } from "../platform/cron-lease.ts";
 import type { Database } from "../platform/db.ts";
 import { insertRows } from "../platform/json-rows.ts";
 import { getNdjsonGz, mergeById, putNdjsonGz } from "../platform/ndjson-archive.ts";
-import { offerPriceDays, priceHistory, products } from "../platform/tables.ts";
+import { offerPriceDays, offerPriceFar, priceHistory, products } from "../platform/tables.ts";
 import { DAY_MS } from "../platform/time.ts";
 
 /**
@@ -23,12 +24,16 @@ import { DAY_MS } from "../platform/time.ts";
  */
 
 /**
- * An offer's day is kept while a window can reach it: the longest window from the oldest change a replay or a stream
- * can still ask about (the feed's retention), and a day for the window's day-aligned start.
+ * An offer's days are kept one by one while a change the feed still holds can end a window among them (its retention,
+ * and two days for the day-aligned start and the clock); older ones are folded into the offer's far row
+ * (offer_price_far: its suffix extremes by day, src/alerts/windows.ts foldDays), so D1 holds about a month of days
+ * and one row per offer, not a year of days. Folded prices go once no window can reach them (the longest window from
+ * the oldest change the feed holds).
  */
-const OFFER_DAYS_KEPT_MS = RETENTION_MS + (MAX_WINDOW_DAYS + 1) * DAY_MS;
-/** Days past that deleted per run: far more than a day's moves write, so the table does not grow. */
-const OFFER_DAYS_PRUNED_PER_RUN = 5000;
+const OFFER_DAYS_KEPT_MS = RETENTION_MS + 2 * DAY_MS;
+const FOLDED_KEPT_MS = RETENTION_MS + (MAX_WINDOW_DAYS + 1) * DAY_MS;
+/** Offers whose old days one run folds: ≈ 2.9 million a day, above the ≈ 1.7 million days the model's load writes. */
+const OFFERS_FOLDED_PER_RUN = 2000;
 
 export type ArchivedHistoryRow = Omit<typeof priceHistory.$inferSelect, "productId">;
 
@@ -59,12 +64,69 @@ export const mergeHistory = (...parts: readonly ArchivedHistoryRow[][]): Archive
  */
 export function archiveHistory(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
   return withCronLease(db, "history-archive", 0, async () => {
-    await db.$client
-      .prepare("DELETE FROM offer_price_days WHERE rowid IN (SELECT rowid FROM offer_price_days WHERE day < ? LIMIT ?)")
-      .bind(new Date(now - OFFER_DAYS_KEPT_MS).toISOString().slice(0, 10), OFFER_DAYS_PRUNED_PER_RUN)
-      .run();
-    return moveHistory(db, bucket, now);
+    const moved = await moveHistory(db, bucket, now);
+    await foldOldDays(db, now);
+    return moved;
   });
+}
+
+/** Folds the days older than OFFER_DAYS_KEPT_MS of up to OFFERS_FOLDED_PER_RUN offers into their far rows, in one batch. */
+async function foldOldDays(db: Database, now: number): Promise<void> {
+  const day = (ms: number) => new Date(now - ms).toISOString().slice(0, 10);
+  const [through, oldest] = [day(OFFER_DAYS_KEPT_MS), day(FOLDED_KEPT_MS)];
+  const d1 = db.$client;
+  const { results: offers } = await d1
+    .prepare("SELECT DISTINCT product_id AS p, competitor_id AS c FROM offer_price_days WHERE day < ? LIMIT ?")
+    .bind(through, OFFERS_FOLDED_PER_RUN)
+    .all<{ p: string; c: string }>();
+  if (offers.length === 0) return;
+  const json = JSON.stringify(offers);
+  const [days, fars] = await d1.batch<Record<string, unknown>>([
+    d1
+      .prepare(
+        `SELECT d.product_id AS productId, d.competitor_id AS competitorId, d.day, d.currency, d.low_minor AS lowMinor,
+           d.high_minor AS highMinor, d.close_minor AS closeMinor, d.closed_at AS closedAt
+         FROM json_each(?) q JOIN offer_price_days d ON d.product_id = q.value ->> 'p' AND d.competitor_id = q.value ->> 'c' AND d.day < ?`,
+      )
+      .bind(json, through),
+    d1
+      .prepare(
+        `SELECT f.product_id AS productId, f.competitor_id AS competitorId, f.through, f.extremes, f.close_minor AS closeMinor,
+           f.close_currency AS closeCurrency, f.closed_at AS closedAt
+         FROM json_each(?) q JOIN offer_price_far f ON f.product_id = q.value ->> 'p' AND f.competitor_id = q.value ->> 'c'`,
+      )
+      .bind(json),
+  ]);
+  const key = (row: Record<string, unknown>) => `${row.productId}\u0000${row.competitorId}`;
+  const farOf = new Map(
+    fars!.results.map((far) => [key(far), { ...far, extremes: JSON.parse(String(far.extremes)) } as unknown as OfferFar]),
+  );
+  const daysOf = new Map<string, OfferDay[]>();
+  for (const row of days!.results) {
+    const own = daysOf.get(key(row));
+    if (own) own.push(row as unknown as OfferDay);
+    else daysOf.set(key(row), [row as unknown as OfferDay]);
+  }
+  const folded = offers.flatMap(({ p, c }) => {
+    const far = foldDays(
+      farOf.get(key({ productId: p, competitorId: c })),
+      daysOf.get(key({ productId: p, competitorId: c })) ?? [],
+      through,
+      oldest,
+    );
+    return far ? [{ productId: p, competitorId: c, ...far }] : [];
+  });
+  await d1.batch([
+    ...(folded.length > 0
+      ? insertRows(d1, { table: offerPriceFar, rows: folded, conflict: { target: ["product_id", "competitor_id"], update: true } })
+      : []),
+    d1
+      .prepare(
+        `DELETE FROM offer_price_days WHERE (product_id, competitor_id) IN (SELECT value ->> 'p', value ->> 'c' FROM json_each(?))
+           AND day < ?`,
+      )
+      .bind(json, through),
+  ]);
 }
 
 /**

@@ -218,7 +218,7 @@ export const offerPriceDays = sqliteTable(
   },
   (t) => [
     primaryKey({ columns: [t.productId, t.competitorId, t.day, t.currency] }),
-    // The archiver's prune of days no window reaches any more.
+    // The archiver's fold of days past the feed's reach into offer_price_far.
     index("offer_price_days_day").on(t.day),
   ],
 );
@@ -419,3 +419,24 @@ export const unreachedStreamPushes = sqliteTable("unreached_stream_pushes", {
   expiresAt: integer("expires_at"),
   notedAt: integer("noted_at").notNull(),
 });
+
+/**
+ * An offer's days older than the feed's reach, folded (src/catalogue/history-archive.ts rolls them out of
+ * offer_price_days): per currency, the suffix minima and maxima of its prices by the last day each was held, and the
+ * price it held at `through`, the day its days are folded up to (src/alerts/windows.ts reads them).
+ */
+export const offerPriceFar = sqliteTable(
+  "offer_price_far",
+  {
+    productId: text("product_id").notNull(),
+    competitorId: text("competitor_id").notNull(),
+    /** YYYY-MM-DD: the days before it are folded here. */
+    through: text("through").notNull(),
+    /** Per currency: [last day held, minor units] pairs, oldest first; lows rising, highs falling. */
+    extremes: text("extremes", { mode: "json" }).$type<Record<string, { lows: [string, number][]; highs: [string, number][] }>>().notNull(),
+    closeMinor: integer("close_minor").notNull(),
+    closeCurrency: text("close_currency").notNull(),
+    closedAt: text("closed_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.productId, t.competitorId] })],
+);

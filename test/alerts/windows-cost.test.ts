@@ -32,7 +32,10 @@ const messages: EventMessage[] = [];
 beforeAll(async () => {
   const archived: [string, number, string][] = [];
   for (let p = 0; p < PRODUCTS; p++) {
-    const own: [number, number][] = [[40 * DAY_MS, 1200]];
+    // Folded out of the offers' days (older than the feed's 30 days + 2): a high and a low far back for some offers.
+    const own: [number, number][] = [[200 * DAY_MS, 1200]];
+    if (p % 5 === 0) own.push([(60 + 3 * p) * DAY_MS, 700], [(50 + 3 * p) * DAY_MS, 1500]);
+    own.push([40 * DAY_MS, 1200]);
     if (p % 3 === 0) own.push([(3 + p) * DAY_MS + 5 * MINUTE_MS, 800]); // a low some windows see and others do not
     own.push([2.5 * DAY_MS, 1000]);
     for (const [ago, minor] of own) archived.push([productId(p), minor, at(ago)]);
@@ -54,7 +57,7 @@ beforeAll(async () => {
   for (let j = 0; j < CHANGES; j++)
     for (let p = 0; p < PRODUCTS; p++) {
       const own = prices.get(productId(p))!;
-      const [ago, newMinor] = [(CHANGES - j) * MINUTE_MS - p, 990 - ((j * 37 + p * 11) % 200)];
+      const [ago, newMinor] = [(CHANGES - j) * MINUTE_MS - p, 900 + ((j * 37 + p * 11) % 700)];
       const oldMinor = own.at(-1)![1];
       own.push([ago, newMinor]);
       recent.push([productId(p), newMinor, at(ago)]);
@@ -81,17 +84,21 @@ function insertHistory(rows: [string, number, string][]) {
     .bind(JSON.stringify(rows));
 }
 
-/** A new N-day low, by brute force: the window opens at 00:00 UTC of its first day (docs/webhooks.md). */
-function isNewLow(message: EventMessage, days: number): boolean {
-  const { old_minor: before, new_minor: after } = message.price_change!;
+/** The prices held in an N-day window, by brute force: it opens at 00:00 UTC of its first day (docs/webhooks.md). */
+function heldInWindow(message: EventMessage, days: number): number[] {
   const changedAgo = now - Date.parse(String(message.event.data.observed_at));
   const opensAgo = now - Date.parse(`${new Date(now - changedAgo - days * DAY_MS).toISOString().slice(0, 10)}T00:00:00.000Z`);
   const own = prices.get(String(message.event.data.product_id))!;
   const held = own.filter(([ago]) => ago <= opensAgo && ago > changedAgo).map(([, minor]) => minor);
   const opening = own.filter(([ago]) => ago > opensAgo).at(-1);
   if (opening) held.push(opening[1]);
-  return after < Math.min(before, ...held);
+  return held;
 }
+
+const isNewLow = (message: EventMessage, days: number) =>
+  message.price_change!.new_minor < Math.min(message.price_change!.old_minor, ...heldInWindow(message, days));
+const isNewHigh = (message: EventMessage, days: number) =>
+  message.price_change!.new_minor > Math.max(message.price_change!.old_minor, ...heldInWindow(message, days));
 
 describe("a hub's publish of 300 price changes to streams of 160 distinct windows", () => {
   it("answers every window with work O(events × windows), and decides as brute force does", async () => {
@@ -117,5 +124,27 @@ describe("a hub's publish of 300 price changes to streams of 160 distinct window
     expect(expected.length).toBeGreaterThan(0);
     expect(expected.length).toBeLessThan(questions); // some windows see the 8.00, some not
     expect([...decided].sort()).toEqual(expected.sort());
+  });
+
+  it("new_high_days over the same history decides as brute force does, the folded days included", async () => {
+    const folded = await d1()
+      .prepare("SELECT count(*) AS n FROM offer_price_far WHERE product_id LIKE 'prd_cost_%'")
+      .first<{ n: number }>();
+    expect(folded!.n).toBe(PRODUCTS); // every offer's days past the feed's 30 days + 2 are folded
+    const windows = WINDOWS.filter((days) => days % 8 === 0);
+    const streams = windows.map((days) => ({
+      minChangeBp: 0,
+      filters: { new_high_days: days },
+      accountId: `acc_cost_high_${days}`,
+      environment: "live" as const,
+      days,
+    }));
+    const matched = await matchInEnvironments({ db: database(env.DB) }, messages, streams);
+    const decided = matched.map(({ event, rule }) => `${event.id}/${rule.days}`).sort();
+    const expected = messages.flatMap((message) =>
+      windows.filter((days) => isNewHigh(message, days)).map((days) => `${message.event.id}/${days}`),
+    );
+    expect(expected.length).toBeGreaterThan(0);
+    expect(decided).toEqual(expected.sort());
   });
 });
