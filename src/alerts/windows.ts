@@ -297,8 +297,9 @@ const SPANS_PER_STATEMENT = 200;
  * The catalogue's answers, in one D1 batch for any number of questions: each asked product's rows still in D1 before
  * its latest change (one index range; every row read is returned, its other offers' rows too) and, for the offers of
  * windows that open before the history D1 surely holds (HISTORY_IN_D1_MS), their days from the earliest such window's
- * first day to the latest change's day (an index range) and the last day before that (one seek). Windows within D1's
- * history are exact; longer ones day-aligned. No archive object is read, whatever the number of products.
+ * first day to the latest change's day (an index range), the last day before that (one seek) and the offer's far row
+ * (one seek), in one statement. Windows within D1's history are exact; longer ones day-aligned. No archive object is
+ * read, whatever the number of products.
  */
 export async function catalogueWindowAnswers(db: Database, questions: readonly PriorQuestion[]): Promise<Map<string, PriorAnswer>> {
   if (questions.length === 0) return new Map();
@@ -322,30 +323,42 @@ export async function catalogueWindowAnswers(db: Database, questions: readonly P
   const [productSpans, offerSpans] = [spans(questions, (q) => q.p), spans(dayAligned, (q) => offerKey(q.p, q.c))];
   const results = await d1.batch<Record<string, unknown>>([
     ...productSpans.map((json) => d1.prepare(PRODUCT_ROWS).bind(json)),
-    ...offerSpans.map((json) => d1.prepare(OFFER_DAYS).bind(json, json)),
-    ...offerSpans.map((json) => d1.prepare(OFFER_FARS).bind(json)),
+    ...offerSpans.map((json) => d1.prepare(OFFER_DAYS).bind(json, json, json)),
   ]);
-  const part = (from: number, count: number): unknown[] => results.slice(from, from + count).flatMap((result) => result.results);
-  const rows = part(0, productSpans.length) as OfferRow<HistoryPrice>[];
-  const days = part(productSpans.length, offerSpans.length) as OfferRow<OfferDay>[];
-  const fars = part(productSpans.length + offerSpans.length, offerSpans.length) as (OfferRow<OfferFar> & { extremes: string })[];
-  const parsed = fars.map((far) => ({ ...far, extremes: JSON.parse(far.extremes) as OfferFar["extremes"] }));
-  return new Map([...exactAnswers(exact, rows), ...dayAlignedAnswers(dayAligned, days, rows, parsed)]);
+  const rows = results.slice(0, productSpans.length).flatMap((result) => result.results) as unknown as OfferRow<HistoryPrice>[];
+  const daysAndFars = results.slice(productSpans.length).flatMap((result) => result.results) as unknown as DayOrFar[];
+  const days = daysAndFars.filter((row) => row.extremes === null) as OfferRow<OfferDay>[];
+  const fars = daysAndFars.flatMap((row) =>
+    row.extremes === null
+      ? []
+      : [
+          {
+            ...row,
+            through: row.day,
+            closeCurrency: row.currency,
+            extremes: JSON.parse(row.extremes) as OfferFar["extremes"],
+          },
+        ],
+  );
+  return new Map([...exactAnswers(exact, rows), ...dayAlignedAnswers(dayAligned, days, rows, fars)]);
 }
 
 const min = (a: string, b: string) => (a < b ? a : b);
 const max = (a: string, b: string) => (a > b ? a : b);
 
+/** A row of OFFER_DAYS: an offer's day, or (with `extremes`) its far row, its `through` as `day` and its close's currency. */
+type DayOrFar = OfferRow<OfferDay> & { extremes: string | null };
+
 const DAY_COLUMNS = `d.product_id AS productId, d.competitor_id AS competitorId, d.day, d.currency, d.low_minor AS lowMinor,
-  d.high_minor AS highMinor, d.close_minor AS closeMinor, d.closed_at AS closedAt`;
+  d.high_minor AS highMinor, d.close_minor AS closeMinor, d.closed_at AS closedAt, NULL AS extremes`;
 const OFFER_DAYS = `SELECT ${DAY_COLUMNS} FROM json_each(?) q JOIN offer_price_days d
   ON d.product_id = q.value ->> 'p' AND d.competitor_id = q.value ->> 'c' AND d.day >= q.value ->> 'from' AND d.day < q.value ->> 'to'
 UNION ALL
 SELECT ${DAY_COLUMNS} FROM json_each(?) q JOIN offer_price_days d
   ON d.product_id = q.value ->> 'p' AND d.competitor_id = q.value ->> 'c' AND d.day = (SELECT max(e.day) FROM offer_price_days e
-    WHERE e.product_id = q.value ->> 'p' AND e.competitor_id = q.value ->> 'c' AND e.day < q.value ->> 'from')`;
-const OFFER_FARS = `SELECT f.product_id AS productId, f.competitor_id AS competitorId, f.through, f.extremes,
-  f.close_minor AS closeMinor, f.close_currency AS closeCurrency, f.closed_at AS closedAt
+    WHERE e.product_id = q.value ->> 'p' AND e.competitor_id = q.value ->> 'c' AND e.day < q.value ->> 'from')
+UNION ALL
+SELECT f.product_id, f.competitor_id, f.through, f.close_currency, NULL, NULL, f.close_minor, f.closed_at, f.extremes
 FROM json_each(?) q JOIN offer_price_far f ON f.product_id = q.value ->> 'p' AND f.competitor_id = q.value ->> 'c'`;
 const PRODUCT_ROWS = `SELECT h.id, h.product_id AS productId, h.competitor_id AS competitorId, h.observed_at AS observedAt,
   h.currency, h.price_minor AS priceMinor
