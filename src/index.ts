@@ -8,6 +8,7 @@ import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { WorkMeter } from "./platform/metered.ts";
 import { expireSandboxHistory } from "./sandbox/overlay.ts";
+import { retryStreamPushes } from "./stream/hubs.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 
@@ -48,6 +49,7 @@ export default {
         archiveHistory(db, archive),
         announceExpiringKeys(db, queue),
         retryPlanPushes(db, keyObjectControl(env, work)),
+        retryStreamPushes(db, env, work),
         expireSandboxHistory(db),
       ]);
       for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;

@@ -1,11 +1,15 @@
 import { and, asc, eq, getTableColumns, lt, sql } from "drizzle-orm";
 import pLimit from "p-limit";
-import { HISTORY_ARCHIVE_AFTER_MS, HISTORY_ARCHIVE_PRODUCTS_PER_RUN, HISTORY_IN_D1_MS } from "../events/retention.ts";
+import { MAX_WINDOW_DAYS } from "../alerts/schema.ts";
+import { foldDays, type OfferDay, type OfferFar } from "../alerts/windows.ts";
+import { HISTORY_ARCHIVE_AFTER_MS, HISTORY_ARCHIVE_PRODUCTS_PER_RUN, HISTORY_IN_D1_MS, RETENTION_MS } from "../events/retention.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { withCronLease } from "../platform/cron-lease.ts";
 import type { Database } from "../platform/db.ts";
+import { insertRows } from "../platform/json-rows.ts";
 import { getNdjsonGz, mergeById, putNdjsonGz } from "../platform/ndjson-archive.ts";
-import { priceHistory, products } from "../platform/tables.ts";
+import { offerPriceDays, offerPriceFar, priceHistory, products } from "../platform/tables.ts";
+import { DAY_MS } from "../platform/time.ts";
 
 /**
  * Price history older than a few days leaves D1 for R2 (docs/scale.md): one gzip NDJSON object per
@@ -13,9 +17,23 @@ import { priceHistory, products } from "../platform/tables.ts";
  * another product's rows. The cron picks the products whose oldest row in D1 is HISTORY_ARCHIVE_AFTER_MS
  * old and moves every row of theirs older than HISTORY_IN_D1_MS: each product's objects are rewritten
  * about once per (after − keep), not once per change. A step writes R2 first, merging by row id (so
- * writing the same rows again changes nothing), then deletes those rows from D1: a crash between the
- * two leaves rows in both places, which readers merge by id, and the next run moves them again.
+ * writing the same rows again changes nothing), then deletes those rows from D1 in the batch that folds them into their
+ * offers' days (offer_price_days, what the alert windows read instead of these objects): a crash between the two
+ * leaves rows in both places, which readers merge by id, and the next run moves them again (folding a row into its day
+ * twice changes nothing either).
  */
+
+/**
+ * An offer's days are kept one by one while a change the feed still holds can end a window among them (its retention,
+ * and two days for the day-aligned start and the clock); older ones are folded into the offer's far row
+ * (offer_price_far: its suffix extremes by day, src/alerts/windows.ts foldDays), so D1 holds about a month of days
+ * and one row per offer, not a year of days. Folded prices go once no window can reach them (the longest window from
+ * the oldest change the feed holds).
+ */
+const OFFER_DAYS_KEPT_MS = RETENTION_MS + 2 * DAY_MS;
+const FOLDED_KEPT_MS = RETENTION_MS + (MAX_WINDOW_DAYS + 1) * DAY_MS;
+/** Offers whose old days one run folds: ≈ 2.9 million a day, above the ≈ 1.7 million days the model's load writes. */
+const OFFERS_FOLDED_PER_RUN = 2000;
 
 export type ArchivedHistoryRow = Omit<typeof priceHistory.$inferSelect, "productId">;
 
@@ -45,7 +63,112 @@ export const mergeHistory = (...parts: readonly ArchivedHistoryRow[][]): Archive
  * the rows that left D1.
  */
 export function archiveHistory(db: Database, bucket: R2Bucket, now = Date.now()): Promise<number> {
-  return withCronLease(db, "history-archive", 0, () => moveHistory(db, bucket, now));
+  return withCronLease(db, "history-archive", 0, async () => {
+    const moved = await moveHistory(db, bucket, now);
+    await foldOldDays(db, now);
+    return moved;
+  });
+}
+
+/** Folds the days older than OFFER_DAYS_KEPT_MS of up to OFFERS_FOLDED_PER_RUN offers into their far rows, in one batch. */
+async function foldOldDays(db: Database, now: number): Promise<void> {
+  const day = (ms: number) => new Date(now - ms).toISOString().slice(0, 10);
+  const [through, oldest] = [day(OFFER_DAYS_KEPT_MS), day(FOLDED_KEPT_MS)];
+  const d1 = db.$client;
+  const { results: offers } = await d1
+    .prepare("SELECT DISTINCT product_id AS p, competitor_id AS c FROM offer_price_days WHERE day < ? LIMIT ?")
+    .bind(through, OFFERS_FOLDED_PER_RUN)
+    .all<{ p: string; c: string }>();
+  if (offers.length === 0) return;
+  const json = JSON.stringify(offers);
+  const [days, fars] = await d1.batch<Record<string, unknown>>([
+    d1
+      .prepare(
+        `SELECT d.product_id AS productId, d.competitor_id AS competitorId, d.day, d.currency, d.low_minor AS lowMinor,
+           d.high_minor AS highMinor, d.close_minor AS closeMinor, d.closed_at AS closedAt
+         FROM json_each(?) q JOIN offer_price_days d ON d.product_id = q.value ->> 'p' AND d.competitor_id = q.value ->> 'c' AND d.day < ?`,
+      )
+      .bind(json, through),
+    d1
+      .prepare(
+        `SELECT f.product_id AS productId, f.competitor_id AS competitorId, f.through, f.extremes, f.close_minor AS closeMinor,
+           f.close_currency AS closeCurrency, f.closed_at AS closedAt
+         FROM json_each(?) q JOIN offer_price_far f ON f.product_id = q.value ->> 'p' AND f.competitor_id = q.value ->> 'c'`,
+      )
+      .bind(json),
+  ]);
+  const key = (row: Record<string, unknown>) => `${row.productId}\u0000${row.competitorId}`;
+  const farOf = new Map(
+    fars!.results.map((far) => [key(far), { ...far, extremes: JSON.parse(String(far.extremes)) } as unknown as OfferFar]),
+  );
+  const daysOf = new Map<string, OfferDay[]>();
+  for (const row of days!.results) {
+    const own = daysOf.get(key(row));
+    if (own) own.push(row as unknown as OfferDay);
+    else daysOf.set(key(row), [row as unknown as OfferDay]);
+  }
+  const folded = offers.flatMap(({ p, c }) => {
+    const far = foldDays(
+      farOf.get(key({ productId: p, competitorId: c })),
+      daysOf.get(key({ productId: p, competitorId: c })) ?? [],
+      through,
+      oldest,
+    );
+    return far ? [{ productId: p, competitorId: c, ...far }] : [];
+  });
+  await d1.batch([
+    ...(folded.length > 0
+      ? insertRows(d1, { table: offerPriceFar, rows: folded, conflict: { target: ["product_id", "competitor_id"], update: true } })
+      : []),
+    d1
+      .prepare(
+        `DELETE FROM offer_price_days WHERE (product_id, competitor_id) IN (SELECT value ->> 'p', value ->> 'c' FROM json_each(?))
+           AND day < ?`,
+      )
+      .bind(json, through),
+  ]);
+}
+
+/**
+ * The rows' offers' days, one summary each, as offer_price_days keeps them; on a conflict the summaries combine
+ * (lowest, highest, the later close), so folding the same rows in twice changes nothing.
+ */
+function foldIntoDays(d1: D1Database, rows: readonly (ArchivedHistoryRow & { productId: string })[]): D1PreparedStatement[] {
+  const days = new Map<string, typeof offerPriceDays.$inferInsert>();
+  for (const row of [...rows].sort(byTime)) {
+    const day = row.observedAt.slice(0, 10);
+    const key = JSON.stringify([row.productId, row.competitorId, day, row.currency]);
+    const summary = days.get(key);
+    if (!summary)
+      days.set(key, {
+        productId: row.productId,
+        competitorId: row.competitorId,
+        day,
+        currency: row.currency,
+        lowMinor: row.priceMinor,
+        highMinor: row.priceMinor,
+        closeMinor: row.priceMinor,
+        closedAt: row.observedAt,
+      });
+    else
+      Object.assign(summary, {
+        lowMinor: Math.min(summary.lowMinor, row.priceMinor),
+        highMinor: Math.max(summary.highMinor, row.priceMinor),
+        closeMinor: row.priceMinor,
+        closedAt: row.observedAt,
+      });
+  }
+  if (days.size === 0) return [];
+  return insertRows(d1, {
+    table: offerPriceDays,
+    rows: [...days.values()],
+    conflict: {
+      target: ["product_id", "competitor_id", "day", "currency"],
+      update: `low_minor = min(low_minor, excluded.low_minor), high_minor = max(high_minor, excluded.high_minor),
+        close_minor = CASE WHEN excluded.closed_at >= closed_at THEN excluded.close_minor ELSE close_minor END,
+        closed_at = max(closed_at, excluded.closed_at)`,
+    },
+  });
 }
 
 async function moveHistory(db: Database, bucket: R2Bucket, now: number): Promise<number> {
@@ -87,14 +210,19 @@ async function moveHistory(db: Database, bucket: R2Bucket, now: number): Promise
       limit(async () => {
         const merged = mergeHistory(await readHistoryYear(bucket, group.productId, group.year), group.rows);
         await putNdjsonGz(bucket, historyKey(group.productId, group.year), merged);
-        return group.rows.map((row) => row.id);
+        return group.rows.map((row) => ({ ...row, productId: group.productId }));
       }),
     ),
   );
-  // Only rows now safely in R2 leave D1; a failed group's rows stay for the next run.
+  // Only rows now safely in R2 leave D1, folded into their days in the same batch; a failed group's rows stay for the next run.
   const moved = written.flatMap((result) => (result.status === "fulfilled" ? result.value : []));
   if (moved.length > 0)
-    await db.delete(priceHistory).where(sql`${priceHistory.id} IN (SELECT value FROM json_each(${JSON.stringify(moved)}))`);
+    await db.$client.batch([
+      ...foldIntoDays(db.$client, moved),
+      db.$client
+        .prepare("DELETE FROM price_history WHERE id IN (SELECT value FROM json_each(?))")
+        .bind(JSON.stringify(moved.map((row) => row.id))),
+    ]);
   const failed = written.find((result): result is PromiseRejectedResult => result.status === "rejected");
   if (failed) throw failed.reason;
   return moved.length;

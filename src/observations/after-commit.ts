@@ -15,10 +15,10 @@ export function afterCommitOf(
   c: Context<AppEnv>,
   { claimedAtWrite = false } = {},
 ): (events: readonly EventMessage[]) => Promise<Map<string, DeliveriesQueuedView> | undefined> {
-  const { db, archive, queue, work, afterAnswer } = c.var.services;
+  const { db, queue, work, afterAnswer } = c.var.services;
   const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, work);
   return (events) => {
-    const delivered = deliverAfterCommit({ db, archive, queue, endpoints: c.env.WEBHOOK_ENDPOINT, work, budgets }, events, {
+    const delivered = deliverAfterCommit({ db, queue, endpoints: c.env.WEBHOOK_ENDPOINT, work, budgets }, events, {
       claimedAtWrite,
     });
     afterAnswer(Promise.all([publishToStreams(c.env, events, work), delivered]));

@@ -33,7 +33,8 @@ function jsonChunks(items: readonly unknown[], maxBytes = MAX_JSON_PARAMETER_BYT
 /**
  * Statements inserting any number of rows: the rows travel as JSON parameters (one per statement, so
  * far under D1's 100 bound parameters) that `json_each` turns back into rows, split by size (above).
- * Column names come from the schema.
+ * Column names come from the schema. On a conflict with `target`: nothing, every column replaced (`update: true`), or
+ * the given SET clause (`update: "…"`, reading `excluded`).
  */
 export function insertRows(
   d1: D1Database,
@@ -41,7 +42,7 @@ export function insertRows(
     table,
     rows,
     conflict,
-  }: { table: SQLiteTable; rows: readonly Record<string, unknown>[]; conflict?: { target: readonly string[]; update: boolean } },
+  }: { table: SQLiteTable; rows: readonly Record<string, unknown>[]; conflict?: { target: readonly string[]; update: boolean | string } },
 ): D1PreparedStatement[] {
   const columns = Object.entries(getTableColumns(table))
     .filter(([key]) => key in rows[0]!)
@@ -51,7 +52,8 @@ export function insertRows(
   let text = `INSERT INTO "${getTableName(table)}" (${names}) SELECT ${values} FROM json_each(?) WHERE true`;
   if (conflict) {
     const updates = columns.filter((c) => !conflict.target.includes(c.name)).map((c) => `"${c.name}" = excluded."${c.name}"`);
-    const action = conflict.update ? `UPDATE SET ${updates.join(", ")}` : "NOTHING";
+    const set = typeof conflict.update === "string" ? conflict.update : updates.join(", ");
+    const action = conflict.update ? `UPDATE SET ${set}` : "NOTHING";
     text += ` ON CONFLICT (${conflict.target.map((c) => `"${c}"`).join(", ")}) DO ${action}`;
   }
   const statement = d1.prepare(text);

@@ -1,6 +1,7 @@
-import { type AlertEvent, type AlertFacts, alertEventOf, matchAlerts, priorAnswer } from "../alerts/match.ts";
+import { type AlertEvent, type AlertFacts, alertEventOf, matchAlerts } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
-import { mergeHistory } from "../catalogue/history-archive.ts";
+import { exactAnswers } from "../alerts/windows.ts";
+import { type ArchivedHistoryRow, mergeHistory } from "../catalogue/history-archive.ts";
 import type { EventMessage } from "../events/messages.ts";
 import type { Database } from "../platform/db.ts";
 import type { Environment } from "../platform/tables.ts";
@@ -26,19 +27,18 @@ export function sandboxFacts(db: Database, accountId: string): AlertFacts {
       );
     },
     async priorPrices(questions) {
-      const own = await readOwnHistory(db, accountId, [...new Set(questions.map((q) => q.p))]);
-      return new Map(
-        questions.map((q) => [
-          q.k,
-          priorAnswer(
-            q,
-            mergeHistory(
-              baseHistory(base, q.p),
-              own.filter((row) => row.productId === q.p),
-            ),
-          ),
-        ]),
+      const productIds = [...new Set(questions.map((q) => q.p))];
+      const own = new Map<string, ArchivedHistoryRow[]>();
+      for (const row of await readOwnHistory(db, accountId, productIds)) {
+        const rows = own.get(row.productId);
+        if (rows) rows.push(row);
+        else own.set(row.productId, [row]);
+      }
+      // Each product's history merged once, whatever the number of questions about it.
+      const rows = productIds.flatMap((productId) =>
+        mergeHistory(baseHistory(base, productId), own.get(productId) ?? []).map((row) => ({ ...row, productId })),
       );
+      return exactAnswers(questions, rows);
     },
   };
 }
@@ -49,7 +49,7 @@ export function sandboxFacts(db: Database, accountId: string): AlertFacts {
  * sandbox's facts. No other pair is ever asked, so no rule can let an event across.
  */
 export async function matchInEnvironments<R extends AlertRule & { accountId: string; environment: Environment }>(
-  catalogue: { db: Database; archive: R2Bucket },
+  catalogue: { db: Database },
   messages: readonly EventMessage[],
   subscribers: readonly R[],
 ): Promise<{ event: AlertEvent & { message: EventMessage }; rule: R }[]> {

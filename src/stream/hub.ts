@@ -20,7 +20,9 @@ import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
  * - A publish (an ingestion's commit, src/stream/publish.ts) runs the alert rules (src/alerts/) over its events once
  *   for all the hub's streams and sends each stream only what matched. Only catalogue events are published.
  * - A key's change (its object's push) closes that key's streams the key no longer admits, asking the key's object
- *   about each one's address and scope, and hands the rest its new expiry.
+ *   about each one's address and scope, and hands the rest its new expiry. While it asks, a publish holds what it would
+ *   send that key's streams and sends it after, only to those still open: an object serves other calls while one awaits
+ *   another object, so without this a publish could reach a stream between the change and its close.
  *
  * A stream's subscription rides in its socket's attachment, so a woken hub has it without a read; a rule too big for an
  * attachment (2 KiB) is kept in the hub's storage for as long as its socket is open.
@@ -43,6 +45,8 @@ const log = logger("stream-hub");
 export class StreamHub extends MeteredObject {
   /** Rules read back from storage, by socket: once per wake. */
   private readonly storedRules = new Map<string, AlertRule>();
+  /** The keys whose streams a change is deciding on, each with the end of that decision (and of any before it). */
+  private readonly keysUnderReview = new Map<string, Promise<void>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -90,36 +94,64 @@ export class StreamHub extends MeteredObject {
     const subscribers = this.ctx.getWebSockets().flatMap((ws) => {
       const attachment = ws.deserializeAttachment() as Attachment | null;
       const rule = attachment && this.ruleOf(attachment);
-      return rule ? [{ ...rule, ws, accountId: attachment.accountId, environment: attachment.environment ?? "live" }] : [];
+      return rule
+        ? [{ ...rule, ws, keyId: attachment.keyId, accountId: attachment.accountId, environment: attachment.environment ?? "live" }]
+        : [];
     });
     if (subscribers.length === 0 || messages.length === 0) return 0;
-    const sources = { db: this.meter.database(this.env.DB), archive: this.meter.bucket(this.env.ARCHIVE) };
+    const sources = { db: this.meter.database(this.env.DB) };
     const matched = await matchInEnvironments(sources, messages, subscribers);
     const frames = new Map<EventMessage, string>();
-    const byStream = new Map<WebSocket, { id: string; frame: string }[]>();
+    const byStream = new Map<WebSocket, { keyId: string; events: { id: string; frame: string }[] }>();
     for (const { event, rule } of matched) {
       const { message } = event;
       let frame = frames.get(message);
       if (frame === undefined) frames.set(message, (frame = eventFrame(message.event)));
       const sent = { id: message.event.id, frame };
       const stream = byStream.get(rule.ws);
-      if (stream) stream.push(sent);
-      else byStream.set(rule.ws, [sent]);
+      if (stream) stream.events.push(sent);
+      else byStream.set(rule.ws, { keyId: rule.keyId, events: [sent] });
     }
-    for (const [ws, events] of byStream) send(ws, { kind: "events", events });
+    await Promise.all(
+      [...byStream].map(async ([ws, { keyId, events }]) => {
+        // A change to the stream's key is being decided: its close, if it comes, goes first.
+        const review = this.keysUnderReview.get(keyId);
+        if (review) await review;
+        if (ws.readyState === WebSocket.OPEN) send(ws, { kind: "events", events });
+      }),
+    );
     return byStream.size;
   }
 
   /** A key's object stored a change to the key: its streams the key no longer admits end; the others learn its expiry. */
   async keyChanged({ keyId, active, expiresAt }: { keyId: string; active: boolean; expiresAt: number | null }): Promise<ObjectAnswer> {
-    await Promise.all(
-      this.ctx.getWebSockets(keyTag(keyId)).map(async (ws) => {
-        const attachment = ws.deserializeAttachment() as Attachment;
-        const admits = active && (await this.meter.called(keyStillAdmits(this.env, attachment.keyHash, attachment.request), "key")).admits;
-        if (admits) send(ws, { kind: "key", expiresAt });
-        else ws.close(KEY_GONE_CLOSE, "the API key no longer admits this stream");
-      }),
+    // Marked before the first await, so a publish that would send meanwhile waits for the decision (and so does a later change).
+    const review = (this.keysUnderReview.get(keyId) ?? Promise.resolve()).then(() =>
+      Promise.all(
+        this.ctx.getWebSockets(keyTag(keyId)).map(async (ws) => {
+          const attachment = ws.deserializeAttachment() as Attachment;
+          // A key's object that cannot be asked ends the stream: its client reconnects, and is admitted afresh.
+          const admits =
+            active &&
+            (await this.meter.called(keyStillAdmits(this.env, attachment.keyHash, attachment.request), "key").then(
+              (answer) => answer.admits,
+              () => false,
+            ));
+          if (admits) send(ws, { kind: "key", expiresAt });
+          else ws.close(KEY_GONE_CLOSE, "the API key no longer admits this stream");
+        }),
+      ),
     );
+    const settled = review.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.keysUnderReview.set(keyId, settled);
+    try {
+      await review;
+    } finally {
+      if (this.keysUnderReview.get(keyId) === settled) this.keysUnderReview.delete(keyId);
+    }
     return this.reported({});
   }
 

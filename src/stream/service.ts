@@ -212,7 +212,7 @@ export async function eventFrames(
   const { accountId } = key;
   const listFeed = (query: Parameters<typeof listEvents>[2]) =>
     key.environment === "test" ? listOwnEvents<FeedEvent>(db, { accountId, environment: "test" }, query) : listEvents(db, archive, query);
-  const facts = key.environment === "test" ? sandboxFacts(db, accountId) : { db, archive };
+  const facts = key.environment === "test" ? sandboxFacts(db, accountId) : { db };
   const feedQuery = {
     after: request.after,
     since: request.since,

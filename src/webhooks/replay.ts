@@ -57,7 +57,7 @@ export async function replayWebhookEvents(
   const ownEnvironment = sandbox
     ? sql`${events.accountId} = ${accountId} AND ${events.environment} = 'test'`
     : sql`(${events.accountId} IS NULL OR ${events.accountId} = ${accountId} AND ${events.environment} = 'live')`;
-  const facts = sandbox ? sandboxFacts(db, accountId) : { db, archive };
+  const facts = sandbox ? sandboxFacts(db, accountId) : { db };
   const taken = new Map<number, DeliveryMessage>(); // by seq: commit order, and an event read twice counts once
   const take = async (rows: readonly ArchivedEvent[]) => {
     if (rows.length === 0) return;

@@ -76,7 +76,7 @@ describe("GET /account/events", () => {
       .select()
       .from(events)
       .where(inArray(events.id, [leak!.id]));
-    const deliveries = await fanOut(db(), env.ARCHIVE, [eventMessageOf(row!)]);
+    const deliveries = await fanOut(db(), [eventMessageOf(row!)]);
     expect(deliveries.map((d) => d.webhook_id)).toEqual([subscribed.id]);
     expect(deliveries[0]!.event).toMatchObject({
       id: leak!.id,

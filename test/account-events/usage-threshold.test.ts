@@ -75,7 +75,6 @@ describe("usage.threshold", () => {
     expect(listed.events.map((event) => event.id)).toEqual(rows.map((row) => row.id));
     const deliveries = await fanOut(
       database(env.DB),
-      env.ARCHIVE,
       rows.map((row) => eventMessageOf({ ...row, type: "usage.threshold", timestamp: "", oldMinor: null, newMinor: null })),
     );
     expect(deliveries.map((delivery) => delivery.webhook_id)).toEqual([hook.id, hook.id]);

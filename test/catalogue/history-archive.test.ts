@@ -109,11 +109,14 @@ describe("the history archive", () => {
   it("a crash after every object is written but before D1 forgets the rows: both hold them, read once, archived once", async () => {
     const id = await productWithYears();
     const before = await history(id);
-    const failingDelete = new Proxy(db(), {
+    // The batch that folds the moved rows into their offers' days and deletes them from D1 fails.
+    const client = db().$client;
+    const failingBatch = new Proxy(client, {
       get: (target, property) =>
-        property === "delete"
-          ? () => ({ where: () => Promise.reject(new Error("injected: D1 delete failed")) })
-          : Reflect.get(target, property, target),
+        property === "batch" ? () => Promise.reject(new Error("injected: D1 delete failed")) : Reflect.get(target, property, target),
+    });
+    const failingDelete = new Proxy(db(), {
+      get: (target, property) => (property === "$client" ? failingBatch : Reflect.get(target, property, target)),
     }) as Database;
     await expect(archiveHistory(failingDelete, env.ARCHIVE)).rejects.toThrow(/injected/);
     expect(await inD1(id)).toHaveLength(10);

@@ -391,7 +391,6 @@ describe("tenants apart", () => {
     const events = (await rows.all<Record<string, unknown>>()).results;
     const deliveries = await fanOut(
       database(env.DB),
-      env.ARCHIVE,
       events.map((row) => eventMessageOf({ ...row, accountId: row.account_id } as never)),
     );
     const toB = deliveries.filter((delivery) => delivery.webhook_id === b.webhookId);

@@ -104,7 +104,7 @@ describe("webhooks", () => {
     };
   };
   const fannedTo = async (message: EventMessage) =>
-    (await fanOut(database(env.DB), env.ARCHIVE, [message])).map((delivery: DeliveryMessage) => delivery.webhook_id);
+    (await fanOut(database(env.DB), [message])).map((delivery: DeliveryMessage) => delivery.webhook_id);
 
   it("a test webhook takes only catalogue event types; its record shows its environment", async () => {
     const { token } = await testAccount();

@@ -174,7 +174,6 @@ describe("the first delivery, right after the commit", () => {
     await deliverAfterCommit(
       {
         db: database(failsAfterClaim),
-        archive: env.ARCHIVE,
         queue: env.WEBHOOK_QUEUE,
         endpoints: env.WEBHOOK_ENDPOINT,
         work,

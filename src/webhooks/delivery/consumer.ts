@@ -67,7 +67,6 @@ async function handleMessages(
       fanOutEvents(
         {
           db,
-          archive: work.bucket(env.ARCHIVE),
           queues: DELIVERY_QUEUES.map((binding) => work.queue(env[binding])),
           budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
         },
@@ -93,7 +92,7 @@ function retryLater(message: Message<unknown>, attempt: number): void {
  * given back and the messages retried.
  */
 async function fanOutEvents(
-  { db, archive, queues, budgets }: { db: Database; archive: R2Bucket; queues: Queue<WebhookMessage>[]; budgets: AccountBudgets },
+  { db, queues, budgets }: { db: Database; queues: Queue<WebhookMessage>[]; budgets: AccountBudgets },
   events: readonly Parsed<EventMessage>[],
 ): Promise<void> {
   let claimed = new Set<string>();
@@ -103,7 +102,7 @@ async function fanOutEvents(
       events.map((event) => event.body.event.id),
     );
     const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
-    const { admitted } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(db, archive, fresh));
+    const { admitted } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(db, fresh));
     await sendDeliveries(queues, admitted);
     await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();

@@ -31,8 +31,6 @@ const MAX_IMMEDIATE_EVENTS = 100;
 
 export interface FirstDeliveryServices {
   db: Database;
-  /** Price history that left D1: new_low_days/new_high_days may look back into it. */
-  archive: R2Bucket;
   queue: Queue<WebhookMessage>;
   endpoints: DurableObjectNamespace<WebhookEndpoint>;
   /** The ingestion's tally, which its calls to the endpoints' objects count into. */
@@ -48,7 +46,7 @@ const log = logger("webhook-immediate");
  * through, or undefined when the queue's path fans them out instead. `claimedAtWrite`: the events were claimed when stored.
  */
 export async function deliverAfterCommit(
-  { db, archive, queue, endpoints, work, budgets }: FirstDeliveryServices,
+  { db, queue, endpoints, work, budgets }: FirstDeliveryServices,
   events: readonly EventMessage[],
   { claimedAtWrite = false } = {},
 ): Promise<Map<string, DeliveriesQueuedView> | undefined> {
@@ -61,7 +59,7 @@ export async function deliverAfterCommit(
     claimed = claimedAtWrite ? new Set(ids) : await claimForFanOut(db, ids);
     if (claimed.size === 0) return undefined; // the consumer got there first
     const fresh = events.filter((message) => claimed.has(message.event.id));
-    const { admitted, byAccount } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(db, archive, fresh));
+    const { admitted, byAccount } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(db, fresh));
     await sendAll(queue, await handToEndpoints(endpoints, admitted, work));
     await markFannedOut(db, [...claimed]);
     return byAccount;

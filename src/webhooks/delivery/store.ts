@@ -59,7 +59,7 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
  * account's test webhooks. One D1 query for the webhooks (candidateWebhooks), and at most two for the rules' facts, for
  * the whole batch (and for each account's sandbox in it).
  */
-export async function fanOut(db: Database, archive: R2Bucket, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
+export async function fanOut(db: Database, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
   const accountEvents = events.filter(isAccountEvent);
   const changes = events.filter((message) => !isAccountEvent(message));
   const catalogue = changes.filter((message) => message.sandbox_account_id === undefined).map(alertEventOf);
@@ -92,7 +92,7 @@ export async function fanOut(db: Database, archive: R2Bucket, events: readonly E
       .map((webhook) => delivery(webhook.id, message)),
   );
   // Live changes to live webhooks; each account's sandbox changes to that account's test webhooks: never across.
-  const wanted = await matchInEnvironments({ db, archive }, changes, enabled);
+  const wanted = await matchInEnvironments({ db }, changes, enabled);
   return [...wanted.map(({ event, rule }) => delivery(rule.id, event.message)), ...own];
 }
 
