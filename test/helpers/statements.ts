@@ -29,14 +29,14 @@ function recordingPrepare(seen: Statement[]): (sql: string) => D1PreparedStateme
 /**
  * The D1 statements `run` makes (the worker runs in the test's isolate and uses this same binding),
  * with their parameters, so a test can EXPLAIN and re-run each one. Everything in the isolate is
- * counted, background work included (a queue consumer, an object's alarm).
+ * counted, background work included (a queue consumer, an object's alarm). `run` sees the statements so far.
  */
-export async function statementsOf(run: () => Promise<unknown>): Promise<Statement[]> {
+export async function statementsOf(run: (seen: readonly Statement[]) => Promise<unknown>): Promise<Statement[]> {
   const seen: Statement[] = [];
   const prepare = recordingPrepare(seen); // before the spy: it calls the binding's own prepare
   const spy = vi.spyOn(env.DB, "prepare").mockImplementation(prepare);
   try {
-    await run();
+    await run(seen);
   } finally {
     spy.mockRestore();
   }
