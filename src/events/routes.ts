@@ -1,9 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
-import { listOwnEvents } from "../account-events/service.ts";
 import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody } from "../http/openapi-components.ts";
 import { operation } from "../operation/operation.ts";
-import { eventsQuery } from "./query.ts";
+import { keySandbox, sandboxFeed } from "../sandbox/stub.ts";
+import { DEFAULT_FEED_LIMIT, eventsQuery } from "./query.ts";
 import { EventFeed, type FeedEvent } from "./schema.ts";
 import { listEvents } from "./service.ts";
 
@@ -29,14 +29,13 @@ const listEventsRoute = createRoute(
 
 /** GET /events (API key). */
 export const eventRoutes = openApiApp().openapi(listEventsRoute, async (c) => {
-  const { db, replica, archive } = c.var.services;
-  const { environment, accountId } = c.var.apiKey;
+  const { replica, archive } = c.var.services;
   const query = c.req.valid("query");
-  // A test key's feed is its account's sandbox events (POST /test/observations), and only those. The live feed's pages
-  // may come from a read replica: an event a replica does not hold yet shows in a read a moment later.
+  // A test key's feed is its account's sandbox events (POST /test/observations), and only those: its object's. The live
+  // feed's pages may come from a read replica: an event a replica does not hold yet shows in a read a moment later.
   const feed =
-    environment === "test"
-      ? await listOwnEvents<FeedEvent>(db, { accountId, environment }, query)
+    c.var.apiKey.environment === "test"
+      ? await sandboxFeed<FeedEvent>(keySandbox(c), { ...query, types: query.type, limit: query.limit ?? DEFAULT_FEED_LIMIT })
       : await listEvents(replica, archive, query);
   return c.json(feed, 200);
 });

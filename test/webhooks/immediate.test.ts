@@ -177,6 +177,7 @@ describe("the first delivery, right after the commit", () => {
         archive: env.ARCHIVE,
         queue: env.WEBHOOK_QUEUE,
         endpoints: env.WEBHOOK_ENDPOINT,
+        sandboxes: env.SANDBOX,
         work,
         budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
       },

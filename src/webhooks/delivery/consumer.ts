@@ -7,6 +7,8 @@ import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { WorkMeter } from "../../platform/metered.ts";
 import { type AccountBudgets, accountBudgets } from "../../rate-limit/stub.ts";
+import type { FactSources } from "../../sandbox/facts.ts";
+import { accountSandbox } from "../../sandbox/stub.ts";
 import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
 import { withinTestDeliveryBudgets } from "./budgets.ts";
@@ -70,6 +72,7 @@ async function handleMessages(
           archive: work.bucket(env.ARCHIVE),
           queues: DELIVERY_QUEUES.map((binding) => work.queue(env[binding])),
           budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
+          sandboxOf: (accountId: string) => accountSandbox(env.SANDBOX, work, accountId),
         },
         events,
       ),
@@ -93,7 +96,7 @@ function retryLater(message: Message<unknown>, attempt: number): void {
  * given back and the messages retried.
  */
 async function fanOutEvents(
-  { db, archive, queues, budgets }: { db: Database; archive: R2Bucket; queues: Queue<WebhookMessage>[]; budgets: AccountBudgets },
+  { db, archive, queues, budgets, sandboxOf }: FactSources & { queues: Queue<WebhookMessage>[]; budgets: AccountBudgets },
   events: readonly Parsed<EventMessage>[],
 ): Promise<void> {
   let claimed = new Set<string>();
@@ -103,7 +106,7 @@ async function fanOutEvents(
       events.map((event) => event.body.event.id),
     );
     const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
-    const { admitted } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(db, archive, fresh));
+    const { admitted } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut({ db, archive, sandboxOf }, fresh));
     await sendDeliveries(queues, admitted);
     await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();
