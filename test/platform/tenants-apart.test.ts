@@ -172,11 +172,8 @@ beforeAll(async () => {
   for (let i = 2; i <= 8; i++) await call("GET", "/competitors", { token: a.key }); // 80 % of a day of 10: usage.threshold
   await vi.waitFor(
     async () => {
-      const types = (
-        await env.DB.prepare("SELECT DISTINCT type FROM events WHERE account_id = ? AND environment = 'live'")
-          .bind(a.sub)
-          .all<{ type: string }>()
-      ).results;
+      const types = (await env.DB.prepare("SELECT DISTINCT type FROM events WHERE account_id = ?").bind(a.sub).all<{ type: string }>())
+        .results;
       expect(types.map((t) => t.type).sort()).toEqual(["api_key.expiring", "api_key.leaked", "usage.threshold", "webhook.disabled"]);
     },
     { timeout: 10_000 },

@@ -1,0 +1,90 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { freshAccount } from "../helpers/accounts.ts";
+import { call, expectJson } from "../helpers/http.ts";
+import { sandboxOf } from "../helpers/sandbox.ts";
+import { ingest } from "../helpers/webhooks.ts";
+import { invocationLog } from "../helpers/work-log.ts";
+
+/**
+ * Each account's sandbox in its own object (contract, fifth wave, "Test mode's own house"; src/sandbox/object.ts): its
+ * changes write nothing to the shared D1, and no account's sandbox, however large, changes what a live read reads.
+ */
+
+async function testAccount() {
+  const account = await freshAccount({ plan: "premium" });
+  const created = await expectJson(
+    await call("POST", "/api-keys", { token: account.token, body: { name: "sandbox", environment: "test" } }),
+    201,
+  );
+  return { ...account, testKey: created.key as string };
+}
+
+describe("the sandbox's writes", () => {
+  it("a POST /test/observations of 100 changes writes 0 D1 rows: its rows are its account's object's, and bounded", async () => {
+    const { sub, testKey } = await testAccount();
+    const { products } = await expectJson(await call("GET", "/products", { token: testKey }), 200);
+    const observations = products.slice(0, 100).map((product) => {
+      const offer = product.offers[0]!;
+      return {
+        sku: product.sku,
+        name: "x",
+        competitor: { id: offer.competitor_id, name: "x" },
+        price: offer.price === "1.00" ? "2.00" : "1.00",
+        currency: offer.currency,
+        in_stock: !offer.in_stock,
+      };
+    });
+    const log = invocationLog();
+    const res = await call("POST", "/test/observations", { token: testKey, body: { observations } });
+    expect(await expectJson(res, 200)).toMatchObject({ received: 100, price_changes: 100, stock_changes: 100 });
+    const tally = await log.finalTally(res);
+    expect(tally["d1-rows-written"]).toBe(0);
+    // In its object: 100 products, 100 history rows and 200 events with their index entries (907 measured, the key's
+    // object and the alarm included); nothing per row the account or others held before.
+    expect(tally["do-rows-written"]).toBeGreaterThanOrEqual(400);
+    expect(tally["do-rows-written"]).toBeLessThanOrEqual(1000);
+    // And D1 holds none of it: the feed of its test key is its object's.
+    const feed = await expectJson(await call("GET", "/events?limit=1000", { token: testKey }), 200);
+    expect(feed.events).toHaveLength(200);
+    const ids = JSON.stringify(feed.events.map((event) => event.id));
+    const inD1 = await env.DB.prepare("SELECT count(*) AS n FROM events WHERE id IN (SELECT value FROM json_each(?))").bind(ids).first();
+    expect(inD1).toEqual({ n: 0 });
+    expect((await sandboxOf(sub).events({ limit: 1000 })).map((row) => row.id)).toEqual(feed.events.map((event) => event.id));
+  });
+});
+
+describe("another account's sandbox", () => {
+  it("20,000 sandbox events of B leave a live GET /events page's D1 rows read as they were (it read 20,025 beside them in D1)", async () => {
+    const b = await testAccount();
+    const a = await freshAccount();
+    await ingest(Array.from({ length: 30 }, (_, k) => ({ sku: `OBJ-LIVE-${k}`, price: `${10 + k}.00`, in_stock: true })));
+    await ingest(Array.from({ length: 30 }, (_, k) => ({ sku: `OBJ-LIVE-${k}`, price: `${20 + k}.00`, in_stock: true })));
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const page = async () => {
+      const log = invocationLog();
+      const res = await call("GET", `/events?limit=25&since=${encodeURIComponent(since)}`, { token: a.key });
+      const body = await expectJson(res, 200);
+      return { ids: body.events.map((event) => event.id), tally: await log.finalTally(res) };
+    };
+    await page(); // the key's object reads its key from D1 on its first request; the pages below are alike
+    const before = await page();
+    expect(before.ids).toHaveLength(25);
+    // B's sandbox: 20,000 events in its own object, as its changes would have written them.
+    const object = env.SANDBOX.get(env.SANDBOX.idFromName(b.sub));
+    await runInDurableObject(object, (_, state) => {
+      state.storage.sql.exec(
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+         INSERT INTO events (id, type, timestamp, payload) SELECT printf('evt_%032x', i), 'price.changed', ?, '{"data":{}}' FROM n`,
+        new Date().toISOString(),
+      );
+    });
+    expect(await sandboxOf(b.sub).events({ limit: 20_001 })).toHaveLength(20_000);
+    const after = await page();
+    expect(after.ids).toEqual(before.ids);
+    expect(after.tally["d1-rows-read"]).toBe(before.tally["d1-rows-read"]);
+    expect(after.tally["d1-statements"]).toBe(before.tally["d1-statements"]);
+    expect(after.tally["other-do"]).toBe(0);
+  });
+});
