@@ -1,7 +1,9 @@
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ArchivedHistoryRow } from "../catalogue/history-archive.ts";
 import type { ArchivedEvent } from "../events/archive.ts";
 import type { EventMessage } from "../events/messages.ts";
 import { outboxRows } from "../events/outbox-rows.ts";
+import { ApiError } from "../http/errors.ts";
 import type { TouchedRows } from "../observations/changes.ts";
 import type { IngestionResult, Observation } from "../observations/schema.ts";
 import { ingestObservations, type ObservationStore } from "../observations/service.ts";
@@ -39,6 +41,11 @@ export interface SandboxEventsQuery {
   newestFirst?: boolean | undefined;
 }
 
+/** An ingestion's outcome: what it changed and the events it emitted, or why it was refused. */
+export type SandboxIngestion =
+  | { result: IngestionResult; events: EventMessage[] }
+  | { refused: { status: ContentfulStatusCode; detail: string; headers: Record<string, string> } };
+
 const SCHEMA = [
   "CREATE TABLE IF NOT EXISTS products (product_id TEXT PRIMARY KEY, version INTEGER NOT NULL, changed_at TEXT NOT NULL, state TEXT NOT NULL) WITHOUT ROWID",
   `CREATE TABLE IF NOT EXISTS history (id INTEGER PRIMARY KEY, product_id TEXT NOT NULL, competitor_id TEXT NOT NULL,
@@ -62,24 +69,28 @@ export class SandboxObject extends MeteredObject {
 
   /**
    * POST /test/observations: the observations applied as an ingestion applies them to the catalogue (the same steps,
-   * rules and answer: src/observations/service.ts), with this object as its store. The events carry the account.
+   * rules and answer: src/observations/service.ts), with this object as its store. The events carry the account. A
+   * refusal (an ApiError: a 400 naming the observation) comes back as a value: an error thrown across RPC keeps only
+   * its message.
    */
-  async ingest(
-    accountId: string,
-    observations: readonly Observation[],
-  ): Promise<{ result: IngestionResult; events: EventMessage[] } & ObjectAnswer> {
+  async ingest(accountId: string, observations: readonly Observation[]): Promise<SandboxIngestion & ObjectAnswer> {
     if (!this.alarmSet) {
       this.alarmSet = true;
       if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + DAY_MS);
     }
     let events: readonly EventMessage[] = [];
-    const result = await ingestObservations(this.store(accountId), {
-      observations,
-      afterCommit: (committed) => {
-        events = committed;
-      },
-    });
-    return this.reported({ result, events: [...events] });
+    try {
+      const result = await ingestObservations(this.store(accountId), {
+        observations,
+        afterCommit: (committed) => {
+          events = committed;
+        },
+      });
+      return this.reported({ result, events: [...events] });
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      return this.reported({ refused: { status: error.status, detail: error.detail, headers: error.headers } });
+    }
   }
 
   /** The products the account changed: those named, or every one (a list). */

@@ -2,9 +2,10 @@ import type { Context } from "hono";
 import { cursorGone } from "../events/cursor.ts";
 import type { EventMessage } from "../events/messages.ts";
 import type { AppEnv } from "../http/app-env.ts";
+import { ApiError } from "../http/errors.ts";
 import type { IngestionResult, Observation } from "../observations/schema.ts";
 import type { ObjectAnswer, WorkMeter } from "../platform/metered.ts";
-import type { SandboxEventsQuery, SandboxHistoryQuery } from "./object.ts";
+import type { SandboxEventsQuery, SandboxHistoryQuery, SandboxIngestion } from "./object.ts";
 import type { OverlayRow, ProductState } from "./overlay.ts";
 import { SANDBOX_RETENTION_DAYS } from "./retention.ts";
 
@@ -15,8 +16,12 @@ import { SANDBOX_RETENTION_DAYS } from "./retention.ts";
 export function accountSandbox(objects: Env["SANDBOX"], work: WorkMeter, accountId: string) {
   const stub = objects.get(objects.idFromName(accountId));
   return {
-    ingest: (observations: readonly Observation[]) =>
-      work.called<{ result: IngestionResult; events: EventMessage[] } & ObjectAnswer>(stub.ingest(accountId, observations)),
+    /** POST /test/observations' ingestion, in the object; its refusal thrown here, as the ingestion threw it there. */
+    async ingest(observations: readonly Observation[]): Promise<{ result: IngestionResult; events: EventMessage[] }> {
+      const answer = await work.called<SandboxIngestion & ObjectAnswer>(stub.ingest(accountId, observations));
+      if ("refused" in answer) throw new ApiError(answer.refused.status, answer.refused.detail, answer.refused.headers);
+      return answer;
+    },
     /** The products the account changed, by id: every one (a list), or those named. One call. */
     async overlay(productIds?: readonly string[]): Promise<Map<string, OverlayRow>> {
       const { rows } = await work.called(stub.overlay(productIds));

@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { SANDBOX_SHOPS } from "../../src/sandbox/world.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { sandboxOf } from "../helpers/sandbox.ts";
@@ -52,6 +53,21 @@ describe("the sandbox's writes", () => {
     const inD1 = await env.DB.prepare("SELECT count(*) AS n FROM events WHERE id IN (SELECT value FROM json_each(?))").bind(ids).first();
     expect(inD1).toEqual({ n: 0 });
     expect((await sandboxOf(sub).events({ limit: 1000 })).map((row) => row.id)).toEqual(feed.events.map((event) => event.id));
+  });
+});
+
+describe("the object's refusals", () => {
+  it("a failed check of an offer the sandbox does not have is 400 naming it, as for a live ingestion, and writes nothing", async () => {
+    const { sub, testKey } = await testAccount();
+    const { products } = await expectJson(await call("GET", "/products", { token: testKey }), 200);
+    const product = products.find((p) => p.offers.length < SANDBOX_SHOPS.length)!;
+    const missing = SANDBOX_SHOPS.find((shop) => !product.offers.some((offer) => offer.competitor_id === shop.id))!;
+    const res = await call("POST", "/test/observations", {
+      token: testKey,
+      body: { observations: [{ sku: product.sku, name: "x", competitor: { id: missing.id, name: "x" }, check_status: "not_found" }] },
+    });
+    expect((await expectJson(res, 400)).detail).toMatch(/observations\.0\.check_status.*has no offer from/);
+    expect(await sandboxOf(sub).overlay()).toEqual(new Map());
   });
 });
 
