@@ -3,7 +3,7 @@ import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody } from "../http/openapi-components.ts";
 import { operation } from "../operation/operation.ts";
 import { keySandbox, sandboxFeed } from "../sandbox/stub.ts";
-import { DEFAULT_FEED_LIMIT, eventsQuery } from "./query.ts";
+import { eventsQuery } from "./query.ts";
 import { EventFeed, type FeedEvent } from "./schema.ts";
 import { listEvents } from "./service.ts";
 
@@ -34,8 +34,6 @@ export const eventRoutes = openApiApp().openapi(listEventsRoute, async (c) => {
   // A test key's feed is its account's sandbox events (POST /test/observations), and only those: its object's. The live
   // feed's pages may come from a read replica: an event a replica does not hold yet shows in a read a moment later.
   const feed =
-    c.var.apiKey.environment === "test"
-      ? await sandboxFeed<FeedEvent>(keySandbox(c), { ...query, types: query.type, limit: query.limit ?? DEFAULT_FEED_LIMIT })
-      : await listEvents(replica, archive, query);
+    c.var.apiKey.environment === "test" ? await sandboxFeed<FeedEvent>(keySandbox(c), query) : await listEvents(replica, archive, query);
   return c.json(feed, 200);
 });

@@ -52,9 +52,6 @@ export function sandboxToolData({ db, catalogue }: { db: Database; catalogue: Ca
     },
     history: (productId, query) => sandboxProductHistory(sandbox, productId, query),
     competitors: async () => ({ competitors: await sandboxCompetitors(sandbox) }),
-    recentChanges: (input) => {
-      const { type, ...query } = recentChangesQuery(input);
-      return sandboxFeed<FeedEvent>(sandbox, { ...query, types: type, newestFirst: true });
-    },
+    recentChanges: (input) => sandboxFeed<FeedEvent>(sandbox, recentChangesQuery(input), { newestFirst: true }),
   };
 }

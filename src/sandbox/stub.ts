@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { cursorGone } from "../events/cursor.ts";
 import type { EventMessage } from "../events/messages.ts";
+import { DEFAULT_FEED_LIMIT } from "../events/query.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { IngestionResult, Observation } from "../observations/schema.ts";
@@ -43,12 +44,20 @@ export type AccountSandbox = ReturnType<typeof accountSandbox>;
 /** The sandbox of the account whose key made the request. */
 export const keySandbox = (c: Context<AppEnv>) => accountSandbox(c.env.SANDBOX, c.var.services.work, c.var.apiKey.accountId);
 
-/** A page of the sandbox's feed as GET /events answers it (its event rows read `limit` + 1, so the page knows if more follow). */
+/**
+ * A page of the sandbox's feed as GET /events answers it (and the stream's backfill, MCP's recent_changes newest first),
+ * from the feed's own query: its event rows read `limit` + 1, so the page knows if more follow.
+ */
 export async function sandboxFeed<Event>(
   sandbox: AccountSandbox,
-  query: Omit<SandboxEventsQuery, "limit"> & { limit: number },
+  {
+    type,
+    limit = DEFAULT_FEED_LIMIT,
+    ...query
+  }: { after?: string | undefined; since?: string | undefined; type?: readonly string[] | undefined; limit?: number | undefined },
+  { newestFirst = false } = {},
 ): Promise<{ events: Event[]; next_cursor: string | null }> {
-  const rows = await sandbox.events({ ...query, limit: query.limit + 1 });
-  const events = rows.slice(0, query.limit).map((row) => ({ id: row.id, ...JSON.parse(row.payload) }) as Event);
-  return { events, next_cursor: rows.length > query.limit ? rows[query.limit - 1]!.id : null };
+  const rows = await sandbox.events({ ...query, types: type, limit: limit + 1, newestFirst });
+  const events = rows.slice(0, limit).map((row) => ({ id: row.id, ...JSON.parse(row.payload) }) as Event);
+  return { events, next_cursor: rows.length > limit ? rows[limit - 1]!.id : null };
 }

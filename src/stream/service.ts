@@ -217,10 +217,8 @@ export async function eventFrames(
 ): Promise<AsyncGenerator<string>> {
   const inbox = inboxOf(socket, closed);
   // The key's environment chooses the data: the catalogue's feed and facts, or its account's sandbox's.
-  const listFeed = ({ type, ...query }: Parameters<typeof listEvents>[2]) =>
-    key.environment === "test"
-      ? sandboxFeed<FeedEvent>(sandbox, { ...query, types: type, limit: query.limit ?? BACKFILL_PAGE })
-      : listEvents(db, archive, { ...query, type });
+  const listFeed = (query: Parameters<typeof listEvents>[2]) =>
+    key.environment === "test" ? sandboxFeed<FeedEvent>(sandbox, query) : listEvents(db, archive, query);
   const facts = key.environment === "test" ? sandboxFacts(sandbox) : { db, archive };
   const feedQuery = {
     after: request.after,
