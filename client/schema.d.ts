@@ -110,7 +110,7 @@ export interface paths {
         };
         /**
          * The catalogue's events of the last 30 days
-         * @description Every price.changed and stock.changed event, oldest first, as webhooks carry them plus `id`: the way to catch up after a webhook was down. Page with `after` (the previous page's next_cursor); `since`, `type` (repeatable) and `limit` (1–1000, default 100) filter. Every live API key sees every catalogue event; a test key sees its account's sandbox events only. `after` naming an event older than 30 days is 410: start again with `since`. A page may hold fewer than `limit` events and still carry a `next_cursor` (older events are read in bounded steps): follow it.
+         * @description Every price.changed and stock.changed event, oldest first, as webhooks carry them plus `id`: the way to catch up after a webhook was down. Page with `after` (the previous page's next_cursor); `since`, `type` (repeatable) and `limit` (1–1000, default 100) filter. Every live API key sees every catalogue event; a test key sees its account's sandbox events only, kept 7 days. `after` naming an event older than 30 days is 410: start again with `since`. A page may hold fewer than `limit` events and still carry a `next_cursor` (older events are read in bounded steps): follow it.
          */
         get: operations["listEvents"];
         put?: never;

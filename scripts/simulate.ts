@@ -433,7 +433,8 @@ export const SPLIT: Plan = {
     ],
     events_page: one("feed", 1),
     stream_connection_minute: one("feed", 1),
-    // A sandbox is an account's: its products, changes and events live with the account's deliveries.
+    // A sandbox lives in its account's object (src/sandbox/object.ts); the D1 work its calls keep (the fan-out's test
+    // webhooks, a conversion's rate) is the deliveries database's.
     test_list_products_gzip: one("deliveries", 1),
     test_observations: one("deliveries"),
     webhook_delivery: one("deliveries"),

@@ -7,7 +7,6 @@ import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { WorkMeter } from "./platform/metered.ts";
-import { expireSandboxHistory } from "./sandbox/overlay.ts";
 import { retryStreamPushes } from "./stream/hubs.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
@@ -16,6 +15,7 @@ export { ApiKeyObject } from "./api-keys/object/key-object.ts";
 export { LastUsedLog } from "./api-keys/object/last-used.ts";
 export { CatalogueBuilder } from "./catalogue/snapshot/builder.ts";
 export { RateLimitBucket } from "./rate-limit/bucket.ts";
+export { SandboxObject } from "./sandbox/object.ts";
 export { StreamHub } from "./stream/hub.ts";
 export { WebhookEndpoint } from "./webhooks/delivery/endpoint.ts";
 
@@ -50,7 +50,6 @@ export default {
         announceExpiringKeys(db, queue),
         retryPlanPushes(db, keyObjectControl(env, work)),
         retryStreamPushes(db, env, work),
-        expireSandboxHistory(db),
       ]);
       for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
     } finally {

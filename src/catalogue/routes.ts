@@ -8,6 +8,7 @@ import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
 import { operation, type RouteBudget } from "../operation/operation.ts";
 import { sandboxCatalogue, sandboxCompetitors, sandboxProductBody, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
+import { keySandbox } from "../sandbox/stub.ts";
 import { convertedCatalogue } from "./converted-list.ts";
 import { productHistory } from "./history.ts";
 import {
@@ -189,13 +190,13 @@ const requestedForm = (c: Context) =>
 export const productRoutes = openApiApp()
   .openapi(listProductsRoute, async (c) => {
     const filters = c.req.valid("query");
-    const { catalogue, db } = c.var.services;
+    const { catalogue } = c.var.services;
     const form = requestedForm(c);
     const gzip = acceptsGzip(clientAcceptEncoding(c));
     const converting = conversionOf(c.var.services, filters.currency);
     const contentType = form === "ndjson" ? NDJSON : JSON_TYPE;
     if (c.var.apiKey.environment === "test") {
-      const [sandbox, conversion] = await Promise.all([sandboxCatalogue(db, c.var.apiKey.accountId), converting]);
+      const [sandbox, conversion] = await Promise.all([sandboxCatalogue(keySandbox(c)), converting]);
       const etag = await productsEtag(sandbox, filters, form, gzip, conversion);
       return streamed(c, etag, contentType, gzip, () => streamOf(sandboxProductBody(sandbox, { filters, form, conversion }, gzip)));
     }
@@ -220,24 +221,23 @@ export const productRoutes = openApiApp()
     });
   })
   .openapi(getProductRoute, async (c) => {
-    const { db } = c.var.services;
     const { id } = c.req.valid("param");
-    const { environment, accountId } = c.var.apiKey;
+    const { environment } = c.var.apiKey;
     const conversion = await conversionOf(c.var.services, c.req.valid("query").currency);
     const product =
       environment === "test"
-        ? await sandboxProductJson(db, accountId, id, conversion)
+        ? await sandboxProductJson(keySandbox(c), id, conversion)
         : await productJson(c.var.services.catalogue, id, conversion);
     const json = encoder.encode(product) as Uint8Array<ArrayBuffer>;
     return conditionalJson(c, await contentEtag(json), () => json);
   })
   .openapi(getProductHistoryRoute, async (c) => {
-    const { db, replica, archive } = c.var.services;
+    const { replica, archive } = c.var.services;
     const [{ id }, query] = [c.req.valid("param"), c.req.valid("query")];
-    const { environment, accountId } = c.var.apiKey;
+    const { environment } = c.var.apiKey;
     // Live history may come from a read replica (RequestServices.replica).
     const { truncated, ...page } =
-      environment === "test" ? await sandboxProductHistory(db, accountId, id, query) : await productHistory(replica, archive, id, query);
+      environment === "test" ? await sandboxProductHistory(keySandbox(c), id, query) : await productHistory(replica, archive, id, query);
     if (truncated) c.header("X-Result-Truncated", "true");
     return c.json(page, 200);
   });
@@ -245,7 +245,7 @@ export const productRoutes = openApiApp()
 /** GET /competitors (API key): from the snapshot's manifest, no offer is read. */
 export const competitorRoutes = openApiApp().openapi(listCompetitorsRoute, async (c) => {
   if (c.var.apiKey.environment === "test") {
-    const json = encoder.encode(JSON.stringify({ competitors: await sandboxCompetitors(c.var.services.db, c.var.apiKey.accountId) }));
+    const json = encoder.encode(JSON.stringify({ competitors: await sandboxCompetitors(keySandbox(c)) }));
     return conditionalJson(c, await contentEtag(json as Uint8Array<ArrayBuffer>), () => json as Uint8Array<ArrayBuffer>);
   }
   const manifest = await servingManifest(c.var.services.catalogue);

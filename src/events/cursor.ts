@@ -7,11 +7,11 @@ import { readArchive } from "./archive-read.ts";
 
 /** A feed's cursor (`after`, an event id): where the next page starts, in D1 or in the archive (GET /events, GET /account/events). */
 
-/** The answer to a cursor naming an event older than the retention, or unknown (GET /events, GET /account/events). */
-export const cursorGone = (id: string) =>
+/** The answer to a cursor naming an event older than the retention, or unknown (GET /events, GET /account/events; a sandbox's feed keeps its events 7 days). */
+export const cursorGone = (id: string, keptDays = 30) =>
   new ApiError(
     410,
-    `Event ${id} is older than 30 days or unknown: events are kept 30 days. Start again with since (an ISO-8601 time) instead of after.`,
+    `Event ${id} is older than ${keptDays} days or unknown: events are kept ${keptDays} days. Start again with since (an ISO-8601 time) instead of after.`,
   );
 
 /**

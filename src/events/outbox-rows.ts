@@ -13,8 +13,5 @@ export function outboxRows(messages: readonly EventMessage[], now: string) {
     oldMinor: message.price_change?.old_minor ?? null,
     newMinor: message.price_change?.new_minor ?? null,
     createdAt: now,
-    // A sandbox event is its account's, in the test environment (src/sandbox/); a live one is everyone's.
-    accountId: message.sandbox_account_id ?? null,
-    environment: message.sandbox_account_id === undefined ? ("live" as const) : ("test" as const),
   }));
 }

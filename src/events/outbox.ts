@@ -33,14 +33,10 @@ const DELETE_BATCH = 1000;
 
 const log = logger("outbox");
 
-/** The queue message of a stored event, as the ingestion built it (a sandbox event's with its account: outbox-rows.ts). */
-export function eventMessageOf(
-  row: Pick<EventRow, "id" | "type" | "timestamp" | "payload" | "oldMinor" | "newMinor"> &
-    Partial<Pick<EventRow, "accountId" | "environment">>,
-): EventMessage {
+/** The queue message of a stored event (in D1, the archive or a sandbox's object), as the ingestion built it. */
+export function eventMessageOf(row: Pick<EventRow, "id" | "type" | "timestamp" | "payload" | "oldMinor" | "newMinor">): EventMessage {
   const { data } = JSON.parse(row.payload) as { data: Record<string, unknown> };
   const message: EventMessage = { kind: "event", event: { id: row.id, type: row.type, timestamp: row.timestamp, data } };
-  if (row.environment === "test" && row.accountId) message.sandbox_account_id = row.accountId;
   if (row.type === "price.changed") {
     message.price_change = row.oldMinor === null || row.newMinor === null ? null : { old_minor: row.oldMinor, new_minor: row.newMinor };
   }

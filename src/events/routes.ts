@@ -1,8 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
-import { listOwnEvents } from "../account-events/service.ts";
 import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody } from "../http/openapi-components.ts";
 import { operation } from "../operation/operation.ts";
+import { keySandbox, sandboxFeed } from "../sandbox/stub.ts";
 import { eventsQuery } from "./query.ts";
 import { EventFeed, type FeedEvent } from "./schema.ts";
 import { listEvents } from "./service.ts";
@@ -19,7 +19,7 @@ const listEventsRoute = createRoute(
     description:
       "Every price.changed and stock.changed event, oldest first, as webhooks carry them plus `id`: the way to catch up after a webhook " +
       "was down. Page with `after` (the previous page's next_cursor); `since`, `type` (repeatable) and `limit` (1–1000, default 100) " +
-      "filter. Every live API key sees every catalogue event; a test key sees its account's sandbox events only. " +
+      "filter. Every live API key sees every catalogue event; a test key sees its account's sandbox events only, kept 7 days. " +
       "`after` naming an event older than 30 days is 410: start again with `since`. A " +
       "page may hold fewer than `limit` events and still carry a `next_cursor` (older events are read in bounded steps): follow it.",
     request: { query: eventsQuery },
@@ -29,14 +29,11 @@ const listEventsRoute = createRoute(
 
 /** GET /events (API key). */
 export const eventRoutes = openApiApp().openapi(listEventsRoute, async (c) => {
-  const { db, replica, archive } = c.var.services;
-  const { environment, accountId } = c.var.apiKey;
+  const { replica, archive } = c.var.services;
   const query = c.req.valid("query");
-  // A test key's feed is its account's sandbox events (POST /test/observations), and only those. The live feed's pages
-  // may come from a read replica: an event a replica does not hold yet shows in a read a moment later.
+  // A test key's feed is its account's sandbox events (POST /test/observations), and only those: its object's. The live
+  // feed's pages may come from a read replica: an event a replica does not hold yet shows in a read a moment later.
   const feed =
-    environment === "test"
-      ? await listOwnEvents<FeedEvent>(db, { accountId, environment }, query)
-      : await listEvents(replica, archive, query);
+    c.var.apiKey.environment === "test" ? await sandboxFeed<FeedEvent>(keySandbox(c), query) : await listEvents(replica, archive, query);
   return c.json(feed, 200);
 });

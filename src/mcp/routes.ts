@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import { requireApiKey } from "../operation/guards.ts";
+import { keySandbox } from "../sandbox/stub.ts";
 import { sandboxToolData } from "./sandbox-tools.ts";
 import { mcpServer } from "./server.ts";
 import { liveToolData } from "./tool-data.ts";
@@ -34,9 +35,9 @@ export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) =>
       : undefined;
   if (Array.isArray(message)) throw new ApiError(400, BATCH_REFUSED);
   const { db, archive, catalogue } = c.var.services;
-  const { environment, accountId, scopes } = c.var.apiKey;
+  const { environment, scopes } = c.var.apiKey;
   // A test key's tools read its account's sandbox; a live key's, the catalogue.
-  const data = environment === "test" ? sandboxToolData({ db, catalogue }, accountId) : liveToolData({ db, archive, catalogue });
+  const data = environment === "test" ? sandboxToolData({ db, catalogue }, keySandbox(c)) : liveToolData({ db, archive, catalogue });
   const server = mcpServer(data, scopes);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);

@@ -1,4 +1,3 @@
-import { listOwnEvents } from "../account-events/service.ts";
 import { summariseIn } from "../catalogue/converted.ts";
 import { unknownProduct } from "../catalogue/history.ts";
 import { type CatalogueStore, conversionOf } from "../catalogue/service.ts";
@@ -8,19 +7,20 @@ import type { Database } from "../platform/db.ts";
 import { sandboxBase } from "../sandbox/catalogue.ts";
 import { productState } from "../sandbox/overlay.ts";
 import { sandboxCatalogue, sandboxCompetitors, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
+import { type AccountSandbox, sandboxFeed } from "../sandbox/stub.ts";
 import type { ToolData } from "./tool-data.ts";
 import { productMatch, recentChangesQuery } from "./tools.ts";
 
 /**
  * The tools' data for a test key: its account's sandbox, read as GET /products and the feed read it for a test key
- * (src/sandbox/reads.ts, listOwnEvents). A search looks through the sandbox's 1,000 products in memory, after one read
+ * (src/sandbox/reads.ts, sandboxFeed). A search looks through the sandbox's 1,000 products in memory, after one read
  * of the account's changes: what it reads does not grow with the live catalogue.
  */
-export function sandboxToolData({ db, catalogue }: { db: Database; catalogue: CatalogueStore }, accountId: string): ToolData {
+export function sandboxToolData({ db, catalogue }: { db: Database; catalogue: CatalogueStore }, sandbox: AccountSandbox): ToolData {
   return {
     async searchProducts(input) {
       const [{ base, overlay }, conversion] = await Promise.all([
-        sandboxCatalogue(db, accountId),
+        sandboxCatalogue(sandbox),
         conversionOf({ db, catalogue }, input.currency),
       ]);
       const text = input.query?.toLowerCase();
@@ -48,11 +48,10 @@ export function sandboxToolData({ db, catalogue }: { db: Database; catalogue: Ca
       const index = input.id === undefined ? sandboxBase().bySku.get(input.sku!) : undefined;
       if (input.id === undefined && index === undefined) throw unknownProduct(`sku ${input.sku}`);
       const id = input.id ?? sandboxBase().products[index!]!.id;
-      return JSON.parse(await sandboxProductJson(db, accountId, id, await conversionOf({ db, catalogue }, input.currency)));
+      return JSON.parse(await sandboxProductJson(sandbox, id, await conversionOf({ db, catalogue }, input.currency)));
     },
-    history: (productId, query) => sandboxProductHistory(db, accountId, productId, query),
-    competitors: async () => ({ competitors: await sandboxCompetitors(db, accountId) }),
-    recentChanges: (input) =>
-      listOwnEvents<FeedEvent>(db, { accountId, environment: "test", newestFirst: true }, recentChangesQuery(input)),
+    history: (productId, query) => sandboxProductHistory(sandbox, productId, query),
+    competitors: async () => ({ competitors: await sandboxCompetitors(sandbox) }),
+    recentChanges: (input) => sandboxFeed<FeedEvent>(sandbox, recentChangesQuery(input), { newestFirst: true }),
   };
 }

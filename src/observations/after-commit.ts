@@ -9,18 +9,20 @@ import type { DeliveriesQueuedView } from "../webhooks/schema.ts";
 /**
  * What an ingestion's route (the catalogue's, a sandbox's) does with its committed events: after the answer, in one
  * step, the stream hubs' publish and the webhooks' first delivery. Returns the delivery's outcome, which a sandbox's
- * route waits for (its events were claimed at their write: `claimedAtWrite`) to say what the test-delivery budget held back.
+ * route waits for (its events are in no outbox: `inOutbox` false) to say what the test-delivery budget held back.
  */
 export function afterCommitOf(
   c: Context<AppEnv>,
-  { claimedAtWrite = false } = {},
+  { inOutbox = true } = {},
 ): (events: readonly EventMessage[]) => Promise<Map<string, DeliveriesQueuedView> | undefined> {
   const { db, queue, work, afterAnswer } = c.var.services;
   const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, work);
   return (events) => {
-    const delivered = deliverAfterCommit({ db, queue, endpoints: c.env.WEBHOOK_ENDPOINT, work, budgets }, events, {
-      claimedAtWrite,
-    });
+    const delivered = deliverAfterCommit(
+      { db, queue, endpoints: c.env.WEBHOOK_ENDPOINT, sandboxes: c.env.SANDBOX, work, budgets },
+      events,
+      { inOutbox },
+    );
     afterAnswer(Promise.all([publishToStreams(c.env, events, work), delivered]));
     return delivered;
   };

@@ -4,7 +4,7 @@ import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
 import { afterCommitOf } from "./after-commit.ts";
 import { IngestionResult, observationsBody } from "./schema.ts";
-import { ingestObservations } from "./service.ts";
+import { ingestObservations, liveStore } from "./service.ts";
 
 const ingestObservationsRoute = createRoute(
   operation({
@@ -28,5 +28,8 @@ const ingestObservationsRoute = createRoute(
  * reach the open streams (their hubs) and the webhooks (their first delivery) from here, in one step after the answer.
  */
 export const observationRoutes = openApiApp().openapi(ingestObservationsRoute, async (c) =>
-  c.json(await ingestObservations(c.var.services, { observations: c.req.valid("json").observations, afterCommit: afterCommitOf(c) }), 200),
+  c.json(
+    await ingestObservations(liveStore(c.var.services), { observations: c.req.valid("json").observations, afterCommit: afterCommitOf(c) }),
+    200,
+  ),
 );

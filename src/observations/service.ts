@@ -23,7 +23,7 @@ import { isWriteConflict, writeBatch } from "./write.ts";
  *    its guard, and is read, recomputed and written again (up to 8 times); ingestions of disjoint
  *    products never fail it. The events go in the same batch, as outbox rows (src/events/outbox.ts),
  *    and so do the marks on the changed products that the catalogue snapshot is rebuilt from.
- * 4. After the commit, poke the catalogue builder (a lost poke only delays the snapshot until the cron
+ * 4. After the commit (the store's `committed`), poke the catalogue builder (a lost poke only delays the snapshot until the cron
  *    sweep) and relay the events to WEBHOOK_QUEUE (sendBatch, ≤ 100 per call). If the relay fails the
  *    answer is still 200: the events are stored, and the cron's sweep sends them. `afterCommit` then
  *    gets the events: after answering, the route publishes them to the event stream's hubs
@@ -40,7 +40,7 @@ const MAX_WRITE_ATTEMPTS = 8;
 const pause = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
 
 /**
- * Where an ingestion reads and writes: the catalogue (liveStore), or an account's sandbox (src/sandbox/overlay.ts).
+ * Where an ingestion reads and writes: the catalogue (liveStore), or an account's sandbox (its object: src/sandbox/object.ts).
  * The steps, the change detection and the events are the same for both; only the data differs.
  */
 export interface ObservationStore {
@@ -51,27 +51,28 @@ export interface ObservationStore {
    * isWriteConflict recognises). The events are the store's from then on (a sandbox's carry its account).
    */
   write(touched: TouchedRows, changes: IngestionChanges): Promise<void>;
-  /** After the commit: what must hear of it (the catalogue's snapshot builder). */
-  committed(): Promise<void>;
+  /** After the commit: what must hear of it (the catalogue's snapshot builder, the outbox's relay of its events). */
+  committed(events: readonly EventMessage[]): Promise<void>;
 }
 
-/** The catalogue's store: D1's products, offers and history, and the snapshot builder's poke. */
-const liveStore = ({ db, catalogue }: Pick<RequestServices, "db" | "catalogue">): ObservationStore => ({
+/** The catalogue's store: D1's products, offers, history and outbox, the snapshot builder's poke and the events' relay. */
+export const liveStore = ({ db, queue, catalogue }: Pick<RequestServices, "db" | "queue" | "catalogue">): ObservationStore => ({
   read: (observations) => readTouchedRows(db, observations),
   write: (touched, changes) => writeBatch(db, touched, changes),
-  committed: () =>
-    catalogue
+  async committed(events) {
+    await catalogue
       .poke()
-      .catch((error: unknown) => logger("catalogue").error("builder poke failed; the sweep will catch up", { error: String(error) })),
+      .catch((error: unknown) => logger("catalogue").error("builder poke failed; the sweep will catch up", { error: String(error) }));
+    await relayEvents(db, queue, events);
+  },
 });
 
 export async function ingestObservations(
-  { db, queue, catalogue }: Pick<RequestServices, "db" | "queue" | "catalogue">,
+  store: ObservationStore,
   {
     observations,
     afterCommit = () => {},
-    store = liveStore({ db, catalogue }),
-  }: { observations: readonly Observation[]; afterCommit?: (events: readonly EventMessage[]) => void; store?: ObservationStore },
+  }: { observations: readonly Observation[]; afterCommit?: (events: readonly EventMessage[]) => void },
 ): Promise<IngestionResult> {
   const now = new Date().toISOString();
   const ordered = observations
@@ -93,8 +94,7 @@ export async function ingestObservations(
         "Retry-After": "1",
       });
     }
-    await store.committed();
-    await relayEvents(db, queue, changes.events);
+    await store.committed(changes.events);
     afterCommit(changes.events);
     return changes.result;
   }

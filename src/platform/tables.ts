@@ -353,12 +353,10 @@ export const events = sqliteTable(
     claimedAt: text("claimed_at"),
     fannedOutAt: text("fanned_out_at"),
     /**
-     * Set for an account event (src/account-events/) and for a sandbox event (`environment` test): delivered to that
-     * account's webhooks only, never in GET /events of live keys.
+     * Set for an account event (src/account-events/): delivered to that account's webhooks only, never in GET /events.
+     * (A sandbox's events are never here: they live in its account's object, src/sandbox/object.ts.)
      */
     accountId: text("account_id"),
-    /** `test`: a change to `account_id`'s sandbox (POST /test/observations), seen only by that account's test keys and webhooks. */
-    environment: text("environment", { enum: ENVIRONMENTS }).notNull().default("live"),
   },
   (t) => [
     index("events_timestamp").on(t.timestamp),
@@ -366,9 +364,7 @@ export const events = sqliteTable(
     index("events_type_seq").on(t.type, t.seq),
     index("events_unrelayed").on(t.createdAt).where(sql`relayed_at IS NULL`),
     index("events_not_fanned_out").on(t.relayedAt).where(sql`fanned_out_at IS NULL`),
-    index("events_account").on(t.accountId, t.seq).where(sql`account_id IS NOT NULL AND environment = 'live'`),
-    // A test key's feed: its account's sandbox events in commit order.
-    index("events_sandbox").on(t.accountId, t.seq).where(sql`environment = 'test'`),
+    index("events_account").on(t.accountId, t.seq).where(sql`account_id IS NOT NULL`),
   ],
 );
 

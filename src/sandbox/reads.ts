@@ -6,15 +6,15 @@ import type { CompetitorView, HistoryQuery, ProductFilters } from "../catalogue/
 import { gzipMember, isFiltered } from "../catalogue/service.ts";
 import { concatenated, type Deflated, deflatePart, FINAL_BLOCK, GZIP_HEADER, gzipTrailer } from "../catalogue/snapshot/gzip-member.ts";
 import { productView } from "../catalogue/views.ts";
-import type { Database } from "../platform/db.ts";
 import { sha256Hex } from "../platform/hash.ts";
 import { baseHistory, type SandboxBase, sandboxBase } from "./catalogue.ts";
-import { type OverlayRow, type ProductState, productState, readOverlay, readOwnHistory } from "./overlay.ts";
+import { type OverlayRow, type ProductState, productState } from "./overlay.ts";
+import type { AccountSandbox } from "./stub.ts";
 
 /**
  * A test key's catalogue reads: its account's sandbox, through the catalogue's own view builders (src/catalogue/views.ts),
- * so its products have the live wire shape. A list reads the account's overlay in one statement (its rows: the products
- * the account changed) and nothing else; the base is the isolate's.
+ * so its products have the live wire shape. A list reads the account's overlay in one call to its object (its rows: the
+ * products the account changed) and nothing else; the base is the isolate's.
  */
 
 const encoder = new TextEncoder();
@@ -39,10 +39,10 @@ export interface SandboxCatalogue {
   id: string;
 }
 
-/** The account's sandbox as a list reads it: the base and every product the account changed (one statement). */
-export async function sandboxCatalogue(db: Database, accountId: string): Promise<SandboxCatalogue> {
+/** The account's sandbox as a list reads it: the base and every product the account changed (one call). */
+export async function sandboxCatalogue(sandbox: AccountSandbox): Promise<SandboxCatalogue> {
   const base = sandboxBase();
-  const overlay = await readOverlay(db, accountId);
+  const overlay = await sandbox.overlay();
   const versions = [...overlay].map(([id, row]) => `${id}:${row.version}`).sort();
   return { base, overlay, id: `sbx-${base.hour.toString(36)}-${await sha256Hex(versions.join(","), 8)}` };
 }
@@ -141,36 +141,36 @@ async function* toBytes(texts: readonly string[]): AsyncGenerator<Uint8Array> {
 }
 
 /** The sandbox product, or 404 as for an unknown live product; one statement (the product's own row, if changed). */
-async function sandboxProduct(db: Database, accountId: string, id: string): Promise<{ base: SandboxBase; state: ProductState }> {
+async function sandboxProduct(sandbox: AccountSandbox, id: string): Promise<{ base: SandboxBase; state: ProductState }> {
   const base = sandboxBase();
   const index = base.byId.get(id);
   if (index === undefined) throw unknownProduct(id);
-  return { base, state: productState(base, await readOverlay(db, accountId, [id]), index) };
+  return { base, state: productState(base, await sandbox.overlay([id]), index) };
 }
 
 /** GET /products/{id} with a test key (`?currency=`: converted as a live product is). */
-export async function sandboxProductJson(db: Database, accountId: string, id: string, conversion?: Conversion): Promise<string> {
-  const { base, state } = await sandboxProduct(db, accountId, id);
+export async function sandboxProductJson(sandbox: AccountSandbox, id: string, conversion?: Conversion): Promise<string> {
+  const { base, state } = await sandboxProduct(sandbox, id);
   const json = JSON.stringify(productView(state.product, state.offers, names(base)));
   return conversion ? convertProductJson(json, conversion) : json;
 }
 
 /** GET /products/{id}/history with a test key: the generated history and the account's own changes, oldest first. */
-export async function sandboxProductHistory(db: Database, accountId: string, id: string, query: HistoryQuery): Promise<HistoryPage> {
+export async function sandboxProductHistory(sandbox: AccountSandbox, id: string, query: HistoryQuery): Promise<HistoryPage> {
   const base = sandboxBase();
   if (!base.byId.has(id)) throw unknownProduct(id);
   const wanted = (row: ArchivedHistoryRow) =>
     (query.competitor === undefined || row.competitorId === query.competitor) &&
     (query.from === undefined || row.observedAt >= query.from) &&
     (query.to === undefined || row.observedAt < query.to);
-  const own = await readOwnHistory(db, accountId, [id], { ...query, limit: HISTORY_LIMIT + 1 });
+  const own = await sandbox.history([id], { ...query, limit: HISTORY_LIMIT + 1 });
   const rows = mergeHistory(baseHistory(base, id).filter(wanted), own);
   return { product_id: id, history: rows.slice(0, HISTORY_LIMIT).map(historyEntryView), truncated: rows.length > HISTORY_LIMIT };
 }
 
 /** GET /competitors with a test key: the sandbox's shops and their offer counts, the account's changes included. */
-export async function sandboxCompetitors(db: Database, accountId: string): Promise<CompetitorView[]> {
-  const { base, overlay } = await sandboxCatalogue(db, accountId);
+export async function sandboxCompetitors(sandbox: AccountSandbox): Promise<CompetitorView[]> {
+  const { base, overlay } = await sandboxCatalogue(sandbox);
   const counts = new Map<string, number>();
   base.products.forEach((_, index) => {
     for (const offer of productState(base, overlay, index).offers)

@@ -1,16 +1,15 @@
 import { createRoute } from "@hono/zod-openapi";
-import type { EventMessage } from "../events/messages.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { afterCommitOf } from "../observations/after-commit.ts";
-import { ingestObservations } from "../observations/service.ts";
 import { operation } from "../operation/operation.ts";
 import { ACCOUNT_BUDGETS, budgetLabel, budgetRefusal, NOTHING_TAKEN } from "../rate-limit/account-budgets.ts";
 import { accountBudgets } from "../rate-limit/stub.ts";
 import { deliveriesQueued } from "../webhooks/delivery/budgets.ts";
 import { sandboxBase } from "./catalogue.ts";
-import { checkSandboxObservations, sandboxStore } from "./overlay.ts";
+import { checkSandboxObservations } from "./overlay.ts";
 import { MAX_TEST_OBSERVATIONS, SandboxIngestionResult, testObservationsBody } from "./schema.ts";
+import { accountSandbox } from "./stub.ts";
 
 const simulateObservationsRoute = createRoute(
   operation({
@@ -44,16 +43,10 @@ export const testModeRoutes = openApiApp().openapi(simulateObservationsRoute, as
   const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, c.var.services.work);
   const grant = await budgets.take(accountId, "sandbox-changes", observations.length, { whole: true });
   if (grant.granted === 0) throw budgetRefusal("sandbox-changes", observations.length, grant);
-  const afterCommit = afterCommitOf(c, { claimedAtWrite: true });
-  let delivered: ReturnType<typeof afterCommit> = Promise.resolve(new Map()); // nothing changed: nothing to deliver
-  const result = await ingestObservations(c.var.services, {
-    observations,
-    store: sandboxStore(c.var.services.db, accountId),
-    afterCommit: (events: readonly EventMessage[]) => {
-      delivered = afterCommit(events);
-    },
-  });
-  const outcome = await delivered;
+  // The account's object applies them (its own SQLite, not D1) and hands back the events they emitted, which are in no
+  // outbox: their first delivery is their one fan-out, and this route waits for it to say what the budget held back.
+  const { result, events } = await accountSandbox(c.env.SANDBOX, c.var.services.work, accountId).ingest(observations);
+  const outcome = await afterCommitOf(c, { inOutbox: false })(events);
   const testDeliveries = outcome === undefined ? null : (outcome.get(accountId) ?? deliveriesQueued("test-deliveries", 0, NOTHING_TAKEN));
   return c.json({ ...result, test_deliveries: testDeliveries }, 200);
 });

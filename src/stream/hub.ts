@@ -5,6 +5,7 @@ import { logger } from "../platform/log.ts";
 import type { ObjectAnswer } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
 import { matchInEnvironments } from "../sandbox/facts.ts";
+import { accountSandbox } from "../sandbox/stub.ts";
 import type { CapReached, HubMessage, Subscription } from "./frames.ts";
 import { eventFrame, KEEPALIVE, KEY_GONE_CLOSE, OBJECT_WORK_HEADER, SUBSCRIPTION_HEADER } from "./frames.ts";
 import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
@@ -99,7 +100,10 @@ export class StreamHub extends MeteredObject {
         : [];
     });
     if (subscribers.length === 0 || messages.length === 0) return 0;
-    const sources = { db: this.meter.database(this.env.DB) };
+    const sources = {
+      db: this.meter.database(this.env.DB),
+      sandboxOf: (accountId: string) => accountSandbox(this.env.SANDBOX, this.meter, accountId),
+    };
     const matched = await matchInEnvironments(sources, messages, subscribers);
     const frames = new Map<EventMessage, string>();
     const byStream = new Map<WebSocket, { keyId: string; events: { id: string; frame: string }[] }>();

@@ -1,5 +1,4 @@
-import { and, desc, eq, sql } from "drizzle-orm";
-import { listOwnEvents } from "../account-events/service.ts";
+import { desc, eq, sql } from "drizzle-orm";
 import { type AlertEvent, matchAlerts } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
 import type { FeedEvent } from "../events/schema.ts";
@@ -12,6 +11,7 @@ import type { WorkCounts, WorkMeter } from "../platform/metered.ts";
 import { parseMoney } from "../platform/money.ts";
 import { apiKeys, events, WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 import { sandboxFacts } from "../sandbox/facts.ts";
+import { type AccountSandbox, sandboxFeed } from "../sandbox/stub.ts";
 import {
   type CapReached,
   eventFrame,
@@ -114,22 +114,30 @@ const KEY_GONE = ": this API key no longer admits this stream; the stream ends\n
  * its key's object pushes an earlier one), and, for a stream with no cursor, where the present is: the latest event of
  * its own feed (a cursor only, never sent), which it hands its client if it ends having sent nothing.
  */
-async function openingReads(db: Database, key: StreamKey): Promise<{ expiresAt: number | null; present: string | undefined }> {
+async function openingReads(
+  db: Database,
+  key: StreamKey,
+  sandbox: AccountSandbox,
+): Promise<{ expiresAt: number | null; present: string | undefined }> {
   // The present is an event the stream's feed holds, never another account's: a live stream's is the catalogue's latest
-  // (account and sandbox events have an account), a test stream's its own sandbox's latest. The catalogue's is the newer
-  // of its two types' newest, each sought through the (type, seq) index, so other accounts' events (account events
+  // (account events have an account), a test stream's its own sandbox's latest (its object's). The catalogue's is the
+  // newer of its two types' newest, each sought through the (type, seq) index, so other accounts' events (account events
   // have types of their own) are not read on the way.
   const catalogueNewest = (type: string) =>
     sql`(SELECT seq FROM ${events} WHERE type = ${type} AND account_id IS NULL ORDER BY seq DESC LIMIT 1)`;
-  const ownFeed =
+  const expiry = db.select({ expiresAt: apiKeys.expiresAt }).from(apiKeys).where(eq(apiKeys.id, key.id));
+  const [[row], [latest]] =
     key.environment === "test"
-      ? and(eq(events.accountId, key.accountId), sql`${events.environment} = 'test'`)
-      : sql`${events.seq} IN (${sql.join(WEBHOOK_EVENT_TYPES.map(catalogueNewest), sql`, `)})`;
-  const [[row], [latest]] = await db.batch([
-    db.select({ expiresAt: apiKeys.expiresAt }).from(apiKeys).where(eq(apiKeys.id, key.id)),
-    db.select({ id: events.id }).from(events).where(ownFeed).orderBy(desc(events.seq)).limit(1),
-  ]);
-
+      ? await Promise.all([expiry, sandbox.events({ limit: 1, newestFirst: true })])
+      : await db.batch([
+          expiry,
+          db
+            .select({ id: events.id })
+            .from(events)
+            .where(sql`${events.seq} IN (${sql.join(WEBHOOK_EVENT_TYPES.map(catalogueNewest), sql`, `)})`)
+            .orderBy(desc(events.seq))
+            .limit(1),
+        ]);
   return { expiresAt: row?.expiresAt ? Date.parse(row.expiresAt) : null, present: latest?.id };
 }
 
@@ -198,7 +206,7 @@ export function closeSocket(socket: WebSocket) {
  * is closed, which frees the stream's place in its hub.
  */
 export async function eventFrames(
-  { db, archive }: Pick<RequestServices, "db" | "archive">,
+  { db, archive, sandbox }: Pick<RequestServices, "db" | "archive"> & { sandbox: AccountSandbox },
   {
     request,
     key,
@@ -209,10 +217,9 @@ export async function eventFrames(
 ): Promise<AsyncGenerator<string>> {
   const inbox = inboxOf(socket, closed);
   // The key's environment chooses the data: the catalogue's feed and facts, or its account's sandbox's.
-  const { accountId } = key;
   const listFeed = (query: Parameters<typeof listEvents>[2]) =>
-    key.environment === "test" ? listOwnEvents<FeedEvent>(db, { accountId, environment: "test" }, query) : listEvents(db, archive, query);
-  const facts = key.environment === "test" ? sandboxFacts(db, accountId) : { db };
+    key.environment === "test" ? sandboxFeed<FeedEvent>(sandbox, query) : listEvents(db, archive, query);
+  const facts = key.environment === "test" ? sandboxFacts(sandbox) : { db };
   const feedQuery = {
     after: request.after,
     since: request.since,
@@ -220,7 +227,7 @@ export async function eventFrames(
     limit: BACKFILL_PAGE,
   } as Parameters<typeof listEvents>[2];
   const backfills = request.after !== undefined || request.since !== undefined;
-  const [first, opening] = await Promise.all([backfills ? listFeed(feedQuery) : undefined, openingReads(db, key)]);
+  const [first, opening] = await Promise.all([backfills ? listFeed(feedQuery) : undefined, openingReads(db, key, sandbox)]);
   /** The last event examined (sent or not): where the stream goes on from, and where its client resumes. */
   let lastId = backfills ? request.after : opening.present;
   let { expiresAt } = opening;

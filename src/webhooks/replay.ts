@@ -12,6 +12,7 @@ import { logger } from "../platform/log.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
 import type { AccountBudgets } from "../rate-limit/stub.ts";
 import { sandboxFacts } from "../sandbox/facts.ts";
+import type { AccountSandbox } from "../sandbox/stub.ts";
 import { deliveriesQueued, takeDeliveries } from "./delivery/budgets.ts";
 import { ATTEMPTS_SPAN_MS, archivedAttempts } from "./delivery/delivery-archive.ts";
 import { type DeliveriesQueuedView, MAX_REPLAY_EVENTS, type ReplayRequest } from "./schema.ts";
@@ -30,7 +31,13 @@ const REPLAY_SCAN_PAGES = 200;
  * many as the account's replayed-deliveries budget has room for; the rest are held back, and the answer says so.
  */
 export async function replayWebhookEvents(
-  { db, archive, queue, budgets }: Pick<RequestServices, "db" | "archive" | "queue"> & { budgets: AccountBudgets },
+  {
+    db,
+    archive,
+    queue,
+    budgets,
+    sandboxOf,
+  }: Pick<RequestServices, "db" | "archive" | "queue"> & { budgets: AccountBudgets; sandboxOf: (accountId: string) => AccountSandbox },
   { accountId, id, request }: WebhookOfAccount & { request: ReplayRequest },
 ): Promise<DeliveriesQueuedView> {
   const webhook = await findEnabledWebhook(db, { accountId, id });
@@ -52,12 +59,10 @@ export async function replayWebhookEvents(
       OR d.id = (SELECT max(id) FROM ${webhookDeliveries} l WHERE l.webhook_id = ${id} AND l.event_id = ${events.id})
         AND d.outcome = 'retrying'))`;
   const rule = { types: webhook.events, minChangeBp: webhook.minChangeBp, filters: webhook.filters };
-  // A live webhook: the catalogue's events and its account's own; a test webhook: its account's sandbox events only.
-  const sandbox = webhook.environment === "test";
-  const ownEnvironment = sandbox
-    ? sql`${events.accountId} = ${accountId} AND ${events.environment} = 'test'`
-    : sql`(${events.accountId} IS NULL OR ${events.accountId} = ${accountId} AND ${events.environment} = 'live')`;
-  const facts = sandbox ? sandboxFacts(db, accountId) : { db };
+  // A live webhook: the catalogue's events and its account's own (D1, then the archive); a test webhook: its account's
+  // sandbox events only (its object).
+  const sandbox = webhook.environment === "test" ? sandboxOf(accountId) : undefined;
+  const facts = sandbox ? sandboxFacts(sandbox) : { db };
   const taken = new Map<number, DeliveryMessage>(); // by seq: commit order, and an event read twice counts once
   const take = async (rows: readonly ArchivedEvent[]) => {
     if (rows.length === 0) return;
@@ -71,38 +76,46 @@ export async function replayWebhookEvents(
       });
     if (taken.size > MAX_REPLAY_EVENTS) throw tooMany(`more than ${MAX_REPLAY_EVENTS.toLocaleString("en")} events match`);
   };
-  // The last day from D1, above the archive's high-water mark, from the first seq that may be at since ...
-  // (A test webhook's events all stay in D1: read through its account's index from the start.)
-  let afterSeq = sandbox
-    ? 0
-    : (await db.select({ seq: sql<number>`max(${archivedThrough}, ${firstSeqSince(since)} - 1)` }).from(sql`(SELECT 1)`))[0]!.seq;
-  for (let page = 0; ; page++) {
-    if (page === REPLAY_SCAN_PAGES)
-      throw tooMany(`more than ${(REPLAY_PAGE * REPLAY_SCAN_PAGES).toLocaleString("en")} stored events are in the span`);
-    const rows = await db
-      .select({ ...getTableColumns(events), anyD1Attempt })
-      .from(events)
-      .where(
-        sql`${events.seq} > ${afterSeq} AND ${events.timestamp} >= ${since} AND ${events.timestamp} < ${until}
-          AND ${events.type} IN (SELECT value FROM json_each(${JSON.stringify(webhook.events)}))
-          AND ${ownEnvironment}
-          ${request.only_failed ? sql`AND ${notReceived}` : sql``}`,
-      )
-      .orderBy(events.seq)
-      .limit(REPLAY_PAGE);
-    // An event with no attempt left in D1 is judged by its archived ones.
-    await take(request.only_failed ? rows.filter((row) => row.anyD1Attempt || attempts.notReceived(row.id)) : rows);
-    if (rows.length < REPLAY_PAGE) break;
-    afterSeq = rows.at(-1)!.seq;
+  if (sandbox) {
+    // Its object's events of the span, a page at a time; only_failed judges them by their attempts as the archive's are.
+    for (let page = 0, after: string | undefined; ; page++) {
+      if (page === REPLAY_SCAN_PAGES) throw tooManyStored();
+      const rows = await sandbox.events({ after, since, until, types: webhook.events, limit: REPLAY_PAGE });
+      if (request.only_failed) attempts.add(await attemptsInD1(db, id, rows));
+      await take(request.only_failed ? rows.filter((row) => attempts.notReceived(row.id)) : rows);
+      if (rows.length < REPLAY_PAGE) break;
+      after = rows.at(-1)!.id;
+    }
+  } else {
+    // The last day from D1, above the archive's high-water mark, from the first seq that may be at since ...
+    let afterSeq = (await db.select({ seq: sql<number>`max(${archivedThrough}, ${firstSeqSince(since)} - 1)` }).from(sql`(SELECT 1)`))[0]!
+      .seq;
+    for (let page = 0; ; page++) {
+      if (page === REPLAY_SCAN_PAGES) throw tooManyStored();
+      const rows = await db
+        .select({ ...getTableColumns(events), anyD1Attempt })
+        .from(events)
+        .where(
+          sql`${events.seq} > ${afterSeq} AND ${events.timestamp} >= ${since} AND ${events.timestamp} < ${until}
+            AND ${events.type} IN (SELECT value FROM json_each(${JSON.stringify(webhook.events)}))
+            AND (${events.accountId} IS NULL OR ${events.accountId} = ${accountId})
+            ${request.only_failed ? sql`AND ${notReceived}` : sql``}`,
+        )
+        .orderBy(events.seq)
+        .limit(REPLAY_PAGE);
+      // An event with no attempt left in D1 is judged by its archived ones.
+      await take(request.only_failed ? rows.filter((row) => row.anyD1Attempt || attempts.notReceived(row.id)) : rows);
+      if (rows.length < REPLAY_PAGE) break;
+      afterSeq = rows.at(-1)!.seq;
+    }
+    // ... then the archive up to the mark as it is now: what the archiver moved meanwhile is there, not lost.
+    const through = (await db.select({ seq: sql<number>`${archivedThrough}` }).from(sql`(SELECT 1)`))[0]!.seq;
+    const archived = (await archivedBetween(db, archive, { since, until, through })).filter((event) =>
+      webhook.events.includes(event.type as never),
+    );
+    if (request.only_failed) attempts.add(await attemptsInD1(db, id, archived));
+    await take(request.only_failed ? archived.filter((event) => attempts.notReceived(event.id)) : archived);
   }
-  // ... then the archive up to the mark as it is now: what the archiver moved meanwhile is there, not lost. Sandbox events
-  // never leave D1 (src/events/archive.ts keeps every account's), so a test webhook has nothing there.
-  const through = sandbox ? 0 : (await db.select({ seq: sql<number>`${archivedThrough}` }).from(sql`(SELECT 1)`))[0]!.seq;
-  const archived = (sandbox ? [] : await archivedBetween(db, archive, { since, until, through })).filter((event) =>
-    webhook.events.includes(event.type as never),
-  );
-  if (request.only_failed) attempts.add(await attemptsInD1(db, id, archived));
-  await take(request.only_failed ? archived.filter((event) => attempts.notReceived(event.id)) : archived);
   const messages = [...taken.entries()].sort(([a], [b]) => a - b).map(([, message]) => message);
   const grant = await takeDeliveries(budgets, accountId, "replayed-deliveries", messages.length);
   try {
@@ -116,10 +129,11 @@ export async function replayWebhookEvents(
   return deliveriesQueued("replayed-deliveries", messages.length, grant);
 }
 
+const tooManyStored = () => tooMany(`more than ${(REPLAY_PAGE * REPLAY_SCAN_PAGES).toLocaleString("en")} stored events are in the span`);
 const tooMany = (what: string) =>
   new ApiError(400, `Invalid body: until: ${what}; replay a shorter span (an earlier until), then the next.`);
 
-/** D1's attempts of these events to this webhook. */
+/** D1's attempts of these events (archived, or a sandbox's) to this webhook. */
 async function attemptsInD1(db: Database, id: string, archived: readonly ArchivedEvent[]) {
   if (archived.length === 0) return [];
   return db

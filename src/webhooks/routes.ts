@@ -4,6 +4,7 @@ import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
 import { budgetLabel } from "../rate-limit/account-budgets.ts";
 import { accountBudgets } from "../rate-limit/stub.ts";
+import { accountSandbox } from "../sandbox/stub.ts";
 import { listWebhookDeliveries } from "./delivery-log.ts";
 import { replayWebhookEvents } from "./replay.ts";
 import { rotateWebhookSecret } from "./rotation.ts";
@@ -207,7 +208,8 @@ export const webhookRoutes = openApiApp()
     const webhook = { accountId: c.var.account.id, id: c.req.valid("param").id };
     const { db, archive, queue, work } = c.var.services;
     const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, work);
-    return c.json(await replayWebhookEvents({ db, archive, queue, budgets }, { ...webhook, request: c.req.valid("json") }), 202);
+    const sandboxOf = (accountId: string) => accountSandbox(c.env.SANDBOX, work, accountId);
+    return c.json(await replayWebhookEvents({ db, archive, queue, budgets, sandboxOf }, { ...webhook, request: c.req.valid("json") }), 202);
   })
   .openapi(listWebhookDeliveriesRoute, async (c) =>
     c.json(await listWebhookDeliveries(c.var.services, { accountId: c.var.account.id, id: c.req.valid("param").id }), 200),

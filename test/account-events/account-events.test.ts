@@ -11,6 +11,7 @@ import { DAY_MS } from "../../src/platform/time.ts";
 import { fanOut } from "../../src/webhooks/delivery/store.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
+import { factSources } from "../helpers/sandbox.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, runEndpointNow, runQueue } from "../helpers/webhooks.ts";
@@ -76,7 +77,7 @@ describe("GET /account/events", () => {
       .select()
       .from(events)
       .where(inArray(events.id, [leak!.id]));
-    const deliveries = await fanOut(db(), [eventMessageOf(row!)]);
+    const deliveries = await fanOut(factSources(db()), [eventMessageOf(row!)]);
     expect(deliveries.map((d) => d.webhook_id)).toEqual([subscribed.id]);
     expect(deliveries[0]!.event).toMatchObject({
       id: leak!.id,

@@ -9,6 +9,7 @@ import { database } from "../../src/platform/db.ts";
 import { fanOut } from "../../src/webhooks/delivery/store.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
+import { factSources } from "../helpers/sandbox.ts";
 import { hookUrl } from "../helpers/webhook-receiver.ts";
 import { createWebhook } from "../helpers/webhooks.ts";
 
@@ -74,7 +75,7 @@ describe("usage.threshold", () => {
     const listed = await expectJson(await call("GET", "/account/events?type=usage.threshold", { token }), 200);
     expect(listed.events.map((event) => event.id)).toEqual(rows.map((row) => row.id));
     const deliveries = await fanOut(
-      database(env.DB),
+      factSources(database(env.DB)),
       rows.map((row) => eventMessageOf({ ...row, type: "usage.threshold", timestamp: "", oldMinor: null, newMinor: null })),
     );
     expect(deliveries.map((delivery) => delivery.webhook_id)).toEqual([hook.id, hook.id]);

@@ -8,6 +8,7 @@ import { database } from "../../src/platform/db.ts";
 import type { Environment } from "../../src/platform/tables.ts";
 import { DAY_MS, MINUTE_MS } from "../../src/platform/time.ts";
 import { matchInEnvironments } from "../../src/sandbox/facts.ts";
+import { factSources } from "../helpers/sandbox.ts";
 import { testEvent } from "../helpers/webhooks.ts";
 
 /**
@@ -110,7 +111,7 @@ describe("a hub's publish of 300 price changes to streams of 160 distinct window
       days,
     }));
     windowWork.steps = 0;
-    const matched = await matchInEnvironments({ db: database(env.DB) }, messages, streams);
+    const matched = await matchInEnvironments(factSources(database(env.DB)), messages, streams);
     const questions = messages.length * WINDOWS.length;
     console.log(
       `${messages.length} events × ${WINDOWS.length} windows: ${windowWork.steps} steps, ${windowWork.steps / questions} a question`,
@@ -139,7 +140,7 @@ describe("a hub's publish of 300 price changes to streams of 160 distinct window
       environment: "live" as const,
       days,
     }));
-    const matched = await matchInEnvironments({ db: database(env.DB) }, messages, streams);
+    const matched = await matchInEnvironments(factSources(database(env.DB)), messages, streams);
     const decided = matched.map(({ event, rule }) => `${event.id}/${rule.days}`).sort();
     const expected = messages.flatMap((message) =>
       windows.filter((days) => isNewHigh(message, days)).map((days) => `${message.event.id}/${days}`),

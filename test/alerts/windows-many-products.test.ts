@@ -6,6 +6,7 @@ import { database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { DAY_MS, MINUTE_MS } from "../../src/platform/time.ts";
 import { matchInEnvironments } from "../../src/sandbox/facts.ts";
+import { factSources } from "../helpers/sandbox.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { openStream, readFrames } from "../helpers/stream-frames.ts";
@@ -118,7 +119,7 @@ describe("windows over 2 days, over many products", () => {
 
   it("reads in D1 what it returns (the 500 offers' days) and a few rows per offer, in one batch", async () => {
     const work = new WorkMeter();
-    const matched = await matchInEnvironments({ db: work.database(env.DB) }, messages, [
+    const matched = await matchInEnvironments(factSources(work.database(env.DB)), messages, [
       { minChangeBp: 0, filters: { new_low_days: 30 }, accountId: "acc_many", environment: "live" },
     ]);
     expect(matched).toHaveLength(PRODUCTS / 2);

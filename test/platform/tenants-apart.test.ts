@@ -14,6 +14,7 @@ import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
 import { fetchDocument, METHODS } from "../helpers/openapi.ts";
+import { factSources, sandboxOf } from "../helpers/sandbox.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
 import { openStream, readFrames } from "../helpers/stream-frames.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
@@ -153,11 +154,7 @@ beforeAll(async () => {
   [sandboxSku, sandboxProductId] = [sold.products[0]!.sku, sold.products[0]!.id];
   // A changes its sandbox; the events it makes are A's alone.
   expect((await sandboxChange(a.testKey, A_SANDBOX_PRICE)).status).toBe(200);
-  a.markers.push(
-    ...(
-      await env.DB.prepare("SELECT id FROM events WHERE account_id = ? AND environment = 'test'").bind(a.sub).all<{ id: string }>()
-    ).results.map((row) => row.id),
-  );
+  a.markers.push(...(await sandboxOf(a.sub).events({ limit: 100 })).map((row) => row.id));
   const since = new Date(Date.now() - 1000).toISOString();
 
   await ingest([{ sku, price: "20.00", in_stock: true }]);
@@ -175,11 +172,8 @@ beforeAll(async () => {
   for (let i = 2; i <= 8; i++) await call("GET", "/competitors", { token: a.key }); // 80 % of a day of 10: usage.threshold
   await vi.waitFor(
     async () => {
-      const types = (
-        await env.DB.prepare("SELECT DISTINCT type FROM events WHERE account_id = ? AND environment = 'live'")
-          .bind(a.sub)
-          .all<{ type: string }>()
-      ).results;
+      const types = (await env.DB.prepare("SELECT DISTINCT type FROM events WHERE account_id = ?").bind(a.sub).all<{ type: string }>())
+        .results;
       expect(types.map((t) => t.type).sort()).toEqual(["api_key.expiring", "api_key.leaked", "usage.threshold", "webhook.disabled"]);
     },
     { timeout: 10_000 },
@@ -389,10 +383,14 @@ describe("tenants apart", () => {
       .$client.prepare("SELECT * FROM events WHERE timestamp >= ? ORDER BY seq")
       .bind(new Date(Date.now() - DAY_MS).toISOString());
     const events = (await rows.all<Record<string, unknown>>()).results;
-    const deliveries = await fanOut(
-      database(env.DB),
-      events.map((row) => eventMessageOf({ ...row, accountId: row.account_id } as never)),
-    );
+    // ... and both sandboxes' events, from their accounts' objects.
+    const sandboxEvents = async (sub: string) =>
+      (await sandboxOf(sub).events({ limit: 100 })).map((row) => ({ ...eventMessageOf(row), sandbox_account_id: sub }));
+    const deliveries = await fanOut(factSources(database(env.DB)), [
+      ...events.map((row) => eventMessageOf({ ...row, accountId: row.account_id } as never)),
+      ...(await sandboxEvents(a.sub)),
+      ...(await sandboxEvents(b.sub)),
+    ]);
     const toB = deliveries.filter((delivery) => delivery.webhook_id === b.webhookId);
     expect(toB.map((d) => d.event.type)).toContain("price.changed");
     expectNothingOfA("fan-out to B's webhook", JSON.stringify(toB));

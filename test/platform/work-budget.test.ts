@@ -103,17 +103,15 @@ const deliveriesCaused = (count: number): Partial<Caused> => ({
 /** The test webhooks an account may keep (contract, fifth wave). */
 const TEST_WEBHOOKS = 2;
 /**
- * `changes` sandbox changes: per change its overlay, history and event rows with their index entries (15 rows, 3 KB),
- * and per change and test webhook a delivery. (Issue 48 moves the sandbox's own rows out of D1.)
+ * `changes` sandbox changes: in the account's sandbox object, per change its overlay, history and event rows with their
+ * index entries (10 rows; no D1), and per change and test webhook a delivery (its attempt rows in D1).
  */
 const sandboxCaused = (changes: number): Partial<Caused> => {
   const deliveries = deliveriesCaused(TEST_WEBHOOKS * changes);
   return {
     ...deliveries,
-    d1RowsWritten: 15 * changes + deliveries.d1RowsWritten!,
-    queueMessages: changes,
     objectRequests: 10,
-    bytesStored: 3_000 * changes + deliveries.bytesStored!,
+    objectRowsWritten: 10 * changes + deliveries.objectRowsWritten!,
   };
 };
 /** A replay of this size's span of 600 price changes: a delivery each, queued. */
@@ -300,17 +298,6 @@ async function growTo(size: number) {
     `INSERT INTO webhooks (id, account_id, url, events, filters, secret_ciphertext)
      SELECT printf('whk_budget%d', ${from} + i), printf('budget-other-%d', ${from} + i), 'https://hooks.test/other', '["price.changed","stock.changed"]', '${OTHERS_FILTERS}', 'v1.x.y' FROM n`,
   );
-  // Other accounts' sandboxes: rows a test key's reads must not touch.
-  await generate(
-    add,
-    `INSERT INTO sandbox_products (account_id, product_id, version, state)
-     SELECT printf('budget-other-%d', ${from} + i), printf('prd_other%d', i), 1, '{}' FROM n`,
-  );
-  await generate(
-    add,
-    `INSERT INTO sandbox_history (account_id, product_id, competitor_id, price_minor, currency, in_stock, observed_at)
-     SELECT printf('budget-other-%d', ${from} + i), 'prd_other', 'test_harbor', i, 'USD', 1, ${at("t")} FROM n`,
-  );
   grown = size;
   await growOverlay(size / 40);
   // Price changes of the last minutes for the windowed replay: each asks for its offer's prior prices.
@@ -459,24 +446,25 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
     route("GET", () => `/products/${productId}?currency=JPY`, key),
     writes(1, PUBLISHED_RATES, SNAPSHOT_PRODUCT_READS + 1),
   ],
-  // A test key's reads: its account's overlay (one statement), laid over the base the isolate generates; no R2.
-  "GET /products (test key)": [route("GET", () => "/products", testKey, undefined, true), budget(1)],
-  "GET /products?sku= (test key)": [route("GET", () => "/products?sku=TEST-CF-0001", testKey, undefined, true), budget(1)],
+  // A test key's reads: its account's overlay (one call to its sandbox object, no D1), laid over the base the isolate
+  // generates; no R2. A conversion reads its rate.
+  "GET /products (test key)": [route("GET", () => "/products", testKey, undefined, true), budget(0)],
+  "GET /products?sku= (test key)": [route("GET", () => "/products?sku=TEST-CF-0001", testKey, undefined, true), budget(0)],
   "GET /products?sku=&currency= (test key)": [
     route("GET", () => "/products?sku=TEST-CF-0001&currency=EUR", testKey, undefined, true),
-    budget(2, 1),
+    budget(1, 1),
   ],
-  "GET /products/{id} (test key)": [route("GET", () => `/products/${sandboxProductId}`, testKey), budget(1)],
+  "GET /products/{id} (test key)": [route("GET", () => `/products/${sandboxProductId}`, testKey), budget(0)],
   "GET /products/{id}/history": [route("GET", () => `/products/${productId}/history`, key), budget(4, 2)],
-  "GET /products/{id}/history (test key)": [route("GET", () => `/products/${sandboxProductId}/history`, testKey), budget(1)],
+  "GET /products/{id}/history (test key)": [route("GET", () => `/products/${sandboxProductId}/history`, testKey), budget(0)],
   // From the snapshot's manifest: its pointer and manifest when this isolate last read them over a second ago.
   "GET /competitors": [route("GET", () => "/competitors", key), budget(0, 2)],
-  "GET /competitors (test key)": [route("GET", () => "/competitors", testKey), budget(1)],
+  "GET /competitors (test key)": [route("GET", () => "/competitors", testKey), budget(0)],
   "GET /events": [route("GET", () => "/events", key), budget(6, 2)],
-  "GET /events (test key)": [route("GET", () => "/events", testKey), budget(1)],
-  // Ten sandbox products changed: one read of their overlay rows, one batch (guard, rows, history, events), the relay's
-  // mark, and the first delivery after the answer (its final tally). Caused: per change its overlay, history and event
-  // rows with their index entries, and per delivery to a test webhook (2 at most) its attempt rows.
+  "GET /events (test key)": [route("GET", () => "/events", testKey), budget(0)],
+  // Ten sandbox products changed in the account's object (no D1), and the first delivery after the answer (its final
+  // tally): the account's test webhooks read from D1. Caused: per change the object's overlay, history and event rows,
+  // and per delivery to a test webhook (2 at most) its attempt rows.
   "POST /test/observations": [
     route(
       "POST",
@@ -493,7 +481,7 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
         })),
       }),
     ),
-    writes(9, sandboxCaused(10)),
+    writes(1, sandboxCaused(10)),
   ],
   // A full request of 100 sandbox changes with the account's test webhooks (it asked for 20 at one host; an account
   // keeps at most 2): each change's rows and event, and at most one delivery per change and test webhook.
@@ -507,7 +495,7 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
         () => ({ observations: sandboxChanges(100) }),
       )();
     },
-    writes(9, sandboxCaused(100)),
+    writes(1, sandboxCaused(100)),
   ],
   "GET /events?since=": [route("GET", () => `/events?since=${encodeURIComponent(ago(3_600_000))}`, key), budget(6, 2)],
   "GET /account/events": [route("GET", () => "/account/events", login), budget(6, 2)],
@@ -732,8 +720,8 @@ const MCP_TOOLS: Record<string, [Record<string, unknown>, Budget, (() => string)
   price_history: [{ product_id: "prd_budget_busy", points: 50 }, budget(4, 2)],
   list_competitors: [{}, budget(3, 2)],
   recent_changes: [{ limit: 20 }, budget(4, 2)],
-  "search_products (test key)": [{ query: "Espresso", limit: 20 }, budget(1), testKey],
-  "recent_changes (test key)": [{ limit: 20 }, budget(1), testKey],
+  "search_products (test key)": [{ query: "Espresso", limit: 20 }, budget(0), testKey],
+  "recent_changes (test key)": [{ limit: 20 }, budget(0), testKey],
 };
 
 /** A background entry's options: `clock`, it is the clock's own work; `prepare`, made beforehand (not measured). */

@@ -1,7 +1,6 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { database } from "../../src/platform/db.ts";
-import { expireSandboxHistory } from "../../src/sandbox/overlay.ts";
 import { SANDBOX_SHOPS } from "../../src/sandbox/world.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { buildCatalogue } from "../helpers/catalogue-factory.ts";
@@ -256,18 +255,39 @@ describe("POST /test/observations", () => {
   });
 });
 
-describe("the sandbox's own history", () => {
-  it("leaves after 30 days, by the cron's retention; newer rows stay", async () => {
-    const { sub } = await testAccount();
-    const insert = env.DB.prepare(
-      "INSERT INTO sandbox_history (account_id, product_id, competitor_id, price_minor, currency, in_stock, observed_at) VALUES (?, 'prd_x', 'test_harbor', 1, 'USD', 1, ?)",
-    );
-    const old = new Date(Date.now() - 31 * 86_400_000).toISOString();
-    const recent = new Date(Date.now() - 29 * 86_400_000).toISOString();
-    await env.DB.batch([insert.bind(sub, old), insert.bind(sub, recent)]);
-    await expireSandboxHistory(database(env.DB));
-    const { results } = await env.DB.prepare("SELECT observed_at FROM sandbox_history WHERE account_id = ?").bind(sub).all();
-    expect(results).toEqual([{ observed_at: recent }]);
+describe("the sandbox's own data", () => {
+  it("is kept 7 days in the account's object: its daily alarm deletes older changes, history and events; newer ones stay", async () => {
+    const { sub, testKey } = await testAccount();
+    const [product] = await products(testKey, "?sku=TEST-CF-0001");
+    // A change through the API (which sets the object's alarm), and rows 8 days old beside it.
+    expect((await simulate(testKey, [change(product!, "1.00")])).status).toBe(200);
+    const object = env.SANDBOX.get(env.SANDBOX.idFromName(sub));
+    const old = new Date(Date.now() - 8 * 86_400_000).toISOString();
+    const counts = () =>
+      runInDurableObject(object, (_, state) =>
+        state.storage.sql
+          .exec<{ products: number; history: number; events: number }>(
+            `SELECT (SELECT count(*) FROM products) AS products, (SELECT count(*) FROM history) AS history,
+              (SELECT count(*) FROM events) AS events`,
+          )
+          .one(),
+      );
+    const before = await counts();
+    await runInDurableObject(object, (_, state) => {
+      const sql = state.storage.sql;
+      sql.exec("INSERT INTO products (product_id, version, changed_at, state) VALUES ('prd_old', 1, ?, '{}')", old);
+      sql.exec(
+        "INSERT INTO history (product_id, competitor_id, price_minor, currency, in_stock, observed_at) VALUES ('prd_old', 'test_harbor', 1, 'USD', 1, ?)",
+        old,
+      );
+      sql.exec("INSERT INTO events (id, type, timestamp, payload) VALUES ('evt_old', 'price.changed', ?, '{}')", old);
+    });
+    expect(await runDurableObjectAlarm(object)).toBe(true);
+    expect(await counts()).toEqual(before);
+    expect(before).toMatchObject({ products: 1, history: 1 });
+    expect(before.events).toBeGreaterThan(0);
+    // What it still holds keeps the alarm set for the next day.
+    expect(await runInDurableObject(object, (_, state) => state.storage.getAlarm())).toBeGreaterThan(Date.now() + 86_000_000);
   });
 });
 

@@ -6,6 +6,7 @@ import { fanOut } from "../../src/webhooks/delivery/store.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { postMcp, toolCall } from "../helpers/mcp.ts";
+import { factSources } from "../helpers/sandbox.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, ingest } from "../helpers/webhooks.ts";
 
@@ -104,7 +105,7 @@ describe("webhooks", () => {
     };
   };
   const fannedTo = async (message: EventMessage) =>
-    (await fanOut(database(env.DB), [message])).map((delivery: DeliveryMessage) => delivery.webhook_id);
+    (await fanOut(factSources(database(env.DB)), [message])).map((delivery: DeliveryMessage) => delivery.webhook_id);
 
   it("a test webhook takes only catalogue event types; its record shows its environment", async () => {
     const { token } = await testAccount();

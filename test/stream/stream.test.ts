@@ -13,6 +13,7 @@ import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "../../src/stream/l
 import { BACKFILL_EXAMINED_MAX, eventFrames, type StreamTiming, subscribe } from "../../src/stream/service.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
+import { sandboxOf } from "../helpers/sandbox.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
 import { recordingD1, type Statement } from "../helpers/statements.ts";
 import { openStream, readFrames } from "../helpers/stream-frames.ts";
@@ -217,7 +218,7 @@ async function framesOf(
   );
   const request = { after: undefined, since: undefined, rule };
   return eventFrames(
-    { db: database(statements ? recordingD1(statements) : env.DB), archive: env.ARCHIVE },
+    { db: database(statements ? recordingD1(statements) : env.DB), archive: env.ARCHIVE, sandbox: sandboxOf(account.sub) },
     {
       request,
       key: { id: account.keyId, accountId: account.sub, environment: "live" },

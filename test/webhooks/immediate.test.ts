@@ -176,6 +176,7 @@ describe("the first delivery, right after the commit", () => {
         db: database(failsAfterClaim),
         queue: env.WEBHOOK_QUEUE,
         endpoints: env.WEBHOOK_ENDPOINT,
+        sandboxes: env.SANDBOX,
         work,
         budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
       },

@@ -41,7 +41,6 @@ export function insertAccountEventFrom(db: Database, { id, type, at, data, accou
           claimedAt: none("claimed_at"),
           fannedOutAt: none("fanned_out_at"),
           accountId: sql<string>`${accountId}`.as("account_id"),
-          environment: sql<"live">`'live'`.as("environment"), // account events are live: GET /account/events
         })
         .from(from)
         .where(where),

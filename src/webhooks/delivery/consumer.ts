@@ -6,10 +6,10 @@ import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { WorkMeter } from "../../platform/metered.ts";
-import { type AccountBudgets, accountBudgets } from "../../rate-limit/stub.ts";
+import type { FactSources } from "../../sandbox/facts.ts";
+import { accountSandbox } from "../../sandbox/stub.ts";
 import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
-import { withinTestDeliveryBudgets } from "./budgets.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
@@ -68,7 +68,7 @@ async function handleMessages(
         {
           db,
           queues: DELIVERY_QUEUES.map((binding) => work.queue(env[binding])),
-          budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
+          sandboxOf: (accountId: string) => accountSandbox(env.SANDBOX, work, accountId),
         },
         events,
       ),
@@ -87,14 +87,15 @@ function retryLater(message: Message<unknown>, attempt: number): void {
 
 /**
  * Fans out the events this consumer claims (src/events/outbox.ts), each delivery to its webhook's queue
- * (src/webhooks/delivery/queues.ts), within the accounts' test-delivery budgets (src/webhooks/delivery/budgets.ts); an
- * event already claimed (sent twice: relay and sweep) is acked unsent. If sending the deliveries fails, the claims are
- * given back and the messages retried.
+ * (src/webhooks/delivery/queues.ts); an event already claimed (sent twice: relay and sweep), or in no outbox (a
+ * sandbox's: its route fanned it out), is acked unsent. If sending the deliveries fails, the claims are given back and
+ * the messages retried.
  */
 async function fanOutEvents(
-  { db, queues, budgets }: { db: Database; queues: Queue<WebhookMessage>[]; budgets: AccountBudgets },
+  sources: FactSources & { queues: Queue<WebhookMessage>[] },
   events: readonly Parsed<EventMessage>[],
 ): Promise<void> {
+  const { db, queues } = sources;
   let claimed = new Set<string>();
   try {
     claimed = await claimForFanOut(
@@ -102,8 +103,7 @@ async function fanOutEvents(
       events.map((event) => event.body.event.id),
     );
     const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
-    const { admitted } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(db, fresh));
-    await sendDeliveries(queues, admitted);
+    await sendDeliveries(queues, await fanOut(sources, fresh));
     await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();
   } catch (error) {

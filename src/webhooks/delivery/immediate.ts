@@ -4,6 +4,7 @@ import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import type { WorkMeter } from "../../platform/metered.ts";
 import type { AccountBudgets } from "../../rate-limit/stub.ts";
+import { accountSandbox } from "../../sandbox/stub.ts";
 import type { DeliveriesQueuedView } from "../schema.ts";
 import { withinTestDeliveryBudgets } from "./budgets.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
@@ -22,8 +23,9 @@ import { fanOut } from "./store.ts";
  * that died is picked up by the outbox sweep once its lease has passed (src/events/outbox.ts).
  * The consumer acks its copy of an event this path has claimed, so when this path fails, it hands the
  * events back as unsent: relayed again now, or else by the sweep's next run.
- * A sandbox's events are claimed by the write that stores them (src/sandbox/overlay.ts), so this path, which its route
- * waits for, is the one that fans them out and can say what the account's test-delivery budget held back.
+ * A sandbox's events are in no outbox (they live in the account's object: src/sandbox/object.ts): this path, which its
+ * route waits for, is their one fan-out, claims nothing and can say what the account's test-delivery budget held back.
+ * Should it fail, their deliveries are not made; the events stay in the sandbox's feed, and a replay sends them.
  */
 
 /** A bulk ingestion goes through the queue as before. */
@@ -33,6 +35,8 @@ export interface FirstDeliveryServices {
   db: Database;
   queue: Queue<WebhookMessage>;
   endpoints: DurableObjectNamespace<WebhookEndpoint>;
+  /** The accounts' sandbox objects: a sandbox event's alert rules decide on its account's sandbox. */
+  sandboxes: Env["SANDBOX"];
   /** The ingestion's tally, which its calls to the endpoints' objects count into. */
   work: WorkMeter;
   /** The accounts' budgets: a sandbox's deliveries count in its account's test deliveries. */
@@ -43,27 +47,36 @@ const log = logger("webhook-immediate");
 
 /**
  * Fans the events out and hands their deliveries over; returns what each sandbox account's test-delivery budget let
- * through, or undefined when the queue's path fans them out instead. `claimedAtWrite`: the events were claimed when stored.
+ * through, or undefined when the queue's path fans them out instead. `inOutbox` false: a sandbox's events, fanned out
+ * here alone.
  */
 export async function deliverAfterCommit(
-  { db, queue, endpoints, work, budgets }: FirstDeliveryServices,
+  { db, queue, endpoints, sandboxes, work, budgets }: FirstDeliveryServices,
   events: readonly EventMessage[],
-  { claimedAtWrite = false } = {},
+  { inOutbox = true } = {},
 ): Promise<Map<string, DeliveriesQueuedView> | undefined> {
   // A sandbox's ingestion is bounded by its own size cap (src/sandbox/schema.ts).
   if (events.length === 0) return new Map();
-  if (!claimedAtWrite && events.length > MAX_IMMEDIATE_EVENTS) return undefined;
+  if (inOutbox && events.length > MAX_IMMEDIATE_EVENTS) return undefined;
   let claimed = new Set<string>();
   try {
     const ids = events.map((message) => message.event.id);
-    claimed = claimedAtWrite ? new Set(ids) : await claimForFanOut(db, ids);
+    claimed = inOutbox ? await claimForFanOut(db, ids) : new Set(ids);
     if (claimed.size === 0) return undefined; // the consumer got there first
     const fresh = events.filter((message) => claimed.has(message.event.id));
-    const { admitted, byAccount } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(db, fresh));
+    const sources = { db, sandboxOf: (accountId: string) => accountSandbox(sandboxes, work, accountId) };
+    const { admitted, byAccount } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(sources, fresh));
     await sendAll(queue, await handToEndpoints(endpoints, admitted, work));
-    await markFannedOut(db, [...claimed]);
+    if (inOutbox) await markFannedOut(db, [...claimed]);
     return byAccount;
   } catch (error) {
+    if (!inOutbox) {
+      log.error("a sandbox's first delivery failed; its events stay in its feed for a replay", {
+        error: String(error),
+        events: [...claimed],
+      });
+      return undefined;
+    }
     // Hand the events back to the queue path: a delivery already handed over may then be made again (receivers drop repeats by webhook-id).
     log.error("immediate delivery failed, the queue takes over", { error: String(error), events: [...claimed] });
     if (claimed.size === 0) return undefined;

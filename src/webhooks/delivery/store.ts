@@ -6,7 +6,7 @@ import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
 import { ACCOUNT_EVENT_TYPES, products, webhookDeliveries, webhookRuleValues, webhooks } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
-import { matchInEnvironments } from "../../sandbox/facts.ts";
+import { type FactSources, matchInEnvironments } from "../../sandbox/facts.ts";
 import { abandonRetries } from "../abandoned-retries.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 
@@ -59,7 +59,8 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
  * account's test webhooks. One D1 query for the webhooks (candidateWebhooks), and at most two for the rules' facts, for
  * the whole batch (and for each account's sandbox in it).
  */
-export async function fanOut(db: Database, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
+export async function fanOut(sources: FactSources, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
+  const { db } = sources;
   const accountEvents = events.filter(isAccountEvent);
   const changes = events.filter((message) => !isAccountEvent(message));
   const catalogue = changes.filter((message) => message.sandbox_account_id === undefined).map(alertEventOf);
@@ -92,7 +93,7 @@ export async function fanOut(db: Database, events: readonly EventMessage[]): Pro
       .map((webhook) => delivery(webhook.id, message)),
   );
   // Live changes to live webhooks; each account's sandbox changes to that account's test webhooks: never across.
-  const wanted = await matchInEnvironments({ db }, changes, enabled);
+  const wanted = await matchInEnvironments(sources, changes, enabled);
   return [...wanted.map(({ event, rule }) => delivery(rule.id, event.message)), ...own];
 }
 
