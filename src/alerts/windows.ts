@@ -9,7 +9,7 @@ import type { Database } from "../platform/db.ts";
  * looked at 14 million history rows; docs/webhooks.md).
  *
  * Three kinds of row: a price history row (exact: a price and when it took effect); for history the archiver moved
- * out of D1, an offer's day (src/platform/tables.ts offerPriceDays: the day's lowest, highest and last price); and for
+ * out of D1, an offer's day (src/alerts/tables.ts offerPriceDays: the day's lowest, highest and last price); and for
  * days older than any change the feed holds can end a window among, the offer's far row (offerPriceFar: its suffix
  * extremes by the last day each price was held, foldDays).
  */

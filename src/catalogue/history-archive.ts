@@ -1,6 +1,7 @@
 import { and, asc, eq, getTableColumns, lt, sql } from "drizzle-orm";
 import pLimit from "p-limit";
 import { MAX_WINDOW_DAYS } from "../alerts/schema.ts";
+import { offerPriceDays, offerPriceFar } from "../alerts/tables.ts";
 import { foldDays, type OfferDay, type OfferFar } from "../alerts/windows.ts";
 import { HISTORY_ARCHIVE_AFTER_MS, HISTORY_ARCHIVE_PRODUCTS_PER_RUN, HISTORY_IN_D1_MS, RETENTION_MS } from "../events/retention.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
@@ -8,7 +9,7 @@ import { withCronLease } from "../platform/cron-lease.ts";
 import type { Database } from "../platform/db.ts";
 import { insertRows } from "../platform/json-rows.ts";
 import { getNdjsonGz, mergeById, putNdjsonGz } from "../platform/ndjson-archive.ts";
-import { offerPriceDays, offerPriceFar, priceHistory, products } from "../platform/tables.ts";
+import { priceHistory, products } from "../platform/tables.ts";
 import { DAY_MS } from "../platform/time.ts";
 
 /**

@@ -16,13 +16,24 @@ import { COMMIT_SKEW_MS, EVENTS_PER_ARCHIVE_OBJECT, REPLAY_ARCHIVE_READS } from 
 const plusSkew = (value: SQL) => sql`strftime('%Y-%m-%dT%H:%M:%fZ', ${value}, ${`+${COMMIT_SKEW_MS / 1000} seconds`})`;
 
 /**
- * As SQL, the lowest seq in D1 whose timestamp may be at or after `since` (9e18 when none): the events
- * of COMMIT_SKEW_MS from the first such timestamp, read through the timestamp index, hold it (an event
- * committed before another has a timestamp at most that much later).
+ * As SQL, the lowest seq of a catalogue event in D1 whose timestamp may be at or after `since` (9e18 when none): the
+ * catalogue's events of COMMIT_SKEW_MS from the first such timestamp, read through their own timestamp index (no
+ * account's events in it), hold it (an event committed before another has a timestamp at most that much later).
  */
 export function firstSeqSince(since: string): SQL {
-  const first = sql`(SELECT min(timestamp) FROM events WHERE timestamp >= ${since})`;
-  return sql`coalesce((SELECT min(seq) FROM events WHERE timestamp >= ${since} AND timestamp < ${plusSkew(first)}), 9e18)`;
+  // Named: SQLite would otherwise walk events_account's catalogue range, all of it, for the account_id IS NULL.
+  const catalogue = sql.raw("events INDEXED BY events_catalogue_timestamp");
+  const first = sql`(SELECT min(timestamp) FROM ${catalogue} WHERE account_id IS NULL AND timestamp >= ${since})`;
+  return sql`coalesce((SELECT min(seq) FROM ${catalogue} WHERE account_id IS NULL AND timestamp >= ${since} AND timestamp < ${plusSkew(first)}), 9e18)`;
+}
+
+/**
+ * As firstSeqSince, for a feed that also holds one account's own events (a replay): the lower of the catalogue's start
+ * and the account's, the latter read in the account's own range (events_account), never another account's.
+ */
+export function firstSeqSinceWithOwn(since: string, accountId: string): SQL {
+  const own = sql`coalesce((SELECT min(seq) FROM events WHERE account_id = ${accountId} AND timestamp >= ${since}), 9e18)`;
+  return sql`min(${firstSeqSince(since)}, ${own})`;
 }
 
 /** As SQL, the lowest first_seq of an archive object that may hold an event at or after `since` (9e18 when none), as firstSeqSince. */

@@ -197,33 +197,6 @@ export const priceHistory = sqliteTable(
 );
 
 /**
- * What the alert windows (new_low_days, new_high_days over 2 days) keep of history that left D1: per offer, UTC day
- * and currency, the day's lowest and highest price and its last one. Written by the history archiver in the batch
- * that deletes the rows it moved (src/catalogue/history-archive.ts), so a row is always in price_history, here, or
- * both; a window reads these by index range (src/alerts/windows.ts), never the archive's objects.
- */
-export const offerPriceDays = sqliteTable(
-  "offer_price_days",
-  {
-    productId: text("product_id").notNull(),
-    competitorId: text("competitor_id").notNull(),
-    /** YYYY-MM-DD (UTC) of observed_at. */
-    day: text("day").notNull(),
-    currency: text("currency").notNull(),
-    lowMinor: integer("low_minor").notNull(),
-    highMinor: integer("high_minor").notNull(),
-    /** The day's last price in this currency, and when it took effect: the price held when a later window opens. */
-    closeMinor: integer("close_minor").notNull(),
-    closedAt: text("closed_at").notNull(),
-  },
-  (t) => [
-    primaryKey({ columns: [t.productId, t.competitorId, t.day, t.currency] }),
-    // The archiver's fold of days past the feed's reach into offer_price_far.
-    index("offer_price_days_day").on(t.day),
-  ],
-);
-
-/**
  * One row (id 1). `version` moves on every catalogue change (a write marks its products with the version it moved to);
  * the snapshot builder compares it with the version it last built (src/catalogue/snapshot/build.ts).
  */
@@ -364,7 +337,11 @@ export const events = sqliteTable(
     index("events_type_seq").on(t.type, t.seq),
     index("events_unrelayed").on(t.createdAt).where(sql`relayed_at IS NULL`),
     index("events_not_fanned_out").on(t.relayedAt).where(sql`fanned_out_at IS NULL`),
-    index("events_account").on(t.accountId, t.seq).where(sql`account_id IS NOT NULL`),
+    // Every feed's range in commit order, one account's or the catalogue's (account_id NULL) alone: no account's events
+    // lie in another's range, nor in the catalogue's.
+    index("events_account").on(t.accountId, t.seq),
+    // Where the catalogue's feed starts at a time (src/events/archive-read.ts firstSeqSince), among its events alone.
+    index("events_catalogue_timestamp").on(t.timestamp).where(sql`account_id IS NULL`),
   ],
 );
 
@@ -415,24 +392,3 @@ export const unreachedStreamPushes = sqliteTable("unreached_stream_pushes", {
   expiresAt: integer("expires_at"),
   notedAt: integer("noted_at").notNull(),
 });
-
-/**
- * An offer's days older than the feed's reach, folded (src/catalogue/history-archive.ts rolls them out of
- * offer_price_days): per currency, the suffix minima and maxima of its prices by the last day each was held, and the
- * price it held at `through`, the day its days are folded up to (src/alerts/windows.ts reads them).
- */
-export const offerPriceFar = sqliteTable(
-  "offer_price_far",
-  {
-    productId: text("product_id").notNull(),
-    competitorId: text("competitor_id").notNull(),
-    /** YYYY-MM-DD: the days before it are folded here. */
-    through: text("through").notNull(),
-    /** Per currency: [last day held, minor units] pairs, oldest first; lows rising, highs falling. */
-    extremes: text("extremes", { mode: "json" }).$type<Record<string, { lows: [string, number][]; highs: [string, number][] }>>().notNull(),
-    closeMinor: integer("close_minor").notNull(),
-    closeCurrency: text("close_currency").notNull(),
-    closedAt: text("closed_at").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.productId, t.competitorId] })],
-);

@@ -1,7 +1,7 @@
-import { and, eq, getTableColumns, sql } from "drizzle-orm";
+import { and, eq, getTableColumns, type SQL, sql } from "drizzle-orm";
 import { alertEventOf, matchAlerts } from "../alerts/match.ts";
 import { type ArchivedEvent, archivedThrough } from "../events/archive.ts";
-import { archivedBetween, firstSeqSince } from "../events/archive-read.ts";
+import { archivedBetween, firstSeqSinceWithOwn } from "../events/archive-read.ts";
 import { type DeliveryMessage, sendAll } from "../events/messages.ts";
 import { eventMessageOf } from "../events/outbox.ts";
 import { RETENTION_MS } from "../events/retention.ts";
@@ -88,25 +88,35 @@ export async function replayWebhookEvents(
     }
   } else {
     // The last day from D1, above the archive's high-water mark, from the first seq that may be at since ...
-    let afterSeq = (await db.select({ seq: sql<number>`max(${archivedThrough}, ${firstSeqSince(since)} - 1)` }).from(sql`(SELECT 1)`))[0]!
-      .seq;
-    for (let page = 0; ; page++) {
-      if (page === REPLAY_SCAN_PAGES) throw tooManyStored();
-      const rows = await db
+    const start = (
+      await db.select({ seq: sql<number>`max(${archivedThrough}, ${firstSeqSinceWithOwn(since, accountId)} - 1)` }).from(sql`(SELECT 1)`)
+    )[0]!.seq;
+    // ... the catalogue's range and the account's own, each an index range of (account_id, seq) in commit order, merged:
+    // another account's events lie in neither.
+    const page = (owner: SQL, afterSeq: number) =>
+      db
         .select({ ...getTableColumns(events), anyD1Attempt })
         .from(events)
         .where(
-          sql`${events.seq} > ${afterSeq} AND ${events.timestamp} >= ${since} AND ${events.timestamp} < ${until}
+          sql`${owner} AND ${events.seq} > ${afterSeq} AND ${events.timestamp} >= ${since} AND ${events.timestamp} < ${until}
             AND ${events.type} IN (SELECT value FROM json_each(${JSON.stringify(webhook.events)}))
-            AND (${events.accountId} IS NULL OR ${events.accountId} = ${accountId})
             ${request.only_failed ? sql`AND ${notReceived}` : sql``}`,
         )
         .orderBy(events.seq)
         .limit(REPLAY_PAGE);
-      // An event with no attempt left in D1 is judged by its archived ones.
-      await take(request.only_failed ? rows.filter((row) => row.anyD1Attempt || attempts.notReceived(row.id)) : rows);
-      if (rows.length < REPLAY_PAGE) break;
-      afterSeq = rows.at(-1)!.seq;
+    const ranges = [
+      { owner: sql`${events.accountId} IS NULL`, afterSeq: start, done: false },
+      { owner: sql`${events.accountId} = ${accountId}`, afterSeq: start, done: false },
+    ];
+    for (let pages = 0; ranges.some((range) => !range.done); pages++) {
+      if (pages === REPLAY_SCAN_PAGES) throw tooManyStored();
+      for (const range of ranges.filter((range) => !range.done)) {
+        const rows = await page(range.owner, range.afterSeq);
+        // An event with no attempt left in D1 is judged by its archived ones.
+        await take(request.only_failed ? rows.filter((row) => row.anyD1Attempt || attempts.notReceived(row.id)) : rows);
+        range.done = rows.length < REPLAY_PAGE;
+        if (rows.length > 0) range.afterSeq = rows.at(-1)!.seq;
+      }
     }
     // ... then the archive up to the mark as it is now: what the archiver moved meanwhile is there, not lost.
     const through = (await db.select({ seq: sql<number>`${archivedThrough}` }).from(sql`(SELECT 1)`))[0]!.seq;

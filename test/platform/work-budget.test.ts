@@ -90,11 +90,11 @@ const budget = (statements: number, r2Reads = 0, rowsRead?: number, caused: Part
 const writes = (statements: number, caused: Partial<Caused>, r2Reads = 0, rowsRead?: number): Budget =>
   budget(statements, r2Reads, rowsRead, caused);
 /**
- * `count` deliveries made: each attempt's row (3 with its index entries) and its bytes, one signed POST each, and the
+ * `count` deliveries made: each attempt's row (3 with its index entries; a few a run mark the webhook) and its bytes, one signed POST each, and the
  * endpoint's object that makes them (a call and a row or two a run).
  */
 const deliveriesCaused = (count: number): Partial<Caused> => ({
-  d1RowsWritten: 3 * count + 10,
+  d1RowsWritten: 4 * count + 10,
   outbound: count,
   objectRequests: count,
   objectRowsWritten: 2 * count + 10,
@@ -144,6 +144,8 @@ const boundBytes = (params: readonly unknown[]) =>
     0,
   );
 const WRITE_STATEMENT = /^\s*(insert|update|replace)\b/i;
+/** The clock's own D1 write (a `last_used` shard's flush, src/api-keys/object/last-used.ts), seen at the binding. */
+const CLOCK_STATEMENT = /^\s*UPDATE api_keys SET last_used_at/i;
 
 /** Spies on a bucket's puts, telling `stored` the size of each object stored (a streamed body's too). */
 function putCounted(bucket: R2Bucket, stored: (bytes: number) => void) {
@@ -207,7 +209,10 @@ async function measure(run: () => Promise<Response | undefined>, { clock = false
       r2Writes: total("r2ClassA"),
       queueMessages: total("queueSent"),
       outbound: receiver.received.length - receivedBefore,
-      bytesStored: statements.filter((s) => WRITE_STATEMENT.test(s.sql)).reduce((sum, s) => sum + boundBytes(s.params), 0) + r2BytesPut,
+      bytesStored:
+        statements
+          .filter((s) => WRITE_STATEMENT.test(s.sql) && (clock || !CLOCK_STATEMENT.test(s.sql)))
+          .reduce((sum, s) => sum + boundBytes(s.params), 0) + r2BytesPut,
     };
     const invocations = lines.map((line) => (line.request_id ? "request" : line.invocation));
     if (!meter) return { ...ran, costs, caused, invocations };
@@ -687,8 +692,9 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
       await stream.cancel();
       return undefined;
     },
-    // Its pages' windows answered from the offers' day rows (one batch a page), no archive read.
-    writes(14, { objectRequests: 6, objectRowsWritten: 6 }, 4, 3000),
+    // Its pages' windows answered from the offers' day rows (one batch a page), no archive read. The span runs to now,
+    // so its pages grow with the catalogue's events this test ingests after the windowed ones (up to ~900 by the end).
+    writes(40, { objectRequests: 6, objectRowsWritten: 6 }, 4, 3000),
   ],
 };
 
@@ -934,6 +940,8 @@ describe("work budgets", () => {
 
   describe.each(SIZES)("at %i products, events, price points and other accounts", (size) => {
     beforeAll(async () => {
+      // Fresh keys first: growing the overlay takes the test key's minute, which the last size's calls may have spent.
+      await freshKeys();
       await growTo(size);
       await freshKeys();
     }, 600_000);
@@ -1021,10 +1029,14 @@ describe("another account's rows", () => {
       const beside = await run();
       const what = `${name}: alone ${JSON.stringify({ ...before, costs: undefined })}, beside B ${JSON.stringify({ ...beside, costs: undefined })}`;
       expect.soft(beside.statements, what).toBeLessThanOrEqual(before.statements);
-      expect.soft(beside.r2Reads, what).toBeLessThanOrEqual(before.r2Reads);
+      // The snapshot's pointer and manifest are read again when this isolate's copy is over a second old.
+      expect.soft(beside.r2Reads, what).toBeLessThanOrEqual(before.r2Reads + SNAPSHOT_HEAD_READS);
       expect
         .soft(rowsRead(beside), `${what}\n${beside.costs.map((c) => `${c.rowsRead}: ${c.sql}`).join("\n")}`)
-        .toBeLessThanOrEqual(rowsRead(before) + OWN_GROWTH);
+        .toBeLessThanOrEqual(rowsRead(before) + OWN_GROWTH + 3 * keysMade);
+      // What a sandbox change sends depends on what the account sent in the minute before (its test-delivery budget),
+      // not on B: its reads are compared, its deliveries held to their budget above.
+      if (name.startsWith("POST /test/observations")) continue;
       for (const field of Object.keys(before.caused) as (keyof Caused)[]) {
         const perKey = field === "objectRequests" || field === "objectRowsWritten" ? keysMade : 0;
         // Bytes stored follow the values written (a price's digits, an id's), a little apart from one call to the next.
@@ -1035,6 +1047,8 @@ describe("another account's rows", () => {
   }, 1_200_000);
 });
 
+/** The snapshot's pointer and its manifest: read again by an isolate at most once a second. */
+const SNAPSHOT_HEAD_READS = 2;
 /** What the owner's own call between the two measurements may add to a read: a row (3 rows read for it) and its index entries. */
 const OWN_GROWTH = 6;
 let keysAlone = 0;

@@ -105,9 +105,11 @@ describe("another account's sandbox", () => {
     });
     expect(await sandboxOf(b.sub).events({ limit: 20_001 })).toHaveLength(20_000);
     const after = await reads();
+    // The same work, but for the key's object's rows: it writes a block of admissions when one is used up, not per request.
+    const withoutKeyBlocks = ({ "do-rows-written": _, ...tally }: Record<string, number>) => tally;
     for (const read of ["livePage", "replay", "ownSandbox"] as const) {
       expect(after[read].body, read).toEqual(before[read].body);
-      expect(after[read].tally, read).toEqual(before[read].tally);
+      expect(withoutKeyBlocks(after[read].tally), read).toEqual(withoutKeyBlocks(before[read].tally));
     }
     expect(after.livePage.tally["other-do"]).toBe(0); // a live read calls no sandbox
   });
