@@ -35,7 +35,10 @@ function baseLines(base: SandboxBase): string[] {
 export interface SandboxCatalogue {
   base: SandboxBase;
   overlay: Map<string, OverlayRow>;
-  /** Names what the account's sandbox holds now: the base's hour and the versions of its changed products. */
+  /**
+   * Names what the account's sandbox holds now: the base's hour, and the account with the versions of its changed
+   * products (two accounts' sandboxes can hold the same products at the same versions, at different prices).
+   */
   id: string;
 }
 
@@ -44,7 +47,8 @@ export async function sandboxCatalogue(sandbox: AccountSandbox): Promise<Sandbox
   const base = sandboxBase();
   const overlay = await sandbox.overlay();
   const versions = [...overlay].map(([id, row]) => `${id}:${row.version}`).sort();
-  return { base, overlay, id: `sbx-${base.hour.toString(36)}-${await sha256Hex(versions.join(","), 8)}` };
+  const named = `${sandbox.accountId}\n${versions.join(",")}`;
+  return { base, overlay, id: `sbx-${base.hour.toString(36)}-${await sha256Hex(named, 8)}` };
 }
 
 /** The products a part of the unfiltered list holds: its pieces are put together, not compressed, per request. */

@@ -17,6 +17,8 @@ import { SANDBOX_RETENTION_DAYS } from "./retention.ts";
 export function accountSandbox(objects: Env["SANDBOX"], work: WorkMeter, accountId: string) {
   const stub = objects.get(objects.idFromName(accountId));
   return {
+    /** Whose sandbox it is: what it holds is named for it alone (its list's ETag). */
+    accountId,
     /** POST /test/observations' ingestion, in the object; its refusal thrown here, as the ingestion threw it there. */
     async ingest(observations: readonly Observation[]): Promise<{ result: IngestionResult; events: EventMessage[] }> {
       const answer = await work.called<SandboxIngestion & ObjectAnswer>(stub.ingest(accountId, observations));
