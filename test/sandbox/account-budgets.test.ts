@@ -4,8 +4,8 @@ import type { EventMessage, WebhookMessage } from "../../src/events/messages.ts"
 import { newId } from "../../src/platform/ids.ts";
 import type { AccountBudget } from "../../src/rate-limit/account-budgets.ts";
 import { bucketName } from "../../src/rate-limit/buckets.ts";
-import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
+import { testAccount } from "../helpers/sandbox.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, runQueue, spyOnDeliveryQueues } from "../helpers/webhooks.ts";
 
@@ -20,15 +20,6 @@ beforeAll(() => {
   receiver = installReceiver();
 });
 afterAll(() => vi.restoreAllMocks());
-
-async function testAccount() {
-  const account = await freshAccount({ plan: "premium" });
-  const created = await expectJson(
-    await call("POST", "/api-keys", { token: account.token, body: { name: "sandbox", environment: "test" } }),
-    201,
-  );
-  return { ...account, testKey: created.key as string };
-}
 
 /** Uses `amount` of the account's budget, as its routes would. */
 async function use(accountId: string, budget: AccountBudget, amount: number) {

@@ -3,10 +3,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { fanOut } from "../../src/webhooks/delivery/store.ts";
-import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { postMcp, toolCall } from "../helpers/mcp.ts";
-import { factSources } from "../helpers/sandbox.ts";
+import { factSources, testAccount } from "../helpers/sandbox.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, ingest } from "../helpers/webhooks.ts";
 
@@ -21,15 +20,6 @@ beforeAll(() => {
   receiver = installReceiver();
 });
 afterAll(() => vi.restoreAllMocks());
-
-async function testAccount() {
-  const account = await freshAccount({ plan: "premium" });
-  const created = await expectJson(
-    await call("POST", "/api-keys", { token: account.token, body: { name: "sandbox", environment: "test" } }),
-    201,
-  );
-  return { ...account, testKey: created.key as string, testKeyId: created.id as string };
-}
 
 let nth = 0;
 /** A price change to a sandbox product (a different one each call), with the account's test key; returns its SKU. */

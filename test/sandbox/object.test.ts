@@ -2,9 +2,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { SANDBOX_SHOPS } from "../../src/sandbox/world.ts";
-import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
-import { sandboxOf } from "../helpers/sandbox.ts";
+import { sandboxOf, testAccount } from "../helpers/sandbox.ts";
 import { createWebhook, ingest } from "../helpers/webhooks.ts";
 import { invocationLog } from "../helpers/work-log.ts";
 
@@ -12,15 +11,6 @@ import { invocationLog } from "../helpers/work-log.ts";
  * Each account's sandbox in its own object (contract, fifth wave, "Test mode's own house"; src/sandbox/object.ts): its
  * changes write nothing to the shared D1, and no account's sandbox, however large, changes what a live read reads.
  */
-
-async function testAccount() {
-  const account = await freshAccount({ plan: "premium" });
-  const created = await expectJson(
-    await call("POST", "/api-keys", { token: account.token, body: { name: "sandbox", environment: "test" } }),
-    201,
-  );
-  return { ...account, testKey: created.key as string };
-}
 
 describe("the sandbox's writes", () => {
   it("a POST /test/observations of 100 changes writes 0 D1 rows: its rows are its account's object's, and bounded", async () => {
