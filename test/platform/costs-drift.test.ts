@@ -46,8 +46,9 @@ async function measured(send: () => Promise<Response>, status = 200): Promise<Me
 
 /**
  * Exact for what a path does on every call (D1 statements and rows written, object calls, R2 reads and writes, queue
- * messages), to the nearest whole one; object rows within half a row, as a key's object also writes the hour's usage
- * row on the first decision of an hour, and a refusal's row may wait for the next write.
+ * messages), to the nearest whole one; object rows within one row: a key's object writes a block of admissions when the
+ * last is used up (src/api-keys/object/reservations.ts), so whether a request writes it depends on the key's calls
+ * before it, not on the path, and the hour's usage row and a refusal's row come on top now and then.
  */
 function expectAsMeasured(name: keyof typeof costs.operations, got: Measured) {
   const file = costs.operations[name];
@@ -55,7 +56,7 @@ function expectAsMeasured(name: keyof typeof costs.operations, got: Measured) {
     expect(Math.round(got[field]), `${name}.${field}: here ${got[field]}, docs/costs.json ${file[field]}`).toBe(Math.round(file[field]));
   }
   expect(Math.abs(got.do_rows_written - file.do_rows_written), `${name}.do_rows_written: here ${got.do_rows_written}`).toBeLessThanOrEqual(
-    0.5,
+    1,
   );
 }
 

@@ -800,6 +800,15 @@ const BACKGROUND: Record<string, [() => Promise<undefined>, Budget, BackgroundOp
     writes(0, { objectRowsWritten: 3 }),
     { clock: true },
   ],
+  // The owner's sandbox object's daily alarm: what is past its 7 days deleted (here, nothing yet).
+  "sandbox object: its retention alarm": [
+    async () => {
+      expect(await runDurableObjectAlarm(env.SANDBOX.get(env.SANDBOX.idFromName(owner.sub)))).toBe(true);
+      return undefined;
+    },
+    writes(0, { objectRowsWritten: 1 }),
+    { clock: true },
+  ],
   // The stream hubs' publish after an ingestion's commit (src/stream/publish.ts): 10 price changes of the busy product
   // to every hub, one of which holds two streams whose rules read the product (brands) and its history (new_low_days).
   // Counted with the two streams' opening reads (2 statements each); the publish itself reads the product once and
@@ -998,7 +1007,7 @@ async function markAUse() {
 /**
  * No account's data slows another's: every operation, tool and background task of the owner's is measured, then
  * another account (B) is given 20,000 of every kind of row it can hold (keys, webhooks with their rules, their
- * deliveries, its account events in the feed's ranges, and its sandbox's events in its sandbox object),
+ * deliveries, its account events in the feed's ranges, and its sandbox's events and history in its sandbox object),
  * and each is measured again. (Price history is the catalogue's, not an account's; streams live in objects, not rows.) The
  * second tally must be the first's: the same statements and R2 reads, the rows read give or take what the owner's own
  * first call added (one row of its own: a key, a webhook, a delivery), and nothing more written, sent or kept.
@@ -1085,12 +1094,18 @@ async function growOther(account: string, count: number) {
     `INSERT INTO webhook_deliveries (event_id, webhook_id, type, attempt, status_code, duration_ms, outcome, delivered_at)
      SELECT printf('evt_b%d', i), 'whk_${account}1', 'price.changed', 1, 200, 5, 'delivered', ${at} FROM n`,
   );
-  // Its sandbox's events, in its own object (src/sandbox/object.ts), as its changes would write them.
+  // Its sandbox's events and history, in its own object (src/sandbox/object.ts), as its changes would write them.
   await runInDurableObject(env.SANDBOX.get(env.SANDBOX.idFromName(account)), (_, state) => {
     const rows = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count})`;
+    const now = new Date().toISOString();
     state.storage.sql.exec(
       `${rows} INSERT INTO events (id, type, timestamp, payload) SELECT printf('evt_b%032x', i), 'price.changed', ?, '{"data":{}}' FROM n`,
-      new Date().toISOString(),
+      now,
+    );
+    state.storage.sql.exec(
+      `${rows} INSERT INTO history (product_id, competitor_id, price_minor, currency, in_stock, observed_at)
+       SELECT printf('prd_b%d', i % 500), 'test_harbor', i, 'USD', 1, ? FROM n`,
+      now,
     );
   });
   await generate(
