@@ -101,7 +101,7 @@ function cases(operation: Operation): fc.Arbitrary<Case> {
 const keys = new Map<string, string>();
 const keyName = (environment: Environment, restriction: "none" | KeyScope | "address", spent: boolean) =>
   `${environment} ${restriction} ${spent}`;
-const ALLOWED_ONLY = "192.0.2.1"; // the tests' clients call from 198.51.x.x
+const ALLOWED_ONLY = "192.0.2.1"; // the tests' clients call from 2001:db8::/32 (randomTestIp)
 
 /** Logins whose bucket is spent (their account's, their admin subject's). */
 const SPENT_ACCOUNT = `refusal-order-spent-${Date.now()}`;
