@@ -128,6 +128,17 @@ export class SandboxObject extends MeteredObject {
     return this.reported({ rows });
   }
 
+  /** The bodies of these events, those it still keeps (a test webhook's delivery log shows what each attempt sent). */
+  payloads(ids: readonly string[]): { rows: { id: string; payload: string }[] } & ObjectAnswer {
+    const rows = this.ctx.storage.sql
+      .exec<{ id: string; payload: string }>(
+        "SELECT id, payload FROM events WHERE id IN (SELECT value FROM json_each(?))",
+        JSON.stringify(ids),
+      )
+      .toArray();
+    return this.reported({ rows });
+  }
+
   /** A page of the events, in commit order (or newest first); `gone`: the cursor names no event kept. */
   events({
     after,

@@ -33,6 +33,11 @@ export function accountSandbox(objects: Env["SANDBOX"], work: WorkMeter, account
     /** The account's own history rows of these products, oldest first. One call. */
     history: async (productIds: readonly string[], query?: SandboxHistoryQuery) =>
       (await work.called(stub.history(productIds, query))).rows,
+    /** The bodies of these of its events, by id (those it still keeps). One call. */
+    async payloads(ids: readonly string[]): Promise<Map<string, string>> {
+      const { rows } = await work.called(stub.payloads(ids));
+      return new Map(rows.map((row) => [row.id, row.payload]));
+    },
     /** A page of its events; a cursor it does not keep is 410. One call. */
     async events(query: SandboxEventsQuery) {
       const { rows, gone } = await work.called(stub.events(query));

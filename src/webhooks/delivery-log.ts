@@ -2,6 +2,7 @@ import { desc, eq, sql } from "drizzle-orm";
 import type { RequestServices } from "../http/app-env.ts";
 import type { Database } from "../platform/db.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
+import type { AccountSandbox } from "../sandbox/stub.ts";
 import { latestAttempts } from "./delivery/delivery-archive.ts";
 import type { DeliveryListView, DeliveryView } from "./schema.ts";
 import { type DeliveryRow, findAccountWebhook, type WebhookOfAccount } from "./service.ts";
@@ -33,10 +34,10 @@ function deliveryView(row: DeliveryRow, payload: string | undefined): DeliveryVi
  * (src/webhooks/delivery/delivery-archive.ts).
  */
 export async function listWebhookDeliveries(
-  { db, archive }: Pick<RequestServices, "db" | "archive">,
+  { db, archive, sandboxOf }: Pick<RequestServices, "db" | "archive"> & { sandboxOf: (accountId: string) => AccountSandbox },
   { accountId, id }: WebhookOfAccount,
 ): Promise<DeliveryListView> {
-  await findAccountWebhook(db, { accountId, id });
+  const webhook = await findAccountWebhook(db, { accountId, id });
   const inD1 = await db
     .select()
     .from(webhookDeliveries)
@@ -44,10 +45,14 @@ export async function listWebhookDeliveries(
     .orderBy(desc(webhookDeliveries.id))
     .limit(DELIVERIES_LISTED);
   const rows = await latestAttempts(archive, { webhookId: id, inD1, want: DELIVERIES_LISTED });
-  const payloads = await eventPayloads(
-    db,
-    rows.map((row) => row.eventId),
-  );
+  const eventIds = [...new Set(rows.map((row) => row.eventId))];
+  // A test webhook's events are its account's sandbox's, kept in its object; a live one's in D1.
+  const payloads =
+    eventIds.length === 0
+      ? new Map<string, string>()
+      : webhook.environment === "test"
+        ? await sandboxOf(accountId).payloads(eventIds)
+        : await eventPayloads(db, eventIds);
   return { webhook_id: id, deliveries: rows.map((row) => deliveryView(row, payloads.get(row.eventId))) };
 }
 
@@ -57,10 +62,9 @@ export async function listWebhookDeliveries(
  * would otherwise meet D1's limit of 100 bound parameters).
  */
 async function eventPayloads(db: Database, eventIds: readonly string[]): Promise<Map<string, string>> {
-  if (!eventIds.length) return new Map();
   const rows = await db
     .select({ id: events.id, payload: events.payload })
     .from(events)
-    .where(sql`${events.id} IN (SELECT value FROM json_each(${JSON.stringify([...new Set(eventIds)])}))`);
+    .where(sql`${events.id} IN (SELECT value FROM json_each(${JSON.stringify(eventIds)}))`);
   return new Map(rows.map((row) => [row.id, row.payload]));
 }

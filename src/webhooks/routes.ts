@@ -1,4 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../http/app-env.ts";
 import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
@@ -179,6 +181,9 @@ const replayWebhookEventsRoute = createRoute(
 );
 
 /** /webhooks (account login). Webhook ids of another account are 404, as if they did not exist. */
+/** The accounts' sandbox objects, reached for this request (its calls count in its tally): a test webhook's events. */
+const sandboxesOf = (c: Context<AppEnv>) => (accountId: string) => accountSandbox(c.env.SANDBOX, c.var.services.work, accountId);
+
 export const webhookRoutes = openApiApp()
   .openapi(createWebhookRoute, async (c) => {
     const created = await createWebhook(c.var.services, { accountId: c.var.account.id, body: c.req.valid("json") });
@@ -208,9 +213,17 @@ export const webhookRoutes = openApiApp()
     const webhook = { accountId: c.var.account.id, id: c.req.valid("param").id };
     const { db, archive, queue, work } = c.var.services;
     const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, work);
-    const sandboxOf = (accountId: string) => accountSandbox(c.env.SANDBOX, work, accountId);
-    return c.json(await replayWebhookEvents({ db, archive, queue, budgets, sandboxOf }, { ...webhook, request: c.req.valid("json") }), 202);
+    return c.json(
+      await replayWebhookEvents({ db, archive, queue, budgets, sandboxOf: sandboxesOf(c) }, { ...webhook, request: c.req.valid("json") }),
+      202,
+    );
   })
   .openapi(listWebhookDeliveriesRoute, async (c) =>
-    c.json(await listWebhookDeliveries(c.var.services, { accountId: c.var.account.id, id: c.req.valid("param").id }), 200),
+    c.json(
+      await listWebhookDeliveries(
+        { ...c.var.services, sandboxOf: sandboxesOf(c) },
+        { accountId: c.var.account.id, id: c.req.valid("param").id },
+      ),
+      200,
+    ),
   );

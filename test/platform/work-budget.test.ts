@@ -30,7 +30,8 @@ import { invocationLog, type LoggedWork } from "../helpers/work-log.ts";
 
 /**
  * A work budget per invocation that every route, MCP tool, the stream, a fan-out batch, a webhook endpoint object's
- * run, the stream hubs' publish and each cron task joins: the D1 statements it makes, the rows each read statement reads and the R2 reads, measured at two data sizes
+ * run, the stream hubs' publish, each cron task and the objects' clock-driven alarms join: the D1 statements it makes,
+ * the rows each read statement reads, the R2 reads, and what it causes (Caused), measured at two data sizes
  * (SIZES products, events, price points, other accounts' keys and webhooks), each held under a stated budget that
  * is the same at both sizes. A read statement may read at most 3 × the rows it returns + 25 (an index range, not a
  * scan). Measured at the bindings (D1 and R2 spied in the isolate the worker shares with the test), so work done
@@ -45,7 +46,8 @@ const SIZES = [2_000, 20_000] as const;
  * service is quiet again (its own final tally, the queue batches and objects' alarms after it, the catalogue build it
  * pokes): D1 rows written, object requests (the key's and others') and the rows objects write, R2 writes (class A),
  * queue messages, outbound requests (signed deliveries, as the endpoints receive them) and bytes stored (the values
- * bound to D1's inserts and updates, and R2 puts' bodies; an object's own bytes are bounded by its rows).
+ * bound to D1's inserts and updates, and the size of each object R2 stores; an object's own bytes are bounded by its
+ * rows).
  */
 interface Caused {
   d1RowsWritten: number;
@@ -57,8 +59,8 @@ interface Caused {
   bytesStored: number;
 }
 /**
- * A read: one call to the key's object that writes its window row, and a `last_used` mark handed on to its shard
- * (a call and the mark's row) when 14 minutes have passed; nothing else written, sent or kept.
+ * A read: one call to the key's object, which writes a row when it opens a block of admissions, and a `last_used`
+ * mark handed on to its shard (a call and the mark's row) when 14 minutes have passed; nothing else written, sent or kept.
  */
 const READ: Caused = {
   d1RowsWritten: 0,
