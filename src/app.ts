@@ -18,6 +18,7 @@ import { mcpRoutes } from "./mcp/routes.ts";
 import { observationRoutes } from "./observations/routes.ts";
 import { declarationOf } from "./operation/operation.ts";
 import { admission } from "./pipeline/admission.ts";
+import { keyDataDoor } from "./pipeline/key-data.ts";
 import { requestServices } from "./pipeline/services.ts";
 import { testModeRoutes } from "./sandbox/routes.ts";
 import { secretScanningRoutes } from "./secret-scanning/routes.ts";
@@ -59,6 +60,7 @@ export function buildApp() {
   app.use(requestId());
   app.use(requestServices(catalogueStore)); // config, D1 client, the keys' objects, queue: built once
   app.use(admission); // the credential picks the rate-limit bucket; every response carries its headers
+  app.use(keyDataDoor); // an admitted key's environment picks its data, once
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
   app.use(namedQueryParameters);
   const oneMiB = bodyLimit({

@@ -8,7 +8,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type SQL, sql } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { matchedProduct, textMatches } from "../../src/mcp/search-text.ts";
+import { matchedProduct, textMatches } from "../../src/catalogue/search-text.ts";
 import { products } from "../../src/platform/tables.ts";
 import type { Bench } from "../harness/bench.ts";
 import { wrangler } from "../harness/processes.ts";

@@ -42,7 +42,7 @@ export interface AlertFacts {
   priorPrices(questions: readonly PriorQuestion[]): Promise<Map<string, PriorAnswer>>;
 }
 
-const catalogueFacts = ({ db }: { db: Database }): AlertFacts => ({
+export const catalogueFacts = ({ db }: { db: Database }): AlertFacts => ({
   products: (ids) => readProducts(db, ids),
   priorPrices: (questions) => catalogueWindowAnswers(db, questions),
 });

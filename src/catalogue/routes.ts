@@ -7,10 +7,6 @@ import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/opena
 import { ref } from "../http/openapi-components.ts";
 import { noQuery } from "../http/query.ts";
 import { operation, type RouteBudget } from "../operation/operation.ts";
-import { sandboxCatalogue, sandboxCompetitors, sandboxProductBody, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
-import { keySandbox } from "../sandbox/stub.ts";
-import { convertedCatalogue } from "./converted-list.ts";
-import { productHistory } from "./history.ts";
 import {
   Competitor,
   CompetitorList,
@@ -25,21 +21,7 @@ import {
   productQuery,
   productsQuery,
 } from "./schema.ts";
-import {
-  competitorsJson,
-  contentEtag,
-  conversionOf,
-  filteredProducts,
-  gzipMember,
-  isFiltered,
-  productJson,
-  productsEtag,
-  selectsProducts,
-  servingManifest,
-  snapshotEtag,
-  updateCompetitor,
-} from "./service.ts";
-import { streamOf, wholeCatalogue } from "./snapshot/read.ts";
+import { contentEtag, conversionOf, selectsProducts, updateCompetitor } from "./service.ts";
 
 const notModified = emptyResponse("Not modified: the catalogue is unchanged since the ETag sent", ["ETag", "Cache-Control"]);
 const JSON_TYPE = "application/json";
@@ -190,66 +172,29 @@ const requestedForm = (c: Context) =>
 export const productRoutes = openApiApp()
   .openapi(listProductsRoute, async (c) => {
     const filters = c.req.valid("query");
-    const { catalogue } = c.var.services;
     const form = requestedForm(c);
     const gzip = acceptsGzip(clientAcceptEncoding(c));
-    const converting = conversionOf(c.var.services, filters.currency);
-    const contentType = form === "ndjson" ? NDJSON : JSON_TYPE;
-    if (c.var.apiKey.environment === "test") {
-      const [sandbox, conversion] = await Promise.all([sandboxCatalogue(keySandbox(c)), converting]);
-      const etag = await productsEtag(sandbox, filters, form, gzip, conversion);
-      return streamed(c, etag, contentType, gzip, () => streamOf(sandboxProductBody(sandbox, { filters, form, conversion }, gzip)));
-    }
-    const [manifest, conversion] = await Promise.all([servingManifest(catalogue), converting]);
-    const etag = await productsEtag(manifest, filters, form, gzip, conversion);
-    if (!isFiltered(filters)) return streamed(c, etag, contentType, gzip, () => wholeCatalogue(catalogue.bucket, manifest, form, gzip));
-    if (conversion && !selectsProducts(filters)) {
-      // A piece this response had to convert: kept after the answer, and the builder asked to keep the currency warm.
-      let warmAsked = false;
-      const keep = (put: Promise<unknown>) => {
-        c.var.services.afterAnswer(put);
-        if (warmAsked) return;
-        warmAsked = true;
-        c.var.services.afterAnswer(catalogue.keepConvertedWarm(conversion.currency, form));
-      };
-      return streamed(c, etag, contentType, gzip, () => convertedCatalogue(catalogue.bucket, manifest, { conversion, form, gzip }, keep));
-    }
-    if (ifNoneMatchHits(c.req.header("If-None-Match"), etag)) return streamed(c, etag, contentType, gzip, () => new ReadableStream());
-    return streamed(c, etag, contentType, gzip, () => {
-      const body = filteredProducts(catalogue.bucket, manifest, { filters, form, conversion });
-      return streamOf(gzip ? gzipMember(body) : body);
-    });
+    const conversion = await conversionOf(c.var.services, filters.currency);
+    const { etag, body } = await c.var.keyData.productList({ filters, form, gzip, conversion });
+    return streamed(c, etag, form === "ndjson" ? NDJSON : JSON_TYPE, gzip, body);
   })
   .openapi(getProductRoute, async (c) => {
     const { id } = c.req.valid("param");
-    const { environment } = c.var.apiKey;
     const conversion = await conversionOf(c.var.services, c.req.valid("query").currency);
-    const product =
-      environment === "test"
-        ? await sandboxProductJson(keySandbox(c), id, conversion)
-        : await productJson(c.var.services.catalogue, id, conversion);
-    const json = encoder.encode(product) as Uint8Array<ArrayBuffer>;
+    const json = encoder.encode(await c.var.keyData.productJson(id, conversion)) as Uint8Array<ArrayBuffer>;
     return conditionalJson(c, await contentEtag(json), () => json);
   })
   .openapi(getProductHistoryRoute, async (c) => {
-    const { replica, archive } = c.var.services;
     const [{ id }, query] = [c.req.valid("param"), c.req.valid("query")];
-    const { environment } = c.var.apiKey;
-    // Live history may come from a read replica (RequestServices.replica).
-    const { truncated, ...page } =
-      environment === "test" ? await sandboxProductHistory(keySandbox(c), id, query) : await productHistory(replica, archive, id, query);
+    const { truncated, ...page } = await c.var.keyData.history(id, query);
     if (truncated) c.header("X-Result-Truncated", "true");
     return c.json(page, 200);
   });
 
-/** GET /competitors (API key): from the snapshot's manifest, no offer is read. */
+/** GET /competitors (API key): from the snapshot's manifest, no offer is read (a test key: its sandbox's shops). */
 export const competitorRoutes = openApiApp().openapi(listCompetitorsRoute, async (c) => {
-  if (c.var.apiKey.environment === "test") {
-    const json = encoder.encode(JSON.stringify({ competitors: await sandboxCompetitors(keySandbox(c)) }));
-    return conditionalJson(c, await contentEtag(json as Uint8Array<ArrayBuffer>), () => json as Uint8Array<ArrayBuffer>);
-  }
-  const manifest = await servingManifest(c.var.services.catalogue);
-  return conditionalJson(c, snapshotEtag(manifest), () => competitorsJson(manifest));
+  const { etag, json } = await c.var.keyData.competitors();
+  return conditionalJson(c, etag, json);
 });
 
 const updateCompetitorRoute = createRoute(

@@ -2,10 +2,8 @@ import { createRoute } from "@hono/zod-openapi";
 import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody } from "../http/openapi-components.ts";
 import { operation } from "../operation/operation.ts";
-import { keySandbox, sandboxFeed } from "../sandbox/stub.ts";
 import { eventsQuery } from "./query.ts";
-import { EventFeed, type FeedEvent } from "./schema.ts";
-import { listEvents } from "./service.ts";
+import { EventFeed } from "./schema.ts";
 
 const listEventsRoute = createRoute(
   operation({
@@ -29,11 +27,7 @@ const listEventsRoute = createRoute(
 
 /** GET /events (API key). */
 export const eventRoutes = openApiApp().openapi(listEventsRoute, async (c) => {
-  const { replica, archive } = c.var.services;
-  const query = c.req.valid("query");
-  // A test key's feed is its account's sandbox events (POST /test/observations), and only those: its object's. The live
-  // feed's pages may come from a read replica: an event a replica does not hold yet shows in a read a moment later.
-  const feed =
-    c.var.apiKey.environment === "test" ? await sandboxFeed<FeedEvent>(keySandbox(c), query) : await listEvents(replica, archive, query);
-  return c.json(feed, 200);
+  // A test key's feed is its account's sandbox events (POST /test/observations), and only those. The live feed's pages
+  // may come from a read replica: an event a replica does not hold yet shows in a read a moment later.
+  return c.json(await c.var.keyData.feed(c.req.valid("query")), 200);
 });

@@ -1,4 +1,6 @@
+import { desc, sql } from "drizzle-orm";
 import type { Database } from "../platform/db.ts";
+import { events, WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 import type { ArchivedEvent } from "./archive.ts";
 import { scanEvents } from "./archive-read.ts";
 import { cursorOf } from "./cursor.ts";
@@ -61,4 +63,21 @@ function feedPage({ events, stoppedAt }: { events: ArchivedEvent[]; stoppedAt: A
   const page = events.slice(0, limit).map((row) => ({ id: row.id, ...(JSON.parse(row.payload) as Omit<FeedEvent, "id">) }) as FeedEvent);
   // A page cut short by its archive budget still has a cursor: the last event it looked at.
   return { events: page, next_cursor: events.length > limit ? page.at(-1)!.id : (stoppedAt?.id ?? null) };
+}
+
+/**
+ * The catalogue feed's newest event (a stream's present when it opens without a cursor): the newer of its two types'
+ * newest, each sought through the (type, seq) index, so other accounts' events (account events have types of their
+ * own) are not read on the way.
+ */
+export async function newestCatalogueEventId(db: Database): Promise<string | undefined> {
+  const catalogueNewest = (type: string) =>
+    sql`(SELECT seq FROM ${events} WHERE type = ${type} AND account_id IS NULL ORDER BY seq DESC LIMIT 1)`;
+  const [latest] = await db
+    .select({ id: events.id })
+    .from(events)
+    .where(sql`${events.seq} IN (${sql.join(WEBHOOK_EVENT_TYPES.map(catalogueNewest), sql`, `)})`)
+    .orderBy(desc(events.seq))
+    .limit(1);
+  return latest?.id;
 }

@@ -2,6 +2,7 @@ import type { RequestIdVariables } from "hono/request-id";
 import type { KeyObjectControl } from "../api-keys/object/types.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { WebhookMessage } from "../events/messages.ts";
+import type { KeyData } from "../key-data/door.ts";
 import type { ApiKeyOfRequest, Credential } from "../pipeline/identify.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
@@ -44,6 +45,8 @@ export interface AppEnv {
     credential: Credential;
     account: AccountRow;
     apiKey: ApiKeyOfRequest;
+    /** What an admitted key reads, its environment's (src/pipeline/key-data.ts): the one door. */
+    keyData: KeyData;
     /** A secret-scanning report's decision in its own bucket, set once its signature verified (src/pipeline/admission.ts). */
     verifiedReport: Decision;
   };

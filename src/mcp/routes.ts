@@ -3,10 +3,7 @@ import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import { requireApiKey } from "../operation/guards.ts";
-import { keySandbox } from "../sandbox/stub.ts";
-import { sandboxToolData } from "./sandbox-tools.ts";
 import { mcpServer } from "./server.ts";
-import { liveToolData } from "./tool-data.ts";
 
 /**
  * /mcp: the Model Context Protocol over Streamable HTTP, stateless (no session: every POST carries a
@@ -34,11 +31,8 @@ export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) =>
           .catch(() => undefined)
       : undefined;
   if (Array.isArray(message)) throw new ApiError(400, BATCH_REFUSED);
-  const { db, archive, catalogue } = c.var.services;
-  const { environment, scopes } = c.var.apiKey;
-  // A test key's tools read its account's sandbox; a live key's, the catalogue.
-  const data = environment === "test" ? sandboxToolData({ db, catalogue }, keySandbox(c)) : liveToolData({ db, archive, catalogue });
-  const server = mcpServer(data, scopes);
+  // The tools read the key's environment's data (a test key's: its account's sandbox) through the one door.
+  const server = mcpServer(c.var.keyData, c.var.apiKey.scopes);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {

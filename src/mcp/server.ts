@@ -2,6 +2,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { holdsScope, type KeyScope, missingScopeDetail } from "../api-keys/scopes.ts";
 import { ApiError } from "../http/errors.ts";
+import type { KeyData } from "../key-data/door.ts";
 import { logger } from "../platform/log.ts";
 import {
   getProductOutput,
@@ -10,8 +11,14 @@ import {
   recentChangesOutput,
   searchProductsOutput,
 } from "./output-schemas.ts";
-import type { ToolData } from "./tool-data.ts";
-import { getProductInput, priceHistoryInput, priceHistoryOf, recentChangesInput, searchProductsInput } from "./tools.ts";
+import {
+  getProductInput,
+  priceHistoryInput,
+  priceHistoryOf,
+  recentChangesInput,
+  recentChangesQuery,
+  searchProductsInput,
+} from "./tools.ts";
 
 /**
  * The MCP server of one HTTP request (stateless: a new one each time, as the SDK's stateless Streamable HTTP mode
@@ -44,7 +51,7 @@ const scoped =
   (scope: KeyScope, run: () => Promise<unknown>): Promise<CallToolResult> =>
     holdsScope(scopes, scope) ? answer(run) : Promise.resolve(refused(missingScopeDetail(scope, "tool")));
 
-export function mcpServer(data: ToolData, keyScopes: readonly string[] | null | undefined): McpServer {
+export function mcpServer(data: KeyData, keyScopes: readonly string[] | null | undefined): McpServer {
   const server = new McpServer(SERVER_INFO);
   const readOnly = { readOnlyHint: true, openWorldHint: false };
   const answerIf = scoped(keyScopes);
@@ -103,7 +110,7 @@ export function mcpServer(data: ToolData, keyScopes: readonly string[] | null | 
       outputSchema: listCompetitorsOutput,
       annotations: readOnly,
     },
-    () => answerIf("products:read", () => data.competitors()),
+    () => answerIf("products:read", async () => ({ competitors: (await data.competitors()).list })),
   );
   server.registerTool(
     "recent_changes",
@@ -116,7 +123,7 @@ export function mcpServer(data: ToolData, keyScopes: readonly string[] | null | 
       outputSchema: recentChangesOutput,
       annotations: readOnly,
     },
-    (input) => answerIf("events:read", () => data.recentChanges(input)),
+    (input) => answerIf("events:read", () => data.feed(recentChangesQuery(input), { newestFirst: true })),
   );
   // A new server for each request, whose tools never change while it lives: nothing to announce (the SDK offers it by default).
   server.server.registerCapabilities({ tools: { listChanged: false } });

@@ -1,8 +1,6 @@
-import type { Context } from "hono";
 import { cursorGone } from "../events/cursor.ts";
 import type { EventMessage } from "../events/messages.ts";
 import { DEFAULT_FEED_LIMIT } from "../events/query.ts";
-import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { IngestionResult, Observation } from "../observations/schema.ts";
 import type { ObjectAnswer, WorkMeter } from "../platform/metered.ts";
@@ -47,9 +45,6 @@ export function accountSandbox(objects: Env["SANDBOX"], work: WorkMeter, account
   };
 }
 export type AccountSandbox = ReturnType<typeof accountSandbox>;
-
-/** The sandbox of the account whose key made the request. */
-export const keySandbox = (c: Context<AppEnv>) => accountSandbox(c.env.SANDBOX, c.var.services.work, c.var.apiKey.accountId);
 
 /**
  * A page of the sandbox's feed as GET /events answers it (and the stream's backfill, MCP's recent_changes newest first),

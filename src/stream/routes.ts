@@ -4,7 +4,6 @@ import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody, EVERY, headerRefs } from "../http/openapi-components.ts";
 import { operation } from "../operation/operation.ts";
 import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
-import { keySandbox } from "../sandbox/stub.ts";
 import { hubOf } from "./hubs.ts";
 import { LIFETIME_MS, MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
 import { lastEventIdHeader, streamFilters, streamQuery } from "./schema.ts";
@@ -81,7 +80,7 @@ export const streamRoutes = openApiApp().openapi(streamEventsRoute, async (c) =>
   const closed = new AbortController();
   try {
     const frames = await eventFrames(
-      { db: c.var.services.db, archive: c.var.services.archive, sandbox: keySandbox(c) },
+      { db: c.var.services.db, data: c.var.keyData },
       { request, key, socket, timing: DEFAULT_TIMING, closed: closed.signal },
     );
     // A client gone before the frames began: their generator never ran, so its end cannot close the socket.

@@ -1,17 +1,15 @@
-import { desc, eq, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { type AlertEvent, matchAlerts } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
+import type { EventsQuery } from "../events/query.ts";
 import type { FeedEvent } from "../events/schema.ts";
-import { listEvents } from "../events/service.ts";
-import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
+import type { KeyData } from "../key-data/door.ts";
 import type { ApiKeyOfRequest } from "../pipeline/identify.ts";
 import type { Database } from "../platform/db.ts";
 import type { WorkCounts, WorkMeter } from "../platform/metered.ts";
 import { parseMoney } from "../platform/money.ts";
-import { apiKeys, events, WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
-import { sandboxFacts } from "../sandbox/facts.ts";
-import { type AccountSandbox, sandboxFeed } from "../sandbox/stub.ts";
+import { apiKeys } from "../platform/tables.ts";
 import {
   type CapReached,
   eventFrame,
@@ -110,35 +108,21 @@ const cursorFrame = (id: string) => `id: ${id}\n\n`;
 const KEY_GONE = ": this API key no longer admits this stream; the stream ends\n\n";
 
 /**
- * What a stream reads of D1 when it opens, in one round trip: the key's expiry (the instant the stream must end by, unless
- * its key's object pushes an earlier one), and, for a stream with no cursor, where the present is: the latest event of
- * its own feed (a cursor only, never sent), which it hands its client if it ends having sent nothing.
+ * What a stream reads when it opens: the key's expiry (the instant the stream must end by, unless its key's object pushes
+ * an earlier one) and, for a stream with no cursor, where the present is: the latest event of its own feed (a cursor
+ * only, never sent), which it hands its client if it ends having sent nothing. The present is an event the stream's feed
+ * holds, never another account's: a live stream's is the catalogue's latest, a test stream's its own sandbox's.
  */
 async function openingReads(
   db: Database,
   key: StreamKey,
-  sandbox: AccountSandbox,
+  data: KeyData,
 ): Promise<{ expiresAt: number | null; present: string | undefined }> {
-  // The present is an event the stream's feed holds, never another account's: a live stream's is the catalogue's latest
-  // (account events have an account), a test stream's its own sandbox's latest (its object's). The catalogue's is the
-  // newer of its two types' newest, each sought through the (type, seq) index, so other accounts' events (account events
-  // have types of their own) are not read on the way.
-  const catalogueNewest = (type: string) =>
-    sql`(SELECT seq FROM ${events} WHERE type = ${type} AND account_id IS NULL ORDER BY seq DESC LIMIT 1)`;
-  const expiry = db.select({ expiresAt: apiKeys.expiresAt }).from(apiKeys).where(eq(apiKeys.id, key.id));
-  const [[row], [latest]] =
-    key.environment === "test"
-      ? await Promise.all([expiry, sandbox.events({ limit: 1, newestFirst: true })])
-      : await db.batch([
-          expiry,
-          db
-            .select({ id: events.id })
-            .from(events)
-            .where(sql`${events.seq} IN (${sql.join(WEBHOOK_EVENT_TYPES.map(catalogueNewest), sql`, `)})`)
-            .orderBy(desc(events.seq))
-            .limit(1),
-        ]);
-  return { expiresAt: row?.expiresAt ? Date.parse(row.expiresAt) : null, present: latest?.id };
+  const [[row], present] = await Promise.all([
+    db.select({ expiresAt: apiKeys.expiresAt }).from(apiKeys).where(eq(apiKeys.id, key.id)),
+    data.newestEventId(),
+  ]);
+  return { expiresAt: row?.expiresAt ? Date.parse(row.expiresAt) : null, present };
 }
 
 /** The key a stream serves: its id (its expiry), its account and its environment (which data). */
@@ -206,7 +190,7 @@ export function closeSocket(socket: WebSocket) {
  * is closed, which frees the stream's place in its hub.
  */
 export async function eventFrames(
-  { db, archive, sandbox }: Pick<RequestServices, "db" | "archive"> & { sandbox: AccountSandbox },
+  { db, data }: { db: Database; data: KeyData },
   {
     request,
     key,
@@ -216,18 +200,17 @@ export async function eventFrames(
   }: { request: StreamRequest; key: StreamKey; socket: WebSocket; timing: StreamTiming; closed: AbortSignal },
 ): Promise<AsyncGenerator<string>> {
   const inbox = inboxOf(socket, closed);
-  // The key's environment chooses the data: the catalogue's feed and facts, or its account's sandbox's.
-  const listFeed = (query: Parameters<typeof listEvents>[2]) =>
-    key.environment === "test" ? sandboxFeed<FeedEvent>(sandbox, query) : listEvents(db, archive, query);
-  const facts = key.environment === "test" ? sandboxFacts(sandbox) : { db };
+  // The key's data (the catalogue's, or its account's sandbox's): the backfill meets the hub's pushes, so it reads the latest.
+  const listFeed = (query: EventsQuery) => data.feed(query, { latest: true });
+  const { facts } = data;
   const feedQuery = {
     after: request.after,
     since: request.since,
     type: request.rule.types ? [...request.rule.types] : undefined,
     limit: BACKFILL_PAGE,
-  } as Parameters<typeof listEvents>[2];
+  } as EventsQuery;
   const backfills = request.after !== undefined || request.since !== undefined;
-  const [first, opening] = await Promise.all([backfills ? listFeed(feedQuery) : undefined, openingReads(db, key, sandbox)]);
+  const [first, opening] = await Promise.all([backfills ? listFeed(feedQuery) : undefined, openingReads(db, key, data)]);
   /** The last event examined (sent or not): where the stream goes on from, and where its client resumes. */
   let lastId = backfills ? request.after : opening.present;
   let { expiresAt } = opening;

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { searchProducts } from "../../src/catalogue/search.ts";
 import { catalogueStore } from "../../src/catalogue/snapshot/stub.ts";
-import { searchProducts } from "../../src/mcp/tools.ts";
 import { database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { createCompetitor, createProduct } from "../helpers/catalogue-factory.ts";

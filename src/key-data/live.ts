@@ -1,0 +1,70 @@
+import { catalogueFacts } from "../alerts/match.ts";
+import { convertedCatalogue } from "../catalogue/converted-list.ts";
+import { productHistory } from "../catalogue/history.ts";
+import { getProduct, searchProducts } from "../catalogue/search.ts";
+import {
+  competitorsJson,
+  filteredProducts,
+  gzipMember,
+  isFiltered,
+  productJson,
+  productsEtag,
+  selectsProducts,
+  servingManifest,
+  snapshotEtag,
+} from "../catalogue/service.ts";
+import { streamOf, wholeCatalogue } from "../catalogue/snapshot/read.ts";
+import { listEvents, listEventsNewestFirst, newestCatalogueEventId } from "../events/service.ts";
+import type { RequestServices } from "../http/app-env.ts";
+import type { KeyData } from "./door.ts";
+
+type LiveServices = Pick<RequestServices, "db" | "replica" | "archive" | "catalogue" | "afterAnswer">;
+
+/**
+ * A live key's data: the catalogue's published snapshot (R2, and what the isolate keeps of it), D1's feed and the
+ * archives. Pages of the feed and history may come from a read replica (RequestServices.replica).
+ */
+export function liveData(services: LiveServices): KeyData {
+  // Each binding is reached when a read needs it (RequestServices builds them on first use), never for the door itself.
+  return {
+    environment: "live",
+    async productList({ filters, form, gzip, conversion }) {
+      const { catalogue } = services;
+      const manifest = await servingManifest(catalogue);
+      const etag = await productsEtag(manifest, filters, form, gzip, conversion);
+      if (!isFiltered(filters)) return { etag, body: () => wholeCatalogue(catalogue.bucket, manifest, form, gzip) };
+      if (conversion && !selectsProducts(filters)) {
+        // A piece this response had to convert: kept after the answer, and the builder asked to keep the currency warm.
+        let warmAsked = false;
+        const keep = (put: Promise<unknown>) => {
+          services.afterAnswer(put);
+          if (warmAsked) return;
+          warmAsked = true;
+          services.afterAnswer(catalogue.keepConvertedWarm(conversion.currency, form));
+        };
+        return { etag, body: () => convertedCatalogue(catalogue.bucket, manifest, { conversion, form, gzip }, keep) };
+      }
+      return {
+        etag,
+        body: () => {
+          const body = filteredProducts(catalogue.bucket, manifest, { filters, form, conversion });
+          return streamOf(gzip ? gzipMember(body) : body);
+        },
+      };
+    },
+    productJson: (id, conversion) => productJson(services.catalogue, id, conversion),
+    getProduct: (input) => getProduct(services, input),
+    searchProducts: (input) => searchProducts(services, input),
+    history: (productId, query) => productHistory(services.replica, services.archive, productId, query),
+    async competitors() {
+      const manifest = await servingManifest(services.catalogue);
+      return { etag: snapshotEtag(manifest), list: manifest.competitors, json: () => competitorsJson(manifest) };
+    },
+    feed: (query, { newestFirst = false, latest = false } = {}) =>
+      (newestFirst ? listEventsNewestFirst : listEvents)(latest ? services.db : services.replica, services.archive, query),
+    newestEventId: () => newestCatalogueEventId(services.db),
+    get facts() {
+      return catalogueFacts(services);
+    },
+  };
+}
