@@ -10,18 +10,13 @@
 import { parseArgs } from "node:util";
 import { conversionInto, convertProductJson } from "../src/catalogue/converted.ts";
 import { type OfferRow, type ProductRow, productView } from "../src/catalogue/views.ts";
+import { mulberry32 } from "./seeded-random.ts";
 
 const { values: args } = parseArgs({ options: { products: { type: "string", default: "20000" } } });
 const productCount = Number(args.products);
 
-let state = 42;
-/** mulberry32, so every run converts the same lines. */
-function random(): number {
-  state = (state + 0x6d2b79f5) | 0;
-  let t = Math.imul(state ^ (state >>> 15), 1 | state);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
+/** Seeded, so every run converts the same lines. */
+const random = mulberry32(42);
 const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
 const pick = <T>(items: readonly T[]): T => items[int(0, items.length - 1)]!;
 const iso = (ms: number) => new Date(ms).toISOString();

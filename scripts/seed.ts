@@ -27,6 +27,7 @@ import { afterPriceChange } from "../src/observations/prior-prices.ts";
 import { newId } from "../src/platform/ids.ts";
 import type { PriorPrice, priceHistory } from "../src/platform/tables.ts";
 import { DAY_MS, HOUR_MS } from "../src/platform/time.ts";
+import { mulberry32 } from "./seeded-random.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -51,16 +52,6 @@ function fail(message: string): never {
 
 // ---- Deterministic randomness (mulberry32) -------------------------------------------------------
 
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = mulberry32(Number(args.seed));
 /**
  * A second stream for what the sample gained later (pack sizes, sellers, conditions, failed checks): drawing those from

@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { mulberry32 } from "../../scripts/seeded-random.ts";
 import { hashApiKey } from "../../src/api-keys/format.ts";
 import type { ApiKeyObject } from "../../src/api-keys/object/key-object.ts";
 import type { UsageCount } from "../../src/api-keys/object/types.ts";
@@ -17,18 +18,6 @@ import { fakeDateAt } from "../helpers/clock.ts";
 const T0 = Date.parse("2030-07-01T22:58:00Z");
 const STRETCHES = [T0, T0 + HOUR_MS];
 fakeDateAt(T0);
-
-/** mulberry32: the same runs every time, each from its seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 const REQUEST = { ip: "203.0.113.9", scope: undefined };
 
@@ -78,7 +67,7 @@ interface Run {
  * per day, so that every window refuses within the run.
  */
 async function run(seed: number, plan: "free" | "premium", limits: Limits): Promise<Run> {
-  const next = random(seed);
+  const next = mulberry32(seed);
   vi.setSystemTime(T0);
   const key = await keyUnderRestarts(plan);
   const result: Run = { admitted: [], refusedBy: new Set(), failed: [], restarts: 0, usage: [] };

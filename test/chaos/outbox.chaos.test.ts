@@ -4,6 +4,7 @@ import { gte } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import { afterAll, expect, it, vi } from "vitest";
 import type { Schemas } from "../../client/index.ts";
+import { mulberry32 } from "../../scripts/seeded-random.ts";
 import { meetsThreshold } from "../../src/alerts/rules.ts";
 import { DEAD_LETTER_QUEUE, type WebhookMessage } from "../../src/events/messages.ts";
 import { SWEEP_AFTER_MS, sweepOutbox } from "../../src/events/outbox.ts";
@@ -37,13 +38,7 @@ const RECEIVER_HANG = 0.1;
 
 /** A seeded generator (mulberry32), so a failing run can be told apart and its seed quoted. */
 const seed = Date.now() % 2 ** 31;
-let state = seed;
-function random(): number {
-  state = (state + 0x6d2b79f5) | 0;
-  let t = Math.imul(state ^ (state >>> 15), 1 | state);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
+const random = mulberry32(seed);
 
 const counts = {
   ingestions: 0,

@@ -1,0 +1,14 @@
+/**
+ * mulberry32: a small seeded generator of numbers in [0, 1), for the seed, the benches and the tests, so a run is
+ * the same every time from its seed (and a failing one can quote it).
+ */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
