@@ -74,14 +74,14 @@ describe("usage chart geometry", () => {
     expect(bucketIndexAt(10_000_000, 1_000, 60, 1_440)).toBe(1_439);
   });
 
-  it("adds up admitted and refused separately, and finds the busiest bucket", () => {
+  it("adds up admitted, refused and uncertain separately, and finds the busiest bucket", () => {
     expect(
       totals([
-        { admitted: 10, refused: 2 },
+        { admitted: 10, refused: 2, uncertain: 4 },
         { admitted: 3, refused: 0 },
         { admitted: 0, refused: 0 },
       ]),
-    ).toEqual({ admitted: 13, refused: 2, peak: 12 });
-    expect(totals([])).toEqual({ admitted: 0, refused: 0, peak: 0 });
+    ).toEqual({ admitted: 13, refused: 2, uncertain: 4, peak: 12 });
+    expect(totals([])).toEqual({ admitted: 0, refused: 0, uncertain: 0, peak: 0 });
   });
 });

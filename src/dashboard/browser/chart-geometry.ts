@@ -109,18 +109,22 @@ export function bucketIndexAt(t: number, firstStart: number, width: number, coun
 export interface Totals {
   admitted: number;
   refused: number;
+  /** Of admitted, how many may not have been made (a restart of the key's limiter: the usage API's `uncertain`). */
+  uncertain: number;
   /** The largest admitted + refused in one bucket. */
   peak: number;
 }
 
-export function totals(buckets: ReadonlyArray<{ admitted: number; refused: number }>): Totals {
+export function totals(buckets: ReadonlyArray<{ admitted: number; refused: number; uncertain?: number }>): Totals {
   let admitted = 0;
   let refused = 0;
+  let uncertain = 0;
   let peak = 0;
   for (const bucket of buckets) {
     admitted += bucket.admitted;
     refused += bucket.refused;
+    uncertain += bucket.uncertain ?? 0;
     peak = Math.max(peak, bucket.admitted + bucket.refused);
   }
-  return { admitted, refused, peak };
+  return { admitted, refused, uncertain, peak };
 }

@@ -108,6 +108,7 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
       el("span", { class: "hint" }, `busiest ${period.per}: ${count(sum.peak)}`),
     ),
   );
+  if (sum.uncertain > 0) caption.append(el("p", { class: "hint" }, uncertainNote(sum.uncertain)));
   for (const note of notes) caption.append(el("p", { class: "hint" }, note));
   figure.append(caption);
   if (!buckets.length) {
@@ -197,6 +198,7 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
       el("strong", {}, period.bucketLabel(starts[index]!)),
       el("span", {}, el("span", { class: "swatch admitted" }), `${count(bucket.admitted)} admitted`),
       el("span", {}, el("span", { class: "swatch refused" }), `${count(bucket.refused)} refused`),
+      ...(bucket.uncertain ? [el("span", {}, `${count(bucket.uncertain)} of them uncertain`)] : []),
     );
     tip.hidden = false;
     // Positioned through the CSSOM, which the page's CSP allows (a style attribute it would not), in CSS
@@ -241,8 +243,18 @@ export function usageChart({ title, granularity, buckets, limit, width, tableOpe
   return figure;
 }
 
+/**
+ * What `uncertain` means, where a range holds some: the key's limiter reserves admissions in blocks, and after a restart
+ * counts a block's unused admissions as made (so no limit is ever exceeded), which may count requests never made.
+ */
+const uncertainNote = (n: number) =>
+  `${count(n)} of the admitted may not have been made: the key's rate limiter restarted and counted the admissions it ` +
+  "had reserved as used, so that no limit could be exceeded.";
+
 /** The exact numbers, for reading rather than looking: the buckets that saw any request. */
 function usageTable(buckets: UsageBucket[], period: Period, open: boolean): HTMLDetailsElement {
+  // The column shows only where a restart left uncertain counts: otherwise it would be a column of zeros.
+  const anyUncertain = buckets.some((b) => (b.uncertain ?? 0) > 0);
   const rows = buckets
     .filter((b) => b.admitted + b.refused > 0)
     .map((b) =>
@@ -252,6 +264,7 @@ function usageTable(buckets: UsageBucket[], period: Period, open: boolean): HTML
         el("th", { scope: "row" }, period.bucketLabel(new Date(b.start).getTime())),
         el("td", {}, count(b.admitted)),
         el("td", {}, count(b.refused)),
+        ...(anyUncertain ? [el("td", {}, count(b.uncertain ?? 0))] : []),
       ),
     );
   const summary = el("summary", {}, "Show the numbers as a table");
@@ -264,7 +277,14 @@ function usageTable(buckets: UsageBucket[], period: Period, open: boolean): HTML
     el(
       "thead",
       {},
-      el("tr", {}, el("th", { scope: "col" }, heading), el("th", { scope: "col" }, "Admitted"), el("th", { scope: "col" }, "Refused")),
+      el(
+        "tr",
+        {},
+        el("th", { scope: "col" }, heading),
+        el("th", { scope: "col" }, "Admitted"),
+        el("th", { scope: "col" }, "Refused"),
+        ...(anyUncertain ? [el("th", { scope: "col" }, "Of them uncertain")] : []),
+      ),
     ),
     el("tbody", {}, ...rows),
   );
