@@ -1,7 +1,7 @@
 /**
  * What the peer workers share. They are measuring sticks for `npm run bench`, not product code:
  * each mounts the product's own data routes (src/catalogue/routes.ts) behind the product's own
- * request context (src/pipeline/services.ts), so the handler is byte for byte the one the real worker
+ * request context (src/pipeline/services.ts) and door (src/pipeline/key-data.ts), so the handler is byte for byte the one the real worker
  * runs; only what comes between them (authentication, rate limiting) differs.
  */
 import { Hono, type MiddlewareHandler } from "hono";
@@ -11,6 +11,7 @@ import { competitorRoutes, productRoutes } from "../../src/catalogue/routes.ts";
 import { catalogueStore } from "../../src/catalogue/snapshot/stub.ts";
 import type { AppEnv } from "../../src/http/app-env.ts";
 import { ApiError, notFound, onError } from "../../src/http/errors.ts";
+import { keyDataDoor } from "../../src/pipeline/key-data.ts";
 import { requestServices } from "../../src/pipeline/services.ts";
 import type { Limits } from "../../src/rate-limit/types.ts";
 
@@ -27,6 +28,7 @@ export function peerApp<E extends PeerEnv<object>>(...middleware: MiddlewareHand
   const app = new Hono<E>();
   app.use(requestServices(catalogueStore) as unknown as MiddlewareHandler<E>); // E extends AppEnv, which Hono cannot see through
   for (const handler of middleware) app.use(handler);
+  app.use(keyDataDoor as unknown as MiddlewareHandler<E>); // the product's door: what the admitted key reads (live)
   app.route("/products", productRoutes);
   app.route("/competitors", competitorRoutes);
   app.notFound(notFound);
