@@ -81,6 +81,7 @@ describe("one account cannot see or touch another's keys", () => {
         name: "Alice's key",
         prefix: created.prefix,
         environment: "live",
+        kind: "api_key",
         status: "active",
         created_at: created.created_at,
         last_used_at: null,
