@@ -141,6 +141,7 @@ describe("one account cannot see or touch another's keys", () => {
         "environment",
         "expires_at",
         "id",
+        "kind",
         "last_used_at",
         "leak_url",
         "leaked_at",
