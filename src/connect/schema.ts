@@ -51,12 +51,9 @@ export const ConsentOutcome = z
     redirect_to: z
       .string()
       .meta({ description: "Where to send the browser: the client's redirect URI with its code, or with access_denied" }),
-    key_id: z
-      .string()
-      .nullable()
-      .meta({
-        description: "The connector key the grant acts as (listed by GET /api-keys, revoked by DELETE /api-keys/{id}); null when refused",
-      }),
+    key_id: z.string().nullable().meta({
+      description: "The connector key the grant acts as (listed by GET /api-keys, revoked by DELETE /api-keys/{id}); null when refused",
+    }),
   })
   .meta({ id: "ConsentOutcome" });
 export type ConsentOutcomeView = z.infer<typeof ConsentOutcome>;

@@ -15,12 +15,11 @@ import { logger } from "../platform/log.ts";
 
 export const MCP_PATH = "/mcp";
 export const isMcpPath = (path: string) => path === MCP_PATH || path === `${MCP_PATH}/`;
-export const AUTHORIZE_PATH = "/oauth/authorize";
-export const TOKEN_PATH = "/oauth/token";
-export const REGISTER_PATH = "/oauth/register";
+const AUTHORIZE_PATH = "/oauth/authorize";
+const TOKEN_PATH = "/oauth/token";
+const REGISTER_PATH = "/oauth/register";
 /** RFC 9728's document for /mcp; also served at the bare well-known path, which the contract names and `WWW-Authenticate` points to. */
-export const RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource";
-export const SERVER_METADATA_PATH = "/.well-known/oauth-authorization-server";
+const RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource";
 
 /** What a connector key may be granted: a live key's scopes (changing a sandbox is a test key's). */
 export const CONNECTOR_SCOPES = KEY_SCOPES.filter((scope): scope is Exclude<KeyScope, "sandbox:write"> => scope !== "sandbox:write");

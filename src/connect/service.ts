@@ -15,7 +15,7 @@ import { CONNECTOR_SCOPES, type ConnectorProps } from "./server.ts";
  */
 
 /** Where the dashboard finds the consent to ask about (a fragment: never sent to a server, never in a Referer). */
-export const CONSENT_PAGE = "/dashboard/#connect=";
+const CONSENT_PAGE = "/dashboard/#connect=";
 
 /** What the dashboard shows, kept beside the library's own record of the request for as long as the handle works. */
 const CONSENT_SECONDS = 600;

@@ -103,22 +103,33 @@ export interface Tokens {
   scope: string;
 }
 
-export async function redeemCode(clientId: string, code: string, verifier: string): Promise<Response> {
-  return workerFetch(
-    `${ORIGIN}/oauth/token`,
-    form({
-      grant_type: "authorization_code",
-      code,
-      redirect_uri: REDIRECT_URI,
-      client_id: clientId,
-      code_verifier: verifier,
-      resource: `${ORIGIN}/mcp`,
-    }),
-  );
-}
+/** A token request as a client sends it: its address and what to send. */
+const tokenRequest = (fields: Record<string, string>): [string, RequestInit] => [`${ORIGIN}/oauth/token`, form(fields)];
 
-export const refresh = (clientId: string, refreshToken: string) =>
-  workerFetch(`${ORIGIN}/oauth/token`, form({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId }));
+export const codeRedemption = (clientId: string, code: string, verifier: string) =>
+  tokenRequest({
+    grant_type: "authorization_code",
+    code,
+    redirect_uri: REDIRECT_URI,
+    client_id: clientId,
+    code_verifier: verifier,
+    resource: `${ORIGIN}/mcp`,
+  });
+
+export const redeemCode = (clientId: string, code: string, verifier: string) => workerFetch(...codeRedemption(clientId, code, verifier));
+
+export const refreshRequest = (clientId: string, refreshToken: string) =>
+  tokenRequest({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId });
+
+export const refresh = (clientId: string, refreshToken: string) => workerFetch(...refreshRequest(clientId, refreshToken));
+
+/** A client registered and its authorisation request made, up to the code its user's consent gives it. */
+export async function codeFor(login: string) {
+  const clientId = await registerClient();
+  const { verifier, challenge } = await pkcePair();
+  const outcome = await answerConsent(login, await openConsent(authorizeUrl(clientId, challenge)));
+  return { clientId, verifier, code: new URL(outcome.redirect_to).searchParams.get("code")! };
+}
 
 /** A whole connection for the account whose login is `login`: its client, its tokens and its connector key's id. */
 export async function connect(login: string, { clientName = "Claude Desktop", scopes }: { clientName?: string; scopes?: string[] } = {}) {
