@@ -89,6 +89,9 @@ export const isConnectorToken = (token: string) => /^key_[0-9a-f]{32}:[^:]+:[^:]
  */
 const resolved = isolateMap<string, { keyHash: string; expiresAtMs: number }>();
 
+/** Whether this isolate has resolved the token (and it has not expired): its next request reads no KV. */
+export const isKnownConnectorToken = (token: string) => (resolved.get(token)?.expiresAtMs ?? 0) > Date.now();
+
 /** The connector key an access token for this origin's /mcp acts as, or undefined for a token that is not (or no longer) one. */
 export async function connectorKeyOf(origin: string, token: string, kv: KVNamespace): Promise<string | undefined> {
   const known = resolved.get(token);

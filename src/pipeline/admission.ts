@@ -3,7 +3,7 @@ import { admitKey, isSeenKey } from "../api-keys/object/stub.ts";
 import type { CheckedAdmission, KeyRequest } from "../api-keys/object/types.ts";
 import { keyRefusalDetail } from "../api-keys/refusal.ts";
 import { unauthorized } from "../auth/idp.ts";
-import { connectorKeyOf, isMcpPath, resourceMetadataUrl } from "../connect/server.ts";
+import { connectorKeyOf, isKnownConnectorToken, isMcpPath, resourceMetadataUrl } from "../connect/server.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
 import { credentialMisfit } from "../operation/guards.ts";
@@ -61,6 +61,12 @@ async function admitCredential(
   declared: RouteDeclaration | undefined,
   work: WorkMeter,
 ): Promise<[Credential, Decision]> {
+  if (identified.kind === "connector-token" && !isKnownConnectorToken(identified.token)) {
+    // As for a key hash it has not seen: while the isolate remembers the client IP's refusal, its 429, with no KV read.
+    const refused = rememberedRefusal(ipBucket(c));
+    if (refused)
+      return [{ kind: "rejected", error: unauthorized("The OAuth access token was not checked.", true), wasApiKey: true }, refused];
+  }
   const credential = identified.kind === "connector-token" ? await connectorKey(c, identified.token) : identified;
   if (credential.kind === "api-key") {
     // Made-up keys pass the public checksum, so a key costs D1 a lookup only while the client IP's bucket has room;

@@ -18,7 +18,7 @@ import {
   type Tokens,
   workerFetch,
 } from "../helpers/connect.ts";
-import { call, expectJson } from "../helpers/http.ts";
+import { call, expectJson, randomTestIp } from "../helpers/http.ts";
 import { postMcp } from "../helpers/mcp.ts";
 
 /**
@@ -235,6 +235,22 @@ describe("a grant is a connector key", () => {
     const expired = await postMcp(tokens.access_token, listTools);
     expect(expired.status).toBe(401);
     expect(((await expired.json()) as { detail: string }).detail).toMatch(/unknown, expired or ended/);
+  });
+
+  it("counts made-up tokens in the client IP's bucket: 30 a minute, then 429", async () => {
+    const ip = randomTestIp();
+    const statuses: number[] = [];
+    for (let i = 0; i < 32; i++) {
+      const forged = `key_${"cd".repeat(16)}:grant${i}:${"y".repeat(32)}`;
+      const res = await workerFetch(`${ORIGIN}/mcp`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${forged}`, "CF-Connecting-IP": ip, "Content-Type": "application/json" },
+        body: JSON.stringify(listTools),
+      });
+      statuses.push(res.status);
+    }
+    expect(statuses.slice(0, 30)).toEqual(Array(30).fill(401));
+    expect(statuses.slice(30)).toEqual([429, 429]);
   });
 
   it("keeps one account's connector key from another: its id is 404 to them", async () => {
