@@ -141,6 +141,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/consents/{handle}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What an AI client connecting to /mcp asks of this account
+         * @description The dashboard's consent page reads it after GET /oauth/authorize sent the browser there (`#connect=<handle>`): the client's self-asserted name, where its access will be sent, and the scopes it asks for. A handle works for 10 minutes, once.
+         */
+        get: operations["getConsent"];
+        put?: never;
+        /**
+         * Connect an AI client to /mcp, or refuse it
+         * @description Sent from the browser that GET /oauth/authorize bound the handle to (its `__Host-oauth-consent-…` cookie; elsewhere 403). Allowed: a connector key of this account is made (`kind: connector` in GET /api-keys, named after the client, with the scopes chosen and the plan's limits) and the client's OAuth tokens act as it until it is revoked (DELETE /api-keys/{id}: its tokens are refused from their next request). Either way, `redirect_to` is where the browser goes next. At most 100 keys of an account can authenticate (409).
+         */
+        post: operations["answerConsent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/account/events": {
         parameters: {
             query?: never;
@@ -277,7 +301,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke a key, permanently
-         * @description The very next request with the key is refused (401). Revoking a revoked key answers the same record.
+         * @description The very next request with the key is refused (401); for a connector key, the very next request with any of its OAuth tokens, and its refresh tokens no longer refresh. Revoking a revoked key answers the same record.
          */
         delete: operations["revokeApiKey"];
         options?: never;
@@ -1270,6 +1294,25 @@ export interface components {
              */
             check_status: "not_found" | "blocked";
         };
+        /** @description An AI client's request to connect to /mcp for this account, awaiting the account holder's answer. */
+        Consent: {
+            /** @description The name the client registered itself with (not verified: it names itself) */
+            client_name: string;
+            /** @description Where the client's access will be sent: show it */
+            redirect_host: string;
+            /** @description true: to an app on the account holder's own computer (localhost); any local program could be listening */
+            redirect_is_loopback: boolean;
+            /** @description The scopes the client asked for (all of them when it named none) */
+            requested_scopes: ("products:read" | "history:read" | "events:read")[];
+            /** @description Every scope a connector key can be given; the account holder picks any of them */
+            scopes: ("products:read" | "history:read" | "events:read")[];
+        };
+        ConsentOutcome: {
+            /** @description Where to send the browser: the client's redirect URI with its code, or with access_denied */
+            redirect_to: string;
+            /** @description The connector key the grant acts as (listed by GET /api-keys, revoked by DELETE /api-keys/{id}); null when refused */
+            key_id: string | null;
+        };
         AccountEventFeed: {
             /** @description Oldest first */
             events: components["schemas"]["AccountFeedEvent"][];
@@ -1463,6 +1506,7 @@ export interface components {
              */
             prefix: string;
             environment: components["schemas"]["Environment"];
+            kind: components["schemas"]["KeyKind"];
             /**
              * @description `expired` once `expires_at` has passed
              * @enum {string}
@@ -1517,6 +1561,11 @@ export interface components {
              */
             rotated_to: string | null;
         };
+        /**
+         * @description api_key: made by POST /api-keys; connector: made when the account holder let an AI client connect to /mcp by OAuth (one-click connect), named after the client, with the scopes chosen at consent; its OAuth tokens act as this key, and revoking it ends them on their next request
+         * @enum {string}
+         */
+        KeyKind: "api_key" | "connector";
         /**
          * @description deleted: by DELETE /api-keys/{id}; leaked: a secret scanner found it in public (docs/key-format.md)
          * @enum {string}
@@ -2400,6 +2449,91 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    getConsent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The consent's handle, from the dashboard's address after GET /oauth/authorize (works once, for 10 minutes) */
+                handle: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consent awaiting an answer */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Consent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    answerConsent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The consent's handle, from the dashboard's address after GET /oauth/authorize (works once, for 10 minutes) */
+                handle: string;
+            };
+            cookie?: never;
+        };
+        /** @description Allow or refuse, and the scopes */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description true: connect the client; false: refuse it */
+                    allow: boolean;
+                    /** @description What the connector key may read; the client's requested scopes when absent */
+                    scopes?: ("products:read" | "history:read" | "events:read")[];
+                };
+            };
+        };
+        responses: {
+            /** @description Where the browser goes next */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentOutcome"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listAccountEvents: {

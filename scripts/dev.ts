@@ -82,11 +82,22 @@ const children: ChildProcess[] = [spawnGroup("node", ["scripts/idp.ts"], { stdio
  */
 let held: [NodeJS.WriteStream, Buffer][] | undefined = [];
 const PASS_AT_ONCE = /\[ERROR\]|\[WARNING\]|✘|▲/;
+/**
+ * @cloudflare/workers-oauth-provider's warning at load that Client ID Metadata Documents are off: they are, by choice
+ * (docs/dependencies.md), and the warning would be the first thing a newcomer reads.
+ */
+const CHOSEN = /CIMD \(Client ID Metadata Document\) is disabled/;
 for (const [from, to] of [
   [wrangler.stdout, process.stdout],
   [wrangler.stderr, process.stderr],
 ] as const) {
-  from?.on("data", (chunk: Buffer) => {
+  from?.on("data", (raw: Buffer) => {
+    let chunk = raw;
+    if (CHOSEN.test(raw.toString())) {
+      const rest = raw.toString().replace(/^.*CIMD \(Client ID Metadata Document\) is disabled.*\n?/gm, "");
+      if (rest.trim() === "") return;
+      chunk = Buffer.from(rest);
+    }
     if (held && !PASS_AT_ONCE.test(chunk.toString())) held.push([to, chunk]);
     else to.write(chunk);
   });

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
 import openapiTS, { astToString } from "openapi-typescript";
 import { buildDashboard } from "./build-dashboard.ts";
 import { buildDocs } from "./build-docs.ts";
@@ -17,6 +17,21 @@ import { buildDocs } from "./build-docs.ts";
 const root = fileURLToPath(new URL("..", import.meta.url));
 export const DOCUMENT_PATH = join(root, "client/openapi.json");
 export const TYPES_PATH = join(root, "client/schema.d.ts");
+
+/**
+ * The runtime's own module, which Node has not: @cloudflare/workers-oauth-provider (src/connect/) imports its
+ * WorkerEntrypoint class at load, for handlers the document never runs; a bare class stands in for it.
+ */
+const workersRuntimeStub: Plugin = {
+  name: "workers-runtime-stub",
+  setup(build) {
+    build.onResolve({ filter: /^cloudflare:workers$/ }, () => ({ path: "cloudflare:workers", namespace: "workers-runtime-stub" }));
+    build.onLoad({ filter: /.*/, namespace: "workers-runtime-stub" }, () => ({
+      contents: "export class WorkerEntrypoint {}",
+      loader: "js",
+    }));
+  },
+};
 
 /** The document the worker serves, built from the same modules in Node. */
 export async function buildDocument(): Promise<object> {
@@ -36,6 +51,7 @@ export async function buildDocument(): Promise<object> {
       format: "esm",
       outfile,
       logLevel: "warning",
+      plugins: [workersRuntimeStub],
     });
     const { buildApp, openApiDocument } = await import(pathToFileURL(outfile).href);
     return openApiDocument(buildApp());

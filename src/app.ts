@@ -6,6 +6,7 @@ import { accountRoutes, adminAccountRoutes } from "./accounts/routes.ts";
 import { apiKeyRoutes } from "./api-keys/routes.ts";
 import { adminCompetitorRoutes, competitorRoutes, productRoutes } from "./catalogue/routes.ts";
 import { catalogueStore } from "./catalogue/snapshot/stub.ts";
+import { oauthRoutes, wellKnownRoutes } from "./connect/routes.ts";
 import { dashboardRoutes, serveDashboard } from "./dashboard/routes.ts";
 import { docsRoutes, openApiRoute } from "./docs/routes.ts";
 import { eventRoutes } from "./events/routes.ts";
@@ -36,6 +37,13 @@ const ROUTE_TABLE: readonly RouteGroup[] = [
   { path: "/events", routes: eventRoutes, access: "API key", link: "events" },
   { path: "/test", routes: testModeRoutes, access: "test API key (pda_test_), its account's sandbox" },
   { path: "/mcp", routes: mcpRoutes, access: "API key, Model Context Protocol (JSON-RPC over Streamable HTTP)", link: "mcp" },
+  {
+    path: "/oauth",
+    routes: oauthRoutes,
+    access: "OAuth 2.1 for /mcp (one-click connect): public; its consents, account login",
+    link: "oauth",
+  },
+  { path: "/.well-known", routes: wellKnownRoutes, access: "public: OAuth metadata of /mcp and of its authorisation server" },
   { path: "/account/events", routes: accountEventRoutes, access: "account login", link: "account_events" },
   { path: "/account", routes: accountRoutes, access: "account login", link: "account" },
   { path: "/api-keys", routes: apiKeyRoutes, access: "account login", link: "api_keys" },

@@ -11,6 +11,8 @@ function notRotatable(row: ApiKeyRow, now: string): string | undefined {
   if (view.status === "revoked") return `API key ${row.id} is revoked; create a new key instead.`;
   if (view.status === "expired") return `API key ${row.id} expired at ${row.expiresAt}; create a new key instead.`;
   if (row.rotatedTo) return `API key ${row.id} was already rotated to ${row.rotatedTo}; rotate that key instead.`;
+  if (row.kind === "connector")
+    return `API key ${row.id} is a connector key: its client's OAuth tokens rotate by themselves; revoke it to disconnect the client.`;
   return undefined;
 }
 

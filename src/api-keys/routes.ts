@@ -1,4 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
+import { endConnectorGrants } from "../connect/grants.ts";
+import { oauthHelpers } from "../connect/server.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
@@ -65,7 +67,9 @@ const revokeApiKeyRoute = createRoute(
     path: "/{id}",
     operationId: "revokeApiKey",
     summary: "Revoke a key, permanently",
-    description: "The very next request with the key is refused (401). Revoking a revoked key answers the same record.",
+    description:
+      "The very next request with the key is refused (401); for a connector key, the very next request with any of its OAuth " +
+      "tokens, and its refresh tokens no longer refresh. Revoking a revoked key answers the same record.",
     request: { params: keyIdParam, query: noQuery },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The key record, status revoked", ApiKey) },
@@ -129,6 +133,9 @@ export const apiKeyRoutes = openApiApp()
     const key = { accountId: c.var.account.id, id: c.req.valid("param").id };
     return c.json(await updateApiKey(c.var.services, { ...key, patch: c.req.valid("json") }), 200);
   })
-  .openapi(revokeApiKeyRoute, async (c) =>
-    c.json(await revokeApiKey(c.var.services, { accountId: c.var.account.id, id: c.req.valid("param").id }), 200),
-  );
+  .openapi(revokeApiKeyRoute, async (c) => {
+    const revoked = await revokeApiKey(c.var.services, { accountId: c.var.account.id, id: c.req.valid("param").id });
+    // Its object refuses the key's OAuth tokens already; its grant ends too, so the client's refresh fails as well.
+    if (revoked.kind === "connector") await endConnectorGrants(oauthHelpers(new URL(c.req.url).origin, c.var.services.oauthKv), revoked.id);
+    return c.json(revoked, 200);
+  });

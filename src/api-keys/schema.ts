@@ -2,7 +2,7 @@ import { z } from "zod";
 import { DATE_OR_DATE_TIME, isoTimestamp, strictQuery, when } from "../http/query.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, orNull, prefixedId, timestamp } from "../http/wire.ts";
-import { ENVIRONMENTS } from "../platform/tables.ts";
+import { ENVIRONMENTS, KEY_KINDS } from "../platform/tables.ts";
 import { DAY_MS } from "../platform/time.ts";
 import { GRANULARITIES } from "../rate-limit/types.ts";
 import { allowedIpsInput, restrictionFields, scopesInput } from "./restriction-schema.ts";
@@ -89,6 +89,14 @@ const lifecycleFields = {
 
 const KEY_STATUSES = ["active", "expired", "revoked"] as const;
 
+const KeyKind = z.enum(KEY_KINDS).meta({
+  id: "KeyKind",
+  description:
+    "api_key: made by POST /api-keys; connector: made when the account holder let an AI client connect to /mcp by OAuth " +
+    "(one-click connect), named after the client, with the scopes chosen at consent; its OAuth tokens act as this key, " +
+    "and revoking it ends them on their next request",
+});
+
 const RevokedReason = z.enum(["deleted", "leaked"]).meta({
   id: "RevokedReason",
   description: "deleted: by DELETE /api-keys/{id}; leaked: a secret scanner found it in public (docs/key-format.md)",
@@ -97,6 +105,7 @@ const RevokedReason = z.enum(["deleted", "leaked"]).meta({
 export const ApiKey = z
   .object({
     ...keyFields,
+    kind: KeyKind,
     status: z.enum(KEY_STATUSES).meta({ description: "`expired` once `expires_at` has passed" }),
     created_at: timestamp,
     last_used_at: timestamp.nullable().meta({ description: "The last admitted request, at most 15 minutes late" }),

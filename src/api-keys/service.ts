@@ -3,7 +3,7 @@ import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
-import { apiKeys, type Environment } from "../platform/tables.ts";
+import { apiKeys, type Environment, type KeyKind } from "../platform/tables.ts";
 import { generateApiKey, hashApiKey } from "./format.ts";
 import type { ApiKeyListView, ApiKeyPatch, ApiKeyView, CreatedApiKeyView, CreateKeyBody } from "./schema.ts";
 import { KEY_SCOPES } from "./scopes.ts";
@@ -20,6 +20,7 @@ export function apiKeyView(row: ApiKeyRow, now = new Date().toISOString()): ApiK
     name: row.name,
     prefix: row.prefix,
     environment: row.environment,
+    kind: row.kind,
     status: row.status === "revoked" ? "revoked" : expired ? "expired" : "active",
     created_at: row.createdAt,
     last_used_at: row.lastUsedAt,
@@ -55,7 +56,7 @@ export interface KeyOfAccount {
 
 export async function createApiKey(
   { db, config }: Pick<RequestServices, "db" | "config">,
-  { accountId, fields }: { accountId: string; fields: CreateKeyBody },
+  { accountId, fields, kind = "api_key" }: { accountId: string; fields: CreateKeyBody; kind?: KeyKind },
 ): Promise<CreatedApiKeyView> {
   const { key, prefix } = generateApiKey(config.KEY_PREFIX, fields.environment);
   const id = newId("key");
@@ -64,8 +65,8 @@ export async function createApiKey(
   // One statement, so two concurrent creates cannot both slip under the cap.
   const result = await db.$client
     .prepare(
-      `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, expires_at, allowed_ips, scopes, environment)
-       SELECT ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ? WHERE ${KEYS_THAT_CAN_AUTHENTICATE} < ?`,
+      `INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at, expires_at, allowed_ips, scopes, environment, kind)
+       SELECT ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ? WHERE ${KEYS_THAT_CAN_AUTHENTICATE} < ?`,
     )
     .bind(
       id,
@@ -78,6 +79,7 @@ export async function createApiKey(
       fields.allowed_ips === null ? null : JSON.stringify(fields.allowed_ips),
       JSON.stringify(fields.scopes),
       fields.environment,
+      kind,
       accountId,
       createdAt,
       MAX_ACTIVE_KEYS,

@@ -234,6 +234,33 @@ export const DIALOGS = `<dialog id="create-key-dialog" aria-labelledby="create-k
   </form>
 </dialog>
 
+<dialog id="connect-dialog" aria-labelledby="connect-title" aria-describedby="connect-text">
+  <h2 id="connect-title">Connect an AI client?</h2>
+  <form id="connect-form">
+    <p id="connect-text"></p>
+    <p id="connect-loopback" class="hint" hidden><strong>Its access goes to an app on this computer.</strong> Continue
+      only if you just started connecting from it: any program here could be listening.</p>
+    <fieldset class="field">
+      <legend>Data it may read, through /mcp</legend>
+      ${Object.entries(SCOPE_LABELS)
+        .filter(([scope]) => scope !== "sandbox:write")
+        .map(
+          ([scope, label]) =>
+            `<label class="check"><input type="checkbox" name="scopes" value="${scope}"> ${label} <code ` +
+            `class="hint">${scope}</code></label>`,
+        )
+        .join("\n      ")}
+      <p class="hint">It gets a key of its own (a connector, in your key list) with your plan's limits; revoke it there to
+        disconnect it.</p>
+    </fieldset>
+    ${feedback()}
+    <div class="actions">
+      <button type="button" id="connect-deny">Deny</button>
+      <button type="submit" class="primary">Allow</button>
+    </div>
+  </form>
+</dialog>
+
 <dialog id="confirm-dialog" aria-labelledby="confirm-title" aria-describedby="confirm-text">
   <form method="dialog">
     <h2 id="confirm-title"></h2>

@@ -31,6 +31,8 @@ export interface RequestServices {
   catalogue: CatalogueStore;
   /** Events and price history that left D1 (src/events/archive.ts, src/catalogue/history-archive.ts). */
   archive: R2Bucket;
+  /** One-click connect's OAuth records (src/connect/), counted. */
+  oauthKv: KVNamespace;
   /** The request's tally; a body that does work as it streams passes through its `carry`. */
   work: WorkMeter;
   /** Work the request goes on with after its answer (waitUntil): the request's tally stays open until it ends. */

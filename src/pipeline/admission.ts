@@ -3,6 +3,7 @@ import { admitKey, isSeenKey } from "../api-keys/object/stub.ts";
 import type { CheckedAdmission, KeyRequest } from "../api-keys/object/types.ts";
 import { keyRefusalDetail } from "../api-keys/refusal.ts";
 import { unauthorized } from "../auth/idp.ts";
+import { connectorKeyOf, isKnownConnectorToken, isMcpPath, resourceMetadataUrl } from "../connect/server.ts";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError, errorResponse } from "../http/errors.ts";
 import { credentialMisfit } from "../operation/guards.ts";
@@ -13,7 +14,7 @@ import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.t
 import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
 import { admitBucket, rememberedRefusal } from "../rate-limit/stub.ts";
 import type { Decision } from "../rate-limit/types.ts";
-import { type Credential, identify } from "./identify.ts";
+import { type Credential, type Identified, identify } from "./identify.ts";
 
 const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
 /**
@@ -33,12 +34,40 @@ function keyRequestOf(c: Context, declared: RouteDeclaration | undefined, key: E
 const ipBucket = (c: Context) => ipBucketName(clientIp(c));
 const admitIp = (c: Context<AppEnv>, work: WorkMeter) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
+/**
+ * An OAuth access token of one-click connect (src/connect/) acts as its connector key from here on: the same key object
+ * decides it (its limits, its scopes, its revocation, which applies to the very next request). It is for /mcp only, its
+ * resource; a token the authorisation server does not know (forged, expired, its grant ended) is refused like a bad key.
+ */
+async function connectorKey(c: Context<AppEnv>, token: string): Promise<Credential> {
+  if (!isMcpPath(c.req.path)) {
+    const error = unauthorized("This OAuth access token is for /mcp only; other routes take an API key or an account login.", true);
+    return { kind: "rejected", error, wasApiKey: false };
+  }
+  try {
+    const keyHash = await connectorKeyOf(new URL(c.req.url).origin, token, c.var.services.oauthKv);
+    if (keyHash !== undefined) return { kind: "api-key", keyHash, environment: "live" };
+  } catch (error) {
+    if (error instanceof ApiError) return { kind: "rejected", error, wasApiKey: true };
+    throw error;
+  }
+  const detail = "The OAuth access token is unknown, expired or ended; refresh it, or connect the client again.";
+  return { kind: "rejected", error: unauthorized(detail, true), wasApiKey: true };
+}
+
 async function admitCredential(
   c: Context<AppEnv>,
-  credential: Credential,
+  identified: Identified,
   declared: RouteDeclaration | undefined,
   work: WorkMeter,
 ): Promise<[Credential, Decision]> {
+  if (identified.kind === "connector-token" && !isKnownConnectorToken(identified.token)) {
+    // As for a key hash it has not seen: while the isolate remembers the client IP's refusal, its 429, with no KV read.
+    const refused = rememberedRefusal(ipBucket(c));
+    if (refused)
+      return [{ kind: "rejected", error: unauthorized("The OAuth access token was not checked.", true), wasApiKey: true }, refused];
+  }
+  const credential = identified.kind === "connector-token" ? await connectorKey(c, identified.token) : identified;
   if (credential.kind === "api-key") {
     // Made-up keys pass the public checksum, so a key costs D1 a lookup only while the client IP's bucket has room;
     // once it is empty, its 429 is the answer. The key's object is asked first, not to look up: a key it has read
@@ -111,7 +140,7 @@ async function admitReport(c: Context<AppEnv>, next: () => Promise<void>, work: 
  * when that bucket is empty, as who you are and what you may do come before your limits. A request with no credential
  * or a bad one is not: the client IP's bucket is the only bound on what an unidentified caller costs, so its 429 stands.
  */
-const wrongKind = (declared: RouteDeclaration, credential: Credential) =>
+const wrongKind = (declared: RouteDeclaration, credential: Identified) =>
   (credential.kind === "api-key" || credential.kind === "login") && credentialMisfit(declared, credential) !== undefined;
 
 /**
@@ -136,6 +165,11 @@ export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
     res = c.res;
   } else {
     res = tooMany(c, decision, declared);
+  }
+  // MCP's authorisation discovery: a client refused by /mcp is told where to find how to connect (RFC 9728).
+  if (res.status === 401 && isMcpPath(c.req.path)) {
+    const challenge = res.headers.get("WWW-Authenticate") ?? 'Bearer realm="price-data-api"';
+    res.headers.set("WWW-Authenticate", `${challenge}, resource_metadata="${resourceMetadataUrl(new URL(c.req.url).origin)}"`);
   }
   return withBucketHeaders(c, res, decision, work);
 };

@@ -1,6 +1,7 @@
 import { hashApiKey, isWellFormedApiKey, keyEnvironment, looksLikeApiKey } from "../api-keys/format.ts";
 import type { KeyRequest } from "../api-keys/object/types.ts";
 import { type Identity, unauthorized, verifyIdpToken } from "../auth/idp.ts";
+import { isConnectorToken } from "../connect/server.ts";
 import { ApiError } from "../http/errors.ts";
 import { remember } from "../platform/bounded-map.ts";
 import type { Config } from "../platform/config.ts";
@@ -37,6 +38,9 @@ export type Credential =
   | { kind: "login"; identity: Identity }
   | { kind: "rejected"; error: ApiError; wasApiKey: boolean };
 
+/** An OAuth access token of one-click connect (src/connect/): admission turns it into its connector key, or refuses it. */
+export type Identified = Credential | { kind: "connector-token"; token: string };
+
 function bearerToken(header: string | undefined): string | undefined {
   if (!header) return undefined;
   const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
@@ -61,7 +65,7 @@ async function keyHashOf(token: string, prefix: string): Promise<string> {
 }
 
 /** Checks what can be checked without any object: a key's format and checksum, a JWT's signature and claims. */
-export async function identify(header: string | undefined, config: Config): Promise<Credential> {
+export async function identify(header: string | undefined, config: Config): Promise<Identified> {
   let wasApiKey = false;
   try {
     const token = bearerToken(header);
@@ -71,6 +75,7 @@ export async function identify(header: string | undefined, config: Config): Prom
       const keyHash = await keyHashOf(token, config.KEY_PREFIX);
       return { kind: "api-key", keyHash, environment: keyEnvironment(token, config.KEY_PREFIX)! }; // well formed: it has one
     }
+    if (isConnectorToken(token)) return { kind: "connector-token", token };
     return { kind: "login", identity: await verifyIdpToken(token, config) };
   } catch (error) {
     if (error instanceof ApiError) return { kind: "rejected", error, wasApiKey };

@@ -31,6 +31,7 @@ export const requestServices =
       let queue: Queue<WebhookMessage> | undefined;
       let catalogue: CatalogueStore | undefined;
       let archive: R2Bucket | undefined;
+      let oauthKv: KVNamespace | undefined;
       c.set("services", {
         config,
         get db() {
@@ -52,6 +53,9 @@ export const requestServices =
         },
         get archive() {
           return (archive ??= work.bucket(c.env.ARCHIVE));
+        },
+        get oauthKv() {
+          return (oauthKv ??= work.kv(c.env.OAUTH_KV));
         },
         work,
         afterAnswer(after) {

@@ -49,9 +49,10 @@ const FIELDS = {
 
 /**
  * Counted and logged, not in X-Work-Counts (the contract fixes its fields): D1's serial time, each statement at
- * max(1 ms, the duration D1 reports for it), and the statements whose result reports none (src/platform/db.ts D1Work).
+ * max(1 ms, the duration D1 reports for it), and the statements whose result reports none (src/platform/db.ts D1Work);
+ * KV reads, and KV writes, deletes and lists (Workers KV bills those alike): the OAuth records of one-click connect.
  */
-const LOGGED_ONLY = ["d1Ms", "d1Untimed"] as const;
+const LOGGED_ONLY = ["d1Ms", "d1Untimed", "kvReads", "kvWrites"] as const;
 
 /**
  * What an invocation did: D1 round trips and statements (a batch's one by one) with the rows D1 says they read and
@@ -88,6 +89,8 @@ export class WorkMeter implements WorkCounts {
   queueSent = 0;
   d1Ms = 0;
   d1Untimed = 0;
+  kvReads = 0;
+  kvWrites = 0;
   /** Pieces still under way that can add to the tally: a streaming body, work after the answer. */
   #open = 0;
   #whenFinal: (() => void) | undefined;
@@ -135,6 +138,21 @@ export class WorkMeter implements WorkCounts {
 
   bucket(bucket: R2Bucket): R2Bucket {
     return meteredBucket(bucket, (operation) => this.countR2(operation));
+  }
+
+  /** A KV namespace whose reads (get, getWithMetadata) and writes (put, delete, list) count here. */
+  kv(namespace: KVNamespace): KVNamespace {
+    return new Proxy(namespace, {
+      get: (target, property) => {
+        const value = Reflect.get(target, property, target);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          if (property === "get" || property === "getWithMetadata") this.kvReads++;
+          else this.kvWrites++;
+          return value.apply(target, args);
+        };
+      },
+    });
   }
 
   /** A queue producer that counts the messages it is asked to send. */

@@ -11,6 +11,10 @@ export type PlanName = (typeof PLAN_NAMES)[number];
 export const ENVIRONMENTS = ["live", "test"] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
 
+/** A key made with POST /api-keys, or one an OAuth grant made at consent (src/connect/): the grant's tokens act as it. */
+export const KEY_KINDS = ["api_key", "connector"] as const;
+export type KeyKind = (typeof KEY_KINDS)[number];
+
 const now = sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
 
 /** One row per IdP subject; the account id is the JWT's `sub`. */
@@ -60,6 +64,8 @@ export const apiKeys = sqliteTable(
     expiryNoticeDays: integer("expiry_notice_days"),
     /** `test`: a `pda_test_` key, which reads its account's sandbox (src/sandbox/); kept by a rotation. */
     environment: text("environment", { enum: ENVIRONMENTS }).notNull().default("live"),
+    /** `connector`: made by an OAuth grant at consent, named after its client; its secret is never shown to anyone. */
+    kind: text("kind", { enum: KEY_KINDS }).notNull().default("api_key"),
   },
   (t) => [
     index("api_keys_account_created").on(t.accountId, t.createdAt),

@@ -227,6 +227,7 @@ describe("PATCH /api-keys/:id body validation", () => {
       name: "After",
       prefix: created.prefix,
       environment: "live",
+      kind: "api_key",
       status: "active",
       created_at: created.created_at,
       last_used_at: null,

@@ -132,6 +132,7 @@ describe("npm run dev, called as a newcomer calls it", () => {
 
   it("says before its banner only what a user needs: no IdP warnings, no bindings table, no log of its own warm-up", () => {
     expect(beforeBanner).not.toContain("oidc-provider");
+    expect(beforeBanner).not.toContain("CIMD"); // the OAuth library's note that an option we leave off is off
     expect(beforeBanner).not.toMatch(/following bindings/i);
     expect(beforeBanner).not.toMatch(/GET \/products/);
     expect(beforeBanner).toContain("Local IdP: http://127.0.0.1:4000");

@@ -883,6 +883,7 @@ describe("dashboard in Chromium", () => {
         name: "CI deploy",
         prefix: "pda_live_7Hq2LmX",
         environment: "live",
+        kind: "api_key",
         status: "revoked",
         created_at: "2026-10-01T09:00:00.000Z",
         last_used_at: "2026-11-24T22:10:00.000Z",

@@ -4,6 +4,7 @@ import { buildApp } from "../../src/app.ts";
 import { MAX_STREAMS_PER_KEY } from "../../src/stream/limits.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { authorizeUrl, openConsent, pkcePair, registerClient } from "../helpers/connect.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
 import { bodyText, DocumentChecker, fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
@@ -160,6 +161,46 @@ describe("account and keys (account login)", () => {
       Array.from({ length: 100 }, (_, i) => insert.bind(`key_full${i}_${full}`, full, `hash-${i}-${full}`, new Date().toISOString())),
     );
     await expectCall(409, "post", "/api-keys", "/api-keys", { token: fullToken, body: { name: "one too many" } });
+  });
+
+  it("GET and POST /oauth/consents/{handle}: 200, 400, 404, 409, 413, 401, 403", async () => {
+    const path = "/oauth/consents/{handle}";
+    const pending = async () => openConsent(authorizeUrl(await registerClient("Conformance agent"), (await pkcePair()).challenge));
+    const consent = await pending();
+    const at = `/oauth/consents/${encodeURIComponent(consent.handle)}`;
+    const view = await expectCall(200, "get", path, at, { token });
+    expect(view.client_name).toBe("Conformance agent");
+    await expectCall(400, "get", path, `${at}?verbose=1`, { token });
+    await expectCall(404, "get", path, "/oauth/consents/none-such", { token });
+    await expectCall(401, "get", path, at);
+    await expectCall(403, "get", path, at, { token: key });
+    const bound = { Cookie: consent.cookie };
+    await expectCall(400, "post", path, at, { token, headers: bound, body: { allow: "yes" } });
+    await expectCall(413, "post", path, at, { token, headers: bound, body: BIG });
+    await expectCall(401, "post", path, at, { headers: bound, body: { allow: true } });
+    await expectCall(403, "post", path, at, { token: key, headers: bound, body: { allow: true } });
+    // From another browser (no binding cookie): 403, the handle still unused.
+    await expectCall(403, "post", path, at, { token, body: { allow: true } });
+    await expectCall(404, "post", path, "/oauth/consents/none-such", { token, headers: bound, body: { allow: true } });
+    const outcome = await expectCall(200, "post", path, at, { token, headers: bound, body: { allow: true, scopes: ["products:read"] } });
+    expect(outcome.key_id).toMatch(/^key_/);
+
+    // An account whose 100 keys can all authenticate, written straight to D1: its approval would make a 101st.
+    const full = `openapi-connect-full-${Date.now()}`;
+    const fullToken = await accountToken(full);
+    await expectCall(200, "get", "/account", "/account", { token: fullToken });
+    const insert = env.DB.prepare(
+      "INSERT INTO api_keys (id, account_id, name, prefix, key_hash, status, created_at) VALUES (?, ?, 'seeded', 'pda_live_seeded0', ?, 'active', ?)",
+    );
+    await env.DB.batch(
+      Array.from({ length: 100 }, (_, i) => insert.bind(`key_cfull${i}_${full}`, full, `chash-${i}-${full}`, new Date().toISOString())),
+    );
+    const another = await pending();
+    await expectCall(409, "post", path, `/oauth/consents/${encodeURIComponent(another.handle)}`, {
+      token: fullToken,
+      headers: { Cookie: another.cookie },
+      body: { allow: true },
+    });
   });
 
   it("GET /api-keys: 200, 400, 401, 403", async () => {
@@ -581,10 +622,14 @@ describe("after every other call", () => {
 });
 
 describe("the document and the router", () => {
-  it("list the same operations (the index at /, the dashboard, /docs and /openapi.json are not API operations)", () => {
+  it("list the same operations (the index at /, the dashboard, /docs, /openapi.json and OAuth's own endpoints are not API operations)", () => {
     const routed = new Set(
       buildApp()
-        .routes.filter((route) => route.method !== "ALL" && !/^\/((dashboard|docs|openapi\.json)(\/|$)|$)/.test(route.path))
+        .routes.filter(
+          (route) =>
+            route.method !== "ALL" &&
+            !/^\/((dashboard|docs|openapi\.json|\.well-known)(\/|$)|oauth\/(authorize|token|register)$|$)/.test(route.path),
+        )
         .map((route) => `${route.method} ${route.path.replaceAll(/:(\w+)/g, "{$1}")}`),
     );
     const documented = new Set(

@@ -3,11 +3,13 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { sandboxBase } from "../../src/sandbox/catalogue.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { connect } from "../helpers/connect.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { postMcp, toolCall } from "../helpers/mcp.ts";
 import { bodyText, fetchDocument, type Json, METHODS } from "../helpers/openapi.ts";
 import { sandboxOf } from "../helpers/sandbox.ts";
 import { openStream, readFrames } from "../helpers/stream-frames.ts";
+import { accountToken } from "../helpers/tokens.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
 /**
@@ -26,6 +28,9 @@ import { ingest } from "../helpers/webhooks.ts";
  *   any other header but X-Request-Id) of one environment or account appears in another's answers, where they must be
  *   apart: live and test, and one account's sandbox and the other's (two live keys read the same catalogue). An ETag
  *   is a name for bytes: two sandboxes may share one only for the very same bytes.
+ *
+ * A's connector key (one-click connect: an AI client's OAuth token for /mcp) is a live key: its tools' answers are
+ * held to a live key's rules, as A-live's.
  *
  * The tables are checked against the document's API-key operations and the MCP server's tool list: an operation or
  * tool added later that is not in them fails "every API-key operation and every tool is in the table".
@@ -261,9 +266,10 @@ async function exercise(party: Party, operation: string, exercise: Exercise) {
   expect(answer.status, `${party} ${answer.where}: ${answer.body.slice(0, 500)}`).toBe(status);
 }
 
-async function mcp(party: Party, tool: string, args: Record<string, unknown>, error = false) {
-  const res = await postMcp(keyOf(party), toolCall(1, tool, args));
-  const answer = await keep(party, `MCP ${tool} ${JSON.stringify(args)}`, JSON.stringify(args), res);
+async function mcp(party: Party, tool: string, args: Record<string, unknown>, error = false, token = keyOf(party)) {
+  const res = await postMcp(token, toolCall(1, tool, args));
+  const by = token === keyOf(party) ? "" : " (connector's OAuth token)";
+  const answer = await keep(party, `MCP ${tool} ${JSON.stringify(args)}${by}`, JSON.stringify(args), res);
   expect(answer.status, answer.body).toBe(200);
   const result = JSON.parse(answer.body).result;
   expect(Boolean(result?.isError), `${party} ${answer.where}: ${answer.body.slice(0, 500)}`).toBe(error);
@@ -348,6 +354,11 @@ beforeAll(async () => {
     for (const [tool, calls] of Object.entries(TOOLS)) {
       for (const { args, error } of calls(party)) await mcp(party, tool, args, error);
     }
+  }
+  // A's connector key: every tool through its OAuth token, as A's live key calls them.
+  const connector = await connect(await accountToken(keys.A.sub), { clientName: "A's agent" });
+  for (const [tool, calls] of Object.entries(TOOLS)) {
+    for (const { args, error } of calls("A-live")) await mcp("A-live", tool, args, error, connector.tokens.access_token);
   }
 }, 120_000);
 

@@ -12,6 +12,7 @@ import { publishToStreams } from "../../src/stream/publish.ts";
 import { fanOut } from "../../src/webhooks/delivery/store.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { authorizeUrl, connect, ORIGIN, openConsent, pkcePair, refresh, registerClient, workerFetch } from "../helpers/connect.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
 import { fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { factSources, sandboxOf } from "../helpers/sandbox.ts";
@@ -25,7 +26,9 @@ import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks
  * a disabled webhook, a usage threshold) while account B uses everything a client can reach: every operation of
  * the OpenAPI document, every MCP tool, the stream (live, backfill and its hubs' publish), replay and the webhook fan-out. Nothing B
  * receives may carry A's account id, key ids, key names, key prefixes, webhook ids or webhook URLs. B also names
- * A's ids wherever a route takes one, and must get nothing of A's back. Both also work in test mode: A changes its
+ * A's ids wherever a route takes one, and must get nothing of A's back. Both have connected an AI client by OAuth (a
+ * connector key each): B's client reads /mcp with its token, B's consent and OAuth exchanges show nothing of A's, and
+ * A's connector key id is 404 to B. Both also work in test mode: A changes its
  * sandbox (POST /test/observations, a price no one else sets) while B's test key reads its own sandbox, its feed, its
  * stream and its tools, and B's test webhook is fanned out to: none may show A's sandbox change or its events.
  *
@@ -47,11 +50,15 @@ interface Tenant {
   testKey: string;
   testKeyId: string;
   testWebhookId: string;
+  /** An AI client connected by OAuth (one-click connect): its client, connector key and tokens. */
+  connector: Awaited<ReturnType<typeof connect>>;
 }
 
 let receiver: Receiver;
 let a: Tenant & { markers: string[] };
 let b: Tenant;
+/** B's consent still waiting for its answer (GET and POST /oauth/consents/{handle}). */
+let bConsent: { handle: string; cookie: string };
 let productId: string;
 /** What B's streams showed while A acted (read in beforeAll, checked in a test of their own). */
 const streamed = { live: "", backfill: "", test: "" };
@@ -73,7 +80,9 @@ async function tenant(name: string, plan: "premium" | "standard"): Promise<Tenan
   const test = await call("POST", "/api-keys", { token: account.token, body: { name: `${name}-test-key-${tag}`, environment: "test" } });
   const testKey = await test.json<{ id: string; key: string }>();
   const testHook = await createWebhook(account.token, { url: hookUrl(`${name}-test-secret-token-${tag}`), environment: "test" });
+  const connector = await connect(account.token, { clientName: `${name}-connector-${tag}` });
   return {
+    connector,
     sub: account.sub,
     token: account.token,
     key: account.key,
@@ -143,7 +152,13 @@ beforeAll(async () => {
     a.testKey.slice(0, 17),
     a.testWebhookId,
     A_SANDBOX_PRICE,
+    a.connector.keyId,
+    `a-connector-${tag}`,
+    a.connector.clientId,
+    a.connector.tokens.access_token,
+    a.connector.tokens.refresh_token,
   ]);
+  bConsent = await openConsent(authorizeUrl(await registerClient(`b-pending-${tag}`), (await pkcePair()).challenge));
 
   // B is listening before A acts: the stream's live phase is what must keep A's events home.
   const live = readFrames(await openStream(b.key));
@@ -261,9 +276,21 @@ const OPERATIONS: Record<string, Exercise[]> = {
   "GET /api-keys": [as(login, "GET", () => "/api-keys")],
   "POST /api-keys": [as(login, "POST", () => "/api-keys", { name: "b's second key" })],
   "POST /api-keys/{id}/rotate": [as(login, "POST", () => `/api-keys/${a.keyId}/rotate`, { grace_seconds: 60 })],
-  "GET /api-keys/{id}/usage": [as(login, "GET", () => `/api-keys/${a.keyId}/usage`), as(login, "GET", () => `/api-keys/${b.keyId}/usage`)],
-  "DELETE /api-keys/{id}": [as(login, "DELETE", () => `/api-keys/${a.keyId}`)],
+  "GET /api-keys/{id}/usage": [
+    as(login, "GET", () => `/api-keys/${a.keyId}/usage`),
+    as(login, "GET", () => `/api-keys/${a.connector.keyId}/usage`),
+    as(login, "GET", () => `/api-keys/${b.keyId}/usage`),
+  ],
+  "DELETE /api-keys/{id}": [as(login, "DELETE", () => `/api-keys/${a.keyId}`), as(login, "DELETE", () => `/api-keys/${a.connector.keyId}`)],
   "PATCH /api-keys/{id}": [as(login, "PATCH", () => `/api-keys/${a.keyId}`, { name: "taken" })],
+  // B's own consent (a consent is answered only from the browser that opened it: its handle is bound by a cookie).
+  "GET /oauth/consents/{handle}": [as(login, "GET", () => `/oauth/consents/${encodeURIComponent(bConsent.handle)}`)],
+  "POST /oauth/consents/{handle}": [
+    async () => {
+      const url = `/oauth/consents/${encodeURIComponent(bConsent.handle)}`;
+      return { res: await call("POST", url, { token: b.token, body: { allow: false }, headers: { Cookie: bConsent.cookie } }), sent: url };
+    },
+  ],
   "GET /webhooks": [as(login, "GET", () => "/webhooks")],
   "POST /webhooks": [as(login, "POST", () => "/webhooks", { url: hookUrl("b-second") })],
   "GET /webhooks/{id}": [as(login, "GET", () => `/webhooks/${a.webhookId}`), as(login, "GET", () => `/webhooks/${b.webhookId}`)],
@@ -316,7 +343,8 @@ describe("tenants apart", () => {
         const { res, sent = "" } = await exercise();
         const text = await res.text();
         expect(res.status, `${operation}: ${text}`).toBeLessThan(500);
-        if (sent.includes(a.keyId) || sent.includes(a.webhookId)) expect(res.status, `${operation} with A's id: ${text}`).toBe(404);
+        if ([a.keyId, a.webhookId, a.connector.keyId].some((id) => sent.includes(id)))
+          expect(res.status, `${operation} with A's id: ${text}`).toBe(404);
         // B's call of its own succeeds, so what it reads is a real answer, not an error (but for the routes B holds no credential for).
         else if (!ROUTES_B_CANNOT_CALL.test(operation)) expect(res.status, `${operation}: ${text}`).toBeLessThan(300);
         expectNothingOfA(operation, `${[...res.headers].map(([n, v]) => `${n}: ${v}`).join("\n")}\n${text}`, sent);
@@ -361,9 +389,31 @@ describe("tenants apart", () => {
     }
   });
 
-  it("B's MCP tool results carry nothing of A's, with a live key and with a test key", async () => {
+  it("B's OAuth exchanges (metadata, registration, authorisation, refresh) carry nothing of A's; A's refresh token is not B's client's", async () => {
+    const exchanges: [string, Response][] = [
+      ["protected resource metadata", await workerFetch(`${ORIGIN}/.well-known/oauth-protected-resource`)],
+      ["authorisation server metadata", await workerFetch(`${ORIGIN}/.well-known/oauth-authorization-server`)],
+      ["B's refresh", await refresh(b.connector.clientId, b.connector.tokens.refresh_token)],
+      ["/mcp refusing B's client", await workerFetch(`${ORIGIN}/mcp`, { method: "POST", body: "{}" })],
+    ];
+    const clientId = await registerClient(`b-another-${tag}`);
+    exchanges.push([
+      "B's authorisation request",
+      await workerFetch(authorizeUrl(clientId, (await pkcePair()).challenge), { redirect: "manual" }),
+    ]);
+    for (const [where, res] of exchanges) {
+      expect(res.status, where).toBeLessThan(500);
+      expectNothingOfA(where, `${[...res.headers].map(([n, v]) => `${n}: ${v}`).join("\n")}\n${await res.text()}`);
+    }
+    const stolen = await refresh(b.connector.clientId, a.connector.tokens.refresh_token);
+    expect(stolen.status).toBe(400);
+    expect(await stolen.json()).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("B's MCP tool results carry nothing of A's, with a live key, a connector's OAuth token and a test key", async () => {
     for (const [apiKey, product] of [
       [b.key, { sku, id: productId }],
+      [b.connector.tokens.access_token, { sku, id: productId }],
       [b.testKey, { sku: sandboxSku, id: sandboxProductId }],
     ] as const) {
       const client = await mcpClient(apiKey);

@@ -18,6 +18,18 @@ import { publishToStreams } from "../../src/stream/publish.ts";
 import { DELIVERY_ARCHIVE_CRON } from "../../src/webhooks/delivery/delivery-archive.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { createCompetitor, createProduct, insertProducts, publishCatalogue, randomProductId } from "../helpers/catalogue-factory.ts";
+import {
+  authorizeUrl,
+  codeFor,
+  codeRedemption,
+  connect,
+  ORIGIN,
+  openConsent,
+  pkcePair,
+  refreshRequest,
+  registerClient,
+  workerFetch,
+} from "../helpers/connect.ts";
 import { commitEvents } from "../helpers/events.ts";
 import { call, randomTestIp, type WorkCountField } from "../helpers/http.ts";
 import { fetchDocument, METHODS } from "../helpers/openapi.ts";
@@ -47,7 +59,7 @@ const SIZES = [2_000, 20_000] as const;
  * pokes): D1 rows written, object requests (the key's and others') and the rows objects write, R2 writes (class A),
  * queue messages, outbound requests (signed deliveries, as the endpoints receive them) and bytes stored (the values
  * bound to D1's inserts and updates, and the size of each object R2 stores; an object's own bytes are bounded by its
- * rows).
+ * rows), and KV's reads and writes (one-click connect's OAuth records, src/connect/; a write is a put, a delete or a list).
  */
 interface Caused {
   d1RowsWritten: number;
@@ -57,6 +69,8 @@ interface Caused {
   queueMessages: number;
   outbound: number;
   bytesStored: number;
+  kvReads: number;
+  kvWrites: number;
 }
 /**
  * A read: one call to the key's object, which writes a row when it opens a block of admissions, and a `last_used`
@@ -70,6 +84,8 @@ const READ: Caused = {
   queueMessages: 0,
   outbound: 0,
   bytesStored: 0,
+  kvReads: 0,
+  kvWrites: 0,
 };
 /**
  * A budget: the most D1 statements and R2 reads (get, head) one invocation may make at any size, and what it may
@@ -215,6 +231,8 @@ async function measure(run: () => Promise<Response | undefined>, { clock = false
         statements
           .filter((s) => WRITE_STATEMENT.test(s.sql) && (clock || !CLOCK_STATEMENT.test(s.sql)))
           .reduce((sum, s) => sum + boundBytes(s.params), 0) + r2BytesPut,
+      kvReads: total("kvReads"),
+      kvWrites: total("kvWrites"),
     };
     const invocations = lines.map((line) => (line.request_id ? "request" : line.invocation));
     if (!meter) return { ...ran, costs, caused, invocations };
@@ -399,6 +417,8 @@ let productId: string;
 /** The owner's test key (a fresh one per size: a test key has the standard plan's 60 a minute), and a sandbox product. */
 let sandboxKey: string;
 let sandboxProductId: string;
+/** The access token of an AI client the owner connected by OAuth (its connector key). */
+let connectorToken: string;
 const OURS = "BUDGET-OURS";
 let priceChanges = 10;
 
@@ -542,6 +562,32 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
       () => ({ name: "renamed" }),
     ),
     writes(6, { d1RowsWritten: 1, bytesStored: 500 }),
+  ],
+  // One-click connect's consent (src/connect/), as the dashboard reads and answers it: its view from KV (a read); and
+  // allowed, the connector key's row as POST /api-keys writes one, the grant and its code in KV, the consent's records
+  // ended (the library's and the view): three KV reads (the view, the consent, the client) and four writes.
+  "GET /oauth/consents/{handle}": [
+    async () => {
+      const { handle } = await pendingConsent();
+      return route("GET", () => `/oauth/consents/${encodeURIComponent(handle)}`, login)();
+    },
+    budget(3, 0, undefined, { kvReads: 1 }),
+  ],
+  "POST /oauth/consents/{handle}": [
+    async () => {
+      const { handle, cookie } = await pendingConsent();
+      return async () => {
+        const res = await call("POST", `/oauth/consents/${encodeURIComponent(handle)}`, {
+          token: owner.token,
+          body: { allow: true },
+          headers: { Cookie: cookie },
+        });
+        expect(res.status, await res.clone().text()).toBe(200);
+        await res.arrayBuffer();
+        return res;
+      };
+    },
+    writes(6, { d1RowsWritten: 4, bytesStored: 1_000, kvReads: 3, kvWrites: 4 }),
   ],
   "GET /webhooks": [route("GET", () => "/webhooks", login), budget(3)],
   "POST /webhooks": [
@@ -700,6 +746,73 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
   ],
 };
 
+/** A consent of the owner's awaiting its answer (one-click connect): a client registered, its authorisation request made. */
+const pendingConsent = async () => openConsent(authorizeUrl(await registerClient("Budget agent"), (await pkcePair()).challenge));
+
+/** A call of one-click connect's own (a protocol request, as an MCP client sends it), with what it needs made beforehand. */
+const oauthCall =
+  (prepare: () => Promise<[string, RequestInit?]>, status = 200): Invocation =>
+  async () => {
+    const [url, init] = await prepare();
+    return async () => {
+      const res = await workerFetch(url, { redirect: "manual", ...init });
+      expect(res.status, `${url}: ${await res.clone().text()}`).toBe(status);
+      await res.arrayBuffer();
+      return res;
+    };
+  };
+
+/**
+ * One-click connect's OAuth endpoints (src/connect/routes.ts), not operations of the document (OAuth is its own
+ * protocol, as /mcp's is): each measured as a route is. None reads D1; each is counted in the client IP's bucket, and
+ * the library keeps its records in KV: a client's registration (a write), an authorisation request's consent and the
+ * dashboard's view of it (the client read twice, two writes), a code's or a refresh token's grant (read with its client,
+ * then written with the new access token).
+ */
+const OAUTH: Record<string, [Invocation, Budget]> = {
+  "GET /.well-known/oauth-protected-resource": [oauthCall(async () => [`${ORIGIN}/.well-known/oauth-protected-resource`]), budget(0)],
+  "GET /.well-known/oauth-authorization-server": [oauthCall(async () => [`${ORIGIN}/.well-known/oauth-authorization-server`]), budget(0)],
+  "POST /oauth/register": [
+    oauthCall(
+      async () => [
+        `${ORIGIN}/oauth/register`,
+        {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({
+            client_name: "Budget agent",
+            redirect_uris: ["http://127.0.0.1:33418/callback"],
+            token_endpoint_auth_method: "none",
+          }),
+        },
+      ],
+      201,
+    ),
+    budget(0, 0, undefined, { kvWrites: 1 }),
+  ],
+  "GET /oauth/authorize": [
+    oauthCall(async () => [authorizeUrl(await registerClient("Budget agent"), (await pkcePair()).challenge)], 302),
+    budget(0, 0, undefined, { kvReads: 2, kvWrites: 2 }),
+  ],
+  "POST /oauth/token (code)": [
+    oauthCall(async () => {
+      const { clientId, code, verifier } = await codeFor(owner.token);
+      return codeRedemption(clientId, code, verifier);
+    }),
+    budget(0, 0, undefined, { kvReads: 2, kvWrites: 2 }),
+  ],
+  "POST /oauth/token (refresh)": [
+    oauthCall(async () => {
+      const { clientId, tokens } = await connect(owner.token);
+      return refreshRequest(clientId, tokens.refresh_token);
+    }),
+    budget(0, 0, undefined, { kvReads: 2, kvWrites: 2 }),
+  ],
+};
+
+/** Every route measured: the document's operations, and one-click connect's OAuth endpoints. */
+const ALL_ROUTES = { ...ROUTES, ...OAUTH };
+
 /** A stream of the owner's, open once its first frame has come; `query` its rules. */
 async function openStream(key: string, query = "") {
   const res = await exports.default.fetch(
@@ -728,6 +841,9 @@ const MCP_TOOLS: Record<string, [Record<string, unknown>, Budget, (() => string)
   price_history: [{ product_id: "prd_budget_busy", points: 50 }, budget(4, 2)],
   list_competitors: [{}, budget(3, 2)],
   recent_changes: [{ limit: 20 }, budget(4, 2)],
+  // A connector key's OAuth token (one-click connect): the isolate knows the token's key after its client's first call,
+  // so a tool costs what it costs with an API key, and no KV read.
+  "list_competitors (connector token)": [{}, budget(3, 2), () => connectorToken],
   "search_products (test key)": [{ query: "Espresso", limit: 20 }, budget(0), testKey],
   "recent_changes (test key)": [{ limit: 20 }, budget(0), testKey],
 };
@@ -912,6 +1028,7 @@ beforeAll(async () => {
   streamKey = (await addKey(owner.token)).key;
   windowHookId = (await createWebhook(owner.token, { url: hookUrl("budget-window"), filters: { new_low_days: 30 } })).id;
   await newSandboxKey();
+  connectorToken = (await connect(owner.token, { clientName: "Budget agent" })).tokens.access_token;
   sandboxProducts = (await (await call("GET", "/products", { token: sandboxKey })).json<{ products: SandboxProduct[] }>()).products;
   sandboxProductId = (await (await call("GET", "/products?sku=TEST-CF-0001", { token: sandboxKey })).json<{ products: SandboxProduct[] }>())
     .products[0]!.id;
@@ -959,7 +1076,7 @@ describe("work budgets", () => {
     }, 600_000);
 
     // Each waits for what it set off to end (up to 12 s), so each has a minute.
-    it.each(Object.keys(ROUTES))("%s", async (name) => expectWithin(name, await measureRoute(name), ROUTES[name]![1]), 60_000);
+    it.each(Object.keys(ALL_ROUTES))("%s", async (name) => expectWithin(name, await measureRoute(name), ALL_ROUTES[name]![1]), 60_000);
     it.each(Object.keys(MCP_TOOLS))(
       "MCP %s",
       async (name) => expectWithin(`MCP ${name}`, await measureTool(name), MCP_TOOLS[name]![1]),
@@ -970,7 +1087,7 @@ describe("work budgets", () => {
 });
 
 async function measureRoute(name: string): Promise<Measured> {
-  const [invocation, limits] = ROUTES[name]!;
+  const [invocation, limits] = ALL_ROUTES[name]!;
   const run = await invocation();
   // Counted at the bindings (a stream), or its rows totalled: nothing else may be running.
   if (limits.rowsRead !== undefined || name.startsWith("GET /events/stream")) await settle();
@@ -1021,7 +1138,7 @@ describe("another account's rows", () => {
   /** The catalogue's events when each entry was measured alone: a span that runs to now holds those committed since. */
   const eventsAlone = new Map<string, number>();
   const entries = () => [
-    ...Object.keys(ROUTES).map((name) => [name, () => measureRoute(name)] as const),
+    ...Object.keys(ALL_ROUTES).map((name) => [name, () => measureRoute(name)] as const),
     ...Object.keys(MCP_TOOLS).map((name) => [`MCP ${name}`, () => measureTool(name)] as const),
     ...Object.keys(BACKGROUND).map((name) => [name, () => measureBackground(name)] as const),
   ];

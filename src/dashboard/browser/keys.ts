@@ -152,6 +152,7 @@ function keyRow(key: ApiKey, byKeyId: Map<string, ApiKey>): HTMLTableRowElement 
     key.rotated_from && el("p", { class: "lineage" }, "Replaces ", prefixOf(key.rotated_from)),
     key.rotated_to && el("p", { class: "lineage" }, "Replaced by ", prefixOf(key.rotated_to)),
     key.revoked_reason === "leaked" && el("p", { class: "lineage leaked" }, "Found in public: revoked"),
+    key.kind === "connector" && el("p", { class: "lineage" }, "Connector: an AI client connected by OAuth; revoke to disconnect it"),
   ];
   const cell = (label: string, ...children: Array<Node | string | false | null>) => el("td", { "data-label": label }, ...children);
   return el(
@@ -176,7 +177,10 @@ function keyRow(key: ApiKey, byKeyId: Map<string, ApiKey>): HTMLTableRowElement 
       el(
         "div",
         { class: "actions" },
-        active && !key.rotated_to && actionButton("Rotate", target, (b) => void attempt(() => rotate(key), slot, b)),
+        active &&
+          !key.rotated_to &&
+          key.kind !== "connector" &&
+          actionButton("Rotate", target, (b) => void attempt(() => rotate(key), slot, b)),
         key.status !== "revoked" && actionButton("Revoke", target, (b) => void attempt(() => revoke(key), slot, b), "danger"),
         moreMenu(
           target,

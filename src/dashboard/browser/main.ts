@@ -17,6 +17,7 @@ import {
   startLogin,
   wasSignedIn,
 } from "./auth.ts";
+import { askConsent, rememberConsent } from "./connect.ts";
 import { setUpDialogs } from "./dialogs.ts";
 import { attempt, byId, clearFeedback, onSubmit, say, setUpMenus } from "./dom.ts";
 import { environment, hashFor, keyLimits, onEnvironmentChanged, readHash, useEnvironment } from "./environment.ts";
@@ -146,6 +147,8 @@ async function firstLoad(): Promise<void> {
   if (failure === undefined) {
     loaded = true;
     route();
+    // An AI client waiting for this account's consent (one-click connect): asked once the account is shown.
+    void attempt(askConsent, byId("keys-feedback"));
     return;
   }
   showLoadError(failure);
@@ -181,6 +184,7 @@ async function signOut(): Promise<void> {
 }
 
 async function start(): Promise<void> {
+  rememberConsent();
   setUpDialogs();
   setUpMenus();
   setUpKeys();
