@@ -1531,7 +1531,10 @@ export interface components {
             buckets: components["schemas"]["UsageBucket"][];
         };
         CreatedWebhook: {
-            /** @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+            /**
+             * @description whk_… for a webhook; sub_… for an MCP events subscription (its X-MCP-Subscription-Id)
+             * @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
             id: string;
             url: string;
             description: string | null;
@@ -1555,6 +1558,17 @@ export interface components {
              */
             disabled_at: string | null;
             disabled_reason: string | null;
+            /**
+             * @description webhook: made with POST /webhooks; mcp: an MCP events subscription, made by one of the account's keys on /mcp (events/subscribe), delivered like a webhook; DELETE ends it
+             * @enum {string}
+             */
+            source: "webhook" | "mcp";
+            /**
+             * Format: date-time
+             * @description An MCP subscription's end unless its key refreshes it (nothing is delivered past it); null for a webhook
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            expires_at: string | null;
             /** @description The signing secret (Standard Webhooks): in this response only */
             secret: string;
         };
@@ -1643,7 +1657,10 @@ export interface components {
         };
         /** @description A webhook as listed: never its secret. */
         Webhook: {
-            /** @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+            /**
+             * @description whk_… for a webhook; sub_… for an MCP events subscription (its X-MCP-Subscription-Id)
+             * @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
             id: string;
             url: string;
             description: string | null;
@@ -1667,6 +1684,17 @@ export interface components {
              */
             disabled_at: string | null;
             disabled_reason: string | null;
+            /**
+             * @description webhook: made with POST /webhooks; mcp: an MCP events subscription, made by one of the account's keys on /mcp (events/subscribe), delivered like a webhook; DELETE ends it
+             * @enum {string}
+             */
+            source: "webhook" | "mcp";
+            /**
+             * Format: date-time
+             * @description An MCP subscription's end unless its key refreshes it (nothing is delivered past it); null for a webhook
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            expires_at: string | null;
         };
         TestEventQueued: {
             event_id: string;

@@ -3,7 +3,8 @@ import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import { requireApiKey } from "../operation/guards.ts";
-import { keySandbox } from "../sandbox/stub.ts";
+import { accountBudgets } from "../rate-limit/stub.ts";
+import { accountSandbox, keySandbox } from "../sandbox/stub.ts";
 import { sandboxToolData } from "./sandbox-tools.ts";
 import { mcpServer } from "./server.ts";
 import { liveToolData } from "./tool-data.ts";
@@ -34,11 +35,19 @@ export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) =>
           .catch(() => undefined)
       : undefined;
   if (Array.isArray(message)) throw new ApiError(400, BATCH_REFUSED);
-  const { db, archive, catalogue } = c.var.services;
-  const { environment, scopes } = c.var.apiKey;
+  const { db, archive, catalogue, queue, config, work } = c.var.services;
+  const { id, accountId, environment, scopes } = c.var.apiKey;
   // A test key's tools read its account's sandbox; a live key's, the catalogue.
   const data = environment === "test" ? sandboxToolData({ db, catalogue }, keySandbox(c)) : liveToolData({ db, archive, catalogue });
-  const server = mcpServer(data, scopes);
+  const server = mcpServer(data, scopes, {
+    db,
+    archive,
+    queue,
+    config,
+    budgets: accountBudgets(c.env.RATE_LIMIT_BUCKETS, work),
+    sandboxOf: (account) => accountSandbox(c.env.SANDBOX, work, account),
+    key: { id, accountId, environment, scopes },
+  });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {

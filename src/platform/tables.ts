@@ -220,6 +220,9 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 export const ACCOUNT_EVENT_TYPES = ["api_key.leaked", "api_key.expiring", "webhook.disabled", "usage.threshold"] as const;
 export type AccountEventType = (typeof ACCOUNT_EVENT_TYPES)[number];
 
+/** Who made a webhook row: the account (POST /webhooks), or a key's MCP events subscription. */
+export const WEBHOOK_SOURCES = ["webhook", "mcp"] as const;
+
 /** An account's endpoint. The signing secret is stored only encrypted (src/webhooks/secrets.ts). */
 export const webhooks = sqliteTable(
   "webhooks",
@@ -251,8 +254,18 @@ export const webhooks = sqliteTable(
     previousSecretExpiresAt: text("previous_secret_expires_at"),
     /** `test`: receives only its account's sandbox events; `live`: never them. Fixed at creation. */
     environment: text("environment", { enum: ENVIRONMENTS }).notNull().default("live"),
+    /** `webhook`: made with POST /webhooks; `mcp`: an MCP events subscription (src/mcp/events/), made by a key on /mcp. */
+    source: text("source", { enum: WEBHOOK_SOURCES }).notNull().default("webhook"),
+    /** An MCP subscription's end unless its key refreshes it (events/subscribe again); past it, nothing is delivered. */
+    expiresAt: text("expires_at"),
+    /** The key that made an MCP subscription (its principal); null for a webhook. */
+    apiKeyId: text("api_key_id"),
   },
-  (t) => [index("webhooks_account_created").on(t.accountId, t.createdAt), index("webhooks_status").on(t.status)],
+  (t) => [
+    index("webhooks_account_created").on(t.accountId, t.createdAt),
+    index("webhooks_status").on(t.status),
+    index("webhooks_expires").on(t.expiresAt),
+  ],
 );
 
 /**

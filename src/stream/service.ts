@@ -94,7 +94,7 @@ export async function subscribe(hub: DurableObjectStub<StreamHub>, subscription:
  * A feed event as the rules read it (the price change in minor units comes from its own prices), holding the
  * feed event itself: the stream sends that, exactly as GET /events gives it, not the rules' view.
  */
-function alertEventOfFeed(event: FeedEvent): AlertEvent & { feed: FeedEvent } {
+export function alertEventOfFeed(event: FeedEvent): AlertEvent & { feed: FeedEvent } {
   if (event.type !== "price.changed") return { ...event, data: event.data, feed: event };
   const { old_price: before, new_price: after, currency } = event.data;
   return {
@@ -119,26 +119,29 @@ async function openingReads(
   key: StreamKey,
   sandbox: AccountSandbox,
 ): Promise<{ expiresAt: number | null; present: string | undefined }> {
-  // The present is an event the stream's feed holds, never another account's: a live stream's is the catalogue's latest
-  // (account events have an account), a test stream's its own sandbox's latest (its object's). The catalogue's is the
-  // newer of its two types' newest, each sought through the (type, seq) index, so other accounts' events (account events
-  // have types of their own) are not read on the way.
-  const catalogueNewest = (type: string) =>
-    sql`(SELECT seq FROM ${events} WHERE type = ${type} AND account_id IS NULL ORDER BY seq DESC LIMIT 1)`;
   const expiry = db.select({ expiresAt: apiKeys.expiresAt }).from(apiKeys).where(eq(apiKeys.id, key.id));
   const [[row], [latest]] =
     key.environment === "test"
       ? await Promise.all([expiry, sandbox.events({ limit: 1, newestFirst: true })])
-      : await db.batch([
-          expiry,
-          db
-            .select({ id: events.id })
-            .from(events)
-            .where(sql`${events.seq} IN (${sql.join(WEBHOOK_EVENT_TYPES.map(catalogueNewest), sql`, `)})`)
-            .orderBy(desc(events.seq))
-            .limit(1),
-        ]);
+      : await db.batch([expiry, cataloguePresent(db)]);
   return { expiresAt: row?.expiresAt ? Date.parse(row.expiresAt) : null, present: latest?.id };
+}
+
+/**
+ * Where a live feed's present is (also MCP events' cursor "now": src/mcp/events/service.ts): the catalogue's latest
+ * event (account events have an account; a test key's present is its own sandbox's latest, its object's). The newer of
+ * its two types' newest, each sought through the (type, seq) index, so other accounts' events (account events have
+ * types of their own) are not read on the way.
+ */
+export function cataloguePresent(db: Database) {
+  const catalogueNewest = (type: string) =>
+    sql`(SELECT seq FROM ${events} WHERE type = ${type} AND account_id IS NULL ORDER BY seq DESC LIMIT 1)`;
+  return db
+    .select({ id: events.id })
+    .from(events)
+    .where(sql`${events.seq} IN (${sql.join(WEBHOOK_EVENT_TYPES.map(catalogueNewest), sql`, `)})`)
+    .orderBy(desc(events.seq))
+    .limit(1);
 }
 
 /** The key a stream serves: its id (its expiry), its account and its environment (which data). */

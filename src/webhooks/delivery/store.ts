@@ -54,7 +54,7 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
 
 /**
  * The enabled webhooks that want the event (their types, min_change_pct and alert rules, decided by
- * src/alerts/rules.ts): one delivery message each. An account event (src/account-events/) goes only to its
+ * src/alerts/rules.ts): one delivery message each; an MCP subscription past its expires_at (lapsed) is not one of them. An account event (src/account-events/) goes only to its
  * own account's webhooks that subscribe to its type; the alert rules are about prices; a sandbox event only to its
  * account's test webhooks. One D1 query for the webhooks (candidateWebhooks), and at most two for the rules' facts, for
  * the whole batch (and for each account's sandbox in it).
@@ -80,7 +80,7 @@ export async function fanOut(sources: FactSources, events: readonly EventMessage
         catalogue,
         accountEvents.map((message) => String(message.event.data.account_id)),
         sandboxes,
-      )})`,
+      )}) AND (${webhooks.expiresAt} IS NULL OR ${webhooks.expiresAt} > ${new Date().toISOString()})`,
     );
   const delivery = (webhookId: string, message: EventMessage): DeliveryMessage => ({
     kind: "delivery",
