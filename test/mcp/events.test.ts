@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { and, eq, sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import { MAX_SUBSCRIPTIONS_PER_ACCOUNT } from "../../src/mcp/events/service.ts";
 import { database } from "../../src/platform/db.ts";
@@ -15,7 +16,7 @@ import { call, expectJson } from "../helpers/http.ts";
 import { eventsCall, mcpClient, postMcp } from "../helpers/mcp.ts";
 import { testAccount } from "../helpers/sandbox.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { ingest } from "../helpers/webhooks.ts";
+import { ingest, runQueue } from "../helpers/webhooks.ts";
 
 /**
  * The MCP events extension on /mcp (src/mcp/events/), through workerd with the real D1, queues and objects: the SDK's
@@ -224,6 +225,21 @@ describe("a subscription's deliveries", () => {
     expect(deliveriesTo(url)).toEqual([]);
   });
 
+  it("a subscription ends with its key: once the key is revoked, the fan-out does not pick it", async () => {
+    const account = await freshAccount({ plan: "premium" });
+    const { id } = await subscribed(account.key);
+    const sku = await sonyMoves("260.00");
+    const [stored] = await db()
+      .select()
+      .from(events)
+      .where(and(eq(events.type, "price.changed"), sql`${events.payload} ->> '$.data.sku' = ${sku}`));
+    const wanted = async () =>
+      (await fanOut({ db: db(), sandboxOf: () => undefined as never }, [eventMessageOf(stored!)])).map((d) => d.webhook_id);
+    expect(await wanted()).toContain(id);
+    expect((await call("DELETE", `/api-keys/${account.keyId}`, { token: account.token })).status).toBe(200);
+    expect(await wanted()).not.toContain(id);
+  });
+
   it("events/unsubscribe ends it: nothing more arrives; a second unsubscribe is -32011", async () => {
     const { key } = await freshAccount({ plan: "premium" });
     const { client, url, params, id } = await subscribed(key);
@@ -237,6 +253,34 @@ describe("a subscription's deliveries", () => {
       code: -32011,
       data: { kind: "subscription" },
     });
+  });
+});
+
+describe("replay from a cursor", () => {
+  it("a new subscription given a feed cursor is sent the matching events after it (POST /webhooks/{id}/replay's path), signed and headed like any delivery", async () => {
+    const { key } = await freshAccount({ plan: "premium" });
+    const client = await mcpClient(key);
+    const { cursor } = await eventsCall(client, "events/poll", { name: "price.changed", arguments: {}, cursor: null });
+    await sonyMoves("279.00", { brand: "Bose" });
+    const sku = await sonyMoves("265.00");
+    // What the replay queues is caught here and delivered by the consumer (the real queue would, after this test).
+    const replayed: DeliveryMessage[] = [];
+    const queued = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockImplementation(async (messages) => {
+      replayed.push(...[...messages].map((message) => message.body as DeliveryMessage));
+      return {} as QueueSendBatchResponse;
+    });
+    let sub: Awaited<ReturnType<typeof subscribed>>;
+    try {
+      sub = await subscribed(key, SONY_BELOW_280, { cursor });
+    } finally {
+      queued.mockRestore();
+    }
+    expect(sub.answer).toMatchObject({ cursor, truncated: false });
+    expect(replayed.map((message) => [message.webhook_id, message.event.data.sku])).toEqual([[sub.id, sku]]);
+    await runQueue(replayed);
+    const [delivery] = deliveriesTo(sub.url);
+    expect(delivery!.headers["x-mcp-subscription-id"]).toBe(sub.id);
+    expect(verifyWithLibrary(sub.secret, delivery!)).toMatchObject({ name: "price.changed", data: { sku, new_price: "265.00" } });
   });
 });
 
