@@ -70,7 +70,7 @@ export function installReceiver(): Receiver {
  * A receiver's default answer: "ok", or to an MCP subscription's verification POST (src/mcp/events/service.ts), its
  * challenge echoed, as an endpoint that wants the deliveries does.
  */
-export const echoChallenge: Responder = (request) => {
+const echoChallenge: Responder = (request) => {
   const body = (() => {
     try {
       return JSON.parse(request.body) as { type?: unknown; challenge?: unknown };

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { alertFilterFields, MAX_FILTERS_BYTES, requireCurrency } from "../../alerts/schema.ts";
+import { PriceChangedEvent, StockChangedEvent } from "../../events/schema.ts";
 import { WEBHOOK_EVENT_TYPES } from "../../platform/tables.ts";
 import { minChangePct } from "../../webhooks/schema.ts";
 
@@ -24,7 +25,6 @@ export const eventArguments = z
   .refine((rules) => new TextEncoder().encode(JSON.stringify(rules)).byteLength <= MAX_FILTERS_BYTES, {
     error: `must be at most 16 KiB (${MAX_FILTERS_BYTES.toLocaleString("en")} bytes) as JSON`,
   });
-export type EventArguments = z.output<typeof eventArguments>;
 
 const name = z.string({ error: "must be a string: an event name from events/list" });
 const args = z.unknown().optional();
@@ -36,7 +36,7 @@ const cursor = z
 const maxAgeMs = z.int({ error: "must be a whole number of milliseconds" }).min(0, { error: "must be at least 0" }).optional();
 
 /** How many matching events a poll returns at most, and by default. */
-export const MAX_POLL_EVENTS = 1000;
+const MAX_POLL_EVENTS = 1000;
 export const DEFAULT_POLL_EVENTS = 100;
 
 export const pollParams = z.object({
@@ -89,6 +89,8 @@ export const MAX_TTL_MS = 24 * 60 * 60_000;
 /** How often a poller is asked to come back (ms), when nothing more is waiting. */
 export const NEXT_POLL_MS = 10_000;
 
+const PAYLOADS = { "price.changed": PriceChangedEvent, "stock.changed": StockChangedEvent };
+
 const DESCRIPTIONS: Record<EventName, string> = {
   "price.changed":
     "An offer's price changed (GET /events' price.changed): the arguments are a webhook's alert rules, e.g. " +
@@ -104,9 +106,7 @@ export function eventTypes() {
     description: DESCRIPTIONS[eventName],
     delivery: ["poll", "webhook"],
     inputSchema,
-    payloadSchema: {
-      type: "object",
-      description: `The event's data as GET /events gives a ${eventName} (its data object)`,
-    },
+    // The `data` of GET /events' event of this type (each occurrence's `data`).
+    payloadSchema: z.toJSONSchema(PAYLOADS[eventName].shape.data, { io: "output", unrepresentable: "any" }),
   }));
 }

@@ -39,7 +39,7 @@ import {
 } from "./schema.ts";
 
 /**
- * The MCP events extension on /mcp (docs/mcp.md "Events"): poll, subscribe and unsubscribe for price.changed and
+ * The MCP events extension on /mcp (docs/webhooks.md "MCP events subscriptions"): poll, subscribe and unsubscribe for price.changed and
  * stock.changed. A subscription IS a webhook row (source "mcp"): its id derived from (key, url, name, arguments), the key
  * that made it, its rules (the arguments: a webhook's alert rules), the client's own secret (encrypted like a webhook's),
  * an expires_at the client pushes on by subscribing again, and the key's environment (a test key's hears its sandbox
@@ -69,7 +69,7 @@ export class EventsError extends Error {
   }
 }
 
-export const INVALID_PARAMS = -32602;
+const INVALID_PARAMS = -32602;
 const NOT_FOUND = -32011;
 const FORBIDDEN = -32012;
 const RESOURCE_EXHAUSTED = -32013;

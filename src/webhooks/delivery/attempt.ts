@@ -63,7 +63,7 @@ export async function attemptDelivery(
 }
 
 /** Enabled, and (an MCP subscription) not lapsed: a lapsed subscription delivers nothing, its retries included. */
-export const delivers = (webhook: WebhookRow | undefined): webhook is WebhookRow =>
+const delivers = (webhook: WebhookRow | undefined): webhook is WebhookRow =>
   webhook?.status === "enabled" && (webhook.expiresAt === null || Date.parse(webhook.expiresAt) > Date.now());
 
 /** Why an attempt was not sent: src/webhooks/delivery/endpoint.ts sends one probe at a time to a failing endpoint. */
