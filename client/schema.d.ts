@@ -327,7 +327,7 @@ export interface paths {
         head?: never;
         /**
          * Edit a webhook, or disable or enable it
-         * @description Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not change.
+         * @description Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not change. An MCP events subscription (source mcp) may change only description and status: its url, events, min_change_pct and filters make its id (400).
          */
         patch: operations["updateWebhook"];
         trace?: never;

@@ -132,7 +132,8 @@ const updateWebhookRoute = createRoute(
     summary: "Edit a webhook, or disable or enable it",
     description:
       "Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not " +
-      "change.",
+      "change. An MCP events subscription (source mcp) may change only description and status: its url, events, min_change_pct " +
+      "and filters make its id (400).",
     request: { params: webhookIdParam, query: noQuery, body: jsonBody(webhookPatchBody, "The fields to change") },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The webhook as it now is", Webhook) },

@@ -178,6 +178,14 @@ export async function updateWebhook(
   const current = await findAccountWebhook(db, { accountId, id });
   if (current.environment === "test" && patch.events !== undefined && !onlySandboxTypes(patch.events))
     throw new ApiError(400, `Invalid body: events: ${SANDBOX_TYPES_ONLY}.`);
+  // What an MCP subscription listens for and where it delivers are what its id is made of (src/mcp/events/service.ts).
+  const identity = (["url", "events", "min_change_pct", "filters"] as const).find((field) => patch[field] !== undefined);
+  if (current.source === "mcp" && identity)
+    throw new ApiError(
+      400,
+      `Invalid body: ${identity}: an MCP subscription's url, events, min_change_pct and filters cannot change (they make its id); ` +
+        "its key unsubscribes and subscribes again instead. description and status may change.",
+    );
   const changes: Partial<WebhookRow> = {
     url,
     events: patch.events,

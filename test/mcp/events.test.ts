@@ -327,6 +327,12 @@ describe("the account's webhooks list", () => {
     ]);
     expect(listed[0]!.filters).toEqual(SONY_BELOW_280);
 
+    // What it listens for and where it delivers make its id: PATCH may not change them (a description, or status, it may).
+    const patched = await call("PATCH", `/webhooks/${id}`, { token: owner.token, body: { filters: { brands: ["Bose"] } } });
+    expect(patched.status).toBe(400);
+    expect((await patched.json<{ detail: string }>()).detail).toContain("filters");
+    expect((await call("PATCH", `/webhooks/${id}`, { token: owner.token, body: { description: "my agent" } })).status).toBe(200);
+
     const other = await freshAccount({ plan: "premium" });
     expect((await expectJson(await call("GET", "/webhooks", { token: other.token }), 200)).webhooks).toEqual([]);
     expect((await call("GET", `/webhooks/${id}`, { token: other.token })).status).toBe(404);
