@@ -4,7 +4,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
-import { MAX_SUBSCRIPTIONS_PER_ACCOUNT } from "../../src/mcp/events/service.ts";
+import { MAX_SUBSCRIPTIONS_PER_ACCOUNT, sweepLapsedSubscriptions } from "../../src/mcp/events/service.ts";
 import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
@@ -229,6 +229,9 @@ describe("a subscription's deliveries", () => {
     expect(deliveries.map((delivery) => delivery.webhook_id)).not.toContain(id);
     await quietFor(500);
     expect(deliveriesTo(url)).toEqual([]);
+    // The cron's sweep then deletes it (its delivery records with it).
+    expect(await sweepLapsedSubscriptions(db())).toBeGreaterThanOrEqual(1);
+    expect(await db().select().from(webhooks).where(eq(webhooks.id, id))).toEqual([]);
   });
 
   it("a subscription ends with its key: once the key is revoked, the fan-out does not pick it", async () => {
@@ -384,6 +387,36 @@ describe("environments", () => {
   });
 });
 
+describe("the account's cap", () => {
+  it(`an account holding ${MAX_SUBSCRIPTIONS_PER_ACCOUNT} subscriptions gets -32013 for another; a refresh of one it holds still works`, async () => {
+    const account = await freshAccount({ plan: "premium" });
+    const first = await subscribed(account.key);
+    await holdSubscriptions(account, MAX_SUBSCRIPTIONS_PER_ACCOUNT - 1);
+    const client = await mcpClient(account.key);
+    const refused = await refusal(
+      eventsCall(client, "events/subscribe", { ...first.params, arguments: { brands: ["Bose"] }, delivery: first.params.delivery }),
+    );
+    expect(refused).toMatchObject({ code: -32013, data: { limit: "subscriptions", max: MAX_SUBSCRIPTIONS_PER_ACCOUNT } });
+    expect((await eventsCall(client, "events/subscribe", first.params)).id).toBe(first.id);
+  });
+});
+
+/** `count` live subscriptions of the account's key, as events/subscribe writes them, each to SKUs of its own. */
+async function holdSubscriptions(account: { sub: string; keyId: string }, count: number) {
+  const rows = Array.from({ length: count }, (_, i) => ({
+    id: `sub_${newId("x").slice(2)}`,
+    filters: JSON.stringify({ skus: [`A-${i}-${newSku()}`] }),
+  }));
+  await env.DB.prepare(
+    `INSERT INTO webhooks (id, account_id, url, events, min_change_bp, filters, status, secret_ciphertext, created_at, environment,
+      source, expires_at, api_key_id)
+     SELECT r.value ->> 'id', ?1, 'https://hooks.test/a', '["price.changed"]', 0, r.value ->> 'filters', 'enabled', 'v1.x.y', ?2,
+       'live', 'mcp', ?3, ?4 FROM json_each(?5) r`,
+  )
+    .bind(account.sub, new Date().toISOString(), new Date(Date.now() + 3_600_000).toISOString(), account.keyId, JSON.stringify(rows))
+    .run();
+}
+
 describe("no account's subscriptions slow another's", () => {
   it("B's delivery costs the same D1 work beside A's 1,000 subscriptions as alone", async () => {
     const a = await freshAccount({ plan: "premium" });
@@ -403,19 +436,8 @@ describe("no account's subscriptions slow another's", () => {
     const alone = await measure();
     expect(alone.to).toContain(id);
 
-    // A's 1,000 subscriptions, as its keys' events/subscribe writes them: each to SKUs of its own, live, enabled, unexpired.
-    const rows = Array.from({ length: MAX_SUBSCRIPTIONS_PER_ACCOUNT }, (_, i) => ({
-      id: `sub_${newId("x").slice(2)}`,
-      filters: JSON.stringify({ skus: [`A-${i}-${newSku()}`] }),
-    }));
-    await env.DB.prepare(
-      `INSERT INTO webhooks (id, account_id, url, events, min_change_bp, filters, status, secret_ciphertext, created_at, environment,
-        source, expires_at, api_key_id)
-       SELECT r.value ->> 'id', ?1, 'https://hooks.test/a', '["price.changed"]', 0, r.value ->> 'filters', 'enabled', 'v1.x.y', ?2,
-         'live', 'mcp', ?3, ?4 FROM json_each(?5) r`,
-    )
-      .bind(a.sub, new Date().toISOString(), new Date(Date.now() + 3_600_000).toISOString(), a.keyId, JSON.stringify(rows))
-      .run();
+    // A's 1,000 subscriptions, as its key's events/subscribe writes them: each to SKUs of its own, live, enabled, unexpired.
+    await holdSubscriptions(a, MAX_SUBSCRIPTIONS_PER_ACCOUNT);
     const beside = await measure();
     expect(beside).toEqual(alone);
   });
