@@ -335,6 +335,8 @@ describe("the account's webhooks list", () => {
     expect(patched.status).toBe(400);
     expect((await patched.json<{ detail: string }>()).detail).toContain("filters");
     expect((await call("PATCH", `/webhooks/${id}`, { token: owner.token, body: { description: "my agent" } })).status).toBe(200);
+    // Its secret is its client's: the server does not make it one.
+    expect((await call("POST", `/webhooks/${id}/rotate-secret`, { token: owner.token, body: {} })).status).toBe(409);
 
     const other = await freshAccount({ plan: "premium" });
     expect((await expectJson(await call("GET", "/webhooks", { token: other.token }), 200)).webhooks).toEqual([]);
