@@ -351,7 +351,7 @@ export interface paths {
         head?: never;
         /**
          * Edit a webhook, or disable or enable it
-         * @description Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not change.
+         * @description Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not change. An MCP events subscription (source mcp) may change only description and status: its url, events, min_change_pct and filters make its id (400).
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -387,7 +387,7 @@ export interface paths {
         put?: never;
         /**
          * Replace the signing secret
-         * @description The new secret is in this response only. During the grace (grace_seconds, default 86400, at most 604800) each delivery carries two signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one. Concurrent calls take effect one after another: a call that lost the race answers 409 and changes nothing.
+         * @description The new secret is in this response only. During the grace (grace_seconds, default 86400, at most 604800) each delivery carries two signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one. Concurrent calls take effect one after another: a call that lost the race answers 409 and changes nothing. An MCP events subscription (source mcp) answers 409: its secret is its client's, replaced when the client subscribes again with a new one.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -1580,7 +1580,10 @@ export interface components {
             buckets: components["schemas"]["UsageBucket"][];
         };
         CreatedWebhook: {
-            /** @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+            /**
+             * @description whk_… for a webhook; sub_… for an MCP events subscription (its X-MCP-Subscription-Id)
+             * @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
             id: string;
             url: string;
             description: string | null;
@@ -1604,6 +1607,17 @@ export interface components {
              */
             disabled_at: string | null;
             disabled_reason: string | null;
+            /**
+             * @description webhook: made with POST /webhooks; mcp: an MCP events subscription, made by one of the account's keys on /mcp (events/subscribe), delivered like a webhook; DELETE ends it
+             * @enum {string}
+             */
+            source: "webhook" | "mcp";
+            /**
+             * Format: date-time
+             * @description An MCP subscription's end unless its key refreshes it (nothing is delivered past it); null for a webhook
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            expires_at: string | null;
             /** @description The signing secret (Standard Webhooks): in this response only */
             secret: string;
         };
@@ -1692,7 +1706,10 @@ export interface components {
         };
         /** @description A webhook as listed: never its secret. */
         Webhook: {
-            /** @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+            /**
+             * @description whk_… for a webhook; sub_… for an MCP events subscription (its X-MCP-Subscription-Id)
+             * @example whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d
+             */
             id: string;
             url: string;
             description: string | null;
@@ -1716,6 +1733,17 @@ export interface components {
              */
             disabled_at: string | null;
             disabled_reason: string | null;
+            /**
+             * @description webhook: made with POST /webhooks; mcp: an MCP events subscription, made by one of the account's keys on /mcp (events/subscribe), delivered like a webhook; DELETE ends it
+             * @enum {string}
+             */
+            source: "webhook" | "mcp";
+            /**
+             * Format: date-time
+             * @description An MCP subscription's end unless its key refreshes it (nothing is delivered past it); null for a webhook
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            expires_at: string | null;
         };
         TestEventQueued: {
             event_id: string;

@@ -5,7 +5,9 @@
  * signature with the `standardwebhooks` library (as a real receiver would) and prints the event.
  * It answers `--status` (204 by default) to verified requests, so 500 or 410 show the worker's
  * retries and disabling; a request whose signature does not verify gets 401 and is printed as such.
- * The secret is the `whsec_…` that POST /webhooks returned (also read from WEBHOOK_SECRET).
+ * The secret is the `whsec_…` that POST /webhooks returned (also read from WEBHOOK_SECRET), or the one an MCP client gave
+ * events/subscribe: then a verified `verification` POST is answered with its challenge, as the subscription asks, and
+ * each event (an MCP EventOccurrence) is printed with its X-MCP-Subscription-Id.
  * Point a webhook at it with WEBHOOK_ALLOW_INSECURE_URLS=true (the .dev.vars default); see docs/webhooks.md.
  */
 import { createServer } from "node:http";
@@ -50,8 +52,15 @@ const server = createServer((req, res) => {
     const body = Buffer.concat(chunks).toString("utf8");
     const headers = Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, String(value)]));
     try {
-      const event = webhook.verify(body, headers) as { type: string; data: unknown };
-      console.log(`${time()} ✓ ${event.type}  webhook-id ${headers["webhook-id"]}  (signature verified; answering ${status})`);
+      const event = webhook.verify(body, headers) as { type?: string; name?: string; challenge?: string; data: unknown };
+      const subscription = headers["x-mcp-subscription-id"];
+      if (event.type === "verification") {
+        console.log(`${time()} ✓ verification of MCP subscription ${subscription} (signature verified; echoing the challenge)`);
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ challenge: event.challenge }));
+        return;
+      }
+      const what = subscription ? `${event.name}  subscription ${subscription}` : event.type;
+      console.log(`${time()} ✓ ${what}  webhook-id ${headers["webhook-id"]}  (signature verified; answering ${status})`);
       console.log(JSON.stringify(event.data, null, 2));
       res.writeHead(status).end();
     } catch (error) {

@@ -6,6 +6,7 @@ import { archiveHistory } from "./catalogue/history-archive.ts";
 import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
+import { sweepLapsedSubscriptions } from "./mcp/events/service.ts";
 import { WorkMeter } from "./platform/metered.ts";
 import { retryStreamPushes } from "./stream/hubs.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
@@ -50,6 +51,7 @@ export default {
         announceExpiringKeys(db, queue),
         retryPlanPushes(db, keyObjectControl(env, work)),
         retryStreamPushes(db, env, work),
+        sweepLapsedSubscriptions(db),
       ]);
       for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
     } finally {

@@ -47,6 +47,8 @@ export interface KeyData {
    * asks for what was just written (the stream's backfill meets its hub's pushes): the live feed then skips a replica.
    */
   feed(query: EventsQuery, options?: { newestFirst?: boolean; latest?: boolean }): Promise<EventFeed>;
+  /** How far back the feed reaches: the live feed's 30 days, a sandbox's 7. */
+  readonly retentionMs: number;
   /** The newest event of this feed (the stream's present, when it opens without a cursor). */
   newestEventId(): Promise<string | undefined>;
   /** What the alert rules ask about this feed's events (a stream's filters). */

@@ -14,6 +14,7 @@ import {
   snapshotEtag,
 } from "../catalogue/service.ts";
 import { streamOf, wholeCatalogue } from "../catalogue/snapshot/read.ts";
+import { RETENTION_MS } from "../events/retention.ts";
 import { listEvents, listEventsNewestFirst, newestCatalogueEventId } from "../events/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import type { KeyData } from "./door.ts";
@@ -62,6 +63,7 @@ export function liveData(services: LiveServices): KeyData {
     },
     feed: (query, { newestFirst = false, latest = false } = {}) =>
       (newestFirst ? listEventsNewestFirst : listEvents)(latest ? services.db : services.replica, services.archive, query),
+    retentionMs: RETENTION_MS,
     newestEventId: () => newestCatalogueEventId(services.db),
     get facts() {
       return catalogueFacts(services);

@@ -10,6 +10,7 @@ import { sandboxBase } from "../sandbox/catalogue.ts";
 import { sandboxFacts } from "../sandbox/facts.ts";
 import { productState } from "../sandbox/overlay.ts";
 import { sandboxCatalogue, sandboxCompetitors, sandboxProductBody, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
+import { SANDBOX_RETENTION_MS } from "../sandbox/retention.ts";
 import { type AccountSandbox, sandboxFeed } from "../sandbox/stub.ts";
 import type { KeyData } from "./door.ts";
 
@@ -68,6 +69,7 @@ export function sandboxData(services: Pick<RequestServices, "db" | "catalogue">,
       return { etag: await contentEtag(json), list, json: () => json };
     },
     feed: (query, { newestFirst = false } = {}) => sandboxFeed<FeedEvent>(sandbox, query, { newestFirst }),
+    retentionMs: SANDBOX_RETENTION_MS,
     newestEventId: async () => (await sandbox.events({ limit: 1, newestFirst: true }))[0]?.id,
     facts: sandboxFacts(sandbox),
   };

@@ -3,6 +3,8 @@ import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import { requireApiKey } from "../operation/guards.ts";
+import { accountBudgets } from "../rate-limit/stub.ts";
+import { accountSandbox } from "../sandbox/stub.ts";
 import { mcpServer } from "./server.ts";
 
 /**
@@ -31,8 +33,19 @@ export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) =>
           .catch(() => undefined)
       : undefined;
   if (Array.isArray(message)) throw new ApiError(400, BATCH_REFUSED);
+  const { db, archive, queue, config, work } = c.var.services;
+  const { id, accountId, environment, scopes } = c.var.apiKey;
   // The tools read the key's environment's data (a test key's: its account's sandbox) through the one door.
-  const server = mcpServer(c.var.keyData, c.var.apiKey.scopes);
+  const server = mcpServer(c.var.keyData, scopes, {
+    db,
+    archive,
+    queue,
+    config,
+    budgets: accountBudgets(c.env.RATE_LIMIT_BUCKETS, work),
+    sandboxOf: (account) => accountSandbox(c.env.SANDBOX, work, account),
+    key: { id, accountId, environment, scopes },
+    data: c.var.keyData,
+  });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {

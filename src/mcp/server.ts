@@ -4,6 +4,8 @@ import { holdsScope, type KeyScope, missingScopeDetail } from "../api-keys/scope
 import { ApiError } from "../http/errors.ts";
 import type { KeyData } from "../key-data/door.ts";
 import { logger } from "../platform/log.ts";
+import { registerEventMethods } from "./events/methods.ts";
+import type { EventsServices } from "./events/service.ts";
 import {
   getProductOutput,
   listCompetitorsOutput,
@@ -27,7 +29,8 @@ import {
  * rule a schema cannot hold) becomes a tool error whose text is its detail; anything else is logged and answered with
  * a generic error, never a stack trace. Each tool needs the scope of the REST route it reads; a key without it gets a
  * tool error naming the scope (the HTTP request itself, admitted before any tool is known, is counted like every
- * request to /mcp).
+ * request to /mcp). The server also speaks the MCP events extension (src/mcp/events/): subscriptions to price and stock
+ * changes, delivered as webhooks are.
  */
 
 const SERVER_INFO = { name: "price-data-api", version: "1.0.0" };
@@ -51,8 +54,9 @@ const scoped =
   (scope: KeyScope, run: () => Promise<unknown>): Promise<CallToolResult> =>
     holdsScope(scopes, scope) ? answer(run) : Promise.resolve(refused(missingScopeDetail(scope, "tool")));
 
-export function mcpServer(data: KeyData, keyScopes: readonly string[] | null | undefined): McpServer {
+export function mcpServer(data: KeyData, keyScopes: readonly string[] | null | undefined, events: EventsServices): McpServer {
   const server = new McpServer(SERVER_INFO);
+  registerEventMethods(server.server, events);
   const readOnly = { readOnlyHint: true, openWorldHint: false };
   const answerIf = scoped(keyScopes);
   server.registerTool(

@@ -104,10 +104,9 @@ export const products = sqliteTable(
     /** The latest price or stock change of any offer; null until the product has one. */
     lastChangedAt: text("last_changed_at"),
     /**
-     * The catalogue version whose write last changed this product's view (its row, an offer), set
-     * in the same batch as the change (a competitor's rename moves reset_version instead): the
-     * snapshot builder rebuilds the segments of the products changed since the version it last built
-     * (src/catalogue/snapshot/build.ts), and ingestion guards its write with it (src/observations/write.ts).
+     * The catalogue version whose write last changed this product's view (its row, an offer), set in the same batch as the change (a
+     * competitor's rename moves reset_version instead): the snapshot builder rebuilds the segments of the products changed since the
+     * version it last built (src/catalogue/snapshot/build.ts), and ingestion guards its write with it (src/observations/write.ts).
      */
     changedVersion: integer("changed_version").notNull().default(0),
   },
@@ -154,9 +153,8 @@ export const offers = sqliteTable(
     unit: text("unit", { enum: QUANTITY_UNITS }),
     checkStatus: text("check_status", { enum: CHECK_STATUSES }).notNull().default("ok"),
     /**
-     * The lowest price of the 30 days before the current price took effect, set when the price changes
-     * (src/observations/prior-prices.ts), from `prior_prices`: the offer's own recent prices, so neither a read nor the
-     * history's move to R2 touches it.
+     * The lowest price of the 30 days before the current price took effect, set when the price changes (src/observations/prior-prices.ts),
+     * from `prior_prices`: the offer's own recent prices, so neither a read nor the history's move to R2 touches it.
      */
     lowestPrice30dMinor: integer("lowest_price_30d_minor"),
     priorPrices: text("prior_prices", { mode: "json" }).$type<PriorPrice[]>().notNull().default(sql`'[]'`),
@@ -225,6 +223,7 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** What happened to an account's keys and webhooks (src/account-events/): its own webhooks may subscribe to them. */
 export const ACCOUNT_EVENT_TYPES = ["api_key.leaked", "api_key.expiring", "webhook.disabled", "usage.threshold"] as const;
 export type AccountEventType = (typeof ACCOUNT_EVENT_TYPES)[number];
+export const WEBHOOK_SOURCES = ["webhook", "mcp"] as const;
 
 /** An account's endpoint. The signing secret is stored only encrypted (src/webhooks/secrets.ts). */
 export const webhooks = sqliteTable(
@@ -257,15 +256,22 @@ export const webhooks = sqliteTable(
     previousSecretExpiresAt: text("previous_secret_expires_at"),
     /** `test`: receives only its account's sandbox events; `live`: never them. Fixed at creation. */
     environment: text("environment", { enum: ENVIRONMENTS }).notNull().default("live"),
+    /** mcp: an MCP events subscription (src/mcp/events/) of key api_key_id, lapsing at expires_at; a webhook has neither. */
+    source: text("source", { enum: WEBHOOK_SOURCES }).notNull().default("webhook"),
+    expiresAt: text("expires_at"),
+    apiKeyId: text("api_key_id"),
   },
-  (t) => [index("webhooks_account_created").on(t.accountId, t.createdAt), index("webhooks_status").on(t.status)],
+  (t) => [
+    index("webhooks_account_created").on(t.accountId, t.createdAt),
+    index("webhooks_status").on(t.status),
+    index("webhooks_expires").on(t.expiresAt),
+  ],
 );
 
 /**
- * What selects an enabled webhook for a batch (src/webhooks/delivery/store.ts): the values of its list rules
- * (`kind`: competitors, brands, categories, skus), or its event types (`kind`: events) when it has no list; `lists`:
- * how many lists it is filed under. Kept in step with `webhooks` by triggers (migrations/0015_webhook_rule_values.sql),
- * never written by the code.
+ * What selects an enabled webhook for a batch (src/webhooks/delivery/store.ts): the values of its list rules (`kind`: competitors,
+ * brands, categories, skus), or its event types (`kind`: events) when it has no list; `lists`: how many lists it is filed under.
+ * Kept in step with `webhooks` by triggers (migrations/0015_webhook_rule_values.sql), never written by the code.
  */
 export const webhookRuleValues = sqliteTable(
   "webhook_rule_values",
@@ -367,34 +373,3 @@ export const eventArchive = sqliteTable(
   },
   (t) => [index("event_archive_max_timestamp").on(t.maxTimestamp)],
 );
-
-/**
- * The leases of the cron tasks that must not overlap with themselves, one row per task while a run holds it
- * (src/platform/cron-lease.ts). `expires_at` is epoch ms.
- */
-export const cronLeases = sqliteTable("cron_leases", {
-  task: text("task").primaryKey(),
-  holder: text("holder").notNull(),
-  expiresAt: integer("expires_at").notNull(),
-});
-
-/**
- * Keys a plan change could not push its limits to, until the cron has made their objects read the key again
- * (src/accounts/plan-pushes.ts).
- */
-export const unreachedPlanPushes = sqliteTable("unreached_plan_pushes", {
-  keyHash: text("key_hash").primaryKey(),
-  notedAt: integer("noted_at").notNull(),
-});
-
-/**
- * Key changes the key's object could not push to its account's stream hub, until the cron has pushed them
- * (src/stream/hubs.ts): one per key, the latest state and the earliest expiry noted.
- */
-export const unreachedStreamPushes = sqliteTable("unreached_stream_pushes", {
-  keyId: text("key_id").primaryKey(),
-  accountId: text("account_id").notNull(),
-  active: integer("active", { mode: "boolean" }).notNull(),
-  expiresAt: integer("expires_at"),
-  notedAt: integer("noted_at").notNull(),
-});

@@ -92,7 +92,7 @@ export async function subscribe(hub: DurableObjectStub<StreamHub>, subscription:
  * A feed event as the rules read it (the price change in minor units comes from its own prices), holding the
  * feed event itself: the stream sends that, exactly as GET /events gives it, not the rules' view.
  */
-function alertEventOfFeed(event: FeedEvent): AlertEvent & { feed: FeedEvent } {
+export function alertEventOfFeed(event: FeedEvent): AlertEvent & { feed: FeedEvent } {
   if (event.type !== "price.changed") return { ...event, data: event.data, feed: event };
   const { old_price: before, new_price: after, currency } = event.data;
   return {

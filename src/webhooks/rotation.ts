@@ -17,6 +17,12 @@ export async function rotateWebhookSecret(
   { accountId, id, graceSeconds }: WebhookOfAccount & { graceSeconds: number },
 ): Promise<CreatedWebhookView> {
   const current = await findAccountWebhook(db, { accountId, id });
+  // An MCP subscription's secret is its client's (the events extension: the server never makes one); a refresh replaces it.
+  if (current.source === "mcp")
+    throw new ApiError(
+      409,
+      `${id} is an MCP events subscription: its secret is its client's own; the client rotates it by subscribing again with a new one.`,
+    );
   const secret = generateWebhookSecret();
   const [row] = await db
     .update(webhooks)

@@ -132,7 +132,8 @@ const updateWebhookRoute = createRoute(
     summary: "Edit a webhook, or disable or enable it",
     description:
       "Any of url, events, min_change_pct, description and status; at least one. Enabling clears disabled_reason. The secret does not " +
-      "change.",
+      "change. An MCP events subscription (source mcp) may change only description and status: its url, events, min_change_pct " +
+      "and filters make its id (400).",
     request: { params: webhookIdParam, query: noQuery, body: jsonBody(webhookPatchBody, "The fields to change") },
     errors: { notFound: true },
     responses: { 200: jsonResponse("The webhook as it now is", Webhook) },
@@ -149,7 +150,8 @@ const rotateWebhookSecretRoute = createRoute(
     description:
       "The new secret is in this response only. During the grace (grace_seconds, default 86400, at most 604800) each delivery carries " +
       "two signatures in webhook-signature, new then old (`v1,<new> v1,<old>`), so receivers can switch secrets without missing one. " +
-      "Concurrent calls take effect one after another: a call that lost the race answers 409 and changes nothing.",
+      "Concurrent calls take effect one after another: a call that lost the race answers 409 and changes nothing. An MCP events " +
+      "subscription (source mcp) answers 409: its secret is its client's, replaced when the client subscribes again with a new one.",
     request: {
       params: webhookIdParam,
       query: noQuery,

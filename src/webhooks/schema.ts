@@ -5,14 +5,14 @@ import { WEBHOOK_TEST_EVENT } from "../events/schema.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required } from "../http/validation.ts";
-import { graceSeconds, prefixedId, timestamp } from "../http/wire.ts";
-import { ACCOUNT_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
+import { graceSeconds, timestamp } from "../http/wire.ts";
+import { ACCOUNT_EVENT_TYPES, WEBHOOK_EVENT_TYPES, WEBHOOK_SOURCES } from "../platform/tables.ts";
 import { type AccountBudget, budgetLabel } from "../rate-limit/account-budgets.ts";
 
 /** The webhooks' wire shapes, declared once. */
 
 /** min_change_pct: 0 to 1000 (a price can more than double), at most 2 decimals; stored as basis points. */
-const minChangePct = z
+export const minChangePct = z
   .number({ error: required("number") })
   .min(0, { error: "must be between 0 and 1000" })
   .max(1000, { error: "must be between 0 and 1000" })
@@ -166,7 +166,13 @@ export type DeliveriesQueuedView = z.infer<typeof TestDeliveriesQueued>;
 
 export const Webhook = z
   .object({
-    id: prefixedId("whk", "0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d"),
+    id: z
+      .string()
+      .regex(/^(whk|sub)_/)
+      .meta({
+        description: "whk_… for a webhook; sub_… for an MCP events subscription (its X-MCP-Subscription-Id)",
+        example: "whk_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d",
+      }),
     url: z.string(),
     description: z.string().nullable(),
     environment: environmentField,
@@ -177,6 +183,14 @@ export const Webhook = z
     created_at: timestamp,
     disabled_at: timestamp.nullable(),
     disabled_reason: z.string().nullable(),
+    source: z.enum(WEBHOOK_SOURCES).meta({
+      description:
+        "webhook: made with POST /webhooks; mcp: an MCP events subscription, made by one of the account's keys on /mcp " +
+        "(events/subscribe), delivered like a webhook; DELETE ends it",
+    }),
+    expires_at: timestamp
+      .nullable()
+      .meta({ description: "An MCP subscription's end unless its key refreshes it (nothing is delivered past it); null for a webhook" }),
   })
   .meta({ id: "Webhook", description: "A webhook as listed: never its secret." });
 export type WebhookView = z.infer<typeof Webhook>;

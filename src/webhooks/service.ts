@@ -20,7 +20,10 @@ import {
 import { encryptSecret, generateWebhookSecret } from "./secrets.ts";
 import { acceptedWebhookUrl } from "./url-policy.ts";
 
-/** Per account, enabled or disabled: enough for an endpoint per environment and per system, small enough to fan out. */
+/**
+ * Per account, enabled or disabled: enough for an endpoint per environment and per system, small enough to fan out. MCP
+ * subscriptions (source mcp) have their own cap (src/mcp/events/service.ts).
+ */
 export const MAX_WEBHOOKS_PER_ACCOUNT = 20;
 /**
  * Of those, test webhooks (environment test), enabled or disabled: a sandbox change is sent to each, so this bounds the
@@ -44,6 +47,8 @@ export function webhookView(row: WebhookRow): WebhookView {
     created_at: row.createdAt,
     disabled_at: row.disabledAt,
     disabled_reason: row.disabledReason,
+    source: row.source,
+    expires_at: row.expiresAt,
   };
 }
 
@@ -80,6 +85,9 @@ export async function createWebhook(
     previousSecretCiphertext: null,
     previousSecretExpiresAt: null,
     environment: input.environment,
+    source: "webhook",
+    expiresAt: null,
+    apiKeyId: null,
   };
   // One statement, so two concurrent creates cannot both slip under a cap.
   const result = await db.run(sql`
@@ -87,9 +95,10 @@ export async function createWebhook(
       environment)
     SELECT ${row.id}, ${accountId}, ${row.url}, ${row.description}, ${JSON.stringify(row.events)}, ${row.minChangeBp},
       ${row.filters === null ? null : JSON.stringify(row.filters)}, 'enabled', ${row.secretCiphertext}, ${row.createdAt}, ${row.environment}
-    WHERE (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId}) < ${MAX_WEBHOOKS_PER_ACCOUNT}
+    WHERE (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId} AND source = 'webhook') < ${MAX_WEBHOOKS_PER_ACCOUNT}
       AND (${row.environment} = 'live'
-        OR (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId} AND environment = 'test') < ${MAX_TEST_WEBHOOKS_PER_ACCOUNT})`);
+        OR (SELECT count(*) FROM ${webhooks} WHERE account_id = ${accountId} AND environment = 'test' AND source = 'webhook')
+          < ${MAX_TEST_WEBHOOKS_PER_ACCOUNT})`);
   // D1's `changes` counts the rows its triggers write too (webhook_rule_values): none at all means a cap refused it.
   if (result.meta.changes === 0) throw await capRefusal(db, accountId, row.environment);
   return { ...webhookView(row), secret };
@@ -97,7 +106,10 @@ export async function createWebhook(
 
 /** Which cap refused a creation: the test webhooks' (400, the contract's fifth wave) or all webhooks' (409). Read on refusal only. */
 async function capRefusal(db: Database, accountId: string, environment: WebhookRow["environment"]): Promise<ApiError> {
-  const tests = await db.$count(webhooks, and(eq(webhooks.accountId, accountId), eq(webhooks.environment, "test")));
+  const tests = await db.$count(
+    webhooks,
+    and(eq(webhooks.accountId, accountId), eq(webhooks.environment, "test"), eq(webhooks.source, "webhook")),
+  );
   if (environment === "test" && tests >= MAX_TEST_WEBHOOKS_PER_ACCOUNT)
     return new ApiError(
       400,
@@ -166,6 +178,14 @@ export async function updateWebhook(
   const current = await findAccountWebhook(db, { accountId, id });
   if (current.environment === "test" && patch.events !== undefined && !onlySandboxTypes(patch.events))
     throw new ApiError(400, `Invalid body: events: ${SANDBOX_TYPES_ONLY}.`);
+  // What an MCP subscription listens for and where it delivers are what its id is made of (src/mcp/events/service.ts).
+  const identity = (["url", "events", "min_change_pct", "filters"] as const).find((field) => patch[field] !== undefined);
+  if (current.source === "mcp" && identity)
+    throw new ApiError(
+      400,
+      `Invalid body: ${identity}: an MCP subscription's url, events, min_change_pct and filters cannot change (they make its id); ` +
+        "its key unsubscribes and subscribes again instead. description and status may change.",
+    );
   const changes: Partial<WebhookRow> = {
     url,
     events: patch.events,

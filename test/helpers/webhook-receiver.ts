@@ -61,10 +61,25 @@ export function installReceiver(): Receiver {
       signal: init?.signal ?? undefined,
     };
     receiver.received.push(received);
-    return (responders.get(request.url) ?? (() => new Response("ok")))(received);
+    return (responders.get(request.url) ?? echoChallenge)(received);
   });
   return receiver;
 }
+
+/**
+ * A receiver's default answer: "ok", or to an MCP subscription's verification POST (src/mcp/events/service.ts), its
+ * challenge echoed, as an endpoint that wants the deliveries does.
+ */
+const echoChallenge: Responder = (request) => {
+  const body = (() => {
+    try {
+      return JSON.parse(request.body) as { type?: unknown; challenge?: unknown };
+    } catch {
+      return undefined;
+    }
+  })();
+  return body?.type === "verification" ? Response.json({ challenge: body.challenge }) : new Response("ok");
+};
 
 /** What a receiver using the `standardwebhooks` library gets out of a request: it throws when the signature is wrong. */
 export function verifyWithLibrary(secret: string, request: ReceivedRequest): unknown {

@@ -12,8 +12,23 @@ const document = JSON.parse(readFileSync(new URL("../../client/openapi.json", im
   paths: Record<string, Record<string, { security?: Record<string, string[]>[] }>>;
 };
 
-/** Served by the app but not operations of the document: the index, the MCP endpoint, the dashboard and the reference. */
-const OUTSIDE_THE_DOCUMENT = ["GET /", "POST /mcp", "GET /dashboard", "GET /dashboard/callback", "GET /docs", "GET /openapi.json"];
+/**
+ * Served by the app but not operations of the document: the index, the MCP endpoint, the dashboard, the reference, and
+ * the OAuth protocol's own endpoints and metadata (their shapes are the RFCs', served by the OAuth library).
+ */
+const OUTSIDE_THE_DOCUMENT = [
+  "GET /",
+  "POST /mcp",
+  "GET /dashboard",
+  "GET /dashboard/callback",
+  "GET /docs",
+  "GET /openapi.json",
+  "GET /.well-known/oauth-protected-resource",
+  "GET /.well-known/oauth-authorization-server",
+  "GET /oauth/authorize",
+  "POST /oauth/register",
+  "POST /oauth/token",
+];
 
 /** How the README names each security scheme; an admin route also names its scopes. */
 const CREDENTIALS: Record<string, string> = {

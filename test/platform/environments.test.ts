@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { EVENT_METHODS } from "../../src/mcp/events/methods.ts";
 import { sandboxBase } from "../../src/sandbox/catalogue.ts";
+import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { connect } from "../helpers/connect.ts";
@@ -10,13 +12,14 @@ import { bodyText, fetchDocument, type Json, METHODS } from "../helpers/openapi.
 import { sandboxOf } from "../helpers/sandbox.ts";
 import { openStream, readFrames } from "../helpers/stream-frames.ts";
 import { accountToken } from "../helpers/tokens.ts";
+import { HOOKS_ORIGIN, installReceiver } from "../helpers/webhook-receiver.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
 /**
  * Environments apart (contract, fifth wave, "Test mode's own house"): two accounts, A and B, each with a live key and a
  * test key. The live catalogue changes (POST /admin/observations) and each account changes its own sandbox (POST
  * /test/observations, one product both change and one each alone). Then every API-key operation of the OpenAPI
- * document, every MCP tool and the stream (its live phase, and backfills from a cursor, from Last-Event-ID and from an
+ * document, every MCP tool and events method and the stream (its live phase, and backfills from a cursor, from Last-Event-ID and from an
  * instant) are called with each of the four keys, with the key's own ids and with ids of the other environment and the
  * other account. Every answer (status, headers, body, stream frames) is kept, and checked against what storage holds:
  *
@@ -229,6 +232,33 @@ const TOOLS: Record<string, (party: Party) => { args: Record<string, unknown>; e
   ],
 };
 
+/**
+ * Each MCP events method's calls (src/mcp/events/methods.ts); `error` is the JSON-RPC error a call must get. A cursor of
+ * another side is no event of the party's feed: read by the instant its id carries, in the party's own feed. The
+ * subscription replays the party's own feed from its first event; the other side's party cannot end it.
+ */
+const EVENT_CALLS: Record<string, (party: Party) => { params: Record<string, unknown>; error?: number }[]> = {
+  "events/list": () => [{ params: {} }],
+  "events/poll": (party) => [
+    { params: { name: "price.changed", arguments: {}, cursor: null } },
+    { params: { name: "price.changed", arguments: {}, cursor: own(party).events[0] } },
+    { params: { name: "stock.changed", arguments: {}, cursor: own(party).events[0] } },
+    ...foreign(party).events.map((cursor) => ({ params: { name: "price.changed", arguments: {}, cursor } })),
+  ],
+  "events/subscribe": (party) => [{ params: { ...subscriptionOf(party), cursor: own(party).events[0] } }],
+  "events/unsubscribe": (party) => [{ params: subscriptionOf(opposite(party)), error: -32011 }, { params: subscriptionOf(party) }],
+};
+
+/** A party's subscription: every price change of its feed, to a URL of its own. */
+const subscriptionOf = (party: Party) => ({
+  name: "price.changed",
+  arguments: {},
+  delivery: { url: `${HOOKS_ORIGIN}/envs-${tag}-${party}`, secret: SUBSCRIPTION_SECRET },
+});
+const SUBSCRIPTION_SECRET = generateWebhookSecret();
+/** The party of the other environment, in the other account. */
+const opposite = (party: Party): Party => `${other(accountOf(party))}-${environmentOf(party) === "live" ? "test" : "live"}`;
+
 const harborObservation = (sku: string, price: string) => ({
   sku,
   name: "x",
@@ -275,7 +305,17 @@ async function mcp(party: Party, tool: string, args: Record<string, unknown>, er
   expect(Boolean(result?.isError), `${party} ${answer.where}: ${answer.body.slice(0, 500)}`).toBe(error);
 }
 
+async function mcpEvents(party: Party, method: string, params: Record<string, unknown>, error?: number) {
+  const res = await postMcp(keyOf(party), { jsonrpc: "2.0", id: 1, method, params });
+  const answer = await keep(party, `MCP ${method} ${JSON.stringify(params)}`, JSON.stringify(params), res);
+  expect(answer.status, answer.body).toBe(200);
+  const body = JSON.parse(answer.body);
+  if (error === undefined) expect(body.result, `${party} ${answer.where}: ${answer.body.slice(0, 500)}`).toBeDefined();
+  else expect(body.error?.code, `${party} ${answer.where}: ${answer.body.slice(0, 500)}`).toBe(error);
+}
+
 beforeAll(async () => {
+  installReceiver(); // the subscriptions' verification and deliveries (test/helpers/webhook-receiver.ts)
   startedAt = new Date(Date.now() - 1000).toISOString();
   const account = async (name: Account): Promise<Keys> => {
     const made = await freshAccount({ plan: "premium", sub: `envs-${name}-${tag}` });
@@ -353,6 +393,9 @@ beforeAll(async () => {
     }
     for (const [tool, calls] of Object.entries(TOOLS)) {
       for (const { args, error } of calls(party)) await mcp(party, tool, args, error);
+    }
+    for (const [method, calls] of Object.entries(EVENT_CALLS)) {
+      for (const { params, error } of calls(party)) await mcpEvents(party, method, params, error);
     }
   }
   // A's connector key: every tool through its OAuth token, as A's live key calls them.
@@ -446,6 +489,7 @@ describe("environments apart", () => {
       const { tools } = (await res.json<{ result: { tools: { name: string }[] } }>()).result;
       expect(Object.keys(TOOLS).sort(), party).toEqual(tools.map((tool) => tool.name).sort());
     }
+    expect(Object.keys(EVENT_CALLS).sort()).toEqual(Object.keys(EVENT_METHODS).sort());
   });
 
   it("each key was answered on every operation, tool and stream", () => {
@@ -456,7 +500,7 @@ describe("environments apart", () => {
           mine.some((a) => a.where.startsWith(operation)),
           `${party} ${operation}`,
         ).toBe(true);
-      for (const tool of Object.keys(TOOLS))
+      for (const tool of [...Object.keys(TOOLS), ...Object.keys(EVENT_CALLS)])
         expect(
           mine.some((a) => a.where.startsWith(`MCP ${tool} `)),
           `${party} ${tool}`,

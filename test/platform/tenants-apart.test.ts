@@ -1,19 +1,24 @@
 import { env, exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
 import { announceExpiringKeys } from "../../src/account-events/expiring.ts";
 import type { DeliveryMessage } from "../../src/events/messages.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
+import { EVENT_METHODS } from "../../src/mcp/events/methods.ts";
 import { database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
 import { publishToStreams } from "../../src/stream/publish.ts";
 import { fanOut } from "../../src/webhooks/delivery/store.ts";
+import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { authorizeUrl, connect, ORIGIN, openConsent, pkcePair, refresh, registerClient, workerFetch } from "../helpers/connect.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
+import { postMcp } from "../helpers/mcp.ts";
 import { fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { factSources, sandboxOf } from "../helpers/sandbox.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
@@ -24,7 +29,7 @@ import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks
 /**
  * Tenants apart: account A causes every kind of event (price and stock changes, a leaked key, an expiring key,
  * a disabled webhook, a usage threshold) while account B uses everything a client can reach: every operation of
- * the OpenAPI document, every MCP tool, the stream (live, backfill and its hubs' publish), replay and the webhook fan-out. Nothing B
+ * the OpenAPI document, every MCP tool and events method, the stream (live, backfill and its hubs' publish), replay and the webhook fan-out. Nothing B
  * receives may carry A's account id, key ids, key names, key prefixes, webhook ids or webhook URLs. B also names
  * A's ids wherever a route takes one, and must get nothing of A's back. Both have connected an AI client by OAuth (a
  * connector key each): B's client reads /mcp with its token, B's consent and OAuth exchanges show nothing of A's, and
@@ -52,6 +57,9 @@ interface Tenant {
   testWebhookId: string;
   /** An AI client connected by OAuth (one-click connect): its client, connector key and tokens. */
   connector: Awaited<ReturnType<typeof connect>>;
+  /** The live key's MCP events subscription (src/mcp/events/) to the tenants' product, and its delivery URL. */
+  subscriptionId: string;
+  subscriptionUrl: string;
 }
 
 let receiver: Receiver;
@@ -81,6 +89,13 @@ async function tenant(name: string, plan: "premium" | "standard"): Promise<Tenan
   const testKey = await test.json<{ id: string; key: string }>();
   const testHook = await createWebhook(account.token, { url: hookUrl(`${name}-test-secret-token-${tag}`), environment: "test" });
   const connector = await connect(account.token, { clientName: `${name}-connector-${tag}` });
+  const subscriptionUrl = hookUrl(`${name}-mcp-secret-token-${tag}`);
+  const subscribed = await postMcp(account.key, {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "events/subscribe",
+    params: { ...subscription(subscriptionUrl), delivery: { url: subscriptionUrl, secret: generateWebhookSecret() } },
+  }).then((res) => res.json<{ result: { id: string } }>());
   return {
     connector,
     sub: account.sub,
@@ -92,8 +107,13 @@ async function tenant(name: string, plan: "premium" | "standard"): Promise<Tenan
     testKey: testKey.key,
     testKeyId: testKey.id,
     testWebhookId: testHook.id,
+    subscriptionId: subscribed.result.id,
+    subscriptionUrl,
   };
 }
+
+/** Each tenant's MCP subscription: the tenants' product's price changes. */
+const subscription = (url: string) => ({ name: "price.changed", arguments: { skus: [sku] }, delivery: { url } });
 
 /** A price change to the account's sandbox product (POST /test/observations, in the sandbox shop's USD). */
 const sandboxChange = (testKey: string, price: string) =>
@@ -151,6 +171,8 @@ beforeAll(async () => {
     a.testKeyId,
     a.testKey.slice(0, 17),
     a.testWebhookId,
+    a.subscriptionId,
+    a.subscriptionUrl,
     A_SANDBOX_PRICE,
     a.connector.keyId,
     `a-connector-${tag}`,
@@ -323,6 +345,23 @@ const mcpCalls = (product: { sku: string; id: string }): Record<string, Record<s
   recent_changes: [{ limit: 100 }],
 });
 
+/**
+ * Each MCP events method's calls (src/mcp/events/methods.ts), made with B's live key and its test key: `error` marks a call
+ * that must be refused (it names A's subscription: A's URL and arguments).
+ */
+const mcpEventCalls = (firstEvent: string): Record<string, { params: Record<string, unknown>; error?: number }[]> => ({
+  "events/list": [{ params: {} }],
+  "events/poll": [
+    { params: { name: "price.changed", arguments: {}, cursor: null } },
+    { params: { name: "price.changed", arguments: {}, cursor: firstEvent, maxEvents: 1000 } },
+    { params: { name: "stock.changed", arguments: { skus: [sku] }, cursor: firstEvent } },
+  ],
+  "events/subscribe": [
+    { params: { ...subscription(b.subscriptionUrl), delivery: { url: b.subscriptionUrl, secret: generateWebhookSecret() } } },
+  ],
+  "events/unsubscribe": [{ params: subscription(a.subscriptionUrl), error: -32011 }],
+});
+
 /** The routes B cannot call with its credentials: an admin's, and GitHub's signed reports. */
 const ROUTES_B_CANNOT_CALL = /^[A-Z]+ \/(admin|secret-scanning)\//;
 
@@ -335,6 +374,7 @@ describe("tenants apart", () => {
     expect(Object.keys(OPERATIONS).sort()).toEqual(documented.sort());
     const tools = await mcpClient(b.key).then(async (client) => (await client.listTools()).tools.map((tool) => tool.name));
     expect(Object.keys(mcpCalls({ sku, id: productId })).sort()).toEqual(tools.sort());
+    expect(Object.keys(mcpEventCalls("")).sort()).toEqual(Object.keys(EVENT_METHODS).sort());
   });
 
   it("B's responses on every route carry nothing of A's, and A's ids get B a 404", async () => {
@@ -428,6 +468,30 @@ describe("tenants apart", () => {
     }
   });
 
+  it("B's MCP events methods answer nothing of A's, with a live key and with a test key; A's subscription cannot be ended by B", async () => {
+    const [first] = (
+      await env.DB.prepare("SELECT id FROM events WHERE account_id IS NULL AND timestamp >= ? ORDER BY seq LIMIT 1")
+        .bind(new Date(Date.now() - DAY_MS).toISOString())
+        .all<{ id: string }>()
+    ).results;
+    for (const apiKey of [b.key, b.testKey]) {
+      const client = await mcpClient(apiKey);
+      for (const [method, calls] of Object.entries(mcpEventCalls(first!.id))) {
+        for (const { params, error } of calls) {
+          const where = `MCP ${method} ${JSON.stringify(params)}`;
+          const answer = await client.request({ method, params }, z.looseObject({})).then(
+            (result) => ({ result }),
+            (thrown: unknown) => ({ error: thrown as McpError }),
+          );
+          if (error === undefined) expect("result" in answer, `${where}: ${JSON.stringify(answer)}`).toBe(true);
+          else expect("error" in answer && answer.error.code, where).toBe(error);
+          expectNothingOfA(where, JSON.stringify(answer), JSON.stringify(params));
+        }
+      }
+    }
+    expect(await env.DB.prepare("SELECT id FROM webhooks WHERE id = ?").bind(a.subscriptionId).first()).toEqual({ id: a.subscriptionId });
+  });
+
   it("B's webhook receives A's price changes but none of A's account events, by fan-out and by replay", async () => {
     const rows = await database(env.DB)
       .$client.prepare("SELECT * FROM events WHERE timestamp >= ? ORDER BY seq")
@@ -444,6 +508,9 @@ describe("tenants apart", () => {
     const toB = deliveries.filter((delivery) => delivery.webhook_id === b.webhookId);
     expect(toB.map((d) => d.event.type)).toContain("price.changed");
     expectNothingOfA("fan-out to B's webhook", JSON.stringify(toB));
+    const toBSubscription = deliveries.filter((delivery) => delivery.webhook_id === b.subscriptionId);
+    expect(toBSubscription.map((d) => d.event.data.new_price)).toEqual(expect.arrayContaining(["18.00", "17.00"]));
+    expectNothingOfA("fan-out to B's MCP subscription", JSON.stringify(toBSubscription));
     const toBTest = deliveries.filter((delivery) => delivery.webhook_id === b.testWebhookId);
     expect(toBTest.map((d) => d.event.data.new_price)).toEqual(["12.34"]); // B's own sandbox change, nothing else
     expectNothingOfA("fan-out to B's test webhook", JSON.stringify(toBTest));

@@ -4,18 +4,21 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { inArray } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
 import { hashApiKey } from "../../src/api-keys/format.ts";
 import { lastUsedLog } from "../../src/api-keys/object/last-used.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import type { EventMessage } from "../../src/events/messages.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import worker from "../../src/index.ts";
+import { EVENT_METHODS } from "../../src/mcp/events/methods.ts";
 import { database } from "../../src/platform/db.ts";
 import { newEventId } from "../../src/platform/ids.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { events } from "../../src/platform/tables.ts";
 import { publishToStreams } from "../../src/stream/publish.ts";
 import { DELIVERY_ARCHIVE_CRON } from "../../src/webhooks/delivery/delivery-archive.ts";
+import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { createCompetitor, createProduct, insertProducts, publishCatalogue, randomProductId } from "../helpers/catalogue-factory.ts";
 import {
@@ -322,6 +325,13 @@ async function growTo(size: number) {
     add,
     `INSERT INTO webhooks (id, account_id, url, events, filters, secret_ciphertext)
      SELECT printf('whk_budget%d', ${from} + i), printf('budget-other-%d', ${from} + i), 'https://hooks.test/other', '["price.changed","stock.changed"]', '${OTHERS_FILTERS}', 'v1.x.y' FROM n`,
+  );
+  // Their keys' MCP events subscriptions, live until the next hour is out (src/mcp/events/service.ts writes them so).
+  await generate(
+    add,
+    `INSERT INTO webhooks (id, account_id, url, events, filters, secret_ciphertext, source, expires_at, api_key_id)
+     SELECT printf('sub_budget%d', ${from} + i), printf('budget-other-%d', ${from} + i), 'https://hooks.test/other-mcp', '["price.changed"]',
+       '${OTHERS_FILTERS}', 'v1.x.y', 'mcp', '${new Date(Date.now() + 3_600_000).toISOString()}', printf('key_budget%d', ${from} + i) FROM n`,
   );
   grown = size;
   await growOverlay(size / 40);
@@ -848,6 +858,52 @@ const MCP_TOOLS: Record<string, [Record<string, unknown>, Budget, (() => string)
   "recent_changes (test key)": [{ limit: 20 }, budget(0), testKey],
 };
 
+/**
+ * The MCP events methods (src/mcp/events/methods.ts): `params` runs first, not measured (a cursor read, the
+ * subscription an unsubscribe ends). A new subscription's verification is one outbound POST; its row, its indexes'
+ * entries and its rule values are what it writes. A poll from a cursor reads the feed's page as GET /events does.
+ */
+const MCP_EVENTS: Record<string, [() => Promise<Record<string, unknown>>, Budget, (() => string)?]> = {
+  "events/list": [async () => ({}), budget(0)],
+  "events/poll": [async () => ({ name: "price.changed", arguments: {}, cursor: null }), budget(1)],
+  "events/poll (cursor)": [async () => ({ name: "price.changed", arguments: { skus: [OURS] }, cursor: await feedPresent() }), budget(5, 3)],
+  "events/poll (test key)": [async () => ({ name: "price.changed", arguments: {}, cursor: null }), budget(0), testKey],
+  "events/subscribe": [
+    async () => subscriptionParams(hookUrl("budget-mcp")),
+    writes(4, { d1RowsWritten: 12, outbound: 1, bytesStored: 2_000 }),
+  ],
+  "events/subscribe (refresh)": [
+    async () => {
+      const params = subscriptionParams(hookUrl("budget-mcp-refresh"));
+      await (await mcpClient()).request({ method: "events/subscribe", params }, z.looseObject({}));
+      return params;
+    },
+    writes(4, { d1RowsWritten: 2, bytesStored: 1_000 }),
+  ],
+  "events/unsubscribe": [
+    async () => {
+      const params = subscriptionParams(hookUrl("budget-mcp-end"));
+      await (await mcpClient()).request({ method: "events/subscribe", params }, z.looseObject({}));
+      return { ...params, delivery: { url: params.delivery.url } };
+    },
+    writes(1, { d1RowsWritten: 12 }),
+  ],
+};
+
+const subscriptionParams = (url: string) => ({
+  name: "price.changed",
+  arguments: { skus: [OURS] },
+  delivery: { url, secret: generateWebhookSecret() },
+});
+
+/** The owner's feed's latest event: a poll's cursor. */
+const feedPresent = async () =>
+  (
+    await (
+      await mcpClient()
+    ).request({ method: "events/poll", params: { name: "price.changed", arguments: {}, cursor: null } }, z.looseObject({}))
+  ).cursor as string;
+
 /** A background entry's options: `clock`, it is the clock's own work; `prepare`, made beforehand (not measured). */
 interface BackgroundOptions {
   clock?: boolean;
@@ -1065,6 +1121,7 @@ describe("work budgets", () => {
     expect([...budgeted].sort()).toEqual([...new Set(documented)].sort());
     const tools = (await (await mcpClient()).listTools()).tools.map((tool) => tool.name);
     expect([...new Set(Object.keys(MCP_TOOLS).map((name) => name.replace(/ .*$/, "")))].sort()).toEqual(tools.sort());
+    expect([...new Set(Object.keys(MCP_EVENTS).map((name) => name.replace(/ .*$/, "")))].sort()).toEqual(Object.keys(EVENT_METHODS).sort());
   });
 
   describe.each(SIZES)("at %i products, events, price points and other accounts", (size) => {
@@ -1080,6 +1137,11 @@ describe("work budgets", () => {
     it.each(Object.keys(MCP_TOOLS))(
       "MCP %s",
       async (name) => expectWithin(`MCP ${name}`, await measureTool(name), MCP_TOOLS[name]![1]),
+      60_000,
+    );
+    it.each(Object.keys(MCP_EVENTS))(
+      "MCP %s",
+      async (name) => expectWithin(`MCP ${name}`, await measureEventsMethod(name), MCP_EVENTS[name]![1]),
       60_000,
     );
     it.each(Object.keys(BACKGROUND))("%s", async (name) => expectWithin(name, await measureBackground(name), BACKGROUND[name]![1]), 60_000);
@@ -1101,6 +1163,17 @@ async function measureTool(name: string): Promise<Measured> {
     const result = await client.callTool({ name: name.replace(/ .*$/, ""), arguments: args });
     // A tool error costs little: each call is the answer it is meant to be (a real one, but the query too short to run).
     expect(Boolean(result.isError), `MCP ${name}: ${JSON.stringify(result).slice(0, 500)}`).toBe(REFUSED_CALLS.has(name));
+    return lastMcpResponse;
+  });
+}
+
+async function measureEventsMethod(name: string): Promise<Measured> {
+  const [prepare, , apiKey = key] = MCP_EVENTS[name]!;
+  const params = await prepare();
+  const client = await mcpClient(apiKey());
+  return measure(async () => {
+    const result = await client.request({ method: name.replace(/ .*$/, ""), params }, z.looseObject({}));
+    expect(result, `MCP ${name}`).toBeDefined();
     return lastMcpResponse;
   });
 }
@@ -1140,6 +1213,7 @@ describe("another account's rows", () => {
   const entries = () => [
     ...Object.keys(ALL_ROUTES).map((name) => [name, () => measureRoute(name)] as const),
     ...Object.keys(MCP_TOOLS).map((name) => [`MCP ${name}`, () => measureTool(name)] as const),
+    ...Object.keys(MCP_EVENTS).map((name) => [`MCP ${name}`, () => measureEventsMethod(name)] as const),
     ...Object.keys(BACKGROUND).map((name) => [name, () => measureBackground(name)] as const),
   ];
 
@@ -1207,6 +1281,12 @@ async function growOther(account: string, count: number) {
     count,
     `INSERT INTO webhooks (id, account_id, url, events, filters, secret_ciphertext)
      SELECT printf('whk_${account}%d', i), '${account}', 'https://hooks.test/b', '["price.changed","stock.changed"]', '{"skus":["NOT-OURS"]}', 'v1.x.y' FROM n`,
+  );
+  await generate(
+    count,
+    `INSERT INTO webhooks (id, account_id, url, events, filters, secret_ciphertext, source, expires_at, api_key_id)
+     SELECT printf('sub_${account}%d', i), '${account}', 'https://hooks.test/b-mcp', '["price.changed"]', '{"skus":["NOT-OURS"]}', 'v1.x.y',
+       'mcp', '${new Date(Date.now() + 3_600_000).toISOString()}', printf('key_${account}%d', i) FROM n`,
   );
   await generate(
     count,

@@ -42,6 +42,8 @@ describe("POST /webhooks", () => {
       created_at: expect.any(String),
       disabled_at: null,
       disabled_reason: null,
+      source: "webhook",
+      expires_at: null,
     });
     const { secret, ...view } = created;
     expect(await expectJson(await call("GET", `/webhooks/${created.id}`, { token }), 200)).toEqual(view);

@@ -1,4 +1,5 @@
 import { deliveryBody, type WebhookEvent } from "../../events/messages.ts";
+import { MCP_SUBSCRIPTION_HEADER, occurrenceBody } from "../../mcp/events/occurrence.ts";
 import { decryptSecret } from "../secrets.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 import { responseExcerpt } from "./excerpt.ts";
@@ -45,8 +46,9 @@ export async function attemptDelivery(
   secretKey: string,
   { webhook, event, attempt }: { webhook: WebhookRow | undefined; event: WebhookEvent; attempt: number },
 ): Promise<Attempted | "gone"> {
-  if (webhook?.status !== "enabled") return "gone";
-  const payload = deliveryBody(event);
+  if (!delivers(webhook)) return "gone";
+  const mcp = webhook.source === "mcp";
+  const payload = mcp ? occurrenceBody(event) : deliveryBody(event);
   const started = Date.now();
   const secrets = await signingSecrets(secretKey, webhook, started);
   const timestamp = Math.floor(started / 1000);
@@ -54,10 +56,15 @@ export async function attemptDelivery(
     ...(await signedHeaders(secrets, { id: event.id, timestampSeconds: timestamp, body: payload })),
     "content-type": "application/json",
     "user-agent": USER_AGENT,
+    ...(mcp ? { [MCP_SUBSCRIPTION_HEADER]: webhook.id } : {}),
   };
   const timeoutMs = webhook.failingSince === null ? DELIVERY_TIMEOUT_MS : PROBE_TIMEOUT_MS;
   return attempted({ webhook, event, attempt, started }, await post(webhook.url, headers, payload, timeoutMs));
 }
+
+/** Enabled, and (an MCP subscription) not lapsed: a lapsed subscription delivers nothing, its retries included. */
+const delivers = (webhook: WebhookRow | undefined): webhook is WebhookRow =>
+  webhook?.status === "enabled" && (webhook.expiresAt === null || Date.parse(webhook.expiresAt) > Date.now());
 
 /** Why an attempt was not sent: src/webhooks/delivery/endpoint.ts sends one probe at a time to a failing endpoint. */
 export const NOT_SENT_WHILE_FAILING = "Not sent: the endpoint is failing, and the probe just before got no answer.";
@@ -75,7 +82,7 @@ export function attemptNotSent({
   event: WebhookEvent;
   attempt: number;
 }): Attempted | "gone" {
-  if (webhook?.status !== "enabled") return "gone";
+  if (!delivers(webhook)) return "gone";
   return attempted({ webhook, event, attempt, started: Date.now() }, { statusCode: null, error: NOT_SENT_WHILE_FAILING, excerpt: null });
 }
 

@@ -4,7 +4,7 @@ import { type AlertEvent, alertEventOf } from "../../alerts/match.ts";
 import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
 import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
-import { ACCOUNT_EVENT_TYPES, products, webhookDeliveries, webhookRuleValues, webhooks } from "../../platform/tables.ts";
+import { ACCOUNT_EVENT_TYPES, apiKeys, products, webhookDeliveries, webhookRuleValues, webhooks } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
 import { type FactSources, matchInEnvironments } from "../../sandbox/facts.ts";
 import { abandonRetries } from "../abandoned-retries.ts";
@@ -54,7 +54,7 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
 
 /**
  * The enabled webhooks that want the event (their types, min_change_pct and alert rules, decided by
- * src/alerts/rules.ts): one delivery message each. An account event (src/account-events/) goes only to its
+ * src/alerts/rules.ts): one delivery message each; an MCP subscription past its expires_at (lapsed), or whose key no longer admits, is not one of them. An account event (src/account-events/) goes only to its
  * own account's webhooks that subscribe to its type; the alert rules are about prices; a sandbox event only to its
  * account's test webhooks. One D1 query for the webhooks (candidateWebhooks), and at most two for the rules' facts, for
  * the whole batch (and for each account's sandbox in it).
@@ -80,7 +80,7 @@ export async function fanOut(sources: FactSources, events: readonly EventMessage
         catalogue,
         accountEvents.map((message) => String(message.event.data.account_id)),
         sandboxes,
-      )})`,
+      )}) AND ${deliversNow(new Date().toISOString())}`,
     );
   const delivery = (webhookId: string, message: EventMessage): DeliveryMessage => ({
     kind: "delivery",
@@ -96,6 +96,14 @@ export async function fanOut(sources: FactSources, events: readonly EventMessage
   const wanted = await matchInEnvironments(sources, changes, enabled);
   return [...wanted.map(({ event, rule }) => delivery(rule.id, event.message)), ...own];
 }
+
+/**
+ * A webhook, or an MCP subscription that has not lapsed and whose key still admits (not revoked, not expired: one
+ * lookup by the key's id), so a subscription ends with its key as its key's requests do.
+ */
+const deliversNow = (now: string) => sql`(${webhooks.apiKeyId} IS NULL OR (${webhooks.expiresAt} > ${now}
+  AND EXISTS (SELECT 1 FROM ${apiKeys} k WHERE k.id = ${webhooks.apiKeyId} AND k.status = 'active'
+    AND (k.expires_at IS NULL OR k.expires_at > ${now}))))`;
 
 /** The webhooks a queue batch's deliveries go to, in one D1 query. */
 export async function webhooksByIds(db: Database, ids: readonly string[]): Promise<Map<string, WebhookRow>> {
