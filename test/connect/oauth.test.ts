@@ -1,10 +1,10 @@
-import { type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { freshAccount } from "../helpers/accounts.ts";
 import {
+  AgentProvider,
   answerConsent,
   authorizeUrl,
   connect,
@@ -270,48 +270,6 @@ describe("a grant is a connector key", () => {
     expect((await postMcp(tokens.access_token, listTools)).status).toBe(200);
   });
 });
-
-/** The MCP TypeScript SDK's own OAuth client, as an agent builder wires it: the "browser" step is the test's. */
-class AgentProvider implements OAuthClientProvider {
-  #client: OAuthClientInformationMixed | undefined;
-  #tokens: OAuthTokens | undefined;
-  #verifier = "";
-  authorizationUrl: URL | undefined;
-
-  get redirectUrl() {
-    return REDIRECT_URI;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: "Agent under test",
-      redirect_uris: [REDIRECT_URI],
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none",
-    };
-  }
-  clientInformation() {
-    return this.#client;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.#client = info;
-  }
-  tokens() {
-    return this.#tokens;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.#tokens = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string) {
-    this.#verifier = verifier;
-  }
-  codeVerifier() {
-    return this.#verifier;
-  }
-}
 
 describe("the MCP SDK's client", () => {
   it("connects with OAuth from a 401, its user consents, and it lists the tools; revoked, its next call is 401", async () => {

@@ -1,4 +1,6 @@
 import { exports } from "cloudflare:workers";
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { expect } from "vitest";
 import { call, expectJson, randomTestIp } from "./http.ts";
 
@@ -142,4 +144,46 @@ export async function connect(login: string, { clientName = "Claude Desktop", sc
   const res = await redeemCode(clientId, code!, verifier);
   expect(res.status, await res.clone().text()).toBe(200);
   return { clientId, keyId: outcome.key_id!, tokens: (await res.json()) as Tokens };
+}
+
+/** The MCP TypeScript SDK's own OAuth client, as an agent builder wires it: the "browser" step is the test's. */
+export class AgentProvider implements OAuthClientProvider {
+  #client: OAuthClientInformationMixed | undefined;
+  #tokens: OAuthTokens | undefined;
+  #verifier = "";
+  authorizationUrl: URL | undefined;
+
+  get redirectUrl() {
+    return REDIRECT_URI;
+  }
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: "Agent under test",
+      redirect_uris: [REDIRECT_URI],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
+  }
+  clientInformation() {
+    return this.#client;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.#client = info;
+  }
+  tokens() {
+    return this.#tokens;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.#tokens = tokens;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(verifier: string) {
+    this.#verifier = verifier;
+  }
+  codeVerifier() {
+    return this.#verifier;
+  }
 }
