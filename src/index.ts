@@ -5,6 +5,7 @@ import { buildApp } from "./app.ts";
 import { archiveHistory } from "./catalogue/history-archive.ts";
 import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
+import { appendScheduledExports } from "./exports/service.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { WorkMeter } from "./platform/metered.ts";
 import { retryStreamPushes } from "./stream/hubs.ts";
@@ -14,6 +15,7 @@ import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/de
 export { ApiKeyObject } from "./api-keys/object/key-object.ts";
 export { LastUsedLog } from "./api-keys/object/last-used.ts";
 export { CatalogueBuilder } from "./catalogue/snapshot/builder.ts";
+export { ExportRunner } from "./exports/runner.ts";
 export { RateLimitBucket } from "./rate-limit/bucket.ts";
 export { SandboxObject } from "./sandbox/object.ts";
 export { StreamHub } from "./stream/hub.ts";
@@ -50,6 +52,7 @@ export default {
         announceExpiringKeys(db, queue),
         retryPlanPushes(db, keyObjectControl(env, work)),
         retryStreamPushes(db, env, work),
+        appendScheduledExports(db, env.EXPORT_RUNNER, work),
       ]);
       for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
     } finally {

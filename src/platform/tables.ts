@@ -392,3 +392,35 @@ export const unreachedStreamPushes = sqliteTable("unreached_stream_pushes", {
   expiresAt: integer("expires_at"),
   notedAt: integer("noted_at").notNull(),
 });
+
+/**
+ * An account's exports (src/exports/): what was asked, where the files go, and the progress its ExportRunner object
+ * reports after each step. The destination's secret is stored encrypted, as webhook secrets are (src/webhooks/secrets.ts).
+ */
+export const exports = sqliteTable(
+  "exports",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    environment: text("environment", { enum: ENVIRONMENTS }).notNull(),
+    kind: text("kind", { enum: ["catalogue", "changes"] }).notNull(),
+    format: text("format", { enum: ["parquet", "ndjson"] }).notNull(),
+    since: text("since"),
+    until: text("until"),
+    schedule: text("schedule", { enum: ["hourly", "daily"] }),
+    /** The customer's bucket without its secret (JSON); null: the service's own bucket (EXPORTS). */
+    destination: text("destination", { mode: "json" }).$type<Record<string, string>>(),
+    /** `v1.<iv>.<ciphertext>` of the destination's secret_access_key under WEBHOOK_SECRET_KEY, the export id as AAD. */
+    secretCiphertext: text("secret_ciphertext"),
+    status: text("status", { enum: ["running", "succeeded", "failed", "scheduled"] }).notNull(),
+    rows: integer("rows").notNull().default(0),
+    files: integer("files").notNull().default(0),
+    bytes: integer("bytes").notNull().default(0),
+    error: text("error"),
+    createdAt: text("created_at").notNull().default(now),
+    updatedAt: text("updated_at").notNull().default(now),
+  },
+  (t) => [index("exports_account_created").on(t.accountId, t.createdAt), index("exports_schedule").on(t.schedule)],
+);
