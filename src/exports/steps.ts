@@ -14,14 +14,15 @@ import { CATALOGUE_COLUMNS, CHANGE_COLUMNS, catalogueRows, changeRow, type Produ
 
 /**
  * One bounded step of an export: the rows of the next piece of its source, by day, and where the next step starts.
- * A step's work does not grow with the catalogue or the span: at most SEGMENTS_PER_STEP snapshot segments (about 5,000
- * products, a build step's size), or EVENTS_PER_STEP events read through at most ARCHIVE_READS_PER_STEP archive objects
- * and one D1 batch, plus one D1 statement for the products' brand and category.
+ * A step's work does not grow with the catalogue or the span: at most `segments` snapshot segments (about 5,000
+ * products, a build step's size), or `events` events read through at most `archiveReads` archive objects and one D1
+ * batch, plus one D1 statement for the products' brand and category. (Tests lower them to make many steps of little data.)
  */
-export const SEGMENTS_PER_STEP = 5;
-export const EVENTS_PER_STEP = 5000;
-export const ARCHIVE_READS_PER_STEP = 5;
-const SANDBOX_EVENTS_PER_STEP = 5000;
+export const STEP_LIMITS = {
+  segments: 5,
+  events: 5000,
+  archiveReads: 5,
+};
 
 /** Where an export is: the next step's start. */
 export type Cursor =
@@ -68,13 +69,13 @@ export async function runStep(source: StepSource, cursor: Cursor): Promise<StepR
   return source.environment === "test" ? sandboxChangesStep(source, cursor) : changesStep(source, cursor);
 }
 
-/** A snapshot's products, SEGMENTS_PER_STEP segments a step, read as GET /products streams them (the same bytes). */
+/** A snapshot's products, STEP_LIMITS.segments segments a step, read as GET /products streams them (the same bytes). */
 async function catalogueStep(source: StepSource, cursor: Extract<Cursor, { phase: "catalogue" }>): Promise<StepResult> {
   const manifest = cursor.manifest === null ? null : await findManifest(source.catalogue, cursor.manifest);
   if (cursor.manifest !== null && !manifest) throw new Error(`The snapshot ${cursor.manifest} this export reads is gone; start the export again.`);
   if (!manifest) return { days: new Map(), next: { phase: "done" } };
   const day = manifest.builtAt.slice(0, 10);
-  const segments = manifest.segments.slice(cursor.segment, cursor.segment + SEGMENTS_PER_STEP);
+  const segments = manifest.segments.slice(cursor.segment, cursor.segment + STEP_LIMITS.segments);
   const rows: Row[] = [];
   for (const segment of segments) {
     for await (const lines of extentLines(source.catalogue, segment.ndjson.extents)) {
@@ -113,7 +114,7 @@ async function liveProductFields(db: Database, ids: readonly string[]): Promise<
   return new Map(rows.map((row) => [row.id, { brand: row.brand, category: row.category }]));
 }
 
-/** Events of [since, until) in commit order, as GET /events pages them: D1 and the archive, EVENTS_PER_STEP a step. */
+/** Events of [since, until) in commit order, as GET /events pages them: D1 and the archive, STEP_LIMITS.events a step. */
 async function changesStep(source: StepSource, cursor: Extract<Cursor, { phase: "changes" }>): Promise<StepResult> {
   const scan = await scanEvents(source.db, source.archive, {
     afterSeq: cursor.afterSeq,
@@ -121,14 +122,14 @@ async function changesStep(source: StepSource, cursor: Extract<Cursor, { phase: 
     until: cursor.until,
     seek: cursor.afterSeq === 0,
     types: CHANGE_TYPES,
-    want: EVENTS_PER_STEP,
-    archiveReads: ARCHIVE_READS_PER_STEP,
+    want: STEP_LIMITS.events,
+    archiveReads: STEP_LIMITS.archiveReads,
   });
   const events = scan.events.map(eventOf);
   const products = await liveProductFields(source.db, [...new Set(events.map((event) => event.data.product_id))]);
   const rows = events.map((event) => changeRow(event, products.get(event.data.product_id)));
   const last = scan.events.at(-1) ?? scan.stoppedAt;
-  const more = scan.stoppedAt !== null || scan.events.length === EVENTS_PER_STEP;
+  const more = scan.stoppedAt !== null || scan.events.length === STEP_LIMITS.events;
   return {
     days: byDay(rows, (row) => String(row.timestamp).slice(0, 10)),
     next: more && last ? { ...cursor, afterSeq: last.seq } : { phase: "done" },
@@ -141,7 +142,7 @@ async function sandboxChangesStep(source: StepSource, cursor: Extract<Cursor, { 
     ...(cursor.after === null ? { since: cursor.since } : { after: cursor.after, since: cursor.since }),
     until: cursor.until,
     types: CHANGE_TYPES,
-    limit: SANDBOX_EVENTS_PER_STEP,
+    limit: STEP_LIMITS.events,
   });
   const base = sandboxBase();
   const fields = (id: string) => {
@@ -152,6 +153,6 @@ async function sandboxChangesStep(source: StepSource, cursor: Extract<Cursor, { 
   const changes = rows.map(eventOf).map((event) => changeRow(event, fields(event.data.product_id)));
   return {
     days: byDay(changes, (row) => String(row.timestamp).slice(0, 10)),
-    next: rows.length === SANDBOX_EVENTS_PER_STEP ? { ...cursor, after: rows.at(-1)!.id } : { phase: "done" },
+    next: rows.length === STEP_LIMITS.events ? { ...cursor, after: rows.at(-1)!.id } : { phase: "done" },
   };
 }
