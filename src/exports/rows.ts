@@ -1,5 +1,8 @@
+import type { ArchivedHistoryRow } from "../catalogue/history-archive.ts";
 import type { ProductView } from "../catalogue/schema.ts";
 import type { FeedEvent } from "../events/schema.ts";
+import { derivedEventId } from "../platform/ids.ts";
+import { formatMoney } from "../platform/money.ts";
 import type { Column, Row } from "./files.ts";
 
 /**
@@ -119,6 +122,7 @@ export const CHANGE_COLUMNS: readonly Column[] = [
   { name: "price", type: "money", currency: "currency" },
   { name: "in_stock_before", type: "bool" },
   { name: "in_stock", type: "bool" },
+  { name: "source", type: "string" },
 ];
 
 /** The product fields a change row carries beside its event's. */
@@ -153,6 +157,7 @@ export function changeRow(event: FeedEvent, product: ProductFields | undefined):
     competitor_name: data.competitor_name,
     url: data.url,
     currency: data.currency,
+    source: "feed",
   };
   if (event.type === "stock.changed") {
     return { ...common, price: event.data.price, in_stock_before: event.data.in_stock_before, in_stock: event.data.in_stock };
@@ -171,4 +176,62 @@ export function changeRow(event: FeedEvent, product: ProductFields | undefined):
     lowest_price_30d: price.lowest_price_30d ?? null,
     price: price.new_price,
   };
+}
+
+/**
+ * An offer's changes in its price history from `since` on, as the ingestion emitted them (src/observations/events.ts):
+ * a row whose price or currency differs from the offer's row before it is a price.changed, whose stock differs a
+ * stock.changed. `history` is the product's rows, oldest first; an offer's first row (its creation) is no change.
+ */
+export async function historyChanges(
+  product: ProductView,
+  history: readonly ArchivedHistoryRow[],
+  { since, competitorNames }: { since: string; competitorNames: ReadonlyMap<string, string> },
+): Promise<Row[]> {
+  const last = new Map<string, ArchivedHistoryRow>();
+  const rows: Row[] = [];
+  for (const row of history) {
+    const before = last.get(row.competitorId);
+    last.set(row.competitorId, row);
+    if (!before || row.observedAt < since) continue;
+    const offer = product.offers.find((o) => o.competitor_id === row.competitorId);
+    const common = async (type: string): Promise<Row> => ({
+      event_id: await derivedEventId(`history:${type}:${product.id}:${row.competitorId}:${row.id}`),
+      type,
+      timestamp: row.observedAt,
+      observed_at: row.observedAt,
+      product_id: product.id,
+      sku: product.sku,
+      name: product.name,
+      brand: product.brand,
+      category: product.category,
+      competitor_id: row.competitorId,
+      competitor_name: competitorNames.get(row.competitorId) ?? offer?.competitor_name ?? null,
+      url: offer?.url ?? null,
+      currency: row.currency,
+      source: "history",
+    });
+    if (before.priceMinor !== row.priceMinor || before.currency !== row.currency) {
+      const comparable = before.currency === row.currency;
+      const delta = row.priceMinor - before.priceMinor;
+      rows.push({
+        ...(await common("price.changed")),
+        old_price: comparable ? formatMoney(before.priceMinor, row.currency) : null,
+        new_price: formatMoney(row.priceMinor, row.currency),
+        change_abs: comparable ? formatMoney(delta, row.currency) : null,
+        change_pct: comparable && before.priceMinor > 0 ? Math.round((delta / before.priceMinor) * 10_000) / 100 : null,
+        direction: comparable ? (delta > 0 ? "up" : "down") : null,
+        price: formatMoney(row.priceMinor, row.currency),
+      });
+    }
+    if (before.inStock !== row.inStock) {
+      rows.push({
+        ...(await common("stock.changed")),
+        price: formatMoney(row.priceMinor, row.currency),
+        in_stock_before: before.inStock,
+        in_stock: row.inStock,
+      });
+    }
+  }
+  return rows;
 }

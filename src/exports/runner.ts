@@ -1,16 +1,15 @@
 import { eq, sql } from "drizzle-orm";
-import { COMMIT_SKEW_MS } from "../events/retention.ts";
 import { readConfig } from "../platform/config.ts";
 import { logger } from "../platform/log.ts";
 import type { ObjectAnswer } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
 import { exports } from "../platform/tables.ts";
-import { DAY_MS, HOUR_MS } from "../platform/time.ts";
 import { accountSandbox } from "../sandbox/stub.ts";
 import { decryptSecret } from "../webhooks/secrets.ts";
 import { type FileSink, ownPrefix, r2Sink, type S3Destination, s3Sink } from "./destination.ts";
 import { encodeRows, partPath } from "./files.ts";
-import { catalogueStart, type Cursor, columnsOf, runStep } from "./steps.ts";
+import { type ExportManifest, MANIFEST } from "./manifest.ts";
+import { catalogueStart, type Cursor, changesStart, columnsOf, runStep } from "./steps.ts";
 
 /**
  * One object per export (idFromName(export id)) writes it in bounded steps, one step per alarm (docs/exports.md): each
@@ -20,46 +19,16 @@ import { catalogueStart, type Cursor, columnsOf, runStep } from "./steps.ts";
  * and none is skipped. After MAX_FAILURES failures in a row the export is failed, saying why.
  */
 
-export const MANIFEST = "_manifest.json";
-const MAX_FAILURES = 8;
-const RETRY_MS = 2_000;
-
-export interface ManifestFile {
-  path: string;
-  date: string;
-  rows: number;
-  bytes: number;
-}
-
-/** `_manifest.json`: what the export holds so far; a query engine may read the files without it. */
-export interface ExportManifest {
-  export_id: string;
-  kind: "catalogue" | "changes";
-  format: "parquet" | "ndjson";
-  environment: "live" | "test";
-  since: string | null;
-  until: string | null;
-  snapshot: string | null;
-  columns: { name: string; type: string }[];
-  files: ManifestFile[];
-  rows: number;
-  bytes: number;
-  complete: boolean;
-}
-
 interface State {
   cursor: Cursor;
   manifest: ExportManifest;
   failures: number;
 }
 
-const log = logger("exports");
+const MAX_FAILURES = 8;
+const RETRY_MS = 2_000;
 
-/** The end of the last closed hour or day at `now`: a partition closes COMMIT_SKEW_MS after its end, when no event of it can still commit. */
-export function closedUntil(schedule: "hourly" | "daily", now = Date.now()): string {
-  const unit = schedule === "hourly" ? HOUR_MS : DAY_MS;
-  return new Date(Math.floor((now - COMMIT_SKEW_MS) / unit) * unit).toISOString();
-}
+const log = logger("exports");
 
 export class ExportRunner extends MeteredObject {
   /** Begins an export, or (a scheduled one) its next span [since, until): the first step runs at once in the alarm. */
@@ -73,7 +42,7 @@ export class ExportRunner extends MeteredObject {
         ? row.environment === "test"
           ? { phase: "catalogue", manifest: null, segment: 0 }
           : await catalogueStart(this.meter.bucket(this.env.CATALOGUE))
-        : { phase: "changes", since: span?.since ?? row.since!, until: span?.until ?? row.until!, afterSeq: 0, after: null };
+        : await changesStart(this.meter.bucket(this.env.CATALOGUE), { since: span?.since ?? row.since!, until: span?.until ?? row.until! }, row.environment);
     const manifest: ExportManifest = state?.manifest ?? {
       export_id: row.id,
       kind: row.kind,
@@ -124,7 +93,7 @@ export class ExportRunner extends MeteredObject {
         manifest.bytes += body.byteLength;
       }
       const done = next.phase === "done";
-      if (state.cursor.phase === "changes") manifest.until = done ? state.cursor.until : manifest.until;
+      if (done && state.cursor.phase !== "catalogue") manifest.until = state.cursor.until;
       manifest.complete = done && row.schedule === null;
       await this.#putManifest(row, sink, manifest);
       await this.ctx.storage.put("state", { cursor: next, manifest, failures: 0 } satisfies State);

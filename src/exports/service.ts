@@ -9,7 +9,7 @@ import { exports } from "../platform/tables.ts";
 import { webhookUrlProblem } from "../webhooks/url-policy.ts";
 import { encryptSecret } from "../webhooks/secrets.ts";
 import { ownPrefix, type S3Destination, s3Prefix } from "./destination.ts";
-import { closedUntil, type ExportManifest, MANIFEST } from "./runner.ts";
+import { closedUntil, type ExportManifest, MANIFEST } from "./manifest.ts";
 import type { ExportBody, ExportDetailView, ExportView } from "./schema.ts";
 
 /** Exports of one account under way at once (running): more is 409 until one ends. */

@@ -1,16 +1,18 @@
-import { sql } from "drizzle-orm";
+import { and, lt, sql } from "drizzle-orm";
+import { firstArchiveYear, mergeHistory, readHistoryYear } from "../catalogue/history-archive.ts";
 import type { ProductView } from "../catalogue/schema.ts";
 import { findManifest, readPointer } from "../catalogue/snapshot/manifest.ts";
 import { extentLines } from "../catalogue/snapshot/read.ts";
 import { scanEvents } from "../events/archive-read.ts";
+import { RETENTION_MS } from "../events/retention.ts";
 import type { FeedEvent } from "../events/schema.ts";
 import type { Database } from "../platform/db.ts";
-import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
+import { priceHistory, WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
 import { sandboxBase } from "../sandbox/catalogue.ts";
 import { sandboxCatalogue, sandboxProductBody } from "../sandbox/reads.ts";
 import type { AccountSandbox } from "../sandbox/stub.ts";
 import type { Row } from "./files.ts";
-import { CATALOGUE_COLUMNS, CHANGE_COLUMNS, catalogueRows, changeRow, type ProductFields } from "./rows.ts";
+import { CATALOGUE_COLUMNS, CHANGE_COLUMNS, catalogueRows, changeRow, historyChanges, type ProductFields } from "./rows.ts";
 
 /**
  * One bounded step of an export: the rows of the next piece of its source, by day, and where the next step starts.
@@ -22,11 +24,15 @@ export const STEP_LIMITS = {
   segments: 5,
   events: 5000,
   archiveReads: 5,
+  /** Products whose archived history a step reads: each one R2 read per year it spans, and one D1 statement for them all. */
+  historyProducts: 100,
 };
 
 /** Where an export is: the next step's start. */
 export type Cursor =
   | { phase: "catalogue"; manifest: string | null; segment: number }
+  /** Changes older than the feed holds (`floor`): derived from the products' price history, product by product. */
+  | { phase: "history"; manifest: string | null; segment: number; offset: number; since: string; floor: string; until: string }
   | { phase: "changes"; since: string; until: string; afterSeq: number; after: string | null }
   | { phase: "done" };
 
@@ -63,8 +69,21 @@ function byDay(rows: readonly Row[], dayOf: (row: Row) => string): Map<string, R
   return days;
 }
 
+/**
+ * The first cursor of a live changes export: the span before the feed's floor (the oldest event it keeps, 30 days) from
+ * the price history, the rest from the feed. A test export reads its sandbox's feed alone (kept 7 days, no archive).
+ */
+export async function changesStart(catalogue: R2Bucket, span: { since: string; until: string }, environment: "live" | "test"): Promise<Cursor> {
+  const floor = new Date(Date.now() - RETENTION_MS).toISOString();
+  const feed = { phase: "changes" as const, since: span.since < floor ? floor : span.since, until: span.until, afterSeq: 0, after: null };
+  if (environment === "test" || span.since >= floor) return feed;
+  const pointer = await readPointer(catalogue);
+  return { phase: "history", manifest: pointer?.manifest ?? null, segment: 0, offset: 0, since: span.since, floor, until: span.until };
+}
+
 export async function runStep(source: StepSource, cursor: Cursor): Promise<StepResult> {
   if (cursor.phase === "done") return { days: new Map(), next: cursor };
+  if (cursor.phase === "history") return historyStep(source, cursor);
   if (cursor.phase === "catalogue") return source.environment === "test" ? sandboxCatalogueStep(source) : catalogueStep(source, cursor);
   return source.environment === "test" ? sandboxChangesStep(source, cursor) : changesStep(source, cursor);
 }
@@ -134,6 +153,53 @@ async function changesStep(source: StepSource, cursor: Extract<Cursor, { phase: 
     days: byDay(rows, (row) => String(row.timestamp).slice(0, 10)),
     next: more && last ? { ...cursor, afterSeq: last.seq } : { phase: "done" },
   };
+}
+
+/**
+ * Changes older than the feed, from the price history (GET /products/{id}/history serves the same rows): each history
+ * row of an offer whose price (or currency) differs from the row before it is a price.changed, whose stock differs a
+ * stock.changed, as the ingestion emitted them. Their id is derived from the row (the same in every export), their
+ * timestamp is the observation's; what the history does not keep (shipping, totals, the 30-day low) is null.
+ * STEP_LIMITS.historyProducts products a step, in the pinned snapshot's order.
+ */
+async function historyStep(source: StepSource, cursor: Extract<Cursor, { phase: "history" }>): Promise<StepResult> {
+  const manifest = cursor.manifest === null ? null : await findManifest(source.catalogue, cursor.manifest);
+  if (cursor.manifest !== null && !manifest) throw new Error(`The snapshot ${cursor.manifest} this export reads is gone; start the export again.`);
+  const feed: Cursor = { phase: "changes", since: cursor.floor, until: cursor.until, afterSeq: 0, after: null };
+  const afterHistory: Cursor = cursor.until <= cursor.floor ? { phase: "done" } : feed;
+  const segment = manifest?.segments[cursor.segment];
+  if (!manifest || !segment) return { days: new Map(), next: afterHistory };
+  const lines: string[] = [];
+  for await (const batch of extentLines(source.catalogue, segment.ndjson.extents)) lines.push(...batch);
+  const products = lines.slice(cursor.offset, cursor.offset + STEP_LIMITS.historyProducts).map((line) => JSON.parse(line) as ProductView);
+  const end = cursor.floor < cursor.until ? cursor.floor : cursor.until;
+  const competitorNames = new Map(manifest.competitors.map((c) => [c.id, c.name]));
+  const recent = await source.db
+    .select()
+    .from(priceHistory)
+    .where(
+      and(
+        sql`${priceHistory.productId} IN (SELECT value FROM json_each(${JSON.stringify(products.map((p) => p.id))}))`,
+        lt(priceHistory.observedAt, end),
+      ),
+    );
+  const rows: Row[] = [];
+  for (const product of products) {
+    const years: string[] = [];
+    for (let year = firstArchiveYear(product.created_at); year <= Number(end.slice(0, 4)); year++) years.push(String(year));
+    const archived = (await Promise.all(years.map((year) => readHistoryYear(source.archive, product.id, year)))).flat();
+    const own = recent.filter((row) => row.productId === product.id);
+    const history = mergeHistory(archived, own).filter((row) => row.observedAt < end);
+    rows.push(...(await historyChanges(product, history, { since: cursor.since, competitorNames })));
+  }
+  const offset = cursor.offset + products.length;
+  const next: Cursor =
+    offset < lines.length
+      ? { ...cursor, offset }
+      : cursor.segment + 1 < manifest.segments.length
+        ? { ...cursor, segment: cursor.segment + 1, offset: 0 }
+        : afterHistory;
+  return { days: byDay(rows, (row) => String(row.timestamp).slice(0, 10)), next };
 }
 
 /** The account's sandbox events of [since, until) (kept 7 days), paged by id as its feed is. */

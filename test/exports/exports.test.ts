@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { archiveHistory } from "../../src/catalogue/history-archive.ts";
 import { archiveEvents } from "../../src/events/archive.ts";
 import { database } from "../../src/platform/db.ts";
 import { appendScheduledExports } from "../../src/exports/service.ts";
@@ -7,7 +8,7 @@ import { STEP_LIMITS } from "../../src/exports/steps.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { HOUR_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson, utf8Text } from "../helpers/http.ts";
 import { testAccount } from "../helpers/sandbox.ts";
@@ -53,7 +54,7 @@ async function finished(token: string, id: string): Promise<ExportDetail> {
   let detail: ExportDetail | undefined;
   await vi.waitFor(
     async () => {
-      detail = await expectJson<ExportDetail>(await call("GET", `/exports/${id}`, { token }), 200);
+      detail = (await expectJson(await call("GET", `/exports/${id}`, { token }), 200)) as ExportDetail;
       expect(detail.status).not.toBe("running");
     },
     { timeout: 30_000, interval: 100 },
@@ -87,6 +88,13 @@ function offerRows(product: Row & { offers: Row[]; summary: Row }): Row[] {
   });
 }
 
+/** The event ids of rows or events, sorted: a file set holds each day's rows in its own files, so only the set is compared (and no id twice). */
+const idsOf = (rows: Row[]) => {
+  const ids = rows.map((row) => String(row.event_id ?? row.id)).sort();
+  expect(new Set(ids).size, "an id twice").toBe(ids.length);
+  return ids;
+};
+
 const byKey = (rows: Row[], ...keys: string[]) =>
   [...rows].sort((a, b) => {
     const ka = keys.map((k) => String(a[k])).join("\u0000");
@@ -110,7 +118,7 @@ describe("a catalogue export", () => {
       });
     }
     await publishCatalogue();
-    const created = await expectJson<ExportDetail>(await start(account.token, { kind: "catalogue", format: "ndjson" }), 202);
+    const created = await expectJson(await start(account.token, { kind: "catalogue", format: "ndjson" }), 202);
     expect(created.status).toBe("running");
     const detail = await finished(account.token, created.id);
     expect(detail).toMatchObject({ status: "succeeded", error: null, destination: null, prefix: `exports/${account.sub}/${created.id}/` });
@@ -123,14 +131,17 @@ describe("a catalogue export", () => {
     expect(detail.rows).toBe(expected.length);
     expect(detail.bytes).toBe(detail.file_list.reduce((sum, f) => sum + f.bytes, 0));
 
-    const manifest = await expectJson<{ files: { path: string; rows: number }[]; rows: number; complete: boolean }>(await download(detail.manifest_url!), 200);
+    const manifest = await expectJson<{ files: { path: string; rows: number }[]; rows: number; complete: boolean }>(
+      await download(detail.manifest_url!),
+      200,
+    );
     expect(manifest).toMatchObject({ rows: expected.length, complete: true });
     expect(manifest.files.map((f) => f.path)).toEqual(detail.file_list.map((f) => f.path));
   });
 
   it("for the test environment holds the account's sandbox, as its test key's GET /products serves it", async () => {
     const sandbox = await testAccount();
-    const created = await expectJson<ExportDetail>(await start(sandbox.token, { kind: "catalogue", format: "ndjson", environment: "test" }), 202);
+    const created = await expectJson(await start(sandbox.token, { kind: "catalogue", format: "ndjson", environment: "test" }), 202);
     const detail = await finished(sandbox.token, created.id);
     expect(detail.status).toBe("succeeded");
     const served = await utf8Text(await call("GET", "/products", { token: sandbox.testKey, headers: { Accept: "application/x-ndjson" } }));
@@ -148,7 +159,7 @@ async function servedEvents(key: string, since: string, until: string): Promise<
   let after: string | null = null;
   for (;;) {
     const query: string = after ? `after=${after}` : `since=${encodeURIComponent(since)}`;
-    const page = await expectJson<{ events: Row[]; next_cursor: string | null }>(await call("GET", `/events?${query}&limit=1000`, { token: key }), 200);
+    const page = (await expectJson(await call("GET", `/events?${query}&limit=1000`, { token: key }), 200)) as { events: Row[]; next_cursor: string | null };
     found.push(...page.events.filter((event) => String(event.timestamp) < until));
     if (page.events.length === 0 || !page.next_cursor) return found;
     after = page.next_cursor;
@@ -166,16 +177,17 @@ describe("a changes export", () => {
     await commitEvents(1, 3);
     const since = new Date(Date.now() - 24 * 4 * HOUR_MS).toISOString();
     const until = new Date(Date.now() - 1.5 * HOUR_MS).toISOString();
-    const created = await expectJson<ExportDetail>(await start(account.token, { kind: "changes", format: "ndjson", since, until }), 202);
+    const created = await expectJson(await start(account.token, { kind: "changes", format: "ndjson", since, until }), 202);
     const detail = await finished(account.token, created.id);
     expect(detail.status).toBe("succeeded");
 
     const expected = await servedEvents(account.key, since, until);
     expect(expected).toHaveLength(5 + 4 + 5);
     const exported = await ndjsonRows(detail);
-    expect(exported.map((row) => row.event_id)).toEqual(expected.map((event) => event.id));
-    for (const [i, row] of exported.entries()) {
-      const event = expected[i] as { id: string; type: string; timestamp: string; data: Row };
+    expect(idsOf(exported)).toEqual(idsOf(expected));
+    const servedById = new Map(expected.map((event) => [event.id, event as { id: string; type: string; timestamp: string; data: Row }]));
+    for (const row of exported) {
+      const event = servedById.get(String(row.event_id))!;
       expect(row).toMatchObject({ type: event.type, timestamp: event.timestamp, sku: event.data.sku, competitor_id: event.data.competitor_id });
       if (event.type === "price.changed") expect(row).toMatchObject({ old_price: event.data.old_price, new_price: event.data.new_price });
       else expect(row).toMatchObject({ price: event.data.price, in_stock: event.data.in_stock });
@@ -201,13 +213,86 @@ describe("a changes export", () => {
     await expectJson(await call("POST", "/test/observations", { token: sandbox.testKey, body: { observations } }), 200);
     await commitEvents(0.5, 2); // live events: never in a test export
     const since = new Date(Date.now() - HOUR_MS).toISOString();
-    const created = await expectJson<ExportDetail>(await start(sandbox.token, { kind: "changes", format: "ndjson", environment: "test", since }), 202);
+    const created = await expectJson(await start(sandbox.token, { kind: "changes", format: "ndjson", environment: "test", since }), 202);
     const detail = await finished(sandbox.token, created.id);
     const exported = await ndjsonRows(detail);
     const served = await servedEvents(sandbox.testKey, since, "9");
-    expect(exported.map((row) => row.event_id)).toEqual(served.map((event) => event.id));
+    expect(idsOf(exported)).toEqual(idsOf(served));
     expect(exported.length).toBeGreaterThan(0);
     expect(exported.every((row) => String(row.sku).startsWith("TEST-"))).toBe(true);
+  });
+});
+
+/** The changes a product's served history shows from `since` to `until`: each entry that differs from its offer's entry before. */
+function historyChangesServed(history: { competitor_id: string; price: string; currency: string; in_stock: boolean; observed_at: string }[], since: string, until: string) {
+  const last = new Map<string, (typeof history)[number]>();
+  const changes: Row[] = [];
+  for (const entry of history) {
+    const before = last.get(entry.competitor_id);
+    last.set(entry.competitor_id, entry);
+    if (!before || entry.observed_at < since || entry.observed_at >= until) continue;
+    if (before.price !== entry.price || before.currency !== entry.currency)
+      changes.push({ type: "price.changed", competitor_id: entry.competitor_id, timestamp: entry.observed_at, old_price: before.price, new_price: entry.price });
+    if (before.in_stock !== entry.in_stock)
+      changes.push({ type: "stock.changed", competitor_id: entry.competitor_id, timestamp: entry.observed_at, in_stock_before: before.in_stock, in_stock: entry.in_stock });
+  }
+  return changes;
+}
+
+describe("a changes export past the feed's 30 days", () => {
+  it("holds the archived history's changes before the feed's floor and the feed's events after it, no more and no fewer", async () => {
+    STEP_LIMITS.historyProducts = 2; // several steps over the products' histories
+    const shop = await createCompetitor();
+    const day = 86_400_000;
+    const ago = (days: number) => new Date(Date.now() - days * day).toISOString();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const product = await createProduct({
+        id: `prd_${crypto.randomUUID().replaceAll("-", "")}`,
+        brand: `Old ${i}`,
+        category: "Archived",
+        createdAt: "2025-03-01T00:00:00.000Z",
+        offers: [{ competitor: shop.id, price: "20.00" }],
+      });
+      ids.push(product.id);
+      await addHistory(product.id, [
+        { competitor: shop.id, price: "25.00", observedAt: ago(70 + i) }, // before the span: the first change's old price
+        { competitor: shop.id, price: "24.00", observedAt: ago(50) },
+        { competitor: shop.id, price: "24.00", inStock: false, observedAt: ago(45) },
+        { competitor: shop.id, price: "22.50", inStock: true, observedAt: ago(35 - i) },
+        { competitor: shop.id, price: "20.00", observedAt: ago(3) }, // inside the feed's 30 days: the feed's, not the history's
+      ]);
+    }
+    await archiveHistory(database(env.DB), env.ARCHIVE); // rows older than a few days leave D1 for R2
+    const stillInD1 = await env.DB.prepare("SELECT count(*) AS n FROM price_history WHERE observed_at < ?").bind(ago(30)).first<{ n: number }>();
+    expect(stillInD1!.n).toBe(0);
+    await publishCatalogue();
+    const feedIds = await commitEvents(24 * 2, 3);
+
+    const since = ago(60);
+    const until = new Date().toISOString();
+    const created = await expectJson(await call("POST", "/exports", { token: account.token, body: { kind: "changes", format: "ndjson", since, until } }), 202);
+    const detail = await finished(account.token, created.id);
+    expect(detail.status).toBe("succeeded");
+    const exported = await ndjsonRows(detail);
+    const floor = ago(30);
+
+    const fromHistory = exported.filter((row) => row.source === "history");
+    const expectedHistory: Row[] = [];
+    for (const id of ids) {
+      const { history } = (await expectJson(await call("GET", `/products/${id}/history`, { token: account.key }), 200)) as {
+        history: Parameters<typeof historyChangesServed>[0];
+      };
+      expectedHistory.push(...historyChangesServed(history, since, floor).map((change) => ({ ...change, product_id: id, brand: expect.stringMatching(/^Old /), category: "Archived" })));
+    }
+    expect(expectedHistory.length).toBe(5 * 4); // 50 d: price; 45 d: stock; 35-31 d: price and stock
+    expect(byKey(fromHistory, "product_id", "timestamp", "type")).toEqual(byKey(expectedHistory, "product_id", "timestamp", "type").map((row) => expect.objectContaining(row)));
+    expect(fromHistory.every((row) => String(row.timestamp) < floor && String(row.timestamp) >= since)).toBe(true);
+
+    const fromFeed = exported.filter((row) => row.source === "feed");
+    const served = await servedEvents(account.key, since, until);
+    expect(idsOf(fromFeed)).toEqual(idsOf(served));
+    expect(fromFeed.map((row) => row.event_id)).toEqual(expect.arrayContaining(feedIds));
   });
 });
 
@@ -216,7 +301,7 @@ describe("a scheduled changes export", () => {
     const other = await freshAccount();
     const since = new Date(Math.floor(Date.now() / HOUR_MS) * HOUR_MS - 3 * HOUR_MS).toISOString();
     const before = await commitEvents(2.5, 3);
-    const created = await expectJson<ExportDetail>(await start(other.token, { kind: "changes", format: "ndjson", since, schedule: "hourly" }), 202);
+    const created = await expectJson(await start(other.token, { kind: "changes", format: "ndjson", since, schedule: "hourly" }), 202);
     const first = await finished(other.token, created.id);
     expect(first.status).toBe("scheduled");
     // Changes committed now fall after the first span's end (the last closed hour); the next hours close, and the cron
@@ -232,7 +317,7 @@ describe("a scheduled changes export", () => {
     expect(await appendScheduledExports(database(env.DB), env.EXPORT_RUNNER, work, later)).toBe(0);
     const exported = await ndjsonRows(second);
     const served = await servedEvents(other.key, since, second.until!);
-    expect(exported.map((row) => row.event_id)).toEqual(served.map((event) => event.id));
+    expect(idsOf(exported)).toEqual(idsOf(served));
     expect(exported.map((row) => row.event_id)).toEqual(expect.arrayContaining([...before, ...after]));
     expect(new Set(exported.map((row) => row.event_id)).size).toBe(exported.length);
   });
@@ -265,7 +350,7 @@ describe("the routes", () => {
 
   it("shows another account's export as 404, and lists only the account's own", async () => {
     const [a, b] = [await freshAccount(), await freshAccount()];
-    const created = await expectJson<ExportDetail>(await start(a.token, { kind: "catalogue" }), 202);
+    const created = await expectJson(await start(a.token, { kind: "catalogue" }), 202);
     await finished(a.token, created.id);
     expect((await expectJson(await call("GET", `/exports/${created.id}`, { token: b.token }), 404)).detail).toMatch(/No export/);
     expect((await expectJson(await call("GET", "/exports", { token: b.token }), 200)).exports).toEqual([]);
@@ -275,7 +360,7 @@ describe("the routes", () => {
   });
 
   it("signs download URLs for an hour: a changed path, signature or expiry is 403", async () => {
-    const created = await expectJson<ExportDetail>(await start(account.token, { kind: "catalogue" }), 202);
+    const created = await expectJson(await start(account.token, { kind: "catalogue" }), 202);
     const detail = await finished(account.token, created.id);
     const url = new URL(detail.manifest_url!);
     expect(Number(url.searchParams.get("expires")) - Date.now() / 1000).toBeGreaterThan(3590);
@@ -315,7 +400,7 @@ describe("the customer's S3 bucket", () => {
     const until = new Date(Date.now() - 5 * HOUR_MS).toISOString();
     const destination = { type: "s3", endpoint: "https://s3.test", bucket: "lake", prefix: "prices/", region: "eu-west-1", access_key_id: "AKIDTEST", secret_access_key: "very-secret" };
     const answer = await start(account.token, { kind: "changes", format: "ndjson", since, until, destination });
-    const created = await expectJson<ExportDetail>(answer, 202);
+    const created = await expectJson(answer, 202);
     expect(JSON.stringify(created)).not.toContain("very-secret");
     const detail = await finished(account.token, created.id);
     expect(JSON.stringify(detail)).not.toContain("very-secret");
@@ -326,7 +411,7 @@ describe("the customer's S3 bucket", () => {
     expect(files).toEqual(detail.file_list.map((f) => `prices/${created.id}/${f.path}`).sort());
     const rows = files.flatMap((key) => new TextDecoder().decode(stored.get(key)).split("\n").filter(Boolean).map((line) => JSON.parse(line) as Row));
     const expected = await servedEvents(account.key, since, until);
-    expect(rows.map((row) => row.event_id)).toEqual(expected.map((event) => event.id));
+    expect(idsOf(rows)).toEqual(idsOf(expected));
     expect(stored.has(`prices/${created.id}/_manifest.json`)).toBe(true);
   });
 });
