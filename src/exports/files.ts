@@ -78,7 +78,9 @@ function columnValues(column: Column, rows: readonly Row[]) {
 /** The rows as one Parquet file (one row group) or as NDJSON lines. */
 export function encodeRows(format: "parquet" | "ndjson", columns: readonly Column[], rows: readonly Row[]): Uint8Array {
   if (format === "ndjson") {
-    return new TextEncoder().encode(rows.map((row) => `${JSON.stringify(Object.fromEntries(columns.map((c) => [c.name, row[c.name] ?? null])))}\n`).join(""));
+    return new TextEncoder().encode(
+      rows.map((row) => `${JSON.stringify(Object.fromEntries(columns.map((c) => [c.name, row[c.name] ?? null])))}\n`).join(""),
+    );
   }
   const buffer = parquetWriteBuffer({
     columnData: columns.map((column) => ({ name: column.name, data: columnValues(column, rows) as never })),

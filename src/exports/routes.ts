@@ -6,7 +6,15 @@ import { noQuery } from "../http/query.ts";
 import { validationHook } from "../http/validation.ts";
 import { operation } from "../operation/operation.ts";
 import { downloadQuery, Export, ExportDetail, ExportList, exportBody, exportIdParam } from "./schema.ts";
-import { createExport, DOWNLOAD_URL_SECONDS, downloadFile, type ExportServices, getExport, listExports, MAX_RUNNING_EXPORTS } from "./service.ts";
+import {
+  createExport,
+  DOWNLOAD_URL_SECONDS,
+  downloadFile,
+  type ExportServices,
+  getExport,
+  listExports,
+  MAX_RUNNING_EXPORTS,
+} from "./service.ts";
 
 const common = { tags: ["Exports"], credential: "account" as const };
 
@@ -71,14 +79,23 @@ const exportServices = (c: Context<AppEnv>): ExportServices => ({
  * presigned URL does: they are handed out by GET /exports/{id}, not an operation of the document.
  */
 export const exportRoutes = openApiApp()
-  .openapi(createExportRoute, async (c) => c.json(await createExport(exportServices(c), { accountId: c.var.account.id, body: c.req.valid("json") }), 202))
+  .openapi(createExportRoute, async (c) =>
+    c.json(await createExport(exportServices(c), { accountId: c.var.account.id, body: c.req.valid("json") }), 202),
+  )
   .openapi(listExportsRoute, async (c) => c.json(await listExports(c.var.services.db, c.var.account.id), 200))
-  .openapi(getExportRoute, async (c) => c.json(await getExport(exportServices(c), { accountId: c.var.account.id, id: c.req.valid("param").id }), 200))
+  .openapi(getExportRoute, async (c) =>
+    c.json(await getExport(exportServices(c), { accountId: c.var.account.id, id: c.req.valid("param").id }), 200),
+  )
   .get("/:id/download", async (c) => {
     const parsed = downloadQuery.safeParse(c.req.query());
     validationHook({ target: "query", success: parsed.success, error: parsed.error });
     const query = parsed.data!;
-    const object = await downloadFile(exportServices(c), { id: c.req.param("id"), path: query.path, expires: Number(query.expires), signature: query.signature });
+    const object = await downloadFile(exportServices(c), {
+      id: c.req.param("id"),
+      path: query.path,
+      expires: Number(query.expires),
+      signature: query.signature,
+    });
     return new Response(object.body, {
       headers: {
         "Content-Type": object.httpMetadata?.contentType ?? "application/octet-stream",

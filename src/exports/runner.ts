@@ -9,7 +9,7 @@ import { decryptSecret } from "../webhooks/secrets.ts";
 import { type FileSink, ownPrefix, r2Sink, type S3Destination, s3Sink } from "./destination.ts";
 import { encodeRows, partPath } from "./files.ts";
 import { type ExportManifest, MANIFEST } from "./manifest.ts";
-import { catalogueStart, type Cursor, changesStart, columnsOf, runStep } from "./steps.ts";
+import { type Cursor, catalogueStart, changesStart, columnsOf, runStep } from "./steps.ts";
 
 /**
  * One object per export (idFromName(export id)) writes it in bounded steps, one step per alarm (docs/exports.md): each
@@ -42,7 +42,11 @@ export class ExportRunner extends MeteredObject {
         ? row.environment === "test"
           ? { phase: "catalogue", manifest: null, segment: 0 }
           : await catalogueStart(this.meter.bucket(this.env.CATALOGUE))
-        : await changesStart(this.meter.bucket(this.env.CATALOGUE), { since: span?.since ?? row.since!, until: span?.until ?? row.until! }, row.environment);
+        : await changesStart(
+            this.meter.bucket(this.env.CATALOGUE),
+            { since: span?.since ?? row.since!, until: span?.until ?? row.until! },
+            row.environment,
+          );
     const manifest: ExportManifest = state?.manifest ?? {
       export_id: row.id,
       kind: row.kind,
@@ -117,9 +121,15 @@ export class ExportRunner extends MeteredObject {
       await this.ctx.storage.put("state", { ...state, failures } satisfies State);
       if (failures < MAX_FAILURES) {
         await this.ctx.storage.setAlarm(Date.now() + RETRY_MS * 2 ** (failures - 1));
-        await db.update(exports).set({ error: `retrying: ${String(error)}` }).where(eq(exports.id, id));
+        await db
+          .update(exports)
+          .set({ error: `retrying: ${String(error)}` })
+          .where(eq(exports.id, id));
       } else {
-        await db.update(exports).set({ status: "failed", error: String(error) }).where(eq(exports.id, id));
+        await db
+          .update(exports)
+          .set({ status: "failed", error: String(error) })
+          .where(eq(exports.id, id));
       }
     }
   }
@@ -136,6 +146,7 @@ export class ExportRunner extends MeteredObject {
   async #putManifest(row: typeof exports.$inferSelect, sink: FileSink, manifest: ExportManifest): Promise<void> {
     const body = new TextEncoder().encode(JSON.stringify(manifest));
     await sink.put(MANIFEST, body, "application/json");
-    if (row.destination) await r2Sink(this.meter.bucket(this.env.EXPORTS), ownPrefix(row.accountId, row.id)).put(MANIFEST, body, "application/json");
+    if (row.destination)
+      await r2Sink(this.meter.bucket(this.env.EXPORTS), ownPrefix(row.accountId, row.id)).put(MANIFEST, body, "application/json");
   }
 }

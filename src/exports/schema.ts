@@ -53,7 +53,8 @@ export const exportBody = z
   .strictObject(
     {
       kind: z.enum(EXPORT_KINDS, { error: "must be catalogue or changes" }).meta({
-        description: "catalogue: one row per offer of the published snapshot, with its product's fields; changes: one row per price.changed and stock.changed event of [since, until)",
+        description:
+          "catalogue: one row per offer of the published snapshot, with its product's fields; changes: one row per price.changed and stock.changed event of [since, until)",
       }),
       format: z.enum(EXPORT_FORMATS, { error: "must be parquet or ndjson" }).default("parquet"),
       environment: environmentField
@@ -66,10 +67,13 @@ export const exportBody = z
       }),
       until: instant.optional().meta({
         ...DATE_OR_DATE_TIME,
-        description: "changes only: events before this instant, later than since; now by default (a schedule's first span ends at the last closed hour or day)",
+        description:
+          "changes only: events before this instant, later than since; now by default (a schedule's first span ends at the last closed hour or day)",
         example: "2026-02-01",
       }),
-      destination: s3Destination.optional().meta({ description: "The customer's S3-compatible bucket; absent: the service's own, with signed download URLs" }),
+      destination: s3Destination
+        .optional()
+        .meta({ description: "The customer's S3-compatible bucket; absent: the service's own, with signed download URLs" }),
       schedule: z.enum(EXPORT_SCHEDULES, { error: "must be hourly or daily" }).optional().meta({
         description: "changes only: keep appending each closed hour's or day's changes, without gap or duplicate",
       }),
@@ -118,14 +122,22 @@ export const Export = z
     until: timestamp.nullable().meta({ description: "The end of what is written so far (a scheduled export moves it on)" }),
     schedule: z.enum(EXPORT_SCHEDULES).nullable(),
     status: z.enum(["running", "succeeded", "failed", "scheduled"]).meta({
-      description: "running: steps under way; succeeded: every file is written; scheduled: written up to until, the next span waits for its hour or day to close; failed: see error",
+      description:
+        "running: steps under way; succeeded: every file is written; scheduled: written up to until, the next span waits for its hour or day to close; failed: see error",
     }),
     rows: z.int(),
     files: z.int(),
     bytes: z.int(),
     error: z.string().nullable(),
     destination: z
-      .object({ type: z.literal("s3"), endpoint: z.string(), bucket: z.string(), prefix: z.string(), region: z.string(), access_key_id: z.string() })
+      .object({
+        type: z.literal("s3"),
+        endpoint: z.string(),
+        bucket: z.string(),
+        prefix: z.string(),
+        region: z.string(),
+        access_key_id: z.string(),
+      })
       .nullable()
       .meta({ description: "The customer's bucket (never its secret); null: the service's own" }),
     prefix: z.string().meta({ description: "Where the files are in the bucket: the manifest is <prefix>_manifest.json" }),
@@ -136,15 +148,29 @@ export const Export = z
 export type ExportView = z.infer<typeof Export>;
 
 export const ExportDetail = Export.extend({
-  manifest_url: z.string().nullable().meta({ description: "The signed URL of _manifest.json (1 hour); null for the customer's bucket or before the first file" }),
+  manifest_url: z
+    .string()
+    .nullable()
+    .meta({ description: "The signed URL of _manifest.json (1 hour); null for the customer's bucket or before the first file" }),
   file_list: z.array(ExportFile).meta({ description: "The files written so far, in order" }),
 }).meta({ id: "ExportDetail" });
 export type ExportDetailView = z.infer<typeof ExportDetail>;
 
-export const ExportList = z.object({ exports: z.array(Export).meta({ description: "Newest first, at most 100" }) }).meta({ id: "ExportList" });
+export const ExportList = z
+  .object({ exports: z.array(Export).meta({ description: "Newest first, at most 100" }) })
+  .meta({ id: "ExportList" });
 
 export const downloadQuery = z.object({
-  path: z.string({ error: required("string") }).min(1, { error: "must not be empty" }).max(1024, { error: "must be at most 1024 characters" }),
-  expires: z.string().regex(/^\d+$/, { error: "must be a Unix time in seconds" }).meta({ description: "When the URL stops working (Unix seconds)" }),
-  signature: z.string().regex(/^[0-9a-f]{64}$/, { error: "must be 64 hex digits" }).meta({ description: "HMAC-SHA256 over id, path and expires" }),
+  path: z
+    .string({ error: required("string") })
+    .min(1, { error: "must not be empty" })
+    .max(1024, { error: "must be at most 1024 characters" }),
+  expires: z
+    .string()
+    .regex(/^\d+$/, { error: "must be a Unix time in seconds" })
+    .meta({ description: "When the URL stops working (Unix seconds)" }),
+  signature: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, { error: "must be 64 hex digits" })
+    .meta({ description: "HMAC-SHA256 over id, path and expires" }),
 });

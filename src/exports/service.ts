@@ -6,8 +6,8 @@ import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import type { WorkMeter } from "../platform/metered.ts";
 import { exports } from "../platform/tables.ts";
-import { webhookUrlProblem } from "../webhooks/url-policy.ts";
 import { encryptSecret } from "../webhooks/secrets.ts";
+import { webhookUrlProblem } from "../webhooks/url-policy.ts";
 import { ownPrefix, type S3Destination, s3Prefix } from "./destination.ts";
 import { closedUntil, type ExportManifest, MANIFEST } from "./manifest.ts";
 import type { ExportBody, ExportDetailView, ExportView } from "./schema.ts";
@@ -66,7 +66,10 @@ function exportView(row: ExportRow): ExportView {
 
 const iso = (instant: string) => new Date(instant).toISOString();
 
-export async function createExport(services: ExportServices, { accountId, body }: { accountId: string; body: ExportBody }): Promise<ExportView> {
+export async function createExport(
+  services: ExportServices,
+  { accountId, body }: { accountId: string; body: ExportBody },
+): Promise<ExportView> {
   const { db, config } = services;
   if (body.destination) {
     const problem = webhookUrlProblem(body.destination.endpoint, config.WEBHOOK_ALLOW_INSECURE_URLS);
@@ -144,7 +147,12 @@ export async function getExport(services: ExportServices, { accountId, id }: { a
     ...exportView(row),
     manifest_url: manifest ? await url(MANIFEST) : null,
     file_list: await Promise.all(
-      (manifest?.files ?? []).map(async (file) => ({ path: file.path, rows: file.rows, bytes: file.bytes, download_url: await url(file.path) })),
+      (manifest?.files ?? []).map(async (file) => ({
+        path: file.path,
+        rows: file.rows,
+        bytes: file.bytes,
+        download_url: await url(file.path),
+      })),
     ),
   };
 }
@@ -162,7 +170,10 @@ async function downloadKey(config: Config): Promise<CryptoKey> {
 const hex = (bytes: ArrayBuffer) => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
 const signed = (id: string, path: string, expires: number) => encoder.encode(`${id}\n${path}\n${expires}`);
 
-async function downloadUrl({ config, origin }: Pick<ExportServices, "config" | "origin">, file: { id: string; path: string; expires: number }) {
+async function downloadUrl(
+  { config, origin }: Pick<ExportServices, "config" | "origin">,
+  file: { id: string; path: string; expires: number },
+) {
   const signature = hex(await crypto.subtle.sign("HMAC", await downloadKey(config), signed(file.id, file.path, file.expires)));
   const query = new URLSearchParams({ path: file.path, expires: String(file.expires), signature });
   return `${origin}/exports/${file.id}/download?${query}`;
@@ -176,7 +187,8 @@ export async function downloadFile(
   const bytes = new Uint8Array((signature.match(/../g) ?? []).map((pair) => Number.parseInt(pair, 16)));
   const valid = await crypto.subtle.verify("HMAC", await downloadKey(config), bytes, signed(id, path, expires));
   if (!valid) throw new ApiError(403, "This download URL's signature is not valid; take a fresh URL from GET /exports/{id}.");
-  if (expires < Date.now() / 1000) throw new ApiError(403, "This download URL has expired (they work 1 hour); take a fresh one from GET /exports/{id}.");
+  if (expires < Date.now() / 1000)
+    throw new ApiError(403, "This download URL has expired (they work 1 hour); take a fresh one from GET /exports/{id}.");
   const [row] = await db.select({ accountId: exports.accountId }).from(exports).where(eq(exports.id, id));
   const object = row ? await bucket.get(ownPrefix(row.accountId, id) + path) : null;
   if (!object) throw new ApiError(404, `No file ${path} in export ${id}.`);
@@ -187,7 +199,12 @@ export async function downloadFile(
  * The cron's part (src/index.ts scheduled): each scheduled export whose next hour or day has closed begins its next span
  * [until, closed), so each partition is appended once, right after the last.
  */
-export async function appendScheduledExports(db: Database, runners: Env["EXPORT_RUNNER"], work: WorkMeter, now = Date.now()): Promise<number> {
+export async function appendScheduledExports(
+  db: Database,
+  runners: Env["EXPORT_RUNNER"],
+  work: WorkMeter,
+  now = Date.now(),
+): Promise<number> {
   const [hourly, daily] = [closedUntil("hourly", now), closedUntil("daily", now)];
   const due = await db
     .select({ id: exports.id, schedule: exports.schedule, until: exports.until })
@@ -200,7 +217,10 @@ export async function appendScheduledExports(db: Database, runners: Env["EXPORT_
     )
     .limit(SCHEDULED_PER_RUN);
   for (const row of due) {
-    await db.update(exports).set({ status: "running" }).where(and(eq(exports.id, row.id), eq(exports.status, "scheduled")));
+    await db
+      .update(exports)
+      .set({ status: "running" })
+      .where(and(eq(exports.id, row.id), eq(exports.status, "scheduled")));
     await runner({ runners, work }, row.id).begin({ since: row.until!, until: row.schedule === "hourly" ? hourly : daily });
   }
   return due.length;

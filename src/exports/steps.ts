@@ -73,7 +73,11 @@ function byDay(rows: readonly Row[], dayOf: (row: Row) => string): Map<string, R
  * The first cursor of a live changes export: the span before the feed's floor (the oldest event it keeps, 30 days) from
  * the price history, the rest from the feed. A test export reads its sandbox's feed alone (kept 7 days, no archive).
  */
-export async function changesStart(catalogue: R2Bucket, span: { since: string; until: string }, environment: "live" | "test"): Promise<Cursor> {
+export async function changesStart(
+  catalogue: R2Bucket,
+  span: { since: string; until: string },
+  environment: "live" | "test",
+): Promise<Cursor> {
   const floor = new Date(Date.now() - RETENTION_MS).toISOString();
   const feed = { phase: "changes" as const, since: span.since < floor ? floor : span.since, until: span.until, afterSeq: 0, after: null };
   if (environment === "test" || span.since >= floor) return feed;
@@ -91,7 +95,8 @@ export async function runStep(source: StepSource, cursor: Cursor): Promise<StepR
 /** A snapshot's products, STEP_LIMITS.segments segments a step, read as GET /products streams them (the same bytes). */
 async function catalogueStep(source: StepSource, cursor: Extract<Cursor, { phase: "catalogue" }>): Promise<StepResult> {
   const manifest = cursor.manifest === null ? null : await findManifest(source.catalogue, cursor.manifest);
-  if (cursor.manifest !== null && !manifest) throw new Error(`The snapshot ${cursor.manifest} this export reads is gone; start the export again.`);
+  if (cursor.manifest !== null && !manifest)
+    throw new Error(`The snapshot ${cursor.manifest} this export reads is gone; start the export again.`);
   if (!manifest) return { days: new Map(), next: { phase: "done" } };
   const day = manifest.builtAt.slice(0, 10);
   const segments = manifest.segments.slice(cursor.segment, cursor.segment + STEP_LIMITS.segments);
@@ -113,12 +118,16 @@ async function sandboxCatalogueStep(source: StepSource): Promise<StepResult> {
   const catalogue = await sandboxCatalogue(source.sandbox);
   const decoder = new TextDecoder();
   let text = "";
-  for await (const chunk of sandboxProductBody(catalogue, { filters: {}, form: "ndjson" }, false)) text += decoder.decode(chunk, { stream: true });
+  for await (const chunk of sandboxProductBody(catalogue, { filters: {}, form: "ndjson" }, false))
+    text += decoder.decode(chunk, { stream: true });
   const rows = text
     .split("\n")
     .filter((line) => line.length > 0)
     .flatMap((line) => catalogueRows(JSON.parse(line) as ProductView));
-  return { days: rows.length > 0 ? new Map([[new Date(catalogue.base.hour).toISOString().slice(0, 10), rows]]) : new Map(), next: { phase: "done" } };
+  return {
+    days: rows.length > 0 ? new Map([[new Date(catalogue.base.hour).toISOString().slice(0, 10), rows]]) : new Map(),
+    next: { phase: "done" },
+  };
 }
 
 const CHANGE_TYPES = WEBHOOK_EVENT_TYPES as readonly string[];
@@ -164,7 +173,8 @@ async function changesStep(source: StepSource, cursor: Extract<Cursor, { phase: 
  */
 async function historyStep(source: StepSource, cursor: Extract<Cursor, { phase: "history" }>): Promise<StepResult> {
   const manifest = cursor.manifest === null ? null : await findManifest(source.catalogue, cursor.manifest);
-  if (cursor.manifest !== null && !manifest) throw new Error(`The snapshot ${cursor.manifest} this export reads is gone; start the export again.`);
+  if (cursor.manifest !== null && !manifest)
+    throw new Error(`The snapshot ${cursor.manifest} this export reads is gone; start the export again.`);
   const feed: Cursor = { phase: "changes", since: cursor.floor, until: cursor.until, afterSeq: 0, after: null };
   const afterHistory: Cursor = cursor.until <= cursor.floor ? { phase: "done" } : feed;
   const segment = manifest?.segments[cursor.segment];

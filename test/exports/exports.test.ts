@@ -2,9 +2,9 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { archiveHistory } from "../../src/catalogue/history-archive.ts";
 import { archiveEvents } from "../../src/events/archive.ts";
-import { database } from "../../src/platform/db.ts";
 import { appendScheduledExports } from "../../src/exports/service.ts";
 import { STEP_LIMITS } from "../../src/exports/steps.ts";
+import { database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { HOUR_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
@@ -69,7 +69,12 @@ async function ndjsonRows(detail: ExportDetail): Promise<Row[]> {
   const rows: Row[] = [];
   for (const file of detail.file_list) {
     const text = await utf8Text(await download(file.download_url!));
-    rows.push(...text.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Row));
+    rows.push(
+      ...text
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Row),
+    );
   }
   return rows;
 }
@@ -78,7 +83,12 @@ async function ndjsonRows(detail: ExportDetail): Promise<Row[]> {
 function offerRows(product: Row & { offers: Row[]; summary: Row }): Row[] {
   const fields = {
     product_id: product.id,
-    ...Object.fromEntries(["sku", "gtin", "mpn", "name", "brand", "category", "image_url", "created_at", "updated_at", "last_changed_at"].map((k) => [k, product[k]])),
+    ...Object.fromEntries(
+      ["sku", "gtin", "mpn", "name", "brand", "category", "image_url", "created_at", "updated_at", "last_changed_at"].map((k) => [
+        k,
+        product[k],
+      ]),
+    ),
     product_url: product.url,
     ...Object.fromEntries(Object.entries(product.summary).map(([k, v]) => [k === "currency" ? "summary_currency" : `summary_${k}`, v])),
   };
@@ -112,7 +122,12 @@ describe("a catalogue export", () => {
         category: i % 2 ? "Kettles" : undefined,
         gtin: i % 5 ? String(4006381333931 + i) : undefined,
         offers: [
-          { competitor: shopA.id, price: `${10 + i}.99`, shipping: i % 2 ? "4.95" : undefined, regularPrice: i % 4 ? `${20 + i}.00` : undefined },
+          {
+            competitor: shopA.id,
+            price: `${10 + i}.99`,
+            shipping: i % 2 ? "4.95" : undefined,
+            regularPrice: i % 4 ? `${20 + i}.00` : undefined,
+          },
           ...(i % 3 ? [{ competitor: shopB.id, price: String(1000 + i), currency: i % 2 ? "JPY" : "KWD", inStock: i % 2 === 0 }] : []),
         ],
       });
@@ -125,7 +140,10 @@ describe("a catalogue export", () => {
     expect(detail.file_list.map((f) => f.path)).toEqual([expect.stringMatching(/^date=\d{4}-\d\d-\d\d\/part-00000\.ndjson$/)]);
 
     const served = await utf8Text(await call("GET", "/products", { token: account.key, headers: { Accept: "application/x-ndjson" } }));
-    const expected = served.split("\n").filter(Boolean).flatMap((line) => offerRows(JSON.parse(line)));
+    const expected = served
+      .split("\n")
+      .filter(Boolean)
+      .flatMap((line) => offerRows(JSON.parse(line)));
     const exported = await ndjsonRows(detail);
     expect(byKey(exported, "product_id", "competitor_id")).toEqual(byKey(expected, "product_id", "competitor_id"));
     expect(detail.rows).toBe(expected.length);
@@ -145,7 +163,10 @@ describe("a catalogue export", () => {
     const detail = await finished(sandbox.token, created.id);
     expect(detail.status).toBe("succeeded");
     const served = await utf8Text(await call("GET", "/products", { token: sandbox.testKey, headers: { Accept: "application/x-ndjson" } }));
-    const expected = served.split("\n").filter(Boolean).flatMap((line) => offerRows(JSON.parse(line)));
+    const expected = served
+      .split("\n")
+      .filter(Boolean)
+      .flatMap((line) => offerRows(JSON.parse(line)));
     const exported = await ndjsonRows(detail);
     expect(exported.length).toBe(expected.length);
     expect(exported.every((row) => String(row.sku).startsWith("TEST-"))).toBe(true);
@@ -159,7 +180,10 @@ async function servedEvents(key: string, since: string, until: string): Promise<
   let after: string | null = null;
   for (;;) {
     const query: string = after ? `after=${after}` : `since=${encodeURIComponent(since)}`;
-    const page = (await expectJson(await call("GET", `/events?${query}&limit=1000`, { token: key }), 200)) as { events: Row[]; next_cursor: string | null };
+    const page = (await expectJson(await call("GET", `/events?${query}&limit=1000`, { token: key }), 200)) as {
+      events: Row[];
+      next_cursor: string | null;
+    };
     found.push(...page.events.filter((event) => String(event.timestamp) < until));
     if (page.events.length === 0 || !page.next_cursor) return found;
     after = page.next_cursor;
@@ -188,7 +212,12 @@ describe("a changes export", () => {
     const servedById = new Map(expected.map((event) => [event.id, event as { id: string; type: string; timestamp: string; data: Row }]));
     for (const row of exported) {
       const event = servedById.get(String(row.event_id))!;
-      expect(row).toMatchObject({ type: event.type, timestamp: event.timestamp, sku: event.data.sku, competitor_id: event.data.competitor_id });
+      expect(row).toMatchObject({
+        type: event.type,
+        timestamp: event.timestamp,
+        sku: event.data.sku,
+        competitor_id: event.data.competitor_id,
+      });
       if (event.type === "price.changed") expect(row).toMatchObject({ old_price: event.data.old_price, new_price: event.data.new_price });
       else expect(row).toMatchObject({ price: event.data.price, in_stock: event.data.in_stock });
       expect(detail.file_list.some((f) => f.path.startsWith(`date=${event.timestamp.slice(0, 10)}/`))).toBe(true);
@@ -224,7 +253,11 @@ describe("a changes export", () => {
 });
 
 /** The changes a product's served history shows from `since` to `until`: each entry that differs from its offer's entry before. */
-function historyChangesServed(history: { competitor_id: string; price: string; currency: string; in_stock: boolean; observed_at: string }[], since: string, until: string) {
+function historyChangesServed(
+  history: { competitor_id: string; price: string; currency: string; in_stock: boolean; observed_at: string }[],
+  since: string,
+  until: string,
+) {
   const last = new Map<string, (typeof history)[number]>();
   const changes: Row[] = [];
   for (const entry of history) {
@@ -232,9 +265,21 @@ function historyChangesServed(history: { competitor_id: string; price: string; c
     last.set(entry.competitor_id, entry);
     if (!before || entry.observed_at < since || entry.observed_at >= until) continue;
     if (before.price !== entry.price || before.currency !== entry.currency)
-      changes.push({ type: "price.changed", competitor_id: entry.competitor_id, timestamp: entry.observed_at, old_price: before.price, new_price: entry.price });
+      changes.push({
+        type: "price.changed",
+        competitor_id: entry.competitor_id,
+        timestamp: entry.observed_at,
+        old_price: before.price,
+        new_price: entry.price,
+      });
     if (before.in_stock !== entry.in_stock)
-      changes.push({ type: "stock.changed", competitor_id: entry.competitor_id, timestamp: entry.observed_at, in_stock_before: before.in_stock, in_stock: entry.in_stock });
+      changes.push({
+        type: "stock.changed",
+        competitor_id: entry.competitor_id,
+        timestamp: entry.observed_at,
+        in_stock_before: before.in_stock,
+        in_stock: entry.in_stock,
+      });
   }
   return changes;
 }
@@ -264,14 +309,19 @@ describe("a changes export past the feed's 30 days", () => {
       ]);
     }
     await archiveHistory(database(env.DB), env.ARCHIVE); // rows older than a few days leave D1 for R2
-    const stillInD1 = await env.DB.prepare("SELECT count(*) AS n FROM price_history WHERE observed_at < ?").bind(ago(30)).first<{ n: number }>();
+    const stillInD1 = await env.DB.prepare("SELECT count(*) AS n FROM price_history WHERE observed_at < ?")
+      .bind(ago(30))
+      .first<{ n: number }>();
     expect(stillInD1!.n).toBe(0);
     await publishCatalogue();
     const feedIds = await commitEvents(24 * 2, 3);
 
     const since = ago(60);
     const until = new Date().toISOString();
-    const created = await expectJson(await call("POST", "/exports", { token: account.token, body: { kind: "changes", format: "ndjson", since, until } }), 202);
+    const created = await expectJson(
+      await call("POST", "/exports", { token: account.token, body: { kind: "changes", format: "ndjson", since, until } }),
+      202,
+    );
     const detail = await finished(account.token, created.id);
     expect(detail.status).toBe("succeeded");
     const exported = await ndjsonRows(detail);
@@ -283,10 +333,19 @@ describe("a changes export past the feed's 30 days", () => {
       const { history } = (await expectJson(await call("GET", `/products/${id}/history`, { token: account.key }), 200)) as {
         history: Parameters<typeof historyChangesServed>[0];
       };
-      expectedHistory.push(...historyChangesServed(history, since, floor).map((change) => ({ ...change, product_id: id, brand: expect.stringMatching(/^Old /), category: "Archived" })));
+      expectedHistory.push(
+        ...historyChangesServed(history, since, floor).map((change) => ({
+          ...change,
+          product_id: id,
+          brand: expect.stringMatching(/^Old /),
+          category: "Archived",
+        })),
+      );
     }
     expect(expectedHistory.length).toBe(5 * 4); // 50 d: price; 45 d: stock; 35-31 d: price and stock
-    expect(byKey(fromHistory, "product_id", "timestamp", "type")).toEqual(byKey(expectedHistory, "product_id", "timestamp", "type").map((row) => expect.objectContaining(row)));
+    expect(byKey(fromHistory, "product_id", "timestamp", "type")).toEqual(
+      byKey(expectedHistory, "product_id", "timestamp", "type").map((row) => expect.objectContaining(row)),
+    );
     expect(fromHistory.every((row) => String(row.timestamp) < floor && String(row.timestamp) >= since)).toBe(true);
 
     const fromFeed = exported.filter((row) => row.source === "feed");
@@ -335,14 +394,47 @@ describe("the routes", () => {
     [{ kind: "catalogue", format: "csv" }, /format: must be parquet or ndjson/],
     [{ kind: "catalogue", extra: 1 }, /extra/],
     [
-      { kind: "catalogue", destination: { type: "s3", endpoint: "https://127.0.0.1:9000", bucket: "lake", region: "x", access_key_id: "a", secret_access_key: "b" } },
+      {
+        kind: "catalogue",
+        destination: {
+          type: "s3",
+          endpoint: "https://127.0.0.1:9000",
+          bucket: "lake",
+          region: "x",
+          access_key_id: "a",
+          secret_access_key: "b",
+        },
+      },
       /destination\.endpoint: .*loopback/,
     ],
     [
-      { kind: "catalogue", destination: { type: "s3", endpoint: "http://s3.example.com", bucket: "lake", region: "x", access_key_id: "a", secret_access_key: "b" } },
+      {
+        kind: "catalogue",
+        destination: {
+          type: "s3",
+          endpoint: "http://s3.example.com",
+          bucket: "lake",
+          region: "x",
+          access_key_id: "a",
+          secret_access_key: "b",
+        },
+      },
       /destination\.endpoint: must be an https:\/\/ URL/,
     ],
-    [{ kind: "catalogue", destination: { type: "s3", endpoint: "https://s3.example.com", bucket: "Lake!", region: "x", access_key_id: "a", secret_access_key: "b" } }, /destination\.bucket/],
+    [
+      {
+        kind: "catalogue",
+        destination: {
+          type: "s3",
+          endpoint: "https://s3.example.com",
+          bucket: "Lake!",
+          region: "x",
+          access_key_id: "a",
+          secret_access_key: "b",
+        },
+      },
+      /destination\.bucket/,
+    ],
   ])("refuses %j with a 400 naming the field", async (body, detail) => {
     const answer = await expectJson(await start(account.token, body), 400);
     expect(answer.detail).toMatch(detail);
@@ -354,7 +446,9 @@ describe("the routes", () => {
     await finished(a.token, created.id);
     expect((await expectJson(await call("GET", `/exports/${created.id}`, { token: b.token }), 404)).detail).toMatch(/No export/);
     expect((await expectJson(await call("GET", "/exports", { token: b.token }), 200)).exports).toEqual([]);
-    expect((await expectJson(await call("GET", "/exports", { token: a.token }), 200)).exports.map((e: { id: string }) => e.id)).toEqual([created.id]);
+    expect((await expectJson(await call("GET", "/exports", { token: a.token }), 200)).exports.map((e: { id: string }) => e.id)).toEqual([
+      created.id,
+    ]);
     // A key is not a login: 401/403 before anything is read.
     expect((await call("GET", "/exports", { token: a.key })).status).toBe(403);
   });
@@ -398,7 +492,15 @@ describe("the customer's S3 bucket", () => {
     });
     const since = new Date(Date.now() - 7 * HOUR_MS).toISOString();
     const until = new Date(Date.now() - 5 * HOUR_MS).toISOString();
-    const destination = { type: "s3", endpoint: "https://s3.test", bucket: "lake", prefix: "prices/", region: "eu-west-1", access_key_id: "AKIDTEST", secret_access_key: "very-secret" };
+    const destination = {
+      type: "s3",
+      endpoint: "https://s3.test",
+      bucket: "lake",
+      prefix: "prices/",
+      region: "eu-west-1",
+      access_key_id: "AKIDTEST",
+      secret_access_key: "very-secret",
+    };
     const answer = await start(account.token, { kind: "changes", format: "ndjson", since, until, destination });
     const created = await expectJson(answer, 202);
     expect(JSON.stringify(created)).not.toContain("very-secret");
@@ -409,7 +511,13 @@ describe("the customer's S3 bucket", () => {
     expect(puts.filter((key) => key.endsWith("part-00001.ndjson"))).toHaveLength(2); // failed, then written once
     const files = [...stored.keys()].filter((key) => key.endsWith(".ndjson")).sort();
     expect(files).toEqual(detail.file_list.map((f) => `prices/${created.id}/${f.path}`).sort());
-    const rows = files.flatMap((key) => new TextDecoder().decode(stored.get(key)).split("\n").filter(Boolean).map((line) => JSON.parse(line) as Row));
+    const rows = files.flatMap((key) =>
+      new TextDecoder()
+        .decode(stored.get(key))
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Row),
+    );
     const expected = await servedEvents(account.key, since, until);
     expect(idsOf(rows)).toEqual(idsOf(expected));
     expect(stored.has(`prices/${created.id}/_manifest.json`)).toBe(true);
