@@ -20,4 +20,4 @@ CREATE TABLE `exports` (
 );
 --> statement-breakpoint
 CREATE INDEX `exports_account_created` ON `exports` (`account_id`,`created_at`);--> statement-breakpoint
-CREATE INDEX `exports_schedule` ON `exports` (`schedule`);
+CREATE INDEX `exports_due` ON `exports` (`status`,`schedule`,`until`);

@@ -422,5 +422,6 @@ export const exports = sqliteTable(
     createdAt: text("created_at").notNull().default(now),
     updatedAt: text("updated_at").notNull().default(now),
   },
-  (t) => [index("exports_account_created").on(t.accountId, t.createdAt), index("exports_schedule").on(t.schedule)],
+  // The cron's scheduled exports due for their next span: two index ranges (hourly, daily) of the scheduled ones.
+  (t) => [index("exports_account_created").on(t.accountId, t.createdAt), index("exports_due").on(t.status, t.schedule, t.until)],
 );

@@ -24,7 +24,7 @@ import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks
  * Tenants apart: account A causes every kind of event (price and stock changes, a leaked key, an expiring key,
  * a disabled webhook, a usage threshold) while account B uses everything a client can reach: every operation of
  * the OpenAPI document, every MCP tool, the stream (live, backfill and its hubs' publish), replay and the webhook fan-out. Nothing B
- * receives may carry A's account id, key ids, key names, key prefixes, webhook ids or webhook URLs. B also names
+ * receives may carry A's account id, key ids, key names, key prefixes, webhook ids or URLs or export ids. B also names
  * A's ids wherever a route takes one, and must get nothing of A's back. Both also work in test mode: A changes its
  * sandbox (POST /test/observations, a price no one else sets) while B's test key reads its own sandbox, its feed, its
  * stream and its tools, and B's test webhook is fanned out to: none may show A's sandbox change or its events.
@@ -47,6 +47,8 @@ interface Tenant {
   testKey: string;
   testKeyId: string;
   testWebhookId: string;
+  /** An export of the account's sandbox changes, into the service's bucket. */
+  exportId: string;
 }
 
 let receiver: Receiver;
@@ -73,6 +75,11 @@ async function tenant(name: string, plan: "premium" | "standard"): Promise<Tenan
   const test = await call("POST", "/api-keys", { token: account.token, body: { name: `${name}-test-key-${tag}`, environment: "test" } });
   const testKey = await test.json<{ id: string; key: string }>();
   const testHook = await createWebhook(account.token, { url: hookUrl(`${name}-test-secret-token-${tag}`), environment: "test" });
+  const exported = await call("POST", "/exports", {
+    token: account.token,
+    body: { kind: "changes", format: "ndjson", environment: "test", since: new Date(Date.now() - DAY_MS).toISOString() },
+  });
+  const { id: exportId } = await exported.json<{ id: string }>();
   return {
     sub: account.sub,
     token: account.token,
@@ -83,6 +90,7 @@ async function tenant(name: string, plan: "premium" | "standard"): Promise<Tenan
     testKey: testKey.key,
     testKeyId: testKey.id,
     testWebhookId: testHook.id,
+    exportId,
   };
 }
 
@@ -127,6 +135,7 @@ beforeAll(async () => {
   receiver.respond(goneUrl, () => new Response("gone", { status: 410 }));
   a.markers = markersOf([
     a.sub,
+    a.exportId,
     a.keyId,
     a.key.slice(0, 17),
     a.webhookId,
@@ -279,6 +288,9 @@ const OPERATIONS: Record<string, Exercise[]> = {
     as(login, "GET", () => `/webhooks/${a.webhookId}/deliveries`),
     as(login, "GET", () => `/webhooks/${b.webhookId}/deliveries`),
   ],
+  "GET /exports": [as(login, "GET", () => "/exports")],
+  "POST /exports": [as(login, "POST", () => "/exports", { kind: "catalogue", format: "ndjson", environment: "test" })],
+  "GET /exports/{id}": [as(login, "GET", () => `/exports/${a.exportId}`), as(login, "GET", () => `/exports/${b.exportId}`)],
   // Admin and secret-scanning routes: B holds neither scope nor GitHub's key, with a login or a key.
   "PUT /admin/accounts/{id}/plan": [as(login, "PUT", () => `/admin/accounts/${a.sub}/plan`, { plan: "free" })],
   "POST /admin/observations": [as(key, "POST", () => "/admin/observations", { observations: [] })],
@@ -316,7 +328,7 @@ describe("tenants apart", () => {
         const { res, sent = "" } = await exercise();
         const text = await res.text();
         expect(res.status, `${operation}: ${text}`).toBeLessThan(500);
-        if (sent.includes(a.keyId) || sent.includes(a.webhookId)) expect(res.status, `${operation} with A's id: ${text}`).toBe(404);
+        if (sent.includes(a.keyId) || sent.includes(a.webhookId) || sent.includes(a.exportId)) expect(res.status, `${operation} with A's id: ${text}`).toBe(404);
         // B's call of its own succeeds, so what it reads is a real answer, not an error (but for the routes B holds no credential for).
         else if (!ROUTES_B_CANNOT_CALL.test(operation)) expect(res.status, `${operation}: ${text}`).toBeLessThan(300);
         expectNothingOfA(operation, `${[...res.headers].map(([n, v]) => `${n}: ${v}`).join("\n")}\n${text}`, sent);
