@@ -10,7 +10,7 @@ import { currencyExponent } from "../platform/money.ts";
  * currency (and its own scale) an amount is in. Timestamps are TIMESTAMP (milliseconds, UTC), as the API's are.
  */
 
-export type ColumnType = "string" | "money" | "timestamp" | "int" | "double" | "bool";
+type ColumnType = "string" | "money" | "timestamp" | "int" | "double" | "bool";
 export interface Column {
   name: string;
   type: ColumnType;
@@ -25,7 +25,7 @@ const MONEY_PRECISION = 20;
 const MONEY_BYTES = 9;
 
 /** "14.99" in USD (or "-1.50": a change) → 149900n, its unscaled DECIMAL(20, 4) value. */
-export function unscaledMoney(amount: string, currency: string): bigint {
+function unscaledMoney(amount: string, currency: string): bigint {
   const negative = amount.startsWith("-");
   const [whole = "0", fraction = ""] = (negative ? amount.slice(1) : amount).split(".");
   const digits = BigInt(whole + fraction.padEnd(currencyExponent(currency), "0"));

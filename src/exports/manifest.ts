@@ -5,7 +5,7 @@ import { DAY_MS, HOUR_MS } from "../platform/time.ts";
 
 export const MANIFEST = "_manifest.json";
 
-export interface ManifestFile {
+interface ManifestFile {
   path: string;
   date: string;
   rows: number;

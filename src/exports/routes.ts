@@ -14,6 +14,7 @@ import {
   getExport,
   listExports,
   MAX_RUNNING_EXPORTS,
+  MAX_SCHEDULED_EXPORTS,
 } from "./service.ts";
 
 const common = { tags: ["Exports"], credential: "account" as const };
@@ -32,7 +33,7 @@ const createExportRoute = createRoute(
       "(date=YYYY-MM-DD/part-NNNNN.parquet) with a _manifest.json, in bounded steps. Into the service's bucket (GET /exports/{id} gives " +
       `download URLs valid ${DOWNLOAD_URL_SECONDS / 3600} hour) or the customer's S3-compatible bucket (destination; its endpoint follows ` +
       "the webhooks' URL policy, its secret is stored encrypted and never shown again). schedule (changes only) appends each closed hour's " +
-      `or day's changes. At most ${MAX_RUNNING_EXPORTS} exports of an account run at once (then 409).`,
+      `or day's changes. At most ${MAX_RUNNING_EXPORTS} exports of an account run at once, and ${MAX_SCHEDULED_EXPORTS} are scheduled (then 409).`,
     request: { query: noQuery, body: jsonBody(exportBody, "What to export, in which format, and where") },
     errors: { conflict: true },
     responses: { 202: jsonResponse("The export, begun: GET /exports/{id} shows its progress", Export) },

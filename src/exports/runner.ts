@@ -3,13 +3,13 @@ import { readConfig } from "../platform/config.ts";
 import { logger } from "../platform/log.ts";
 import type { ObjectAnswer } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
-import { exports } from "../platform/tables.ts";
 import { accountSandbox } from "../sandbox/stub.ts";
 import { decryptSecret } from "../webhooks/secrets.ts";
 import { type FileSink, ownPrefix, r2Sink, type S3Destination, s3Sink } from "./destination.ts";
 import { encodeRows, partPath } from "./files.ts";
 import { type ExportManifest, MANIFEST } from "./manifest.ts";
 import { type Cursor, catalogueStart, changesStart, columnsOf, runStep } from "./steps.ts";
+import { exports } from "./tables.ts";
 
 /**
  * One object per export (idFromName(export id)) writes it in bounded steps, one step per alarm (docs/exports.md): each

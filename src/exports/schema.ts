@@ -4,12 +4,9 @@ import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { prefixedId, timestamp } from "../http/wire.ts";
+import { EXPORT_FORMATS, EXPORT_KINDS, EXPORT_SCHEDULES, EXPORT_STATUSES } from "./tables.ts";
 
 /** The exports' wire shapes, declared once (docs/exports.md). */
-
-export const EXPORT_KINDS = ["catalogue", "changes"] as const;
-export const EXPORT_FORMATS = ["parquet", "ndjson"] as const;
-export const EXPORT_SCHEDULES = ["hourly", "daily"] as const;
 
 const instant = z.string({ error: required("string") }).pipe(isoTimestamp);
 const text = (max: number) =>
@@ -121,7 +118,7 @@ export const Export = z
     since: timestamp.nullable(),
     until: timestamp.nullable().meta({ description: "The end of what is written so far (a scheduled export moves it on)" }),
     schedule: z.enum(EXPORT_SCHEDULES).nullable(),
-    status: z.enum(["running", "succeeded", "failed", "scheduled"]).meta({
+    status: z.enum(EXPORT_STATUSES).meta({
       description:
         "running: steps under way; succeeded: every file is written; scheduled: written up to until, the next span waits for its hour or day to close; failed: see error",
     }),

@@ -5,12 +5,12 @@ import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import { newId } from "../platform/ids.ts";
 import type { WorkMeter } from "../platform/metered.ts";
-import { exports } from "../platform/tables.ts";
 import { encryptSecret } from "../webhooks/secrets.ts";
 import { webhookUrlProblem } from "../webhooks/url-policy.ts";
 import { ownPrefix, type S3Destination, s3Prefix } from "./destination.ts";
 import { closedUntil, type ExportManifest, MANIFEST } from "./manifest.ts";
 import type { ExportBody, ExportDetailView, ExportView } from "./schema.ts";
+import { exports } from "./tables.ts";
 
 /** Exports of one account under way at once (running): more is 409 until one ends. */
 export const MAX_RUNNING_EXPORTS = 3;

@@ -11,13 +11,14 @@ export type PlanName = (typeof PLAN_NAMES)[number];
 export const ENVIRONMENTS = ["live", "test"] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
 
-const now = sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
+/** A row's time of writing, as every timestamp column stores it (ISO-8601 with milliseconds, UTC). */
+export const nowText = sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
 
 /** One row per IdP subject; the account id is the JWT's `sub`. */
 export const accounts = sqliteTable("accounts", {
   id: text("id").primaryKey(),
   plan: text("plan", { enum: PLAN_NAMES }).notNull().default("free"),
-  createdAt: text("created_at").notNull().default(now),
+  createdAt: text("created_at").notNull().default(nowText),
 });
 /** An account as read: the one declaration the guard, the request context and the accounts' service share. */
 export type AccountRow = typeof accounts.$inferSelect;
@@ -36,7 +37,7 @@ export const apiKeys = sqliteTable(
     status: text("status", { enum: ["active", "revoked"] })
       .notNull()
       .default("active"),
-    createdAt: text("created_at").notNull().default(now),
+    createdAt: text("created_at").notNull().default(nowText),
     lastUsedAt: text("last_used_at"),
     revokedAt: text("revoked_at"),
     /** Refused from this instant on; "expired" in listings. Set at creation or by a rotation. */
@@ -92,9 +93,9 @@ export const products = sqliteTable(
     category: text("category"),
     url: text("url"),
     imageUrl: text("image_url"),
-    createdAt: text("created_at").notNull().default(now),
+    createdAt: text("created_at").notNull().default(nowText),
     /** Moves whenever the product or any of its offers changes; `updated_since` filters on it. */
-    updatedAt: text("updated_at").notNull().default(now),
+    updatedAt: text("updated_at").notNull().default(nowText),
     /** The latest price or stock change of any offer; null until the product has one. */
     lastChangedAt: text("last_changed_at"),
     /**
@@ -140,7 +141,7 @@ export const offers = sqliteTable(
     /** The price before the latest change, in the offer's current currency. */
     previousPriceMinor: integer("previous_price_minor"),
     priceChangedAt: text("price_changed_at"),
-    checkedAt: text("checked_at").notNull().default(now),
+    checkedAt: text("checked_at").notNull().default(nowText),
     seller: text("seller"),
     condition: text("condition", { enum: OFFER_CONDITIONS }).notNull().default("new"),
     /** A positive decimal string, with its unit (both or neither): the unit price's divisor. */
@@ -171,7 +172,7 @@ export const fxRates = sqliteTable("fx_rates", {
   date: text("date").primaryKey(),
   base: text("base").notNull(),
   rates: text("rates", { mode: "json" }).$type<Record<string, string>>().notNull(),
-  updatedAt: text("updated_at").notNull().default(now),
+  updatedAt: text("updated_at").notNull().default(nowText),
 });
 
 /** Appended when an offer's price or stock changes; read by GET /products/:id/history. */
@@ -207,7 +208,7 @@ export const catalogueState = sqliteTable(
     version: integer("version").notNull(),
     /** Set to the new version by a write that replaces or deletes products (the seed): the next snapshot is a full build. */
     resetVersion: integer("reset_version").notNull().default(0),
-    updatedAt: text("updated_at").notNull().default(now),
+    updatedAt: text("updated_at").notNull().default(nowText),
   },
   (t) => [check("catalogue_state_single_row", sql`${t.id} = 1`)],
 );
@@ -241,7 +242,7 @@ export const webhooks = sqliteTable(
       .default("enabled"),
     /** `v1.<base64 iv>.<base64 AES-GCM ciphertext>` of the `whsec_…` secret, under WEBHOOK_SECRET_KEY. */
     secretCiphertext: text("secret_ciphertext").notNull(),
-    createdAt: text("created_at").notNull().default(now),
+    createdAt: text("created_at").notNull().default(nowText),
     disabledAt: text("disabled_at"),
     disabledReason: text("disabled_reason"),
     /** The first failed attempt since the last success (null while deliveries succeed): the 5-day rule. */
@@ -321,7 +322,7 @@ export const events = sqliteTable(
     /** A price change in minor units, for min_change_pct (null: not a price change, or not comparable). */
     oldMinor: integer("old_minor"),
     newMinor: integer("new_minor"),
-    createdAt: text("created_at").notNull().default(now),
+    createdAt: text("created_at").notNull().default(nowText),
     relayedAt: text("relayed_at"),
     claimedAt: text("claimed_at"),
     fannedOutAt: text("fanned_out_at"),
@@ -392,36 +393,3 @@ export const unreachedStreamPushes = sqliteTable("unreached_stream_pushes", {
   expiresAt: integer("expires_at"),
   notedAt: integer("noted_at").notNull(),
 });
-
-/**
- * An account's exports (src/exports/): what was asked, where the files go, and the progress its ExportRunner object
- * reports after each step. The destination's secret is stored encrypted, as webhook secrets are (src/webhooks/secrets.ts).
- */
-export const exports = sqliteTable(
-  "exports",
-  {
-    id: text("id").primaryKey(),
-    accountId: text("account_id")
-      .notNull()
-      .references(() => accounts.id),
-    environment: text("environment", { enum: ENVIRONMENTS }).notNull(),
-    kind: text("kind", { enum: ["catalogue", "changes"] }).notNull(),
-    format: text("format", { enum: ["parquet", "ndjson"] }).notNull(),
-    since: text("since"),
-    until: text("until"),
-    schedule: text("schedule", { enum: ["hourly", "daily"] }),
-    /** The customer's bucket without its secret (JSON); null: the service's own bucket (EXPORTS). */
-    destination: text("destination", { mode: "json" }).$type<Record<string, string>>(),
-    /** `v1.<iv>.<ciphertext>` of the destination's secret_access_key under WEBHOOK_SECRET_KEY, the export id as AAD. */
-    secretCiphertext: text("secret_ciphertext"),
-    status: text("status", { enum: ["running", "succeeded", "failed", "scheduled"] }).notNull(),
-    rows: integer("rows").notNull().default(0),
-    files: integer("files").notNull().default(0),
-    bytes: integer("bytes").notNull().default(0),
-    error: text("error"),
-    createdAt: text("created_at").notNull().default(now),
-    updatedAt: text("updated_at").notNull().default(now),
-  },
-  // The cron's scheduled exports due for their next span: two index ranges (hourly, daily) of the scheduled ones.
-  (t) => [index("exports_account_created").on(t.accountId, t.createdAt), index("exports_due").on(t.status, t.schedule, t.until)],
-);

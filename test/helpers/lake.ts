@@ -9,7 +9,7 @@ import { vi } from "vitest";
  * for (test/helpers/webhook-receiver.ts). Every other request goes out as it would.
  */
 
-export const LAKE_ENDPOINT = "https://s3.test";
+const LAKE_ENDPOINT = "https://s3.test";
 const lake = () => JSON.parse(env.TEST_LAKE) as { s3: string; duckdb: string };
 
 /** The destination of an export into the lake's bucket, under `prefix`. */

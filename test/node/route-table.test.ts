@@ -12,8 +12,19 @@ const document = JSON.parse(readFileSync(new URL("../../client/openapi.json", im
   paths: Record<string, Record<string, { security?: Record<string, string[]>[] }>>;
 };
 
-/** Served by the app but not operations of the document: the index, the MCP endpoint, the dashboard and the reference. */
-const OUTSIDE_THE_DOCUMENT = ["GET /", "POST /mcp", "GET /dashboard", "GET /dashboard/callback", "GET /docs", "GET /openapi.json"];
+/**
+ * Served by the app but not operations of the document: the index, the MCP endpoint, the dashboard, the reference, and
+ * an export's download URLs (handed out by GET /exports/{id}, their own authority: docs/exports.md).
+ */
+const OUTSIDE_THE_DOCUMENT = [
+  "GET /",
+  "POST /mcp",
+  "GET /dashboard",
+  "GET /dashboard/callback",
+  "GET /docs",
+  "GET /openapi.json",
+  "GET /exports/{id}/download",
+];
 
 /** How the README names each security scheme; an admin route also names its scopes. */
 const CREDENTIALS: Record<string, string> = {

@@ -328,7 +328,8 @@ describe("tenants apart", () => {
         const { res, sent = "" } = await exercise();
         const text = await res.text();
         expect(res.status, `${operation}: ${text}`).toBeLessThan(500);
-        if (sent.includes(a.keyId) || sent.includes(a.webhookId) || sent.includes(a.exportId)) expect(res.status, `${operation} with A's id: ${text}`).toBe(404);
+        if (sent.includes(a.keyId) || sent.includes(a.webhookId) || sent.includes(a.exportId))
+          expect(res.status, `${operation} with A's id: ${text}`).toBe(404);
         // B's call of its own succeeds, so what it reads is a real answer, not an error (but for the routes B holds no credential for).
         else if (!ROUTES_B_CANNOT_CALL.test(operation)) expect(res.status, `${operation}: ${text}`).toBeLessThan(300);
         expectNothingOfA(operation, `${[...res.headers].map(([n, v]) => `${n}: ${v}`).join("\n")}\n${text}`, sent);
