@@ -28,12 +28,23 @@ export const STEP_LIMITS = {
   historyProducts: 100,
 };
 
+type HistoryCursor = {
+  phase: "history";
+  manifest: string | null;
+  segment: number;
+  offset: number;
+  since: string;
+  floor: string;
+  until: string;
+};
+
 /** Where an export is: the next step's start. */
 export type Cursor =
   | { phase: "catalogue"; manifest: string | null; segment: number }
   /** Changes older than the feed holds (`floor`): derived from the products' price history, product by product. */
-  | { phase: "history"; manifest: string | null; segment: number; offset: number; since: string; floor: string; until: string }
-  | { phase: "changes"; since: string; until: string; afterSeq: number; after: string | null }
+  | HistoryCursor
+  /** The feed's events; `history`, the history before the feed's floor, read after them. */
+  | { phase: "changes"; since: string; until: string; afterSeq: number; after: string | null; history?: HistoryCursor }
   | { phase: "done" };
 
 export interface StepSource {
@@ -70,8 +81,9 @@ function byDay(rows: readonly Row[], dayOf: (row: Row) => string): Map<string, R
 }
 
 /**
- * The first cursor of a live changes export: the span before the feed's floor (the oldest event it keeps, 30 days) from
- * the price history, the rest from the feed. A test export reads its sandbox's feed alone (kept 7 days, no archive).
+ * The first cursor of a live changes export: the span from the feed's floor (the oldest event it keeps, 30 days) from
+ * the feed, first, while its oldest events are still kept (a long history phase would outlast them); then the span
+ * before the floor from the price history. A test export reads its sandbox's feed alone (kept 7 days, no archive).
  */
 export async function changesStart(
   catalogue: R2Bucket,
@@ -82,7 +94,16 @@ export async function changesStart(
   const feed = { phase: "changes" as const, since: span.since < floor ? floor : span.since, until: span.until, afterSeq: 0, after: null };
   if (environment === "test" || span.since >= floor) return feed;
   const pointer = await readPointer(catalogue);
-  return { phase: "history", manifest: pointer?.manifest ?? null, segment: 0, offset: 0, since: span.since, floor, until: span.until };
+  const history: HistoryCursor = {
+    phase: "history",
+    manifest: pointer?.manifest ?? null,
+    segment: 0,
+    offset: 0,
+    since: span.since,
+    floor,
+    until: span.until,
+  };
+  return span.until <= floor ? history : { ...feed, history };
 }
 
 export async function runStep(source: StepSource, cursor: Cursor): Promise<StepResult> {
@@ -160,7 +181,7 @@ async function changesStep(source: StepSource, cursor: Extract<Cursor, { phase: 
   const more = scan.stoppedAt !== null || scan.events.length === STEP_LIMITS.events;
   return {
     days: byDay(rows, (row) => String(row.timestamp).slice(0, 10)),
-    next: more && last ? { ...cursor, afterSeq: last.seq } : { phase: "done" },
+    next: more && last ? { ...cursor, afterSeq: last.seq } : (cursor.history ?? { phase: "done" }),
   };
 }
 
@@ -175,8 +196,7 @@ async function historyStep(source: StepSource, cursor: Extract<Cursor, { phase: 
   const manifest = cursor.manifest === null ? null : await findManifest(source.catalogue, cursor.manifest);
   if (cursor.manifest !== null && !manifest)
     throw new Error(`The snapshot ${cursor.manifest} this export reads is gone; start the export again.`);
-  const feed: Cursor = { phase: "changes", since: cursor.floor, until: cursor.until, afterSeq: 0, after: null };
-  const afterHistory: Cursor = cursor.until <= cursor.floor ? { phase: "done" } : feed;
+  const afterHistory: Cursor = { phase: "done" };
   const segment = manifest?.segments[cursor.segment];
   if (!manifest || !segment) return { days: new Map(), next: afterHistory };
   const lines: string[] = [];
