@@ -16,7 +16,7 @@ import { testAccount } from "../helpers/sandbox.ts";
 /**
  * Exports (src/exports/, docs/exports.md) through the real worker: its routes, its ExportRunner objects' alarms, D1,
  * R2 (EXPORTS) and the download URLs it signs. What the files hold is compared with what the API serves: GET /products
- * for a catalogue export, GET /events for a changes export. (Parquet is read by DuckDB in test/exports/duckdb.node.test.ts;
+ * for a catalogue export, GET /events for a changes export. (Parquet is read by DuckDB in test/exports/lake.test.ts;
  * here the NDJSON form, whose rows are the same.) The customer's S3 bucket is beyond this machine: its requests are
  * answered by the test (https://s3.test), as webhook receivers are.
  */
