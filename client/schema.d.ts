@@ -1797,8 +1797,7 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             until: string | null;
-            /** @enum {string|null} */
-            schedule: "hourly" | "daily" | null;
+            schedule: components["schemas"]["ExportSchedule"] | null;
             /**
              * @description running: steps under way; succeeded: every file is written; scheduled: written up to until, the next span waits for its hour or day to close; failed: see error
              * @enum {string}
@@ -1809,15 +1808,7 @@ export interface components {
             bytes: number;
             error: string | null;
             /** @description The customer's bucket (never its secret); null: the service's own */
-            destination: {
-                /** @enum {string} */
-                type: "s3";
-                endpoint: string;
-                bucket: string;
-                prefix: string;
-                region: string;
-                access_key_id: string;
-            } | null;
+            destination: components["schemas"]["ExportDestination"] | null;
             /** @description Where the files are in the bucket: the manifest is <prefix>_manifest.json */
             prefix: string;
             /**
@@ -1832,6 +1823,119 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             updated_at: string;
+        };
+        /**
+         * @description How often a scheduled changes export appends: each closed hour's or day's changes
+         * @enum {string}
+         */
+        ExportSchedule: "hourly" | "daily";
+        ExportDestination: {
+            /** @enum {string} */
+            type: "s3";
+            endpoint: string;
+            bucket: string;
+            prefix: string;
+            region: string;
+            access_key_id: string;
+        };
+        CatalogueExportRequest: {
+            /**
+             * @description One row per offer of the published snapshot, with its product's fields, as GET /products serves them (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            kind: "catalogue";
+            /**
+             * @default parquet
+             * @enum {string}
+             */
+            format: "parquet" | "ndjson";
+            /**
+             * @description test: this account's sandbox (its 1,000 synthetic products and its own changes, kept 7 days)
+             * @default live
+             * @enum {string}
+             */
+            environment: "live" | "test";
+            /** @description The customer's S3-compatible bucket; absent: the service's own, with signed download URLs */
+            destination?: {
+                /** @enum {string} */
+                type: "s3";
+                /**
+                 * Format: uri
+                 * @description The bucket's S3 endpoint, https:// URL of a public host (no localhost, private or link-local addresses); an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
+                 * @example https://s3.eu-west-1.amazonaws.com
+                 */
+                endpoint: string;
+                /** @example acme-lake */
+                bucket: string;
+                /**
+                 * @description Where under the bucket the files go; empty or ending in /
+                 * @default
+                 * @example prices/
+                 */
+                prefix: string;
+                /** @example eu-west-1 */
+                region: string;
+                access_key_id: string;
+                /** @description Stored encrypted; never shown again */
+                secret_access_key: string;
+            };
+        };
+        ChangesExportRequest: {
+            /**
+             * @description One row per price.changed and stock.changed event of [since, until) (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            kind: "changes";
+            /**
+             * @default parquet
+             * @enum {string}
+             */
+            format: "parquet" | "ndjson";
+            /**
+             * @description test: this account's sandbox (its 1,000 synthetic products and its own changes, kept 7 days)
+             * @default live
+             * @enum {string}
+             */
+            environment: "live" | "test";
+            /** @description The customer's S3-compatible bucket; absent: the service's own, with signed download URLs */
+            destination?: {
+                /** @enum {string} */
+                type: "s3";
+                /**
+                 * Format: uri
+                 * @description The bucket's S3 endpoint, https:// URL of a public host (no localhost, private or link-local addresses); an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
+                 * @example https://s3.eu-west-1.amazonaws.com
+                 */
+                endpoint: string;
+                /** @example acme-lake */
+                bucket: string;
+                /**
+                 * @description Where under the bucket the files go; empty or ending in /
+                 * @default
+                 * @example prices/
+                 */
+                prefix: string;
+                /** @example eu-west-1 */
+                region: string;
+                access_key_id: string;
+                /** @description Stored encrypted; never shown again */
+                secret_access_key: string;
+            };
+            /**
+             * @description Events at or after this instant: any span the service holds, the archived history past 30 days included
+             * @example 2026-01-01
+             */
+            since: string;
+            /**
+             * @description Events before this instant, later than since; now by default. Not with schedule (a scheduled export has no end)
+             * @example 2026-02-01
+             */
+            until?: string;
+            /**
+             * @description Keep appending each closed hour's or day's changes, without gap or duplicate
+             * @enum {string}
+             */
+            schedule?: "hourly" | "daily";
         };
         ExportList: {
             /** @description Newest first, at most 100 */
@@ -1857,8 +1961,7 @@ export interface components {
              * @example 2026-01-31T12:00:00.000Z
              */
             until: string | null;
-            /** @enum {string|null} */
-            schedule: "hourly" | "daily" | null;
+            schedule: components["schemas"]["ExportSchedule"] | null;
             /**
              * @description running: steps under way; succeeded: every file is written; scheduled: written up to until, the next span waits for its hour or day to close; failed: see error
              * @enum {string}
@@ -1869,15 +1972,7 @@ export interface components {
             bytes: number;
             error: string | null;
             /** @description The customer's bucket (never its secret); null: the service's own */
-            destination: {
-                /** @enum {string} */
-                type: "s3";
-                endpoint: string;
-                bucket: string;
-                prefix: string;
-                region: string;
-                access_key_id: string;
-            } | null;
+            destination: components["schemas"]["ExportDestination"] | null;
             /** @description Where the files are in the bucket: the manifest is <prefix>_manifest.json */
             prefix: string;
             /**
@@ -3462,63 +3557,7 @@ export interface operations {
         /** @description What to export, in which format, and where */
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * @description catalogue: one row per offer of the published snapshot, with its product's fields; changes: one row per price.changed and stock.changed event of [since, until)
-                     * @enum {string}
-                     */
-                    kind: "catalogue" | "changes";
-                    /**
-                     * @default parquet
-                     * @enum {string}
-                     */
-                    format?: "parquet" | "ndjson";
-                    /**
-                     * @description test: this account's sandbox (its 1,000 synthetic products and its own changes, kept 7 days)
-                     * @default live
-                     * @enum {string}
-                     */
-                    environment?: "live" | "test";
-                    /**
-                     * @description changes only, required there: events at or after this instant (any span the service holds, the archive included)
-                     * @example 2026-01-01
-                     */
-                    since?: string;
-                    /**
-                     * @description changes only: events before this instant, later than since; now by default (a schedule's first span ends at the last closed hour or day)
-                     * @example 2026-02-01
-                     */
-                    until?: string;
-                    /** @description The customer's S3-compatible bucket; absent: the service's own, with signed download URLs */
-                    destination?: {
-                        /** @enum {string} */
-                        type: "s3";
-                        /**
-                         * Format: uri
-                         * @description The bucket's S3 endpoint, https:// URL of a public host (no localhost, private or link-local addresses); an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
-                         * @example https://s3.eu-west-1.amazonaws.com
-                         */
-                        endpoint: string;
-                        /** @example acme-lake */
-                        bucket: string;
-                        /**
-                         * @description Where under the bucket the files go; empty or ending in /
-                         * @default
-                         * @example prices/
-                         */
-                        prefix?: string;
-                        /** @example eu-west-1 */
-                        region: string;
-                        access_key_id: string;
-                        /** @description Stored encrypted; never shown again */
-                        secret_access_key: string;
-                    };
-                    /**
-                     * @description changes only: keep appending each closed hour's or day's changes, without gap or duplicate
-                     * @enum {string}
-                     */
-                    schedule?: "hourly" | "daily";
-                };
+                "application/json": components["schemas"]["CatalogueExportRequest"] | components["schemas"]["ChangesExportRequest"];
             };
         };
         responses: {

@@ -3,7 +3,7 @@ import { environmentField } from "../api-keys/schema.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required } from "../http/validation.ts";
-import { prefixedId, timestamp } from "../http/wire.ts";
+import { orNull, prefixedId, timestamp } from "../http/wire.ts";
 import { EXPORT_FORMATS, EXPORT_KINDS, EXPORT_SCHEDULES, EXPORT_STATUSES } from "./tables.ts";
 
 /** The exports' wire shapes, declared once (docs/exports.md). */
@@ -46,51 +46,70 @@ const s3Destination = z
   )
   .meta({ id: "S3Destination" });
 
-export const exportBody = z
+/** Hourly or daily: a named enum, so a generated client has one type for it, nullable where it is shown. */
+const ExportSchedule = z.enum(EXPORT_SCHEDULES, { error: "must be hourly or daily" }).meta({
+  id: "ExportSchedule",
+  description: "How often a scheduled changes export appends: each closed hour's or day's changes",
+});
+
+/** What every export takes: its format, environment and destination. */
+const common = {
+  format: z.enum(EXPORT_FORMATS, { error: "must be parquet or ndjson" }).default("parquet"),
+  environment: environmentField
+    .default("live")
+    .meta({ description: "test: this account's sandbox (its 1,000 synthetic products and its own changes, kept 7 days)" }),
+  destination: s3Destination
+    .optional()
+    .meta({ description: "The customer's S3-compatible bucket; absent: the service's own, with signed download URLs" }),
+};
+
+const catalogueExport = z
   .strictObject(
     {
-      kind: z.enum(EXPORT_KINDS, { error: "must be catalogue or changes" }).meta({
-        description:
-          "catalogue: one row per offer of the published snapshot, with its product's fields; changes: one row per price.changed and stock.changed event of [since, until)",
+      kind: z.literal("catalogue").meta({
+        description: "One row per offer of the published snapshot, with its product's fields, as GET /products serves them",
       }),
-      format: z.enum(EXPORT_FORMATS, { error: "must be parquet or ndjson" }).default("parquet"),
-      environment: environmentField
-        .default("live")
-        .meta({ description: "test: this account's sandbox (its 1,000 synthetic products and its own changes, kept 7 days)" }),
-      since: instant.optional().meta({
+      ...common,
+    },
+    jsonObject,
+  )
+  .meta({ id: "CatalogueExportRequest" });
+
+const changesExport = z
+  .strictObject(
+    {
+      kind: z.literal("changes").meta({ description: "One row per price.changed and stock.changed event of [since, until)" }),
+      ...common,
+      since: instant.meta({
         ...DATE_OR_DATE_TIME,
-        description: "changes only, required there: events at or after this instant (any span the service holds, the archive included)",
+        description: "Events at or after this instant: any span the service holds, the archived history past 30 days included",
         example: "2026-01-01",
       }),
       until: instant.optional().meta({
         ...DATE_OR_DATE_TIME,
-        description:
-          "changes only: events before this instant, later than since; now by default (a schedule's first span ends at the last closed hour or day)",
+        description: "Events before this instant, later than since; now by default. Not with schedule (a scheduled export has no end)",
         example: "2026-02-01",
       }),
-      destination: s3Destination
-        .optional()
-        .meta({ description: "The customer's S3-compatible bucket; absent: the service's own, with signed download URLs" }),
-      schedule: z.enum(EXPORT_SCHEDULES, { error: "must be hourly or daily" }).optional().meta({
-        description: "changes only: keep appending each closed hour's or day's changes, without gap or duplicate",
+      schedule: ExportSchedule.optional().meta({
+        description: "Keep appending each closed hour's or day's changes, without gap or duplicate",
       }),
     },
     jsonObject,
   )
-  .refine((body) => body.kind === "changes" || (body.since === undefined && body.until === undefined), {
-    path: ["since"],
-    error: "since and until are for a changes export only",
-  })
-  .refine((body) => body.kind === "changes" || body.schedule === undefined, { path: ["schedule"], error: "is for a changes export only" })
-  .refine((body) => body.kind === "catalogue" || body.since !== undefined, { path: ["since"], error: "is required for a changes export" })
-  .refine((body) => body.since === undefined || body.until === undefined || body.since < body.until, {
+  .refine((body) => body.until === undefined || Date.parse(body.since) < Date.parse(body.until), {
     path: ["until"],
     error: "must be later than since",
   })
   .refine((body) => body.schedule === undefined || body.until === undefined, {
     path: ["until"],
     error: "a scheduled export has no end: leave until out",
-  });
+  })
+  .meta({ id: "ChangesExportRequest" });
+
+/** POST /exports: a catalogue export, or a changes export with its span (kind tells them apart). */
+export const exportBody = z.discriminatedUnion("kind", [catalogueExport, changesExport], {
+  error: (issue) => (issue.code === "invalid_union" ? "kind: must be catalogue or changes" : undefined),
+});
 export type ExportBody = z.output<typeof exportBody>;
 
 export const exportIdParam = z.object({
@@ -109,6 +128,18 @@ const ExportFile = z
   })
   .meta({ id: "ExportFile" });
 
+/** The customer's bucket as an export shows it: never its secret. */
+const ShownDestination = z
+  .object({
+    type: z.literal("s3"),
+    endpoint: z.string(),
+    bucket: z.string(),
+    prefix: z.string(),
+    region: z.string(),
+    access_key_id: z.string(),
+  })
+  .meta({ id: "ExportDestination" });
+
 export const Export = z
   .object({
     id: prefixedId("exp", "0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d"),
@@ -117,7 +148,7 @@ export const Export = z
     environment: environmentField,
     since: timestamp.nullable(),
     until: timestamp.nullable().meta({ description: "The end of what is written so far (a scheduled export moves it on)" }),
-    schedule: z.enum(EXPORT_SCHEDULES).nullable(),
+    schedule: orNull(ExportSchedule),
     status: z.enum(EXPORT_STATUSES).meta({
       description:
         "running: steps under way; succeeded: every file is written; scheduled: written up to until, the next span waits for its hour or day to close; failed: see error",
@@ -126,17 +157,7 @@ export const Export = z
     files: z.int(),
     bytes: z.int(),
     error: z.string().nullable(),
-    destination: z
-      .object({
-        type: z.literal("s3"),
-        endpoint: z.string(),
-        bucket: z.string(),
-        prefix: z.string(),
-        region: z.string(),
-        access_key_id: z.string(),
-      })
-      .nullable()
-      .meta({ description: "The customer's bucket (never its secret); null: the service's own" }),
+    destination: orNull(ShownDestination).meta({ description: "The customer's bucket (never its secret); null: the service's own" }),
     prefix: z.string().meta({ description: "Where the files are in the bucket: the manifest is <prefix>_manifest.json" }),
     created_at: timestamp,
     updated_at: timestamp,

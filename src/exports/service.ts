@@ -77,9 +77,10 @@ export async function createExport(
   }
   const id = newId("exp");
   const now = new Date().toISOString();
-  const since = body.since === undefined ? null : iso(body.since);
+  const changes = body.kind === "changes" ? body : undefined;
+  const since = changes ? iso(changes.since) : null;
   // A scheduled export's first span ends at the last closed partition; the cron appends the next ones.
-  const until = body.kind === "catalogue" ? null : body.schedule ? closedUntil(body.schedule) : iso(body.until ?? now);
+  const until = !changes ? null : changes.schedule ? closedUntil(changes.schedule) : iso(changes.until ?? now);
   const { secret_access_key: secret, ...destination } = body.destination ?? { secret_access_key: undefined };
   const row: ExportRow = {
     id,
@@ -89,7 +90,7 @@ export async function createExport(
     format: body.format,
     since,
     until: since !== null && until !== null && until < since ? since : until,
-    schedule: body.schedule ?? null,
+    schedule: changes?.schedule ?? null,
     destination: body.destination ? (destination as Record<string, string>) : null,
     secretCiphertext: secret === undefined ? null : await encryptSecret(config.WEBHOOK_SECRET_KEY, { webhookId: id, secret }),
     status: "running",
@@ -112,7 +113,7 @@ export async function createExport(
   if (result.meta.changes === 0) {
     throw new ApiError(
       409,
-      body.schedule
+      changes?.schedule
         ? `This account has ${MAX_RUNNING_EXPORTS} exports running or ${MAX_SCHEDULED_EXPORTS} scheduled, the most it may; wait for one to finish.`
         : `This account has ${MAX_RUNNING_EXPORTS} exports running, the most at once; wait for one to finish (GET /exports shows their progress).`,
     );

@@ -387,11 +387,13 @@ describe("a changes export past the feed's 30 days", () => {
 describe("the routes", () => {
   it.each([
     [{ kind: "everything" }, /kind: must be catalogue or changes/],
-    [{ kind: "changes" }, /since: is required for a changes export/],
-    [{ kind: "catalogue", since: "2026-01-01" }, /since: since and until are for a changes export only/],
+    [{ kind: "changes" }, /since: is required/],
+    [{ kind: "catalogue", since: "2026-01-01" }, /Unrecognized key: "since"/],
     [{ kind: "changes", since: "2026-02-01", until: "2026-01-01" }, /until: must be later than since/],
     [{ kind: "changes", since: "yesterday" }, /since: must be an ISO-8601 date/],
-    [{ kind: "catalogue", schedule: "hourly" }, /schedule: is for a changes export only/],
+    [{ kind: "catalogue", schedule: "hourly" }, /Unrecognized key: "schedule"/],
+    [{ kind: "changes", since: "2026-01-01", until: "2026-02-01", schedule: "daily" }, /until: a scheduled export has no end/],
+    [{ kind: "changes", since: "2026-01-01T00:30:00Z", until: "2026-01-01T05:00:00+05:00" }, /until: must be later than since/],
     [{ kind: "changes", since: "2026-01-01", schedule: "weekly" }, /schedule: must be hourly or daily/],
     [{ kind: "catalogue", format: "csv" }, /format: must be parquet or ndjson/],
     [{ kind: "catalogue", extra: 1 }, /extra/],
