@@ -9,11 +9,11 @@ import { EXPORT_FORMATS, EXPORT_KINDS, EXPORT_SCHEDULES, EXPORT_STATUSES } from 
 /** The exports' wire shapes, declared once (docs/exports.md). */
 
 const instant = z.string({ error: required("string") }).pipe(isoTimestamp);
-const text = (max: number) =>
+/** A credential or region as a signed request's headers carry it: 1 to `max` printable ASCII characters, no spaces. */
+const token = (max: number) =>
   z
     .string({ error: required("string") })
-    .min(1, { error: "must not be empty" })
-    .max(max, { error: `must be at most ${max} characters` });
+    .regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), { error: `must be 1 to ${max} printable ASCII characters, no spaces` });
 
 /**
  * The customer's S3-compatible bucket. The endpoint follows the webhooks' URL policy (https://, a public host); the
@@ -38,9 +38,12 @@ const s3Destination = z
         })
         .default("")
         .meta({ description: "Where under the bucket the files go; empty or ending in /", example: "prices/" }),
-      region: text(64).meta({ example: "eu-west-1" }),
-      access_key_id: text(128),
-      secret_access_key: text(256).meta({ description: "Stored encrypted; never shown again", writeOnly: true }),
+      region: z
+        .string({ error: required("string") })
+        .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'must be 1 to 64 letters, digits, "_" or "-", such as "eu-west-1" or "auto"' })
+        .meta({ example: "eu-west-1" }),
+      access_key_id: token(128),
+      secret_access_key: token(256).meta({ description: "Stored encrypted; never shown again", writeOnly: true }),
     },
     jsonObject,
   )

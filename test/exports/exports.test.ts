@@ -50,14 +50,14 @@ beforeAll(async () => {
 const start = (token: string, body: unknown) => call("POST", "/exports", { token, body });
 
 /** The export once its steps have run (its object's alarms, one after another). */
-async function finished(token: string, id: string): Promise<ExportDetail> {
+async function finished(token: string, id: string, timeout = 30_000): Promise<ExportDetail> {
   let detail: ExportDetail | undefined;
   await vi.waitFor(
     async () => {
       detail = (await expectJson(await call("GET", `/exports/${id}`, { token }), 200)) as ExportDetail;
       expect(detail.status).not.toBe("running");
     },
-    { timeout: 30_000, interval: 100 },
+    { timeout, interval: 100 },
   );
   return detail!;
 }
@@ -439,6 +439,34 @@ describe("the routes", () => {
       },
       /destination\.bucket/,
     ],
+    [
+      {
+        kind: "catalogue",
+        destination: {
+          type: "s3",
+          endpoint: "https://s3.example.com",
+          bucket: "lake",
+          region: "x",
+          access_key_id: "a b",
+          secret_access_key: "b",
+        },
+      },
+      /destination\.access_key_id: must be 1 to 128 printable ASCII characters, no spaces/,
+    ],
+    [
+      {
+        kind: "catalogue",
+        destination: {
+          type: "s3",
+          endpoint: "https://s3.example.com",
+          bucket: "lake",
+          region: "eu west",
+          access_key_id: "a",
+          secret_access_key: "b",
+        },
+      },
+      /destination\.region: must be 1 to 64 letters/,
+    ],
   ])("refuses %j with a 400 naming the field", async (body, detail) => {
     const answer = await expectJson(await start(account.token, body), 400);
     expect(answer.detail).toMatch(detail);
@@ -508,7 +536,7 @@ describe("the customer's S3 bucket", () => {
     const answer = await start(account.token, { kind: "changes", format: "ndjson", since, until, destination });
     const created = await expectJson(answer, 202);
     expect(JSON.stringify(created)).not.toContain("very-secret");
-    const detail = await finished(account.token, created.id);
+    const detail = await finished(account.token, created.id, 55_000);
     expect(JSON.stringify(detail)).not.toContain("very-secret");
     expect(detail).toMatchObject({ status: "succeeded", prefix: `prices/${created.id}/`, manifest_url: null });
     expect(detail.file_list.every((f) => f.download_url === null)).toBe(true);
