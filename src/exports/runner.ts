@@ -1,8 +1,9 @@
-import { eq, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { readConfig } from "../platform/config.ts";
 import { logger } from "../platform/log.ts";
 import type { ObjectAnswer } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
+import { nowText } from "../platform/tables.ts";
 import { accountSandbox } from "../sandbox/stub.ts";
 import { decryptSecret } from "../webhooks/secrets.ts";
 import { type FileSink, ownPrefix, r2Sink, type S3Destination, s3Sink } from "./destination.ts";
@@ -111,7 +112,7 @@ export class ExportRunner extends MeteredObject {
           status,
           until: manifest.until ?? row.until,
           error: null,
-          updatedAt: sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`,
+          updatedAt: nowText,
         })
         .where(eq(exports.id, id));
       if (!done) await this.ctx.storage.setAlarm(Date.now());
