@@ -819,18 +819,6 @@ const BACKGROUND: Record<string, [() => Promise<undefined>, Budget, BackgroundOp
     writes(0, { objectRowsWritten: 3 }),
     { clock: true },
   ],
-  // One step of a live catalogue export (src/exports/runner.ts): at most 5 segments of the snapshot it pinned (about
-  // 5,000 products, whatever the catalogue's size), written as one Parquet file, and the manifest; here its last step.
-  // Its R2 reads: the pinned manifest and each segment's NDJSON ranges (one or two each after a full build; at most
-  // 5 × the extent cap of docs/catalogue.md however fragmented).
-  "export runner: a catalogue step": [
-    async () => {
-      await runDurableObjectAlarm(env.EXPORT_RUNNER.get(env.EXPORT_RUNNER.idFromName(stepExportId)));
-      return undefined;
-    },
-    writes(2, { d1RowsWritten: 2, objectRowsWritten: 2, r2Writes: 2, bytesStored: 3_000_000 }, 12),
-    { prepare: prepareExportStep },
-  ],
   // The owner's sandbox object's daily alarm: what is past its 7 days deleted (here, nothing yet).
   "sandbox object: its retention alarm": [
     async () => {
@@ -856,6 +844,18 @@ const BACKGROUND: Record<string, [() => Promise<undefined>, Budget, BackgroundOp
     },
     // The hubs (one call each) and the two streams' opening.
     writes(8, { objectRequests: 12, objectRowsWritten: 12 }, 2),
+  ],
+  // One step of a live catalogue export (src/exports/runner.ts): at most 5 segments of the snapshot it pinned (about
+  // 5,000 products, whatever the catalogue's size), written as one Parquet file, and the manifest; here its last step.
+  // Its R2 reads: the pinned manifest and each segment's NDJSON ranges (one or two each after a full build; at most
+  // 5 × the extent cap of docs/catalogue.md however fragmented).
+  "export runner: a catalogue step": [
+    async () => {
+      await runDurableObjectAlarm(env.EXPORT_RUNNER.get(env.EXPORT_RUNNER.idFromName(stepExportId)));
+      return undefined;
+    },
+    writes(2, { d1RowsWritten: 2, objectRowsWritten: 2, r2Writes: 2, bytesStored: 3_000_000 }, 12),
+    { prepare: prepareExportStep },
   ],
 };
 
