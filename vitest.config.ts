@@ -8,6 +8,7 @@ import { defineConfig } from "vitest/config";
 import { buildDashboard } from "./scripts/build-dashboard.ts";
 import { buildDocs } from "./scripts/build-docs.ts";
 import { ABORTED_FOR_THE_NEXT_FILE, RESTARTED_BY_THE_TEST } from "./test/helpers/abort-reason.ts";
+import { serveLake } from "./test/helpers/lake-server.ts";
 
 /**
  * A stand-in identity provider for the tests: a fresh RS256 key pair whose public half is served
@@ -202,6 +203,7 @@ export default defineConfig(async () => {
   buildDocs(); // src/docs/assets.gen.js, likewise
   const idp = await serveTestJwks();
   const secretScanning = await serveSecretScanningKeys();
+  const lake = await serveLake();
   const migrations = await readD1Migrations("./migrations");
   /** The worker under test, with the tests' bindings (and `extra` ones). */
   const workerPlugin = (extra: Record<string, string> = {}) =>
@@ -221,6 +223,7 @@ export default defineConfig(async () => {
           TEST_MIGRATIONS: migrations,
           SECRET_SCANNING_KEYS_URL: `${secretScanning.origin}/keys`,
           TEST_SECRET_SCANNING: JSON.stringify(secretScanning),
+          TEST_LAKE: JSON.stringify(lake),
           ...extra,
         },
       },

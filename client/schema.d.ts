@@ -433,6 +433,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's exports */
+        get: operations["listExports"];
+        put?: never;
+        /**
+         * Export the catalogue or its changes as files
+         * @description Writes the published catalogue snapshot (kind catalogue: one row per offer, with its product's fields, as GET /products serves them) or the price.changed and stock.changed events of [since, until) (kind changes: one row per event, with the product's brand and category) as Parquet (typed columns: money DECIMAL(20,4), timestamps TIMESTAMP) or NDJSON files, Hive-partitioned by day (date=YYYY-MM-DD/part-NNNNN.parquet) with a _manifest.json, in bounded steps. Into the service's bucket (GET /exports/{id} gives download URLs valid 1 hour) or the customer's S3-compatible bucket (destination; its endpoint follows the webhooks' URL policy, its secret is stored encrypted and never shown again). schedule (changes only) appends each closed hour's or day's changes. At most 3 exports of an account run at once, and 10 are scheduled (then 409).
+         */
+        post: operations["createExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One export: its progress and files */
+        get: operations["getExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/accounts/{id}/plan": {
         parameters: {
             query?: never;
@@ -1815,6 +1853,232 @@ export interface components {
                     [key: string]: unknown;
                 };
             } | null;
+        };
+        Export: {
+            /** @example exp_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+            id: string;
+            /** @enum {string} */
+            kind: "catalogue" | "changes";
+            /** @enum {string} */
+            format: "parquet" | "ndjson";
+            environment: components["schemas"]["Environment"];
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            since: string | null;
+            /**
+             * Format: date-time
+             * @description The end of what is written so far (a scheduled export moves it on)
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            until: string | null;
+            schedule: components["schemas"]["ExportSchedule"] | null;
+            /**
+             * @description running: steps under way; succeeded: every file is written; scheduled: written up to until, the next span waits for its hour or day to close; failed: see error
+             * @enum {string}
+             */
+            status: "running" | "succeeded" | "failed" | "scheduled";
+            rows: number;
+            files: number;
+            bytes: number;
+            error: string | null;
+            /** @description The customer's bucket (never its secret); null: the service's own */
+            destination: components["schemas"]["ExportDestination"] | null;
+            /** @description Where the files are in the bucket: the manifest is <prefix>_manifest.json */
+            prefix: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            updated_at: string;
+        };
+        /**
+         * @description How often a scheduled changes export appends: each closed hour's or day's changes
+         * @enum {string}
+         */
+        ExportSchedule: "hourly" | "daily";
+        ExportDestination: {
+            /** @enum {string} */
+            type: "s3";
+            endpoint: string;
+            bucket: string;
+            prefix: string;
+            region: string;
+            access_key_id: string;
+        };
+        CatalogueExportRequest: {
+            /**
+             * @description One row per offer of the published snapshot, with its product's fields, as GET /products serves them (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            kind: "catalogue";
+            /**
+             * @default parquet
+             * @enum {string}
+             */
+            format: "parquet" | "ndjson";
+            /**
+             * @description test: this account's sandbox (its 1,000 synthetic products and its own changes, kept 7 days)
+             * @default live
+             * @enum {string}
+             */
+            environment: "live" | "test";
+            /** @description The customer's S3-compatible bucket; absent: the service's own, with signed download URLs */
+            destination?: {
+                /** @enum {string} */
+                type: "s3";
+                /**
+                 * Format: uri
+                 * @description The bucket's S3 endpoint, https:// URL of a public host (no localhost, private or link-local addresses); an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
+                 * @example https://s3.eu-west-1.amazonaws.com
+                 */
+                endpoint: string;
+                /** @example acme-lake */
+                bucket: string;
+                /**
+                 * @description Where under the bucket the files go; empty or ending in /
+                 * @default
+                 * @example prices/
+                 */
+                prefix: string;
+                /** @example eu-west-1 */
+                region: string;
+                access_key_id: string;
+                /** @description Stored encrypted; never shown again */
+                secret_access_key: string;
+            };
+        };
+        ChangesExportRequest: {
+            /**
+             * @description One row per price.changed and stock.changed event of [since, until) (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            kind: "changes";
+            /**
+             * @default parquet
+             * @enum {string}
+             */
+            format: "parquet" | "ndjson";
+            /**
+             * @description test: this account's sandbox (its 1,000 synthetic products and its own changes, kept 7 days)
+             * @default live
+             * @enum {string}
+             */
+            environment: "live" | "test";
+            /** @description The customer's S3-compatible bucket; absent: the service's own, with signed download URLs */
+            destination?: {
+                /** @enum {string} */
+                type: "s3";
+                /**
+                 * Format: uri
+                 * @description The bucket's S3 endpoint, https:// URL of a public host (no localhost, private or link-local addresses); an absolute RFC 3986 URI: ASCII only, an internationalised host punycoded (xn--…), other characters percent-encoded
+                 * @example https://s3.eu-west-1.amazonaws.com
+                 */
+                endpoint: string;
+                /** @example acme-lake */
+                bucket: string;
+                /**
+                 * @description Where under the bucket the files go; empty or ending in /
+                 * @default
+                 * @example prices/
+                 */
+                prefix: string;
+                /** @example eu-west-1 */
+                region: string;
+                access_key_id: string;
+                /** @description Stored encrypted; never shown again */
+                secret_access_key: string;
+            };
+            /**
+             * @description Events at or after this instant: any span the service holds, the archived history past 30 days included
+             * @example 2026-01-01
+             */
+            since: string;
+            /**
+             * @description Events before this instant, later than since; now by default. Not with schedule (a scheduled export has no end)
+             * @example 2026-02-01
+             */
+            until?: string;
+            /**
+             * @description Keep appending each closed hour's or day's changes, without gap or duplicate
+             * @enum {string}
+             */
+            schedule?: "hourly" | "daily";
+        };
+        ExportList: {
+            /** @description Newest first, at most 100 */
+            exports: components["schemas"]["Export"][];
+        };
+        ExportDetail: {
+            /** @example exp_0f3c9a1d2b4e4f6a8c0d1e2f3a4b5c6d */
+            id: string;
+            /** @enum {string} */
+            kind: "catalogue" | "changes";
+            /** @enum {string} */
+            format: "parquet" | "ndjson";
+            environment: components["schemas"]["Environment"];
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            since: string | null;
+            /**
+             * Format: date-time
+             * @description The end of what is written so far (a scheduled export moves it on)
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            until: string | null;
+            schedule: components["schemas"]["ExportSchedule"] | null;
+            /**
+             * @description running: steps under way; succeeded: every file is written; scheduled: written up to until, the next span waits for its hour or day to close; failed: see error
+             * @enum {string}
+             */
+            status: "running" | "succeeded" | "failed" | "scheduled";
+            rows: number;
+            files: number;
+            bytes: number;
+            error: string | null;
+            /** @description The customer's bucket (never its secret); null: the service's own */
+            destination: components["schemas"]["ExportDestination"] | null;
+            /** @description Where the files are in the bucket: the manifest is <prefix>_manifest.json */
+            prefix: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description UTC, ISO-8601
+             * @example 2026-01-31T12:00:00.000Z
+             */
+            updated_at: string;
+            /** @description The signed URL of _manifest.json (1 hour); null for the customer's bucket or before the first file */
+            manifest_url: string | null;
+            /** @description The files written so far, in order */
+            file_list: components["schemas"]["ExportFile"][];
+        };
+        ExportFile: {
+            /**
+             * @description Under the export's prefix, Hive-partitioned
+             * @example date=2026-12-07/part-00000.parquet
+             */
+            path: string;
+            rows: number;
+            bytes: number;
+            /** @description Signed, valid 1 hour from this response; null when the files went to the customer's bucket */
+            download_url: string | null;
         };
         IngestionResult: {
             received: number;
@@ -3402,6 +3666,113 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listExports: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The latest 100 exports, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description What to export, in which format, and where */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CatalogueExportRequest"] | components["schemas"]["ChangesExportRequest"];
+            };
+        };
+        responses: {
+            /** @description The export, begun: GET /exports/{id} shows its progress */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Export"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The export's id (`exp_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, with its files so far (and their download URLs for the service's bucket) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportDetail"];
                 };
             };
             400: components["responses"]["BadRequest"];

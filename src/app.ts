@@ -10,6 +10,7 @@ import { oauthRoutes, wellKnownRoutes } from "./connect/routes.ts";
 import { dashboardRoutes, serveDashboard } from "./dashboard/routes.ts";
 import { docsRoutes, openApiRoute } from "./docs/routes.ts";
 import { eventRoutes } from "./events/routes.ts";
+import { exportRoutes } from "./exports/routes.ts";
 import { fxRateRoutes } from "./fx-rates/routes.ts";
 import { ApiError, methodNotAllowedResponse, notFound, onError } from "./http/errors.ts";
 import { home, type RouteGroup } from "./http/home.ts";
@@ -48,6 +49,7 @@ const ROUTE_TABLE: readonly RouteGroup[] = [
   { path: "/account", routes: accountRoutes, access: "account login", link: "account" },
   { path: "/api-keys", routes: apiKeyRoutes, access: "account login", link: "api_keys" },
   { path: "/webhooks", routes: webhookRoutes, access: "account login", link: "webhooks" },
+  { path: "/exports", routes: exportRoutes, access: "account login; download URLs signed", link: "exports" },
   { path: "/admin/accounts", routes: adminAccountRoutes, access: "admin token with accounts:write" },
   { path: "/admin/observations", routes: observationRoutes, access: "admin token with prices:write" },
   { path: "/admin/competitors", routes: adminCompetitorRoutes, access: "admin token with prices:write" },

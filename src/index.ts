@@ -6,6 +6,7 @@ import { archiveHistory } from "./catalogue/history-archive.ts";
 import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
+import { appendScheduledExports } from "./exports/service.ts";
 import { sweepLapsedSubscriptions } from "./mcp/events/service.ts";
 import { WorkMeter } from "./platform/metered.ts";
 import { retryStreamPushes } from "./stream/hubs.ts";
@@ -15,6 +16,7 @@ import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/de
 export { ApiKeyObject } from "./api-keys/object/key-object.ts";
 export { LastUsedLog } from "./api-keys/object/last-used.ts";
 export { CatalogueBuilder } from "./catalogue/snapshot/builder.ts";
+export { ExportRunner } from "./exports/runner.ts";
 export { RateLimitBucket } from "./rate-limit/bucket.ts";
 export { SandboxObject } from "./sandbox/object.ts";
 export { StreamHub } from "./stream/hub.ts";
@@ -52,6 +54,7 @@ export default {
         retryPlanPushes(db, keyObjectControl(env, work)),
         retryStreamPushes(db, env, work),
         sweepLapsedSubscriptions(db),
+        appendScheduledExports(db, env.EXPORT_RUNNER, work),
       ]);
       for (const sweep of sweeps) if (sweep.status === "rejected") throw sweep.reason;
     } finally {

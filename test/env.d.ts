@@ -9,6 +9,8 @@ declare global {
       TEST_MIGRATIONS: D1Migration[];
       /** The stand-in for GitHub's secret-scanning key list (vitest.config.ts): its origin, the served key's identifier and private JWK. */
       TEST_SECRET_SCANNING: string;
+      /** The customer's lake on this machine (test/helpers/lake-server.ts): `{s3, duckdb}`, the S3 server's origin and the query endpoint. */
+      TEST_LAKE: string;
       /** `npm run chaos` only: how many price changes to ingest. */
       CHAOS_CHANGES?: string;
     }

@@ -15,13 +15,14 @@ export type Environment = (typeof ENVIRONMENTS)[number];
 export const KEY_KINDS = ["api_key", "connector"] as const;
 export type KeyKind = (typeof KEY_KINDS)[number];
 
-const now = sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
+/** A row's time of writing, as every timestamp column stores it (ISO-8601 with milliseconds, UTC). */
+export const nowText = sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
 
 /** One row per IdP subject; the account id is the JWT's `sub`. */
 export const accounts = sqliteTable("accounts", {
   id: text("id").primaryKey(),
   plan: text("plan", { enum: PLAN_NAMES }).notNull().default("free"),
-  createdAt: text("created_at").notNull().default(now),
+  createdAt: text("created_at").notNull().default(nowText),
 });
 /** An account as read: the one declaration the guard, the request context and the accounts' service share. */
 export type AccountRow = typeof accounts.$inferSelect;
@@ -40,7 +41,7 @@ export const apiKeys = sqliteTable(
     status: text("status", { enum: ["active", "revoked"] })
       .notNull()
       .default("active"),
-    createdAt: text("created_at").notNull().default(now),
+    createdAt: text("created_at").notNull().default(nowText),
     lastUsedAt: text("last_used_at"),
     revokedAt: text("revoked_at"),
     /** Refused from this instant on; "expired" in listings. Set at creation or by a rotation. */
@@ -98,9 +99,9 @@ export const products = sqliteTable(
     category: text("category"),
     url: text("url"),
     imageUrl: text("image_url"),
-    createdAt: text("created_at").notNull().default(now),
+    createdAt: text("created_at").notNull().default(nowText),
     /** Moves whenever the product or any of its offers changes; `updated_since` filters on it. */
-    updatedAt: text("updated_at").notNull().default(now),
+    updatedAt: text("updated_at").notNull().default(nowText),
     /** The latest price or stock change of any offer; null until the product has one. */
     lastChangedAt: text("last_changed_at"),
     /**
@@ -145,7 +146,7 @@ export const offers = sqliteTable(
     /** The price before the latest change, in the offer's current currency. */
     previousPriceMinor: integer("previous_price_minor"),
     priceChangedAt: text("price_changed_at"),
-    checkedAt: text("checked_at").notNull().default(now),
+    checkedAt: text("checked_at").notNull().default(nowText),
     seller: text("seller"),
     condition: text("condition", { enum: OFFER_CONDITIONS }).notNull().default("new"),
     /** A positive decimal string, with its unit (both or neither): the unit price's divisor. */
@@ -175,7 +176,7 @@ export const fxRates = sqliteTable("fx_rates", {
   date: text("date").primaryKey(),
   base: text("base").notNull(),
   rates: text("rates", { mode: "json" }).$type<Record<string, string>>().notNull(),
-  updatedAt: text("updated_at").notNull().default(now),
+  updatedAt: text("updated_at").notNull().default(nowText),
 });
 
 /** Appended when an offer's price or stock changes; read by GET /products/:id/history. */
@@ -211,7 +212,7 @@ export const catalogueState = sqliteTable(
     version: integer("version").notNull(),
     /** Set to the new version by a write that replaces or deletes products (the seed): the next snapshot is a full build. */
     resetVersion: integer("reset_version").notNull().default(0),
-    updatedAt: text("updated_at").notNull().default(now),
+    updatedAt: text("updated_at").notNull().default(nowText),
   },
   (t) => [check("catalogue_state_single_row", sql`${t.id} = 1`)],
 );
@@ -246,7 +247,7 @@ export const webhooks = sqliteTable(
       .default("enabled"),
     /** `v1.<base64 iv>.<base64 AES-GCM ciphertext>` of the `whsec_…` secret, under WEBHOOK_SECRET_KEY. */
     secretCiphertext: text("secret_ciphertext").notNull(),
-    createdAt: text("created_at").notNull().default(now),
+    createdAt: text("created_at").notNull().default(nowText),
     disabledAt: text("disabled_at"),
     disabledReason: text("disabled_reason"),
     /** The first failed attempt since the last success (null while deliveries succeed): the 5-day rule. */
@@ -333,7 +334,7 @@ export const events = sqliteTable(
     /** A price change in minor units, for min_change_pct (null: not a price change, or not comparable). */
     oldMinor: integer("old_minor"),
     newMinor: integer("new_minor"),
-    createdAt: text("created_at").notNull().default(now),
+    createdAt: text("created_at").notNull().default(nowText),
     relayedAt: text("relayed_at"),
     claimedAt: text("claimed_at"),
     fannedOutAt: text("fanned_out_at"),

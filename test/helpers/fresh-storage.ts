@@ -15,7 +15,7 @@ import { ADMIN_SUBJECT } from "./tokens.ts";
 export async function startAfresh(): Promise<void> {
   await emptyDurableObjects();
   await emptyDatabase();
-  await Promise.all([emptyBucket(env.CATALOGUE), emptyBucket(env.ARCHIVE)]);
+  await Promise.all([emptyBucket(env.CATALOGUE), emptyBucket(env.ARCHIVE), emptyBucket(env.EXPORTS)]);
   forgetIsolateMemory();
 }
 
@@ -61,12 +61,13 @@ const objectsOf = async <T extends Rpc.DurableObjectBranded | undefined>(namespa
   (await listDurableObjectIds(namespace)).map((id) => namespace.get(id) as DurableObjectStub);
 /**
  * The objects named after something a file made (a key, a webhook): no later file asks for them again, so only their
- * alarm is stopped, once, for it not to run into a later file (a key's usage flush, a webhook's retry). The other
+ * alarm is stopped, once, for it not to run into a later file (a key's usage flush, a webhook's retry, an export's step). The other
  * rate-limit buckets have no alarm and are named after a file's own addresses and accounts.
  */
 const ownObjects = async (): Promise<DurableObjectStub[]> => [
   ...(await objectsOf(env.API_KEY_OBJECTS)),
   ...(await objectsOf(env.WEBHOOK_ENDPOINT)),
+  ...(await objectsOf(env.EXPORT_RUNNER)),
 ];
 /** The objects whose alarm was stopped in this runtime, across files (the setup module runs again for each file). */
 const stopped: Set<string> = ((globalThis as { stoppedObjects?: Set<string> }).stoppedObjects ??= new Set());

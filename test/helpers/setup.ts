@@ -27,3 +27,13 @@ afterAll(async () => {
     await state.storage.deleteAlarm();
   });
 });
+
+/**
+ * The same for exports: a runner whose step keeps failing (a generated destination no test answers) retries on its
+ * alarm for minutes and logs each failure. Once the file's tests are done, its runners' alarms are disarmed (a step in
+ * flight ends first: the object runs one thing at a time).
+ */
+afterAll(async () => {
+  for (const id of await listDurableObjectIds(env.EXPORT_RUNNER))
+    await runInDurableObject(env.EXPORT_RUNNER.get(id), (_, state) => state.storage.deleteAlarm());
+});

@@ -14,7 +14,8 @@ const document = JSON.parse(readFileSync(new URL("../../client/openapi.json", im
 
 /**
  * Served by the app but not operations of the document: the index, the MCP endpoint, the dashboard, the reference, and
- * the OAuth protocol's own endpoints and metadata (their shapes are the RFCs', served by the OAuth library).
+ * the OAuth protocol's own endpoints and metadata (their shapes are the RFCs', served by the OAuth library), and an
+ * export's download URLs (handed out by GET /exports/{id}, their own authority: docs/exports.md).
  */
 const OUTSIDE_THE_DOCUMENT = [
   "GET /",
@@ -28,6 +29,7 @@ const OUTSIDE_THE_DOCUMENT = [
   "GET /oauth/authorize",
   "POST /oauth/register",
   "POST /oauth/token",
+  "GET /exports/{id}/download",
 ];
 
 /** How the README names each security scheme; an admin route also names its scopes. */

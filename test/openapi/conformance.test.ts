@@ -389,6 +389,45 @@ describe("GET /events/stream (API key)", () => {
   });
 });
 
+describe("exports (account login)", () => {
+  let owner: string;
+  beforeAll(async () => {
+    owner = await accountToken(`openapi-exports-${Date.now()}`);
+  });
+
+  it("POST /exports: 202, 400, 409, 413, 401, 403", async () => {
+    const body = { kind: "changes", format: "ndjson", since: new Date(Date.now() - 60_000).toISOString() };
+    const created = await expectCall(202, "post", "/exports", "/exports", { token: owner, body });
+    expect(created.id).toMatch(/^exp_/);
+    await expectCall(400, "post", "/exports", "/exports", { token: owner, body: { kind: "changes" } });
+    await expectCall(413, "post", "/exports", "/exports", { token: owner, body: BIG });
+    await expectCall(401, "post", "/exports", "/exports", { body });
+    await expectCall(403, "post", "/exports", "/exports", { token: key, body });
+    // Three at once at most: a fourth while they run is 409 (a catalogue export of the sandbox each, begun together).
+    const busy = await accountToken(`openapi-exports-busy-${Date.now()}`);
+    const started = await Promise.all(
+      Array.from({ length: 4 }, () => call("POST", "/exports", { token: busy, body: { kind: "catalogue", environment: "test" } })),
+    );
+    const refused = started.find((res) => res.status === 409);
+    expect(refused, "a fourth export at once").toBeDefined();
+    await checker.check(refused!, "post", "/exports");
+  });
+
+  it("GET /exports and /exports/{id}: 200, 400, 404, 401, 403", async () => {
+    const list = await expectCall(200, "get", "/exports", "/exports", { token: owner });
+    const id = list.exports[0]!.id;
+    await expectCall(400, "get", "/exports", "/exports?status=running", { token: owner });
+    await expectCall(401, "get", "/exports", "/exports");
+    await expectCall(403, "get", "/exports", "/exports", { token: key });
+    const path = "/exports/{id}";
+    await expectCall(200, "get", path, `/exports/${id}`, { token: owner });
+    await expectCall(400, "get", path, `/exports/${id}?x=1`, { token: owner });
+    await expectCall(404, "get", path, "/exports/exp_nope", { token: owner });
+    await expectCall(401, "get", path, `/exports/${id}`);
+    await expectCall(403, "get", path, `/exports/${id}`, { token: key });
+  });
+});
+
 describe("webhooks (account login)", () => {
   let hooks: string;
   let webhookId: string;
@@ -622,13 +661,14 @@ describe("after every other call", () => {
 });
 
 describe("the document and the router", () => {
-  it("list the same operations (the index at /, the dashboard, /docs, /openapi.json and OAuth's own endpoints are not API operations)", () => {
+  it("list the same operations (the index at /, the dashboard, /docs, /openapi.json, OAuth's own endpoints and an export's signed download URL are not API operations)", () => {
     const routed = new Set(
       buildApp()
         .routes.filter(
           (route) =>
             route.method !== "ALL" &&
-            !/^\/((dashboard|docs|openapi\.json|\.well-known)(\/|$)|oauth\/(authorize|token|register)$|$)/.test(route.path),
+            !/^\/((dashboard|docs|openapi\.json|\.well-known)(\/|$)|oauth\/(authorize|token|register)$|$)/.test(route.path) &&
+            route.path !== "/exports/:id/download",
         )
         .map((route) => `${route.method} ${route.path.replaceAll(/:(\w+)/g, "{$1}")}`),
     );

@@ -113,6 +113,11 @@ function describedRuleBroken(operation: Operation, request: Request): string | u
     const { since, until } = request.body as { since: string; until?: string };
     if (notBefore(since, until)) return "until: must be later than since";
   }
+  if (operation.template === "/exports" && operation.method === "post") {
+    const { kind, since, until, schedule } = request.body as { kind: string; since?: string; until?: string; schedule?: string };
+    if (kind === "changes" && notBefore(since, until)) return "until: must be later than since";
+    if (kind === "changes" && schedule !== undefined && until !== undefined) return "until: a scheduled export has no end";
+  }
   if (operation.template === "/api-keys" && operation.method === "post") {
     const expiresAt = (request.body as { expires_at?: string }).expires_at;
     if (expiresAt !== undefined && Date.parse(expiresAt) <= Date.now()) return "expires_at: must be in the future";

@@ -32,6 +32,7 @@ const NAMESPACES = [
   "STREAM_HUB",
   "WEBHOOK_ENDPOINT",
   "LAST_USED_LOG",
+  "EXPORT_RUNNER",
 ] as const;
 
 /** A proxy that counts each call of `target`'s methods named by `counts` (by how much it returns for the call). */
@@ -74,7 +75,7 @@ function countAtBindings(): { counted: Compared; stop(): void } {
       return batch(statements);
     }) as never),
   );
-  for (const bucket of [env.CATALOGUE, env.ARCHIVE]) {
+  for (const bucket of [env.CATALOGUE, env.ARCHIVE, env.EXPORTS]) {
     for (const method of Object.keys(R2_CLASS) as (keyof R2Bucket & keyof typeof R2_CLASS)[]) {
       const real = (bucket[method] as (...args: unknown[]) => unknown).bind(bucket);
       spies.push(
@@ -245,6 +246,21 @@ describe("the final tally", () => {
     await storeEvents([event]);
     const lines = await expectNothingEscapes(() => runQueue([event]));
     expect(lines.map((line) => line.invocation)).toContain("queue_batch");
+  });
+
+  it("an export: the request and each step of its runner count their own work on lines of their own", async () => {
+    const lines = await expectNothingEscapes(async () => {
+      const res = await call("POST", "/exports", { token: owner.token, body: { kind: "catalogue", format: "parquet" } });
+      expect(res.status).toBe(202);
+      const { id } = await res.json<{ id: string }>();
+      // Its steps run in its runner's alarms, after the answer; the export's own route says when they are done.
+      await vi.waitFor(async () => {
+        const shown = await call("GET", `/exports/${id}`, { token: owner.token });
+        expect((await shown.json<{ status: string }>()).status).toBe("succeeded");
+      });
+    });
+    expect(lines.filter((line) => line.invocation === "POST /exports")).toHaveLength(1);
+    expect(lines.map((line) => line.invocation)).toContain("export_step");
   });
 
   it("a cron run", async () => {

@@ -30,7 +30,7 @@ import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks
  * Tenants apart: account A causes every kind of event (price and stock changes, a leaked key, an expiring key,
  * a disabled webhook, a usage threshold) while account B uses everything a client can reach: every operation of
  * the OpenAPI document, every MCP tool and events method, the stream (live, backfill and its hubs' publish), replay and the webhook fan-out. Nothing B
- * receives may carry A's account id, key ids, key names, key prefixes, webhook ids or webhook URLs. B also names
+ * receives may carry A's account id, key ids, key names, key prefixes, webhook ids or URLs or export ids. B also names
  * A's ids wherever a route takes one, and must get nothing of A's back. Both have connected an AI client by OAuth (a
  * connector key each): B's client reads /mcp with its token, B's consent and OAuth exchanges show nothing of A's, and
  * A's connector key id is 404 to B. Both also work in test mode: A changes its
@@ -60,6 +60,8 @@ interface Tenant {
   /** The live key's MCP events subscription (src/mcp/events/) to the tenants' product, and its delivery URL. */
   subscriptionId: string;
   subscriptionUrl: string;
+  /** An export of the account's sandbox changes, into the service's bucket. */
+  exportId: string;
 }
 
 let receiver: Receiver;
@@ -96,6 +98,11 @@ async function tenant(name: string, plan: "premium" | "standard"): Promise<Tenan
     method: "events/subscribe",
     params: { ...subscription(subscriptionUrl), delivery: { url: subscriptionUrl, secret: generateWebhookSecret() } },
   }).then((res) => res.json<{ result: { id: string } }>());
+  const exported = await call("POST", "/exports", {
+    token: account.token,
+    body: { kind: "changes", format: "ndjson", environment: "test", since: new Date(Date.now() - DAY_MS).toISOString() },
+  });
+  const { id: exportId } = await exported.json<{ id: string }>();
   return {
     connector,
     sub: account.sub,
@@ -109,6 +116,7 @@ async function tenant(name: string, plan: "premium" | "standard"): Promise<Tenan
     testWebhookId: testHook.id,
     subscriptionId: subscribed.result.id,
     subscriptionUrl,
+    exportId,
   };
 }
 
@@ -156,6 +164,7 @@ beforeAll(async () => {
   receiver.respond(goneUrl, () => new Response("gone", { status: 410 }));
   a.markers = markersOf([
     a.sub,
+    a.exportId,
     a.keyId,
     a.key.slice(0, 17),
     a.webhookId,
@@ -328,6 +337,9 @@ const OPERATIONS: Record<string, Exercise[]> = {
     as(login, "GET", () => `/webhooks/${a.webhookId}/deliveries`),
     as(login, "GET", () => `/webhooks/${b.webhookId}/deliveries`),
   ],
+  "GET /exports": [as(login, "GET", () => "/exports")],
+  "POST /exports": [as(login, "POST", () => "/exports", { kind: "catalogue", format: "ndjson", environment: "test" })],
+  "GET /exports/{id}": [as(login, "GET", () => `/exports/${a.exportId}`), as(login, "GET", () => `/exports/${b.exportId}`)],
   // Admin and secret-scanning routes: B holds neither scope nor GitHub's key, with a login or a key.
   "PUT /admin/accounts/{id}/plan": [as(login, "PUT", () => `/admin/accounts/${a.sub}/plan`, { plan: "free" })],
   "POST /admin/observations": [as(key, "POST", () => "/admin/observations", { observations: [] })],
@@ -383,7 +395,7 @@ describe("tenants apart", () => {
         const { res, sent = "" } = await exercise();
         const text = await res.text();
         expect(res.status, `${operation}: ${text}`).toBeLessThan(500);
-        if ([a.keyId, a.webhookId, a.connector.keyId].some((id) => sent.includes(id)))
+        if ([a.keyId, a.webhookId, a.connector.keyId, a.exportId].some((id) => sent.includes(id)))
           expect(res.status, `${operation} with A's id: ${text}`).toBe(404);
         // B's call of its own succeeds, so what it reads is a real answer, not an error (but for the routes B holds no credential for).
         else if (!ROUTES_B_CANNOT_CALL.test(operation)) expect(res.status, `${operation}: ${text}`).toBeLessThan(300);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { hashApiKey } from "../../src/api-keys/format.ts";
 import { lastUsedLog } from "../../src/api-keys/object/last-used.ts";
+import { findManifest } from "../../src/catalogue/snapshot/manifest.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import type { EventMessage } from "../../src/events/messages.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
@@ -191,7 +192,7 @@ async function measure(run: () => Promise<Response | undefined>, { clock = false
   await runDurableObjectAlarm(catalogueBuilder(env));
   let r2Reads = 0;
   let r2BytesPut = 0;
-  const spies = [env.ARCHIVE, env.CATALOGUE].flatMap((bucket) => [
+  const spies = [env.ARCHIVE, env.CATALOGUE, env.EXPORTS].flatMap((bucket) => [
     ...(["get", "head"] as const).map((method) => {
       const real = bucket[method].bind(bucket) as (...args: unknown[]) => unknown;
       return vi.spyOn(bucket, method).mockImplementation(((...args: unknown[]) => {
@@ -658,6 +659,22 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
     writes(12, replayCaused, 4, 5000),
   ],
   "GET /webhooks/{id}/deliveries": [route("GET", () => `/webhooks/${hookId}/deliveries`, login), budget(4, 2)],
+  "GET /exports": [route("GET", () => "/exports", login), budget(3)],
+  // An export of the account's sandbox changes of the last second (none: what it costs to begin and end an export,
+  // whatever the data; a step's work with data is the runner's entry below): the row, its runner's start, and what it
+  // causes, the runner's one step (src/exports/runner.ts): the row read and updated, the account's sandbox object
+  // asked for its events (one call), and the manifest written to R2.
+  "POST /exports": [
+    route(
+      "POST",
+      () => "/exports",
+      login,
+      () => ({ kind: "changes", format: "parquet", environment: "test", since: ago(1000) }),
+    ),
+    writes(3, { d1RowsWritten: 6, objectRequests: 4, objectRowsWritten: 6, r2Writes: 1, bytesStored: 2_000 }),
+  ],
+  // The row, and its manifest from R2 (its files, each given a signed URL).
+  "GET /exports/{id}": [route("GET", async () => `/exports/${await finishedExport()}`, login), budget(3, 1)],
   "PUT /admin/accounts/{id}/plan": [
     route(
       "PUT",
@@ -1000,6 +1017,18 @@ const BACKGROUND: Record<string, [() => Promise<undefined>, Budget, BackgroundOp
     // The hubs (one call each) and the two streams' opening.
     writes(8, { objectRequests: 12, objectRowsWritten: 12 }, 2),
   ],
+  // One step of a live catalogue export (src/exports/runner.ts): at most 5 segments of the snapshot it pinned (about
+  // 5,000 products, whatever the catalogue's size), written as one Parquet file, and the manifest; here its last step.
+  // Its R2 reads: the pinned manifest and each segment's NDJSON ranges (one or two each after a full build; at most
+  // 5 × the extent cap of docs/catalogue.md however fragmented).
+  "export runner: a catalogue step": [
+    async () => {
+      await runDurableObjectAlarm(env.EXPORT_RUNNER.get(env.EXPORT_RUNNER.idFromName(stepExportId)));
+      return undefined;
+    },
+    writes(2, { d1RowsWritten: 2, objectRowsWritten: 2, r2Writes: 2, bytesStored: 3_000_000 }, 12),
+    { prepare: prepareExportStep },
+  ],
 };
 
 /** Price changes of the busy product (its history grows with the size), as an ingestion would publish them. */
@@ -1185,6 +1214,47 @@ async function measureBackground(name: string): Promise<Measured> {
   return measure(run, { clock });
 }
 
+/** A finished export of the owner's, made once (GET /exports/{id} reads it). */
+let ownersExport: string | undefined;
+async function finishedExport(): Promise<string> {
+  if (!ownersExport) {
+    const res = await call("POST", "/exports", { token: owner.token, body: { kind: "catalogue", environment: "test" } });
+    ownersExport = (await res.json<{ id: string }>()).id;
+  }
+  await vi.waitFor(
+    async () => {
+      const row = await env.DB.prepare("SELECT status FROM exports WHERE id = ?").bind(ownersExport).first<{ status: string }>();
+      expect(row?.status).toBe("succeeded");
+    },
+    { timeout: 20_000 },
+  );
+  return ownersExport;
+}
+
+/** A live catalogue export whose runner is left before its last step, that step's alarm pending (run by the entry). */
+let stepExportId = "";
+async function prepareExportStep() {
+  const res = await call("POST", "/exports", { token: owner.token, body: { kind: "catalogue", format: "parquet" } });
+  stepExportId = (await res.json<{ id: string }>()).id;
+  await vi.waitFor(
+    async () => {
+      const row = await env.DB.prepare("SELECT status FROM exports WHERE id = ?").bind(stepExportId).first<{ status: string }>();
+      expect(row?.status).toBe("succeeded");
+    },
+    { timeout: 60_000 },
+  );
+  await settle();
+  await runInDurableObject(env.EXPORT_RUNNER.get(env.EXPORT_RUNNER.idFromName(stepExportId)), async (_, state) => {
+    const kept = (await state.storage.get<{ cursor: unknown; manifest: { snapshot: string; files: unknown[] } }>("state"))!;
+    const snapshot = (await findManifest(env.CATALOGUE, kept.manifest.snapshot))!;
+    await state.storage.put("state", {
+      ...kept,
+      cursor: { phase: "catalogue", manifest: kept.manifest.snapshot, segment: Math.max(0, snapshot.segments.length - 5) },
+    });
+    await state.storage.setAlarm(Date.now() + 3_600_000); // run by the entry, not by the clock
+  });
+}
+
 /** A key whose first use has been marked and handed to its `last_used` shard, which has not flushed it yet. */
 let markedKeyId = "";
 async function markAUse() {
@@ -1198,7 +1268,7 @@ async function markAUse() {
 
 /**
  * No account's data slows another's: every operation, tool and background task of the owner's is measured, then
- * another account (B) is given 20,000 of every kind of row it can hold (keys, webhooks with their rules, their
+ * another account (B) is given 20,000 of every kind of row it can hold (keys, webhooks with their rules, exports, their
  * deliveries, its account events in the feed's ranges, and its sandbox's events and history in its sandbox object),
  * and each is measured again. (Price history is the catalogue's, not an account's; streams live in objects, not rows.) The
  * second tally must be the first's: the same statements and R2 reads, the rows read give or take what the owner's own
@@ -1292,6 +1362,11 @@ async function growOther(account: string, count: number) {
     count,
     `INSERT INTO webhook_deliveries (event_id, webhook_id, type, attempt, status_code, duration_ms, outcome, delivered_at)
      SELECT printf('evt_b%d', i), 'whk_${account}1', 'price.changed', 1, 200, 5, 'delivered', ${at} FROM n`,
+  );
+  await generate(
+    count,
+    `INSERT INTO exports (id, account_id, environment, kind, format, status, rows, files, bytes, created_at, updated_at)
+     SELECT printf('exp_${account}%d', i), '${account}', 'live', 'catalogue', 'parquet', 'succeeded', 10, 1, 100, ${at}, ${at} FROM n`,
   );
   // Its sandbox's events and history, in its own object (src/sandbox/object.ts), as its changes would write them.
   await runInDurableObject(env.SANDBOX.get(env.SANDBOX.idFromName(account)), (_, state) => {

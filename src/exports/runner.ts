@@ -1,0 +1,153 @@
+import { eq } from "drizzle-orm";
+import { readConfig } from "../platform/config.ts";
+import { logger } from "../platform/log.ts";
+import type { ObjectAnswer } from "../platform/metered.ts";
+import { MeteredObject } from "../platform/metered-object.ts";
+import { nowText } from "../platform/tables.ts";
+import { accountSandbox } from "../sandbox/stub.ts";
+import { decryptSecret } from "../webhooks/secrets.ts";
+import { type FileSink, ownPrefix, r2Sink, type S3Destination, s3Sink } from "./destination.ts";
+import { encodeRows, partPath } from "./files.ts";
+import { type ExportManifest, MANIFEST } from "./manifest.ts";
+import { type Cursor, catalogueStart, changesStart, columnsOf, runStep } from "./steps.ts";
+import { exports } from "./tables.ts";
+
+/**
+ * One object per export (idFromName(export id)) writes it in bounded steps, one step per alarm (docs/exports.md): each
+ * step reads the next piece of its source (src/exports/steps.ts), writes that piece's files, then the manifest, then
+ * records its cursor and the progress (D1's row, which GET /exports/:id reads). A step that fails (the bucket, R2, D1)
+ * records nothing, so its alarm runs the same step again: it writes the same part numbers, so a file is never doubled
+ * and none is skipped. After MAX_FAILURES failures in a row the export is failed, saying why.
+ */
+
+interface State {
+  cursor: Cursor;
+  manifest: ExportManifest;
+  failures: number;
+}
+
+const MAX_FAILURES = 8;
+const RETRY_MS = 2_000;
+
+const log = logger("exports");
+
+export class ExportRunner extends MeteredObject {
+  /** Begins an export, or (a scheduled one) its next span [since, until): the first step runs at once in the alarm. */
+  async begin(exportId: string, span?: { since: string; until: string }): Promise<ObjectAnswer> {
+    const state = await this.ctx.storage.get<State>("state");
+    if (state && state.cursor.phase !== "done") return this.reported({});
+    const [row] = await this.meter.database(this.env.DB).select().from(exports).where(eq(exports.id, exportId));
+    if (!row) return this.reported({});
+    const cursor: Cursor =
+      row.kind === "catalogue"
+        ? row.environment === "test"
+          ? { phase: "catalogue", manifest: null, segment: 0 }
+          : await catalogueStart(this.meter.bucket(this.env.CATALOGUE))
+        : await changesStart(
+            this.meter.bucket(this.env.CATALOGUE),
+            { since: span?.since ?? row.since!, until: span?.until ?? row.until! },
+            row.environment,
+          );
+    const manifest: ExportManifest = state?.manifest ?? {
+      export_id: row.id,
+      kind: row.kind,
+      format: row.format,
+      environment: row.environment,
+      since: row.since,
+      until: row.until,
+      snapshot: cursor.phase === "catalogue" ? cursor.manifest : null,
+      columns: columnsOf(row.kind).map(({ name, type }) => ({ name, type })),
+      files: [],
+      rows: 0,
+      bytes: 0,
+      complete: false,
+    };
+    await this.ctx.storage.put({ id: exportId, state: { cursor, manifest: { ...manifest, complete: false }, failures: 0 } });
+    await this.ctx.storage.setAlarm(Date.now());
+    return this.reported({});
+  }
+
+  override alarm(): Promise<void> {
+    return this.invocation("export_step", () => this.#step());
+  }
+
+  async #step(): Promise<void> {
+    const [id, state] = await Promise.all([this.ctx.storage.get<string>("id"), this.ctx.storage.get<State>("state")]);
+    if (!id || !state || state.cursor.phase === "done") return;
+    const db = this.meter.database(this.env.DB);
+    const [row] = await db.select().from(exports).where(eq(exports.id, id));
+    if (!row) return; // gone with its account: nothing more to write
+    try {
+      const sink = await this.#sink(row);
+      const source = {
+        environment: row.environment,
+        db,
+        catalogue: this.meter.bucket(this.env.CATALOGUE),
+        archive: this.meter.bucket(this.env.ARCHIVE),
+        sandbox: accountSandbox(this.env.SANDBOX, this.meter, row.accountId),
+      };
+      const { days, next } = await runStep(source, state.cursor);
+      const columns = columnsOf(row.kind);
+      const manifest: ExportManifest = { ...state.manifest, files: [...state.manifest.files] };
+      for (const [date, rows] of [...days].sort(([a], [b]) => (a < b ? -1 : 1))) {
+        const path = partPath(date, manifest.files.length, row.format);
+        const body = encodeRows(row.format, columns, rows);
+        await sink.put(path, body, row.format === "parquet" ? "application/vnd.apache.parquet" : "application/x-ndjson");
+        manifest.files.push({ path, date, rows: rows.length, bytes: body.byteLength });
+        manifest.rows += rows.length;
+        manifest.bytes += body.byteLength;
+      }
+      const done = next.phase === "done";
+      if (done && state.cursor.phase !== "catalogue") manifest.until = state.cursor.until;
+      manifest.complete = done && row.schedule === null;
+      await this.#putManifest(row, sink, manifest);
+      await this.ctx.storage.put("state", { cursor: next, manifest, failures: 0 } satisfies State);
+      const status = !done ? "running" : row.schedule ? "scheduled" : "succeeded";
+      await db
+        .update(exports)
+        .set({
+          rows: manifest.rows,
+          files: manifest.files.length,
+          bytes: manifest.bytes,
+          status,
+          until: manifest.until ?? row.until,
+          error: null,
+          updatedAt: nowText,
+        })
+        .where(eq(exports.id, id));
+      if (!done) await this.ctx.storage.setAlarm(Date.now());
+    } catch (error) {
+      const failures = state.failures + 1;
+      log.error("export step failed", { export_id: id, failures, error: String(error) });
+      await this.ctx.storage.put("state", { ...state, failures } satisfies State);
+      if (failures < MAX_FAILURES) {
+        await this.ctx.storage.setAlarm(Date.now() + RETRY_MS * 2 ** (failures - 1));
+        await db
+          .update(exports)
+          .set({ error: `retrying: ${String(error)}` })
+          .where(eq(exports.id, id));
+      } else {
+        await db
+          .update(exports)
+          .set({ status: "failed", error: String(error) })
+          .where(eq(exports.id, id));
+      }
+    }
+  }
+
+  async #sink(row: typeof exports.$inferSelect): Promise<FileSink> {
+    if (!row.destination) return r2Sink(this.meter.bucket(this.env.EXPORTS), ownPrefix(row.accountId, row.id));
+    const config = readConfig(this.env);
+    if (typeof config === "string") throw new Error(config);
+    const secret = await decryptSecret(config.WEBHOOK_SECRET_KEY, { webhookId: row.id, stored: row.secretCiphertext! });
+    return s3Sink(row.destination as unknown as S3Destination, secret, row.id);
+  }
+
+  /** The manifest in the export's bucket, and a copy in the service's (what GET /exports/:id lists, whatever the destination). */
+  async #putManifest(row: typeof exports.$inferSelect, sink: FileSink, manifest: ExportManifest): Promise<void> {
+    const body = new TextEncoder().encode(JSON.stringify(manifest));
+    await sink.put(MANIFEST, body, "application/json");
+    if (row.destination)
+      await r2Sink(this.meter.bucket(this.env.EXPORTS), ownPrefix(row.accountId, row.id)).put(MANIFEST, body, "application/json");
+  }
+}
