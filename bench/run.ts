@@ -16,6 +16,9 @@
  *   snapshot at its sizes (bench/modes/catalogue-sizes.ts), written to bench/results/catalogue.md.
  * `npm run bench -- --costs [--sizes 10000,100000] [--stream-seconds 60]`: what each operation the model prices
  *   costs, from the worker's own meter, written to docs/costs.json (bench/modes/costs.ts).
+ * `npm run bench -- --exports [--quick] [--products-max]`: only a catalogue export (Parquet) at the catalogue's sizes: wall
+ *   time, steps, CPU per step, R2 operations, bytes, the largest step against the limits (bench/modes/exports.ts),
+ *   written to bench/results/exports.md.
  *
  * This file picks the mode, prints its report and stops everything it started: at the end, on error,
  * on a signal, and by a watchdog sized to the mode.
@@ -25,6 +28,7 @@ import { stopAllNow } from "./harness/processes.ts";
 import { type Run, readSettings } from "./harness/settings.ts";
 import { catalogueMode, catalogueSeconds } from "./modes/catalogue-sizes.ts";
 import { costsBudgetSeconds, costsMode } from "./modes/costs.ts";
+import { exportsMode, exportsSeconds } from "./modes/exports.ts";
 import { fullBudgetSeconds, fullMode } from "./modes/full.ts";
 import { hotPathBudgetSeconds, hotPathMode } from "./modes/hot-path.ts";
 import { searchMode } from "./modes/search.ts";
@@ -60,7 +64,9 @@ const mode: Mode = args.soak
               ? { name: "catalogue", budgetSeconds: ({ settings }) => catalogueSeconds(settings), measure: catalogueMode }
               : args.costs
                 ? { name: "costs", budgetSeconds: costsBudgetSeconds, measure: costsMode }
-                : { name: "bench", budgetSeconds: fullBudgetSeconds, measure: fullMode };
+                : args.exports
+                  ? { name: "exports", budgetSeconds: exportsSeconds, measure: exportsMode }
+                  : { name: "bench", budgetSeconds: fullBudgetSeconds, measure: fullMode };
 
 const bench = openBench(mode.name, { keepState: args["keep-state"] });
 /** Why the run is being stopped from outside (a signal, the watchdog), if it is. */

@@ -48,6 +48,7 @@ export function readSettings() {
       "secret-scanning": { type: "boolean", default: false },
       search: { type: "boolean", default: false },
       costs: { type: "boolean", default: false },
+      exports: { type: "boolean", default: false },
       sizes: { type: "string" },
       "stream-seconds": { type: "string" },
       rounds: { type: "string" },

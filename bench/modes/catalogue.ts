@@ -141,7 +141,7 @@ function buildReports(log: string): BuildReport[] {
 }
 
 /** The real worker under `wrangler dev` on the state `dir`, its log at level "log" (the builder's reports); stopped after `use`. */
-async function onWorker<T>(
+export async function onWorker<T>(
   name: string,
   dir: string,
   context: CatalogueContext,
@@ -202,6 +202,16 @@ export async function sandboxKeySql() {
   return { key, sql };
 }
 
+/** GET `url` until the first full build is published (the first request pokes the builder; 503 until it is done). */
+export async function afterFirstBuild(url: string, headers: Record<string, string>): Promise<Timed> {
+  let first = await timedGet(url, headers);
+  while (first.status === 503) {
+    await sleep(250);
+    first = await timedGet(url, headers);
+  }
+  return first;
+}
+
 /** The first full build (the first request pokes the builder; 503 until it is done), then every kind of GET /products, each with the heap's peaks. */
 async function buildAndServe(worker: Worker, key: string, live: boolean) {
   const url = `${worker.directUrl}/products`;
@@ -210,11 +220,7 @@ async function buildAndServe(worker: Worker, key: string, live: boolean) {
   const building = heapSampler(worker, live);
   const buildStarted = performance.now();
   const cpuBefore = workerCpu(worker).runtime;
-  let first = await timedGet(url, auth);
-  while (first.status === 503) {
-    await sleep(250);
-    first = await timedGet(url, auth);
-  }
+  const first = await afterFirstBuild(url, auth);
   const fullBuildServedMs = performance.now() - buildStarted;
   const fullBuildCpuS = workerCpu(worker).runtime - cpuBefore;
   const heapBuilding = await building.stop();

@@ -48,7 +48,7 @@ const add = (a: Tally, b: Tally, sign = 1): Tally =>
   Object.fromEntries(Object.entries(a).map(([name, value]) => [name, value + sign * b[name as keyof Tally]])) as Tally;
 
 /** An invocation's final tally as logged (WorkMeter.log): a request's carries its request id. */
-type LoggedWork = WorkCounts & { invocation: string; request_id?: string };
+export type LoggedWork = WorkCounts & { invocation: string; request_id?: string };
 
 const loggedTally = (w: LoggedWork): Tally => ({
   d1_statements: w.d1Statements,
@@ -65,7 +65,7 @@ const loggedTally = (w: LoggedWork): Tally => ({
 });
 
 /** The worker's log, read from where it was at `from` (a byte offset) on: each invocation's logged tally. */
-function loggedSince(log: string, from: number): LoggedWork[] {
+export function loggedSince(log: string, from: number): LoggedWork[] {
   return readFileSync(log)
     .subarray(from)
     .toString("utf8")
