@@ -149,7 +149,8 @@ async function ingestCatalogue(count: number, round: number) {
   );
 }
 
-describe("DuckDB over the customer's bucket", () => {
+// Each test waits for an export's steps, one an alarm, and for retried uploads' backoff: more than the project's 20 s on a busy machine.
+describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
   // First: its events' commits follow their timestamps, as in production (the other tests' ingestions commit events of now).
   it("reads a scheduled export over two hours with no gap and no duplicate at the partition boundary", async () => {
     connectLake();

@@ -113,7 +113,8 @@ describe("the scale model", () => {
     expect([...ratios].sort((a, b) => b - a)).toEqual(ratios);
   });
 
-  it("prints every limit as JSON with --json, naming its inputs", () => {
+  // A child process running the model: seconds on a busy machine, past the default 5 s.
+  it("prints every limit as JSON with --json, naming its inputs", { timeout: 30_000 }, () => {
     const printed = JSON.parse(execFileSync(process.execPath, ["scripts/simulate.ts", "--json"], { encoding: "utf8" })) as ReturnType<
       typeof asJson
     >;
