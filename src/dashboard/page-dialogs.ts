@@ -290,12 +290,12 @@ export const DIALOGS = `<dialog id="create-key-dialog" aria-labelledby="create-k
       <div class="field">
         <label for="export-schedule">Keep appending</label>
         <select id="export-schedule" name="schedule" aria-describedby="export-schedule-hint">
-          <option value="">No: export this span once</option>
-          <option value="hourly">Hourly: each closed hour's changes</option>
-          <option value="daily">Daily: each closed day's changes</option>
+          <option value="">No, once</option>
+          <option value="hourly">Every hour</option>
+          <option value="daily">Every day</option>
         </select>
-        <p id="export-schedule-hint" class="hint">A scheduled export has no end: leave “Until” empty. Each new hour or day
-          is added as its own partition, without gap or duplicate.</p>
+        <p id="export-schedule-hint" class="hint">Each closed hour's or day's changes are added as their own partition,
+          without gap or duplicate. A scheduled export has no end: leave “Until” empty.</p>
       </div>
     </fieldset>
     <details class="rules" id="export-destination">

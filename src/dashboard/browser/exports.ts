@@ -32,7 +32,7 @@ const exportPath = (id: string) => `/exports/${encodeURIComponent(id)}`;
 const count = (n: number) => n.toLocaleString();
 
 /** "12.3 MB": a file size in the largest unit that keeps it at least 1. */
-export function formatBytes(bytes: number): string {
+function formatBytes(bytes: number): string {
   const units = ["bytes", "KB", "MB", "GB", "TB"];
   let value = bytes;
   let unit = 0;
@@ -106,7 +106,14 @@ function exportCard(job: Export): HTMLLIElement {
         )
       : null,
     // While running, an error is a step's, which is being tried again (docs/exports.md).
-    job.error ? el("p", { class: "reason" }, el("strong", {}, running ? "Retrying after: " : "Failed because: "), job.error) : null,
+    job.error
+      ? el(
+          "p",
+          { class: "reason" },
+          el("strong", {}, running ? "Trying again after an error: " : "Failed because: "),
+          job.error.replace(/^(retrying: )?(Error: )?/, ""),
+        )
+      : null,
     facts(details),
     files ? fileList(files) : null,
     canDownload && !files
