@@ -33,8 +33,8 @@ function viewHead({ name, title, intro, button = "" }: { name: string; title: st
 
 /**
  * The dashboard's one page (also served at /dashboard/callback). Static markup only: the script
- * (src/dashboard/browser/) fills it in with textContent, never with HTML. Four views (Keys,
- * Webhooks, Usage, Activity) are chosen by the URL's hash; forms live in <dialog>s opened by their buttons.
+ * (src/dashboard/browser/) fills it in with textContent, never with HTML. Five views (Keys,
+ * Webhooks, Exports, Usage, Activity) are chosen by the URL's hash; forms live in <dialog>s opened by their buttons.
  */
 export function dashboardPage({ issuer, clientId, audience, assetVersion }: PageSettings): string {
   const asset = (ext: string) => `/dashboard/assets/app-${assetVersion}.${ext}`;
@@ -61,6 +61,7 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
   <nav id="tabs" class="tabs" aria-label="Dashboard" hidden>
     <a href="#keys" data-view="keys">Keys</a>
     <a href="#webhooks" data-view="webhooks">Webhooks</a>
+    <a href="#exports" data-view="exports">Exports</a>
     <a href="#usage" data-view="usage">Usage</a>
     <a href="#activity" data-view="activity">Activity</a>
   </nav>
@@ -128,6 +129,17 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
       })}
       ${feedback("webhooks-feedback")}
       <ul id="webhooks" class="cards" aria-labelledby="webhooks-title"></ul>
+    </section>
+
+    <section id="view-exports" class="view" aria-labelledby="exports-title" hidden>
+      ${viewHead({
+        name: "exports",
+        title: "Exports",
+        intro: "The catalogue or its price and stock changes as Parquet or NDJSON files, to download or in your own S3 bucket.",
+        button: `<button id="open-new-export" type="button" class="primary">New export</button>`,
+      })}
+      ${feedback("exports-feedback")}
+      <ul id="exports" class="cards" aria-labelledby="exports-title"></ul>
     </section>
 
     <section id="view-usage" class="view" aria-labelledby="usage-title" hidden>

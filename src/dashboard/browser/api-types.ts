@@ -19,3 +19,7 @@ export type WebhookPatch = operations["updateWebhook"]["requestBody"]["content"]
 export type RotatedWebhookSecret = Schemas["CreatedWebhook"];
 export type ReplayQueued = Schemas["ReplayQueued"];
 export type Delivery = Schemas["Delivery"];
+export type Export = Schemas["Export"];
+/** GET /exports/:id: the export with its files' signed download links (valid an hour). */
+export type ExportDetail = Schemas["ExportDetail"];
+export type ExportRequest = operations["createExport"]["requestBody"]["content"]["application/json"];

@@ -1,6 +1,6 @@
 /**
  * The dashboard: signs in through the IdP, then shows four views, chosen by the URL's hash:
- * Keys (#keys, the default), Webhooks (#webhooks), Usage (#usage) and Activity (#activity); in test mode the same
+ * Keys (#keys, the default), Webhooks (#webhooks), Exports (#exports), Usage (#usage) and Activity (#activity); in test mode the same
  * under #test/… (#test/webhooks: environment.ts).
  */
 import type { components } from "../../../client/schema.d.ts";
@@ -21,6 +21,7 @@ import { askConsent, rememberConsent } from "./connect.ts";
 import { setUpDialogs } from "./dialogs.ts";
 import { attempt, byId, clearFeedback, onSubmit, say, setUpMenus } from "./dom.ts";
 import { environment, hashFor, keyLimits, onEnvironmentChanged, readHash, useEnvironment } from "./environment.ts";
+import { loadExports, setUpExports } from "./exports.ts";
 import { finishKeyRotation, loadKeys, onKeysChanged, setUpKeys } from "./keys.ts";
 import { onTestKeyCreated, setUpSendChange } from "./send-change.ts";
 import { loadUsage, offerKeys, setUpUsage, useLimits } from "./usage.ts";
@@ -34,7 +35,7 @@ let session: Session | undefined;
 /** Whether the account, its keys and its webhooks have loaded: until then no view is shown. */
 let loaded = false;
 
-const VIEWS = ["keys", "webhooks", "usage", "activity"] as const;
+const VIEWS = ["keys", "webhooks", "exports", "usage", "activity"] as const;
 type View = (typeof VIEWS)[number];
 /** Across the silent sign-in of a reload, which loses the hash on its way through the IdP: "keys", "test/webhooks". */
 const VIEW_KEY = "price-data-dashboard:view";
@@ -68,6 +69,8 @@ function route(focus = true): void {
   // A switch of environment has redrawn the usage already (its key list changed).
   if (view === "usage" && !switched) void attempt(loadUsage, byId("usage-feedback"));
   if (view === "activity") void attempt(loadActivity, byId("activity-feedback"));
+  // Read on each visit: its progress and download links change while it is away.
+  if (view === "exports") void attempt(loadExports, byId("exports-feedback"));
 }
 
 /** The Test mode switch: the same view in the other environment, the focus staying on the switch. */
@@ -189,6 +192,7 @@ async function start(): Promise<void> {
   setUpMenus();
   setUpKeys();
   setUpWebhooks();
+  setUpExports();
   setUpUsage();
   setUpSendChange();
   onTestKeyCreated(() => loadKeys());
