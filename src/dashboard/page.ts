@@ -1,4 +1,5 @@
 import { DIALOGS, feedback } from "./page-dialogs.ts";
+import { EXPORT_DIALOG } from "./page-export-dialog.ts";
 
 /** What the browser code needs to sign in; it reaches the page as data attributes on <body>. */
 export interface PageSettings {
@@ -179,6 +180,7 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
 </main>
 
 ${DIALOGS}
+${EXPORT_DIALOG}
 </body>
 </html>
 `;
