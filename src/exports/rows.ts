@@ -2,7 +2,7 @@ import type { ArchivedHistoryRow } from "../catalogue/history-archive.ts";
 import type { ProductView } from "../catalogue/schema.ts";
 import type { FeedEvent } from "../events/schema.ts";
 import { derivedEventId } from "../platform/ids.ts";
-import { formatMoney } from "../platform/money.ts";
+import { formatMoney, parseMoney } from "../platform/money.ts";
 import type { Column, Row } from "./files.ts";
 
 /**
@@ -131,13 +131,10 @@ export interface ProductFields {
   category: string | null;
 }
 
-/** shipping = new total − new price, in minor-unit digits (both are the same currency's decimals); null while unknown. */
-function shippingOf(price: string, total: string | null | undefined): string | null {
+/** shipping = new total − new price, in the currency's minor units (the platform's money arithmetic); null while unknown. */
+function shippingOf(price: string, total: string | null | undefined, currency: string): string | null {
   if (total === null || total === undefined) return null;
-  const decimals = price.split(".")[1]?.length ?? 0;
-  const minor = (amount: string) => BigInt(amount.replace(".", ""));
-  const digits = (minor(total) - minor(price)).toString().padStart(decimals + 1, "0");
-  return decimals === 0 ? digits : `${digits.slice(0, -decimals)}.${digits.slice(-decimals)}`;
+  return formatMoney(parseMoney(total, currency) - parseMoney(price, currency), currency);
 }
 
 /** One event as a change row. */
@@ -170,7 +167,7 @@ export function changeRow(event: FeedEvent, product: ProductFields | undefined):
     change_abs: price.change_abs,
     change_pct: price.change_pct,
     direction: price.direction,
-    shipping_cost: shippingOf(price.new_price, price.new_total_price),
+    shipping_cost: shippingOf(price.new_price, price.new_total_price, price.currency),
     old_total_price: price.old_total_price ?? null,
     new_total_price: price.new_total_price ?? null,
     lowest_price_30d: price.lowest_price_30d ?? null,
