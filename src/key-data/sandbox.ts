@@ -71,6 +71,8 @@ export function sandboxData(services: Pick<RequestServices, "db" | "catalogue">,
     feed: (query, { newestFirst = false } = {}) => sandboxFeed<FeedEvent>(sandbox, query, { newestFirst }),
     retentionMs: SANDBOX_RETENTION_MS,
     newestEventId: async () => (await sandbox.events({ limit: 1, newestFirst: true }))[0]?.id,
-    facts: sandboxFacts(sandbox),
+    get facts() {
+      return sandboxFacts(sandbox);
+    },
   };
 }
