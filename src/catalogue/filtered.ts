@@ -3,6 +3,7 @@ import type { ProductFilters } from "./schema.ts";
 import { Directory, filterMayHold } from "./snapshot/directory.ts";
 import { type Extent, type Manifest, mergedExtents, ReadPart, type Segment } from "./snapshot/manifest.ts";
 import { extentLines } from "./snapshot/read.ts";
+import { isCompact, listKey, listLines, type ValueList } from "./snapshot/value-lists.ts";
 import type { OfferRow, ProductRow } from "./views.ts";
 
 /**
@@ -16,6 +17,8 @@ import type { OfferRow, ProductRow } from "./views.ts";
  *    updated_since and a Bloom filter for a SKU.
  * 2. Those segments' part indexes (a few hundred bytes a part, kept by the isolate) name the parts that may hold
  *    one: a part's summaries are exact.
+ * 0. A filter on one brand or one category alone reads that value's list (src/catalogue/snapshot/value-lists.ts):
+ *    its products kept together, a few ranges, where their parts lie scattered by random id.
  * 3. Only those parts are read, as byte ranges of NDJSON (parts lying one after another are one range), and their
  *    products tested line by line. Past MAX_PART_READS ranges a response (a batch its segments' share), the ranges
  *    closest to each other are read as one, so a broad filter costs a bounded number of R2 reads, as a scan does.
@@ -266,6 +269,21 @@ async function candidateSegments(bucket: R2Bucket, manifest: Manifest, f: Filter
 }
 
 /**
+ * The list of the one brand or category a filter names with nothing else (null: no product has it), when the snapshot
+ * holds it compact: then the filter reads a few ranges of products that all match, where its parts are scattered by
+ * id. Other filters narrow a list to fewer products than it holds (reads would not follow the result), so they go
+ * through the parts. Undefined: the parts.
+ */
+async function valueList(bucket: R2Bucket, manifest: Manifest, f: FilterSet): Promise<ValueList | null | undefined> {
+  const names = Object.keys(f);
+  if (names.length !== 1 || (f.brand === undefined && f.category === undefined) || manifest.segments.length === 0) return undefined;
+  const { lists } = await directoryOf(bucket, manifest);
+  const list = lists[f.brand === undefined ? listKey("category", f.category!) : listKey("brand", f.brand)];
+  if (!list) return null;
+  return isCompact(list) ? list : undefined;
+}
+
+/**
  * The snapshot's products that match, in id order, a batch of segments at a time, as described at the top of this
  * file. Reads R2 only: the directory and part indexes (kept by the isolate) and the parts that may hold a match.
  */
@@ -279,6 +297,16 @@ export async function* matchingProducts(bucket: R2Bucket, manifest: Manifest, f:
         "ndjson",
       ),
     );
+  const listed = await valueList(bucket, manifest, f);
+  if (listed !== undefined) {
+    const matches = lineMatcher(f);
+    if (listed === null) return; // no product has the value
+    for await (const lines of listLines(bucket, listed)) {
+      const hits = lines.filter(matches);
+      if (hits.length > 0) yield hits;
+    }
+    return;
+  }
   const segments = await candidateSegments(bucket, manifest, f);
   const matchesPart = partMayMatch(f);
   const matches = lineMatcher(f);

@@ -2,10 +2,16 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { bumpCatalogueVersion } from "../../src/catalogue/service.ts";
-import { snapshotObjects } from "../../src/catalogue/snapshot/build.ts";
 import { RETENTION_MS } from "../../src/catalogue/snapshot/builder.ts";
 import { SEGMENT_TARGET } from "../../src/catalogue/snapshot/limits.ts";
-import { directoryKey, type Manifest, manifestKey, POINTER_KEY, readManifest } from "../../src/catalogue/snapshot/manifest.ts";
+import {
+  directoryKey,
+  type Manifest,
+  manifestKey,
+  POINTER_KEY,
+  readManifest,
+  snapshotObjects,
+} from "../../src/catalogue/snapshot/manifest.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { database } from "../../src/platform/db.ts";
 import { freshAccount } from "../helpers/accounts.ts";

@@ -7,6 +7,7 @@ import type { ProductFilters, ProductView } from "../../src/catalogue/schema.ts"
 import { filteredProducts } from "../../src/catalogue/service.ts";
 import type { Manifest } from "../../src/catalogue/snapshot/manifest.ts";
 import { readManifest, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
+import { COMPACT_READS } from "../../src/catalogue/snapshot/value-lists.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
@@ -234,6 +235,49 @@ describe("a new build", () => {
     expect(after.lines.some((line) => line.includes(joining!.id))).toBe(true);
     expect(after.lines.some((line) => line.includes(leaving!.id))).toBe(false);
     expect((await get(query(filters), { "If-None-Match": etag })).status).toBe(200);
+  });
+
+  it("one brand's or one category's list through many incremental builds (prices, brands and categories changed, products new and gone): always the unfiltered list's products that match, in few reads", async () => {
+    const categories = ["Toasters", "Café", "Drones", "Kettles"];
+    const every = async () => (await env.DB.prepare("SELECT id FROM products").all<{ id: string }>()).results.map((row) => row.id);
+    let gone: string | undefined;
+    for (let build = 0; build < 24; build++) {
+      const ids = await every();
+      const changed = Array.from({ length: 15 }, () => pick(ids));
+      const statements = [
+        env.DB.prepare("UPDATE catalogue_state SET version = version + 1"),
+        ...changed.map((id, k) =>
+          env.DB.prepare(
+            `UPDATE products SET updated_at = ?, ${k % 5 === 0 ? "brand = ?," : k % 5 === 1 ? "category = ?," : ""} changed_version = (SELECT version FROM catalogue_state) WHERE id = ?`,
+          ).bind(
+            new Date(Date.UTC(2026, 11, 1) + build * 60_000 + k).toISOString(),
+            ...(k % 5 === 0 ? [pick(BRANDS)] : k % 5 === 1 ? [pick(categories)] : []),
+            id,
+          ),
+        ),
+      ];
+      // Now and then a product goes away, and one comes back after the next build (as one left out, then whole again).
+      if (build % 7 === 3) {
+        gone = pick(ids);
+        statements.push(
+          env.DB.prepare("DELETE FROM offers WHERE product_id = ?").bind(gone),
+          env.DB.prepare("DELETE FROM products WHERE id = ?").bind(gone),
+        );
+      }
+      await env.DB.batch(statements);
+      if (build % 5 === 4) await insertRandomProducts(10);
+      await buildCatalogue();
+      const all = await unfiltered();
+      for (const filters of [{ brand: "sony" }, { brand: "rare brand" }, { category: "drones" }, { category: "café" }] as const) {
+        const field = "brand" in filters ? "brand" : "category";
+        const direct = await readDirect(filters);
+        const value = "brand" in filters ? filters.brand : filters.category;
+        expect(direct.lines, `build ${build} ${field}`).toEqual(
+          all.filter((line) => lower((JSON.parse(line) as ProductView)[field]) === value),
+        );
+        expect(direct.reads.length).toBeLessThanOrEqual(COMPACT_READS + 1); // the directory, once per snapshot
+      }
+    }
   });
 });
 

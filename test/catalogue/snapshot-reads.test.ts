@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { forgetKeptPartIndexes } from "../../src/catalogue/filtered.ts";
 import { POINTER_KEY } from "../../src/catalogue/snapshot/manifest.ts";
+import { COMPACT_READS } from "../../src/catalogue/snapshot/value-lists.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { type BulkProduct, createCompetitor, insertProductRows, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call } from "../helpers/http.ts";
@@ -121,6 +122,18 @@ describe.each(SIZES)("at %i products", { timeout: 60_000 }, (size) => {
     expect(warm.r2Bytes).toBeLessThanOrEqual(5 * warm.bodyBytes + 2048);
     if (warm.products === 0) expect(warm.r2Reads).toBe(0);
   });
+
+  // Before per-value lists, a 10 % brand read a range per part holding one of its products: hundreds at 100,000.
+  it.each(["/products?brand=rare", "/products?category=DRONES", "/products?brand=common"])(
+    "%s reads its value list: at most COMPACT_READS ranges whatever the catalogue's size",
+    async (path) => {
+      await measured(path);
+      const warm = await measured(path);
+      expect(warm.products).toBeGreaterThanOrEqual(size / 100);
+      expect(warm.r2Reads).toBeLessThanOrEqual(COMPACT_READS);
+      expect(warm.statements).toBe(0);
+    },
+  );
 
   const TOOLS: [string, Record<string, unknown>][] = [
     ["search_products", { brand: "Rare", limit: 20 }],

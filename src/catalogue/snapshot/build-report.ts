@@ -12,8 +12,10 @@ export interface BuildWork {
   d1RowsRead: number;
   r2Reads: number;
   r2Writes: number;
-  /** Bytes written to R2 (new parts, copied parts; not the manifest). */
+  /** Bytes written to R2 (new parts, copied parts, value lists; not the manifest). */
   r2BytesWritten: number;
+  /** Of those, the per-value lists' (src/catalogue/snapshot/value-lists.ts): new pieces and compacted lists. */
+  listBytesWritten: number;
   /** Part indexes written to the builder's storage (one per segment written). */
   partIndexesWritten: number;
   segmentsWritten: number;
@@ -27,6 +29,7 @@ export const noBuildWork = (): BuildWork => ({
   r2Reads: 0,
   r2Writes: 0,
   r2BytesWritten: 0,
+  listBytesWritten: 0,
   partIndexesWritten: 0,
   segmentsWritten: 0,
   partsEncoded: 0,

@@ -2,8 +2,6 @@ import { and, asc, eq, gt, sql } from "drizzle-orm";
 import { onForget } from "../../platform/isolate-memory.ts";
 import { meteredBucket } from "../../platform/metered.ts";
 import { catalogueState, competitors, products } from "../../platform/tables.ts";
-import type { CompetitorView } from "../schema.ts";
-import type { CompetitorRow } from "../views.ts";
 import { type BuildReport, type BuildWork, noBuildWork } from "./build-report.ts";
 import { compactTo, extentCap } from "./compaction.ts";
 import { valuesKey, writeDirectory } from "./directory.ts";
@@ -13,6 +11,7 @@ import { findChanges, rewriteSegments, type SegmentChanges } from "./incremental
 import { type BuildDeps, STEP_D1_STATEMENTS, STEP_R2_READS } from "./limits.ts";
 import {
   bodyParts,
+  competitorViews,
   directoryKey,
   findManifest,
   type Manifest,
@@ -23,8 +22,11 @@ import {
   readPointer,
   type Segment,
   segmentIndexOf,
+  snapshotObjects,
+  stepKeys,
 } from "./manifest.ts";
 import { assembleSegment, StepObjects } from "./segments.ts";
+import { appendPieces, compactLists, putLists } from "./value-lists.ts";
 
 /**
  * Builds catalogue snapshots into R2 in bounded, resumable steps (docs/catalogue.md, "Who builds").
@@ -66,7 +68,7 @@ interface BuildState {
   previous: string | null;
   /** The previous snapshot's version: an incremental build rewrites what changed after it. */
   base: number;
-  phase: "scan" | "segments" | "finish";
+  phase: "scan" | "segments" | "lists" | "finish";
   /** Scan: the last changed product read, in (changed_version, id) order. */
   scanAfter: { changedVersion: number; id: string };
   /** Scan: changed ids read (MAX_SAFE_INTEGER when it stopped early, every segment holding a change). */
@@ -164,7 +166,7 @@ async function scan(deps: BuildDeps, state: BuildState): Promise<void> {
     const everySegment = dirty.size === previous.segments.length && rows.length === deps.limits.segmentTarget;
     if (rows.length < deps.limits.segmentTarget || everySegment) {
       if (everySegment) state.changes = Number.MAX_SAFE_INTEGER;
-      Object.assign(state, { phase: dirty.size > 0 ? "segments" : "finish", dirty: [...dirty].sort((a, b) => a - b) });
+      Object.assign(state, { phase: dirty.size > 0 ? "segments" : "lists", dirty: [...dirty].sort((a, b) => a - b) });
       return;
     }
   }
@@ -182,7 +184,9 @@ async function fullSegments(deps: BuildDeps, objects: StepObjects, state: BuildS
     );
     if (rows.length > 0) {
       const first = state.position === 0 ? "" : rows[0]!.id;
-      const pieces = encodeParts(deps, first, encode(rows, offerRows, names));
+      const items = encode(rows, offerRows, names);
+      objects.lists.add(items);
+      const pieces = encodeParts(deps, first, items);
       // A page whose every product was left out (encode) makes no segment: the segment before covers its range.
       if (pieces.length > 0) {
         written[builtKey(state.position)] = [assembleSegment(deps, objects, first, pieces)];
@@ -191,7 +195,7 @@ async function fullSegments(deps: BuildDeps, objects: StepObjects, state: BuildS
       state.cursor = rows[rows.length - 1]!.id;
     }
     if (rows.length < limits.segmentTarget) {
-      state.phase = "finish";
+      state.phase = "lists";
       break;
     }
   }
@@ -236,23 +240,8 @@ async function incrementalSegments(deps: BuildDeps, objects: StepObjects, state:
   const written: Record<string, Segment[]> = {};
   for (const [k, { i }] of taken.entries()) written[builtKey(i)] = rewritten[k]!;
   state.position += taken.length;
-  if (state.position >= state.dirty.length) state.phase = "finish";
+  if (state.position >= state.dirty.length) state.phase = "lists";
   return written;
-}
-
-function competitorViews(rows: readonly CompetitorRow[], segments: readonly Segment[]): CompetitorView[] {
-  const counts = new Map<string, number>();
-  for (const segment of segments) for (const [id, n] of Object.entries(segment.offers)) counts.set(id, (counts.get(id) ?? 0) + n);
-  return rows.map((row) => ({ id: row.id, name: row.name, domain: row.domain, offer_count: counts.get(row.id) ?? 0 }));
-}
-
-/** Every R2 object of a snapshot: its segments' (each once), its filter directory and then its manifest, deleted in that order. */
-export function snapshotObjects(manifest: Pick<Manifest, "id" | "segments" | "directory">): string[] {
-  const keys = new Set<string>();
-  for (const segment of manifest.segments) {
-    for (const extent of [...segment.json.extents, ...segment.ndjson.extents, segment.index]) keys.add(extent.key);
-  }
-  return [...keys, manifest.directory, manifestKey(manifest.id)];
 }
 
 /**
@@ -282,7 +271,7 @@ async function finish(
     segments,
     competitors: competitorViews(competitorRows, segments),
     body: { json: concatenated(bodyParts(segments, "json")), ndjson: concatenated(bodyParts(segments, "ndjson")) },
-    directory: await writeDirectory(deps, state.id, segments),
+    ...(await writeDirectory(deps, state.id, segments)),
   };
   await bucket.put(manifestKey(state.id), JSON.stringify(manifest));
   await bucket.put(POINTER_KEY, JSON.stringify({ manifest: state.id, version: state.version } satisfies Pointer));
@@ -369,10 +358,23 @@ export async function buildStep(deps: BuildDeps, onReleased: ReleaseObjects, now
   if (state.phase === "scan") await scan(deps, state);
   else if (state.phase === "segments") {
     const objects = new StepObjects(state.id, state.steps);
+    const fresh = state.full && state.steps === 0;
     const written = state.full ? await fullSegments(deps, objects, state) : await incrementalSegments(deps, objects, state);
-    await objects.write(deps);
+    const pieces = await objects.write(deps);
     account(state, deps.work, Date.now() - now);
-    await deps.storage.put({ ...written, ...objects.partIndexes, [BUILD_KEY]: state });
+    await deps.storage.transaction(async (txn) => {
+      await appendPieces(txn, pieces, fresh);
+      await txn.put({ ...written, ...objects.partIndexes, [BUILD_KEY]: state });
+    });
+    return { status: "building" };
+  } else if (state.phase === "lists") {
+    const { updated, done } = await compactLists(deps, stepKeys(state.id, state.steps).lists, STEP_R2_READS);
+    if (done) state.phase = "finish";
+    account(state, deps.work, Date.now() - now);
+    await deps.storage.transaction(async (txn) => {
+      await putLists(txn, updated);
+      await txn.put(BUILD_KEY, state);
+    });
     return { status: "building" };
   } else {
     const { manifest, released, unindexed } = await finish(deps, state, now);

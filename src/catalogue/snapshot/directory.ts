@@ -3,6 +3,7 @@ import { z } from "zod";
 import { isolateMap } from "../../platform/isolate-memory.ts";
 import type { BuildDeps } from "./limits.ts";
 import { directoryKey, type Part, type Segment } from "./manifest.ts";
+import { storedLists, ValueList } from "./value-lists.ts";
 
 /**
  * A snapshot's filter directory (docs/catalogue.md, "Filtered reads"): which segments hold each brand and category
@@ -34,6 +35,8 @@ export const Directory = z.object({
   categories: z.record(z.string(), z.array(z.int())),
   /** Each segment's SKU filter (base64), in segment order. */
   skus: z.array(z.string()),
+  /** Each brand's and category's products together (src/catalogue/snapshot/value-lists.ts), by listKey. */
+  lists: z.record(z.string(), ValueList),
 });
 export type Directory = z.infer<typeof Directory>;
 
@@ -85,14 +88,14 @@ export function segmentValues(parts: readonly Part[]): SegmentValues {
 }
 
 /** The directory of segments whose values are given in segment order. */
-function directoryOf(segments: readonly SegmentValues[]): Directory {
+function directoryOf(segments: readonly SegmentValues[], lists: Directory["lists"]): Directory {
   const brands: Record<string, number[]> = {};
   const categories: Record<string, number[]> = {};
   for (const [i, values] of segments.entries()) {
     for (const brand of values.brands) (brands[brand] ??= []).push(i);
     for (const category of values.categories) (categories[category] ??= []).push(i);
   }
-  return { brands, categories, skus: segments.map((values) => values.skus) };
+  return { brands, categories, skus: segments.map((values) => values.skus), lists };
 }
 
 /** Keys a storage `get` takes at once. */
@@ -100,9 +103,14 @@ const STORAGE_KEYS_PER_GET = 128;
 
 /**
  * The snapshot's filter directory, from its segments' values in the builder's storage (written beside their part
- * indexes): a read of about 2 KB per segment, the one part of the last step that follows the catalogue's size.
+ * indexes; a read of about 2 KB per segment, the one part of the last step that follows the catalogue's size) and its
+ * value lists (compacted by the build's lists phase). Returns its key and the R2 objects its lists use.
  */
-export async function writeDirectory(deps: BuildDeps, id: string, segments: readonly Segment[]): Promise<string> {
+export async function writeDirectory(
+  deps: BuildDeps,
+  id: string,
+  segments: readonly Segment[],
+): Promise<{ directory: string; listObjects: string[] }> {
   const keys = segments.map((segment) => valuesKey(segment.parts));
   const found = new Map<string, SegmentValues>();
   for (let i = 0; i < keys.length; i += STORAGE_KEYS_PER_GET) {
@@ -113,7 +121,11 @@ export async function writeDirectory(deps: BuildDeps, id: string, segments: read
     if (!held) throw new Error(`The directory values ${key} are missing from the catalogue builder's storage`);
     return held;
   });
+  const lists = Object.fromEntries(await storedLists(deps.storage));
+  const listObjects = new Set(
+    Object.values(lists).flatMap((list) => list.pieces.flatMap((piece) => (piece.extent ? [piece.extent.key] : []))),
+  );
   const key = directoryKey(id);
-  await deps.bucket.put(key, JSON.stringify(directoryOf(values)));
-  return key;
+  await deps.bucket.put(key, JSON.stringify(directoryOf(values, lists)));
+  return { directory: key, listObjects: [...listObjects].sort() };
 }

@@ -174,6 +174,7 @@ function encodePart(first: string, items: readonly Encoded[], work: BuildWork): 
       categories,
       offers: offerCounts,
       skus: items.map((item) => item.sku),
+      ids: items.map((item) => item.id),
       rows,
     },
     bytes: { json: json.bytes, ndjson: ndjson.bytes },

@@ -95,7 +95,14 @@ export async function rewriteSegments(
   const ranges = changes.flatMap(({ i, parts, dirty }) => dirty.map((j) => partRange(segmentRange(segments, i), parts, j)));
   const fresh = new Map<string, Encoded[]>(ranges.map((range) => [range.first, []]));
   const owner = new Map(changes.map((change) => [change.i, change]));
-  for (const item of await readRanges(deps, ranges, names)) {
+  const items = await readRanges(deps, ranges, names);
+  // The lists take every product re-encoded (so their lines are the snapshot's), and lose those that left them.
+  objects.lists.add(items);
+  objects.lists.leave(
+    changes.flatMap(({ parts, dirty }) => dirty.map((j) => parts[j]!)),
+    new Map(items.map((item) => [item.id, item])),
+  );
+  for (const item of items) {
     const change = owner.get(segmentIndexOf(segments, item.id))!;
     fresh.get(partRange(segmentRange(segments, change.i), change.parts, segmentIndexOf(change.parts, item.id)).first)!.push(item);
   }

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { Competitor } from "../schema.ts";
+import { Competitor, type CompetitorView } from "../schema.ts";
+import type { CompetitorRow } from "../views.ts";
 import { type Checked, type Deflated, storedPart } from "./gzip-member.ts";
 
 /**
@@ -12,9 +13,10 @@ import { type Checked, type Deflated, storedPart } from "./gzip-member.ts";
  * v3: part indexes live in the builder's storage, not in R2, so a state holding a v2 snapshot (a
  * local one: no deployment held one) builds afresh rather than read a layout it cannot. v4: parts list
  * their SKUs and each snapshot has a filter directory (src/catalogue/snapshot/directory.ts), which a v3
- * snapshot lacks: it is built afresh once.
+ * snapshot lacks: it is built afresh once. v5: per-value lists (src/catalogue/snapshot/value-lists.ts), which a v4
+ * snapshot lacks and an incremental build cannot start.
  */
-export const POINTER_KEY = "catalogue/current.v4.json";
+export const POINTER_KEY = "catalogue/current.v5.json";
 export const manifestKey = (id: string) => `catalogue/manifests/${id}.json`;
 /** The objects one build step writes: each form's new parts one after another. */
 export const stepKeys = (buildId: string, step: number) => ({
@@ -22,6 +24,8 @@ export const stepKeys = (buildId: string, step: number) => ({
   ndjson: `catalogue/segments/${buildId}/${step}.ndjson.deflate`,
   /** The segments' part indexes as readers use them (ReadPart), one JSON array per segment, one after another. */
   index: `catalogue/segments/${buildId}/${step}.index.json`,
+  /** Per-value lists (src/catalogue/snapshot/value-lists.ts): a segments step's new pieces, or a lists step's compacted lists. */
+  lists: `catalogue/lists/${buildId}/${step}.ndjson.deflate`,
 });
 /** A snapshot's filter directory (src/catalogue/snapshot/directory.ts). */
 export const directoryKey = (id: string) => `catalogue/directories/${id}.json`;
@@ -105,6 +109,8 @@ export const Part = z
     ndjson: PartForm,
     /** Its products' SKUs, in id order (a part holds at most twice partTarget products): the `sku` filter. */
     skus: z.array(z.string()),
+    /** Its products' ids, in id order: which lists a rewritten part's products leave (src/catalogue/snapshot/value-lists.ts). */
+    ids: z.array(z.string()),
     /** What each product is filtered by, in id order (FilterRow): so a part is read only when one of its products matches every filter. */
     rows: z.array(z.array(z.int())),
   })
@@ -150,8 +156,27 @@ export const Manifest = z.object({
   body: z.object({ json: Checksum, ndjson: Checksum }),
   /** The R2 key of the snapshot's filter directory (directoryKey). */
   directory: z.string(),
+  /** The R2 objects its directory's value lists use (src/catalogue/snapshot/value-lists.ts): what retention must keep. */
+  listObjects: z.array(z.string()),
 });
 export type Manifest = z.infer<typeof Manifest>;
+
+/** Every R2 object of a snapshot: its segments' and its lists' (each once), its filter directory and then its manifest, deleted in that order. */
+export function snapshotObjects(manifest: Pick<Manifest, "id" | "segments" | "directory" | "listObjects">): string[] {
+  const keys = new Set<string>();
+  for (const segment of manifest.segments) {
+    for (const extent of [...segment.json.extents, ...segment.ndjson.extents, segment.index]) keys.add(extent.key);
+  }
+  for (const key of manifest.listObjects) keys.add(key);
+  return [...keys, manifest.directory, manifestKey(manifest.id)];
+}
+
+/** `GET /competitors`: the competitors with their offers counted from the segments' summaries. */
+export function competitorViews(rows: readonly CompetitorRow[], segments: readonly Segment[]): CompetitorView[] {
+  const counts = new Map<string, number>();
+  for (const segment of segments) for (const [id, n] of Object.entries(segment.offers)) counts.set(id, (counts.get(id) ?? 0) + n);
+  return rows.map((row) => ({ id: row.id, name: row.name, domain: row.domain, offer_count: counts.get(row.id) ?? 0 }));
+}
 
 /** The current manifest, and the version it holds (so a check for changes needs no manifest read). */
 export const Pointer = z.object({ manifest: z.string(), version: z.int() });

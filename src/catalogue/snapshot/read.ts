@@ -118,8 +118,13 @@ export function wholeCatalogue(bucket: R2Bucket, manifest: Manifest, form: "json
 
 /** The products (one JSON text each, in id order) of NDJSON extents, one after another: their parts as one deflate stream. */
 export async function* extentLines(bucket: R2Bucket, extents: readonly Extent[]): AsyncGenerator<string[]> {
-  const parts = [...extents, FINAL_BLOCK];
-  const reader = concatenation(bucket, parts).pipeThrough(new DecompressionStream("deflate-raw")).getReader();
+  // A generator, so nothing is read before the first batch is asked for.
+  yield* linesOf(concatenation(bucket, [...extents, FINAL_BLOCK]).pipeThrough(new DecompressionStream("deflate-raw")));
+}
+
+/** A text stream's lines, a batch at a time (the text ends with a newline). */
+export async function* linesOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<string[]> {
+  const reader = stream.getReader();
   const decoder = new TextDecoder();
   let pending = "";
   try {

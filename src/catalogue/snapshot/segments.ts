@@ -15,6 +15,7 @@ import {
   type Summary,
   stepKeys,
 } from "./manifest.ts";
+import { ListPieces, type ListStep } from "./value-lists.ts";
 
 /**
  * Segments put together from parts: new parts' bytes placed in the step's objects (StepObjects), kept
@@ -79,6 +80,8 @@ export class StepObjects {
   #indexed = 0;
   /** The part indexes of the segments assembled, by key (partIndexKey), and their values (valuesKey): for the step's storage write. */
   readonly partIndexes: Record<string, Part[] | SegmentValues> = {};
+  /** The products encoded, for the per-value lists (src/catalogue/snapshot/value-lists.ts). */
+  readonly lists = new ListPieces();
 
   constructor(
     private readonly buildId: string,
@@ -120,10 +123,19 @@ export class StepObjects {
     return { parts: key, index: { key: this.#keys.index, offset: this.#append("index", bytes), bytes: bytes.length } };
   }
 
-  async write({ bucket, work }: BuildDeps): Promise<void> {
+  /** Writes the step's objects; returns the lists' new pieces, for the step's storage write. */
+  async write({ bucket, work }: BuildDeps): Promise<ListStep> {
+    const lists = this.lists.encode(this.#keys.lists);
+    const listBytes = joined(lists.bytes);
     const forms = (["json", "ndjson", "index"] as const).filter((form) => this.#size[form] > 0);
-    await Promise.all(forms.map((form) => bucket.put(this.#keys[form], joined(this.#chunks[form]))));
+    await Promise.all([
+      ...forms.map((form) => bucket.put(this.#keys[form], joined(this.#chunks[form]))),
+      ...(listBytes.length > 0 ? [bucket.put(this.#keys.lists, listBytes)] : []),
+    ]);
     for (const form of forms) work.r2BytesWritten += this.#size[form];
+    work.r2BytesWritten += listBytes.length;
+    work.listBytesWritten += listBytes.length;
+    return lists;
   }
 }
 
