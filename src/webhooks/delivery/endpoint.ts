@@ -87,8 +87,9 @@ export class WebhookEndpoint extends MeteredObject {
    * Rounds of the oldest pending deliveries, their attempts recorded together: D1 runs one statement at a time, so a
    * run costs it a read of the webhook and one batch (src/webhooks/delivery/store.ts recordAttempts), however many
    * attempts it makes. A round whose attempts may change the webhook (`keepsState`) is recorded before the next,
-   * which reads the webhook again. Throws when D1 or the secret fail (having forgotten nothing: the run's attempts
-   * are made again), and when the queue refuses the retries (having kept them here, counted).
+   * which reads the webhook again. When D1 or the secret fail, nothing unrecorded is forgotten (those attempts are
+   * made again); when the queue refuses the retries, they are kept here, counted. Either way the run stops, and
+   * starts again later (AFTER_ERROR_MS).
    */
   private async run(): Promise<void> {
     try {
