@@ -11,6 +11,7 @@ import { JITTER, RETRY_DELAYS_SECONDS } from "../../src/webhooks/delivery/schedu
 import { freshAccount } from "../helpers/accounts.ts";
 import { hang, hookUrl, installReceiver, type ReceivedRequest, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, endpointSettled, ingest, runQueue } from "../helpers/webhooks.ts";
+import { invocationLog } from "../helpers/work-log.ts";
 
 /**
  * "A failing receiver delays only itself" (contract, fourth wave): ten endpoints that never answer beside one that
@@ -180,4 +181,54 @@ describe("a failing receiver delays only itself", () => {
     ]);
     expect((await db().select().from(webhooks).where(eq(webhooks.id, hook.id)).get())!.failingSince).toBeNull();
   });
+});
+
+/**
+ * D1 runs one statement at a time, and a failing endpoint's object is among its busiest callers (docs/costs.json,
+ * webhook_endpoint_alarm): its alarm's statements are a few for the whole run, not a few per retry it makes. Before
+ * issue 46's change each probe was a round of its own, a read and a batch of five: 30 statements for 5 retries, 300
+ * for 50.
+ */
+const ALARM_D1_STATEMENTS = 6;
+
+describe("a failing endpoint's alarm", () => {
+  it.each([5, 50])(
+    `makes at most ${ALARM_D1_STATEMENTS} D1 statements with %i retries due, each probed and recorded`,
+    async (due) => {
+      const token = (await freshAccount()).token;
+      const hook = await createWebhook(token, { url: hookUrl(`due-${due}`), events: ["price.changed"] });
+      const sent = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
+      receiver.respond(hook.url, () => new Response("down", { status: 503 })); // answers at once, as the bench's does
+      await runQueue([deliveryTo(hook.id)]); // made by the consumer: the endpoint is failing from now on
+
+      const log = invocationLog();
+      const retries = Array.from({ length: due }, () => deliveryTo(hook.id));
+      await runQueue(retries, 2); // handed to the endpoint's object, whose alarm makes them
+      await endpointSettled(hook.id, 20_000);
+      const alarms = await vi.waitFor(() => {
+        const lines = log.lines.filter((line) => line.invocation === "webhook_endpoint_alarm");
+        expect(lines).not.toHaveLength(0);
+        return lines;
+      });
+      const statements = alarms.map((line) => line.d1Statements);
+      expect(
+        statements.every((n) => n <= ALARM_D1_STATEMENTS),
+        `statements per alarm: ${statements.join(", ")}`,
+      ).toBe(true);
+
+      // Each retry was a probe of its own (the endpoint answers), recorded, and queued for its next attempt.
+      expect(receiver.to(hook.url)).toHaveLength(1 + due);
+      const made = await db()
+        .select()
+        .from(webhookDeliveries)
+        .where(eq(webhookDeliveries.webhookId, hook.id))
+        .orderBy(webhookDeliveries.id)
+        .all();
+      expect(made.slice(1).map((a) => [a.eventId, a.attempt, a.outcome])).toEqual(retries.map((r) => [r.event.id, 2, "retrying"]));
+      const queued = sent.mock.calls.flatMap(([batch]) => [...batch]).filter((m) => (m.body as DeliveryMessage).attempts_before === 2);
+      expect(queued.map((m) => (m.body as DeliveryMessage).event.id)).toEqual(retries.map((r) => r.event.id));
+      expect((await db().select().from(webhooks).where(eq(webhooks.id, hook.id)).get())!.status).toBe("enabled");
+    },
+    60_000,
+  );
 });

@@ -31,10 +31,13 @@ const at = (ms: number) => vi.setSystemTime(ms);
  * webhook's object, whose alarm is run here: set at the fake time, it would not come by itself. Its retry stays
  * in the queue (captured).
  */
-async function attemptAt(webhookId: string, attempt = 1) {
+async function attemptAt(webhookId: string, attempt = 1, deliveries = 1) {
   const sent = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
   try {
-    await runQueue([deliveryTo(webhookId)], attempt);
+    await runQueue(
+      Array.from({ length: deliveries }, () => deliveryTo(webhookId)),
+      attempt,
+    );
     await runEndpointNow(webhookId);
   } finally {
     sent.mockRestore();
@@ -95,6 +98,22 @@ describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} day
     await expectJson(await call("PATCH", `/webhooks/${hook.id}`, { token, body: { status: "enabled" } }), 200);
     await attemptAt(hook.id);
     expect(await statusOf(token, hook.id)).toMatchObject({ status: "enabled" });
+  });
+
+  it("its object's run stops at the probe that disables it: the deliveries behind that probe are not sent", async () => {
+    const token = (await freshAccount()).token;
+    const hook = await createWebhook(token, { url: hookUrl() });
+    receiver.respond(hook.url, () => new Response("down", { status: 500 }));
+    const start = Date.now();
+    vi.useFakeTimers({ toFake: ["Date"], now: start });
+    await attemptAt(hook.id);
+    at(start + FAILING_DAYS_TO_DISABLE * DAY_MS + 1000);
+    await attemptAt(hook.id, 2, 4); // one run of the object: probes one at a time, each answered 500
+    expect(await statusOf(token, hook.id)).toMatchObject({ status: "disabled" });
+    expect(receiver.to(hook.url)).toHaveLength(2);
+    expect(await pendingAtEndpoint(hook.id)).toBe(0);
+    vi.useRealTimers();
+    expect(await outcomesOf(token, hook.id)).toEqual(["abandoned", "abandoned"]);
   });
 
   it("a success in between starts the count again", async () => {
