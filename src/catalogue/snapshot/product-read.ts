@@ -1,6 +1,6 @@
 import { isolateMap, onForget } from "../../platform/isolate-memory.ts";
 import { type Extent, type Manifest, type Segment, segmentIndexOf } from "./manifest.ts";
-import { extentLines } from "./read.ts";
+import { extentLines, idOf } from "./read.ts";
 
 /**
  * One product from the snapshot being served: of the segment whose id range holds it, the one NDJSON range (extent)
@@ -66,10 +66,6 @@ async function rangeLines(bucket: R2Bucket, extents: readonly Extent[]): Promise
   keep(name, lines);
   return lines;
 }
-
-/** A product line's id: every product's JSON begins with it (productView's first field). */
-const ID_PREFIX = '{"id":"';
-const idOf = (line: string) => line.slice(ID_PREFIX.length, line.indexOf('"', ID_PREFIX.length));
 
 /** The product's JSON as the snapshot holds it (the bytes GET /products/:id sends), or undefined when it holds no such id. */
 export async function snapshotProduct(bucket: R2Bucket, manifest: Manifest, id: string): Promise<string | undefined> {

@@ -3,7 +3,7 @@ import type { Encoded } from "./encode.ts";
 import { deflatePart, FINAL_BLOCK } from "./gzip-member.ts";
 import type { BuildDeps } from "./limits.ts";
 import { Extent, mergedExtents, type Part } from "./manifest.ts";
-import { extentLines, linesOf } from "./read.ts";
+import { extentLines, idOf, linesOf } from "./read.ts";
 
 /**
  * Per-value product lists (docs/catalogue.md, "Value lists"): each brand's and each category's products (lowercased,
@@ -67,10 +67,6 @@ export function isCompact(list: ValueList): boolean {
   const overlay = list.pieces.slice(runLength(list.pieces));
   return listReads(list) <= COMPACT_READS && overlay.reduce((sum, piece) => sum + piece.count + piece.removed.length, 0) <= COMPACT_OVERLAY;
 }
-
-/** Every product of the snapshot starts `{"id":"…"`: its id without parsing the line. */
-const ID_AT = '{"id":"'.length;
-export const idOf = (line: string) => line.slice(ID_AT, line.indexOf('"', ID_AT));
 
 // ---- Reading a list ---------------------------------------------------------------------------------
 
