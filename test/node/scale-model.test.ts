@@ -88,6 +88,10 @@ describe("the scale model", () => {
       },
     };
     expect(figuresAt(flat, 1000).cpu_ms).toBe(120);
+    // A pointer re-check caught in one sample of 40 requests (0.025 a request) is time, not data: nothing extrapolated.
+    const pointer = { ...flat, by_products: { ...flat.by_products, "20": { ...flat.by_products["20"], r2_class_b: 0.025 } } };
+    expect(figuresAt(pointer, 1000).r2_class_b).toBe(0.025);
+    expect(figuresAt(pointer, 1000).cpu_ms).toBe(120);
     const reading = { ...flat, by_products: { ...flat.by_products, "20": { ...flat.by_products["20"], r2_class_b: 1 } } };
     expect(figuresAt(reading, 40).cpu_ms).toBeCloseTo(280, 10);
   });
