@@ -484,6 +484,20 @@ export interface Limit {
   source: string;
 }
 
+/** The requests a key's object admits one at a time (a stream is admitted once, when it opens; a refusal opens no block). */
+const KEY_ADMISSIONS = [
+  "data_request_admitted",
+  "list_products_gzip",
+  "list_products_filtered_1pct",
+  "list_products_converted",
+  "test_list_products_gzip",
+  "test_observations",
+  "get_product",
+  "product_history",
+  "events_page",
+  "mcp_tool_call",
+] as const satisfies readonly OperationName[];
+
 export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLOAD, plan: Plan = ONE_DATABASE) {
   const w = workload;
   const f = Object.fromEntries(OPERATIONS.map((name) => [name, figuresAt(costs.operations[name], w.products)])) as Record<
@@ -504,13 +518,14 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
   f.last_used_flush = flushAt(costs.operations.last_used_flush, f.last_used_flush, marksPerSecond / flushesPerSecond);
   // A key's object writes a block of admissions sized by the key's last minute (src/api-keys/object/reservations.ts):
   // one row a block, and its alarm's row when the block holds more than one. The bench's key runs back to back (large
-  // blocks); here each key makes its share of the load a minute, so its blocks hold that many, one at the least.
-  const perKeyPerMinute = ((requestShares.data_request_admitted ?? 0) * w.requestsPerSecond * 60) / w.keys;
+  // blocks); here each key makes its share of every admitted request a minute (data, product reads, lists, history,
+  // the feed, MCP calls), so its blocks hold that many, one at the least. Each such operation's rows are the bench's
+  // less the bench key's block share (the small request's rows there), plus the key's at this rate.
+  const perKeyPerMinute = KEY_ADMISSIONS.reduce((sum, name) => sum + (requestShares[name] ?? 0), 0) * ((w.requestsPerSecond * 60) / w.keys);
   const rowsPerAdmission = perKeyPerMinute <= 1 ? 1 : 2 / perKeyPerMinute;
-  f.data_request_admitted = {
-    ...f.data_request_admitted,
-    do_rows_written: Math.max(f.data_request_admitted.do_rows_written, rowsPerAdmission),
-  };
+  const benchBlockRows = f.data_request_admitted.do_rows_written;
+  for (const name of KEY_ADMISSIONS)
+    f[name] = { ...f[name], do_rows_written: Math.max(0, f[name].do_rows_written - benchBlockRows) + rowsPerAdmission };
   const rate: Record<OperationName, number> = {
     ...(Object.fromEntries(OPERATIONS.map((name) => [name, 0])) as Record<OperationName, number>),
     ...Object.fromEntries(Object.entries(requestShares).map(([name, share]) => [name, (share ?? 0) * w.requestsPerSecond])),

@@ -147,6 +147,9 @@ const BUILD_STEP = "catalogue_build_step";
 /** A key's periodic work (src/api-keys/object/): invocations of their own, none of them a delivery's. */
 const KEY_PERIODIC_WORK = new Set(["last_used_mark", "last_used_flush", "usage_threshold_notice", "api_key_object_alarm"]);
 /** The invocations that are an object's alarm (MeteredObject.invocation's kinds): each one an object request. */
+/** Keys that each make one request in a few seconds: ten marks a last_used shard (LAST_USED_SHARDS) between two flushes. */
+const MARKING_KEYS = 640;
+
 const ALARMS = new Set([BUILD_STEP, "last_used_flush", "api_key_object_alarm", "webhook_endpoint_alarm"]);
 
 const sum = (lines: readonly LoggedWork[]) => lines.reduce((total, line) => add(total, loggedTally(line)), noTally());
@@ -156,8 +159,9 @@ type SandboxList = { products: { offers: { competitor_id: string; currency: stri
 /** Every operation at one catalogue size, on a worker of its own. */
 async function measureSize(bench: Bench, config: string, vars: Record<string, string>, size: number, streamSeconds: number) {
   const label = `costs, ${size.toLocaleString("en")} products`;
-  const keys = await makeKeys({ load: 8, exact: 0, revoke: 0 });
+  const keys = await makeKeys({ load: 8 + MARKING_KEYS, exact: 0, revoke: 0 });
   const [admitted, product, listing, stream, mcp, events, managed] = keys.load;
+  const marking = keys.load.slice(8);
   const dir = join(bench.state, `costs-${size}`);
   bench.step(`${label}: seeding`);
   const sandbox = await sandboxKeySql(); // test mode's operations (issue 37)
@@ -289,6 +293,16 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     bench.step(`${label}: idle streams for ${CONNECT_SECONDS} s and ${streamSeconds} s`);
     for (let i = 0; i < 3; i++) await (await get(SMALL_PATH, stream!.key)).arrayBuffer(); // wakes the key's object
     costs.stream_connection_minute = await streamMinute(ctx, stream!.key, streamSeconds);
+
+    // Many keys' first uses within one flush interval, as a shard sees them at the model's load (hundreds of marks
+    // between two flushes): the first mark after a flush arms the shard's alarm (a row), the others only add theirs.
+    bench.step(`${label}: ${MARKING_KEYS} keys' last_used marks`);
+    await Promise.all(
+      marking.map(async (key, i) => {
+        await sleep((i * 2000) / MARKING_KEYS);
+        await (await get(SMALL_PATH, key.key)).arrayBuffer();
+      }),
+    );
 
     // A key's periodic work and the objects' alarms, over the whole run (their own invocations, each logged by its
     // kind): a key's last_used mark, its shard's flush to D1, a key's alarm (the refusals its answers left unwritten).
