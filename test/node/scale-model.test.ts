@@ -46,21 +46,22 @@ describe("the scale model", () => {
     expect(simulate(costs).inputs).toBe(`docs/costs.json@${costs.commit}`);
   });
 
-  it("takes each figure from the file: an admission's object rows past the key's own rate, that many more rows and more cost", () => {
+  it("takes each figure from the file: a product read's object rows past its bench key's block share, that many more rows and more cost", () => {
     const base = simulate(costs);
-    const factor = 40; // the bench's back-to-back figure × 40 passes the one row a request of a key calling under once a minute
-    const raised = simulate(withFigure("data_request_admitted", "do_rows_written", factor));
-    const file = figuresAt(costs.operations.data_request_admitted, WORKLOAD.products).do_rows_written * factor;
-    expect(file).toBeGreaterThan(1);
-    expect(raised.perSecond.do_rows_written - base.perSecond.do_rows_written).toBeCloseTo(base.rate.data_request_admitted * (file - 1), 6);
+    const factor = 40;
+    const raised = simulate(withFigure("get_product", "do_rows_written", factor));
+    const file = figuresAt(costs.operations.get_product, WORKLOAD.products).do_rows_written;
+    expect(file).toBeGreaterThan(0);
+    expect(raised.perSecond.do_rows_written - base.perSecond.do_rows_written).toBeCloseTo(base.rate.get_product * file * (factor - 1), 6);
     expect(raised.cost.objectRowsWritten).toBeGreaterThan(base.cost.objectRowsWritten);
   });
 
-  it("prices a key's object rows at the key's own rate: under a request a minute, a block of one, a row a request", () => {
-    const perKeyPerMinute = (simulate(costs).rate.data_request_admitted * 60) / WORKLOAD.keys;
-    expect(perKeyPerMinute).toBeLessThan(1);
-    const { perSecond, rate } = simulate(withFigure("data_request_admitted", "do_rows_written", 0));
-    expect(perSecond.do_rows_written).toBeGreaterThanOrEqual(rate.data_request_admitted);
+  it("prices a key's object rows at the key's own rate: under a request a minute, a block of one, a row an admission of any route", () => {
+    const { rate } = simulate(costs);
+    const admitted = rate.data_request_admitted + rate.get_product + rate.events_page + rate.product_history + rate.mcp_tool_call;
+    expect((admitted * 60) / WORKLOAD.keys).toBeLessThan(1);
+    const { perSecond } = simulate(withFigure("data_request_admitted", "do_rows_written", 0));
+    expect(perSecond.do_rows_written).toBeGreaterThanOrEqual(admitted);
   });
 
   it("extrapolates a figure that grows with the catalogue along the two sizes measured, and never below the larger", () => {
