@@ -1,15 +1,19 @@
 import { eq } from "drizzle-orm";
+import { catalogueStore } from "../catalogue/snapshot/stub.ts";
+import type { KeyData } from "../key-data/door.ts";
+import type { ExportCursor } from "../key-data/export-step.ts";
+import { keyDataFor } from "../key-data/pick.ts";
 import { readConfig } from "../platform/config.ts";
+import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import type { ObjectAnswer } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
 import { nowText } from "../platform/tables.ts";
-import { accountSandbox } from "../sandbox/stub.ts";
 import { decryptSecret } from "../webhooks/secrets.ts";
 import { type FileSink, ownPrefix, r2Sink, type S3Destination, s3Sink } from "./destination.ts";
 import { encodeRows, partPath } from "./files.ts";
 import { type ExportManifest, MANIFEST } from "./manifest.ts";
-import { type Cursor, catalogueStart, changesStart, columnsOf, runStep } from "./steps.ts";
+import { columnsOf, runStep } from "./steps.ts";
 import { exports } from "./tables.ts";
 
 /**
@@ -21,7 +25,7 @@ import { exports } from "./tables.ts";
  */
 
 interface State {
-  cursor: Cursor;
+  cursor: ExportCursor;
   manifest: ExportManifest;
   failures: number;
 }
@@ -36,18 +40,14 @@ export class ExportRunner extends MeteredObject {
   async begin(exportId: string, span?: { since: string; until: string }): Promise<ObjectAnswer> {
     const state = await this.ctx.storage.get<State>("state");
     if (state && state.cursor.phase !== "done") return this.reported({});
-    const [row] = await this.meter.database(this.env.DB).select().from(exports).where(eq(exports.id, exportId));
+    const db = this.meter.database(this.env.DB);
+    const [row] = await db.select().from(exports).where(eq(exports.id, exportId));
     if (!row) return this.reported({});
-    const cursor: Cursor =
+    const data = this.#data(row, db);
+    const cursor =
       row.kind === "catalogue"
-        ? row.environment === "test"
-          ? { phase: "catalogue", manifest: null, segment: 0 }
-          : await catalogueStart(this.meter.bucket(this.env.CATALOGUE))
-        : await changesStart(
-            this.meter.bucket(this.env.CATALOGUE),
-            { since: span?.since ?? row.since!, until: span?.until ?? row.until! },
-            row.environment,
-          );
+        ? await data.exportCatalogueStart()
+        : await data.exportChangesStart({ since: span?.since ?? row.since!, until: span?.until ?? row.until! });
     const manifest: ExportManifest = state?.manifest ?? {
       export_id: row.id,
       kind: row.kind,
@@ -79,14 +79,7 @@ export class ExportRunner extends MeteredObject {
     if (!row) return; // gone with its account: nothing more to write
     try {
       const sink = await this.#sink(row);
-      const source = {
-        environment: row.environment,
-        db,
-        catalogue: this.meter.bucket(this.env.CATALOGUE),
-        archive: this.meter.bucket(this.env.ARCHIVE),
-        sandbox: accountSandbox(this.env.SANDBOX, this.meter, row.accountId),
-      };
-      const { days, next } = await runStep(source, state.cursor);
+      const { days, next } = await runStep(this.#data(row, db), state.cursor);
       const columns = columnsOf(row.kind);
       const manifest: ExportManifest = { ...state.manifest, files: [...state.manifest.files] };
       for (const [date, rows] of [...days].sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -133,6 +126,26 @@ export class ExportRunner extends MeteredObject {
           .where(eq(exports.id, id));
       }
     }
+  }
+
+  /**
+   * What the export reads: its account's data in its environment, picked as a request's is (keyDataFor), its bindings
+   * counted by the invocation under way. A step reads the primary, never a replica.
+   */
+  #data(row: typeof exports.$inferSelect, db: Database): KeyData {
+    const catalogue = catalogueStore(
+      { CATALOGUE: this.meter.bucket(this.env.CATALOGUE), CATALOGUE_BUILDER: this.env.CATALOGUE_BUILDER },
+      this.meter,
+    );
+    const services = {
+      db,
+      replica: db,
+      archive: this.meter.bucket(this.env.ARCHIVE),
+      catalogue,
+      work: this.meter,
+      afterAnswer: (work: Promise<unknown>) => this.ctx.waitUntil(work),
+    };
+    return keyDataFor(services, this.env, row);
   }
 
   async #sink(row: typeof exports.$inferSelect): Promise<FileSink> {

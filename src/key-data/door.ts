@@ -6,6 +6,7 @@ import type { ProductMatch, SearchInput } from "../catalogue/search.ts";
 import type { EventsQuery } from "../events/query.ts";
 import type { EventFeed } from "../events/schema.ts";
 import type { Environment } from "../platform/tables.ts";
+import type { ChangesCursor, ExportCursor, ExportLimits, ExportStep, HistoryCursor } from "./export-step.ts";
 
 /** What GET /products asks of a list: the filters, the form, the encoding and the currency to convert to. */
 interface ProductListRequest {
@@ -23,10 +24,11 @@ interface Listed {
 
 /**
  * The one door through which every API-key read goes: the catalogue and its events, as the key's environment has them.
- * Admission decides the environment once (it is in the key's record) and src/pipeline/key-data.ts picks the
- * implementation: the catalogue's (src/key-data/live.ts: its snapshot in R2, D1's feed, the archives) or the account's
- * sandbox (src/key-data/sandbox.ts: its object, over the shared generated base). Routes, MCP tools and the stream read
- * `c.var.keyData` and never ask which it is, so a new data route gets test mode without a branch of its own.
+ * The environment is picked in one place, keyDataFor (src/key-data/pick.ts): the catalogue's (src/key-data/live.ts: its
+ * snapshot in R2, D1's feed, the archives) or the account's sandbox (src/key-data/sandbox.ts: its object, over the
+ * shared generated base). A request's is picked once admission has decided it (src/pipeline/key-data.ts, from the key's
+ * record), an export's by its runner (from the export's). Routes, MCP tools, the stream and exports never ask which it
+ * is, so a new data route gets test mode without a branch of its own.
  */
 export interface KeyData {
   readonly environment: Environment;
@@ -53,4 +55,15 @@ export interface KeyData {
   newestEventId(): Promise<string | undefined>;
   /** What the alert rules ask about this feed's events (a stream's filters). */
   readonly facts: AlertFacts;
+  /**
+   * An export's first cursor (src/exports/steps.ts runs its steps): a catalogue export's pins the live snapshot
+   * published now; a sandbox's reads its products in one step.
+   */
+  exportCatalogueStart(): Promise<ExportCursor>;
+  /** A changes export's first cursor over [since, until): the feed's span (retentionMs), then a live one's price history before it. */
+  exportChangesStart(span: { since: string; until: string }): Promise<ExportCursor>;
+  /** One bounded step of a catalogue export: `limits.segments` of the pinned snapshot, or a sandbox's 1,000 products. */
+  exportCatalogue(cursor: Extract<ExportCursor, { phase: "catalogue" }>, limits: ExportLimits): Promise<ExportStep>;
+  /** One bounded step of a changes export: `limits.events` of the feed's events, or `limits.historyProducts` products' history. */
+  exportChanges(cursor: ChangesCursor | HistoryCursor, limits: ExportLimits): Promise<ExportStep>;
 }

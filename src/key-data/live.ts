@@ -18,12 +18,14 @@ import { RETENTION_MS } from "../events/retention.ts";
 import { listEvents, listEventsNewestFirst, newestCatalogueEventId } from "../events/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import type { KeyData } from "./door.ts";
+import { catalogueExportStart, catalogueExportStep, changesExportStart, changesExportStep } from "./live-export.ts";
 
 type LiveServices = Pick<RequestServices, "db" | "replica" | "archive" | "catalogue" | "afterAnswer">;
 
 /**
  * A live key's data: the catalogue's published snapshot (R2, and what the isolate keeps of it), D1's feed and the
- * archives. Pages of the feed and history may come from a read replica (RequestServices.replica).
+ * archives. Pages of the feed and history may come from a read replica (RequestServices.replica); an export's steps
+ * (src/key-data/live-export.ts) read the primary.
  */
 export function liveData(services: LiveServices): KeyData {
   // Each binding is reached when a read needs it (RequestServices builds them on first use), never for the door itself.
@@ -68,5 +70,9 @@ export function liveData(services: LiveServices): KeyData {
     get facts() {
       return catalogueFacts(services);
     },
+    exportCatalogueStart: () => catalogueExportStart(services),
+    exportChangesStart: (span) => changesExportStart(services, span),
+    exportCatalogue: (cursor, limits) => catalogueExportStep(services, cursor, limits),
+    exportChanges: (cursor, limits) => changesExportStep(services, cursor, limits),
   };
 }

@@ -1,10 +1,12 @@
 import { summariseIn } from "../catalogue/converted.ts";
 import { unknownProduct } from "../catalogue/history.ts";
+import type { ProductView } from "../catalogue/schema.ts";
 import { productMatch } from "../catalogue/search.ts";
 import { contentEtag, conversionOf, productsEtag } from "../catalogue/service.ts";
 import { streamOf } from "../catalogue/snapshot/read.ts";
 import { summarise } from "../catalogue/views.ts";
 import type { FeedEvent } from "../events/schema.ts";
+import { catalogueRows, changeRow } from "../exports/rows.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { sandboxBase } from "../sandbox/catalogue.ts";
 import { sandboxFacts } from "../sandbox/facts.ts";
@@ -13,6 +15,7 @@ import { sandboxCatalogue, sandboxCompetitors, sandboxProductBody, sandboxProduc
 import { SANDBOX_RETENTION_MS } from "../sandbox/retention.ts";
 import { type AccountSandbox, sandboxFeed } from "../sandbox/stub.ts";
 import type { KeyData } from "./door.ts";
+import { CHANGE_TYPES, changesByDay, eventOf, feedStart } from "./export-step.ts";
 
 const encoder = new TextEncoder();
 
@@ -73,6 +76,45 @@ export function sandboxData(services: Pick<RequestServices, "db" | "catalogue">,
     newestEventId: async () => (await sandbox.events({ limit: 1, newestFirst: true }))[0]?.id,
     get facts() {
       return sandboxFacts(sandbox);
+    },
+    exportCatalogueStart: async () => ({ phase: "catalogue", manifest: null, segment: 0 }),
+    exportChangesStart: async (span) => feedStart(span, new Date(Date.now() - SANDBOX_RETENTION_MS).toISOString()),
+    /** Its catalogue (1,000 products and the account's changes) in one step, as a test key's GET /products serves it. */
+    async exportCatalogue() {
+      const catalogue = await sandboxCatalogue(sandbox);
+      const decoder = new TextDecoder();
+      let text = "";
+      for await (const chunk of sandboxProductBody(catalogue, { filters: {}, form: "ndjson" }, false))
+        text += decoder.decode(chunk, { stream: true });
+      const rows = text
+        .split("\n")
+        .filter((line) => line.length > 0)
+        .flatMap((line) => catalogueRows(JSON.parse(line) as ProductView));
+      return {
+        days: rows.length > 0 ? new Map([[new Date(catalogue.base.hour).toISOString().slice(0, 10), rows]]) : new Map(),
+        next: { phase: "done" },
+      };
+    },
+    /** Its events of [since, until) (kept 7 days), `limits.events` a step, paged by id as its feed is. It has no history phase. */
+    async exportChanges(cursor, limits) {
+      if (cursor.phase !== "changes") throw new Error("A sandbox export has no history phase.");
+      const rows = await sandbox.events({
+        ...(cursor.after === null ? { since: cursor.since } : { after: cursor.after, since: cursor.since }),
+        until: cursor.until,
+        types: CHANGE_TYPES,
+        limit: limits.events,
+      });
+      const base = sandboxBase();
+      const fields = (id: string) => {
+        const index = base.byId.get(id);
+        const product = index === undefined ? undefined : base.products[index];
+        return product ? { brand: product.brand, category: product.category } : undefined;
+      };
+      const changes = rows.map(eventOf).map((event) => changeRow(event, fields(event.data.product_id)));
+      return {
+        days: changesByDay(changes),
+        next: rows.length === limits.events ? { ...cursor, after: rows.at(-1)!.id } : { phase: "done" },
+      };
     },
   };
 }
