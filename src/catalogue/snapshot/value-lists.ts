@@ -21,10 +21,10 @@ import { extentLines, idOf, linesOf } from "./read.ts";
  */
 
 /** The builder's storage: a list's pieces, by value (listKey), as the snapshot being built holds them. */
-export const LIST_PREFIX = "list:";
+const LIST_PREFIX = "list:";
 export const listKey = (dimension: "brand" | "category", value: string) => `${LIST_PREFIX}${dimension}:${value}`;
 
-export const ListPiece = z.object({
+const ListPiece = z.object({
   /** Its lines (one deflate run of NDJSON); null for a removal. */
   extent: Extent.nullable(),
   count: z.int(),
@@ -34,17 +34,17 @@ export const ListPiece = z.object({
   /** Ids no longer in the snapshot (a removal); empty for lines. */
   removed: z.array(z.string()),
 });
-export type ListPiece = z.infer<typeof ListPiece>;
+type ListPiece = z.infer<typeof ListPiece>;
 export const ValueList = z.object({ pieces: z.array(ListPiece) });
 export type ValueList = z.infer<typeof ValueList>;
 
 /** R2 reads a published list takes at most: its first run's ranges and one per later piece. */
 export const COMPACT_READS = 16;
 /** Lines beyond a list's first run it holds at most once published: what a read keeps in memory (compressed) to merge. */
-export const COMPACT_OVERLAY = 5000;
+const COMPACT_OVERLAY = 5000;
 
 /** Pieces at the start that follow one another: lines and no removal, each piece's first id above the last one's last. */
-export function runLength(pieces: readonly ListPiece[]): number {
+function runLength(pieces: readonly ListPiece[]): number {
   let n = 0;
   const follows = (piece: ListPiece, before?: ListPiece) => !before || piece.first > before.last;
   while (n < pieces.length && pieces[n]!.extent !== null && pieces[n]!.removed.length === 0 && follows(pieces[n]!, pieces[n - 1])) n++;
@@ -59,7 +59,7 @@ const runExtents = (pieces: readonly ListPiece[]) =>
   );
 
 /** R2 reads a read of the list takes: its first run's ranges, and one for each later piece that has lines. */
-export const listReads = (list: ValueList) =>
+const listReads = (list: ValueList) =>
   runExtents(list.pieces).length + list.pieces.slice(runLength(list.pieces)).filter((piece) => piece.extent !== null).length;
 
 /** Whether a list is as a published snapshot holds it (else the build's lists phase compacts it). */
@@ -165,7 +165,7 @@ const removal = (ids: readonly string[]): ListPiece | null => {
 };
 
 /** The lists a product (as encoded) is on. */
-export const listsOf = (item: Pick<Encoded, "brand" | "category">): string[] => [
+const listsOf = (item: Pick<Encoded, "brand" | "category">): string[] => [
   ...(item.brand === null ? [] : [listKey("brand", item.brand)]),
   ...(item.category === null ? [] : [listKey("category", item.category)]),
 ];
@@ -325,5 +325,3 @@ export async function compactLists(
   work.listBytesWritten += offset;
   return { updated, done: taken === due.length };
 }
-
-export const DirectoryLists = z.record(z.string(), ValueList);
