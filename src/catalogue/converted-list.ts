@@ -27,11 +27,14 @@ async function segmentHash(segment: Segment): Promise<string> {
   return hash;
 }
 
-/** Where a conversion's pieces of one form are kept (named by its rates), and each segment's key among them. */
+/**
+ * Where a conversion's pieces of one form are kept (named by its rates), each segment's key among them, and where the
+ * builder writes which pieces it has seen kept (`known`, once a warm pass is done), for responses to read.
+ */
 async function piecesOf(conversion: Conversion, form: "json" | "ndjson") {
   const rates = await ratesTag(conversion);
   const prefix = `${CONVERTED_PREFIX}${conversion.day?.date ?? "no-rates"}/${conversion.currency}-${rates}/${form}-`;
-  return { rates, keyOf: async (segment: Segment) => prefix + (await segmentHash(segment)) };
+  return { rates, known: `${prefix}known.json`, keyOf: async (segment: Segment) => prefix + (await segmentHash(segment)) };
 }
 
 /** A segment's products converted, as one deflate piece of the form: its products joined as the form joins them. */
@@ -70,6 +73,36 @@ export interface WarmPieces {
 }
 
 /**
+ * Segments a response converts itself at most (about 2 s of CPU at ~30 ms a segment of 1,000 products): a list with
+ * more of its pieces unknown to the builder is answered 503 while the builder converts them in steps of its own, so
+ * no response spends the 30 s of CPU a million products' conversion takes (src/key-data/live.ts).
+ */
+export const INLINE_CONVERTED_SEGMENTS = 64;
+
+/** The snapshot's segments with each one's piece key, and which of them `known` does not name (their pieces may be missing). */
+async function piecesToFind(manifest: Manifest, conversion: Conversion, form: "json" | "ndjson", known: WarmPieces | undefined) {
+  const { rates, keyOf } = await piecesOf(conversion, form);
+  const seen = new Set(known?.rates === rates ? known.segments : []);
+  const segments = await Promise.all(manifest.segments.map(async (segment) => ({ segment, key: await keyOf(segment) })));
+  return { rates, segments, unknown: segments.filter(({ key }) => !seen.has(key)) };
+}
+
+/**
+ * How many of the snapshot's converted pieces the builder has not seen kept (what its last finished warm pass wrote
+ * to R2: one read): at most that many a response would convert itself.
+ */
+export async function unconvertedSegments(
+  bucket: R2Bucket,
+  manifest: Manifest,
+  conversion: Conversion,
+  form: "json" | "ndjson",
+): Promise<number> {
+  const stored = await bucket.get((await piecesOf(conversion, form)).known);
+  const known = stored ? ((await stored.json()) as WarmPieces) : undefined;
+  return (await piecesToFind(manifest, conversion, form, known)).unknown.length;
+}
+
+/**
  * One bounded step of keeping a currency's converted list warm (the catalogue builder's, after a build or new rates):
  * the pieces of at most `most` segments of the snapshot that R2 does not hold yet are converted and kept. `known`
  * names the segments seen kept before at these rates, so a new snapshot costs a look (an R2 head) at each segment it
@@ -83,14 +116,16 @@ export async function warmStep(
   known: WarmPieces | undefined,
   most: number,
 ): Promise<{ known: WarmPieces; more: boolean }> {
-  const { rates, keyOf } = await piecesOf(conversion, form);
-  const seen = new Set(known?.rates === rates ? known.segments : []);
+  const { rates, segments, unknown } = await piecesToFind(manifest, conversion, form, known);
+  const unseen = new Set(unknown.map(({ key }) => key));
   const kept: string[] = [];
   let converted = 0;
-  for (const segment of manifest.segments) {
-    const key = await keyOf(segment);
-    if (!seen.has(key)) {
-      if (converted === most) return { known: { rates, segments: [...new Set([...seen, ...kept])] }, more: true };
+  for (const { segment, key } of segments) {
+    if (unseen.has(key)) {
+      if (converted === most) {
+        const seen = known?.rates === rates ? known.segments : [];
+        return { known: { rates, segments: [...new Set([...seen, ...kept])] }, more: true };
+      }
       if (!(await bucket.head(key))) {
         await keepPiece(bucket, key, await convertSegment(bucket, segment, conversion, form));
         converted++;
@@ -98,8 +133,11 @@ export async function warmStep(
     }
     kept.push(key);
   }
-  // Only the current snapshot's segments are remembered, so what is known stays the size of one snapshot.
-  return { known: { rates, segments: kept }, more: false };
+  // Only the current snapshot's segments are remembered, so what is known stays the size of one snapshot. Responses
+  // read it from R2 (written once a pass that converted something is done: at most once a build or new rates).
+  const done = { rates, segments: kept };
+  if (unknown.length > 0) await bucket.put((await piecesOf(conversion, form)).known, JSON.stringify(done));
+  return { known: done, more: false };
 }
 
 /** The list as one gzip member: the stored brackets and commas (JSON), each segment's converted piece, the trailer. */

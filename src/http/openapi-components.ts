@@ -108,7 +108,7 @@ export const RESPONSE_COMPONENTS = {
   InternalError: documentedError("A generic detail (the cause is logged), or the server is misconfigured (the detail names the variable)."),
   Unavailable: documentedError("The identity provider's keys could not be fetched; try again.", ["Retry-After"]),
   CatalogueBuilding: documentedError(
-    "The catalogue's first snapshot is being built (a new deployment, or a freshly seeded catalogue): retry after Retry-After seconds.",
+    "The catalogue's first snapshot is being built (a new deployment, or a freshly seeded catalogue), or the whole catalogue in a currency asked for the first time today is being converted (a large catalogue's, `?currency=` without filters): retry after Retry-After seconds.",
     ["Retry-After"],
   ),
 } as const;

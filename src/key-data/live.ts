@@ -1,5 +1,5 @@
 import { catalogueFacts } from "../alerts/match.ts";
-import { convertedCatalogue } from "../catalogue/converted-list.ts";
+import { convertedCatalogue, INLINE_CONVERTED_SEGMENTS, unconvertedSegments } from "../catalogue/converted-list.ts";
 import { productHistory } from "../catalogue/history.ts";
 import { getProduct, searchProducts } from "../catalogue/search.ts";
 import {
@@ -17,6 +17,7 @@ import { streamOf, wholeCatalogue } from "../catalogue/snapshot/read.ts";
 import { RETENTION_MS } from "../events/retention.ts";
 import { listEvents, listEventsNewestFirst, newestCatalogueEventId } from "../events/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
+import { ApiError } from "../http/errors.ts";
 import type { KeyData } from "./door.ts";
 import { catalogueExportStart, catalogueExportStep, changesExportStart, changesExportStep } from "./live-export.ts";
 
@@ -39,11 +40,24 @@ export function liveData(services: LiveServices): KeyData {
       if (conversion && !selectsProducts(filters)) {
         // A piece this response had to convert: kept after the answer, and the builder asked to keep the currency warm.
         let warmAsked = false;
-        const keep = (put: Promise<unknown>) => {
-          services.afterAnswer(put);
+        const askWarm = () => {
           if (warmAsked) return;
           warmAsked = true;
           services.afterAnswer(catalogue.keepConvertedWarm(conversion.currency, form));
+        };
+        // More pieces than a response may convert: a 503 while the builder converts them in its own steps.
+        const missing = await unconvertedSegments(catalogue.bucket, manifest, conversion, form);
+        if (missing > INLINE_CONVERTED_SEGMENTS) {
+          askWarm();
+          throw new ApiError(
+            503,
+            `The whole catalogue in ${conversion.currency} is being converted (${missing} of ${manifest.segments.length} parts left); retry after Retry-After seconds, or filter the list.`,
+            { "Retry-After": "30" },
+          );
+        }
+        const keep = (put: Promise<unknown>) => {
+          services.afterAnswer(put);
+          askWarm();
         };
         return { etag, body: () => convertedCatalogue(catalogue.bucket, manifest, { conversion, form, gzip }, keep) };
       }

@@ -1,7 +1,10 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { INLINE_CONVERTED_SEGMENTS } from "../../src/catalogue/converted-list.ts";
 import { forgetKeptPartIndexes } from "../../src/catalogue/filtered.ts";
-import { POINTER_KEY } from "../../src/catalogue/snapshot/manifest.ts";
+import { POINTER_KEY, readManifest, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
+import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { COMPACT_READS } from "../../src/catalogue/snapshot/value-lists.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { type BulkProduct, createCompetitor, insertProductRows, publishCatalogue } from "../helpers/catalogue-factory.ts";
@@ -134,6 +137,26 @@ describe.each(SIZES)("at %i products", { timeout: 60_000 }, (size) => {
       expect(warm.statements).toBe(0);
     },
   );
+
+  it("the whole list in a currency: converted by the response up to INLINE_CONVERTED_SEGMENTS segments, past them a 503 while the builder converts it in steps of its own", async () => {
+    const list = () => call("GET", "/products?currency=EUR", { token: key });
+    const first = await list();
+    const body = await first.text();
+    const segments = (await readManifest(env.CATALOGUE, (await readPointer(env.CATALOGUE))!.manifest)).segments.length;
+    if (segments <= INLINE_CONVERTED_SEGMENTS) expect(first.status, body).toBe(200);
+    else {
+      expect(first.status, body).toBe(503);
+      expect(first.headers.get("Retry-After")).toBe("30");
+      expect((JSON.parse(body) as { detail: string }).detail).toContain(`of ${segments} parts left`);
+      // The builder's alarm steps, as production runs them one after another, until none is armed.
+      while (await runDurableObjectAlarm(catalogueBuilder(env))) {}
+    }
+    const warm = await list();
+    const converted = await warm.text();
+    expect(warm.status, converted).toBe(200);
+    const every = await call("GET", "/products?currency=EUR&updated_since=2000-01-01T00:00:00Z", { token: key });
+    expect(converted).toBe(await every.text());
+  });
 
   const TOOLS: [string, Record<string, unknown>][] = [
     ["search_products", { brand: "Rare", limit: 20 }],

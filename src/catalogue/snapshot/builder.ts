@@ -74,8 +74,8 @@ export class CatalogueBuilder extends MeteredObject {
   }
 
   /**
-   * A response converted whole-list pieces itself (src/catalogue/converted-list.ts): from now on, for a day, the builder
-   * converts that currency's pieces after each build and after new rates, in steps of its own, so responses find them.
+   * A converted whole list was asked for (src/catalogue/converted-list.ts): from now on, for a day, the builder converts
+   * that currency's pieces after each build and after new rates, in steps of its own, so responses find them.
    */
   async keepConvertedWarm(currency: string, form: "json" | "ndjson"): Promise<ObjectAnswer> {
     const key = warmKey(currency, form);
