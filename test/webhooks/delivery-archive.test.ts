@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { DeliveryMessage } from "../../src/events/messages.ts";
-import { DELIVERIES_IN_D1_MS, DELIVERY_ARCHIVE_AFTER_MS } from "../../src/events/retention.ts";
+import { DELIVERIES_IN_D1_MS, DELIVERY_ARCHIVE_AFTER_MS, DELIVERY_LISTING_ARCHIVE_READS } from "../../src/events/retention.ts";
 import worker from "../../src/index.ts";
 import { type Database, database } from "../../src/platform/db.ts";
 import { webhookDeliveries } from "../../src/platform/tables.ts";
@@ -131,6 +131,26 @@ describe("the webhook delivery archive", () => {
     const after = await listing(token, hook.id);
     expect(after).toEqual(before);
     expect(after.map((d) => d.attempted_at)).toEqual([...after.map((d) => d.attempted_at)].sort().reverse());
+  });
+
+  it("a quiet webhook's listing reads up to DELIVERY_LISTING_ARCHIVE_READS objects of one attempt each, newest first", async () => {
+    const token = (await freshAccount()).token;
+    const hook = await createWebhook(token, { url: hookUrl() });
+    // An attempt now and then, each archived by a run of its own: one archive object per attempt, one more than the listing reads.
+    const OBJECTS = DELIVERY_LISTING_ARCHIVE_READS + 1;
+    for (let i = 0; i < OBJECTS; i++) {
+      await attempts(hook.id, [[`evt_${crypto.randomUUID().replaceAll("-", "")}`, "delivered", OLD + (OBJECTS - i) * MINUTE_MS]]);
+      await archiveDeliveries(db(), env.ARCHIVE);
+    }
+    expect(await inD1(hook.id)).toBe(0);
+    expect(await archiveKeys(hook.id)).toHaveLength(OBJECTS);
+    const get = vi.spyOn(env.ARCHIVE, "get");
+    const listed = await listing(token, hook.id);
+    expect(listed).toHaveLength(DELIVERY_LISTING_ARCHIVE_READS);
+    expect(get).toHaveBeenCalledTimes(DELIVERY_LISTING_ARCHIVE_READS);
+    expect(listed.map((d) => d.attempted_at)).toEqual([...listed.map((d) => d.attempted_at)].sort().reverse());
+    // The newest attempts: the oldest one is the one left out.
+    expect(listed.at(-1)!.attempted_at > ago(OLD + OBJECTS * MINUTE_MS)).toBe(true);
   });
 
   it("a crash between the R2 write and the D1 delete, or a failed write, loses and repeats nothing", async () => {
