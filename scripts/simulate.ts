@@ -19,6 +19,7 @@ import {
   DELIVERIES_IN_D1_MS,
   DELIVERY_ARCHIVE_AFTER_MS,
   DELIVERY_ARCHIVE_ROWS_PER_RUN,
+  DELIVERY_ARCHIVE_SCAN_ROWS,
   DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN,
   EVENT_ARCHIVE_OBJECTS_PER_RUN,
   EVENTS_IN_D1_MS,
@@ -637,7 +638,15 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     return { name, used, limit: value, ratio: used / value, source: source ?? (typeof max === "number" ? "" : max.source) };
   };
   const cpuLimit = configuredCpuMs();
+  // The delivery archive runs once a minute (its own cron); a webhook with attempts is due once per (after − keep). A run
+  // finds the due webhooks among the oldest DELIVERY_ARCHIVE_SCAN_ROWS attempts: with webhooks moved at a steady rate, the
+  // attempts older than x minutes past the oldest webhook's last move are (due a minute) × (attempts a minute each) × x² / 2,
+  // so the scan reaches x = √(2 × scan ÷ (due × attempts)) minutes of them: (due a minute) × x webhooks.
   const deliveryPeriodMs = DELIVERY_ARCHIVE_AFTER_MS - DELIVERIES_IN_D1_MS;
+  const attemptsPerWebhookMinute = (w.deliveriesPerSecond / w.webhooks) * 60;
+  const webhooksDuePerRun =
+    (w.webhooks * (1 - Math.exp(-attemptsPerWebhookMinute * (deliveryPeriodMs / MINUTE_MS)))) / (deliveryPeriodMs / MINUTE_MS);
+  const webhooksFoundPerRun = Math.sqrt((2 * DELIVERY_ARCHIVE_SCAN_ROWS * webhooksDuePerRun) / attemptsPerWebhookMinute);
   // An invocation of each kind: a request per route, a stream connection (its lifetime, after which its client
   // reconnects), an MCP call, a queue batch, an alarm step, a cron run.
   const perInvocation: Record<OperationName, number> = {
@@ -689,11 +698,10 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
       HISTORY_ARCHIVE_PRODUCTS_PER_RUN * 1440,
       "src/events/retention.ts",
     ),
-    // The delivery archive runs once a minute (its own cron); a webhook with attempts is due once per (after − keep).
     limit(
       "webhooks whose attempts are archived per run: what the cron must move ÷ what it can",
-      (w.webhooks * (1 - Math.exp(-(w.deliveriesPerSecond / w.webhooks) * (deliveryPeriodMs / 1000)))) / (deliveryPeriodMs / MINUTE_MS),
-      DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN,
+      webhooksDuePerRun,
+      Math.min(DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN, webhooksFoundPerRun),
       "src/events/retention.ts",
     ),
     limit(

@@ -63,6 +63,12 @@ export const DELIVERY_ARCHIVE_AFTER_MS = 30 * MINUTE_MS;
  * once per (after − keep), at the model's load 10,000 webhooks ÷ 20 runs = 500 a run.
  */
 export const DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN = 1200;
+/**
+ * The oldest attempts one run reads to find the due webhooks. Each due webhook has several among them (its attempts
+ * since it was last moved), so a run finds as many webhooks as the square root of 2 × this × the webhooks due a
+ * minute ÷ one webhook's attempts a minute: ≈ 1,200 at the model's load (500 due a minute, ≈ 7 attempts a minute each).
+ */
+export const DELIVERY_ARCHIVE_SCAN_ROWS = 10_000;
 /** Attempts one run moves at most, read and deleted this many a D1 page. */
 export const DELIVERY_ARCHIVE_ROWS_PER_RUN = 150_000;
 export const DELIVERY_ARCHIVE_PAGE = 5_000;
