@@ -16,7 +16,11 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS, MARKS_PER_STATEMENT } from "../src/api-keys/object/last-used-schedule.ts";
 import {
+  DELIVERIES_IN_D1_MS,
   DELIVERY_ARCHIVE_AFTER_MS,
+  DELIVERY_ARCHIVE_ROWS_PER_RUN,
+  DELIVERY_ARCHIVE_SCAN_ROWS,
+  DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN,
   EVENT_ARCHIVE_OBJECTS_PER_RUN,
   EVENTS_IN_D1_MS,
   EVENTS_PER_ARCHIVE_OBJECT,
@@ -26,7 +30,7 @@ import {
   RETENTION_MS,
 } from "../src/events/retention.ts";
 import { D1_STATEMENT_FLOOR_MS } from "../src/platform/db.ts";
-import { DAY_MS, DAY_SECONDS } from "../src/platform/time.ts";
+import { DAY_MS, DAY_SECONDS, MINUTE_MS } from "../src/platform/time.ts";
 import { LIFETIME_MS, STREAM_HUB_COUNT } from "../src/stream/limits.ts";
 import { DELIVERY_QUEUES } from "../src/webhooks/delivery/queues.ts";
 
@@ -656,6 +660,15 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     return { name, used, limit: value, ratio: used / value, source: source ?? (typeof max === "number" ? "" : max.source) };
   };
   const cpuLimit = configuredCpuMs();
+  // The delivery archive runs once a minute (its own cron); a webhook with attempts is due once per (after − keep). A run
+  // finds the due webhooks among the oldest DELIVERY_ARCHIVE_SCAN_ROWS attempts: with webhooks moved at a steady rate, the
+  // attempts older than x minutes past the oldest webhook's last move are (due a minute) × (attempts a minute each) × x² / 2,
+  // so the scan reaches x = √(2 × scan ÷ (due × attempts)) minutes of them: (due a minute) × x webhooks.
+  const deliveryPeriodMs = DELIVERY_ARCHIVE_AFTER_MS - DELIVERIES_IN_D1_MS;
+  const attemptsPerWebhookMinute = (w.deliveriesPerSecond / w.webhooks) * 60;
+  const webhooksDuePerRun =
+    (w.webhooks * (1 - Math.exp(-attemptsPerWebhookMinute * (deliveryPeriodMs / MINUTE_MS)))) / (deliveryPeriodMs / MINUTE_MS);
+  const webhooksFoundPerRun = Math.sqrt((2 * DELIVERY_ARCHIVE_SCAN_ROWS * webhooksDuePerRun) / attemptsPerWebhookMinute);
   // An invocation of each kind: a request per route, a stream connection (its lifetime, after which its client
   // reconnects), an MCP call, a queue batch, an alarm step, a cron run.
   const perInvocation: Record<OperationName, number> = {
@@ -705,6 +718,18 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
       (w.products * (1 - Math.exp(-(eventsPerDay / w.products) * ((HISTORY_ARCHIVE_AFTER_MS - HISTORY_IN_D1_MS) / DAY_MS)))) /
         ((HISTORY_ARCHIVE_AFTER_MS - HISTORY_IN_D1_MS) / DAY_MS),
       HISTORY_ARCHIVE_PRODUCTS_PER_RUN * 1440,
+      "src/events/retention.ts",
+    ),
+    limit(
+      "webhooks whose attempts are archived per run: what the cron must move ÷ what it can",
+      webhooksDuePerRun,
+      Math.min(DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN, webhooksFoundPerRun),
+      "src/events/retention.ts",
+    ),
+    limit(
+      "delivery attempts archived per run: what the cron must move ÷ what it can",
+      w.deliveriesPerSecond * 60,
+      DELIVERY_ARCHIVE_ROWS_PER_RUN,
       "src/events/retention.ts",
     ),
     ...invocationLimits,

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { archiveHistory, historyKey, readHistoryYear } from "../../src/catalogue/history-archive.ts";
-import { HISTORY_IN_D1_MS } from "../../src/events/retention.ts";
+import { HISTORY_ARCHIVE_AFTER_MS, HISTORY_IN_D1_MS } from "../../src/events/retention.ts";
 import { type Database, database } from "../../src/platform/db.ts";
 import { priceHistory } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
@@ -87,6 +87,30 @@ describe("the history archive", () => {
     expect((await history(other)).history).toHaveLength(10);
     // Nothing more is due.
     expect(await archiveHistory(db(), env.ARCHIVE)).toBe(0);
+  });
+
+  it("a product is due once its oldest row in D1 is HISTORY_ARCHIVE_AFTER_MS old; then all of its rows past the D1 window move", async () => {
+    const HOUR = 3_600_000;
+    const made = async (oldestAgo: number) => {
+      const id = `prd_due_${++products}_${crypto.randomUUID().slice(0, 8)}`;
+      await createProduct({ id, sku: `DUE-${products}` });
+      await addHistory(id, [
+        { competitor: "cmp_a", price: "10.00", observedAt: ago(oldestAgo / DAY) },
+        { competitor: "cmp_b", price: "11.00", observedAt: ago((HISTORY_IN_D1_MS + HOUR) / DAY) },
+        { competitor: "cmp_a", price: "9.50", observedAt: ago(0.1) },
+      ]);
+      return { id, before: await history(id) };
+    };
+    const waiting = await made(HISTORY_ARCHIVE_AFTER_MS - HOUR);
+    const due = await made(HISTORY_ARCHIVE_AFTER_MS + HOUR);
+    await archiveHistory(db(), env.ARCHIVE);
+    // Not yet due: its rows past the D1 window wait, to be moved together with the next ones.
+    expect(await inD1(waiting.id)).toHaveLength(3);
+    // Due: both rows older than the D1 window left, the last one stays.
+    const kept = await inD1(due.id);
+    expect(kept).toHaveLength(1);
+    expect(kept[0]! >= ago(HISTORY_IN_D1_MS / DAY)).toBe(true);
+    for (const { id, before } of [waiting, due]) expect(await history(id)).toEqual(before);
   });
 
   it("a crash after some objects are written loses and repeats nothing; the next run finishes", async () => {

@@ -16,6 +16,8 @@ import {
   simulate,
   WORKLOAD,
 } from "../../scripts/simulate.ts";
+import { DELIVERY_ARCHIVE_AFTER_MS, HISTORY_ARCHIVE_AFTER_MS } from "../../src/events/retention.ts";
+import { DAY_MS, MINUTE_MS } from "../../src/platform/time.ts";
 import { DELIVERY_QUEUES } from "../../src/webhooks/delivery/queues.ts";
 
 /** The arithmetic behind docs/scale.md (npm run simulate), fed by docs/costs.json, and the soak's over-limit check. */
@@ -140,6 +142,26 @@ describe("the scale model", () => {
     const model = simulate(costs);
     expect(model.perMillionRequests).toBeLessThanOrEqual(2.5);
     for (const limit of model.limits) expect(limit.ratio, limit.name).toBeLessThanOrEqual(0.5);
+  });
+
+  // What D1 keeps of what grows with time (src/events/retention.ts): the windows are the model's, so a window that grows
+  // back, or an archive that can no longer keep up with a shorter one, fails here.
+  it("keeps D1 at most half full after a year, with each archive's cron at most half busy keeping it so", () => {
+    const model = simulate(costs);
+    const kept = model.limits.filter((limit) => /^D1 size after a year|archived per (day|run)/.test(limit.name));
+    expect(kept.map((limit) => limit.name.split(":")[0])).toEqual(
+      expect.arrayContaining([
+        "D1 size after a year, largest database (GB)",
+        "products whose history is archived per day",
+        "webhooks whose attempts are archived per run",
+        "delivery attempts archived per run",
+        "events archived per day",
+      ]),
+    );
+    for (const limit of kept) expect(limit.ratio, limit.name).toBeLessThanOrEqual(0.5);
+    // At 80 minutes of attempts and 10 days of history D1 was 7.1 GB of 10 (0.71 ×): docs/scale.md says what each window is for.
+    expect(DELIVERY_ARCHIVE_AFTER_MS).toBeLessThanOrEqual(30 * MINUTE_MS);
+    expect(HISTORY_ARCHIVE_AFTER_MS).toBeLessThanOrEqual(3 * DAY_MS);
   });
 
   it("spreads the queue's consumers over the delivery queues (DELIVERY_QUEUES)", () => {

@@ -11,6 +11,7 @@ import { findManifest } from "../../src/catalogue/snapshot/manifest.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import type { EventMessage } from "../../src/events/messages.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
+import { DELIVERIES_IN_D1_MS } from "../../src/events/retention.ts";
 import worker from "../../src/index.ts";
 import { EVENT_METHODS } from "../../src/mcp/events/methods.ts";
 import { database } from "../../src/platform/db.ts";
@@ -1372,10 +1373,14 @@ async function growOther(account: string, count: number) {
      SELECT printf('sub_${account}%d', i), '${account}', 'https://hooks.test/b-mcp', '["price.changed"]', '{"skus":["NOT-OURS"]}', 'v1.x.y',
        'mcp', '${new Date(Date.now() + 3_600_000).toISOString()}', printf('key_${account}%d', i) FROM n`,
   );
+  // Its attempts as D1 holds them between the delivery archive's runs for its webhook: the last DELIVERIES_IN_D1_MS, none
+  // due (DELIVERY_ARCHIVE_AFTER_MS) during the test. Due ones would be moved by the archive's run: B's own work, not B slowing another's.
+  const attemptsStart = Date.now() - DELIVERIES_IN_D1_MS;
   await generate(
     count,
     `INSERT INTO webhook_deliveries (event_id, webhook_id, type, attempt, status_code, duration_ms, outcome, delivered_at)
-     SELECT printf('evt_b%d', i), 'whk_${account}1', 'price.changed', 1, 200, 5, 'delivered', ${at} FROM n`,
+     SELECT printf('evt_b%d', i), 'whk_${account}1', 'price.changed', 1, 200, 5, 'delivered',
+       strftime('%Y-%m-%dT%H:%M:%fZ', (${attemptsStart} + i * ${DELIVERIES_IN_D1_MS / count}) / 1000.0, 'unixepoch') FROM n`,
   );
   await generate(
     count,

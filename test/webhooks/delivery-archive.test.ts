@@ -1,9 +1,9 @@
 import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
-import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { DeliveryMessage } from "../../src/events/messages.ts";
-import { DELIVERIES_IN_D1_MS, DELIVERY_ARCHIVE_AFTER_MS } from "../../src/events/retention.ts";
+import { DELIVERIES_IN_D1_MS, DELIVERY_ARCHIVE_AFTER_MS, DELIVERY_LISTING_ARCHIVE_READS } from "../../src/events/retention.ts";
 import worker from "../../src/index.ts";
 import { type Database, database } from "../../src/platform/db.ts";
 import { webhookDeliveries } from "../../src/platform/tables.ts";
@@ -17,6 +17,7 @@ import {
 import { freshAccount } from "../helpers/accounts.ts";
 import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson } from "../helpers/http.ts";
+import { costOf, statementsOf } from "../helpers/statements.ts";
 import { hookUrl, installReceiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook } from "../helpers/webhooks.ts";
 
@@ -32,6 +33,11 @@ const OLD = DELIVERY_ARCHIVE_AFTER_MS + 30 * MINUTE_MS;
 
 beforeAll(() => {
   installReceiver();
+});
+// Each test from an empty log: a run takes the oldest attempt (by id) as the log's age, and an earlier test's recent
+// attempts, recorded before this test's hand-dated old ones, would read as a log with nothing due.
+beforeEach(async () => {
+  await db().delete(webhookDeliveries);
 });
 afterEach(() => vi.restoreAllMocks());
 
@@ -131,6 +137,41 @@ describe("the webhook delivery archive", () => {
     const after = await listing(token, hook.id);
     expect(after).toEqual(before);
     expect(after.map((d) => d.attempted_at)).toEqual([...after.map((d) => d.attempted_at)].sort().reverse());
+  });
+
+  it("a quiet webhook's listing reads up to DELIVERY_LISTING_ARCHIVE_READS objects of one attempt each, newest first", async () => {
+    const token = (await freshAccount()).token;
+    const hook = await createWebhook(token, { url: hookUrl() });
+    // An attempt now and then, each archived by a run of its own: one archive object per attempt, one more than the listing reads.
+    const OBJECTS = DELIVERY_LISTING_ARCHIVE_READS + 1;
+    for (let i = 0; i < OBJECTS; i++) {
+      await attempts(hook.id, [[`evt_${crypto.randomUUID().replaceAll("-", "")}`, "delivered", OLD + (OBJECTS - i) * MINUTE_MS]]);
+      await archiveDeliveries(db(), env.ARCHIVE);
+    }
+    expect(await inD1(hook.id)).toBe(0);
+    expect(await archiveKeys(hook.id)).toHaveLength(OBJECTS);
+    const get = vi.spyOn(env.ARCHIVE, "get");
+    const listed = await listing(token, hook.id);
+    expect(listed).toHaveLength(DELIVERY_LISTING_ARCHIVE_READS);
+    expect(get).toHaveBeenCalledTimes(DELIVERY_LISTING_ARCHIVE_READS);
+    expect(listed.map((d) => d.attempted_at)).toEqual([...listed.map((d) => d.attempted_at)].sort().reverse());
+    // The newest attempts: the oldest one is the one left out.
+    expect(listed.at(-1)!.attempted_at > ago(OLD + OBJECTS * MINUTE_MS)).toBe(true);
+  });
+
+  it("a run reads one row of the log while its oldest attempt is not due, and moves what is due once it is", async () => {
+    const token = (await freshAccount()).token;
+    const hook = await createWebhook(token, { url: hookUrl() });
+    await attempts(hook.id, spread(50, DELIVERY_ARCHIVE_AFTER_MS - MINUTE_MS, 0));
+    const statements = await statementsOf(() => archiveDeliveries(db(), env.ARCHIVE));
+    const reads = (await costOf(statements)).filter((cost) => /from "webhook_deliveries"/i.test(cost.sql));
+    expect(reads.map((cost) => cost.rowsRead)).toEqual([1]);
+    expect(await inD1(hook.id)).toBe(50);
+    // Two minutes later its oldest attempts are due: the run reads the oldest rows and moves those past the D1 window.
+    vi.spyOn(Date, "now").mockReturnValue(Date.now() + 2 * MINUTE_MS);
+    await archiveDeliveries(db(), env.ARCHIVE);
+    vi.restoreAllMocks();
+    expect(await archiveKeys(hook.id)).toHaveLength(1);
   });
 
   it("a crash between the R2 write and the D1 delete, or a failed write, loses and repeats nothing", async () => {

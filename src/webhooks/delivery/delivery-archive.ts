@@ -5,6 +5,7 @@ import {
   DELIVERY_ARCHIVE_AFTER_MS,
   DELIVERY_ARCHIVE_PAGE,
   DELIVERY_ARCHIVE_ROWS_PER_RUN,
+  DELIVERY_ARCHIVE_SCAN_ROWS,
   DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN,
   DELIVERY_LISTING_ARCHIVE_READS,
   DELIVERY_REPLAY_ARCHIVE_READS,
@@ -69,12 +70,21 @@ export function archiveDeliveries(db: Database, bucket: R2Bucket, now = Date.now
 async function moveDeliveries(db: Database, bucket: R2Bucket, now: number): Promise<number> {
   const due = iso(now - DELIVERY_ARCHIVE_AFTER_MS);
   const keep = iso(now - DELIVERIES_IN_D1_MS);
-  // The oldest rows (the primary key's order), filtered here: filtered in SQL, a table with nothing due would be read whole.
+  // The log's oldest attempt first: ids follow the order attempts are recorded, so when it is not due nothing is (but an
+  // attempt a queue batch recorded minutes late, moved a few runs later), and the run reads one row whatever the log holds.
+  const first = await db
+    .select({ deliveredAt: webhookDeliveries.deliveredAt })
+    .from(webhookDeliveries)
+    .orderBy(asc(webhookDeliveries.id))
+    .limit(1)
+    .get();
+  if (!first || first.deliveredAt >= due) return 0;
+  // Then the oldest rows (the primary key's order), filtered here: filtered in SQL, a table with nothing due would be read whole.
   const oldest = await db
     .select({ webhookId: webhookDeliveries.webhookId, deliveredAt: webhookDeliveries.deliveredAt })
     .from(webhookDeliveries)
     .orderBy(asc(webhookDeliveries.id))
-    .limit(4 * DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN);
+    .limit(DELIVERY_ARCHIVE_SCAN_ROWS);
   const webhookIds = [...new Set(oldest.filter((row) => row.deliveredAt < due).map((row) => row.webhookId))].slice(
     0,
     DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN,
