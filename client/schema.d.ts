@@ -2300,7 +2300,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The catalogue's first snapshot is being built (a new deployment, or a freshly seeded catalogue): retry after Retry-After seconds. */
+        /** @description The catalogue's first snapshot is being built (a new deployment, or a freshly seeded catalogue), or the whole catalogue in a currency asked for the first time today is being converted (a large catalogue's, `?currency=` without filters): retry after Retry-After seconds. */
         CatalogueBuilding: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
