@@ -27,6 +27,7 @@ import {
   HISTORY_ARCHIVE_AFTER_MS,
   HISTORY_ARCHIVE_PRODUCTS_PER_RUN,
   HISTORY_IN_D1_MS,
+  OFFER_DAYS_KEPT_MS,
   RETENTION_MS,
 } from "../src/events/retention.ts";
 import { D1_STATEMENT_FLOOR_MS } from "../src/platform/db.ts";
@@ -111,12 +112,33 @@ export const OPERATIONS = [
 ] as const;
 export type OperationName = (typeof OPERATIONS)[number];
 
+/**
+ * The D1 tables the model sizes, each from its bytes per row as the bench measures them (bench/modes/storage.ts):
+ * the alert windows' offer_price_days and offer_price_far (src/alerts/tables.ts) as much as the rest.
+ */
+export const D1_TABLES = [
+  "products",
+  "offers",
+  "api_keys",
+  "events",
+  "price_history",
+  "webhook_deliveries",
+  "offer_price_days",
+  "offer_price_far",
+] as const;
+export type D1Table = (typeof D1_TABLES)[number];
+
 export const COSTS_FILE = new URL("../docs/costs.json", import.meta.url);
 
+/** docs/costs.json, refused (as a missing operation is) when it lacks an operation or a table's measured bytes per row. */
 export function readCosts(file: URL = COSTS_FILE): Costs {
   const costs = JSON.parse(readFileSync(file, "utf8")) as Costs;
   const missing = OPERATIONS.filter((name) => !costs.operations[name]);
   if (missing.length > 0) throw new Error(`docs/costs.json has no ${missing.join(", ")}: run npm run bench -- --costs`);
+  // A table the bench held no rows of measures 0 bytes: not a size the model may take.
+  const unmeasured = D1_TABLES.filter((table) => !(costs.storage.d1_bytes_per_row[table]! > 0));
+  if (unmeasured.length > 0)
+    throw new Error(`docs/costs.json has no measured bytes per row for ${unmeasured.join(", ")}: run npm run bench -- --costs`);
   return costs;
 }
 
@@ -392,7 +414,7 @@ export interface Plan {
   /** Per operation, the share of its statements each database gets, and the share of those that only read. */
   route: Record<OperationName, { database: string; share: number; reads: number }[]>;
   /** Which database holds each table the model sizes (Costs.storage). */
-  tables: Record<string, string>;
+  tables: Record<D1Table, string>;
 }
 
 const one = (database: string, reads = 0) => [{ database, share: 1, reads }];
@@ -402,9 +424,7 @@ export const ONE_DATABASE: Plan = {
   name: "one D1 database",
   databases: { main: { shards: 1, readReplicas: 1 } },
   route: Object.fromEntries(OPERATIONS.map((name) => [name, one("main")])) as Plan["route"],
-  tables: Object.fromEntries(
-    ["products", "offers", "api_keys", "events", "price_history", "webhook_deliveries"].map((table) => [table, "main"]),
-  ),
+  tables: Object.fromEntries(D1_TABLES.map((table) => [table, "main"])) as Plan["tables"],
 };
 
 /**
@@ -463,6 +483,9 @@ export const SPLIT: Plan = {
     products: "catalogue",
     offers: "catalogue",
     price_history: "history",
+    // The alert windows' days and far rows: an offer's, by product id as its history (docs/scale.md).
+    offer_price_days: "history",
+    offer_price_far: "history",
     events: "feed",
     webhook_deliveries: "deliveries",
   },
@@ -596,19 +619,26 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
   const deliveriesPerDay = w.deliveriesPerSecond * DAY_SECONDS;
   // Each table after a year (GB), from the bytes a row takes as measured (data and indexes).
   const offersPerProduct = stored.d1_rows.offers! / stored.d1_rows.products!;
-  const d1GbByTable: Record<string, number> = {
+  const offers = w.products * offersPerProduct;
+  // The alert windows' tables (src/catalogue/history-archive.ts): a row per offer, UTC day and currency it changed,
+  // kept OFFER_DAYS_KEPT_MS (the day's changes spread over the offers: at most one a day each, so at most the events or
+  // the offers a day), and past that one far row per offer that changed (at most the offers).
+  const offerDaysPerDay = Math.min(eventsPerDay, offers);
+  const d1GbByTable: Record<D1Table, number> = {
     products: (w.products * row.products!) / GB,
-    offers: (w.products * offersPerProduct * row.offers!) / GB,
+    offers: (offers * row.offers!) / GB,
     api_keys: (w.keys * row.api_keys!) / GB,
     events: (((eventsPerDay * EVENTS_IN_D1_MS) / DAY_MS) * row.events!) / GB,
     price_history: (((eventsPerDay * HISTORY_ARCHIVE_AFTER_MS) / DAY_MS) * row.price_history!) / GB,
     webhook_deliveries: (w.deliveriesPerSecond * (DELIVERY_ARCHIVE_AFTER_MS / 1000) * row.webhook_deliveries!) / GB,
+    offer_price_days: (((offerDaysPerDay * OFFER_DAYS_KEPT_MS) / DAY_MS) * row.offer_price_days!) / GB,
+    offer_price_far: (Math.min(offers, eventsPerDay * 365) * row.offer_price_far!) / GB,
   };
   const d1Gb = Object.values(d1GbByTable).reduce((a, b) => a + b, 0);
   const d1GbByDatabase = Object.fromEntries(
     Object.entries(plan.databases).map(([name, db]) => [
       name,
-      Object.entries(d1GbByTable).reduce((n, [table, gb]) => n + (plan.tables[table] === name ? gb : 0), 0) / db.shards,
+      D1_TABLES.reduce((n, table) => n + (plan.tables[table] === name ? d1GbByTable[table] : 0), 0) / db.shards,
     ]),
   );
   const d1GbPerDatabase = Math.max(...Object.values(d1GbByDatabase));

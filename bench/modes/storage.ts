@@ -7,10 +7,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import type { StoredBytes } from "../../scripts/simulate.ts";
-
-/** The D1 tables the model sizes (a row each of what it counts). */
-const TABLES = ["products", "offers", "api_keys", "events", "price_history", "webhook_deliveries"] as const;
+import { type StoredBytes, D1_TABLES as TABLES } from "../../scripts/simulate.ts";
 
 /** A table smaller than this many pages is priced at the larger tables' fill (its own is mostly one page's slack). */
 const FILLED_PAGES = 100;

@@ -3,7 +3,13 @@ import pLimit from "p-limit";
 import { MAX_WINDOW_DAYS } from "../alerts/schema.ts";
 import { offerPriceDays, offerPriceFar } from "../alerts/tables.ts";
 import { foldDays, type OfferDay, type OfferFar } from "../alerts/windows.ts";
-import { HISTORY_ARCHIVE_AFTER_MS, HISTORY_ARCHIVE_PRODUCTS_PER_RUN, HISTORY_IN_D1_MS, RETENTION_MS } from "../events/retention.ts";
+import {
+  HISTORY_ARCHIVE_AFTER_MS,
+  HISTORY_ARCHIVE_PRODUCTS_PER_RUN,
+  HISTORY_IN_D1_MS,
+  OFFER_DAYS_KEPT_MS,
+  RETENTION_MS,
+} from "../events/retention.ts";
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { withCronLease } from "../platform/cron-lease.ts";
 import type { Database } from "../platform/db.ts";
@@ -25,13 +31,10 @@ import { DAY_MS } from "../platform/time.ts";
  */
 
 /**
- * An offer's days are kept one by one while a change the feed still holds can end a window among them (its retention,
- * and two days for the day-aligned start and the clock); older ones are folded into the offer's far row
- * (offer_price_far: its suffix extremes by day, src/alerts/windows.ts foldDays), so D1 holds about a month of days
- * and one row per offer, not a year of days. Folded prices go once no window can reach them (the longest window from
- * the oldest change the feed holds).
+ * An offer's days older than OFFER_DAYS_KEPT_MS are folded into the offer's far row (offer_price_far: its suffix
+ * extremes by day, src/alerts/windows.ts foldDays), so D1 holds about a month of days and one row per offer, not a
+ * year of days. Folded prices go once no window can reach them (the longest window from the oldest change the feed holds).
  */
-const OFFER_DAYS_KEPT_MS = RETENTION_MS + 2 * DAY_MS;
 const FOLDED_KEPT_MS = RETENTION_MS + (MAX_WINDOW_DAYS + 1) * DAY_MS;
 /** Offers whose old days one run folds: ≈ 2.9 million a day, above the ≈ 1.7 million days the model's load writes. */
 const OFFERS_FOLDED_PER_RUN = 2000;

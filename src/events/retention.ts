@@ -32,6 +32,12 @@ export const HISTORY_ARCHIVE_AFTER_MS = 3 * DAY_MS;
 /** ... every row of it older than this, so each product is archived about once per (after − keep). */
 export const HISTORY_IN_D1_MS = 2 * DAY_MS;
 /**
+ * An offer's days (offer_price_days, what the alert windows read of history that left D1) are kept one by one this
+ * long: while a change the feed still holds can end a window among them (its retention, and two days for the
+ * day-aligned start and the clock). Older ones are folded into the offer's one far row (src/catalogue/history-archive.ts).
+ */
+export const OFFER_DAYS_KEPT_MS = RETENTION_MS + 2 * DAY_MS;
+/**
  * Products whose history the cron archives per run: each one R2 read and one write per year it spans. A product with
  * a change a day is due about once per (after − keep): at the model's load ≈ 630,000 a day, 440 a run, under half of this.
  */
