@@ -160,11 +160,15 @@ type Figures = Record<(typeof COST_FIELDS)[number], number>;
 /** What shows an operation touching more of the data as the catalogue grows: the rows and objects it reads. */
 const DATA_READ: readonly (typeof COST_FIELDS)[number][] = ["d1_rows_read", "r2_class_b"];
 /**
- * Fewer extra rows or objects read per operation than this at the larger size is not growth but a read that comes with
- * time, landing in one sample and not the other: the snapshot's pointer, re-checked by an isolate at most once a second
- * (src/catalogue/snapshot/read.ts), read once in 40 requests at one size and never at the other.
+ * What reads more with the catalogue reads several times more at the larger of two sizes ten times apart (a full list:
+ * 2.3 R2 reads at 10,000 products, 21 at 100,000). Fewer extra rows or objects than GROWTH_FLOOR per operation is a
+ * read that comes with time, landing in one sample and not the other (the snapshot's pointer, re-checked by an isolate
+ * at most once a second: once in 40 requests at one size, never at the other); less than GROWTH_FACTOR times as many is
+ * the sample's own spread (a failing endpoint's alarm read 48 rows at one size and 65 at the other: how many retries a
+ * 30-second window caught, not the catalogue).
  */
 const GROWTH_FLOOR = 0.5;
+const GROWTH_FACTOR = 2;
 
 /**
  * An operation's figures at `products`: a straight line through the two sizes measured (never below the larger's),
@@ -179,7 +183,7 @@ export function figuresAt(cost: Costs["operations"][OperationName], products: nu
   const small = cost.by_products[sizes[0]!]!;
   const largeSize = sizes.at(-1)!;
   const large = cost.by_products[largeSize]!;
-  const grows = DATA_READ.some((field) => large[field] - small[field] >= GROWTH_FLOOR);
+  const grows = DATA_READ.some((field) => large[field] - small[field] >= GROWTH_FLOOR && large[field] >= GROWTH_FACTOR * small[field]);
   return Object.fromEntries(
     COST_FIELDS.map((field) => {
       if (largeSize === sizes[0] || ((field === "cpu_ms" || field === "d1_ms") && !grows))

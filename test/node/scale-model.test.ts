@@ -134,13 +134,13 @@ describe("the scale model", () => {
       ...costs.operations.list_products_gzip,
       by_products: {
         "10": { ...costs.operations.list_products_gzip, r2_class_b: 2 },
-        "20": { ...costs.operations.list_products_gzip, r2_class_b: 3 },
+        "20": { ...costs.operations.list_products_gzip, r2_class_b: 5 },
       },
     };
-    expect(figuresAt(grows, 40).r2_class_b).toBeCloseTo(5, 10);
+    expect(figuresAt(grows, 40).r2_class_b).toBeCloseTo(11, 10);
     const shrinks = {
       ...grows,
-      by_products: { "10": { ...grows.by_products["10"], r2_class_b: 3 }, "20": { ...grows.by_products["20"], r2_class_b: 2 } },
+      by_products: { "10": { ...grows.by_products["10"], r2_class_b: 5 }, "20": { ...grows.by_products["20"], r2_class_b: 2 } },
     };
     expect(figuresAt(shrinks, 40).r2_class_b).toBe(2);
   });
@@ -158,6 +158,9 @@ describe("the scale model", () => {
     const pointer = { ...flat, by_products: { ...flat.by_products, "20": { ...flat.by_products["20"], r2_class_b: 0.025 } } };
     expect(figuresAt(pointer, 1000).r2_class_b).toBe(0.025);
     expect(figuresAt(pointer, 1000).cpu_ms).toBe(120);
+    // A third more rows at the larger size is the sample's spread, not a catalogue read: nothing extrapolated either.
+    const spread = { ...flat, by_products: { ...flat.by_products, "20": { ...flat.by_products["20"], d1_rows_read: 5.4 } } };
+    expect(figuresAt(spread, 1000).cpu_ms).toBe(120);
     const reading = { ...flat, by_products: { ...flat.by_products, "20": { ...flat.by_products["20"], r2_class_b: 1 } } };
     expect(figuresAt(reading, 40).cpu_ms).toBeCloseTo(280, 10);
   });
