@@ -13,10 +13,10 @@ import { extentLines, idOf, linesOf } from "./read.ts";
  * A list is pieces in the order they were written, a newer piece's line replacing an older one's for the same id:
  * - each build step writes, per value, a piece of the products it encoded (a full build: every product; an
  *   incremental one: every product of the parts it re-encoded, so a list's lines are always the snapshot's lines);
- * - a product left out of the snapshot (src/catalogue/snapshot/encode.ts) is a removal piece on every list;
+ * - the products of re-encoded parts that left a list (a brand or category changed, or no longer in the snapshot:
+ *   src/catalogue/snapshot/encode.ts leaves out a product it cannot show) are removed from it by the same piece;
  * - once a list takes more than COMPACT_READS reads, or holds more than COMPACT_OVERLAY lines beyond its first run, the
- *   build's lists phase rewrites it as one piece: pieces that follow one another (a full build's, id ranges that do
- *   not overlap) are copied as they are, compressed; others are merged line by line and compressed again.
+ *   build's lists phase rewrites it as one piece: its products merged in id order, compressed again.
  * A published snapshot's lists are all compact, so a read takes at most COMPACT_READS ranges.
  */
 
@@ -25,13 +25,13 @@ const LIST_PREFIX = "list:";
 export const listKey = (dimension: "brand" | "category", value: string) => `${LIST_PREFIX}${dimension}:${value}`;
 
 const ListPiece = z.object({
-  /** Its lines (one deflate run of NDJSON); null for a removal. */
+  /** Its lines (one deflate run of NDJSON); null when it only removes. */
   extent: Extent.nullable(),
   count: z.int(),
-  /** Its first and last product ids (a removal's too). */
+  /** The first and last product ids it names (its lines' and its removals'). */
   first: z.string(),
   last: z.string(),
-  /** Ids no longer in the snapshot (a removal); empty for lines. */
+  /** Ids that left the list (a brand or category changed, or no longer in the snapshot). */
   removed: z.array(z.string()),
 });
 type ListPiece = z.infer<typeof ListPiece>;
