@@ -27,6 +27,9 @@ const EVENTS = 3;
 const WITHIN_MS = 5_000;
 
 const db = () => database(env.DB);
+/** A webhook's attempts in D1, oldest first. */
+const attemptsOf = (webhookId: string) =>
+  db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhookId)).orderBy(webhookDeliveries.id).all();
 let receiver: Receiver;
 
 beforeAll(() => {
@@ -147,12 +150,7 @@ describe("a failing receiver delays only itself", () => {
     await endpointSettled(hook.id);
     vi.mocked(AbortSignal.timeout).mockRestore();
     expect(receiver.to(hook.url)).toHaveLength(2); // the consumer's attempt, then one probe
-    const made = await db()
-      .select()
-      .from(webhookDeliveries)
-      .where(eq(webhookDeliveries.webhookId, hook.id))
-      .orderBy(webhookDeliveries.id)
-      .all();
+    const made = await attemptsOf(hook.id);
     expect(made.slice(1).map((a) => [a.eventId, a.attempt, a.error, a.outcome])).toEqual([
       [messages[0]!.event.id, 1, `No response within ${PROBE_TIMEOUT_MS / 1000} s.`, "retrying"],
       [messages[1]!.event.id, 1, NOT_SENT_WHILE_FAILING, "retrying"],
@@ -168,12 +166,7 @@ describe("a failing receiver delays only itself", () => {
     await runQueue(queued.map((m) => m.body));
     await endpointSettled(hook.id);
     expect(receiver.to(hook.url)).toHaveLength(5);
-    const last = await db()
-      .select()
-      .from(webhookDeliveries)
-      .where(eq(webhookDeliveries.webhookId, hook.id))
-      .orderBy(webhookDeliveries.id)
-      .all();
+    const last = await attemptsOf(hook.id);
     expect(last.slice(4).map((a) => [a.attempt, a.outcome])).toEqual([
       [2, "delivered"],
       [2, "delivered"],
@@ -218,12 +211,7 @@ describe("a failing endpoint's alarm", () => {
 
       // Each retry was a probe of its own (the endpoint answers), recorded, and queued for its next attempt.
       expect(receiver.to(hook.url)).toHaveLength(1 + due);
-      const made = await db()
-        .select()
-        .from(webhookDeliveries)
-        .where(eq(webhookDeliveries.webhookId, hook.id))
-        .orderBy(webhookDeliveries.id)
-        .all();
+      const made = await attemptsOf(hook.id);
       expect(made.slice(1).map((a) => [a.eventId, a.attempt, a.outcome])).toEqual(retries.map((r) => [r.event.id, 2, "retrying"]));
       const queued = sent.mock.calls.flatMap(([batch]) => [...batch]).filter((m) => (m.body as DeliveryMessage).attempts_before === 2);
       expect(queued.map((m) => (m.body as DeliveryMessage).event.id)).toEqual(retries.map((r) => r.event.id));

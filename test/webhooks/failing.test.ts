@@ -67,14 +67,20 @@ async function expectDroppedUnsent(hook: { id: string; url: string }) {
   expect(await database(env.DB).$count(webhookDeliveries, eq(webhookDeliveries.webhookId, hook.id))).toBe(rowsBefore);
 }
 
+/** A new webhook whose endpoint answers 500, its first attempt made now, with the clock faked from now on. */
+async function failingSince() {
+  const token = (await freshAccount()).token;
+  const hook = await createWebhook(token, { url: hookUrl() });
+  receiver.respond(hook.url, () => new Response("down", { status: 500 }));
+  const start = Date.now();
+  vi.useFakeTimers({ toFake: ["Date"], now: start });
+  await attemptAt(hook.id);
+  return { token, hook, start };
+}
+
 describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} days`, () => {
   it("is disabled, with a reason that says so; up to then it stays enabled", async () => {
-    const token = (await freshAccount()).token;
-    const hook = await createWebhook(token, { url: hookUrl() });
-    receiver.respond(hook.url, () => new Response("down", { status: 500 }));
-    const start = Date.now();
-    vi.useFakeTimers({ toFake: ["Date"], now: start });
-    await attemptAt(hook.id);
+    const { token, hook, start } = await failingSince();
     at(start + 4 * DAY_MS);
     await attemptAt(hook.id, 3);
     at(start + FAILING_DAYS_TO_DISABLE * DAY_MS - 60_000);
@@ -101,12 +107,7 @@ describe(`a webhook whose deliveries all fail for ${FAILING_DAYS_TO_DISABLE} day
   });
 
   it("its object's run stops at the probe that disables it: the deliveries behind that probe are not sent", async () => {
-    const token = (await freshAccount()).token;
-    const hook = await createWebhook(token, { url: hookUrl() });
-    receiver.respond(hook.url, () => new Response("down", { status: 500 }));
-    const start = Date.now();
-    vi.useFakeTimers({ toFake: ["Date"], now: start });
-    await attemptAt(hook.id);
+    const { token, hook, start } = await failingSince();
     at(start + FAILING_DAYS_TO_DISABLE * DAY_MS + 1000);
     await attemptAt(hook.id, 2, 4); // one run of the object: probes one at a time, each answered 500
     expect(await statusOf(token, hook.id)).toMatchObject({ status: "disabled" });
