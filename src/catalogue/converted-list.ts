@@ -134,7 +134,7 @@ export async function warmStep(
     kept.push(key);
   }
   // Only the current snapshot's segments are remembered, so what is known stays the size of one snapshot. Responses
-  // read it from R2 (written once a pass that converted something is done: at most once a build or new rates).
+  // read it from R2, written when a pass that met segments it had not seen is done: at most once a build or new rates.
   const done = { rates, segments: kept };
   if (unknown.length > 0) await bucket.put((await piecesOf(conversion, form)).known, JSON.stringify(done));
   return { known: done, more: false };

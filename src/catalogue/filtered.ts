@@ -11,14 +11,15 @@ import type { OfferRow, ProductRow } from "./views.ts";
  * snapshot alone, no D1 statement, at a cost that follows the result. The body is exactly the snapshot's products
  * that match, in id order, so its ETag (the snapshot's id and the filter set) holds.
  *
+ * A filter on one brand or one category alone reads that value's list (src/catalogue/snapshot/value-lists.ts): its
+ * products kept together, a few ranges, where their parts lie scattered by random id. Any other filter set:
+ *
  * 1. The snapshot's filter directory (src/catalogue/snapshot/directory.ts, kept by the isolate per snapshot) and the
  *    manifest's summaries name the segments that may hold a match: exactly for brand and category (a value no
  *    segment holds is answered from memory), by each segment's offers for a competitor, its newest update for
  *    updated_since and a Bloom filter for a SKU.
  * 2. Those segments' part indexes (a few hundred bytes a part, kept by the isolate) name the parts that may hold
  *    one: a part's summaries are exact.
- * 0. A filter on one brand or one category alone reads that value's list (src/catalogue/snapshot/value-lists.ts):
- *    its products kept together, a few ranges, where their parts lie scattered by random id.
  * 3. Only those parts are read, as byte ranges of NDJSON (parts lying one after another are one range), and their
  *    products tested line by line. Past MAX_PART_READS ranges a response (a batch its segments' share), the ranges
  *    closest to each other are read as one, so a broad filter costs a bounded number of R2 reads, as a scan does.
@@ -298,9 +299,9 @@ export async function* matchingProducts(bucket: R2Bucket, manifest: Manifest, f:
       ),
     );
   const listed = await valueList(bucket, manifest, f);
+  if (listed === null) return; // no product has the value
   if (listed !== undefined) {
     const matches = lineMatcher(f);
-    if (listed === null) return; // no product has the value
     for await (const lines of listLines(bucket, listed)) {
       const hits = lines.filter(matches);
       if (hits.length > 0) yield hits;
