@@ -80,11 +80,10 @@ export interface WarmPieces {
 export const INLINE_CONVERTED_SEGMENTS = 64;
 
 /** The snapshot's segments with each one's piece key, and which of them `known` does not name (their pieces may be missing). */
-async function piecesToFind(manifest: Manifest, conversion: Conversion, form: "json" | "ndjson", known: WarmPieces | undefined) {
-  const { rates, keyOf } = await piecesOf(conversion, form);
+async function piecesToFind({ rates, keyOf }: Awaited<ReturnType<typeof piecesOf>>, manifest: Manifest, known: WarmPieces | undefined) {
   const seen = new Set(known?.rates === rates ? known.segments : []);
   const segments = await Promise.all(manifest.segments.map(async (segment) => ({ segment, key: await keyOf(segment) })));
-  return { rates, segments, unknown: segments.filter(({ key }) => !seen.has(key)) };
+  return { segments, unknown: segments.filter(({ key }) => !seen.has(key)) };
 }
 
 /**
@@ -97,9 +96,10 @@ export async function unconvertedSegments(
   conversion: Conversion,
   form: "json" | "ndjson",
 ): Promise<number> {
-  const stored = await bucket.get((await piecesOf(conversion, form)).known);
+  const pieces = await piecesOf(conversion, form);
+  const stored = await bucket.get(pieces.known);
   const known = stored ? ((await stored.json()) as WarmPieces) : undefined;
-  return (await piecesToFind(manifest, conversion, form, known)).unknown.length;
+  return (await piecesToFind(pieces, manifest, known)).unknown.length;
 }
 
 /**
@@ -116,7 +116,9 @@ export async function warmStep(
   known: WarmPieces | undefined,
   most: number,
 ): Promise<{ known: WarmPieces; more: boolean }> {
-  const { rates, segments, unknown } = await piecesToFind(manifest, conversion, form, known);
+  const pieces = await piecesOf(conversion, form);
+  const { rates } = pieces;
+  const { segments, unknown } = await piecesToFind(pieces, manifest, known);
   const unseen = new Set(unknown.map(({ key }) => key));
   const kept: string[] = [];
   let converted = 0;
@@ -136,7 +138,7 @@ export async function warmStep(
   // Only the current snapshot's segments are remembered, so what is known stays the size of one snapshot. Responses
   // read it from R2, written when a pass that met segments it had not seen is done: at most once a build or new rates.
   const done = { rates, segments: kept };
-  if (unknown.length > 0) await bucket.put((await piecesOf(conversion, form)).known, JSON.stringify(done));
+  if (unknown.length > 0) await bucket.put(pieces.known, JSON.stringify(done));
   return { known: done, more: false };
 }
 
