@@ -73,11 +73,20 @@ async function servedFeed(since: string, until: string) {
   }
 }
 
-/** `14.99` → `14.9900`: an amount as DuckDB prints a DECIMAL(20,4). */
-function decimal4(amount: unknown): string | null {
+/**
+ * `14.99` at scale 3 → `14.990`: an amount as DuckDB prints it from the files read together, whose money columns have
+ * the largest scale among their currencies' (union_by_name widens every file's DECIMAL to it: no digit is lost).
+ */
+function atScale(amount: unknown, scale: number): string | null {
   if (amount === null || amount === undefined) return null;
   const [whole, fraction = ""] = String(amount).split(".");
-  return `${whole}.${fraction.padEnd(4, "0")}`;
+  return scale === 0 ? whole! : `${whole}.${fraction.padEnd(scale, "0")}`;
+}
+
+/** The scale DuckDB reads the export's money at, all files together: `DECIMAL(21,3)` → 3. */
+async function unionScale(prefix: string): Promise<number> {
+  const [described] = await duckdb<{ column_type: string }>(prefix, "SELECT column_type FROM (DESCRIBE SELECT price FROM {files})");
+  return Number(/^DECIMAL\(\d+,(\d+)\)$/.exec(described!.column_type)![1]);
 }
 
 /** Every column of the export as DuckDB reads it, in words the API's JSON can be compared with. */
@@ -91,10 +100,10 @@ function selectAll(columns: typeof CATALOGUE_COLUMNS, order: string): string {
   return `SELECT ${select.join(", ")}, CAST("date" AS VARCHAR) AS "date" FROM {files} ORDER BY ${order}`;
 }
 
-/** What DuckDB must return for a row the API serves: money as DECIMAL(20,4) prints it, every column present. */
-function asDuckDb(columns: typeof CATALOGUE_COLUMNS, row: Row, date: string): Row {
+/** What DuckDB must return for a row the API serves: money as the files read together print it, every column present. */
+function asDuckDb(columns: typeof CATALOGUE_COLUMNS, row: Row, date: string, scale: number): Row {
   return {
-    ...Object.fromEntries(columns.map(({ name, type }) => [name, type === "money" ? decimal4(row[name]) : (row[name] ?? null)])),
+    ...Object.fromEntries(columns.map(({ name, type }) => [name, type === "money" ? atScale(row[name], scale) : (row[name] ?? null)])),
     date,
   };
 }
@@ -195,21 +204,49 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
     expect(detail.prefix).toBe(`catalogue/${created.id}/`);
 
     const served = await utf8Text(await call("GET", "/products", { token: account.key, headers: { Accept: "application/x-ndjson" } }));
-    const date = detail.file_list[0]!.path.slice("date=".length, "date=YYYY-MM-DD".length);
-    const expected = served
+    const offers = served
       .split("\n")
       .filter(Boolean)
-      .flatMap((line) => offerRows(JSON.parse(line)))
-      .map((row) => asDuckDb(CATALOGUE_COLUMNS, row, date))
+      .flatMap((line) => offerRows(JSON.parse(line)));
+    const date = detail.file_list[0]!.path.slice("date=".length, "date=YYYY-MM-DD".length);
+
+    // Each file holds one currency, its money at that currency's scale: read alone, DuckDB returns the API's own
+    // amounts, digit for digit (JPY 1500, EUR 10.99, KWD 10.125).
+    const servedOffer = new Map(offers.map((offer) => [`${offer.product_id}/${offer.competitor_id}`, offer]));
+    const seen = new Map<string, string>();
+    for (const file of detail.file_list) {
+      const read = await duckdb<Row & { product_id: string; competitor_id: string; currency: string; type: string }>(
+        detail.prefix,
+        `SELECT product_id, competitor_id, currency, typeof(price) AS type, ${["price", "shipping_cost", "total_price", "summary_min_price"]
+          .map((name) => `CAST("${name}" AS VARCHAR) AS "${name}"`)
+          .join(", ")} FROM read_parquet('{root}${file.path}')`,
+      );
+      expect(new Set(read.map((row) => row.currency)).size).toBe(1);
+      for (const { product_id, competitor_id, currency, type, ...money } of read) {
+        seen.set(currency, type);
+        const offer = servedOffer.get(`${product_id}/${competitor_id}`)!;
+        expect(money).toEqual({
+          price: offer.price,
+          shipping_cost: offer.shipping_cost,
+          total_price: offer.total_price,
+          summary_min_price: offer.summary_min_price,
+        });
+      }
+    }
+    expect(Object.fromEntries(seen)).toEqual({ EUR: "DECIMAL(18,2)", JPY: "DECIMAL(18,0)", KWD: "DECIMAL(18,3)" });
+
+    // Read together (union_by_name), the files' money widens to the largest scale, KWD's 3: every amount still exact.
+    const expected = offers
+      .map((row) => asDuckDb(CATALOGUE_COLUMNS, row, date, 3))
       .sort((a, b) => (`${a.product_id}/${a.competitor_id}` < `${b.product_id}/${b.competitor_id}` ? -1 : 1));
     const read = await duckdb(detail.prefix, selectAll(CATALOGUE_COLUMNS, "product_id, competitor_id"));
     expect(read.length).toBe(expected.length);
     expect(read).toEqual(expected);
-    // Typed columns, not text: money DECIMAL(20,4), timestamps TIMESTAMP, the day a DATE partition.
+    // Typed columns, not text: money DECIMAL, timestamps TIMESTAMP, the day a DATE partition.
     const types = await duckdb<{ column_name: string; column_type: string }>(detail.prefix, "DESCRIBE SELECT * FROM {files}");
     const typeOf = Object.fromEntries(types.map((t) => [t.column_name, t.column_type]));
     expect(typeOf).toMatchObject({
-      price: "DECIMAL(20,4)",
+      price: "DECIMAL(21,3)",
       checked_at: "TIMESTAMP",
       in_stock: "BOOLEAN",
       summary_offer_count: "BIGINT",
@@ -265,6 +302,10 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
     expect(detail.status).toBe("succeeded");
     expect(uploads.filter((u) => u.includes("part-00003"))).toHaveLength(3); // failed twice, then written once
     const floor = ago(30);
+    // USD (the feed's events), EUR, JPY and KWD files read together: money at KWD's scale, 3.
+    const scale = await unionScale(detail.prefix);
+    expect(scale).toBe(3);
+    const money = (amount: unknown) => atScale(amount, scale);
 
     // What the API serves: the feed's events of the span, and each product's history before the feed's floor.
     const feed = await servedFeed(since, until);
@@ -275,10 +316,8 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
       const { data } = event;
       const product = catalogue.get(data.product_id);
       const price = event.type === "price.changed";
-      const shipping =
-        price && data.new_total_price != null
-          ? (Number(decimal4(data.new_total_price)!.replace(".", "")) - Number(decimal4(data.new_price)!.replace(".", ""))) / 10_000
-          : null;
+      const units = (amount: unknown) => BigInt(money(amount)!.replace(".", ""));
+      const shipping = price && data.new_total_price != null ? units(data.new_total_price) - units(data.new_price) : null;
       return {
         event_id: event.id,
         type: event.type,
@@ -293,16 +332,16 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
         competitor_name: data.competitor_name,
         url: data.url,
         currency: data.currency,
-        old_price: price ? decimal4(data.old_price) : null,
-        new_price: price ? decimal4(data.new_price) : null,
-        change_abs: price ? decimal4(data.change_abs) : null,
+        old_price: price ? money(data.old_price) : null,
+        new_price: price ? money(data.new_price) : null,
+        change_abs: price ? money(data.change_abs) : null,
         change_pct: price ? data.change_pct : null,
         direction: price ? data.direction : null,
-        shipping_cost: shipping === null ? null : shipping.toFixed(4),
-        old_total_price: price ? decimal4(data.old_total_price) : null,
-        new_total_price: price ? decimal4(data.new_total_price) : null,
-        lowest_price_30d: price ? decimal4(data.lowest_price_30d) : null,
-        price: decimal4(price ? data.new_price : data.price),
+        shipping_cost: shipping === null ? null : `${shipping / 10n ** 3n}.${String(shipping % 10n ** 3n).padStart(3, "0")}`,
+        old_total_price: price ? money(data.old_total_price) : null,
+        new_total_price: price ? money(data.new_total_price) : null,
+        lowest_price_30d: price ? money(data.lowest_price_30d) : null,
+        price: money(price ? data.new_price : data.price),
         in_stock_before: price ? null : data.in_stock_before,
         in_stock: price ? null : data.in_stock,
         source: "feed",
@@ -329,11 +368,11 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
           category: product.category,
           competitor_id: entry.competitor_id,
           currency: entry.currency,
-          price: decimal4(entry.price),
+          price: money(entry.price),
           date: entry.observed_at.slice(0, 10),
         };
         if (before.price !== entry.price)
-          fromHistory.push({ ...common, type: "price.changed", old_price: decimal4(before.price), new_price: decimal4(entry.price) });
+          fromHistory.push({ ...common, type: "price.changed", old_price: money(before.price), new_price: money(entry.price) });
         if (before.in_stock !== entry.in_stock)
           fromHistory.push({ ...common, type: "stock.changed", in_stock_before: before.in_stock, in_stock: entry.in_stock });
       }
