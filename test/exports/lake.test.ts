@@ -83,7 +83,7 @@ function atScale(amount: unknown, scale: number): string | null {
   return scale === 0 ? whole! : `${whole}.${fraction.padEnd(scale, "0")}`;
 }
 
-/** The scale DuckDB reads the export's money at, all files together: `DECIMAL(21,3)` → 3. */
+/** The scale DuckDB reads the export's money at, all files together: `DECIMAL(22,4)` → 4. */
 async function unionScale(prefix: string): Promise<number> {
   const [described] = await duckdb<{ column_type: string }>(prefix, "SELECT column_type FROM (DESCRIBE SELECT price FROM {files})");
   return Number(/^DECIMAL\(\d+,(\d+)\)$/.exec(described!.column_type)![1]);
@@ -128,18 +128,19 @@ function offerRows(product: Row & { offers: Row[]; summary: Row }): Row[] {
   });
 }
 
+/** The shops, each selling in a currency of another scale: 2, 0, 3 and 4 decimals. */
 const SHOPS = [
-  { id: "cmp_lake_a", name: "Lake A" },
-  { id: "cmp_lake_b", name: "Lake B" },
-  { id: "cmp_lake_c", name: "Lake C ☕" },
-];
+  { id: "cmp_lake_a", name: "Lake A", currency: "EUR" },
+  { id: "cmp_lake_b", name: "Lake B", currency: "JPY" },
+  { id: "cmp_lake_c", name: "Lake C ☕", currency: "KWD" },
+  { id: "cmp_lake_d", name: "Lake D", currency: "CLF" },
+] as const;
 
-/** Products through the real ingestion: brands, categories, shipping known and unknown, unit prices, JPY and KWD. */
+/** Products through the real ingestion: brands, categories, shipping known and unknown, unit prices, four currencies. */
 async function ingestCatalogue(count: number, round: number) {
   await ingest(
     Array.from({ length: count }, (_, i) => {
-      const shop = SHOPS[i % 3]!;
-      const currency = shop.id === "cmp_lake_b" ? "JPY" : shop.id === "cmp_lake_c" ? "KWD" : "EUR";
+      const { currency, ...shop } = SHOPS[i % SHOPS.length]!;
       const base = currency === "JPY" ? 1500 + i + round * 7 : 10 + i + round;
       return {
         sku: `LAKE-${i}`,
@@ -147,7 +148,7 @@ async function ingestCatalogue(count: number, round: number) {
         brand: i % 4 ? `Brand ${i % 5}` : null,
         category: i % 3 ? "Kettles" : null,
         competitor: shop,
-        price: currency === "JPY" ? String(base) : currency === "KWD" ? `${base}.125` : `${base}.99`,
+        price: { EUR: `${base}.99`, JPY: String(base), KWD: `${base}.125`, CLF: `${base}.0625` }[currency],
         currency,
         shipping_cost: i % 2 ? (currency === "JPY" ? "500" : "4.95") : null,
         in_stock: (i + round) % 3 !== 0,
@@ -211,9 +212,10 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
     const date = detail.file_list[0]!.path.slice("date=".length, "date=YYYY-MM-DD".length);
 
     // Each file holds one currency, its money at that currency's scale: read alone, DuckDB returns the API's own
-    // amounts, digit for digit (JPY 1500, EUR 10.99, KWD 10.125).
+    // amounts, digit for digit (JPY 1500, EUR 10.99, KWD 10.125, CLF 10.0625).
     const servedOffer = new Map(offers.map((offer) => [`${offer.product_id}/${offer.competitor_id}`, offer]));
     const seen = new Map<string, string>();
+    const fileOf = new Map<string, string>();
     for (const file of detail.file_list) {
       const read = await duckdb<Row & { product_id: string; competitor_id: string; currency: string; type: string }>(
         detail.prefix,
@@ -224,6 +226,7 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
       expect(new Set(read.map((row) => row.currency)).size).toBe(1);
       for (const { product_id, competitor_id, currency, type, ...money } of read) {
         seen.set(currency, type);
+        fileOf.set(currency, file.path);
         const offer = servedOffer.get(`${product_id}/${competitor_id}`)!;
         expect(money).toEqual({
           price: offer.price,
@@ -233,11 +236,19 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
         });
       }
     }
-    expect(Object.fromEntries(seen)).toEqual({ EUR: "DECIMAL(18,2)", JPY: "DECIMAL(18,0)", KWD: "DECIMAL(18,3)" });
+    expect(Object.fromEntries(seen)).toEqual({ EUR: "DECIMAL(18,2)", JPY: "DECIMAL(18,0)", KWD: "DECIMAL(18,3)", CLF: "DECIMAL(18,4)" });
+    // Why the files are read by name (docs/exports.md, "Reading the files"): without it, DuckDB reads them all as the
+    // first one's DECIMAL, and with a JPY file first every EUR amount loses its cents.
+    const rounded = await duckdb<{ price: string }>(
+      detail.prefix,
+      `SELECT CAST(price AS VARCHAR) AS price FROM read_parquet(['{root}${fileOf.get("JPY")}', '{root}${fileOf.get("EUR")}']) WHERE currency = 'EUR'`,
+    );
+    expect(rounded.length).toBeGreaterThan(0);
+    for (const { price } of rounded) expect(price).toMatch(/^\d+$/);
 
-    // Read together (union_by_name), the files' money widens to the largest scale, KWD's 3: every amount still exact.
+    // Read together (union_by_name), the files' money widens to the largest scale, CLF's 4: every amount still exact.
     const expected = offers
-      .map((row) => asDuckDb(CATALOGUE_COLUMNS, row, date, 3))
+      .map((row) => asDuckDb(CATALOGUE_COLUMNS, row, date, 4))
       .sort((a, b) => (`${a.product_id}/${a.competitor_id}` < `${b.product_id}/${b.competitor_id}` ? -1 : 1));
     const read = await duckdb(detail.prefix, selectAll(CATALOGUE_COLUMNS, "product_id, competitor_id"));
     expect(read.length).toBe(expected.length);
@@ -246,7 +257,7 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
     const types = await duckdb<{ column_name: string; column_type: string }>(detail.prefix, "DESCRIBE SELECT * FROM {files}");
     const typeOf = Object.fromEntries(types.map((t) => [t.column_name, t.column_type]));
     expect(typeOf).toMatchObject({
-      price: "DECIMAL(21,3)",
+      price: "DECIMAL(22,4)",
       checked_at: "TIMESTAMP",
       in_stock: "BOOLEAN",
       summary_offer_count: "BIGINT",
@@ -277,8 +288,7 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
         offers: { competitor_id: string; currency: string }[];
       };
       const offer = product.offers[0]!;
-      const price = (minor: number) =>
-        offer.currency === "JPY" ? String(minor) : offer.currency === "KWD" ? `${minor}.250` : `${minor}.50`;
+      const price = (minor: number) => ({ JPY: String(minor), KWD: `${minor}.250`, CLF: `${minor}.2525` })[offer.currency] ?? `${minor}.50`;
       await addHistory(id, [
         { competitor: offer.competitor_id, currency: offer.currency, price: price(100 + n), observedAt: ago(80) },
         { competitor: offer.competitor_id, currency: offer.currency, price: price(90 + n), observedAt: ago(55 - n) },
@@ -302,9 +312,10 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
     expect(detail.status).toBe("succeeded");
     expect(uploads.filter((u) => u.includes("part-00003"))).toHaveLength(3); // failed twice, then written once
     const floor = ago(30);
-    // USD (the feed's events), EUR, JPY and KWD files read together: money at KWD's scale, 3.
+    // USD (the feed's events), EUR, JPY, KWD and CLF files read together: money at CLF's scale, 4.
     const scale = await unionScale(detail.prefix);
-    expect(scale).toBe(3);
+    expect(scale).toBe(4);
+    const unit = 10n ** BigInt(scale);
     const money = (amount: unknown) => atScale(amount, scale);
 
     // What the API serves: the feed's events of the span, and each product's history before the feed's floor.
@@ -337,7 +348,7 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
         change_abs: price ? money(data.change_abs) : null,
         change_pct: price ? data.change_pct : null,
         direction: price ? data.direction : null,
-        shipping_cost: shipping === null ? null : `${shipping / 10n ** 3n}.${String(shipping % 10n ** 3n).padStart(3, "0")}`,
+        shipping_cost: shipping === null ? null : `${shipping / unit}.${String(shipping % unit).padStart(scale, "0")}`,
         old_total_price: price ? money(data.old_total_price) : null,
         new_total_price: price ? money(data.new_total_price) : null,
         lowest_price_30d: price ? money(data.lowest_price_30d) : null,
