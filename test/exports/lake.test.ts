@@ -192,6 +192,17 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
     connectLake();
     await ingestCatalogue(60, 0);
     await ingestCatalogue(40, 1); // a second round: previous prices, changes
+    // A product sold in EUR and in JPY: its summary is in one of them, so one of its rows holds money of two scales.
+    await ingest(
+      [SHOPS[0], SHOPS[1]].map(({ currency, ...shop }) => ({
+        sku: "LAKE-TWO-CURRENCIES",
+        name: "Sold in two currencies",
+        competitor: shop,
+        price: currency === "JPY" ? "2400" : "15.49",
+        currency,
+        in_stock: true,
+      })),
+    );
     await publishCatalogue();
     const created = await expectJson(
       await call("POST", "/exports", {
@@ -216,16 +227,23 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
     const servedOffer = new Map(offers.map((offer) => [`${offer.product_id}/${offer.competitor_id}`, offer]));
     const seen = new Map<string, string>();
     const fileOf = new Map<string, string>();
+    const summaryTypes = new Set<string>();
     for (const file of detail.file_list) {
-      const read = await duckdb<Row & { product_id: string; competitor_id: string; currency: string; type: string }>(
+      const read = await duckdb<Row & { product_id: string; competitor_id: string; currency: string; type: string; summary_type: string }>(
         detail.prefix,
-        `SELECT product_id, competitor_id, currency, typeof(price) AS type, ${["price", "shipping_cost", "total_price", "summary_min_price"]
+        `SELECT product_id, competitor_id, currency, typeof(price) AS type, typeof(summary_min_price) AS summary_type, ${[
+          "price",
+          "shipping_cost",
+          "total_price",
+          "summary_min_price",
+        ]
           .map((name) => `CAST("${name}" AS VARCHAR) AS "${name}"`)
           .join(", ")} FROM read_parquet('{root}${file.path}')`,
       );
       expect(new Set(read.map((row) => row.currency)).size).toBe(1);
-      for (const { product_id, competitor_id, currency, type, ...money } of read) {
+      for (const { product_id, competitor_id, currency, type, summary_type, ...money } of read) {
         seen.set(currency, type);
+        summaryTypes.add(`${type} ${summary_type}`);
         fileOf.set(currency, file.path);
         const offer = servedOffer.get(`${product_id}/${competitor_id}`)!;
         expect(money).toEqual({
@@ -237,6 +255,10 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
       }
     }
     expect(Object.fromEntries(seen)).toEqual({ EUR: "DECIMAL(18,2)", JPY: "DECIMAL(18,0)", KWD: "DECIMAL(18,3)", CLF: "DECIMAL(18,4)" });
+    // The product in two currencies: the row whose offer is not in its summary's currency has each at its own scale.
+    expect([...summaryTypes].filter((types) => new Set(types.split(" ")).size > 1)).toEqual([
+      expect.stringMatching(/^DECIMAL\(18,0\) DECIMAL\(18,2\)$|^DECIMAL\(18,2\) DECIMAL\(18,0\)$/),
+    ]);
     // Why the files are read by name (docs/exports.md, "Reading the files"): without it, DuckDB reads them all as the
     // first one's DECIMAL, and with a JPY file first every EUR amount loses its cents.
     const rounded = await duckdb<{ price: string }>(
