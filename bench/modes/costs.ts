@@ -18,6 +18,7 @@ import { COST_FIELDS, type Costs, type OperationCost, type StoredBytes } from ".
 import { SEGMENT_TARGET } from "../../src/catalogue/snapshot/limits.ts";
 import type { WorkCounts } from "../../src/platform/metered.ts";
 import { formatMoney } from "../../src/platform/money.ts";
+import { DAY_MS } from "../../src/platform/time.ts";
 import { LIFETIME_MS } from "../../src/stream/limits.ts";
 import type { Bench } from "../harness/bench.ts";
 import { makeKeys } from "../harness/keys.ts";
@@ -30,7 +31,7 @@ import { storedBytes } from "./storage.ts";
 
 type CostsFile = Costs;
 
-type Tally = Omit<OperationCost, "per" | "cpu_ms" | "marks_per_flush" | "per_refused_request">;
+type Tally = Omit<OperationCost, "per" | "cpu_ms" | "marks_per_flush" | "per_refused_request" | "steps_per_export">;
 const noTally = (): Tally => ({
   d1_statements: 0,
   d1_ms: 0,
@@ -153,7 +154,9 @@ const MARKING_KEYS = 640;
 /** Sweep cron runs before the bytes are measured: each archives the history of up to HISTORY_ARCHIVE_PRODUCTS_PER_RUN products. */
 const HISTORY_ARCHIVE_RUNS = 6;
 
-const ALARMS = new Set([BUILD_STEP, "last_used_flush", "api_key_object_alarm", "webhook_endpoint_alarm"]);
+const EXPORT_STEP = "export_step";
+
+const ALARMS = new Set([BUILD_STEP, "last_used_flush", "api_key_object_alarm", "webhook_endpoint_alarm", EXPORT_STEP]);
 
 const sum = (lines: readonly LoggedWork[]) => lines.reduce((total, line) => add(total, loggedTally(line)), noTally());
 
@@ -304,6 +307,18 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     );
     costs.cron_run = perUnit("minute (both crons)", sum(crons), 1, workerCpu(worker).runtime - cpuBefore);
 
+    // An export's steps (docs/exports.md), each an alarm of its runner: the whole catalogue, then the feed's changes of
+    // the last 29 days. The seed writes no events above 1,000 products, so those are this run's (about 1,300: one step,
+    // of the 5,000 events a step may read); the history phase, before the feed's floor, is not read.
+    bench.step(`${label}: a catalogue export and a changes export (Parquet, our bucket), step by step`);
+    const exporter = await bench.token(managed!.accountId);
+    costs.catalogue_export_step = await exportSteps(ctx, exporter, { kind: "catalogue", format: "parquet" });
+    costs.changes_export_step = await exportSteps(ctx, exporter, {
+      kind: "changes",
+      format: "parquet",
+      since: new Date(Date.now() - 29 * DAY_MS).toISOString(),
+    });
+
     bench.step(`${label}: idle streams for ${CONNECT_SECONDS} s and ${streamSeconds} s`);
     for (let i = 0; i < 3; i++) await (await get(SMALL_PATH, stream!.key)).arrayBuffer(); // wakes the key's object
     costs.stream_connection_minute = await streamMinute(ctx, stream!.key, streamSeconds);
@@ -352,6 +367,41 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     if (!stopped) await stopWorker(worker);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** How long an export may take to succeed (a catalogue of 100,000 products: about 20 steps). */
+const EXPORT_TIMEOUT_MS = 600_000;
+
+/**
+ * One export, POST /exports until GET /exports/{id} says it has succeeded: its steps' final tallies (ExportRunner's
+ * alarms, "export_step", each an object request) per step, and how many steps it took. CPU is the runtime's over the
+ * whole export, its POST and its GET /exports/{id} every 2 s included (their few milliseconds): an upper bound.
+ */
+async function exportSteps(ctx: Context, account: string, body: Record<string, unknown>): Promise<OperationCost> {
+  const auth = { Authorization: `Bearer ${account}` };
+  await settle(ctx.worker, 3000);
+  const from = logSize(ctx.log);
+  const cpuBefore = workerCpu(ctx.worker).runtime;
+  const res = await fetch(`${ctx.url}/exports`, {
+    method: "POST",
+    headers: { ...auth, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 202) throw new Error(`POST /exports ${body.kind} answered ${res.status}: ${await res.text()}`);
+  const { id } = (await res.json()) as { id: string };
+  const deadline = Date.now() + EXPORT_TIMEOUT_MS;
+  for (let status = "running"; status !== "succeeded"; ) {
+    if (Date.now() > deadline) throw new Error(`the ${body.kind} export ${id} was still ${status} after ${EXPORT_TIMEOUT_MS / 1000} s`);
+    await sleep(2000);
+    const row = (await (await fetch(`${ctx.url}/exports/${id}`, { headers: auth })).json()) as { status: string; error: string | null };
+    if (row.status === "failed") throw new Error(`the ${body.kind} export ${id} failed: ${row.error}`);
+    status = row.status;
+  }
+  const cpu = workerCpu(ctx.worker).runtime - cpuBefore;
+  // The last step logs its tally after it has set the row's status: wait for the worker to be idle.
+  const steps = (await logged(ctx, from, () => true, { ms: 0 })).filter((line) => line.invocation === EXPORT_STEP);
+  if (steps.length === 0) throw new Error(`the ${body.kind} export ${id} logged no step`);
+  return { ...perUnit("alarm step", sum(steps), steps.length, cpu), steps_per_export: steps.length };
 }
 
 /**
@@ -508,9 +558,9 @@ async function productsOfDistinctSegments(dir: string): Promise<string[]> {
   return (JSON.parse(out.slice(out.indexOf("["))) as { results: { id: string }[] }[])[0]!.results.map((row) => row.id);
 }
 
-/** Seeding and serving each size, its stream's minute, and room for the rest. */
+/** Seeding and serving each size, its stream's minute, its two exports (about 35 s at 100,000 products), and room for the rest. */
 export const costsBudgetSeconds = ({ settings }: Run) =>
-  settings.costSizes.reduce((total, size) => total + seedTimeoutMs(size) / 1000 + settings.streamSeconds + 240, 60);
+  settings.costSizes.reduce((total, size) => total + seedTimeoutMs(size) / 1000 + settings.streamSeconds + 240 + 120, 60);
 
 const commitOf = () => execFileSync("git", ["rev-parse", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
 

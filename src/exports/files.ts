@@ -4,10 +4,10 @@ import { currencyExponent } from "../platform/money.ts";
 /**
  * An export's rows as file bytes: Parquet with typed columns (hyparquet-writer, docs/dependencies.md) or NDJSON.
  *
- * Money is DECIMAL(20, 4): a Parquet column has one scale for all its rows, and one file holds many currencies, so the
- * scale is 4, the largest minor unit of any supported currency (CLF, UYW): every amount of every currency is exact, and
- * 20 digits hold 2^53 − 1 minor units of a currency without a minor unit. The row's `currency` column says which
- * currency (and its own scale) an amount is in. Timestamps are TIMESTAMP (milliseconds, UTC), as the API's are.
+ * Money is DECIMAL(18, the currency's exponent): JPY 1500 is DECIMAL(18,0), USD 14.99 DECIMAL(18,2), KWD 10.125
+ * DECIMAL(18,3), each amount exactly the API's. A Parquet column has one scale for all its rows, so a Parquet file holds
+ * one currency (splitByCurrency): the runner writes a file per day and currency. 18 digits hold 2^53 − 1 minor units
+ * (MAX_MINOR_UNITS) at any scale, as an INT64. Timestamps are TIMESTAMP (milliseconds, UTC), as the API's are.
  */
 
 type ColumnType = "string" | "money" | "timestamp" | "int" | "double" | "bool";
@@ -19,21 +19,50 @@ export interface Column {
 }
 export type Row = Record<string, string | number | boolean | null>;
 
-const MONEY_SCALE = 4;
-const MONEY_PRECISION = 20;
-/** Bytes of a two's-complement unscaled value of MONEY_PRECISION digits. */
-const MONEY_BYTES = 9;
+const MONEY_PRECISION = 18;
 
-/** "14.99" in USD (or "-1.50": a change) → 149900n, its unscaled DECIMAL(20, 4) value. */
+/** A file's currency in each of its currency columns (null: the rows have none, and their money is null). */
+export type FileCurrencies = Record<string, string | null>;
+
+/** The scale of an amount in `currency`: its minor unit's digits (0 for a currency column that is null: no amounts). */
+const scaleOf = (currency: string | null) => (currency === null ? 0 : currencyExponent(currency));
+
+/** A Parquet file's currencies as its manifest entry lists them: each currency column's code and its money's scale. */
+export type FileMoney = Record<string, { code: string | null; scale: number }>;
+export const moneyOf = (currencies: FileCurrencies | undefined): { currencies?: FileMoney } =>
+  currencies
+    ? { currencies: Object.fromEntries(Object.entries(currencies).map(([column, code]) => [column, { code, scale: scaleOf(code) }])) }
+    : {};
+
+/** "14.99" in USD (or "-1.50": a change) → 1499n, its unscaled DECIMAL(18, 2) value: the amount in minor units. */
 function unscaledMoney(amount: string, currency: string): bigint {
   const negative = amount.startsWith("-");
   const [whole = "0", fraction = ""] = (negative ? amount.slice(1) : amount).split(".");
   const digits = BigInt(whole + fraction.padEnd(currencyExponent(currency), "0"));
-  const unscaled = digits * 10n ** BigInt(MONEY_SCALE - currencyExponent(currency));
-  return negative ? -unscaled : unscaled;
+  return negative ? -digits : digits;
 }
 
-function schemaElement({ name, type }: Column) {
+/** The columns naming a currency (a catalogue row has two: the offer's and the summary's). */
+const currencyColumns = (columns: readonly Column[]) => [...new Set(columns.flatMap((c) => (c.currency ? [c.currency] : [])))];
+
+/**
+ * A day's rows as Parquet files' rows: one group per combination of currencies (nearly always one currency), in a
+ * stable order, each group's rows in their order. A step's rows are split, never held past the step.
+ */
+export function splitByCurrency(columns: readonly Column[], rows: readonly Row[]): { currencies: FileCurrencies; rows: Row[] }[] {
+  const named = currencyColumns(columns);
+  const groups = new Map<string, { currencies: FileCurrencies; rows: Row[] }>();
+  for (const row of rows) {
+    const currencies = Object.fromEntries(named.map((name) => [name, (row[name] as string | null | undefined) ?? null]));
+    const key = JSON.stringify(currencies);
+    const group = groups.get(key);
+    if (group) group.rows.push(row);
+    else groups.set(key, { currencies, rows: [row] });
+  }
+  return [...groups].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, group]) => group);
+}
+
+function schemaElement({ name, type, currency }: Column, currencies: FileCurrencies) {
   const base = { name, repetition_type: "OPTIONAL" as const };
   switch (type) {
     case "string":
@@ -41,10 +70,9 @@ function schemaElement({ name, type }: Column) {
     case "money":
       return {
         ...base,
-        type: "FIXED_LEN_BYTE_ARRAY" as const,
-        type_length: MONEY_BYTES,
+        type: "INT64" as const,
         converted_type: "DECIMAL" as const,
-        scale: MONEY_SCALE,
+        scale: scaleOf(currencies[currency!] ?? null),
         precision: MONEY_PRECISION,
       };
     case "timestamp":
@@ -58,13 +86,18 @@ function schemaElement({ name, type }: Column) {
   }
 }
 
-function columnValues(column: Column, rows: readonly Row[]) {
+function columnValues(column: Column, rows: readonly Row[], currencies: FileCurrencies) {
   return rows.map((row) => {
     const value = row[column.name] ?? null;
     if (value === null) return null;
     switch (column.type) {
-      case "money":
-        return unscaledMoney(String(value), String(row[column.currency!]));
+      case "money": {
+        const currency = String(row[column.currency!]);
+        // The column's scale is the file's currency's: an amount in another would read as a different amount.
+        if (currency !== currencies[column.currency!])
+          throw new Error(`${column.name}: ${currency} in a ${currencies[column.currency!]} file`);
+        return unscaledMoney(String(value), currency);
+      }
       case "timestamp":
         return new Date(String(value));
       case "int":
@@ -75,16 +108,24 @@ function columnValues(column: Column, rows: readonly Row[]) {
   });
 }
 
-/** The rows as one Parquet file (one row group) or as NDJSON lines. */
-export function encodeRows(format: "parquet" | "ndjson", columns: readonly Column[], rows: readonly Row[]): Uint8Array {
+/**
+ * The rows as one Parquet file (one row group), its money at `currencies`' scales (rows of other currencies throw:
+ * splitByCurrency makes the groups), or as NDJSON lines (money as the API's decimal strings, any currencies).
+ */
+export function encodeRows(
+  format: "parquet" | "ndjson",
+  columns: readonly Column[],
+  rows: readonly Row[],
+  currencies: FileCurrencies = {},
+): Uint8Array {
   if (format === "ndjson") {
     return new TextEncoder().encode(
       rows.map((row) => `${JSON.stringify(Object.fromEntries(columns.map((c) => [c.name, row[c.name] ?? null])))}\n`).join(""),
     );
   }
   const buffer = parquetWriteBuffer({
-    columnData: columns.map((column) => ({ name: column.name, data: columnValues(column, rows) as never })),
-    schema: [{ name: "root", num_children: columns.length }, ...columns.map(schemaElement)] as never,
+    columnData: columns.map((column) => ({ name: column.name, data: columnValues(column, rows, currencies) as never })),
+    schema: [{ name: "root", num_children: columns.length }, ...columns.map((column) => schemaElement(column, currencies))] as never,
     rowGroupSize: rows.length || 1,
     createdBy: "price-data-api exports",
   });

@@ -1,5 +1,6 @@
 import { COMMIT_SKEW_MS } from "../events/retention.ts";
 import { DAY_MS, HOUR_MS } from "../platform/time.ts";
+import type { FileMoney } from "./files.ts";
 
 /** What an export's runner (src/exports/runner.ts) and its routes share, apart from the object's class. */
 
@@ -8,6 +9,8 @@ export const MANIFEST = "_manifest.json";
 interface ManifestFile {
   path: string;
   date: string;
+  /** Parquet: the file's currency in each currency column (`currency`, a catalogue's `summary_currency`) and the scale of the money columns in it. */
+  currencies?: FileMoney;
   rows: number;
   bytes: number;
 }
@@ -22,7 +25,8 @@ export interface ExportManifest {
   until: string | null;
   /** The catalogue snapshot (manifest id) a catalogue export, or a changes export's history, read. */
   snapshot: string | null;
-  columns: { name: string; type: string }[];
+  /** Each column and its type; a money column names the column holding its currency. */
+  columns: { name: string; type: string; currency?: string }[];
   files: ManifestFile[];
   rows: number;
   bytes: number;

@@ -11,7 +11,7 @@ import { MeteredObject } from "../platform/metered-object.ts";
 import { nowText } from "../platform/tables.ts";
 import { decryptSecret } from "../webhooks/secrets.ts";
 import { type FileSink, ownPrefix, r2Sink, type S3Destination, s3Sink } from "./destination.ts";
-import { encodeRows, partPath } from "./files.ts";
+import { encodeRows, moneyOf, partPath, splitByCurrency } from "./files.ts";
 import { type ExportManifest, MANIFEST } from "./manifest.ts";
 import { columnsOf, runStep } from "./steps.ts";
 import { exports } from "./tables.ts";
@@ -56,7 +56,7 @@ export class ExportRunner extends MeteredObject {
       since: row.since,
       until: row.until,
       snapshot: cursor.phase === "catalogue" ? cursor.manifest : null,
-      columns: columnsOf(row.kind).map(({ name, type }) => ({ name, type })),
+      columns: columnsOf(row.kind).map(({ name, type, currency }) => ({ name, type, ...(currency ? { currency } : {}) })),
       files: [],
       rows: 0,
       bytes: 0,
@@ -83,12 +83,16 @@ export class ExportRunner extends MeteredObject {
       const columns = columnsOf(row.kind);
       const manifest: ExportManifest = { ...state.manifest, files: [...state.manifest.files] };
       for (const [date, rows] of [...days].sort(([a], [b]) => (a < b ? -1 : 1))) {
-        const path = partPath(date, manifest.files.length, row.format);
-        const body = encodeRows(row.format, columns, rows);
-        await sink.put(path, body, row.format === "parquet" ? "application/vnd.apache.parquet" : "application/x-ndjson");
-        manifest.files.push({ path, date, rows: rows.length, bytes: body.byteLength });
-        manifest.rows += rows.length;
-        manifest.bytes += body.byteLength;
+        // Parquet: a file per day and currency, each money column at its currency's scale (src/exports/files.ts).
+        const files = row.format === "parquet" ? splitByCurrency(columns, rows) : [{ currencies: undefined, rows }];
+        for (const file of files) {
+          const path = partPath(date, manifest.files.length, row.format);
+          const body = encodeRows(row.format, columns, file.rows, file.currencies);
+          await sink.put(path, body, row.format === "parquet" ? "application/vnd.apache.parquet" : "application/x-ndjson");
+          manifest.files.push({ path, date, ...moneyOf(file.currencies), rows: file.rows.length, bytes: body.byteLength });
+          manifest.rows += file.rows.length;
+          manifest.bytes += body.byteLength;
+        }
       }
       const done = next.phase === "done";
       if (done && state.cursor.phase !== "catalogue") manifest.until = state.cursor.until;

@@ -73,11 +73,20 @@ async function servedFeed(since: string, until: string) {
   }
 }
 
-/** `14.99` → `14.9900`: an amount as DuckDB prints a DECIMAL(20,4). */
-function decimal4(amount: unknown): string | null {
+/**
+ * `14.99` at scale 3 → `14.990`: an amount as DuckDB prints it from the files read together, whose money columns have
+ * the largest scale among their currencies' (union_by_name widens every file's DECIMAL to it: no digit is lost).
+ */
+function atScale(amount: unknown, scale: number): string | null {
   if (amount === null || amount === undefined) return null;
   const [whole, fraction = ""] = String(amount).split(".");
-  return `${whole}.${fraction.padEnd(4, "0")}`;
+  return scale === 0 ? whole! : `${whole}.${fraction.padEnd(scale, "0")}`;
+}
+
+/** The scale DuckDB reads the export's money at, all files together: `DECIMAL(22,4)` → 4. */
+async function unionScale(prefix: string): Promise<number> {
+  const [described] = await duckdb<{ column_type: string }>(prefix, "SELECT column_type FROM (DESCRIBE SELECT price FROM {files})");
+  return Number(/^DECIMAL\(\d+,(\d+)\)$/.exec(described!.column_type)![1]);
 }
 
 /** Every column of the export as DuckDB reads it, in words the API's JSON can be compared with. */
@@ -91,10 +100,10 @@ function selectAll(columns: typeof CATALOGUE_COLUMNS, order: string): string {
   return `SELECT ${select.join(", ")}, CAST("date" AS VARCHAR) AS "date" FROM {files} ORDER BY ${order}`;
 }
 
-/** What DuckDB must return for a row the API serves: money as DECIMAL(20,4) prints it, every column present. */
-function asDuckDb(columns: typeof CATALOGUE_COLUMNS, row: Row, date: string): Row {
+/** What DuckDB must return for a row the API serves: money as the files read together print it, every column present. */
+function asDuckDb(columns: typeof CATALOGUE_COLUMNS, row: Row, date: string, scale: number): Row {
   return {
-    ...Object.fromEntries(columns.map(({ name, type }) => [name, type === "money" ? decimal4(row[name]) : (row[name] ?? null)])),
+    ...Object.fromEntries(columns.map(({ name, type }) => [name, type === "money" ? atScale(row[name], scale) : (row[name] ?? null)])),
     date,
   };
 }
@@ -119,18 +128,19 @@ function offerRows(product: Row & { offers: Row[]; summary: Row }): Row[] {
   });
 }
 
+/** The shops, each selling in a currency of another scale: 2, 0, 3 and 4 decimals. */
 const SHOPS = [
-  { id: "cmp_lake_a", name: "Lake A" },
-  { id: "cmp_lake_b", name: "Lake B" },
-  { id: "cmp_lake_c", name: "Lake C ☕" },
-];
+  { id: "cmp_lake_a", name: "Lake A", currency: "EUR" },
+  { id: "cmp_lake_b", name: "Lake B", currency: "JPY" },
+  { id: "cmp_lake_c", name: "Lake C ☕", currency: "KWD" },
+  { id: "cmp_lake_d", name: "Lake D", currency: "CLF" },
+] as const;
 
-/** Products through the real ingestion: brands, categories, shipping known and unknown, unit prices, JPY and KWD. */
+/** Products through the real ingestion: brands, categories, shipping known and unknown, unit prices, four currencies. */
 async function ingestCatalogue(count: number, round: number) {
   await ingest(
     Array.from({ length: count }, (_, i) => {
-      const shop = SHOPS[i % 3]!;
-      const currency = shop.id === "cmp_lake_b" ? "JPY" : shop.id === "cmp_lake_c" ? "KWD" : "EUR";
+      const { currency, ...shop } = SHOPS[i % SHOPS.length]!;
       const base = currency === "JPY" ? 1500 + i + round * 7 : 10 + i + round;
       return {
         sku: `LAKE-${i}`,
@@ -138,7 +148,7 @@ async function ingestCatalogue(count: number, round: number) {
         brand: i % 4 ? `Brand ${i % 5}` : null,
         category: i % 3 ? "Kettles" : null,
         competitor: shop,
-        price: currency === "JPY" ? String(base) : currency === "KWD" ? `${base}.125` : `${base}.99`,
+        price: { EUR: `${base}.99`, JPY: String(base), KWD: `${base}.125`, CLF: `${base}.0625` }[currency],
         currency,
         shipping_cost: i % 2 ? (currency === "JPY" ? "500" : "4.95") : null,
         in_stock: (i + round) % 3 !== 0,
@@ -182,6 +192,17 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
     connectLake();
     await ingestCatalogue(60, 0);
     await ingestCatalogue(40, 1); // a second round: previous prices, changes
+    // A product sold in EUR and in JPY: its summary is in one of them, so one of its rows holds money of two scales.
+    await ingest(
+      [SHOPS[0], SHOPS[1]].map(({ currency, ...shop }) => ({
+        sku: "LAKE-TWO-CURRENCIES",
+        name: "Sold in two currencies",
+        competitor: shop,
+        price: currency === "JPY" ? "2400" : "15.49",
+        currency,
+        in_stock: true,
+      })),
+    );
     await publishCatalogue();
     const created = await expectJson(
       await call("POST", "/exports", {
@@ -195,21 +216,70 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
     expect(detail.prefix).toBe(`catalogue/${created.id}/`);
 
     const served = await utf8Text(await call("GET", "/products", { token: account.key, headers: { Accept: "application/x-ndjson" } }));
-    const date = detail.file_list[0]!.path.slice("date=".length, "date=YYYY-MM-DD".length);
-    const expected = served
+    const offers = served
       .split("\n")
       .filter(Boolean)
-      .flatMap((line) => offerRows(JSON.parse(line)))
-      .map((row) => asDuckDb(CATALOGUE_COLUMNS, row, date))
+      .flatMap((line) => offerRows(JSON.parse(line)));
+    const date = detail.file_list[0]!.path.slice("date=".length, "date=YYYY-MM-DD".length);
+
+    // Each file holds one currency, its money at that currency's scale: read alone, DuckDB returns the API's own
+    // amounts, digit for digit (JPY 1500, EUR 10.99, KWD 10.125, CLF 10.0625).
+    const servedOffer = new Map(offers.map((offer) => [`${offer.product_id}/${offer.competitor_id}`, offer]));
+    const seen = new Map<string, string>();
+    const fileOf = new Map<string, string>();
+    const summaryTypes = new Set<string>();
+    for (const file of detail.file_list) {
+      const read = await duckdb<Row & { product_id: string; competitor_id: string; currency: string; type: string; summary_type: string }>(
+        detail.prefix,
+        `SELECT product_id, competitor_id, currency, typeof(price) AS type, typeof(summary_min_price) AS summary_type, ${[
+          "price",
+          "shipping_cost",
+          "total_price",
+          "summary_min_price",
+        ]
+          .map((name) => `CAST("${name}" AS VARCHAR) AS "${name}"`)
+          .join(", ")} FROM read_parquet('{root}${file.path}')`,
+      );
+      expect(new Set(read.map((row) => row.currency)).size).toBe(1);
+      for (const { product_id, competitor_id, currency, type, summary_type, ...money } of read) {
+        seen.set(currency, type);
+        summaryTypes.add(`${type} ${summary_type}`);
+        fileOf.set(currency, file.path);
+        const offer = servedOffer.get(`${product_id}/${competitor_id}`)!;
+        expect(money).toEqual({
+          price: offer.price,
+          shipping_cost: offer.shipping_cost,
+          total_price: offer.total_price,
+          summary_min_price: offer.summary_min_price,
+        });
+      }
+    }
+    expect(Object.fromEntries(seen)).toEqual({ EUR: "DECIMAL(18,2)", JPY: "DECIMAL(18,0)", KWD: "DECIMAL(18,3)", CLF: "DECIMAL(18,4)" });
+    // The product in two currencies: the row whose offer is not in its summary's currency has each at its own scale.
+    expect([...summaryTypes].filter((types) => new Set(types.split(" ")).size > 1)).toEqual([
+      expect.stringMatching(/^DECIMAL\(18,0\) DECIMAL\(18,2\)$|^DECIMAL\(18,2\) DECIMAL\(18,0\)$/),
+    ]);
+    // Why the files are read by name (docs/exports.md, "Reading the files"): without it, DuckDB reads them all as the
+    // first one's DECIMAL, and with a JPY file first every EUR amount loses its cents.
+    const rounded = await duckdb<{ price: string }>(
+      detail.prefix,
+      `SELECT CAST(price AS VARCHAR) AS price FROM read_parquet(['{root}${fileOf.get("JPY")}', '{root}${fileOf.get("EUR")}']) WHERE currency = 'EUR'`,
+    );
+    expect(rounded.length).toBeGreaterThan(0);
+    for (const { price } of rounded) expect(price).toMatch(/^\d+$/);
+
+    // Read together (union_by_name), the files' money widens to the largest scale, CLF's 4: every amount still exact.
+    const expected = offers
+      .map((row) => asDuckDb(CATALOGUE_COLUMNS, row, date, 4))
       .sort((a, b) => (`${a.product_id}/${a.competitor_id}` < `${b.product_id}/${b.competitor_id}` ? -1 : 1));
     const read = await duckdb(detail.prefix, selectAll(CATALOGUE_COLUMNS, "product_id, competitor_id"));
     expect(read.length).toBe(expected.length);
     expect(read).toEqual(expected);
-    // Typed columns, not text: money DECIMAL(20,4), timestamps TIMESTAMP, the day a DATE partition.
+    // Typed columns, not text: money DECIMAL, timestamps TIMESTAMP, the day a DATE partition.
     const types = await duckdb<{ column_name: string; column_type: string }>(detail.prefix, "DESCRIBE SELECT * FROM {files}");
     const typeOf = Object.fromEntries(types.map((t) => [t.column_name, t.column_type]));
     expect(typeOf).toMatchObject({
-      price: "DECIMAL(20,4)",
+      price: "DECIMAL(22,4)",
       checked_at: "TIMESTAMP",
       in_stock: "BOOLEAN",
       summary_offer_count: "BIGINT",
@@ -240,8 +310,7 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
         offers: { competitor_id: string; currency: string }[];
       };
       const offer = product.offers[0]!;
-      const price = (minor: number) =>
-        offer.currency === "JPY" ? String(minor) : offer.currency === "KWD" ? `${minor}.250` : `${minor}.50`;
+      const price = (minor: number) => ({ JPY: String(minor), KWD: `${minor}.250`, CLF: `${minor}.2525` })[offer.currency] ?? `${minor}.50`;
       await addHistory(id, [
         { competitor: offer.competitor_id, currency: offer.currency, price: price(100 + n), observedAt: ago(80) },
         { competitor: offer.competitor_id, currency: offer.currency, price: price(90 + n), observedAt: ago(55 - n) },
@@ -265,6 +334,11 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
     expect(detail.status).toBe("succeeded");
     expect(uploads.filter((u) => u.includes("part-00003"))).toHaveLength(3); // failed twice, then written once
     const floor = ago(30);
+    // USD (the feed's events), EUR, JPY, KWD and CLF files read together: money at CLF's scale, 4.
+    const scale = await unionScale(detail.prefix);
+    expect(scale).toBe(4);
+    const unit = 10n ** BigInt(scale);
+    const money = (amount: unknown) => atScale(amount, scale);
 
     // What the API serves: the feed's events of the span, and each product's history before the feed's floor.
     const feed = await servedFeed(since, until);
@@ -275,10 +349,8 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
       const { data } = event;
       const product = catalogue.get(data.product_id);
       const price = event.type === "price.changed";
-      const shipping =
-        price && data.new_total_price != null
-          ? (Number(decimal4(data.new_total_price)!.replace(".", "")) - Number(decimal4(data.new_price)!.replace(".", ""))) / 10_000
-          : null;
+      const units = (amount: unknown) => BigInt(money(amount)!.replace(".", ""));
+      const shipping = price && data.new_total_price != null ? units(data.new_total_price) - units(data.new_price) : null;
       return {
         event_id: event.id,
         type: event.type,
@@ -293,16 +365,16 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
         competitor_name: data.competitor_name,
         url: data.url,
         currency: data.currency,
-        old_price: price ? decimal4(data.old_price) : null,
-        new_price: price ? decimal4(data.new_price) : null,
-        change_abs: price ? decimal4(data.change_abs) : null,
+        old_price: price ? money(data.old_price) : null,
+        new_price: price ? money(data.new_price) : null,
+        change_abs: price ? money(data.change_abs) : null,
         change_pct: price ? data.change_pct : null,
         direction: price ? data.direction : null,
-        shipping_cost: shipping === null ? null : shipping.toFixed(4),
-        old_total_price: price ? decimal4(data.old_total_price) : null,
-        new_total_price: price ? decimal4(data.new_total_price) : null,
-        lowest_price_30d: price ? decimal4(data.lowest_price_30d) : null,
-        price: decimal4(price ? data.new_price : data.price),
+        shipping_cost: shipping === null ? null : `${shipping / unit}.${String(shipping % unit).padStart(scale, "0")}`,
+        old_total_price: price ? money(data.old_total_price) : null,
+        new_total_price: price ? money(data.new_total_price) : null,
+        lowest_price_30d: price ? money(data.lowest_price_30d) : null,
+        price: money(price ? data.new_price : data.price),
         in_stock_before: price ? null : data.in_stock_before,
         in_stock: price ? null : data.in_stock,
         source: "feed",
@@ -329,11 +401,11 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
           category: product.category,
           competitor_id: entry.competitor_id,
           currency: entry.currency,
-          price: decimal4(entry.price),
+          price: money(entry.price),
           date: entry.observed_at.slice(0, 10),
         };
         if (before.price !== entry.price)
-          fromHistory.push({ ...common, type: "price.changed", old_price: decimal4(before.price), new_price: decimal4(entry.price) });
+          fromHistory.push({ ...common, type: "price.changed", old_price: money(before.price), new_price: money(entry.price) });
         if (before.in_stock !== entry.in_stock)
           fromHistory.push({ ...common, type: "stock.changed", in_stock_before: before.in_stock, in_stock: entry.in_stock });
       }

@@ -12,7 +12,8 @@ import S3rver from "s3rver";
  * - a real S3-compatible server (s3rver) with a bucket `lake`, credentials S3RVER/S3RVER;
  * - a query engine reading that bucket as a data team would: POST /duckdb {prefix, sql} downloads every object under
  *   the prefix through the S3 API (ListObjectsV2, GetObject, signed with SigV4) into a directory of its own, keys as
- *   paths, and runs `sql` in DuckDB, where `{files}` stands for every Parquet file read with Hive partitioning. The
+ *   paths, and runs `sql` in DuckDB, where `{files}` stands for every Parquet file read with Hive partitioning, by
+ *   name, and `{root}` for the prefix's directory (one file: `read_parquet('{root}date=…/part-00001.parquet')`). The
  *   answer is the rows as JSON.
  * The worker reaches the S3 server through the tests' stand-in host (https://s3.test, test/helpers/lake.ts): the
  * webhooks' URL policy refuses 127.0.0.1, as it must. The request is signed for that host, so this server is told to
@@ -58,8 +59,10 @@ export async function serveLake(): Promise<{ s3: string; duckdb: string }> {
         try {
           const { DuckDBInstance } = await import("@duckdb/node-api");
           const connection = await (await DuckDBInstance.create(":memory:")).connect();
-          const files = `read_parquet('${join(root, prefix)}**/*.parquet', hive_partitioning = true)`;
-          const reader = await connection.runAndReadAll(sql.replaceAll("{files}", files));
+          // union_by_name: each file's money has its currency's scale; without it DuckDB reads every file as the first
+          // one's DECIMAL and rounds the others' amounts to that scale (docs/exports.md, "Reading the files").
+          const files = `read_parquet('${join(root, prefix)}**/*.parquet', hive_partitioning = true, union_by_name = true)`;
+          const reader = await connection.runAndReadAll(sql.replaceAll("{files}", files).replaceAll("{root}", join(root, prefix)));
           const rows = reader.getRowObjectsJson();
           connection.closeSync();
           res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ rows }));

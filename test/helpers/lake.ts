@@ -41,7 +41,7 @@ export function connectLake(fail: (url: string) => Response | undefined = () => 
   return { uploads };
 }
 
-/** DuckDB's answer to `sql` over the Parquet files under `prefix` in the lake's bucket (`{files}` names them, Hive-partitioned). */
+/** DuckDB's answer to `sql` over the Parquet files under `prefix` in the lake's bucket (`{files}` names them, Hive-partitioned and by name; `{root}` is their directory). */
 export async function duckdb<Row = Record<string, unknown>>(prefix: string, sql: string): Promise<Row[]> {
   const answer = await fetch(lake().duckdb, { method: "POST", body: JSON.stringify({ prefix, sql }) });
   const body = (await answer.json()) as { rows?: Row[]; error?: string };

@@ -1059,7 +1059,8 @@ const BACKGROUND: Record<string, [() => Promise<undefined>, Budget, BackgroundOp
     writes(8, { objectRequests: 12, objectRowsWritten: 12 }, 2),
   ],
   // One step of a live catalogue export (src/exports/runner.ts): at most 5 segments of the snapshot it pinned (about
-  // 5,000 products, whatever the catalogue's size), written as one Parquet file, and the manifest; here its last step.
+  // 5,000 products, whatever the catalogue's size), written as one Parquet file per currency its rows hold (each file's
+  // money at its currency's scale: here two, as many at both sizes), and the manifest; here its last step.
   // Its R2 reads: the pinned manifest and each segment's NDJSON ranges (one or two each after a full build; at most
   // 5 × the extent cap of docs/catalogue.md however fragmented).
   "export runner: a catalogue step": [
@@ -1067,7 +1068,7 @@ const BACKGROUND: Record<string, [() => Promise<undefined>, Budget, BackgroundOp
       await runDurableObjectAlarm(env.EXPORT_RUNNER.get(env.EXPORT_RUNNER.idFromName(stepExportId)));
       return undefined;
     },
-    writes(2, { d1RowsWritten: 2, objectRowsWritten: 2, r2Writes: 2, bytesStored: 3_000_000 }, 12),
+    writes(2, { d1RowsWritten: 2, objectRowsWritten: 2, r2Writes: 3, bytesStored: 3_000_000 }, 12),
     { prepare: prepareExportStep },
   ],
 };
