@@ -139,6 +139,7 @@ export class ExportRunner extends MeteredObject {
     );
     const services = {
       db,
+      alerts: this.meter.database(this.env.ALERTS_DB),
       replica: db,
       archive: this.meter.bucket(this.env.ARCHIVE),
       catalogue,

@@ -68,7 +68,7 @@ describe("the history archive", () => {
       "?to=2025-01-01T00:00:00Z",
     ];
     const before = await Promise.all(queries.map((query) => history(id, query)));
-    expect(await archiveHistory(db(), env.ARCHIVE)).toBe(2 * 8);
+    expect(await archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE)).toBe(2 * 8);
     // D1 keeps the last days; R2 has one object per product and year.
     expect(await inD1(id)).toHaveLength(2);
     expect((await inD1(id)).every((t) => t >= ago(HISTORY_IN_D1_MS / DAY))).toBe(true);
@@ -86,7 +86,7 @@ describe("the history archive", () => {
     expect(get.mock.calls.length).toBeLessThanOrEqual(queries.length * 5); // never a year before the first object
     expect((await history(other)).history).toHaveLength(10);
     // Nothing more is due.
-    expect(await archiveHistory(db(), env.ARCHIVE)).toBe(0);
+    expect(await archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE)).toBe(0);
   });
 
   it("a product is due once its oldest row in D1 is HISTORY_ARCHIVE_AFTER_MS old; then all of its rows past the D1 window move", async () => {
@@ -103,7 +103,7 @@ describe("the history archive", () => {
     };
     const waiting = await made(HISTORY_ARCHIVE_AFTER_MS - HOUR);
     const due = await made(HISTORY_ARCHIVE_AFTER_MS + HOUR);
-    await archiveHistory(db(), env.ARCHIVE);
+    await archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE);
     // Not yet due: its rows past the D1 window wait, to be moved together with the next ones.
     expect(await inD1(waiting.id)).toHaveLength(3);
     // Due: both rows older than the D1 window left, the last one stays.
@@ -122,10 +122,10 @@ describe("the history archive", () => {
       if (++puts === 2) throw new Error("injected: R2 put failed");
       return put(...args);
     });
-    await expect(archiveHistory(db(), env.ARCHIVE)).rejects.toThrow(/injected/);
+    await expect(archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE)).rejects.toThrow(/injected/);
     vi.restoreAllMocks();
     expect(await history(id)).toEqual(before);
-    await archiveHistory(db(), env.ARCHIVE);
+    await archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE);
     expect(await history(id)).toEqual(before);
     expect(await inD1(id)).toHaveLength(2);
   });
@@ -142,10 +142,10 @@ describe("the history archive", () => {
     const failingDelete = new Proxy(db(), {
       get: (target, property) => (property === "$client" ? failingBatch : Reflect.get(target, property, target)),
     }) as Database;
-    await expect(archiveHistory(failingDelete, env.ARCHIVE)).rejects.toThrow(/injected/);
+    await expect(archiveHistory(failingDelete, database(env.ALERTS_DB), env.ARCHIVE)).rejects.toThrow(/injected/);
     expect(await inD1(id)).toHaveLength(10);
     expect(await history(id)).toEqual(before);
-    await archiveHistory(db(), env.ARCHIVE);
+    await archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE);
     expect(await history(id)).toEqual(before);
     const ids = (await readHistoryYear(env.ARCHIVE, id, "2026")).map((row) => row.id);
     expect(new Set(ids).size).toBe(ids.length);
