@@ -36,7 +36,7 @@ export default {
     // Every binding counts into the run's tally, logged with the run (what `cron_run` costs in docs/costs.json).
     const work = new WorkMeter();
     const db = work.database(env.DB);
-    const alerts = work.database(env.ALERTS_DB);
+    const alerts = work.alertsDatabase(env.ALERTS_DB);
     const archive = work.bucket(env.ARCHIVE);
     const queue = work.queue(env.WEBHOOK_QUEUE);
     try {

@@ -139,7 +139,7 @@ export class ExportRunner extends MeteredObject {
     );
     const services = {
       db,
-      alerts: this.meter.database(this.env.ALERTS_DB),
+      alerts: this.meter.alertsDatabase(this.env.ALERTS_DB),
       replica: db,
       archive: this.meter.bucket(this.env.ARCHIVE),
       catalogue,

@@ -39,7 +39,7 @@ export const requestServices =
           return (db ??= work.database(c.env.DB));
         },
         get alerts() {
-          return (alerts ??= work.database(c.env.ALERTS_DB));
+          return (alerts ??= work.alertsDatabase(c.env.ALERTS_DB));
         },
         get replica() {
           // A session has prepare and batch, all drizzle's D1 driver calls.

@@ -26,8 +26,11 @@ interface History {
 const history = async (productId: string, query = "") =>
   expectJson<History>(await call("GET", `/products/${productId}/history${query}`, { token: key }), 200);
 
-/** A product (created 2024) whose history spans three calendar years, a back-filled row of 2019, and the last day. */
-async function productWithYears() {
+/**
+ * A product (created 2024) whose history spans three calendar years, a back-filled row of 2019, and the last day
+ * (before `now`: two products made with the same one have the same history).
+ */
+async function productWithYears(now = Date.now()) {
   const id = `prd_hist_${++products}_${"é".repeat(3)}`; // not only ASCII: the object key is encoded
   await createProduct({ id, sku: `HIST-${products}`, createdAt: "2024-06-01T00:00:00.000Z" });
   const rows = [
@@ -36,10 +39,27 @@ async function productWithYears() {
       price: `${10 + i}.99`,
       observedAt: `${day}T12:00:00.000Z`,
     })),
-    ...[40, 20, 11, 0.5, 0.1].map((days, i) => ({ competitor: i % 2 ? "cmp_b" : "cmp_a", price: `${20 + i}.50`, observedAt: ago(days) })),
+    ...[40, 20, 11, 0.5, 0.1].map((days, i) => ({
+      competitor: i % 2 ? "cmp_b" : "cmp_a",
+      price: `${20 + i}.50`,
+      observedAt: new Date(now - days * DAY).toISOString(),
+    })),
   ];
   await addHistory(id, rows);
   return id;
+}
+
+/** A product's rows in the alert windows' database (its id left out, to compare two products' alike). */
+async function alertRows(productId: string) {
+  const [days, fars] = await env.ALERTS_DB.batch<Record<string, unknown>>([
+    env.ALERTS_DB.prepare(
+      "SELECT competitor_id, day, currency, low_minor, high_minor, close_minor, closed_at FROM offer_price_days WHERE product_id = ? ORDER BY 1, 2, 3",
+    ).bind(productId),
+    env.ALERTS_DB.prepare(
+      "SELECT competitor_id, through, extremes, close_minor, close_currency, closed_at FROM offer_price_far WHERE product_id = ? ORDER BY 1",
+    ).bind(productId),
+  ]);
+  return { days: days!.results, fars: fars!.results };
 }
 
 const inD1 = async (productId: string) =>
@@ -130,22 +150,35 @@ describe("the history archive", () => {
     expect(await inD1(id)).toHaveLength(2);
   });
 
-  it("a crash after every object is written but before D1 forgets the rows: both hold them, read once, archived once", async () => {
-    const id = await productWithYears();
+  it("a crash after the objects and the days are written but before D1 forgets the rows: nothing lost, nothing counted twice", async () => {
+    // The same history archived without a crash, for what its days and far rows must be.
+    const now = Date.now();
+    const control = await productWithYears(now);
+    await archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE);
+    const id = await productWithYears(now);
     const before = await history(id);
-    // The batch that folds the moved rows into their offers' days and deletes them from D1 fails.
+    // The delete from the main database fails: the days were written to the alert windows' own first.
     const client = db().$client;
-    const failingBatch = new Proxy(client, {
+    const failing = new Proxy(client, {
       get: (target, property) =>
-        property === "batch" ? () => Promise.reject(new Error("injected: D1 delete failed")) : Reflect.get(target, property, target),
+        property === "prepare"
+          ? (query: string) => {
+              if (query.startsWith("DELETE FROM price_history")) throw new Error("injected: D1 delete failed");
+              return target.prepare(query);
+            }
+          : Reflect.get(target, property, target),
     });
     const failingDelete = new Proxy(db(), {
-      get: (target, property) => (property === "$client" ? failingBatch : Reflect.get(target, property, target)),
+      get: (target, property) => (property === "$client" ? failing : Reflect.get(target, property, target)),
     }) as Database;
     await expect(archiveHistory(failingDelete, database(env.ALERTS_DB), env.ARCHIVE)).rejects.toThrow(/injected/);
     expect(await inD1(id)).toHaveLength(10);
+    const written = await alertRows(id);
+    expect(written.days.length).toBeGreaterThan(0); // in both places now
     expect(await history(id)).toEqual(before);
     await archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE);
+    // Folded again, harmlessly: the same days as the run without a crash, and the same far row once folded.
+    expect(await alertRows(id)).toEqual(await alertRows(control));
     expect(await history(id)).toEqual(before);
     const ids = (await readHistoryYear(env.ARCHIVE, id, "2026")).map((row) => row.id);
     expect(new Set(ids).size).toBe(ids.length);
