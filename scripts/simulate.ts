@@ -824,7 +824,9 @@ function print(w: Workload, r: Model) {
     `Inputs: ${r.inputs} (npm run bench -- --costs); D1: ${r.plan}.`,
     ...(r.alertsTimeMeasured
       ? []
-      : ["  (this docs/costs.json has no d1_ms_alerts: it predates the alert windows' database, whose D1 time is counted on the main one)"]),
+      : [
+          "  (this docs/costs.json has no d1_ms_alerts: it predates the alert windows' database, whose D1 time is counted on the main one)",
+        ]),
     "",
     "Per second",
     ...COST_FIELDS.filter((field) => field !== "cpu_ms").map((field) => `  ${field.padEnd(44)} ${n(r.perSecond[field], 1)}`),

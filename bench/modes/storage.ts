@@ -34,12 +34,15 @@ const pagesOf = (file: string) =>
  * one's (a few hundred keys, the bench's events) its used bytes scaled by the fill the large tables show, since one
  * page of slack over a dozen rows is not what a row takes at scale.
  */
-export function d1BytesPerRow(dir: string): { bytes_per_row: Record<string, number>; rows: Record<string, number> } {
+function d1BytesPerRow(dir: string): { bytes_per_row: Record<string, number>; rows: Record<string, number> } {
   const files = sqliteFiles(join(dir, "v3/d1")).sort((a, b) => pagesOf(b) - pagesOf(a));
   if (files.length === 0) throw new Error(`no D1 database under ${dir}`);
   // Each table in the largest database that has it: the main one, or the alert windows' own for theirs.
   const tablesOf = new Map(
-    files.map((file) => [file, new Set(sqlite<{ name: string }>(file, "SELECT name FROM sqlite_schema WHERE type = 'table'").map(({ name }) => name))]),
+    files.map((file) => [
+      file,
+      new Set(sqlite<{ name: string }>(file, "SELECT name FROM sqlite_schema WHERE type = 'table'").map(({ name }) => name)),
+    ]),
   );
   const fileOf = new Map(TABLES.map((table) => [table, files.find((file) => tablesOf.get(file)!.has(table))]));
   const sizes = [...new Set(fileOf.values())].flatMap((file) =>

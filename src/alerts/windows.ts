@@ -254,7 +254,9 @@ const mapDays = <From, To>(extremes: Extremes<From>, day: (from: From) => To): E
   );
 
 /** A stored day row (integer day, Unix ms) as the windows compare it. */
-export const dayRow = <T extends { day: number; closedAt: number }>(row: T): Omit<T, "day" | "closedAt"> & { day: string; closedAt: string } => ({
+export const dayRow = <T extends { day: number; closedAt: number }>(
+  row: T,
+): Omit<T, "day" | "closedAt"> & { day: string; closedAt: string } => ({
   ...row,
   day: dayText(row.day),
   closedAt: new Date(row.closedAt).toISOString(),
@@ -378,7 +380,13 @@ export async function catalogueWindowAnswers(
   const fars = daysAndFars.flatMap((row) =>
     row.extremes === null
       ? []
-      : [{ ...farRow({ ...row, through: row.day, closeCurrency: row.currency, extremes: row.extremes }), productId: row.productId, competitorId: row.competitorId }],
+      : [
+          {
+            ...farRow({ ...row, through: row.day, closeCurrency: row.currency, extremes: row.extremes }),
+            productId: row.productId,
+            competitorId: row.competitorId,
+          },
+        ],
   );
   return new Map([...exactAnswers(exact, rows), ...dayAlignedAnswers(dayAligned, days, rows, fars)]);
 }

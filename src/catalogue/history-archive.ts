@@ -47,8 +47,8 @@ const FOLDED_KEPT_MS = RETENTION_MS + (MAX_WINDOW_DAYS + 1) * DAY_MS;
 const OFFERS_FOLDED_PER_RUN = 2000;
 /**
  * Day rows one run walks past the cursor (offer_fold_cursor) to find offers with days to fold: ≈ 72 million a day, so
- * the ≈ 32 million day rows of the model's load are walked within 11 hours, and a day is folded at most that long after
- * it passes OFFER_DAYS_KEPT_MS. No index on `day` finds them instead: its every entry would repeat the primary key
+ * the ≈ 32 million day rows of the model's load (55 million at docs/scale.md's upper estimate) are walked within 11
+ * (18) hours, and a day is folded at most that long after it passes OFFER_DAYS_KEPT_MS. No index on `day` finds them instead: its every entry would repeat the primary key
  * (src/alerts/tables.ts).
  */
 const DAY_ROWS_WALKED_PER_RUN = 50_000;
@@ -107,7 +107,11 @@ async function foldOldDays(alerts: Database, now: number): Promise<void> {
     )
     .bind(DAY_ROWS_WALKED_PER_RUN)
     .all<{ p: string; c: string; first: number; n: number }>();
-  if (walked.length === 0) return;
+  // Nothing past the cursor (the rows it had reached were folded away): from the start next time, a row written only then.
+  if (walked.length === 0) {
+    await d1.prepare("UPDATE offer_fold_cursor SET product_id = '', competitor_id = '' WHERE id = 1 AND product_id <> ''").run();
+    return;
+  }
   const due = walked.filter((offer) => offer.first < dayNumber(through));
   const offers = due.slice(0, OFFERS_FOLDED_PER_RUN).map(({ p, c }) => ({ p, c }));
   // On from the last offer folded when more were due than one run folds, else from the last walked; from the start
@@ -115,11 +119,13 @@ async function foldOldDays(alerts: Database, now: number): Promise<void> {
   const reachedEnd = walked.reduce((n, offer) => n + offer.n, 0) < DAY_ROWS_WALKED_PER_RUN;
   const last = due.length > OFFERS_FOLDED_PER_RUN ? offers.at(-1)! : walked.at(-1)!;
   const cursor = reachedEnd && due.length <= OFFERS_FOLDED_PER_RUN ? { p: "", c: "" } : last;
-  const moveCursor = d1
-    .prepare("INSERT INTO offer_fold_cursor (id, product_id, competitor_id) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET product_id = excluded.product_id, competitor_id = excluded.competitor_id")
-    .bind(cursor.p, cursor.c);
+  const moveCursor = insertRows(d1, {
+    table: offerFoldCursor,
+    rows: [{ id: 1, productId: cursor.p, competitorId: cursor.c }],
+    conflict: { target: ["id"], update: true },
+  });
   if (offers.length === 0) {
-    await moveCursor.run();
+    await d1.batch(moveCursor);
     return;
   }
   const json = JSON.stringify(offers);
@@ -167,7 +173,7 @@ async function foldOldDays(alerts: Database, now: number): Promise<void> {
            AND day < ?`,
       )
       .bind(json, dayNumber(through)),
-    moveCursor,
+    ...moveCursor,
   ]);
 }
 

@@ -38,7 +38,10 @@ export async function replayWebhookEvents(
     queue,
     budgets,
     sandboxOf,
-  }: Pick<RequestServices, "db" | "alerts" | "archive" | "queue"> & { budgets: AccountBudgets; sandboxOf: (accountId: string) => AccountSandbox },
+  }: Pick<RequestServices, "db" | "alerts" | "archive" | "queue"> & {
+    budgets: AccountBudgets;
+    sandboxOf: (accountId: string) => AccountSandbox;
+  },
   { accountId, id, request }: WebhookOfAccount & { request: ReplayRequest },
 ): Promise<DeliveriesQueuedView> {
   const webhook = await findEnabledWebhook(db, { accountId, id });

@@ -216,7 +216,10 @@ export const webhookRoutes = openApiApp()
     const { db, alerts, archive, queue, work } = c.var.services;
     const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, work);
     return c.json(
-      await replayWebhookEvents({ db, alerts, archive, queue, budgets, sandboxOf: sandboxesOf(c) }, { ...webhook, request: c.req.valid("json") }),
+      await replayWebhookEvents(
+        { db, alerts, archive, queue, budgets, sandboxOf: sandboxesOf(c) },
+        { ...webhook, request: c.req.valid("json") },
+      ),
       202,
     );
   })

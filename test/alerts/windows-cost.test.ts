@@ -128,8 +128,9 @@ describe("a hub's publish of 300 price changes to streams of 160 distinct window
   });
 
   it("new_high_days over the same history decides as brute force does, the folded days included", async () => {
-    const folded = await env.ALERTS_DB.prepare("SELECT count(*) AS n FROM offer_price_far WHERE product_id LIKE 'prd_cost_%'")
-      .first<{ n: number }>();
+    const folded = await env.ALERTS_DB.prepare("SELECT count(*) AS n FROM offer_price_far WHERE product_id LIKE 'prd_cost_%'").first<{
+      n: number;
+    }>();
     expect(folded!.n).toBe(PRODUCTS); // every offer's days past the feed's 30 days + 2 are folded
     const windows = WINDOWS.filter((days) => days % 8 === 0);
     const streams = windows.map((days) => ({

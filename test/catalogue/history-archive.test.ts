@@ -186,4 +186,41 @@ describe("the history archive", () => {
     expect((await db().select({ n: sql<number>`count(*)` }).from(priceHistory).where(eq(priceHistory.productId, id)))[0]!.n).toBe(2);
     expect(historyKey(id, "2026")).toContain("%C3%A9");
   });
+
+  it("folds old days by walking the day rows from a cursor: a bounded walk a run, every offer reached, then the start again", async () => {
+    const alerts = env.ALERTS_DB;
+    const count = async (sql: string) => (await alerts.prepare(sql).first<{ n: number }>())!.n;
+    // 15,000 offers (random product ids, as newId makes them), each with 3 days past OFFER_DAYS_KEPT_MS and one recent:
+    // 60,000 rows, more than one run walks (50,000), and 15,000 offers due, more than one run folds (2,000).
+    const offers = 15_000;
+    const today = Math.floor(Date.now() / DAY);
+    await alerts
+      .prepare(
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?),
+           -- MATERIALIZED: one random id an offer, shared by its four days (a CTE read twice would draw again).
+           o(p) AS MATERIALIZED (SELECT 'prd_' || lower(hex(randomblob(16))) FROM n),
+           d(day) AS (VALUES (?), (?), (?), (?))
+         INSERT INTO offer_price_days (product_id, competitor_id, day, currency, low_minor, high_minor, close_minor, closed_at)
+         SELECT p, 'cmp_walk', day, 'USD', 900, 1100, 1000, day * 86400000 + 43200000 FROM o, d`,
+      )
+      .bind(offers, today - 40, today - 39, today - 38, today - 1)
+      .run();
+    // This test's offers only (the tests before it left a few of their own).
+    const folded = () => count("SELECT count(*) AS n FROM offer_price_far WHERE competitor_id = 'cmp_walk'");
+    const oldDays = () => count(`SELECT count(*) AS n FROM offer_price_days WHERE competitor_id = 'cmp_walk' AND day < ${today - 30}`);
+    let runs = 0;
+    while ((await folded()) < offers) {
+      await archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE);
+      runs++;
+      // 2,000 offers a run, each folded once: its old days gone, its recent one kept.
+      expect(await folded()).toBe(Math.min(offers, 2000 * runs));
+      expect(await oldDays()).toBe(3 * (offers - (await folded())));
+      expect(runs).toBeLessThanOrEqual(offers / 2000 + 1);
+    }
+    expect(await count("SELECT count(*) AS n FROM offer_price_days WHERE competitor_id = 'cmp_walk'")).toBe(offers);
+    // The walk goes on past the last folded offer to the end, finds nothing due, and starts again from the first.
+    await archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE);
+    expect(await alerts.prepare("SELECT product_id FROM offer_fold_cursor WHERE id = 1").first<string>("product_id")).toBe("");
+    expect(await folded()).toBe(offers);
+  });
 });

@@ -25,15 +25,14 @@ export async function startAfresh(): Promise<void> {
  * again, as in a new database.
  */
 async function emptyDatabase(d1: D1Database): Promise<void> {
-  const { results } = await d1.prepare(
-    `SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'
+  const { results } = await d1
+    .prepare(
+      `SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'
        AND (name NOT LIKE 'sqlite\\_%' ESCAPE '\\' OR name = 'sqlite_sequence') AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'
        AND name NOT LIKE 'products\\_search\\_%' ESCAPE '\\' AND name <> 'd1_migrations'`,
-  ).all<{ name: string }>();
-  await d1.batch([
-    d1.prepare("PRAGMA defer_foreign_keys = ON"),
-    ...results.map(({ name }) => d1.prepare(`DELETE FROM "${name}"`)),
-  ]);
+    )
+    .all<{ name: string }>();
+  await d1.batch([d1.prepare("PRAGMA defer_foreign_keys = ON"), ...results.map(({ name }) => d1.prepare(`DELETE FROM "${name}"`))]);
 }
 
 async function emptyBucket(bucket: R2Bucket): Promise<void> {

@@ -122,7 +122,10 @@ describe("the scale model", () => {
       operations: Object.fromEntries(
         Object.entries(costs.operations).map(([name, op]) => [
           name,
-          { ...stripped(op), by_products: Object.fromEntries(Object.entries(op.by_products).map(([size, cost]) => [size, stripped(cost)])) },
+          {
+            ...stripped(op),
+            by_products: Object.fromEntries(Object.entries(op.by_products).map(([size, cost]) => [size, stripped(cost)])),
+          },
         ]),
       ),
     } as Costs;
