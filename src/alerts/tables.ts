@@ -3,8 +3,9 @@ import { DAY_MS } from "../platform/time.ts";
 
 // The alert windows' own tables: what they keep of offers' history that left D1's price_history (src/alerts/windows.ts).
 // They live in a D1 database of their own (the ALERTS_DB binding, migrations-alerts/, drizzle-alerts.config.ts): the
-// alert windows read them and the history archiver writes them, nothing else. Both are derived data: the archiver
-// rebuilds them from the history it moves, so the move from the main database carried no rows over.
+// alert windows read them and the history archiver writes them, nothing else. Both are derived data, written from the
+// history the archiver moves, so the move from the main database carried no rows over (migrations/0028 says what a
+// window misses for a while after it).
 //
 // Bytes a row matter here (docs/scale.md: tens of millions of day rows at the model's load), so: both tables are
 // WITHOUT ROWID (added by hand to the migration, drizzle has no option for it), so a row is stored once, in its
