@@ -205,6 +205,7 @@ export default defineConfig(async () => {
   const secretScanning = await serveSecretScanningKeys();
   const lake = await serveLake();
   const migrations = await readD1Migrations("./migrations");
+  const alertsMigrations = await readD1Migrations("./migrations-alerts");
   /** The worker under test, with the tests' bindings (and `extra` ones). */
   const workerPlugin = (extra: Record<string, string> = {}) =>
     cloudflareTest({
@@ -221,6 +222,7 @@ export default defineConfig(async () => {
           TEST_SIGNING_JWK: JSON.stringify(idp.privateJwk),
           TEST_PUBLIC_JWK: JSON.stringify(idp.publicJwk),
           TEST_MIGRATIONS: migrations,
+          TEST_ALERTS_MIGRATIONS: alertsMigrations,
           SECRET_SCANNING_KEYS_URL: `${secretScanning.origin}/keys`,
           TEST_SECRET_SCANNING: JSON.stringify(secretScanning),
           TEST_LAKE: JSON.stringify(lake),

@@ -1,8 +1,8 @@
 /**
  * `npm run dev`: everything a newcomer needs, in one command.
  *   1. .dev.vars from .dev.vars.example when missing (the local IdP's settings);
- *   2. the local D1 migrated (wrangler d1 migrations apply DB --local; one line of summary, wrangler's
- *      tables only when it fails) and, the first time, seeded;
+ *   2. the local D1 databases migrated (wrangler d1 migrations apply DB --local, and ALERTS_DB, the alert windows' own;
+ *      one line of summary each, wrangler's tables only when it fails) and, the first time, seeded;
  *   3. the local IdP on http://127.0.0.1:4000;
  *   4. the worker on http://127.0.0.1:8787 (extra arguments go to `wrangler dev`, e.g. --var NAME:VALUE;
  *      `--persist-to DIR` also puts the migrated and seeded D1 there, as the dev-server test does);
@@ -57,9 +57,14 @@ function run(command: string, args: string[], quiet = false) {
 }
 
 // Wrangler prints a table of every migration after each one it applies: say in one line what happened instead.
-const migrated = run("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], true);
-const applied = /About to apply (\d+) migration/.exec(migrated)?.[1];
-console.log(applied ? `Local D1: applied ${applied} migration(s) from migrations/.` : "Local D1: migrations up to date.");
+for (const [binding, dir, what] of [
+  ["DB", "migrations", "Local D1"],
+  ["ALERTS_DB", "migrations-alerts", "Local D1 of the alert windows"],
+] as const) {
+  const migrated = run("wrangler", ["d1", "migrations", "apply", binding, "--local", ...persist], true);
+  const applied = /About to apply (\d+) migration/.exec(migrated)?.[1];
+  console.log(applied ? `${what}: applied ${applied} migration(s) from ${dir}/.` : `${what}: migrations up to date.`);
+}
 // The first run seeds the sample catalogue; later runs keep what is there (`npm run seed` re-seeds).
 const seedFile = persistTo ? `${persistTo}/seed.sql` : ".wrangler/seed.sql";
 if (!existsSync(seedFile)) run("node", ["scripts/seed.ts", "--out", seedFile, ...persist]);

@@ -791,7 +791,7 @@ const apply = !args["no-apply"];
 const started = performance.now();
 const seconds = () => `${((performance.now() - started) / 1000).toFixed(1)} s`;
 mkdirSync(dirname(args.out), { recursive: true });
-if (apply) wrangler("d1", "migrations", "apply", "DB", "--local");
+if (apply) for (const binding of ["DB", "ALERTS_DB"]) wrangler("d1", "migrations", "apply", binding, "--local");
 // Each part is applied as its own batch (file): a run stopped half-way leaves part of the catalogue; run it again.
 const partFile = `${args.out}.part`;
 const out = openSync(args.out, "w");

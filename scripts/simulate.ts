@@ -8,7 +8,8 @@
  *
  * Operations measured at two catalogue sizes are extrapolated linearly to the workload's catalogue (a full list's
  * segment reads grow with it; a data request's do not). `--scale N` multiplies every rate of the workload (requests,
- * keys, products, events, deliveries, webhooks, streams); `--plan split` puts keys and accounts, the catalogue, and
+ * keys, products, events, deliveries, webhooks, streams). The base plan is today's: one D1 database for everything but
+ * the alert windows' day rows, which have their own (ALERTS_DB); `--plan split` puts keys and accounts, the catalogue, and
  * events with deliveries in D1 databases of their own, the last sharded by account, and reads the catalogue from
  * read replicas (docs/scale.md). `--json` prints `{"inputs","limits":[{name,used,limit,ratio}],"cost_per_million_requests"}`.
  */
@@ -43,6 +44,11 @@ export interface OperationCost {
   d1_statements: number;
   /** D1's serial time (ms): each statement at max(1 ms, the duration D1 reported for it). */
   d1_ms: number;
+  /**
+   * Of d1_ms, the alert windows' own database's (ALERTS_DB, src/alerts/tables.ts). Absent from a file the bench
+   * measured before that database existed: the model then counts all of an operation's time on the main database.
+   */
+  d1_ms_alerts?: number;
   /** Statements whose result reported no duration (drizzle's selects, `raw`): in d1_ms at the floor. */
   d1_untimed: number;
   d1_rows_read: number;
@@ -155,6 +161,7 @@ export function readCosts(file: URL = COSTS_FILE): Costs {
 export const COST_FIELDS = [
   "d1_statements",
   "d1_ms",
+  "d1_ms_alerts",
   "d1_rows_read",
   "d1_rows_written",
   "do_requests",
@@ -167,7 +174,7 @@ export const COST_FIELDS = [
 type Figures = Record<(typeof COST_FIELDS)[number], number>;
 
 /** What shows an operation touching more of the data as the catalogue grows: the rows and objects it reads. */
-const DATA_READ: readonly (typeof COST_FIELDS)[number][] = ["d1_rows_read", "r2_class_b"];
+const DATA_READ = ["d1_rows_read", "r2_class_b"] as const;
 /**
  * What reads more with the catalogue reads several times more at the larger of two sizes ten times apart (a full list:
  * 2.3 R2 reads at 10,000 products, 21 at 100,000). Fewer extra rows or objects than GROWTH_FLOOR per operation is a
@@ -178,6 +185,8 @@ const DATA_READ: readonly (typeof COST_FIELDS)[number][] = ["d1_rows_read", "r2_
  */
 const GROWTH_FLOOR = 0.5;
 const GROWTH_FACTOR = 2;
+/** The figures that are times: of work that does not grow, the larger of the two sizes' stands. */
+const TIMES: readonly (typeof COST_FIELDS)[number][] = ["cpu_ms", "d1_ms", "d1_ms_alerts"];
 
 /**
  * An operation's figures at `products`: a straight line through the two sizes measured (never below the larger's),
@@ -195,11 +204,11 @@ export function figuresAt(cost: Costs["operations"][OperationName], products: nu
   const grows = DATA_READ.some((field) => large[field] - small[field] >= GROWTH_FLOOR && large[field] >= GROWTH_FACTOR * small[field]);
   return Object.fromEntries(
     COST_FIELDS.map((field) => {
-      if (largeSize === sizes[0] || ((field === "cpu_ms" || field === "d1_ms") && !grows))
-        return [field, Math.max(small[field], large[field])];
-      if (!grows) return [field, large[field]];
-      const slope = (large[field] - small[field]) / (largeSize - sizes[0]!);
-      return [field, Math.max(large[field], large[field] + slope * (products - largeSize))];
+      const [atSmall, atLarge] = [small[field] ?? 0, large[field] ?? 0];
+      if (largeSize === sizes[0] || (TIMES.includes(field) && !grows)) return [field, Math.max(atSmall, atLarge)];
+      if (!grows) return [field, atLarge];
+      const slope = (atLarge - atSmall) / (largeSize - sizes[0]!);
+      return [field, Math.max(atLarge, atLarge + slope * (products - largeSize))];
     }),
   ) as Figures;
 }
@@ -231,6 +240,7 @@ function flushAt(cost: Costs["operations"]["last_used_flush"], measured: Figures
     ...measured,
     d1_statements: measured.d1_statements * byStatements,
     d1_ms: measured.d1_ms * byStatements,
+    d1_ms_alerts: measured.d1_ms_alerts * byStatements,
     d1_rows_read: measured.d1_rows_read * byMarks,
     d1_rows_written: measured.d1_rows_written * byMarks,
   };
@@ -424,7 +434,11 @@ export interface Plan {
    * none today, so every plan has one copy.
    */
   databases: Record<string, { shards: number; readReplicas: number }>;
-  /** Per operation, the share of its statements each database gets, and the share of those that only read. */
+  /**
+   * Per operation, the share of its statements each database gets, and the share of those that only read: its time
+   * in the main database (d1_ms less d1_ms_alerts). Its time in the alert windows' own goes to the database that holds
+   * their tables (`tables.offer_price_days`), as measured.
+   */
   route: Record<OperationName, { database: string; share: number; reads: number }[]>;
   /** Which database holds each table the model sizes (Costs.storage). */
   tables: Record<D1Table, string>;
@@ -432,12 +446,15 @@ export interface Plan {
 
 const one = (database: string, reads = 0) => [{ database, share: 1, reads }];
 
-/** Today's: one database for everything. */
-export const ONE_DATABASE: Plan = {
-  name: "one D1 database",
-  databases: { main: { shards: 1, readReplicas: 1 } },
+/** The alert windows' tables (src/alerts/tables.ts), in their own database in today's code (ALERTS_DB). */
+const ALERT_TABLES: readonly D1Table[] = ["offer_price_days", "offer_price_far"];
+
+/** Today's: one database for everything but the alert windows' day rows, which have their own. */
+export const BASE: Plan = {
+  name: "one D1 database, and the alert windows' own",
+  databases: { main: { shards: 1, readReplicas: 1 }, alerts: { shards: 1, readReplicas: 1 } },
   route: Object.fromEntries(OPERATIONS.map((name) => [name, one("main")])) as Plan["route"],
-  tables: Object.fromEntries(D1_TABLES.map((table) => [table, "main"])) as Plan["tables"],
+  tables: Object.fromEntries(D1_TABLES.map((table) => [table, ALERT_TABLES.includes(table) ? "alerts" : "main"])) as Plan["tables"],
 };
 
 /**
@@ -504,7 +521,7 @@ export const SPLIT: Plan = {
   },
 };
 
-const PLANS: Record<string, Plan> = { one: ONE_DATABASE, split: SPLIT };
+const PLANS: Record<string, Plan> = { base: BASE, split: SPLIT };
 
 // ---- The model ----------------------------------------------------------------------------------------------------
 
@@ -538,7 +555,7 @@ const KEY_ADMISSIONS = [
   "mcp_tool_call",
 ] as const satisfies readonly OperationName[];
 
-export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLOAD, plan: Plan = ONE_DATABASE) {
+export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLOAD, plan: Plan = BASE) {
   const w = workload;
   const f = Object.fromEntries(OPERATIONS.map((name) => [name, figuresAt(costs.operations[name], w.products)])) as Record<
     OperationName,
@@ -588,13 +605,19 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
 
   // D1's serial time: each database runs one statement at a time, each at max(D1_STATEMENT_FLOOR_MS, its measured
   // duration) (d1_ms, summed so by the meter); reads spread over its replicas (none unless the code reads through
-  // the Sessions API), everything over its shards.
+  // the Sessions API), everything over its shards. An operation's time in the alert windows' own database
+  // (d1_ms_alerts, measured apart) goes to the database holding their tables, the rest where the plan routes it.
   const busy: Record<string, number> = Object.fromEntries(Object.keys(plan.databases).map((name) => [name, 0]));
   const busyByOperation = Object.fromEntries(OPERATIONS.map((name) => [name, 0])) as Record<OperationName, number>;
+  const alertsDatabase = plan.tables.offer_price_days;
   for (const name of OPERATIONS) {
-    for (const { database, share, reads } of plan.route[name]) {
+    const parts = [
+      ...plan.route[name].map((part) => ({ ...part, ms: f[name].d1_ms - f[name].d1_ms_alerts })),
+      { database: alertsDatabase, share: 1, reads: 0, ms: f[name].d1_ms_alerts },
+    ];
+    for (const { database, share, reads, ms } of parts) {
       const { shards, readReplicas } = plan.databases[database]!;
-      const seconds = (rate[name] * (f[name].d1_ms / 1000) * share * (reads / readReplicas + (1 - reads))) / shards;
+      const seconds = (rate[name] * (ms / 1000) * share * (reads / readReplicas + (1 - reads))) / shards;
       busy[database]! += seconds;
       busyByOperation[name] += seconds;
     }
@@ -780,6 +803,8 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
 
   return {
     inputs: `docs/costs.json@${costs.commit}`,
+    /** False for a docs/costs.json measured before the alert windows' database: all D1 time is then the main one's. */
+    alertsTimeMeasured: costs.operations.cron_run.d1_ms_alerts !== undefined,
     plan: plan.name,
     rate,
     perSecond,
@@ -806,6 +831,11 @@ function print(w: Workload, r: Model) {
     `Model: ${n(w.keys)} keys, ${n(w.requestsPerSecond)} requests/s, ${n(w.products)} products, ${n(w.eventsPerSecond, 1)} events/s, ` +
       `${n(w.deliveriesPerSecond)} deliveries/s, ${n(w.webhooks)} webhooks, ${n(w.openStreams)} open streams, for a year.`,
     `Inputs: ${r.inputs} (npm run bench -- --costs); D1: ${r.plan}.`,
+    ...(r.alertsTimeMeasured
+      ? []
+      : [
+          "  (this docs/costs.json has no d1_ms_alerts: it predates the alert windows' database, whose D1 time is counted on the main one)",
+        ]),
     "",
     "Per second",
     ...COST_FIELDS.filter((field) => field !== "cpu_ms").map((field) => `  ${field.padEnd(44)} ${n(r.perSecond[field], 1)}`),
@@ -850,7 +880,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     options: {
       json: { type: "boolean", default: false },
       scale: { type: "string", default: "1" },
-      plan: { type: "string", default: "one" },
+      plan: { type: "string", default: "base" },
     },
   });
   const factor = Number(values.scale);

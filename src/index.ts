@@ -36,6 +36,7 @@ export default {
     // Every binding counts into the run's tally, logged with the run (what `cron_run` costs in docs/costs.json).
     const work = new WorkMeter();
     const db = work.database(env.DB);
+    const alerts = work.alertsDatabase(env.ALERTS_DB);
     const archive = work.bucket(env.ARCHIVE);
     const queue = work.queue(env.WEBHOOK_QUEUE);
     try {
@@ -49,7 +50,7 @@ export default {
         sweepOutbox(db, queue),
         sweepCatalogue(env, work),
         archiveEvents(db, archive).then(() => expireArchive(db, archive)),
-        archiveHistory(db, archive),
+        archiveHistory(db, alerts, archive),
         announceExpiringKeys(db, queue),
         retryPlanPushes(db, keyObjectControl(env, work)),
         retryStreamPushes(db, env, work),

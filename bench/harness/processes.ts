@@ -103,7 +103,7 @@ export async function freeze(config: string, outDir: string): Promise<string> {
   if (!/^main = .*$/m.test(text)) throw new Error(`${config} has no \`main = …\` line to point at the bundle.`);
   text = text.replace(/^main = .*$/m, `main = ${JSON.stringify(join(outDir, "index.js"))}\nno_bundle = true`);
   text = text.replace(
-    /^migrations_dir = "(.*)"$/m,
+    /^migrations_dir = "(.*)"$/gm,
     (_, dir: string) => `migrations_dir = ${JSON.stringify(resolve(dirname(source), dir))}`,
   );
   const frozen = join(outDir, "wrangler.toml");

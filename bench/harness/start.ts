@@ -101,7 +101,7 @@ export async function startOursAlone(
 ): Promise<Worker> {
   const { ours } = await freezeWorkers(bench, ["ours"]);
   const d1 = join(bench.state, "d1");
-  await wrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", d1]);
+  for (const binding of ["DB", "ALERTS_DB"]) await wrangler(["d1", "migrations", "apply", binding, "--local", "--persist-to", d1]);
   const { workers } = await startReady(
     bench,
     [{ name: "ours", config: ours, persistTo: d1, vars: await bench.workerVars(vars) }],

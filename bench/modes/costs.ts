@@ -31,10 +31,11 @@ import { storedBytes } from "./storage.ts";
 
 type CostsFile = Costs;
 
-type Tally = Omit<OperationCost, "per" | "cpu_ms" | "marks_per_flush" | "per_refused_request" | "steps_per_export">;
+type Tally = Omit<Required<OperationCost>, "per" | "cpu_ms" | "marks_per_flush" | "per_refused_request" | "steps_per_export">;
 const noTally = (): Tally => ({
   d1_statements: 0,
   d1_ms: 0,
+  d1_ms_alerts: 0,
   d1_untimed: 0,
   d1_rows_read: 0,
   d1_rows_written: 0,
@@ -54,6 +55,7 @@ export type LoggedWork = WorkCounts & { invocation: string; request_id?: string 
 const loggedTally = (w: LoggedWork): Tally => ({
   d1_statements: w.d1Statements,
   d1_ms: w.d1Ms,
+  d1_ms_alerts: w.alertsD1Ms,
   d1_untimed: w.d1Untimed,
   d1_rows_read: w.d1RowsRead,
   d1_rows_written: w.d1RowsWritten,

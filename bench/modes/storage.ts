@@ -29,20 +29,36 @@ const pagesOf = (file: string) =>
   sqlite<{ bytes: number }>(file, "SELECT page_count * page_size AS bytes FROM pragma_page_count, pragma_page_size")[0]!.bytes;
 
 /**
- * Per table: its pages and its indexes' (dbstat, grouped by the table they belong to) ÷ its rows. A large table's
- * bytes are its pages; a small one's (a few hundred keys, the bench's events) its used bytes scaled by the fill the
- * large tables show, since one page of slack over a dozen rows is not what a row takes at scale.
+ * Per table: its pages and its indexes' (dbstat, grouped by the table they belong to) ÷ its rows, in whichever D1
+ * database holds it (the main one, the alert windows' own: ALERTS_DB). A large table's bytes are its pages; a small
+ * one's (a few hundred keys, the bench's events) its used bytes scaled by the fill the large tables show, since one
+ * page of slack over a dozen rows is not what a row takes at scale.
  */
 function d1BytesPerRow(dir: string): { bytes_per_row: Record<string, number>; rows: Record<string, number> } {
-  const [file] = sqliteFiles(join(dir, "v3/d1")).sort((a, b) => pagesOf(b) - pagesOf(a));
-  if (!file) throw new Error(`no D1 database under ${dir}`);
-  const sizes = sqlite<{ table: string; bytes: number; used: number; pages: number }>(
-    file,
-    'SELECT s.tbl_name AS "table", sum(d.pgsize) AS bytes, sum(d.pgsize - d.unused) AS used, count(*) AS pages ' +
-      "FROM dbstat AS d JOIN sqlite_schema AS s ON s.name = d.name GROUP BY s.tbl_name",
+  const files = sqliteFiles(join(dir, "v3/d1")).sort((a, b) => pagesOf(b) - pagesOf(a));
+  if (files.length === 0) throw new Error(`no D1 database under ${dir}`);
+  // Each table in the largest database that has it: the main one, or the alert windows' own for theirs.
+  const tablesOf = new Map(
+    files.map((file) => [
+      file,
+      new Set(sqlite<{ name: string }>(file, "SELECT name FROM sqlite_schema WHERE type = 'table'").map(({ name }) => name)),
+    ]),
+  );
+  const fileOf = new Map(TABLES.map((table) => [table, files.find((file) => tablesOf.get(file)!.has(table))]));
+  const sizes = [...new Set(fileOf.values())].flatMap((file) =>
+    !file
+      ? []
+      : sqlite<{ table: string; bytes: number; used: number; pages: number }>(
+          file,
+          'SELECT s.tbl_name AS "table", sum(d.pgsize) AS bytes, sum(d.pgsize - d.unused) AS used, count(*) AS pages ' +
+            "FROM dbstat AS d JOIN sqlite_schema AS s ON s.name = d.name GROUP BY s.tbl_name",
+        ).filter((size) => fileOf.get(size.table as (typeof TABLES)[number]) === file),
   );
   const rows = Object.fromEntries(
-    TABLES.map((table) => [table, sqlite<{ n: number }>(file, `SELECT count(*) AS n FROM "${table}"`)[0]!.n]),
+    TABLES.map((table) => {
+      const file = fileOf.get(table);
+      return [table, file ? sqlite<{ n: number }>(file, `SELECT count(*) AS n FROM "${table}"`)[0]!.n : 0];
+    }),
   ) as Record<string, number>;
   const filled = sizes.filter((size) => size.pages >= FILLED_PAGES);
   const fill =

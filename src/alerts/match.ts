@@ -12,11 +12,11 @@ import { catalogueWindowAnswers, type PriorAnswer, type PriorQuestion } from "./
  * prior prices) and asks src/alerts/rules.ts. The fan-out (events × webhooks), the replay (events × one
  * webhook) and the stream (events × its query) all call `matchAlerts`, so they cannot disagree.
  *
- * Cost: at most two D1 round trips for any number of events and rules: one read of the products'
- * brand and category (only when a rule names brands or categories), and one batch reading the offers' D1 history
- * rows and, for windows reaching back past the history D1 keeps, their days (src/alerts/windows.ts; no archive
- * object), only for pairs that pass every other rule and ask for new_low_days or new_high_days: per page of events,
- * never per event, whatever its products.
+ * Cost: at most three D1 round trips for any number of events and rules: one read of the products'
+ * brand and category (only when a rule names brands or categories), one batch reading the offers' D1 history
+ * rows and, for windows reaching back past the history D1 keeps, one reading their days in the alert windows' own
+ * database (src/alerts/windows.ts; no archive object), only for pairs that pass every other rule and ask for
+ * new_low_days or new_high_days: per page of events, never per event, whatever its products.
  */
 
 /** An event as the queue, the outbox and the feed hold it. `change`: the price change in minor units (null: not comparable). */
@@ -34,7 +34,8 @@ export const alertEventOf = (message: EventMessage): AlertEvent => ({ ...message
 const text = (value: unknown) => (typeof value === "string" ? value : undefined);
 
 /**
- * Where the facts come from: the catalogue's D1 (the default, from `{db}`), or an account's
+ * Where the facts come from: the catalogue's D1 (the default, from `{db, alerts}`: the main database and the alert
+ * windows' own), or an account's
  * sandbox (src/sandbox/facts.ts), whose events are about its own products and history.
  */
 export interface AlertFacts {
@@ -42,14 +43,20 @@ export interface AlertFacts {
   priorPrices(questions: readonly PriorQuestion[]): Promise<Map<string, PriorAnswer>>;
 }
 
-export const catalogueFacts = ({ db }: { db: Database }): AlertFacts => ({
+/** The catalogue's databases: the main one and the alert windows' own (ALERTS_DB). */
+export interface CatalogueDatabases {
+  db: Database;
+  alerts: Database;
+}
+
+export const catalogueFacts = ({ db, alerts }: CatalogueDatabases): AlertFacts => ({
   products: (ids) => readProducts(db, ids),
-  priorPrices: (questions) => catalogueWindowAnswers(db, questions),
+  priorPrices: (questions) => catalogueWindowAnswers({ db, alerts }, questions),
 });
 
 /** The pairs (event, rule) that match, in event order, then rule order. */
 export async function matchAlerts<E extends AlertEvent, R extends AlertRule>(
-  source: { db: Database } | AlertFacts,
+  source: CatalogueDatabases | AlertFacts,
   { events, rules }: { events: readonly E[]; rules: readonly R[] },
 ): Promise<{ event: E; rule: R }[]> {
   if (events.length === 0 || rules.length === 0) return [];

@@ -1,5 +1,6 @@
 import { HISTORY_IN_D1_MS } from "../events/retention.ts";
 import type { Database } from "../platform/db.ts";
+import { dayNumber, dayText, type offerPriceFar } from "./tables.ts";
 
 /**
  * The answers to a page's window questions (new_low_days, new_high_days: the offer's lowest and highest price in a
@@ -9,7 +10,7 @@ import type { Database } from "../platform/db.ts";
  * looked at 14 million history rows; docs/webhooks.md).
  *
  * Three kinds of row: a price history row (exact: a price and when it took effect); for history the archiver moved
- * out of D1, an offer's day (src/alerts/tables.ts offerPriceDays: the day's lowest, highest and last price); and for
+ * out of price_history, an offer's day (src/alerts/tables.ts offerPriceDays: the day's lowest, highest and last price); and for
  * days older than any change the feed holds can end a window among, the offer's far row (offerPriceFar: its suffix
  * extremes by the last day each price was held, foldDays).
  */
@@ -149,7 +150,7 @@ const exactEntry = (row: HistoryPrice): Entry => ({
   lastAt: row.observedAt,
 });
 
-/** An offer's day as offer_price_days keeps it. */
+/** An offer's day as offer_price_days keeps it, its day as YYYY-MM-DD and its close's time as ISO text (dayRow reads a stored one). */
 export interface OfferDay {
   day: string;
   currency: string;
@@ -233,7 +234,7 @@ function dayAlignedAnswers(
   );
 }
 
-/** An offer's far row: its days before `through` folded (foldDays), and the price it held then. */
+/** An offer's far row: its days before `through` folded (foldDays), and the price it held then; days as YYYY-MM-DD. */
 export interface OfferFar {
   through: string;
   extremes: Record<string, { lows: [string, number][]; highs: [string, number][] }>;
@@ -241,6 +242,41 @@ export interface OfferFar {
   closeCurrency: string;
   closedAt: string;
 }
+
+type StoredFar = Omit<typeof offerPriceFar.$inferSelect, "productId" | "competitorId">;
+type Extremes<Day> = Record<string, { lows: [Day, number][]; highs: [Day, number][] }>;
+const mapDays = <From, To>(extremes: Extremes<From>, day: (from: From) => To): Extremes<To> =>
+  Object.fromEntries(
+    Object.entries(extremes).map(([currency, own]) => [
+      currency,
+      { lows: own.lows.map(([at, minor]) => [day(at), minor]), highs: own.highs.map(([at, minor]) => [day(at), minor]) },
+    ]),
+  );
+
+/** A stored day row (integer day, Unix ms) as the windows compare it. */
+export const dayRow = <T extends { day: number; closedAt: number }>(
+  row: T,
+): Omit<T, "day" | "closedAt"> & { day: string; closedAt: string } => ({
+  ...row,
+  day: dayText(row.day),
+  closedAt: new Date(row.closedAt).toISOString(),
+});
+
+/** A stored far row (its extremes' JSON text or value) as the windows read it. */
+export const farRow = (row: Omit<StoredFar, "extremes"> & { extremes: string | StoredFar["extremes"] }): OfferFar => ({
+  ...row,
+  through: dayText(row.through),
+  closedAt: new Date(row.closedAt).toISOString(),
+  extremes: mapDays(typeof row.extremes === "string" ? (JSON.parse(row.extremes) as StoredFar["extremes"]) : row.extremes, dayText),
+});
+
+/** A far row as offer_price_far stores it. */
+export const storedFar = (far: OfferFar): StoredFar => ({
+  ...far,
+  through: dayNumber(far.through),
+  closedAt: Date.parse(far.closedAt),
+  extremes: mapDays(far.extremes, dayNumber),
+});
 
 /** The extremes of the folded prices held on `firstDay` or later: the first suffix minimum and maximum from it. */
 function farExtremes(far: OfferFar, currency: string, firstDay: string): PriorAnswer {
@@ -296,16 +332,25 @@ const SPANS_PER_STATEMENT = 200;
 /**
  * The catalogue's answers, in one D1 batch for any number of questions: each asked product's rows still in D1 before
  * its latest change (one index range; every row read is returned, its other offers' rows too) and, for the offers of
- * windows that open before the history D1 surely holds (HISTORY_IN_D1_MS), their days from the earliest such window's
- * first day to the latest change's day (an index range), the last day before that (one seek) and the offer's far row
- * (one seek), in one statement. Windows within D1's history are exact; longer ones day-aligned. No archive object is
- * read, whatever the number of products.
+ * windows that open before the history D1 surely holds (HISTORY_IN_D1_MS), a second batch, in the alert windows' own
+ * database: their days from the earliest such window's first day to the latest change's day (a primary key range), the
+ * last day before that (one seek) and the offer's far row (one seek), in one statement. Windows within D1's history
+ * are exact; longer ones day-aligned. No archive object is read, whatever the number of products.
+ *
+ * The days are read after the history rows, never at the same time: the archiver writes a moved row's day before it
+ * deletes the row (src/catalogue/history-archive.ts), so a row gone from the first read is in the second.
  */
-export async function catalogueWindowAnswers(db: Database, questions: readonly PriorQuestion[]): Promise<Map<string, PriorAnswer>> {
+export async function catalogueWindowAnswers(
+  { db, alerts }: { db: Database; alerts: Database },
+  questions: readonly PriorQuestion[],
+): Promise<Map<string, PriorAnswer>> {
   if (questions.length === 0) return new Map();
   const horizon = new Date(Date.now() - HISTORY_IN_D1_MS).toISOString();
   const [exact, dayAligned] = [questions.filter((q) => q.since >= horizon), questions.filter((q) => q.since < horizon)];
-  /** Each key's span of the questions (the earliest first day, the latest change), in JSON parameters of 200. */
+  /**
+   * Each key's span of the questions (the earliest first day, the latest change), in JSON parameters of 200; its days
+   * as the day rows store them (days since 1970-01-01).
+   */
   const spans = (asked: readonly PriorQuestion[], keyOf: (q: PriorQuestion) => string) => {
     const spanned = new Map<string, { p: string; c: string; from: string; to: string; before: string }>();
     for (const q of asked) {
@@ -314,29 +359,32 @@ export async function catalogueWindowAnswers(db: Database, questions: readonly P
       if (!span) spanned.set(keyOf(q), { p: q.p, c: q.c, from, to, before: q.before });
       else Object.assign(span, { from: min(span.from, from), to: max(span.to, to), before: max(span.before, q.before) });
     }
-    const all = [...spanned.values()];
+    const all = [...spanned.values()].map((span) => ({ ...span, from: dayNumber(span.from), to: dayNumber(span.to) }));
     return Array.from({ length: Math.ceil(all.length / SPANS_PER_STATEMENT) }, (_, i) =>
       JSON.stringify(all.slice(i * SPANS_PER_STATEMENT, (i + 1) * SPANS_PER_STATEMENT)),
     );
   };
-  const d1 = (db as Database & { $client: D1Database }).$client; // the (counting) binding drizzle wraps
+  // The (counting) bindings drizzle wraps.
+  const [d1, daysD1] = [db.$client, alerts.$client];
   const [productSpans, offerSpans] = [spans(questions, (q) => q.p), spans(dayAligned, (q) => offerKey(q.p, q.c))];
-  const results = await d1.batch<Record<string, unknown>>([
-    ...productSpans.map((json) => d1.prepare(PRODUCT_ROWS).bind(json)),
-    ...offerSpans.map((json) => d1.prepare(OFFER_DAYS).bind(json, json, json)),
-  ]);
-  const rows = results.slice(0, productSpans.length).flatMap((result) => result.results) as unknown as OfferRow<HistoryPrice>[];
-  const daysAndFars = results.slice(productSpans.length).flatMap((result) => result.results) as unknown as DayOrFar[];
-  const days = daysAndFars.filter((row) => row.extremes === null) as OfferRow<OfferDay>[];
+  const rows = (await d1.batch<Record<string, unknown>>(productSpans.map((json) => d1.prepare(PRODUCT_ROWS).bind(json)))).flatMap(
+    (result) => result.results,
+  ) as unknown as OfferRow<HistoryPrice>[];
+  const daysAndFars =
+    offerSpans.length === 0
+      ? []
+      : ((await daysD1.batch<Record<string, unknown>>(offerSpans.map((json) => daysD1.prepare(OFFER_DAYS).bind(json, json, json)))).flatMap(
+          (result) => result.results,
+        ) as unknown as DayOrFar[]);
+  const days = daysAndFars.flatMap((row) => (row.extremes === null ? [dayRow(row)] : []));
   const fars = daysAndFars.flatMap((row) =>
     row.extremes === null
       ? []
       : [
           {
-            ...row,
-            through: row.day,
-            closeCurrency: row.currency,
-            extremes: JSON.parse(row.extremes) as OfferFar["extremes"],
+            ...farRow({ ...row, through: row.day, closeCurrency: row.currency, extremes: row.extremes }),
+            productId: row.productId,
+            competitorId: row.competitorId,
           },
         ],
   );
@@ -346,8 +394,11 @@ export async function catalogueWindowAnswers(db: Database, questions: readonly P
 const min = (a: string, b: string) => (a < b ? a : b);
 const max = (a: string, b: string) => (a > b ? a : b);
 
-/** A row of OFFER_DAYS: an offer's day, or (with `extremes`) its far row, its `through` as `day` and its close's currency. */
-type DayOrFar = OfferRow<OfferDay> & { extremes: string | null };
+/**
+ * A row of OFFER_DAYS as stored (integer days, Unix ms): an offer's day, or (with `extremes`) its far row, its
+ * `through` as `day` and its close's currency.
+ */
+type DayOrFar = OfferRow<Omit<OfferDay, "day" | "closedAt"> & { day: number; closedAt: number }> & { extremes: string | null };
 
 const DAY_COLUMNS = `d.product_id AS productId, d.competitor_id AS competitorId, d.day, d.currency, d.low_minor AS lowMinor,
   d.high_minor AS highMinor, d.close_minor AS closeMinor, d.closed_at AS closedAt, NULL AS extremes`;

@@ -143,6 +143,7 @@ export class ExportRunner extends MeteredObject {
     );
     const services = {
       db,
+      alerts: this.meter.alertsDatabase(this.env.ALERTS_DB),
       replica: db,
       archive: this.meter.bucket(this.env.ARCHIVE),
       catalogue,

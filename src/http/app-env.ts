@@ -19,6 +19,8 @@ export interface RequestServices {
   config: Config;
   /** Counts its round trips into `work`. */
   db: Database;
+  /** The alert windows' own D1 database (ALERTS_DB: their day rows, src/alerts/tables.ts), counted the same. */
+  alerts: Database;
   /**
    * A D1 session that may be served by a read replica (the Sessions API, "first-unconstrained"), counted the same:
    * for reads that need not see the very latest write (the feed's pages, price history), so they leave the primary

@@ -21,7 +21,7 @@ import { ApiError } from "../http/errors.ts";
 import type { KeyData } from "./door.ts";
 import { catalogueExportStart, catalogueExportStep, changesExportStart, changesExportStep } from "./live-export.ts";
 
-type LiveServices = Pick<RequestServices, "db" | "replica" | "archive" | "catalogue" | "afterAnswer">;
+type LiveServices = Pick<RequestServices, "db" | "alerts" | "replica" | "archive" | "catalogue" | "afterAnswer">;
 
 /**
  * A live key's data: the catalogue's published snapshot (R2, and what the isolate keeps of it), D1's feed and the

@@ -11,7 +11,7 @@ import { sandboxData } from "./sandbox.ts";
  * (src/pipeline/key-data.ts); an export's by its runner (src/exports/runner.ts), from the export's own record.
  */
 export function keyDataFor(
-  services: Pick<RequestServices, "db" | "replica" | "archive" | "catalogue" | "afterAnswer" | "work">,
+  services: Pick<RequestServices, "db" | "alerts" | "replica" | "archive" | "catalogue" | "afterAnswer" | "work">,
   env: Pick<Env, "SANDBOX">,
   whose: { accountId: string; environment: Environment },
 ): KeyData {

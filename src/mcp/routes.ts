@@ -33,11 +33,12 @@ export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) =>
           .catch(() => undefined)
       : undefined;
   if (Array.isArray(message)) throw new ApiError(400, BATCH_REFUSED);
-  const { db, archive, queue, config, work } = c.var.services;
+  const { db, alerts, archive, queue, config, work } = c.var.services;
   const { id, accountId, environment, scopes } = c.var.apiKey;
   // The tools read the key's environment's data (a test key's: its account's sandbox) through the one door.
   const server = mcpServer(c.var.keyData, scopes, {
     db,
+    alerts,
     archive,
     queue,
     config,

@@ -15,11 +15,11 @@ export function afterCommitOf(
   c: Context<AppEnv>,
   { inOutbox = true } = {},
 ): (events: readonly EventMessage[]) => Promise<Map<string, DeliveriesQueuedView> | undefined> {
-  const { db, queue, work, afterAnswer } = c.var.services;
+  const { db, alerts, queue, work, afterAnswer } = c.var.services;
   const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, work);
   return (events) => {
     const delivered = deliverAfterCommit(
-      { db, queue, endpoints: c.env.WEBHOOK_ENDPOINT, sandboxes: c.env.SANDBOX, work, budgets },
+      { db, alerts, queue, endpoints: c.env.WEBHOOK_ENDPOINT, sandboxes: c.env.SANDBOX, work, budgets },
       events,
       { inOutbox },
     );

@@ -27,6 +27,7 @@ export const requestServices =
     else {
       // Each metered binding is built on first use: most data requests touch one of them, or none.
       let db: Database | undefined;
+      let alerts: Database | undefined;
       let replica: Database | undefined;
       let queue: Queue<WebhookMessage> | undefined;
       let catalogue: CatalogueStore | undefined;
@@ -36,6 +37,9 @@ export const requestServices =
         config,
         get db() {
           return (db ??= work.database(c.env.DB));
+        },
+        get alerts() {
+          return (alerts ??= work.alertsDatabase(c.env.ALERTS_DB));
         },
         get replica() {
           // A session has prepare and batch, all drizzle's D1 driver calls.

@@ -1,4 +1,4 @@
-import { countingD1, type Database, database } from "./db.ts";
+import { countingD1, type D1Work, type Database, database } from "./db.ts";
 
 /**
  * Meters on the bindings an invocation reaches, so what it costs is counted by the code that pays it: X-Work-Counts,
@@ -50,9 +50,11 @@ const FIELDS = {
 /**
  * Counted and logged, not in X-Work-Counts (the contract fixes its fields): D1's serial time, each statement at
  * max(1 ms, the duration D1 reports for it), and the statements whose result reports none (src/platform/db.ts D1Work);
- * KV reads, and KV writes, deletes and lists (Workers KV bills those alike): the OAuth records of one-click connect.
+ * of that time, the alert windows' own database's (ALERTS_DB: a database runs one statement at a time, so the scale
+ * model needs each one's); KV reads, and KV writes, deletes and lists (Workers KV bills those alike): the OAuth
+ * records of one-click connect.
  */
-const LOGGED_ONLY = ["d1Ms", "d1Untimed", "kvReads", "kvWrites"] as const;
+const LOGGED_ONLY = ["d1Ms", "alertsD1Ms", "d1Untimed", "kvReads", "kvWrites"] as const;
 
 /**
  * What an invocation did: D1 round trips and statements (a batch's one by one) with the rows D1 says they read and
@@ -88,6 +90,7 @@ export class WorkMeter implements WorkCounts {
   r2ClassB = 0;
   queueSent = 0;
   d1Ms = 0;
+  alertsD1Ms = 0;
   d1Untimed = 0;
   kvReads = 0;
   kvWrites = 0;
@@ -129,6 +132,21 @@ export class WorkMeter implements WorkCounts {
   /** A drizzle client whose statements count here. */
   database(d1: D1Database): Database {
     return database(d1, this);
+  }
+
+  /**
+   * A drizzle client for the alert windows' own database (ALERTS_DB), counted as any other, and its D1 time also in
+   * alertsD1Ms.
+   */
+  alertsDatabase(d1: D1Database): Database {
+    const meter = this;
+    const apart = new Proxy<D1Work>(this, {
+      set(target, property, value: number) {
+        if (property === "d1Ms") meter.alertsD1Ms += value - target.d1Ms!;
+        return Reflect.set(target, property, value);
+      },
+    });
+    return database(d1, apart);
   }
 
   /** The D1 binding itself, counting here: for code that wraps it again (a build step's own report). */

@@ -47,6 +47,8 @@ export function sandboxFacts(sandbox: AccountSandbox): AlertFacts {
 /** Where the facts come from: the catalogue (D1: its offers' day rows answer the windows), and each account's sandbox object. */
 export interface FactSources {
   db: Database;
+  /** The alert windows' own database (ALERTS_DB): their day rows. */
+  alerts: Database;
   sandboxOf(accountId: string): AccountSandbox;
 }
 
@@ -64,7 +66,7 @@ export async function matchInEnvironments<R extends AlertRule & { accountId: str
   const sandboxes = [...new Set(messages.flatMap((message) => message.sandbox_account_id ?? []))];
   const matched = await Promise.all([
     matchAlerts(
-      { db: sources.db },
+      { db: sources.db, alerts: sources.alerts },
       {
         events: events.filter(({ message }) => message.sandbox_account_id === undefined),
         rules: subscribers.filter((rule) => rule.environment === "live"),

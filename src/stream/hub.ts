@@ -102,6 +102,7 @@ export class StreamHub extends MeteredObject {
     if (subscribers.length === 0 || messages.length === 0) return 0;
     const sources = {
       db: this.meter.database(this.env.DB),
+      alerts: this.meter.alertsDatabase(this.env.ALERTS_DB),
       sandboxOf: (accountId: string) => accountSandbox(this.env.SANDBOX, this.meter, accountId),
     };
     const matched = await matchInEnvironments(sources, messages, subscribers);

@@ -33,11 +33,15 @@ const REPLAY_SCAN_PAGES = 200;
 export async function replayWebhookEvents(
   {
     db,
+    alerts,
     archive,
     queue,
     budgets,
     sandboxOf,
-  }: Pick<RequestServices, "db" | "archive" | "queue"> & { budgets: AccountBudgets; sandboxOf: (accountId: string) => AccountSandbox },
+  }: Pick<RequestServices, "db" | "alerts" | "archive" | "queue"> & {
+    budgets: AccountBudgets;
+    sandboxOf: (accountId: string) => AccountSandbox;
+  },
   { accountId, id, request }: WebhookOfAccount & { request: ReplayRequest },
 ): Promise<DeliveriesQueuedView> {
   const webhook = await findEnabledWebhook(db, { accountId, id });
@@ -62,7 +66,7 @@ export async function replayWebhookEvents(
   // A live webhook: the catalogue's events and its account's own (D1, then the archive); a test webhook: its account's
   // sandbox events only (its object).
   const sandbox = webhook.environment === "test" ? sandboxOf(accountId) : undefined;
-  const facts = sandbox ? sandboxFacts(sandbox) : { db };
+  const facts = sandbox ? sandboxFacts(sandbox) : { db, alerts };
   const taken = new Map<number, DeliveryMessage>(); // by seq: commit order, and an event read twice counts once
   const take = async (rows: readonly ArchivedEvent[]) => {
     if (rows.length === 0) return;

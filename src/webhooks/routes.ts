@@ -213,10 +213,13 @@ export const webhookRoutes = openApiApp()
   })
   .openapi(replayWebhookEventsRoute, async (c) => {
     const webhook = { accountId: c.var.account.id, id: c.req.valid("param").id };
-    const { db, archive, queue, work } = c.var.services;
+    const { db, alerts, archive, queue, work } = c.var.services;
     const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, work);
     return c.json(
-      await replayWebhookEvents({ db, archive, queue, budgets, sandboxOf: sandboxesOf(c) }, { ...webhook, request: c.req.valid("json") }),
+      await replayWebhookEvents(
+        { db, alerts, archive, queue, budgets, sandboxOf: sandboxesOf(c) },
+        { ...webhook, request: c.req.valid("json") },
+      ),
       202,
     );
   })

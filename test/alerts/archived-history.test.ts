@@ -34,7 +34,7 @@ describe("alert rules over archived history", () => {
       ["11.50", 5],
     ] as const)
       await ingest([{ sku, price, observed_at: at(daysAgo) }]);
-    await archiveHistory(db(), env.ARCHIVE);
+    await archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE);
     expect(
       (await db().select().from(priceHistory).where(like(priceHistory.observedAt, "%"))).filter((row) => row.observedAt < at(2)),
     ).toEqual([]);

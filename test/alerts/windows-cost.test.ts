@@ -52,7 +52,7 @@ beforeAll(async () => {
       .bind(JSON.stringify(Array.from({ length: PRODUCTS }, (_, p) => productId(p)))),
     insertHistory(archived),
   ]);
-  while ((await archiveHistory(database(env.DB), env.ARCHIVE)) > 0);
+  while ((await archiveHistory(database(env.DB), database(env.ALERTS_DB), env.ARCHIVE)) > 0);
   // The changes of the last minutes: in D1, each with its event, as an ingestion leaves them.
   const recent: [string, number, string][] = [];
   for (let j = 0; j < CHANGES; j++)
@@ -128,9 +128,9 @@ describe("a hub's publish of 300 price changes to streams of 160 distinct window
   });
 
   it("new_high_days over the same history decides as brute force does, the folded days included", async () => {
-    const folded = await d1()
-      .prepare("SELECT count(*) AS n FROM offer_price_far WHERE product_id LIKE 'prd_cost_%'")
-      .first<{ n: number }>();
+    const folded = await env.ALERTS_DB.prepare("SELECT count(*) AS n FROM offer_price_far WHERE product_id LIKE 'prd_cost_%'").first<{
+      n: number;
+    }>();
     expect(folded!.n).toBe(PRODUCTS); // every offer's days past the feed's 30 days + 2 are folded
     const windows = WINDOWS.filter((days) => days % 8 === 0);
     const streams = windows.map((days) => ({

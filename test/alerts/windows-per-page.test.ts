@@ -29,7 +29,7 @@ beforeAll(async () => {
     { competitor: "cmp_windows", price: "12.00", observedAt: ago(400 * DAY_MS) },
     { competitor: "cmp_windows", price: "10.00", observedAt: ago(20 * DAY_MS) },
   ]);
-  await archiveHistory(database(env.DB), env.ARCHIVE);
+  await archiveHistory(database(env.DB), database(env.ALERTS_DB), env.ARCHIVE);
 });
 afterAll(() => vi.restoreAllMocks());
 

@@ -189,7 +189,7 @@ describe("lowest_price_30d", () => {
     const sku = "LOW-ARCHIVE";
     await ingest([{ sku, price: "10.00", observed_at: daysAgo(25) }]);
     await ingest([{ sku, price: "12.00", observed_at: daysAgo(12) }]);
-    await archiveHistory(db(), env.ARCHIVE);
+    await archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE);
     expect(await historyRows(sku)).toBe(0); // both rows are in R2 now
     const history = await expectJson(await call("GET", `/products/${await productId(sku)}/history`, { token: key }), 200);
     expect(history.history.map((row) => row.price)).toEqual(["10.00", "12.00"]);

@@ -124,8 +124,9 @@ describe("npm run dev, called as a newcomer calls it", () => {
     if (persistDir) rmSync(persistDir, { recursive: true, force: true });
   }, 30_000);
 
-  it("prints one line about the migrations, not wrangler's table of every one", () => {
+  it("prints one line about each database's migrations, not wrangler's table of every one", () => {
     expect(beforeBanner).toMatch(/^Local D1: applied \d+ migration\(s\) from migrations\/\.$/m);
+    expect(beforeBanner).toMatch(/^Local D1 of the alert windows: applied \d+ migration\(s\) from migrations-alerts\/\.$/m);
     expect(beforeBanner).not.toContain("0000_init.sql");
     expect(beforeBanner).not.toContain("┌");
   });

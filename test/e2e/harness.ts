@@ -157,12 +157,14 @@ export function browserHarness(name: string) {
     rmSync(screenshots, { recursive: true, force: true });
     mkdirSync(screenshots, { recursive: true });
     persistDir = mkdtempSync(join(tmpdir(), "pda-e2e-"));
-    const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistDir], {
-      cwd: ROOT,
-      encoding: "utf8",
-      env: { ...process.env, ...WRANGLER_ENV },
-    });
-    if (migrate.status !== 0) throw new Error(`Migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+    for (const binding of ["DB", "ALERTS_DB"]) {
+      const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", binding, "--local", "--persist-to", persistDir], {
+        cwd: ROOT,
+        encoding: "utf8",
+        env: { ...process.env, ...WRANGLER_ENV },
+      });
+      if (migrate.status !== 0) throw new Error(`Migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+    }
 
     // The IdP's token endpoint on a second origin (the same provider on a second, free port, which its
     // discovery document names), as Cognito's and Google's are: the page must be allowed to call it.

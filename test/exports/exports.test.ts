@@ -337,7 +337,7 @@ describe("a changes export past the feed's 30 days", () => {
         { competitor: shop.id, price: "20.00", observedAt: ago(3) }, // inside the feed's 30 days: the feed's, not the history's
       ]);
     }
-    await archiveHistory(database(env.DB), env.ARCHIVE); // rows older than a few days leave D1 for R2
+    await archiveHistory(database(env.DB), database(env.ALERTS_DB), env.ARCHIVE); // rows older than a few days leave D1 for R2
     const stillInD1 = await env.DB.prepare("SELECT count(*) AS n FROM price_history WHERE observed_at < ?")
       .bind(ago(30))
       .first<{ n: number }>();

@@ -319,7 +319,7 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
       ]);
     }
     expect(products).toHaveLength(1);
-    await archiveHistory(database(env.DB), env.ARCHIVE);
+    await archiveHistory(database(env.DB), database(env.ALERTS_DB), env.ARCHIVE);
 
     const since = ago(60);
     const until = new Date().toISOString();

@@ -14,26 +14,25 @@ import { ADMIN_SUBJECT } from "./tokens.ts";
  */
 export async function startAfresh(): Promise<void> {
   await emptyDurableObjects();
-  await emptyDatabase();
+  await Promise.all([emptyDatabase(env.DB), emptyDatabase(env.ALERTS_DB)]);
   await Promise.all([emptyBucket(env.CATALOGUE), emptyBucket(env.ARCHIVE), emptyBucket(env.EXPORTS)]);
   forgetIsolateMemory();
 }
 
 /**
- * Every table's rows, in one transaction. The search index follows its table through its triggers, so it is left
+ * Every table's rows of a database (the main one, the alert windows' own), in one transaction. The search index follows its table through its triggers, so it is left
  * to them (its own tables are not written directly), and D1's own tables are kept; the AUTOINCREMENT counters start
  * again, as in a new database.
  */
-async function emptyDatabase(): Promise<void> {
-  const { results } = await env.DB.prepare(
-    `SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'
+async function emptyDatabase(d1: D1Database): Promise<void> {
+  const { results } = await d1
+    .prepare(
+      `SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'
        AND (name NOT LIKE 'sqlite\\_%' ESCAPE '\\' OR name = 'sqlite_sequence') AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'
        AND name NOT LIKE 'products\\_search\\_%' ESCAPE '\\' AND name <> 'd1_migrations'`,
-  ).all<{ name: string }>();
-  await env.DB.batch([
-    env.DB.prepare("PRAGMA defer_foreign_keys = ON"),
-    ...results.map(({ name }) => env.DB.prepare(`DELETE FROM "${name}"`)),
-  ]);
+    )
+    .all<{ name: string }>();
+  await d1.batch([d1.prepare("PRAGMA defer_foreign_keys = ON"), ...results.map(({ name }) => d1.prepare(`DELETE FROM "${name}"`))]);
 }
 
 async function emptyBucket(bucket: R2Bucket): Promise<void> {

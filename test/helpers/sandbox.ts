@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import type { Database } from "../../src/platform/db.ts";
+import { type Database, database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import type { FactSources } from "../../src/sandbox/facts.ts";
 import { accountSandbox } from "../../src/sandbox/stub.ts";
@@ -9,8 +9,12 @@ import { call, expectJson } from "./http.ts";
 /** An account's sandbox object, its calls counted on a meter of their own. */
 export const sandboxOf = (accountId: string, work = new WorkMeter()) => accountSandbox(env.SANDBOX, work, accountId);
 
-/** Where a fan-out's or a hub's facts come from: this D1 and the accounts' sandbox objects. */
-export const factSources = (db: Database): FactSources => ({ db, sandboxOf: (accountId) => sandboxOf(accountId) });
+/** Where a fan-out's or a hub's facts come from: this D1 (and the alert windows' own) and the accounts' sandbox objects. */
+export const factSources = (db: Database, alerts = database(env.ALERTS_DB)): FactSources => ({
+  db,
+  alerts,
+  sandboxOf: (accountId) => sandboxOf(accountId),
+});
 
 /** A fresh premium account with a test key of its own (`testKey`, `testKeyId`) beside its live one. */
 export async function testAccount() {

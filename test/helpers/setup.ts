@@ -7,6 +7,7 @@ import { startAfresh } from "./fresh-storage.ts";
 
 // Each file starts from the migrated, empty schema, whatever the files before it in this runtime left.
 await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+await applyD1Migrations(env.ALERTS_DB, env.TEST_ALERTS_MIGRATIONS);
 await startAfresh();
 vi.restoreAllMocks();
 vi.useRealTimers();

@@ -225,7 +225,9 @@ describe("a subscription's deliveries", () => {
       .select()
       .from(events)
       .where(and(eq(events.type, "price.changed"), sql`${events.payload} ->> '$.data.sku' = ${sku}`));
-    const deliveries = await fanOut({ db: db(), sandboxOf: () => undefined as never }, [eventMessageOf(stored!)]);
+    const deliveries = await fanOut({ db: db(), alerts: database(env.ALERTS_DB), sandboxOf: () => undefined as never }, [
+      eventMessageOf(stored!),
+    ]);
     expect(deliveries.map((delivery) => delivery.webhook_id)).not.toContain(id);
     await quietFor(500);
     expect(deliveriesTo(url)).toEqual([]);
@@ -243,7 +245,9 @@ describe("a subscription's deliveries", () => {
       .from(events)
       .where(and(eq(events.type, "price.changed"), sql`${events.payload} ->> '$.data.sku' = ${sku}`));
     const wanted = async () =>
-      (await fanOut({ db: db(), sandboxOf: () => undefined as never }, [eventMessageOf(stored!)])).map((d) => d.webhook_id);
+      (await fanOut({ db: db(), alerts: database(env.ALERTS_DB), sandboxOf: () => undefined as never }, [eventMessageOf(stored!)])).map(
+        (d) => d.webhook_id,
+      );
     expect(await wanted()).toContain(id);
     expect((await call("DELETE", `/api-keys/${account.keyId}`, { token: account.token })).status).toBe(200);
     expect(await wanted()).not.toContain(id);
@@ -432,7 +436,10 @@ describe("no account's subscriptions slow another's", () => {
     const message = eventMessageOf(stored!);
     const measure = async () => {
       const work = new WorkMeter();
-      const deliveries = await fanOut({ db: work.database(env.DB), sandboxOf: () => undefined as never }, [message]);
+      const deliveries = await fanOut(
+        { db: work.database(env.DB), alerts: work.database(env.ALERTS_DB), sandboxOf: () => undefined as never },
+        [message],
+      );
       return { to: deliveries.map((delivery) => delivery.webhook_id), rowsRead: work.d1RowsRead, statements: work.d1Statements };
     };
     const alone = await measure();

@@ -17,7 +17,8 @@ import { asWorkMeter, invocationLog, type LoggedWork } from "../helpers/work-log
 /**
  * Nothing escapes the meter: for each kind of invocation, the final tallies the invocations of a span log add up to
  * what the bindings themselves did over the same span, counted here at the bindings (the worker and its objects run in
- * this isolate and share its env): D1 statements, R2 operations by class, queue messages and calls to objects.
+ * this isolate and share its env): D1 statements (both databases: the main one and the alert windows' own), R2
+ * operations by class, queue messages and calls to objects.
  */
 
 /** What is counted at both ends. */
@@ -53,8 +54,6 @@ function countingCalls<T extends object>(target: T, counts: (method: string, arg
 function countAtBindings(): { counted: Compared; stop(): void } {
   const counted = noneCompared();
   const spies: { mockRestore(): void }[] = [];
-  const prepare = env.DB.prepare.bind(env.DB);
-  const batch = env.DB.batch.bind(env.DB);
   const executes = (method: string) => (["run", "all", "first", "raw"].includes(method) ? 1 : 0);
   const statement = (prepared: D1PreparedStatement): D1PreparedStatement =>
     new Proxy(prepared, {
@@ -68,13 +67,16 @@ function countAtBindings(): { counted: Compared; stop(): void } {
         };
       },
     });
-  spies.push(vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => statement(prepare(query))));
-  spies.push(
-    vi.spyOn(env.DB, "batch").mockImplementation(((statements: D1PreparedStatement[]) => {
-      counted.d1Statements += statements.length;
-      return batch(statements);
-    }) as never),
-  );
+  for (const d1 of [env.DB, env.ALERTS_DB]) {
+    const [prepare, batch] = [d1.prepare.bind(d1), d1.batch.bind(d1)];
+    spies.push(vi.spyOn(d1, "prepare").mockImplementation((query: string) => statement(prepare(query))));
+    spies.push(
+      vi.spyOn(d1, "batch").mockImplementation(((statements: D1PreparedStatement[]) => {
+        counted.d1Statements += statements.length;
+        return batch(statements);
+      }) as never),
+    );
+  }
   for (const bucket of [env.CATALOGUE, env.ARCHIVE, env.EXPORTS]) {
     for (const method of Object.keys(R2_CLASS) as (keyof R2Bucket & keyof typeof R2_CLASS)[]) {
       const real = (bucket[method] as (...args: unknown[]) => unknown).bind(bucket);

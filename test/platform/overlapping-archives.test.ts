@@ -112,8 +112,8 @@ describe("overlapping cron runs", () => {
         );
       }
     };
-    const early = () => archiveHistory(db(), env.ARCHIVE);
-    const late = () => archiveHistory(db(), env.ARCHIVE, later(HISTORY_IN_D1_MS));
+    const early = () => archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE);
+    const late = () => archiveHistory(db(), database(env.ALERTS_DB), env.ARCHIVE, later(HISTORY_IN_D1_MS));
     // Started in both orders: which run writes an object last must not matter.
     await productsWithHistory(3);
     await Promise.allSettled([early(), late()]);

@@ -224,7 +224,14 @@ async function framesOf(
     {
       db,
       // A live key's data, as the door hands it to the stream; nothing is done after an answer here.
-      data: liveData({ db, replica: db, archive: env.ARCHIVE, catalogue: catalogueStore(env, work), afterAnswer: () => {} }),
+      data: liveData({
+        db,
+        alerts: database(env.ALERTS_DB),
+        replica: db,
+        archive: env.ARCHIVE,
+        catalogue: catalogueStore(env, work),
+        afterAnswer: () => {},
+      }),
     },
     {
       request,

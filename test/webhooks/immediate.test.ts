@@ -174,6 +174,7 @@ describe("the first delivery, right after the commit", () => {
     await deliverAfterCommit(
       {
         db: database(failsAfterClaim),
+        alerts: database(env.ALERTS_DB),
         queue: env.WEBHOOK_QUEUE,
         endpoints: env.WEBHOOK_ENDPOINT,
         sandboxes: env.SANDBOX,

@@ -74,6 +74,8 @@ const CALLBACK_ENDPOINT_ERROR = -32015;
 
 export interface EventsServices {
   db: Database;
+  /** The alert windows' own database (ALERTS_DB), which a replay's alert rules read. */
+  alerts: Database;
   archive: R2Bucket;
   queue: Queue<WebhookMessage>;
   config: Pick<Config, "WEBHOOK_SECRET_KEY" | "WEBHOOK_ALLOW_INSECURE_URLS">;
@@ -273,10 +275,10 @@ export async function subscribeEvents(services: EventsServices, params: unknown)
 
 /** The replay of a new or lapsed subscription: its events since `since`, through POST /webhooks/{id}/replay's service. */
 async function replayFrom(services: EventsServices, id: string, since: string): Promise<void> {
-  const { db, archive, queue, budgets, sandboxOf, key } = services;
+  const { db, alerts, archive, queue, budgets, sandboxOf, key } = services;
   try {
     await replayWebhookEvents(
-      { db, archive, queue, budgets, sandboxOf },
+      { db, alerts, archive, queue, budgets, sandboxOf },
       { accountId: key.accountId, id, request: { since, only_failed: false } },
     );
   } catch (error) {

@@ -67,6 +67,7 @@ async function handleMessages(
       fanOutEvents(
         {
           db,
+          alerts: work.alertsDatabase(env.ALERTS_DB),
           queues: DELIVERY_QUEUES.map((binding) => work.queue(env[binding])),
           sandboxOf: (accountId: string) => accountSandbox(env.SANDBOX, work, accountId),
         },

@@ -33,6 +33,8 @@ const MAX_IMMEDIATE_EVENTS = 100;
 
 export interface FirstDeliveryServices {
   db: Database;
+  /** The alert windows' own database (ALERTS_DB), which the fan-out's alert rules read. */
+  alerts: Database;
   queue: Queue<WebhookMessage>;
   endpoints: DurableObjectNamespace<WebhookEndpoint>;
   /** The accounts' sandbox objects: a sandbox event's alert rules decide on its account's sandbox. */
@@ -51,7 +53,7 @@ const log = logger("webhook-immediate");
  * here alone.
  */
 export async function deliverAfterCommit(
-  { db, queue, endpoints, sandboxes, work, budgets }: FirstDeliveryServices,
+  { db, alerts, queue, endpoints, sandboxes, work, budgets }: FirstDeliveryServices,
   events: readonly EventMessage[],
   { inOutbox = true } = {},
 ): Promise<Map<string, DeliveriesQueuedView> | undefined> {
@@ -64,7 +66,7 @@ export async function deliverAfterCommit(
     claimed = inOutbox ? await claimForFanOut(db, ids) : new Set(ids);
     if (claimed.size === 0) return undefined; // the consumer got there first
     const fresh = events.filter((message) => claimed.has(message.event.id));
-    const sources = { db, sandboxOf: (accountId: string) => accountSandbox(sandboxes, work, accountId) };
+    const sources = { db, alerts, sandboxOf: (accountId: string) => accountSandbox(sandboxes, work, accountId) };
     const { admitted, byAccount } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(sources, fresh));
     await sendAll(queue, await handToEndpoints(endpoints, admitted, work));
     if (inOutbox) await markFannedOut(db, [...claimed]);
