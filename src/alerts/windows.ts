@@ -1,6 +1,7 @@
 import { HISTORY_IN_D1_MS } from "../events/retention.ts";
 import type { Database } from "../platform/db.ts";
-import { dayNumber, dayText, type offerPriceFar } from "./tables.ts";
+import { dayRow, farRow, type OfferDay, type OfferFar } from "./far-rows.ts";
+import { dayNumber } from "./tables.ts";
 
 /**
  * The answers to a page's window questions (new_low_days, new_high_days: the offer's lowest and highest price in a
@@ -12,7 +13,7 @@ import { dayNumber, dayText, type offerPriceFar } from "./tables.ts";
  * Three kinds of row: a price history row (exact: a price and when it took effect); for history the archiver moved
  * out of price_history, an offer's day (src/alerts/tables.ts offerPriceDays: the day's lowest, highest and last price); and for
  * days older than any change the feed holds can end a window among, the offer's far row (offerPriceFar: its suffix
- * extremes by the last day each price was held, foldDays).
+ * extremes by the last day each price was held, foldDays in src/alerts/far-rows.ts).
  */
 
 /** "The offer's prices in [since, before), and the one it held at `since`", in `currency`. */
@@ -150,16 +151,6 @@ const exactEntry = (row: HistoryPrice): Entry => ({
   lastAt: row.observedAt,
 });
 
-/** An offer's day as offer_price_days keeps it, its day as YYYY-MM-DD and its close's time as ISO text (dayRow reads a stored one). */
-export interface OfferDay {
-  day: string;
-  currency: string;
-  lowMinor: number;
-  highMinor: number;
-  closeMinor: number;
-  closedAt: string;
-}
-
 type OfferRow<T> = T & { productId: string; competitorId: string };
 
 const offerKey = (productId: string, competitorId: string) => `${productId}\u0000${competitorId}`;
@@ -234,50 +225,6 @@ function dayAlignedAnswers(
   );
 }
 
-/** An offer's far row: its days before `through` folded (foldDays), and the price it held then; days as YYYY-MM-DD. */
-export interface OfferFar {
-  through: string;
-  extremes: Record<string, { lows: [string, number][]; highs: [string, number][] }>;
-  closeMinor: number;
-  closeCurrency: string;
-  closedAt: string;
-}
-
-type StoredFar = Omit<typeof offerPriceFar.$inferSelect, "productId" | "competitorId">;
-type Extremes<Day> = Record<string, { lows: [Day, number][]; highs: [Day, number][] }>;
-const mapDays = <From, To>(extremes: Extremes<From>, day: (from: From) => To): Extremes<To> =>
-  Object.fromEntries(
-    Object.entries(extremes).map(([currency, own]) => [
-      currency,
-      { lows: own.lows.map(([at, minor]) => [day(at), minor]), highs: own.highs.map(([at, minor]) => [day(at), minor]) },
-    ]),
-  );
-
-/** A stored day row (integer day, Unix ms) as the windows compare it. */
-export const dayRow = <T extends { day: number; closedAt: number }>(
-  row: T,
-): Omit<T, "day" | "closedAt"> & { day: string; closedAt: string } => ({
-  ...row,
-  day: dayText(row.day),
-  closedAt: new Date(row.closedAt).toISOString(),
-});
-
-/** A stored far row (its extremes' JSON text or value) as the windows read it. */
-export const farRow = (row: Omit<StoredFar, "extremes"> & { extremes: string | StoredFar["extremes"] }): OfferFar => ({
-  ...row,
-  through: dayText(row.through),
-  closedAt: new Date(row.closedAt).toISOString(),
-  extremes: mapDays(typeof row.extremes === "string" ? (JSON.parse(row.extremes) as StoredFar["extremes"]) : row.extremes, dayText),
-});
-
-/** A far row as offer_price_far stores it. */
-export const storedFar = (far: OfferFar): StoredFar => ({
-  ...far,
-  through: dayNumber(far.through),
-  closedAt: Date.parse(far.closedAt),
-  extremes: mapDays(far.extremes, dayNumber),
-});
-
 /** The extremes of the folded prices held on `firstDay` or later: the first suffix minimum and maximum from it. */
 function farExtremes(far: OfferFar, currency: string, firstDay: string): PriorAnswer {
   const own = far.extremes[currency];
@@ -291,39 +238,6 @@ function farExtremes(far: OfferFar, currency: string, firstDay: string): PriorAn
     ]?.[1];
   const [low, high] = [from(own.lows), from(own.highs)];
   return low === undefined || high === undefined ? null : { low, high };
-}
-
-/**
- * Folds an offer's days (before `through`) into its far row: each price enters its currency's suffix minima and
- * maxima under the last day it was held (a day's prices on that day; the price held before them up to it), so the
- * extremes of the prices held on a day or later are the first entry from that day: the `prior_prices` algorithm
- * (src/observations/prior-prices.ts) run over days. Entries last held before `oldest` go: no window reaches them.
- */
-export function foldDays(far: OfferFar | undefined, days: readonly OfferDay[], through: string, oldest: string): OfferFar | undefined {
-  const extremes = structuredClone(far?.extremes ?? {});
-  const enter = (currency: string, day: string, low: number, high: number) => {
-    const own = (extremes[currency] ??= { lows: [], highs: [] });
-    // A day folded late (a back-filled row) is entered no earlier than what is there, which keeps the order.
-    const tail = own.lows.at(-1)?.[0];
-    const last = tail !== undefined && tail > day ? tail : day;
-    while (own.lows.length > 0 && own.lows.at(-1)![1] >= low) own.lows.pop();
-    own.lows.push([last, low]);
-    while (own.highs.length > 0 && own.highs.at(-1)![1] <= high) own.highs.pop();
-    own.highs.push([last, high]);
-  };
-  let close = far && { minor: far.closeMinor, currency: far.closeCurrency, at: far.closedAt };
-  for (const day of [...days].sort((a, b) => (a.day < b.day ? -1 : a.day > b.day ? 1 : a.closedAt < b.closedAt ? -1 : 1))) {
-    if (close) enter(close.currency, day.day, close.minor, close.minor);
-    enter(day.currency, day.day, day.lowMinor, day.highMinor);
-    if (!close || day.closedAt >= close.at) close = { minor: day.closeMinor, currency: day.currency, at: day.closedAt };
-  }
-  if (!close) return undefined;
-  for (const [currency, own] of Object.entries(extremes)) {
-    own.lows = own.lows.filter(([day]) => day >= oldest);
-    own.highs = own.highs.filter(([day]) => day >= oldest);
-    if (own.lows.length === 0) delete extremes[currency];
-  }
-  return { through, extremes, closeMinor: close.minor, closeCurrency: close.currency, closedAt: close.at };
 }
 
 /** Products or offers per statement: one JSON parameter each. */

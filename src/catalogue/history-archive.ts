@@ -1,8 +1,8 @@
 import { and, asc, eq, getTableColumns, lt, sql } from "drizzle-orm";
 import pLimit from "p-limit";
+import { dayRow, farRow, foldDays, type OfferDay, type OfferFar, storedFar } from "../alerts/far-rows.ts";
 import { MAX_WINDOW_DAYS } from "../alerts/schema.ts";
 import { dayNumber, offerFoldCursor, offerPriceDays, offerPriceFar } from "../alerts/tables.ts";
-import { dayRow, farRow, foldDays, type OfferDay, type OfferFar, storedFar } from "../alerts/windows.ts";
 import {
   HISTORY_ARCHIVE_AFTER_MS,
   HISTORY_ARCHIVE_PRODUCTS_PER_RUN,
