@@ -9,7 +9,7 @@ import { MAX_SUBSCRIPTIONS_PER_ACCOUNT, sweepLapsedSubscriptions } from "../../s
 import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
-import { events, webhooks } from "../../src/platform/tables.ts";
+import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { ACCOUNT_BUDGETS } from "../../src/rate-limit/account-budgets.ts";
 import type { RateLimitBucket } from "../../src/rate-limit/bucket.ts";
 import { bucketName } from "../../src/rate-limit/buckets.ts";
@@ -20,7 +20,7 @@ import { call, expectJson } from "../helpers/http.ts";
 import { eventsCall, mcpClient, postMcp } from "../helpers/mcp.ts";
 import { testAccount } from "../helpers/sandbox.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { ingest, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks.ts";
 
 /**
  * The MCP events extension on /mcp (src/mcp/events/), through workerd with the real D1, queues and objects: the SDK's
@@ -257,6 +257,26 @@ describe("a subscription's deliveries", () => {
     await sonyMoves("250.00");
     await quietFor(500);
     expect(deliveriesTo(url)).toHaveLength(1);
+  });
+
+  it("a 413 from the endpoint is final for that event (the extension's rule): recorded failed and not retried; a webhook's 413 is still retried", async () => {
+    const account = await freshAccount({ plan: "premium" });
+    const { url, id } = await subscribed(account.key);
+    receiver.respond(url, () => new Response("too large", { status: 413 }));
+    const hook = await createWebhook(account.token, { url: hookUrl("plain-413"), events: ["price.changed"] });
+    receiver.respond(hook.url, () => new Response("too large", { status: 413 }));
+    const result = await runQueue([deliveryTo(id), deliveryTo(hook.id)]);
+    expect(result.retryMessages.map((retry) => retry.msgId)).toEqual([result.ids[1]]);
+    const outcomes = await db()
+      .select({ webhookId: webhookDeliveries.webhookId, outcome: webhookDeliveries.outcome, statusCode: webhookDeliveries.statusCode })
+      .from(webhookDeliveries)
+      .where(sql`${webhookDeliveries.webhookId} IN (${id}, ${hook.id})`);
+    expect(outcomes).toEqual(
+      expect.arrayContaining([
+        { webhookId: id, outcome: "failed", statusCode: 413 },
+        { webhookId: hook.id, outcome: "retrying", statusCode: 413 },
+      ]),
+    );
   });
 
   it("events/unsubscribe ends it: nothing more arrives; a second unsubscribe is -32011", async () => {
@@ -521,6 +541,21 @@ describe("the account's subscription-delivery budget", () => {
     expect(refreshed).toMatchObject({ id, truncated: true, cursor: held });
     expect(await gapOf(id)).toBeNull();
     expect(deliveriesTo(url)).toEqual([]);
+  });
+
+  it("the queue's fan-out (a bulk ingestion) counts in it too: an exhausted account's subscription gets nothing and keeps a gap; another's gets its event", async () => {
+    const a = await freshAccount({ plan: "premium" });
+    const b = await freshAccount({ plan: "premium" });
+    const skusMoved = Array.from({ length: 101 }, () => newSku());
+    const mine = await subscribed(a.key, { skus: skusMoved.slice(0, 50) });
+    const theirs = await subscribed(b.key, { skus: [skusMoved[100]] });
+    await use(a.sub, SUBSCRIPTION_BUDGET);
+    await ingest(skusMoved.map((sku) => ({ sku, brand: "Sony", price: "300.00" })));
+    await ingest(skusMoved.map((sku) => ({ sku, brand: "Sony", price: "250.00" }))); // 101 events: the queue's path
+    await vi.waitFor(() => expect(deliveriesTo(theirs.url)).toHaveLength(1), { timeout: 10_000, interval: 50 });
+    const lastOfMine = (await Promise.all(skusMoved.slice(0, 50).map(eventOf))).sort().at(-1);
+    await vi.waitFor(async () => expect(await gapOf(mine.id)).toBe(lastOfMine), { timeout: 10_000, interval: 50 });
+    expect(deliveriesTo(mine.url)).toEqual([]);
   });
 
   it("one account's exhausted budget holds back its own deliveries only: another's subscription to the same change gets its delivery, in its own budget", async () => {

@@ -26,9 +26,14 @@ export const USER_AGENT = "price-data-api-webhooks/1";
 
 type Outcome = DeliveryRow["outcome"];
 
-function outcomeOf(statusCode: number | null, attempt: number): Outcome {
+/**
+ * A 2xx is delivered, a 410 disables; else retried until the last attempt. An MCP subscription's 413 is final at once:
+ * the events extension says a body the receiver refuses as too large is not retried.
+ */
+function outcomeOf(statusCode: number | null, attempt: number, webhook: WebhookRow): Outcome {
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) return "delivered";
   if (statusCode === 410) return "disabled";
+  if (statusCode === 413 && webhook.source === "mcp") return "failed";
   return attempt < MAX_ATTEMPTS ? "retrying" : "failed";
 }
 
@@ -96,7 +101,7 @@ function attempted(
   { webhook, event, attempt, started }: { webhook: WebhookRow; event: WebhookEvent; attempt: number; started: number },
   { statusCode, error, excerpt }: PostResult,
 ): Attempted {
-  const outcome = outcomeOf(statusCode, attempt);
+  const outcome = outcomeOf(statusCode, attempt, webhook);
   return {
     outcome,
     record: {

@@ -16,7 +16,7 @@ import { handleDeadLetters } from "./dead-letters.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
 import { DELIVERY_QUEUES, sendDeliveries } from "./queues.ts";
-import { retryDelaySeconds } from "./schedule.ts";
+import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
 import { fanOutWithSubscriptions, recordAttempts, webhooksByIds } from "./store.ts";
 
 /**
@@ -200,7 +200,10 @@ async function deliverAll(
   }
   for (const { delivery, attempted } of made.sort((a, b) => deliveries.indexOf(a.delivery) - deliveries.indexOf(b.delivery))) {
     const outcome = attempted === "gone" ? attempted : attempted.outcome;
-    if (outcome === "retrying" || (outcome === "failed" && delivery.body.attempts_before === undefined))
+    // A last attempt failed goes back to the queue, which dead-letters it; a final failure before the last (an MCP
+    // subscription's 413) is acked, as is one that counted attempts made before it was queued.
+    const last = attemptOf(delivery) >= MAX_ATTEMPTS;
+    if (outcome === "retrying" || (outcome === "failed" && delivery.body.attempts_before === undefined && last))
       retryLater(delivery.message, attemptOf(delivery));
     else delivery.message.ack();
   }
