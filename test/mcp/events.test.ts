@@ -10,7 +10,7 @@ import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
-import { ACCOUNT_BUDGETS } from "../../src/rate-limit/account-budgets.ts";
+import { ACCOUNT_BUDGETS, type AccountBudget } from "../../src/rate-limit/account-budgets.ts";
 import type { RateLimitBucket } from "../../src/rate-limit/bucket.ts";
 import { bucketName } from "../../src/rate-limit/buckets.ts";
 import { fanOut } from "../../src/webhooks/delivery/store.ts";
@@ -77,6 +77,10 @@ async function refusal(promise: Promise<unknown>): Promise<{ code: number; messa
 }
 
 const quietFor = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The account's budgets' object (src/rate-limit/bucket.ts), and what one of them has used (asking for nothing). */
+const budgetOf = (accountId: string) => env.RATE_LIMIT_BUCKETS.get(env.RATE_LIMIT_BUCKETS.idFromName(bucketName("account", accountId)));
+const budgetUsed = async (accountId: string, budget: AccountBudget) => (await budgetOf(accountId).take(budget, 0, false)).used;
 
 describe("initialize and events/list", () => {
   it("initialize advertises capabilities.events; events/list offers price.changed and stock.changed by poll and webhook", async () => {
@@ -389,7 +393,7 @@ describe("the account's webhooks list", () => {
 });
 
 describe("environments", () => {
-  it("a test key's subscription hears its account's sandbox events only; the live key's beside it hears no sandbox event", async () => {
+  it("a test key's subscription hears its account's sandbox events only (in the test-delivery budget); the live key's beside it hears no sandbox event (in the subscription budget)", async () => {
     const account = await testAccount();
     const sku = "TEST-MN-0003";
     const test = await subscribed(account.testKey, { skus: [sku] });
@@ -401,8 +405,9 @@ describe("environments", () => {
     await ingest([{ sku, price: "10.00" }]);
     await ingest([{ sku, price: "9.00" }]);
     await vi.waitFor(() => expect(deliveriesTo(live.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    expect(await budgetUsed(account.sub, "subscription-deliveries")).toBe(1);
 
-    // A sandbox change of that SKU: the test subscription only.
+    // A sandbox change of that SKU: the test subscription only, counted in the test-delivery budget.
     const { products } = await expectJson(await call("GET", `/products?sku=${sku}`, { token: account.testKey }), 200);
     const offer = products[0]!.offers[0]!;
     const observation = { sku, name: "x", competitor: { id: offer.competitor_id, name: "x" }, price: "1", currency: offer.currency };
@@ -416,6 +421,8 @@ describe("environments", () => {
     await quietFor(300);
     expect(deliveriesTo(live.url)).toHaveLength(1);
     expect(deliveriesTo(test.url)).toHaveLength(1);
+    expect(await budgetUsed(account.sub, "subscription-deliveries")).toBe(1);
+    expect(await budgetUsed(account.sub, "test-deliveries")).toBeGreaterThanOrEqual(1);
   });
 });
 
@@ -477,11 +484,10 @@ describe("no account's subscriptions slow another's", () => {
 
 describe("the account's subscription-delivery budget", () => {
   const SUBSCRIPTION_BUDGET = ACCOUNT_BUDGETS["subscription-deliveries"].limit;
-  const budgetOf = (accountId: string) => env.RATE_LIMIT_BUCKETS.get(env.RATE_LIMIT_BUCKETS.idFromName(bucketName("account", accountId)));
   /** Uses `amount` of the account's subscription deliveries, as that many deliveries would have. */
   const use = async (accountId: string, amount: number) =>
     expect((await budgetOf(accountId).take("subscription-deliveries", amount, true)).granted).toBe(amount);
-  const usedBy = async (accountId: string) => (await budgetOf(accountId).take("subscription-deliveries", 0, false)).used;
+  const usedBy = (accountId: string) => budgetUsed(accountId, "subscription-deliveries");
   /** An hour passes for the account's budgets: their slots moved back past the window, in the object's storage and memory. */
   const anHourPasses = (accountId: string) =>
     runInDurableObject(budgetOf(accountId), (bucket: RateLimitBucket, state) => {
