@@ -56,9 +56,14 @@ const TERMINATED_REASON = "Terminated: the API key that made this subscription w
 /**
  * One D1 batch, only when there is something to write: gaps sent are cleared (unless a later one was kept since), the
  * last held-back delivery of each subscription kept (the later of it and one pending), and the subscriptions whose
- * `terminated` the fan-out sends disabled (so it is sent once; the cron deletes them once lapsed).
+ * `terminated` the fan-out would send disabled. Returns those this batch disabled: a concurrent fan-out that found the
+ * same one does not send it again (the cron deletes them once lapsed).
  */
-export async function settleSubscriptions(db: Database, { sent, skipped }: GapChanges, terminated: readonly string[]): Promise<void> {
+export async function settleSubscriptions(
+  db: Database,
+  { sent, skipped }: GapChanges,
+  terminated: readonly string[],
+): Promise<Set<string>> {
   const d1 = db.$client;
   const statements = [
     ...(sent.length > 0
@@ -83,8 +88,11 @@ export async function settleSubscriptions(db: Database, { sent, skipped }: GapCh
       .update(webhooks)
       .set({ status: "disabled", disabledAt: new Date().toISOString(), disabledReason: TERMINATED_REASON })
       .where(and(sql`${webhooks.id} IN (SELECT value FROM json_each(${JSON.stringify(terminated)}))`, eq(webhooks.status, "enabled")))
+      .returning({ id: webhooks.id })
       .toSQL();
     statements.push(d1.prepare(disable.sql).bind(...disable.params));
   }
-  if (statements.length > 0) await d1.batch(statements);
+  if (statements.length === 0) return new Set();
+  const results = await d1.batch<{ id: string }>(statements);
+  return new Set(terminated.length > 0 ? results.at(-1)!.results.map(({ id }) => id) : []);
 }

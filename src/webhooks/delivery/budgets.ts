@@ -37,7 +37,8 @@ export const takeDeliveries = async (budgets: AccountBudgets, accountId: string,
  * deliveries; a live event's to an MCP subscription in the subscription's account's subscription deliveries (with its
  * pending `gap` first, src/mcp/events/gaps.ts); the rest (live events to webhooks, a subscription's `terminated`, once)
  * in none. Each account's budget is taken in its own object, all at once, as much as there is room for, in the
- * fan-out's order. Then what that means for the subscriptions is written (one D1 batch, when anything is). Returns
+ * fan-out's order. Then what that means for the subscriptions is written (one D1 batch, when anything is); a
+ * `terminated` goes only where this batch disabled the subscription. Returns
  * the deliveries to make, and what each account's test-delivery budget met.
  */
 export async function withinDeliveryBudgets(
@@ -80,6 +81,7 @@ export async function withinDeliveryBudgets(
       if (budget === "test-deliveries") outcomes.set(accountId, outcome);
     }),
   );
-  await settleSubscriptions(db, gaps, terminated);
-  return { admitted, byAccount: outcomes };
+  const disabled = await settleSubscriptions(db, gaps, terminated);
+  const once = (delivery: DeliveryMessage) => !isTermination(delivery.event) || disabled.has(delivery.webhook_id);
+  return { admitted: admitted.filter(once), byAccount: outcomes };
 }
