@@ -942,7 +942,7 @@ const BACKGROUND: Record<string, [() => Promise<undefined>, Budget, BackgroundOp
     // made at each size and slowdown pass), each delivered (its attempt rows).
     writes(12, { ...deliveriesCaused(10 * 6), queueMessages: 10 * 6 }, 2, 400),
   ],
-  // The same, beside the owner's MCP subscription to those events once its account's subscription budget is spent
+  // The same, beside an MCP subscription to those events once its account's subscription budget is spent
   // (src/webhooks/delivery/budgets.ts): the rule-less webhooks' deliveries as above, and for the subscription only the
   // budget asked once (its object) and the gap kept on its row; nothing sent to it.
   "fan-out of a queue batch of 10 events to a subscription past its account's budget": [
@@ -1241,17 +1241,29 @@ async function measureBackground(name: string): Promise<Measured> {
 }
 
 /**
- * The owner's MCP subscription to the stock changes commitEvents makes (its competitor), made once, and its account's
- * subscription-delivery budget spent (whatever room it had taken).
+ * An MCP subscription to the stock changes commitEvents makes (its competitor), of an account of its own (spending the
+ * owner's budget would hold back the owner's subscriptions in the other entries), written once as events/subscribe
+ * writes one (its verification and secret play no part here: nothing is sent to it), and that account's
+ * subscription-delivery budget spent.
  */
-let spentSubscriptionMade = false;
+let spender: Awaited<ReturnType<typeof freshAccount>> | undefined;
 async function spentSubscription(): Promise<void> {
-  if (!spentSubscriptionMade) {
-    const params = { ...subscriptionParams(hookUrl("budget-mcp-spent")), name: "stock.changed", arguments: { competitors: ["cmp_test"] } };
-    await (await mcpClient()).request({ method: "events/subscribe", params }, z.looseObject({}));
-    spentSubscriptionMade = true;
+  if (!spender) {
+    spender = await freshAccount({ plan: "premium" });
+    await env.DB.prepare(
+      `INSERT INTO webhooks (id, account_id, url, events, filters, secret_ciphertext, source, expires_at, api_key_id)
+       VALUES (?, ?, ?, '["stock.changed"]', '{"competitors":["cmp_test"]}', 'v1.x.y', 'mcp', ?, ?)`,
+    )
+      .bind(
+        `sub_${crypto.randomUUID().replaceAll("-", "")}`,
+        spender.sub,
+        hookUrl("budget-mcp-spent"),
+        new Date(Date.now() + 24 * 3_600_000).toISOString(),
+        spender.keyId,
+      )
+      .run();
   }
-  const budgets = env.RATE_LIMIT_BUCKETS.get(env.RATE_LIMIT_BUCKETS.idFromName(bucketName("account", owner.sub)));
+  const budgets = env.RATE_LIMIT_BUCKETS.get(env.RATE_LIMIT_BUCKETS.idFromName(bucketName("account", spender.sub)));
   await budgets.take("subscription-deliveries", ACCOUNT_BUDGETS["subscription-deliveries"].limit, false);
 }
 
