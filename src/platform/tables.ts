@@ -261,6 +261,11 @@ export const webhooks = sqliteTable(
     source: text("source", { enum: WEBHOOK_SOURCES }).notNull().default("webhook"),
     expiresAt: text("expires_at"),
     apiKeyId: text("api_key_id"),
+    /**
+     * An MCP subscription's pending gap: the last event its account's budget held back (src/mcp/events/gaps.ts), until a
+     * `gap` envelope carrying it is sent or a refresh answers `truncated`; null: none.
+     */
+    gapCursor: text("gap_cursor"),
   },
   (t) => [
     index("webhooks_account_created").on(t.accountId, t.createdAt),

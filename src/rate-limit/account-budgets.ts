@@ -13,6 +13,8 @@ export const ACCOUNT_BUDGETS = {
   "test-deliveries": { limit: 600, windowMs: MINUTE_MS, slotMs: 1_000, per: "minute" },
   /** Deliveries POST /webhooks/{id}/replay queues, over the account's webhooks. */
   "replayed-deliveries": { limit: 20_000, windowMs: HOUR_MS, slotMs: MINUTE_MS, per: "hour" },
+  /** Deliveries of live events (and `gap` envelopes) to the account's MCP events subscriptions, as the fan-out makes them. */
+  "subscription-deliveries": { limit: 20_000, windowMs: HOUR_MS, slotMs: MINUTE_MS, per: "hour" },
 } as const;
 
 export type AccountBudget = keyof typeof ACCOUNT_BUDGETS;
@@ -25,7 +27,7 @@ export const budgetLabel = (budget: AccountBudget) =>
  * What a budget used, as [slot start, count] pairs, oldest first. A use counts until its slot's end + the window:
  * never earlier than the use itself + the window, so no window of that length ever holds more than the limit (a
  * use may count up to one slot longer than it strictly must). Slots keep the stored row small whatever the traffic:
- * at most window ÷ slot of them (96, 60, 60).
+ * at most window ÷ slot of them (96, 60, 60, 60).
  */
 export type BudgetSlots = [start: number, count: number][];
 

@@ -88,6 +88,7 @@ export async function createWebhook(
     source: "webhook",
     expiresAt: null,
     apiKeyId: null,
+    gapCursor: null,
   };
   // One statement, so two concurrent creates cannot both slip under a cap.
   const result = await db.run(sql`

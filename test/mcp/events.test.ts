@@ -1,3 +1,4 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { and, eq, sql } from "drizzle-orm";
@@ -8,7 +9,10 @@ import { MAX_SUBSCRIPTIONS_PER_ACCOUNT, sweepLapsedSubscriptions } from "../../s
 import { database } from "../../src/platform/db.ts";
 import { newId } from "../../src/platform/ids.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
-import { events, webhooks } from "../../src/platform/tables.ts";
+import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
+import { ACCOUNT_BUDGETS, type AccountBudget } from "../../src/rate-limit/account-budgets.ts";
+import type { RateLimitBucket } from "../../src/rate-limit/bucket.ts";
+import { bucketName } from "../../src/rate-limit/buckets.ts";
 import { fanOut } from "../../src/webhooks/delivery/store.ts";
 import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
 import { freshAccount } from "../helpers/accounts.ts";
@@ -16,7 +20,7 @@ import { call, expectJson } from "../helpers/http.ts";
 import { eventsCall, mcpClient, postMcp } from "../helpers/mcp.ts";
 import { testAccount } from "../helpers/sandbox.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
-import { ingest, runQueue } from "../helpers/webhooks.ts";
+import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks.ts";
 
 /**
  * The MCP events extension on /mcp (src/mcp/events/), through workerd with the real D1, queues and objects: the SDK's
@@ -73,6 +77,10 @@ async function refusal(promise: Promise<unknown>): Promise<{ code: number; messa
 }
 
 const quietFor = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The account's budgets' object (src/rate-limit/bucket.ts), and what one of them has used (asking for nothing). */
+const budgetOf = (accountId: string) => env.RATE_LIMIT_BUCKETS.get(env.RATE_LIMIT_BUCKETS.idFromName(bucketName("account", accountId)));
+const budgetUsed = async (accountId: string, budget: AccountBudget) => (await budgetOf(accountId).take(budget, 0, false)).used;
 
 describe("initialize and events/list", () => {
   it("initialize advertises capabilities.events; events/list offers price.changed and stock.changed by poll and webhook", async () => {
@@ -236,21 +244,45 @@ describe("a subscription's deliveries", () => {
     expect(await db().select().from(webhooks).where(eq(webhooks.id, id))).toEqual([]);
   });
 
-  it("a subscription ends with its key: once the key is revoked, the fan-out does not pick it", async () => {
+  it("a subscription ends with its key: once the key is revoked, its next event is a signed terminated envelope (-32012), sent once, and the subscription is disabled", async () => {
     const account = await freshAccount({ plan: "premium" });
-    const { id } = await subscribed(account.key);
-    const sku = await sonyMoves("260.00");
-    const [stored] = await db()
-      .select()
-      .from(events)
-      .where(and(eq(events.type, "price.changed"), sql`${events.payload} ->> '$.data.sku' = ${sku}`));
-    const wanted = async () =>
-      (await fanOut({ db: db(), alerts: database(env.ALERTS_DB), sandboxOf: () => undefined as never }, [eventMessageOf(stored!)])).map(
-        (d) => d.webhook_id,
-      );
-    expect(await wanted()).toContain(id);
+    const { url, secret, id } = await subscribed(account.key);
     expect((await call("DELETE", `/api-keys/${account.keyId}`, { token: account.token })).status).toBe(200);
-    expect(await wanted()).not.toContain(id);
+    await sonyMoves("260.00");
+    await vi.waitFor(() => expect(deliveriesTo(url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    const [ended] = deliveriesTo(url);
+    expect(ended!.headers["x-mcp-subscription-id"]).toBe(id);
+    expect(ended!.headers["webhook-id"]).toMatch(/^msg_terminated_[0-9a-f]{32}$/);
+    expect(verifyWithLibrary(secret, ended!)).toEqual({
+      type: "terminated",
+      error: { code: -32012, message: "Forbidden", data: { reason: expect.stringContaining("revoked") } },
+    });
+    const [row] = await db().select().from(webhooks).where(eq(webhooks.id, id));
+    expect(row).toMatchObject({ status: "disabled", disabledReason: expect.stringContaining("Terminated") });
+    // Ended: the next move sends nothing, not even another terminated.
+    await sonyMoves("250.00");
+    await quietFor(500);
+    expect(deliveriesTo(url)).toHaveLength(1);
+  });
+
+  it("a 413 from the endpoint is final for that event (the extension's rule): recorded failed and not retried; a webhook's 413 is still retried", async () => {
+    const account = await freshAccount({ plan: "premium" });
+    const { url, id } = await subscribed(account.key);
+    receiver.respond(url, () => new Response("too large", { status: 413 }));
+    const hook = await createWebhook(account.token, { url: hookUrl("plain-413"), events: ["price.changed"] });
+    receiver.respond(hook.url, () => new Response("too large", { status: 413 }));
+    const result = await runQueue([deliveryTo(id), deliveryTo(hook.id)]);
+    expect(result.retryMessages.map((retry) => retry.msgId)).toEqual([result.ids[1]]);
+    const outcomes = await db()
+      .select({ webhookId: webhookDeliveries.webhookId, outcome: webhookDeliveries.outcome, statusCode: webhookDeliveries.statusCode })
+      .from(webhookDeliveries)
+      .where(sql`${webhookDeliveries.webhookId} IN (${id}, ${hook.id})`);
+    expect(outcomes).toEqual(
+      expect.arrayContaining([
+        { webhookId: id, outcome: "failed", statusCode: 413 },
+        { webhookId: hook.id, outcome: "retrying", statusCode: 413 },
+      ]),
+    );
   });
 
   it("events/unsubscribe ends it: nothing more arrives; a second unsubscribe is -32011", async () => {
@@ -363,7 +395,7 @@ describe("the account's webhooks list", () => {
 });
 
 describe("environments", () => {
-  it("a test key's subscription hears its account's sandbox events only; the live key's beside it hears no sandbox event", async () => {
+  it("a test key's subscription hears its account's sandbox events only (in the test-delivery budget); the live key's beside it hears no sandbox event (in the subscription budget)", async () => {
     const account = await testAccount();
     const sku = "TEST-MN-0003";
     const test = await subscribed(account.testKey, { skus: [sku] });
@@ -375,8 +407,9 @@ describe("environments", () => {
     await ingest([{ sku, price: "10.00" }]);
     await ingest([{ sku, price: "9.00" }]);
     await vi.waitFor(() => expect(deliveriesTo(live.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    expect(await budgetUsed(account.sub, "subscription-deliveries")).toBe(1);
 
-    // A sandbox change of that SKU: the test subscription only.
+    // A sandbox change of that SKU: the test subscription only, counted in the test-delivery budget.
     const { products } = await expectJson(await call("GET", `/products?sku=${sku}`, { token: account.testKey }), 200);
     const offer = products[0]!.offers[0]!;
     const observation = { sku, name: "x", competitor: { id: offer.competitor_id, name: "x" }, price: "1", currency: offer.currency };
@@ -390,6 +423,8 @@ describe("environments", () => {
     await quietFor(300);
     expect(deliveriesTo(live.url)).toHaveLength(1);
     expect(deliveriesTo(test.url)).toHaveLength(1);
+    expect(await budgetUsed(account.sub, "subscription-deliveries")).toBe(1);
+    expect(await budgetUsed(account.sub, "test-deliveries")).toBeGreaterThanOrEqual(1);
   });
 });
 
@@ -449,5 +484,105 @@ describe("no account's subscriptions slow another's", () => {
     await holdSubscriptions(a, MAX_SUBSCRIPTIONS_PER_ACCOUNT);
     const beside = await measure();
     expect(beside).toEqual(alone);
+  });
+});
+
+describe("the account's subscription-delivery budget", () => {
+  const SUBSCRIPTION_BUDGET = ACCOUNT_BUDGETS["subscription-deliveries"].limit;
+  /** Uses `amount` of the account's subscription deliveries, as that many deliveries would have. */
+  const use = async (accountId: string, amount: number) =>
+    expect((await budgetOf(accountId).take("subscription-deliveries", amount, true)).granted).toBe(amount);
+  const usedBy = (accountId: string) => budgetUsed(accountId, "subscription-deliveries");
+  /** An hour passes for the account's budgets: their slots moved back past the window, in the object's storage and memory. */
+  const anHourPasses = (accountId: string) =>
+    runInDurableObject(budgetOf(accountId), (bucket: RateLimitBucket, state) => {
+      const rows = state.storage.sql.exec<{ name: string; slots: string }>("SELECT name, slots FROM budget").toArray();
+      for (const { name, slots } of rows) {
+        const aged = (JSON.parse(slots) as [number, number][]).map(([start, count]) => [start - 61 * 60_000, count]);
+        state.storage.sql.exec("UPDATE budget SET slots = ? WHERE name = ?", JSON.stringify(aged), name);
+      }
+      (bucket as unknown as { budgets: unknown }).budgets = undefined; // read again from storage
+    });
+  const gapOf = async (id: string) => (await db().select({ gap: webhooks.gapCursor }).from(webhooks).where(eq(webhooks.id, id)))[0]!.gap;
+  const eventOf = async (sku: string) =>
+    (
+      await db()
+        .select({ id: events.id })
+        .from(events)
+        .where(and(eq(events.type, "price.changed"), sql`${events.payload} ->> '$.data.sku' = ${sku}`))
+    )[0]!.id;
+
+  it("live deliveries count in it; past it they are held back and the subscription's next delivery with room is a gap envelope carrying the last one held back", async () => {
+    const a = await freshAccount({ plan: "premium" });
+    const { url, secret, id } = await subscribed(a.key);
+    await use(a.sub, SUBSCRIPTION_BUDGET - 1);
+    await sonyMoves("279.00");
+    await vi.waitFor(() => expect(deliveriesTo(url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    expect(await usedBy(a.sub)).toBe(SUBSCRIPTION_BUDGET);
+
+    // Exhausted: the next two moves are held back, and the later one is kept as the gap's cursor.
+    await sonyMoves("270.00");
+    const last = await eventOf(await sonyMoves("260.00"));
+    await vi.waitFor(async () => expect(await gapOf(id)).toBe(last), { timeout: 5_000, interval: 20 });
+    await quietFor(300);
+    expect(deliveriesTo(url)).toHaveLength(1);
+
+    // An hour on, the budget has room: the gap first, then the event, both counted.
+    await anHourPasses(a.sub);
+    const sku = await sonyMoves("250.00");
+    await vi.waitFor(() => expect(deliveriesTo(url)).toHaveLength(3), { timeout: 5_000, interval: 20 });
+    const [gap, event] = deliveriesTo(url)
+      .slice(1)
+      .sort((x, y) => (x.headers["webhook-id"]!.startsWith("msg_gap_") ? -1 : y.headers["webhook-id"]!.startsWith("msg_gap_") ? 1 : 0));
+    expect(gap!.headers["webhook-id"]).toMatch(/^msg_gap_[0-9a-f]{32}$/);
+    expect(gap!.headers["x-mcp-subscription-id"]).toBe(id);
+    expect(verifyWithLibrary(secret, gap!)).toEqual({ type: "gap", cursor: last });
+    expect(verifyWithLibrary(secret, event!)).toMatchObject({ name: "price.changed", data: { sku } });
+    expect(await gapOf(id)).toBeNull();
+    expect(await usedBy(a.sub)).toBe(2);
+  });
+
+  it("a gap still pending when the client refreshes is told there instead: truncated, with its cursor, and no envelope follows", async () => {
+    const a = await freshAccount({ plan: "premium" });
+    const { client, url, params, id } = await subscribed(a.key);
+    await use(a.sub, SUBSCRIPTION_BUDGET);
+    const held = await eventOf(await sonyMoves("279.00"));
+    await vi.waitFor(async () => expect(await gapOf(id)).toBe(held), { timeout: 5_000, interval: 20 });
+    const refreshed = await eventsCall(client, "events/subscribe", params);
+    expect(refreshed).toMatchObject({ id, truncated: true, cursor: held });
+    expect(await gapOf(id)).toBeNull();
+    expect(deliveriesTo(url)).toEqual([]);
+  });
+
+  it("the queue's fan-out (a bulk ingestion) counts in it too: an exhausted account's subscription gets nothing and keeps a gap; another's gets its event", async () => {
+    const a = await freshAccount({ plan: "premium" });
+    const b = await freshAccount({ plan: "premium" });
+    const skusMoved = Array.from({ length: 101 }, () => newSku());
+    const mine = await subscribed(a.key, { skus: skusMoved.slice(0, 50) });
+    const theirs = await subscribed(b.key, { skus: [skusMoved[100]] });
+    await use(a.sub, SUBSCRIPTION_BUDGET);
+    await ingest(skusMoved.map((sku) => ({ sku, brand: "Sony", price: "300.00" })));
+    await ingest(skusMoved.map((sku) => ({ sku, brand: "Sony", price: "250.00" }))); // 101 events: the queue's path
+    await vi.waitFor(() => expect(deliveriesTo(theirs.url)).toHaveLength(1), { timeout: 10_000, interval: 50 });
+    const lastOfMine = (await Promise.all(skusMoved.slice(0, 50).map(eventOf))).sort().at(-1);
+    await vi.waitFor(async () => expect(await gapOf(mine.id)).toBe(lastOfMine), { timeout: 10_000, interval: 50 });
+    expect(deliveriesTo(mine.url)).toEqual([]);
+  });
+
+  it("one account's exhausted budget holds back its own deliveries only: another's subscription to the same change gets its delivery, in its own budget", async () => {
+    const a = await freshAccount({ plan: "premium" });
+    const b = await freshAccount({ plan: "premium" });
+    const mine = await subscribed(a.key);
+    const theirs = await subscribed(b.key);
+    await use(a.sub, SUBSCRIPTION_BUDGET);
+    const started = Date.now();
+    await sonyMoves("279.00");
+    await vi.waitFor(() => expect(deliveriesTo(theirs.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(verifyWithLibrary(theirs.secret, deliveriesTo(theirs.url)[0]!)).toMatchObject({ name: "price.changed" });
+    await quietFor(300);
+    expect(deliveriesTo(mine.url)).toEqual([]);
+    expect(await usedBy(b.sub)).toBe(1);
+    expect(await usedBy(a.sub)).toBe(SUBSCRIPTION_BUDGET);
   });
 });

@@ -2,6 +2,7 @@ import { env, exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { eq, inArray } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { announceExpiringKeys } from "../../src/account-events/expiring.ts";
@@ -10,9 +11,14 @@ import { eventMessageOf } from "../../src/events/outbox.ts";
 import { EVENT_METHODS } from "../../src/mcp/events/methods.ts";
 import { database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
+import { webhooks } from "../../src/platform/tables.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
+import { ACCOUNT_BUDGETS } from "../../src/rate-limit/account-budgets.ts";
+import { bucketName } from "../../src/rate-limit/buckets.ts";
+import { accountBudgets } from "../../src/rate-limit/stub.ts";
 import { publishToStreams } from "../../src/stream/publish.ts";
-import { fanOut } from "../../src/webhooks/delivery/store.ts";
+import { withinDeliveryBudgets } from "../../src/webhooks/delivery/budgets.ts";
+import { fanOut, fanOutWithSubscriptions } from "../../src/webhooks/delivery/store.ts";
 import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
@@ -553,6 +559,36 @@ describe("tenants apart", () => {
     const received = receiver.to(b.webhookUrl);
     expect(received.length - sentBefore).toBe(toB.length + replayed.length);
     for (const request of received) expectNothingOfA("a delivery to B's webhook", request.body);
+  });
+
+  it("A's spent subscription-delivery budget holds back A's subscription only: B's subscription gets its deliveries, keeps no gap, and no envelope of A's", async () => {
+    const db = database(env.DB);
+    const limit = ACCOUNT_BUDGETS["subscription-deliveries"].limit;
+    const aBudget = env.RATE_LIMIT_BUCKETS.get(env.RATE_LIMIT_BUCKETS.idFromName(bucketName("account", a.sub)));
+    await aBudget.take("subscription-deliveries", limit, false); // whatever room A had left
+    const rows = await db.$client
+      .prepare("SELECT * FROM events WHERE timestamp >= ? AND account_id IS NULL ORDER BY seq")
+      .bind(new Date(Date.now() - DAY_MS).toISOString())
+      .all<Record<string, unknown>>();
+    const messages = rows.results.map((row) => eventMessageOf({ ...row, accountId: row.account_id } as never));
+    const budgets = accountBudgets(env.RATE_LIMIT_BUCKETS, new WorkMeter());
+    try {
+      const { admitted } = await withinDeliveryBudgets({ budgets, db }, messages, await fanOutWithSubscriptions(factSources(db), messages));
+      const toB = admitted.filter((delivery) => delivery.webhook_id === b.subscriptionId);
+      expect(toB.map((delivery) => delivery.event.type)).toContain("price.changed");
+      expectNothingOfA("deliveries to B's subscription beside A's spent budget", JSON.stringify(toB));
+      expect(admitted.filter((delivery) => delivery.webhook_id === a.subscriptionId)).toEqual([]);
+      const gaps = await db
+        .select({ id: webhooks.id, gap: webhooks.gapCursor })
+        .from(webhooks)
+        .where(inArray(webhooks.id, [a.subscriptionId, b.subscriptionId]));
+      expect(Object.fromEntries(gaps.map(({ id, gap }) => [id, gap !== null]))).toEqual({
+        [a.subscriptionId]: true,
+        [b.subscriptionId]: false,
+      });
+    } finally {
+      await db.update(webhooks).set({ gapCursor: null }).where(eq(webhooks.id, a.subscriptionId));
+    }
   });
 });
 

@@ -18,6 +18,8 @@ import { database } from "../../src/platform/db.ts";
 import { newEventId } from "../../src/platform/ids.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { events } from "../../src/platform/tables.ts";
+import { ACCOUNT_BUDGETS } from "../../src/rate-limit/account-budgets.ts";
+import { bucketName } from "../../src/rate-limit/buckets.ts";
 import { publishToStreams } from "../../src/stream/publish.ts";
 import { DELIVERY_ARCHIVE_CRON } from "../../src/webhooks/delivery/delivery-archive.ts";
 import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
@@ -980,6 +982,29 @@ const BACKGROUND: Record<string, [() => Promise<undefined>, Budget, BackgroundOp
     // made at each size and slowdown pass), each delivered (its attempt rows).
     writes(12, { ...deliveriesCaused(10 * 6), queueMessages: 10 * 6 }, 2, 400),
   ],
+  // The same, beside an MCP subscription to those events once its account's subscription budget is spent
+  // (src/webhooks/delivery/budgets.ts): the rule-less webhooks' deliveries as above, and for the subscription only the
+  // budget asked once (its object) and the gap kept on its row; nothing sent to it.
+  "fan-out of a queue batch of 10 events to a subscription past its account's budget": [
+    async () => {
+      const ids = await commitEvents(0, 10, { type: "stock.changed", fannedOut: false });
+      const rows = await database(env.DB).select().from(events).where(inArray(events.id, ids));
+      await runQueue(rows.map(eventMessageOf));
+      return undefined;
+    },
+    writes(
+      12,
+      {
+        ...deliveriesCaused(10 * 6),
+        queueMessages: 10 * 6,
+        d1RowsWritten: deliveriesCaused(10 * 6).d1RowsWritten! + 1,
+        objectRequests: 10 * 6 + 1,
+      },
+      2,
+      400,
+    ),
+    { prepare: spentSubscription },
+  ],
   // Each sweep in steps of a bounded size: the outbox's relay (at most 500 events a run, one message each), the
   // archives' moves (a few objects to R2, their rows deleted).
   "cron: sweeps (outbox, catalogue, archives, expiring keys)": [
@@ -1254,6 +1279,33 @@ async function measureBackground(name: string): Promise<Measured> {
   const [run, , { clock, prepare } = {}] = BACKGROUND[name]!;
   await prepare?.();
   return measure(run, { clock });
+}
+
+/**
+ * An MCP subscription to the stock changes commitEvents makes (its competitor), of an account of its own (spending the
+ * owner's budget would hold back the owner's subscriptions in the other entries), written once as events/subscribe
+ * writes one (its verification and secret play no part here: nothing is sent to it), and that account's
+ * subscription-delivery budget spent.
+ */
+let spender: Awaited<ReturnType<typeof freshAccount>> | undefined;
+async function spentSubscription(): Promise<void> {
+  if (!spender) {
+    spender = await freshAccount({ plan: "premium" });
+    await env.DB.prepare(
+      `INSERT INTO webhooks (id, account_id, url, events, filters, secret_ciphertext, source, expires_at, api_key_id)
+       VALUES (?, ?, ?, '["stock.changed"]', '{"competitors":["cmp_test"]}', 'v1.x.y', 'mcp', ?, ?)`,
+    )
+      .bind(
+        `sub_${crypto.randomUUID().replaceAll("-", "")}`,
+        spender.sub,
+        hookUrl("budget-mcp-spent"),
+        new Date(Date.now() + 24 * 3_600_000).toISOString(),
+        spender.keyId,
+      )
+      .run();
+  }
+  const budgets = env.RATE_LIMIT_BUCKETS.get(env.RATE_LIMIT_BUCKETS.idFromName(bucketName("account", spender.sub)));
+  await budgets.take("subscription-deliveries", ACCOUNT_BUDGETS["subscription-deliveries"].limit, false);
 }
 
 /** A finished export of the owner's, made once (GET /exports/{id} reads it). */

@@ -1,4 +1,5 @@
 import type { WebhookEvent } from "../../events/messages.ts";
+import { newEventId } from "../../platform/ids.ts";
 
 /**
  * An event as the MCP events extension carries it (an `EventOccurrence`): the body of an MCP subscription's delivery
@@ -25,5 +26,31 @@ export const occurrenceOf = (event: Pick<WebhookEvent, "id" | "type" | "timestam
   data: event.data,
 });
 
-/** The delivery body: the same bytes on every attempt. */
-export const occurrenceBody = (event: WebhookEvent) => JSON.stringify({ ...occurrenceOf(event), cursor: event.id });
+/**
+ * The extension's control envelopes (its "Non-event webhook bodies"), carried through the webhook machinery as deliveries
+ * of an event of their own type, which no catalogue or account event has: `gap` (data: {cursor}, the last event the
+ * account's budget held back: src/mcp/events/gaps.ts) and `terminated` (data: {error}, the subscription has ended).
+ */
+export const CONTROL_TYPES = ["gap", "terminated"] as const;
+type ControlType = (typeof CONTROL_TYPES)[number];
+const isControl = (event: Pick<WebhookEvent, "type">): event is WebhookEvent & { type: ControlType } =>
+  (CONTROL_TYPES as readonly string[]).includes(event.type);
+
+/** A control envelope as a delivery's event: its own id (so its webhook-id stays the same over its retries). */
+export const controlEvent = (type: ControlType, data: Record<string, unknown>): WebhookEvent => {
+  const timestamp = new Date().toISOString();
+  return { id: newEventId(timestamp), type, timestamp, data };
+};
+
+/** The extension's -32012 Forbidden, as a `terminated` envelope carries it: why the subscription ended. */
+export const forbidden = (reason: string) => ({ error: { code: -32012, message: "Forbidden", data: { reason } } });
+
+/** The delivery body: the same bytes on every attempt; a control envelope's body is `{type, …its data}`. */
+export const occurrenceBody = (event: WebhookEvent) =>
+  JSON.stringify(isControl(event) ? { type: event.type, ...event.data } : { ...occurrenceOf(event), cursor: event.id });
+
+/** The webhook-id: the event's id, a control envelope's `msg_<type>_<random>` (its id's random part). */
+export const occurrenceMessageId = (event: WebhookEvent) => (isControl(event) ? `msg_${event.type}_${event.id.slice(4)}` : event.id);
+
+/** A `terminated` envelope may still go to a subscription it just disabled (src/mcp/events/gaps.ts); nothing else does. */
+export const isTermination = (event: Pick<WebhookEvent, "type">) => event.type === "terminated";

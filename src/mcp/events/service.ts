@@ -184,7 +184,8 @@ export async function pollEvents(services: EventsServices, params: unknown) {
 
 /**
  * events/subscribe: creates the subscription, or refreshes it (same key, url, name and arguments): a new TTL, the
- * secret replaced (the previous one still signs for SECRET_GRACE_MS), delivery re-enabled if it had been disabled. A new
+ * secret replaced (the previous one still signs for SECRET_GRACE_MS), delivery re-enabled if it had been disabled, a
+ * pending gap (src/mcp/events/gaps.ts) answered as `truncated: true` with its cursor. A new
  * (principal, url) is first verified: a signed `verification` POST whose challenge the endpoint must echo. A new or
  * lapsed subscription with a cursor replays the events after it that its rules take (POST /webhooks/{id}/replay's own
  * path, in the account's replayed-deliveries budget).
@@ -226,6 +227,8 @@ export async function subscribeEvents(services: EventsServices, params: unknown)
       .set({
         expiresAt,
         secretCiphertext,
+        // A gap pending (src/mcp/events/gaps.ts) is told by this answer's truncated, so no envelope carries it again.
+        ...(existing.gapCursor !== null ? { gapCursor: null } : {}),
         ...(rotated
           ? { previousSecretCiphertext: existing.secretCiphertext, previousSecretExpiresAt: new Date(now + SECRET_GRACE_MS).toISOString() }
           : {}),
@@ -251,17 +254,20 @@ export async function subscribeEvents(services: EventsServices, params: unknown)
       );
   }
   let truncated = false;
-  if (request.cursor != null && (!existing || lapsed || existing.status === "disabled")) {
+  const replays = request.cursor != null && (!existing || lapsed || existing.status === "disabled");
+  if (request.cursor != null && replays) {
     const floor = Math.max(now - services.data.retentionMs, request.maxAgeMs === undefined ? 0 : now - request.maxAgeMs);
     const at = Date.parse(eventIdTime(request.cursor));
     truncated = !(at >= floor);
     await replayFrom(services, id, new Date(truncated ? floor : at).toISOString());
   }
+  // A replay from the client's cursor sends what a pending gap skipped; else the gap is told here.
+  const gap = replays ? null : (existing?.gapCursor ?? null);
   return {
     id,
     refreshBefore: expiresAt,
-    cursor: request.cursor != null && !truncated ? request.cursor : await present(services),
-    truncated,
+    cursor: gap ?? (request.cursor != null && !truncated ? request.cursor : await present(services)),
+    truncated: truncated || gap !== null,
     ...(existing
       ? {
           deliveryStatus: {

@@ -1,5 +1,5 @@
 import { deliveryBody, type WebhookEvent } from "../../events/messages.ts";
-import { MCP_SUBSCRIPTION_HEADER, occurrenceBody } from "../../mcp/events/occurrence.ts";
+import { isTermination, MCP_SUBSCRIPTION_HEADER, occurrenceBody, occurrenceMessageId } from "../../mcp/events/occurrence.ts";
 import { decryptSecret } from "../secrets.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 import { responseExcerpt } from "./excerpt.ts";
@@ -26,9 +26,14 @@ export const USER_AGENT = "price-data-api-webhooks/1";
 
 type Outcome = DeliveryRow["outcome"];
 
-function outcomeOf(statusCode: number | null, attempt: number): Outcome {
+/**
+ * A 2xx is delivered, a 410 disables; else retried until the last attempt. An MCP subscription's 413 is final at once:
+ * the events extension says a body the receiver refuses as too large is not retried.
+ */
+function outcomeOf(statusCode: number | null, attempt: number, webhook: WebhookRow): Outcome {
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) return "delivered";
   if (statusCode === 410) return "disabled";
+  if (statusCode === 413 && webhook.source === "mcp") return "failed";
   return attempt < MAX_ATTEMPTS ? "retrying" : "failed";
 }
 
@@ -46,14 +51,14 @@ export async function attemptDelivery(
   secretKey: string,
   { webhook, event, attempt }: { webhook: WebhookRow | undefined; event: WebhookEvent; attempt: number },
 ): Promise<Attempted | "gone"> {
-  if (!delivers(webhook)) return "gone";
+  if (!delivers(webhook, event, attempt)) return "gone";
   const mcp = webhook.source === "mcp";
   const payload = mcp ? occurrenceBody(event) : deliveryBody(event);
   const started = Date.now();
   const secrets = await signingSecrets(secretKey, webhook, started);
   const timestamp = Math.floor(started / 1000);
   const headers = {
-    ...(await signedHeaders(secrets, { id: event.id, timestampSeconds: timestamp, body: payload })),
+    ...(await signedHeaders(secrets, { id: mcp ? occurrenceMessageId(event) : event.id, timestampSeconds: timestamp, body: payload })),
     "content-type": "application/json",
     "user-agent": USER_AGENT,
     ...(mcp ? { [MCP_SUBSCRIPTION_HEADER]: webhook.id } : {}),
@@ -62,9 +67,15 @@ export async function attemptDelivery(
   return attempted({ webhook, event, attempt, started }, await post(webhook.url, headers, payload, timeoutMs));
 }
 
-/** Enabled, and (an MCP subscription) not lapsed: a lapsed subscription delivers nothing, its retries included. */
-const delivers = (webhook: WebhookRow | undefined): webhook is WebhookRow =>
-  webhook?.status === "enabled" && (webhook.expiresAt === null || Date.parse(webhook.expiresAt) > Date.now());
+/**
+ * Enabled, and (an MCP subscription) not lapsed: a lapsed subscription delivers nothing, its retries included. A
+ * subscription's `terminated` envelope goes to the subscription it disabled, once: the extension asks for an attempt,
+ * and a disabled webhook's retries are abandoned (src/webhooks/abandoned-retries.ts).
+ */
+const delivers = (webhook: WebhookRow | undefined, event: WebhookEvent, attempt: number): webhook is WebhookRow =>
+  webhook !== undefined &&
+  (webhook.status === "enabled" || (webhook.source === "mcp" && isTermination(event) && attempt === 1)) &&
+  (webhook.expiresAt === null || Date.parse(webhook.expiresAt) > Date.now());
 
 /** Why an attempt was not sent: src/webhooks/delivery/endpoint.ts sends one probe at a time to a failing endpoint. */
 export const NOT_SENT_WHILE_FAILING = "Not sent: the endpoint is failing, and the probe just before got no answer.";
@@ -82,7 +93,7 @@ export function attemptNotSent({
   event: WebhookEvent;
   attempt: number;
 }): Attempted | "gone" {
-  if (!delivers(webhook)) return "gone";
+  if (!delivers(webhook, event, attempt)) return "gone";
   return attempted({ webhook, event, attempt, started: Date.now() }, { statusCode: null, error: NOT_SENT_WHILE_FAILING, excerpt: null });
 }
 
@@ -90,7 +101,7 @@ function attempted(
   { webhook, event, attempt, started }: { webhook: WebhookRow; event: WebhookEvent; attempt: number; started: number },
   { statusCode, error, excerpt }: PostResult,
 ): Attempted {
-  const outcome = outcomeOf(statusCode, attempt);
+  const outcome = outcomeOf(statusCode, attempt, webhook);
   return {
     outcome,
     record: {

@@ -6,16 +6,18 @@ import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { WorkMeter } from "../../platform/metered.ts";
+import { type AccountBudgets, accountBudgets } from "../../rate-limit/stub.ts";
 import type { FactSources } from "../../sandbox/facts.ts";
 import { accountSandbox } from "../../sandbox/stub.ts";
 import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
+import { withinDeliveryBudgets } from "./budgets.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
 import { DELIVERY_QUEUES, sendDeliveries } from "./queues.ts";
-import { retryDelaySeconds } from "./schedule.ts";
-import { fanOut, recordAttempts, webhooksByIds } from "./store.ts";
+import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
+import { fanOutWithSubscriptions, recordAttempts, webhooksByIds } from "./store.ts";
 
 /**
  * The consumer of WEBHOOK_QUEUE and of the other delivery queues (DELIVERY_QUEUES), all alike. It is the Worker's
@@ -70,6 +72,7 @@ async function handleMessages(
           alerts: work.alertsDatabase(env.ALERTS_DB),
           queues: DELIVERY_QUEUES.map((binding) => work.queue(env[binding])),
           sandboxOf: (accountId: string) => accountSandbox(env.SANDBOX, work, accountId),
+          budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
         },
         events,
       ),
@@ -89,14 +92,14 @@ function retryLater(message: Message<unknown>, attempt: number): void {
 /**
  * Fans out the events this consumer claims (src/events/outbox.ts), each delivery to its webhook's queue
  * (src/webhooks/delivery/queues.ts); an event already claimed (sent twice: relay and sweep), or in no outbox (a
- * sandbox's: its route fanned it out), is acked unsent. If sending the deliveries fails, the claims are given back and
+ * sandbox's: its route fanned it out), is acked unsent. The accounts' budgets decide what is sent (src/webhooks/delivery/budgets.ts). If sending the deliveries fails, the claims are given back and
  * the messages retried.
  */
 async function fanOutEvents(
-  sources: FactSources & { queues: Queue<WebhookMessage>[] },
+  sources: FactSources & { queues: Queue<WebhookMessage>[]; budgets: AccountBudgets },
   events: readonly Parsed<EventMessage>[],
 ): Promise<void> {
-  const { db, queues } = sources;
+  const { db, queues, budgets } = sources;
   let claimed = new Set<string>();
   try {
     claimed = await claimForFanOut(
@@ -104,7 +107,8 @@ async function fanOutEvents(
       events.map((event) => event.body.event.id),
     );
     const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
-    await sendDeliveries(queues, await fanOut(sources, fresh));
+    const { admitted } = await withinDeliveryBudgets({ budgets, db }, fresh, await fanOutWithSubscriptions(sources, fresh));
+    await sendDeliveries(queues, admitted);
     await markFannedOut(db, [...claimed]);
     for (const { message } of events) message.ack();
   } catch (error) {
@@ -197,7 +201,10 @@ async function deliverAll(
   }
   for (const { delivery, attempted } of made.sort((a, b) => deliveries.indexOf(a.delivery) - deliveries.indexOf(b.delivery))) {
     const outcome = attempted === "gone" ? attempted : attempted.outcome;
-    if (outcome === "retrying" || (outcome === "failed" && delivery.body.attempts_before === undefined))
+    // A last attempt failed goes back to the queue, which dead-letters it; a final failure before the last (an MCP
+    // subscription's 413) is acked, as is one that counted attempts made before it was queued.
+    const last = attemptOf(delivery) >= MAX_ATTEMPTS;
+    if (outcome === "retrying" || (outcome === "failed" && delivery.body.attempts_before === undefined && last))
       retryLater(delivery.message, attemptOf(delivery));
     else delivery.message.ack();
   }

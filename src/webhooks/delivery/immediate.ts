@@ -6,10 +6,10 @@ import type { WorkMeter } from "../../platform/metered.ts";
 import type { AccountBudgets } from "../../rate-limit/stub.ts";
 import { accountSandbox } from "../../sandbox/stub.ts";
 import type { DeliveriesQueuedView } from "../schema.ts";
-import { withinTestDeliveryBudgets } from "./budgets.ts";
+import { withinDeliveryBudgets } from "./budgets.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
-import { fanOut } from "./store.ts";
+import { fanOutWithSubscriptions } from "./store.ts";
 
 /**
  * The first delivery, right after an ingestion's commit (its `waitUntil`, so the answer does not wait
@@ -41,7 +41,7 @@ export interface FirstDeliveryServices {
   sandboxes: Env["SANDBOX"];
   /** The ingestion's tally, which its calls to the endpoints' objects count into. */
   work: WorkMeter;
-  /** The accounts' budgets: a sandbox's deliveries count in its account's test deliveries. */
+  /** The accounts' budgets: a sandbox's deliveries count in its account's test deliveries, a subscription's in its account's. */
   budgets: AccountBudgets;
 }
 
@@ -67,7 +67,7 @@ export async function deliverAfterCommit(
     if (claimed.size === 0) return undefined; // the consumer got there first
     const fresh = events.filter((message) => claimed.has(message.event.id));
     const sources = { db, alerts, sandboxOf: (accountId: string) => accountSandbox(sandboxes, work, accountId) };
-    const { admitted, byAccount } = await withinTestDeliveryBudgets(budgets, fresh, await fanOut(sources, fresh));
+    const { admitted, byAccount } = await withinDeliveryBudgets({ budgets, db }, fresh, await fanOutWithSubscriptions(sources, fresh));
     await sendAll(queue, await handToEndpoints(endpoints, admitted, work));
     if (inOutbox) await markFannedOut(db, [...claimed]);
     return byAccount;

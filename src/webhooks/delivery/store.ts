@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { WEBHOOK_DISABLED_EVENTS, webhookDisabledEvents } from "../../account-events/webhook-disabled.ts";
 import { type AlertEvent, alertEventOf } from "../../alerts/match.ts";
 import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
+import { controlEvent, forbidden } from "../../mcp/events/occurrence.ts";
 import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
 import { ACCOUNT_EVENT_TYPES, apiKeys, products, webhookDeliveries, webhookRuleValues, webhooks } from "../../platform/tables.ts";
@@ -52,20 +53,41 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
     WHERE +w.status = 'enabled' AND +w.environment = 'test'`;
 }
 
+/** An MCP subscription a fan-out met: whose budgets its deliveries count in, and its pending gap (src/mcp/events/gaps.ts). */
+export interface FannedSubscription {
+  accountId: string;
+  gapCursor: string | null;
+}
+
+export interface FannedOut {
+  deliveries: DeliveryMessage[];
+  /** The subscriptions among the deliveries' webhooks. */
+  subscriptions: Map<string, FannedSubscription>;
+  /** Subscriptions found whose key no longer admits: each has a `terminated` delivery among `deliveries`, once. */
+  terminated: string[];
+}
+
+/** fanOut's deliveries alone. */
+export const fanOut = async (sources: FactSources, events: readonly EventMessage[]): Promise<DeliveryMessage[]> =>
+  (await fanOutWithSubscriptions(sources, events)).deliveries;
+
 /**
  * The enabled webhooks that want the event (their types, min_change_pct and alert rules, decided by
- * src/alerts/rules.ts): one delivery message each; an MCP subscription past its expires_at (lapsed), or whose key no longer admits, is not one of them. An account event (src/account-events/) goes only to its
- * own account's webhooks that subscribe to its type; the alert rules are about prices; a sandbox event only to its
- * account's test webhooks. One D1 query for the webhooks (candidateWebhooks), and at most two for the rules' facts, for
- * the whole batch (and for each account's sandbox in it).
+ * src/alerts/rules.ts): one delivery message each; an MCP subscription past its expires_at (lapsed) is not one of them.
+ * An account event (src/account-events/) goes only to its own account's webhooks that subscribe to its type; the alert
+ * rules are about prices; a sandbox event only to its account's test webhooks. One D1 query for the webhooks
+ * (candidateWebhooks), and at most two for the rules' facts, for the whole batch (and for each account's sandbox in it).
+ * A subscription found whose key no longer admits (revoked, expired) is sent a `terminated` envelope instead of any
+ * event (the extension's delivery-time check), and the caller disables it (src/mcp/events/gaps.ts), so it is sent once.
  */
-export async function fanOut(sources: FactSources, events: readonly EventMessage[]): Promise<DeliveryMessage[]> {
+export async function fanOutWithSubscriptions(sources: FactSources, events: readonly EventMessage[]): Promise<FannedOut> {
   const { db } = sources;
   const accountEvents = events.filter(isAccountEvent);
   const changes = events.filter((message) => !isAccountEvent(message));
   const catalogue = changes.filter((message) => message.sandbox_account_id === undefined).map(alertEventOf);
   const sandboxes = [...new Set(changes.flatMap((message) => message.sandbox_account_id ?? []))];
-  const enabled = await db
+  const now = new Date().toISOString();
+  const found = await db
     .select({
       id: webhooks.id,
       accountId: webhooks.accountId,
@@ -73,6 +95,9 @@ export async function fanOut(sources: FactSources, events: readonly EventMessage
       types: webhooks.events,
       minChangeBp: webhooks.minChangeBp,
       filters: webhooks.filters,
+      source: webhooks.source,
+      gapCursor: webhooks.gapCursor,
+      keyAdmits: sql<number>`${keyAdmits(now)}`,
     })
     .from(webhooks)
     .where(
@@ -80,30 +105,42 @@ export async function fanOut(sources: FactSources, events: readonly EventMessage
         catalogue,
         accountEvents.map((message) => String(message.event.data.account_id)),
         sandboxes,
-      )}) AND ${deliversNow(new Date().toISOString())}`,
+      )}) AND (${webhooks.apiKeyId} IS NULL OR ${webhooks.expiresAt} > ${now})`,
     );
-  const delivery = (webhookId: string, message: EventMessage): DeliveryMessage => ({
+  const enabled = found.filter((webhook) => webhook.keyAdmits);
+  const terminated = found.filter((webhook) => !webhook.keyAdmits).map((webhook) => webhook.id);
+  const delivery = (webhookId: string, event: DeliveryMessage["event"]): DeliveryMessage => ({
     kind: "delivery",
     webhook_id: webhookId,
-    event: message.event,
+    event,
   });
   const own = accountEvents.flatMap((message) =>
     enabled
       .filter((webhook) => webhook.accountId === message.event.data.account_id && webhook.types.includes(message.event.type as never))
-      .map((webhook) => delivery(webhook.id, message)),
+      .map((webhook) => delivery(webhook.id, message.event)),
   );
   // Live changes to live webhooks; each account's sandbox changes to that account's test webhooks: never across.
   const wanted = await matchInEnvironments(sources, changes, enabled);
-  return [...wanted.map(({ event, rule }) => delivery(rule.id, event.message)), ...own];
+  const ended = terminated.map((id) =>
+    delivery(id, controlEvent("terminated", forbidden("The API key that made this subscription was revoked or has expired."))),
+  );
+  return {
+    deliveries: [...wanted.map(({ event, rule }) => delivery(rule.id, event.message.event)), ...own, ...ended],
+    subscriptions: new Map(
+      found
+        .filter((webhook) => webhook.source === "mcp")
+        .map((webhook) => [webhook.id, { accountId: webhook.accountId, gapCursor: webhook.gapCursor }]),
+    ),
+    terminated,
+  };
 }
 
 /**
- * A webhook, or an MCP subscription that has not lapsed and whose key still admits (not revoked, not expired: one
- * lookup by the key's id), so a subscription ends with its key as its key's requests do.
+ * A webhook, or an MCP subscription whose key still admits (not revoked, not expired: one lookup by the key's id), so a
+ * subscription ends with its key as its key's requests do.
  */
-const deliversNow = (now: string) => sql`(${webhooks.apiKeyId} IS NULL OR (${webhooks.expiresAt} > ${now}
-  AND EXISTS (SELECT 1 FROM ${apiKeys} k WHERE k.id = ${webhooks.apiKeyId} AND k.status = 'active'
-    AND (k.expires_at IS NULL OR k.expires_at > ${now}))))`;
+const keyAdmits = (now: string) => sql`(${webhooks.apiKeyId} IS NULL OR EXISTS (SELECT 1 FROM ${apiKeys} k
+  WHERE k.id = ${webhooks.apiKeyId} AND k.status = 'active' AND (k.expires_at IS NULL OR k.expires_at > ${now})))`;
 
 /** The webhooks a queue batch's deliveries go to, in one D1 query. */
 export async function webhooksByIds(db: Database, ids: readonly string[]): Promise<Map<string, WebhookRow>> {

@@ -1,0 +1,1 @@
+ALTER TABLE `webhooks` ADD `gap_cursor` text;
