@@ -31,7 +31,7 @@ export const occurrenceOf = (event: Pick<WebhookEvent, "id" | "type" | "timestam
  * of an event of their own type, which no catalogue or account event has: `gap` (data: {cursor}, the last event the
  * account's budget held back: src/mcp/events/gaps.ts) and `terminated` (data: {error}, the subscription has ended).
  */
-export const CONTROL_TYPES = ["gap", "terminated"] as const;
+const CONTROL_TYPES = ["gap", "terminated"] as const;
 type ControlType = (typeof CONTROL_TYPES)[number];
 const isControl = (event: Pick<WebhookEvent, "type">): event is WebhookEvent & { type: ControlType } =>
   (CONTROL_TYPES as readonly string[]).includes(event.type);
