@@ -48,15 +48,26 @@ async function flush(keyIds: string[]) {
   return { marks, statements };
 }
 
-/** A key's object hands its mark to the shard off the request path: wait until the shards hold `count` marks, and write them. */
+/**
+ * A key's object hands its mark to the shard off the request path: wait until the shards hold all `keyIds`' marks
+ * (read, not flushed: a flush while some are still on their way would write a shard twice), then write them.
+ */
 async function flushWhenMarked(keyIds: string[]) {
-  let flushed = { marks: 0, statements: 0 };
-  await vi.waitFor(async () => {
-    const more = await flush(keyIds);
-    flushed = { marks: flushed.marks + more.marks, statements: flushed.statements + more.statements };
-    expect(flushed.marks).toBe(keyIds.length);
-  });
-  return flushed;
+  const shards = [...new Set(keyIds.map(lastUsedShardOf))];
+  await vi.waitFor(
+    async () => {
+      let held = 0;
+      for (const n of shards) {
+        held += await runInDurableObject(
+          shard(n),
+          (_, state) => state.storage.sql.exec<{ held: number }>("SELECT count(*) AS held FROM marks").one().held,
+        );
+      }
+      expect(held).toBe(keyIds.length);
+    },
+    { timeout: 5_000 },
+  );
+  return flush(keyIds);
 }
 
 async function lastUsedAt(token: string, keyId: string): Promise<string | null> {
