@@ -15,7 +15,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS, MARKS_PER_STATEMENT } from "../src/api-keys/object/last-used-schedule.ts";
+import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS, MARKS_PER_STATEMENT, WRITE_EVERY_MS } from "../src/api-keys/object/last-used-schedule.ts";
 import {
   DELIVERIES_IN_D1_MS,
   DELIVERY_ARCHIVE_AFTER_MS,
@@ -61,6 +61,10 @@ export interface OperationCost {
   cpu_ms: number;
   /** last_used_flush: the marks a flush wrote, at the bench. */
   marks_per_flush?: number;
+  /** last_used_flush: the rows of gathered marks a flush deleted (each a shard's write), at the bench. */
+  writes_per_flush?: number;
+  /** last_used_write: the marks a shard's write stored, at the bench. */
+  marks_per_write?: number;
   /** key_object_alarm: alarms per refused request, at the bench. */
   per_refused_request?: number;
   /** catalogue_export_step, changes_export_step: the steps the bench's export took. */
@@ -114,6 +118,7 @@ export const OPERATIONS = [
   "test_observations",
   // A key's periodic work and the objects' alarms: operations of their own, at their own rates.
   "key_last_used_mark",
+  "last_used_write",
   "last_used_flush",
   "key_object_alarm",
   "webhook_endpoint_alarm",
@@ -228,13 +233,15 @@ function stepsAt(cost: Costs["operations"]["catalogue_build_step"], products: nu
 }
 
 /**
- * A last_used flush carrying `marks` marks: its rows (one per mark) scale with the marks, its statements with the
- * statements they need (one per MARKS_PER_STATEMENT), and its D1 time with its statements (what was measured is a
- * flush of the bench's few marks: the duration of one statement of thousands is not).
+ * A last_used flush carrying `marks` marks in `writes` rows of gathered marks: its D1 rows (one per mark) scale with
+ * the marks, its statements with the statements they need (one per MARKS_PER_STATEMENT), its D1 time with its
+ * statements (what was measured is a flush of the bench's few marks: the duration of one statement of thousands is
+ * not), and the rows it deletes in its shard with the writes it reads.
  */
-function flushAt(cost: Costs["operations"]["last_used_flush"], measured: Figures, marks: number): Figures {
+function flushAt(cost: Costs["operations"]["last_used_flush"], measured: Figures, marks: number, writes: number): Figures {
   const benchMarks = Math.max(1, cost.marks_per_flush ?? 1);
   const byMarks = marks / benchMarks;
+  const byWrites = writes / Math.max(1, cost.writes_per_flush ?? 1);
   const byStatements = Math.ceil(marks / MARKS_PER_STATEMENT) / Math.ceil(benchMarks / MARKS_PER_STATEMENT);
   return {
     ...measured,
@@ -243,6 +250,7 @@ function flushAt(cost: Costs["operations"]["last_used_flush"], measured: Figures
     d1_ms_alerts: measured.d1_ms_alerts * byStatements,
     d1_rows_read: measured.d1_rows_read * byMarks,
     d1_rows_written: measured.d1_rows_written * byMarks,
+    do_rows_written: measured.do_rows_written * byWrites,
   };
 }
 
@@ -478,6 +486,7 @@ export const SPLIT: Plan = {
     data_request_refused: one("keys", 1),
     key_management_request: one("keys"),
     key_last_used_mark: one("keys"),
+    last_used_write: one("keys"),
     last_used_flush: one("keys"),
     key_object_alarm: one("keys"),
     list_products_gzip: one("catalogue", 1),
@@ -568,11 +577,18 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
   requestShares.data_request_admitted = 1 - others;
   const ingestionsPerSecond = w.eventsPerSecond / w.observationsPerIngestion;
   const buildStepsPerIngestion = stepsAt(costs.operations.catalogue_build_step, w.products);
-  // A key's periodic work: every key in use (an upper bound) marks once per MARK_EVERY_MS; the shards flush what they
-  // hold at most every FLUSH_EVERY_MS each, so at this load a flush carries many more marks than the bench's did.
+  // A key's periodic work: every key in use (an upper bound) marks once per MARK_EVERY_MS; a shard stores the marks
+  // it gathers at most once per WRITE_EVERY_MS, in one row, and flushes what it holds at most every FLUSH_EVERY_MS, so
+  // at this load a write and a flush carry many more marks than the bench's did.
   const marksPerSecond = w.keys / (MARK_EVERY_MS / 1000);
-  const flushesPerSecond = Math.min(LAST_USED_SHARDS / (FLUSH_EVERY_MS / 1000), marksPerSecond);
-  f.last_used_flush = flushAt(costs.operations.last_used_flush, f.last_used_flush, marksPerSecond / flushesPerSecond);
+  const writesPerSecond = Math.min(LAST_USED_SHARDS / (WRITE_EVERY_MS / 1000), marksPerSecond);
+  const flushesPerSecond = Math.min(LAST_USED_SHARDS / (FLUSH_EVERY_MS / 1000), writesPerSecond);
+  f.last_used_flush = flushAt(
+    costs.operations.last_used_flush,
+    f.last_used_flush,
+    marksPerSecond / flushesPerSecond,
+    writesPerSecond / flushesPerSecond,
+  );
   // A key's object writes a block of admissions sized by the key's last minute (src/api-keys/object/reservations.ts):
   // one row a block, and its alarm's row when the block holds more than one. The bench's key runs back to back (large
   // blocks); here each key makes its share of every admitted request a minute (data, product reads, lists, history,
@@ -592,6 +608,7 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     webhook_delivery: w.deliveriesPerSecond,
     cron_run: 1 / 60,
     key_last_used_mark: marksPerSecond,
+    last_used_write: writesPerSecond,
     last_used_flush: flushesPerSecond,
     // A key's alarm writes the refusals its answers left unwritten: as often, per refusal, as the bench saw.
     key_object_alarm:

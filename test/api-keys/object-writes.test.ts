@@ -10,6 +10,7 @@ import { PLAN_LIMITS } from "../../src/rate-limit/plans.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson } from "../helpers/http.ts";
+import { lastUsedMarksStored } from "../helpers/last-used.ts";
 import { accountToken } from "../helpers/tokens.ts";
 import { invocationLog } from "../helpers/work-log.ts";
 
@@ -39,7 +40,7 @@ async function rowsWrittenBy(key: string, keyId: string, run: () => Promise<void
   };
   try {
     await run();
-    await new Promise((resolve) => setTimeout(resolve, 20)); // the key object's mark reaches its shard after the answer
+    await lastUsedMarksStored(keyId);
   } finally {
     prototype.exec = exec;
   }

@@ -10,6 +10,7 @@ import { DELIVERY_QUEUES } from "../../src/webhooks/delivery/queues.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, workMeter, workMeterIsFinal } from "../helpers/http.ts";
+import { lastUsedMarksStored } from "../helpers/last-used.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
 import { asWorkMeter, invocationLog, type LoggedWork } from "../helpers/work-log.ts";
@@ -187,6 +188,7 @@ beforeAll(async () => {
   for (let i = 0; i < 3; i++) await createProduct({ sku: `FINAL-${Date.now()}-${i}`, brand });
   await publishCatalogue();
   await (await call("GET", "/competitors", { token: owner.key })).arrayBuffer(); // the key's object has read the key
+  await lastUsedMarksStored(owner.keyId); // and its first use's mark is stored, before any span
 });
 
 afterEach(() => vi.restoreAllMocks());

@@ -10,6 +10,8 @@ export const LAST_USED_SHARDS = 64;
  */
 export const MARK_EVERY_MS = 14 * 60_000;
 export const FLUSH_EVERY_MS = 45_000;
+/** How long a shard gathers the marks handed to it before it stores them, all in one row: at most one row a second. */
+export const WRITE_EVERY_MS = 1_000;
 /** How far `last_used_at` may lag a key's last admitted request. */
 export const LAST_USED_LAG_MS = 15 * 60_000;
 /** Marks per UPDATE: 5,000 × ~70 bytes of JSON stays far under D1's 2,000,000-byte value limit. */

@@ -1,18 +1,19 @@
 import type { ObjectAnswer } from "../../platform/metered.ts";
 import { MeteredObject } from "../../platform/metered-object.ts";
-import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS, MARKS_PER_STATEMENT } from "./last-used-schedule.ts";
+import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS, MARKS_PER_STATEMENT, WRITE_EVERY_MS } from "./last-used-schedule.ts";
 
 export { MARK_EVERY_MS };
 
 /**
  * `last_used_at` off D1's per-key path. A key's object marks a use at most every MARK_EVERY_MS (the time is
  * kept in its state row, so eviction does not re-mark) and hands the mark to one of LAST_USED_SHARDS
- * objects, picked by the key id; each shard keeps the marks it was handed in its storage and writes them
- * all to D1 with one statement (a JSON array bound as one value), at most every FLUSH_EVERY_MS. So D1's
- * statements for `last_used_at` grow with the number of shards and with time (≤ 64 every 45 s), never with
- * the number of active keys; its rows written are one per mark, at most one per key in use per 14 minutes; and a
- * listing shows a key's last use at most 15 minutes late (14 minutes of marking interval, 45 s of flush delay,
- * and the write).
+ * objects, picked by the key id. A shard gathers the marks handed to it for WRITE_EVERY_MS and stores them as one row
+ * (storage is billed by the row: at the model's load a shard is handed ~19 marks a second, so one row a second holds
+ * them all), answering each mark once that row is written; and it writes every mark it holds to D1 with one
+ * statement (a JSON array bound as one value), at most every FLUSH_EVERY_MS. So D1's statements for `last_used_at`
+ * grow with the number of shards and with time (≤ 64 every 45 s), never with the number of active keys; its rows
+ * written are one per mark, at most one per key in use per 14 minutes; and a listing shows a key's last use at most
+ * 15 minutes late (14 minutes of marking interval, a second of gathering, 45 s of flush delay, and the write).
  */
 /** FNV-1a of the key id, so one key's marks always go to the same shard (the newest simply replaces the older). */
 export function lastUsedShardOf(keyId: string): number {
@@ -30,24 +31,48 @@ export function lastUsedLog(env: Env, keyId: string) {
 const UPDATE_LAST_USED = `UPDATE api_keys SET last_used_at = marks.value FROM json_each(?) AS marks
   WHERE api_keys.id = marks.key AND (api_keys.last_used_at IS NULL OR api_keys.last_used_at < marks.value)`;
 
-/** One shard of the marks waiting for D1: a row per key, its newest mark. */
+/** One shard of the marks waiting for D1: rows of marks gathered together, each a key's newest mark of its time. */
 export class LastUsedLog extends MeteredObject {
   private alarmSet = false;
   private flushedAt = 0;
+  /** Marks handed to the shard and not yet stored: each key's newest. */
+  private gathering = new Map<string, string>();
+  /** The write that will store `gathering`, once WRITE_EVERY_MS has passed since its first mark. */
+  private stored: Promise<void> | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS marks (key_id TEXT PRIMARY KEY, at TEXT NOT NULL) WITHOUT ROWID");
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS mark_rows (id INTEGER PRIMARY KEY, marks TEXT NOT NULL)");
+    // A shard that held a row per key (before marks were gathered) keeps those marks, as one row of the new kind.
+    const legacy = ctx.storage.sql.exec("SELECT 1 FROM sqlite_schema WHERE name = 'marks'").toArray().length > 0;
+    if (legacy) {
+      ctx.storage.sql.exec("INSERT INTO mark_rows (marks) SELECT json_group_object(key_id, at) FROM marks HAVING count(*) > 0");
+      ctx.storage.sql.exec("DROP TABLE marks");
+    }
   }
 
-  /** A key's use at `at` (ISO-8601): kept until the next flush, which comes within FLUSH_EVERY_MS. */
-  note(keyId: string, at: string): ObjectAnswer {
-    this.ctx.storage.sql.exec("INSERT INTO marks VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET at = max(at, excluded.at)", keyId, at);
+  /**
+   * A key's use at `at` (ISO-8601), answered once it is stored with the others gathered meanwhile: kept until the next
+   * flush, which comes within FLUSH_EVERY_MS. Should the write fail, every mark it held is refused (each key marks again).
+   */
+  async note(keyId: string, at: string): Promise<ObjectAnswer> {
+    const held = this.gathering.get(keyId);
+    if (held === undefined || held < at) this.gathering.set(keyId, at);
+    this.stored ??= scheduler.wait(WRITE_EVERY_MS).then(() => this.invocation("last_used_write", () => this.storeGathered()));
+    await this.stored;
+    return this.reported({});
+  }
+
+  /** Stores the gathered marks as one row, and arms the flush if it is not armed yet. */
+  private async storeGathered(): Promise<void> {
+    const marks = this.gathering;
+    this.gathering = new Map();
+    this.stored = undefined;
+    this.ctx.storage.sql.exec("INSERT INTO mark_rows (marks) VALUES (?)", JSON.stringify(Object.fromEntries(marks)));
     if (!this.alarmSet) {
       this.alarmSet = true;
-      void this.ctx.storage.setAlarm(Math.max(Date.now(), this.flushedAt + FLUSH_EVERY_MS));
+      await this.ctx.storage.setAlarm(Math.max(Date.now(), this.flushedAt + FLUSH_EVERY_MS));
     }
-    return this.reported({});
   }
 
   /** A flush is an invocation of its own (`last_used_flush`), its D1 write counted with it. */
@@ -56,27 +81,32 @@ export class LastUsedLog extends MeteredObject {
   }
 
   /**
-   * Writes every mark to D1 in one batch (one statement per 5,000 marks), then forgets the marks it wrote
-   * (a mark replaced meanwhile stays for the next flush). Should D1 fail, nothing is forgotten and the
-   * alarm is retried.
+   * Writes every stored mark to D1 in one batch (one statement per 5,000 keys; a key's newest mark where rows hold
+   * several), then deletes the rows it wrote (a row stored meanwhile stays for the next flush). Should D1 fail,
+   * nothing is deleted and the alarm is retried.
    */
   private async flush(): Promise<void> {
     this.alarmSet = false;
-    const marks = this.ctx.storage.sql.exec<{ key_id: string; at: string }>("SELECT key_id, at FROM marks").toArray();
-    if (marks.length === 0) return;
+    const rows = this.ctx.storage.sql.exec<{ id: number; marks: string }>("SELECT id, marks FROM mark_rows ORDER BY id").toArray();
+    if (rows.length === 0) return;
+    const newest = new Map<string, string>();
+    for (const row of rows) {
+      for (const [keyId, at] of Object.entries(JSON.parse(row.marks) as Record<string, string>)) {
+        const held = newest.get(keyId);
+        if (held === undefined || held < at) newest.set(keyId, at);
+      }
+    }
+    const marks = [...newest];
     const chunks: string[] = [];
     for (let i = 0; i < marks.length; i += MARKS_PER_STATEMENT) {
-      chunks.push(JSON.stringify(Object.fromEntries(marks.slice(i, i + MARKS_PER_STATEMENT).map((m) => [m.key_id, m.at]))));
+      chunks.push(JSON.stringify(Object.fromEntries(marks.slice(i, i + MARKS_PER_STATEMENT))));
     }
     const db = this.meter.d1Binding(this.env.DB);
     const update = db.prepare(UPDATE_LAST_USED);
     await db.batch(chunks.map((chunk) => update.bind(chunk)));
     this.flushedAt = Date.now();
-    this.ctx.storage.sql.exec(
-      "DELETE FROM marks WHERE (key_id, at) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))",
-      JSON.stringify(marks.map((m) => [m.key_id, m.at])),
-    );
-    if (this.ctx.storage.sql.exec("SELECT 1 FROM marks LIMIT 1").toArray().length > 0) {
+    this.ctx.storage.sql.exec("DELETE FROM mark_rows WHERE id <= ?", rows.at(-1)!.id);
+    if (this.ctx.storage.sql.exec("SELECT 1 FROM mark_rows LIMIT 1").toArray().length > 0) {
       this.alarmSet = true;
       await this.ctx.storage.setAlarm(this.flushedAt + FLUSH_EVERY_MS);
     }
