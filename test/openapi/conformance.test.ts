@@ -617,7 +617,12 @@ describe("every operation", () => {
     const free = await freshAccount({ plan: "free" });
     for (let i = 0; i < 10; i++) expect((await call("GET", "/competitors", { token: free.key })).status).toBe(200);
     const res = await call("GET", "/competitors", { token: free.key });
-    expect(await checker.check(res, "get", "/competitors")).toEqual({ detail: "Rate limit exceeded: 10 requests per minute." });
+    // What to change: when to retry (Retry-After's seconds), and the plans that allow more.
+    expect(await checker.check(res, "get", "/competitors")).toEqual({
+      detail:
+        `Rate limit exceeded: 10 requests per minute. Retry in ${res.headers.get("Retry-After")} seconds (Retry-After). ` +
+        "A larger plan allows more: standard 60 a minute, premium 300 a minute.",
+    });
     expect(res.headers.get("X-RateLimit-Limit")).toBe("10");
   });
 
