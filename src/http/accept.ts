@@ -3,10 +3,10 @@ import { ApiError } from "./errors.ts";
 
 /**
  * RFC 9110 `Accept` checked before a route runs: a request whose Accept admits none of the media types the route
- * answers with (`Accept: text/csv` on a JSON route) is 406, naming them, instead of JSON it did not ask for. No Accept,
- * `*∕*`, `application/*` and q-values (a type at q=0 is refused) are read as the RFC has them. Which types a route
- * answers with comes from `servedBy` (the route's declaration); a request it says nothing of (an undeclared page, 404,
- * 405) is not checked.
+ * answers with (`Accept: text/csv` on a JSON route) is 406, naming them, instead of JSON it did not ask for. No Accept
+ * (or none that parses), wildcards (any type, `application/*`) and q-values (a type at q=0 is refused) are read as the
+ * RFC has them. Which types a route answers with comes from `servedBy` (the route's declaration); a request it says
+ * nothing of (an undeclared page, 404, 405) is not checked.
  */
 export function acceptable(servedBy: (c: Context) => readonly string[] | undefined): MiddlewareHandler {
   return async (c, next) => {
