@@ -132,7 +132,7 @@ export interface paths {
         put?: never;
         /**
          * Change your sandbox: simulated price observations
-         * @description The body of POST /admin/observations, at most 100 observations, on sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account. Each observation counts in the account's 10,000 sandbox changes per day (a rolling day): a call it cannot take whole is 429 (Retry-After: when it fits) and writes nothing. The deliveries to test webhooks count in the account's 600 test deliveries per minute; test_deliveries says how many were held back. Takes test keys only (pda_test_…): another key is 403, before its limits are counted or the request is read.
+         * @description The body of POST /admin/observations, at most 100 observations, on sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox events; unlike a live observation, one keeps the offer terms it leaves out (url, regular_price, shipping_cost, seller, condition, quantity with unit; null clears one; money terms only while the currency stays the offer's). The sandbox events reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account. Each observation counts in the account's 10,000 sandbox changes per day (a rolling day): a call it cannot take whole is 429 (Retry-After: when it fits) and writes nothing. The deliveries to test webhooks count in the account's 600 test deliveries per minute; test_deliveries says how many were held back. Takes test keys only (pda_test_…): another key is 403, before its limits are counted or the request is read.
          */
         post: operations["simulateObservations"];
         delete?: never;
@@ -173,8 +173,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * What happened to the account's keys and webhooks, the last 30 days
-         * @description The account's own api_key.leaked, api_key.expiring, webhook.disabled and usage.threshold events, oldest first, as its webhooks that subscribe to them receive them, plus `id`. Never another account's, and never in GET /events. The query and paging of GET /events: `after` (the previous page's next_cursor), `since`, `type` (repeatable), `limit` (1–1000, default 100).
+         * Four kinds of notice to the account, the last 30 days: a key leaked or expiring, a webhook disabled, a usage threshold
+         * @description The account's own notices, and only these four: api_key.leaked (a key found in public and revoked), api_key.expiring (a key expires in 7 days, then in 1), webhook.disabled (a webhook turned off by a 410 or by 5 days of failure) and usage.threshold (a key's requests of the UTC day reached 80 %, then 100 %, of its day quota); oldest first, as its webhooks that subscribe to them receive them, plus `id`. It is not an audit log: creating, rotating or revoking a key and creating, changing or deleting a webhook are not in it (the records themselves say when: GET /api-keys, GET /webhooks). Never another account's, and never in GET /events. The query and paging of GET /events: `after` (the previous page's next_cursor), `since`, `type` (repeatable), `limit` (1–1000, default 100).
          */
         get: operations["listAccountEvents"];
         put?: never;
@@ -1475,7 +1475,7 @@ export interface components {
              */
             start: string;
             admitted: number;
-            /** @description Refused: over a rate limit (429), or the key had expired or was revoked (401) */
+            /** @description Refused: over a rate limit or budget (429), the key expired or revoked (401), or outside the key's restrictions: a scope it lacks, an address outside its allowed_ips, or a route of the other environment (403) */
             refused: number;
             /** @description Of admitted, how many may not have been made: a restart of the key's rate limiter counts the admissions it had reserved as made, so no limit is exceeded and usage is never under-counted. Absent when none */
             uncertain?: number;
@@ -2223,6 +2223,21 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The Accept header admits none of the media types this operation answers with (its 2xx content: application/json, and text/event-stream or application/x-ndjson where listed); the detail names them. No Accept, *\/* and application/* are fine. */
+        NotAcceptable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The account is at a limit (100 active keys, 20 webhooks), or the webhook is disabled. */
         Conflict: {
             headers: {
@@ -2253,7 +2268,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Rate limit exceeded (`Rate limit exceeded: 10 requests per minute.`), or a budget of the route's (its detail names it and when it refills). Wait Retry-After seconds (60 when absent), and back off exponentially on repeated 429s. Refused requests are not counted. */
+        /** @description Rate limit exceeded (`Rate limit exceeded: 10 requests per minute.`, then when to retry and, for an API key's plan limit, which plan allows more), or a budget of the route's (its detail names it and when it refills). Wait Retry-After seconds (60 when absent), and back off exponentially on repeated 429s. Refused requests are not counted. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2410,6 +2425,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["KeyRestricted"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["CatalogueBuilding"];
@@ -2469,6 +2485,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["KeyRestricted"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -2512,6 +2529,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["KeyRestricted"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -2563,6 +2581,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["KeyRestricted"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["CatalogueBuilding"];
@@ -2630,6 +2649,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["KeyRestricted"];
+            406: components["responses"]["NotAcceptable"];
             /** @description The cursor's event is no longer kept */
             410: {
                 headers: {
@@ -2685,6 +2705,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["KeyRestricted"];
+            406: components["responses"]["NotAcceptable"];
             /** @description The cursor's event is no longer kept */
             410: {
                 headers: {
@@ -2738,6 +2759,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["KeyRestricted"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2774,6 +2796,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -2821,6 +2844,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -2864,6 +2888,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             /** @description The cursor's event is no longer kept, or is not this account's */
             410: {
                 headers: {
@@ -2911,6 +2936,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -2952,6 +2978,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -2984,6 +3011,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3061,6 +3089,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -3112,6 +3141,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -3157,6 +3187,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3193,6 +3224,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3255,6 +3287,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3288,6 +3321,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3359,6 +3393,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -3397,6 +3432,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3491,6 +3527,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3528,6 +3565,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3578,6 +3616,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -3634,6 +3673,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -3672,6 +3712,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3704,6 +3745,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3741,6 +3783,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -3779,6 +3822,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3822,6 +3866,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3862,6 +3907,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3909,6 +3955,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4135,6 +4182,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4195,6 +4243,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["BadSignature"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -7,12 +7,14 @@
  *   4. the worker on http://127.0.0.1:8787 (extra arguments go to `wrangler dev`, e.g. --var NAME:VALUE;
  *      `--persist-to DIR` also puts the migrated and seeded D1 there, as the dev-server test does);
  *   5. once both answer and the catalogue's first snapshot serves, the addresses to open and the commands to try
- *      (wrangler's own start-up output held back until then: only its errors and warnings show before).
+ *      (wrangler's own start-up output held back until then: only its errors and warnings show before), and from then
+ *      on wrangler.toml's crons on their schedules (scripts/dev-crons.ts), which `wrangler dev` does not run.
  */
 import { type ChildProcess, type StdioOptions, spawnSync } from "node:child_process";
 import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
+import { runCrons } from "./dev-crons.ts";
 import { DEV_AUDIENCE, DEV_ISSUER, devSigningKey } from "./dev-idp/config.ts";
 import { mintToken } from "./mint-token.ts";
 import { spawnGroup, stopGroups } from "./process-group.ts";
@@ -88,20 +90,24 @@ const children: ChildProcess[] = [spawnGroup("node", ["scripts/idp.ts"], { stdio
 let held: [NodeJS.WriteStream, Buffer][] | undefined = [];
 const PASS_AT_ONCE = /\[ERROR\]|\[WARNING\]|✘|▲/;
 /**
- * @cloudflare/workers-oauth-provider's warning at load that Client ID Metadata Documents are off: they are, by choice
- * (docs/dependencies.md), and the warning would be the first thing a newcomer reads.
+ * Notes that would be the first thing a newcomer reads, about what is so by choice: @cloudflare/workers-oauth-provider's
+ * at load that Client ID Metadata Documents are off (they are: docs/dependencies.md), and wrangler's that cron triggers
+ * do not run locally (here they do: scripts/dev-crons.ts runs them on their schedules).
  */
-const CHOSEN = /CIMD \(Client ID Metadata Document\) is disabled/;
+const CHOSEN = [
+  /^.*CIMD \(Client ID Metadata Document\) is disabled.*\n?/gm,
+  /^.*Scheduled Workers are not automatically triggered during local development\.[^\n]*\n(?:.*\n)*?.*cron-triggers\/#test-cron-triggers-locally.*\n?/gm,
+];
 for (const [from, to] of [
   [wrangler.stdout, process.stdout],
   [wrangler.stderr, process.stderr],
 ] as const) {
   from?.on("data", (raw: Buffer) => {
     let chunk = raw;
-    if (CHOSEN.test(raw.toString())) {
-      const rest = raw.toString().replace(/^.*CIMD \(Client ID Metadata Document\) is disabled.*\n?/gm, "");
-      if (rest.trim() === "") return;
-      chunk = Buffer.from(rest);
+    const text = CHOSEN.reduce((rest, note) => rest.replace(note, ""), raw.toString());
+    if (text !== raw.toString()) {
+      if (text.trim() === "") return;
+      chunk = Buffer.from(text);
     }
     if (held && !PASS_AT_ONCE.test(chunk.toString())) held.push([to, chunk]);
     else to.write(chunk);
@@ -195,6 +201,7 @@ if (up) {
   GET /products answers 503 until the first snapshot of the seeded catalogue is built (a large seed takes
   about a second per 10,000 products; see the worker's log above). The rest of the API works meanwhile.`);
   }
+  const crons = runCrons(API, (line) => console.warn(line));
   console.log(`
   Price Data API is running.
     API          ${API}/            (a JSON index of the routes)
@@ -205,5 +212,6 @@ if (up) {
     TOKEN=$(npm run -s token -- alice)     an account login for "alice"
     ADMIN=$(npm run -s token -- --admin)   an admin token (accounts:write prices:write)
   The README's "Call it" section continues from there. Ctrl-C stops everything.
+  Crons run on wrangler.toml's schedules (${crons.map((cron) => `"${cron}"`).join(", ")}): the outbox's sweep, expiry notices, the archives.
 `);
 }

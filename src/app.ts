@@ -12,6 +12,7 @@ import { docsRoutes, openApiRoute } from "./docs/routes.ts";
 import { eventRoutes } from "./events/routes.ts";
 import { exportRoutes } from "./exports/routes.ts";
 import { fxRateRoutes } from "./fx-rates/routes.ts";
+import { acceptable } from "./http/accept.ts";
 import { ApiError, methodNotAllowedResponse, notFound, onError } from "./http/errors.ts";
 import { home, type RouteGroup } from "./http/home.ts";
 import { openApiApp } from "./http/openapi.ts";
@@ -73,6 +74,7 @@ export function buildApp() {
   app.use(keyDataDoor); // an admitted key's environment picks its data, once
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
   app.use(namedQueryParameters);
+  app.use(acceptable((c) => declarationOf(c)?.serves)); // Accept: text/csv on a JSON route is 406, not JSON
   const oneMiB = bodyLimit({
     maxSize: MAX_BODY_BYTES,
     onError: () => {

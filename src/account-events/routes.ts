@@ -14,10 +14,13 @@ const listAccountEventsRoute = createRoute(
     method: "get",
     path: "/",
     operationId: "listAccountEvents",
-    summary: "What happened to the account's keys and webhooks, the last 30 days",
+    summary: "Four kinds of notice to the account, the last 30 days: a key leaked or expiring, a webhook disabled, a usage threshold",
     description:
-      "The account's own api_key.leaked, api_key.expiring, webhook.disabled and usage.threshold events, oldest first, as its webhooks " +
-      "that subscribe to them receive them, plus `id`. Never another account's, and never in GET /events. The query and paging of GET " +
+      "The account's own notices, and only these four: api_key.leaked (a key found in public and revoked), api_key.expiring (a key " +
+      "expires in 7 days, then in 1), webhook.disabled (a webhook turned off by a 410 or by 5 days of failure) and usage.threshold " +
+      "(a key's requests of the UTC day reached 80 %, then 100 %, of its day quota); oldest first, as its webhooks that subscribe to them receive them, plus `id`. It is not " +
+      "an audit log: creating, rotating or revoking a key and creating, changing or deleting a webhook are not in it (the " +
+      "records themselves say when: GET /api-keys, GET /webhooks). Never another account's, and never in GET /events. The query and paging of GET " +
       "/events: `after` (the previous page's next_cursor), `since`, `type` (repeatable), `limit` (1–1000, default 100).",
     request: { query: feedQuery(ACCOUNT_EVENT_TYPES, "AccountEventType") },
     responses: {

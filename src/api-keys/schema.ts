@@ -159,7 +159,11 @@ const UsageBucket = z
   .object({
     start: timestamp,
     admitted: z.int(),
-    refused: z.int().meta({ description: "Refused: over a rate limit (429), or the key had expired or was revoked (401)" }),
+    refused: z.int().meta({
+      description:
+        "Refused: over a rate limit or budget (429), the key expired or revoked (401), or outside the key's restrictions: a scope it " +
+        "lacks, an address outside its allowed_ips, or a route of the other environment (403)",
+    }),
     uncertain: z
       .int()
       .optional()

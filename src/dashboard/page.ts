@@ -147,7 +147,9 @@ export function dashboardPage({ issuer, clientId, audience, assetVersion }: Page
       ${viewHead({
         name: "usage",
         title: "Usage",
-        intro: "Requests admitted and refused (over the limit), counted by each key as they arrive.",
+        intro:
+          "Requests admitted and refused, counted by each key as they arrive. Refused: over a limit (429), the key expired or " +
+          "revoked (401), or outside what the key may do: its scopes, allowed IPs or environment (403).",
       })}
       <form id="usage-controls" class="usage-controls">
         <div class="field">

@@ -36,7 +36,11 @@ export const onError: ErrorHandler = (err, c) => {
 };
 
 export const notFound: NotFoundHandler = (c) =>
-  errorResponse(c, new ApiError(404, `There is no ${c.req.method} ${c.req.path} route; see the README for the list of routes.`));
+  errorResponse(
+    c,
+    // A deployed API's caller has no README: the index and the document are on the API itself.
+    new ApiError(404, `There is no ${c.req.method} ${c.req.path} route; GET / lists the routes, and GET /openapi.json describes each.`),
+  );
 
 export const methodNotAllowedResponse = (c: Context, allowed: string[]) =>
   errorResponse(

@@ -97,10 +97,15 @@ export const RESPONSE_COMPONENTS = {
   Forbidden: documentedError("An API key on an account or admin route, or a JWT without the operation's scope."),
   NotFound: documentedError("No such id in this account (another account's ids are 404 too), or no such route."),
   MethodNotAllowed: documentedError("The path exists but not with this method (any path in this document).", ["Allow"]),
+  NotAcceptable: documentedError(
+    "The Accept header admits none of the media types this operation answers with (its 2xx content: application/json, " +
+      "and text/event-stream or application/x-ndjson where listed); the detail names them. No Accept, */* and application/* are fine.",
+  ),
   Conflict: documentedError("The account is at a limit (100 active keys, 20 webhooks), or the webhook is disabled."),
   PayloadTooLarge: documentedError("The body is over 1 MiB."),
   TooManyRequests: documentedError(
-    "Rate limit exceeded (`Rate limit exceeded: 10 requests per minute.`), or a budget of the route's (its detail names it " +
+    "Rate limit exceeded (`Rate limit exceeded: 10 requests per minute.`, then when to retry and, for an API key's plan " +
+      "limit, which plan allows more), or a budget of the route's (its detail names it " +
       "and when it refills). Wait Retry-After seconds (60 when absent), " +
       "and back off exponentially on repeated 429s. Refused requests are not counted.",
     ["Retry-After"],

@@ -14,7 +14,11 @@ export const isoTimestamp = z
   .refine(
     (s) => (z.iso.datetime({ offset: true }).safeParse(s).success || z.iso.date().safeParse(s).success) && !Number.isNaN(Date.parse(s)),
     {
-      error: "must be an ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z",
+      // A date-time without an offset names no instant (whose 12:00?): the fix is one character, so it is said.
+      error: (issue) =>
+        typeof issue.input === "string" && z.iso.datetime({ local: true }).safeParse(issue.input).success
+          ? `has no time zone: add Z for UTC or an offset such as +02:00 (e.g. ${issue.input}Z)`
+          : "must be an ISO-8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z",
     },
   )
   .transform((s) => new Date(s).toISOString());

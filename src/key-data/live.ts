@@ -18,6 +18,7 @@ import { RETENTION_MS } from "../events/retention.ts";
 import { listEvents, listEventsNewestFirst, newestCatalogueEventId } from "../events/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
+import { isSandboxProduct, sandboxProductOnLiveKey } from "../sandbox/mix-ups.ts";
 import type { KeyData } from "./door.ts";
 import { catalogueExportStart, catalogueExportStep, changesExportStart, changesExportStep } from "./live-export.ts";
 
@@ -69,10 +70,10 @@ export function liveData(services: LiveServices): KeyData {
         },
       };
     },
-    productJson: (id, conversion) => productJson(services.catalogue, id, conversion),
-    getProduct: (input) => getProduct(services, input),
+    productJson: (id, conversion) => namingSandbox(productJson(services.catalogue, id, conversion), { id }),
+    getProduct: (input) => namingSandbox(getProduct(services, input), input),
     searchProducts: (input) => searchProducts(services, input),
-    history: (productId, query) => productHistory(services.replica, services.archive, productId, query),
+    history: (productId, query) => namingSandbox(productHistory(services.replica, services.archive, productId, query), { id: productId }),
     async competitors() {
       const manifest = await servingManifest(services.catalogue);
       return { etag: snapshotEtag(manifest), list: manifest.competitors, json: () => competitorsJson(manifest) };
@@ -89,4 +90,15 @@ export function liveData(services: LiveServices): KeyData {
     exportCatalogue: (cursor, limits) => catalogueExportStep(services, cursor, limits),
     exportChanges: (cursor, limits) => changesExportStep(services, cursor, limits),
   };
+}
+
+/** A live key's 404 for a product of the sandbox says so (the sandbox is looked at only then, never on a hit). */
+async function namingSandbox<T>(read: Promise<T>, product: { id?: string | undefined; sku?: string | undefined }): Promise<T> {
+  try {
+    return await read;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404 && isSandboxProduct(product))
+      throw sandboxProductOnLiveKey(product.id ?? `sku ${product.sku}`);
+    throw error;
+  }
 }

@@ -1,5 +1,4 @@
 import { summariseIn } from "../catalogue/converted.ts";
-import { unknownProduct } from "../catalogue/history.ts";
 import type { ProductView } from "../catalogue/schema.ts";
 import { productMatch } from "../catalogue/search.ts";
 import { contentEtag, conversionOf, productsEtag } from "../catalogue/service.ts";
@@ -10,6 +9,7 @@ import { catalogueRows, changeRow } from "../exports/rows.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { sandboxBase } from "../sandbox/catalogue.ts";
 import { sandboxFacts } from "../sandbox/facts.ts";
+import { notInSandbox } from "../sandbox/mix-ups.ts";
 import { productState } from "../sandbox/overlay.ts";
 import { sandboxCatalogue, sandboxCompetitors, sandboxProductBody, sandboxProductHistory, sandboxProductJson } from "../sandbox/reads.ts";
 import { SANDBOX_RETENTION_MS } from "../sandbox/retention.ts";
@@ -37,7 +37,7 @@ export function sandboxData(services: Pick<RequestServices, "db" | "catalogue">,
     productJson: (id, conversion) => sandboxProductJson(sandbox, id, conversion),
     async getProduct(input) {
       const index = input.id === undefined ? sandboxBase().bySku.get(input.sku!) : undefined;
-      if (input.id === undefined && index === undefined) throw unknownProduct(`sku ${input.sku}`);
+      if (input.id === undefined && index === undefined) throw notInSandbox(`sku ${input.sku}`);
       const id = input.id ?? sandboxBase().products[index!]!.id;
       return JSON.parse(await sandboxProductJson(sandbox, id, await conversionOf(services, input.currency)));
     },

@@ -40,9 +40,13 @@ export interface RouteBudget extends Budget {
 }
 
 /** What the request pipeline (src/pipeline/) needs to know of a route before the route runs. */
-export type RouteDeclaration = RouteCredential & {
+type DeclaredOptions = RouteCredential & {
   /** The route reads its body under a limit of its own, not the app's 1 MiB (a secret-scanning report). */
   ownBodyLimit?: true;
+};
+export type RouteDeclaration = DeclaredOptions & {
+  /** The media types its successes answer with, from its responses (an Accept admitting none is 406: src/http/accept.ts). */
+  serves: readonly string[];
 };
 
 /**
@@ -88,12 +92,13 @@ export interface ErrorCases {
 }
 
 /** The error responses an operation can give, from its credential and what it does. */
-function errorResponses({ credential }: RouteCredential, cases: ErrorCases) {
+function errorResponses({ credential }: RouteCredential, cases: ErrorCases & { serves: readonly string[] }) {
   return {
     ...(cases.validates || cases.body ? { 400: ref("BadRequest") } : {}),
     401: ref(credential === "github" ? "BadSignature" : "Unauthorized"),
     ...(credential === "github" ? {} : { 403: ref(credential === "api-key" ? "KeyRestricted" : "Forbidden") }),
     ...(cases.notFound ? { 404: ref("NotFound") } : {}),
+    ...(cases.serves.length > 0 ? { 406: ref("NotAcceptable") } : {}),
     ...(cases.conflict ? { 409: ref("Conflict") } : {}),
     ...(cases.body ? { 413: ref("PayloadTooLarge") } : {}),
     429: ref("TooManyRequests"),
@@ -111,7 +116,7 @@ const countsIn = (budget: RouteBudget) =>
   "beside its limits: beyond it, 429 naming the budget and when it refills; RateLimit-Policy and RateLimit carry it as an entry of its own.";
 
 type OperationConfig = Omit<RouteConfig, "security" | "responses"> &
-  RouteDeclaration & {
+  DeclaredOptions & {
     errors?: ErrorCases;
     responses: RouteConfig["responses"];
   };
@@ -136,7 +141,10 @@ export function operation<const C extends OperationConfig>(config: C) {
   const body = route.request?.body !== undefined;
   const guard = guardOf(config);
   const declared: MiddlewareHandler<AppEnv> = (c, next) => guard(c, next);
-  declarations.set(declared, { credential, scope, environment, budget, ...(ownBodyLimit && { ownBodyLimit }) } as RouteDeclaration);
+  const serves = Object.entries(responses)
+    .filter(([status]) => status.startsWith("2"))
+    .flatMap(([, response]) => Object.keys((response as { content?: object }).content ?? {}));
+  declarations.set(declared, { credential, scope, environment, budget, serves, ...(ownBodyLimit && { ownBodyLimit }) } as RouteDeclaration);
   const middleware = [
     declared,
     ...[route.middleware ?? []].flat(),
@@ -150,7 +158,12 @@ export function operation<const C extends OperationConfig>(config: C) {
     security: [{ [SCHEMES[credential]]: scope ? [scope] : [] }],
     responses: {
       ...responses,
-      ...errorResponses(config, { ...errors, body: errors.body ?? body, validates: errors.validates ?? Boolean(route.request?.query) }),
+      ...errorResponses(config, {
+        ...errors,
+        body: errors.body ?? body,
+        validates: errors.validates ?? Boolean(route.request?.query),
+        serves,
+      }),
     },
   } as Omit<C, "credential" | "scope" | "environment" | "budget" | "ownBodyLimit" | "errors"> & {
     security: { [scheme: string]: string[] }[];

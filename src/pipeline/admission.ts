@@ -115,7 +115,9 @@ function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision
 
 const tooMany = (c: Context<AppEnv>, decision: Decision, declared?: RouteDeclaration) => {
   const covers = declared?.credential === "api-key" ? declared.budget?.covers : undefined;
-  return errorResponse(c, new ApiError(429, rateLimitDetail(decision, covers)));
+  const credential = c.get("credential") as Credential | undefined; // unset when a misconfigured worker refuses
+  const keyEnvironment = credential?.kind === "api-key" ? credential.key?.environment : undefined;
+  return errorResponse(c, new ApiError(429, rateLimitDetail(decision, { covers, keyEnvironment })));
 };
 
 /**

@@ -1,4 +1,6 @@
-import type { Budget, Decision, Limits } from "./types.ts";
+import type { Environment, PlanName } from "../platform/tables.ts";
+import { PLAN_LIMITS } from "./plans.ts";
+import type { Budget, Decision, Granularity, Limits } from "./types.ts";
 
 /**
  * The contract's headers for a decision: X-RateLimit-*, the IETF RateLimit fields and, on a refusal, Retry-After.
@@ -35,11 +37,17 @@ const PERIODS: Record<number, string> = { 60: "minute", 3600: "hour", 86400: "da
 /** A budget's window in words: "hour" for 3600 s. */
 export const budgetPeriod = ({ windowSeconds }: Budget) => PERIODS[windowSeconds] ?? `${windowSeconds} seconds`;
 
+/** Whose limits refused: an API key's (of its environment; `covers`: what the route's budget covers), else a fixed bucket's. */
+interface Refused {
+  covers?: string | undefined;
+  keyEnvironment?: Environment | undefined;
+}
+
 /**
- * A 429's detail: the quota that refused and, for a route's budget, what it covers (`covers`, from the route's
- * declaration) and when it refills.
+ * A 429's detail: the quota that refused and what to change. For a route's budget, what it covers (`covers`, from the
+ * route's declaration) and when it refills; for a limit, when to retry and, for a live key, which plans allow more.
  */
-export function rateLimitDetail(decision: Decision, covers?: string): string {
+export function rateLimitDetail(decision: Decision, { covers, keyEnvironment }: Refused = {}): string {
   if (decision.exceeded === "budget") {
     const budget = decision.budget!;
     const refill = new Date(budget.refillsAt).toISOString().replace(".000Z", "Z");
@@ -49,6 +57,18 @@ export function rateLimitDetail(decision: Decision, covers?: string): string {
     );
   }
   const period = decision.exceeded ?? "minute";
-  const quota = { minute: decision.limits.per_minute, hour: decision.limits.per_hour, day: decision.limits.per_day }[period];
-  return `Rate limit exceeded: ${quota} requests per ${period}.`;
+  const quota = quotaOf(decision.limits, period);
+  const retry = `Retry in ${decision.resetSeconds} seconds (Retry-After).`;
+  if (keyEnvironment === "test")
+    return `Rate limit exceeded: ${quota} requests per ${period}. ${retry} A test key has the standard plan's limits whatever the account's plan.`;
+  if (keyEnvironment === undefined) return `Rate limit exceeded: ${quota} requests per ${period}. ${retry}`;
+  const larger = (Object.entries(PLAN_LIMITS) as [PlanName, Limits][]).filter(([, limits]) => quotaOf(limits, period) > quota);
+  const more =
+    larger.length === 0
+      ? `No plan allows more: spread the requests over the ${period}.`
+      : `A larger plan allows more: ${larger.map(([plan, limits]) => `${plan} ${quotaOf(limits, period).toLocaleString("en")} a ${period}`).join(", ")}.`;
+  return `Rate limit exceeded: ${quota} requests per ${period}. ${retry} ${more}`;
 }
+
+const quotaOf = (limits: Limits, period: Granularity) =>
+  ({ minute: limits.per_minute, hour: limits.per_hour, day: limits.per_day })[period];

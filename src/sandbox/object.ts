@@ -10,9 +10,10 @@ import { ingestObservations, type ObservationStore } from "../observations/servi
 import type { ObjectAnswer } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
 import { DAY_MS } from "../platform/time.ts";
-import { sandboxBase } from "./catalogue.ts";
+import { type SandboxBase, sandboxBase } from "./catalogue.ts";
 import { mergedOffers, type OverlayRow, type ProductState, productState } from "./overlay.ts";
 import { SANDBOX_RETENTION_MS } from "./retention.ts";
+import { keepingOfferTerms } from "./simulated.ts";
 
 /**
  * One object per account (idFromName(account id)): its sandbox's own data, in the object's SQLite, never in the shared
@@ -71,7 +72,7 @@ export class SandboxObject extends MeteredObject {
    * POST /test/observations: the observations applied as an ingestion applies them to the catalogue (the same steps,
    * rules and answer: src/observations/service.ts), with this object as its store. The events carry the account. A
    * refusal (an ApiError: a 400 naming the observation) comes back as a value: an error thrown across RPC keeps only
-   * its message.
+   * its message. Unlike a live ingestion, an observation keeps the offer terms it leaves out (src/sandbox/simulated.ts).
    */
   async ingest(accountId: string, observations: readonly Observation[]): Promise<SandboxIngestion & ObjectAnswer> {
     if (!this.alarmSet) {
@@ -80,8 +81,14 @@ export class SandboxObject extends MeteredObject {
     }
     let events: readonly EventMessage[] = [];
     try {
+      const base = sandboxBase();
+      const { offers } = this.touched(base, observations);
+      const offerOf = (sku: string, competitorId: string) => {
+        const productId = base.products[base.bySku.get(sku)!]!.id;
+        return offers.find((offer) => offer.productId === productId && offer.competitorId === competitorId);
+      };
       const result = await ingestObservations(this.store(accountId), {
-        observations,
+        observations: keepingOfferTerms(observations, offerOf),
         afterCommit: (committed) => {
           events = committed;
         },
@@ -200,6 +207,22 @@ export class SandboxObject extends MeteredObject {
       .toArray();
   }
 
+  /** What the observations touch, as the account sees it, and the account's own rows of those products (`stored`). */
+  private touched(base: SandboxBase, observations: readonly Observation[]): TouchedRows & { stored: Map<string, OverlayRow> } {
+    const ids = [...new Set(observations.map((o) => base.products[base.bySku.get(o.sku)!]!.id))];
+    const stored = new Map(
+      this.overlayRows(ids).map((row) => [row.product_id, { version: row.version, ...(JSON.parse(row.state) as ProductState) }]),
+    );
+    const states = ids.map((id) => productState(base, stored, base.byId.get(id)!));
+    const shops = new Set(observations.map((o) => o.competitor.id));
+    return {
+      products: states.map((state) => state.product),
+      offers: states.flatMap((state) => state.offers),
+      competitors: base.competitors.filter((c) => shops.has(c.id)),
+      stored,
+    };
+  }
+
   /**
    * The ingestion's store. No guard as the live store's: the object runs one call at a time, and its read and write
    * make no I/O between them (its storage is synchronous), so nothing can change what was read before it is written.
@@ -210,17 +233,9 @@ export class SandboxObject extends MeteredObject {
     let stored = new Map<string, OverlayRow>();
     return {
       read: async (observations) => {
-        const ids = [...new Set(observations.map((o) => base.products[base.bySku.get(o.sku)!]!.id))];
-        stored = new Map(
-          this.overlayRows(ids).map((row) => [row.product_id, { version: row.version, ...(JSON.parse(row.state) as ProductState) }]),
-        );
-        const states = ids.map((id) => productState(base, stored, base.byId.get(id)!));
-        const shops = new Set(observations.map((o) => o.competitor.id));
-        return {
-          products: states.map((state) => state.product),
-          offers: states.flatMap((state) => state.offers),
-          competitors: base.competitors.filter((c) => shops.has(c.id)),
-        } satisfies TouchedRows;
+        const touched = this.touched(base, observations);
+        stored = touched.stored;
+        return touched;
       },
       write: async (touched, changes) => {
         for (const message of changes.events) message.sandbox_account_id = accountId;

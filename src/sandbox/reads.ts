@@ -1,6 +1,6 @@
 import { type Conversion, convertProductJson } from "../catalogue/converted.ts";
 import { filterSet, rowMatcher } from "../catalogue/filtered.ts";
-import { HISTORY_LIMIT, type HistoryPage, historyEntryView, unknownProduct } from "../catalogue/history.ts";
+import { HISTORY_LIMIT, type HistoryPage, historyEntryView } from "../catalogue/history.ts";
 import { type ArchivedHistoryRow, mergeHistory } from "../catalogue/history-archive.ts";
 import type { CompetitorView, HistoryQuery, ProductFilters } from "../catalogue/schema.ts";
 import { gzipMember, isFiltered } from "../catalogue/service.ts";
@@ -8,6 +8,7 @@ import { concatenated, type Deflated, deflatePart, FINAL_BLOCK, GZIP_HEADER, gzi
 import { productView } from "../catalogue/views.ts";
 import { sha256Hex } from "../platform/hash.ts";
 import { baseHistory, type SandboxBase, sandboxBase } from "./catalogue.ts";
+import { notInSandbox } from "./mix-ups.ts";
 import { type OverlayRow, type ProductState, productState } from "./overlay.ts";
 import type { AccountSandbox } from "./stub.ts";
 
@@ -144,11 +145,11 @@ async function* toBytes(texts: readonly string[]): AsyncGenerator<Uint8Array> {
   for (const text of texts) if (text.length > 0) yield encoder.encode(text);
 }
 
-/** The sandbox product, or 404 as for an unknown live product; one statement (the product's own row, if changed). */
+/** The sandbox product, or 404 naming the environment; one statement (the product's own row, if changed). */
 async function sandboxProduct(sandbox: AccountSandbox, id: string): Promise<{ base: SandboxBase; state: ProductState }> {
   const base = sandboxBase();
   const index = base.byId.get(id);
-  if (index === undefined) throw unknownProduct(id);
+  if (index === undefined) throw notInSandbox(id);
   return { base, state: productState(base, await sandbox.overlay([id]), index) };
 }
 
@@ -162,7 +163,7 @@ export async function sandboxProductJson(sandbox: AccountSandbox, id: string, co
 /** GET /products/{id}/history with a test key: the generated history and the account's own changes, oldest first. */
 export async function sandboxProductHistory(sandbox: AccountSandbox, id: string, query: HistoryQuery): Promise<HistoryPage> {
   const base = sandboxBase();
-  if (!base.byId.has(id)) throw unknownProduct(id);
+  if (!base.byId.has(id)) throw notInSandbox(id);
   const wanted = (row: ArchivedHistoryRow) =>
     (query.competitor === undefined || row.competitorId === query.competitor) &&
     (query.from === undefined || row.observedAt >= query.from) &&

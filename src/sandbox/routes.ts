@@ -22,7 +22,9 @@ const simulateObservationsRoute = createRoute(
       `The body of POST /admin/observations, at most ${MAX_TEST_OBSERVATIONS} observations, on ` +
       "sandbox SKUs (`TEST-…`, as GET /products lists them with a test key) and sandbox competitors only (others are 400, named). " +
       "It changes this account's sandbox alone, as an ingestion changes the catalogue (same rules, same answer), and emits sandbox " +
-      "events: they reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account. " +
+      "events; unlike a live observation, one keeps the offer terms it leaves out (url, regular_price, shipping_cost, seller, " +
+      "condition, quantity with unit; null clears one; money terms only while the currency stays the offer's). The sandbox " +
+      "events reach this account's test webhooks and test keys' feed, stream and /mcp, never a live key or another account. " +
       `Each observation counts in the account's ${budgetLabel("sandbox-changes")} (a rolling ${ACCOUNT_BUDGETS["sandbox-changes"].per}): ` +
       "a call it cannot take whole is 429 (Retry-After: when it fits) and writes nothing. The deliveries to test webhooks count in the " +
       `account's ${budgetLabel("test-deliveries")}; test_deliveries says how many were held back.`,

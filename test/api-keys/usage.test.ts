@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { ApiError, Schemas } from "../../client/index.ts";
 import { hashApiKey } from "../../src/api-keys/format.ts";
+import { dashboardPage } from "../../src/dashboard/page.ts";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../src/platform/time.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
@@ -136,6 +137,27 @@ describe("a key's usage", () => {
     await get(key);
     const res = await get(key);
     expect(workCounts(res)).toEqual({ d1: 0, keyDo: 1, otherDo: 0 });
+  });
+});
+
+describe("what refused counts", () => {
+  it("a 403 (a scope the key lacks) counts as refused, and the document and the dashboard say refused is not only over a limit", async () => {
+    const { token } = await freshAccount({ plan: "free" });
+    const created = await expectJson(
+      await call("POST", "/api-keys", { token, body: { name: "products only", scopes: ["products:read"] } }),
+      201,
+    );
+    await expectJson(await call("GET", "/events", { token: created.key }), 403);
+    expect(nonZero((await usage(token, `/api-keys/${created.id}/usage`, "?granularity=minute")).buckets)).toEqual([
+      { start: iso(T0 - 30_000), admitted: 0, refused: 1 },
+    ]);
+    const document = (await (await call("GET", "/openapi.json")).json()) as {
+      components: { schemas: Record<string, { properties: Record<string, { description: string }> }> };
+    };
+    expect(document.components.schemas.UsageBucket!.properties.refused!.description).toMatch(/\(401\).*\(403\)/);
+    const page = dashboardPage({ issuer: "https://idp.test/", clientId: "c", audience: "a", assetVersion: "v" });
+    expect(page).not.toMatch(/refused \(over the limit\)/);
+    expect(page).toMatch(/its scopes, allowed IPs or environment \(403\)/);
   });
 });
 

@@ -134,6 +134,9 @@ describe("npm run dev, called as a newcomer calls it", () => {
   it("says before its banner only what a user needs: no IdP warnings, no bindings table, no log of its own warm-up", () => {
     expect(beforeBanner).not.toContain("oidc-provider");
     expect(beforeBanner).not.toContain("CIMD"); // the OAuth library's note that an option we leave off is off
+    // wrangler's note that crons do not run locally: here they do, and the banner says so.
+    expect(output).not.toContain("Scheduled Workers are not automatically triggered");
+    expect(output).toContain('Crons run on wrangler.toml\'s schedules ("* * * * *", "*/1 * * * *")');
     expect(beforeBanner).not.toMatch(/following bindings/i);
     expect(beforeBanner).not.toMatch(/GET \/products/);
     expect(beforeBanner).toContain("Local IdP: http://127.0.0.1:4000");
@@ -258,7 +261,22 @@ describe("npm run dev, called as a newcomer calls it", () => {
     key = newKey!; // the tests after this one call with the key that works, as the README's later blocks do
   }, 30_000);
 
-  it("runs each cron by hand at the address wrangler's banner, the README and wrangler.toml give", async () => {
+  it("runs the crons on their schedules by itself: a key expiring within 7 days gets its api_key.expiring notice", async () => {
+    const login = { Authorization: `Bearer ${token}` };
+    const expiresAt = new Date(Date.now() + 3 * 86_400_000).toISOString();
+    const created = await call("/api-keys", login, "POST", JSON.stringify({ name: "expiring soon", expires_at: expiresAt }));
+    expect(created.status).toBe(201);
+    const { id } = JSON.parse(created.body.toString()) as { id: string };
+    // No one calls /cdn-cgi/local/scheduled here: the next minute's cron run writes the notice.
+    for (const deadline = Date.now() + 80_000; ; await new Promise((resolve) => setTimeout(resolve, 2_000))) {
+      const answer = await call("/account/events?type=api_key.expiring", login);
+      const { events } = JSON.parse(answer.body.toString()) as { events: { data: { key_id: string } }[] };
+      if (events.some((event) => event.data.key_id === id)) break;
+      if (Date.now() > deadline) throw new Error(`no api_key.expiring notice for ${id} after 80 s:\n${output.slice(-3000)}`);
+    }
+  }, 90_000);
+
+  it("runs each cron by hand at the address the README and wrangler.toml give", async () => {
     // 200 once the scheduled handler has run without throwing (a failure is a 500).
     expect((await call("/cdn-cgi/local/scheduled")).status).toBe(200);
     expect((await call("/cdn-cgi/local/scheduled?cron=*/1+*+*+*+*")).status).toBe(200);

@@ -69,6 +69,9 @@ describe("request ids, unknown routes and methods", () => {
       const body = await expectJson<ApiError>(res, 404);
       expect(body).toEqual({ detail: expect.any(String) });
       expect(body.detail).toContain(path);
+      // Where to look, on the API itself: a deployed API's caller has no README.
+      expect(body.detail).toMatch(/GET \/ lists the routes, and GET \/openapi\.json/);
+      expect(body.detail).not.toMatch(/README/);
       expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
       expectRequestId(res);
     }

@@ -206,7 +206,9 @@ describe("/mcp", () => {
     await expect(client.callTool({ name: "list_competitors", arguments: {} })).rejects.toThrow();
     const refused = responses.at(-1)!;
     expect(refused.status).toBe(429);
-    expect(await refused.json()).toEqual({ detail: "Rate limit exceeded: 10 requests per minute." });
+    expect(await refused.json()).toEqual({
+      detail: expect.stringMatching(/^Rate limit exceeded: 10 requests per minute\. Retry in \d+ seconds/),
+    });
     expect(rateLimitOf(refused).retryAfter).toBeGreaterThanOrEqual(1);
 
     // Stateless: a lone tools/call, no initialize, as the README's curl sends it.

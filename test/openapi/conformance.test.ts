@@ -613,11 +613,32 @@ describe("every operation", () => {
     }
   });
 
+  it("answers 406 to an Accept that admits none of its media types, with the credential it takes, before it runs", async () => {
+    const login = await accountToken(`openapi-406-${Date.now()}`);
+    const created = await call("POST", "/api-keys", { token: login, body: { name: "406", environment: "test" } });
+    const testKey = ((await created.json()) as { key: string }).key;
+    const credentials: Record<string, string | undefined> = { AccountLogin: login, AdminJWT: admin, GitHubSignature: undefined };
+    for (const [path, item] of Object.entries<Record<string, { responses: object; security: object[] }>>(doc.paths)) {
+      for (const method of METHODS.filter((m) => item[m] && "406" in item[m]!.responses)) {
+        const [scheme = ""] = Object.keys(item[method]!.security[0] ?? {});
+        const credential = scheme === "ApiKey" ? (path.startsWith("/test/") ? testKey : key) : credentials[scheme];
+        const concrete = path.replaceAll(/\{[^}]+\}/g, "x_1");
+        const body = method === "get" || method === "delete" ? undefined : {};
+        await expectCall(406, method, path, concrete, { token: credential, body, headers: { Accept: "text/csv" } });
+      }
+    }
+  });
+
   it("a data route's 429 for an API key carries the key's own limit (free: 10 a minute)", async () => {
     const free = await freshAccount({ plan: "free" });
     for (let i = 0; i < 10; i++) expect((await call("GET", "/competitors", { token: free.key })).status).toBe(200);
     const res = await call("GET", "/competitors", { token: free.key });
-    expect(await checker.check(res, "get", "/competitors")).toEqual({ detail: "Rate limit exceeded: 10 requests per minute." });
+    // What to change: when to retry (Retry-After's seconds), and the plans that allow more.
+    expect(await checker.check(res, "get", "/competitors")).toEqual({
+      detail:
+        `Rate limit exceeded: 10 requests per minute. Retry in ${res.headers.get("Retry-After")} seconds (Retry-After). ` +
+        "A larger plan allows more: standard 60 a minute, premium 300 a minute.",
+    });
     expect(res.headers.get("X-RateLimit-Limit")).toBe("10");
   });
 

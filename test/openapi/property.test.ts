@@ -171,7 +171,7 @@ function describedRuleBroken(operation: Operation, request: Request): string | u
  * A rule stated in words that a valid body still meets once it is read: a test key's sandbox has its own SKUs only
  * (TEST-…), and what the generator makes is never one of them. A body the document refuses is refused before it.
  */
-const refusedOnceRead = (operation: Operation) => (operation.template === "/test/observations" ? "not sandbox SKUs" : undefined);
+const refusedOnceRead = (operation: Operation) => (operation.template === "/test/observations" ? "not a sandbox product" : undefined);
 
 /** One-change variants of a valid request that the document refuses (path values only where they still reach the route). */
 function invalidVariants(operation: Operation, request: Request): Mutation[] {

@@ -130,8 +130,12 @@ describe("never mixed", () => {
     expect((await expectJson(await call("GET", `/products/${await liveIdOf(sku)}`, { token: live }), 200)).sku).toBe(sku);
     expect((await products(testKey)).some((p) => p.sku === sku)).toBe(false);
     expect(await products(testKey, `?sku=${sku}`)).toEqual([]);
-    await expectJson(await call("GET", `/products/${await liveIdOf(sku)}`, { token: testKey }), 404);
-    await expectJson(await call("GET", `/products/${await liveIdOf(sku)}/history`, { token: testKey }), 404);
+    // The 404 says which environment the key reads and which key a live product needs.
+    for (const path of [`/products/${await liveIdOf(sku)}`, `/products/${await liveIdOf(sku)}/history`]) {
+      const { detail } = await expectJson<{ detail: string }>(await call("GET", path, { token: testKey }), 404);
+      expect(detail).toMatch(/in test mode's sandbox: this is a test key \(pda_test_…\)/);
+      expect(detail).toMatch(/A live product needs a live key \(pda_live_…\)/);
+    }
     const { competitors } = await expectJson(await call("GET", "/competitors", { token: testKey }), 200);
     expect(competitors.some((c) => c.id === "cmp_live_only")).toBe(false);
   });
@@ -140,8 +144,15 @@ describe("never mixed", () => {
     const { key: live, testKey } = await testAccount();
     await buildCatalogue();
     const [sandboxProduct] = await products(testKey, "?sku=TEST-SP-0004");
-    await expectJson(await call("GET", `/products/${sandboxProduct!.id}`, { token: live }), 404);
-    await expectJson(await call("GET", `/products/${sandboxProduct!.id}/history`, { token: live }), 404);
+    // Sandbox ids are recognisable: the 404 names the product as test mode's and the key it needs.
+    for (const path of [`/products/${sandboxProduct!.id}`, `/products/${sandboxProduct!.id}/history`]) {
+      const { detail } = await expectJson<{ detail: string }>(await call("GET", path, { token: live }), 404);
+      expect(detail).toMatch(/is a test-mode sandbox product, and this is a live key/);
+      expect(detail).toMatch(/read it with a test key \(pda_test_…/);
+    }
+    // An id neither has is the plain 404.
+    const unknown = await expectJson(await call("GET", "/products/prd_00000000000000000000000000000000", { token: live }), 404);
+    expect(unknown.detail).not.toMatch(/sandbox/);
     expect(await products(live, "?sku=TEST-SP-0004")).toEqual([]);
     const { competitors } = await expectJson(await call("GET", "/competitors", { token: live }), 200);
     expect(competitors.some((c) => c.id.startsWith("test_"))).toBe(false);
@@ -209,8 +220,19 @@ describe("POST /test/observations", () => {
       await simulate(testKey, [change(product!, "3.00"), { ...change(product!, "3.00"), sku: "KET-1000" }]),
       400,
     );
-    expect(bad.detail).toMatch(/KET-1000/);
-    expect(bad.detail).toMatch(/TEST-/);
+    expect(bad.detail).toMatch(/^Invalid body: observations\.1\.sku: not a sandbox product: "KET-1000" does not begin TEST-/);
+    // A SKU that begins TEST- but is not the sandbox's is told why, and what the sandbox's look like.
+    const made = await expectJson(
+      await simulate(testKey, [
+        { ...change(product!, "3.00"), sku: "TEST-NEW-1" },
+        { ...change(product!, "3.00"), sku: "TEST-CF-0002" },
+      ]),
+      400,
+    );
+    expect(made.detail).toMatch(/"TEST-NEW-1" is not of the form TEST-<line code>-<4 digits>/);
+    expect(made.detail).toMatch(/"TEST-CF-0002" has the form, but no sandbox product has it/);
+    expect(made.detail).toMatch(/\(CF, PT, MN, SP, VC, BK, SH, BG\)/);
+    expect(made.detail).toMatch(/e\.g\. TEST-CF-0001 or TEST-PT-0002/);
     const shop = await expectJson(
       await simulate(testKey, [{ ...change(product!, "3.00"), competitor: { id: "cmp_amazon", name: "Amazon" } }]),
       400,
@@ -225,6 +247,31 @@ describe("POST /test/observations", () => {
     );
     expect(many.detail).toMatch(/observations: must hold at most 100/);
     expect((await products(testKey, "?sku=TEST-SH-0007"))[0]).toEqual(product);
+  });
+
+  it("a simulated change keeps the offer's terms it leaves out (url, shipping, seller, …); null clears one", async () => {
+    const { testKey } = await testAccount();
+    // An offer with a page and a known shipping cost, in a currency with cents.
+    const shipped = (o: Product["offers"][number]) =>
+      (o as { shipping_cost?: string | null }).shipping_cost != null && o.currency !== "JPY";
+    const product = (await products(testKey, "?category=Monitors")).find((p) => p.offers.some(shipped));
+    const offer = (await expectJson(await call("GET", `/products/${product!.id}`, { token: testKey }), 200)).offers.find(
+      (o) => o.shipping_cost !== null && o.currency !== "JPY",
+    )!;
+    expect(offer.url).not.toBeNull();
+    const observation = { ...change(product!, "1.00", offer), seller: "Second seller" };
+    expect(await expectJson(await simulate(testKey, [observation]), 200)).toMatchObject({ price_changes: 1 });
+    const after = await expectJson(await call("GET", `/products/${product!.id}`, { token: testKey }), 200);
+    const changed = after.offers.find((o) => o.competitor_id === offer.competitor_id)!;
+    expect(changed).toMatchObject({ price: "1.00", url: offer.url, shipping_cost: offer.shipping_cost, seller: "Second seller" });
+    const { events } = await expectJson(await call("GET", "/events?type=price.changed", { token: testKey }), 200);
+    expect(events.at(-1)!.data).toMatchObject({ url: offer.url, new_total_price: expect.any(String) });
+    // Given, a term replaces the offer's; null clears it (as in a live observation).
+    await expectJson(await simulate(testKey, [{ ...change(product!, "2.00", offer), url: null, shipping_cost: "0" }]), 200);
+    const cleared = (await expectJson(await call("GET", `/products/${product!.id}`, { token: testKey }), 200)).offers.find(
+      (o) => o.competitor_id === offer.competitor_id,
+    )!;
+    expect(cleared).toMatchObject({ price: "2.00", url: null, shipping_cost: "0.00", seller: "Second seller" });
   });
 
   it("a new offer from a sandbox shop on a sandbox product is created, and a stock change is an event", async () => {

@@ -25,6 +25,7 @@ import {
 } from "./dom.ts";
 import { environment, ofShownEnvironment, onEnvironmentChanged, TEST_KEY_PREFIX } from "./environment.ts";
 import { listEntries } from "./form-fields.ts";
+import { replacesWords } from "./key-lineage.ts";
 import { holdTestKey } from "./send-change.ts";
 
 type Scope = ApiKey["scopes"][number];
@@ -148,8 +149,9 @@ function keyRow(key: ApiKey, byKeyId: Map<string, ApiKey>): HTMLTableRowElement 
   // A rotated key's expiry is the end of its grace: said so, since that is why it has one.
   const expiryWord = key.status === "expired" ? "expired" : key.rotated_to ? "grace ends" : "expires";
   const expires = key.expires_at ? whenRelative(key.expires_at, expiryWord) : active ? "Never" : "—";
+  const predecessorWords = key.rotated_from ? replacesWords(byKeyId.get(key.rotated_from)) : undefined;
   const lineage = [
-    key.rotated_from && el("p", { class: "lineage" }, "Replaces ", prefixOf(key.rotated_from)),
+    key.rotated_from && predecessorWords && el("p", { class: "lineage" }, predecessorWords, prefixOf(key.rotated_from)),
     key.rotated_to && el("p", { class: "lineage" }, "Replaced by ", prefixOf(key.rotated_to)),
     key.revoked_reason === "leaked" && el("p", { class: "lineage leaked" }, "Found in public: revoked"),
     key.kind === "connector" && el("p", { class: "lineage" }, "Connector: an AI client connected by OAuth; revoke to disconnect it"),
