@@ -944,6 +944,8 @@ export interface components {
         Error: {
             /** @description One sentence a person can act on */
             detail: string;
+            /** @description What to change, where the detail's words are fixed: on a 429 for a rate limit, when to retry and, for an API key's plan, which plans allow more. */
+            help?: string;
         };
         ProductList: {
             products: components["schemas"]["Product"][];
@@ -2268,7 +2270,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Rate limit exceeded (`Rate limit exceeded: 10 requests per minute.`, then when to retry and, for an API key's plan limit, which plan allows more), or a budget of the route's (its detail names it and when it refills). Wait Retry-After seconds (60 when absent), and back off exponentially on repeated 429s. Refused requests are not counted. */
+        /** @description Rate limit exceeded (detail `Rate limit exceeded: 10 requests per minute.`; `help` says when to retry and, for an API key's plan limit, which plan allows more), or a budget of the route's (its detail names it and when it refills). Wait Retry-After seconds (60 when absent), and back off exponentially on repeated 429s. Refused requests are not counted. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

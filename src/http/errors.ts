@@ -5,19 +5,24 @@ import { logger } from "../platform/log.ts";
 
 const log = logger("http");
 
-/** The one error type the app throws on purpose; `detail` is shown to the caller as is. */
+/**
+ * The one error type the app throws on purpose; `detail` is shown to the caller as is, and `help` beside it where the
+ * contract fixes the detail's words (a 429's) and there is more to say.
+ */
 export class ApiError extends Error {
   constructor(
     readonly status: ContentfulStatusCode,
     readonly detail: string,
     readonly headers: Record<string, string> = {},
+    readonly help?: string,
   ) {
     super(detail);
   }
 }
 
 export function errorResponse(c: Context, error: ApiError): Response {
-  return c.json({ detail: error.detail }, error.status, error.headers);
+  const body = error.help === undefined ? { detail: error.detail } : { detail: error.detail, help: error.help };
+  return c.json(body, error.status, error.headers);
 }
 
 /** Everything thrown ends here: known errors keep their status, the rest become a generic 500. */

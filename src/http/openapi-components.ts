@@ -6,7 +6,13 @@ import { z } from "zod";
  */
 
 export const ErrorBody = z
-  .object({ detail: z.string().min(1).meta({ description: "One sentence a person can act on" }) })
+  .object({
+    detail: z.string().min(1).meta({ description: "One sentence a person can act on" }),
+    help: z.string().min(1).optional().meta({
+      description:
+        "What to change, where the detail's words are fixed: on a 429 for a rate limit, when to retry and, for an API key's plan, which plans allow more.",
+    }),
+  })
   .meta({ id: "Error", description: "Every error: one sentence saying what went wrong and what to do." });
 
 export const SECURITY_SCHEMES = {
@@ -104,8 +110,8 @@ export const RESPONSE_COMPONENTS = {
   Conflict: documentedError("The account is at a limit (100 active keys, 20 webhooks), or the webhook is disabled."),
   PayloadTooLarge: documentedError("The body is over 1 MiB."),
   TooManyRequests: documentedError(
-    "Rate limit exceeded (`Rate limit exceeded: 10 requests per minute.`, then when to retry and, for an API key's plan " +
-      "limit, which plan allows more), or a budget of the route's (its detail names it " +
+    "Rate limit exceeded (detail `Rate limit exceeded: 10 requests per minute.`; `help` says when to retry and, for an API key's " +
+      "plan limit, which plan allows more), or a budget of the route's (its detail names it " +
       "and when it refills). Wait Retry-After seconds (60 when absent), " +
       "and back off exponentially on repeated 429s. Refused requests are not counted.",
     ["Retry-After"],

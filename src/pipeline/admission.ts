@@ -11,7 +11,7 @@ import { declarationOf, type RouteDeclaration } from "../operation/operation.ts"
 import type { WorkMeter } from "../platform/metered.ts";
 import type { Environment } from "../platform/tables.ts";
 import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
-import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
+import { rateLimitRefusal, setRateLimitHeaders } from "../rate-limit/headers.ts";
 import { admitBucket, rememberedRefusal } from "../rate-limit/stub.ts";
 import type { Decision } from "../rate-limit/types.ts";
 import { type Credential, type Identified, identify } from "./identify.ts";
@@ -117,7 +117,8 @@ const tooMany = (c: Context<AppEnv>, decision: Decision, declared?: RouteDeclara
   const covers = declared?.credential === "api-key" ? declared.budget?.covers : undefined;
   const credential = c.get("credential") as Credential | undefined; // unset when a misconfigured worker refuses
   const keyEnvironment = credential?.kind === "api-key" ? credential.key?.environment : undefined;
-  return errorResponse(c, new ApiError(429, rateLimitDetail(decision, { covers, keyEnvironment })));
+  const { detail, help } = rateLimitRefusal(decision, { covers, keyEnvironment });
+  return errorResponse(c, new ApiError(429, detail, {}, help));
 };
 
 /**

@@ -43,31 +43,39 @@ interface Refused {
   keyEnvironment?: Environment | undefined;
 }
 
+/** A 429's words: `detail`, the contract's sentence; `help`, what to change, where the detail cannot say it. */
+export interface RateLimitRefusal {
+  detail: string;
+  help?: string;
+}
+
 /**
- * A 429's detail: the quota that refused and what to change. For a route's budget, what it covers (`covers`, from the
- * route's declaration) and when it refills; for a limit, when to retry and, for a live key, which plans allow more.
+ * A 429's words. For a route's budget, the detail names it, what it covers (`covers`, from the route's declaration)
+ * and when it refills. For a limit, the detail is the contract's one sentence ("Rate limit exceeded: 10 requests per
+ * minute.", which clients match), and `help` says when to retry and, for a live key, which plans allow more.
  */
-export function rateLimitDetail(decision: Decision, { covers, keyEnvironment }: Refused = {}): string {
+export function rateLimitRefusal(decision: Decision, { covers, keyEnvironment }: Refused = {}): RateLimitRefusal {
   if (decision.exceeded === "budget") {
     const budget = decision.budget!;
     const refill = new Date(budget.refillsAt).toISOString().replace(".000Z", "Z");
-    return (
-      `Rate limit exceeded: this key's "${budget.name}" budget, ${budget.quota} requests per ${budgetPeriod(budget)}${covers ? ` (${covers})` : ""}, ` +
-      `is spent; it refills at ${refill}, in ${budget.resetSeconds} seconds.`
-    );
+    return {
+      detail:
+        `Rate limit exceeded: this key's "${budget.name}" budget, ${budget.quota} requests per ${budgetPeriod(budget)}${covers ? ` (${covers})` : ""}, ` +
+        `is spent; it refills at ${refill}, in ${budget.resetSeconds} seconds.`,
+    };
   }
   const period = decision.exceeded ?? "minute";
   const quota = quotaOf(decision.limits, period);
+  const detail = `Rate limit exceeded: ${quota} requests per ${period}.`;
   const retry = `Retry in ${decision.resetSeconds} seconds (Retry-After).`;
-  if (keyEnvironment === "test")
-    return `Rate limit exceeded: ${quota} requests per ${period}. ${retry} A test key has the standard plan's limits whatever the account's plan.`;
-  if (keyEnvironment === undefined) return `Rate limit exceeded: ${quota} requests per ${period}. ${retry}`;
+  if (keyEnvironment === "test") return { detail, help: `${retry} A test key has the standard plan's limits whatever the account's plan.` };
+  if (keyEnvironment === undefined) return { detail, help: retry };
   const larger = (Object.entries(PLAN_LIMITS) as [PlanName, Limits][]).filter(([, limits]) => quotaOf(limits, period) > quota);
   const more =
     larger.length === 0
       ? `No plan allows more: spread the requests over the ${period}.`
       : `A larger plan allows more: ${larger.map(([plan, limits]) => `${plan} ${quotaOf(limits, period).toLocaleString("en")} a ${period}`).join(", ")}.`;
-  return `Rate limit exceeded: ${quota} requests per ${period}. ${retry} ${more}`;
+  return { detail, help: `${retry} ${more}` };
 }
 
 const quotaOf = (limits: Limits, period: Granularity) =>

@@ -7,7 +7,7 @@ import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
 import { bucketName, FIXED_BUCKETS } from "../rate-limit/buckets.ts";
-import { rateLimitDetail } from "../rate-limit/headers.ts";
+import { rateLimitRefusal } from "../rate-limit/headers.ts";
 import { admitBucket } from "../rate-limit/stub.ts";
 import { KeyListUnavailable, publicKey } from "./public-keys.ts";
 import {
@@ -60,7 +60,10 @@ const verifiedByGitHub: MiddlewareHandler<AppEnv> = async (c, next) => {
 async function admitVerifiedReport(c: Context<AppEnv>): Promise<void> {
   const decision = await admitBucket(c.env, bucketName("secret-scanning", "github"), FIXED_BUCKETS["secret-scanning"], c.var.services.work);
   c.set("verifiedReport", decision);
-  if (!decision.allowed) throw new ApiError(429, rateLimitDetail(decision));
+  if (!decision.allowed) {
+    const { detail, help } = rateLimitRefusal(decision);
+    throw new ApiError(429, detail, {}, help);
+  }
 }
 
 const reportLimit = bodyLimit({

@@ -207,7 +207,8 @@ describe("/mcp", () => {
     const refused = responses.at(-1)!;
     expect(refused.status).toBe(429);
     expect(await refused.json()).toEqual({
-      detail: expect.stringMatching(/^Rate limit exceeded: 10 requests per minute\. Retry in \d+ seconds/),
+      detail: "Rate limit exceeded: 10 requests per minute.",
+      help: expect.stringMatching(/^Retry in \d+ seconds/),
     });
     expect(rateLimitOf(refused).retryAfter).toBeGreaterThanOrEqual(1);
 

@@ -635,9 +635,8 @@ describe("every operation", () => {
     const res = await call("GET", "/competitors", { token: free.key });
     // What to change: when to retry (Retry-After's seconds), and the plans that allow more.
     expect(await checker.check(res, "get", "/competitors")).toEqual({
-      detail:
-        `Rate limit exceeded: 10 requests per minute. Retry in ${res.headers.get("Retry-After")} seconds (Retry-After). ` +
-        "A larger plan allows more: standard 60 a minute, premium 300 a minute.",
+      detail: "Rate limit exceeded: 10 requests per minute.", // the contract's words, which clients match
+      help: `Retry in ${res.headers.get("Retry-After")} seconds (Retry-After). A larger plan allows more: standard 60 a minute, premium 300 a minute.`,
     });
     expect(res.headers.get("X-RateLimit-Limit")).toBe("10");
   });

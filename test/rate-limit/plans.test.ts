@@ -31,7 +31,16 @@ describe.each(["free", "standard", "premium"] as const)("the %s plan", (plan) =>
     at(30_000);
     const refused = await get(key);
     const body = await expectJson(refused, 429);
-    expect(body).toEqual({ detail: `Rate limit exceeded: ${limit} requests per minute.` });
+    // The contract's sentence, and beside it what to change: when to retry and the plans with more (none above premium).
+    const more = {
+      free: "A larger plan allows more: standard 60 a minute, premium 300 a minute.",
+      standard: "A larger plan allows more: premium 300 a minute.",
+      premium: "No plan allows more: spread the requests over the minute.",
+    }[plan];
+    expect(body).toEqual({
+      detail: `Rate limit exceeded: ${limit} requests per minute.`,
+      help: `Retry in 31 seconds (Retry-After). ${more}`,
+    });
     const headers = rateLimitOf(refused);
     // The oldest request (at +1 ms) leaves the window at 60.001 s: 30.001 s from now, rounded up.
     expect(headers).toMatchObject({ limit, remaining: 0, reset: 31, retryAfter: 31 });
