@@ -4,7 +4,7 @@ import type { ApiError } from "../../client/index.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call } from "../helpers/http.ts";
 import { DocumentChecker, fetchDocument, type Json, METHODS, requestSchema } from "../helpers/openapi.ts";
-import { accountToken, adminToken } from "../helpers/tokens.ts";
+import { adminToken } from "../helpers/tokens.ts";
 
 /**
  * The fuzz rule (issue 53): a request the document's schema accepts is accepted by the API, or the document's schema

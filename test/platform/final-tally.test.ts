@@ -10,6 +10,7 @@ import { DELIVERY_QUEUES } from "../../src/webhooks/delivery/queues.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, workMeter, workMeterIsFinal } from "../helpers/http.ts";
+import { settled } from "../helpers/settle.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
 import { asWorkMeter, invocationLog, type LoggedWork } from "../helpers/work-log.ts";
@@ -256,7 +257,7 @@ describe("the final tally", () => {
       expect(res.status).toBe(202);
       const { id } = await res.json<{ id: string }>();
       // Its steps run in its runner's alarms, after the answer; the export's own route says when they are done.
-      await vi.waitFor(async () => {
+      await settled(async () => {
         const shown = await call("GET", `/exports/${id}`, { token: owner.token });
         expect((await shown.json<{ status: string }>()).status).toBe("succeeded");
       });
@@ -283,7 +284,7 @@ describe("the final tally", () => {
       expect(workMeter(second)).toMatchObject({ "other-do": 0 });
       expect(workMeter(second)["do-rows-written"]).toBeLessThanOrEqual(2);
       await second.arrayBuffer();
-      await vi.waitFor(() => expect(invocationLog().lines.map((line) => line.invocation)).toContain("last_used_mark"));
+      await settled(() => expect(invocationLog().lines.map((line) => line.invocation)).toContain("last_used_mark"));
       await runDurableObjectAlarm(shard);
     });
     const flush = lines.find((line) => line.invocation === "last_used_flush");

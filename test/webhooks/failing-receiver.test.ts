@@ -9,6 +9,7 @@ import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { NOT_SENT_WHILE_FAILING, PROBE_TIMEOUT_MS } from "../../src/webhooks/delivery/attempt.ts";
 import { JITTER, RETRY_DELAYS_SECONDS } from "../../src/webhooks/delivery/schedule.ts";
 import { freshAccount } from "../helpers/accounts.ts";
+import { settled } from "../helpers/settle.ts";
 import { hang, hookUrl, installReceiver, type ReceivedRequest, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, endpointSettled, ingest, runQueue } from "../helpers/webhooks.ts";
 import { invocationLog } from "../helpers/work-log.ts";
@@ -198,7 +199,7 @@ describe("a failing endpoint's alarm", () => {
       const retries = Array.from({ length: due }, () => deliveryTo(hook.id));
       await runQueue(retries, 2); // handed to the endpoint's object, whose alarm makes them
       await endpointSettled(hook.id, 20_000);
-      const alarms = await vi.waitFor(() => {
+      const alarms = await settled(() => {
         const lines = log.lines.filter((line) => line.invocation === "webhook_endpoint_alarm");
         expect(lines).not.toHaveLength(0);
         return lines;
