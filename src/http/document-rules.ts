@@ -1,4 +1,4 @@
-import { z } from "zod";
+import type { z } from "zod";
 import { CURRENCY_CODES, currencyExponent, MAX_MINOR_UNITS, moneyFieldsFit, moneyTotalFits } from "../platform/money.ts";
 
 /**
@@ -119,12 +119,20 @@ const amountPattern = (exponent: number) => (exponent === 0 ? "^\\d+$" : `^\\d+(
  */
 function minorUnitsOf(fields: readonly string[], groups: [number, string[]][]): Fields {
   const [[exponent, codes], ...rest] = groups as [[number, string[]], ...[number, string[]][]];
-  const branch = {
-    if: { properties: { currency: { enum: codes } }, required: ["currency"] },
-    then: { properties: Object.fromEntries(fields.map((field) => [field, { pattern: amountPattern(exponent) }])) },
-  };
-  return rest.length === 0 ? branch : { ...branch, else: minorUnitsOf(fields, rest) };
+  return ifThen(
+    { properties: { currency: { enum: codes } }, required: ["currency"] },
+    { properties: Object.fromEntries(fields.map((field) => [field, { pattern: amountPattern(exponent) }])) },
+    rest.length === 0 ? undefined : minorUnitsOf(fields, rest),
+  );
 }
+
+/** JSON Schema's if/then/else, as a schema's metadata. */
+export const ifThen = (condition: Fields, consequence: Fields, otherwise?: Fields): Fields => ({
+  if: condition,
+  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's keyword, in metadata that nothing awaits
+  then: consequence,
+  ...(otherwise && { else: otherwise }),
+});
 
 type Refinement = (value: never, ctx: z.RefinementCtx) => void;
 

@@ -8,8 +8,8 @@ import {
   requireCurrency,
   scopeValue,
 } from "../alerts/schema.ts";
-import { amountsInCurrency } from "../http/document-rules.ts";
 import { eventsQuery } from "../events/query.ts";
+import { amountsInCurrency } from "../http/document-rules.ts";
 import { single, strictQuery, wholeNumberParameter } from "../http/query.ts";
 import { moneyStringSchema } from "../platform/money.ts";
 

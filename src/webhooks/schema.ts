@@ -2,7 +2,7 @@ import { z } from "zod";
 import { alertFilters } from "../alerts/schema.ts";
 import { environmentField } from "../api-keys/schema.ts";
 import { WEBHOOK_TEST_EVENT } from "../events/schema.ts";
-import { later } from "../http/document-rules.ts";
+import { ifThen, later } from "../http/document-rules.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required } from "../http/validation.ts";
@@ -74,10 +74,12 @@ export const webhookBody = z
   )
   .refine((body) => body.environment === "live" || onlySandboxTypes(body.events), { path: ["events"], error: SANDBOX_TYPES_ONLY })
   // The same rule in JSON Schema: with environment test, every event type is a catalogue one.
-  .meta({
-    if: { properties: { environment: { const: "test" } }, required: ["environment"] },
-    then: { properties: { events: { items: { enum: [...WEBHOOK_EVENT_TYPES] } } } },
-  });
+  .meta(
+    ifThen(
+      { properties: { environment: { const: "test" } }, required: ["environment"] },
+      { properties: { events: { items: { enum: [...WEBHOOK_EVENT_TYPES] } } } },
+    ),
+  );
 export type WebhookBody = z.output<typeof webhookBody>;
 
 export const webhookIdParam = z.object({
