@@ -98,7 +98,7 @@ describe("the OpenAPI document, for generated clients", () => {
     }
   });
 
-  it("types every whole-number query parameter as an integer with its bounds", () => {
+  it("types every query parameter: a whole number as an integer with its bounds, never a bare string (a flag is an enum)", () => {
     const bounds: Record<string, [number, number]> = { limit: [1, 1000], new_low_days: [1, 365], new_high_days: [1, 365] };
     const found = new Set<string>();
     for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
