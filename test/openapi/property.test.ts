@@ -85,33 +85,41 @@ async function send(operation: Operation, request: Request): Promise<Response> {
   });
 }
 
-const YEAR_MS = 365 * 86_400_000;
-const notBefore = (earlier: unknown, later: unknown) =>
-  typeof earlier === "string" && typeof later === "string" && Date.parse(earlier) >= Date.parse(later);
+/**
+ * The document's own `x-rules` (docs/api-document.md) a request breaks, read as a fuzzer would: the operation's, over
+ * its query, and those of its body's object (for a union, the alternative its discriminator names). The 400 detail a
+ * request breaking one must get, or undefined. Amounts, totals and bytes are checked below (they sit deeper).
+ */
+function xRuleBroken(operation: Operation, request: Request): string | undefined {
+  const op = doc.paths[operation.template][operation.method];
+  const body = op.requestBody?.content?.["application/json"]?.schema;
+  const bodyValues = (request.body ?? {}) as Record<string, unknown>;
+  const chosen = body?.discriminator ? body.discriminator.mapping[bodyValues[body.discriminator.propertyName] as string] : body;
+  const sources: [Json[], Record<string, unknown>][] = [
+    [op["x-rules"] ?? [], request.query],
+    [chosen ? (resolve(chosen)["x-rules"] ?? []) : [], bodyValues],
+  ];
+  for (const [rules, values] of sources) {
+    for (const rule of rules) {
+      const [value, other] = [values[rule.field], values[rule.other]].map((v) => (typeof v === "string" ? Date.parse(v) : undefined));
+      if (value === undefined) continue;
+      if (rule.rule === "after" && other !== undefined && value <= other) return `${rule.field}: must be later than ${rule.other}`;
+      if (rule.rule === "before" && other !== undefined && value >= other) return `${rule.field}: must be before ${rule.other}`;
+      if (rule.rule === "future" && (value <= Date.now() || value > Date.now() + rule.max_ahead_seconds * 1000))
+        return `${rule.field}: must be`;
+    }
+  }
+  return undefined;
+}
 
 /**
- * The rules the document states in words because JSON Schema cannot say them (they relate two
- * fields, or a field and the clock): the 400 detail a request breaking one must get, or undefined.
+ * The rules JSON Schema cannot say (they relate two fields, a field and the clock, or stored data): the x-rules above,
+ * then those inside a body's lists and the ones stated in words. The 400 detail a request breaking one must get, or
+ * undefined.
  */
 function describedRuleBroken(operation: Operation, request: Request): string | undefined {
-  const { from, to } = request.query;
-  if (operation.template === "/products/{id}/history" && notBefore(from, to)) return "to: must be later than from";
-  if ((operation.template === "/account/usage" || operation.template === "/api-keys/{id}/usage") && notBefore(from, to))
-    return "from: must be before to";
-  if (operation.template === "/webhooks/{id}/replay") {
-    const { since, until } = request.body as { since: string; until?: string };
-    if (notBefore(since, until)) return "until: must be later than since";
-  }
-  if (operation.template === "/exports" && operation.method === "post") {
-    const { kind, since, until, schedule } = request.body as { kind: string; since?: string; until?: string; schedule?: string };
-    if (kind === "changes" && notBefore(since, until)) return "until: must be later than since";
-    if (kind === "changes" && schedule !== undefined && until !== undefined) return "until: a scheduled export has no end";
-  }
-  if (operation.template === "/api-keys" && operation.method === "post") {
-    const expiresAt = (request.body as { expires_at?: string }).expires_at;
-    if (expiresAt !== undefined && Date.parse(expiresAt) <= Date.now()) return "expires_at: must be in the future";
-    if (expiresAt !== undefined && Date.parse(expiresAt) > Date.now() + YEAR_MS) return "expires_at: must be at most 1 year ahead";
-  }
+  const ruled = xRuleBroken(operation, request);
+  if (ruled) return ruled;
   const filters =
     (operation.template === "/webhooks" || operation.template === "/webhooks/{id}") &&
     (request.body as { filters?: Record<string, any> } | undefined)?.filters;
