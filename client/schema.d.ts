@@ -2614,7 +2614,8 @@ export interface operations {
                 new_high_days?: number;
                 /** @description Which figure direction, min_change_abs, price_below and price_above compare: price (the default) or total_price (price + shipping; an event whose total is unknown, while shipping is, does not match a money rule) */
                 compare?: components["schemas"]["PriceFigure"];
-                below_lowest_30d?: string;
+                /** @description true: only a price.changed whose new_price is below the offer's lowest_price_30d (the lowest price of the 30 days before the change: the EU's prior price), so a reduction that is a real one. 30 days at 12.00, 10.00, 11.00 then 9.50 sends the 9.50 (below 10.00), not 11.00 → 10.50 */
+                below_lowest_30d?: "true" | "false";
                 /** @description Only events of these competitors (competitor_id) (exact match, at most 1,000); applies to stock.changed too; repeat the parameter for several */
                 competitors?: string | string[];
                 /** @description Only events of these brands (the product's brand now) (exact match, at most 1,000); applies to stock.changed too; repeat the parameter for several */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { PriceDirection } from "../events/schema.ts";
+import { amountsInCurrency, maxJsonBytes } from "../http/document-rules.ts";
 import { required } from "../http/validation.ts";
 import { currencySchema, moneyFieldsFit, moneyStringSchema } from "../platform/money.ts";
 
@@ -115,19 +116,18 @@ export const requireCurrency = (
   moneyFieldsFit(MONEY_RULES)({ ...value, currency: value.currency }, ctx);
 };
 
-const utf8 = new TextEncoder();
-
-const alertFiltersObject = z
-  .strictObject(alertFilterFields, { error: (issue) => (issue.code === "invalid_type" ? "must be a JSON object or null" : undefined) })
-  .superRefine(requireCurrency)
-  .refine((filters) => utf8.encode(JSON.stringify(filters)).byteLength <= MAX_FILTERS_BYTES, {
-    error: `must be at most 16 KiB (${MAX_FILTERS_BYTES.toLocaleString("en")} bytes) as JSON`,
-  });
+const alertFiltersObject = maxJsonBytes(
+  amountsInCurrency(
+    z.strictObject(alertFilterFields, { error: (issue) => (issue.code === "invalid_type" ? "must be a JSON object or null" : undefined) }),
+    MONEY_RULES,
+    { where: "body", currencyRequired: true, refinement: requireCurrency },
+  ),
+  MAX_FILTERS_BYTES,
+  `must be at most 16 KiB (${MAX_FILTERS_BYTES.toLocaleString("en")} bytes) as JSON`,
+);
 
 export const alertFilters = alertFiltersObject.nullable().meta({
   id: "AlertFilters",
-  // What requireCurrency checks, as JSON Schema says it (a client generated from the document sends the currency too).
-  dependentRequired: Object.fromEntries(MONEY_RULES.map((field) => [field, ["currency"]])),
   description:
     "Alert rules; every rule given must hold (null: none). Amounts are decimal strings in `currency`, with no more " +
     "decimals than its minor unit (JPY none, USD 2, KWD 3). On " +

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { earlier, inFuture } from "../http/document-rules.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp, strictQuery, when } from "../http/query.ts";
 import { jsonObject, required } from "../http/validation.ts";
 import { graceSeconds, orNull, prefixedId, timestamp } from "../http/wire.ts";
@@ -35,12 +36,10 @@ export type ApiKeyPatch = z.output<typeof apiKeyBody>;
 
 const YEAR_MS = 365 * DAY_MS;
 
-/** A future instant at most a year ahead, judged when the request is read. */
+/** A future instant at most a year ahead, judged when the request is read (inFuture, on the body). */
 const expiresAt = z
   .string({ error: required("string") })
   .pipe(isoTimestamp)
-  .refine((at) => Date.parse(at) > Date.now(), { error: "must be in the future" })
-  .refine((at) => Date.parse(at) <= Date.now() + YEAR_MS, { error: "must be at most 1 year ahead" })
   .meta({
     ...DATE_OR_DATE_TIME,
     description: "When the key stops working (ISO-8601 date or date-time, in the future, at most 1 year ahead); none by default",
@@ -53,17 +52,22 @@ export const environmentField = z.enum(ENVIRONMENTS, { error: "must be live or t
   description: "live: the catalogue and its events; test: this account's sandbox (1,000 synthetic products, POST /test/observations)",
 });
 
-export const createKeyBody = z.strictObject(
-  {
-    name: keyName,
-    environment: environmentField
-      .default("live")
-      .meta({ description: "test: a `pda_test_` key, which reads this account's sandbox only, at the standard plan's limits" }),
-    expires_at: expiresAt.optional(),
-    allowed_ips: allowedIpsInput.default(null),
-    scopes: scopesInput.default([...KEY_SCOPES]),
-  },
-  jsonObject,
+export const createKeyBody = inFuture(
+  z.strictObject(
+    {
+      name: keyName,
+      environment: environmentField
+        .default("live")
+        .meta({ description: "test: a `pda_test_` key, which reads this account's sandbox only, at the standard plan's limits" }),
+      expires_at: expiresAt.optional(),
+      allowed_ips: allowedIpsInput.default(null),
+      scopes: scopesInput.default([...KEY_SCOPES]),
+    },
+    jsonObject,
+  ),
+  "expires_at",
+  YEAR_MS,
+  "1 year",
 );
 export type CreateKeyBody = z.output<typeof createKeyBody>;
 
@@ -142,17 +146,20 @@ const usageQueryFields = {
   from: when("The first bucket: the one holding this instant (clipped to the granularity's window); before to", "2026-01-31T00:00:00Z"),
   to: when("Buckets starting before this instant (clipped to the granularity's window)", "2026-01-31T12:00:00Z"),
 };
-const fromBeforeTo = (q: { from?: string | undefined; to?: string | undefined }) =>
-  q.from === undefined || q.to === undefined || q.from < q.to;
-
-export const usageQuery = strictQuery(usageQueryFields).refine(fromBeforeTo, { error: "must be before to", path: ["from"] });
+export const usageQuery = earlier(strictQuery(usageQueryFields), "from", "to");
 export type UsageQuery = z.infer<typeof usageQuery>;
 
 /** GET /account/usage: the same, and which environment's keys to sum (the dashboard's Test mode switch). */
-export const accountUsageQuery = strictQuery({
-  ...usageQueryFields,
-  environment: environmentField.optional().meta({ description: "Only the keys of this environment (live or test); every key when absent" }),
-}).refine(fromBeforeTo, { error: "must be before to", path: ["from"] });
+export const accountUsageQuery = earlier(
+  strictQuery({
+    ...usageQueryFields,
+    environment: environmentField
+      .optional()
+      .meta({ description: "Only the keys of this environment (live or test); every key when absent" }),
+  }),
+  "from",
+  "to",
+);
 export type AccountUsageQuery = z.infer<typeof accountUsageQuery>;
 
 const UsageBucket = z

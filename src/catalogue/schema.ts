@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { later } from "../http/document-rules.ts";
 import { filterValue, strictQuery, when } from "../http/query.ts";
 import { jsonObject, required, trimmedText } from "../http/validation.ts";
 import { currency, money, orNull, prefixedId, timestamp } from "../http/wire.ts";
@@ -35,11 +36,15 @@ export const productsQuery = strictQuery({
 
 export const productQuery = strictQuery({ currency: targetCurrency });
 
-export const historyQuery = strictQuery({
-  competitor: filterValue.optional().meta({ description: "Only this competitor's rows", example: "cmp_amazon" }),
-  from: when("From this instant, inclusive", "2026-01-01"),
-  to: when("Up to this instant, exclusive; later than from", "2026-02-01"),
-}).refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { path: ["to"], error: "must be later than from" });
+export const historyQuery = later(
+  strictQuery({
+    competitor: filterValue.optional().meta({ description: "Only this competitor's rows", example: "cmp_amazon" }),
+    from: when("From this instant, inclusive", "2026-01-01"),
+    to: when("Up to this instant, exclusive; later than from", "2026-02-01"),
+  }),
+  "to",
+  "from",
+);
 
 export type ProductFilters = z.output<typeof productsQuery>;
 export type HistoryQuery = z.output<typeof historyQuery>;

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { ACCOUNT_EVENTS } from "../account-events/schema.ts";
 import { PriceChangedEvent, StockChangedEvent, TestEvent, WEBHOOK_TEST_EVENT } from "../events/schema.ts";
 import type { AppEnv } from "../http/app-env.ts";
+import { RULE_MEANINGS } from "../http/document-rules.ts";
 import { ErrorBody, HEADER_COMPONENTS, RESPONSE_COMPONENTS, SECURITY_SCHEMES } from "../http/openapi-components.ts";
 
 /** GET /openapi.json: the routes' own declarations, the shared components, and what webhooks receive. */
@@ -19,6 +20,11 @@ const DESCRIPTION = [
   '**Errors** are always `{"detail": "…"}`. Any path answers 405 (with Allow) to a method it does not have, and an ' +
     "unknown path 404. Bodies are read as JSON whatever their Content-Type; unknown fields and unknown query " +
     "parameters are refused (400).",
+  "",
+  "**Rules across fields.** Every rule JSON Schema can state is in the schemas (dependentRequired, a currency's decimals " +
+    "as if/then, not). The rest is in the extension `x-rules`: a list on an object schema, naming its properties, or on an " +
+    'operation, naming its query parameters. Each entry is `{"rule", "field", …}`, and a request breaking it is a 400 ' +
+    `whose detail names \`field\`. The rules: ${Object.values(RULE_MEANINGS).join("; ")}.`,
 ].join("\n");
 
 const deliveryHeaders = z.object({

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { environmentField } from "../api-keys/schema.ts";
+import { later } from "../http/document-rules.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required } from "../http/validation.ts";
@@ -78,36 +79,33 @@ const catalogueExport = z
   )
   .meta({ id: "CatalogueExportRequest" });
 
-const changesExport = z
-  .strictObject(
-    {
-      kind: z.literal("changes").meta({ description: "One row per price.changed and stock.changed event of [since, until)" }),
-      ...common,
-      since: instant.meta({
-        ...DATE_OR_DATE_TIME,
-        description: "Events at or after this instant: any span the service holds, the archived history past 30 days included",
-        example: "2026-01-01",
-      }),
-      until: instant.optional().meta({
-        ...DATE_OR_DATE_TIME,
-        description: "Events before this instant, later than since; now by default. Not with schedule (a scheduled export has no end)",
-        example: "2026-02-01",
-      }),
-      schedule: ExportSchedule.optional().meta({
-        description: "Keep appending each closed hour's or day's changes, without gap or duplicate",
-      }),
-    },
-    jsonObject,
-  )
-  .refine((body) => body.until === undefined || Date.parse(body.since) < Date.parse(body.until), {
-    path: ["until"],
-    error: "must be later than since",
-  })
+const changesExportFields = z.strictObject(
+  {
+    kind: z.literal("changes").meta({ description: "One row per price.changed and stock.changed event of [since, until)" }),
+    ...common,
+    since: instant.meta({
+      ...DATE_OR_DATE_TIME,
+      description: "Events at or after this instant: any span the service holds, the archived history past 30 days included",
+      example: "2026-01-01",
+    }),
+    until: instant.optional().meta({
+      ...DATE_OR_DATE_TIME,
+      description: "Events before this instant, later than since; now by default. Not with schedule (a scheduled export has no end)",
+      example: "2026-02-01",
+    }),
+    schedule: ExportSchedule.optional().meta({
+      description: "Keep appending each closed hour's or day's changes, without gap or duplicate",
+    }),
+  },
+  jsonObject,
+);
+const changesExport = later(changesExportFields, "until", "since")
   .refine((body) => body.schedule === undefined || body.until === undefined, {
     path: ["until"],
     error: "a scheduled export has no end: leave until out",
   })
-  .meta({ id: "ChangesExportRequest" });
+  // The same rule in JSON Schema: not both.
+  .meta({ id: "ChangesExportRequest", not: { required: ["schedule", "until"] } });
 
 /** POST /exports: a catalogue export, or a changes export with its span (kind tells them apart). */
 export const exportBody = z.discriminatedUnion("kind", [catalogueExport, changesExport], {

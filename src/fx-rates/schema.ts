@@ -24,8 +24,27 @@ const rates = z
   .refine((value) => Object.keys(value).length >= 1, { error: "must hold at least one rate" })
   .meta({ minProperties: 1, example: { USD: "1.0832", JPY: "162.45", KWD: "0.3331" } });
 
-export const fxRatesBody = z
-  .strictObject(
+/**
+ * The base's own rate is 1, so `rates` leaves it out: refused under rates.<base>, and stated in JSON Schema as "not
+ * (base is X and rates holds X)" for each supported X, which a generator that ignores `not` reads as before.
+ */
+const baseLeftOut = <T extends z.ZodType<{ base: string; rates: Record<string, string | undefined> }>>(body: T) =>
+  body
+    .superRefine((value, ctx) => {
+      if (value.rates[value.base] !== undefined)
+        ctx.addIssue({ code: "custom", path: ["rates", value.base], message: "must be left out: the base's rate is 1", input: value.base });
+    })
+    .meta({
+      not: {
+        anyOf: CURRENCY_CODES.map((code) => ({
+          properties: { base: { const: code }, rates: { required: [code] } },
+          required: ["base", "rates"],
+        })),
+      },
+    });
+
+export const fxRatesBody = baseLeftOut(
+  z.strictObject(
     {
       base: currencySchema.meta({ description: "The currency the rates are for one unit of", example: "EUR" }),
       date: z.iso
@@ -36,11 +55,8 @@ export const fxRatesBody = z
       }),
     },
     jsonObject,
-  )
-  .superRefine((body, ctx) => {
-    if ((body.rates as Record<string, string | undefined>)[body.base] !== undefined)
-      ctx.addIssue({ code: "custom", path: ["rates", body.base], message: "must be left out: the base's rate is 1", input: body.base });
-  });
+  ),
+);
 export type FxRatesBody = z.output<typeof fxRatesBody>;
 /** What a PUT stores: only the rates given. */
 export const givenRates = (body: FxRatesBody) =>

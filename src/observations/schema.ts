@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { competitorDomain, competitorId, competitorName, OfferCondition, QuantityUnit } from "../catalogue/schema.ts";
+import { amountsInCurrency, notAhead, totalInCurrency } from "../http/document-rules.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required, trimmedText } from "../http/validation.ts";
-import { currencySchema, moneyFieldsFit, moneyStringSchema, moneyTotalFits, POSITIVE_DECIMAL_PATTERN } from "../platform/money.ts";
+import { currencySchema, moneyStringSchema, POSITIVE_DECIMAL_PATTERN } from "../platform/money.ts";
 
 /** POST /admin/observations: what it takes and what it answers, declared once. */
 
@@ -29,13 +30,11 @@ const observed = {
   mpn: optionalText(100),
   competitor: z.strictObject({ id: competitorId, name: competitorName, domain: competitorDomain.optional() }, jsonObject),
   url: uriSchema("The offer's page: an http(s) URL", ["http", "https"]).nullable().optional(),
-  observed_at: isoTimestamp
-    .refine((at) => Date.parse(at) <= Date.now() + MAX_CLOCK_SKEW_MS, { error: "must not be in the future" })
-    .optional()
-    .meta({
-      ...DATE_OR_DATE_TIME,
-      description: "When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default",
-    }),
+  // At most MAX_CLOCK_SKEW_MS ahead: observedNotAhead, on each shape.
+  observed_at: isoTimestamp.optional().meta({
+    ...DATE_OR_DATE_TIME,
+    description: "When the price was seen: an ISO-8601 date or date-time, at most 5 minutes ahead of the server's clock; now by default",
+  }),
 };
 
 /** What a check that read the page tells about the offer beside its price. */
@@ -63,39 +62,45 @@ function quantityWithUnit(value: { quantity?: string | undefined; unit?: string 
 }
 const bothOrNeither = { dependentRequired: { quantity: ["unit"], unit: ["quantity"] } };
 
+const observedNotAhead = <T extends z.ZodType<Record<string, unknown>>>(shape: T) => notAhead(shape, "observed_at", MAX_CLOCK_SKEW_MS);
+
 const CHECK_STATUS_ERROR = "must be ok, not_found or blocked";
 
-const PricedObservation = z
-  .strictObject(
-    {
-      ...observed,
-      ...offerTerms,
-      check_status: z
-        .literal("ok", { error: CHECK_STATUS_ERROR })
-        .optional()
-        .meta({ description: "ok (the default): the check read a price" }),
-      price: moneyStringSchema.meta({
-        description: `${moneyStringSchema.description}; with shipping_cost, the total (price + shipping_cost) too, else 400 naming price`,
-      }),
-      regular_price: optionalMoney,
-      currency: currencySchema,
-      shipping_cost: optionalMoney.meta({
-        description:
-          "Delivery to the shop's home market; 0 is free delivery, absent or null unknown (then total_price is null); price + " +
-          "shipping_cost at most 2^53-1 minor units",
-      }),
-      in_stock: z.boolean({ error: (issue) => (issue.input === undefined ? "is required" : "must be true or false") }),
-    },
-    jsonObject,
-  )
-  .superRefine(moneyFieldsFit(["price", "regular_price", "shipping_cost"]))
+const pricedObservationFields = z.strictObject(
+  {
+    ...observed,
+    ...offerTerms,
+    check_status: z
+      .literal("ok", { error: CHECK_STATUS_ERROR })
+      .optional()
+      .meta({ description: "ok (the default): the check read a price" }),
+    price: moneyStringSchema.meta({
+      description: `${moneyStringSchema.description}; with shipping_cost, the total (price + shipping_cost) too, else 400 naming price`,
+    }),
+    regular_price: optionalMoney,
+    currency: currencySchema,
+    shipping_cost: optionalMoney.meta({
+      description:
+        "Delivery to the shop's home market; 0 is free delivery, absent or null unknown (then total_price is null); price + " +
+        "shipping_cost at most 2^53-1 minor units",
+    }),
+    in_stock: z.boolean({ error: (issue) => (issue.input === undefined ? "is required" : "must be true or false") }),
+  },
+  jsonObject,
+);
+const PricedObservation = observedNotAhead(
   // A total no view can show exactly would break every catalogue build and price change after it.
-  .superRefine(moneyTotalFits("price", "shipping_cost"))
+  totalInCurrency(
+    amountsInCurrency(pricedObservationFields, ["price", "regular_price", "shipping_cost"], { where: "body" }),
+    "price",
+    "shipping_cost",
+  ),
+)
   .superRefine(quantityWithUnit)
   .meta({ id: "PricedObservation", description: "A check that read a price (check_status ok or absent)", ...bothOrNeither });
 
-const FailedCheck = z
-  .strictObject(
+const FailedCheck = observedNotAhead(
+  z.strictObject(
     {
       ...observed,
       check_status: z.enum(["not_found", "blocked"], { error: CHECK_STATUS_ERROR }).meta({
@@ -109,13 +114,13 @@ const FailedCheck = z
             "in_stock, shipping_cost or other offer terms: only the product, competitor, url and observed_at)"
           : jsonObject.error(issue),
     },
-  )
-  .meta({
-    id: "FailedCheck",
-    description:
-      "A check that read no price (not_found, blocked): it changes no price, stock or history and emits no event, and must " +
-      "name an offer already known (else 400)",
-  });
+  ),
+).meta({
+  id: "FailedCheck",
+  description:
+    "A check that read no price (not_found, blocked): it changes no price, stock or history and emits no event, and must " +
+    "name an offer already known (else 400)",
+});
 
 /**
  * One of the two shapes, told apart by check_status. A union, not a discriminated one: an OpenAPI discriminator must be a

@@ -3,6 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import type { KeyScope } from "../api-keys/scopes.ts";
 import type { AppEnv } from "../http/app-env.ts";
+import { documentRulesOf } from "../http/document-rules.ts";
 import { readBodyAsJson } from "../http/json-body.ts";
 import { ref } from "../http/openapi-components.ts";
 import type { Environment } from "../platform/tables.ts";
@@ -150,8 +151,11 @@ export function operation<const C extends OperationConfig>(config: C) {
     ...[route.middleware ?? []].flat(),
     ...(body ? [readBodyAsJson(route.request?.body?.required ?? false)] : []),
   ];
+  // A query's parameters are no one JSON Schema object: what its refinements check is stated on the operation.
+  const queryRules = route.request?.query ? documentRulesOf(route.request.query) : [];
   return {
     ...route,
+    ...(queryRules.length > 0 && { "x-rules": queryRules }),
     description:
       [route.description, environment && takesOnly(environment), budget && countsIn(budget)].filter(Boolean).join(" ") || undefined,
     middleware,

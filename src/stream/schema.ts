@@ -1,6 +1,15 @@
 import { z } from "zod";
-import { type AlertFilters, alertFilterFields, MAX_LIST_ENTRIES, MAX_WINDOW_DAYS, requireCurrency, scopeValue } from "../alerts/schema.ts";
+import {
+  type AlertFilters,
+  alertFilterFields,
+  MAX_LIST_ENTRIES,
+  MAX_WINDOW_DAYS,
+  MONEY_RULES,
+  requireCurrency,
+  scopeValue,
+} from "../alerts/schema.ts";
 import { eventsQuery } from "../events/query.ts";
+import { amountsInCurrency } from "../http/document-rules.ts";
 import { single, strictQuery, wholeNumberParameter } from "../http/query.ts";
 import { moneyStringSchema } from "../platform/money.ts";
 
@@ -24,33 +33,39 @@ const list = (field: "competitors" | "brands" | "categories" | "skus") =>
 
 const { after, since, type } = eventsQuery.shape;
 
-export const streamQuery = strictQuery({
-  after,
-  since,
-  type,
-  direction: alertFilterFields.direction,
-  currency: alertFilterFields.currency,
-  min_change_abs: once(moneyStringSchema)
-    .optional()
-    .meta({ ...alertFilterFields.min_change_abs.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
-  price_below: once(moneyStringSchema)
-    .optional()
-    .meta({ ...alertFilterFields.price_below.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
-  price_above: once(moneyStringSchema)
-    .optional()
-    .meta({ ...alertFilterFields.price_above.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
-  new_low_days: days("new_low_days"),
-  new_high_days: days("new_high_days"),
-  compare: alertFilterFields.compare,
-  below_lowest_30d: once(z.enum(["true", "false"], { error: "must be true or false" }))
-    .transform((value) => value === "true")
-    .optional()
-    .meta({ description: alertFilterFields.below_lowest_30d.unwrap().description }),
-  competitors: list("competitors"),
-  brands: list("brands"),
-  categories: list("categories"),
-  skus: list("skus"),
-}).superRefine(requireCurrency);
+/** A flag's two spellings (an empty `?below_lowest_30d=` is neither). */
+const FLAG = ["true", "false"] as const;
+
+export const streamQuery = amountsInCurrency(
+  strictQuery({
+    after,
+    since,
+    type,
+    direction: alertFilterFields.direction,
+    currency: alertFilterFields.currency,
+    min_change_abs: once(moneyStringSchema)
+      .optional()
+      .meta({ ...alertFilterFields.min_change_abs.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
+    price_below: once(moneyStringSchema)
+      .optional()
+      .meta({ ...alertFilterFields.price_below.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
+    price_above: once(moneyStringSchema)
+      .optional()
+      .meta({ ...alertFilterFields.price_above.meta(), pattern: "^\\d+(\\.\\d+)?$" }),
+    new_low_days: days("new_low_days"),
+    new_high_days: days("new_high_days"),
+    compare: alertFilterFields.compare,
+    below_lowest_30d: once(z.enum(FLAG, { error: "must be true or false" }).transform((value) => value === "true"))
+      .optional()
+      .meta({ enum: [...FLAG], description: alertFilterFields.below_lowest_30d.description }),
+    competitors: list("competitors"),
+    brands: list("brands"),
+    categories: list("categories"),
+    skus: list("skus"),
+  }),
+  MONEY_RULES,
+  { where: "query", currencyRequired: true, refinement: requireCurrency },
+);
 export type StreamQuery = z.output<typeof streamQuery>;
 
 /** The alert rules a stream's query names; null when it names none. */

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { alertFilters } from "../alerts/schema.ts";
 import { environmentField } from "../api-keys/schema.ts";
 import { WEBHOOK_TEST_EVENT } from "../events/schema.ts";
+import { ifThen, later } from "../http/document-rules.ts";
 import { DATE_OR_DATE_TIME, isoTimestamp } from "../http/query.ts";
 import { uriSchema } from "../http/uri.ts";
 import { jsonObject, required } from "../http/validation.ts";
@@ -71,7 +72,14 @@ export const webhookBody = z
     },
     jsonObject,
   )
-  .refine((body) => body.environment === "live" || onlySandboxTypes(body.events), { path: ["events"], error: SANDBOX_TYPES_ONLY });
+  .refine((body) => body.environment === "live" || onlySandboxTypes(body.events), { path: ["events"], error: SANDBOX_TYPES_ONLY })
+  // The same rule in JSON Schema: with environment test, every event type is a catalogue one.
+  .meta(
+    ifThen(
+      { properties: { environment: { const: "test" } }, required: ["environment"] },
+      { properties: { events: { items: { enum: [...WEBHOOK_EVENT_TYPES] } } } },
+    ),
+  );
 export type WebhookBody = z.output<typeof webhookBody>;
 
 export const webhookIdParam = z.object({
@@ -112,8 +120,8 @@ export const MAX_REPLAY_EVENTS = 10_000;
 /** The API's one ISO-8601 rule (src/http/query.ts): a date-time with Z or an offset, or a date alone (midnight UTC). */
 const instant = z.string({ error: required("string") }).pipe(isoTimestamp);
 
-export const replayBody = z
-  .strictObject(
+export const replayBody = later(
+  z.strictObject(
     {
       since: instant.meta({
         ...DATE_OR_DATE_TIME,
@@ -131,8 +139,10 @@ export const replayBody = z
         .meta({ description: "Only events this webhook has not received: its last delivery failed for good, or none was made" }),
     },
     jsonObject,
-  )
-  .refine((body) => body.until === undefined || body.since < body.until, { path: ["until"], error: "must be later than since" });
+  ),
+  "until",
+  "since",
+);
 export type ReplayRequest = z.output<typeof replayBody>;
 
 /**

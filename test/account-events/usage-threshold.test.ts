@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ACCOUNT_EVENTS } from "../../src/account-events/schema.ts";
 import { hashApiKey } from "../../src/api-keys/format.ts";
 import { announceUsage } from "../../src/api-keys/object/usage-threshold.ts";
@@ -10,6 +10,7 @@ import { fanOut } from "../../src/webhooks/delivery/store.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { factSources } from "../helpers/sandbox.ts";
+import { settled } from "../helpers/settle.ts";
 import { hookUrl } from "../helpers/webhook-receiver.ts";
 import { createWebhook } from "../helpers/webhooks.ts";
 
@@ -42,10 +43,10 @@ describe("usage.threshold", () => {
     for (let i = 2; i <= 7; i++) await expectJson(await get(), 200);
     expect(await noticesOf(keyId)).toEqual([]); // 70 %: nothing
     await expectJson(await get(), 200); // the 8th: 80 %
-    await vi.waitFor(async () => expect(await noticesOf(keyId)).toHaveLength(1), { timeout: 10_000 }); // written off the request path
+    await settled(async () => expect(await noticesOf(keyId)).toHaveLength(1)); // written off the request path
     for (let i = 9; i <= 10; i++) await expectJson(await get(), 200); // the 10th: 100 %
     for (let i = 0; i < 3; i++) await expectJson(await get(), 429); // refused: nothing more
-    await vi.waitFor(async () => expect(await noticesOf(keyId)).toHaveLength(2), { timeout: 10_000 });
+    await settled(async () => expect(await noticesOf(keyId)).toHaveLength(2));
 
     const rows = await noticesOf(keyId);
     const events = rows.map((row) => JSON.parse(row.payload));
@@ -90,7 +91,7 @@ describe("usage.threshold", () => {
     await expectJson(await call("GET", "/competitors", { token: key }), 200);
     await stub.setLimits({ per_minute: 1000, per_hour: 1000, per_day: 5 });
     for (let i = 2; i <= 4; i++) await expectJson(await call("GET", "/competitors", { token: key }), 200); // 4 of 5: 80 %
-    await vi.waitFor(async () => expect(await noticesOf(keyId)).toHaveLength(1), { timeout: 10_000 });
+    await settled(async () => expect(await noticesOf(keyId)).toHaveLength(1));
     const [written] = await noticesOf(keyId);
 
     const dayStart = Date.now() - (Date.now() % 86_400_000);

@@ -5,6 +5,7 @@ import { database } from "../../src/platform/db.ts";
 import { events } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { decide as decideWith, type Step } from "../helpers/alert-decide.ts";
+import { settled } from "../helpers/settle.ts";
 import { openStream, readFrames } from "../helpers/stream-frames.ts";
 import { installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { ingest } from "../helpers/webhooks.ts";
@@ -82,7 +83,7 @@ describe("compare and below_lowest_30d in the stream", { timeout: 60_000 }, () =
     const totals = readFrames(await openStream(key, `?skus=${sku}&direction=down&compare=total_price`));
     const prices = readFrames(await openStream(key, `?skus=${sku}&direction=down`));
     try {
-      for (const stream of [below, totals, prices]) await vi.waitFor(() => expect(stream.frames.join("\n")).toContain(": connected"));
+      for (const stream of [below, totals, prices]) await settled(() => expect(stream.frames.join("\n")).toContain(": connected"));
       const now = Date.now();
       const at = (daysAgo: number, second = 0) => new Date(now - daysAgo * 86_400_000 + second * 1000).toISOString();
       const step = async (price: string, observedAt: string, shipping?: string) =>
@@ -98,9 +99,9 @@ describe("compare and below_lowest_30d in the stream", { timeout: 60_000 }, () =
         .orderBy(asc(events.seq));
       const [toTwelve, toTen, toNineFifty] = rows.map((row) => row.id);
       expect(toNineFifty).toBeDefined();
-      await vi.waitFor(() => expect(below.sentIds()).toEqual([toNineFifty]), { timeout: 3_000, interval: 20 });
-      await vi.waitFor(() => expect(totals.sentIds()).toEqual([toNineFifty]), { timeout: 3_000, interval: 20 });
-      await vi.waitFor(() => expect(prices.sentIds()).toEqual([toTen, toNineFifty]), { timeout: 3_000, interval: 20 });
+      await settled(() => expect(below.sentIds()).toEqual([toNineFifty]), 20);
+      await settled(() => expect(totals.sentIds()).toEqual([toNineFifty]), 20);
+      await settled(() => expect(prices.sentIds()).toEqual([toTen, toNineFifty]), 20);
       expect(toTwelve).toBeDefined();
     } finally {
       await Promise.all([below.close(), totals.close(), prices.close()]);

@@ -6,6 +6,7 @@ import { type LastUsedLog, lastUsedShardName, lastUsedShardOf, MARK_EVERY_MS } f
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
+import { settled } from "../helpers/settle.ts";
 
 // A fake Date, shared by the worker and its Durable Objects in these tests.
 const T0 = Date.parse("2030-04-01T08:00:00Z");
@@ -60,16 +61,13 @@ async function flush(keyIds: string[]) {
  */
 async function flushWhenMarked(keyIds: string[]) {
   const shards = [...new Set(keyIds.map(lastUsedShardOf))];
-  await vi.waitFor(
-    async () => {
-      let held = 0;
-      for (const n of shards) {
-        held += await runInDurableObject(shard(n), (_, state) => heldMarks(state));
-      }
-      expect(held).toBe(keyIds.length);
-    },
-    { timeout: 5_000 },
-  );
+  await settled(async () => {
+    let held = 0;
+    for (const n of shards) {
+      held += await runInDurableObject(shard(n), (_, state) => heldMarks(state));
+    }
+    expect(held).toBe(keyIds.length);
+  });
   return flush(keyIds);
 }
 

@@ -10,7 +10,8 @@ import { PLAN_LIMITS } from "../../src/rate-limit/plans.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson } from "../helpers/http.ts";
-import { lastUsedMarksStored } from "../helpers/last-used.ts";
+import { lastUsedMarkStored } from "../helpers/last-used.ts";
+import { settled } from "../helpers/settle.ts";
 import { accountToken } from "../helpers/tokens.ts";
 import { invocationLog } from "../helpers/work-log.ts";
 
@@ -40,7 +41,7 @@ async function rowsWrittenBy(key: string, keyId: string, run: () => Promise<void
   };
   try {
     await run();
-    await lastUsedMarksStored(keyId);
+    await lastUsedMarkStored(key, keyId);
   } finally {
     prototype.exec = exec;
   }
@@ -167,7 +168,7 @@ async function rowsPerAdmittedAtSteadyRate(plan: PlanName, minutes: number): Pro
   vi.setSystemTime(start + (minutes + 1) * MINUTE_MS);
   await runDueAlarm(stub);
   await runDurableObjectAlarm(lastUsedLog(env, keyId)); // the shard's flush, which deletes the marks it wrote
-  await vi.waitFor(() => expect(log.lines.filter((line) => line.request_id !== undefined).length).toBeGreaterThanOrEqual(admitted));
+  await settled(() => expect(log.lines.filter((line) => line.request_id !== undefined).length).toBeGreaterThanOrEqual(admitted));
   return log.lines.reduce((rows, line) => rows + line.doRowsWritten, 0) / admitted;
 }
 

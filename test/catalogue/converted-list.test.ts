@@ -14,6 +14,7 @@ import {
 } from "../helpers/catalogue-factory.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { call, utf8Text } from "../helpers/http.ts";
+import { settled } from "../helpers/settle.ts";
 import { adminToken } from "../helpers/tokens.ts";
 
 /**
@@ -49,7 +50,7 @@ async function convertedOperations(run: () => Promise<unknown>) {
   }) as R2Bucket["put"]);
   await run();
   // The pieces converted are kept after the answer: wait for those puts.
-  await vi.waitFor(async () =>
+  await settled(async () =>
     expect((await env.CATALOGUE.list({ prefix: CONVERTED_PREFIX })).objects.length).toBeGreaterThanOrEqual(puts.length),
   );
   vi.restoreAllMocks();
@@ -112,7 +113,7 @@ describe("the converted whole list", () => {
     const list = () => call("GET", "/products?currency=GBP", { token: key }).then(utf8Text);
     const before = await list();
     await putRates({ USD: "1.2000", GBP: "0.8420" });
-    await vi.waitFor(async () => expect(await list()).not.toBe(before), { timeout: 5000 });
+    await settled(async () => expect(await list()).not.toBe(before));
     const { puts } = await convertedOperations(list);
     expect(puts).toEqual([]);
     expect(await list()).toBe(await utf8Text(await call("GET", `/products?currency=GBP&${EVERY}`, { token: key })));

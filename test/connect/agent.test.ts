@@ -7,6 +7,7 @@ import { freshAccount } from "../helpers/accounts.ts";
 import { AgentProvider, answerConsent, ORIGIN, openConsent, workerFetch } from "../helpers/connect.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { eventsCall, postMcp } from "../helpers/mcp.ts";
+import { settled } from "../helpers/settle.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
@@ -52,7 +53,7 @@ describe("an agent connected by OAuth and told of price moves", () => {
 
     // The move below 280.00: pushed, not polled; the ingestion's answer starts the clock.
     await ingest([{ sku, brand: "Sony", category: "Headphones", price: "279.00" }]);
-    await vi.waitFor(() => expect(deliveriesTo(url)).toHaveLength(1), { timeout: 1_000, interval: 10 });
+    await settled(() => expect(deliveriesTo(url)).toHaveLength(1), 10);
     const [delivery] = deliveriesTo(url);
     expect(delivery!.headers["x-mcp-subscription-id"]).toBe(subscribed.id);
     expect(verifyWithLibrary(secret, delivery!)).toMatchObject({ name: "price.changed", data: { sku, new_price: "279.00" } });

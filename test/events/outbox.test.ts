@@ -17,6 +17,7 @@ import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.t
 import { DEAD_LETTERED } from "../../src/webhooks/delivery/dead-letters.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { captureLogs } from "../helpers/logs.ts";
+import { settled } from "../helpers/settle.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, ingest, runQueue, spyOnDeliveryQueues, storeEvents } from "../helpers/webhooks.ts";
 
@@ -88,7 +89,7 @@ describe("an ingestion whose queue send fails after the commit", () => {
     });
 
     // The first delivery, right after the commit, needs no queue (src/webhooks/delivery/immediate.ts): the webhook has it.
-    await vi.waitFor(() => expect(receiver.to(hook.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(receiver.to(hook.url)).toHaveLength(1), 20);
 
     // A sweep right away leaves it to the relay; SWEEP_AFTER_MS later it sends it.
     const sends = captureSends();

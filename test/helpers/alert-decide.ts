@@ -7,6 +7,7 @@ import { events, webhooks } from "../../src/platform/tables.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "./accounts.ts";
 import { call, expectJson } from "./http.ts";
+import { settled } from "./settle.ts";
 import { hookUrl, type Receiver } from "./webhook-receiver.ts";
 import { createWebhook, endpointSettled, ingest, type ObservationInput } from "./webhooks.ts";
 
@@ -52,13 +53,10 @@ export async function decide(receiver: Receiver, filters: unknown, steps: Step[]
         .map((m) => m.event.id); // replay also sends the other cases' events this webhook takes
 
     // The fan-out: right after each commit (src/webhooks/delivery/immediate.ts), which hands the deliveries to the webhook's object.
-    await vi.waitFor(
+    await settled(
       async () =>
         expect((await db().select().from(events).where(inArray(events.id, ids)).all()).every((row) => row.fannedOutAt !== null)).toBe(true),
-      {
-        timeout: 5_000,
-        interval: 20,
-      },
+      20,
     );
     await endpointSettled(hook.id);
     const posted = receiver.to(hook.url).map((request) => request.headers["webhook-id"]!);

@@ -21,6 +21,22 @@ export const parametersSchema = (params: Json[]): Json => ({
   required: params.filter((p) => p.required).map((p) => p.name),
   additionalProperties: false,
 });
+/** An operation's request (its path and query parameters, resolved by `resolve`, and its JSON body) as one JSON Schema object. */
+export function requestSchema(op: Json, resolve: (schema: Json) => Json): Json {
+  const params: Json[] = (op.parameters ?? []).map((p: Json) => resolve(p));
+  const body = op.requestBody?.content?.["application/json"]?.schema;
+  return {
+    type: "object",
+    properties: {
+      path: parametersSchema(params.filter((p) => p.in === "path")),
+      query: parametersSchema(params.filter((p) => p.in === "query")),
+      ...(body ? { body } : {}),
+    },
+    required: ["path", "query", ...(body ? ["body"] : [])],
+    additionalProperties: false,
+  };
+}
+
 /** Newline-delimited JSON: the document's schema for it is that of one line. */
 const NDJSON = "application/x-ndjson";
 

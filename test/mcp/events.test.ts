@@ -19,6 +19,7 @@ import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { eventsCall, mcpClient, postMcp } from "../helpers/mcp.ts";
 import { testAccount } from "../helpers/sandbox.ts";
+import { settled } from "../helpers/settle.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks.ts";
 
@@ -183,7 +184,7 @@ describe("a subscription's deliveries", () => {
     await sonyMoves("290.00"); // not below 280.00
     await sonyMoves("279.00", { brand: "Bose" }); // not Sony
     const sku = await sonyMoves("279.00");
-    await vi.waitFor(() => expect(deliveriesTo(url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(deliveriesTo(url)).toHaveLength(1), 20);
     const [delivery] = deliveriesTo(url);
     expect(delivery!.headers["x-mcp-subscription-id"]).toBe(id);
     const body = verifyWithLibrary(secret, delivery!) as Record<string, unknown>;
@@ -217,7 +218,7 @@ describe("a subscription's deliveries", () => {
     expect(receiver.to(url)).toHaveLength(1); // the one verification
 
     await sonyMoves("250.00");
-    await vi.waitFor(() => expect(deliveriesTo(url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(deliveriesTo(url)).toHaveLength(1), 20);
     expect(verifyWithLibrary(secret, deliveriesTo(url)[0]!)).toMatchObject({ name: "price.changed" });
   });
 
@@ -249,7 +250,7 @@ describe("a subscription's deliveries", () => {
     const { url, secret, id } = await subscribed(account.key);
     expect((await call("DELETE", `/api-keys/${account.keyId}`, { token: account.token })).status).toBe(200);
     await sonyMoves("260.00");
-    await vi.waitFor(() => expect(deliveriesTo(url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(deliveriesTo(url)).toHaveLength(1), 20);
     const [ended] = deliveriesTo(url);
     expect(ended!.headers["x-mcp-subscription-id"]).toBe(id);
     expect(ended!.headers["webhook-id"]).toMatch(/^msg_terminated_[0-9a-f]{32}$/);
@@ -406,7 +407,7 @@ describe("environments", () => {
     // A live change of that SKU: the live subscription only.
     await ingest([{ sku, price: "10.00" }]);
     await ingest([{ sku, price: "9.00" }]);
-    await vi.waitFor(() => expect(deliveriesTo(live.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(deliveriesTo(live.url)).toHaveLength(1), 20);
     expect(await budgetUsed(account.sub, "subscription-deliveries")).toBe(1);
 
     // A sandbox change of that SKU: the test subscription only, counted in the test-delivery budget.
@@ -417,7 +418,7 @@ describe("environments", () => {
       await call("POST", "/test/observations", { token: account.testKey, body: { observations: [{ ...observation, in_stock: true }] } }),
       200,
     );
-    await vi.waitFor(() => expect(deliveriesTo(test.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(deliveriesTo(test.url)).toHaveLength(1), 20);
     const body = verifyWithLibrary(test.secret, deliveriesTo(test.url)[0]!) as { data: { sku: string } };
     expect(body.data.sku).toBe(sku);
     await quietFor(300);
@@ -517,20 +518,20 @@ describe("the account's subscription-delivery budget", () => {
     const { url, secret, id } = await subscribed(a.key);
     await use(a.sub, SUBSCRIPTION_BUDGET - 1);
     await sonyMoves("279.00");
-    await vi.waitFor(() => expect(deliveriesTo(url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(deliveriesTo(url)).toHaveLength(1), 20);
     expect(await usedBy(a.sub)).toBe(SUBSCRIPTION_BUDGET);
 
     // Exhausted: the next two moves are held back, and the later one is kept as the gap's cursor.
     await sonyMoves("270.00");
     const last = await eventOf(await sonyMoves("260.00"));
-    await vi.waitFor(async () => expect(await gapOf(id)).toBe(last), { timeout: 5_000, interval: 20 });
+    await settled(async () => expect(await gapOf(id)).toBe(last), 20);
     await quietFor(300);
     expect(deliveriesTo(url)).toHaveLength(1);
 
     // An hour on, the budget has room: the gap first, then the event, both counted.
     await anHourPasses(a.sub);
     const sku = await sonyMoves("250.00");
-    await vi.waitFor(() => expect(deliveriesTo(url)).toHaveLength(3), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(deliveriesTo(url)).toHaveLength(3), 20);
     const [gap, event] = deliveriesTo(url)
       .slice(1)
       .sort((x, y) => (x.headers["webhook-id"]!.startsWith("msg_gap_") ? -1 : y.headers["webhook-id"]!.startsWith("msg_gap_") ? 1 : 0));
@@ -547,7 +548,7 @@ describe("the account's subscription-delivery budget", () => {
     const { client, url, params, id } = await subscribed(a.key);
     await use(a.sub, SUBSCRIPTION_BUDGET);
     const held = await eventOf(await sonyMoves("279.00"));
-    await vi.waitFor(async () => expect(await gapOf(id)).toBe(held), { timeout: 5_000, interval: 20 });
+    await settled(async () => expect(await gapOf(id)).toBe(held), 20);
     const refreshed = await eventsCall(client, "events/subscribe", params);
     expect(refreshed).toMatchObject({ id, truncated: true, cursor: held });
     expect(await gapOf(id)).toBeNull();
@@ -563,9 +564,9 @@ describe("the account's subscription-delivery budget", () => {
     await use(a.sub, SUBSCRIPTION_BUDGET);
     await ingest(skusMoved.map((sku) => ({ sku, brand: "Sony", price: "300.00" })));
     await ingest(skusMoved.map((sku) => ({ sku, brand: "Sony", price: "250.00" }))); // 101 events: the queue's path
-    await vi.waitFor(() => expect(deliveriesTo(theirs.url)).toHaveLength(1), { timeout: 10_000, interval: 50 });
+    await settled(() => expect(deliveriesTo(theirs.url)).toHaveLength(1), 50);
     const lastOfMine = (await Promise.all(skusMoved.slice(0, 50).map(eventOf))).sort().at(-1);
-    await vi.waitFor(async () => expect(await gapOf(mine.id)).toBe(lastOfMine), { timeout: 10_000, interval: 50 });
+    await settled(async () => expect(await gapOf(mine.id)).toBe(lastOfMine), 50);
     expect(deliveriesTo(mine.url)).toEqual([]);
   });
 
@@ -577,7 +578,7 @@ describe("the account's subscription-delivery budget", () => {
     await use(a.sub, SUBSCRIPTION_BUDGET);
     const started = Date.now();
     await sonyMoves("279.00");
-    await vi.waitFor(() => expect(deliveriesTo(theirs.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(deliveriesTo(theirs.url)).toHaveLength(1), 20);
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(verifyWithLibrary(theirs.secret, deliveriesTo(theirs.url)[0]!)).toMatchObject({ name: "price.changed" });
     await quietFor(300);

@@ -8,6 +8,7 @@ import { authorizeUrl, openConsent, pkcePair, registerClient } from "../helpers/
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
 import { bodyText, DocumentChecker, fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
+import { settled } from "../helpers/settle.ts";
 import { accountToken, adminToken } from "../helpers/tokens.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 
@@ -474,14 +475,14 @@ describe("webhooks (account login)", () => {
     await expectCall(403, "post", path, `/webhooks/${webhookId}/test`, { token: key });
 
     // The real queue delivers it; then the attempt is listed (checked against the Delivery schema).
-    await vi.waitFor(
+    await settled(
       async () =>
         expect(
           (await env.DB.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?")
             .bind(webhookId)
             .first<{ n: number }>())!.n,
         ).toBe(1),
-      { timeout: 10_000, interval: 100 },
+      100,
     );
     const deliveries = "/webhooks/{id}/deliveries";
     const body = await expectCall(200, "get", deliveries, `/webhooks/${webhookId}/deliveries`, { token: hooks });

@@ -10,7 +10,8 @@ import { DELIVERY_QUEUES } from "../../src/webhooks/delivery/queues.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, workMeter, workMeterIsFinal } from "../helpers/http.ts";
-import { lastUsedMarksStored } from "../helpers/last-used.ts";
+import { lastUsedMarkStored } from "../helpers/last-used.ts";
+import { settled } from "../helpers/settle.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
 import { asWorkMeter, invocationLog, type LoggedWork } from "../helpers/work-log.ts";
@@ -188,7 +189,7 @@ beforeAll(async () => {
   for (let i = 0; i < 3; i++) await createProduct({ sku: `FINAL-${Date.now()}-${i}`, brand });
   await publishCatalogue();
   await (await call("GET", "/competitors", { token: owner.key })).arrayBuffer(); // the key's object has read the key
-  await lastUsedMarksStored(owner.keyId); // and its first use's mark is stored, before any span
+  await lastUsedMarkStored(owner.key, owner.keyId); // and its first use's mark is stored, before any span
 });
 
 afterEach(() => vi.restoreAllMocks());
@@ -258,7 +259,7 @@ describe("the final tally", () => {
       expect(res.status).toBe(202);
       const { id } = await res.json<{ id: string }>();
       // Its steps run in its runner's alarms, after the answer; the export's own route says when they are done.
-      await vi.waitFor(async () => {
+      await settled(async () => {
         const shown = await call("GET", `/exports/${id}`, { token: owner.token });
         expect((await shown.json<{ status: string }>()).status).toBe("succeeded");
       });
@@ -285,7 +286,7 @@ describe("the final tally", () => {
       expect(workMeter(second)).toMatchObject({ "other-do": 0 });
       expect(workMeter(second)["do-rows-written"]).toBeLessThanOrEqual(2);
       await second.arrayBuffer();
-      await vi.waitFor(() => expect(invocationLog().lines.map((line) => line.invocation)).toContain("last_used_mark"));
+      await settled(() => expect(invocationLog().lines.map((line) => line.invocation)).toContain("last_used_mark"));
       await runDurableObjectAlarm(shard);
     });
     const flush = lines.find((line) => line.invocation === "last_used_flush");

@@ -28,6 +28,7 @@ import { postMcp } from "../helpers/mcp.ts";
 import { fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { factSources, sandboxOf } from "../helpers/sandbox.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
+import { settled } from "../helpers/settle.ts";
 import { openStream, readFrames } from "../helpers/stream-frames.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks.ts";
@@ -222,14 +223,11 @@ beforeAll(async () => {
   await call("GET", "/competitors", { token: a.key });
   await stub.setLimits({ per_minute: 1000, per_hour: 1000, per_day: 10 });
   for (let i = 2; i <= 8; i++) await call("GET", "/competitors", { token: a.key }); // 80 % of a day of 10: usage.threshold
-  await vi.waitFor(
-    async () => {
-      const types = (await env.DB.prepare("SELECT DISTINCT type FROM events WHERE account_id = ?").bind(a.sub).all<{ type: string }>())
-        .results;
-      expect(types.map((t) => t.type).sort()).toEqual(["api_key.expiring", "api_key.leaked", "usage.threshold", "webhook.disabled"]);
-    },
-    { timeout: 10_000 },
-  );
+  await settled(async () => {
+    const types = (await env.DB.prepare("SELECT DISTINCT type FROM events WHERE account_id = ?").bind(a.sub).all<{ type: string }>())
+      .results;
+    expect(types.map((t) => t.type).sort()).toEqual(["api_key.expiring", "api_key.leaked", "usage.threshold", "webhook.disabled"]);
+  });
 
   // A sentinel price change after all of A's events: once B's stream shows it, it has passed every event before it.
   await ingest([{ sku, price: "17.00", in_stock: true }]);

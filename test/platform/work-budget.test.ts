@@ -39,9 +39,10 @@ import {
 } from "../helpers/connect.ts";
 import { commitEvents } from "../helpers/events.ts";
 import { call, randomTestIp, type WorkCountField } from "../helpers/http.ts";
-import { lastUsedMarksStored } from "../helpers/last-used.ts";
+import { lastUsedMarkStored } from "../helpers/last-used.ts";
 import { fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
+import { settled } from "../helpers/settle.ts";
 import { type Cost, costOf, statementsOf } from "../helpers/statements.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { HOOKS_ORIGIN, hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
@@ -1359,7 +1360,7 @@ async function markAUse() {
   const shard = lastUsedLog(env, fresh.id);
   const marks = () => runInDurableObject(shard, async (_, state) => state.storage.sql.exec("SELECT count(*) AS n FROM mark_rows").one().n);
   expect((await call("GET", "/competitors", { token: fresh.key, headers: { "CF-Connecting-IP": randomTestIp() } })).status).toBe(200);
-  await lastUsedMarksStored(fresh.id);
+  await lastUsedMarkStored(fresh.key, fresh.id);
   expect(await marks()).toBeGreaterThan(0);
 }
 

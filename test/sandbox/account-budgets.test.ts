@@ -6,6 +6,7 @@ import type { AccountBudget } from "../../src/rate-limit/account-budgets.ts";
 import { bucketName } from "../../src/rate-limit/buckets.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { testAccount } from "../helpers/sandbox.ts";
+import { settled } from "../helpers/settle.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, runQueue, spyOnDeliveryQueues } from "../helpers/webhooks.ts";
 
@@ -149,7 +150,7 @@ describe("replayed deliveries: 20,000 an hour per account", () => {
     const hook = await createWebhook(token, { url, environment: "test" });
     const since = new Date(Date.now() - 1000).toISOString();
     await expectJson(await simulate(testKey, await sandboxObservations(testKey, 8)), 200); // 16 events
-    await vi.waitFor(() => expect(receiver.to(url)).toHaveLength(16), { timeout: 5_000, interval: 20 }); // their first deliveries
+    await settled(() => expect(receiver.to(url)).toHaveLength(16), 20); // their first deliveries
     await use(sub, "replayed-deliveries", 19_990);
     const sent = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
     try {

@@ -6,6 +6,7 @@ import { fanOut } from "../../src/webhooks/delivery/store.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { postMcp, toolCall } from "../helpers/mcp.ts";
 import { factSources, testAccount } from "../helpers/sandbox.ts";
+import { settled } from "../helpers/settle.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, ingest } from "../helpers/webhooks.ts";
 
@@ -144,7 +145,7 @@ describe("webhooks", () => {
     const otherBrandUrl = hookUrl("other-brand");
     await createWebhook(token, { url: otherBrandUrl, environment: "test", filters: { brands: ["Sonos"] } });
     const { eventIds } = await sandboxChange(testKey);
-    await vi.waitFor(() => expect(receiver.to(testUrl)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(receiver.to(testUrl)).toHaveLength(1), 20);
     const [delivery] = receiver.to(testUrl);
     expect(delivery!.headers["webhook-id"]).toBe(eventIds[0]);
     expect(JSON.parse(delivery!.body)).toMatchObject({ type: "price.changed", data: { event_id: eventIds[0] } });
@@ -200,7 +201,7 @@ describe("the stream", () => {
     });
     const stream = readStream(res);
     try {
-      await vi.waitFor(() => expect(stream.text()).toContain(`id: ${eventIds[0]}`), { timeout: 5_000, interval: 20 });
+      await settled(() => expect(stream.text()).toContain(`id: ${eventIds[0]}`), 20);
     } finally {
       await stream.close();
     }
@@ -213,12 +214,12 @@ describe("the stream", () => {
     const liveStream = readStream(await open(live));
     try {
       const { eventIds } = await sandboxChange(testKey);
-      await vi.waitFor(() => expect(testStream.text()).toContain(`id: ${eventIds[0]}`), { timeout: 5_000, interval: 20 });
+      await settled(() => expect(testStream.text()).toContain(`id: ${eventIds[0]}`), 20);
       const sku = `LIVE-ST-${Date.now()}`;
       await ingest([{ sku, price: "10.00" }]);
       await ingest([{ sku, price: "12.00" }]);
       // Both streams are in the account's one hub, so a publish that reached one was decided for both.
-      await vi.waitFor(() => expect(liveStream.text()).toContain(`"sku":"${sku}"`), { timeout: 5_000, interval: 20 });
+      await settled(() => expect(liveStream.text()).toContain(`"sku":"${sku}"`), 20);
       expect(liveStream.text()).not.toContain(eventIds[0]);
       expect(testStream.text()).not.toContain(sku);
     } finally {

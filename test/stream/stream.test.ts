@@ -16,6 +16,7 @@ import { BACKFILL_EXAMINED_MAX, eventFrames, type StreamTiming, subscribe } from
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
+import { settled } from "../helpers/settle.ts";
 import { recordingD1, type Statement } from "../helpers/statements.ts";
 import { openStream, readFrames } from "../helpers/stream-frames.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
@@ -113,9 +114,9 @@ describe("GET /events/stream", () => {
       received.push({ id: message.lastEventId, type: message.type, data: JSON.parse(message.data) });
     });
     try {
-      await vi.waitFor(() => expect(received).toHaveLength(2), { timeout: 5_000, interval: 20 }); // the backfill
+      await settled(() => expect(received).toHaveLength(2), 20); // the backfill
       await ingest([{ sku: watched, price: "7.00" }]);
-      await vi.waitFor(() => expect(received).toHaveLength(3), { timeout: 5_000, interval: 20 }); // live
+      await settled(() => expect(received).toHaveLength(3), 20); // live
 
       const open = net.holdReconnects();
       net.drop();
@@ -123,7 +124,7 @@ describe("GET /events/stream", () => {
       await ingest([{ sku: other, price: "8.00" }]);
       await ingest([{ sku: watched, price: "5.00" }]);
       open();
-      await vi.waitFor(() => expect(received).toHaveLength(5), { timeout: 10_000, interval: 20 });
+      await settled(() => expect(received).toHaveLength(5), 20);
 
       const all = await eventIdsOf(watched);
       expect(received.map((event) => event.id)).toEqual(all);
@@ -156,14 +157,11 @@ describe("GET /events/stream", () => {
     expect(rateLimitOf(refused).remaining).toBe(rateLimitOf(open.at(-1)!).remaining! - 1);
 
     await open.pop()!.body!.cancel();
-    await vi.waitFor(
-      async () => {
-        const again = await call("GET", "/events/stream", { token: key });
-        expect(again.status).toBe(200);
-        open.push(again);
-      },
-      { timeout: 5_000, interval: 50 },
-    );
+    await settled(async () => {
+      const again = await call("GET", "/events/stream", { token: key });
+      expect(again.status).toBe(200);
+      open.push(again);
+    }, 50);
     for (const res of open) await res.body!.cancel();
   });
 
@@ -294,8 +292,8 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
     const untyped = readFrames(await openStream(b.key, `?since=${new Date().toISOString()}`));
     const typed = readFrames(await openStream(b.key, `?type=price.changed&since=${new Date().toISOString()}`));
     try {
-      await vi.waitFor(() => expect(untyped.frames.join("\n")).toContain(": connected"));
-      await vi.waitFor(() => expect(typed.frames.join("\n")).toContain(": connected"));
+      await settled(() => expect(untyped.frames.join("\n")).toContain(": connected"));
+      await settled(() => expect(typed.frames.join("\n")).toContain(": connected"));
       // A's account events, each kind: one through the worker (a leak report), the others as their writers store them.
       await expectJson(await report([found(a.key)]), 200);
       const at = new Date().toISOString();
@@ -314,10 +312,10 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
       await ingest([{ sku, price: "3.00" }]);
       await ingest([{ sku, price: "2.00" }]);
       const [change] = await eventIdsOf(sku);
-      await vi.waitFor(() => expect(untyped.sentIds()).toContain(change), { timeout: 5_000, interval: 20 });
-      await vi.waitFor(() => expect(typed.sentIds()).toContain(change), { timeout: 5_000, interval: 20 });
+      await settled(() => expect(untyped.sentIds()).toContain(change), 20);
+      await settled(() => expect(typed.sentIds()).toContain(change), 20);
       const backfill = readFrames(await openStream(b.key, `?since=${start}`));
-      await vi.waitFor(() => expect(backfill.sentIds()).toContain(change), { timeout: 5_000, interval: 20 });
+      await settled(() => expect(backfill.sentIds()).toContain(change), 20);
       await backfill.close();
       for (const stream of [untyped, typed, backfill]) {
         const text = stream.frames.join("\n\n");
@@ -389,10 +387,10 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
     try {
       await ingest([{ sku, price: "5.00" }]);
       await ingest([{ sku, price: "4.00" }]);
-      await vi.waitFor(() => expect(stream.sentIds()).toHaveLength(1), { timeout: 5_000, interval: 20 });
+      await settled(() => expect(stream.sentIds()).toHaveLength(1), 20);
       await change();
       await ingest([{ sku, price: "3.00" }]);
-      await vi.waitFor(() => expect(stream.ended).resolves.toBeUndefined(), { timeout: 10_000, interval: 50 });
+      await settled(() => expect(stream.ended).resolves.toBeUndefined(), 50);
       expect(stream.sentIds()).toEqual([(await eventIdsOf(sku))[0]]);
     } finally {
       await stream.close();
@@ -429,10 +427,7 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
     await endsWithItsKey(key, async () => {
       await expectJson(await call("POST", `/api-keys/${keyId}/rotate`, { token, body: { grace_seconds: 1 } }), 201);
       // The grace is over once the key is refused.
-      await vi.waitFor(async () => expect((await call("GET", "/competitors", { token: key })).status).toBe(401), {
-        timeout: 5_000,
-        interval: 200,
-      });
+      await settled(async () => expect((await call("GET", "/competitors", { token: key })).status).toBe(401), 200);
     });
   });
 
@@ -444,9 +439,9 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
     try {
       await ingest([{ sku, price: "5.00" }]);
       await ingest([{ sku, price: "4.00" }]);
-      await vi.waitFor(() => expect(stream.sentIds()).toHaveLength(1), { timeout: 5_000, interval: 20 });
+      await settled(() => expect(stream.sentIds()).toHaveLength(1), 20);
       await ingest([{ sku, price: "3.00" }]);
-      await vi.waitFor(() => expect(stream.sentIds()).toHaveLength(2), { timeout: 5_000, interval: 20 });
+      await settled(() => expect(stream.sentIds()).toHaveLength(2), 20);
       // Two writes, nothing asked of the key's object; the key's next request is its second counted.
       const next = await call("GET", "/competitors", { token: key });
       expect(rateLimitOf(next).remaining).toBe(rateLimitOf(opened).remaining! - 1);
@@ -481,11 +476,11 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
     await storePriceChanges(3_000, sku);
     const stream = readFrames(await openStream(key, `?skus=${encodeURIComponent(sku)}`));
     try {
-      await vi.waitFor(() => expect(stream.frames.join("\n")).toContain(": connected"));
+      await settled(() => expect(stream.frames.join("\n")).toContain(": connected"));
       await ingest([{ sku, price: "5.00" }]);
       await ingest([{ sku, price: "4.00" }]);
       const newest = (await eventIdsOf(sku)).at(-1);
-      await vi.waitFor(() => expect(stream.sentIds()).toEqual([newest]), { timeout: 5_000, interval: 20 });
+      await settled(() => expect(stream.sentIds()).toEqual([newest]), 20);
     } finally {
       await stream.close();
     }
@@ -516,7 +511,7 @@ describe("tenants apart: the stream", { timeout: 30_000 }, () => {
     await ingest([{ sku: watched, price: "4.00" }]);
     const resumed = readFrames(await openStream(key, `?skus=${encodeURIComponent(watched)}`, { "Last-Event-ID": examined }));
     try {
-      await vi.waitFor(async () => expect(resumed.sentIds()).toEqual(await eventIdsOf(watched)), { timeout: 10_000, interval: 50 });
+      await settled(async () => expect(resumed.sentIds()).toEqual(await eventIdsOf(watched)), 50);
     } finally {
       await resumed.close();
     }
@@ -532,10 +527,10 @@ describe("pushed, not polled", { timeout: 30_000 }, () => {
     await ingest([{ sku, price: "5.00" }]);
     const streams = [readFrames(await openStream(a.key, `?skus=${encodeURIComponent(sku)}`)), readFrames(await openStream(b.key))];
     try {
-      for (const stream of streams) await vi.waitFor(() => expect(stream.frames.join("\n")).toContain(": connected"));
+      for (const stream of streams) await settled(() => expect(stream.frames.join("\n")).toContain(": connected"));
       await ingest([{ sku, price: "4.00" }]);
       const [change] = await eventIdsOf(sku);
-      for (const stream of streams) await vi.waitFor(() => expect(stream.sentIds()).toEqual([change]), { timeout: 2_000, interval: 10 });
+      for (const stream of streams) await settled(() => expect(stream.sentIds()).toEqual([change]), 10);
     } finally {
       for (const stream of streams) await stream.close();
     }
@@ -552,16 +547,16 @@ describe("pushed, not polled", { timeout: 30_000 }, () => {
       received.push(message.lastEventId);
     });
     try {
-      await vi.waitFor(() => expect(source.readyState).toBe(EventSource.OPEN)); // its response began: it is subscribed
+      await settled(() => expect(source.readyState).toBe(EventSource.OPEN)); // its response began: it is subscribed
       await ingest([{ sku, price: "9.00" }]);
-      await vi.waitFor(() => expect(received).toHaveLength(1), { timeout: 2_000, interval: 10 });
+      await settled(() => expect(received).toHaveLength(1), 10);
       const before = received.length;
       // The hub goes away (as on an eviction or a deploy): its sockets with it.
       await runInDurableObject(hubOf(env, sub), (_, state: DurableObjectState) => state.abort("the test restarts the hub")).catch(
         () => undefined,
       );
       await ingest([{ sku, price: "1.00" }]);
-      await vi.waitFor(() => expect(received.length).toBeGreaterThan(before), { timeout: 10_000, interval: 20 });
+      await settled(() => expect(received.length).toBeGreaterThan(before), 20);
       // Reconnected with the last id it had, and caught up from D1: every change once, in commit order.
       expect(net.requests.length).toBeGreaterThanOrEqual(2);
       expect(net.requests[1]!.headers.get("Last-Event-ID")).toBe(received[before - 1]);
@@ -574,7 +569,7 @@ describe("pushed, not polled", { timeout: 30_000 }, () => {
   it("a key's revocation ends its streams within a second", async () => {
     const { token, key, keyId } = await freshAccount({ plan: "premium" });
     const streams = [readFrames(await openStream(key)), readFrames(await openStream(key, "?type=stock.changed"))];
-    for (const stream of streams) await vi.waitFor(() => expect(stream.frames.join("\n")).toContain(": connected"));
+    for (const stream of streams) await settled(() => expect(stream.frames.join("\n")).toContain(": connected"));
     const revoked = Date.now();
     await expectJson(await call("DELETE", `/api-keys/${keyId}`, { token }), 200);
     await Promise.all(streams.map((stream) => stream.ended));
@@ -598,13 +593,13 @@ describe("a hub's stored rules", { timeout: 30_000 }, () => {
     await ingest([{ sku, price: "5.00" }]);
     const stream = readFrames(await openStream(key, `?${skus.map((s) => `skus=${encodeURIComponent(s)}`).join("&")}`));
     try {
-      await vi.waitFor(() => expect(stream.frames.join("\n")).toContain(": connected"));
+      await settled(() => expect(stream.frames.join("\n")).toContain(": connected"));
       expect(await stored()).toBe(before + 1);
       await ingest([{ sku, price: "4.00" }]);
-      await vi.waitFor(async () => expect(stream.sentIds()).toEqual(await eventIdsOf(sku)), { timeout: 2_000, interval: 10 });
+      await settled(async () => expect(stream.sentIds()).toEqual(await eventIdsOf(sku)), 10);
     } finally {
       await stream.close();
     }
-    await vi.waitFor(async () => expect(await stored()).toBe(before));
+    await settled(async () => expect(await stored()).toBe(before));
   });
 });

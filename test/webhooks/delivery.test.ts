@@ -11,6 +11,7 @@ import { DELIVERY_TIMEOUT_MS, PROBE_TIMEOUT_MS, USER_AGENT } from "../../src/web
 import { JITTER, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS } from "../../src/webhooks/delivery/schedule.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson, rateLimitOf } from "../helpers/http.ts";
+import { settled } from "../helpers/settle.ts";
 import { hang, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, runQueue, storeEvents, testEvent } from "../helpers/webhooks.ts";
 
@@ -101,9 +102,9 @@ describe("failures are retried on the schedule, with the same webhook-id", () =>
     for (let attempt = 2; attempt <= MAX_ATTEMPTS; attempt++) {
       const handed = await runQueue([next.body], next.attempts);
       expect(handed.explicitAcks).toEqual(handed.ids);
-      await vi.waitFor(async () => expect(await attemptsOf(webhookId)).toHaveLength(attempt));
+      await settled(async () => expect(await attemptsOf(webhookId)).toHaveLength(attempt));
       if (attempt === MAX_ATTEMPTS) break;
-      await vi.waitFor(() => expect(retries()).toHaveLength(attempt - 1));
+      await settled(() => expect(retries()).toHaveLength(attempt - 1));
       const retry = retries().at(-1)!;
       expect(retry.body).toMatchObject({ kind: "delivery", webhook_id: webhookId, attempts_before: attempt });
       delays.push(retry.delaySeconds);
@@ -164,7 +165,7 @@ describe("failures are retried on the schedule, with the same webhook-id", () =>
       const message = deliveryTo(webhook.id);
       const first = await runQueue([message], 1);
       await runQueue([message], 2); // failing now: made by the webhook's object
-      await vi.waitFor(() => expect(sent).toHaveBeenCalledTimes(1));
+      await settled(() => expect(sent).toHaveBeenCalledTimes(1));
       expect(timeouts).toHaveBeenCalledWith(DELIVERY_TIMEOUT_MS);
       expect(timeouts).toHaveBeenCalledWith(PROBE_TIMEOUT_MS);
       inJitterRange(first.retryMessages[0]?.delaySeconds, RETRY_DELAYS_SECONDS[0]);
@@ -235,10 +236,15 @@ describe("a batch", () => {
     const hooks = await Promise.all(Array.from({ length: 9 }, () => newWebhook()));
     let inFlight = 0;
     let most = 0;
+    // Receivers answer once the limit is reached, not after a time of their own: on a loaded machine the sixth might
+    // start only after a fixed wait had let the first answer. The 10 s guard only ends a batch sent one at a time.
+    let full: () => void = () => {};
+    const limitReached = new Promise<void>((resolve) => (full = resolve));
     for (const hook of hooks) {
       receiver.respond(hook.url, async () => {
         most = Math.max(most, ++inFlight);
-        await new Promise((resolve) => setTimeout(resolve, 30));
+        if (inFlight === MAX_OPEN_CONNECTIONS) full();
+        await Promise.race([limitReached, new Promise((resolve) => setTimeout(resolve, 10_000))]);
         inFlight--;
         return new Response("ok");
       });
@@ -251,14 +257,17 @@ describe("a batch", () => {
   it("one slow receiver does not hold up the others' answers", async () => {
     const [slow, fast] = await Promise.all([newWebhook(), newWebhook()]);
     let fastAnsweredWhileSlowWaited = false;
+    let slowAnswered = false;
     let release: () => void = () => {};
     const slowDone = new Promise<void>((resolve) => (release = resolve));
+    // The slow receiver answers when the fast one has; the 10 s guard only ends a batch sent one after the other.
     receiver.respond(slow.url, async () => {
-      await Promise.race([slowDone, new Promise((resolve) => setTimeout(resolve, 2000))]);
+      await Promise.race([slowDone, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+      slowAnswered = true;
       return new Response("ok");
     });
     receiver.respond(fast.url, () => {
-      fastAnsweredWhileSlowWaited = true;
+      fastAnsweredWhileSlowWaited = !slowAnswered;
       release();
       return new Response("ok");
     });
@@ -317,7 +326,7 @@ describe("the deliveries listing", () => {
     const message = deliveryTo(webhook.id);
     await runQueue([message], 1);
     await runQueue([message], 2); // failing now: made by the webhook's object
-    await vi.waitFor(async () => expect(await attemptsOf(webhook.id)).toHaveLength(2));
+    await settled(async () => expect(await attemptsOf(webhook.id)).toHaveLength(2));
     const { webhook_id, deliveries } = await expectJson(await call("GET", `/webhooks/${webhook.id}/deliveries`, { token }), 200);
     expect(webhook_id).toBe(webhook.id);
     expect(deliveries.map((d) => d.attempt)).toEqual([2, 1]);

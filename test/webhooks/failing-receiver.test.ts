@@ -9,6 +9,7 @@ import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { NOT_SENT_WHILE_FAILING, PROBE_TIMEOUT_MS } from "../../src/webhooks/delivery/attempt.ts";
 import { JITTER, RETRY_DELAYS_SECONDS } from "../../src/webhooks/delivery/schedule.ts";
 import { freshAccount } from "../helpers/accounts.ts";
+import { settled } from "../helpers/settle.ts";
 import { hang, hookUrl, installReceiver, type ReceivedRequest, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, endpointSettled, ingest, runQueue } from "../helpers/webhooks.ts";
 import { invocationLog } from "../helpers/work-log.ts";
@@ -19,13 +20,13 @@ import { invocationLog } from "../helpers/work-log.ts";
  * from the first delivery after the ingestion. Local workerd does not enforce the 6 connections of an invocation,
  * so the test also shows it structurally: the healthy endpoint receives each event while more than 6 attempts to the
  * hanging ones are open and none of them has timed out, which no single invocation could do in production.
+ * The contract's "within 5 s of the ingestion's answer" is shown without a clock, which a loaded machine stretches:
+ * each event the healthy endpoint receives came from the delivery right after the answer (the queue is held), and,
+ * beside the hanging ones, it came while every attempt to them was still open, so it waited on none of them.
  */
 
 const HANGING = 10;
 const EVENTS = 3;
-/** A generous bound: an immediate delivery takes well under a second, a hanging one 15 s. */
-const WITHIN_MS = 5_000;
-
 const db = () => database(env.DB);
 /** A webhook's attempts in D1, oldest first. */
 const attemptsOf = (webhookId: string) =>
@@ -45,28 +46,23 @@ afterAll(() => vi.restoreAllMocks());
 let products = 0;
 let cents = 1000;
 
-/** Ingests EVENTS price changes of one product; the time from each answer to the healthy receiver's request. */
-async function latencies(healthy: string, onDelivered: () => void = () => {}): Promise<number[]> {
+/** Ingests EVENTS price changes of one product, waiting after each answer until the healthy receiver has it. */
+async function deliverEach(healthy: string, onDelivered: () => void = () => {}): Promise<void> {
   const sku = `HANG-${Date.now()}-${++products}`;
   await ingest([{ sku, price: "9.00" }]);
-  const figures: number[] = [];
   for (let i = 1; i <= EVENTS; i++) {
     await ingest([{ sku, price: (++cents / 100).toFixed(2) }]);
-    const answered = Date.now();
-    await vi.waitFor(() => expect(receiver.to(healthy)).toHaveLength(i), { timeout: WITHIN_MS, interval: 10 });
-    figures.push(Date.now() - answered);
+    await settled(() => expect(receiver.to(healthy)).toHaveLength(i), 10);
     onDelivered();
   }
-  return figures;
 }
 
 describe("a failing receiver delays only itself", () => {
-  it(`alone, a healthy endpoint receives each event within ${WITHIN_MS / 1000} s of the ingestion's answer`, async () => {
+  it("alone, a healthy endpoint receives each event from the delivery right after the ingestion's answer", async () => {
     vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
     const token = (await freshAccount()).token;
     const healthy = await createWebhook(token, { url: hookUrl("alone"), events: ["price.changed"] });
-    const figures = await latencies(healthy.url);
-    expect(figures.every((ms) => ms < WITHIN_MS)).toBe(true);
+    await deliverEach(healthy.url);
   });
 
   it(`beside ${HANGING} endpoints that never answer, it still does, while their attempts are open and none has timed out`, async () => {
@@ -97,13 +93,12 @@ describe("a failing receiver delays only itself", () => {
       });
 
     const stillOpen = () => [...open].filter((request) => !request.signal?.aborted);
-    const figures = await latencies(healthy.url, () => {
+    await deliverEach(healthy.url, () => {
       // The healthy endpoint was answered while every hanging attempt made so far was still waiting.
       expect(stillOpen()).toHaveLength(open.size);
     });
-    expect(figures.every((ms) => ms < WITHIN_MS)).toBe(true);
     // Every hanging endpoint had its first attempt open at once, beside the healthy one's answered request.
-    await vi.waitFor(() => expect(new Set(stillOpen().map((request) => request.url)).size).toBe(HANGING), { timeout: WITHIN_MS });
+    await settled(() => expect(new Set(stillOpen().map((request) => request.url)).size).toBe(HANGING));
     expect(stillOpen().length).toBeGreaterThan(MAX_OPEN_CONNECTIONS);
 
     // Let the hanging endpoints fail at once from now on, so their objects finish before the test does.
@@ -198,7 +193,7 @@ describe("a failing endpoint's alarm", () => {
       const retries = Array.from({ length: due }, () => deliveryTo(hook.id));
       await runQueue(retries, 2); // handed to the endpoint's object, whose alarm makes them
       await endpointSettled(hook.id, 20_000);
-      const alarms = await vi.waitFor(() => {
+      const alarms = await settled(() => {
         const lines = log.lines.filter((line) => line.invocation === "webhook_endpoint_alarm");
         expect(lines).not.toHaveLength(0);
         return lines;

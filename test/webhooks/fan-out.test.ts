@@ -10,6 +10,7 @@ import { newId } from "../../src/platform/ids.ts";
 import { webhooks } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, rateLimitOf } from "../helpers/http.ts";
+import { settled } from "../helpers/settle.ts";
 import { HOOKS_ORIGIN, hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, ingest, runQueue, spyOnDeliveryQueues, storeEvents, testEvent } from "../helpers/webhooks.ts";
 
@@ -199,7 +200,7 @@ describe("from ingestion to the receiver, through the real queue", () => {
     let kinds: string[];
     try {
       await ingest([{ sku: "E2E-1", price: "89.50", observed_at: "2026-05-02T00:00:00Z" }]);
-      await vi.waitFor(() => expect(receiver.to(matching.url)).toHaveLength(1), { timeout: 10_000, interval: 50 });
+      await settled(() => expect(receiver.to(matching.url)).toHaveLength(1), 50);
       kinds = sent.sent().map((m) => (m.body as WebhookMessage).kind);
     } finally {
       sent.restore();

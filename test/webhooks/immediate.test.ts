@@ -12,6 +12,7 @@ import { accountBudgets } from "../../src/rate-limit/stub.ts";
 import { deliverAfterCommit } from "../../src/webhooks/delivery/immediate.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { captureLogs } from "../helpers/logs.ts";
+import { settled } from "../helpers/settle.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, ingest, runQueue, spyOnDeliveryQueues, storeEvents } from "../helpers/webhooks.ts";
 
@@ -91,13 +92,10 @@ describe("the first delivery, right after the commit", () => {
     const hook = await createWebhook(token, { url: hookUrl("now"), events: ["price.changed"] });
     const queue = captureQueue();
     await priceChange();
-    await vi.waitFor(() => expect(receiver.to(hook.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(receiver.to(hook.url)).toHaveLength(1), 20);
     const [request] = receiver.to(hook.url);
     expect(verifyWithLibrary(hook.secret, request!)).toMatchObject({ type: "price.changed", data: { new_price: "9.00" } });
-    await vi.waitFor(async () => expect(await fannedOut(queue.events().map((m) => m.event.id))).toEqual([true]), {
-      timeout: 5_000,
-      interval: 20,
-    });
+    await settled(async () => expect(await fannedOut(queue.events().map((m) => m.event.id))).toEqual([true]), 20);
     const recorded = await db().select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, hook.id)).all();
     expect(recorded).toMatchObject([{ attempt: 1, outcome: "delivered", statusCode: 200 }]);
     expect(queue.deliveries()).toEqual([]);
@@ -118,7 +116,7 @@ describe("the first delivery, right after the commit", () => {
     receiver.respond(hook.url, () => new Response("busy", { status: 503 }));
     const queue = captureQueue();
     await priceChange();
-    await vi.waitFor(() => expect(queue.retries()).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(queue.retries()).toHaveLength(1), 20);
     const [retry] = queue.retries();
     expect(retry!.body).toMatchObject({ kind: "delivery", webhook_id: hook.id, attempts_before: 1 });
     expect(retry!.delaySeconds).toBeGreaterThanOrEqual(4);
@@ -128,7 +126,7 @@ describe("the first delivery, right after the commit", () => {
     receiver.respond(hook.url, () => new Response("ok"));
     const result = await runQueue([retry!.body], 1);
     expect(result.explicitAcks).toEqual(result.ids);
-    await vi.waitFor(async () =>
+    await settled(async () =>
       expect((await attemptsOf(hook.id)).map((a) => [a.attempt, a.outcome])).toEqual([
         [1, "retrying"],
         [2, "delivered"],
@@ -142,11 +140,11 @@ describe("the first delivery, right after the commit", () => {
     receiver.respond(hook.url, () => new Response("no", { status: 500 }));
     const queue = captureQueue();
     await priceChange();
-    await vi.waitFor(() => expect(queue.retries()).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(queue.retries()).toHaveLength(1), 20);
     const result = await runQueue([queue.retries()[0]!.body], 7); // 1 before the queue + 7 = the 8th and last
     expect(result.explicitAcks).toEqual(result.ids);
     expect(result.retryMessages).toEqual([]);
-    await vi.waitFor(async () => expect((await attemptsOf(hook.id)).at(-1)).toMatchObject({ attempt: 8, outcome: "failed" }));
+    await settled(async () => expect((await attemptsOf(hook.id)).at(-1)).toMatchObject({ attempt: 8, outcome: "failed" }));
     expect(queue.retries()).toHaveLength(1); // the first attempt's: none after the last
   });
 

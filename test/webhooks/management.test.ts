@@ -8,6 +8,7 @@ import { decryptSecret } from "../../src/webhooks/secrets.ts";
 import { MAX_WEBHOOKS_PER_ACCOUNT } from "../../src/webhooks/service.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
+import { settled } from "../helpers/settle.ts";
 import { hookUrl, installReceiver, type Receiver, verifyWithLibrary } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, runQueue } from "../helpers/webhooks.ts";
 
@@ -162,7 +163,7 @@ describe("POST /webhooks/:id/test", () => {
     expect(queued).toEqual({ event_id: expect.stringMatching(/^evt_/), type: "webhook.test", status: "queued" });
 
     // The real queue and consumer of the test runtime deliver it (batches wait up to 1 s).
-    await vi.waitFor(() => expect(receiver.to(url)).toHaveLength(1), { timeout: 10_000, interval: 50 });
+    await settled(() => expect(receiver.to(url)).toHaveLength(1), 50);
     const [request] = receiver.to(url);
     expect(request!.headers["webhook-id"]).toBe(queued.event_id);
     expect(verifyWithLibrary(secret, request!)).toEqual({
@@ -171,7 +172,7 @@ describe("POST /webhooks/:id/test", () => {
       data: { event_id: queued.event_id, webhook_id: id, message: expect.any(String) },
     });
 
-    await vi.waitFor(async () => {
+    await settled(async () => {
       const { deliveries } = await expectJson(await call("GET", `/webhooks/${id}/deliveries`, { token }), 200);
       expect(deliveries).toEqual([
         {

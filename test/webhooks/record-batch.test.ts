@@ -5,6 +5,7 @@ import { D1_QUERIES_PER_DELIVERY_BATCH } from "../../src/events/retention.ts";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
+import { settled } from "../helpers/settle.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, runQueue } from "../helpers/webhooks.ts";
 
@@ -90,7 +91,7 @@ describe("recording a queue batch's attempts", () => {
     expect(cost.batches).toEqual([5]);
     await runQueue([deliveryTo(recovered!.id)]); // failing: its object makes it
     const state = async (id: string) => (await db().select().from(webhooks).where(eq(webhooks.id, id)).get())!;
-    await vi.waitFor(async () => expect(await state(recovered!.id)).toMatchObject({ failingSince: null }));
+    await settled(async () => expect(await state(recovered!.id)).toMatchObject({ failingSince: null }));
     expect((await state(failing!.id)).failingSince).not.toBeNull();
     expect(await state(failing!.id)).toMatchObject({ status: "enabled" });
     expect(await state(recovered!.id)).toMatchObject({ status: "enabled", failingSince: null });

@@ -9,6 +9,7 @@ import { MAX_ATTEMPTS } from "../../src/webhooks/delivery/schedule.ts";
 import { replayBody } from "../../src/webhooks/schema.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
+import { settled } from "../helpers/settle.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, deliveryTo, ingest, runQueue } from "../helpers/webhooks.ts";
 
@@ -91,7 +92,7 @@ describe("POST /webhooks/:id/replay", () => {
     await runQueue([failed!], MAX_ATTEMPTS); // the last attempt: recorded as failed
     await runQueue([retrying!], 1); // the endpoint is failing: its object makes this one
     expect(never).toBeDefined();
-    await vi.waitFor(async () => {
+    await settled(async () => {
       const outcomes = await db()
         .select({ event: webhookDeliveries.eventId, outcome: webhookDeliveries.outcome })
         .from(webhookDeliveries)

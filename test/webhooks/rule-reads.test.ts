@@ -6,6 +6,7 @@ import { freshAccount } from "../helpers/accounts.ts";
 import { createProduct } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { fetchDocument } from "../helpers/openapi.ts";
+import { settled } from "../helpers/settle.ts";
 import { costOf, statementsOf } from "../helpers/statements.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
 import { createWebhook, ingest, runQueue, spyOnDeliveryQueues, storeEvents, testEvent } from "../helpers/webhooks.ts";
@@ -134,6 +135,6 @@ describe("the fan-out of a batch", () => {
     // The first delivery after an ingestion reads the same way, and reaches the small webhook.
     await ingest([{ sku: "READS-3", price: "10.00", competitor: { id: "cmp_reads", name: "Reads" } }]);
     await ingest([{ sku: "READS-3", price: "9.00", competitor: { id: "cmp_reads", name: "Reads" } }]);
-    await vi.waitFor(() => expect(receiver.to(small.url)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    await settled(() => expect(receiver.to(small.url)).toHaveLength(1), 20);
   });
 });
