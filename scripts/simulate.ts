@@ -15,7 +15,13 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { FLUSH_EVERY_MS, LAST_USED_SHARDS, MARK_EVERY_MS, MARKS_PER_STATEMENT, WRITE_EVERY_MS } from "../src/api-keys/object/last-used-schedule.ts";
+import {
+  FLUSH_EVERY_MS,
+  LAST_USED_SHARDS,
+  MARK_EVERY_MS,
+  MARKS_PER_STATEMENT,
+  WRITE_EVERY_MS,
+} from "../src/api-keys/object/last-used-schedule.ts";
 import {
   DELIVERIES_IN_D1_MS,
   DELIVERY_ARCHIVE_AFTER_MS,

@@ -31,7 +31,10 @@ import { storedBytes } from "./storage.ts";
 
 type CostsFile = Costs;
 
-type Tally = Omit<Required<OperationCost>, "per" | "cpu_ms" | "marks_per_flush" | "writes_per_flush" | "marks_per_write" | "per_refused_request" | "steps_per_export">;
+type Tally = Omit<
+  Required<OperationCost>,
+  "per" | "cpu_ms" | "marks_per_flush" | "writes_per_flush" | "marks_per_write" | "per_refused_request" | "steps_per_export"
+>;
 const noTally = (): Tally => ({
   d1_statements: 0,
   d1_ms: 0,
@@ -148,7 +151,13 @@ async function logged(
 
 const BUILD_STEP = "catalogue_build_step";
 /** A key's periodic work (src/api-keys/object/): invocations of their own, none of them a delivery's. */
-const KEY_PERIODIC_WORK = new Set(["last_used_mark", "last_used_write", "last_used_flush", "usage_threshold_notice", "api_key_object_alarm"]);
+const KEY_PERIODIC_WORK = new Set([
+  "last_used_mark",
+  "last_used_write",
+  "last_used_flush",
+  "usage_threshold_notice",
+  "api_key_object_alarm",
+]);
 /** The invocations that are an object's alarm (MeteredObject.invocation's kinds): each one an object request. */
 /** Requests a key makes before its operations are measured: its next block of admissions covers what is measured. */
 const FILL_BLOCK = 40;

@@ -42,7 +42,6 @@ import { call, randomTestIp, type WorkCountField } from "../helpers/http.ts";
 import { lastUsedMarkStored } from "../helpers/last-used.ts";
 import { fetchDocument, METHODS } from "../helpers/openapi.ts";
 import { found, report } from "../helpers/secret-scanning.ts";
-import { settled } from "../helpers/settle.ts";
 import { type Cost, costOf, statementsOf } from "../helpers/statements.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { HOOKS_ORIGIN, hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";
