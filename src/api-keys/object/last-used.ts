@@ -34,7 +34,6 @@ const UPDATE_LAST_USED = `UPDATE api_keys SET last_used_at = marks.value FROM js
 /** One shard of the marks waiting for D1: rows of marks gathered together, each a key's newest mark of its time. */
 export class LastUsedLog extends MeteredObject {
   private alarmSet = false;
-  private flushedAt = 0;
   /** Marks handed to the shard and not yet stored: each key's newest. */
   private gathering = new Map<string, string>();
   /** The write that will store `gathering`, once WRITE_EVERY_MS has passed since its first mark. */
@@ -63,7 +62,7 @@ export class LastUsedLog extends MeteredObject {
     return this.reported({});
   }
 
-  /** Stores the gathered marks as one row, and arms the flush if it is not armed yet. */
+  /** Stores the gathered marks as one row, and arms the flush, FLUSH_EVERY_MS on, if it is not armed yet. */
   private async storeGathered(): Promise<void> {
     const marks = this.gathering;
     this.gathering = new Map();
@@ -71,7 +70,7 @@ export class LastUsedLog extends MeteredObject {
     this.ctx.storage.sql.exec("INSERT INTO mark_rows (marks) VALUES (?)", JSON.stringify(Object.fromEntries(marks)));
     if (!this.alarmSet) {
       this.alarmSet = true;
-      await this.ctx.storage.setAlarm(Math.max(Date.now(), this.flushedAt + FLUSH_EVERY_MS));
+      await this.ctx.storage.setAlarm(Date.now() + FLUSH_EVERY_MS);
     }
   }
 
@@ -104,11 +103,10 @@ export class LastUsedLog extends MeteredObject {
     const db = this.meter.d1Binding(this.env.DB);
     const update = db.prepare(UPDATE_LAST_USED);
     await db.batch(chunks.map((chunk) => update.bind(chunk)));
-    this.flushedAt = Date.now();
     this.ctx.storage.sql.exec("DELETE FROM mark_rows WHERE id <= ?", rows.at(-1)!.id);
     if (this.ctx.storage.sql.exec("SELECT 1 FROM mark_rows LIMIT 1").toArray().length > 0) {
       this.alarmSet = true;
-      await this.ctx.storage.setAlarm(this.flushedAt + FLUSH_EVERY_MS);
+      await this.ctx.storage.setAlarm(Date.now() + FLUSH_EVERY_MS);
     }
   }
 }
