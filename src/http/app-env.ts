@@ -1,7 +1,7 @@
 import type { RequestIdVariables } from "hono/request-id";
 import type { KeyObjectControl } from "../api-keys/object/types.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
-import type { WebhookMessage } from "../events/messages.ts";
+import type { EventMessage, WebhookMessage } from "../events/messages.ts";
 import type { KeyData } from "../key-data/door.ts";
 import type { ApiKeyOfRequest, Credential } from "../pipeline/identify.ts";
 import type { Config } from "../platform/config.ts";
@@ -9,6 +9,7 @@ import type { Database } from "../platform/db.ts";
 import type { WorkMeter } from "../platform/metered.ts";
 import type { AccountRow } from "../platform/tables.ts";
 import type { Decision } from "../rate-limit/types.ts";
+import type { DeliveriesQueuedView } from "../webhooks/schema.ts";
 
 /**
  * What a request's handlers and services need, built once per request by src/pipeline/services.ts.
@@ -39,6 +40,16 @@ export interface RequestServices {
   work: WorkMeter;
   /** Work the request goes on with after its answer (waitUntil): the request's tally stays open until it ends. */
   afterAnswer(work: Promise<unknown>): void;
+  /**
+   * What an ingestion's committed events go on to: the streams and their first delivery (src/pipeline/after-commit.ts).
+   * Resolves to what each sandbox account's test-delivery budget let through, or undefined when the queue fans them out.
+   */
+  afterCommit(events: readonly EventMessage[], options?: AfterCommitOptions): Promise<Map<string, DeliveriesQueuedView> | undefined>;
+}
+
+/** `inOutbox` false: a sandbox's events, which no outbox holds, so the first delivery is their one fan-out. */
+export interface AfterCommitOptions {
+  inOutbox?: boolean;
 }
 
 /** Hono's type parameter: the bindings and what middleware leaves on the context. */

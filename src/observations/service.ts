@@ -26,9 +26,8 @@ import { isWriteConflict, writeBatch } from "./write.ts";
  * 4. After the commit (the store's `committed`), poke the catalogue builder (a lost poke only delays the snapshot until the cron
  *    sweep) and relay the events to WEBHOOK_QUEUE (sendBatch, ≤ 100 per call). If the relay fails the
  *    answer is still 200: the events are stored, and the cron's sweep sends them. `afterCommit` then
- *    gets the events: after answering, the route publishes them to the event stream's hubs
- *    (src/stream/publish.ts) and hands their first deliveries to the webhooks' objects
- *    (src/webhooks/delivery/immediate.ts), in one step.
+ *    gets the events: the request's one after-commit step (src/pipeline/after-commit.ts) publishes them to the
+ *    event stream's hubs and fans them out to their first delivery, after the answer.
  *
  * Ordering: an observation changes an offer only if its `observed_at` is later than the offer's
  * `checked_at`. An older one is stale and a repeated one is a replay: both change nothing and emit

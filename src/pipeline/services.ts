@@ -2,11 +2,12 @@ import type { MiddlewareHandler } from "hono";
 import { keyObjectControl } from "../api-keys/object/stub.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { WebhookMessage } from "../events/messages.ts";
-import type { AppEnv } from "../http/app-env.ts";
+import type { AppEnv, RequestServices } from "../http/app-env.ts";
 import { readConfig } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import { WorkMeter } from "../platform/metered.ts";
 import { refuseMisconfigured } from "./admission.ts";
+import { publishCommitted } from "./after-commit.ts";
 
 /** The catalogue's store comes from its folder, handed in by the app (src/app.ts), so this layer imports no resource. */
 type CatalogueStoreOf = (env: Pick<Env, "CATALOGUE" | "CATALOGUE_BUILDER">, work: WorkMeter) => CatalogueStore;
@@ -33,7 +34,7 @@ export const requestServices =
       let catalogue: CatalogueStore | undefined;
       let archive: R2Bucket | undefined;
       let oauthKv: KVNamespace | undefined;
-      c.set("services", {
+      const services: RequestServices = {
         config,
         get db() {
           return (db ??= work.database(c.env.DB));
@@ -65,7 +66,9 @@ export const requestServices =
         afterAnswer(after) {
           c.executionCtx.waitUntil(work.follow(after));
         },
-      });
+        afterCommit: (events, options) => publishCommitted(c.env, services, events, options),
+      };
+      c.set("services", services);
       await next();
     }
     // The id the request's log line carries: a response a route made itself (MCP's transport) has not been given it.
