@@ -1,6 +1,8 @@
 import { announceExpiringKeys } from "./account-events/expiring.ts";
 import { retryPlanPushes } from "./accounts/plan-pushes.ts";
+import { KeyObject } from "./api-keys/object/key-object.ts";
 import { keyObjectControl } from "./api-keys/object/stub.ts";
+import type { KeyState } from "./api-keys/object/types.ts";
 import { buildApp } from "./app.ts";
 import { archiveHistory } from "./catalogue/history-archive.ts";
 import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
@@ -9,11 +11,10 @@ import { sweepOutbox } from "./events/outbox.ts";
 import { appendScheduledExports } from "./exports/service.ts";
 import { sweepLapsedSubscriptions } from "./mcp/events/service.ts";
 import { WorkMeter } from "./platform/metered.ts";
-import { retryStreamPushes } from "./stream/hubs.ts";
+import { keyStreamsChanged, retryStreamPushes } from "./stream/hubs.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 
-export { ApiKeyObject } from "./api-keys/object/key-object.ts";
 export { LastUsedLog } from "./api-keys/object/last-used.ts";
 export { CatalogueBuilder } from "./catalogue/snapshot/builder.ts";
 export { ExportRunner } from "./exports/runner.ts";
@@ -21,6 +22,13 @@ export { RateLimitBucket } from "./rate-limit/bucket.ts";
 export { SandboxObject } from "./sandbox/object.ts";
 export { StreamHub } from "./stream/hub.ts";
 export { WebhookEndpoint } from "./webhooks/delivery/endpoint.ts";
+
+/** A key's object (src/api-keys/object/key-object.ts) whose key's changes reach the key's open event streams. */
+export class ApiKeyObject extends KeyObject {
+  protected keyChanged(state: KeyState) {
+    return keyStreamsChanged(this.env, state);
+  }
+}
 
 const app = buildApp();
 

@@ -1,3 +1,4 @@
+import type { OAuthHelpers } from "@cloudflare/workers-oauth-provider";
 import type { RequestIdVariables } from "hono/request-id";
 import type { KeyObjectControl } from "../api-keys/object/types.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
@@ -36,6 +37,8 @@ export interface RequestServices {
   archive: R2Bucket;
   /** One-click connect's OAuth records (src/connect/), counted. */
   oauthKv: KVNamespace;
+  /** The OAuth library's view of those records, at this request's origin (src/connect/server.ts). */
+  oauth: OAuthHelpers;
   /** The request's tally; a body that does work as it streams passes through its `carry`. */
   work: WorkMeter;
   /** Work the request goes on with after its answer (waitUntil): the request's tally stays open until it ends. */

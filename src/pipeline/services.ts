@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { keyObjectControl } from "../api-keys/object/stub.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
+import { oauthHelpers } from "../connect/server.ts";
 import type { WebhookMessage } from "../events/messages.ts";
 import type { AppEnv, RequestServices } from "../http/app-env.ts";
 import { readConfig } from "../platform/config.ts";
@@ -61,6 +62,9 @@ export const requestServices =
         },
         get oauthKv() {
           return (oauthKv ??= work.kv(c.env.OAUTH_KV));
+        },
+        get oauth() {
+          return oauthHelpers(new URL(c.req.url).origin, services.oauthKv);
         },
         work,
         afterAnswer(after) {

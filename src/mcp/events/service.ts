@@ -15,11 +15,11 @@ import type { AccountBudgets } from "../../rate-limit/stub.ts";
 import type { AccountSandbox } from "../../sandbox/stub.ts";
 import { alertEventOfFeed } from "../../stream/service.ts";
 import { USER_AGENT } from "../../webhooks/delivery/attempt.ts";
+import { MCP_SUBSCRIPTION_HEADER, occurrenceOf } from "../../webhooks/delivery/mcp-occurrence.ts";
 import { signedHeaders } from "../../webhooks/delivery/signing.ts";
 import { replayWebhookEvents } from "../../webhooks/replay.ts";
 import { decryptSecret, encryptSecret } from "../../webhooks/secrets.ts";
 import { webhookUrlProblem } from "../../webhooks/url-policy.ts";
-import { MCP_SUBSCRIPTION_HEADER, occurrenceOf } from "./occurrence.ts";
 import {
   DEFAULT_POLL_EVENTS,
   DEFAULT_TTL_MS,
@@ -185,7 +185,7 @@ export async function pollEvents(services: EventsServices, params: unknown) {
 /**
  * events/subscribe: creates the subscription, or refreshes it (same key, url, name and arguments): a new TTL, the
  * secret replaced (the previous one still signs for SECRET_GRACE_MS), delivery re-enabled if it had been disabled, a
- * pending gap (src/mcp/events/gaps.ts) answered as `truncated: true` with its cursor. A new
+ * pending gap (src/webhooks/delivery/mcp-gaps.ts) answered as `truncated: true` with its cursor. A new
  * (principal, url) is first verified: a signed `verification` POST whose challenge the endpoint must echo. A new or
  * lapsed subscription with a cursor replays the events after it that its rules take (POST /webhooks/{id}/replay's own
  * path, in the account's replayed-deliveries budget).
@@ -227,7 +227,7 @@ export async function subscribeEvents(services: EventsServices, params: unknown)
       .set({
         expiresAt,
         secretCiphertext,
-        // A gap pending (src/mcp/events/gaps.ts) is told by this answer's truncated, so no envelope carries it again.
+        // A gap pending (src/webhooks/delivery/mcp-gaps.ts) is told by this answer's truncated, so no envelope carries it again.
         ...(existing.gapCursor !== null ? { gapCursor: null } : {}),
         ...(rotated
           ? { previousSecretCiphertext: existing.secretCiphertext, previousSecretExpiresAt: new Date(now + SECRET_GRACE_MS).toISOString() }
