@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { admitKey, isSeenKey } from "../api-keys/object/stub.ts";
 import type { CheckedAdmission, KeyRequest } from "../api-keys/object/types.ts";
-import { keyRefusalDetail } from "../api-keys/refusal.ts";
+import { keyRefusal } from "../api-keys/refusal.ts";
 import { unauthorized } from "../auth/idp.ts";
 import { connectorKeyOf, isKnownConnectorToken, isMcpPath, resourceMetadataUrl } from "../connect/server.ts";
 import type { AppEnv } from "../http/app-env.ts";
@@ -92,9 +92,7 @@ async function admitCredential(
     }
     // Refused (a key that does not work, or its restrictions): the caller may not be the key's holder, so the client
     // IP's bucket counts it, and its headers are what the caller sees (never the key's quota).
-    const detail = keyRefusalDetail(outcome);
-    const error = outcome.status === "forbidden" ? new ApiError(403, detail) : unauthorized(detail, true);
-    return [{ kind: "rejected", error, wasApiKey: true }, await admitIp(c, work)];
+    return [{ kind: "rejected", error: keyRefusal(outcome), wasApiKey: true }, await admitIp(c, work)];
   } else if (credential.kind === "login") {
     // The route's credential names the bucket; a login on a path no route serves counts as the account's.
     const kind = declared?.credential === "admin" ? "admin" : "account";
@@ -151,7 +149,7 @@ export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { config, work } = c.var.services;
   const declared = declarationOf(c);
   if (declared?.credential === "github") return admitReport(c, next, work);
-  const identified = await identify(c.req.header("Authorization"), config);
+  const identified = await identify(c.req.header("Authorization"), config, declared?.credential);
   const [credential, decision] = await admitCredential(c, identified, declared, work);
   c.set("credential", credential);
   // Who you are and what you may do are answered here, before the request is read (its query, its size, its body):
