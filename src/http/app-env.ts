@@ -1,10 +1,10 @@
 import type { OAuthHelpers } from "@cloudflare/workers-oauth-provider";
 import type { RequestIdVariables } from "hono/request-id";
-import type { KeyObjectControl } from "../api-keys/object/types.ts";
+import type { ApiKeyOfRequest, KeyObjectControl } from "../api-keys/object/types.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { EventMessage, WebhookMessage } from "../events/messages.ts";
 import type { KeyData } from "../key-data/door.ts";
-import type { ApiKeyOfRequest, Credential } from "../pipeline/identify.ts";
+import type { Credential } from "../pipeline/identify.ts";
 import type { Config } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import type { WorkMeter } from "../platform/metered.ts";

@@ -1,5 +1,5 @@
 import { hashApiKey, isWellFormedApiKey, keyEnvironment, keyInside, keyShape, looksLikeApiKey } from "../api-keys/format.ts";
-import type { KeyRequest } from "../api-keys/object/types.ts";
+import type { ApiKeyOfRequest } from "../api-keys/object/types.ts";
 import { type Identity, unauthorized, verifyIdpToken } from "../auth/idp.ts";
 import { isConnectorToken } from "../connect/server.ts";
 import { ApiError } from "../http/errors.ts";
@@ -13,20 +13,6 @@ import type { Environment } from "../platform/tables.ts";
  * because the credential picks the rate-limit bucket; routes then say which kind they need
  * (src/operation/guards.ts). No Hono here: this is plain input in, credential out.
  */
-/** The key a request was admitted with. */
-export interface ApiKeyOfRequest {
-  id: string;
-  accountId: string;
-  /** What the key reads: live data, or its account's sandbox (src/sandbox/). Its head says it, and the hash covers the head. */
-  environment: Environment;
-  /** Names the key's object, for a connection that asks it again while it lasts (an event stream). */
-  keyHash: string;
-  /** What the key was admitted for (the client's address, the route's scope): what such a connection asks again. */
-  request: KeyRequest;
-  /** What the key may read (null: everything); for routes that check per call, like /mcp's tools. */
-  scopes?: string[] | null;
-}
-
 export type Credential =
   | { kind: "none" }
   | {
