@@ -7,6 +7,7 @@ import { newId } from "../../src/platform/ids.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { events } from "../../src/platform/tables.ts";
 import { accountBudgets } from "../../src/rate-limit/stub.ts";
+import { sandboxFactsOf } from "../../src/sandbox/facts.ts";
 import { accountSandbox } from "../../src/sandbox/stub.ts";
 import { claimAndFanOut } from "../../src/webhooks/delivery/fan-out.ts";
 import { storeEvents } from "../helpers/webhooks.ts";
@@ -23,7 +24,7 @@ const sources = () => ({
   db: db(),
   alerts: database(env.ALERTS_DB),
   budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
-  sandboxOf: (accountId: string) => accountSandbox(env.SANDBOX, work, accountId),
+  sandboxFacts: sandboxFactsOf((accountId) => accountSandbox(env.SANDBOX, work, accountId)),
 });
 const anEvent = (): EventMessage => ({
   kind: "event",

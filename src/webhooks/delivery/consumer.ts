@@ -7,6 +7,7 @@ import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { WorkMeter } from "../../platform/metered.ts";
 import { accountBudgets } from "../../rate-limit/stub.ts";
+import { sandboxFactsOf } from "../../sandbox/facts.ts";
 import { accountSandbox } from "../../sandbox/stub.ts";
 import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
@@ -70,7 +71,7 @@ async function handleMessages(
           db,
           alerts: work.alertsDatabase(env.ALERTS_DB),
           queues: DELIVERY_QUEUES.map((binding) => work.queue(env[binding])),
-          sandboxOf: (accountId: string) => accountSandbox(env.SANDBOX, work, accountId),
+          sandboxFacts: sandboxFactsOf((accountId) => accountSandbox(env.SANDBOX, work, accountId)),
           budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
         },
         events,

@@ -1,7 +1,7 @@
+import type { FactSources } from "../../alerts/environments.ts";
 import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
 import { claimForFanOut, markFannedOut } from "../../events/outbox.ts";
 import type { AccountBudgets } from "../../rate-limit/stub.ts";
-import type { FactSources } from "../../sandbox/facts.ts";
 import type { DeliveriesQueuedView } from "../schema.ts";
 import { withinDeliveryBudgets } from "./budgets.ts";
 import { fanOutWithSubscriptions } from "./store.ts";

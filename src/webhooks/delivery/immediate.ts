@@ -4,6 +4,7 @@ import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import type { WorkMeter } from "../../platform/metered.ts";
 import type { AccountBudgets } from "../../rate-limit/stub.ts";
+import { sandboxFactsOf } from "../../sandbox/facts.ts";
 import { accountSandbox } from "../../sandbox/stub.ts";
 import type { DeliveriesQueuedView } from "../schema.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
@@ -59,7 +60,7 @@ export async function deliverAfterCommit(
   // A sandbox's ingestion is bounded by its own size cap (src/sandbox/schema.ts).
   if (events.length === 0) return new Map();
   if (inOutbox && events.length > MAX_IMMEDIATE_EVENTS) return undefined;
-  const sources = { db, alerts, budgets, sandboxOf: (accountId: string) => accountSandbox(sandboxes, work, accountId) };
+  const sources = { db, alerts, budgets, sandboxFacts: sandboxFactsOf((accountId) => accountSandbox(sandboxes, work, accountId)) };
   const send = async (deliveries: DeliveryMessage[]) => sendAll(queue, await handToEndpoints(endpoints, deliveries, work));
   const outcome = await claimAndFanOut(sources, events, { inOutbox, send });
   if (outcome.status === "sent") return outcome.byAccount;

@@ -1,12 +1,12 @@
 import { sql } from "drizzle-orm";
 import { WEBHOOK_DISABLED_EVENTS, webhookDisabledEvents } from "../../account-events/webhook-disabled.ts";
+import { type FactSources, matchInEnvironments } from "../../alerts/environments.ts";
 import { type AlertEvent, alertEventOf } from "../../alerts/match.ts";
 import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
 import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
 import { ACCOUNT_EVENT_TYPES, apiKeys, products, webhookDeliveries, webhookRuleValues, webhooks } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
-import { type FactSources, matchInEnvironments } from "../../sandbox/facts.ts";
 import { abandonRetries } from "../abandoned-retries.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 import { controlEvent, forbidden } from "./mcp-occurrence.ts";
