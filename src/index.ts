@@ -11,6 +11,8 @@ import { sweepOutbox } from "./events/outbox.ts";
 import { appendScheduledExports } from "./exports/service.ts";
 import { sweepLapsedSubscriptions } from "./mcp/events/service.ts";
 import { WorkMeter } from "./platform/metered.ts";
+import { sandboxFactsOf } from "./sandbox/facts.ts";
+import { accountSandbox } from "./sandbox/stub.ts";
 import { keyStreamsChanged, retryStreamPushes } from "./stream/hubs.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
@@ -35,7 +37,8 @@ const app = buildApp();
 export default {
   fetch: app.fetch,
   /** WEBHOOK_QUEUE's consumer: fan-out and signed deliveries (never through the app or its rate limits); also its dead-letter queue. */
-  queue: handleWebhookQueue,
+  queue: (batch, env) =>
+    handleWebhookQueue(batch, env, (work) => sandboxFactsOf((accountId) => accountSandbox(env.SANDBOX, work, accountId))),
   /**
    * The cron triggers (wrangler.toml, both once a minute): the delivery archive on its own, so its R2 writes
    * have an invocation's subrequests to themselves; the rest, one named sweep a line.

@@ -1,5 +1,6 @@
 import type { OAuthHelpers } from "@cloudflare/workers-oauth-provider";
 import type { RequestIdVariables } from "hono/request-id";
+import type { AlertFacts } from "../alerts/match.ts";
 import type { ApiKeyOfRequest, KeyObjectControl } from "../api-keys/object/types.ts";
 import type { CatalogueStore } from "../catalogue/service.ts";
 import type { EventMessage, WebhookMessage } from "../events/messages.ts";
@@ -10,6 +11,7 @@ import type { Database } from "../platform/db.ts";
 import type { WorkMeter } from "../platform/metered.ts";
 import type { AccountRow } from "../platform/tables.ts";
 import type { Decision } from "../rate-limit/types.ts";
+import type { AccountSandbox } from "../sandbox/stub.ts";
 import type { DeliveriesQueuedView } from "../webhooks/schema.ts";
 
 /**
@@ -39,6 +41,10 @@ export interface RequestServices {
   oauthKv: KVNamespace;
   /** The OAuth library's view of those records, at this request's origin (src/connect/server.ts). */
   oauth: OAuthHelpers;
+  /** An account's sandbox object (src/sandbox/object.ts), its calls counted: a test webhook's events and deliveries. */
+  sandboxOf(accountId: string): AccountSandbox;
+  /** What alert rules read of an account's sandbox (src/sandbox/facts.ts), through the same object. */
+  sandboxFacts(accountId: string): AlertFacts;
   /** The request's tally; a body that does work as it streams passes through its `carry`. */
   work: WorkMeter;
   /** Work the request goes on with after its answer (waitUntil): the request's tally stays open until it ends. */

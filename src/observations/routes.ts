@@ -2,8 +2,9 @@ import { createRoute } from "@hono/zod-openapi";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
+import { liveStore } from "./live-store.ts";
 import { IngestionResult, observationsBody } from "./schema.ts";
-import { ingestObservations, liveStore } from "./service.ts";
+import { ingestObservations } from "./service.ts";
 
 const ingestObservationsRoute = createRoute(
   operation({

@@ -14,16 +14,21 @@ import type { DeliveriesQueuedView } from "../webhooks/schema.ts";
  */
 export function publishCommitted(
   env: Env,
-  { db, alerts, queue, work, afterAnswer }: Pick<RequestServices, "db" | "alerts" | "queue" | "work" | "afterAnswer">,
+  {
+    db,
+    alerts,
+    queue,
+    work,
+    afterAnswer,
+    sandboxFacts,
+  }: Pick<RequestServices, "db" | "alerts" | "queue" | "work" | "afterAnswer" | "sandboxFacts">,
   events: readonly EventMessage[],
   { inOutbox = true }: AfterCommitOptions = {},
 ): Promise<Map<string, DeliveriesQueuedView> | undefined> {
   const budgets = accountBudgets(env.RATE_LIMIT_BUCKETS, work);
-  const delivered = deliverAfterCommit(
-    { db, alerts, queue, endpoints: env.WEBHOOK_ENDPOINT, sandboxes: env.SANDBOX, work, budgets },
-    events,
-    { inOutbox },
-  );
+  const delivered = deliverAfterCommit({ db, alerts, queue, endpoints: env.WEBHOOK_ENDPOINT, sandboxFacts, work, budgets }, events, {
+    inOutbox,
+  });
   afterAnswer(Promise.all([publishToStreams(env, events, work), delivered]));
   return delivered;
 }

@@ -8,6 +8,8 @@ import type { AppEnv, RequestServices } from "../http/app-env.ts";
 import { readConfig } from "../platform/config.ts";
 import type { Database } from "../platform/db.ts";
 import { WorkMeter } from "../platform/metered.ts";
+import { sandboxFactsOf } from "../sandbox/facts.ts";
+import { accountSandbox } from "../sandbox/stub.ts";
 import { refuseMisconfigured } from "./admission.ts";
 import { publishCommitted } from "./after-commit.ts";
 
@@ -62,6 +64,8 @@ export const requestServices: MiddlewareHandler<AppEnv> = async (c, next) => {
       get oauth() {
         return oauthHelpers(new URL(c.req.url).origin, services.oauthKv);
       },
+      sandboxOf: (accountId) => accountSandbox(c.env.SANDBOX, work, accountId),
+      sandboxFacts: sandboxFactsOf((accountId) => services.sandboxOf(accountId)),
       work,
       afterAnswer(after) {
         c.executionCtx.waitUntil(work.follow(after));

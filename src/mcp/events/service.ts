@@ -1,5 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { z } from "zod";
+import type { AlertFacts } from "../../alerts/match.ts";
 import { matchAlerts } from "../../alerts/match.ts";
 import type { AlertRule } from "../../alerts/rules.ts";
 import type { WebhookMessage } from "../../events/messages.ts";
@@ -82,6 +83,7 @@ export interface EventsServices {
   budgets: AccountBudgets;
   /** The accounts' sandboxes (a test key's subscription replays from its own, as a test webhook's replay does). */
   sandboxOf: (accountId: string) => AccountSandbox;
+  sandboxFacts: (accountId: string) => AlertFacts;
   /** What the key reads (its environment's feed and facts): the one door, src/key-data/door.ts. */
   data: KeyData;
   /** The key calling: its id is the subscriptions' principal. */
@@ -281,10 +283,10 @@ export async function subscribeEvents(services: EventsServices, params: unknown)
 
 /** The replay of a new or lapsed subscription: its events since `since`, through POST /webhooks/{id}/replay's service. */
 async function replayFrom(services: EventsServices, id: string, since: string): Promise<void> {
-  const { db, alerts, archive, queue, budgets, sandboxOf, key } = services;
+  const { db, alerts, archive, queue, budgets, sandboxOf, sandboxFacts, key } = services;
   try {
     await replayWebhookEvents(
-      { db, alerts, archive, queue, budgets, sandboxOf },
+      { db, alerts, archive, queue, budgets, sandboxOf, sandboxFacts },
       { accountId: key.accountId, id, request: { since, only_failed: false } },
     );
   } catch (error) {

@@ -1,4 +1,5 @@
 import pLimit from "p-limit";
+import type { FactSources } from "../../alerts/environments.ts";
 import { DEAD_LETTER_QUEUE, type DeliveryMessage, type EventMessage, type WebhookMessage, webhookMessage } from "../../events/messages.ts";
 import { releaseFanOut } from "../../events/outbox.ts";
 import { readConfig } from "../../platform/config.ts";
@@ -7,8 +8,6 @@ import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { WorkMeter } from "../../platform/metered.ts";
 import { accountBudgets } from "../../rate-limit/stub.ts";
-import { sandboxFactsOf } from "../../sandbox/facts.ts";
-import { accountSandbox } from "../../sandbox/stub.ts";
 import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
@@ -32,7 +31,11 @@ type Parsed<T> = { message: Message<unknown>; body: T };
 
 const log = logger("webhook-queue");
 
-export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+export async function handleWebhookQueue(
+  batch: MessageBatch<unknown>,
+  env: Env,
+  sandboxFactsFor: (work: WorkMeter) => FactSources["sandboxFacts"],
+): Promise<void> {
   const config = readConfig(env);
   if (typeof config === "string") throw new Error(config); // the queue retries the whole batch
   // Every binding counts into the batch's tally, logged with it (what a delivery and a fan-out cost in docs/costs.json).
@@ -40,7 +43,7 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
   const db = work.database(env.DB);
   try {
     if (batch.queue === DEAD_LETTER_QUEUE) return await handleDeadLetters(db, batch);
-    await handleMessages(batch, env, { db, work, secretKey: config.WEBHOOK_SECRET_KEY });
+    await handleMessages(batch, env, { db, work, secretKey: config.WEBHOOK_SECRET_KEY, sandboxFacts: sandboxFactsFor(work) });
   } finally {
     work.log(env, batch.queue === DEAD_LETTER_QUEUE ? "dead_letter_batch" : "queue_batch");
   }
@@ -49,7 +52,7 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
 async function handleMessages(
   batch: MessageBatch<unknown>,
   env: Env,
-  { db, work, secretKey }: { db: Database; work: WorkMeter; secretKey: string },
+  { db, work, secretKey, sandboxFacts }: { db: Database; work: WorkMeter; secretKey: string; sandboxFacts: FactSources["sandboxFacts"] },
 ): Promise<void> {
   const events: Parsed<EventMessage>[] = [];
   const deliveries: Parsed<DeliveryMessage>[] = [];
@@ -71,7 +74,7 @@ async function handleMessages(
           db,
           alerts: work.alertsDatabase(env.ALERTS_DB),
           queues: DELIVERY_QUEUES.map((binding) => work.queue(env[binding])),
-          sandboxFacts: sandboxFactsOf((accountId) => accountSandbox(env.SANDBOX, work, accountId)),
+          sandboxFacts,
           budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
         },
         events,

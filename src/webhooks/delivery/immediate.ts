@@ -1,11 +1,10 @@
+import type { FactSources } from "../../alerts/environments.ts";
 import { type DeliveryMessage, type EventMessage, sendAll, type WebhookMessage } from "../../events/messages.ts";
 import { relayEvents, requeueEvents } from "../../events/outbox.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import type { WorkMeter } from "../../platform/metered.ts";
 import type { AccountBudgets } from "../../rate-limit/stub.ts";
-import { sandboxFactsOf } from "../../sandbox/facts.ts";
-import { accountSandbox } from "../../sandbox/stub.ts";
 import type { DeliveriesQueuedView } from "../schema.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
@@ -37,8 +36,8 @@ export interface FirstDeliveryServices {
   alerts: Database;
   queue: Queue<WebhookMessage>;
   endpoints: DurableObjectNamespace<WebhookEndpoint>;
-  /** The accounts' sandbox objects: a sandbox event's alert rules decide on its account's sandbox. */
-  sandboxes: Env["SANDBOX"];
+  /** A sandbox event's alert rules decide on its account's sandbox (src/sandbox/facts.ts). */
+  sandboxFacts: FactSources["sandboxFacts"];
   /** The ingestion's tally, which its calls to the endpoints' objects count into. */
   work: WorkMeter;
   /** The accounts' budgets: a sandbox's deliveries count in its account's test deliveries, a subscription's in its account's. */
@@ -53,14 +52,14 @@ const log = logger("webhook-immediate");
  * here alone.
  */
 export async function deliverAfterCommit(
-  { db, alerts, queue, endpoints, sandboxes, work, budgets }: FirstDeliveryServices,
+  { db, alerts, queue, endpoints, sandboxFacts, work, budgets }: FirstDeliveryServices,
   events: readonly EventMessage[],
   { inOutbox = true } = {},
 ): Promise<Map<string, DeliveriesQueuedView> | undefined> {
   // A sandbox's ingestion is bounded by its own size cap (src/sandbox/schema.ts).
   if (events.length === 0) return new Map();
   if (inOutbox && events.length > MAX_IMMEDIATE_EVENTS) return undefined;
-  const sources = { db, alerts, budgets, sandboxFacts: sandboxFactsOf((accountId) => accountSandbox(sandboxes, work, accountId)) };
+  const sources = { db, alerts, budgets, sandboxFacts };
   const send = async (deliveries: DeliveryMessage[]) => sendAll(queue, await handToEndpoints(endpoints, deliveries, work));
   const outcome = await claimAndFanOut(sources, events, { inOutbox, send });
   if (outcome.status === "sent") return outcome.byAccount;
