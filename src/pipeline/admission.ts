@@ -10,13 +10,12 @@ import { credentialMisfit } from "../operation/guards.ts";
 import { declarationOf, type RouteDeclaration } from "../operation/operation.ts";
 import type { WorkMeter } from "../platform/metered.ts";
 import type { Environment } from "../platform/tables.ts";
-import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
-import { rateLimitDetail, setRateLimitHeaders } from "../rate-limit/headers.ts";
+import { bucketName, FIXED_BUCKETS } from "../rate-limit/buckets.ts";
 import { admitBucket, rememberedRefusal } from "../rate-limit/stub.ts";
 import type { Decision } from "../rate-limit/types.ts";
+import { admitIp, clientIp, ipBucket, tooMany, withBucketHeaders } from "./client-ip.ts";
 import { type Credential, type Identified, identify } from "./identify.ts";
 
-const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
 /**
  * What a key's object is asked about a request beyond counting it: the client's address, and what its route declares:
  * the scope, the environment (with the key's own, from its head) and, when this request counts in it, the budget.
@@ -31,8 +30,6 @@ function keyRequestOf(c: Context, declared: RouteDeclaration | undefined, key: E
     ...(budget?.counts(c) && { budget: { name: budget.name, quota: budget.quota, windowSeconds: budget.windowSeconds } }),
   };
 }
-const ipBucket = (c: Context) => ipBucketName(clientIp(c));
-const admitIp = (c: Context<AppEnv>, work: WorkMeter) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
 /**
  * An OAuth access token of one-click connect (src/connect/) acts as its connector key from here on: the same key object
@@ -102,21 +99,6 @@ async function admitCredential(
 }
 
 /**
- * Whatever the response, it carries the bucket's headers (and, when asked for, what the request cost: X-Work-Counts,
- * whose `final=0` says its body or its work after the answer can still add to it).
- */
-function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: WorkMeter): Response {
-  setRateLimitHeaders(res.headers, decision);
-  if (c.env.EXPOSE_WORK_COUNTS === "true") res.headers.set("X-Work-Counts", work.header());
-  return res;
-}
-
-const tooMany = (c: Context<AppEnv>, decision: Decision, declared?: RouteDeclaration) => {
-  const covers = declared?.credential === "api-key" ? declared.budget?.covers : undefined;
-  return errorResponse(c, new ApiError(429, rateLimitDetail(decision, covers)));
-};
-
-/**
  * A secret-scanning report is counted once its route knows who sent it: a report whose signature verifies in the
  * `secret-scanning` bucket (admitVerifiedReport), anything else in the client IP's, so no one but GitHub can use up
  * GitHub's quota. Before the route runs, the client IP's bucket is only looked at (counting nothing): a caller
@@ -171,10 +153,3 @@ export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
   return withBucketHeaders(c, res, decision, work);
 };
-
-/** A misconfigured worker's 500, counted in the client IP's bucket like any request that cannot be identified. */
-export async function refuseMisconfigured(c: Context<AppEnv>, work: WorkMeter, problem: string): Promise<Response> {
-  const decision = await admitIp(c, work);
-  const res = decision.allowed ? errorResponse(c, new ApiError(500, problem)) : tooMany(c, decision);
-  return withBucketHeaders(c, res, decision, work);
-}

@@ -10,8 +10,8 @@ import type { Database } from "../platform/db.ts";
 import { WorkMeter } from "../platform/metered.ts";
 import { sandboxFactsOf } from "../sandbox/facts.ts";
 import { accountSandbox } from "../sandbox/stub.ts";
-import { refuseMisconfigured } from "./admission.ts";
 import { publishCommitted } from "./after-commit.ts";
+import { refuseMisconfigured } from "./client-ip.ts";
 
 /**
  * Builds the request's context, once, before anything else runs: the validated configuration
