@@ -47,7 +47,7 @@ export function credentialMisfit(required: RequiredCredential, credential: Crede
  * and what the route takes instead. A test key on the admin ingestion is pointed at its sandbox's own.
  */
 function apiKeyOnLoginRoute(required: RequiredCredential, environment: Environment | undefined): string {
-  const which = environment === undefined ? "" : `This is a ${environment} API key (…_${environment}_…). `;
+  const which = environment === undefined ? "" : `This is a ${environment} API key. `;
   if (required.credential !== "admin")
     return `${which}API keys cannot manage keys or accounts: this route takes your account login (a JWT from the identity provider).`;
   const scope = required.scope === undefined ? "" : ` whose scope holds "${required.scope}"`;

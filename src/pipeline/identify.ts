@@ -79,8 +79,11 @@ export async function identify(header: string | undefined, config: Config, takes
     const pasted = keyInside(token, config.KEY_PREFIX);
     wasApiKey = pasted !== undefined || looksLikeApiKey(token, config.KEY_PREFIX);
     if (pasted !== undefined) {
-      const around = token.replace(pasted, "");
-      throw unauthorized(`The API key has ${JSON.stringify(around)} around it (pasted with its quotes?); send the key alone.`, true);
+      const [before, after] = token.split(pasted);
+      throw unauthorized(
+        `The API key came as ${before}…${after}, with something around it; send the key alone (no quotes or commas).`,
+        true,
+      );
     }
     if (wasApiKey) {
       const keyHash = await keyHashOf(token, config.KEY_PREFIX);
