@@ -48,25 +48,20 @@ interface Mode {
 
 const run = readSettings();
 const { args } = run;
-const mode: Mode = args.soak
-  ? { name: "soak", budgetSeconds: ({ soakSeconds }) => soakBudgetSeconds(soakSeconds), measure: soakMode }
-  : args.webhooks
-    ? { name: "hooks", budgetSeconds: fullBudgetSeconds, measure: webhooksMode }
-    : args.stream
-      ? { name: "stream", budgetSeconds: fullBudgetSeconds, measure: streamMode }
-      : args.search
-        ? { name: "search", budgetSeconds: fullBudgetSeconds, measure: searchMode }
-        : args["secret-scanning"]
-          ? { name: "secret-scanning", budgetSeconds: fullBudgetSeconds, measure: secretScanningMode }
-          : args["hot-path"]
-            ? { name: "hot-path", budgetSeconds: hotPathBudgetSeconds, measure: hotPathMode }
-            : args.catalogue
-              ? { name: "catalogue", budgetSeconds: ({ settings }) => catalogueSeconds(settings), measure: catalogueMode }
-              : args.costs
-                ? { name: "costs", budgetSeconds: costsBudgetSeconds, measure: costsMode }
-                : args.exports
-                  ? { name: "exports", budgetSeconds: exportsSeconds, measure: exportsMode }
-                  : { name: "bench", budgetSeconds: fullBudgetSeconds, measure: fullMode };
+/** The mode a flag selects, the first that is set in this order; none set: the full bench. */
+const MODES: readonly [flag: keyof typeof args | undefined, Mode][] = [
+  ["soak", { name: "soak", budgetSeconds: ({ soakSeconds }) => soakBudgetSeconds(soakSeconds), measure: soakMode }],
+  ["webhooks", { name: "hooks", budgetSeconds: fullBudgetSeconds, measure: webhooksMode }],
+  ["stream", { name: "stream", budgetSeconds: fullBudgetSeconds, measure: streamMode }],
+  ["search", { name: "search", budgetSeconds: fullBudgetSeconds, measure: searchMode }],
+  ["secret-scanning", { name: "secret-scanning", budgetSeconds: fullBudgetSeconds, measure: secretScanningMode }],
+  ["hot-path", { name: "hot-path", budgetSeconds: hotPathBudgetSeconds, measure: hotPathMode }],
+  ["catalogue", { name: "catalogue", budgetSeconds: ({ settings }) => catalogueSeconds(settings), measure: catalogueMode }],
+  ["costs", { name: "costs", budgetSeconds: costsBudgetSeconds, measure: costsMode }],
+  ["exports", { name: "exports", budgetSeconds: exportsSeconds, measure: exportsMode }],
+  [undefined, { name: "bench", budgetSeconds: fullBudgetSeconds, measure: fullMode }],
+];
+const [, mode] = MODES.find(([flag]) => flag === undefined || args[flag])!;
 
 const bench = openBench(mode.name, { keepState: args["keep-state"] });
 /** Why the run is being stopped from outside (a signal, the watchdog), if it is. */

@@ -5,7 +5,6 @@ import { accountEventRoutes } from "./account-events/routes.ts";
 import { accountRoutes, adminAccountRoutes } from "./accounts/routes.ts";
 import { apiKeyRoutes } from "./api-keys/routes.ts";
 import { adminCompetitorRoutes, competitorRoutes, productRoutes } from "./catalogue/routes.ts";
-import { catalogueStore } from "./catalogue/snapshot/stub.ts";
 import { oauthRoutes, wellKnownRoutes } from "./connect/routes.ts";
 import { dashboardRoutes, serveDashboard } from "./dashboard/routes.ts";
 import { docsRoutes, openApiRoute } from "./docs/routes.ts";
@@ -69,7 +68,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export function buildApp() {
   const app = openApiApp();
   app.use(requestId());
-  app.use(requestServices(catalogueStore)); // config, D1 client, the keys' objects, queue: built once
+  app.use(requestServices); // config, D1 client, the keys' objects, queue: built once
   app.use(admission); // the credential picks the rate-limit bucket; every response carries its headers
   app.use(keyDataDoor); // an admitted key's environment picks its data, once
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));

@@ -1,6 +1,8 @@
 import { announceExpiringKeys } from "./account-events/expiring.ts";
 import { retryPlanPushes } from "./accounts/plan-pushes.ts";
+import { KeyObject } from "./api-keys/object/key-object.ts";
 import { keyObjectControl } from "./api-keys/object/stub.ts";
+import type { KeyState } from "./api-keys/object/types.ts";
 import { buildApp } from "./app.ts";
 import { archiveHistory } from "./catalogue/history-archive.ts";
 import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
@@ -9,11 +11,12 @@ import { sweepOutbox } from "./events/outbox.ts";
 import { appendScheduledExports } from "./exports/service.ts";
 import { sweepLapsedSubscriptions } from "./mcp/events/service.ts";
 import { WorkMeter } from "./platform/metered.ts";
-import { retryStreamPushes } from "./stream/hubs.ts";
+import { sandboxFactsOf } from "./sandbox/facts.ts";
+import { accountSandbox } from "./sandbox/stub.ts";
+import { keyStreamsChanged, retryStreamPushes } from "./stream/hubs.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 
-export { ApiKeyObject } from "./api-keys/object/key-object.ts";
 export { LastUsedLog } from "./api-keys/object/last-used.ts";
 export { CatalogueBuilder } from "./catalogue/snapshot/builder.ts";
 export { ExportRunner } from "./exports/runner.ts";
@@ -22,12 +25,20 @@ export { SandboxObject } from "./sandbox/object.ts";
 export { StreamHub } from "./stream/hub.ts";
 export { WebhookEndpoint } from "./webhooks/delivery/endpoint.ts";
 
+/** A key's object (src/api-keys/object/key-object.ts) whose key's changes reach the key's open event streams. */
+export class ApiKeyObject extends KeyObject {
+  protected keyChanged(state: KeyState) {
+    return keyStreamsChanged(this.env, state);
+  }
+}
+
 const app = buildApp();
 
 export default {
   fetch: app.fetch,
   /** WEBHOOK_QUEUE's consumer: fan-out and signed deliveries (never through the app or its rate limits); also its dead-letter queue. */
-  queue: handleWebhookQueue,
+  queue: (batch, env) =>
+    handleWebhookQueue(batch, env, (work) => sandboxFactsOf((accountId) => accountSandbox(env.SANDBOX, work, accountId))),
   /**
    * The cron triggers (wrangler.toml, both once a minute): the delivery archive on its own, so its R2 writes
    * have an invocation's subrequests to themselves; the rest, one named sweep a line.

@@ -9,7 +9,7 @@ declare global {
       TEST_MIGRATIONS: D1Migration[];
       /** migrations-alerts/, the alert windows' own database's (ALERTS_DB). */
       TEST_ALERTS_MIGRATIONS: D1Migration[];
-      /** The stand-in for GitHub's secret-scanning key list (vitest.config.ts): its origin, the served key's identifier and private JWK. */
+      /** The stand-in for GitHub's secret-scanning key list (test/helpers/secret-scanning-server.ts): its origin, the served key's identifier and private JWK. */
       TEST_SECRET_SCANNING: string;
       /** The customer's lake on this machine (test/helpers/lake-server.ts): `{s3, duckdb}`, the S3 server's origin and the query endpoint. */
       TEST_LAKE: string;

@@ -8,7 +8,6 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { hashApiKey } from "../../src/api-keys/format.ts";
 import { loadKeyState } from "../../src/api-keys/object/key-store.ts";
 import { competitorRoutes, productRoutes } from "../../src/catalogue/routes.ts";
-import { catalogueStore } from "../../src/catalogue/snapshot/stub.ts";
 import type { AppEnv } from "../../src/http/app-env.ts";
 import { ApiError, notFound, onError } from "../../src/http/errors.ts";
 import { keyDataDoor } from "../../src/pipeline/key-data.ts";
@@ -26,7 +25,7 @@ export interface PeerEnv<Bindings> {
 /** A Hono app whose middleware runs before the product's data routes and error handling. */
 export function peerApp<E extends PeerEnv<object>>(...middleware: MiddlewareHandler<E>[]) {
   const app = new Hono<E>();
-  app.use(requestServices(catalogueStore) as unknown as MiddlewareHandler<E>); // E extends AppEnv, which Hono cannot see through
+  app.use(requestServices as unknown as MiddlewareHandler<E>); // E extends AppEnv, which Hono cannot see through
   for (const handler of middleware) app.use(handler);
   app.use(keyDataDoor as unknown as MiddlewareHandler<E>); // the product's door: what the admitted key reads (live)
   app.route("/products", productRoutes);

@@ -45,6 +45,16 @@ export function keyEnvironment(token: string, servicePrefix: string): Environmen
   return undefined;
 }
 
+/** What a key looks like, for a caller whose bearer is not one (docs/key-format.md). */
+export const keyShape = (servicePrefix: string) =>
+  `${head(servicePrefix, "live")}… or ${head(servicePrefix, "test")}… followed by ${RANDOM_LENGTH + CHECKSUM_LENGTH} letters and digits`;
+
+/** A key with something pasted around it (its quotes, a comma, a bracket): the key alone, or undefined when there is none. */
+export function keyInside(token: string, servicePrefix: string): string | undefined {
+  const inside = token.replace(/^[^0-9A-Za-z]+|[^0-9A-Za-z]+$/g, "");
+  return inside !== token && looksLikeApiKey(inside, servicePrefix) ? inside : undefined;
+}
+
 /** True when the string is shaped like one of our keys, whether or not it is well formed. */
 export function looksLikeApiKey(token: string, servicePrefix: string): boolean {
   return token.startsWith(`${servicePrefix}_`);

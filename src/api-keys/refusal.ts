@@ -1,11 +1,19 @@
+import { unauthorized } from "../auth/idp.ts";
+import { ApiError } from "../http/errors.ts";
 import type { CheckedAdmission, KeyRefusal } from "./object/types.ts";
 import { missingScopeDetail } from "./scopes.ts";
 
-/** A key's object refused the request: what the caller is told (a 401, or a 403 for `forbidden`), and how to go on. */
-export function keyRefusalDetail(refused: Exclude<CheckedAdmission, { status: "active" }>): string {
+type Refused = Exclude<CheckedAdmission, { status: "active" }>;
+
+/**
+ * A key's object refused the request: the caller's answer, a 403 for `forbidden` (the key works, not here: its
+ * environment, scope or address) and a 401 for a key that does not work, each saying how to go on.
+ */
+export const keyRefusal = (refused: Refused): ApiError =>
+  refused.status === "forbidden" ? new ApiError(403, forbiddenDetail(refused.reason)) : unauthorized(notWorkingDetail(refused), true);
+
+function notWorkingDetail(refused: Exclude<Refused, { status: "forbidden" }>): string {
   switch (refused.status) {
-    case "forbidden":
-      return forbiddenDetail(refused.reason);
     case "expired":
       return `This API key expired at ${new Date(refused.expiresAt).toISOString()}; use the key that replaced it, or create a new one.`;
     case "revoked":

@@ -1,9 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
-import { endConnectorGrants } from "../connect/grants.ts";
-import { oauthHelpers } from "../connect/server.ts";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
+import { endConnectorGrants } from "./connector-grants.ts";
 import { rotateApiKey } from "./rotation.ts";
 import { ApiKey, ApiKeyList, apiKeyBody, CreatedApiKey, createKeyBody, KeyUsage, keyIdParam, rotateKeyBody, usageQuery } from "./schema.ts";
 import { createApiKey, listApiKeys, revokeApiKey, updateApiKey } from "./service.ts";
@@ -136,6 +135,6 @@ export const apiKeyRoutes = openApiApp()
   .openapi(revokeApiKeyRoute, async (c) => {
     const revoked = await revokeApiKey(c.var.services, { accountId: c.var.account.id, id: c.req.valid("param").id });
     // Its object refuses the key's OAuth tokens already; its grant ends too, so the client's refresh fails as well.
-    if (revoked.kind === "connector") await endConnectorGrants(oauthHelpers(new URL(c.req.url).origin, c.var.services.oauthKv), revoked.id);
+    if (revoked.kind === "connector") await endConnectorGrants(c.var.services.oauth, revoked.id);
     return c.json(revoked, 200);
   });

@@ -1,4 +1,4 @@
-import { and, asc, eq, getTableColumns, lt, sql } from "drizzle-orm";
+import { and, eq, getTableColumns, lt, sql } from "drizzle-orm";
 import pLimit from "p-limit";
 import { dayRow, farRow, foldDays, type OfferDay, type OfferFar, storedFar } from "../alerts/far-rows.ts";
 import { MAX_WINDOW_DAYS } from "../alerts/schema.ts";
@@ -13,6 +13,7 @@ import {
 import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { withCronLease } from "../platform/cron-lease.ts";
 import type { Database } from "../platform/db.ts";
+import { dueOwners } from "../platform/due-owners.ts";
 import { insertRows } from "../platform/json-rows.ts";
 import { getNdjsonGz, mergeById, putNdjsonGz } from "../platform/ndjson-archive.ts";
 import { priceHistory, products } from "../platform/tables.ts";
@@ -222,17 +223,10 @@ function foldIntoDays(d1: D1Database, rows: readonly (ArchivedHistoryRow & { pro
 async function moveHistory(db: Database, alerts: Database, bucket: R2Bucket, now: number): Promise<number> {
   const due = new Date(now - HISTORY_ARCHIVE_AFTER_MS).toISOString();
   const keep = new Date(now - HISTORY_IN_D1_MS).toISOString();
-  // The oldest rows first (the primary key's order, which is commit order), due ones picked here rather than in SQL:
-  // a WHERE on observed_at would walk the whole table by id whenever none is due. A row back-filled long after its
-  // time waits behind the rows committed before it (at most HISTORY_ARCHIVE_AFTER_MS). Several rows of one product count once.
-  const oldest = await db
-    .select({ productId: priceHistory.productId, observedAt: priceHistory.observedAt })
-    .from(priceHistory)
-    .orderBy(asc(priceHistory.id))
-    .limit(4 * HISTORY_ARCHIVE_PRODUCTS_PER_RUN);
-  const productIds = [...new Set(oldest.filter((row) => row.observedAt < due).map((row) => row.productId))].slice(
-    0,
-    HISTORY_ARCHIVE_PRODUCTS_PER_RUN,
+  const productIds = await dueOwners(
+    db,
+    { table: priceHistory, id: priceHistory.id, owner: priceHistory.productId, at: priceHistory.observedAt },
+    { due, scan: 4 * HISTORY_ARCHIVE_PRODUCTS_PER_RUN, owners: HISTORY_ARCHIVE_PRODUCTS_PER_RUN },
   );
   if (productIds.length === 0) return 0;
   const rows = await db

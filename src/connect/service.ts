@@ -96,7 +96,8 @@ export async function answerConsent(
   const fields = { name: connectorName(view.client_name), environment: "live", allowed_ips: null, scopes } as const;
   const key = await createApiKey(services, { accountId, fields: { ...fields, scopes: [...scopes] }, kind: "connector" });
   const props: ConnectorProps = { keyHash: await hashApiKey(key.key) };
-  // The grant's user is its key: one grant a key, its tokens `<key id>:…`, and the key's revocation ends the grant (grants.ts).
+  // The grant's user is its key: one grant a key, its tokens `<key id>:…`, and the key's revocation ends the grant
+  // (src/api-keys/connector-grants.ts).
   const { redirectTo } = await oauth.completeAuthorization({
     request: approved.request,
     userId: key.id,

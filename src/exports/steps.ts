@@ -1,6 +1,6 @@
 import type { KeyData } from "../key-data/door.ts";
+import { CATALOGUE_COLUMNS, CHANGE_COLUMNS } from "../key-data/export-rows.ts";
 import type { ExportCursor, ExportLimits, ExportStep } from "../key-data/export-step.ts";
-import { CATALOGUE_COLUMNS, CHANGE_COLUMNS } from "./rows.ts";
 
 /**
  * One bounded step of an export: the rows of the next piece of its source, by day, and where the next step starts,

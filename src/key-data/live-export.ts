@@ -6,10 +6,10 @@ import { extentLines } from "../catalogue/snapshot/read.ts";
 import { scanEvents } from "../events/archive-read.ts";
 import { RETENTION_MS } from "../events/retention.ts";
 import type { Row } from "../exports/files.ts";
-import { catalogueRows, changeRow, historyChanges, type ProductFields } from "../exports/rows.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import type { Database } from "../platform/db.ts";
 import { priceHistory } from "../platform/tables.ts";
+import { catalogueRows, changeRow, historyChanges, type ProductFields } from "./export-rows.ts";
 import {
   CHANGE_TYPES,
   type ChangesCursor,

@@ -5,7 +5,6 @@ import { contentEtag, conversionOf, productsEtag } from "../catalogue/service.ts
 import { streamOf } from "../catalogue/snapshot/read.ts";
 import { summarise } from "../catalogue/views.ts";
 import type { FeedEvent } from "../events/schema.ts";
-import { catalogueRows, changeRow } from "../exports/rows.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { sandboxBase } from "../sandbox/catalogue.ts";
 import { sandboxFacts } from "../sandbox/facts.ts";
@@ -15,6 +14,7 @@ import { sandboxCatalogue, sandboxCompetitors, sandboxProductBody, sandboxProduc
 import { SANDBOX_RETENTION_MS } from "../sandbox/retention.ts";
 import { type AccountSandbox, sandboxFeed } from "../sandbox/stub.ts";
 import type { KeyData } from "./door.ts";
+import { catalogueRows, changeRow } from "./export-rows.ts";
 import { CHANGE_TYPES, changesByDay, eventOf, feedStart } from "./export-step.ts";
 
 const encoder = new TextEncoder();

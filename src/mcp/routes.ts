@@ -4,7 +4,6 @@ import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import { requireApiKey } from "../operation/guards.ts";
 import { accountBudgets } from "../rate-limit/stub.ts";
-import { accountSandbox } from "../sandbox/stub.ts";
 import { mcpServer } from "./server.ts";
 
 /**
@@ -33,7 +32,7 @@ export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) =>
           .catch(() => undefined)
       : undefined;
   if (Array.isArray(message)) throw new ApiError(400, BATCH_REFUSED);
-  const { db, alerts, archive, queue, config, work } = c.var.services;
+  const { db, alerts, archive, queue, config, work, sandboxOf, sandboxFacts } = c.var.services;
   const { id, accountId, environment, scopes } = c.var.apiKey;
   // The tools read the key's environment's data (a test key's: its account's sandbox) through the one door.
   const server = mcpServer(c.var.keyData, scopes, {
@@ -43,7 +42,8 @@ export const mcpRoutes = new Hono<AppEnv>().all("/", requireApiKey, async (c) =>
     queue,
     config,
     budgets: accountBudgets(c.env.RATE_LIMIT_BUCKETS, work),
-    sandboxOf: (account) => accountSandbox(c.env.SANDBOX, work, account),
+    sandboxOf,
+    sandboxFacts,
     key: { id, accountId, environment, scopes },
     data: c.var.keyData,
   });

@@ -2,9 +2,9 @@ import { createRoute } from "@hono/zod-openapi";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
-import { afterCommitOf } from "./after-commit.ts";
+import { liveStore } from "./live-store.ts";
 import { IngestionResult, observationsBody } from "./schema.ts";
-import { ingestObservations, liveStore } from "./service.ts";
+import { ingestObservations } from "./service.ts";
 
 const ingestObservationsRoute = createRoute(
   operation({
@@ -25,11 +25,14 @@ const ingestObservationsRoute = createRoute(
 
 /**
  * POST /admin/observations (scope prices:write): all or nothing, see src/observations/service.ts. Its committed events
- * reach the open streams (their hubs) and the webhooks (their first delivery) from here, in one step after the answer.
+ * go on to the open streams and the webhooks' first delivery in the request's one after-commit step (src/pipeline/after-commit.ts).
  */
 export const observationRoutes = openApiApp().openapi(ingestObservationsRoute, async (c) =>
   c.json(
-    await ingestObservations(liveStore(c.var.services), { observations: c.req.valid("json").observations, afterCommit: afterCommitOf(c) }),
+    await ingestObservations(liveStore(c.var.services), {
+      observations: c.req.valid("json").observations,
+      afterCommit: c.var.services.afterCommit,
+    }),
     200,
   ),
 );

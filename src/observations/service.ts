@@ -1,14 +1,8 @@
-import { type AnyColumn, type SQL, sql } from "drizzle-orm";
 import type { EventMessage } from "../events/messages.ts";
-import { relayEvents } from "../events/outbox.ts";
-import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
-import type { Database } from "../platform/db.ts";
-import { logger } from "../platform/log.ts";
-import { competitors, offers, products } from "../platform/tables.ts";
 import { computeChanges, type IngestionChanges, type TouchedRows } from "./changes.ts";
 import type { IngestionResult, Observation } from "./schema.ts";
-import { isWriteConflict, writeBatch } from "./write.ts";
+import { isWriteConflict } from "./write.ts";
 
 /**
  * Price observations in, catalogue changes and events out.
@@ -26,9 +20,8 @@ import { isWriteConflict, writeBatch } from "./write.ts";
  * 4. After the commit (the store's `committed`), poke the catalogue builder (a lost poke only delays the snapshot until the cron
  *    sweep) and relay the events to WEBHOOK_QUEUE (sendBatch, ≤ 100 per call). If the relay fails the
  *    answer is still 200: the events are stored, and the cron's sweep sends them. `afterCommit` then
- *    gets the events: after answering, the route publishes them to the event stream's hubs
- *    (src/stream/publish.ts) and hands their first deliveries to the webhooks' objects
- *    (src/webhooks/delivery/immediate.ts), in one step.
+ *    gets the events: the request's one after-commit step (src/pipeline/after-commit.ts) publishes them to the
+ *    event stream's hubs and fans them out to their first delivery, after the answer.
  *
  * Ordering: an observation changes an offer only if its `observed_at` is later than the offer's
  * `checked_at`. An older one is stale and a repeated one is a replay: both change nothing and emit
@@ -40,7 +33,8 @@ const MAX_WRITE_ATTEMPTS = 8;
 const pause = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
 
 /**
- * Where an ingestion reads and writes: the catalogue (liveStore), or an account's sandbox (its object: src/sandbox/object.ts).
+ * Where an ingestion reads and writes: the catalogue (liveStore, src/observations/live-store.ts), or an account's sandbox
+ * (its object: src/sandbox/object.ts).
  * The steps, the change detection and the events are the same for both; only the data differs.
  */
 export interface ObservationStore {
@@ -54,18 +48,6 @@ export interface ObservationStore {
   /** After the commit: what must hear of it (the catalogue's snapshot builder, the outbox's relay of its events). */
   committed(events: readonly EventMessage[]): Promise<void>;
 }
-
-/** The catalogue's store: D1's products, offers, history and outbox, the snapshot builder's poke and the events' relay. */
-export const liveStore = ({ db, queue, catalogue }: Pick<RequestServices, "db" | "queue" | "catalogue">): ObservationStore => ({
-  read: (observations) => readTouchedRows(db, observations),
-  write: (touched, changes) => writeBatch(db, touched, changes),
-  async committed(events) {
-    await catalogue
-      .poke()
-      .catch((error: unknown) => logger("catalogue").error("builder poke failed; the sweep will catch up", { error: String(error) }));
-    await relayEvents(db, queue, events);
-  },
-});
 
 export async function ingestObservations(
   store: ObservationStore,
@@ -98,29 +80,4 @@ export async function ingestObservations(
     afterCommit(changes.events);
     return changes.result;
   }
-}
-
-/** `column IN (the values)`, the values bound as one JSON array (D1 allows 100 parameters a statement). */
-const inJson = (column: AnyColumn | SQL, values: readonly string[]) =>
-  sql`${column} IN (SELECT value FROM json_each(${JSON.stringify([...new Set(values)])}))`;
-
-async function readTouchedRows(db: Database, observations: readonly Observation[]): Promise<TouchedRows> {
-  const skus = observations.map((o) => o.sku);
-  const [productRows, offerRows, competitorRows] = await db.batch([
-    db.select().from(products).where(inJson(products.sku, skus)),
-    db
-      .select()
-      .from(offers)
-      .where(sql`${offers.productId} IN (SELECT id FROM products WHERE ${inJson(sql`sku`, skus)})`),
-    db
-      .select()
-      .from(competitors)
-      .where(
-        inJson(
-          competitors.id,
-          observations.map((o) => o.competitor.id),
-        ),
-      ),
-  ]);
-  return { products: productRows, offers: offerRows, competitors: competitorRows };
 }

@@ -5,7 +5,7 @@ import type { AppEnv } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Credential } from "../pipeline/identify.ts";
 import type { Database } from "../platform/db.ts";
-import { type AccountRow, accounts } from "../platform/tables.ts";
+import { type AccountRow, accounts, type Environment } from "../platform/tables.ts";
 
 /** The route middlewares that say which credential a route needs, from what src/pipeline/identify.ts found. */
 
@@ -32,7 +32,7 @@ export function credentialMisfit(required: RequiredCredential, credential: Crede
     return credential.kind === "none" ? noCredential("your API key") : undefined;
   }
   if (credential.kind === "api-key" || (credential.kind === "rejected" && credential.wasApiKey)) {
-    return new ApiError(403, "API keys cannot manage keys or accounts; use your account login (a JWT from the identity provider).");
+    return new ApiError(403, apiKeyOnLoginRoute(required, credential.kind === "api-key" ? credential.environment : undefined));
   }
   if (credential.kind === "rejected") return credential.error;
   if (credential.kind === "none") return noCredential("your account login (a JWT from the identity provider)");
@@ -40,6 +40,22 @@ export function credentialMisfit(required: RequiredCredential, credential: Crede
   if (scope !== undefined && !credential.identity.scopes.has(scope))
     return new ApiError(403, `This route needs the "${scope}" scope, which your token does not hold.`);
   return undefined;
+}
+
+/**
+ * An API key on a route that takes a login or an admin token: which key it is (its environment, when it was read)
+ * and what the route takes instead. A test key on the admin ingestion is pointed at its sandbox's own.
+ */
+function apiKeyOnLoginRoute(required: RequiredCredential, environment: Environment | undefined): string {
+  const which = environment === undefined ? "" : `This is a ${environment} API key. `;
+  if (required.credential !== "admin")
+    return `${which}API keys cannot manage keys or accounts: this route takes your account login (a JWT from the identity provider).`;
+  const scope = required.scope === undefined ? "" : ` whose scope holds "${required.scope}"`;
+  const sandbox =
+    environment === "test" && required.scope === "prices:write"
+      ? " A test key changes its account's sandbox with POST /test/observations (scope sandbox:write)."
+      : "";
+  return `${which}API keys cannot manage keys or accounts, nor call admin routes: this route takes an admin token (a JWT from the identity provider${scope}).${sandbox}`;
 }
 
 /** The request's credential, once it fits the route (else its refusal is thrown). */

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { admitKey, isSeenKey } from "../api-keys/object/stub.ts";
 import type { CheckedAdmission, KeyRequest } from "../api-keys/object/types.ts";
-import { keyRefusalDetail } from "../api-keys/refusal.ts";
+import { keyRefusal } from "../api-keys/refusal.ts";
 import { unauthorized } from "../auth/idp.ts";
 import { connectorKeyOf, isKnownConnectorToken, isMcpPath, resourceMetadataUrl } from "../connect/server.ts";
 import type { AppEnv } from "../http/app-env.ts";
@@ -10,13 +10,12 @@ import { credentialMisfit } from "../operation/guards.ts";
 import { declarationOf, type RouteDeclaration } from "../operation/operation.ts";
 import type { WorkMeter } from "../platform/metered.ts";
 import type { Environment } from "../platform/tables.ts";
-import { bucketName, FIXED_BUCKETS, ipBucketName } from "../rate-limit/buckets.ts";
-import { rateLimitRefusal, setRateLimitHeaders } from "../rate-limit/headers.ts";
+import { bucketName, FIXED_BUCKETS } from "../rate-limit/buckets.ts";
 import { admitBucket, rememberedRefusal } from "../rate-limit/stub.ts";
 import type { Decision } from "../rate-limit/types.ts";
+import { admitIp, clientIp, ipBucket, tooMany, withBucketHeaders } from "./client-ip.ts";
 import { type Credential, type Identified, identify } from "./identify.ts";
 
-const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
 /**
  * What a key's object is asked about a request beyond counting it: the client's address, and what its route declares:
  * the scope, the environment (with the key's own, from its head) and, when this request counts in it, the budget.
@@ -31,8 +30,6 @@ function keyRequestOf(c: Context, declared: RouteDeclaration | undefined, key: E
     ...(budget?.counts(c) && { budget: { name: budget.name, quota: budget.quota, windowSeconds: budget.windowSeconds } }),
   };
 }
-const ipBucket = (c: Context) => ipBucketName(clientIp(c));
-const admitIp = (c: Context<AppEnv>, work: WorkMeter) => admitBucket(c.env, ipBucket(c), FIXED_BUCKETS.ip, work);
 
 /**
  * An OAuth access token of one-click connect (src/connect/) acts as its connector key from here on: the same key object
@@ -92,9 +89,7 @@ async function admitCredential(
     }
     // Refused (a key that does not work, or its restrictions): the caller may not be the key's holder, so the client
     // IP's bucket counts it, and its headers are what the caller sees (never the key's quota).
-    const detail = keyRefusalDetail(outcome);
-    const error = outcome.status === "forbidden" ? new ApiError(403, detail) : unauthorized(detail, true);
-    return [{ kind: "rejected", error, wasApiKey: true }, await admitIp(c, work)];
+    return [{ kind: "rejected", error: keyRefusal(outcome), wasApiKey: true }, await admitIp(c, work)];
   } else if (credential.kind === "login") {
     // The route's credential names the bucket; a login on a path no route serves counts as the account's.
     const kind = declared?.credential === "admin" ? "admin" : "account";
@@ -102,24 +97,6 @@ async function admitCredential(
   }
   return [credential, await admitIp(c, work)];
 }
-
-/**
- * Whatever the response, it carries the bucket's headers (and, when asked for, what the request cost: X-Work-Counts,
- * whose `final=0` says its body or its work after the answer can still add to it).
- */
-function withBucketHeaders(c: Context<AppEnv>, res: Response, decision: Decision, work: WorkMeter): Response {
-  setRateLimitHeaders(res.headers, decision);
-  if (c.env.EXPOSE_WORK_COUNTS === "true") res.headers.set("X-Work-Counts", work.header());
-  return res;
-}
-
-const tooMany = (c: Context<AppEnv>, decision: Decision, declared?: RouteDeclaration) => {
-  const covers = declared?.credential === "api-key" ? declared.budget?.covers : undefined;
-  const credential = c.get("credential") as Credential | undefined; // unset when a misconfigured worker refuses
-  const keyEnvironment = credential?.kind === "api-key" ? credential.key?.environment : undefined;
-  const { detail, help } = rateLimitRefusal(decision, { covers, keyEnvironment });
-  return errorResponse(c, new ApiError(429, detail, {}, help));
-};
 
 /**
  * A secret-scanning report is counted once its route knows who sent it: a report whose signature verifies in the
@@ -154,7 +131,7 @@ export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { config, work } = c.var.services;
   const declared = declarationOf(c);
   if (declared?.credential === "github") return admitReport(c, next, work);
-  const identified = await identify(c.req.header("Authorization"), config);
+  const identified = await identify(c.req.header("Authorization"), config, declared?.credential);
   const [credential, decision] = await admitCredential(c, identified, declared, work);
   c.set("credential", credential);
   // Who you are and what you may do are answered here, before the request is read (its query, its size, its body):
@@ -176,10 +153,3 @@ export const admission: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
   return withBucketHeaders(c, res, decision, work);
 };
-
-/** A misconfigured worker's 500, counted in the client IP's bucket like any request that cannot be identified. */
-export async function refuseMisconfigured(c: Context<AppEnv>, work: WorkMeter, problem: string): Promise<Response> {
-  const decision = await admitIp(c, work);
-  const res = decision.allowed ? errorResponse(c, new ApiError(500, problem)) : tooMany(c, decision);
-  return withBucketHeaders(c, res, decision, work);
-}

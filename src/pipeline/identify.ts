@@ -1,5 +1,5 @@
-import { hashApiKey, isWellFormedApiKey, keyEnvironment, looksLikeApiKey } from "../api-keys/format.ts";
-import type { KeyRequest } from "../api-keys/object/types.ts";
+import { hashApiKey, isWellFormedApiKey, keyEnvironment, keyInside, keyShape, looksLikeApiKey } from "../api-keys/format.ts";
+import type { ApiKeyOfRequest } from "../api-keys/object/types.ts";
 import { type Identity, unauthorized, verifyIdpToken } from "../auth/idp.ts";
 import { isConnectorToken } from "../connect/server.ts";
 import { ApiError } from "../http/errors.ts";
@@ -13,20 +13,6 @@ import type { Environment } from "../platform/tables.ts";
  * because the credential picks the rate-limit bucket; routes then say which kind they need
  * (src/operation/guards.ts). No Hono here: this is plain input in, credential out.
  */
-/** The key a request was admitted with. */
-export interface ApiKeyOfRequest {
-  id: string;
-  accountId: string;
-  /** What the key reads: live data, or its account's sandbox (src/sandbox/). Its head says it, and the hash covers the head. */
-  environment: Environment;
-  /** Names the key's object, for a connection that asks it again while it lasts (an event stream). */
-  keyHash: string;
-  /** What the key was admitted for (the client's address, the route's scope): what such a connection asks again. */
-  request: KeyRequest;
-  /** What the key may read (null: everything); for routes that check per call, like /mcp's tools. */
-  scopes?: string[] | null;
-}
-
 export type Credential =
   | { kind: "none" }
   | {
@@ -58,24 +44,54 @@ const keyHashes = isolateMap<string, string>();
 async function keyHashOf(token: string, prefix: string): Promise<string> {
   const known = keyHashes.get(token);
   if (known !== undefined) return known;
-  if (!isWellFormedApiKey(token, prefix)) throw unauthorized("The API key is malformed; check that it was copied whole.", true);
+  if (!isWellFormedApiKey(token, prefix))
+    throw unauthorized(`The API key is malformed: a key is ${keyShape(prefix)}; check that it was copied whole.`, true);
   const keyHash = await hashApiKey(token);
   remember(keyHashes, token, keyHash);
   return keyHash;
 }
 
-/** Checks what can be checked without any object: a key's format and checksum, a JWT's signature and claims. */
-export async function identify(header: string | undefined, config: Config): Promise<Identified> {
+/** Three base64url segments: what a signed JWT (an account login, an admin token) looks like before it is verified. */
+const looksLikeJwt = (token: string) => /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token);
+
+/**
+ * A bearer that is neither a key nor a JWT, worded for the credential the route takes (`takes`, its declaration's):
+ * a route that takes a login or an admin token hears about its JWT (verifyIdpToken words it); any other, about the
+ * API key it takes, with what a key looks like.
+ */
+function notACredential(token: string, prefix: string, takes: string | undefined): ApiError | undefined {
+  if (takes === "account" || takes === "admin" || looksLikeJwt(token)) return undefined;
+  return unauthorized(
+    `The bearer token is not an API key: a key is ${keyShape(prefix)}, with nothing around it; copy it whole from where it was created.`,
+    true,
+  );
+}
+
+/**
+ * Checks what can be checked without any object: a key's format and checksum, a JWT's signature and claims. `takes` is
+ * the credential the route declares (src/operation/operation.ts), which words a bearer that is none.
+ */
+export async function identify(header: string | undefined, config: Config, takes?: string): Promise<Identified> {
   let wasApiKey = false;
   try {
     const token = bearerToken(header);
     if (token === undefined) return { kind: "none" };
-    wasApiKey = looksLikeApiKey(token, config.KEY_PREFIX);
+    const pasted = keyInside(token, config.KEY_PREFIX);
+    wasApiKey = pasted !== undefined || looksLikeApiKey(token, config.KEY_PREFIX);
+    if (pasted !== undefined) {
+      const [before, after] = token.split(pasted);
+      throw unauthorized(
+        `The API key came as ${before}…${after}, with something around it; send the key alone (no quotes or commas).`,
+        true,
+      );
+    }
     if (wasApiKey) {
       const keyHash = await keyHashOf(token, config.KEY_PREFIX);
       return { kind: "api-key", keyHash, environment: keyEnvironment(token, config.KEY_PREFIX)! }; // well formed: it has one
     }
     if (isConnectorToken(token)) return { kind: "connector-token", token };
+    const refused = notACredential(token, config.KEY_PREFIX, takes);
+    if (refused) throw refused;
     return { kind: "login", identity: await verifyIdpToken(token, config) };
   } catch (error) {
     if (error instanceof ApiError) return { kind: "rejected", error, wasApiKey };

@@ -262,7 +262,7 @@ export const webhooks = sqliteTable(
     expiresAt: text("expires_at"),
     apiKeyId: text("api_key_id"),
     /**
-     * An MCP subscription's pending gap: the last event its account's budget held back (src/mcp/events/gaps.ts), until a
+     * An MCP subscription's pending gap: the last event its account's budget held back (src/webhooks/delivery/mcp-gaps.ts), until a
      * `gap` envelope carrying it is sent or a refresh answers `truncated`; null: none.
      */
     gapCursor: text("gap_cursor"),

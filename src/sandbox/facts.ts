@@ -1,10 +1,6 @@
-import { type AlertEvent, type AlertFacts, alertEventOf, matchAlerts } from "../alerts/match.ts";
-import type { AlertRule } from "../alerts/rules.ts";
+import type { AlertFacts } from "../alerts/match.ts";
 import { exactAnswers } from "../alerts/windows.ts";
 import { type ArchivedHistoryRow, mergeHistory } from "../catalogue/history-archive.ts";
-import type { EventMessage } from "../events/messages.ts";
-import type { Database } from "../platform/db.ts";
-import type { Environment } from "../platform/tables.ts";
 import { baseHistory, sandboxBase } from "./catalogue.ts";
 import { productState } from "./overlay.ts";
 import type { AccountSandbox } from "./stub.ts";
@@ -44,40 +40,8 @@ export function sandboxFacts(sandbox: AccountSandbox): AlertFacts {
   };
 }
 
-/** Where the facts come from: the catalogue (D1: its offers' day rows answer the windows), and each account's sandbox object. */
-export interface FactSources {
-  db: Database;
-  /** The alert windows' own database (ALERTS_DB): their day rows. */
-  alerts: Database;
-  sandboxOf(accountId: string): AccountSandbox;
-}
-
-/**
- * The (event, subscriber) pairs that match, environments kept apart: live events against live subscribers (webhooks,
- * streams) with the catalogue's facts; each account's sandbox events against that account's test subscribers with its
- * sandbox's facts. No other pair is ever asked, so no rule can let an event across.
- */
-export async function matchInEnvironments<R extends AlertRule & { accountId: string; environment: Environment }>(
-  sources: FactSources,
-  messages: readonly EventMessage[],
-  subscribers: readonly R[],
-): Promise<{ event: AlertEvent & { message: EventMessage }; rule: R }[]> {
-  const events = messages.map((message) => ({ ...alertEventOf(message), message }));
-  const sandboxes = [...new Set(messages.flatMap((message) => message.sandbox_account_id ?? []))];
-  const matched = await Promise.all([
-    matchAlerts(
-      { db: sources.db, alerts: sources.alerts },
-      {
-        events: events.filter(({ message }) => message.sandbox_account_id === undefined),
-        rules: subscribers.filter((rule) => rule.environment === "live"),
-      },
-    ),
-    ...sandboxes.map((accountId) =>
-      matchAlerts(sandboxFacts(sources.sandboxOf(accountId)), {
-        events: events.filter(({ message }) => message.sandbox_account_id === accountId),
-        rules: subscribers.filter((rule) => rule.environment === "test" && rule.accountId === accountId),
-      }),
-    ),
-  ]);
-  return matched.flat();
-}
+/** Each account's sandbox facts, from its object (the form src/alerts/environments.ts takes them in). */
+export const sandboxFactsOf =
+  (sandboxOf: (accountId: string) => AccountSandbox) =>
+  (accountId: string): AlertFacts =>
+    sandboxFacts(sandboxOf(accountId));

@@ -1,7 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
-import { afterCommitOf } from "../observations/after-commit.ts";
 import { operation } from "../operation/operation.ts";
 import { ACCOUNT_BUDGETS, budgetLabel, budgetRefusal, NOTHING_TAKEN } from "../rate-limit/account-budgets.ts";
 import { accountBudgets } from "../rate-limit/stub.ts";
@@ -48,7 +47,7 @@ export const testModeRoutes = openApiApp().openapi(simulateObservationsRoute, as
   // The account's object applies them (its own SQLite, not D1) and hands back the events they emitted, which are in no
   // outbox: their first delivery is their one fan-out, and this route waits for it to say what the budget held back.
   const { result, events } = await accountSandbox(c.env.SANDBOX, c.var.services.work, accountId).ingest(observations);
-  const outcome = await afterCommitOf(c, { inOutbox: false })(events);
+  const outcome = await c.var.services.afterCommit(events, { inOutbox: false });
   const testDeliveries = outcome === undefined ? null : (outcome.get(accountId) ?? deliveriesQueued("test-deliveries", 0, NOTHING_TAKEN));
   return c.json({ ...result, test_deliveries: testDeliveries }, 200);
 });

@@ -1,10 +1,11 @@
+import { matchInEnvironments } from "../alerts/environments.ts";
 import type { AlertRule } from "../alerts/rules.ts";
 import { keyStillAdmits } from "../api-keys/object/stub.ts";
 import type { EventMessage } from "../events/messages.ts";
 import { logger } from "../platform/log.ts";
 import type { ObjectAnswer } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
-import { matchInEnvironments } from "../sandbox/facts.ts";
+import { sandboxFactsOf } from "../sandbox/facts.ts";
 import { accountSandbox } from "../sandbox/stub.ts";
 import type { CapReached, HubMessage, Subscription } from "./frames.ts";
 import { eventFrame, KEEPALIVE, KEY_GONE_CLOSE, OBJECT_WORK_HEADER, SUBSCRIPTION_HEADER } from "./frames.ts";
@@ -103,7 +104,7 @@ export class StreamHub extends MeteredObject {
     const sources = {
       db: this.meter.database(this.env.DB),
       alerts: this.meter.alertsDatabase(this.env.ALERTS_DB),
-      sandboxOf: (accountId: string) => accountSandbox(this.env.SANDBOX, this.meter, accountId),
+      sandboxFacts: sandboxFactsOf((accountId) => accountSandbox(this.env.SANDBOX, this.meter, accountId)),
     };
     const matched = await matchInEnvironments(sources, messages, subscribers);
     const frames = new Map<EventMessage, string>();

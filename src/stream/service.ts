@@ -1,11 +1,11 @@
 import { eq } from "drizzle-orm";
 import { type AlertEvent, matchAlerts } from "../alerts/match.ts";
 import type { AlertRule } from "../alerts/rules.ts";
+import type { ApiKeyOfRequest } from "../api-keys/object/types.ts";
 import type { EventsQuery } from "../events/query.ts";
 import type { FeedEvent } from "../events/schema.ts";
 import { ApiError } from "../http/errors.ts";
 import type { KeyData } from "../key-data/door.ts";
-import type { ApiKeyOfRequest } from "../pipeline/identify.ts";
 import type { Database } from "../platform/db.ts";
 import type { WorkCounts, WorkMeter } from "../platform/metered.ts";
 import { parseMoney } from "../platform/money.ts";

@@ -11,8 +11,6 @@ import type { Database } from "../platform/db.ts";
 import { logger } from "../platform/log.ts";
 import { events, webhookDeliveries } from "../platform/tables.ts";
 import type { AccountBudgets } from "../rate-limit/stub.ts";
-import { sandboxFacts } from "../sandbox/facts.ts";
-import type { AccountSandbox } from "../sandbox/stub.ts";
 import { deliveriesQueued, takeDeliveries } from "./delivery/budgets.ts";
 import { ATTEMPTS_SPAN_MS, archivedAttempts } from "./delivery/delivery-archive.ts";
 import { type DeliveriesQueuedView, MAX_REPLAY_EVENTS, type ReplayRequest } from "./schema.ts";
@@ -38,10 +36,8 @@ export async function replayWebhookEvents(
     queue,
     budgets,
     sandboxOf,
-  }: Pick<RequestServices, "db" | "alerts" | "archive" | "queue"> & {
-    budgets: AccountBudgets;
-    sandboxOf: (accountId: string) => AccountSandbox;
-  },
+    sandboxFacts,
+  }: Pick<RequestServices, "db" | "alerts" | "archive" | "queue" | "sandboxOf" | "sandboxFacts"> & { budgets: AccountBudgets },
   { accountId, id, request }: WebhookOfAccount & { request: ReplayRequest },
 ): Promise<DeliveriesQueuedView> {
   const webhook = await findEnabledWebhook(db, { accountId, id });
@@ -66,7 +62,7 @@ export async function replayWebhookEvents(
   // A live webhook: the catalogue's events and its account's own (D1, then the archive); a test webhook: its account's
   // sandbox events only (its object).
   const sandbox = webhook.environment === "test" ? sandboxOf(accountId) : undefined;
-  const facts = sandbox ? sandboxFacts(sandbox) : { db, alerts };
+  const facts = sandbox ? sandboxFacts(accountId) : { db, alerts };
   const taken = new Map<number, DeliveryMessage>(); // by seq: commit order, and an event read twice counts once
   const take = async (rows: readonly ArchivedEvent[]) => {
     if (rows.length === 0) return;

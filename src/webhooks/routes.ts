@@ -1,12 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
-import type { Context } from "hono";
-import type { AppEnv } from "../http/app-env.ts";
 import { emptyResponse, jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
 import { budgetLabel } from "../rate-limit/account-budgets.ts";
 import { accountBudgets } from "../rate-limit/stub.ts";
-import { accountSandbox } from "../sandbox/stub.ts";
 import { listWebhookDeliveries } from "./delivery-log.ts";
 import { replayWebhookEvents } from "./replay.ts";
 import { rotateWebhookSecret } from "./rotation.ts";
@@ -183,8 +180,6 @@ const replayWebhookEventsRoute = createRoute(
 );
 
 /** /webhooks (account login). Webhook ids of another account are 404, as if they did not exist. */
-/** The accounts' sandbox objects, reached for this request (its calls count in its tally): a test webhook's events. */
-const sandboxesOf = (c: Context<AppEnv>) => (accountId: string) => accountSandbox(c.env.SANDBOX, c.var.services.work, accountId);
 
 export const webhookRoutes = openApiApp()
   .openapi(createWebhookRoute, async (c) => {
@@ -213,22 +208,10 @@ export const webhookRoutes = openApiApp()
   })
   .openapi(replayWebhookEventsRoute, async (c) => {
     const webhook = { accountId: c.var.account.id, id: c.req.valid("param").id };
-    const { db, alerts, archive, queue, work } = c.var.services;
-    const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, work);
-    return c.json(
-      await replayWebhookEvents(
-        { db, alerts, archive, queue, budgets, sandboxOf: sandboxesOf(c) },
-        { ...webhook, request: c.req.valid("json") },
-      ),
-      202,
-    );
+    const { services } = c.var;
+    const budgets = accountBudgets(c.env.RATE_LIMIT_BUCKETS, services.work);
+    return c.json(await replayWebhookEvents({ ...services, budgets }, { ...webhook, request: c.req.valid("json") }), 202);
   })
   .openapi(listWebhookDeliveriesRoute, async (c) =>
-    c.json(
-      await listWebhookDeliveries(
-        { ...c.var.services, sandboxOf: sandboxesOf(c) },
-        { accountId: c.var.account.id, id: c.req.valid("param").id },
-      ),
-      200,
-    ),
+    c.json(await listWebhookDeliveries(c.var.services, { accountId: c.var.account.id, id: c.req.valid("param").id }), 200),
   );

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { matchInEnvironments } from "../../src/alerts/environments.ts";
 import type { AlertRule } from "../../src/alerts/rules.ts";
 import { windowWork } from "../../src/alerts/windows.ts";
 import { archiveHistory } from "../../src/catalogue/history-archive.ts";
@@ -7,7 +8,6 @@ import type { EventMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import type { Environment } from "../../src/platform/tables.ts";
 import { DAY_MS, MINUTE_MS } from "../../src/platform/time.ts";
-import { matchInEnvironments } from "../../src/sandbox/facts.ts";
 import { factSources } from "../helpers/sandbox.ts";
 import { testEvent } from "../helpers/webhooks.ts";
 

@@ -1,11 +1,11 @@
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { matchInEnvironments } from "../../src/alerts/environments.ts";
 import { archiveHistory } from "../../src/catalogue/history-archive.ts";
 import type { EventMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { DAY_MS, MINUTE_MS } from "../../src/platform/time.ts";
-import { matchInEnvironments } from "../../src/sandbox/facts.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { factSources } from "../helpers/sandbox.ts";

@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/api-keys/format.ts";
-import type { ApiKeyObject } from "../../src/api-keys/object/key-object.ts";
+import type { ApiKeyObject } from "../../src/index.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 

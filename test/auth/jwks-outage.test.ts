@@ -8,7 +8,7 @@ import { captureLogs } from "../helpers/logs.ts";
 import { accountToken } from "../helpers/tokens.ts";
 
 /**
- * The IdP's JWKS failing. The key set is served over real HTTP by vitest.config.ts's test IdP at a
+ * The IdP's JWKS failing. The key set is served over real HTTP by the test IdP (test/helpers/idp-server.ts) at a
  * path of its own per test, which can be taken down (503) and counts its fetches; only Date is faked.
  */
 

@@ -6,7 +6,7 @@ import { ApiError } from "../../src/http/errors.ts";
 import { type Config, readConfig } from "../../src/platform/config.ts";
 import { signingJwk, validClaims } from "../helpers/tokens.ts";
 
-/** An IdP whose key set holds two RS256 keys (vitest.config.ts): the test IdP's signing key is the second. */
+/** An IdP whose key set holds two RS256 keys (test/helpers/idp-server.ts): the test IdP's signing key is the second. */
 const config = { ...(readConfig(env) as Config), IDP_JWKS_URL: new URL("/two-keys/jwks.json", env.IDP_JWKS_URL).href };
 
 /** A token with no `kid` in its header, as some IdPs issue them. */

@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
+import type { FactSources } from "../../src/alerts/environments.ts";
 import { type Database, database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
-import type { FactSources } from "../../src/sandbox/facts.ts";
+import { sandboxFactsOf } from "../../src/sandbox/facts.ts";
 import { accountSandbox } from "../../src/sandbox/stub.ts";
 import { freshAccount } from "./accounts.ts";
 import { call, expectJson } from "./http.ts";
@@ -13,7 +14,7 @@ export const sandboxOf = (accountId: string, work = new WorkMeter()) => accountS
 export const factSources = (db: Database, alerts = database(env.ALERTS_DB)): FactSources => ({
   db,
   alerts,
-  sandboxOf: (accountId) => sandboxOf(accountId),
+  sandboxFacts: sandboxFactsOf((accountId) => sandboxOf(accountId)),
 });
 
 /** A fresh premium account with a test key of its own (`testKey`, `testKeyId`) beside its live one. */

@@ -3,7 +3,7 @@ import { base64, p1363ToDer } from "./der.ts";
 import { call } from "./http.ts";
 
 /**
- * Signs secret-scanning reports as GitHub does, with the key pair vitest.config.ts serves as GitHub's key
+ * Signs secret-scanning reports as GitHub does, with the key pair test/helpers/secret-scanning-server.ts serves as GitHub's key
  * list: ECDSA P-256 / SHA-256 over the raw body, sent as base64 of the DER form.
  */
 

@@ -234,7 +234,7 @@ describe("a subscription's deliveries", () => {
       .select()
       .from(events)
       .where(and(eq(events.type, "price.changed"), sql`${events.payload} ->> '$.data.sku' = ${sku}`));
-    const deliveries = await fanOut({ db: db(), alerts: database(env.ALERTS_DB), sandboxOf: () => undefined as never }, [
+    const deliveries = await fanOut({ db: db(), alerts: database(env.ALERTS_DB), sandboxFacts: () => undefined as never }, [
       eventMessageOf(stored!),
     ]);
     expect(deliveries.map((delivery) => delivery.webhook_id)).not.toContain(id);
@@ -473,7 +473,7 @@ describe("no account's subscriptions slow another's", () => {
     const measure = async () => {
       const work = new WorkMeter();
       const deliveries = await fanOut(
-        { db: work.database(env.DB), alerts: work.database(env.ALERTS_DB), sandboxOf: () => undefined as never },
+        { db: work.database(env.DB), alerts: work.database(env.ALERTS_DB), sandboxFacts: () => undefined as never },
         [message],
       );
       return { to: deliveries.map((delivery) => delivery.webhook_id), rowsRead: work.d1RowsRead, statements: work.d1Statements };

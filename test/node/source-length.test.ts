@@ -18,3 +18,14 @@ describe("source files", () => {
     expect(tooLong).toEqual([]);
   });
 });
+
+/** The test run's configuration says which projects run what; the stand-in servers and the output filter are helpers' (test/helpers/). */
+const CONFIG_LIMIT = 150;
+
+describe("vitest.config.ts", () => {
+  it(`is at most ${CONFIG_LIMIT} lines, and starts no server and patches no stream itself`, () => {
+    const config = readFileSync(new URL("../../vitest.config.ts", import.meta.url), "utf8");
+    expect(config.trimEnd().split("\n").length).toBeLessThanOrEqual(CONFIG_LIMIT);
+    expect(config).not.toMatch(/createServer|\.write = /);
+  });
+});

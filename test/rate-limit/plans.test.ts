@@ -2,7 +2,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/api-keys/format.ts";
-import type { ApiKeyObject } from "../../src/api-keys/object/key-object.ts";
+import type { ApiKeyObject } from "../../src/index.ts";
 import { PLAN_LIMITS } from "../../src/rate-limit/plans.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";

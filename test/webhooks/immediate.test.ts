@@ -9,6 +9,8 @@ import { newId } from "../../src/platform/ids.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { accountBudgets } from "../../src/rate-limit/stub.ts";
+import { sandboxFactsOf } from "../../src/sandbox/facts.ts";
+import { accountSandbox } from "../../src/sandbox/stub.ts";
 import { deliverAfterCommit } from "../../src/webhooks/delivery/immediate.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { captureLogs } from "../helpers/logs.ts";
@@ -175,7 +177,7 @@ describe("the first delivery, right after the commit", () => {
         alerts: database(env.ALERTS_DB),
         queue: env.WEBHOOK_QUEUE,
         endpoints: env.WEBHOOK_ENDPOINT,
-        sandboxes: env.SANDBOX,
+        sandboxFacts: sandboxFactsOf((accountId) => accountSandbox(env.SANDBOX, work, accountId)),
         work,
         budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
       },

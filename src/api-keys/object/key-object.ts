@@ -3,7 +3,6 @@ import type { ObjectAnswer } from "../../platform/metered.ts";
 import { MeteredObject } from "../../platform/metered-object.ts";
 import type { Limits } from "../../rate-limit/types.ts";
 import type { Counter, StoredCounters } from "../../rate-limit/window.ts";
-import { keyStreamsChanged } from "../../stream/hubs.ts";
 import { budgetSpent, KeyBudgets } from "./budgets.ts";
 import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
@@ -65,7 +64,7 @@ const REFUSALS_WRITTEN_EVERY_MS = 1_000;
  * (src/api-keys/object/usage-log.ts). Until wrangler.toml's v5 this class was `RateLimiter`, which held the fixed
  * buckets too; the rename kept every key's storage.
  */
-export class ApiKeyObject extends MeteredObject {
+export abstract class KeyObject extends MeteredObject {
   private readonly window: AdmissionWindow;
   private readonly usageLog: UsageLog;
   private readonly budgets = new KeyBudgets(this.ctx.storage.sql);
@@ -210,6 +209,12 @@ export class ApiKeyObject extends MeteredObject {
   }
 
   /** A change's answer, once its pushes to the key's streams are made: their work is the caller's, as the change is. */
+  /**
+   * Hears of a change to the key it holds: the event streams' hubs (src/stream/hubs.ts), wired by the worker's entry
+   * (src/index.ts, ApiKeyObject), so this folder names no stream.
+   */
+  protected abstract keyChanged(state: KeyState): Promise<ObjectAnswer>;
+
   private async answered(): Promise<ObjectAnswer> {
     await Promise.all(this.pushes.splice(0));
     return this.reported({});
@@ -323,7 +328,7 @@ export class ApiKeyObject extends MeteredObject {
 
   private storeKey(state: KeyState) {
     // A change to a key already held reaches its open event streams; a first read is no change.
-    if (this.key) this.pushes.push(this.meter.called(keyStreamsChanged(this.env, state)));
+    if (this.key) this.pushes.push(this.meter.called(this.keyChanged(state)));
     this.key = state;
     this.ensureSchema();
     this.ctx.storage.sql.exec("INSERT OR REPLACE INTO key_state (id, state) VALUES (1, ?)", JSON.stringify(state));

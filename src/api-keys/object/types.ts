@@ -102,3 +102,17 @@ export interface KeyObjectControl {
   /** A key's usage in `span`, from its own object. */
   usage(keyHash: string, span: UsageSpan): Promise<UsageCount[]>;
 }
+
+/** The key a request was admitted with. */
+export interface ApiKeyOfRequest {
+  id: string;
+  accountId: string;
+  /** What the key reads: live data, or its account's sandbox (src/sandbox/). Its head says it, and the hash covers the head. */
+  environment: Environment;
+  /** Names the key's object, for a connection that asks it again while it lasts (an event stream). */
+  keyHash: string;
+  /** What the key was admitted for (the client's address, the route's scope): what such a connection asks again. */
+  request: KeyRequest;
+  /** What the key may read (null: everything); for routes that check per call, like /mcp's tools. */
+  scopes?: string[] | null;
+}

@@ -1,5 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { z } from "zod";
+import type { AlertFacts } from "../../alerts/match.ts";
 import { matchAlerts } from "../../alerts/match.ts";
 import type { AlertRule } from "../../alerts/rules.ts";
 import type { WebhookMessage } from "../../events/messages.ts";
@@ -15,11 +16,11 @@ import type { AccountBudgets } from "../../rate-limit/stub.ts";
 import type { AccountSandbox } from "../../sandbox/stub.ts";
 import { alertEventOfFeed } from "../../stream/service.ts";
 import { USER_AGENT } from "../../webhooks/delivery/attempt.ts";
+import { MCP_SUBSCRIPTION_HEADER, occurrenceOf } from "../../webhooks/delivery/mcp-occurrence.ts";
 import { signedHeaders } from "../../webhooks/delivery/signing.ts";
 import { replayWebhookEvents } from "../../webhooks/replay.ts";
 import { decryptSecret, encryptSecret } from "../../webhooks/secrets.ts";
 import { webhookUrlProblem } from "../../webhooks/url-policy.ts";
-import { MCP_SUBSCRIPTION_HEADER, occurrenceOf } from "./occurrence.ts";
 import {
   DEFAULT_POLL_EVENTS,
   DEFAULT_TTL_MS,
@@ -82,6 +83,7 @@ export interface EventsServices {
   budgets: AccountBudgets;
   /** The accounts' sandboxes (a test key's subscription replays from its own, as a test webhook's replay does). */
   sandboxOf: (accountId: string) => AccountSandbox;
+  sandboxFacts: (accountId: string) => AlertFacts;
   /** What the key reads (its environment's feed and facts): the one door, src/key-data/door.ts. */
   data: KeyData;
   /** The key calling: its id is the subscriptions' principal. */
@@ -185,7 +187,7 @@ export async function pollEvents(services: EventsServices, params: unknown) {
 /**
  * events/subscribe: creates the subscription, or refreshes it (same key, url, name and arguments): a new TTL, the
  * secret replaced (the previous one still signs for SECRET_GRACE_MS), delivery re-enabled if it had been disabled, a
- * pending gap (src/mcp/events/gaps.ts) answered as `truncated: true` with its cursor. A new
+ * pending gap (src/webhooks/delivery/mcp-gaps.ts) answered as `truncated: true` with its cursor. A new
  * (principal, url) is first verified: a signed `verification` POST whose challenge the endpoint must echo. A new or
  * lapsed subscription with a cursor replays the events after it that its rules take (POST /webhooks/{id}/replay's own
  * path, in the account's replayed-deliveries budget).
@@ -227,7 +229,7 @@ export async function subscribeEvents(services: EventsServices, params: unknown)
       .set({
         expiresAt,
         secretCiphertext,
-        // A gap pending (src/mcp/events/gaps.ts) is told by this answer's truncated, so no envelope carries it again.
+        // A gap pending (src/webhooks/delivery/mcp-gaps.ts) is told by this answer's truncated, so no envelope carries it again.
         ...(existing.gapCursor !== null ? { gapCursor: null } : {}),
         ...(rotated
           ? { previousSecretCiphertext: existing.secretCiphertext, previousSecretExpiresAt: new Date(now + SECRET_GRACE_MS).toISOString() }
@@ -281,10 +283,10 @@ export async function subscribeEvents(services: EventsServices, params: unknown)
 
 /** The replay of a new or lapsed subscription: its events since `since`, through POST /webhooks/{id}/replay's service. */
 async function replayFrom(services: EventsServices, id: string, since: string): Promise<void> {
-  const { db, alerts, archive, queue, budgets, sandboxOf, key } = services;
+  const { db, alerts, archive, queue, budgets, sandboxOf, sandboxFacts, key } = services;
   try {
     await replayWebhookEvents(
-      { db, alerts, archive, queue, budgets, sandboxOf },
+      { db, alerts, archive, queue, budgets, sandboxOf, sandboxFacts },
       { accountId: key.accountId, id, request: { since, only_failed: false } },
     );
   } catch (error) {

@@ -1,8 +1,8 @@
 import { deliveryBody, type WebhookEvent } from "../../events/messages.ts";
-import { isTermination, MCP_SUBSCRIPTION_HEADER, occurrenceBody, occurrenceMessageId } from "../../mcp/events/occurrence.ts";
 import { decryptSecret } from "../secrets.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 import { responseExcerpt } from "./excerpt.ts";
+import { isTermination, MCP_SUBSCRIPTION_HEADER, occurrenceBody, occurrenceMessageId } from "./mcp-occurrence.ts";
 import { MAX_ATTEMPTS } from "./schedule.ts";
 import { signedHeaders } from "./signing.ts";
 import type { NewDelivery } from "./store.ts";

@@ -1,11 +1,11 @@
 import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
-import { type GapChanges, gapChanges, settleSubscriptions, withPendingGaps } from "../../mcp/events/gaps.ts";
-import { isTermination } from "../../mcp/events/occurrence.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { type AccountBudget, type BudgetGrant, budgetLabel, NOTHING_TAKEN } from "../../rate-limit/account-budgets.ts";
 import type { AccountBudgets } from "../../rate-limit/stub.ts";
 import type { DeliveriesQueuedView } from "../schema.ts";
+import { type GapChanges, gapChanges, settleSubscriptions, withPendingGaps } from "./mcp-gaps.ts";
+import { isTermination } from "./mcp-occurrence.ts";
 import type { FannedOut } from "./store.ts";
 
 /**
@@ -35,7 +35,7 @@ export const takeDeliveries = async (budgets: AccountBudgets, accountId: string,
 /**
  * The fan-out's deliveries that may be made, by the budget each counts in: a sandbox event's in its account's test
  * deliveries; a live event's to an MCP subscription in the subscription's account's subscription deliveries (with its
- * pending `gap` first, src/mcp/events/gaps.ts); the rest (live events to webhooks, a subscription's `terminated`, once)
+ * pending `gap` first, src/webhooks/delivery/mcp-gaps.ts); the rest (live events to webhooks, a subscription's `terminated`, once)
  * in none. Each account's budget is taken in its own object, all at once, as much as there is room for, in the
  * fan-out's order. Then what that means for the subscriptions is written (one D1 batch, when anything is); a
  * `terminated` goes only where this batch disabled the subscription. Returns

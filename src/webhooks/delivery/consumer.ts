@@ -1,23 +1,22 @@
 import pLimit from "p-limit";
+import type { FactSources } from "../../alerts/environments.ts";
 import { DEAD_LETTER_QUEUE, type DeliveryMessage, type EventMessage, type WebhookMessage, webhookMessage } from "../../events/messages.ts";
-import { claimForFanOut, markFannedOut, releaseFanOut } from "../../events/outbox.ts";
+import { releaseFanOut } from "../../events/outbox.ts";
 import { readConfig } from "../../platform/config.ts";
 import { MAX_OPEN_CONNECTIONS } from "../../platform/connections.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { WorkMeter } from "../../platform/metered.ts";
-import { type AccountBudgets, accountBudgets } from "../../rate-limit/stub.ts";
-import type { FactSources } from "../../sandbox/facts.ts";
-import { accountSandbox } from "../../sandbox/stub.ts";
+import { accountBudgets } from "../../rate-limit/stub.ts";
 import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
-import { withinDeliveryBudgets } from "./budgets.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
+import { claimAndFanOut, type FanOutSources } from "./fan-out.ts";
 import { DELIVERY_QUEUES, sendDeliveries } from "./queues.ts";
 import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
-import { fanOutWithSubscriptions, recordAttempts, webhooksByIds } from "./store.ts";
+import { recordAttempts, webhooksByIds } from "./store.ts";
 
 /**
  * The consumer of WEBHOOK_QUEUE and of the other delivery queues (DELIVERY_QUEUES), all alike. It is the Worker's
@@ -32,7 +31,11 @@ type Parsed<T> = { message: Message<unknown>; body: T };
 
 const log = logger("webhook-queue");
 
-export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+export async function handleWebhookQueue(
+  batch: MessageBatch<unknown>,
+  env: Env,
+  sandboxFactsFor: (work: WorkMeter) => FactSources["sandboxFacts"],
+): Promise<void> {
   const config = readConfig(env);
   if (typeof config === "string") throw new Error(config); // the queue retries the whole batch
   // Every binding counts into the batch's tally, logged with it (what a delivery and a fan-out cost in docs/costs.json).
@@ -40,7 +43,7 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
   const db = work.database(env.DB);
   try {
     if (batch.queue === DEAD_LETTER_QUEUE) return await handleDeadLetters(db, batch);
-    await handleMessages(batch, env, { db, work, secretKey: config.WEBHOOK_SECRET_KEY });
+    await handleMessages(batch, env, { db, work, secretKey: config.WEBHOOK_SECRET_KEY, sandboxFacts: sandboxFactsFor(work) });
   } finally {
     work.log(env, batch.queue === DEAD_LETTER_QUEUE ? "dead_letter_batch" : "queue_batch");
   }
@@ -49,7 +52,7 @@ export async function handleWebhookQueue(batch: MessageBatch<unknown>, env: Env)
 async function handleMessages(
   batch: MessageBatch<unknown>,
   env: Env,
-  { db, work, secretKey }: { db: Database; work: WorkMeter; secretKey: string },
+  { db, work, secretKey, sandboxFacts }: { db: Database; work: WorkMeter; secretKey: string; sandboxFacts: FactSources["sandboxFacts"] },
 ): Promise<void> {
   const events: Parsed<EventMessage>[] = [];
   const deliveries: Parsed<DeliveryMessage>[] = [];
@@ -71,7 +74,7 @@ async function handleMessages(
           db,
           alerts: work.alertsDatabase(env.ALERTS_DB),
           queues: DELIVERY_QUEUES.map((binding) => work.queue(env[binding])),
-          sandboxOf: (accountId: string) => accountSandbox(env.SANDBOX, work, accountId),
+          sandboxFacts,
           budgets: accountBudgets(env.RATE_LIMIT_BUCKETS, work),
         },
         events,
@@ -90,33 +93,28 @@ function retryLater(message: Message<unknown>, attempt: number): void {
 }
 
 /**
- * Fans out the events this consumer claims (src/events/outbox.ts), each delivery to its webhook's queue
+ * Fans out the events this consumer claims (src/webhooks/delivery/fan-out.ts), each delivery to its webhook's queue
  * (src/webhooks/delivery/queues.ts); an event already claimed (sent twice: relay and sweep), or in no outbox (a
- * sandbox's: its route fanned it out), is acked unsent. The accounts' budgets decide what is sent (src/webhooks/delivery/budgets.ts). If sending the deliveries fails, the claims are given back and
- * the messages retried.
+ * sandbox's: its route fanned it out), is acked unsent. If the fan-out fails, the claims are given back and the
+ * messages retried.
  */
 async function fanOutEvents(
-  sources: FactSources & { queues: Queue<WebhookMessage>[]; budgets: AccountBudgets },
+  sources: FanOutSources & { queues: Queue<WebhookMessage>[] },
   events: readonly Parsed<EventMessage>[],
 ): Promise<void> {
-  const { db, queues, budgets } = sources;
-  let claimed = new Set<string>();
-  try {
-    claimed = await claimForFanOut(
-      db,
-      events.map((event) => event.body.event.id),
-    );
-    const fresh = [...new Map(events.filter((e) => claimed.has(e.body.event.id)).map((e) => [e.body.event.id, e.body])).values()];
-    const { admitted } = await withinDeliveryBudgets({ budgets, db }, fresh, await fanOutWithSubscriptions(sources, fresh));
-    await sendDeliveries(queues, admitted);
-    await markFannedOut(db, [...claimed]);
+  const outcome = await claimAndFanOut(
+    sources,
+    events.map((event) => event.body),
+    { inOutbox: true, send: (deliveries) => sendDeliveries(sources.queues, deliveries) },
+  );
+  if (outcome.status !== "failed") {
     for (const { message } of events) message.ack();
-  } catch (error) {
-    log.error("fan-out failed; retried", { error: String(error), events: events.map((event) => event.body.event.id) });
-    if (claimed.size > 0)
-      await releaseFanOut(db, [...claimed]).catch((release) => log.error("releasing claims failed", { error: String(release) }));
-    for (const { message } of events) retryLater(message, message.attempts);
+    return;
   }
+  log.error("fan-out failed; retried", { error: String(outcome.error), events: events.map((event) => event.body.event.id) });
+  if (outcome.claimed.length > 0)
+    await releaseFanOut(sources.db, outcome.claimed).catch((release) => log.error("releasing claims failed", { error: String(release) }));
+  for (const { message } of events) retryLater(message, message.attempts);
 }
 
 /**

@@ -13,6 +13,7 @@ import {
 import { ApiError } from "../../http/errors.ts";
 import { withCronLease } from "../../platform/cron-lease.ts";
 import type { Database } from "../../platform/db.ts";
+import { dueOwners } from "../../platform/due-owners.ts";
 import { getNdjsonGz, mergeById, putNdjsonGz } from "../../platform/ndjson-archive.ts";
 import { webhookDeliveries } from "../../platform/tables.ts";
 import { HOUR_MS } from "../../platform/time.ts";
@@ -79,15 +80,10 @@ async function moveDeliveries(db: Database, bucket: R2Bucket, now: number): Prom
     .limit(1)
     .get();
   if (!first || first.deliveredAt >= due) return 0;
-  // Then the oldest rows (the primary key's order), filtered here: filtered in SQL, a table with nothing due would be read whole.
-  const oldest = await db
-    .select({ webhookId: webhookDeliveries.webhookId, deliveredAt: webhookDeliveries.deliveredAt })
-    .from(webhookDeliveries)
-    .orderBy(asc(webhookDeliveries.id))
-    .limit(DELIVERY_ARCHIVE_SCAN_ROWS);
-  const webhookIds = [...new Set(oldest.filter((row) => row.deliveredAt < due).map((row) => row.webhookId))].slice(
-    0,
-    DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN,
+  const webhookIds = await dueOwners(
+    db,
+    { table: webhookDeliveries, id: webhookDeliveries.id, owner: webhookDeliveries.webhookId, at: webhookDeliveries.deliveredAt },
+    { due, scan: DELIVERY_ARCHIVE_SCAN_ROWS, owners: DELIVERY_ARCHIVE_WEBHOOKS_PER_RUN },
   );
   if (webhookIds.length === 0) return 0;
   const ids = JSON.stringify(webhookIds);

@@ -1,19 +1,18 @@
-import { type EventMessage, sendAll, type WebhookMessage } from "../../events/messages.ts";
-import { claimForFanOut, markFannedOut, relayEvents, requeueEvents } from "../../events/outbox.ts";
+import type { FactSources } from "../../alerts/environments.ts";
+import { type DeliveryMessage, type EventMessage, sendAll, type WebhookMessage } from "../../events/messages.ts";
+import { relayEvents, requeueEvents } from "../../events/outbox.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import type { WorkMeter } from "../../platform/metered.ts";
 import type { AccountBudgets } from "../../rate-limit/stub.ts";
-import { accountSandbox } from "../../sandbox/stub.ts";
 import type { DeliveriesQueuedView } from "../schema.ts";
-import { withinDeliveryBudgets } from "./budgets.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { handToEndpoints } from "./endpoint-stub.ts";
-import { fanOutWithSubscriptions } from "./store.ts";
+import { claimAndFanOut } from "./fan-out.ts";
 
 /**
  * The first delivery, right after an ingestion's commit (its `waitUntil`, so the answer does not wait
- * for it; beside the event stream's publish, src/observations/after-commit.ts): claim the events as the queue consumer
+ * for it; beside the event stream's publish, src/pipeline/after-commit.ts): claim the events as the queue consumer
  * would, fan them out, and hand each webhook's deliveries to its own object (src/webhooks/delivery/endpoint.ts), which
  * makes them at once. This invocation makes
  * no POST itself: it cannot tell which endpoints hang, and 6 connections shared among them would make a
@@ -37,8 +36,8 @@ export interface FirstDeliveryServices {
   alerts: Database;
   queue: Queue<WebhookMessage>;
   endpoints: DurableObjectNamespace<WebhookEndpoint>;
-  /** The accounts' sandbox objects: a sandbox event's alert rules decide on its account's sandbox. */
-  sandboxes: Env["SANDBOX"];
+  /** A sandbox event's alert rules decide on its account's sandbox (src/sandbox/facts.ts). */
+  sandboxFacts: FactSources["sandboxFacts"];
   /** The ingestion's tally, which its calls to the endpoints' objects count into. */
   work: WorkMeter;
   /** The accounts' budgets: a sandbox's deliveries count in its account's test deliveries, a subscription's in its account's. */
@@ -53,44 +52,34 @@ const log = logger("webhook-immediate");
  * here alone.
  */
 export async function deliverAfterCommit(
-  { db, alerts, queue, endpoints, sandboxes, work, budgets }: FirstDeliveryServices,
+  { db, alerts, queue, endpoints, sandboxFacts, work, budgets }: FirstDeliveryServices,
   events: readonly EventMessage[],
   { inOutbox = true } = {},
 ): Promise<Map<string, DeliveriesQueuedView> | undefined> {
   // A sandbox's ingestion is bounded by its own size cap (src/sandbox/schema.ts).
   if (events.length === 0) return new Map();
   if (inOutbox && events.length > MAX_IMMEDIATE_EVENTS) return undefined;
-  let claimed = new Set<string>();
-  try {
-    const ids = events.map((message) => message.event.id);
-    claimed = inOutbox ? await claimForFanOut(db, ids) : new Set(ids);
-    if (claimed.size === 0) return undefined; // the consumer got there first
-    const fresh = events.filter((message) => claimed.has(message.event.id));
-    const sources = { db, alerts, sandboxOf: (accountId: string) => accountSandbox(sandboxes, work, accountId) };
-    const { admitted, byAccount } = await withinDeliveryBudgets({ budgets, db }, fresh, await fanOutWithSubscriptions(sources, fresh));
-    await sendAll(queue, await handToEndpoints(endpoints, admitted, work));
-    if (inOutbox) await markFannedOut(db, [...claimed]);
-    return byAccount;
-  } catch (error) {
-    if (!inOutbox) {
-      log.error("a sandbox's first delivery failed; its events stay in its feed for a replay", {
-        error: String(error),
-        events: [...claimed],
-      });
-      return undefined;
-    }
-    // Hand the events back to the queue path: a delivery already handed over may then be made again (receivers drop repeats by webhook-id).
-    log.error("immediate delivery failed, the queue takes over", { error: String(error), events: [...claimed] });
-    if (claimed.size === 0) return undefined;
-    await requeueEvents(db, [...claimed])
-      .then(() =>
-        relayEvents(
-          db,
-          queue,
-          events.filter((message) => claimed.has(message.event.id)),
-        ),
-      )
-      .catch((again: unknown) => log.error("handing back failed, the claims lapse to the outbox sweep", { error: String(again) }));
+  const sources = { db, alerts, budgets, sandboxFacts };
+  const send = async (deliveries: DeliveryMessage[]) => sendAll(queue, await handToEndpoints(endpoints, deliveries, work));
+  const outcome = await claimAndFanOut(sources, events, { inOutbox, send });
+  if (outcome.status === "sent") return outcome.byAccount;
+  if (outcome.status === "claimed-elsewhere") return undefined; // the consumer got there first
+  const { error, claimed } = outcome;
+  if (!inOutbox) {
+    log.error("a sandbox's first delivery failed; its events stay in its feed for a replay", { error: String(error), events: claimed });
     return undefined;
   }
+  // Hand the events back to the queue path: a delivery already handed over may then be made again (receivers drop repeats by webhook-id).
+  log.error("immediate delivery failed, the queue takes over", { error: String(error), events: claimed });
+  if (claimed.length === 0) return undefined;
+  await requeueEvents(db, claimed)
+    .then(() =>
+      relayEvents(
+        db,
+        queue,
+        events.filter((message) => claimed.includes(message.event.id)),
+      ),
+    )
+    .catch((again: unknown) => log.error("handing back failed, the claims lapse to the outbox sweep", { error: String(again) }));
+  return undefined;
 }

@@ -1,15 +1,15 @@
 import { sql } from "drizzle-orm";
 import { WEBHOOK_DISABLED_EVENTS, webhookDisabledEvents } from "../../account-events/webhook-disabled.ts";
+import { type FactSources, matchInEnvironments } from "../../alerts/environments.ts";
 import { type AlertEvent, alertEventOf } from "../../alerts/match.ts";
 import type { DeliveryMessage, EventMessage } from "../../events/messages.ts";
-import { controlEvent, forbidden } from "../../mcp/events/occurrence.ts";
 import type { Database } from "../../platform/db.ts";
 import { insertRows } from "../../platform/json-rows.ts";
 import { ACCOUNT_EVENT_TYPES, apiKeys, products, webhookDeliveries, webhookRuleValues, webhooks } from "../../platform/tables.ts";
 import { DAY_MS } from "../../platform/time.ts";
-import { type FactSources, matchInEnvironments } from "../../sandbox/facts.ts";
 import { abandonRetries } from "../abandoned-retries.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
+import { controlEvent, forbidden } from "./mcp-occurrence.ts";
 
 /** The queue consumer's reads and writes of D1 (src/webhooks/delivery/consumer.ts). */
 
@@ -53,7 +53,7 @@ function candidateWebhooks(catalogue: readonly AlertEvent[], accounts: readonly 
     WHERE +w.status = 'enabled' AND +w.environment = 'test'`;
 }
 
-/** An MCP subscription a fan-out met: whose budgets its deliveries count in, and its pending gap (src/mcp/events/gaps.ts). */
+/** An MCP subscription a fan-out met: whose budgets its deliveries count in, and its pending gap (src/webhooks/delivery/mcp-gaps.ts). */
 export interface FannedSubscription {
   accountId: string;
   gapCursor: string | null;
@@ -78,7 +78,7 @@ export const fanOut = async (sources: FactSources, events: readonly EventMessage
  * rules are about prices; a sandbox event only to its account's test webhooks. One D1 query for the webhooks
  * (candidateWebhooks), and at most two for the rules' facts, for the whole batch (and for each account's sandbox in it).
  * A subscription found whose key no longer admits (revoked, expired) is sent a `terminated` envelope instead of any
- * event (the extension's delivery-time check), and the caller disables it (src/mcp/events/gaps.ts), so it is sent once.
+ * event (the extension's delivery-time check), and the caller disables it (src/webhooks/delivery/mcp-gaps.ts), so it is sent once.
  */
 export async function fanOutWithSubscriptions(sources: FactSources, events: readonly EventMessage[]): Promise<FannedOut> {
   const { db } = sources;

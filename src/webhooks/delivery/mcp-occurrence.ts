@@ -29,7 +29,7 @@ export const occurrenceOf = (event: Pick<WebhookEvent, "id" | "type" | "timestam
 /**
  * The extension's control envelopes (its "Non-event webhook bodies"), carried through the webhook machinery as deliveries
  * of an event of their own type, which no catalogue or account event has: `gap` (data: {cursor}, the last event the
- * account's budget held back: src/mcp/events/gaps.ts) and `terminated` (data: {error}, the subscription has ended).
+ * account's budget held back: src/webhooks/delivery/mcp-gaps.ts) and `terminated` (data: {error}, the subscription has ended).
  */
 const CONTROL_TYPES = ["gap", "terminated"] as const;
 type ControlType = (typeof CONTROL_TYPES)[number];
@@ -52,5 +52,5 @@ export const occurrenceBody = (event: WebhookEvent) =>
 /** The webhook-id: the event's id, a control envelope's `msg_<type>_<random>` (its id's random part). */
 export const occurrenceMessageId = (event: WebhookEvent) => (isControl(event) ? `msg_${event.type}_${event.id.slice(4)}` : event.id);
 
-/** A `terminated` envelope may still go to a subscription it just disabled (src/mcp/events/gaps.ts); nothing else does. */
+/** A `terminated` envelope may still go to a subscription it just disabled (src/webhooks/delivery/mcp-gaps.ts); nothing else does. */
 export const isTermination = (event: Pick<WebhookEvent, "type">) => event.type === "terminated";

@@ -2,8 +2,8 @@ import { and, eq, sql } from "drizzle-orm";
 import type { DeliveryMessage } from "../../events/messages.ts";
 import type { Database } from "../../platform/db.ts";
 import { webhooks } from "../../platform/tables.ts";
-import type { FannedSubscription } from "../../webhooks/delivery/store.ts";
-import { controlEvent } from "./occurrence.ts";
+import { controlEvent } from "./mcp-occurrence.ts";
+import type { FannedSubscription } from "./store.ts";
 
 /**
  * The extension's `gap` for what an account's budget held back (docs/webhooks.md "MCP events subscriptions"): a

@@ -1,9 +1,9 @@
 import type { ArchivedHistoryRow } from "../catalogue/history-archive.ts";
 import type { ProductView } from "../catalogue/schema.ts";
 import type { FeedEvent } from "../events/schema.ts";
+import type { Column, Row } from "../exports/files.ts";
 import { derivedEventId } from "../platform/ids.ts";
 import { formatMoney, parseMoney } from "../platform/money.ts";
-import type { Column, Row } from "./files.ts";
 
 /**
  * What one row of an export holds: the catalogue's (one per offer, with its product's fields, exactly as GET /products
