@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { HistoryPage } from "../catalogue/history.ts";
 import { type HistoryQuery, historyQuery, productsQuery } from "../catalogue/schema.ts";
 import { eventsQuery } from "../events/query.ts";
+import { ApiError } from "../http/errors.ts";
 import { DAY_MS } from "../platform/time.ts";
 
 /**
@@ -40,15 +41,28 @@ export const searchProductsInput = {
   currency: convertInto,
 };
 
+const productId = z.string().min(1).max(200);
+
+/** `id` as the contract names it, and `product_id` as price_history names the same id: either is taken (docs/decisions.md). */
 export const getProductInput = {
-  id: z.string().min(1).max(200).optional().describe("The product's id (prd_…)"),
+  id: productId.optional().describe("The product's id (prd_…); give this, product_id (the same) or sku"),
+  product_id: productId.optional().describe("The product's id (prd_…): the same as id, named as price_history names it"),
   sku: sku.describe("The product's SKU"),
   currency: convertInto,
 };
 
+/** get_product's one product: by its id (under either name, the same value if both) or by its SKU, never both. */
+export function productWanted(input: z.output<z.ZodObject<typeof getProductInput>>) {
+  const ids = [...new Set([input.id, input.product_id].filter((id) => id !== undefined))];
+  if (ids.length > 1) throw new ApiError(400, "id and product_id name the same thing and differ here: give one of them.");
+  if ((ids.length === 0) === (input.sku === undefined))
+    throw new ApiError(400, "Give exactly one of id (or product_id, the same) and sku.");
+  return ids.length === 1 ? { id: ids[0], currency: input.currency } : { sku: input.sku, currency: input.currency };
+}
+
 const history = historyQuery.shape;
 export const priceHistoryInput = {
-  product_id: z.string().min(1).max(200).describe("The product's id (prd_…)"),
+  product_id: productId.describe("The product's id (prd_…)"),
   competitor: history.competitor,
   from: history.from,
   to: history.to,

@@ -113,7 +113,18 @@ describe("/mcp", () => {
     const bySku = structured(await client.callTool({ name: "get_product", arguments: { sku } }));
     expect(bySku).toMatchObject({ id: productId, sku, offers: [expect.objectContaining({ price: "24.99" })] });
     expect(structured(await client.callTool({ name: "get_product", arguments: { id: productId } }))).toEqual(bySku);
-    expect(errorText(await client.callTool({ name: "get_product", arguments: {} }))).toBe("Give exactly one of id and sku.");
+    // product_id is id under price_history's name: the same product; both given must agree.
+    expect(structured(await client.callTool({ name: "get_product", arguments: { product_id: productId } }))).toEqual(bySku);
+    expect(structured(await client.callTool({ name: "get_product", arguments: { id: productId, product_id: productId } }))).toEqual(bySku);
+    expect(errorText(await client.callTool({ name: "get_product", arguments: { id: productId, product_id: "prd_other" } }))).toContain(
+      "id and product_id name the same thing",
+    );
+    expect(errorText(await client.callTool({ name: "get_product", arguments: { product_id: productId, sku } }))).toBe(
+      "Give exactly one of id (or product_id, the same) and sku.",
+    );
+    expect(errorText(await client.callTool({ name: "get_product", arguments: {} }))).toBe(
+      "Give exactly one of id (or product_id, the same) and sku.",
+    );
     expect(errorText(await client.callTool({ name: "get_product", arguments: { id: "prd_nope" } }))).toContain("There is no product");
 
     const history = structured(await client.callTool({ name: "price_history", arguments: { product_id: productId, points: 4 } }));
