@@ -6,13 +6,13 @@ import { type Conversion, convertProductJson, summariseIn } from "./converted.ts
 import { filterSet, matchingProducts } from "./filtered.ts";
 import { unknownProduct } from "./history.ts";
 import type { ProductView } from "./schema.ts";
-import { holdsText, matchedProduct, textMatches } from "./search-text.ts";
+import { holdsEveryWord, holdsText, matchedProduct, textMatches } from "./search-text.ts";
 import { type CatalogueStore, conversionOf, productJson, servingManifest } from "./service.ts";
 import { summarise } from "./views.ts";
 
 /**
  * The catalogue searched by its filters or by text (MCP search_products and get_product by SKU): from the snapshot
- * when no text is asked, through D1's text index when it is. Its inputs are MCP's (src/mcp/tools.ts validates them).
+ * when no text is asked, through D1's text index when it is (every word of the text, src/catalogue/search-text.ts). Its inputs are MCP's (src/mcp/tools.ts validates them).
  */
 
 /** What a search asks: GET /products' filters, a text, and how many products at most. */
@@ -141,9 +141,12 @@ export async function searchProducts(
             ),
           );
   const offersOf = (id: string) => offerRows.filter((offer) => offer.productId === id);
+  // The index found the text's words of 3 characters or more; its shorter words are checked here.
   const found = examined.filter(
-    ({ id, matches }) =>
-      matches === 1 && (input.competitor === undefined || offersOf(id).some((offer) => offer.competitorId === input.competitor)),
+    ({ id, matches, name, brand, sku }) =>
+      matches === 1 &&
+      holdsEveryWord(input.query!, [name, brand, sku]) &&
+      (input.competitor === undefined || offersOf(id).some((offer) => offer.competitorId === input.competitor)),
   );
   return {
     products: found.map(({ matches: _, ...row }) => {

@@ -16,6 +16,10 @@ export const searchProductsOutput = z.object({
     ),
   ),
   truncated: truncated("More products may match beyond those examined: narrow the search"),
+  hint: z
+    .string()
+    .optional()
+    .meta({ description: "Only when no product matched: what to try (fewer words, each word alone, a brand or category filter)" }),
 });
 
 // The shapes themselves, not their components: a tool's outputSchema must be an object schema at its top, not a $ref.

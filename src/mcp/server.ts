@@ -21,6 +21,7 @@ import {
   productWanted,
   recentChangesInput,
   recentChangesQuery,
+  searchHint,
   searchProductsInput,
 } from "./tools.ts";
 
@@ -82,15 +83,19 @@ export function mcpServer(data: KeyData, keyScopes: readonly string[] | null | u
     "search_products",
     {
       description:
-        "Find products by text (name, brand or SKU, at least 3 characters) and filters; a compact view of each with its lowest price " +
+        "Find products by words (each in the name, brand or SKU, in any order; at least 3 characters in all) and filters; a compact view of each with its lowest price " +
         "and offer count (in `currency` when given), in the order of the index read (the text's, else product id). Each filter reads at most `limit` of its " +
         "products; when every one has more, the first of query, brand, category, competitor is checked against the others and " +
-        "`truncated` says more may match beyond them (narrow the search).",
+        "`truncated` says more may match beyond them (narrow the search). When nothing matches, `hint` says what to try.",
       inputSchema: searchProductsInput,
       outputSchema: searchProductsOutput,
       annotations: readOnly,
     },
-    (input) => answerIf("products:read", () => data.searchProducts(input)),
+    (input) =>
+      answerIf("products:read", async () => {
+        const found = await data.searchProducts(input);
+        return found.products.length > 0 ? found : { ...found, hint: searchHint(input, found.truncated) };
+      }),
   );
   tools.get_product = server.registerTool(
     "get_product",

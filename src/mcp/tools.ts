@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { HistoryPage } from "../catalogue/history.ts";
 import { type HistoryQuery, historyQuery, productsQuery } from "../catalogue/schema.ts";
+import { searchWords } from "../catalogue/search-text.ts";
 import { eventsQuery } from "../events/query.ts";
 import { ApiError } from "../http/errors.ts";
 import { DAY_MS } from "../platform/time.ts";
@@ -32,7 +33,9 @@ export const searchProductsInput = {
     // \p{Cc} is U+0000–U+001F and U+007F–U+009F: spelled out, so that a client in any language compiles the pattern.
     .meta({ minLength: 3, maxLength: 200, pattern: "^[^\\u0000-\\u001F\\u007F-\\u009F]*$" })
     .optional()
-    .describe("Text to find in the product's name, brand or SKU (case-insensitive), 3 to 200 characters, no control characters"),
+    .describe(
+      'Words to find, each in the product\'s name, brand or SKU, in any order and any case ("sony headphones"): 3 to 200 characters, no control characters',
+    ),
   brand: brand.describe("Brand, case-insensitive (as GET /products?brand=)"),
   category: category.describe("Category, case-insensitive (as GET /products?category=)"),
   competitor: competitor.describe("Only products with an offer from this competitor id"),
@@ -83,6 +86,33 @@ export const recentChangesInput = {
   type: events.type,
   limit: limit(100, 20).describe("At most this many events (1 to 100, default 20)"),
 };
+
+type SearchProductsInput = z.output<z.ZodObject<typeof searchProductsInput>>;
+
+const quoted = (words: readonly string[]) => words.map((word) => JSON.stringify(word)).join(", ");
+
+/**
+ * What to try when a search found nothing: each of its words alone, or a word with a brand or category filter (for a
+ * text of several words), a filter dropped, or a narrower search when more may match beyond what was examined.
+ */
+export function searchHint(input: SearchProductsInput, truncated: boolean): string {
+  const filters = (["brand", "category", "competitor", "sku"] as const).filter((name) => input[name] !== undefined);
+  const tries: string[] = [];
+  if (input.query !== undefined) {
+    const words = searchWords(input.query);
+    if (words.length > 1)
+      tries.push(
+        `fewer words (every word must be in the name, brand or SKU: try ${quoted(words)} alone)`,
+        `one word with a brand or category filter (query ${JSON.stringify(words.at(-1))} with brand ${JSON.stringify(words[0])})`,
+      );
+    else tries.push("another spelling or a shorter part of the word (it is looked for inside the name, brand and SKU)");
+  }
+  if (filters.length > 0) tries.push(`without ${filters.join(", ")} (brand and category match the whole value, in any case)`);
+  if (truncated) tries.push("a brand, category or competitor filter: more products may match beyond those examined");
+  if (tries.length === 0) tries.push("list_competitors, then a competitor filter, to see what the catalogue holds");
+  const what = input.query === undefined ? "these filters" : `every word of ${JSON.stringify(input.query)}`;
+  return `No product matches ${what}. Try ${tries.join("; or ")}.`;
+}
 
 export type RecentChangesInput = z.output<z.ZodObject<typeof recentChangesInput>>;
 

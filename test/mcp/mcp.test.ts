@@ -108,7 +108,18 @@ describe("/mcp", () => {
         offer_count: 1,
       }),
     ]);
-    expect(structured(await client.callTool({ name: "search_products", arguments: { query: "no such thing" } })).products).toEqual([]);
+    // Words, not one phrase: in any order, across name and brand; nothing found comes with what to try.
+    const words = structured(await client.callTool({ name: "search_products", arguments: { query: "acme kettle 2000" } }));
+    expect(words.products.map((product: { id: string }) => product.id)).toEqual([productId]);
+    expect(words.hint).toBeUndefined();
+    const none = structured(await client.callTool({ name: "search_products", arguments: { query: "acme headphones" } }));
+    expect(none.products).toEqual([]);
+    expect(none.hint).toContain('"acme", "headphones" alone');
+    expect(none.hint).toContain("brand");
+    const filtered = structured(
+      await client.callTool({ name: "search_products", arguments: { query: "kettle", category: "no such category" } }),
+    );
+    expect(filtered).toMatchObject({ products: [], hint: expect.stringContaining("without category") });
 
     const bySku = structured(await client.callTool({ name: "get_product", arguments: { sku } }));
     expect(bySku).toMatchObject({ id: productId, sku, offers: [expect.objectContaining({ price: "24.99" })] });
