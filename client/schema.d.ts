@@ -81,6 +81,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/fx-rates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Today's exchange rates, and the currencies ?currency= converts into
+         * @description The rates `?currency=` (GET /products, GET /products/{id}, the MCP product tools) converts with: the latest day on or before today (UTC), as PUT /admin/fx-rates stored it. `currencies` lists every code a conversion accepts today; any other is refused with a 400 naming it. Test keys get the same rates: the sandbox converts with them too.
+         */
+        get: operations["getFxRates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/events/stream": {
         parameters: {
             query?: never;
@@ -1149,6 +1169,38 @@ export interface components {
             name: string;
             domain: string | null;
             offer_count: number;
+        };
+        /** @description The reference rates conversions use today */
+        LatestFxRates: {
+            /**
+             * @description The currency the rates are for one unit of; null before any rates are stored
+             * @example USD
+             */
+            base: string | null;
+            /**
+             * Format: date
+             * @description The day of these rates: the latest on or before today (UTC); null before any
+             */
+            date: string | null;
+            /**
+             * @description Units of each currency for one unit of base (decimal strings)
+             * @example {
+             *       "USD": "1.0832",
+             *       "JPY": "162.45"
+             *     }
+             */
+            rates: {
+                [key: string]: string;
+            };
+            /**
+             * @description Every currency `?currency=` converts into today: base and the currencies of rates, sorted; any other is refused (400)
+             * @example [
+             *       "EUR",
+             *       "JPY",
+             *       "USD"
+             *     ]
+             */
+            currencies: string[];
         };
         /** @enum {string} */
         EventType: "price.changed" | "stock.changed";
@@ -2566,6 +2618,37 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["CatalogueBuilding"];
+        };
+    };
+    getFxRates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Today's rates */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LatestFxRates"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["KeyRestricted"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
     streamEvents: {

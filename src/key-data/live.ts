@@ -16,6 +16,7 @@ import {
 import { streamOf, wholeCatalogue } from "../catalogue/snapshot/read.ts";
 import { RETENTION_MS } from "../events/retention.ts";
 import { listEvents, listEventsNewestFirst, newestCatalogueEventId } from "../events/service.ts";
+import { todaysRates } from "../fx-rates/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import type { KeyData } from "./door.ts";
@@ -72,6 +73,7 @@ export function liveData(services: LiveServices): KeyData {
     productJson: (id, conversion) => productJson(services.catalogue, id, conversion),
     getProduct: (input) => getProduct(services, input),
     searchProducts: (input) => searchProducts(services, input),
+    fxRates: () => todaysRates(services.db, services.catalogue.bucket),
     history: (productId, query) => productHistory(services.replica, services.archive, productId, query),
     async competitors() {
       const manifest = await servingManifest(services.catalogue);

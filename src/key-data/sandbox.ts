@@ -8,6 +8,7 @@ import { streamOf } from "../catalogue/snapshot/read.ts";
 import { summarise } from "../catalogue/views.ts";
 import type { FeedEvent } from "../events/schema.ts";
 import { catalogueRows, changeRow } from "../exports/rows.ts";
+import { todaysRates } from "../fx-rates/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { sandboxBase } from "../sandbox/catalogue.ts";
 import { sandboxFacts } from "../sandbox/facts.ts";
@@ -65,6 +66,7 @@ export function sandboxData(services: Pick<RequestServices, "db" | "catalogue">,
         truncated: found.length > input.limit,
       };
     },
+    fxRates: () => todaysRates(services.db, services.catalogue.bucket),
     history: (productId, query) => sandboxProductHistory(sandbox, productId, query),
     async competitors() {
       const list = await sandboxCompetitors(sandbox);
