@@ -1119,23 +1119,45 @@ export interface components {
         };
         Summary: {
             /**
-             * @description A decimal string with the currency's own minor-unit digits, never a float
+             * @description The lowest listed price (shipping excluded, in stock or not) among the offers in `currency`; offers in other currencies are left out unless `?currency=` converts them. The price to quote is lowest_offer's
              * @example 14.99
              */
             min_price: string | null;
             /**
-             * @description A decimal string with the currency's own minor-unit digits, never a float
+             * @description The highest listed price, over the same offers as min_price
              * @example 14.99
              */
             max_price: string | null;
             /**
-             * @description The product's most common offer currency; min/max/lowest are over its offers only
+             * @description The product's most common offer currency (or the one asked for); min/max are over its offers only
              * @example USD
              */
             currency: string | null;
             offer_count: number;
             in_stock_count: number;
+            /** @description The competitor of min_price's offer */
             lowest_competitor_id: string | null;
+            /** @description The cheapest offer in stock, by total_price where shipping is known (else price): without `?currency=`, among the in-stock offers in `currency` (when none of those is in stock, in the most common currency of those that are); with it, across every offer that has a rate, converted. null when none is in stock */
+            lowest_offer: components["schemas"]["LowestOffer"] | null;
+        };
+        /** @description The lowest offer a buyer can take: in stock, compared by total_price where shipping is known, else by price; with `?currency=`, across every offer with a rate, in that currency (converted figures) */
+        LowestOffer: {
+            competitor_id: string;
+            /**
+             * @description A decimal string with the currency's own minor-unit digits, never a float
+             * @example 14.99
+             */
+            price: string;
+            /**
+             * @description price + shipping_cost; null while shipping is unknown (price was compared)
+             * @example 14.99
+             */
+            total_price: string | null;
+            /**
+             * @description ISO-4217
+             * @example USD
+             */
+            currency: string;
         };
         History: {
             product_id: string;
@@ -2414,7 +2436,7 @@ export interface operations {
                 category?: string;
                 /** @description Products whose updated_at is at or after this; an ISO-8601 date or date-time */
                 updated_since?: string;
-                /** @description Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT /admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price are in it */
+                /** @description Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT /admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price and lowest_offer are in it. A currency without a rate today is refused (400): GET /fx-rates lists those that have one */
                 currency?: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
             };
             header?: {
@@ -2470,7 +2492,7 @@ export interface operations {
     getProduct: {
         parameters: {
             query?: {
-                /** @description Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT /admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price are in it */
+                /** @description Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT /admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price and lowest_offer are in it. A currency without a rate today is refused (400): GET /fx-rates lists those that have one */
                 currency?: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
             };
             header?: {

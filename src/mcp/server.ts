@@ -83,8 +83,9 @@ export function mcpServer(data: KeyData, keyScopes: readonly string[] | null | u
     "search_products",
     {
       description:
-        "Find products by words (each in the name, brand or SKU, in any order; at least 3 characters in all) and filters; a compact view of each with its lowest price " +
-        "and offer count (in `currency` when given), in the order of the index read (the text's, else product id). Each filter reads at most `limit` of its " +
+        "Find products by words (each in the name, brand or SKU, in any order; at least 3 characters in all) and filters; a compact view of each with lowest_offer (the price to quote: the cheapest offer in stock, shipping " +
+        "included where known; min_price is the lowest listed price of the main currency, stock and shipping aside) " +
+        "and the offer count (in `currency` when given), in the order of the index read (the text's, else product id). Each filter reads at most `limit` of its " +
         "products; when every one has more, the first of query, brand, category, competitor is checked against the others and " +
         "`truncated` says more may match beyond them (narrow the search). When nothing matches, `hint` says what to try.",
       inputSchema: searchProductsInput,

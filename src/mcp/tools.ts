@@ -14,7 +14,9 @@ import { DAY_MS } from "../platform/time.ts";
 
 const { sku, competitor, brand, category, currency } = productsQuery.shape;
 const convertInto = currency.describe(
-  "Convert into this currency (ISO-4217, as ?currency=): prices from the latest rates on or before today; offers without a rate are left out of the summary",
+  "Convert into this currency (ISO-4217, as ?currency=): prices from the latest rates on or before today, and lowest_offer " +
+    "compared across currencies; offers without a rate are left out of the summary; a currency without a rate is refused " +
+    "(GET /fx-rates lists those that have one)",
 );
 const limit = (most: number, fallback: number) =>
   z

@@ -105,7 +105,9 @@ describe("?currency= with today's rates", () => {
       "fx-kw": { currency: "EUR", price: "15.76", total_price: null, rate: "3.002101471", rate_date: day(0) },
       "fx-gb": null,
     });
-    // The lowest is the KW shop's, out of stock or not; GBP has no rate and is left out; the counts count every offer.
+    // min_price is the KW shop's, out of stock or not; GBP has no rate and is left out; the counts count every offer.
+    // lowest_offer is what a buyer pays least for, across currencies: in stock, delivered (JP's 18.47 with free shipping,
+    // below the EU shop's 25.00 and the US shop's 23.07 delivered).
     expect(product.summary).toEqual({
       min_price: "15.76",
       max_price: "25.00",
@@ -113,6 +115,7 @@ describe("?currency= with today's rates", () => {
       offer_count: 5,
       in_stock_count: 4,
       lowest_competitor_id: "fx-kw",
+      lowest_offer: { competitor_id: "fx-jp", price: "18.47", total_price: "18.47", currency: "EUR" },
     });
   });
 

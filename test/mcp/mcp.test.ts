@@ -53,11 +53,13 @@ const errorText = (result: Awaited<ReturnType<Client["callTool"]>>) => {
 
 let key: string;
 let productId: string;
+let shopId: string;
 const sku = `MCP-${Date.now()}-Ünï`;
 
 beforeAll(async () => {
   key = (await freshAccount({ plan: "premium" })).key;
   const shop = await createCompetitor({ id: `cmp_mcp_${Date.now()}`, name: "MCP Shop" });
+  shopId = shop.id;
   const product = await createProduct({
     sku,
     name: "Kettle Deluxe 2000 ☕",
@@ -106,6 +108,8 @@ describe("/mcp", () => {
         min_price: "24.99",
         currency: "USD",
         offer_count: 1,
+        // The price to quote: the cheapest offer in stock (its total where shipping is known).
+        lowest_offer: expect.objectContaining({ competitor_id: shopId, price: "24.99", currency: "USD" }),
       }),
     ]);
     // Words, not one phrase: in any order, across name and brand; nothing found comes with what to try.
