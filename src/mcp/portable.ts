@@ -15,7 +15,7 @@ type Json = unknown;
 const DATA_KEYWORDS = new Set(["enum", "const", "default", "examples", "example"]);
 
 /** The schema with every `type` array written as an `anyOf` of single types. */
-export function portableSchema(schema: Json): Json {
+function portableSchema(schema: Json): Json {
   if (Array.isArray(schema)) return schema.map(portableSchema);
   if (schema === null || typeof schema !== "object") return schema;
   const out: Record<string, Json> = {};
