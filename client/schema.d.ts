@@ -81,6 +81,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/fx-rates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Today's exchange rates, and the currencies ?currency= converts into
+         * @description The rates `?currency=` (GET /products, GET /products/{id}, the MCP product tools) converts with: the latest day on or before today (UTC), as PUT /admin/fx-rates stored it. `currencies` lists every code a conversion accepts today; any other is refused with a 400 naming it. Test keys get the same rates: the sandbox converts with them too.
+         */
+        get: operations["getFxRates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/events/stream": {
         parameters: {
             query?: never;
@@ -1101,23 +1121,45 @@ export interface components {
         };
         Summary: {
             /**
-             * @description A decimal string with the currency's own minor-unit digits, never a float
+             * @description The lowest listed price (shipping excluded, in stock or not) among the offers in `currency`; offers in other currencies are left out unless `?currency=` converts them. The price to quote is lowest_offer's
              * @example 14.99
              */
             min_price: string | null;
             /**
-             * @description A decimal string with the currency's own minor-unit digits, never a float
+             * @description The highest listed price, over the same offers as min_price
              * @example 14.99
              */
             max_price: string | null;
             /**
-             * @description The product's most common offer currency; min/max/lowest are over its offers only
+             * @description The product's most common offer currency (or the one asked for); min/max are over its offers only
              * @example USD
              */
             currency: string | null;
             offer_count: number;
             in_stock_count: number;
+            /** @description The competitor of min_price's offer */
             lowest_competitor_id: string | null;
+            /** @description The cheapest offer in stock, by total_price where shipping is known (else price): without `?currency=`, among the in-stock offers in `currency` (when none of those is in stock, in the most common currency of those that are); with it, across every offer that has a rate, converted. null when none is in stock */
+            lowest_offer: components["schemas"]["LowestOffer"] | null;
+        };
+        /** @description The lowest offer a buyer can take: in stock, compared by total_price where shipping is known, else by price; with `?currency=`, across every offer with a rate, in that currency (converted figures) */
+        LowestOffer: {
+            competitor_id: string;
+            /**
+             * @description A decimal string with the currency's own minor-unit digits, never a float
+             * @example 14.99
+             */
+            price: string;
+            /**
+             * @description price + shipping_cost; null while shipping is unknown (price was compared)
+             * @example 14.99
+             */
+            total_price: string | null;
+            /**
+             * @description ISO-4217
+             * @example USD
+             */
+            currency: string;
         };
         History: {
             product_id: string;
@@ -1151,6 +1193,38 @@ export interface components {
             name: string;
             domain: string | null;
             offer_count: number;
+        };
+        /** @description The reference rates conversions use today */
+        LatestFxRates: {
+            /**
+             * @description The currency the rates are for one unit of; null before any rates are stored
+             * @example USD
+             */
+            base: string | null;
+            /**
+             * Format: date
+             * @description The day of these rates: the latest on or before today (UTC); null before any
+             */
+            date: string | null;
+            /**
+             * @description Units of each currency for one unit of base (decimal strings)
+             * @example {
+             *       "USD": "1.0832",
+             *       "JPY": "162.45"
+             *     }
+             */
+            rates: {
+                [key: string]: string;
+            };
+            /**
+             * @description Every currency `?currency=` converts into today: base and the currencies of rates, sorted; any other is refused (400)
+             * @example [
+             *       "EUR",
+             *       "JPY",
+             *       "USD"
+             *     ]
+             */
+            currencies: string[];
         };
         /** @enum {string} */
         EventType: "price.changed" | "stock.changed";
@@ -2379,7 +2453,7 @@ export interface operations {
                 category?: string;
                 /** @description Products whose updated_at is at or after this; an ISO-8601 date or date-time */
                 updated_since?: string;
-                /** @description Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT /admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price are in it */
+                /** @description Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT /admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price and lowest_offer are in it. A currency without a rate today is refused (400): GET /fx-rates lists those that have one */
                 currency?: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
             };
             header?: {
@@ -2436,7 +2510,7 @@ export interface operations {
     getProduct: {
         parameters: {
             query?: {
-                /** @description Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT /admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price are in it */
+                /** @description Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT /admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price and lowest_offer are in it. A currency without a rate today is refused (400): GET /fx-rates lists those that have one */
                 currency?: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BIF" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CLP" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DJF" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GNF" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "ISK" | "JMD" | "JOD" | "JPY" | "KES" | "KGS" | "KHR" | "KMF" | "KPW" | "KRW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "PYG" | "QAR" | "RON" | "RSD" | "RUB" | "RWF" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "UGX" | "USD" | "USN" | "UYI" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "VND" | "VUV" | "WST" | "XAF" | "XCD" | "XCG" | "XOF" | "XPF" | "YER" | "ZAR" | "ZMW" | "ZWG";
             };
             header?: {
@@ -2587,6 +2661,38 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["CatalogueBuilding"];
+        };
+    };
+    getFxRates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Today's rates */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LatestFxRates"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["KeyRestricted"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
     streamEvents: {

@@ -10,7 +10,7 @@ import { dashboardRoutes, serveDashboard } from "./dashboard/routes.ts";
 import { docsRoutes, openApiRoute } from "./docs/routes.ts";
 import { eventRoutes } from "./events/routes.ts";
 import { exportRoutes } from "./exports/routes.ts";
-import { fxRateRoutes } from "./fx-rates/routes.ts";
+import { fxRateRoutes, latestFxRateRoutes } from "./fx-rates/routes.ts";
 import { acceptable } from "./http/accept.ts";
 import { ApiError, methodNotAllowedResponse, notFound, onError } from "./http/errors.ts";
 import { home, type RouteGroup } from "./http/home.ts";
@@ -34,6 +34,7 @@ import { webhookRoutes } from "./webhooks/routes.ts";
 const ROUTE_TABLE: readonly RouteGroup[] = [
   { path: "/products", routes: productRoutes, access: "API key", link: "products" },
   { path: "/competitors", routes: competitorRoutes, access: "API key", link: "competitors" },
+  { path: "/fx-rates", routes: latestFxRateRoutes, access: "API key", link: "fx_rates" },
   { path: "/events/stream", routes: streamRoutes, access: "API key, server-sent events", link: "event_stream" },
   { path: "/events", routes: eventRoutes, access: "API key", link: "events" },
   { path: "/test", routes: testModeRoutes, access: "test API key (pda_test_), its account's sandbox" },

@@ -2,7 +2,7 @@ import { crossRate, formatRate, minorConverter, type RateDay } from "../fx-rates
 import { sha256Hex } from "../platform/hash.ts";
 import { formatMoney, parseMoney } from "../platform/money.ts";
 import type { SummaryView } from "./schema.ts";
-import { type SummaryRow, summarise } from "./views.ts";
+import { type SummaryRow, type summarise, summariseRows, summaryRow } from "./views.ts";
 
 /**
  * `?currency=` (GET /products, GET /products/{id}, the MCP product tools): a product's view with each offer's
@@ -56,18 +56,28 @@ export function conversionInto(currency: string, day: RateDay | null): Conversio
   };
 }
 
-/** The rows' prices in the target currency; rows without a rate are left out. */
-function convertedRows(rows: readonly (SummaryRow & { priceMinor: number })[], into: Conversion): SummaryRow[] {
+/** The rows' price and total in the target currency (each converted, as an offer's `converted` has them); rows without a rate are left out. */
+function convertedRows(rows: readonly SummaryRow[], into: Conversion): SummaryRow[] {
   return rows.flatMap((row) => {
     const found = into.rateFrom(row.currency);
-    return found ? [{ ...row, priceMinor: found.convert(row.priceMinor), currency: into.currency }] : [];
+    if (!found) return [];
+    const convert = (minor: number | bigint) => found.convert(Number(minor));
+    return [
+      {
+        ...row,
+        priceMinor: convert(row.priceMinor),
+        totalMinor: row.totalMinor === null ? null : convert(row.totalMinor),
+        currency: into.currency,
+      },
+    ];
   });
 }
 
-/** The summary of offers (rows or views) with min/max over those that have a rate, in the target currency; the counts count all. */
-export function summariseIn(rows: readonly (SummaryRow & { priceMinor: number })[], into: Conversion): SummaryView {
-  const { offer_count, in_stock_count } = summarise(rows);
-  return { ...summarise(convertedRows(rows, into)), currency: into.currency, offer_count, in_stock_count };
+/** The summary of offers' rows with min/max and lowest_offer over those that have a rate, in the target currency; the counts count all. */
+export function summariseIn(offers: Parameters<typeof summarise>[0], into: Conversion): SummaryView {
+  const rows = offers.map(summaryRow);
+  const { offer_count, in_stock_count } = summariseRows(rows);
+  return { ...summariseRows(convertedRows(rows, into)), currency: into.currency, offer_count, in_stock_count };
 }
 
 /*
@@ -87,6 +97,7 @@ const CHECKED_AT = ',"checked_at":"';
 const SUMMARY = ',"summary":';
 const OFFER_COUNT = ',"offer_count":';
 const LOWEST_COMPETITOR = ',"lowest_competitor_id":';
+const LOWEST_OFFER = ',"lowest_offer":';
 const SUMMARY_END = '},"created_at":"';
 
 /** A text not shaped as a ProductView's: a field added to or moved in the view needs this reading changed too. */
@@ -104,7 +115,7 @@ const stringEnd = (json: string, at: number) => json.indexOf('"', at);
 
 /**
  * A product's JSON text (a snapshot line), converted: every offer gains `converted` (null without a rate for its
- * currency); the summary ranges over the converted offers (all now comparable), in the target currency; offer_count
+ * currency); the summary (min/max and lowest_offer) ranges over the converted offers (all now comparable), in the target currency; offer_count
  * and in_stock_count still count every offer. The same text as JSON.stringify of the converted view.
  */
 export function convertProductJson(json: string, into: Conversion): string {
@@ -129,10 +140,10 @@ export function convertProductJson(json: string, into: Conversion): string {
       const price = found.convert(parseMoney(json.slice(priceAt, stringEnd(json, priceAt)), currency));
       const total = json.startsWith("null", totalAt)
         ? null
-        : formatMoney(found.convert(parseMoney(json.slice(totalAt + 1, stringEnd(json, totalAt + 1)), currency)), target);
-      converted = found.convertedJson(formatMoney(price, target), total);
+        : found.convert(parseMoney(json.slice(totalAt + 1, stringEnd(json, totalAt + 1)), currency));
+      converted = found.convertedJson(formatMoney(price, target), total === null ? null : formatMoney(total, target));
       const competitorId = json.slice(at + COMPETITOR_ID.length, json.indexOf(COMPETITOR_NAME, at));
-      rows.push({ priceMinor: price, currency: target, inStock: json.startsWith("true", inStockAt), competitorId });
+      rows.push({ priceMinor: price, totalMinor: total, currency: target, inStock: json.startsWith("true", inStockAt), competitorId });
     }
     out.push(json.slice(at, end), ',"converted":', converted, "}");
     at = end + 1;
@@ -146,10 +157,15 @@ export function convertProductJson(json: string, into: Conversion): string {
   const countsAt = valueAfter(json, OFFER_COUNT, summaryAt) - OFFER_COUNT.length;
   const lowestAt = valueAfter(json, LOWEST_COMPETITOR, countsAt) - LOWEST_COMPETITOR.length;
   const restAt = valueAfter(json, SUMMARY_END, lowestAt) - SUMMARY_END.length + 1;
-  const { min_price, max_price, lowest_competitor_id } = summarise(rows);
+  const { min_price, max_price, lowest_competitor_id, lowest_offer } = summariseRows(rows);
+  // The ids are the offers' JSON text, put back as they are.
+  const lowestOffer = lowest_offer
+    ? `{"competitor_id":${lowest_offer.competitor_id},"price":${moneyJson(lowest_offer.price)},` +
+      `"total_price":${moneyJson(lowest_offer.total_price)},"currency":${JSON.stringify(target)}}`
+    : "null";
   const summary =
     `{"min_price":${moneyJson(min_price)},"max_price":${moneyJson(max_price)},"currency":${JSON.stringify(target)}` +
-    `${json.slice(countsAt, lowestAt)}${LOWEST_COMPETITOR}${lowest_competitor_id ?? "null"}}`;
+    `${json.slice(countsAt, lowestAt)}${LOWEST_COMPETITOR}${lowest_competitor_id ?? "null"}${LOWEST_OFFER}${lowestOffer}}`;
   out.push(json.slice(at, summaryAt), summary, json.slice(restAt));
   return out.join("");
 }

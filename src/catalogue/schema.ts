@@ -21,7 +21,8 @@ export const ifNoneMatch = z.object({
 const targetCurrency = currencySchema.optional().meta({
   description:
     "Convert into this currency (ISO-4217): each offer gains `converted` from the latest rates on or before today (PUT " +
-    "/admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price are in it",
+    "/admin/fx-rates), rounded half-even to its minor unit, and the summary's min_price/max_price and lowest_offer are " +
+    "in it. A currency without a rate today is refused (400): GET /fx-rates lists those that have one",
   example: "EUR",
 });
 
@@ -123,21 +124,45 @@ const Offer = z
   .meta({ id: "Offer", description: "A competitor's current offer" });
 export type OfferView = z.infer<typeof Offer>;
 
+const LowestOffer = z
+  .object({
+    competitor_id: z.string(),
+    price: money,
+    total_price: money.nullable().meta({ description: "price + shipping_cost; null while shipping is unknown (price was compared)" }),
+    currency,
+  })
+  .meta({
+    id: "LowestOffer",
+    description:
+      "The lowest offer a buyer can take: in stock, compared by total_price where shipping is known, else by price; with " +
+      "`?currency=`, across every offer with a rate, in that currency (converted figures)",
+  });
+
 /**
- * min/max/lowest are taken over the offers in the product's most common currency (ties go to the
- * alphabetically first code), named by `currency`: prices in different currencies are never compared.
- * Stock does not matter for min/max (in_stock_count says how many can be bought); shipping is excluded.
+ * min/max are taken over the offers in the product's most common currency (ties go to the alphabetically first code),
+ * named by `currency`, in stock or not, shipping excluded: the range of listed prices. lowest_offer is what a buyer
+ * pays least for: in stock, shipping included where known, across currencies when converted (docs/decisions.md).
  */
 export const Summary = z
   .object({
-    min_price: money.nullable(),
-    max_price: money.nullable(),
+    min_price: money.nullable().meta({
+      description:
+        "The lowest listed price (shipping excluded, in stock or not) among the offers in `currency`; offers in other " +
+        "currencies are left out unless `?currency=` converts them. The price to quote is lowest_offer's",
+    }),
+    max_price: money.nullable().meta({ description: "The highest listed price, over the same offers as min_price" }),
     currency: currency
       .nullable()
-      .meta({ description: "The product's most common offer currency; min/max/lowest are over its offers only" }),
+      .meta({ description: "The product's most common offer currency (or the one asked for); min/max are over its offers only" }),
     offer_count: z.int(),
     in_stock_count: z.int(),
-    lowest_competitor_id: z.string().nullable(),
+    lowest_competitor_id: z.string().nullable().meta({ description: "The competitor of min_price's offer" }),
+    lowest_offer: orNull(LowestOffer).meta({
+      description:
+        "The cheapest offer in stock, by total_price where shipping is known (else price): without `?currency=`, among " +
+        "the in-stock offers in `currency` (when none of those is in stock, in the most common currency of those that are); " +
+        "with it, across every offer that has a rate, converted. null when none is in stock",
+    }),
   })
   .meta({ id: "Summary" });
 export type SummaryView = z.infer<typeof Summary>;

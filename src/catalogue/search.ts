@@ -5,14 +5,14 @@ import { offers, products } from "../platform/tables.ts";
 import { type Conversion, convertProductJson, summariseIn } from "./converted.ts";
 import { filterSet, matchingProducts } from "./filtered.ts";
 import { unknownProduct } from "./history.ts";
-import type { ProductView } from "./schema.ts";
-import { holdsText, matchedProduct, textMatches } from "./search-text.ts";
+import type { ProductView, SummaryView } from "./schema.ts";
+import { holdsEveryWord, holdsText, matchedProduct, textMatches } from "./search-text.ts";
 import { type CatalogueStore, conversionOf, productJson, servingManifest } from "./service.ts";
 import { summarise } from "./views.ts";
 
 /**
  * The catalogue searched by its filters or by text (MCP search_products and get_product by SKU): from the snapshot
- * when no text is asked, through D1's text index when it is. Its inputs are MCP's (src/mcp/tools.ts validates them).
+ * when no text is asked, through D1's text index when it is (every word of the text, src/catalogue/search-text.ts). Its inputs are MCP's (src/mcp/tools.ts validates them).
  */
 
 /** What a search asks: GET /products' filters, a text, and how many products at most. */
@@ -32,6 +32,8 @@ export interface ProductMatch {
   name: string;
   brand: string | null;
   category: string | null;
+  /** The price to quote: the lowest offer in stock, shipping included where known (the summary's). */
+  lowest_offer: SummaryView["lowest_offer"];
   min_price: string | null;
   currency: string | null;
   offer_count: number;
@@ -141,15 +143,17 @@ export async function searchProducts(
             ),
           );
   const offersOf = (id: string) => offerRows.filter((offer) => offer.productId === id);
+  // The index found the text's words of 3 characters or more; its shorter words are checked here.
   const found = examined.filter(
-    ({ id, matches }) =>
-      matches === 1 && (input.competitor === undefined || offersOf(id).some((offer) => offer.competitorId === input.competitor)),
+    ({ id, matches, name, brand, sku }) =>
+      matches === 1 &&
+      holdsEveryWord(input.query!, [name, brand, sku]) &&
+      (input.competitor === undefined || offersOf(id).some((offer) => offer.competitorId === input.competitor)),
   );
   return {
-    products: found.map(({ matches: _, ...row }) => {
-      const summary = conversion ? summariseIn(offersOf(row.id), conversion) : summarise(offersOf(row.id));
-      return { ...row, min_price: summary.min_price, currency: summary.currency, offer_count: summary.offer_count };
-    }),
+    products: found.map(({ matches: _, ...row }) =>
+      productMatch(row, conversion ? summariseIn(offersOf(row.id), conversion) : summarise(offersOf(row.id))),
+    ),
     truncated: !complete && found.length < input.limit,
   };
 }
@@ -166,16 +170,17 @@ async function* snapshotMatches(catalogue: CatalogueStore, { sku, brand, categor
   for await (const lines of matchingProducts(catalogue.bucket, manifest, filters)) yield* lines;
 }
 
-/** A product as search_products lists it: its names and its summary's lowest price and offer count. */
+/** A product as search_products lists it: its names, its summary's lowest offer, lowest price and offer count. */
 export const productMatch = (
   { id, sku, name, brand, category }: Pick<ProductMatch, "id" | "sku" | "name" | "brand" | "category">,
-  summary: Pick<ProductMatch, "min_price" | "currency" | "offer_count">,
+  summary: Pick<ProductMatch, "lowest_offer" | "min_price" | "currency" | "offer_count">,
 ): ProductMatch => ({
   id,
   sku,
   name,
   brand,
   category,
+  lowest_offer: summary.lowest_offer,
   min_price: summary.min_price,
   currency: summary.currency,
   offer_count: summary.offer_count,

@@ -1,6 +1,7 @@
 import { Buffer } from "node:buffer";
 import { constants, crc32, deflateRawSync } from "node:zlib";
 import { eq, sql } from "drizzle-orm";
+import { hasRate } from "../fx-rates/rates.ts";
 import { todaysRates } from "../fx-rates/service.ts";
 import { ApiError } from "../http/errors.ts";
 import type { Database } from "../platform/db.ts";
@@ -93,12 +94,24 @@ export const isFiltered = (filters: ProductFilters) => selectsProducts(filters) 
 /** Whether the list is some of the products (a filter), not every one. */
 export const selectsProducts = (filters: FilterValues) => normalise(filters).length > 0;
 
-/** The conversion a `?currency=` read asks for, with the day's rates as the isolate keeps them: no D1 statement when warm. */
-export const conversionOf = async (
+/**
+ * The conversion a `?currency=` read asks for, with the day's rates as the isolate keeps them: no D1 statement when
+ * warm. A currency without a rate today is refused (a 400; a tool error in MCP), not answered with every price null.
+ */
+export async function conversionOf(
   services: { db: Database; catalogue: CatalogueStore },
   currency: string | undefined,
-): Promise<Conversion | undefined> =>
-  currency === undefined ? undefined : conversionInto(currency, await todaysRates(services.db, services.catalogue.bucket));
+): Promise<Conversion | undefined> {
+  if (currency === undefined) return undefined;
+  const day = await todaysRates(services.db, services.catalogue.bucket);
+  if (day === null || !hasRate(day, currency))
+    throw new ApiError(
+      400,
+      `currency: ${currency} has no exchange rate ${day === null ? "yet (none are stored)" : `on ${day.date}`}, so no price can be ` +
+        "converted into it; GET /fx-rates lists the currencies that have one.",
+    );
+  return conversionInto(currency, day);
+}
 
 /** The strong ETag of a list: the snapshot's id, a hash of the normalised filters (and of the conversion), and the form. */
 export async function productsEtag(

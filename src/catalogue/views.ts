@@ -57,8 +57,23 @@ export function productView(
   };
 }
 
-/** What the summary looks at in an offer: its row, or its converted price (src/catalogue/converted.ts). */
-export type SummaryRow = Pick<OfferRow, "currency" | "inStock" | "competitorId"> & { priceMinor: number | bigint };
+/** The figures of an offer's row the summary reads. */
+type OfferFigures = Pick<OfferRow, "currency" | "inStock" | "competitorId" | "priceMinor" | "shippingMinor">;
+
+/** What the summary looks at in an offer: its row's figures, or its converted ones (src/catalogue/converted.ts). */
+export type SummaryRow = Pick<OfferRow, "currency" | "inStock" | "competitorId"> & {
+  priceMinor: number | bigint;
+  /** price + shipping; null while shipping is unknown. */
+  totalMinor: number | bigint | null;
+};
+
+export const summaryRow = ({ currency, inStock, competitorId, priceMinor, shippingMinor }: OfferFigures): SummaryRow => ({
+  currency,
+  inStock,
+  competitorId,
+  priceMinor,
+  totalMinor: totalMinor(priceMinor, shippingMinor),
+});
 
 /** The most common currency; ties go to the alphabetically first code, so the choice is stable. */
 function mainCurrency(rows: readonly SummaryRow[]): string | null {
@@ -72,7 +87,37 @@ function mainCurrency(rows: readonly SummaryRow[]): string | null {
   return best;
 }
 
-export function summarise(rows: readonly SummaryRow[]): SummaryView {
+/** What an offer costs delivered: its total where shipping is known, else its price. */
+const deliveredMinor = (row: SummaryRow) => row.totalMinor ?? row.priceMinor;
+
+/**
+ * The lowest offer a buyer can take (docs/decisions.md): in stock, by its total where shipping is known (else its
+ * price), among the in-stock offers in the summary's currency, or, when none of those is in stock, in the most common
+ * currency of those that are (when converted, every offer is in the one currency). Equal totals: the lower price, then
+ * the rows' competitor-id order.
+ */
+function lowestOffer(rows: readonly SummaryRow[], summaryCurrency: string | null): SummaryView["lowest_offer"] {
+  const inStock = rows.filter((row) => row.inStock);
+  const currency = inStock.some((row) => row.currency === summaryCurrency) ? summaryCurrency : mainCurrency(inStock);
+  let best: SummaryRow | undefined;
+  for (const row of inStock) {
+    if (row.currency !== currency) continue;
+    const [figure, bestFigure] = [deliveredMinor(row), best && deliveredMinor(best)];
+    if (!best || figure < bestFigure! || (figure === bestFigure && row.priceMinor < best.priceMinor)) best = row;
+  }
+  if (!best || currency === null) return null;
+  return {
+    competitor_id: best.competitorId,
+    price: formatMoney(best.priceMinor, currency),
+    total_price: best.totalMinor === null ? null : formatMoney(best.totalMinor, currency),
+    currency,
+  };
+}
+
+/** The summary of an offer's rows (D1's, the sandbox's). */
+export const summarise = (offers: readonly OfferFigures[]): SummaryView => summariseRows(offers.map(summaryRow));
+
+export function summariseRows(rows: readonly SummaryRow[]): SummaryView {
   const currency = mainCurrency(rows);
   let lowest: SummaryRow | undefined;
   let highest: SummaryRow | undefined;
@@ -90,5 +135,6 @@ export function summarise(rows: readonly SummaryRow[]): SummaryView {
     offer_count: rows.length,
     in_stock_count: rows.filter((row) => row.inStock).length,
     lowest_competitor_id: lowest?.competitorId ?? null,
+    lowest_offer: lowestOffer(rows, currency),
   };
 }

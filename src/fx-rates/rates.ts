@@ -27,6 +27,9 @@ function rateOf(day: RateDay, currency: string) {
   return rate === undefined ? null : parseDecimal(rate);
 }
 
+/** Whether `currency` has a rate that day (the base always has: 1). */
+export const hasRate = (day: RateDay, currency: string) => rateOf(day, currency) !== null;
+
 /** from → to through the base: rate(to) ÷ rate(from); null when either has no rate that day. */
 export function crossRate(day: RateDay, from: string, to: string): CrossRate | null {
   if (from === to) return { numerator: 1n, denominator: 1n };

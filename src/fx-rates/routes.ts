@@ -2,8 +2,8 @@ import { createRoute } from "@hono/zod-openapi";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
-import { FxRates, fxRatesBody } from "./schema.ts";
-import { putFxRates } from "./service.ts";
+import { FxRates, fxRatesBody, LatestFxRates } from "./schema.ts";
+import { latestRatesView, putFxRates } from "./service.ts";
 
 const putFxRatesRoute = createRoute(
   operation({
@@ -30,3 +30,26 @@ export const fxRateRoutes = openApiApp().openapi(putFxRatesRoute, async (c) => {
   afterAnswer(catalogue.poke());
   return c.json(rates, 200);
 });
+
+const getFxRatesRoute = createRoute(
+  operation({
+    method: "get",
+    path: "/",
+    operationId: "getFxRates",
+    tags: ["Catalogue"],
+    summary: "Today's exchange rates, and the currencies ?currency= converts into",
+    description:
+      "The rates `?currency=` (GET /products, GET /products/{id}, the MCP product tools) converts with: the latest day on or " +
+      "before today (UTC), as PUT /admin/fx-rates stored it. `currencies` lists every code a conversion accepts today; any " +
+      "other is refused with a 400 naming it. Test keys get the same rates: the sandbox converts with them too.",
+    credential: "api-key",
+    scope: "products:read",
+    request: { query: noQuery },
+    responses: { 200: jsonResponse("Today's rates", LatestFxRates) },
+  }),
+);
+
+/** GET /fx-rates (API key, scope products:read): from the published rates the isolate keeps, no D1 statement when warm. */
+export const latestFxRateRoutes = openApiApp().openapi(getFxRatesRoute, async (c) =>
+  c.json(latestRatesView(await c.var.keyData.fxRates()), 200),
+);

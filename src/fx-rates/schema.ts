@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { jsonObject } from "../http/validation.ts";
+import { currency } from "../http/wire.ts";
 import { CURRENCY_CODES, currencySchema, POSITIVE_DECIMAL_PATTERN } from "../platform/money.ts";
 
 /** PUT /admin/fx-rates: a day's reference rates, declared once. */
@@ -71,3 +72,18 @@ export const FxRates = z
   })
   .meta({ id: "FxRates", description: "A day's reference rates as stored" });
 export type FxRatesView = z.infer<typeof FxRates>;
+
+export const LatestFxRates = z
+  .object({
+    base: currency.nullable().meta({ description: "The currency the rates are for one unit of; null before any rates are stored" }),
+    date: z.iso.date().nullable().meta({ description: "The day of these rates: the latest on or before today (UTC); null before any" }),
+    rates: z
+      .record(z.string(), z.string())
+      .meta({ description: "Units of each currency for one unit of base (decimal strings)", example: { USD: "1.0832", JPY: "162.45" } }),
+    currencies: z.array(currency).meta({
+      description: "Every currency `?currency=` converts into today: base and the currencies of rates, sorted; any other is refused (400)",
+      example: ["EUR", "JPY", "USD"],
+    }),
+  })
+  .meta({ id: "LatestFxRates", description: "The reference rates conversions use today" });
+export type LatestFxRatesView = z.infer<typeof LatestFxRates>;

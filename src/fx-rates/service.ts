@@ -4,7 +4,7 @@ import { isolateRefreshed } from "../platform/isolate-memory.ts";
 import { fxRates } from "../platform/tables.ts";
 import { PUBLISHED_RATES_KEY, PublishedRates } from "./published.ts";
 import type { RateDay } from "./rates.ts";
-import { type FxRatesBody, type FxRatesView, givenRates } from "./schema.ts";
+import { type FxRatesBody, type FxRatesView, givenRates, type LatestFxRatesView } from "./schema.ts";
 
 /**
  * Reference rates: one row a day in D1, the record, replaced by a PUT for that day. What a conversion can use is
@@ -85,3 +85,9 @@ async function ratesAsOf(db: Database, asOf: string): Promise<PublishedRates> {
     .orderBy(asc(fxRates.date));
   return { as_of: asOf, days: rows.map(rateDay) };
 }
+
+/** GET /fx-rates: today's rates as a conversion uses them, and the currencies they convert into. */
+export const latestRatesView = (day: RateDay | null): LatestFxRatesView =>
+  day === null
+    ? { base: null, date: null, rates: {}, currencies: [] }
+    : { base: day.base, date: day.date, rates: { ...day.rates }, currencies: [day.base, ...Object.keys(day.rates)].sort() };

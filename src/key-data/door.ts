@@ -5,6 +5,7 @@ import type { CompetitorView, HistoryQuery, ProductFilters } from "../catalogue/
 import type { ProductMatch, SearchInput } from "../catalogue/search.ts";
 import type { EventsQuery } from "../events/query.ts";
 import type { EventFeed } from "../events/schema.ts";
+import type { RateDay } from "../fx-rates/rates.ts";
 import type { Environment } from "../platform/tables.ts";
 import type { ChangesCursor, ExportCursor, ExportLimits, ExportStep, HistoryCursor } from "./export-step.ts";
 
@@ -40,6 +41,8 @@ export interface KeyData {
   getProduct(input: { id?: string | undefined; sku?: string | undefined; currency?: string | undefined }): Promise<unknown>;
   /** MCP search_products. */
   searchProducts(input: SearchInput): Promise<{ products: ProductMatch[]; truncated: boolean }>;
+  /** Today's reference rates (GET /fx-rates): the catalogue's published ones, which a sandbox converts with too. */
+  fxRates(): Promise<RateDay | null>;
   /** A product's price and stock history, oldest first. */
   history(productId: string, query: HistoryQuery): Promise<HistoryPage>;
   /** The competitors and their offer counts (GET /competitors, MCP list_competitors), with the list's ETag. */

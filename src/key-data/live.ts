@@ -16,6 +16,7 @@ import {
 import { streamOf, wholeCatalogue } from "../catalogue/snapshot/read.ts";
 import { RETENTION_MS } from "../events/retention.ts";
 import { listEvents, listEventsNewestFirst, newestCatalogueEventId } from "../events/service.ts";
+import { todaysRates } from "../fx-rates/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { ApiError } from "../http/errors.ts";
 import { isSandboxProduct, sandboxProductOnLiveKey } from "../sandbox/mix-ups.ts";
@@ -73,6 +74,7 @@ export function liveData(services: LiveServices): KeyData {
     productJson: (id, conversion) => namingSandbox(productJson(services.catalogue, id, conversion), { id }),
     getProduct: (input) => namingSandbox(getProduct(services, input), input),
     searchProducts: (input) => searchProducts(services, input),
+    fxRates: () => todaysRates(services.db, services.catalogue.bucket),
     history: (productId, query) => namingSandbox(productHistory(services.replica, services.archive, productId, query), { id: productId }),
     async competitors() {
       const manifest = await servingManifest(services.catalogue);

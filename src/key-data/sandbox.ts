@@ -1,10 +1,12 @@
 import { summariseIn } from "../catalogue/converted.ts";
 import type { ProductView } from "../catalogue/schema.ts";
 import { productMatch } from "../catalogue/search.ts";
+import { holdsEveryWord } from "../catalogue/search-text.ts";
 import { contentEtag, conversionOf, productsEtag } from "../catalogue/service.ts";
 import { streamOf } from "../catalogue/snapshot/read.ts";
 import { summarise } from "../catalogue/views.ts";
 import type { FeedEvent } from "../events/schema.ts";
+import { todaysRates } from "../fx-rates/service.ts";
 import type { RequestServices } from "../http/app-env.ts";
 import { sandboxBase } from "../sandbox/catalogue.ts";
 import { sandboxFacts } from "../sandbox/facts.ts";
@@ -44,7 +46,6 @@ export function sandboxData(services: Pick<RequestServices, "db" | "catalogue">,
     /** The sandbox's 1,000 products looked through in memory, after one read of the account's changes. */
     async searchProducts(input) {
       const [{ base, overlay }, conversion] = await Promise.all([sandboxCatalogue(sandbox), conversionOf(services, input.currency)]);
-      const text = input.query?.toLowerCase();
       const same = (value: string | null, wanted: string | undefined) =>
         wanted === undefined || value?.toLowerCase() === wanted.toLowerCase();
       const found = base.products
@@ -52,7 +53,7 @@ export function sandboxData(services: Pick<RequestServices, "db" | "catalogue">,
         .filter(
           ({ product, offers }) =>
             (input.sku === undefined || product.sku === input.sku) &&
-            (text === undefined || [product.name, product.brand ?? "", product.sku].some((field) => field.toLowerCase().includes(text))) &&
+            (input.query === undefined || holdsEveryWord(input.query, [product.name, product.brand, product.sku])) &&
             same(product.brand, input.brand) &&
             same(product.category, input.category) &&
             (input.competitor === undefined || offers.some((offer) => offer.competitorId === input.competitor)),
@@ -65,6 +66,7 @@ export function sandboxData(services: Pick<RequestServices, "db" | "catalogue">,
         truncated: found.length > input.limit,
       };
     },
+    fxRates: () => todaysRates(services.db, services.catalogue.bucket),
     history: (productId, query) => sandboxProductHistory(sandbox, productId, query),
     async competitors() {
       const list = await sandboxCompetitors(sandbox);

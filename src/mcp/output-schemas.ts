@@ -12,10 +12,14 @@ const truncated = (description: string) => z.boolean().meta({ description });
 export const searchProductsOutput = z.object({
   products: z.array(
     Product.pick({ id: true, sku: true, name: true, brand: true, category: true }).extend(
-      Summary.pick({ min_price: true, currency: true, offer_count: true }).shape,
+      Summary.pick({ lowest_offer: true, min_price: true, currency: true, offer_count: true }).shape,
     ),
   ),
   truncated: truncated("More products may match beyond those examined: narrow the search"),
+  hint: z
+    .string()
+    .optional()
+    .meta({ description: "Only when no product matched: what to try (fewer words, each word alone, a brand or category filter)" }),
 });
 
 // The shapes themselves, not their components: a tool's outputSchema must be an object schema at its top, not a $ref.

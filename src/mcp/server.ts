@@ -1,4 +1,4 @@
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { McpServer, type RegisteredTool } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { holdsScope, type KeyScope, missingScopeDetail } from "../api-keys/scopes.ts";
 import { ApiError } from "../http/errors.ts";
@@ -13,12 +13,15 @@ import {
   recentChangesOutput,
   searchProductsOutput,
 } from "./output-schemas.ts";
+import { listToolsPortably } from "./portable.ts";
 import {
   getProductInput,
   priceHistoryInput,
   priceHistoryOf,
+  productWanted,
   recentChangesInput,
   recentChangesQuery,
+  searchHint,
   searchProductsInput,
 } from "./tools.ts";
 
@@ -34,6 +37,22 @@ import {
  */
 
 const SERVER_INFO = { name: "price-data-api", version: "1.0.0" };
+
+/** What a host shows its model before any tool is called: what the tools are for and how their arguments fit together. */
+const INSTRUCTIONS = [
+  "Competitors' prices for a product catalogue: each product (id prd_…, and its own SKU) has offers, one per competitor, with " +
+    "price, shipping, total_price and stock.",
+  "search_products finds products by words: every word must appear in the name, brand or SKU, in any order and any case " +
+    '("sony headphones"); when nothing matches, its `hint` says what to try (fewer words, a brand or category filter). ' +
+    "Each product it lists carries lowest_offer: the lowest price in stock (the total with shipping where known), the one " +
+    "to quote as the product's price.",
+  "get_product takes the product's id (as `id` or `product_id`, the same thing) or its `sku`; price_history takes " +
+    "`product_id`. Ids come from search_products, SKUs from the user's own catalogue.",
+  "Prices are in each offer's own currency. Give `currency` (ISO-4217) to the product tools to have every offer converted " +
+    "with the latest reference rates and lowest_offer compared across currencies; a currency without a rate is refused " +
+    "(GET /fx-rates lists the currencies that have one).",
+  "list_competitors names the competitors; recent_changes lists price and stock changes, newest first.",
+].join("\n\n");
 
 const refused = (detail: string): CallToolResult => ({ isError: true, content: [{ type: "text", text: detail }] });
 
@@ -55,41 +74,43 @@ const scoped =
     holdsScope(scopes, scope) ? answer(run) : Promise.resolve(refused(missingScopeDetail(scope, "tool")));
 
 export function mcpServer(data: KeyData, keyScopes: readonly string[] | null | undefined, events: EventsServices): McpServer {
-  const server = new McpServer(SERVER_INFO);
+  const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS });
   registerEventMethods(server.server, events);
   const readOnly = { readOnlyHint: true, openWorldHint: false };
   const answerIf = scoped(keyScopes);
-  server.registerTool(
+  const tools: Record<string, RegisteredTool> = {};
+  tools.search_products = server.registerTool(
     "search_products",
     {
       description:
-        "Find products by text (name, brand or SKU, at least 3 characters) and filters; a compact view of each with its lowest price " +
-        "and offer count (in `currency` when given), in the order of the index read (the text's, else product id). Each filter reads at most `limit` of its " +
+        "Find products by words (each in the name, brand or SKU, in any order; at least 3 characters in all) and filters; a compact view of each with lowest_offer (the price to quote: the cheapest offer in stock, shipping " +
+        "included where known; min_price is the lowest listed price of the main currency, stock and shipping aside) " +
+        "and the offer count (in `currency` when given), in the order of the index read (the text's, else product id). Each filter reads at most `limit` of its " +
         "products; when every one has more, the first of query, brand, category, competitor is checked against the others and " +
-        "`truncated` says more may match beyond them (narrow the search).",
+        "`truncated` says more may match beyond them (narrow the search). When nothing matches, `hint` says what to try.",
       inputSchema: searchProductsInput,
       outputSchema: searchProductsOutput,
       annotations: readOnly,
     },
-    (input) => answerIf("products:read", () => data.searchProducts(input)),
+    (input) =>
+      answerIf("products:read", async () => {
+        const found = await data.searchProducts(input);
+        return found.products.length > 0 ? found : { ...found, hint: searchHint(input, found.truncated) };
+      }),
   );
-  server.registerTool(
+  tools.get_product = server.registerTool(
     "get_product",
     {
       description:
-        "One product with all its offers and summary, by id or by SKU (give exactly one), as GET /products/{id} gives it: total and " +
+        "One product with all its offers and summary, by id (`id` or `product_id`, the same) or by SKU (give exactly one), as GET /products/{id} gives it: total and " +
         "unit prices, seller, condition, check_status and the 30-day lowest price; with `currency`, each offer's converted price.",
       inputSchema: getProductInput,
       outputSchema: getProductOutput,
       annotations: readOnly,
     },
-    (input) =>
-      answerIf("products:read", async () => {
-        if ((input.id === undefined) === (input.sku === undefined)) throw new ApiError(400, "Give exactly one of id and sku.");
-        return data.getProduct(input);
-      }),
+    (input) => answerIf("products:read", () => data.getProduct(productWanted(input))),
   );
-  server.registerTool(
+  tools.price_history = server.registerTool(
     "price_history",
     {
       description:
@@ -106,7 +127,7 @@ export function mcpServer(data: KeyData, keyScopes: readonly string[] | null | u
         return priceHistoryOf(data.history, input);
       }),
   );
-  server.registerTool(
+  tools.list_competitors = server.registerTool(
     "list_competitors",
     {
       description: "Every competitor with its id, name, domain and offer count.",
@@ -116,7 +137,7 @@ export function mcpServer(data: KeyData, keyScopes: readonly string[] | null | u
     },
     () => answerIf("products:read", async () => ({ competitors: (await data.competitors()).list })),
   );
-  server.registerTool(
+  tools.recent_changes = server.registerTool(
     "recent_changes",
     {
       description:
@@ -129,6 +150,7 @@ export function mcpServer(data: KeyData, keyScopes: readonly string[] | null | u
     },
     (input) => answerIf("events:read", () => data.feed(recentChangesQuery(input), { newestFirst: true })),
   );
+  listToolsPortably(server, tools);
   // A new server for each request, whose tools never change while it lives: nothing to announce (the SDK offers it by default).
   server.server.registerCapabilities({ tools: { listChanged: false } });
   return server;

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { conversionInto, convertProductJson } from "../../src/catalogue/converted.ts";
 import type { ProductView } from "../../src/catalogue/schema.ts";
-import { type OfferRow, type ProductRow, productView, type SummaryRow, summarise } from "../../src/catalogue/views.ts";
+import { type OfferRow, type ProductRow, productView, type SummaryRow, summariseRows } from "../../src/catalogue/views.ts";
 import { convertMinor, crossRate, formatRate, type RateDay } from "../../src/fx-rates/rates.ts";
 import { CURRENCY_CODES, formatMoney, POSITIVE_DECIMAL_PATTERN, parseMoney } from "../../src/platform/money.ts";
 import { CHECK_STATUSES, OFFER_CONDITIONS, QUANTITY_UNITS } from "../../src/platform/tables.ts";
@@ -19,15 +19,16 @@ function parsedConversion(json: string, target: string, day: RateDay | null): st
     if (!day || !rate) return { ...offer, converted: null };
     const convert = (amount: string) => convertMinor(parseMoney(amount, offer.currency), offer.currency, target, rate);
     const price = convert(offer.price);
-    rows.push({ priceMinor: price, currency: target, inStock: offer.in_stock, competitorId: offer.competitor_id });
-    const total = offer.total_price === null ? null : formatMoney(convert(offer.total_price), target);
+    const totalMinor = offer.total_price === null ? null : convert(offer.total_price);
+    rows.push({ priceMinor: price, totalMinor, currency: target, inStock: offer.in_stock, competitorId: offer.competitor_id });
+    const total = totalMinor === null ? null : formatMoney(totalMinor, target);
     return {
       ...offer,
       converted: { currency: target, price: formatMoney(price, target), total_price: total, rate: formatRate(rate), rate_date: day.date },
     };
   });
   const { offer_count, in_stock_count } = view.summary;
-  return JSON.stringify({ ...view, offers, summary: { ...summarise(rows), currency: target, offer_count, in_stock_count } });
+  return JSON.stringify({ ...view, offers, summary: { ...summariseRows(rows), currency: target, offer_count, in_stock_count } });
 }
 
 /** Text of every kind: any code point (lone surrogates, which JSON.stringify escapes, among them), and the keys the fast path looks for. */

@@ -6,6 +6,7 @@ import { forgetIsolateMemory } from "../../src/platform/isolate-memory.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, workMeter } from "../helpers/http.ts";
+import { postMcp, toolCall } from "../helpers/mcp.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
@@ -47,11 +48,16 @@ beforeAll(async () => {
   productId = list.products[0]!.id;
 });
 
+const refusal = async (path: string) => (await expectJson<{ detail: string }>(await call("GET", path, { token: key }), 400)).detail;
+const fxRates = async () => expectJson(await call("GET", "/fx-rates", { token: key }), 200);
+
 describe("?currency= before any rates", () => {
-  it("gives every offer converted: null and a summary in the currency with no min or max", async () => {
-    const product = await getProduct("EUR");
-    expect(Object.values(convertedOf(product))).toEqual([null, null, null, null, null]);
-    expect(product.summary).toMatchObject({ currency: "EUR", min_price: null, max_price: null, offer_count: 5, in_stock_count: 4 });
+  it("is refused, naming the currency and GET /fx-rates, which lists none yet", async () => {
+    expect(await refusal(`/products/${productId}?currency=EUR`)).toBe(
+      "currency: EUR has no exchange rate yet (none are stored), so no price can be converted into it; GET /fx-rates lists the currencies that have one.",
+    );
+    expect(await refusal(`/products?sku=${SKU}&currency=EUR`)).toContain("GET /fx-rates");
+    expect(await fxRates()).toEqual({ base: null, date: null, rates: {}, currencies: [] });
   });
 });
 
@@ -99,7 +105,9 @@ describe("?currency= with today's rates", () => {
       "fx-kw": { currency: "EUR", price: "15.76", total_price: null, rate: "3.002101471", rate_date: day(0) },
       "fx-gb": null,
     });
-    // The lowest is the KW shop's, out of stock or not; GBP has no rate and is left out; the counts count every offer.
+    // min_price is the KW shop's, out of stock or not; GBP has no rate and is left out; the counts count every offer.
+    // lowest_offer is what a buyer pays least for, across currencies: in stock, delivered (JP's 18.47 with free shipping,
+    // below the EU shop's 25.00 and the US shop's 23.07 delivered).
     expect(product.summary).toEqual({
       min_price: "15.76",
       max_price: "25.00",
@@ -107,6 +115,7 @@ describe("?currency= with today's rates", () => {
       offer_count: 5,
       in_stock_count: 4,
       lowest_competitor_id: "fx-kw",
+      lowest_offer: { competitor_id: "fx-jp", price: "18.47", total_price: "18.47", currency: "EUR" },
     });
   });
 
@@ -134,6 +143,24 @@ describe("?currency= with today's rates", () => {
     const second = await read();
     expect(second.headers.get("ETag")).not.toBe(first.headers.get("ETag"));
     expect((await expectJson(second, 200)).products[0]!.offers[0]!.converted?.rate_date).toBe(day(0));
+  });
+
+  it("GET /fx-rates lists the rates it converts with and their day; a currency without a rate is refused, in REST and in MCP", async () => {
+    expect(await fxRates()).toEqual({
+      base: "EUR",
+      date: day(0),
+      rates: { USD: "1.0900", JPY: "162.45", KWD: "0.3331" },
+      currencies: ["EUR", "JPY", "KWD", "USD"],
+    });
+    // GBP exists (offers are priced in it) but has no rate today: a 400 naming it, not a 200 of nulls.
+    expect(await refusal(`/products/${productId}?currency=GBP`)).toBe(
+      `currency: GBP has no exchange rate on ${day(0)}, so no price can be converted into it; GET /fx-rates lists the currencies that have one.`,
+    );
+    expect(await refusal("/products?currency=VND")).toContain("currency: VND has no exchange rate");
+    const tool = await (await postMcp(key, toolCall(1, "get_product", { id: productId, currency: "GBP" }))).json<{ result: unknown }>();
+    expect(tool.result).toMatchObject({ isError: true, content: [{ text: expect.stringContaining("GBP has no exchange rate") }] });
+    const search = await (await postMcp(key, toolCall(2, "search_products", { sku: SKU, currency: "VND" }))).json<{ result: unknown }>();
+    expect(search.result).toMatchObject({ isError: true, content: [{ text: expect.stringContaining("GET /fx-rates") }] });
   });
 
   it("refuses a currency it does not know", async () => {

@@ -163,6 +163,8 @@ describe("GET /products", () => {
         offer_count: 3,
         in_stock_count: 2,
         lowest_competitor_id: "cmp_amazon",
+        // In stock, in the summary's currency: Amazon's 14.99 delivered free (Rakuten's yen are compared only with ?currency=).
+        lowest_offer: { competitor_id: "cmp_amazon", price: "14.99", total_price: "14.99", currency: "USD" },
       },
       created_at: "2026-01-01T00:00:00.000Z",
       updated_at: "2026-03-01T00:00:00.000Z",
@@ -177,6 +179,7 @@ describe("GET /products", () => {
       offer_count: 1,
       in_stock_count: 1,
       lowest_competitor_id: "cmp_gulf",
+      lowest_offer: { competitor_id: "cmp_gulf", price: "1.250", total_price: null, currency: "BHD" },
     });
     const tv = body.products.find((p) => p.sku === "SONY-TV")!;
     expect(tv.offers[0]!.price).toBe("499.00");
@@ -189,6 +192,7 @@ describe("GET /products", () => {
       offer_count: 0,
       in_stock_count: 0,
       lowest_competitor_id: null,
+      lowest_offer: null,
     });
   });
 

@@ -8,6 +8,7 @@ import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { COMPACT_READS } from "../../src/catalogue/snapshot/value-lists.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { type BulkProduct, createCompetitor, insertProductRows, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { storeTodaysRates } from "../helpers/fx-rates.ts";
 import { call } from "../helpers/http.ts";
 import { postMcp, toolCall } from "../helpers/mcp.ts";
 
@@ -90,6 +91,7 @@ afterEach(() => vi.restoreAllMocks());
 beforeAll(async () => {
   key = (await freshAccount({ plan: "premium" })).key;
   for (const id of COMPETITORS) await createCompetitor({ id, name: `Shop ${id}` });
+  await storeTodaysRates(); // ?currency=EUR converts (a currency without a rate is refused)
 });
 
 const PATHS = [

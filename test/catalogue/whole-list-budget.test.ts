@@ -3,6 +3,7 @@ import type { ApiError } from "../../client/index.ts";
 import { HOUR_MS } from "../../src/platform/time.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { storeTodaysRates } from "../helpers/fx-rates.ts";
 import { call, workCounts } from "../helpers/http.ts";
 
 /**
@@ -33,6 +34,7 @@ beforeAll(async () => {
   vi.setSystemTime(start);
   ({ key, token } = await freshAccount({ plan: "premium" }));
   await createProduct({ sku: "WHOLE-1", brand: "Acme" });
+  await storeTodaysRates(); // ?currency=EUR converts (a currency without a rate is refused)
   await publishCatalogue();
 });
 afterAll(() => vi.useRealTimers());

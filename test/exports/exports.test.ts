@@ -90,7 +90,12 @@ function offerRows(product: Row & { offers: Row[]; summary: Row }): Row[] {
       ]),
     ),
     product_url: product.url,
-    ...Object.fromEntries(Object.entries(product.summary).map(([k, v]) => [k === "currency" ? "summary_currency" : `summary_${k}`, v])),
+    // Every summary field but lowest_offer (an object; not an export column yet: the offers' rows hold its figures).
+    ...Object.fromEntries(
+      Object.entries(product.summary)
+        .filter(([k]) => k !== "lowest_offer")
+        .map(([k, v]) => [k === "currency" ? "summary_currency" : `summary_${k}`, v]),
+    ),
   };
   return product.offers.map((offer) => {
     const { url, unit_price, ...rest } = offer as Row & { unit_price: { amount: string; per: string } | null };

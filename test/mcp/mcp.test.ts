@@ -53,11 +53,13 @@ const errorText = (result: Awaited<ReturnType<Client["callTool"]>>) => {
 
 let key: string;
 let productId: string;
+let shopId: string;
 const sku = `MCP-${Date.now()}-Ünï`;
 
 beforeAll(async () => {
   key = (await freshAccount({ plan: "premium" })).key;
   const shop = await createCompetitor({ id: `cmp_mcp_${Date.now()}`, name: "MCP Shop" });
+  shopId = shop.id;
   const product = await createProduct({
     sku,
     name: "Kettle Deluxe 2000 ☕",
@@ -106,14 +108,38 @@ describe("/mcp", () => {
         min_price: "24.99",
         currency: "USD",
         offer_count: 1,
+        // The price to quote: the cheapest offer in stock (its total where shipping is known).
+        lowest_offer: expect.objectContaining({ competitor_id: shopId, price: "24.99", currency: "USD" }),
       }),
     ]);
-    expect(structured(await client.callTool({ name: "search_products", arguments: { query: "no such thing" } })).products).toEqual([]);
+    // Words, not one phrase: in any order, across name and brand; nothing found comes with what to try.
+    const words = structured(await client.callTool({ name: "search_products", arguments: { query: "acme kettle 2000" } }));
+    expect(words.products.map((product: { id: string }) => product.id)).toEqual([productId]);
+    expect(words.hint).toBeUndefined();
+    const none = structured(await client.callTool({ name: "search_products", arguments: { query: "acme headphones" } }));
+    expect(none.products).toEqual([]);
+    expect(none.hint).toContain('"acme", "headphones" alone');
+    expect(none.hint).toContain("brand");
+    const filtered = structured(
+      await client.callTool({ name: "search_products", arguments: { query: "kettle", category: "no such category" } }),
+    );
+    expect(filtered).toMatchObject({ products: [], hint: expect.stringContaining("without category") });
 
     const bySku = structured(await client.callTool({ name: "get_product", arguments: { sku } }));
     expect(bySku).toMatchObject({ id: productId, sku, offers: [expect.objectContaining({ price: "24.99" })] });
     expect(structured(await client.callTool({ name: "get_product", arguments: { id: productId } }))).toEqual(bySku);
-    expect(errorText(await client.callTool({ name: "get_product", arguments: {} }))).toBe("Give exactly one of id and sku.");
+    // product_id is id under price_history's name: the same product; both given must agree.
+    expect(structured(await client.callTool({ name: "get_product", arguments: { product_id: productId } }))).toEqual(bySku);
+    expect(structured(await client.callTool({ name: "get_product", arguments: { id: productId, product_id: productId } }))).toEqual(bySku);
+    expect(errorText(await client.callTool({ name: "get_product", arguments: { id: productId, product_id: "prd_other" } }))).toContain(
+      "id and product_id name the same thing",
+    );
+    expect(errorText(await client.callTool({ name: "get_product", arguments: { product_id: productId, sku } }))).toBe(
+      "Give exactly one of id (or product_id, the same) and sku.",
+    );
+    expect(errorText(await client.callTool({ name: "get_product", arguments: {} }))).toBe(
+      "Give exactly one of id (or product_id, the same) and sku.",
+    );
     expect(errorText(await client.callTool({ name: "get_product", arguments: { id: "prd_nope" } }))).toContain("There is no product");
 
     const history = structured(await client.callTool({ name: "price_history", arguments: { product_id: productId, points: 4 } }));

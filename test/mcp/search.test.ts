@@ -9,7 +9,7 @@ import { ingest } from "../helpers/webhooks.ts";
 
 /**
  * search_products' text: through the trigram index (the tool refuses fewer than 3 characters, test/mcp/mcp.test.ts),
- * a substring of name, brand or SKU, case-insensitive, and the index follows every write to products
+ * each of its words a substring of name, brand or SKU, case-insensitive, and the index follows every write to products
  * (ingestion's upserts included).
  */
 
@@ -33,6 +33,23 @@ describe("search_products' text", () => {
     expect(await search(run)).toEqual([skus.kettle, skus.toaster, skus.plain]); // in the index's order: as they were written
     // Quotes and FTS operators are text: no error, and only a product holding them would match.
     expect(await search(`"${run}" OR NEAR(a b) *`)).toEqual([]);
+  });
+
+  it("finds every word of the text, each in name, brand or SKU, in any order and case; short words are checked too", async () => {
+    const skus = { headphones: `HP-${run}-1`, speaker: `SP-${run}-2`, tv: `TV-${run}-3` };
+    await createProduct({ sku: skus.headphones, name: `WH-1000XM5 Wireless Headphones ${run}`, brand: `Sony${run}` });
+    await createProduct({ sku: skus.speaker, name: `Wireless Speaker ${run}`, brand: `Sony${run}` });
+    await createProduct({ sku: skus.tv, name: `Bravia 55 tv 4k ${run}`, brand: `Sony${run}` });
+
+    expect(await search(`sony${run} headphones`)).toEqual([skus.headphones]); // brand and name
+    expect(await search(`HEADPHONES   sony${run}`)).toEqual([skus.headphones]); // any order, any case, any spacing
+    expect(await search(`wireless sony${run}`)).toEqual([skus.headphones, skus.speaker]);
+    expect(await search(`wireless ${run}-2`)).toEqual([skus.speaker]); // a word of the SKU
+    expect(await search(`sony${run} kettle`)).toEqual([]); // every word must be found
+    expect(await search(`sony${run} tv`)).toEqual([skus.tv]); // a 2-character word, checked on what the others found
+    expect(await search(`sony${run} 4k wh`)).toEqual([]);
+    // A word that spans two fields is not a word of either.
+    expect(await search(`speaker${run}`)).toEqual([]);
   });
 
   it("follows every write: a product ingested, its brand filled by a later observation, a name corrected, a row deleted", async () => {

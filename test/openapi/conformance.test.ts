@@ -128,6 +128,12 @@ describe("catalogue (API key)", () => {
     await expectCall(400, "get", "/competitors", "/competitors?page=2", { token: key });
     await expectCall(401, "get", "/competitors", "/competitors");
   });
+
+  it("GET /fx-rates: 200, 400, 401", async () => {
+    await expectCall(200, "get", "/fx-rates", "/fx-rates", { token: key });
+    await expectCall(400, "get", "/fx-rates", "/fx-rates?currency=EUR", { token: key });
+    await expectCall(401, "get", "/fx-rates", "/fx-rates");
+  });
 });
 
 describe("account and keys (account login)", () => {
@@ -564,6 +570,7 @@ describe("key restrictions (API key)", () => {
       ["/products/{id}", `/products/${productId}`],
       ["/products/{id}/history", `/products/${productId}/history`],
       ["/competitors", "/competitors"],
+      ["/fx-rates", "/fx-rates"],
     ]) {
       await expectCall(403, "get", template!, path!, { token: eventsOnly });
     }

@@ -6,6 +6,7 @@ import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { connect } from "../helpers/connect.ts";
+import { storeTodaysRates } from "../helpers/fx-rates.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { postMcp, toolCall } from "../helpers/mcp.ts";
 import { bodyText, fetchDocument, type Json, METHODS } from "../helpers/openapi.ts";
@@ -177,6 +178,7 @@ const OPERATIONS: Record<string, (party: Party) => Exercise[]> = {
     { path: `/products/${foreign(party).product.id}/history`, status: 404 },
   ],
   "GET /competitors": () => [{ path: "/competitors" }],
+  "GET /fx-rates": () => [{ path: "/fx-rates" }],
   "GET /events": (party) => [
     { path: "/events?limit=1000" },
     { path: "/events?limit=1000&type=price.changed" },
@@ -324,6 +326,7 @@ beforeAll(async () => {
   };
   keys = { A: await account("A"), B: await account("B") };
 
+  await storeTodaysRates(); // the conversions below (?currency=EUR, JPY), in both environments
   // The live catalogue: two products, one changed (a live event).
   await ingest([
     { sku: LIVE_SKUS[0]!, price: PRICES.live[0] },
@@ -485,7 +488,12 @@ describe("environments apart", () => {
     expect(keyOperations.length).toBeGreaterThan(0);
     expect(Object.keys(OPERATIONS).sort()).toEqual(keyOperations.sort());
     for (const party of PARTIES) {
-      const res = await postMcp(keyOf(party), { jsonrpc: "2.0", id: 1, method: "tools/list" });
+      // A new key of the party's account and environment: a test key's minute (standard limits) is spent on the calls above.
+      const created = await call("POST", "/api-keys", {
+        token: await accountToken(keys[accountOf(party)].sub),
+        body: { name: `${party} tools`, environment: environmentOf(party) },
+      });
+      const res = await postMcp((await expectJson(created, 201)).key, { jsonrpc: "2.0", id: 1, method: "tools/list" });
       const { tools } = (await res.json<{ result: { tools: { name: string }[] } }>()).result;
       expect(Object.keys(TOOLS).sort(), party).toEqual(tools.map((tool) => tool.name).sort());
     }

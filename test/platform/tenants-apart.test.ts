@@ -23,6 +23,7 @@ import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { publishCatalogue } from "../helpers/catalogue-factory.ts";
 import { authorizeUrl, connect, ORIGIN, openConsent, pkcePair, refresh, registerClient, workerFetch } from "../helpers/connect.ts";
+import { storeTodaysRates } from "../helpers/fx-rates.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
 import { postMcp } from "../helpers/mcp.ts";
 import { fetchDocument, METHODS } from "../helpers/openapi.ts";
@@ -159,6 +160,7 @@ beforeAll(async () => {
   receiver = installReceiver();
   a = { ...(await tenant("a", "premium")), markers: [] };
   b = await tenant("b", "premium");
+  await storeTodaysRates(); // B's conversions (?currency=EUR, JPY) convert rather than refuse
 
   // A's account events: a leaked key, a key about to expire, a webhook disabled by a 410, a usage threshold.
   const leaked = await call("POST", "/api-keys", { token: a.token, body: { name: `a-leaked-${tag}` } }).then((r) => r.json<CreatedKey>());
@@ -294,6 +296,7 @@ const OPERATIONS: Record<string, Exercise[]> = {
     as(testKey, "GET", () => `/products/${sandboxProductId}/history`),
   ],
   "GET /competitors": [as(key, "GET", () => "/competitors"), as(testKey, "GET", () => "/competitors")],
+  "GET /fx-rates": [as(key, "GET", () => "/fx-rates"), as(testKey, "GET", () => "/fx-rates")],
   "GET /events/stream": [], // read in beforeAll, live, backfill and test mode
   "GET /events": [
     as(key, "GET", () => "/events?limit=1000"),

@@ -539,6 +539,10 @@ const ROUTES: Record<string, [Invocation, Budget]> = {
   // From the snapshot's manifest: its pointer and manifest when this isolate last read them over a second ago.
   "GET /competitors": [route("GET", () => "/competitors", key), budget(0, 2)],
   "GET /competitors (test key)": [route("GET", () => "/competitors", testKey), budget(0)],
+  // The day's rates as ?currency= uses them (published by the converted reads above): the isolate's copy, read again
+  // from R2 at most once a second; never D1. A test key reads the same rates.
+  "GET /fx-rates": [route("GET", () => "/fx-rates", key), budget(0, 1)],
+  "GET /fx-rates (test key)": [route("GET", () => "/fx-rates", testKey), budget(0, 1)],
   "GET /events": [route("GET", () => "/events", key), budget(6, 2)],
   "GET /events (test key)": [route("GET", () => "/events", testKey), budget(0)],
   // Ten sandbox products changed in the account's object (no D1), and the first delivery after the answer (its final
@@ -1178,6 +1182,10 @@ beforeAll(async () => {
   await createProduct({ id: "prd_budget_busy", sku: "BUDGET-BUSY" });
   await ingest([{ sku: OURS, competitor: { id: "cmp_a", name: "A" }, price: "50.00" }]);
   productId = (await env.DB.prepare("SELECT id FROM products WHERE sku = ?").bind(OURS).first<string>("id"))!;
+  // Today's rates straight into D1 (a currency without a rate is refused): the first converted read publishes them.
+  await env.DB.prepare("INSERT OR REPLACE INTO fx_rates (date, base, rates) VALUES (?, 'EUR', ?)")
+    .bind(new Date().toISOString().slice(0, 10), JSON.stringify({ USD: "1.0832", JPY: "162.45", KWD: "0.3331" }))
+    .run();
   hookId = (await createWebhook(owner.token, { url: hookUrl("budget") })).id;
   streamKey = (await addKey(owner.token)).key;
   windowHookId = (await createWebhook(owner.token, { url: hookUrl("budget-window"), filters: { new_low_days: 30 } })).id;

@@ -245,6 +245,11 @@ describe("/mcp", () => {
     const text = await mcpCall(a.testKey, "search_products", { query: "espresso", limit: 5 });
     expect(text.products).toHaveLength(5);
     expect(text.truncated).toBe(true);
+    // Word by word, in any order (the brand after the name's word), and each product with its lowest offer.
+    const [espresso] = text.products as { id: string; brand: string; lowest_offer: unknown }[];
+    const words = await mcpCall(a.testKey, "search_products", { query: `espresso ${espresso!.brand.toUpperCase()}`, limit: 100 });
+    expect(words.products.map((p: { id: string }) => p.id)).toContain(espresso!.id);
+    expect(espresso!.lowest_offer).toEqual(expect.objectContaining({ competitor_id: expect.stringMatching(/^test_/) }));
     const product = await mcpCall(a.testKey, "get_product", { sku: "TEST-CF-0001" });
     expect(product.sku).toBe("TEST-CF-0001");
     const history = await mcpCall(a.testKey, "price_history", { product_id: product.id, points: 2 });

@@ -14,9 +14,10 @@ import { type Checked, type Deflated, storedPart } from "./gzip-member.ts";
  * local one: no deployment held one) builds afresh rather than read a layout it cannot. v4: parts list
  * their SKUs and each snapshot has a filter directory (src/catalogue/snapshot/directory.ts), which a v3
  * snapshot lacks: it is built afresh once. v5: per-value lists (src/catalogue/snapshot/value-lists.ts), which a v4
- * snapshot lacks and an incremental build cannot start.
+ * snapshot lacks and an incremental build cannot start. v6: each product's summary carries lowest_offer, which a v5
+ * snapshot's products lack (every body and ETag changes): built afresh once.
  */
-export const POINTER_KEY = "catalogue/current.v5.json";
+export const POINTER_KEY = "catalogue/current.v6.json";
 export const manifestKey = (id: string) => `catalogue/manifests/${id}.json`;
 /** The objects one build step writes: each form's new parts one after another. */
 export const stepKeys = (buildId: string, step: number) => ({
