@@ -15,27 +15,37 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 const shard = (n: number) => env.LAST_USED_LOG.get(env.LAST_USED_LOG.idFromName(lastUsedShardName(n)));
 
-const isLastUsedUpdate = (statement: D1PreparedStatement) =>
-  (statement as D1PreparedStatement & { statement: string }).statement.startsWith("UPDATE api_keys SET last_used_at");
+/** A shard's D1 write of marks that holds one of `keyIds`' (its statement, and the marks bound to it as JSON). */
+const writesMarkOf = (keyIds: readonly string[]) => (statement: D1PreparedStatement) => {
+  const { statement: sql, params } = statement as D1PreparedStatement & { statement: string; params: unknown[] };
+  return sql.startsWith("UPDATE api_keys SET last_used_at") && keyIds.some((id) => String(params[0]).includes(`"${id}"`));
+};
 
-/** The keys whose marks a shard has stored (its rows gather several keys' marks each). */
-const heldMarks = (state: DurableObjectState) =>
+/**
+ * How many of `keyIds` a shard holds a mark of (its rows gather several keys' marks each). Only these keys: the test
+ * files share this isolate, so a shard may also hold other files' marks.
+ */
+const heldMarks = (state: DurableObjectState, keyIds: readonly string[]) =>
   state.storage.sql
-    .exec<{ held: number }>("SELECT count(DISTINCT marks.key) AS held FROM mark_rows, json_each(mark_rows.marks) AS marks")
+    .exec<{ held: number }>(
+      "SELECT count(DISTINCT marks.key) AS held FROM mark_rows, json_each(mark_rows.marks) AS marks WHERE marks.key IN (SELECT value FROM json_each(?))",
+      JSON.stringify(keyIds),
+    )
     .one().held;
 
 /**
- * Runs a shard's alarm now, as its schedule would, and reports what it wrote: the marks it held, in how many D1
- * statements (seen at the binding, which the shards use in this isolate too, and told apart by their SQL).
+ * Runs a shard's alarm now, as its schedule would, and reports what it wrote of `keyIds`' marks: how many it held, in
+ * how many D1 statements (seen at the binding, which the shards use in this isolate too, and told apart by their SQL
+ * and the marks bound to them).
  */
-async function flushShard(n: number): Promise<{ marks: number; statements: number }> {
+async function flushShard(n: number, keyIds: readonly string[]): Promise<{ marks: number; statements: number }> {
   const batches = vi.spyOn(env.DB, "batch");
   try {
     return await runInDurableObject(shard(n), async (object: LastUsedLog, state) => {
-      const marks = heldMarks(state);
+      const marks = heldMarks(state, keyIds);
       await object.alarm();
       // Only the shard's own statements: other work in this isolate (a snapshot build, a key's usage row) may batch meanwhile.
-      const flushes = batches.mock.calls.flatMap(([statements]) => statements).filter(isLastUsedUpdate);
+      const flushes = batches.mock.calls.flatMap(([statements]) => statements).filter(writesMarkOf(keyIds));
       return { marks, statements: flushes.length };
     });
   } finally {
@@ -48,7 +58,7 @@ async function flush(keyIds: string[]) {
   let marks = 0;
   let statements = 0;
   for (const n of new Set(keyIds.map(lastUsedShardOf))) {
-    const flushed = await flushShard(n);
+    const flushed = await flushShard(n, keyIds);
     marks += flushed.marks;
     statements += flushed.statements;
   }
@@ -64,7 +74,7 @@ async function flushWhenMarked(keyIds: string[]) {
   await settled(async () => {
     let held = 0;
     for (const n of shards) {
-      held += await runInDurableObject(shard(n), (_, state) => heldMarks(state));
+      held += await runInDurableObject(shard(n), (_, state) => heldMarks(state, keyIds));
     }
     expect(held).toBe(keyIds.length);
   });
@@ -136,7 +146,7 @@ describe("last_used_at", () => {
       return state.storage.sql.exec<{ rows: number }>("SELECT count(*) AS rows FROM mark_rows").one().rows;
     });
     expect(rowsStored).toBe(1);
-    expect(await flushShard(3)).toEqual({ marks: 2_000, statements: 1 });
+    expect(await flushShard(3, ids)).toEqual({ marks: 2_000, statements: 1 });
     const rows = (
       await env.DB.prepare("SELECT id, last_used_at FROM api_keys WHERE account_id = ? AND name = 'k'")
         .bind(sub)
@@ -147,7 +157,7 @@ describe("last_used_at", () => {
 
     await log.note(ids[0]!, iso(T0 + 20_000)); // a note arms the shard's alarm, which writes it
     expect(await runDurableObjectAlarm(log)).toBe(true);
-    expect(await flushShard(3)).toEqual({ marks: 0, statements: 0 });
+    expect(await flushShard(3, ids)).toEqual({ marks: 0, statements: 0 });
     expect((await env.DB.prepare("SELECT last_used_at FROM api_keys WHERE id = ?").bind(ids[0]).first())!.last_used_at).toBe(
       iso(T0 + 20_000),
     );
