@@ -67,7 +67,7 @@ export function rateLimitRefusal(decision: Decision, { covers, keyEnvironment }:
   const period = decision.exceeded ?? "minute";
   const quota = quotaOf(decision.limits, period);
   const detail = `Rate limit exceeded: ${quota} requests per ${period}.`;
-  const retry = `Retry in ${decision.resetSeconds} seconds (Retry-After).`;
+  const retry = `Retry after ${decision.resetSeconds} s (the Retry-After header).`;
   if (keyEnvironment === "test") return { detail, help: `${retry} A test key has the standard plan's limits whatever the account's plan.` };
   if (keyEnvironment === undefined) return { detail, help: retry };
   const larger = (Object.entries(PLAN_LIMITS) as [PlanName, Limits][]).filter(([, limits]) => quotaOf(limits, period) > quota);

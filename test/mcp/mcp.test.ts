@@ -234,7 +234,7 @@ describe("/mcp", () => {
     expect(refused.status).toBe(429);
     expect(await refused.json()).toEqual({
       detail: "Rate limit exceeded: 10 requests per minute.",
-      help: expect.stringMatching(/^Retry in \d+ seconds/),
+      help: expect.stringMatching(/^Retry after \d+ s /),
     });
     expect(rateLimitOf(refused).retryAfter).toBeGreaterThanOrEqual(1);
 

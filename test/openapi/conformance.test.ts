@@ -644,7 +644,7 @@ describe("every operation", () => {
     // What to change: when to retry (Retry-After's seconds), and the plans that allow more.
     expect(await checker.check(res, "get", "/competitors")).toEqual({
       detail: "Rate limit exceeded: 10 requests per minute.", // the contract's words, which clients match
-      help: `Retry in ${res.headers.get("Retry-After")} seconds (Retry-After). A larger plan allows more: standard 60 a minute, premium 300 a minute.`,
+      help: `Retry after ${res.headers.get("Retry-After")} s (the Retry-After header). A larger plan allows more: standard 60 a minute, premium 300 a minute.`,
     });
     expect(res.headers.get("X-RateLimit-Limit")).toBe("10");
   });

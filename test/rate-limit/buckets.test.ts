@@ -101,7 +101,7 @@ describe("well-formed keys that match no key", () => {
     // The client IP's bucket is no plan's: when to retry, and nothing about plans.
     expect(await expectJson(res, 429)).toEqual({
       detail: "Rate limit exceeded: 30 requests per minute.",
-      help: `Retry in ${res.headers.get("Retry-After")} seconds (Retry-After).`,
+      help: `Retry after ${res.headers.get("Retry-After")} s (the Retry-After header).`,
     });
     // The key's object ("unchecked": it reads nothing) and a look at the IP's bucket: no D1.
     expect(workCounts(res)).toEqual({ d1: 0, keyDo: 1, otherDo: 1 });
@@ -205,7 +205,7 @@ describe("each request is counted in its bucket", () => {
     const res = await call("GET", "/products", { headers: { "CF-Connecting-IP": ip } });
     expect(await expectJson(res, 429)).toEqual({
       detail: "Rate limit exceeded: 30 requests per minute.",
-      help: `Retry in ${res.headers.get("Retry-After")} seconds (Retry-After).`,
+      help: `Retry after ${res.headers.get("Retry-After")} s (the Retry-After header).`,
     });
   });
 });

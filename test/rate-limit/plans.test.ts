@@ -39,7 +39,7 @@ describe.each(["free", "standard", "premium"] as const)("the %s plan", (plan) =>
     }[plan];
     expect(body).toEqual({
       detail: `Rate limit exceeded: ${limit} requests per minute.`,
-      help: `Retry in 31 seconds (Retry-After). ${more}`,
+      help: `Retry after 31 s (the Retry-After header). ${more}`,
     });
     const headers = rateLimitOf(refused);
     // The oldest request (at +1 ms) leaves the window at 60.001 s: 30.001 s from now, rounded up.
