@@ -27,6 +27,7 @@ import { afterPriceChange } from "../src/observations/prior-prices.ts";
 import { newId } from "../src/platform/ids.ts";
 import type { PriorPrice, priceHistory } from "../src/platform/tables.ts";
 import { DAY_MS, HOUR_MS } from "../src/platform/time.ts";
+import { type ProductLine, SHOP_CURRENCIES, type ShopCurrency, shopPrice } from "../src/sandbox/world.ts";
 import { mulberry32 } from "./seeded-random.ts";
 
 const { values: args } = parseArgs({
@@ -81,8 +82,11 @@ interface Competitor {
   id: string;
   name: string;
   domain: string;
-  currency: "USD" | "GBP" | "EUR" | "JPY";
+  currency: ShopCurrency;
 }
+
+/** The seed's own price endings: its random draws, and so every product after the first price, stay as they were. */
+const SEED_PRICE_ENDINGS = [99, 99, 99, 49, 0, 95];
 
 const COMPETITORS: Competitor[] = [
   { id: "cmp_amazon", name: "Amazon", domain: "amazon.com", currency: "USD" },
@@ -97,26 +101,6 @@ const COMPETITORS: Competitor[] = [
   { id: "cmp_rakuten", name: "Rakuten", domain: "rakuten.co.jp", currency: "JPY" },
 ];
 
-/** Rough USD exchange rates, and the step prices move in (JPY prices end in tens of yen). */
-const CURRENCIES = {
-  USD: { rate: 1, step: 1 },
-  GBP: { rate: 0.79, step: 1 },
-  EUR: { rate: 0.92, step: 1 },
-  JPY: { rate: 1.5, step: 10 }, // USD cents × 1.5 ≈ yen (150 JPY to the dollar)
-} as const;
-
-/**
- * What the shops sell: per category, real product lines with their list price in USD and the variants
- * they come in (a variant's factor scales the price: a bigger screen, more storage). A product is a
- * line in one variant; the same line recurs in other variants under other SKUs, as in a real catalogue.
- */
-interface Category {
-  name: string;
-  code: string;
-  lines: readonly (readonly [brand: string, line: string, usd: number])[];
-  variants: readonly (readonly [label: string, factor: number])[];
-}
-
 const COLOURS = [
   ["Black", 1],
   ["White", 1],
@@ -124,9 +108,15 @@ const COLOURS = [
   ["Blue", 1],
 ] as const;
 
-const CATEGORIES: readonly Category[] = [
+/**
+ * What the shops sell: per category, real product lines with their list price in USD and the variants
+ * they come in (a variant's factor scales the price: a bigger screen, more storage). A product is a
+ * line in one variant; the same line recurs in other variants under other SKUs, as in a real catalogue.
+ * (Product lines as the sandbox describes its own: src/sandbox/world.ts.)
+ */
+const CATEGORIES: readonly ProductLine[] = [
   {
-    name: "Headphones",
+    category: "Headphones",
     code: "HP",
     lines: [
       ["Sony", "WH-1000XM5 Wireless Noise Cancelling Headphones", 399.99],
@@ -144,7 +134,7 @@ const CATEGORIES: readonly Category[] = [
     variants: COLOURS,
   },
   {
-    name: "Televisions",
+    category: "Televisions",
     code: "TV",
     lines: [
       ["Samsung", "QN90D Neo QLED 4K Smart TV", 1399.99],
@@ -162,7 +152,7 @@ const CATEGORIES: readonly Category[] = [
     ],
   },
   {
-    name: "Laptops",
+    category: "Laptops",
     code: "LT",
     lines: [
       ["Apple", 'MacBook Air 13" M3', 1099],
@@ -183,7 +173,7 @@ const CATEGORIES: readonly Category[] = [
     ],
   },
   {
-    name: "Smartphones",
+    category: "Smartphones",
     code: "PH",
     lines: [
       ["Apple", "iPhone 16", 799],
@@ -202,7 +192,7 @@ const CATEGORIES: readonly Category[] = [
     ],
   },
   {
-    name: "Kitchen",
+    category: "Kitchen",
     code: "KT",
     lines: [
       ["Breville", "Barista Express Espresso Machine", 699.95],
@@ -217,7 +207,7 @@ const CATEGORIES: readonly Category[] = [
     variants: COLOURS,
   },
   {
-    name: "Cameras",
+    category: "Cameras",
     code: "CM",
     lines: [
       ["Canon", "EOS R6 Mark II Mirrorless Camera Body", 2499],
@@ -235,7 +225,7 @@ const CATEGORIES: readonly Category[] = [
     ],
   },
   {
-    name: "Gaming",
+    category: "Gaming",
     code: "GM",
     lines: [
       ["Nintendo", "Switch OLED Model", 349.99],
@@ -255,7 +245,7 @@ const CATEGORIES: readonly Category[] = [
     ],
   },
   {
-    name: "Home",
+    category: "Home",
     code: "HM",
     lines: [
       ["Dyson", "V15 Detect Cordless Vacuum", 749.99],
@@ -273,7 +263,7 @@ const CATEGORIES: readonly Category[] = [
     ],
   },
   {
-    name: "Wearables",
+    category: "Wearables",
     code: "WR",
     lines: [
       ["Apple", "Watch Series 10 GPS", 399],
@@ -293,8 +283,8 @@ const CATEGORIES: readonly Category[] = [
 ];
 
 /** Sold by weight, each variant a pack size (unit prices per kg): every 50th product from the 22nd, drawn from `extra`. */
-const COFFEE: Category = {
-  name: "Coffee",
+const COFFEE: ProductLine = {
+  category: "Coffee",
   code: "CF",
   lines: [
     ["Lavazza", "Super Crema Whole Bean Coffee", 27.99],
@@ -330,9 +320,9 @@ const SAMPLE_RATES = { USD: "1.0832", GBP: "0.8571", JPY: "162.45", CHF: "0.9412
  * products are "Drones" and 10 % "Accessories", by their place in the sequence (ids are random, so
  * they fall in every segment); the rest are drawn from CATEGORIES.
  */
-const SHARED_CATEGORIES: Record<"1%" | "10%", Category> = {
+const SHARED_CATEGORIES: Record<"1%" | "10%", ProductLine> = {
   "1%": {
-    name: "Drones",
+    category: "Drones",
     code: "DR",
     lines: [
       ["DJI", "Mini 4 Pro Drone with RC 2", 959],
@@ -343,7 +333,7 @@ const SHARED_CATEGORIES: Record<"1%" | "10%", Category> = {
     variants: [["", 1]],
   },
   "10%": {
-    name: "Accessories",
+    category: "Accessories",
     code: "AC",
     lines: [
       ["Anker", "Nano Charger 30W USB-C", 19.99],
@@ -360,7 +350,7 @@ const SHARED_CATEGORIES: Record<"1%" | "10%", Category> = {
     ],
   },
 };
-const sharedCategory = (i: number) => (i % 100 === 7 ? SHARED_CATEGORIES["1%"] : i % 10 === 3 ? SHARED_CATEGORIES["10%"] : undefined);
+const sharedProductLine = (i: number) => (i % 100 === 7 ? SHARED_CATEGORIES["1%"] : i % 10 === 3 ? SHARED_CATEGORIES["10%"] : undefined);
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const slug = (text: string) =>
@@ -373,15 +363,6 @@ function gtin13(): string {
   const body = `0${token(11, "0123456789")}`;
   const sum = [...body].reduce((acc, digit, i) => acc + Number(digit) * (i % 2 ? 3 : 1), 0);
   return body + ((10 - (sum % 10)) % 10);
-}
-
-/** A shop-like price in minor units: x.99, x.49 or whole amounts; tens of yen in JPY. */
-function shopPrice(usdCents: number, currency: Competitor["currency"]): number {
-  const { rate, step } = CURRENCIES[currency];
-  const raw = Math.max(step * 10, Math.round((usdCents * rate) / step) * step);
-  if (currency === "JPY") return raw;
-  const whole = Math.floor(raw / 100);
-  return whole * 100 + pick([99, 99, 99, 49, 0, 95]);
 }
 
 /** The events feed's window (src/events/retention.ts): the seed writes events for the changes inside it. */
@@ -399,10 +380,10 @@ const EVENTS_UP_TO_PRODUCTS = 1_000;
  */
 const RELISTED = [" (Renewed)", " (Open Box)"];
 const decks = new Map<
-  Category,
+  ProductLine,
   { deck: { brand: string; line: string; listUsd: number; variant: string; factor: number }[]; round: number }
 >();
-function nextListing(category: Category) {
+function nextListing(category: ProductLine) {
   let state = decks.get(category);
   if (!state?.deck.length) {
     const pairs = category.lines.flatMap(([brand, line, listUsd]) =>
@@ -425,7 +406,7 @@ interface Rows {
 
 /** Product `i` (its place in the sequence of random draws), its offers, their history and events, into `tables`. */
 function addProduct(i: number, tables: Rows) {
-  const category = sharedCategory(i) ?? pick(CATEGORIES);
+  const category = sharedProductLine(i) ?? pick(CATEGORIES);
   const drawn = nextListing(category);
   // Drawn either way, so the first stream moves as it always did.
   const coffee = isCoffee(i) ? { line: pickExtra(COFFEE.lines), variant: pickExtra(COFFEE.variants) } : undefined;
@@ -470,20 +451,33 @@ function addProduct(i: number, tables: Rows) {
     const steps = int(1, 5);
     const at = [now - HOUR_MS - int(0, 12 * 24) * HOUR_MS - int(0, HOUR_MS)];
     while (at.length < steps) at.unshift(at[0]! - int(2, 25) * DAY_MS - int(0, DAY_MS));
-    const walk = [{ price: shopPrice(usdCents * (0.9 + random() * 0.15), seller.currency), inStock: chance(0.85), at: at[0]! }];
+    const walk = [
+      {
+        price: shopPrice(usdCents * (0.9 + random() * 0.15), seller.currency, random, SEED_PRICE_ENDINGS),
+        inStock: chance(0.85),
+        at: at[0]!,
+      },
+    ];
     for (const when of at.slice(1)) {
       const last = walk.at(-1)!;
       const price = chance(0.75)
-        ? shopPrice((last.price / CURRENCIES[seller.currency].rate) * (0.85 + random() * 0.22), seller.currency)
+        ? shopPrice(
+            (last.price / SHOP_CURRENCIES[seller.currency].rate) * (0.85 + random() * 0.22),
+            seller.currency,
+            random,
+            SEED_PRICE_ENDINGS,
+          )
         : last.price;
       walk.push({ price, inStock: price === last.price ? !last.inStock : chance(0.9), at: when });
     }
-    const { step } = CURRENCIES[seller.currency];
+    const { step } = SHOP_CURRENCIES[seller.currency];
     if (coffee) for (const row of walk) row.price = Math.max(step, Math.round((row.price * scale) / step) * step);
     const current = walk.at(-1)!;
     const lastPriceChange = walk.findLastIndex((row, i) => i === 0 || row.price !== walk[i - 1]!.price);
     const previous = lastPriceChange > 0 ? walk[lastPriceChange - 1] : undefined;
-    const regular = chance(0.3) ? shopPrice((current.price / CURRENCIES[seller.currency].rate) * 1.2, seller.currency) : null;
+    const regular = chance(0.3)
+      ? shopPrice((current.price / SHOP_CURRENCIES[seller.currency].rate) * 1.2, seller.currency, random, SEED_PRICE_ENDINGS)
+      : null;
     const shipping = seller.currency === "JPY" ? pick([0, 0, 500, null]) : pick([0, 0, 0, 499, 599, null]);
     // Each price change's lowest_price_30d, as ingestion keeps it (src/observations/prior-prices.ts).
     let prior: { priorPrices: PriorPrice[]; lowestMinor: number | null } = { priorPrices: [], lowestMinor: null };
@@ -573,7 +567,7 @@ function addProduct(i: number, tables: Rows) {
     mpn,
     name,
     brand,
-    category: (coffee ? COFFEE : category).name,
+    category: (coffee ? COFFEE : category).category,
     url: `https://www.${slug(brand)}.com/products/${mpn.toLowerCase()}`,
     imageUrl: `https://images.pricedata.example/${id}.jpg`,
     createdAt: iso(createdAt),

@@ -4,7 +4,7 @@ import { afterPriceChange } from "../observations/prior-prices.ts";
 import { onForget } from "../platform/isolate-memory.ts";
 import type { PriorPrice } from "../platform/tables.ts";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../platform/time.ts";
-import { PRODUCT_LINES, SANDBOX_SHOPS, type SandboxShop, SHOP_CURRENCIES } from "./world.ts";
+import { PRODUCT_LINES, SANDBOX_SHOPS, type SandboxShop, SHOP_CURRENCIES, shopPrice } from "./world.ts";
 
 /**
  * The sandbox's base: 1,000 synthetic products, the same for every account and deployment, generated in the isolate
@@ -59,14 +59,6 @@ interface OfferPlan {
   minuteOfDay: number;
 }
 
-/** A shop-like price in minor units: x.99, x.49, x.95 or whole amounts; tens of yen in JPY. */
-function shopPrice(usdCents: number, currency: SandboxShop["currency"], ...parts: number[]): number {
-  const { rate, step } = SHOP_CURRENCIES[currency];
-  const raw = Math.max(step * 10, Math.round((usdCents * rate) / step) * step);
-  if (currency === "JPY") return raw;
-  return Math.floor(raw / 100) * 100 + [99, 99, 49, 95, 0][Math.floor(unit(...parts) * 5)]!;
-}
-
 function productOf(index: number) {
   const line = PRODUCT_LINES[index % PRODUCT_LINES.length]!;
   const nth = Math.floor(index / PRODUCT_LINES.length);
@@ -101,7 +93,7 @@ function offerPlans(index: number, usdCents: number): OfferPlan[] {
       return {
         shop,
         shopIndex,
-        listMinor: shopPrice(usdCents * (0.95 + unit(index, shopIndex, 9) * 0.1), shop.currency, index, shopIndex, 10),
+        listMinor: shopPrice(usdCents * (0.95 + unit(index, shopIndex, 9) * 0.1), shop.currency, () => unit(index, shopIndex, 10)),
         periodDays,
         phase: Math.floor(unit(index, shopIndex, 11) * periodDays),
         minuteOfDay: Math.floor(unit(index, shopIndex, 12) * 24 * 60),

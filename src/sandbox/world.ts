@@ -1,14 +1,18 @@
 /**
  * What the sandbox's synthetic catalogue is made of (src/sandbox/catalogue.ts draws from it): its own shops, in four
  * currencies, on the reserved `.example` domain so that none is mistaken for a real one, and real product lines at
- * their street prices in USD, each in the variants it is sold in.
+ * their street prices in USD, each in the variants it is sold in. `npm run seed` (scripts/seed.ts) describes its
+ * shops and product lines in the same terms, and prices them with the same shopPrice.
  */
+
+/** The currencies the synthetic shops (the sandbox's, and `npm run seed`'s) sell in. */
+export type ShopCurrency = "USD" | "GBP" | "EUR" | "JPY";
 
 export interface SandboxShop {
   id: string;
   name: string;
   domain: string;
-  currency: "USD" | "GBP" | "EUR" | "JPY";
+  currency: ShopCurrency;
   /** Shipping in the shop's minor units; null: the shop does not say. */
   shipping: number | null;
 }
@@ -28,7 +32,21 @@ export const SHOP_CURRENCIES = {
   GBP: { rate: 0.79, step: 1 },
   EUR: { rate: 0.92, step: 1 },
   JPY: { rate: 1.5, step: 10 },
-} as const;
+} as const satisfies Record<ShopCurrency, { rate: number; step: number }>;
+
+/** The cents a shop's price ends in (x.99, x.49, x.95, whole), as often as each appears here. */
+const PRICE_ENDINGS: readonly number[] = [99, 99, 49, 95, 0];
+
+/**
+ * A shop-like price in minor units from a price in USD cents, ending in one of `endings` picked by `draw` (a number in
+ * [0, 1), asked for only then); tens of yen in JPY, which have no cents.
+ */
+export function shopPrice(usdCents: number, currency: ShopCurrency, draw: () => number, endings = PRICE_ENDINGS): number {
+  const { rate, step } = SHOP_CURRENCIES[currency];
+  const raw = Math.max(step * 10, Math.round((usdCents * rate) / step) * step);
+  if (currency === "JPY") return raw;
+  return Math.floor(raw / 100) * 100 + endings[Math.floor(draw() * endings.length)]!;
+}
 
 export interface ProductLine {
   category: string;
