@@ -665,7 +665,7 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
   // Objects: the busiest key's, the last-used shards (the marks handed to them and their flushes' alarms), the builder.
   const lastUsedShardRequestsPerSecond = (rate.key_last_used_mark + rate.last_used_flush) / LAST_USED_SHARDS;
   const builderRequestsPerSecond = rate.catalogue_build_step + ingestionsPerSecond + rate.cron_run;
-  // The stream hubs (src/stream/hubs.ts): each holds the streams of the accounts hashed to it; every ingestion publishes
+  // The stream hubs (src/stream/stub.ts): each holds the streams of the accounts hashed to it; every ingestion publishes
   // to each, and a stream's own object requests (its connect, its pings) reach its account's hub.
   const hubRequestsPerSecond =
     ingestionsPerSecond + (rate.stream_connection_minute * f.stream_connection_minute.do_requests) / STREAM_HUB_COUNT;

@@ -13,7 +13,7 @@ import { sweepLapsedSubscriptions } from "./mcp/events/service.ts";
 import { WorkMeter } from "./platform/metered.ts";
 import { sandboxFactsOf } from "./sandbox/facts.ts";
 import { accountSandbox } from "./sandbox/stub.ts";
-import { keyStreamsChanged, retryStreamPushes } from "./stream/hubs.ts";
+import { keyStreamsChanged, retryStreamPushes } from "./stream/stub.ts";
 import { handleWebhookQueue } from "./webhooks/delivery/consumer.ts";
 import { archiveDeliveries, DELIVERY_ARCHIVE_CRON } from "./webhooks/delivery/delivery-archive.ts";
 

@@ -27,7 +27,7 @@ export const unreachedPlanPushes = sqliteTable("unreached_plan_pushes", {
 
 /**
  * Key changes the key's object could not push to its account's stream hub, until the cron has pushed them
- * (src/stream/hubs.ts): one per key, the latest state and the earliest expiry noted.
+ * (src/stream/stub.ts): one per key, the latest state and the earliest expiry noted.
  */
 export const unreachedStreamPushes = sqliteTable("unreached_stream_pushes", {
   keyId: text("key_id").primaryKey(),

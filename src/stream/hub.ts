@@ -7,12 +7,12 @@ import type { ObjectAnswer } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
 import { sandboxFactsOf } from "../sandbox/facts.ts";
 import { accountSandbox } from "../sandbox/stub.ts";
-import type { CapReached, HubMessage, Subscription } from "./frames.ts";
-import { eventFrame, KEEPALIVE, KEY_GONE_CLOSE, OBJECT_WORK_HEADER, SUBSCRIPTION_HEADER } from "./frames.ts";
 import { MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
+import type { CapReached, HubMessage, Subscription } from "./protocol.ts";
+import { eventFrame, KEEPALIVE, KEY_GONE_CLOSE, OBJECT_WORK_HEADER, SUBSCRIPTION_HEADER } from "./protocol.ts";
 
 /**
- * A hub of the event stream: it holds the open streams of the accounts hashed to it (src/stream/hubs.ts),
+ * A hub of the event stream: it holds the open streams of the accounts hashed to it (src/stream/stub.ts),
  * one hibernatable WebSocket each, opened by the worker that serves the stream's response. Between messages it
  * sleeps: the sockets stay open without it, and it is billed for none of that time.
  *

@@ -7,7 +7,7 @@ export const MAX_STREAMS_PER_ACCOUNT = 25;
 export const LIFETIME_MS = 5 * 60_000;
 
 /**
- * How many hubs hold the open streams (src/stream/hubs.ts): an account's streams all live in one hub (so the hub keeps
+ * How many hubs hold the open streams (src/stream/stub.ts): an account's streams all live in one hub (so the hub keeps
  * its caps alone), and a hub serves every account hashed to it. At 10,000 open streams, 16 hubs hold ~625 each: a
  * publish is one request per hub, so the hubs' share of the ~1,000 requests a second a Durable Object serves is the
  * ingestion rate (one publish per ingestion that changed something) plus the streams' connects (10,000 streams

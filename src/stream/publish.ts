@@ -4,7 +4,7 @@ import { MAX_OPEN_CONNECTIONS } from "../platform/connections.ts";
 import { logger } from "../platform/log.ts";
 import type { WorkMeter } from "../platform/metered.ts";
 import type { StreamHub } from "./hub.ts";
-import { everyHub, hubOf } from "./hubs.ts";
+import { everyHub, hubOf } from "./stub.ts";
 
 const log = logger("stream-publish");
 

@@ -4,10 +4,10 @@ import { jsonResponse, openApiApp } from "../http/openapi.ts";
 import { ErrorBody, EVERY, headerRefs } from "../http/openapi-components.ts";
 import { operation } from "../operation/operation.ts";
 import { WEBHOOK_EVENT_TYPES } from "../platform/tables.ts";
-import { hubOf } from "./hubs.ts";
 import { LIFETIME_MS, MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
 import { lastEventIdHeader, streamFilters, streamQuery } from "./schema.ts";
 import { BACKFILL_EXAMINED_MAX, closeSocket, DEFAULT_TIMING, eventFrames, frameStream, HEARTBEAT_MS, subscribe } from "./service.ts";
+import { hubOf } from "./stub.ts";
 
 const streamEventsRoute = createRoute(
   operation({

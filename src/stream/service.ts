@@ -10,6 +10,8 @@ import type { Database } from "../platform/db.ts";
 import type { WorkCounts, WorkMeter } from "../platform/metered.ts";
 import { parseMoney } from "../platform/money.ts";
 import { apiKeys } from "../platform/tables.ts";
+import type { StreamHub } from "./hub.ts";
+import { LIFETIME_MS, MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
 import {
   type CapReached,
   eventFrame,
@@ -19,9 +21,7 @@ import {
   OBJECT_WORK_HEADER,
   SUBSCRIPTION_HEADER,
   type Subscription,
-} from "./frames.ts";
-import type { StreamHub } from "./hub.ts";
-import { LIFETIME_MS, MAX_STREAMS_PER_ACCOUNT, MAX_STREAMS_PER_KEY } from "./limits.ts";
+} from "./protocol.ts";
 
 /**
  * GET /events/stream: the feed as server-sent events, pushed. The worker serving a stream first opens a WebSocket to

@@ -5,7 +5,7 @@ import type { EventMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import type { StreamHub } from "../../src/stream/hub.ts";
-import { hubOf, keyStreamsChanged, retryStreamPushes } from "../../src/stream/hubs.ts";
+import { hubOf, keyStreamsChanged, retryStreamPushes } from "../../src/stream/stub.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { openStream, readFrames } from "../helpers/stream-frames.ts";
 import { testEvent } from "../helpers/webhooks.ts";

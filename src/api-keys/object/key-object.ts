@@ -210,7 +210,7 @@ export abstract class KeyObject extends MeteredObject {
 
   /** A change's answer, once its pushes to the key's streams are made: their work is the caller's, as the change is. */
   /**
-   * Hears of a change to the key it holds: the event streams' hubs (src/stream/hubs.ts), wired by the worker's entry
+   * Hears of a change to the key it holds: the event streams' hubs (src/stream/stub.ts), wired by the worker's entry
    * (src/index.ts, ApiKeyObject), so this folder names no stream.
    */
   protected abstract keyChanged(state: KeyState): Promise<ObjectAnswer>;

@@ -12,11 +12,11 @@ import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery } from "./attempt.ts";
 import { handleDeadLetters } from "./dead-letters.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
-import { handToEndpoints } from "./endpoint-stub.ts";
 import { claimAndFanOut, type FanOutSources } from "./fan-out.ts";
 import { DELIVERY_QUEUES, sendDeliveries } from "./queues.ts";
 import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
 import { recordAttempts, webhooksByIds } from "./store.ts";
+import { handToEndpoints } from "./stub.ts";
 
 /**
  * The consumer of WEBHOOK_QUEUE and of the other delivery queues (DELIVERY_QUEUES), all alike. It is the Worker's

@@ -7,8 +7,8 @@ import type { WorkMeter } from "../../platform/metered.ts";
 import type { AccountBudgets } from "../../rate-limit/stub.ts";
 import type { DeliveriesQueuedView } from "../schema.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
-import { handToEndpoints } from "./endpoint-stub.ts";
 import { claimAndFanOut } from "./fan-out.ts";
+import { handToEndpoints } from "./stub.ts";
 
 /**
  * The first delivery, right after an ingestion's commit (its `waitUntil`, so the answer does not wait
