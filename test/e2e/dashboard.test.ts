@@ -565,12 +565,19 @@ describe("dashboard in Chromium", () => {
       const minute = await newestRow.locator("th").textContent();
       const [admitted, refused] = await newestRow.locator("td").allTextContents();
       const bar = chart.locator("rect.bar").last();
-      // The chart may still be redrawing for the new width: wait until its newest bar is laid out.
-      await expect.poll(async () => (await bar.boundingBox()) !== null).toBe(true);
-      const box = (await bar.boundingBox())!;
-      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
       const tip = chart.locator(".chart-tip");
-      await expect.poll(() => tip.isVisible()).toBe(true);
+      // The chart may still be redrawing for the new width, replacing the bar under the pointer, and at a phone's width
+      // it may lie below the fold: point at the newest bar where it is laid out now, in view, until its tip shows.
+      await expect
+        .poll(async () => {
+          await bar.scrollIntoViewIfNeeded();
+          const laidOut = await bar.boundingBox();
+          if (!laidOut) return false;
+          await page.mouse.move(laidOut.x + laidOut.width / 2, laidOut.y + laidOut.height / 2);
+          return tip.isVisible();
+        })
+        .toBe(true);
+      const box = (await bar.boundingBox())!;
       expect(await tip.locator("strong").textContent(), `at ${viewport.width} px`).toBe(minute);
       expect(await tip.textContent()).toContain(`${admitted} admitted`);
       expect(await tip.textContent()).toContain(`${refused} refused`);
