@@ -395,10 +395,13 @@ describe("catalogue routes and credentials", () => {
   });
 });
 
-describe("GET /products/:id from a segment that incremental builds left in several ranges", () => {
-  it("reads the one range that holds the product", async () => {
+describe("GET /products/:id reads one range of its segment", () => {
+  beforeAll(async () => {
     await createCompetitor({ id: "cmp_a", name: "Range A", domain: null });
     await createCompetitor({ id: "cmp_b", name: "Range B", domain: null });
+  });
+
+  it("reads the one range that holds the product, from a segment that incremental builds left in several", async () => {
     await insertProducts(0, 60, 0, (i) => `prd_range_${String(i).padStart(3, "0")}`);
     await publishCatalogue();
     await changePrices(["SNAP-30"]); // a part in the middle re-encoded: the parts around it stay where they were
@@ -406,13 +409,40 @@ describe("GET /products/:id from a segment that incremental builds left in sever
     const manifest = await readManifest(env.CATALOGUE, (await readPointer(env.CATALOGUE))!.manifest);
     const segment = manifest.segments[segmentIndexOf(manifest.segments, "prd_range_030")]!;
     expect(segment.ndjson.extents.length).toBeGreaterThan(1);
-    expect(segment.ndjsonStarts).toHaveLength(segment.ndjson.extents.length);
+    // Every extent starts a range of its own: a read never spans two objects' bytes.
+    expect(new Set(segment.ndjsonReads!.map(([, extent]) => extent))).toEqual(new Set(segment.ndjson.extents.keys()));
     const list = await expectJson(await get("/products"), 200);
     for (const id of ["prd_range_000", "prd_range_030", "prd_range_059"]) {
       forgetKeptSegments();
       const res = await get(`/products/${id}`);
       expect(await expectJson(res, 200)).toEqual(list.products.find((p) => p.id === id));
       expect(workMeter(res)).toMatchObject({ "d1-statements": 0, "r2-b": 1 });
+    }
+  });
+
+  it("reads the range of about 128 products that holds the product, not the whole segment", async () => {
+    await insertProducts(1000, 400, 0, (i) => `prd_cut_${i}`);
+    await publishCatalogue();
+    const manifest = await readManifest(env.CATALOGUE, (await readPointer(env.CATALOGUE))!.manifest);
+    expect(manifest.segments).toHaveLength(1);
+    const reads = manifest.segments[0]!.ndjsonReads!;
+    expect(reads.length).toBeGreaterThanOrEqual(3);
+    const list = await expectJson(await get("/products"), 200);
+    const ids = list.products.map((p) => p.id);
+    const second = ids.indexOf(reads[1]![0]); // the first product of the second range
+    expect(second).toBeGreaterThan(100);
+    forgetKeptSegments();
+    // The first range is read once; its last product is then at hand. The second range is a read of its own.
+    for (const [at, r2Reads] of [
+      [0, 1],
+      [second - 1, 0],
+      [second, 1],
+      [second + 1, 0],
+      [0, 0],
+    ] as const) {
+      const res = await get(`/products/${ids[at]}`);
+      expect(await expectJson(res, 200)).toEqual(list.products[at]);
+      expect(workMeter(res)).toMatchObject({ "d1-statements": 0, "r2-b": r2Reads });
     }
   });
 });

@@ -69,6 +69,14 @@ const Summary = z.object({
 export type Summary = z.infer<typeof Summary>;
 
 /**
+ * A range of a segment's NDJSON form that a product read takes alone: the first product id it holds, the form's
+ * extent it lies in (an index into `extents`), and its offset and size in that extent's object. A tuple, as a
+ * manifest holds about ten a segment (1,000,000 products: ~10,000).
+ */
+const NdjsonRead = z.tuple([z.string(), z.int(), z.int(), z.int()]);
+export type NdjsonRead = z.infer<typeof NdjsonRead>;
+
+/**
  * Products whose ids are at or above `first` and below the next segment's `first` (the first
  * segment's `first` is "", so it also takes any new id below the rest). Each form is a sequence of
  * raw deflate parts (src/catalogue/snapshot/gzip-member.ts) of up to twice partTarget products, so it is
@@ -84,10 +92,11 @@ export const Segment = z
     json: SegmentForm,
     ndjson: SegmentForm,
     /**
-     * The first product id of each of the NDJSON form's extents, so one product is read from its extent alone
-     * (src/catalogue/snapshot/product-read.ts). Absent in a manifest built before it: the whole form is read.
+     * The NDJSON form cut at part boundaries into ranges of about READ_RANGE_PRODUCTS products, so one product is
+     * read (and inflated) from its range alone (src/catalogue/snapshot/product-read.ts). Absent in a manifest built
+     * before it: the whole form is read.
      */
-    ndjsonStarts: z.array(z.string()).optional(),
+    ndjsonReads: z.array(NdjsonRead).optional(),
     parts: z.string(),
     /** Where its parts' ReadPart index is: what a filtered read reads of a segment before its products. */
     index: Extent,

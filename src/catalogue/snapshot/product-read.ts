@@ -3,14 +3,14 @@ import { type Extent, type Manifest, type Segment, segmentIndexOf } from "./mani
 import { extentLines, idOf } from "./read.ts";
 
 /**
- * One product from the snapshot being served: of the segment whose id range holds it, the one NDJSON range (extent)
- * that holds its id (the segment's `ndjsonStarts`): one R2 read of at most a segment's ~1,000 products, however
- * fragmented incremental builds left the segment. What is read is kept by this isolate, so a product near one asked
- * for lately costs no read at all. A range is named by where its bytes are (immutable objects: a build that leaves
- * them alone keeps them where they were), not by the snapshot, so a new build does not empty the cache.
+ * One product from the snapshot being served: of the segment whose id range holds it, the one NDJSON range that holds
+ * its id (the segment's `ndjsonReads`): one R2 read of about 128 products, however fragmented incremental builds left
+ * the segment, so a read inflates a tenth of a segment. What is read is kept by this isolate, so a product near one
+ * asked for lately costs no read at all. A range is named by where its bytes are (immutable objects: a build that
+ * leaves them alone keeps them where they were), not by the snapshot, so a new build does not empty the cache.
  */
 
-/** Characters of product JSON this isolate keeps (about 5 segments' worth at ~1.6 KB a product): a bound on its memory. */
+/** Characters of product JSON this isolate keeps (about 40 ranges' worth at ~1.6 KB a product): a bound on its memory. */
 const KEPT_CHARS = 8_000_000;
 
 /** Kept ranges' lines (each a product's JSON, in id order), oldest use first. */
@@ -22,19 +22,18 @@ onForget(() => {
 
 const rangeName = (extents: readonly Extent[]) => extents.map(({ key, offset, bytes }) => `${key}@${offset}+${bytes}`).join(",");
 
-/** The extents to read for `id`: the one whose first id is the last not above it, or every one without `ndjsonStarts`. */
+/** The extents to read for `id`: the range whose first id is the last not above it, or the whole form without `ndjsonReads`. */
 function extentsFor(segment: Segment, id: string): Extent[] {
-  const { extents } = segment.ndjson;
-  const starts = segment.ndjsonStarts;
-  if (!starts || starts.length !== extents.length) return extents;
-  return [
-    extents[
+  const reads = segment.ndjsonReads;
+  if (!reads || reads.length === 0) return segment.ndjson.extents;
+  const [, extent, offset, bytes] =
+    reads[
       segmentIndexOf(
-        starts.map((first) => ({ first })),
+        reads.map(([first]) => ({ first })),
         id,
       )
-    ]!,
-  ];
+    ]!;
+  return [{ key: segment.ndjson.extents[extent]!.key, offset, bytes }];
 }
 
 function keep(name: string, lines: string[]) {
