@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { hashApiKey } from "../../src/api-keys/format.ts";
 import { type LastUsedLog, lastUsedShardName, lastUsedShardOf, MARK_EVERY_MS } from "../../src/api-keys/object/last-used.ts";
+import { FLUSH_EVERY_MS } from "../../src/api-keys/object/last-used-schedule.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
@@ -161,5 +162,18 @@ describe("last_used_at", () => {
     expect((await env.DB.prepare("SELECT last_used_at FROM api_keys WHERE id = ?").bind(ids[0]).first())!.last_used_at).toBe(
       iso(T0 + 20_000),
     );
+  });
+
+  it("a shard evicted between two marks keeps the flush its first mark armed, so a trickle of marks cannot put it off", async () => {
+    const log = env.LAST_USED_LOG.get(env.LAST_USED_LOG.idFromName(`evicted-${crypto.randomUUID()}`));
+    const armed = (object: DurableObjectStub<LastUsedLog>) => runInDurableObject(object, (_, state) => state.storage.getAlarm());
+    await log.note("key_first", iso(T0));
+    expect(await armed(log)).toBe(T0 + FLUSH_EVERY_MS);
+    await evictDurableObject(log);
+    vi.setSystemTime(T0 + 20_000);
+    await log.note("key_second", iso(T0 + 20_000));
+    expect(await armed(log)).toBe(T0 + FLUSH_EVERY_MS);
+    expect(await runDurableObjectAlarm(log)).toBe(true);
+    expect(await armed(log)).toBeNull();
   });
 });

@@ -33,7 +33,6 @@ const UPDATE_LAST_USED = `UPDATE api_keys SET last_used_at = marks.value FROM js
 
 /** One shard of the marks waiting for D1: rows of marks gathered together, each a key's newest mark of its time. */
 export class LastUsedLog extends MeteredObject {
-  private alarmSet = false;
   /** Marks handed to the shard and not yet stored: each key's newest. */
   private gathering = new Map<string, string>();
   /** The write that will store `gathering`, once WRITE_EVERY_MS has passed since its first mark. */
@@ -55,23 +54,22 @@ export class LastUsedLog extends MeteredObject {
    * flush, which comes within FLUSH_EVERY_MS. Should the write fail, every mark it held is refused (each key marks again).
    */
   async note(keyId: string, at: string): Promise<ObjectAnswer> {
-    const held = this.gathering.get(keyId);
-    if (held === undefined || held < at) this.gathering.set(keyId, at);
+    keepNewest(this.gathering, keyId, at);
     this.stored ??= scheduler.wait(WRITE_EVERY_MS).then(() => this.invocation("last_used_write", () => this.storeGathered()));
     await this.stored;
     return this.reported({});
   }
 
-  /** Stores the gathered marks as one row, and arms the flush, FLUSH_EVERY_MS on, if it is not armed yet. */
+  /**
+   * Stores the gathered marks as one row, and arms the flush, FLUSH_EVERY_MS on, if it is not armed yet: asked of the
+   * storage, not remembered, as a shard evicted between two marks would otherwise put its flush off at every wake.
+   */
   private async storeGathered(): Promise<void> {
     const marks = this.gathering;
     this.gathering = new Map();
     this.stored = undefined;
     this.ctx.storage.sql.exec("INSERT INTO mark_rows (marks) VALUES (?)", JSON.stringify(Object.fromEntries(marks)));
-    if (!this.alarmSet) {
-      this.alarmSet = true;
-      await this.ctx.storage.setAlarm(Date.now() + FLUSH_EVERY_MS);
-    }
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + FLUSH_EVERY_MS);
   }
 
   /** A flush is an invocation of its own (`last_used_flush`), its D1 write counted with it. */
@@ -85,15 +83,11 @@ export class LastUsedLog extends MeteredObject {
    * nothing is deleted and the alarm is retried.
    */
   private async flush(): Promise<void> {
-    this.alarmSet = false;
     const rows = this.ctx.storage.sql.exec<{ id: number; marks: string }>("SELECT id, marks FROM mark_rows ORDER BY id").toArray();
     if (rows.length === 0) return;
     const newest = new Map<string, string>();
     for (const row of rows) {
-      for (const [keyId, at] of Object.entries(JSON.parse(row.marks) as Record<string, string>)) {
-        const held = newest.get(keyId);
-        if (held === undefined || held < at) newest.set(keyId, at);
-      }
+      for (const [keyId, at] of Object.entries(JSON.parse(row.marks) as Record<string, string>)) keepNewest(newest, keyId, at);
     }
     const marks = [...newest];
     const chunks: string[] = [];
@@ -104,9 +98,13 @@ export class LastUsedLog extends MeteredObject {
     const update = db.prepare(UPDATE_LAST_USED);
     await db.batch(chunks.map((chunk) => update.bind(chunk)));
     this.ctx.storage.sql.exec("DELETE FROM mark_rows WHERE id <= ?", rows.at(-1)!.id);
-    if (this.ctx.storage.sql.exec("SELECT 1 FROM mark_rows LIMIT 1").toArray().length > 0) {
-      this.alarmSet = true;
+    if (this.ctx.storage.sql.exec("SELECT 1 FROM mark_rows LIMIT 1").toArray().length > 0)
       await this.ctx.storage.setAlarm(Date.now() + FLUSH_EVERY_MS);
-    }
   }
+}
+
+/** A key's mark kept unless the map holds a newer one (ISO-8601 instants compare as strings). */
+function keepNewest(marks: Map<string, string>, keyId: string, at: string): void {
+  const held = marks.get(keyId);
+  if (held === undefined || held < at) marks.set(keyId, at);
 }
