@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
 import type { AppEnv } from "../http/app-env.ts";
-import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
+import { jsonBody, jsonResponse, type OpenApiApp, openApiAppOf } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
 import { Consent, ConsentOutcome, consentAnswerBody, consentHandleParam } from "./schema.ts";
@@ -58,6 +58,9 @@ const getConsentRoute = createRoute(
   }),
 );
 
+const registerGetConsent = (app: OpenApiApp) =>
+  app.openapi(getConsentRoute, async (c) => c.json(await readConsent(c.var.services.oauthKv, c.req.valid("param").handle), 200));
+
 const answerConsentRoute = createRoute(
   operation({
     ...consentCommon,
@@ -77,10 +80,8 @@ const answerConsentRoute = createRoute(
   }),
 );
 
-/** /oauth: the authorisation server's endpoints, and the consent the dashboard asks. */
-export const oauthRoutes = openApiApp()
-  .openapi(getConsentRoute, async (c) => c.json(await readConsent(c.var.services.oauthKv, c.req.valid("param").handle), 200))
-  .openapi(answerConsentRoute, async (c) => {
+const registerAnswerConsent = (app: OpenApiApp) =>
+  app.openapi(answerConsentRoute, async (c) => {
     const kv = c.var.services.oauthKv;
     const { outcome, headers } = await answerConsent(c.var.services, oauthHelpers(origin(c), kv), kv, {
       accountId: c.var.account.id,
@@ -91,6 +92,9 @@ export const oauthRoutes = openApiApp()
     const res = c.json(outcome, 200, { "Cache-Control": "no-store" });
     for (const cookie of headers.getSetCookie()) res.headers.append("Set-Cookie", cookie);
     return res;
-  })
+  });
+
+/** /oauth: the authorisation server's endpoints, and the consent the dashboard asks. */
+export const oauthRoutes = openApiAppOf(registerGetConsent, registerAnswerConsent)
   .get("/authorize", (c) => startConsent(oauthHelpers(origin(c), c.var.services.oauthKv), c.var.services.oauthKv, c.req.raw))
   .on(["POST", "OPTIONS"], ["/token", "/register"], byLibrary);

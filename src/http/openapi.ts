@@ -15,6 +15,19 @@ import { validationHook } from "./validation.ts";
 /** Every route module's app: validation failures become our ApiError 400 (src/http/validation.ts). */
 export const openApiApp = () => new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
+/** What an operation registers itself on: a route module's app (src/webhooks/routes/create-webhook.ts, for one). */
+export type OpenApiApp = ReturnType<typeof openApiApp>;
+
+/**
+ * A route module's app with its operations registered, each by the function its file exports, in the order given: the
+ * order the OpenAPI document lists them in.
+ */
+export function openApiAppOf(...operations: ((app: OpenApiApp) => unknown)[]): OpenApiApp {
+  const app = openApiApp();
+  for (const register of operations) register(app);
+  return app;
+}
+
 /** A JSON response whose body is `schema`, with the headers every response carries plus `extra`. */
 export function jsonResponse<S extends z.ZodType>(description: string, schema: S, extra: readonly HeaderName[] = []) {
   return { description, headers: headerRefs([...EVERY, ...extra]), content: { "application/json": { schema } } };
