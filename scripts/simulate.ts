@@ -293,7 +293,7 @@ const at = (value: number, source: string): Published => ({ value, source });
 
 export const LIMITS = {
   /** Workers Paid: D1 queries one invocation may make. */
-  d1QueriesPerInvocation: at(1_000, D1_LIMITS),
+  d1StatementsPerInvocation: at(1_000, D1_LIMITS),
   /** Workers Paid: the most CPU an invocation may be configured to spend (wrangler.toml [limits] cpu_ms). */
   cpuMsPerInvocationMax: at(300_000, WORKERS_LIMITS),
   /** Workers Paid: subrequests (fetch, R2, Durable Object and queue calls) per invocation. */
@@ -390,7 +390,7 @@ export const WORKLOAD: Workload = {
     list_products_filtered_1pct: 0.001,
     // The whole catalogue converted (?currency=): as rare as the unfiltered list; a client converting often filters.
     list_products_converted: 0.0001,
-    // Test keys (a developer integrating): a list now and then, and a simulated change to see a webhook fire.
+    // Test keys (a developer integrating): a list now and then, and a sandbox change to see a webhook fire.
     test_list_products_gzip: 0.001,
     test_observations: 0.0005,
     get_product: 0.3,
@@ -770,7 +770,7 @@ export function simulate(costs: Costs = readCosts(), workload: Workload = WORKLO
     const times = perInvocation[name];
     const subrequests = f[name].do_requests + f[name].r2_class_a + f[name].r2_class_b + f[name].queue_messages;
     return [
-      limit(`D1 queries per invocation: ${name}`, f[name].d1_statements * times, LIMITS.d1QueriesPerInvocation),
+      limit(`D1 statements per invocation: ${name}`, f[name].d1_statements * times, LIMITS.d1StatementsPerInvocation),
       limit(`subrequests per invocation: ${name}`, subrequests * times, LIMITS.subrequestsPerInvocation),
       limit(`CPU ms per invocation: ${name}`, f[name].cpu_ms * times, cpuLimit, "wrangler.toml [limits] cpu_ms"),
     ];

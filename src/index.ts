@@ -5,7 +5,7 @@ import { keyObjectControl } from "./api-keys/object/stub.ts";
 import type { KeyState } from "./api-keys/object/types.ts";
 import { buildApp } from "./app.ts";
 import { archiveHistory } from "./catalogue/history-archive.ts";
-import { sweepCatalogue } from "./catalogue/snapshot/stub.ts";
+import { sweepSnapshot } from "./catalogue/snapshot/stub.ts";
 import { archiveEvents, expireArchive } from "./events/archive.ts";
 import { sweepOutbox } from "./events/outbox.ts";
 import { appendScheduledExports } from "./exports/service.ts";
@@ -59,7 +59,7 @@ export default {
       // The archive's two steps share D1 and R2 but not rows (events; price history); each is bounded per run (docs/scale.md).
       const sweeps = await Promise.allSettled([
         sweepOutbox(db, queue),
-        sweepCatalogue(env, work),
+        sweepSnapshot(env, work),
         archiveEvents(db, archive).then(() => expireArchive(db, archive)),
         archiveHistory(db, alerts, archive),
         announceExpiringKeys(db, queue),

@@ -289,7 +289,7 @@ export interface Memory {
 
 /**
  * `wrangler dev` starts two workerd processes: a proxy on the public port and the runtime that
- * holds the worker (its isolate plus miniflare's local D1 / Durable Object simulators), which listens
+ * holds the worker (its isolate plus miniflare's local D1 / Durable Object emulators), which listens
  * on a port of its own choosing (`--socket-addr=entry=127.0.0.1:0`). VmRSS and VmHWM of the latter.
  */
 export function workerMemory(worker: Worker): Memory | undefined {
@@ -312,7 +312,7 @@ function runtimeAndProxy(worker: Worker): { runtime?: ProcInfo; proxy?: ProcInfo
 
 /**
  * CPU time (user + system, ms) the runtime workerd process has used so far: the worker's isolate and
- * the local D1 and R2 it simulates. /proc/<pid>/stat counts it in clock ticks (100 a second on Linux).
+ * the local D1 and R2 it emulates. /proc/<pid>/stat counts it in clock ticks (100 a second on Linux).
  */
 export function runtimeCpuMs(worker: Worker): number {
   const { runtime } = runtimeAndProxy(worker);

@@ -3,7 +3,7 @@
  * bench (bench/modes/catalogue.ts runs it on its worker once the snapshot serves): filters matching 0 %,
  * 1 % and 10 % of the products (the seed's categories of known share, scripts/seed.ts) and one
  * competitor, each read whole with gzip, as Cloudflare's edge asks: the CPU time of the runtime workerd
- * process over the request (read from /proc: the isolate plus the local D1 and R2 it simulates, so
+ * process over the request (read from /proc: the isolate plus the local D1 and R2 it emulates, so
  * an upper bound of the worker's own) and the time.
  */
 import { request } from "node:http";

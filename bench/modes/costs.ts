@@ -5,7 +5,7 @@
  * its X-Request-Id; cron runs, queue batches, objects' alarms and their work after an answer, by their kind) from the
  * one line it logs with its final tally, once its body has streamed and its work after the answer has ended
  * (WorkMeter.log, src/platform/metered.ts): X-Work-Counts leaves before a streamed body's work. CPU is the runtime workerd's
- * over the operation (bench/harness/processes.ts workerCpu): the isolate and the local D1 and R2 it simulates, an
+ * over the operation (bench/harness/processes.ts workerCpu): the isolate and the local D1 and R2 it emulates, an
  * upper bound of the worker's own. Writes docs/costs.json: each operation's figures at the largest size, and every
  * size's under `by_products`. A stream's minute is its connect spread over its lifetime plus its idle time (streamMinute).
  */
@@ -273,12 +273,12 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
     await fillBlock(sandbox.key);
     costs.test_list_products_gzip = await requests(ctx, "request", 3, () => get("/products", sandbox.key, gzip));
     const [sandboxOffer] = ((await (await get("/products?sku=TEST-CF-0001", sandbox.key)).json()) as SandboxList).products[0]!.offers;
-    let simulated = 0;
-    const simulate = { sku: "TEST-CF-0001", name: "x", competitor: { id: sandboxOffer!.competitor_id, name: "x" }, in_stock: true };
+    let sandboxChanges = 0;
+    const sandboxChange = { sku: "TEST-CF-0001", name: "x", competitor: { id: sandboxOffer!.competitor_id, name: "x" }, in_stock: true };
     costs.test_observations = await requests(ctx, "request", 5, () =>
       send("POST", "/test/observations", sandbox.key, {
         observations: [
-          { ...simulate, currency: sandboxOffer!.currency, price: formatMoney(1000 + 10 * ++simulated, sandboxOffer!.currency) },
+          { ...sandboxChange, currency: sandboxOffer!.currency, price: formatMoney(1000 + 10 * ++sandboxChanges, sandboxOffer!.currency) },
         ],
       }),
     );

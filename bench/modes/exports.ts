@@ -171,7 +171,7 @@ function scaling(results: readonly ExportResult[]): string {
 const EXPORTS_NOTES =
   `Each size on a freshly seeded local D1 and its own \`wrangler dev\` worker with LOG_INVOCATION_WORK on; the first GET /products builds the snapshot, then one account's POST /exports (catalogue, Parquet, our R2 bucket). ` +
   `Each step is an alarm of the export's ExportRunner and logs its final tally (D1, R2 by class, object calls); subrequests count D1 round trips, R2 operations, object calls and queue sends. ` +
-  `A step's CPU is the local runtime's (workerd: the isolate plus the local D1 and R2 it simulates, an upper bound of the worker's own) between its log line and the one before, read every ${SAMPLE_MS} ms in 10 ms ticks; GET /exports/:id every 2 s adds its few milliseconds to a step's share. ` +
+  `A step's CPU is the local runtime's (workerd: the isolate plus the local D1 and R2 it emulates, an upper bound of the worker's own) between its log line and the one before, read every ${SAMPLE_MS} ms in 10 ms ticks; GET /exports/:id every 2 s adds its few milliseconds to a step's share. ` +
   "The machine is shared (2 cores, other engineers' work running): wall time and CPU are upper bounds.";
 
 /** The catalogue mode's sizes (bench/harness/settings.ts): 10,000 and 100,000, `--products-max` 1,000,000 too, `--quick` 2,000. */

@@ -6,7 +6,7 @@
  */
 import { Hono, type MiddlewareHandler } from "hono";
 import { hashApiKey } from "../../src/api-keys/format.ts";
-import { loadKeyState } from "../../src/api-keys/object/key-store.ts";
+import { loadKeyState } from "../../src/api-keys/object/key-record.ts";
 import { competitorRoutes, productRoutes } from "../../src/catalogue/routes.ts";
 import type { AppEnv } from "../../src/http/app-env.ts";
 import { ApiError, notFound, onError } from "../../src/http/errors.ts";

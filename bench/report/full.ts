@@ -131,7 +131,7 @@ export function report(r: Results): string {
     "",
     `Each figure is the median over the ${s.rounds} round(s). ` +
       "Requests/s counts 2xx responses; p50/p99 are autocannon's. *Worker CPU* is the CPU time of the workerd process that runs the worker " +
-      "(its isolate plus miniflare's local D1 and Durable Object simulators) per request, from /proc: what serving costs, whatever the load generator costs " +
+      "(its isolate plus miniflare's local D1 and Durable Object emulators) per request, from /proc: what serving costs, whatever the load generator costs " +
       `(autocannon itself used ${full.bare.loadCpuMs.toFixed(2)} ms per GET /products response and ${small.bare.loadCpuMs.toFixed(2)} ms per small one, on the same cores). ` +
       "The second request is the same route, admission and handler with a tiny body, so it shows what the key check and the limiter cost.",
   );
@@ -286,7 +286,7 @@ export function report(r: Results): string {
     "**Memory after the run**: the worker's isolate (V8's heap in use, which includes garbage not yet collected, and its ArrayBuffers, " +
       "where the serialised catalogue lives; the Durable Objects share the isolate), through wrangler's inspector; and the resident memory " +
       "(VmRSS, and VmHWM, its peak, from /proc) of the workerd process that runs the worker, which also holds miniflare's local D1 and " +
-      "Durable Object simulators, SQLite caches and the allocator's free memory.",
+      "Durable Object emulators, SQLite caches and the allocator's free memory.",
     "",
     "| worker | isolate heap used MiB | heap total MiB | ArrayBuffers MiB | workerd RSS MiB | RSS peak MiB |",
     "|---|---:|---:|---:|---:|---:|",

@@ -3,7 +3,7 @@ import { relayEvents } from "../events/outbox.ts";
 import type { Database } from "../platform/db.ts";
 import { derivedEventId } from "../platform/ids.ts";
 import { DAY_MS } from "../platform/time.ts";
-import { accountEventMessage, insertOnce } from "./store.ts";
+import { accountEventMessage, insertOnce } from "./rows.ts";
 
 /** Keys announced per run (the cron runs every minute); more wait for the next run, oldest expiry first. */
 const PER_RUN = 500;

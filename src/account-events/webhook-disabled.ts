@@ -2,7 +2,7 @@ import { derivedEventId } from "../platform/ids.ts";
 
 /**
  * The account's `webhook.disabled` events of a queue batch's attempts, written in the same D1 batch right
- * after the update that may have disabled their webhooks (a 410, or the 5-day rule; src/webhooks/delivery/store.ts),
+ * after the update that may have disabled their webhooks (a 410, or the 5-day rule; src/webhooks/delivery/rows.ts),
  * built from each row (the reason included): only for a webhook this batch disabled (its row says disabled
  * at the instant the batch gave it), and once: the id is derived from the webhook and that instant, and a
  * batch retried writes nothing more (INSERT OR IGNORE). The outbox sweep relays them. The payload is the

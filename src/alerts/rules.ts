@@ -75,7 +75,7 @@ function meetsMoneyRules(filters: AlertFilters, [before, after]: [number | null,
 
 export function matchesAlert(subject: AlertSubject, rule: AlertRule, prior: PriorPrices): boolean {
   if (rule.types && !rule.types.includes(subject.type)) return false;
-  // An account event (its owner decided before: src/webhooks/delivery/store.ts, replay) is about keys and webhooks, not products.
+  // An account event (its owner decided before: src/webhooks/delivery/rows.ts, replay) is about keys and webhooks, not products.
   if ((ACCOUNT_EVENT_TYPES as readonly string[]).includes(subject.type)) return true;
   const filters = rule.filters ?? {};
   if (!inList(filters.competitors, subject.competitorId) || !inList(filters.skus, subject.sku)) return false;

@@ -7,7 +7,7 @@ import { filterSet, matchingProducts } from "./filtered.ts";
 import { unknownProduct } from "./history.ts";
 import type { ProductView, SummaryView } from "./schema.ts";
 import { holdsEveryWord, holdsText, matchedProduct, textMatches } from "./search-text.ts";
-import { type CatalogueStore, conversionOf, productJson, servingManifest } from "./service.ts";
+import { conversionOf, productJson, type SnapshotAccess, servingManifest } from "./service.ts";
 import { summarise } from "./views.ts";
 
 /**
@@ -120,7 +120,7 @@ async function examineProducts(
  * narrowest's, so more may match beyond them (narrow the search).
  */
 export async function searchProducts(
-  { db, catalogue }: { db: Database; catalogue: CatalogueStore },
+  { db, catalogue }: { db: Database; catalogue: SnapshotAccess },
   input: SearchInput,
 ): Promise<{ products: ProductMatch[]; truncated: boolean }> {
   if (input.query === undefined)
@@ -159,7 +159,7 @@ export async function searchProducts(
 }
 
 /** The snapshot's products matching the search's filters (the same as GET /products'), in id order. */
-async function* snapshotMatches(catalogue: CatalogueStore, { sku, brand, category, competitor }: Omit<SearchInput, "limit">) {
+async function* snapshotMatches(catalogue: SnapshotAccess, { sku, brand, category, competitor }: Omit<SearchInput, "limit">) {
   const manifest = await servingManifest(catalogue);
   const filters = filterSet({
     ...(sku !== undefined && { sku }),
@@ -187,7 +187,7 @@ export const productMatch = (
 });
 
 /** The first `limit` products of the snapshot that match, as search_products lists them. */
-async function snapshotSearch(catalogue: CatalogueStore, input: SearchInput, conversion: Conversion | undefined): Promise<ProductMatch[]> {
+async function snapshotSearch(catalogue: SnapshotAccess, input: SearchInput, conversion: Conversion | undefined): Promise<ProductMatch[]> {
   const found: ProductMatch[] = [];
   for await (const line of snapshotMatches(catalogue, input)) {
     if (found.length === input.limit) break;
@@ -198,7 +198,7 @@ async function snapshotSearch(catalogue: CatalogueStore, input: SearchInput, con
 }
 
 export async function getProduct(
-  { db, catalogue }: { db: Database; catalogue: CatalogueStore },
+  { db, catalogue }: { db: Database; catalogue: SnapshotAccess },
   input: { id?: string | undefined; sku?: string | undefined; currency?: string | undefined },
 ): Promise<unknown> {
   const conversion = await conversionOf({ db, catalogue }, input.currency);

@@ -25,7 +25,7 @@ import { currentManifest, forgetManifest } from "./snapshot/read.ts";
  */
 
 /** What a request needs to reach the snapshot: the bucket, and a poke for the builder. */
-export interface CatalogueStore {
+export interface SnapshotAccess {
   bucket: R2Bucket;
   /** Asks the builder to bring the snapshot up to date soon; never waits for the build. */
   poke(): Promise<void>;
@@ -55,7 +55,7 @@ onForget(() => {
  * when the catalogue is empty; a catalogue with products but no snapshot yet (a fresh seed) is a 503
  * with Retry-After until the build is done: a request never waits for a build of products.
  */
-export async function servingManifest(store: CatalogueStore): Promise<Manifest> {
+export async function servingManifest(store: SnapshotAccess): Promise<Manifest> {
   if (!pokedFromThisIsolate) {
     // Heals a change written straight into D1 (the seed) before any cron sweep: once per isolate.
     pokedFromThisIsolate = true;
@@ -99,7 +99,7 @@ export const selectsProducts = (filters: FilterValues) => normalise(filters).len
  * warm. A currency without a rate today is refused (a 400; a tool error in MCP), not answered with every price null.
  */
 export async function conversionOf(
-  services: { db: Database; catalogue: CatalogueStore },
+  services: { db: Database; catalogue: SnapshotAccess },
   currency: string | undefined,
 ): Promise<Conversion | undefined> {
   if (currency === undefined) return undefined;
@@ -194,7 +194,7 @@ export async function* gzipMember(chunks: AsyncGenerator<Uint8Array>): AsyncGene
  * snapshot does not hold is a 404, a product created since it was built included: D1 is not asked, so a client
  * trying ids costs it nothing.
  */
-export async function productJson(catalogue: CatalogueStore, id: string, conversion?: Conversion): Promise<string> {
+export async function productJson(catalogue: SnapshotAccess, id: string, conversion?: Conversion): Promise<string> {
   const manifest = await servingManifest(catalogue);
   const json = await snapshotProduct(catalogue.bucket, manifest, id);
   if (json === undefined) throw unknownProduct(id);
@@ -217,7 +217,7 @@ export const competitorsJson = (manifest: Manifest) =>
  * one full build, in its own bounded steps (src/catalogue/snapshot/build.ts).
  */
 export async function updateCompetitor(
-  { db, catalogue }: { db: Database; catalogue: CatalogueStore },
+  { db, catalogue }: { db: Database; catalogue: SnapshotAccess },
   { id, patch }: { id: string; patch: CompetitorPatch },
 ): Promise<CompetitorView> {
   const row = await db.select().from(competitors).where(eq(competitors.id, id)).get();

@@ -9,7 +9,7 @@ const SCOPE_LABELS: Record<KeyScope, string> = {
   "products:read": "Products and competitors",
   "history:read": "Price history",
   "events:read": "Events feed and stream",
-  "sandbox:write": "Simulated price changes (test keys)",
+  "sandbox:write": "Sandbox price changes (test keys)",
 };
 
 /** The grace-period choice shared by key rotation and webhook secret rotation. */

@@ -49,8 +49,8 @@ export const REPLAY_ARCHIVE_READS = 20;
  * D1 round trips of one GET /events page (the cursor's lookup, then the page's one batch) and of one history read (one
  * batch); tests hold the code to them.
  */
-export const D1_QUERIES_PER_FEED_PAGE = 2;
-export const D1_QUERIES_PER_HISTORY_READ = 1;
+export const D1_ROUND_TRIPS_PER_FEED_PAGE = 2;
+export const D1_ROUND_TRIPS_PER_HISTORY_READ = 1;
 
 /**
  * Webhook delivery attempts (src/webhooks/delivery/delivery-archive.ts) stay in D1 this long: the dead-letter
@@ -91,6 +91,6 @@ export const DELIVERY_LISTING_ARCHIVE_READS = 35;
 export const DELIVERY_REPLAY_ARCHIVE_READS = 350;
 /**
  * D1 round trips of one queue batch's deliveries (and of one fan-out's first deliveries after a commit):
- * their webhooks read in one query, their attempts recorded in one batch (src/webhooks/delivery/store.ts).
+ * their webhooks read in one query, their attempts recorded in one batch (src/webhooks/delivery/rows.ts).
  */
-export const D1_QUERIES_PER_DELIVERY_BATCH = 2;
+export const D1_ROUND_TRIPS_PER_DELIVERY_BATCH = 2;

@@ -1,5 +1,5 @@
 import { eq } from "drizzle-orm";
-import { catalogueStore } from "../catalogue/snapshot/stub.ts";
+import { snapshotAccess } from "../catalogue/snapshot/stub.ts";
 import type { KeyData } from "../key-data/door.ts";
 import type { ExportCursor } from "../key-data/export-step.ts";
 import { keyDataFor } from "../key-data/pick.ts";
@@ -137,7 +137,7 @@ export class ExportRunner extends MeteredObject {
    * counted by the invocation under way. A step reads the primary, never a replica.
    */
   #data(row: typeof exports.$inferSelect, db: Database): KeyData {
-    const catalogue = catalogueStore(
+    const catalogue = snapshotAccess(
       { CATALOGUE: this.meter.bucket(this.env.CATALOGUE), CATALOGUE_BUILDER: this.env.CATALOGUE_BUILDER },
       this.meter,
     );

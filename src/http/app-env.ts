@@ -2,7 +2,7 @@ import type { OAuthHelpers } from "@cloudflare/workers-oauth-provider";
 import type { RequestIdVariables } from "hono/request-id";
 import type { AlertFacts } from "../alerts/match.ts";
 import type { ApiKeyOfRequest, KeyObjectControl } from "../api-keys/object/types.ts";
-import type { CatalogueStore } from "../catalogue/service.ts";
+import type { SnapshotAccess } from "../catalogue/service.ts";
 import type { EventMessage, WebhookMessage } from "../events/messages.ts";
 import type { KeyData } from "../key-data/door.ts";
 import type { Credential } from "../pipeline/identify.ts";
@@ -34,7 +34,7 @@ export interface RequestServices {
   keyObjects: KeyObjectControl;
   queue: Queue<WebhookMessage>;
   /** The catalogue snapshot in R2, and the builder's poke. */
-  catalogue: CatalogueStore;
+  catalogue: SnapshotAccess;
   /** Events and price history that left D1 (src/events/archive.ts, src/catalogue/history-archive.ts). */
   archive: R2Bucket;
   /** One-click connect's OAuth records (src/connect/), counted. */

@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { jsonBody, jsonResponse, openApiApp } from "../http/openapi.ts";
 import { noQuery } from "../http/query.ts";
 import { operation } from "../operation/operation.ts";
-import { liveStore } from "./live-store.ts";
+import { liveTarget } from "./live-target.ts";
 import { IngestionResult, observationsBody } from "./schema.ts";
 import { ingestObservations } from "./service.ts";
 
@@ -29,7 +29,7 @@ const ingestObservationsRoute = createRoute(
  */
 export const observationRoutes = openApiApp().openapi(ingestObservationsRoute, async (c) =>
   c.json(
-    await ingestObservations(liveStore(c.var.services), {
+    await ingestObservations(liveTarget(c.var.services), {
       observations: c.req.valid("json").observations,
       afterCommit: c.var.services.afterCommit,
     }),

@@ -33,11 +33,11 @@ const MAX_WRITE_ATTEMPTS = 8;
 const pause = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
 
 /**
- * Where an ingestion reads and writes: the catalogue (liveStore, src/observations/live-store.ts), or an account's sandbox
+ * Where an ingestion reads and writes: the catalogue (liveTarget, src/observations/live-target.ts), or an account's sandbox
  * (its object: src/sandbox/object.ts).
  * The steps, the change detection and the events are the same for both; only the data differs.
  */
-export interface ObservationStore {
+export interface IngestionTarget {
   /** Step 1: what the observations touch. */
   read(observations: readonly Observation[]): Promise<TouchedRows>;
   /**
@@ -50,7 +50,7 @@ export interface ObservationStore {
 }
 
 export async function ingestObservations(
-  store: ObservationStore,
+  store: IngestionTarget,
   {
     observations,
     afterCommit = () => {},

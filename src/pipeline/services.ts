@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { keyObjectControl } from "../api-keys/object/stub.ts";
-import type { CatalogueStore } from "../catalogue/service.ts";
-import { catalogueStore } from "../catalogue/snapshot/stub.ts";
+import type { SnapshotAccess } from "../catalogue/service.ts";
+import { snapshotAccess } from "../catalogue/snapshot/stub.ts";
 import { oauthHelpers } from "../connect/server.ts";
 import type { WebhookMessage } from "../events/messages.ts";
 import type { AppEnv, RequestServices } from "../http/app-env.ts";
@@ -30,7 +30,7 @@ export const requestServices: MiddlewareHandler<AppEnv> = async (c, next) => {
     let alerts: Database | undefined;
     let replica: Database | undefined;
     let queue: Queue<WebhookMessage> | undefined;
-    let catalogue: CatalogueStore | undefined;
+    let catalogue: SnapshotAccess | undefined;
     let archive: R2Bucket | undefined;
     let oauthKv: KVNamespace | undefined;
     const services: RequestServices = {
@@ -52,7 +52,7 @@ export const requestServices: MiddlewareHandler<AppEnv> = async (c, next) => {
       get catalogue() {
         // Only the two bindings it reads: a spread of the whole env was ~1 % of a small response's CPU in a profile.
         const { CATALOGUE, CATALOGUE_BUILDER } = c.env;
-        catalogue ??= catalogueStore({ CATALOGUE: work.bucket(CATALOGUE), CATALOGUE_BUILDER }, work);
+        catalogue ??= snapshotAccess({ CATALOGUE: work.bucket(CATALOGUE), CATALOGUE_BUILDER }, work);
         return catalogue;
       },
       get archive() {

@@ -275,7 +275,7 @@ export const webhooks = sqliteTable(
 );
 
 /**
- * What selects an enabled webhook for a batch (src/webhooks/delivery/store.ts): the values of its list rules (`kind`: competitors,
+ * What selects an enabled webhook for a batch (src/webhooks/delivery/rows.ts): the values of its list rules (`kind`: competitors,
  * brands, categories, skus), or its event types (`kind`: events) when it has no list; `lists`: how many lists it is filed under.
  * Kept in step with `webhooks` by triggers (migrations/0015_webhook_rule_values.sql), never written by the code.
  */

@@ -6,14 +6,14 @@ import { outboxRows } from "../events/outbox-rows.ts";
 import { ApiError } from "../http/errors.ts";
 import type { TouchedRows } from "../observations/changes.ts";
 import type { IngestionResult, Observation } from "../observations/schema.ts";
-import { ingestObservations, type ObservationStore } from "../observations/service.ts";
+import { type IngestionTarget, ingestObservations } from "../observations/service.ts";
 import type { ObjectAnswer } from "../platform/metered.ts";
 import { MeteredObject } from "../platform/metered-object.ts";
 import { DAY_MS } from "../platform/time.ts";
 import { type SandboxBase, sandboxBase } from "./catalogue.ts";
+import { keepingOfferTerms } from "./offer-terms.ts";
 import { mergedOffers, type OverlayRow, type ProductState, productState } from "./overlay.ts";
 import { SANDBOX_RETENTION_MS } from "./retention.ts";
-import { keepingOfferTerms } from "./simulated.ts";
 
 /**
  * One object per account (idFromName(account id)): its sandbox's own data, in the object's SQLite, never in the shared
@@ -72,7 +72,7 @@ export class SandboxObject extends MeteredObject {
    * POST /test/observations: the observations applied as an ingestion applies them to the catalogue (the same steps,
    * rules and answer: src/observations/service.ts), with this object as its store. The events carry the account. A
    * refusal (an ApiError: a 400 naming the observation) comes back as a value: an error thrown across RPC keeps only
-   * its message. Unlike a live ingestion, an observation keeps the offer terms it leaves out (src/sandbox/simulated.ts).
+   * its message. Unlike a live ingestion, an observation keeps the offer terms it leaves out (src/sandbox/offer-terms.ts).
    */
   async ingest(accountId: string, observations: readonly Observation[]): Promise<SandboxIngestion & ObjectAnswer> {
     if (!this.alarmSet) {
@@ -87,7 +87,7 @@ export class SandboxObject extends MeteredObject {
         const productId = base.products[base.bySku.get(sku)!]!.id;
         return offers.find((offer) => offer.productId === productId && offer.competitorId === competitorId);
       };
-      const result = await ingestObservations(this.store(accountId), {
+      const result = await ingestObservations(this.ingestionTarget(accountId), {
         observations: keepingOfferTerms(observations, offerOf),
         afterCommit: (committed) => {
           events = committed;
@@ -228,7 +228,7 @@ export class SandboxObject extends MeteredObject {
    * make no I/O between them (its storage is synchronous), so nothing can change what was read before it is written.
    * The write is one transaction.
    */
-  private store(accountId: string): ObservationStore {
+  private ingestionTarget(accountId: string): IngestionTarget {
     const base = sandboxBase();
     let stored = new Map<string, OverlayRow>();
     return {

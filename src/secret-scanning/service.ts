@@ -1,5 +1,5 @@
 import pLimit from "p-limit";
-import { accountEventMessage, accountEventRow } from "../account-events/store.ts";
+import { accountEventMessage, accountEventRow } from "../account-events/rows.ts";
 import { hashApiKey, isWellFormedApiKey } from "../api-keys/format.ts";
 import type { EventMessage } from "../events/messages.ts";
 import { relayEvents } from "../events/outbox.ts";

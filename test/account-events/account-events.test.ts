@@ -8,7 +8,7 @@ import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
 import { events } from "../../src/platform/tables.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
-import { fanOut } from "../../src/webhooks/delivery/store.ts";
+import { fanOut } from "../../src/webhooks/delivery/rows.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { factSources } from "../helpers/sandbox.ts";

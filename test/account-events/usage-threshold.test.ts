@@ -6,7 +6,7 @@ import { hashApiKey } from "../../src/api-keys/format.ts";
 import { announceUsage } from "../../src/api-keys/object/usage-threshold.ts";
 import { eventMessageOf } from "../../src/events/outbox.ts";
 import { database } from "../../src/platform/db.ts";
-import { fanOut } from "../../src/webhooks/delivery/store.ts";
+import { fanOut } from "../../src/webhooks/delivery/rows.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { factSources } from "../helpers/sandbox.ts";

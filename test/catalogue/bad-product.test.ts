@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { freshAccount } from "../helpers/accounts.ts";
-import { changePrices, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { changePrices, createCompetitor, createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { ingest } from "../helpers/webhooks.ts";
 
@@ -35,7 +35,7 @@ describe("a product whose stored total is past 2^53-1 minor units", () => {
       .run();
     const logged = vi.spyOn(console, "error");
 
-    expect(await publishCatalogue()).toMatchObject({ built: true, full: true });
+    expect(await publishSnapshot()).toMatchObject({ built: true, full: true });
     const listed = await expectJson(await call("GET", "/products", { token: key }), 200);
     expect(listed.products.map((p) => p.sku)).toEqual(["MONEY-A", "MONEY-C"]);
     expect(listed.products[0]!.offers[0]).toMatchObject({ price: "10.00", total_price: "11.00" });
@@ -48,7 +48,7 @@ describe("a product whose stored total is past 2^53-1 minor units", () => {
     // An incremental build that re-reads the bad product's part (its neighbours changed) leaves it out again.
     logged.mockClear();
     await changePrices(["MONEY-A", "MONEY-C"]);
-    expect(await publishCatalogue()).toMatchObject({ built: true });
+    expect(await publishSnapshot()).toMatchObject({ built: true });
     const again = await expectJson(await call("GET", "/products", { token: key }), 200);
     expect(again.products.map((p) => [p.sku, p.offers[0]!.price])).toEqual([
       ["MONEY-A", "10.01"],
@@ -58,7 +58,7 @@ describe("a product whose stored total is past 2^53-1 minor units", () => {
 
     // An observation that mends it is taken (not a 500 on the old total), and the product is back.
     await ingest([{ sku: "MONEY-B", competitor: { id: "cmp_money", name: "Money Shop" }, price: "12.00", shipping_cost: "1.00" }]);
-    await publishCatalogue();
+    await publishSnapshot();
     const mended = await expectJson(await call("GET", `/products/${bad.id}`, { token: key }), 200);
     expect(mended.offers[0]).toMatchObject({ price: "12.00", total_price: "13.00" });
   });

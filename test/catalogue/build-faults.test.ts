@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { BuildLimits } from "../../src/catalogue/snapshot/limits.ts";
 import { POINTER_KEY, type Pointer, readManifest, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
 import { wholeCatalogue } from "../../src/catalogue/snapshot/read.ts";
-import { Faults, runBuildSteps, stepCatalogue } from "../helpers/build-steps.ts";
+import { Faults, runBuildSteps, snapshotInSteps } from "../helpers/build-steps.ts";
 import { changePrices } from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 
@@ -29,7 +29,7 @@ async function servedBodies(): Promise<Uint8Array[]> {
 let skus: string[];
 
 beforeAll(async () => {
-  skus = await stepCatalogue(PRODUCTS, LIMITS);
+  skus = await snapshotInSteps(PRODUCTS, LIMITS);
 });
 
 describe.each(["incremental", "full"] as const)("a %s build whose steps throw at any point", (kind) => {

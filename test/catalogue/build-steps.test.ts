@@ -20,7 +20,7 @@ import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { runBuildSteps } from "../helpers/build-steps.ts";
-import { changePrices, createCompetitor, insertProducts, publishCatalogue, randomProductId } from "../helpers/catalogue-factory.ts";
+import { changePrices, createCompetitor, insertProducts, publishSnapshot, randomProductId } from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 import { call } from "../helpers/http.ts";
 
@@ -60,7 +60,7 @@ beforeAll(async () => {
 
 describe("a build in bounded steps", () => {
   it("a full build takes several steps, each within its D1, product and segment budgets, and serves every product", async () => {
-    await publishCatalogue(); // marks every product changed; its build runs in the builder object (no budgets checked there)
+    await publishSnapshot(); // marks every product changed; its build runs in the builder object (no budgets checked there)
     await changePrices(skus.slice(0, 1));
     // A reset makes the next build a full one, here step by step.
     await env.DB.prepare("UPDATE catalogue_state SET reset_version = version").run();

@@ -15,7 +15,7 @@ import {
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { database } from "../../src/platform/db.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { buildCatalogue, changePrices, createCompetitor, insertProducts, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { buildSnapshot, changePrices, createCompetitor, insertProducts, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
 import { call } from "../helpers/http.ts";
 
@@ -68,7 +68,7 @@ async function buildAt(time: number, skus: readonly string[] = []): Promise<Mani
   vi.setSystemTime(time);
   if (skus.length > 0) await changePrices(skus);
   else await bumpCatalogueVersion(database(env.DB));
-  const report = await buildCatalogue();
+  const report = await buildSnapshot();
   expect(report).toMatchObject({ built: true, full: false });
   const manifest = await readManifest(env.CATALOGUE, report.manifest!);
   snapshots.push(manifest);
@@ -113,7 +113,7 @@ beforeAll(async () => {
   await createCompetitor({ id: "cmp_b", name: "Shop B" });
   await insertProducts(0, PRODUCTS);
   for (const object of UNRELATED) await env.CATALOGUE.put(object, `not a snapshot: ${object}`);
-  const report = await publishCatalogue();
+  const report = await publishSnapshot();
   snapshots.push(await readManifest(env.CATALOGUE, report.manifest!));
   expect(snapshot(1).segments).toHaveLength(3);
   // This isolate's first catalogue request pokes the builder: run that alarm now, so none fires between a change and its build.

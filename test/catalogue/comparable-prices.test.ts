@@ -7,7 +7,7 @@ import { database } from "../../src/platform/db.ts";
 import { events, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { buildCatalogue } from "../helpers/catalogue-factory.ts";
+import { buildSnapshot } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { ingest, type ObservationInput, observation, postObservations } from "../helpers/webhooks.ts";
 
@@ -28,7 +28,7 @@ type Offer = Schemas["Offer"];
 const productId = async (sku: string) => (await db().select({ id: products.id }).from(products).where(eq(products.sku, sku)).get())!.id;
 /** The product as GET /products/:id serves it, once the snapshot holds what was ingested. */
 const product = async (sku: string) => {
-  await buildCatalogue();
+  await buildSnapshot();
   return expectJson(await call("GET", `/products/${await productId(sku)}`, { token: key }), 200) as Promise<Schemas["Product"]>;
 };
 const offerOf = async (sku: string): Promise<Offer> => (await product(sku)).offers[0]!;

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { database } from "../../src/platform/db.ts";
 import { catalogueState, competitors, products } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { buildCatalogue } from "../helpers/catalogue-factory.ts";
+import { buildSnapshot } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { adminToken } from "../helpers/tokens.ts";
 import { ingest } from "../helpers/webhooks.ts";
@@ -26,7 +26,7 @@ async function stocked() {
   await ingest(
     skus.map((sku) => ({ sku, competitor: { id, name: "Shop Ünïcode 🛒", domain: "shop.example" }, observed_at: "2026-05-01T10:00:00Z" })),
   );
-  await buildCatalogue();
+  await buildSnapshot();
   return { id, skus };
 }
 
@@ -43,7 +43,7 @@ describe("PATCH /admin/competitors/:id", () => {
     expect(after.resetVersion).toBe(after.version); // the builder's cue for a full build
     expect(await marks()).toEqual(marksBefore);
 
-    const report = await buildCatalogue();
+    const report = await buildSnapshot();
     expect(report).toMatchObject({ built: true, full: true });
     const list = await expectJson(await call("GET", "/products", { token: key }), 200);
     for (const sku of skus) expect(list.products.find((p) => p.sku === sku)!.offers[0]!.competitor_name).toBe("Shop Renamed");

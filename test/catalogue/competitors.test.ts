@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { freshAccount } from "../helpers/accounts.ts";
-import { createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { createCompetitor, createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 
 let key: string;
@@ -17,7 +17,7 @@ beforeAll(async () => {
     ],
   });
   await createProduct({ offers: [{ competitor: "cmp_amazon", price: "2.00" }] });
-  await publishCatalogue();
+  await publishSnapshot();
 });
 
 describe("GET /competitors", () => {
@@ -35,7 +35,7 @@ describe("GET /competitors", () => {
 
   it("follows catalogue changes", async () => {
     await createProduct({ offers: [{ competitor: "cmp_idle", price: "3.00" }] });
-    await publishCatalogue();
+    await publishSnapshot();
     const body = await expectJson(await call("GET", "/competitors", { token: key }), 200);
     expect(body.competitors.find((c) => c.id === "cmp_idle")!.offer_count).toBe(1);
   });

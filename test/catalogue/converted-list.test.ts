@@ -5,11 +5,11 @@ import { CONVERTED_PREFIX } from "../../src/catalogue/converted-list.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import {
-  buildCatalogue,
+  buildSnapshot,
   changePrices,
   createCompetitor,
   insertProducts,
-  publishCatalogue,
+  publishSnapshot,
   randomProductId,
 } from "../helpers/catalogue-factory.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
@@ -65,7 +65,7 @@ beforeAll(async () => {
   await createCompetitor({ id: "cmp_b", name: "Shop B" });
   await insertProducts(0, PRODUCTS, 0, randomProductId);
   await putRates({ USD: "1.0850", GBP: "0.8420" });
-  await publishCatalogue();
+  await publishSnapshot();
 });
 
 describe("the converted whole list", () => {
@@ -128,7 +128,7 @@ describe("the converted whole list", () => {
     };
     await list(); // a response that converted pieces asked the builder to keep GBP's JSON list warm
     await changePrices(["SNAP-7", "SNAP-1999"]);
-    await buildCatalogue();
+    await buildSnapshot();
     await catalogueBuilder(env).poke();
     await runAlarms();
     const afterBuild = await convertedOperations(list);

@@ -4,7 +4,7 @@ import type { Schemas } from "../../client/index.ts";
 import { PUBLISHED_RATES_KEY } from "../../src/fx-rates/published.ts";
 import { forgetIsolateMemory } from "../../src/platform/isolate-memory.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, workMeter } from "../helpers/http.ts";
 import { postMcp, toolCall } from "../helpers/mcp.ts";
 import { adminToken } from "../helpers/tokens.ts";
@@ -43,7 +43,7 @@ const pricesOf = (product: Schemas["Product"]) => offers.map(({ competitor }) =>
 beforeAll(async () => {
   key = (await freshAccount({ plan: "premium" })).key;
   await ingest(offers.map((offer) => ({ sku: SKU, brand: BRAND, ...offer })));
-  await publishCatalogue();
+  await publishSnapshot();
   const list = await expectJson(await call("GET", `/products?sku=${SKU}`, { token: key }), 200);
   productId = list.products[0]!.id;
 });

@@ -11,7 +11,7 @@ import { COMPACT_READS } from "../../src/catalogue/snapshot/value-lists.ts";
 import { database } from "../../src/platform/db.ts";
 import { products } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { type BulkProduct, buildCatalogue, createCompetitor, insertProductRows, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { type BulkProduct, buildSnapshot, createCompetitor, insertProductRows, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { call, utf8Text } from "../helpers/http.ts";
 
@@ -78,7 +78,7 @@ beforeAll(async () => {
   key = (await freshAccount({ plan: "premium" })).key;
   for (const id of ["cmp_a", "cmp_b", "cmp_c", "cmp_idle"]) await createCompetitor({ id, name: `Shop ${id} ✓` });
   await insertRandomProducts(PRODUCTS);
-  await publishCatalogue();
+  await publishSnapshot();
 });
 
 const lower = (value: string | null) => value?.toLowerCase();
@@ -229,7 +229,7 @@ describe("a new build", () => {
     ]);
     const before = await readDirect(filters);
     expect(before.lines.some((line) => line.includes(leaving!.id))).toBe(true);
-    await buildCatalogue();
+    await buildSnapshot();
     const after = await readDirect(filters);
     expect(after.lines).toEqual((await unfiltered()).filter((line) => lower((JSON.parse(line) as ProductView).brand) === "sony"));
     expect(after.lines.some((line) => line.includes(joining!.id))).toBe(true);
@@ -266,7 +266,7 @@ describe("a new build", () => {
       }
       await env.DB.batch(statements);
       if (build % 5 === 4) await insertRandomProducts(10);
-      await buildCatalogue();
+      await buildSnapshot();
       const all = await unfiltered();
       for (const filters of [{ brand: "sony" }, { brand: "rare brand" }, { category: "drones" }, { category: "café" }] as const) {
         const field = "brand" in filters ? "brand" : "category";

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { HISTORY_LIMIT } from "../../src/catalogue/history.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { addHistory, createCompetitor, createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 
 let key: string;
@@ -21,7 +21,7 @@ beforeAll(async () => {
     { competitor: "cmp_amazon", price: "19.99", observedAt: "2026-01-01T00:00:00.000Z" },
     { competitor: "cmp_argos", price: "17.25", currency: "GBP", observedAt: "2026-02-01T00:00:00.000Z" },
   ]);
-  await publishCatalogue();
+  await publishSnapshot();
 });
 
 describe("GET /products/:id/history", () => {

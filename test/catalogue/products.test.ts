@@ -6,12 +6,12 @@ import { readManifest, readPointer, segmentIndexOf } from "../../src/catalogue/s
 import { forgetKeptSegments } from "../../src/catalogue/snapshot/product-read.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import {
-  buildCatalogue,
+  buildSnapshot,
   changePrices,
   createCompetitor,
   createProduct,
   insertProducts,
-  publishCatalogue,
+  publishSnapshot,
 } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, randomTestIp, workMeter } from "../helpers/http.ts";
 import { accountToken } from "../helpers/tokens.ts";
@@ -78,7 +78,7 @@ beforeAll(async () => {
     category: "Kitchen",
     offers: [{ competitor: "cmp_walmart", price: "3.20" }],
   });
-  await publishCatalogue();
+  await publishSnapshot();
 });
 
 describe("GET /products", () => {
@@ -268,7 +268,7 @@ describe("GET /products", () => {
     const etag = before.headers.get("ETag")!;
 
     await createProduct({ sku: "NEW-ONE", brand: "Sony" });
-    await publishCatalogue();
+    await publishSnapshot();
 
     const after = await get("/products", { "If-None-Match": etag });
     const body = await expectJson(after, 200);
@@ -341,7 +341,7 @@ describe("GET /products/:id", () => {
   });
 
   it("is served from the snapshot with no D1 statement, one R2 read of its segment cold and none warm, and shows a change once built", async () => {
-    await publishCatalogue();
+    await publishSnapshot();
     await (await get("/products")).arrayBuffer(); // this isolate reads the new snapshot's pointer and manifest
     forgetKeptSegments();
     const cold = await get("/products/prd_headphones");
@@ -353,7 +353,7 @@ describe("GET /products/:id", () => {
 
     await changePrices(["SONY-XM5"]);
     expect(await expectJson(await get("/products/prd_headphones"), 200)).toEqual(before); // the snapshot's, until it is built
-    await buildCatalogue();
+    await buildSnapshot();
     const after = await expectJson(await get("/products/prd_headphones"), 200);
     expect(after.offers.map((offer) => offer.price)).not.toEqual(before.offers.map((offer) => offer.price));
     const list = await expectJson(await get("/products"), 200);
@@ -361,12 +361,12 @@ describe("GET /products/:id", () => {
   });
 
   it("a product created since the snapshot was built is a 404 without a D1 statement, and served once the snapshot holds it", async () => {
-    await publishCatalogue();
+    await publishSnapshot();
     const { id } = await createProduct({ sku: `NEW-${Date.now()}`, name: "Not in the snapshot yet" });
     const missing = await get(`/products/${id}`);
     expect((await expectJson(missing, 404)).detail).toContain(id);
     expect(workMeter(missing)["d1-statements"]).toBe(0);
-    await publishCatalogue();
+    await publishSnapshot();
     const res = await get(`/products/${id}`);
     expect(await expectJson(res, 200)).toMatchObject({ id, name: "Not in the snapshot yet" });
     expect(workMeter(res)["d1-statements"]).toBe(0);
@@ -403,9 +403,9 @@ describe("GET /products/:id reads one range of its segment", () => {
 
   it("reads the one range that holds the product, from a segment that incremental builds left in several", async () => {
     await insertProducts(0, 60, 0, (i) => `prd_range_${String(i).padStart(3, "0")}`);
-    await publishCatalogue();
+    await publishSnapshot();
     await changePrices(["SNAP-30"]); // a part in the middle re-encoded: the parts around it stay where they were
-    await buildCatalogue();
+    await buildSnapshot();
     const manifest = await readManifest(env.CATALOGUE, (await readPointer(env.CATALOGUE))!.manifest);
     const segment = manifest.segments[segmentIndexOf(manifest.segments, "prd_range_030")]!;
     expect(segment.ndjson.extents.length).toBeGreaterThan(1);
@@ -422,7 +422,7 @@ describe("GET /products/:id reads one range of its segment", () => {
 
   it("reads the range of about 128 products that holds the product, not the whole segment", async () => {
     await insertProducts(1000, 400, 0, (i) => `prd_cut_${i}`);
-    await publishCatalogue();
+    await publishSnapshot();
     const manifest = await readManifest(env.CATALOGUE, (await readPointer(env.CATALOGUE))!.manifest);
     expect(manifest.segments).toHaveLength(1);
     const reads = manifest.segments[0]!.ndjsonReads!;

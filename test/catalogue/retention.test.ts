@@ -7,7 +7,7 @@ import type { BuildLimits } from "../../src/catalogue/snapshot/limits.ts";
 import { manifestKey, readPointer } from "../../src/catalogue/snapshot/manifest.ts";
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { runBuildSteps, runCollectSteps, stepCatalogue } from "../helpers/build-steps.ts";
+import { runBuildSteps, runCollectSteps, snapshotInSteps } from "../helpers/build-steps.ts";
 import { changePrices } from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 import { fakeDateAt } from "../helpers/clock.ts";
@@ -28,7 +28,7 @@ let skus: string[];
 
 beforeAll(async () => {
   key = (await freshAccount({ plan: "premium" })).key;
-  skus = await stepCatalogue(PRODUCTS, LIMITS);
+  skus = await snapshotInSteps(PRODUCTS, LIMITS);
   // A second snapshot replaces the first at START: the first's objects are due for deletion at START + RETENTION_MS.
   vi.useFakeTimers({ toFake: ["Date"] });
   vi.setSystemTime(START);

@@ -7,7 +7,7 @@ import { POINTER_KEY, readManifest, readPointer } from "../../src/catalogue/snap
 import { catalogueBuilder } from "../../src/catalogue/snapshot/stub.ts";
 import { COMPACT_READS } from "../../src/catalogue/snapshot/value-lists.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { type BulkProduct, createCompetitor, insertProductRows, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { type BulkProduct, createCompetitor, insertProductRows, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { storeTodaysRates } from "../helpers/fx-rates.ts";
 import { call } from "../helpers/http.ts";
 import { postMcp, toolCall } from "../helpers/mcp.ts";
@@ -113,7 +113,7 @@ describe.each(SIZES)("at %i products", { timeout: 60_000 }, (size) => {
   beforeAll(async () => {
     const held = (await env.DB.prepare("SELECT count(*) AS n FROM products WHERE sku LIKE 'SR-%'").first<{ n: number }>())!.n;
     await addProducts(size - held, held);
-    await publishCatalogue();
+    await publishSnapshot();
     const list = await call("GET", "/products?sku=SR-17", { token: key });
     productId = ((await list.json()) as { products: { id: string }[] }).products[0]!.id;
   }, 300_000);

@@ -10,7 +10,7 @@ import { database } from "../../src/platform/db.ts";
 import { offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { Faults, runBuildSteps } from "../helpers/build-steps.ts";
-import { buildCatalogue, changePrices, createCompetitor, insertProducts, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { buildSnapshot, changePrices, createCompetitor, insertProducts, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { expectedProducts, listBody } from "../helpers/catalogue-views.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
@@ -42,7 +42,7 @@ beforeAll(async () => {
   await createCompetitor({ id: "cmp_b", name: "Shop B" });
   await createCompetitor({ id: "cmp_idle", name: "Idle" });
   await insertProducts(0, PRODUCTS);
-  await publishCatalogue();
+  await publishSnapshot();
 });
 
 const FILTERS: [string, (p: ProductView) => boolean][] = [
@@ -121,7 +121,7 @@ describe("rebuilds", () => {
     const before = listBody(await expectedProducts());
     const pending = await get("/products"); // headers sent, body not yet read
     await changePrices(["SNAP-1501"]);
-    const report = await buildCatalogue();
+    const report = await buildSnapshot();
     expect(report).toMatchObject({ built: true, full: false, segmentsWritten: 1 });
     expect(await pending.text()).toBe(before);
     expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
@@ -129,7 +129,7 @@ describe("rebuilds", () => {
 
   it("after a one-product rebuild (old segments and a new one mixed), the gzip bodies are still one member each", async () => {
     await changePrices(["SNAP-1999"]);
-    const report = await buildCatalogue();
+    const report = await buildSnapshot();
     expect(report).toMatchObject({ built: true, full: false, segmentsWritten: 1 });
     const manifest = await readManifest(env.CATALOGUE, report.manifest!);
     const builds = new Set(manifest.segments.flatMap((segment) => segment.json.extents.map((extent) => extent.key.split("/")[2])));
@@ -149,7 +149,7 @@ describe("rebuilds", () => {
     expect(after.status).toBe(304);
     expect(await (await get("/products")).text()).toBe(body);
 
-    expect(await buildCatalogue()).toMatchObject({ built: true });
+    expect(await buildSnapshot()).toMatchObject({ built: true });
     expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
   });
 
@@ -162,7 +162,7 @@ describe("rebuilds", () => {
         ]),
       ),
     );
-    await buildCatalogue();
+    await buildSnapshot();
     expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
     const competitorsBody = await expectJson(await get("/competitors"), 200);
     expect(competitorsBody.competitors.find((c) => c.id === "cmp_idle")!.offer_count).toBe(6);
@@ -175,7 +175,7 @@ describe("rebuilds", () => {
       bumpCatalogueVersion(db()),
       db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state)` }).where(sql`changed_version = 1000000`),
     ]);
-    const report = await buildCatalogue();
+    const report = await buildSnapshot();
     expect(report.full).toBe(false);
     const manifest = await readManifest(env.CATALOGUE, report.manifest!);
     expect(Math.max(...manifest.segments.map((s) => s.count))).toBeLessThanOrEqual(SEGMENT_MAX);
@@ -188,9 +188,9 @@ describe("rebuilds", () => {
     await db().delete(offers).where(sql`product_id < 'prd_00000100'`);
     await db().delete(products).where(sql`id < 'prd_00000100'`);
     await env.DB.prepare("UPDATE catalogue_state SET version = version + 1, reset_version = version + 1").run();
-    const report = await buildCatalogue();
+    const report = await buildSnapshot();
     expect(report).toMatchObject({ built: true, full: true });
     expect(await (await get("/products")).text()).toBe(listBody(await expectedProducts()));
-    expect(await buildCatalogue()).toMatchObject({ built: false });
+    expect(await buildSnapshot()).toMatchObject({ built: false });
   });
 });

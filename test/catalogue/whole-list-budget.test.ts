@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ApiError } from "../../client/index.ts";
 import { HOUR_MS } from "../../src/platform/time.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
-import { createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { storeTodaysRates } from "../helpers/fx-rates.ts";
 import { call, workCounts } from "../helpers/http.ts";
 
@@ -35,7 +35,7 @@ beforeAll(async () => {
   ({ key, token } = await freshAccount({ plan: "premium" }));
   await createProduct({ sku: "WHOLE-1", brand: "Acme" });
   await storeTodaysRates(); // ?currency=EUR converts (a currency without a rate is refused)
-  await publishCatalogue();
+  await publishSnapshot();
 });
 afterAll(() => vi.useRealTimers());
 

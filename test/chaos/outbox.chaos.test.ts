@@ -22,7 +22,7 @@ import { createWebhook, endpointSettled, observation, QUEUE_NAME, spyOnDeliveryQ
 /**
  * "Nothing lost", by fault injection. Price changes are ingested while every send to WEBHOOK_QUEUE
  * fails at random (injected), and receivers answer 500, hang past the delivery timeout, or succeed
- * at random. The queue is simulated in this isolate (so that retries need no waiting): a retried
+ * at random. The queue is emulated in this isolate (so that retries need no waiting): a retried
  * message comes back with attempts + 1, and after the last attempt goes to the dead-letter queue's
  * consumer. The outbox sweep runs as the cron would (its clock moved past SWEEP_AFTER_MS), and
  * webhooks whose deliveries were dead-lettered are replayed with only_failed, as a customer would.
@@ -95,7 +95,7 @@ async function runBatch(queue: string, items: { body: WebhookMessage; attempts: 
   return items.filter((_, i) => threw || retried.has(batch.messages[i]!.id));
 }
 
-/** Runs the simulated queue until it is empty: retries come back with attempts + 1, the last one goes to the dead-letter queue. */
+/** Runs the emulated queue until it is empty: retries come back with attempts + 1, the last one goes to the dead-letter queue. */
 async function drain() {
   do {
     while (pending.length > 0) {

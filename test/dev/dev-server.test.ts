@@ -282,7 +282,7 @@ describe("npm run dev, called as a newcomer calls it", () => {
     expect((await call("/cdn-cgi/local/scheduled?cron=*/1+*+*+*+*")).status).toBe(200);
   });
 
-  it("the README's test-mode walk-through: a test key, its sandbox, a test webhook to npm run webhook:listen, a simulated change", async () => {
+  it("the README's test-mode walk-through: a test key, its sandbox, a test webhook to npm run webhook:listen, a sandbox change", async () => {
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
     const login = { Authorization: `Bearer ${token}` };
     const created = await call("/api-keys", login, "POST", JSON.stringify({ name: "my laptop", environment: "test" }));
@@ -309,12 +309,12 @@ describe("npm run dev, called as a newcomer calls it", () => {
         .catch((error: unknown) => {
           throw new Error(`the webhook receiver is not listening on 9000; it said: ${heard}`, { cause: error });
         });
-      // The simulated change exactly as the README sends it (its body spans lines there).
+      // The sandbox change exactly as the README sends it (its body spans lines there).
       const [, body] = /POST \$API\/test\/observations [^']*-d '([^']*)'/.exec(readme) ?? [];
       expect(body).toBeDefined();
-      const simulated = await call("/test/observations", { Authorization: `Bearer ${testKey}` }, "POST", body!.replace(/\n\s*/g, ""));
-      expect(simulated.status).toBe(200);
-      expect(JSON.parse(simulated.body.toString())).toMatchObject({ received: 1, price_changes: 1 });
+      const sandboxChange = await call("/test/observations", { Authorization: `Bearer ${testKey}` }, "POST", body!.replace(/\n\s*/g, ""));
+      expect(sandboxChange.status).toBe(200);
+      expect(JSON.parse(sandboxChange.body.toString())).toMatchObject({ received: 1, price_changes: 1 });
       await expect.poll(() => heard, { timeout: 15_000, interval: 250 }).toContain("price.changed");
       const feed = await call("/events", { Authorization: `Bearer ${testKey}` });
       const { events } = JSON.parse(feed.body.toString()) as { events: { type: string; data: { sku: string } }[] };

@@ -8,7 +8,7 @@ import { database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { HOUR_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { addHistory, createCompetitor, createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson, utf8Text } from "../helpers/http.ts";
 import { testAccount } from "../helpers/sandbox.ts";
@@ -166,7 +166,7 @@ describe("a catalogue export", () => {
         ],
       });
     }
-    await publishCatalogue();
+    await publishSnapshot();
     const created = await expectJson(await start(account.token, { kind: "catalogue", format: "ndjson" }), 202);
     expect(created.status).toBe("running");
     const detail = await finished(account.token, created.id);
@@ -347,7 +347,7 @@ describe("a changes export past the feed's 30 days", () => {
       .bind(ago(30))
       .first<{ n: number }>();
     expect(stillInD1!.n).toBe(0);
-    await publishCatalogue();
+    await publishSnapshot();
     const feedIds = await commitEvents(24 * 2, 3);
 
     const since = ago(60);

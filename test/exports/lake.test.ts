@@ -9,7 +9,7 @@ import { database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { DAY_MS, HOUR_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { addHistory, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { addHistory, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson, utf8Text } from "../helpers/http.ts";
 import { connectLake, duckdb, lakeDestination } from "../helpers/lake.ts";
@@ -203,7 +203,7 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
         in_stock: true,
       })),
     );
-    await publishCatalogue();
+    await publishSnapshot();
     const created = await expectJson(
       await call("POST", "/exports", {
         token: account.token,
@@ -300,7 +300,7 @@ describe("DuckDB over the customer's bucket", { timeout: 90_000 }, () => {
     await archiveEvents(database(env.DB), env.ARCHIVE);
     await ingestCatalogue(30, 2);
     await ingestCatalogue(30, 3); // price and stock changes: the feed's events of today
-    await publishCatalogue();
+    await publishSnapshot();
     // History older than the feed, for the same offers (what ingestion wrote then), moved to the archive.
     const { products } = await expectJson(await call("GET", "/products?sku=LAKE-3", { token: account.key }), 200);
     const ids = (await expectJson(await call("GET", "/products", { token: account.key }), 200)).products.map((p) => p.id);

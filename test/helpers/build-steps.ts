@@ -120,7 +120,7 @@ export async function runCollectSteps(): Promise<number> {
  * `count` products of random ids (two competitors), all marked changed, and their first snapshot built
  * with `limits`; returns their SKUs. The setup of the tests that drive steps with small limits.
  */
-export async function stepCatalogue(count: number, limits: BuildLimits): Promise<string[]> {
+export async function snapshotInSteps(count: number, limits: BuildLimits): Promise<string[]> {
   const db = database(env.DB);
   await createCompetitor({ id: "cmp_a", name: "Shop A" });
   await createCompetitor({ id: "cmp_b", name: "Shop B" });

@@ -209,16 +209,16 @@ export async function changePrices(skus: readonly string[]) {
  * then what the builder's alarm would do a moment later: build the snapshot. This isolate then
  * serves it at once.
  */
-export async function publishCatalogue(): Promise<BuildReport> {
+export async function publishSnapshot(): Promise<BuildReport> {
   await db().batch([
     bumpCatalogueVersion(db()),
     db().update(products).set({ changedVersion: sql`(SELECT version FROM catalogue_state WHERE id = 1)` }),
   ]);
-  return buildCatalogue();
+  return buildSnapshot();
 }
 
 /** Runs the builder now (as its alarm would after an ingestion's poke) and makes this isolate see the result at once. */
-export async function buildCatalogue(): Promise<BuildReport> {
+export async function buildSnapshot(): Promise<BuildReport> {
   try {
     return await catalogueBuilder(env).build();
   } finally {

@@ -13,7 +13,7 @@ import { events, webhookDeliveries, webhooks } from "../../src/platform/tables.t
 import { ACCOUNT_BUDGETS, type AccountBudget } from "../../src/rate-limit/account-budgets.ts";
 import type { RateLimitBucket } from "../../src/rate-limit/bucket.ts";
 import { bucketName } from "../../src/rate-limit/buckets.ts";
-import { fanOut } from "../../src/webhooks/delivery/store.ts";
+import { fanOut } from "../../src/webhooks/delivery/rows.ts";
 import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";

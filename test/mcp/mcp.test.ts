@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { HOUR_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { addHistory, createCompetitor, createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson, randomTestIp, rateLimitOf } from "../helpers/http.ts";
 import { captureLogs } from "../helpers/logs.ts";
@@ -76,7 +76,7 @@ beforeAll(async () => {
       observedAt: new Date(Date.UTC(2026, 0, 1 + i)).toISOString(),
     })),
   );
-  await publishCatalogue();
+  await publishSnapshot();
 });
 
 describe("/mcp", () => {

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { searchProducts } from "../../src/catalogue/search.ts";
-import { catalogueStore } from "../../src/catalogue/snapshot/stub.ts";
+import { snapshotAccess } from "../../src/catalogue/snapshot/stub.ts";
 import { database } from "../../src/platform/db.ts";
 import { WorkMeter } from "../../src/platform/metered.ts";
 import { createCompetitor, createProduct } from "../helpers/catalogue-factory.ts";
@@ -15,7 +15,7 @@ import { ingest } from "../helpers/webhooks.ts";
 
 // Digits only: the tests' short words ("wh", "tv") must not turn up inside it by chance (a base-36 run id held "wh" once).
 const run = String(Date.now());
-const stores = { db: database(env.DB), catalogue: catalogueStore(env, new WorkMeter()) };
+const stores = { db: database(env.DB), catalogue: snapshotAccess(env, new WorkMeter()) };
 const search = async (query: string, limit = 100) =>
   (await searchProducts(stores, { query, limit })).products.map((product) => product.sku);
 

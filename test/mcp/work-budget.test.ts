@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { HOUR_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { createCompetitor, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { createCompetitor, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { call } from "../helpers/http.ts";
 import { type Cost, costOf, type Statement, statementsOf } from "../helpers/statements.ts";
 import { installReceiver } from "../helpers/webhook-receiver.ts";
@@ -71,7 +71,7 @@ beforeAll(async () => {
     `INSERT INTO price_history (product_id, competitor_id, price_minor, currency, in_stock, observed_at)
      SELECT 'prd_wb000001', 'cmp_wb_all', 100 + value, 'USD', 1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%d hours', value)) FROM json_each('[1,2,3,4,5,6,7,8,9,10,11,12]')`,
   ).run();
-  await publishCatalogue();
+  await publishSnapshot();
   await toolCall("list_competitors", {}); // the key's first use, and the isolate's first manifest read, are not a tool's work
 });
 

@@ -6,7 +6,7 @@ import type { EventMessage, WebhookMessage } from "../../src/events/messages.ts"
 import { database } from "../../src/platform/db.ts";
 import { catalogueState, competitors, offers, priceHistory, products } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { buildCatalogue } from "../helpers/catalogue-factory.ts";
+import { buildSnapshot } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { ingest, observation, postObservations } from "../helpers/webhooks.ts";
 
@@ -30,7 +30,7 @@ const sentEvents = () => sent.mock.calls.flatMap(([batch]) => [...batch].map((m)
 
 /** The product as GET /products/:id serves it, once the snapshot holds what was ingested. */
 const product = async (sku: string) => {
-  await buildCatalogue();
+  await buildSnapshot();
   const row = await db().select().from(products).where(eq(products.sku, sku)).get();
   const body = await expectJson(await call("GET", `/products/${row!.id}`, { token: key }), 200);
   return body;
@@ -100,7 +100,7 @@ describe("POST /admin/observations: new observations", () => {
     expect(await db().select({ changed: products.changedVersion }).from(products).where(eq(products.sku, "ETAG-1")).get()).toEqual({
       changed: await version(),
     });
-    await buildCatalogue(); // what the builder's alarm does after the ingestion's poke
+    await buildSnapshot(); // what the builder's alarm does after the ingestion's poke
     const second = await call("GET", "/products", { token: key, headers: { "If-None-Match": etag } });
     expect(second.status).toBe(200);
     expect(second.headers.get("ETag")).not.toBe(etag);

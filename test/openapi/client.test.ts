@@ -10,7 +10,7 @@ import {
 } from "../../client/index.ts";
 import committed from "../../client/openapi.json";
 import { freshAccount } from "../helpers/accounts.ts";
-import { createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { createCompetitor, createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { DocumentChecker, fetchDocument } from "../helpers/openapi.ts";
 import { settled } from "../helpers/settle.ts";
@@ -64,7 +64,7 @@ describe("typed calls", () => {
   it("lists products with filters, reads one, and manages keys with an account login", async () => {
     await createCompetitor({ id: "cmp_client", name: "Client Shop" });
     const product = await createProduct({ brand: "ClientBrand", offers: [{ competitor: "cmp_client", price: "9.99" }] });
-    await publishCatalogue();
+    await publishSnapshot();
     const { key, token } = await freshAccount({ plan: "premium" });
 
     const { api } = client(key);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { MAX_STREAMS_PER_KEY } from "../../src/stream/limits.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { addHistory, createCompetitor, createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { authorizeUrl, openConsent, pkcePair, registerClient } from "../helpers/connect.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
 import { bodyText, DocumentChecker, fetchDocument, METHODS } from "../helpers/openapi.ts";
@@ -67,7 +67,7 @@ beforeAll(async () => {
     { competitor: shop.id, price: "29.99", observedAt: "2026-01-01T00:00:00.000Z" },
     { competitor: shop.id, price: "24.99", inStock: false, observedAt: "2026-01-02T00:00:00.000Z" },
   ]);
-  await publishCatalogue();
+  await publishSnapshot();
 });
 
 afterAll(() => {

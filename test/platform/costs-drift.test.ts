@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import costs from "../../docs/costs.json";
 import { forgetKeptSegments } from "../../src/catalogue/snapshot/product-read.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, type WorkCountField } from "../helpers/http.ts";
 import { invocationLog } from "../helpers/work-log.ts";
 
@@ -66,7 +66,7 @@ let productId: string;
 beforeAll(async () => {
   owner = await freshAccount({ plan: "premium" });
   productId = (await createProduct({ sku: `DRIFT-${Date.now()}` })).id;
-  await publishCatalogue();
+  await publishSnapshot();
   await call("GET", SMALL_PATH, { token: owner.key }); // wakes the key's object, as the bench does first
 });
 

@@ -4,7 +4,7 @@ import { EVENT_METHODS } from "../../src/mcp/events/methods.ts";
 import { sandboxBase } from "../../src/sandbox/catalogue.ts";
 import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { connect } from "../helpers/connect.ts";
 import { storeTodaysRates } from "../helpers/fx-rates.ts";
 import { call, expectJson } from "../helpers/http.ts";
@@ -333,7 +333,7 @@ beforeAll(async () => {
     { sku: LIVE_SKUS[1]!, price: PRICES.live[1] },
   ]);
   await ingest([{ sku: LIVE_SKUS[0]!, price: "31000.17" }]);
-  await publishCatalogue();
+  await publishSnapshot();
   const { products } = await expectJson(await call("GET", `/products?competitor=cmp_amazon`, { token: keys.A.live }), 200);
   live = LIVE_SKUS.map((sku) => products.find((product) => product.sku === sku)!).map(({ id, sku }) => ({ id, sku }));
 
@@ -360,7 +360,7 @@ beforeAll(async () => {
   await ingest([{ sku: LIVE_SKUS[0]!, price: PRICES.live[2] }]);
   await sandboxChange("A", [[P.sku, PRICES.A[2]]]);
   await sandboxChange("B", [[P.sku, PRICES.B[2]]]);
-  await publishCatalogue();
+  await publishSnapshot();
   for (const { party, res, frames } of listening) {
     const newest = environmentOf(party) === "live" ? PRICES.live[2] : PRICES[accountOf(party)][2];
     await frames.until(`"new_price":"${newest}"`);

@@ -8,7 +8,7 @@ import worker from "../../src/index.ts";
 import type { WorkCounts } from "../../src/platform/metered.ts";
 import { DELIVERY_QUEUES } from "../../src/webhooks/delivery/queues.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { call, workMeter, workMeterIsFinal } from "../helpers/http.ts";
 import { lastUsedMarkStored } from "../helpers/last-used.ts";
 import { settled } from "../helpers/settle.ts";
@@ -187,7 +187,7 @@ beforeAll(async () => {
   owner = await freshAccount({ plan: "premium" });
   brand = `final-${Date.now()}`;
   for (let i = 0; i < 3; i++) await createProduct({ sku: `FINAL-${Date.now()}-${i}`, brand });
-  await publishCatalogue();
+  await publishSnapshot();
   await (await call("GET", "/competitors", { token: owner.key })).arrayBuffer(); // the key's object has read the key
   await lastUsedMarkStored(owner.key, owner.keyId); // and its first use's mark is stored, before any span
 });

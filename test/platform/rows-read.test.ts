@@ -1,11 +1,11 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { archiveEvents } from "../../src/events/archive.ts";
-import { D1_QUERIES_PER_FEED_PAGE, D1_QUERIES_PER_HISTORY_READ } from "../../src/events/retention.ts";
+import { D1_ROUND_TRIPS_PER_FEED_PAGE, D1_ROUND_TRIPS_PER_HISTORY_READ } from "../../src/events/retention.ts";
 import { database } from "../../src/platform/db.ts";
 import { HOUR_MS } from "../../src/platform/time.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { addHistory, createCompetitor, createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { addHistory, createCompetitor, createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { commitEvents } from "../helpers/events.ts";
 import { call, expectJson, workCounts } from "../helpers/http.ts";
 import { type Cost, costOf, statementsOf } from "../helpers/statements.ts";
@@ -69,7 +69,7 @@ beforeAll(async () => {
     MANY,
     `INSERT INTO webhook_deliveries (event_id, webhook_id, type, attempt, duration_ms, outcome, delivered_at) SELECT printf('evt_%032x', i), 'whk_other1', 'price.changed', 1, 5, 'delivered', '${ago(1)}' FROM n`,
   );
-  await publishCatalogue();
+  await publishSnapshot();
   vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
 });
 
@@ -114,9 +114,9 @@ describe("D1 round trips, as npm run simulate counts them (src/events/retention.
     await call("GET", "/events?limit=1", { token: key }); // the key's first use reads it from D1, once
     const page = await call("GET", `/events?after=${recent[0]}`, { token: key });
     expect(page.status).toBe(200);
-    expect(workCounts(page).d1).toBe(D1_QUERIES_PER_FEED_PAGE);
+    expect(workCounts(page).d1).toBe(D1_ROUND_TRIPS_PER_FEED_PAGE);
     const history = await call("GET", "/products/prd_ours/history", { token: key });
     expect(history.status).toBe(200);
-    expect(workCounts(history).d1).toBe(D1_QUERIES_PER_HISTORY_READ);
+    expect(workCounts(history).d1).toBe(D1_ROUND_TRIPS_PER_HISTORY_READ);
   });
 });

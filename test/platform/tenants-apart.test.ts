@@ -18,10 +18,10 @@ import { bucketName } from "../../src/rate-limit/buckets.ts";
 import { accountBudgets } from "../../src/rate-limit/stub.ts";
 import { publishToStreams } from "../../src/stream/publish.ts";
 import { withinDeliveryBudgets } from "../../src/webhooks/delivery/budgets.ts";
-import { fanOut, fanOutWithSubscriptions } from "../../src/webhooks/delivery/store.ts";
+import { fanOut, fanOutWithSubscriptions } from "../../src/webhooks/delivery/rows.ts";
 import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { authorizeUrl, connect, ORIGIN, openConsent, pkcePair, refresh, registerClient, workerFetch } from "../helpers/connect.ts";
 import { storeTodaysRates } from "../helpers/fx-rates.ts";
 import { type CallOptions, call, randomTestIp } from "../helpers/http.ts";
@@ -213,7 +213,7 @@ beforeAll(async () => {
   const since = new Date(Date.now() - 1000).toISOString();
 
   await ingest([{ sku, price: "20.00", in_stock: true }]);
-  await publishCatalogue(); // the product is in the snapshot, so B's reads below find it (not a 503 or a 404)
+  await publishSnapshot(); // the product is in the snapshot, so B's reads below find it (not a 503 or a 404)
   const listed = await call("GET", `/products?sku=${sku}`, { token: a.key });
   expect(listed.status).toBe(200);
   productId = (await listed.json<{ products: { id: string }[] }>()).products[0]!.id;
@@ -246,7 +246,7 @@ beforeAll(async () => {
   await backfill.until('"new_price":"17.00"');
   await backfill.close();
   streamed.backfill = backfill.text();
-  await publishCatalogue();
+  await publishSnapshot();
 }, 120_000);
 
 afterAll(() => {

@@ -24,7 +24,7 @@ import { publishToStreams } from "../../src/stream/publish.ts";
 import { DELIVERY_ARCHIVE_CRON } from "../../src/webhooks/delivery/delivery-archive.ts";
 import { generateWebhookSecret } from "../../src/webhooks/secrets.ts";
 import { addKey, freshAccount } from "../helpers/accounts.ts";
-import { createCompetitor, createProduct, insertProducts, publishCatalogue, randomProductId } from "../helpers/catalogue-factory.ts";
+import { createCompetitor, createProduct, insertProducts, publishSnapshot, randomProductId } from "../helpers/catalogue-factory.ts";
 import {
   authorizeUrl,
   codeFor,
@@ -346,7 +346,7 @@ async function growTo(size: number) {
   for (let round = 0; round < 3; round++)
     await ingest(Array.from({ length: 200 }, (_, k) => ({ sku: `BUDGET-WIN-${k}`, price: `${100 - round * 10 - (k % 7)}.${size % 97}` })));
   windowUntil = new Date(Date.now() + 1).toISOString();
-  await publishCatalogue();
+  await publishSnapshot();
   await settle();
   const pointer = (await readPointer(env.CATALOGUE))!;
   servingSegments = (await findManifest(env.CATALOGUE, pointer.manifest))!.segments.length;

@@ -5,7 +5,7 @@ import { WorkMeter } from "../../src/platform/metered.ts";
 import { STREAM_HUB_COUNT } from "../../src/stream/limits.ts";
 import { publishToStreams } from "../../src/stream/publish.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { createProduct, publishCatalogue } from "../helpers/catalogue-factory.ts";
+import { createProduct, publishSnapshot } from "../helpers/catalogue-factory.ts";
 import { call, expectJson, WORK_COUNT_FIELDS, workMeter } from "../helpers/http.ts";
 import { statementsOf } from "../helpers/statements.ts";
 
@@ -20,7 +20,7 @@ let productId: string;
 beforeAll(async () => {
   owner = await freshAccount();
   productId = (await createProduct({ sku: `METER-${Date.now()}` })).id;
-  await publishCatalogue();
+  await publishSnapshot();
 });
 
 /**

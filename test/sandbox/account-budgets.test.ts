@@ -49,7 +49,7 @@ async function sandboxObservations(testKey: string, count: number) {
   });
 }
 
-const simulate = (testKey: string, observations: unknown[]) =>
+const simulateObservations = (testKey: string, observations: unknown[]) =>
   call("POST", "/test/observations", { token: testKey, body: { observations } });
 
 describe("sandbox changes: 10,000 a day per account", () => {
@@ -60,7 +60,7 @@ describe("sandbox changes: 10,000 a day per account", () => {
     const feed = async () => (await expectJson(await call("GET", "/events?limit=1000", { token: testKey }), 200)).events;
 
     // 9,950 + 51: refused whole, nothing written.
-    const refused = await simulate(testKey, observations);
+    const refused = await simulateObservations(testKey, observations);
     const { detail } = await expectJson(refused, 429);
     expect(detail).toMatch(/10,000 sandbox changes per day/);
     expect(detail).toMatch(/9,950 used, and 51 more would pass it, so nothing was done/);
@@ -70,9 +70,9 @@ describe("sandbox changes: 10,000 a day per account", () => {
     expect(await feed()).toEqual([]);
 
     // 50 fit exactly (the 10,000th change); the 10,001st does not.
-    const answer = await expectJson(await simulate(testKey, observations.slice(0, 50)), 200);
+    const answer = await expectJson(await simulateObservations(testKey, observations.slice(0, 50)), 200);
     expect(answer.price_changes).toBe(50);
-    const last = await simulate(testKey, observations.slice(50));
+    const last = await simulateObservations(testKey, observations.slice(50));
     expect((await expectJson(last, 429)).detail).toMatch(
       /10,000 sandbox changes per day per account.*10,000 used, and 1 more would pass it/,
     );
@@ -102,10 +102,10 @@ describe("test deliveries: 600 a minute per account", () => {
     const posts = () => urls.reduce((sum, url) => sum + receiver.to(url).length, 0);
 
     // 100 observations: 200 events, to 2 webhooks each; twice within the minute.
-    const first = await expectJson(await simulate(testKey, observations), 200);
+    const first = await expectJson(await simulateObservations(testKey, observations), 200);
     const again = observations.map((o) => ({ ...o, price: o.currency === "JPY" ? "990" : "9.90", in_stock: !o.in_stock }));
     const before = Date.now();
-    const second = await expectJson(await simulate(testKey, again), 200);
+    const second = await expectJson(await simulateObservations(testKey, again), 200);
 
     await vi.waitFor(() => expect(posts()).toBeGreaterThanOrEqual(600), { timeout: 15_000, interval: 50 });
     await new Promise((resolve) => setTimeout(resolve, 1_000)); // nothing more comes
@@ -149,7 +149,7 @@ describe("replayed deliveries: 20,000 an hour per account", () => {
     const url = hookUrl("replayed");
     const hook = await createWebhook(token, { url, environment: "test" });
     const since = new Date(Date.now() - 1000).toISOString();
-    await expectJson(await simulate(testKey, await sandboxObservations(testKey, 8)), 200); // 16 events
+    await expectJson(await simulateObservations(testKey, await sandboxObservations(testKey, 8)), 200); // 16 events
     await settled(() => expect(receiver.to(url)).toHaveLength(16), 20); // their first deliveries
     await use(sub, "replayed-deliveries", 19_990);
     const sent = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { SANDBOX_SHOPS } from "../../src/sandbox/world.ts";
 import { freshAccount } from "../helpers/accounts.ts";
-import { buildCatalogue } from "../helpers/catalogue-factory.ts";
+import { buildSnapshot } from "../helpers/catalogue-factory.ts";
 import { oneGzipMember, rawGet } from "../helpers/gzip-member.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { adminToken } from "../helpers/tokens.ts";
@@ -41,7 +41,8 @@ const change = (product: Product, price: string, competitor = product.offers[0]!
   in_stock: competitor.in_stock,
 });
 
-const simulate = (key: string, observations: unknown[]) => call("POST", "/test/observations", { token: key, body: { observations } });
+const simulateObservations = (key: string, observations: unknown[]) =>
+  call("POST", "/test/observations", { token: key, body: { observations } });
 
 describe("a test key reads the sandbox", () => {
   it("1,000 synthetic products, TEST- SKUs, the sandbox's own shops in several currencies, the same for every account", async () => {
@@ -110,7 +111,7 @@ describe("a test key's gzip list", () => {
     // Products spread over several of the list's parts change; the rest of the list stays as it was.
     const changed = [before[5]!, before[450]!, before[999]!];
     await expectJson(
-      await simulate(
+      await simulateObservations(
         testKey,
         changed.map((product) => change(product, product.offers[0]!.currency === "JPY" ? "100" : "1.00")),
       ),
@@ -126,7 +127,7 @@ describe("never mixed", () => {
     const { key: live, testKey } = await testAccount();
     const sku = `LIVE-${Date.now()}`;
     await ingest([{ sku, price: "12.00", competitor: { id: "cmp_live_only", name: "Live only" } }]);
-    await buildCatalogue();
+    await buildSnapshot();
     expect((await expectJson(await call("GET", `/products/${await liveIdOf(sku)}`, { token: live }), 200)).sku).toBe(sku);
     expect((await products(testKey)).some((p) => p.sku === sku)).toBe(false);
     expect(await products(testKey, `?sku=${sku}`)).toEqual([]);
@@ -142,7 +143,7 @@ describe("never mixed", () => {
 
   it("a live key never sees sandbox data: no TEST- product, a sandbox product's id is 404", async () => {
     const { key: live, testKey } = await testAccount();
-    await buildCatalogue();
+    await buildSnapshot();
     const [sandboxProduct] = await products(testKey, "?sku=TEST-SP-0004");
     // Sandbox ids are recognisable: the 404 names the product as test mode's and the key it needs.
     for (const path of [`/products/${sandboxProduct!.id}`, `/products/${sandboxProduct!.id}/history`]) {
@@ -167,7 +168,7 @@ describe("POST /test/observations", () => {
     const [a, b] = [await testAccount(), await testAccount()];
     const [product] = await products(a.testKey, "?sku=TEST-VC-0005");
     const offer = product!.offers[0]!;
-    const answer = await expectJson(await simulate(a.testKey, [change(product!, "1.23")]), 200);
+    const answer = await expectJson(await simulateObservations(a.testKey, [change(product!, "1.23")]), 200);
     expect(answer).toEqual({
       received: 1,
       products_created: 0,
@@ -186,7 +187,7 @@ describe("POST /test/observations", () => {
     const { history } = await expectJson(await call("GET", `/products/${product!.id}/history`, { token: a.testKey }), 200);
     expect(history.at(-1)).toMatchObject({ competitor_id: offer.competitor_id, price: "1.23" });
     // The same call again is a replay of the same price: nothing changes.
-    expect(await expectJson(await simulate(a.testKey, [change(product!, "1.23")]), 200)).toMatchObject({ price_changes: 0 });
+    expect(await expectJson(await simulateObservations(a.testKey, [change(product!, "1.23")]), 200)).toMatchObject({ price_changes: 0 });
 
     // Another account's sandbox is untouched.
     const otherView = await expectJson(await call("GET", `/products/${product!.id}`, { token: b.testKey }), 200);
@@ -199,7 +200,7 @@ describe("POST /test/observations", () => {
     const [product] = await products(testKey, "?sku=TEST-VC-0005");
     const offer = product!.offers.find((o) => o.currency === "USD") ?? product!.offers[0]!;
     const tooLarge = { ...change(product!, "90071992547409.91", offer), currency: "USD", shipping_cost: "0.01" };
-    const refused = await expectJson(await simulate(testKey, [change(product!, "4.00"), tooLarge]), 400);
+    const refused = await expectJson(await simulateObservations(testKey, [change(product!, "4.00"), tooLarge]), 400);
     expect(refused.detail).toMatch(/^Invalid body: observations\.1\.price: with shipping_cost 0\.01, the total is over/);
     expect((await products(testKey, "?sku=TEST-VC-0005"))[0]).toEqual(product);
   });
@@ -207,7 +208,7 @@ describe("POST /test/observations", () => {
   it("a live key is 403 naming the environment, and changes nothing", async () => {
     const { key: live, testKey } = await testAccount();
     const [product] = await products(testKey, "?sku=TEST-BK-0006");
-    const refused = await expectJson(await simulate(live, [change(product!, "2.00")]), 403);
+    const refused = await expectJson(await simulateObservations(live, [change(product!, "2.00")]), 403);
     expect(refused.detail).toMatch(/live key/);
     expect(refused.detail).toMatch(/test key/);
     expect((await products(testKey, "?sku=TEST-BK-0006"))[0]).toEqual(product);
@@ -217,13 +218,13 @@ describe("POST /test/observations", () => {
     const { testKey } = await testAccount();
     const [product] = await products(testKey, "?sku=TEST-SH-0007");
     const bad = await expectJson(
-      await simulate(testKey, [change(product!, "3.00"), { ...change(product!, "3.00"), sku: "KET-1000" }]),
+      await simulateObservations(testKey, [change(product!, "3.00"), { ...change(product!, "3.00"), sku: "KET-1000" }]),
       400,
     );
     expect(bad.detail).toMatch(/^Invalid body: observations\.1\.sku: not a sandbox product: "KET-1000" does not begin TEST-/);
     // A SKU that begins TEST- but is not the sandbox's is told why, and what the sandbox's look like.
     const made = await expectJson(
-      await simulate(testKey, [
+      await simulateObservations(testKey, [
         { ...change(product!, "3.00"), sku: "TEST-NEW-1" },
         { ...change(product!, "3.00"), sku: "TEST-CF-0002" },
       ]),
@@ -234,12 +235,12 @@ describe("POST /test/observations", () => {
     expect(made.detail).toMatch(/\(CF, PT, MN, SP, VC, BK, SH, BG\)/);
     expect(made.detail).toMatch(/e\.g\. TEST-CF-0001 or TEST-PT-0002/);
     const shop = await expectJson(
-      await simulate(testKey, [{ ...change(product!, "3.00"), competitor: { id: "cmp_amazon", name: "Amazon" } }]),
+      await simulateObservations(testKey, [{ ...change(product!, "3.00"), competitor: { id: "cmp_amazon", name: "Amazon" } }]),
       400,
     );
     expect(shop.detail).toMatch(/cmp_amazon/);
     const many = await expectJson(
-      await simulate(
+      await simulateObservations(
         testKey,
         Array.from({ length: 101 }, () => change(product!, "3.00")),
       ),
@@ -249,7 +250,7 @@ describe("POST /test/observations", () => {
     expect((await products(testKey, "?sku=TEST-SH-0007"))[0]).toEqual(product);
   });
 
-  it("a simulated change keeps the offer's terms it leaves out (url, shipping, seller, …); null clears one", async () => {
+  it("a sandbox change keeps the offer's terms it leaves out (url, shipping, seller, …); null clears one", async () => {
     const { testKey } = await testAccount();
     // An offer with a page and a known shipping cost, in a currency with cents.
     const shipped = (o: Product["offers"][number]) =>
@@ -260,14 +261,14 @@ describe("POST /test/observations", () => {
     )!;
     expect(offer.url).not.toBeNull();
     const observation = { ...change(product!, "1.00", offer), seller: "Second seller" };
-    expect(await expectJson(await simulate(testKey, [observation]), 200)).toMatchObject({ price_changes: 1 });
+    expect(await expectJson(await simulateObservations(testKey, [observation]), 200)).toMatchObject({ price_changes: 1 });
     const after = await expectJson(await call("GET", `/products/${product!.id}`, { token: testKey }), 200);
     const changed = after.offers.find((o) => o.competitor_id === offer.competitor_id)!;
     expect(changed).toMatchObject({ price: "1.00", url: offer.url, shipping_cost: offer.shipping_cost, seller: "Second seller" });
     const { events } = await expectJson(await call("GET", "/events?type=price.changed", { token: testKey }), 200);
     expect(events.at(-1)!.data).toMatchObject({ url: offer.url, new_total_price: expect.any(String) });
     // Given, a term replaces the offer's; null clears it (as in a live observation).
-    await expectJson(await simulate(testKey, [{ ...change(product!, "2.00", offer), url: null, shipping_cost: "0" }]), 200);
+    await expectJson(await simulateObservations(testKey, [{ ...change(product!, "2.00", offer), url: null, shipping_cost: "0" }]), 200);
     const cleared = (await expectJson(await call("GET", `/products/${product!.id}`, { token: testKey }), 200)).offers.find(
       (o) => o.competitor_id === offer.competitor_id,
     )!;
@@ -279,7 +280,7 @@ describe("POST /test/observations", () => {
     const [product] = await products(testKey, "?sku=TEST-BG-0008");
     const absent = SANDBOX_SHOPS.find((shop) => !product!.offers.some((o) => o.competitor_id === shop.id))!;
     const created = await expectJson(
-      await simulate(testKey, [
+      await simulateObservations(testKey, [
         {
           sku: product!.sku,
           name: "x",
@@ -293,7 +294,7 @@ describe("POST /test/observations", () => {
     );
     expect(created).toMatchObject({ offers_created: 1 });
     const stock = await expectJson(
-      await simulate(testKey, [{ ...change(product!, product!.offers[0]!.price), in_stock: !product!.offers[0]!.in_stock }]),
+      await simulateObservations(testKey, [{ ...change(product!, product!.offers[0]!.price), in_stock: !product!.offers[0]!.in_stock }]),
       200,
     );
     expect(stock).toMatchObject({ stock_changes: 1, price_changes: 0 });
@@ -307,7 +308,7 @@ describe("the sandbox's own data", () => {
     const { sub, testKey } = await testAccount();
     const [product] = await products(testKey, "?sku=TEST-CF-0001");
     // A change through the API (which sets the object's alarm), and rows 8 days old beside it.
-    expect((await simulate(testKey, [change(product!, "1.00")])).status).toBe(200);
+    expect((await simulateObservations(testKey, [change(product!, "1.00")])).status).toBe(200);
     const object = env.SANDBOX.get(env.SANDBOX.idFromName(sub));
     const old = new Date(Date.now() - 8 * 86_400_000).toISOString();
     const counts = () =>
@@ -348,7 +349,7 @@ describe("a test key's comparable prices", () => {
     const usd = product!.offers.find((offer) => offer.currency === "USD")!;
     // A change to 100.00 USD with free shipping: total 100.00; in EUR at 1.25 USD a euro, 80.00.
     const changed = { ...change(product!, "100.00", usd), shipping_cost: "0.00" };
-    expect((await simulate(a.testKey, [changed])).status).toBe(200);
+    expect((await simulateObservations(a.testKey, [changed])).status).toBe(200);
     const read = await expectJson(await call("GET", `/products/${product!.id}?currency=EUR`, { token: a.testKey }), 200);
     const offer = read.offers.find((o) => o.competitor_id === usd.competitor_id)!;
     expect(offer).toMatchObject({ price: "100.00", total_price: "100.00", condition: "new", check_status: "ok" });

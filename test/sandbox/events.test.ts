@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { DeliveryMessage, EventMessage, WebhookMessage } from "../../src/events/messages.ts";
 import { database } from "../../src/platform/db.ts";
-import { fanOut } from "../../src/webhooks/delivery/store.ts";
+import { fanOut } from "../../src/webhooks/delivery/rows.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { postMcp, toolCall } from "../helpers/mcp.ts";
 import { factSources, testAccount } from "../helpers/sandbox.ts";

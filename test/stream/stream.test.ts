@@ -4,7 +4,7 @@ import { asc, like } from "drizzle-orm";
 import { EventSource } from "eventsource";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AlertFilters } from "../../src/alerts/schema.ts";
-import { catalogueStore } from "../../src/catalogue/snapshot/stub.ts";
+import { snapshotAccess } from "../../src/catalogue/snapshot/stub.ts";
 import { liveData } from "../../src/key-data/live.ts";
 import { database } from "../../src/platform/db.ts";
 import { newEventId } from "../../src/platform/ids.ts";
@@ -227,7 +227,7 @@ async function framesOf(
         alerts: database(env.ALERTS_DB),
         replica: db,
         archive: env.ARCHIVE,
-        catalogue: catalogueStore(env, work),
+        catalogue: snapshotAccess(env, work),
         afterAnswer: () => {},
       }),
     },

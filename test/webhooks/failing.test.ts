@@ -5,7 +5,7 @@ import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { DAY_MS } from "../../src/platform/time.ts";
 import { EXCERPT_BYTES, utf8Excerpt } from "../../src/webhooks/delivery/excerpt.ts";
-import { FAILING_DAYS_TO_DISABLE, recordAttempts, webhooksByIds } from "../../src/webhooks/delivery/store.ts";
+import { FAILING_DAYS_TO_DISABLE, recordAttempts, webhooksByIds } from "../../src/webhooks/delivery/rows.ts";
 import { freshAccount } from "../helpers/accounts.ts";
 import { call, expectJson } from "../helpers/http.ts";
 import { hookUrl, installReceiver, type Receiver } from "../helpers/webhook-receiver.ts";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { D1_QUERIES_PER_DELIVERY_BATCH } from "../../src/events/retention.ts";
+import { D1_ROUND_TRIPS_PER_DELIVERY_BATCH } from "../../src/events/retention.ts";
 import { database } from "../../src/platform/db.ts";
 import { webhookDeliveries, webhooks } from "../../src/platform/tables.ts";
 import { freshAccount } from "../helpers/accounts.ts";
@@ -52,13 +52,13 @@ async function roundTrips(run: () => Promise<unknown>) {
 }
 
 describe("recording a queue batch's attempts", () => {
-  it(`ten successful deliveries to three webhooks: ${D1_QUERIES_PER_DELIVERY_BATCH} D1 round trips, the record one statement`, async () => {
+  it(`ten successful deliveries to three webhooks: ${D1_ROUND_TRIPS_PER_DELIVERY_BATCH} D1 round trips, the record one statement`, async () => {
     const token = (await freshAccount()).token;
     const hooks = await Promise.all([0, 1, 2].map(() => createWebhook(token, { url: hookUrl() })));
     for (const hook of hooks) receiver.respond(hook.url, () => new Response("ok ✓"));
     const messages = Array.from({ length: 10 }, (_, i) => deliveryTo(hooks[i % 3]!.id));
     const cost = await roundTrips(() => runQueue(messages));
-    expect(cost).toEqual({ total: D1_QUERIES_PER_DELIVERY_BATCH, batches: [1] });
+    expect(cost).toEqual({ total: D1_ROUND_TRIPS_PER_DELIVERY_BATCH, batches: [1] });
     const rows = await db()
       .select()
       .from(webhookDeliveries)
@@ -86,7 +86,7 @@ describe("recording a queue batch's attempts", () => {
     const cost = await roundTrips(() =>
       runQueue([deliveryTo(failing!.id), deliveryTo(failing!.id), deliveryTo(recovered!.id), deliveryTo(gone!.id)]),
     );
-    expect(cost.total).toBe(D1_QUERIES_PER_DELIVERY_BATCH);
+    expect(cost.total).toBe(D1_ROUND_TRIPS_PER_DELIVERY_BATCH);
     // The rows, failing_since, the disable, the account's webhook.disabled events, and the retries of those disabled abandoned.
     expect(cost.batches).toEqual([5]);
     await runQueue([deliveryTo(recovered!.id)]); // failing: its object makes it

@@ -4,7 +4,7 @@ import { MeteredObject } from "../../platform/metered-object.ts";
 import type { Limits } from "../../rate-limit/types.ts";
 import type { Counter, StoredCounters } from "../../rate-limit/window.ts";
 import { budgetSpent, KeyBudgets } from "./budgets.ts";
-import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-store.ts";
+import { loadKeyState, outsideRestrictions, pastExpiry, withPushes } from "./key-record.ts";
 import { lastUsedLog, MARK_EVERY_MS } from "./last-used.ts";
 import { AdmissionWindow, type StoredBlock } from "./reservations.ts";
 import { type KeyAdmission, type KeyRequest, type KeyState, UNKNOWN_KEY_MS, type UsageCount, type UsageSpan } from "./types.ts";

@@ -5,7 +5,7 @@ import { catalogueState, competitors, products } from "../../platform/tables.ts"
 import { type BuildReport, type BuildWork, noBuildWork } from "./build-report.ts";
 import { compactTo, extentCap } from "./compaction.ts";
 import { valuesKey, writeDirectory } from "./directory.ts";
-import { competitorNames, encode, encodeParts, pageQueries, RANGES_PER_STATEMENT } from "./encode.ts";
+import { competitorNames, encode, encodeParts, pageStatements, RANGES_PER_STATEMENT } from "./encode.ts";
 import { concatenated } from "./gzip-member.ts";
 import { findChanges, rewriteSegments, type SegmentChanges } from "./incremental.ts";
 import { type BuildDeps, STEP_D1_STATEMENTS, STEP_R2_READS } from "./limits.ts";
@@ -180,7 +180,7 @@ async function fullSegments(deps: BuildDeps, objects: StepObjects, state: BuildS
   const { limits } = deps;
   for (let n = 0; n < limits.stepSegments && deps.work.productsEncoded < limits.stepProducts; n++) {
     const [rows, offerRows] = await deps.db.batch(
-      pageQueries(deps.db, limits.segmentTarget, state.cursor ?? "", state.cursor === null, null),
+      pageStatements(deps.db, limits.segmentTarget, state.cursor ?? "", state.cursor === null, null),
     );
     if (rows.length > 0) {
       const first = state.position === 0 ? "" : rows[0]!.id;

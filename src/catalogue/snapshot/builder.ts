@@ -17,7 +17,7 @@ import { readPointer } from "./manifest.ts";
  * burst of ingestions costs one build. Each alarm runs ONE bounded step (src/catalogue/snapshot/build.ts) and,
  * while work is left, arms the next alarm at once: no invocation's work grows with the catalogue. A
  * step that throws is retried by the alarm's own retries from the progress recorded in storage, and
- * the cron sweep's poke (sweepCatalogue) heals a lost poke: the changes are marked in D1, not in the poke.
+ * the cron sweep's poke (sweepSnapshot) heals a lost poke: the changes are marked in D1, not in the poke.
  */
 const COALESCE_MS = 300;
 /**

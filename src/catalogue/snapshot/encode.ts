@@ -35,7 +35,7 @@ type UnplacedPart = Omit<Part, "json" | "ndjson"> & Record<"json" | "ndjson", Om
 // ---- Reading products ------------------------------------------------------------------------------
 
 /** The products of an id range, in id order, a page at most, and their offers: two statements. */
-export function pageQueries(db: Database, page: number, from: string, inclusive: boolean, below: string | null) {
+export function pageStatements(db: Database, page: number, from: string, inclusive: boolean, below: string | null) {
   const range = and(inclusive ? gte(products.id, from) : gt(products.id, from), below === null ? undefined : lt(products.id, below)) as SQL;
   const ids = db.select({ id: products.id }).from(products).where(range).orderBy(asc(products.id)).limit(page);
   return [

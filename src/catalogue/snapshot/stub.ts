@@ -1,5 +1,5 @@
 import type { WorkMeter } from "../../platform/metered.ts";
-import type { CatalogueStore } from "../service.ts";
+import type { SnapshotAccess } from "../service.ts";
 
 /** The way to the CatalogueBuilder object (src/catalogue/snapshot/builder.ts), which owns the snapshot. */
 
@@ -11,12 +11,12 @@ export const catalogueBuilder = (env: Pick<Env, "CATALOGUE_BUILDER">) =>
  * was lost (an ingestion that died after its commit, a seed written straight into D1) are served
  * within a minute. Costs one alarm and one D1 read when nothing changed.
  */
-export async function sweepCatalogue(env: Pick<Env, "CATALOGUE_BUILDER">, work: WorkMeter): Promise<void> {
+export async function sweepSnapshot(env: Pick<Env, "CATALOGUE_BUILDER">, work: WorkMeter): Promise<void> {
   await work.called(catalogueBuilder(env).poke());
 }
 
 /** A request's way to the snapshot; its pokes count as Durable Object calls in its work tally. */
-export function catalogueStore(env: Pick<Env, "CATALOGUE" | "CATALOGUE_BUILDER">, work: WorkMeter): CatalogueStore {
+export function snapshotAccess(env: Pick<Env, "CATALOGUE" | "CATALOGUE_BUILDER">, work: WorkMeter): SnapshotAccess {
   return {
     bucket: env.CATALOGUE,
     poke: async () => {

@@ -3,9 +3,9 @@ import { decryptSecret } from "../secrets.ts";
 import type { DeliveryRow, WebhookRow } from "../service.ts";
 import { responseExcerpt } from "./excerpt.ts";
 import { isTermination, MCP_SUBSCRIPTION_HEADER, occurrenceBody, occurrenceMessageId } from "./mcp-occurrence.ts";
+import type { NewDelivery } from "./rows.ts";
 import { MAX_ATTEMPTS } from "./schedule.ts";
 import { signedHeaders } from "./signing.ts";
-import type { NewDelivery } from "./store.ts";
 
 /**
  * One delivery attempt, made by the queue consumer (src/webhooks/delivery/consumer.ts) for an endpoint that is

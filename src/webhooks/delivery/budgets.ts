@@ -6,7 +6,7 @@ import type { AccountBudgets } from "../../rate-limit/stub.ts";
 import type { DeliveriesQueuedView } from "../schema.ts";
 import { type GapChanges, gapChanges, settleSubscriptions, withPendingGaps } from "./mcp-gaps.ts";
 import { isTermination } from "./mcp-occurrence.ts";
-import type { FannedOut } from "./store.ts";
+import type { FannedOut } from "./rows.ts";
 
 /**
  * Deliveries an account's budgets allow (src/rate-limit/account-budgets.ts, docs/webhooks.md "Per-account budgets"):

@@ -14,8 +14,8 @@ import { handleDeadLetters } from "./dead-letters.ts";
 import type { WebhookEndpoint } from "./endpoint.ts";
 import { claimAndFanOut, type FanOutSources } from "./fan-out.ts";
 import { DELIVERY_QUEUES, sendDeliveries } from "./queues.ts";
+import { recordAttempts, webhooksByIds } from "./rows.ts";
 import { MAX_ATTEMPTS, retryDelaySeconds } from "./schedule.ts";
-import { recordAttempts, webhooksByIds } from "./store.ts";
 import { handToEndpoints } from "./stub.ts";
 
 /**

@@ -4,7 +4,7 @@ import { requeueEvents } from "../../events/outbox.ts";
 import type { Database } from "../../platform/db.ts";
 import { logger } from "../../platform/log.ts";
 import { webhookDeliveries } from "../../platform/tables.ts";
-import { webhooksByIds } from "./store.ts";
+import { webhooksByIds } from "./rows.ts";
 
 /**
  * The dead-letter queue's consumer: what WEBHOOK_QUEUE gave up on.

@@ -8,8 +8,8 @@ import { MeteredObject } from "../../platform/metered-object.ts";
 import { DAY_MS } from "../../platform/time.ts";
 import type { WebhookRow } from "../service.ts";
 import { type Attempted, attemptDelivery, attemptNotSent } from "./attempt.ts";
+import { FAILING_DAYS_TO_DISABLE, type NewDelivery, recordAttempts, webhooksByIds } from "./rows.ts";
 import { retryDelaySeconds } from "./schedule.ts";
-import { FAILING_DAYS_TO_DISABLE, type NewDelivery, recordAttempts, webhooksByIds } from "./store.ts";
 
 /**
  * One object per webhook (named by its id): where that webhook's deliveries are made when the invocation that has
@@ -85,7 +85,7 @@ export class WebhookEndpoint extends MeteredObject {
 
   /**
    * Rounds of the oldest pending deliveries, their attempts recorded together: D1 runs one statement at a time, so a
-   * run costs it a read of the webhook and one batch (src/webhooks/delivery/store.ts recordAttempts), however many
+   * run costs it a read of the webhook and one batch (src/webhooks/delivery/rows.ts recordAttempts), however many
    * attempts it makes. A round whose attempts may change the webhook (`keepsState`) is recorded before the next,
    * which reads the webhook again. When D1 or the secret fail, nothing unrecorded is forgotten (those attempts are
    * made again); when the queue refuses the retries, they are kept here, counted. Either way the run stops, and
@@ -183,7 +183,7 @@ export class WebhookEndpoint extends MeteredObject {
 /**
  * Whether attempts leave their webhook as it was read, so the next round may go on from what was read: all delivered
  * to an endpoint that was not failing, or all failed at a failing one before the 5-day rule disables it (its
- * failing_since that many days before a failure: src/webhooks/delivery/store.ts DISABLE). Anything else (a
+ * failing_since that many days before a failure: src/webhooks/delivery/rows.ts DISABLE). Anything else (a
  * success or a 410 at a failing endpoint, a failure at a healthy one) is for D1 to apply before the next round.
  */
 function keepsState(webhook: WebhookRow, attempts: readonly Attempted[]): boolean {

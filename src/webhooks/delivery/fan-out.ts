@@ -4,7 +4,7 @@ import { claimForFanOut, markFannedOut } from "../../events/outbox.ts";
 import type { AccountBudgets } from "../../rate-limit/stub.ts";
 import type { DeliveriesQueuedView } from "../schema.ts";
 import { withinDeliveryBudgets } from "./budgets.ts";
-import { fanOutWithSubscriptions } from "./store.ts";
+import { fanOutWithSubscriptions } from "./rows.ts";
 
 /**
  * Claim → fan out → mark, the one sequence both fan-out paths run: the first delivery right after a commit

@@ -3,7 +3,7 @@ import type { DeliveryMessage } from "../../events/messages.ts";
 import type { Database } from "../../platform/db.ts";
 import { webhooks } from "../../platform/tables.ts";
 import { controlEvent } from "./mcp-occurrence.ts";
-import type { FannedSubscription } from "./store.ts";
+import type { FannedSubscription } from "./rows.ts";
 
 /**
  * The extension's `gap` for what an account's budget held back (docs/webhooks.md "MCP events subscriptions"): a

@@ -6,11 +6,11 @@ import { logger } from "../platform/log.ts";
 import { competitors, offers, products } from "../platform/tables.ts";
 import type { TouchedRows } from "./changes.ts";
 import type { Observation } from "./schema.ts";
-import type { ObservationStore } from "./service.ts";
+import type { IngestionTarget } from "./service.ts";
 import { writeBatch } from "./write.ts";
 
 /** The catalogue's store: D1's products, offers, history and outbox, the snapshot builder's poke and the events' relay. */
-export const liveStore = ({ db, queue, catalogue }: Pick<RequestServices, "db" | "queue" | "catalogue">): ObservationStore => ({
+export const liveTarget = ({ db, queue, catalogue }: Pick<RequestServices, "db" | "queue" | "catalogue">): IngestionTarget => ({
   read: (observations) => readTouchedRows(db, observations),
   write: (touched, changes) => writeBatch(db, touched, changes),
   async committed(events) {
