@@ -9,7 +9,7 @@ import type { Observation } from "./schema.ts";
 import type { IngestionTarget } from "./service.ts";
 import { writeBatch } from "./write.ts";
 
-/** The catalogue's store: D1's products, offers, history and outbox, the snapshot builder's poke and the events' relay. */
+/** The live catalogue as an ingestion's target: D1's products, offers, history and outbox, the snapshot builder's poke and the events' relay. */
 export const liveTarget = ({ db, queue, catalogue }: Pick<RequestServices, "db" | "queue" | "catalogue">): IngestionTarget => ({
   read: (observations) => readTouchedRows(db, observations),
   write: (touched, changes) => writeBatch(db, touched, changes),

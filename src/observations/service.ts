@@ -17,7 +17,7 @@ import { isWriteConflict } from "./write.ts";
  *    its guard, and is read, recomputed and written again (up to 8 times); ingestions of disjoint
  *    products never fail it. The events go in the same batch, as outbox rows (src/events/outbox.ts),
  *    and so do the marks on the changed products that the catalogue snapshot is rebuilt from.
- * 4. After the commit (the store's `committed`), poke the catalogue builder (a lost poke only delays the snapshot until the cron
+ * 4. After the commit (the target's `committed`), poke the catalogue builder (a lost poke only delays the snapshot until the cron
  *    sweep) and relay the events to WEBHOOK_QUEUE (sendBatch, ≤ 100 per call). If the relay fails the
  *    answer is still 200: the events are stored, and the cron's sweep sends them. `afterCommit` then
  *    gets the events: the request's one after-commit step (src/pipeline/after-commit.ts) publishes them to the
@@ -42,7 +42,7 @@ export interface IngestionTarget {
   read(observations: readonly Observation[]): Promise<TouchedRows>;
   /**
    * Step 3: the changes and their events in one transaction, guarded by what was read (a conflict is an error that
-   * isWriteConflict recognises). The events are the store's from then on (a sandbox's carry its account).
+   * isWriteConflict recognises). The events are the target's from then on (a sandbox's carry its account).
    */
   write(touched: TouchedRows, changes: IngestionChanges): Promise<void>;
   /** After the commit: what must hear of it (the catalogue's snapshot builder, the outbox's relay of its events). */

@@ -70,7 +70,7 @@ export class SandboxObject extends MeteredObject {
 
   /**
    * POST /test/observations: the observations applied as an ingestion applies them to the catalogue (the same steps,
-   * rules and answer: src/observations/service.ts), with this object as its store. The events carry the account. A
+   * rules and answer: src/observations/service.ts), with this object as its target. The events carry the account. A
    * refusal (an ApiError: a 400 naming the observation) comes back as a value: an error thrown across RPC keeps only
    * its message. Unlike a live ingestion, an observation keeps the offer terms it leaves out (src/sandbox/offer-terms.ts).
    */
@@ -224,7 +224,7 @@ export class SandboxObject extends MeteredObject {
   }
 
   /**
-   * The ingestion's store. No guard as the live store's: the object runs one call at a time, and its read and write
+   * The ingestion's target. No guard as the live target's: the object runs one call at a time, and its read and write
    * make no I/O between them (its storage is synchronous), so nothing can change what was read before it is written.
    * The write is one transaction.
    */

@@ -4,7 +4,7 @@ import { formatMoney } from "../platform/money.ts";
 
 /**
  * A sandbox change names what changes; the offer keeps the rest. A live observation is the offer as a check read it
- * (a term it leaves out is unknown, so the ingestion clears it), but a person simulating a price drop sends the price
+ * (a term it leaves out is unknown, so the ingestion clears it), but a person trying out a price drop sends the price
  * and means the offer's page, shipping and seller to stay. So a sandbox observation takes, for each offer term it leaves
  * out (absent; null still clears), the offer's value before it: the offer's current one, or that of an earlier
  * observation of the same offer in the call. Money terms are kept only in the offer's own currency.
