@@ -351,9 +351,8 @@ async function measureSize(bench: Bench, config: string, vars: Record<string, st
       `${label}: ${STREAMS_HELD} idle streams for ${CONNECT_SECONDS} s, no stream for ${streamSeconds} s, ${STREAMS_HELD} for ${streamSeconds} s`,
     );
     for (let i = 0; i < 3; i++) await (await get(SMALL_PATH, stream!.key)).arrayBuffer(); // wakes the key's object
-    // The held streams' CPU is the process's over their window less a quiet window's, scaled to a stream's lifetime
-    // (×5): the last_used shards' flushes of the marks made so far (FLUSH_EVERY_MS after a shard's first stored row)
-    // run before both, not in one of them.
+    // The held streams' idle CPU is a median slice of their window less a quiet window's (streamMinute): the last_used
+    // shards' flushes of the marks made so far (FLUSH_EVERY_MS after a shard's first stored row) run before both.
     await sleep(WRITE_EVERY_MS + FLUSH_EVERY_MS + 3000);
     costs.stream_connection_minute = await streamMinute(ctx, stream!.key, streamSeconds);
 
@@ -549,10 +548,36 @@ async function webhookDeliveries(
 }
 
 /**
- * STREAMS_HELD streams of one key open for `seconds` with nothing to send: their final tallies (each logged once, when it
- * ends), and the process's CPU over the window.
+ * The process's CPU seconds in each SLICE_SECONDS slice of `seconds`, sampled one after another: what runs beside a
+ * window (an object's alarm, a flush, the runtime's own work) lands in a few slices, so their median leaves it out.
  */
-async function idleStreamsFor(ctx: Context, key: string, seconds: number): Promise<{ tally: Tally; cpuSeconds: number }> {
+async function cpuSlices(ctx: Context, seconds: number): Promise<number[]> {
+  const slices: number[] = [];
+  let before = workerCpu(ctx.worker).runtime;
+  for (let i = 0; i < Math.floor(seconds / SLICE_SECONDS); i++) {
+    await sleep(SLICE_SECONDS * 1000);
+    const now = workerCpu(ctx.worker).runtime;
+    slices.push(now - before);
+    before = now;
+  }
+  return slices;
+}
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+
+/**
+ * STREAMS_HELD streams of one key open for CONNECT_SECONDS and then `idleSeconds` with nothing to send: their final
+ * tallies (each logged once, when it ends), the process's CPU over the connect, and its CPU in each idle slice.
+ */
+async function idleStreamsFor(
+  ctx: Context,
+  key: string,
+  idleSeconds: number,
+): Promise<{ tally: Tally; connectCpuSeconds: number; idleSlices: number[] }> {
   await settle(ctx.worker, 3000);
   const from = logSize(ctx.log);
   const cpuBefore = workerCpu(ctx.worker).runtime;
@@ -570,49 +595,47 @@ async function idleStreamsFor(ctx: Context, key: string, seconds: number): Promi
       return { id: requestIdOf(res), reading };
     }),
   );
-  await sleep(seconds * 1000);
+  await sleep(CONNECT_SECONDS * 1000);
+  const connectCpuSeconds = workerCpu(ctx.worker).runtime - cpuBefore;
+  const idleSlices = await cpuSlices(ctx, idleSeconds);
   abort.abort();
   await Promise.all(opened.map(({ reading }) => reading));
   const ids = new Set(opened.map(({ id }) => id));
   const ours = (lines: LoggedWork[]) => lines.filter((line) => line.request_id !== undefined && ids.has(line.request_id));
   const lines = ours(await logged(ctx, from, (all) => ours(all).length >= ids.size, { ms: 20_000 }));
   if (lines.length !== ids.size) throw new Error(`${ids.size} streams logged ${lines.length} tallies, not one each`);
-  return { tally: sum(lines), cpuSeconds: workerCpu(ctx.worker).runtime - cpuBefore };
+  return { tally: sum(lines), connectCpuSeconds, idleSlices };
 }
 
-/** The process's CPU over `seconds` with no stream open: what runs beside a window (objects' alarms, the runtime's own). */
-async function quietFor(ctx: Context, seconds: number): Promise<number> {
-  await settle(ctx.worker, 3000);
-  const cpuBefore = workerCpu(ctx.worker).runtime;
-  await sleep(seconds * 1000);
-  return workerCpu(ctx.worker).runtime - cpuBefore;
-}
-
-/** How long the short streams are held: their connect, and barely any idle time. */
+/** How long the streams' connect is given before their idle time is sampled. */
 const CONNECT_SECONDS = 2;
-/** Streams held at once (a key's most): what runs beside a window is shared by this many. */
+/** Streams held at once (a key's most), so a stream's own idle CPU stands out of the process's. */
 const STREAMS_HELD = MAX_STREAMS_PER_KEY;
+/** The idle windows are sampled in slices this long. */
+const SLICE_SECONDS = 5;
 
 /**
- * A stream-minute over a stream's whole life (LIFETIME_MS, after which its client reconnects): one connect (streams
- * held CONNECT_SECONDS) and its idle rest, at the rate streams held `seconds` add over the short ones. A stream held
- * one minute would price its connect as if every minute made one. The process's CPU over an equal window with no
- * stream open is taken off the held streams' (an object's alarm or a flush in the window would otherwise be scaled
- * to a stream's lifetime as its own), and STREAMS_HELD streams share what is left of it.
+ * A stream-minute over a stream's whole life (LIFETIME_MS, after which its client reconnects): one connect and its
+ * idle rest. The connect is the process's CPU over the streams' first CONNECT_SECONDS; the idle rate is the median
+ * slice of the held streams' idle window less the median slice of an equal window with no stream open (what runs
+ * beside them, as an export's or a build's alarm, was scaled to a stream's lifetime as its own when the window was
+ * taken whole: 380 ms a stream-minute in one run, 3 in the next size's). Object requests and rows: the streams held
+ * `seconds` over those held only for their connect, scaled to the lifetime.
  */
 async function streamMinute(ctx: Context, key: string, seconds: number): Promise<OperationCost> {
-  const connect = await idleStreamsFor(ctx, key, CONNECT_SECONDS);
-  const quiet = await quietFor(ctx, seconds);
+  const connect = await idleStreamsFor(ctx, key, 0);
+  const quiet = median(await cpuSlices(ctx, seconds)) / SLICE_SECONDS;
   const held = await idleStreamsFor(ctx, key, seconds);
-  const idleShare = (LIFETIME_MS / 1000 - CONNECT_SECONDS) / (seconds - CONNECT_SECONDS);
+  const idleCpuPerSecond = Math.max(0, median(held.idleSlices) / SLICE_SECONDS - quiet);
+  const idleSeconds = LIFETIME_MS / 1000 - CONNECT_SECONDS;
+  const idleShare = idleSeconds / seconds;
   const lifetime = add(
     connect.tally,
     Object.fromEntries(
       Object.entries(add(held.tally, connect.tally, -1)).map(([name, value]) => [name, Math.max(0, value) * idleShare]),
     ) as Tally,
   );
-  const heldIdle = Math.max(0, held.cpuSeconds - quiet - connect.cpuSeconds);
-  const cpuSeconds = connect.cpuSeconds + heldIdle * idleShare;
+  const cpuSeconds = connect.connectCpuSeconds + idleCpuPerSecond * idleSeconds;
   return perUnit("minute", lifetime, (STREAMS_HELD * LIFETIME_MS) / 60_000, cpuSeconds);
 }
 
