@@ -269,10 +269,10 @@ describe("the scale model", () => {
     expect(printed.cost_per_million_requests).toBeGreaterThan(0);
   });
 
-  // Issue 46's cost target, NOT MET (docs/scale.md): $2.79 per million requests by docs/costs.json of 2026-12-07 19:49,
-  // most of the gap the key objects' rows (issue 49); every limit is at most 0.5 ×. `it.fails` keeps the check honest:
-  // it passes while a target is missed, and fails the day every target holds, to be turned back into `it`.
-  it.fails("meets the contract's targets at the target load for a year: at most $2.50 per million requests, every limit at most 0.5 ×", () => {
+  // Issue 46's targets at the target load, from the docs/costs.json the bench wrote: a figure that moves a target out
+  // of reach (a measured cost, a price, a limit) fails here. At 2026-12-08 01:40 the model says $2.46 per million
+  // requests, every limit at most 0.48 ×.
+  it("meets the contract's targets at the target load for a year: at most $2.50 per million requests, every limit at most 0.5 ×", () => {
     const model = simulate(costs);
     expect(model.perMillionRequests).toBeLessThanOrEqual(2.5);
     for (const limit of model.limits) expect(limit.ratio, limit.name).toBeLessThanOrEqual(0.5);
