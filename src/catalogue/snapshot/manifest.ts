@@ -71,7 +71,7 @@ export type Summary = z.infer<typeof Summary>;
 /**
  * A range of a segment's NDJSON form that a product read takes alone: the first product id it holds, the form's
  * extent it lies in (an index into `extents`), and its offset and size in that extent's object. A tuple, as a
- * manifest holds about ten a segment (1,000,000 products: ~10,000).
+ * manifest holds about eight a segment (1,000,000 products: ~8,000).
  */
 const NdjsonRead = z.tuple([z.string(), z.int(), z.int(), z.int()]);
 export type NdjsonRead = z.infer<typeof NdjsonRead>;
@@ -92,7 +92,7 @@ export const Segment = z
     json: SegmentForm,
     ndjson: SegmentForm,
     /**
-     * The NDJSON form cut at part boundaries into ranges of about READ_RANGE_PRODUCTS products, so one product is
+     * The NDJSON form cut at part boundaries into ranges of about 128 products (segments.ts), so one product is
      * read (and inflated) from its range alone (src/catalogue/snapshot/product-read.ts). Absent in a manifest built
      * before it: the whole form is read.
      */
