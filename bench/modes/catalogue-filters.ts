@@ -8,6 +8,7 @@
  */
 import { request } from "node:http";
 import { runtimeCpuMs, type Worker } from "../harness/processes.ts";
+import { median } from "../harness/stats.ts";
 
 const FILTERED_READS = [
   { name: "0 %", query: "category=none-such" },
@@ -56,8 +57,6 @@ function timedRead(url: string, headers: Record<string, string>): Promise<{ tota
     req.end();
   });
 }
-
-const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 export async function measureFilteredReads(worker: Worker, key: string): Promise<FilteredRead[]> {
   const url = `${worker.directUrl}/products`;

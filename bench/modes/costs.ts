@@ -27,6 +27,7 @@ import { findDirectUrl, ROOT, settle, startWorker, stopWorker, type Worker, wait
 import type { Run } from "../harness/settings.ts";
 import { seedState } from "../harness/setup.ts";
 import { freezeWorkers, SMALL_PATH } from "../harness/start.ts";
+import { median } from "../harness/stats.ts";
 import { priceChanges, randomOffers, sandboxKeySql, seedTimeoutMs } from "./catalogue.ts";
 import { storedBytes } from "./storage.ts";
 
@@ -562,12 +563,6 @@ async function cpuSlices(ctx: Context, seconds: number): Promise<number[]> {
   }
   return slices;
 }
-
-const median = (values: readonly number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
 
 /**
  * STREAMS_HELD streams of one key open for CONNECT_SECONDS and then `idleSeconds` with nothing to send: their final

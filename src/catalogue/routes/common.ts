@@ -1,8 +1,7 @@
 import { emptyResponse } from "../../http/openapi.ts";
 
-/** What the catalogue's reads declare alike (src/catalogue/routes/). */
-
 export const notModified = emptyResponse("Not modified: the catalogue is unchanged since the ETag sent", ["ETag", "Cache-Control"]);
+/** What the catalogue's reads declare alike (src/catalogue/routes/). */
 export const common = { tags: ["Catalogue"], credential: "api-key" as const, scope: "products:read" as const };
 /** What a test key reads instead (src/sandbox/), said on each catalogue read. */
 export const TEST_KEY_READS =
